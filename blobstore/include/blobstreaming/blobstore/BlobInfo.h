@@ -1,0 +1,27 @@
+#pragma once
+
+#include <blobstreaming/blobstore/Sha256.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace blobstreaming {
+
+/// What a store knows of a committed Blob.
+struct BlobInfo {
+    std::string name;
+    std::uint64_t size = 0;
+    Digest digest{};                                  ///< SHA-256 of all bytes
+    std::chrono::system_clock::time_point committed;  ///< when it became visible
+};
+
+/// A store's space accounting.
+struct StoreUsage {
+    std::uint64_t capacity = 0;   ///< 0: no limit of its own
+    std::uint64_t used = 0;       ///< committed bytes
+    std::uint64_t reserved = 0;   ///< bytes held by open reservations
+    std::uint64_t blob_count = 0;
+};
+
+}  // namespace blobstreaming

@@ -1,0 +1,55 @@
+#pragma once
+
+#include <blobstreaming/blobstore/BlobInfo.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace blobstreaming {
+
+/// A read-only, zero-copy view of bytes [start, end) of one committed Blob.
+///
+/// The view is a consistent snapshot: it stays valid and unchanged while the
+/// object lives, even if the Blob is replaced or removed meanwhile (it keeps
+/// the old file or buffer alive). Copies share the same bytes.
+///
+/// File-backed views also expose the open file and the byte offset of
+/// `start` within it, so the data plane can `sendfile` without touching
+/// `data()` (which maps pages into the process only when used).
+class BlobRange {
+public:
+    BlobRange() = default;
+    BlobRange(BlobInfo info, std::uint64_t start, std::uint64_t end,
+              std::shared_ptr<const void> keep_alive, const std::uint8_t* data,
+              int fd, std::uint64_t file_offset)
+        : info_(std::move(info)), start_(start), end_(end),
+          keep_alive_(std::move(keep_alive)), data_(data), fd_(fd), file_offset_(file_offset)
+    {
+    }
+
+    const BlobInfo& blob() const noexcept { return info_; }
+    std::uint64_t start() const noexcept { return start_; }
+    std::uint64_t end() const noexcept { return end_; }
+    std::uint64_t size() const noexcept { return end_ - start_; }
+
+    /// The bytes; nullptr when size() is 0.
+    const std::uint8_t* data() const noexcept { return data_; }
+
+    /// An open descriptor of the file holding the bytes, or -1 when the view
+    /// is not file-backed. Owned by the view: do not close it.
+    int fd() const noexcept { return fd_; }
+    /// Offset of byte `start()` in `fd()`.
+    std::uint64_t file_offset() const noexcept { return file_offset_; }
+
+private:
+    BlobInfo info_;
+    std::uint64_t start_ = 0;
+    std::uint64_t end_ = 0;
+    std::shared_ptr<const void> keep_alive_;
+    const std::uint8_t* data_ = nullptr;
+    int fd_ = -1;
+    std::uint64_t file_offset_ = 0;
+};
+
+}  // namespace blobstreaming

@@ -1,0 +1,71 @@
+#pragma once
+/// Error codes of Blob Streaming, grouped by range, and the exception type
+/// that carries one with a specific message.
+///
+/// Setup and control paths throw `Error`; data paths return
+/// `std::error_code` in `error_category()`. The numeric groups double as the
+/// `blob` CLI's exit-code classes (see docs/CLI.md).
+
+#include <stdexcept>
+#include <string>
+#include <system_error>
+
+namespace blobstreaming {
+
+enum class Errc {
+    ok = 0,
+    // 10-19: the caller's input
+    invalid_argument = 10,
+    invalid_name = 11,
+    invalid_range = 12,
+    // 20-29: the Blob's or the reservation's state
+    no_such_blob = 20,
+    already_exists = 21,
+    reservation_closed = 22,
+    incomplete = 23,
+    digest_mismatch = 24,
+    no_such_reservation = 25,
+    // 30-39: resources
+    out_of_space = 30,
+    store_busy = 31,
+    // 40-49: the local store's storage
+    io_error = 40,
+    corrupt = 41,
+    // 50-59: transport
+    transfer_failed = 50,
+    timeout = 51,
+    unreachable = 52,
+    refused = 53,
+    protocol_error = 54,
+    cancelled = 55,
+};
+
+/// The category of `Errc`; its name is "blobstreaming".
+const std::error_category& error_category() noexcept;
+
+inline std::error_code make_error_code(Errc e) noexcept
+{
+    return {static_cast<int>(e), error_category()};
+}
+
+/// An `Errc` with a message that says what failed, on which object, and why.
+/// `what()` is the message alone (the code's generic text is not appended).
+class Error : public std::runtime_error {
+public:
+    Error(Errc code, const std::string& message) : std::runtime_error(message), code_(code) {}
+    Errc code() const noexcept { return code_; }
+    std::error_code error_code() const noexcept { return make_error_code(code_); }
+
+private:
+    Errc code_;
+};
+
+/// Throws `Error(Errc::io_error, "<what>: <strerror(err)>")`.
+[[noreturn]] void throw_io_error(const std::string& what, int err);
+
+}  // namespace blobstreaming
+
+namespace std {
+template <>
+struct is_error_code_enum<blobstreaming::Errc> : true_type {};
+}  // namespace std

@@ -1,0 +1,68 @@
+#pragma once
+
+#include <blobstreaming/blobstore/Store.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace blobstreaming {
+
+/// A directory of Blobs on a local file system.
+///
+/// Layout (see docs/ARCHITECTURE.md): `blobs/<xx>/<name>`, where `<xx>` is a
+/// fan-out of 256 sub-directories chosen by a hash of the name; each file is
+/// a 4 KiB header (size, SHA-256, commit time, name) followed by the bytes,
+/// so that byte i of the Blob is at file offset 4096 + i (page aligned for
+/// mmap, usable by sendfile). Reservations are files in `tmp/`, filled in
+/// place, then fsync'ed and renamed into `blobs/` (and the directory fsync'ed).
+///
+/// Opening takes an exclusive lock on the directory (Errc::store_busy if
+/// another process or object holds it), removes leftover reservations of a
+/// crashed process and indexes the committed Blobs; files without a valid
+/// header are never listed.
+class FileStore final : public Store {
+public:
+    struct Options {
+        std::uint64_t capacity = 0;  ///< 0: only the file system limits
+        bool sync = true;            ///< fsync at commit (off only for tests and benchmarks)
+    };
+
+    explicit FileStore(const std::filesystem::path& directory);
+    FileStore(const std::filesystem::path& directory, Options options);
+    ~FileStore() override;
+
+    std::string_view kind() const noexcept override { return "file"; }
+    BlobInfo stat(std::string_view name) const override;
+    std::vector<BlobInfo> list() const override;
+    BlobRange read(std::string_view name, std::uint64_t start, std::uint64_t end) const override;
+    std::unique_ptr<Reservation> reserve(std::string_view name, std::uint64_t size,
+                                         ReserveMode mode = ReserveMode::create) override;
+    void remove(std::string_view name) override;
+    StoreUsage usage() const override;
+
+    const std::filesystem::path& directory() const noexcept;
+
+    /// Where a committed Blob's bytes are on disk, for a same-host client
+    /// that maps the file itself: the path and the offset of byte 0.
+    struct Location {
+        std::filesystem::path path;
+        std::uint64_t data_offset;
+    };
+    Location locate(std::string_view name) const;
+
+    /// Offset of byte 0 of a Blob in its file.
+    static constexpr std::uint64_t kHeaderSize = 4096;
+
+    /// How many leftover reservations the last open removed.
+    std::size_t recovered_reservations() const noexcept;
+
+    struct State;
+
+private:
+    std::shared_ptr<State> state_;
+};
+
+}  // namespace blobstreaming

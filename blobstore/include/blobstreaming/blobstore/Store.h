@@ -1,0 +1,73 @@
+#pragma once
+
+#include <blobstreaming/blobstore/BlobInfo.h>
+#include <blobstreaming/blobstore/BlobRange.h>
+#include <blobstreaming/blobstore/Reservation.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace blobstreaming {
+
+/// What reserve() does when a committed Blob of the same name exists.
+enum class ReserveMode {
+    create,   ///< Errc::already_exists
+    replace,  ///< commit atomically replaces it; readers keep the old bytes
+};
+
+/// A place Blobs live: a handful of operations, implemented by FileStore and
+/// MemoryStore alike, with the same semantics and errors.
+///
+/// - A Blob is visible (stat, list, read) only after a complete commit.
+/// - At most one open reservation per name; a second reserve() of that name
+///   fails with Errc::already_exists until the first is committed or aborted.
+/// - Capacity counts committed bytes plus open reservations; replacing a Blob
+///   needs room for both until the commit frees the old one.
+/// - All member functions are thread-safe. Errors are thrown as `Error`.
+class Store {
+public:
+    virtual ~Store() = default;
+
+    /// "file" or "memory".
+    virtual std::string_view kind() const noexcept = 0;
+
+    /// Errc::invalid_name, Errc::no_such_blob.
+    virtual BlobInfo stat(std::string_view name) const = 0;
+    bool contains(std::string_view name) const;
+
+    /// Committed Blobs, ordered by name.
+    virtual std::vector<BlobInfo> list() const = 0;
+
+    /// `end` value meaning "up to the end of the Blob, whatever its size".
+    static constexpr std::uint64_t kToEnd = ~std::uint64_t{0};
+
+    /// Bytes [start, end) of a committed Blob (start inclusive, end
+    /// exclusive; kToEnd for the rest of the Blob). Errc::invalid_range
+    /// unless start <= end <= size;
+    /// Errc::invalid_name; Errc::no_such_blob (also while only a reservation
+    /// of that name exists).
+    virtual BlobRange read(std::string_view name, std::uint64_t start, std::uint64_t end) const = 0;
+
+    /// Bytes [offset, offset + length); Errc::invalid_range also when the sum
+    /// overflows 64 bits.
+    BlobRange read_at(std::string_view name, std::uint64_t offset, std::uint64_t length) const;
+
+    /// The whole Blob.
+    BlobRange read_all(std::string_view name) const;
+
+    /// Space for a new Blob of `size` bytes. Errc::invalid_name,
+    /// Errc::already_exists, Errc::out_of_space (with need and free bytes).
+    virtual std::unique_ptr<Reservation> reserve(std::string_view name, std::uint64_t size,
+                                                 ReserveMode mode = ReserveMode::create) = 0;
+
+    /// Errc::invalid_name, Errc::no_such_blob. Readers of the Blob keep
+    /// their views.
+    virtual void remove(std::string_view name) = 0;
+
+    virtual StoreUsage usage() const = 0;
+};
+
+}  // namespace blobstreaming

@@ -1,0 +1,84 @@
+#include <blobstreaming/blobstore/MemoryStore.h>
+
+#define BOOST_TEST_MODULE MemoryStore
+#include "StoreTestSupport.h"
+
+#include <cstring>
+
+using namespace blobstreaming;
+using test::random_bytes;
+
+namespace {
+
+void put(Store& store, const std::string& name, std::size_t size)
+{
+    const auto bytes = random_bytes(size);
+    auto r = store.reserve(name, size);
+    BOOST_REQUIRE(!r->write(bytes.data(), size));
+    r->commit();
+}
+
+std::vector<std::string> names(const Store& store)
+{
+    std::vector<std::string> out;
+    for (const auto& info : store.list()) out.push_back(info.name);
+    return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(capacity_is_required)
+{
+    BS_CHECK_ERROR(MemoryStore({0, false}), Errc::invalid_argument,
+                   "memory store: capacity must be greater than 0 bytes");
+}
+
+BOOST_AUTO_TEST_CASE(eviction_drops_least_recently_used_first)
+{
+    MemoryStore store({300, true});
+    put(store, "a", 100);
+    put(store, "b", 100);
+    put(store, "c", 100);
+    store.read_all("a");  // a is now more recent than b and c
+    put(store, "d", 100);
+    BOOST_TEST(names(store) == std::vector<std::string>({"a", "c", "d"}));
+    BOOST_TEST(store.evictions() == 1u);
+    put(store, "e", 200);  // least recent now: c, then a
+    BOOST_TEST(names(store) == std::vector<std::string>({"d", "e"}));
+    BOOST_TEST(store.evictions() == 3u);
+    BOOST_TEST(store.usage().used == 300u);
+}
+
+BOOST_AUTO_TEST_CASE(eviction_never_empties_the_cache_for_an_impossible_blob)
+{
+    MemoryStore store({300, true});
+    put(store, "a", 100);
+    BS_CHECK_ERROR(store.reserve("huge", 301), Errc::out_of_space,
+                   "need 301 bytes, 200 free of capacity 300 (100 used, 0 reserved)");
+    BOOST_TEST(names(store) == std::vector<std::string>({"a"}));
+    BOOST_TEST(store.evictions() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(evicted_blob_stays_valid_for_its_reader)
+{
+    MemoryStore store({100, true});
+    const auto bytes = random_bytes(100, 5);
+    {
+        auto r = store.reserve("a", 100);
+        BOOST_REQUIRE(!r->write(bytes.data(), 100));
+        r->commit();
+    }
+    const BlobRange view = store.read_all("a");
+    put(store, "b", 100);
+    BOOST_TEST(!store.contains("a"));
+    BOOST_TEST(std::memcmp(view.data(), bytes.data(), 100) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(without_eviction_a_full_store_refuses)
+{
+    MemoryStore store({200, false});
+    put(store, "a", 150);
+    BS_CHECK_ERROR(store.reserve("b", 100), Errc::out_of_space,
+                   "no room for blob \"b\": need 100 bytes, 50 free of capacity 200 (150 used, 0 reserved)");
+    BOOST_TEST(store.contains("a"));
+}

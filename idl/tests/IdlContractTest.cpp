@@ -1,0 +1,58 @@
+// Checks that the generated stubs compile and that the contract keeps the
+// properties the rest of the system relies on: 64-bit sizes, typed
+// exceptions carrying their context, and Any support (-Wba) for exceptions.
+#include <BlobStreaming.hh>
+
+#define BOOST_TEST_MODULE IdlContract
+#include <boost/test/unit_test.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+BOOST_AUTO_TEST_CASE(sizes_and_offsets_are_64_bit)
+{
+    static_assert(sizeof(BlobStreaming::ByteCount) == 8);
+    static_assert(sizeof(BlobStreaming::ByteOffset) == 8);
+    static_assert(std::is_unsigned_v<BlobStreaming::ByteCount>);
+    BlobStreaming::Reservation r;
+    r.size = std::uint64_t{5} << 32;  // a 20 GiB cine loop
+    BOOST_TEST(r.size == 21474836480ULL);
+    BlobStreaming::InvalidRange e("x", std::numeric_limits<std::uint64_t>::max(), 1, 10);
+    BOOST_TEST(e.offset == std::numeric_limits<std::uint64_t>::max());
+}
+
+BOOST_AUTO_TEST_CASE(exceptions_carry_their_context)
+{
+    try {
+        throw BlobStreaming::OutOfSpace("central", 268435456ULL, 1048576ULL);
+    } catch (const BlobStreaming::OutOfSpace& e) {
+        BOOST_TEST(std::string(e.store) == "central");
+        BOOST_TEST(e.requested == 268435456ULL);
+        BOOST_TEST(e.available == 1048576ULL);
+    }
+    try {
+        throw BlobStreaming::InvalidName("../x", "contains '/'");
+    } catch (const CORBA::UserException& e) {
+        BOOST_TEST(std::string(e._name()) == "InvalidName");
+    }
+}
+
+BOOST_AUTO_TEST_CASE(exceptions_travel_in_an_any)
+{
+    CORBA::Any any;
+    any <<= BlobStreaming::NoSuchBlob("CT.1.2.840.10008.1");
+    const BlobStreaming::NoSuchBlob* out = nullptr;
+    BOOST_REQUIRE(any >>= out);
+    BOOST_TEST(std::string(out->name) == "CT.1.2.840.10008.1");
+}
+
+BOOST_AUTO_TEST_CASE(ticket_and_digest_have_fixed_sizes)
+{
+    BlobStreaming::TransferTicket t;
+    static_assert(sizeof(t.id) == 16);
+    BlobStreaming::BlobInfo info;
+    static_assert(sizeof(info.digest) == 32);
+    t.direction = BlobStreaming::PULL;
+    BOOST_TEST(t.direction == BlobStreaming::PULL);
+}

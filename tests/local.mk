@@ -1,0 +1,1 @@
+# tests/: multi-process system tests (Python drivers of real processes).
