@@ -21,6 +21,7 @@ public:
         case Errc::incomplete: return "blob incomplete";
         case Errc::digest_mismatch: return "digest mismatch";
         case Errc::no_such_reservation: return "no such reservation";
+        case Errc::unknown_store: return "unknown store";
         case Errc::out_of_space: return "out of space";
         case Errc::store_busy: return "store in use";
         case Errc::io_error: return "I/O error";

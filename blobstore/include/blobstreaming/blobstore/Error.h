@@ -25,6 +25,7 @@ enum class Errc {
     incomplete = 23,
     digest_mismatch = 24,
     no_such_reservation = 25,
+    unknown_store = 26,
     // 30-39: resources
     out_of_space = 30,
     store_busy = 31,

@@ -1,0 +1,69 @@
+#pragma once
+/// The data-plane wire format (docs/PROTOCOL.md). Fixed-size binary frames,
+/// little-endian, so that both ends frame with two reads and no parser.
+///
+/// On one data connection, transfers follow one another:
+///   PUSH: Request{push} · `length` raw bytes · Trailer  ->  Response
+///   PULL: Request{pull}                                 ->  Response · `length` raw bytes
+/// Every Request carries a single-use ticket issued on the control plane;
+/// a refused Request gets an error Response and the connection is closed.
+
+#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/blobstore/Sha256.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace blobstreaming::protocol {
+
+inline constexpr std::uint32_t kMagic = 0x31445342;  ///< "BSD1" on the wire
+inline constexpr std::uint8_t kVersion = 1;
+
+using TicketId = std::array<std::uint8_t, 16>;
+
+/// A fresh random ticket (OpenSSL RAND_bytes).
+TicketId random_ticket();
+/// The first 8 hex digits, enough to follow a ticket in logs without
+/// writing the secret.
+std::string ticket_tag(const TicketId& id);
+
+enum class FrameType : std::uint8_t { push = 1, pull = 2, response = 3 };
+
+/// Client -> store: starts one transfer.
+struct Request {
+    FrameType type = FrameType::pull;
+    TicketId ticket{};
+    std::uint64_t offset = 0;
+    std::uint64_t length = 0;
+};
+inline constexpr std::size_t kRequestSize = 40;
+
+void encode(const Request& request, std::uint8_t (&out)[kRequestSize]);
+/// Errc::protocol_error with `why` (bad magic, version, or type) on garbage.
+std::error_code decode(const std::uint8_t (&in)[kRequestSize], Request& request, std::string& why);
+
+/// Client -> store after the bytes of a push: SHA-256 of the whole Blob.
+inline constexpr std::size_t kTrailerSize = 32;
+
+/// Store -> client: the outcome of a push (the end-to-end acknowledgement:
+/// sent after the commit is durable) or the start of a pull's bytes.
+struct Response {
+    Errc status = Errc::ok;
+    std::uint64_t length = 0;     ///< push: bytes received; pull: bytes that follow
+    std::uint64_t blob_size = 0;  ///< size of the whole Blob
+    Digest digest{};              ///< SHA-256 of the whole Blob
+    std::string message;          ///< why, when status != ok
+};
+inline constexpr std::size_t kResponseHeaderSize = 64;
+inline constexpr std::size_t kMaxMessageSize = 4096;
+
+/// Header followed by the message bytes (truncated to kMaxMessageSize).
+std::string encode(const Response& response);
+/// Decodes the fixed header; `message_size` bytes of message follow it.
+std::error_code decode(const std::uint8_t (&in)[kResponseHeaderSize], Response& response,
+                       std::size_t& message_size, std::string& why);
+
+}  // namespace blobstreaming::protocol

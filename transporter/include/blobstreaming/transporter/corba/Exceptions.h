@@ -1,0 +1,29 @@
+#pragma once
+/// The one boundary between IDL exceptions and our Error type.
+
+#include <blobstreaming/blobstore/Error.h>
+
+#include <BlobStreaming.hh>
+
+#include <string>
+
+namespace blobstreaming::corba {
+
+/// Servant side: throws the IDL exception that corresponds to `error`
+/// (NoSuchBlob, InvalidName, InvalidRange, OutOfSpace, AlreadyExists,
+/// NoSuchReservation, Timeout, otherwise TransferFailed with the message).
+[[noreturn]] void throw_idl(const Error& error, const std::string& store);
+
+/// Client side: call from a catch block. Rethrows the current exception as
+/// Error: IDL exceptions keep their class and context; TRANSIENT and
+/// COMM_FAILURE (and OBJECT_NOT_EXIST) become Errc::unreachable,
+/// "store <store> unreachable at <endpoint>"; other system exceptions
+/// become Errc::transfer_failed naming the operation. `what` names the
+/// operation, e.g. `push "CT.1"`.
+[[noreturn]] void rethrow_as_error(const std::string& what, const std::string& store,
+                                   const std::string& endpoint);
+
+/// Host:port of the first IIOP profile of an object reference, for messages.
+std::string endpoint_of(CORBA::Object_ptr ref);
+
+}  // namespace blobstreaming::corba

@@ -1,0 +1,142 @@
+#include <blobstreaming/transporter/corba/Orb.h>
+
+#include <blobstreaming/blobstore/Error.h>
+
+#include <algorithm>
+#include <memory>
+
+namespace blobstreaming::corba {
+
+CORBA::ORB_ptr init_orb(const std::vector<std::pair<std::string, std::string>>& options, const char* orb_id)
+{
+    std::vector<const char*> flat;
+    for (const auto& [key, value] : options) {
+        flat.push_back(key.c_str());
+        flat.push_back(value.c_str());
+    }
+    auto table = std::make_unique<const char* [][2]>(options.size() + 1);
+    for (std::size_t i = 0; i < options.size(); ++i) {
+        table[i][0] = flat[2 * i];
+        table[i][1] = flat[2 * i + 1];
+    }
+    table[options.size()][0] = nullptr;
+    table[options.size()][1] = nullptr;
+    int argc = 1;
+    char name[] = "blobstreaming";
+    char* argv[] = {name, nullptr};
+    try {
+        return CORBA::ORB_init(argc, argv, orb_id, table.get());
+    } catch (const CORBA::Exception& e) {
+        std::string opts;
+        for (const auto& [key, value] : options) opts += " -ORB" + key + " " + value;
+        throw Error(Errc::invalid_argument,
+                    std::string("cannot initialise the ORB (") + e._name() + ") with options" + opts);
+    }
+}
+
+CosNaming::NamingContext_ptr naming_context(CORBA::ORB_ptr orb, const std::string& url)
+{
+    const std::string where = "cannot contact the naming service at " + url;
+    try {
+        CORBA::Object_var obj = orb->string_to_object(url.c_str());
+        CosNaming::NamingContext_var ctx = CosNaming::NamingContext::_narrow(obj);
+        if (CORBA::is_nil(ctx)) throw Error(Errc::unreachable, where + ": not a naming context");
+        ctx->_non_existent();  // contact it now, so that "not running" is reported here
+        return ctx._retn();
+    } catch (const CORBA::BAD_PARAM&) {
+        throw Error(Errc::invalid_argument,
+                    "invalid naming service address " + url +
+                        " (expected corbaname::HOST:PORT or corbaloc::HOST:PORT/NameService)");
+    } catch (const CORBA::SystemException& e) {
+        throw Error(Errc::unreachable, where + " (" + e._name() + "; is omniNames running?)");
+    }
+}
+
+CosNaming::Name store_path(const std::string& store)
+{
+    CosNaming::Name name;
+    name.length(3);
+    name[0].id = "BlobStreaming";
+    name[1].id = "Stores";
+    name[2].id = store.c_str();
+    return name;
+}
+
+void bind_store(CosNaming::NamingContext_ptr root, const std::string& store, CORBA::Object_ptr ref)
+{
+    CosNaming::Name path = store_path(store);
+    CosNaming::NamingContext_var ctx = CosNaming::NamingContext::_duplicate(root);
+    for (CORBA::ULong i = 0; i < 2; ++i) {
+        CosNaming::Name step;
+        step.length(1);
+        step[0] = path[i];
+        try {
+            CosNaming::NamingContext_var next = ctx->bind_new_context(step);
+            ctx = next;
+        } catch (const CosNaming::NamingContext::AlreadyBound&) {
+            CORBA::Object_var obj = ctx->resolve(step);
+            CosNaming::NamingContext_var next = CosNaming::NamingContext::_narrow(obj);
+            if (CORBA::is_nil(next))
+                throw Error(Errc::invalid_argument, std::string("naming service: ") + step[0].id.in() +
+                                                        " is bound to an object, not a context");
+            ctx = next;
+        }
+    }
+    CosNaming::Name leaf;
+    leaf.length(1);
+    leaf[0] = path[2];
+    ctx->rebind(leaf, ref);
+}
+
+void unbind_store(CosNaming::NamingContext_ptr root, const std::string& store)
+{
+    try {
+        root->unbind(store_path(store));
+    } catch (const CosNaming::NamingContext::NotFound&) {
+    }
+}
+
+std::vector<std::string> list_stores(CosNaming::NamingContext_ptr root)
+{
+    std::vector<std::string> out;
+    CosNaming::Name path = store_path("");
+    path.length(2);
+    CosNaming::NamingContext_var ctx;
+    try {
+        CORBA::Object_var obj = root->resolve(path);
+        ctx = CosNaming::NamingContext::_narrow(obj);
+    } catch (const CosNaming::NamingContext::NotFound&) {
+        return out;
+    }
+    if (CORBA::is_nil(ctx)) return out;
+    CosNaming::BindingList_var list;
+    CosNaming::BindingIterator_var it;
+    ctx->list(1000, list.out(), it.out());
+    for (CORBA::ULong i = 0; i < list->length(); ++i) out.emplace_back(list[i].binding_name[0].id.in());
+    if (!CORBA::is_nil(it)) {
+        CosNaming::Binding_var b;
+        while (it->next_one(b.out())) out.emplace_back(b->binding_name[0].id.in());
+        it->destroy();
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+BlobStreaming::BlobStore_ptr resolve_store(CosNaming::NamingContext_ptr root, const std::string& store,
+                                           const std::string& url)
+{
+    try {
+        CORBA::Object_var obj = root->resolve(store_path(store));
+        BlobStreaming::BlobStore_var ref = BlobStreaming::BlobStore::_unchecked_narrow(obj);
+        return ref._retn();
+    } catch (const CosNaming::NamingContext::NotFound&) {
+        std::string known;
+        for (const auto& s : list_stores(root)) known += (known.empty() ? "" : ", ") + s;
+        throw Error(Errc::unknown_store, "no store named \"" + store + "\" is registered in the naming service at " +
+                                             url + " (registered: " + (known.empty() ? "none" : known) + ")");
+    } catch (const CORBA::SystemException& e) {
+        throw Error(Errc::unreachable, "cannot contact the naming service at " + url + " (" + e._name() + ")");
+    }
+}
+
+}  // namespace blobstreaming::corba
