@@ -1,0 +1,1 @@
+# clients/: libblobclient (public API), client data plane, the blob CLI, examples.

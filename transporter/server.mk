@@ -1,0 +1,1 @@
+# transporter/src/server, transporter/src/corba servants and the blobstored daemon.
