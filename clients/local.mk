@@ -1,1 +1,72 @@
 # clients/: libblobclient (public API), client data plane, the blob CLI, examples.
+lib_LTLIBRARIES += clients/libblobclient.la
+clients_libblobclient_la_SOURCES = \
+	clients/src/ConnectionPool.cpp \
+	clients/src/ConnectionPool.h \
+	clients/src/ControlPlane.cpp \
+	clients/src/ControlPlane.h \
+	clients/src/DataConnection.cpp \
+	clients/src/DataConnection.h \
+	clients/src/EventLoop.cpp \
+	clients/src/EventLoop.h \
+	clients/src/LocalRead.cpp \
+	clients/src/LocalRead.h \
+	clients/src/Session.cpp \
+	clients/src/Streams.cpp \
+	clients/src/Streams.h
+clients_libblobclient_la_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
+clients_libblobclient_la_LIBADD = transporter/libblobtransporter.la blobstore/libblobstore.la \
+	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
+clients_libblobclient_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0
+$(clients_libblobclient_la_OBJECTS): idl/BlobStreaming.hh
+
+clienthdrdir = $(includedir)/blobstreaming/client
+clienthdr_HEADERS = \
+	clients/include/blobstreaming/client/Options.h \
+	clients/include/blobstreaming/client/Result.h \
+	clients/include/blobstreaming/client/Session.h \
+	clients/include/blobstreaming/client/Transfer.h
+
+# The blob command-line tool: a thin main over the commands.
+bin_PROGRAMS += clients/blob
+clients_blob_SOURCES = \
+	clients/src/blob/main.cpp \
+	clients/src/blob/Commands.cpp \
+	clients/src/blob/Commands.h \
+	clients/src/blob/Output.cpp \
+	clients/src/blob/Output.h
+clients_blob_CPPFLAGS = $(AM_CPPFLAGS) $(SPDLOG_CFLAGS)
+clients_blob_LDADD = clients/libblobclient.la blobstore/libblobstore.la $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS)
+
+# Examples of the API; async_series is also run by the system tests.
+noinst_PROGRAMS += clients/examples/async_series clients/examples/single_threaded
+clients_examples_async_series_SOURCES = clients/examples/async_series.cpp
+clients_examples_async_series_CPPFLAGS = $(AM_CPPFLAGS) $(SPDLOG_CFLAGS)
+clients_examples_async_series_LDADD = clients/libblobclient.la blobstore/libblobstore.la $(SPDLOG_LIBS)
+clients_examples_single_threaded_SOURCES = clients/examples/single_threaded.cpp
+clients_examples_single_threaded_CPPFLAGS = $(AM_CPPFLAGS) $(SPDLOG_CFLAGS)
+clients_examples_single_threaded_LDADD = clients/libblobclient.la blobstore/libblobstore.la $(SPDLOG_LIBS)
+
+# Unit tests of the client data plane against a fake data port (no CORBA).
+clients_test_cppflags = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/src $(OMNIORB_CFLAGS) $(ACE_CFLAGS) \
+	$(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS) -DBOOST_TEST_DYN_LINK
+clients_test_ldadd = clients/libblobclient.la transporter/libblobtransporter.la blobstore/libblobstore.la \
+	$(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
+clients_tests = clients/tests/DataPlaneTest clients/tests/SessionTest
+check_PROGRAMS += $(clients_tests)
+TESTS += $(clients_tests)
+clients_tests_DataPlaneTest_SOURCES = clients/tests/DataPlaneTest.cpp
+clients_tests_DataPlaneTest_CPPFLAGS = $(clients_test_cppflags)
+clients_tests_DataPlaneTest_LDADD = $(clients_test_ldadd)
+$(clients_tests_DataPlaneTest_OBJECTS): idl/BlobStreaming.hh
+
+# Session against a real omniNames (started by the test itself, $OMNINAMES).
+clients_tests_SessionTest_SOURCES = clients/tests/SessionTest.cpp clients/tests/TestProcesses.h
+clients_tests_SessionTest_CPPFLAGS = $(AM_CPPFLAGS) -DBOOST_TEST_DYN_LINK
+clients_tests_SessionTest_LDADD = clients/libblobclient.la blobstore/libblobstore.la $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
+
+# Session transfers against real blobstored daemons and omniNames.
+clients_tests += clients/tests/TransferTest
+clients_tests_TransferTest_SOURCES = clients/tests/TransferTest.cpp clients/tests/TestProcesses.h
+clients_tests_TransferTest_CPPFLAGS = $(AM_CPPFLAGS) -DBOOST_TEST_DYN_LINK
+clients_tests_TransferTest_LDADD = clients/libblobclient.la blobstore/libblobstore.la $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)

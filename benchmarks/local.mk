@@ -1,0 +1,73 @@
+# benchmarks/: the push/pull benchmark suite (make bench, make bench-quick).
+# See docs/BENCHMARKS.md. bsbench and its IDL stubs are built only by the
+# bench targets (EXTRA_*), so that `make` and `make check` do not pay for them.
+
+EXTRA_PROGRAMS = benchmarks/bsbench
+EXTRA_LTLIBRARIES = benchmarks/libbsbench_idl.la
+
+# omniidl stubs of the corba variant, into the build tree only.
+bsbench_idl_generated = benchmarks/idl/BsBench.hh benchmarks/idl/BsBenchSK.cc
+CLEANFILES += $(bsbench_idl_generated) benchmarks/idl/.stamp benchmarks/bsbench$(EXEEXT) \
+	benchmarks/libbsbench_idl.la
+EXTRA_DIST += benchmarks/BsBench.idl benchmarks/run_bench.py benchmarks/plot.py
+
+$(bsbench_idl_generated): benchmarks/idl/.stamp
+	@test -f $@ || { rm -f benchmarks/idl/.stamp; $(MAKE) $(AM_MAKEFLAGS) benchmarks/idl/.stamp; }
+
+benchmarks/idl/.stamp: $(top_srcdir)/benchmarks/BsBench.idl
+	@$(MKDIR_P) benchmarks/idl
+	$(AM_V_GEN)$(OMNIIDL) -bcxx -Wbh=.hh -Wbs=SK.cc -C benchmarks/idl $(abs_top_srcdir)/benchmarks/BsBench.idl
+	@touch $@
+
+# The stubs are not our code: compiled without our warning flags.
+nodist_benchmarks_libbsbench_idl_la_SOURCES = benchmarks/idl/BsBenchSK.cc
+benchmarks_libbsbench_idl_la_CXXFLAGS = $(SANITIZER_FLAGS) -w
+benchmarks_libbsbench_idl_la_CPPFLAGS = -I$(top_builddir)/benchmarks/idl $(OMNIORB_CFLAGS)
+$(benchmarks_libbsbench_idl_la_OBJECTS): benchmarks/idl/BsBench.hh
+
+# One file per variant (a table of operations, Variant.h) and a small main.
+benchmarks_bsbench_SOURCES = \
+	benchmarks/src/main.cpp \
+	benchmarks/src/Config.cpp \
+	benchmarks/src/Config.h \
+	benchmarks/src/Runner.cpp \
+	benchmarks/src/Runner.h \
+	benchmarks/src/Report.cpp \
+	benchmarks/src/Report.h \
+	benchmarks/src/Variant.cpp \
+	benchmarks/src/Variant.h \
+	benchmarks/src/Workload.cpp \
+	benchmarks/src/Workload.h \
+	benchmarks/src/WireSession.h \
+	benchmarks/src/RawC.cpp \
+	benchmarks/src/Ace.cpp \
+	benchmarks/src/Corba.cpp \
+	benchmarks/src/BlobStreamingVariant.cpp
+benchmarks_bsbench_CPPFLAGS = $(AM_CPPFLAGS) -isystem $(top_builddir)/benchmarks/idl \
+	$(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
+benchmarks_bsbench_LDADD = benchmarks/libbsbench_idl.la clients/libblobclient.la blobstore/libblobstore.la \
+	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
+$(benchmarks_bsbench_OBJECTS): benchmarks/idl/BsBench.hh
+
+# The driver starts omniNames, blobstored, the bsbench servers and iperf3 on
+# 127.0.0.1 (ephemeral ports), runs every variant and writes
+# bench-results/{results.json,summary.json,summary.md,*.png}.
+BENCH_OUT = bench-results
+BENCH_FLAGS =
+bench_programs = benchmarks/bsbench$(EXEEXT) blobstore/blobstored$(EXEEXT)
+bench_driver = $(PYTHON) $(abs_top_srcdir)/benchmarks/run_bench.py \
+	--bsbench $(abs_top_builddir)/benchmarks/bsbench$(EXEEXT) \
+	--blobstored $(abs_top_builddir)/blobstore/blobstored$(EXEEXT) \
+	--omninames '$(OMNINAMES)' --out $(BENCH_OUT)
+
+# Full suite: every size, buffer and variant, 20 runs per point, then plots.
+bench: $(bench_programs)
+	$(bench_driver) $(BENCH_FLAGS)
+	$(PYTHON) $(abs_top_srcdir)/benchmarks/plot.py $(BENCH_OUT)/results.json --out $(BENCH_OUT)
+
+# Smoke run for CI (< 2 minutes): few sizes and runs, loopback only; fails
+# when any variant moved wrong bytes (SHA-256), never on speed.
+bench-quick: $(bench_programs)
+	$(bench_driver) --quick $(BENCH_FLAGS)
+
+.PHONY: bench bench-quick

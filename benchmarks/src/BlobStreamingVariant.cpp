@@ -1,0 +1,132 @@
+// blobstreaming: the real libblobclient against a real blobstored (the
+// MemoryStore or FileStore named by --store). -c HOST -p PORT name the
+// Naming Service. The same-host file fast path is off unless
+// --local-fast-path, so that bytes cross the data connection.
+#include "Variant.h"
+#include "Workload.h"
+
+#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/client/Session.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <optional>
+
+namespace blobstreaming::bench {
+namespace {
+
+using namespace blobstreaming::client;
+
+class BlobStreamingClient : public ClientTransport {
+public:
+    ~BlobStreamingClient() override
+    {
+        if (!session_) return;
+        for (std::uint32_t i = 0; i < count_; ++i) {
+            if (!pushed_[i]) continue;
+            Result ignored;  // best effort: the benchmark's own blobs
+            session_->remove(name(i), store_, Mode::Sync, [&](const Result& r) { ignored = r; });
+        }
+    }
+
+    void open(const Config& config) override
+    {
+        SessionOptions options;
+        options.naming_url = "corbaname::" + config.host + ":" + std::to_string(config.port);
+        options.default_store = config.store;
+        options.send_buffer = config.socket_buffer;
+        options.receive_buffer = config.socket_buffer;
+        options.local_fast_path = config.local_fast_path;
+        options.timeout = std::chrono::seconds(120);
+        store_ = config.store;
+        prefix_ = "bsbench." + std::to_string(::getpid()) + ".";
+        session_.emplace(options);
+        info_.send_buffer = config.socket_buffer;
+        info_.receive_buffer = config.socket_buffer;
+        info_.target = "unknown";
+        for (const auto& s : session_->stores())
+            if (s.name == store_) info_.target = s.kind;
+        count_ = config.count;
+        digests_.assign(count_, Digest{});
+        pushed_.assign(count_, false);
+        pull_mode_ = config.direction == Direction::pull;
+        if (pull_mode_) {
+            BlobSet blobs(1, config.size, false);
+            for (std::uint32_t i = 0; i < count_; ++i) {
+                fill_blob(i, blobs.data(0), config.size);
+                push(i, blobs.data(0), config.size);
+            }
+        }
+    }
+
+    void push(std::uint32_t index, const std::uint8_t* data, std::uint64_t size) override
+    {
+        PushOptions options;
+        options.store = store_;
+        options.replace = true;
+        Result result;
+        session_->push(PushSource::memory(data, size), name(index), options, Mode::Sync,
+                       [&](const Result& r) { result = r; });
+        result.throw_if_error();
+        digests_[index] = result.info.digest;
+        pushed_[index] = true;
+    }
+
+    void pull(std::uint32_t index, std::uint64_t offset, std::uint64_t length, std::uint8_t* out) override
+    {
+        PullOptions options;
+        options.store = store_;
+        options.offset = offset;
+        options.length = length;
+        Result result;
+        session_->pull(name(index), PullSink::buffer(out, length), options, Mode::Sync,
+                       [&](const Result& r) { result = r; });
+        result.throw_if_error();
+        if (result.bytes != length)
+            throw Error(Errc::transfer_failed, "blobstreaming: pull " + name(index) + ": " +
+                                                   std::to_string(result.bytes) + " of " + std::to_string(length) +
+                                                   " bytes");
+    }
+
+    /// The digests the store computed while receiving (and checked against
+    /// the sender's trailer) before it acknowledged each push.
+    std::vector<Digest> stored_digests() override
+    {
+        for (std::uint32_t i = 0; i < count_; ++i)
+            if (!pushed_[i]) throw Error(Errc::no_such_blob, "blobstreaming: blob " + name(i) + " was not pushed");
+        return digests_;
+    }
+
+    /// After a push run: removes the pushed blobs so that every run pushes
+    /// new blobs into the same free space. Pull runs keep theirs.
+    void end_run() override
+    {
+        if (pull_mode_) return;
+        for (std::uint32_t i = 0; i < count_; ++i) {
+            if (!pushed_[i]) continue;
+            session_->remove(name(i), store_);
+            pushed_[i] = false;
+        }
+    }
+
+    TransportInfo info() const override { return info_; }
+
+private:
+    std::string name(std::uint32_t index) const { return prefix_ + std::to_string(index); }
+
+    std::optional<Session> session_;
+    std::string store_;
+    std::string prefix_;
+    std::uint32_t count_ = 0;
+    bool pull_mode_ = false;
+    std::vector<Digest> digests_;
+    std::vector<bool> pushed_;
+    TransportInfo info_;
+};
+
+}  // namespace
+
+std::unique_ptr<ClientTransport> make_blobstreaming_client() { return std::make_unique<BlobStreamingClient>(); }
+
+}  // namespace blobstreaming::bench

@@ -1,0 +1,156 @@
+#include "Daemon.h"
+
+#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/blobstore/FileStore.h>
+#include <blobstreaming/blobstore/MemoryStore.h>
+#include <blobstreaming/transporter/corba/Exceptions.h>
+#include <blobstreaming/transporter/corba/Orb.h>
+
+#include <spdlog/spdlog.h>
+
+namespace blobstreaming::daemon {
+namespace {
+
+/// omniORB endPoint for HOST:PORT: an empty port is ephemeral, an empty
+/// host every interface.
+std::string endpoint(const HostPort& hp)
+{
+    const std::string host = hp.host == "0.0.0.0" ? "" : hp.host;
+    return "giop:tcp:" + host + ":" + (hp.port == 0 ? std::string() : std::to_string(hp.port));
+}
+
+bool is_wildcard(const std::string& host) { return host == "0.0.0.0" || host == "::" || host.empty(); }
+
+}  // namespace
+
+Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {}
+
+Daemon::~Daemon() { stop(); }
+
+std::unique_ptr<Store> Daemon::open_store() const
+{
+    if (options_.store_kind == "file") {
+        FileStore::Options o;
+        o.capacity = options_.capacity;
+        o.sync = options_.sync;
+        auto store = std::make_unique<FileStore>(options_.store_directory, o);
+        if (store->recovered_reservations() > 0)
+            spdlog::info("file store {}: removed {} reservation(s) left by an earlier process",
+                         options_.store_directory, store->recovered_reservations());
+        return store;
+    }
+    MemoryStore::Options o;
+    o.capacity = options_.memory_size;
+    o.evict = options_.evict;
+    return std::make_unique<MemoryStore>(o);
+}
+
+std::string Daemon::start()
+{
+    store_ = open_store();
+    tickets_ = std::make_unique<server::TicketRegistry>(options_.ticket_lifetime);
+    reservations_ = std::make_unique<server::ReservationTable>(options_.reservation_grace);
+
+    server::DataServerConfig data;
+    data.host = options_.data.host;
+    data.port = options_.data.port;
+    data.inactivity_timeout = options_.timeout;
+    data.socket.send_buffer = options_.socket_buffer;
+    data.socket.receive_buffer = options_.socket_buffer;
+    data_ = std::make_unique<server::DataServer>(*store_, *tickets_, *reservations_, data);
+    data_->start();
+
+    orb_ = corba::init_orb({{"endPoint", endpoint(options_.control)}, {"clientCallTimeOutPeriod", "10000"}});
+    CORBA::Object_var root = orb_->resolve_initial_references("RootPOA");
+    poa_ = PortableServer::POA::_narrow(root);
+
+    context_.store_name = options_.name;
+    context_.tier = options_.tier;
+    context_.store = store_.get();
+    context_.tickets = tickets_.get();
+    context_.reservations = reservations_.get();
+    context_.data = data_.get();
+    context_.data_port = data_->port();
+    context_.local_fast_path = options_.local_fast_path;
+    context_.poa = poa_.in();
+
+    PortableServer::Servant_var<corba::BlobStore_i> store_servant = new corba::BlobStore_i(context_);
+    PortableServer::ObjectId_var store_id = poa_->activate_object(store_servant);
+    store_ref_ = poa_->id_to_reference(store_id);
+    PortableServer::POAManager_var manager = poa_->the_POAManager();
+    manager->activate();
+
+    // The control endpoint as published in the reference; a wildcard data
+    // address is advertised with the same host.
+    const std::string control = corba::endpoint_of(store_ref_);
+    const std::string control_host = control.substr(0, control.rfind(':'));
+    context_.data_host = is_wildcard(options_.data.host) ? control_host : options_.data.host;
+
+    naming_ = corba::naming_context(orb_, options_.naming);
+    PortableServer::Servant_var<corba::BlobLocator_i> locator_servant =
+        new corba::BlobLocator_i(naming_, options_.naming);
+    PortableServer::ObjectId_var locator_id = poa_->activate_object(locator_servant);
+    locator_ref_ = poa_->id_to_reference(locator_id);
+    try {
+        corba::bind_store(naming_, options_.name, store_ref_);
+        bound_ = true;
+        corba::bind_locator(naming_, locator_ref_);
+    } catch (const CORBA::SystemException& e) {
+        throw Error(Errc::unreachable, "cannot register store \"" + options_.name + "\" in the naming service at " +
+                                           options_.naming + " (CORBA " + e._name() + ")");
+    }
+
+    const std::string data_address = context_.data_host + ":" + std::to_string(context_.data_port);
+    spdlog::info("store \"{}\" ({} store, tier {}) registered at {}; data {}, control {}", options_.name,
+                 store_->kind(), tier_name(options_.tier), options_.naming, data_address, control);
+    return "blobstored ready name=" + options_.name + " store=" + std::string(store_->kind()) +
+           " data=" + data_address + " control=" + control;
+}
+
+void Daemon::maintain() noexcept
+{
+    if (stopped_ || CORBA::is_nil(naming_)) return;
+    try {
+        if (!corba::locator_is_alive(naming_)) {
+            corba::bind_locator(naming_, locator_ref_);
+            spdlog::info("bound this daemon's locator as BlobStreaming/Locator (the previous one is gone)");
+        }
+    } catch (const CORBA::Exception& e) {
+        spdlog::debug("locator upkeep: naming service at {}: CORBA {}", options_.naming, e._name());
+    } catch (const std::exception& e) {
+        spdlog::debug("locator upkeep: {}", e.what());
+    }
+}
+
+void Daemon::stop() noexcept
+{
+    if (stopped_) return;
+    stopped_ = true;
+    if (data_) data_->stop();
+    if (reservations_) reservations_->abort_all();
+    if (!CORBA::is_nil(naming_)) {
+        try {
+            if (bound_) corba::unbind_store(naming_, options_.name);
+        } catch (const CORBA::Exception& e) {
+            spdlog::warn("cannot remove store \"{}\" from the naming service at {}: CORBA {}", options_.name,
+                         options_.naming, e._name());
+        } catch (const std::exception& e) {
+            spdlog::warn("cannot remove store \"{}\" from the naming service: {}", options_.name, e.what());
+        }
+        if (!CORBA::is_nil(locator_ref_)) corba::unbind_locator(naming_, locator_ref_);
+    }
+    naming_ = CosNaming::NamingContext::_nil();
+    store_ref_ = CORBA::Object::_nil();
+    locator_ref_ = CORBA::Object::_nil();
+    poa_ = PortableServer::POA::_nil();
+    if (!CORBA::is_nil(orb_)) {
+        try {
+            orb_->destroy();
+        } catch (const CORBA::Exception& e) {
+            spdlog::warn("ORB shutdown: CORBA {}", e._name());
+        }
+        orb_ = CORBA::ORB::_nil();
+    }
+}
+
+}  // namespace blobstreaming::daemon

@@ -1,0 +1,63 @@
+#pragma once
+/// A running blobstored: one store, its data plane and its servants.
+
+#include "DaemonOptions.h"
+
+#include "corba/BlobLocator_i.h"
+#include "corba/BlobStore_i.h"
+#include "corba/ServantContext.h"
+#include "server/DataServer.h"
+#include "server/ReservationTable.h"
+#include "server/TicketRegistry.h"
+
+#include <blobstreaming/blobstore/Store.h>
+
+#include <omniORB4/CORBA.h>
+#include <omniORB4/Naming.hh>
+
+#include <memory>
+#include <string>
+
+namespace blobstreaming::daemon {
+
+/// Life cycle, on the main thread: start() (throws Error: the store cannot
+/// be opened, the data address cannot be bound, Errc::unreachable when the
+/// naming service cannot be contacted) returns the ready line; stop() (also
+/// run by the destructor) stops the data plane — in-flight pushes are
+/// aborted and leave nothing visible — removes the naming bindings and
+/// destroys the ORB.
+class Daemon {
+public:
+    explicit Daemon(DaemonOptions options);
+    ~Daemon();
+    Daemon(const Daemon&) = delete;
+    Daemon& operator=(const Daemon&) = delete;
+
+    std::string start();
+    void stop() noexcept;
+
+    /// Periodic upkeep on the main thread: rebinds BlobStreaming/Locator to
+    /// this daemon's locator when the binding is missing or its daemon is
+    /// gone (the daemon that bound it last has stopped). Never throws.
+    void maintain() noexcept;
+
+private:
+    std::unique_ptr<Store> open_store() const;
+
+    DaemonOptions options_;
+    std::unique_ptr<Store> store_;
+    std::unique_ptr<server::TicketRegistry> tickets_;
+    std::unique_ptr<server::ReservationTable> reservations_;
+    std::unique_ptr<server::DataServer> data_;
+    corba::ServantContext context_;
+
+    CORBA::ORB_var orb_;
+    PortableServer::POA_var poa_;
+    CosNaming::NamingContext_var naming_;
+    CORBA::Object_var store_ref_;
+    CORBA::Object_var locator_ref_;
+    bool bound_ = false;
+    bool stopped_ = false;
+};
+
+}  // namespace blobstreaming::daemon

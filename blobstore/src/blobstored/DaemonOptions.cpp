@@ -1,0 +1,239 @@
+#include "DaemonOptions.h"
+
+#include <blobstreaming/blobstore/Error.h>
+
+#include <boost/program_options.hpp>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+namespace po = boost::program_options;
+
+namespace blobstreaming::daemon {
+namespace {
+
+constexpr const char* kVersionText = "blobstored (Blob Streaming) " VERSION "\n";
+
+[[noreturn]] void usage(const std::string& message) { throw Error(Errc::invalid_argument, message); }
+
+std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+
+std::chrono::milliseconds parse_seconds(const std::string& option, const std::string& text, double min, double max)
+{
+    char* end = nullptr;
+    errno = 0;
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || end == nullptr || *end != '\0' || errno != 0 || !std::isfinite(v))
+        usage("--" + option + ": " + quoted(text) + " is not a number of seconds");
+    if (v < min || v > max) {
+        std::ostringstream allowed;
+        allowed << min << " to " << max;
+        usage("--" + option + ": " + quoted(text) + " is out of range (allowed: " + allowed.str() + " seconds)");
+    }
+    return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(v * 1000.0)));
+}
+
+HostPort parse_host_port(const std::string& option, const std::string& text)
+{
+    const auto colon = text.rfind(':');
+    if (colon == std::string::npos || colon == 0)
+        usage("--" + option + ": " + quoted(text) + " is not HOST:PORT (e.g. 127.0.0.1:0; port 0 = ephemeral)");
+    HostPort hp;
+    hp.host = text.substr(0, colon);
+    if (hp.host.size() > 2 && hp.host.front() == '[' && hp.host.back() == ']') hp.host = hp.host.substr(1, hp.host.size() - 2);
+    const std::string port = text.substr(colon + 1);
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long v = std::strtoul(port.c_str(), &end, 10);
+    if (port.empty() || *end != '\0' || errno != 0 || v > 65535 || port.find('-') != std::string::npos)
+        usage("--" + option + ": port " + quoted(port) + " of " + quoted(text) + " is not a number from 0 to 65535");
+    hp.port = static_cast<std::uint16_t>(v);
+    return hp;
+}
+
+BlobStreaming::StoreTier parse_tier(const std::string& text)
+{
+    if (text == "memory") return BlobStreaming::TIER_MEMORY;
+    if (text == "workstation") return BlobStreaming::TIER_WORKSTATION;
+    if (text == "cluster") return BlobStreaming::TIER_CLUSTER;
+    if (text == "central") return BlobStreaming::TIER_CENTRAL;
+    usage("--tier: " + quoted(text) + " is not one of memory, workstation, cluster, central");
+}
+
+spdlog::level::level_enum parse_level(const std::string& text)
+{
+    static const std::pair<const char*, spdlog::level::level_enum> kLevels[] = {
+        {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug}, {"info", spdlog::level::info},
+        {"warn", spdlog::level::warn},   {"error", spdlog::level::err},   {"off", spdlog::level::off}};
+    for (const auto& [name, level] : kLevels)
+        if (text == name) return level;
+    usage("--log-level: " + quoted(text) + " is not one of trace, debug, info, warn, error, off");
+}
+
+po::options_description describe()
+{
+    po::options_description d("blobstored: serves one Blob store on the control plane (CORBA) and the data plane "
+                              "(TCP)\n\nUsage: blobstored --name NAME --store file:DIR|memory:SIZE --naming URL "
+                              "[options]\n\nOptions");
+    // clang-format off
+    d.add_options()
+        ("help,h", "show this help and exit")
+        ("version", "show the version and exit")
+        ("name,n", po::value<std::string>()->value_name("NAME"), "store name, registered as BlobStreaming/Stores/NAME (required)")
+        ("store,s", po::value<std::string>()->value_name("SPEC"), "file:DIR (a FileStore in DIR, created if missing) or memory:SIZE (a MemoryStore of SIZE bytes) (required)")
+        ("naming", po::value<std::string>()->value_name("URL"), "Naming Service, corbaname::HOST:PORT (default: $BLOBSTREAMING_NAMING, else corbaname::127.0.0.1:2809)")
+        ("capacity", po::value<std::string>()->value_name("BYTES"), "limit of a FileStore, e.g. 64G (default: 0 = the file system's)")
+        ("evict", po::bool_switch(), "memory store: drop least recently used Blobs to make room (cache tier)")
+        ("tier", po::value<std::string>()->value_name("TIER"), "memory|workstation|cluster|central (default: memory for a memory store, else workstation)")
+        ("control-address", po::value<std::string>()->value_name("HOST:PORT")->default_value("0.0.0.0:0"), "CORBA endpoint; port 0: ephemeral")
+        ("data-address", po::value<std::string>()->value_name("HOST:PORT")->default_value("0.0.0.0:0"), "data port; port 0: ephemeral")
+        ("ticket-lifetime", po::value<std::string>()->value_name("SECONDS")->default_value("30"), "unused transfer tickets expire after this")
+        ("timeout", po::value<std::string>()->value_name("SECONDS")->default_value("30"), "inactivity timeout of a transfer")
+        ("reservation-grace", po::value<std::string>()->value_name("SECONDS")->default_value("60"), "an unused reservation is aborted after this")
+        ("socket-buffer", po::value<std::string>()->value_name("BYTES"), "SO_SNDBUF and SO_RCVBUF of data connections (default: unset = Linux autotuning)")
+        ("no-local", po::bool_switch(), "never offer the same-host fast path (findLocalFile)")
+        ("no-sync", po::bool_switch(), "do not fsync at commit (tests and benchmarks only)")
+        ("config", po::value<std::string>()->value_name("FILE"), "read `option = value` lines (long option names) from FILE; the command line wins")
+        ("log-level", po::value<std::string>()->value_name("LEVEL"), "trace|debug|info|warn|error|off (default: info)")
+        ("quiet,q", po::bool_switch(), "log warnings and errors only")
+        ("verbose,v", po::bool_switch(), "log information (the default)")
+        ("debug,d", po::bool_switch(), "log debug detail");
+    // clang-format on
+    return d;
+}
+
+std::string value_of(const po::variables_map& vm, const char* key)
+{
+    return vm.count(key) ? vm[key].as<std::string>() : std::string();
+}
+
+}  // namespace
+
+const char* tier_name(BlobStreaming::StoreTier tier)
+{
+    switch (tier) {
+    case BlobStreaming::TIER_MEMORY: return "memory";
+    case BlobStreaming::TIER_WORKSTATION: return "workstation";
+    case BlobStreaming::TIER_CLUSTER: return "cluster";
+    case BlobStreaming::TIER_CENTRAL: return "central";
+    default: return "unknown";
+    }
+}
+
+std::uint64_t parse_size(const std::string& option, const std::string& text)
+{
+    std::size_t digits = 0;
+    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+    const std::string suffix = text.substr(digits);
+    unsigned shift = 0;
+    if (suffix == "K" || suffix == "k")
+        shift = 10;
+    else if (suffix == "M" || suffix == "m")
+        shift = 20;
+    else if (suffix == "G" || suffix == "g")
+        shift = 30;
+    else if (!suffix.empty())
+        digits = 0;
+    if (digits == 0)
+        usage("--" + option + ": " + quoted(text) + " is not a size (a number of bytes, optionally with K, M or G)");
+    errno = 0;
+    const unsigned long long n = std::strtoull(text.substr(0, digits).c_str(), nullptr, 10);
+    if (errno != 0 || n > (std::numeric_limits<std::uint64_t>::max() >> shift))
+        usage("--" + option + ": " + quoted(text) + " is too large");
+    return std::uint64_t{n} << shift;
+}
+
+ParsedCommandLine parse_command_line(int argc, char** argv)
+{
+    const po::options_description desc = describe();
+    po::variables_map vm;
+    try {
+        po::store(po::parse_command_line(argc, argv, desc), vm);
+        if (vm.count("config")) {
+            const std::string file = vm["config"].as<std::string>();
+            std::ifstream in(file);
+            if (!in) usage("--config: cannot read " + quoted(file));
+            po::store(po::parse_config_file(in, desc), vm);
+        }
+        po::notify(vm);
+    } catch (const po::error& e) {
+        usage(e.what());
+    }
+
+    ParsedCommandLine out;
+    if (vm.count("help")) {
+        std::ostringstream text;
+        text << desc << "\nExit codes: 0 clean shutdown, 1 usage, 52 the naming service is unreachable, "
+                        "otherwise the blobstreaming::Errc of the failure (docs/CLI.md).\n";
+        out.text = text.str();
+        return out;
+    }
+    if (vm.count("version")) {
+        out.text = kVersionText;
+        return out;
+    }
+
+    DaemonOptions o;
+    o.name = value_of(vm, "name");
+    if (o.name.empty()) usage("--name is required (the store's name in the naming service)");
+    if (o.name.find('/') != std::string::npos || o.name.find('.') == 0)
+        usage("--name: " + quoted(o.name) + " may not contain '/' nor start with '.'");
+
+    const std::string store = value_of(vm, "store");
+    if (store.rfind("file:", 0) == 0 && store.size() > 5) {
+        o.store_kind = "file";
+        o.store_directory = store.substr(5);
+    } else if (store.rfind("memory:", 0) == 0) {
+        o.store_kind = "memory";
+        try {
+            o.memory_size = parse_size("store", store.substr(7));
+        } catch (const Error&) {
+            usage("--store: " + quoted(store) + " is not memory:SIZE with a size such as 512M (K, M, G: x1024)");
+        }
+        if (o.memory_size == 0) usage("--store: " + quoted(store) + ": the memory size must be greater than 0");
+    } else if (store.empty()) {
+        usage("--store is required (file:DIR or memory:SIZE)");
+    } else {
+        usage("--store: " + quoted(store) + " is not file:DIR or memory:SIZE");
+    }
+
+    o.naming = value_of(vm, "naming");
+    if (o.naming.empty()) {
+        const char* env = std::getenv("BLOBSTREAMING_NAMING");
+        o.naming = env && *env ? env : "corbaname::127.0.0.1:2809";
+    }
+    if (vm.count("capacity")) {
+        if (o.store_kind != "file") usage("--capacity applies to a file store; a memory store's size is in --store");
+        o.capacity = parse_size("capacity", value_of(vm, "capacity"));
+    }
+    o.evict = vm["evict"].as<bool>();
+    if (o.evict && o.store_kind != "memory") usage("--evict applies to a memory store only");
+    o.tier = vm.count("tier") ? parse_tier(value_of(vm, "tier"))
+                              : (o.store_kind == "memory" ? BlobStreaming::TIER_MEMORY : BlobStreaming::TIER_WORKSTATION);
+    o.control = parse_host_port("control-address", value_of(vm, "control-address"));
+    o.data = parse_host_port("data-address", value_of(vm, "data-address"));
+    o.ticket_lifetime = parse_seconds("ticket-lifetime", value_of(vm, "ticket-lifetime"), 0.001, 86400);
+    o.timeout = parse_seconds("timeout", value_of(vm, "timeout"), 0.001, 86400);
+    o.reservation_grace = parse_seconds("reservation-grace", value_of(vm, "reservation-grace"), 0.001, 604800);
+    if (vm.count("socket-buffer")) {
+        const std::uint64_t b = parse_size("socket-buffer", value_of(vm, "socket-buffer"));
+        if (b < 4096 || b > (std::uint64_t{1} << 30))
+            usage("--socket-buffer: " + quoted(value_of(vm, "socket-buffer")) +
+                  " is out of range (allowed: 4K to 1G)");
+        o.socket_buffer = static_cast<int>(b);
+    }
+    o.local_fast_path = !vm["no-local"].as<bool>();
+    o.sync = !vm["no-sync"].as<bool>();
+    if (vm["quiet"].as<bool>()) o.log_level = spdlog::level::warn;
+    if (vm["verbose"].as<bool>()) o.log_level = spdlog::level::info;
+    if (vm["debug"].as<bool>()) o.log_level = spdlog::level::debug;
+    if (vm.count("log-level")) o.log_level = parse_level(value_of(vm, "log-level"));
+    out.run = std::move(o);
+    return out;
+}
+
+}  // namespace blobstreaming::daemon

@@ -1,0 +1,58 @@
+#pragma once
+/// blobstored's command line and configuration file (docs/CLI.md).
+
+#include <BlobStreaming.hh>
+
+#include <spdlog/common.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace blobstreaming::daemon {
+
+struct HostPort {
+    std::string host;
+    std::uint16_t port = 0;
+};
+
+struct DaemonOptions {
+    std::string name;
+    std::string store_kind;           ///< "file" or "memory"
+    std::string store_directory;      ///< file
+    std::uint64_t memory_size = 0;    ///< memory
+    std::uint64_t capacity = 0;       ///< file: 0 = file system only
+    bool evict = false;
+    BlobStreaming::StoreTier tier = BlobStreaming::TIER_WORKSTATION;
+    std::string naming;
+    HostPort control{"0.0.0.0", 0};
+    HostPort data{"0.0.0.0", 0};
+    std::chrono::milliseconds ticket_lifetime{30000};
+    std::chrono::milliseconds timeout{30000};
+    std::chrono::milliseconds reservation_grace{60000};
+    int socket_buffer = 0;            ///< 0: autotuning
+    bool local_fast_path = true;
+    bool sync = true;
+    spdlog::level::level_enum log_level = spdlog::level::info;
+};
+
+/// What the command line asks for.
+struct ParsedCommandLine {
+    std::optional<DaemonOptions> run;  ///< empty: `text` was requested (--help, --version)
+    std::string text;                  ///< to print on stdout before exiting 0
+};
+
+/// Parses argv (after ORB options were removed) and the --config file.
+/// Throws Error(Errc::invalid_argument) with a message naming the option,
+/// the value and what is allowed (the caller exits 1).
+ParsedCommandLine parse_command_line(int argc, char** argv);
+
+/// "512K", "64M", "2G", "1048576" -> bytes (x1024 suffixes). Throws
+/// Error(invalid_argument) naming `option`.
+std::uint64_t parse_size(const std::string& option, const std::string& text);
+
+/// The name of a tier as on the command line ("memory", ...).
+const char* tier_name(BlobStreaming::StoreTier tier);
+
+}  // namespace blobstreaming::daemon

@@ -1,0 +1,198 @@
+// Pushes a series of random Blobs and pulls them back, all asynchronously
+// from one thread (ReactorMode::Caller), with K operations in flight; then
+// checks every byte through SHA-256 and reports how many data connections
+// the session needed.
+//
+//   async_series --naming URL --store NAME --count N --size BYTES
+//                --concurrency K [--prefix P] [--no-local] [--json]
+//
+// Exit status 0 only when every Blob came back identical.
+#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/blobstore/Sha256.h>
+#include <blobstreaming/client/Session.h>
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+using namespace blobstreaming;
+using namespace blobstreaming::client;
+
+namespace {
+
+struct Arguments {
+    std::string naming;
+    std::string store;
+    std::string prefix = "series." + std::to_string(::getpid());
+    std::size_t count = 0;
+    std::size_t size = 0;
+    std::size_t concurrency = 1;
+    bool json = false;
+    bool local = true;
+};
+
+[[noreturn]] void usage(const std::string& why)
+{
+    std::fprintf(stderr,
+                 "async_series: %s\nusage: async_series --naming URL --store NAME --count N --size BYTES "
+                 "--concurrency K [--prefix P] [--no-local] [--json]\n",
+                 why.c_str());
+    std::exit(1);
+}
+
+std::size_t number(const char* option, const char* text, std::size_t low, std::size_t high)
+{
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(text, &end, 10);
+    if (end == text || *end != '\0' || v < low || v > high)
+        usage(std::string(option) + " " + text + ": expected " + std::to_string(low) + " to " + std::to_string(high));
+    return static_cast<std::size_t>(v);
+}
+
+Arguments parse(int argc, char** argv)
+{
+    Arguments a;
+    for (int i = 1; i < argc; ++i) {
+        const std::string opt = argv[i];
+        auto value = [&]() -> const char* {
+            if (i + 1 >= argc) usage(opt + " needs a value");
+            return argv[++i];
+        };
+        if (opt == "--naming") a.naming = value();
+        else if (opt == "--store") a.store = value();
+        else if (opt == "--prefix") a.prefix = value();
+        else if (opt == "--count") a.count = number("--count", value(), 1, 100000);
+        else if (opt == "--size") a.size = number("--size", value(), 0, std::size_t(1) << 32);
+        else if (opt == "--concurrency") a.concurrency = number("--concurrency", value(), 1, 256);
+        else if (opt == "--json") a.json = true;
+        else if (opt == "--no-local") a.local = false;
+        else usage("unknown option " + opt);
+    }
+    if (a.naming.empty() || a.store.empty() || a.count == 0) usage("--naming, --store and --count are required");
+    return a;
+}
+
+/// Runs `count` operations with at most `limit` in flight; `start(i, done)`
+/// starts operation i and `done` must be called from its completion.
+class Window {
+public:
+    Window(std::size_t count, std::size_t limit, std::function<void(std::size_t, std::function<void()>)> start)
+        : count_(count), limit_(limit), start_(std::move(start))
+    {
+    }
+    void begin()
+    {
+        while (next_ < count_ && next_ - finished_ < limit_) launch();
+    }
+    bool finished() const { return finished_ == count_; }
+
+private:
+    void launch()
+    {
+        const std::size_t i = next_++;
+        start_(i, [this] {
+            ++finished_;
+            begin();
+        });
+    }
+    std::size_t count_, limit_, next_ = 0, finished_ = 0;
+    std::function<void(std::size_t, std::function<void()>)> start_;
+};
+
+void drive(Session& session, const Window& window)
+{
+    // Bounded: every operation ends by its inactivity timeout at the latest.
+    while (!window.finished()) session.run_once(std::chrono::milliseconds(1000));
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    const Arguments args = parse(argc, argv);
+    // Library logs go to stderr, transfer lines only when asked for.
+    spdlog::set_default_logger(spdlog::stderr_color_mt("async_series"));
+    spdlog::set_level(std::getenv("BLOBSTREAMING_LOG") ? spdlog::level::info : spdlog::level::warn);
+    Session::Options options;
+    options.naming_url = args.naming;
+    options.default_store = args.store;
+    options.reactor = ReactorMode::Caller;
+    options.local_fast_path = args.local;
+
+    std::vector<std::vector<std::uint8_t>> blobs(args.count);
+    std::vector<Digest> digests(args.count);
+    std::mt19937_64 random(std::random_device{}());
+    for (std::size_t i = 0; i < args.count; ++i) {
+        blobs[i].resize(args.size);
+        for (auto& b : blobs[i]) b = static_cast<std::uint8_t>(random());
+        digests[i] = Sha256::of(blobs[i].data(), blobs[i].size());
+    }
+    auto name = [&](std::size_t i) { return args.prefix + "." + std::to_string(i); };
+
+    std::size_t pushed = 0, pulled = 0, mismatches = 0, errors = 0;
+    std::string first_error;
+    auto note_error = [&](const Result& r) {
+        ++errors;
+        if (first_error.empty()) first_error = r.message;
+        std::fprintf(stderr, "async_series: %s\n", r.message.c_str());
+    };
+    try {
+        Session session(options);
+        const auto t0 = std::chrono::steady_clock::now();
+        PushOptions push_options;
+        push_options.replace = true;
+        Window pushes(args.count, args.concurrency, [&](std::size_t i, std::function<void()> done) {
+            session.push(PushSource::memory(blobs[i].data(), blobs[i].size()), name(i), push_options, Mode::Async,
+                         [&, i, done](const Result& r) {
+                             if (!r.ok()) note_error(r);
+                             else if (r.info.digest != digests[i]) ++mismatches;
+                             else ++pushed;
+                             done();
+                         });
+        });
+        pushes.begin();
+        drive(session, pushes);
+        const auto t1 = std::chrono::steady_clock::now();
+
+        std::vector<std::vector<std::uint8_t>> back(args.count);
+        Window pulls(args.count, args.concurrency, [&](std::size_t i, std::function<void()> done) {
+            session.pull(name(i), PullSink::memory(&back[i]), PullOptions{}, Mode::Async,
+                         [&, i, done](const Result& r) {
+                             if (!r.ok()) note_error(r);
+                             else if (Sha256::of(back[i].data(), back[i].size()) != digests[i]) ++mismatches;
+                             else ++pulled;
+                             done();
+                         });
+        });
+        pulls.begin();
+        drive(session, pulls);
+        const auto t2 = std::chrono::steady_clock::now();
+
+        const double push_s = std::chrono::duration<double>(t1 - t0).count();
+        const double pull_s = std::chrono::duration<double>(t2 - t1).count();
+        const double total = static_cast<double>(args.count) * static_cast<double>(args.size);
+        std::printf("{\"pushed\":%zu,\"pulled\":%zu,\"mismatches\":%zu,\"errors\":%zu,\"connections_opened\":%llu,"
+                    "\"count\":%zu,\"size\":%zu,\"concurrency\":%zu,\"push_seconds\":%.6f,\"pull_seconds\":%.6f,"
+                    "\"push_mbps\":%.2f,\"pull_mbps\":%.2f}\n",
+                    pushed, pulled, mismatches, errors,
+                    static_cast<unsigned long long>(session.connections_opened()), args.count, args.size,
+                    args.concurrency, push_s, pull_s, push_s > 0 ? total / push_s / 1e6 : 0.0,
+                    pull_s > 0 ? total / pull_s / 1e6 : 0.0);
+        if (!args.json)
+            std::fprintf(stderr, "async_series: %zu pushed, %zu pulled, %zu mismatches, %zu errors\n", pushed, pulled,
+                         mismatches, errors);
+    } catch (const Error& e) {
+        std::fprintf(stderr, "async_series: %s\n", e.what());
+        return static_cast<int>(e.code());
+    }
+    return pushed == args.count && pulled == args.count && mismatches == 0 ? 0 : 1;
+}

@@ -1,0 +1,39 @@
+#pragma once
+/// How a Session talks to the stores. Plain data, no CORBA or ACE types.
+
+#include <chrono>
+#include <string>
+
+namespace blobstreaming::client {
+
+/// Who drives the Session's event loop (the data connections and every
+/// completion callback).
+enum class ReactorMode {
+    /// A thread owned by the Session (the default): callbacks run on it.
+    Thread,
+    /// The application: it calls Session::run_once() from one thread of its
+    /// choice, and callbacks run on that thread, inside run_once().
+    Caller,
+};
+
+struct SessionOptions {
+    /// Naming Service URL: corbaname::HOST:PORT or corbaloc::HOST:PORT/NameService.
+    std::string naming_url = "corbaname::127.0.0.1:2809";
+    /// Store used when an operation names none ("" : see each operation).
+    std::string default_store;
+    /// SO_SNDBUF / SO_RCVBUF of data connections in bytes; 0 leaves them to
+    /// Linux autotuning.
+    int send_buffer = 0;
+    int receive_buffer = 0;
+    bool no_delay = true;  ///< TCP_NODELAY on data connections
+    /// Inactivity timeout: a transfer or a control call that makes no
+    /// progress for this long fails with Errc::timeout.
+    std::chrono::milliseconds timeout{30000};
+    /// Pull through the store's file when it is on this host (same boot id).
+    bool local_fast_path = true;
+    /// Data connections per data endpoint; further transfers wait for one.
+    unsigned max_connections_per_endpoint = 8;
+    ReactorMode reactor = ReactorMode::Thread;
+};
+
+}  // namespace blobstreaming::client

@@ -1,0 +1,86 @@
+#pragma once
+/// The outcome of one Session operation, and the callback types.
+
+#include <blobstreaming/blobstore/BlobInfo.h>
+#include <blobstreaming/blobstore/Error.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <system_error>
+#include <vector>
+
+namespace blobstreaming::client {
+
+/// Sync: the call returns after the completion callback has run.
+/// Async: the call returns at once; the callback runs later on the reactor
+/// thread.
+enum class Mode { Sync, Async };
+
+/// Storage tier, nearest first (same order as the control plane's).
+enum class Tier { memory, workstation, cluster, central };
+/// "memory", "workstation", "cluster", "central".
+const char* tier_name(Tier tier) noexcept;
+
+/// A committed Blob and the store that holds it.
+struct StoredBlob {
+    std::string store;
+    BlobInfo info;
+};
+
+/// Where a Blob is.
+struct Location {
+    std::string store;
+    Tier tier = Tier::central;
+};
+
+/// A registered store as it answered (or did not) just now.
+struct StoreStatus {
+    std::string name;
+    bool reachable = false;
+    std::string error;          ///< why it is not reachable
+    std::string kind;           ///< "file" or "memory"
+    Tier tier = Tier::central;
+    std::uint64_t capacity = 0; ///< 0: bounded only by its file system
+    std::uint64_t used = 0;
+    std::uint64_t reserved = 0;
+    std::uint64_t blobs = 0;
+    std::string data_endpoint;  ///< HOST:PORT of its data port
+};
+
+/// What an operation produced. `error` is empty on success; otherwise its
+/// value is a blobstreaming::Errc and `message` says what failed, on which
+/// object and why. Fields an operation does not produce stay empty.
+struct Result {
+    std::error_code error;
+    std::string message;
+
+    std::string store;           ///< the store that served the operation
+    BlobInfo info;               ///< push, pull, stat: the whole Blob as stored
+    std::uint64_t offset = 0;    ///< pull: first byte of the range
+    std::uint64_t length = 0;    ///< push, pull: bytes of the range
+    std::uint64_t bytes = 0;     ///< bytes moved (on failure: how far it got)
+    double seconds = 0;          ///< wall time of the transfer
+    bool local = false;          ///< pull served by the same-host fast path
+    std::vector<StoredBlob> blobs;       ///< list
+    std::vector<Location> locations;     ///< locate, nearest tier first
+    std::vector<StoreStatus> stores;     ///< stores
+
+    bool ok() const noexcept { return !error; }
+    /// Errc::ok on success.
+    Errc errc() const noexcept { return error ? static_cast<Errc>(error.value()) : Errc::ok; }
+    /// Throws Error(errc(), message) when the operation failed.
+    void throw_if_error() const;
+};
+
+/// Runs exactly once per operation, on the reactor thread (the Session's
+/// thread, or the thread inside run_once()). Must not throw: an exception
+/// escaping it is logged and dropped. It may start new operations.
+using Completion = std::function<void(const Result&)>;
+
+/// Transfer progress on the reactor thread: bytes so far and the total.
+/// Called when bytes move (not per byte; at most a few hundred times per
+/// second for a busy transfer).
+using Progress = std::function<void(std::uint64_t done, std::uint64_t total)>;
+
+}  // namespace blobstreaming::client

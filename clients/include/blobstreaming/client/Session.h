@@ -1,0 +1,95 @@
+#pragma once
+/// A workstation's connection to the Blob Streaming stores: the public face
+/// of libblobclient.
+///
+/// Every operation exists in one form, `op(..., Mode, Completion)`:
+///  - exactly one completion per operation, success or failure, carrying a
+///    Result (Errc + specific message + the operation's values);
+///  - the completion runs on the reactor thread: the Session's own thread
+///    (ReactorMode::Thread) or the thread calling run_once()
+///    (ReactorMode::Caller); never inside the call that started an Async
+///    operation;
+///  - Mode::Sync returns after the completion has run. It may not be used
+///    from inside a completion callback (Error, Errc::invalid_argument); in
+///    Caller mode it drives run_once() itself until the operation is done;
+///  - a failed transfer reports how far it got (Result::bytes); a failed push
+///    has aborted its reservation, so nothing partial is visible.
+/// The throwing wrappers at the end are waits on the same path.
+///
+/// Thread safety: operations may be started from any thread in Thread mode;
+/// in Caller mode from the thread that calls run_once(). Destroying the
+/// Session completes the operations still running with Errc::cancelled.
+
+#include <blobstreaming/client/Options.h>
+#include <blobstreaming/client/Result.h>
+#include <blobstreaming/client/Transfer.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace blobstreaming::client {
+
+class Session {
+public:
+    using Options = SessionOptions;
+
+    /// Contacts the Naming Service now. Throws Error: Errc::unreachable
+    /// "cannot contact the naming service at URL ...", Errc::invalid_argument
+    /// for a malformed URL or option.
+    explicit Session(Options options);
+    ~Session();
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+    const Options& options() const noexcept;
+
+    // ---- Event loop (ReactorMode::Caller) ----------------------------------
+    /// Runs ready I/O and completions, waiting at most `timeout` for the first
+    /// event. Returns the number of events handled (0 on timeout). Caller
+    /// mode only (Errc::invalid_argument otherwise).
+    std::size_t run_once(std::chrono::milliseconds timeout);
+    /// Operations started and not yet completed.
+    std::size_t pending() const noexcept;
+    /// Data connections this Session has opened so far (for checking reuse).
+    std::uint64_t connections_opened() const noexcept;
+
+    // ---- Operations ---------------------------------------------------------
+    /// Stores `source` as `name`. Result: info (as committed by the store),
+    /// length/bytes, seconds. Success means durable and verified by the store.
+    void push(PushSource source, std::string name, PushOptions options, Mode mode, Completion done);
+    /// Retrieves `name` or a range of it into `sink`. Result: info (whole
+    /// Blob), offset, length, bytes, seconds, local.
+    void pull(std::string name, PullSink sink, PullOptions options, Mode mode, Completion done);
+    /// Result: store, info. `store` "" : default store, else nearest holder.
+    void stat(std::string name, std::string store, Mode mode, Completion done);
+    /// Result: blobs of `store` ("" : of every registered store).
+    void list(std::string store, Mode mode, Completion done);
+    /// Removes `name` from `store` ("" : default store, else nearest holder).
+    void remove(std::string name, std::string store, Mode mode, Completion done);
+    /// Result: locations of `name`, nearest tier first (empty: nowhere).
+    void locate(std::string name, Mode mode, Completion done);
+    /// Result: stores registered in the Naming Service, with their status.
+    void stores(Mode mode, Completion done);
+
+    // ---- Throwing wrappers (wait on the operations above) -------------------
+    BlobInfo push_file(const std::string& path, const std::string& name, const PushOptions& options = {});
+    BlobInfo push_memory(const void* data, std::size_t size, const std::string& name,
+                         const PushOptions& options = {});
+    Result pull_file(const std::string& name, const std::string& path, const PullOptions& options = {});
+    std::vector<std::uint8_t> pull_memory(const std::string& name, const PullOptions& options = {});
+    BlobInfo stat(const std::string& name, const std::string& store = {});
+    std::vector<StoredBlob> list(const std::string& store = {});
+    void remove(const std::string& name, const std::string& store = {});
+    std::vector<Location> locate(const std::string& name);
+    std::vector<StoreStatus> stores();
+
+    class Impl;
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace blobstreaming::client

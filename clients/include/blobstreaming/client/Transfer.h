@@ -1,0 +1,106 @@
+#pragma once
+/// Where a push takes its bytes from and where a pull puts them.
+
+#include <blobstreaming/client/Result.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace blobstreaming::client {
+
+/// The bytes of a push. Copyable and cheap: memory is referenced, not copied,
+/// except by `owned`.
+class PushSource {
+public:
+    /// Fills `buffer` (at most `capacity` bytes) with the next bytes of the
+    /// Blob and returns how many it wrote; returning 0 before `size` bytes
+    /// were produced fails the push (Errc::io_error). Runs on the reactor
+    /// thread; must not throw.
+    using Producer = std::function<std::size_t(std::uint8_t* buffer, std::size_t capacity)>;
+
+    /// The whole file at `path`, sent with sendfile(2). Its size is taken
+    /// when the push starts.
+    static PushSource file(std::string path);
+    /// `size` bytes at `data`: the caller keeps them alive and unchanged
+    /// until the completion has run.
+    static PushSource memory(const void* data, std::size_t size);
+    /// A buffer the source owns (shared by copies of the source).
+    static PushSource owned(std::vector<std::uint8_t> bytes);
+    /// `size` bytes obtained from `producer`, called as the socket drains.
+    static PushSource producer(std::uint64_t size, Producer producer);
+
+    enum class Kind { file, memory, producer };
+    Kind kind() const noexcept { return kind_; }
+    const std::string& path() const noexcept { return path_; }
+    const std::uint8_t* data() const noexcept { return data_; }
+    /// Size in bytes; for a file, known only once the push has opened it.
+    std::uint64_t size() const noexcept { return size_; }
+    const Producer& producer_function() const noexcept { return producer_; }
+
+private:
+    Kind kind_ = Kind::memory;
+    std::string path_;
+    const std::uint8_t* data_ = nullptr;
+    std::shared_ptr<const std::vector<std::uint8_t>> owned_;
+    std::uint64_t size_ = 0;
+    Producer producer_;
+};
+
+/// Where the bytes of a pull go.
+class PullSink {
+public:
+    /// Receives each piece of the range in order as it arrives (`offset` is
+    /// relative to the start of the range). Runs on the reactor thread; the
+    /// bytes are valid only during the call; must not throw.
+    using Consumer = std::function<void(const std::uint8_t* data, std::size_t size, std::uint64_t offset)>;
+
+    /// A file created or truncated at `path` ("-": standard output).
+    static PullSink file(std::string path);
+    /// `*out` is resized to the range's length and filled; the caller keeps
+    /// it alive and untouched until the completion has run.
+    static PullSink memory(std::vector<std::uint8_t>* out);
+    /// The caller's buffer of `capacity` bytes; a longer range fails with
+    /// Errc::invalid_range before any byte moves.
+    static PullSink buffer(void* data, std::size_t capacity);
+    /// Bytes handed to `consumer` as they arrive.
+    static PullSink consumer(Consumer consumer);
+
+    enum class Kind { file, memory, buffer, consumer };
+    Kind kind() const noexcept { return kind_; }
+    const std::string& path() const noexcept { return path_; }
+    std::vector<std::uint8_t>* vector() const noexcept { return vector_; }
+    std::uint8_t* data() const noexcept { return data_; }
+    std::size_t capacity() const noexcept { return capacity_; }
+    const Consumer& consumer_function() const noexcept { return consumer_; }
+
+private:
+    Kind kind_ = Kind::consumer;
+    std::string path_;
+    std::vector<std::uint8_t>* vector_ = nullptr;
+    std::uint8_t* data_ = nullptr;
+    std::size_t capacity_ = 0;
+    Consumer consumer_;
+};
+
+struct PushOptions {
+    std::string store;       ///< "" : the Session's default store
+    bool replace = false;    ///< overwrite an existing Blob of that name
+    Progress progress;       ///< optional
+};
+
+struct PullOptions {
+    /// "" : the Session's default store, or when it has none the nearest
+    /// store that holds the Blob.
+    std::string store;
+    std::uint64_t offset = 0;
+    std::uint64_t length = 0;   ///< 0: up to the end of the Blob
+    /// Compare the whole-Blob SHA-256 when the whole Blob was pulled.
+    bool verify = true;
+    Progress progress;          ///< optional
+};
+
+}  // namespace blobstreaming::client

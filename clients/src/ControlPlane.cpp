@@ -1,0 +1,427 @@
+#include "ControlPlane.h"
+
+#include <blobstreaming/blobstore/BlobName.h>
+#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/transporter/corba/Exceptions.h>
+#include <blobstreaming/transporter/corba/Orb.h>
+
+#include <omniORB4/omniORB.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
+
+namespace blobstreaming::client {
+
+namespace {
+
+// One ORB per process, shared by every Session and destroyed with the last.
+std::mutex orb_mutex;
+CORBA::ORB_ptr orb_instance = CORBA::ORB::_nil();
+unsigned orb_users = 0;
+
+CORBA::ORB_ptr acquire_orb(const SessionOptions& options)
+{
+    std::lock_guard<std::mutex> lock(orb_mutex);
+    if (orb_users == 0) {
+        orb_instance = corba::init_orb({{"clientCallTimeOutPeriod", std::to_string(options.timeout.count())}});
+    }
+    ++orb_users;
+    return CORBA::ORB::_duplicate(orb_instance);
+}
+
+void release_orb() noexcept
+{
+    std::lock_guard<std::mutex> lock(orb_mutex);
+    if (--orb_users > 0) return;
+    try {
+        orb_instance->destroy();
+    } catch (const CORBA::Exception& e) {
+        spdlog::warn("ORB destroy: {}", e._name());
+    }
+    CORBA::release(orb_instance);
+    orb_instance = CORBA::ORB::_nil();
+}
+
+Tier tier_of(BlobStreaming::StoreTier tier)
+{
+    switch (tier) {
+    case BlobStreaming::TIER_MEMORY: return Tier::memory;
+    case BlobStreaming::TIER_WORKSTATION: return Tier::workstation;
+    case BlobStreaming::TIER_CLUSTER: return Tier::cluster;
+    default: return Tier::central;
+    }
+}
+
+BlobInfo info_of(const BlobStreaming::BlobInfo& in)
+{
+    BlobInfo out;
+    out.name = in.name.in();
+    out.size = in.size;
+    std::copy(in.digest, in.digest + 32, out.digest.begin());
+    out.committed = std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(in.committedNs)));
+    return out;
+}
+
+Ticket ticket_of(const BlobStreaming::TransferTicket& in)
+{
+    Ticket out;
+    std::copy(in.id, in.id + 16, out.id.begin());
+    out.offset = in.offset;
+    out.length = in.length;
+    out.host = in.endpoint.host.in();
+    out.port = in.endpoint.port;
+    return out;
+}
+
+}  // namespace
+
+class ControlPlane::Refs {
+public:
+    /// Calls normally come from the worker only; while a Session closes, the
+    /// loop thread may abort reservations: this keeps the caches consistent.
+    std::recursive_mutex mutex;
+    CORBA::ORB_var orb;
+    CosNaming::NamingContext_var root;
+    std::map<std::string, BlobStreaming::BlobStore_var> stores;
+    std::map<std::string, BlobStreaming::BlobTransporter_var> transporters;
+};
+
+const std::string& boot_id()
+{
+    static const std::string id = [] {
+        std::ifstream in("/proc/sys/kernel/random/boot_id");
+        std::string line;
+        std::getline(in, line);
+        return line;
+    }();
+    return id;
+}
+
+ControlPlane::ControlPlane(const SessionOptions& options) : options_(options), refs_(std::make_unique<Refs>())
+{
+    refs_->orb = acquire_orb(options_);
+    try {
+        refs_->root = corba::naming_context(refs_->orb, options_.naming_url);
+    } catch (...) {
+        refs_.reset();
+        release_orb();
+        throw;
+    }
+    worker_ = std::thread([this] { work(); });
+}
+
+void ControlPlane::stop()
+{
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stopping_ = true;
+    }
+    ready_.notify_all();
+    if (worker_.joinable()) worker_.join();
+}
+
+ControlPlane::~ControlPlane()
+{
+    stop();
+    for (auto& [store, transporter] : refs_->transporters) {
+        try {
+            transporter->close();
+        } catch (const CORBA::Exception&) {
+            // The store is gone: its transporter went with it.
+        }
+    }
+    refs_.reset();
+    release_orb();
+}
+
+void ControlPlane::submit(std::function<void()> call)
+{
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        calls_.push_back(std::move(call));
+    }
+    ready_.notify_one();
+}
+
+void ControlPlane::work()
+{
+    for (;;) {
+        std::function<void()> call;
+        {
+            std::unique_lock<std::mutex> lock(mutex_);
+            ready_.wait(lock, [this] { return stopping_ || !calls_.empty(); });
+            if (calls_.empty()) return;  // stopping, nothing left
+            call = std::move(calls_.front());
+            calls_.pop_front();
+        }
+        call();
+    }
+}
+
+namespace {
+
+std::string seconds_text(std::chrono::milliseconds ms)
+{
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(ms.count()) / 1000.0);
+    return buf;
+}
+
+/// Runs `body(store_ref)`; CORBA exceptions become Error. A cached reference
+/// that turned out stale (daemon restarted) is resolved again once.
+template <class Body>
+auto with_store(ControlPlane::Refs& refs, const SessionOptions& options, const std::string& store,
+                const std::string& what, Body body)
+{
+    for (int attempt = 0;; ++attempt) {
+        auto it = refs.stores.find(store);
+        const bool cached = it != refs.stores.end();
+        if (!cached) {
+            BlobStreaming::BlobStore_var ref;
+            try {
+                ref = corba::resolve_store(refs.root, store, options.naming_url);
+            } catch (const Error& e) {
+                throw Error(e.code(), what + ": " + e.what());
+            } catch (const CORBA::Exception& e) {
+                throw Error(Errc::unreachable, what + ": cannot resolve store \"" + store +
+                                                   "\" in the naming service at " + options.naming_url + " (" +
+                                                   e._name() + ")");
+            }
+            omniORB::setClientCallTimeout(ref, static_cast<CORBA::ULong>(options.timeout.count()));
+            it = refs.stores.emplace(store, ref).first;
+        }
+        BlobStreaming::BlobStore_ptr ref = it->second.in();
+        const std::string endpoint = corba::endpoint_of(ref);
+        try {
+            return body(ref);
+        } catch (const CORBA::TIMEOUT&) {
+            throw Error(Errc::timeout, what + ": store \"" + store + "\" at " + endpoint + " did not answer within " +
+                                           seconds_text(options.timeout) + " s");
+        } catch (const CORBA::SystemException& e) {
+            const bool stale = dynamic_cast<const CORBA::TRANSIENT*>(&e) != nullptr ||
+                               dynamic_cast<const CORBA::OBJECT_NOT_EXIST*>(&e) != nullptr;
+            refs.stores.erase(store);
+            refs.transporters.erase(store);
+            if (!(cached && stale && attempt == 0)) corba::rethrow_as_error(what, store, endpoint);
+        } catch (...) {
+            corba::rethrow_as_error(what, store, endpoint);
+        }
+    }
+}
+
+BlobStreaming::BlobTransporter_ptr transporter(ControlPlane::Refs& refs, const std::string& store,
+                                               BlobStreaming::BlobStore_ptr ref, const SessionOptions& options)
+{
+    auto it = refs.transporters.find(store);
+    if (it == refs.transporters.end()) {
+        BlobStreaming::BlobTransporter_var t = ref->openTransporter();
+        omniORB::setClientCallTimeout(t, static_cast<CORBA::ULong>(options.timeout.count()));
+        it = refs.transporters.emplace(store, t).first;
+    }
+    return it->second.in();
+}
+
+BlobStreaming::TimeValue time_value(std::chrono::milliseconds ms)
+{
+    BlobStreaming::TimeValue tv;
+    tv.seconds = static_cast<CORBA::ULongLong>(ms.count() / 1000);
+    tv.microseconds = static_cast<CORBA::ULong>((ms.count() % 1000) * 1000);
+    return tv;
+}
+
+}  // namespace
+
+std::string ControlPlane::store_or_default(const std::string& store, const std::string& what) const
+{
+    if (!store.empty()) return store;
+    if (!options_.default_store.empty()) return options_.default_store;
+    throw Error(Errc::invalid_argument, what + ": no store given (use --store NAME or Options::default_store)");
+}
+
+PushGrant ControlPlane::begin_push(const std::string& store, const std::string& name, std::uint64_t size,
+                                   bool replace)
+{
+    std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
+    const std::string what = "push " + quote_name(name);
+    PushGrant grant;
+    bool reserved = false;
+    try {
+        with_store(*refs_, options_, store, what, [&](BlobStreaming::BlobStore_ptr ref) {
+            if (!reserved) {
+                BlobStreaming::Reservation_var r = ref->reserve(name.c_str(), size, replace);
+                grant.reservation = r->id;
+                reserved = true;
+            }
+            BlobStreaming::BlobTransporter_ptr t = transporter(*refs_, store, ref, options_);
+            BlobStreaming::TransferTicket_var ticket =
+                t->recv(grant.reservation, size, 0, true, time_value(options_.timeout),
+                        BlobStreaming::IGNORE_NOTIFICATIONS);
+            grant.ticket = ticket_of(ticket.in());
+            return 0;
+        });
+    } catch (...) {
+        if (reserved) abort(store, grant.reservation);
+        throw;
+    }
+    return grant;
+}
+
+void ControlPlane::abort(const std::string& store, std::uint64_t reservation) noexcept
+{
+    std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
+    try {
+        with_store(*refs_, options_, store, "abort reservation " + std::to_string(reservation),
+                   [&](BlobStreaming::BlobStore_ptr ref) {
+                       ref->abort(reservation);
+                       return 0;
+                   });
+    } catch (const Error& e) {
+        // Unreachable: the store drops the reservation of a broken connection itself.
+        if (e.code() == Errc::unreachable || e.code() == Errc::timeout)
+            spdlog::info("{}", e.what());
+        else if (e.code() != Errc::no_such_reservation)
+            spdlog::warn("{}", e.what());
+    } catch (const std::exception& e) {
+        spdlog::warn("abort reservation {} in store \"{}\": {}", reservation, store, e.what());
+    }
+}
+
+Ticket ControlPlane::begin_pull(const std::string& store, const std::string& name, std::uint64_t offset,
+                                std::uint64_t length)
+{
+    std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
+    return with_store(*refs_, options_, store, "pull " + quote_name(name), [&](BlobStreaming::BlobStore_ptr ref) {
+        BlobStreaming::BlobTransporter_ptr t = transporter(*refs_, store, ref, options_);
+        BlobStreaming::TransferTicket_var ticket = t->send(name.c_str(), length, offset, true,
+                                                           time_value(options_.timeout),
+                                                           BlobStreaming::IGNORE_NOTIFICATIONS);
+        return ticket_of(ticket.in());
+    });
+}
+
+std::optional<LocalFile> ControlPlane::find_local(const std::string& store, const std::string& name)
+{
+    std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
+    return with_store(*refs_, options_, store, "pull " + quote_name(name),
+                      [&](BlobStreaming::BlobStore_ptr ref) -> std::optional<LocalFile> {
+                          BlobStreaming::LocalFile_var file;
+                          if (!ref->findLocalFile(name.c_str(), file.out())) return std::nullopt;
+                          if (boot_id().empty() || boot_id() != file->host.in()) return std::nullopt;
+                          return LocalFile{file->path.in(), file->dataOffset, info_of(file->info)};
+                      });
+}
+
+BlobInfo ControlPlane::stat(const std::string& store, const std::string& name)
+{
+    std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
+    return with_store(*refs_, options_, store, "stat " + quote_name(name), [&](BlobStreaming::BlobStore_ptr ref) {
+        BlobStreaming::BlobInfo_var info = ref->stat(name.c_str());
+        return info_of(info.in());
+    });
+}
+
+std::vector<BlobInfo> ControlPlane::list(const std::string& store)
+{
+    std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
+    return with_store(*refs_, options_, store, "list", [&](BlobStreaming::BlobStore_ptr ref) {
+        BlobStreaming::BlobInfoSeq_var seq = ref->list();
+        std::vector<BlobInfo> out;
+        for (CORBA::ULong i = 0; i < seq->length(); ++i) out.push_back(info_of(seq[i]));
+        std::sort(out.begin(), out.end(), [](const BlobInfo& a, const BlobInfo& b) { return a.name < b.name; });
+        return out;
+    });
+}
+
+void ControlPlane::remove(const std::string& store, const std::string& name)
+{
+    std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
+    with_store(*refs_, options_, store, "rm " + quote_name(name), [&](BlobStreaming::BlobStore_ptr ref) {
+        ref->remove(name.c_str());
+        return 0;
+    });
+}
+
+std::vector<std::string> ControlPlane::store_names()
+{
+    std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
+    try {
+        return corba::list_stores(refs_->root);
+    } catch (const Error&) {
+        throw;
+    } catch (const CORBA::Exception& e) {
+        throw Error(Errc::unreachable, "cannot list the stores in the naming service at " + options_.naming_url +
+                                           " (" + e._name() + ")");
+    }
+}
+
+std::vector<Location> ControlPlane::locate(const std::string& name)
+{
+    std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
+    validate_blob_name(name);
+    std::vector<Location> out;
+    for (const auto& store : store_names()) {
+        try {
+            const auto holds = with_store(*refs_, options_, store, "locate " + quote_name(name),
+                                          [&](BlobStreaming::BlobStore_ptr ref) {
+                                              if (!ref->contains(name.c_str())) return std::make_pair(false, Tier::central);
+                                              BlobStreaming::StoreStatus_var st = ref->status();
+                                              return std::make_pair(true, tier_of(st->tier));
+                                          });
+            if (holds.first) out.push_back(Location{store, holds.second});
+        } catch (const Error& e) {
+            // A store that does not answer holds nothing we can get now.
+            spdlog::debug("{}", e.what());
+        }
+    }
+    std::stable_sort(out.begin(), out.end(), [](const Location& a, const Location& b) { return a.tier < b.tier; });
+    return out;
+}
+
+std::string ControlPlane::nearest_holder(const std::string& name, const std::string& what)
+{
+    std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
+    const auto where = locate(name);
+    if (where.empty()) {
+        std::string asked;
+        for (const auto& s : store_names()) asked += (asked.empty() ? "" : ", ") + s;
+        throw Error(Errc::no_such_blob, what + ": no registered store holds it (asked: " +
+                                            (asked.empty() ? std::string("none registered") : asked) + ")");
+    }
+    return where.front().store;
+}
+
+std::vector<StoreStatus> ControlPlane::stores()
+{
+    std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
+    std::vector<StoreStatus> out;
+    for (const auto& name : store_names()) {
+        StoreStatus s;
+        s.name = name;
+        try {
+            with_store(*refs_, options_, name, "stores", [&](BlobStreaming::BlobStore_ptr ref) {
+                BlobStreaming::StoreStatus_var st = ref->status();
+                BlobStreaming::DataEndpoint_var data = ref->dataAddress();
+                s.kind = st->kind.in();
+                s.tier = tier_of(st->tier);
+                s.capacity = st->capacity;
+                s.used = st->used;
+                s.reserved = st->reserved;
+                s.blobs = st->blobCount;
+                s.data_endpoint = std::string(data->host.in()) + ":" + std::to_string(data->port);
+                return 0;
+            });
+            s.reachable = true;
+        } catch (const Error& e) {
+            s.error = e.what();
+        }
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
+}  // namespace blobstreaming::client

@@ -1,0 +1,100 @@
+#pragma once
+/// The control plane of a Session: the process-wide ORB, the Naming
+/// Service, cached store and transporter references, and one worker thread
+/// that makes the (blocking) CORBA calls so that the reactor never waits on
+/// them. All CORBA types stay in ControlPlane.cpp.
+
+#include <blobstreaming/blobstore/BlobInfo.h>
+#include <blobstreaming/client/Options.h>
+#include <blobstreaming/client/Result.h>
+
+#include <array>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace blobstreaming::client {
+
+/// Permission for one data-connection transfer.
+struct Ticket {
+    std::array<std::uint8_t, 16> id{};
+    std::uint64_t offset = 0;
+    std::uint64_t length = 0;
+    std::string host;
+    std::uint16_t port = 0;
+    std::string endpoint() const { return host + ":" + std::to_string(port); }
+};
+
+struct PushGrant {
+    std::uint64_t reservation = 0;
+    Ticket ticket;
+};
+
+/// A same-host Blob file (the local fast path).
+struct LocalFile {
+    std::string path;
+    std::uint64_t data_offset = 0;
+    BlobInfo info;
+};
+
+class ControlPlane {
+public:
+    /// Joins the process-wide ORB and contacts the Naming Service (throws Error).
+    explicit ControlPlane(const SessionOptions& options);
+    /// Finishes queued calls, stops the worker, releases the references.
+    ~ControlPlane();
+    ControlPlane(const ControlPlane&) = delete;
+    ControlPlane& operator=(const ControlPlane&) = delete;
+
+    /// Thread-safe: `call` runs on the worker thread, in order.
+    void submit(std::function<void()> call);
+    /// Runs the calls already submitted, then stops the worker (idempotent).
+    /// The references stay valid until destruction.
+    void stop();
+
+    // ---- the worker thread (and the loop while the Session closes; serialised
+    // by an internal mutex); all throw Error with a specific message ----------
+    /// `store`, or the default store; Errc::invalid_argument when neither.
+    std::string store_or_default(const std::string& store, const std::string& what) const;
+    PushGrant begin_push(const std::string& store, const std::string& name, std::uint64_t size, bool replace);
+    /// Aborts a reservation; failures are logged (the store also drops
+    /// reservations whose data connection failed).
+    void abort(const std::string& store, std::uint64_t reservation) noexcept;
+    Ticket begin_pull(const std::string& store, const std::string& name, std::uint64_t offset,
+                      std::uint64_t length);
+    /// The Blob's file when the store offers one on this very host.
+    std::optional<LocalFile> find_local(const std::string& store, const std::string& name);
+    BlobInfo stat(const std::string& store, const std::string& name);
+    std::vector<BlobInfo> list(const std::string& store);
+    void remove(const std::string& store, const std::string& name);
+    std::vector<std::string> store_names();
+    std::vector<Location> locate(const std::string& name);
+    /// The nearest store holding `name`; Errc::no_such_blob naming the stores asked.
+    std::string nearest_holder(const std::string& name, const std::string& what);
+    std::vector<StoreStatus> stores();
+
+    class Refs;
+
+private:
+    void work();
+
+    SessionOptions options_;
+    std::unique_ptr<Refs> refs_;
+    std::mutex mutex_;
+    std::condition_variable ready_;
+    std::deque<std::function<void()>> calls_;
+    bool stopping_ = false;
+    std::thread worker_;
+};
+
+/// This machine's /proc/sys/kernel/random/boot_id ("" when unreadable).
+const std::string& boot_id();
+
+}  // namespace blobstreaming::client

@@ -1,0 +1,102 @@
+#pragma once
+/// One TCP data connection to a store's data port, driven by the EventLoop:
+/// a non-blocking state machine that runs one transfer at a time
+/// (docs/PROTOCOL.md) and can be reused for the next.
+
+#include "ControlPlane.h"
+#include "EventLoop.h"
+#include "Streams.h"
+
+#include <blobstreaming/blobstore/Sha256.h>
+#include <blobstreaming/blobstore/UniqueFd.h>
+#include <blobstreaming/transporter/Protocol.h>
+#include <blobstreaming/transporter/SocketOptions.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <system_error>
+
+namespace blobstreaming::client {
+
+/// How a transfer on a data connection ended.
+struct TransferOutcome {
+    std::error_code error;
+    std::string message;
+    protocol::Response response;  ///< valid when !error
+    std::uint64_t bytes = 0;      ///< payload bytes moved
+    double seconds = 0;
+};
+
+/// One push or pull on a data connection.
+struct TransferJob {
+    protocol::FrameType type = protocol::FrameType::pull;
+    Ticket ticket;
+    std::string what;                ///< message prefix: `push "N": store "S"`
+    std::unique_ptr<Source> source;  ///< push
+    std::unique_ptr<Sink> sink;      ///< pull
+    bool verify = false;             ///< pull: compare the whole-Blob digest
+    Progress progress;
+    /// Runs once on the loop thread.
+    std::function<void(TransferOutcome)> done;
+};
+
+class DataConnection {
+public:
+    /// Told when the connection can take another job or must be dropped.
+    using Released = std::function<void(DataConnection*, bool reusable)>;
+
+    /// Starts a non-blocking connect to `endpoint`, then runs `first`.
+    DataConnection(EventLoop& loop, std::string endpoint, const SocketOptions& options, Released released);
+    ~DataConnection();
+    DataConnection(const DataConnection&) = delete;
+    DataConnection& operator=(const DataConnection&) = delete;
+
+    const std::string& endpoint() const noexcept { return endpoint_; }
+    bool busy() const noexcept { return job_ != nullptr; }
+    /// Runs `job`; the connection must be idle.
+    void start(std::unique_ptr<TransferJob> job);
+    /// Fails the running job with Errc::timeout when nothing moved for `limit`.
+    void check_progress(std::chrono::steady_clock::time_point now, std::chrono::milliseconds limit);
+    /// Fails the running job with `code` and drops the connection.
+    void fail(Errc code, const std::string& message);
+
+private:
+    enum class Phase { connecting, request, body, trailer, response, message, pull_body, idle, closed };
+
+    void on_event(short revents);
+    void on_connected();
+    bool send_pending();  // false: would block or failed
+    void advance_send();
+    void advance_receive();
+    void handle_response();
+    void complete(bool reusable);
+    void touch() noexcept { last_progress_ = std::chrono::steady_clock::now(); }
+    void report_progress(bool force);
+    std::string lost_message(const char* how) const;
+    void update_interest();
+
+    EventLoop& loop_;
+    std::string endpoint_;
+    SocketOptions options_;
+    Released released_;
+    UniqueFd fd_;
+    Phase phase_ = Phase::connecting;
+    std::unique_ptr<TransferJob> job_;
+    std::string out_;
+    std::size_t out_pos_ = 0;
+    std::uint8_t header_[protocol::kResponseHeaderSize] = {};
+    std::size_t header_pos_ = 0;
+    std::string message_;
+    std::size_t message_size_ = 0;
+    protocol::Response response_;
+    Sha256 hash_;
+    std::uint64_t total_ = 0;
+    std::uint64_t done_bytes_ = 0;
+    std::chrono::steady_clock::time_point started_;
+    std::chrono::steady_clock::time_point last_progress_;
+    std::chrono::steady_clock::time_point last_report_;
+};
+
+}  // namespace blobstreaming::client

@@ -1,0 +1,71 @@
+#pragma once
+/// A small poll(2) reactor: file-descriptor handlers, tasks posted from any
+/// thread (woken through an eventfd), and a periodic tick for inactivity
+/// checks. Driven by one thread at a time through run_once().
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <atomic>
+
+#include <blobstreaming/blobstore/UniqueFd.h>
+
+namespace blobstreaming::client {
+
+class EventLoop {
+public:
+    using Task = std::function<void()>;
+    /// Called with poll's revents (POLLIN, POLLOUT, POLLERR, POLLHUP).
+    using IoHandler = std::function<void(short revents)>;
+
+    /// `tick` runs on the loop thread about every `tick_period`.
+    EventLoop(Task tick, std::chrono::milliseconds tick_period);
+    ~EventLoop();
+    EventLoop(const EventLoop&) = delete;
+    EventLoop& operator=(const EventLoop&) = delete;
+
+    /// Thread-safe: `task` runs on the loop thread in a later run_once(), in
+    /// posting order.
+    void post(Task task);
+
+    // Loop thread only. A handler may unwatch any descriptor, including its own.
+    void watch(int fd, short events, IoHandler handler);
+    void modify(int fd, short events);
+    void unwatch(int fd);
+
+    /// Handles ready descriptors and posted tasks, waiting up to `timeout` for
+    /// the first. Returns how many were handled.
+    std::size_t run_once(std::chrono::milliseconds timeout);
+
+    /// Whether the caller is the thread that last ran run_once().
+    bool in_loop_thread() const noexcept { return std::this_thread::get_id() == owner_.load(); }
+    /// Whether the caller is inside run_once() (a handler, task or tick).
+    bool dispatching() const noexcept { return in_loop_thread() && depth_.load() > 0; }
+
+private:
+    std::size_t run_tasks();
+
+    struct Watch {
+        short events = 0;
+        std::uint64_t id = 0;
+        IoHandler handler;
+    };
+
+    UniqueFd wake_;
+    std::mutex mutex_;
+    std::deque<Task> tasks_;
+    std::map<int, Watch> watches_;
+    std::uint64_t next_id_ = 1;
+    Task tick_;
+    std::chrono::milliseconds tick_period_;
+    std::chrono::steady_clock::time_point next_tick_;
+    std::atomic<std::thread::id> owner_{};
+    std::atomic<int> depth_{0};
+};
+
+}  // namespace blobstreaming::client

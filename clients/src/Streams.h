@@ -1,0 +1,49 @@
+#pragma once
+/// Internal byte sources (push) and sinks (pull) behind PushSource and
+/// PullSink. Sources hash what they send; sinks supply the receive buffer
+/// late (window()), so bytes land straight in the destination when it is
+/// memory.
+
+#include <blobstreaming/blobstore/Sha256.h>
+#include <blobstreaming/client/Transfer.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace blobstreaming::client {
+
+class Source {
+public:
+    virtual ~Source() = default;
+    virtual std::uint64_t size() const noexcept = 0;
+    /// Sends up to `max` of the next bytes on the non-blocking `socket` and
+    /// adds them to `hash`. Returns the bytes sent (0: the socket is full),
+    /// or -1 with errno set by the socket call. Throws Error when the source
+    /// itself fails (Errc::io_error).
+    virtual long send(int socket, std::size_t max, Sha256& hash) = 0;
+};
+
+/// Opens the source (a file: opened and mapped now). Throws Error.
+std::unique_ptr<Source> open_source(const PushSource& source, const std::string& what);
+
+class Sink {
+public:
+    virtual ~Sink() = default;
+    /// The range's length is known: prepare for it. Throws Error.
+    virtual void open(std::uint64_t length) = 0;
+    /// Where the next bytes go; never empty while bytes remain.
+    virtual std::pair<std::uint8_t*, std::size_t> window() = 0;
+    /// `n` bytes were written at window(). Throws Error.
+    virtual void commit(std::size_t n) = 0;
+    /// All bytes are in. Throws Error.
+    virtual void finish() = 0;
+    /// The transfer failed: remove a partly written output file.
+    virtual void abandon() noexcept {}
+};
+
+std::unique_ptr<Sink> make_sink(const PullSink& sink, const std::string& what);
+
+}  // namespace blobstreaming::client

@@ -1,0 +1,206 @@
+#include "Commands.h"
+
+#include "Output.h"
+
+#include <blobstreaming/blobstore/BlobName.h>
+#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/blobstore/Sha256.h>
+#include <blobstreaming/client/Session.h>
+
+#include <cstdio>
+#include <iostream>
+#include <iterator>
+#include <map>
+
+namespace blobstreaming::cli {
+
+namespace {
+
+using client::Mode;
+using client::Result;
+using client::Session;
+
+const std::map<std::string, std::pair<std::size_t, std::size_t>>& commands()
+{
+    static const std::map<std::string, std::pair<std::size_t, std::size_t>> table = {
+        {"push", {1, 2}}, {"pull", {1, 2}}, {"stat", {1, 1}},  {"ls", {0, 0}},
+        {"rm", {1, 1}},   {"locate", {1, 1}}, {"stores", {0, 0}},
+    };
+    return table;
+}
+
+std::string base_name(const std::string& path)
+{
+    const auto slash = path.find_last_of('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+void print_summary(const char* verb, const char* dir, const std::string& name, const Result& r)
+{
+    const double mbps = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds / 1e6 : 0.0;
+    std::fprintf(stderr, "%s %s %s store \"%s\": %llu bytes in %.3f s (%.2f MB/s) sha256 %s%s\n", verb,
+                 quote_name(name).c_str(), dir, r.store.c_str(), static_cast<unsigned long long>(r.bytes), r.seconds,
+                 mbps, to_hex(r.info.digest).c_str(), r.local ? " (local)" : "");
+}
+
+int push(Session& session, const Invocation& call)
+{
+    const std::string& file = call.args[0];
+    if (file == "-" && call.args.size() < 2)
+        throw Error(Errc::invalid_argument, "push from standard input needs a NAME: blob push - NAME");
+    const std::string name = call.args.size() > 1 ? call.args[1] : base_name(file);
+    client::PushSource source = client::PushSource::file(file);
+    if (file == "-") {
+        std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+        if (std::cin.bad()) throw Error(Errc::io_error, "push " + quote_name(name) + ": cannot read standard input");
+        source = client::PushSource::owned(std::move(bytes));
+    }
+    ProgressBar bar(stderr, !call.quiet && !call.json, "push " + name);
+    client::PushOptions options;
+    options.store = call.store;
+    options.replace = call.replace;
+    options.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
+    Result result;
+    session.push(source, name, options, Mode::Sync, [&result](const Result& r) { result = r; });
+    bar.clear();
+    result.throw_if_error();
+    if (call.json)
+        std::cout << transfer_json("push", name, result).dump() << std::endl;
+    else if (!call.quiet)
+        print_summary("pushed", "to", name, result);
+    return 0;
+}
+
+int pull(Session& session, const Invocation& call)
+{
+    const std::string& name = call.args[0];
+    validate_blob_name(name);  // before using it as a file name
+    const std::string file = call.args.size() > 1 ? call.args[1] : name;
+    ProgressBar bar(stderr, !call.quiet && !call.json, "pull " + name);
+    client::PullOptions options;
+    options.store = call.store;
+    options.offset = call.offset;
+    options.length = call.length;
+    options.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
+    Result result;
+    session.pull(name, client::PullSink::file(file), options, Mode::Sync, [&result](const Result& r) { result = r; });
+    bar.clear();
+    result.throw_if_error();
+    if (call.json)
+        (file == "-" ? std::cerr : std::cout) << transfer_json("pull", name, result).dump() << std::endl;
+    else if (!call.quiet)
+        print_summary("pulled", "from", name, result);
+    return 0;
+}
+
+int stat(Session& session, const Invocation& call)
+{
+    Result r;
+    session.stat(call.args[0], call.store, Mode::Sync, [&r](const Result& x) { r = x; });
+    r.throw_if_error();
+    if (call.json) {
+        std::cout << blob_json(r.store, r.info).dump() << std::endl;
+        return 0;
+    }
+    std::printf("store:     %s\nname:      %s\nsize:      %llu\nsha256:    %s\ncommitted: %s\n", r.store.c_str(),
+                r.info.name.c_str(), static_cast<unsigned long long>(r.info.size), to_hex(r.info.digest).c_str(),
+                rfc3339(r.info.committed).c_str());
+    return 0;
+}
+
+int ls(Session& session, const Invocation& call)
+{
+    const auto blobs = session.list(call.store);
+    if (call.json) {
+        nlohmann::json list = nlohmann::json::array();
+        for (const auto& b : blobs) list.push_back(blob_json(b.store, b.info));
+        std::cout << nlohmann::json{{"blobs", list}}.dump() << std::endl;
+        return 0;
+    }
+    for (const auto& b : blobs)
+        std::printf("%-12s %14llu  %s  %s  %s\n", b.store.c_str(), static_cast<unsigned long long>(b.info.size),
+                    rfc3339(b.info.committed).c_str(), to_hex(b.info.digest).c_str(), b.info.name.c_str());
+    return 0;
+}
+
+int rm(Session& session, const Invocation& call)
+{
+    Result r;
+    session.remove(call.args[0], call.store, Mode::Sync, [&r](const Result& x) { r = x; });
+    r.throw_if_error();
+    if (call.json)
+        std::cout << nlohmann::json{{"store", r.store}, {"name", call.args[0]}, {"removed", true}}.dump() << std::endl;
+    else if (!call.quiet)
+        std::fprintf(stderr, "removed %s from store \"%s\"\n", quote_name(call.args[0]).c_str(), r.store.c_str());
+    return 0;
+}
+
+int locate(Session& session, const Invocation& call)
+{
+    const auto where = session.locate(call.args[0]);
+    if (where.empty())
+        throw Error(Errc::no_such_blob, "locate " + quote_name(call.args[0]) + ": no registered store holds it");
+    if (call.json) {
+        nlohmann::json list = nlohmann::json::array();
+        for (const auto& l : where) list.push_back({{"store", l.store}, {"tier", client::tier_name(l.tier)}});
+        std::cout << nlohmann::json{{"name", call.args[0]}, {"locations", list}}.dump() << std::endl;
+    } else {
+        for (const auto& l : where) std::printf("%-16s %s\n", l.store.c_str(), client::tier_name(l.tier));
+    }
+    return 0;
+}
+
+int stores(Session& session, const Invocation& call)
+{
+    const auto all = session.stores();
+    if (call.json) {
+        nlohmann::json list = nlohmann::json::array();
+        for (const auto& s : all) {
+            nlohmann::json j = {{"name", s.name},         {"kind", s.kind},   {"tier", client::tier_name(s.tier)},
+                                {"capacity", s.capacity}, {"used", s.used},   {"reserved", s.reserved},
+                                {"blobs", s.blobs},       {"data", s.data_endpoint}};
+            if (!s.reachable) j = {{"name", s.name}, {"error", s.error}};
+            list.push_back(j);
+        }
+        std::cout << nlohmann::json{{"stores", list}}.dump() << std::endl;
+        return 0;
+    }
+    for (const auto& s : all) {
+        if (!s.reachable) {
+            std::printf("%-16s unreachable: %s\n", s.name.c_str(), s.error.c_str());
+            continue;
+        }
+        std::printf("%-16s %-6s %-11s capacity %llu used %llu reserved %llu blobs %llu data %s\n", s.name.c_str(),
+                    s.kind.c_str(), client::tier_name(s.tier), static_cast<unsigned long long>(s.capacity),
+                    static_cast<unsigned long long>(s.used), static_cast<unsigned long long>(s.reserved),
+                    static_cast<unsigned long long>(s.blobs), s.data_endpoint.c_str());
+    }
+    return 0;
+}
+
+}  // namespace
+
+bool known_command(const std::string& command) { return commands().count(command) != 0; }
+
+std::pair<std::size_t, std::size_t> arity(const std::string& command) { return commands().at(command); }
+
+int run(const Invocation& call)
+{
+    client::SessionOptions options;
+    options.naming_url = call.naming;
+    options.default_store = call.command == "push" ? call.store : std::string();
+    options.send_buffer = call.socket_buffer;
+    options.receive_buffer = call.socket_buffer;
+    options.timeout = call.timeout;
+    options.local_fast_path = call.local;
+    Session session(options);
+    if (call.command == "push") return push(session, call);
+    if (call.command == "pull") return pull(session, call);
+    if (call.command == "stat") return stat(session, call);
+    if (call.command == "ls") return ls(session, call);
+    if (call.command == "rm") return rm(session, call);
+    if (call.command == "locate") return locate(session, call);
+    return stores(session, call);
+}
+
+}  // namespace blobstreaming::cli

@@ -1,0 +1,38 @@
+#pragma once
+/// The commands of the blob CLI (docs/CLI.md), one function each, over a
+/// client::Session.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace blobstreaming::cli {
+
+/// Everything the command line said, already range-checked by main().
+struct Invocation {
+    std::string naming;
+    std::string store;
+    bool json = false;
+    int socket_buffer = 0;
+    std::chrono::milliseconds timeout{30000};
+    bool local = true;
+    bool quiet = false;
+    bool replace = false;
+    std::uint64_t offset = 0;
+    std::uint64_t length = 0;
+    std::string command;
+    std::vector<std::string> args;
+};
+
+/// Commands the CLI knows.
+bool known_command(const std::string& command);
+/// The positional arguments `command` takes: {minimum, maximum}.
+std::pair<std::size_t, std::size_t> arity(const std::string& command);
+
+/// Runs the command; returns the exit code (0) or throws blobstreaming::Error
+/// (its Errc is the exit code).
+int run(const Invocation& call);
+
+}  // namespace blobstreaming::cli

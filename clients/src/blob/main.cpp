@@ -1,0 +1,168 @@
+// blob: push, pull and query Blobs in the Blob Streaming stores (docs/CLI.md).
+#include "Commands.h"
+#include "Output.h"
+
+#include <blobstreaming/blobstore/Error.h>
+
+#include <boost/program_options.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <iostream>
+
+namespace po = boost::program_options;
+using namespace blobstreaming;
+
+namespace {
+
+constexpr const char* kVersion = "blob (Blob Streaming) 0.1.0";
+
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+int fail(Errc code, const std::string& message, bool json, bool data_on_stdout)
+{
+    std::cerr << "blob: " << message << std::endl;
+    if (json) (data_on_stdout ? std::cerr : std::cout) << cli::error_json(code, message).dump() << std::endl;
+    return static_cast<int>(code);
+}
+
+std::uint64_t size_option(const po::variables_map& vm, const char* option)
+{
+    const auto text = vm[option].as<std::string>();
+    const auto value = cli::parse_size(text);
+    if (!value)
+        throw UsageError(std::string("--") + option + " " + text +
+                         ": expected a byte count, optionally with K, M, G or T (x1024)");
+    return *value;
+}
+
+po::options_description describe()
+{
+    const char* env = std::getenv("BLOBSTREAMING_NAMING");
+    po::options_description o(
+        "Usage: blob [options] COMMAND ...\n"
+        "Commands:\n"
+        "  push FILE [NAME]   store FILE ('-': stdin) as NAME (default: FILE's base name)\n"
+        "  pull NAME [FILE]   retrieve NAME to FILE (default: ./NAME; '-': stdout)\n"
+        "  stat NAME          size, SHA-256, commit time\n"
+        "  ls                 Blobs of --store, or of every registered store\n"
+        "  rm NAME            remove NAME\n"
+        "  locate NAME        stores holding NAME, nearest tier first\n"
+        "  stores             registered stores with tier, usage and data endpoint\n"
+        "Options");
+    o.add_options()
+        ("help,h", "show this help and exit")
+        ("version", "show the version and exit")
+        ("naming,n", po::value<std::string>()->default_value(env ? env : "corbaname::127.0.0.1:2809"),
+         "Naming Service URL (env BLOBSTREAMING_NAMING)")
+        ("store,s", po::value<std::string>()->default_value(""), "store name (pull/stat/rm: default nearest holder)")
+        ("json,j", "one JSON object on stdout")
+        ("socket-buffer,b", po::value<std::string>()->default_value("0"), "SO_SNDBUF/SO_RCVBUF (0: autotuning)")
+        ("timeout,t", po::value<std::string>()->default_value("30"), "inactivity timeout in seconds (0.001-86400)")
+        ("no-local", "never read a same-host store's file directly")
+        ("replace,r", "push: overwrite an existing Blob")
+        ("offset,o", po::value<std::string>()->default_value("0"), "pull: first byte of the range")
+        ("length,l", po::value<std::string>()->default_value("0"), "pull: bytes of the range (0: to the end)")
+        ("quiet,q", "errors only")
+        ("verbose,v", "log at info level")
+        ("debug,d", "log at debug level")
+        ("log-level", po::value<std::string>(), "trace|debug|info|warn|error|off (default: warn)");
+    return o;
+}
+
+cli::Invocation parse(int argc, char** argv, const po::options_description& visible, po::variables_map& vm)
+{
+    po::options_description all;
+    all.add(visible);
+    all.add_options()("command", po::value<std::string>())("args", po::value<std::vector<std::string>>());
+    po::positional_options_description positional;
+    positional.add("command", 1).add("args", -1);
+    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
+    po::notify(vm);
+    if (vm.count("help") || vm.count("version")) return {};
+
+    cli::Invocation call;
+    if (!vm.count("command")) throw UsageError("no command given (try --help)");
+    call.command = vm["command"].as<std::string>();
+    if (!cli::known_command(call.command))
+        throw UsageError("unknown command " + call.command + " (push, pull, stat, ls, rm, locate, stores)");
+    if (vm.count("args")) call.args = vm["args"].as<std::vector<std::string>>();
+    const auto [low, high] = cli::arity(call.command);
+    if (call.args.size() < low || call.args.size() > high)
+        throw UsageError(call.command + ": expected " + std::to_string(low) +
+                         (low == high ? "" : " to " + std::to_string(high)) + " argument(s), got " +
+                         std::to_string(call.args.size()));
+    call.naming = vm["naming"].as<std::string>();
+    call.store = vm["store"].as<std::string>();
+    if (call.command == "push" && call.store.empty()) throw UsageError("push: no store given (use --store NAME)");
+    call.json = vm.count("json") != 0;
+    const auto buffer = size_option(vm, "socket-buffer");
+    if (buffer > (1ULL << 30)) throw UsageError("--socket-buffer " + std::to_string(buffer) + ": at most 1G");
+    call.socket_buffer = static_cast<int>(buffer);
+    const std::string timeout_text = vm["timeout"].as<std::string>();
+    char* end = nullptr;
+    const double timeout = std::strtod(timeout_text.c_str(), &end);
+    if (end == timeout_text.c_str() || *end != '\0' || !(timeout >= 0.001 && timeout <= 86400))
+        throw UsageError("--timeout " + timeout_text + ": expected seconds between 0.001 and 86400");
+    call.timeout = std::chrono::milliseconds(static_cast<long long>(timeout * 1000));
+    call.local = vm.count("no-local") == 0;
+    call.quiet = vm.count("quiet") != 0;
+    call.replace = vm.count("replace") != 0;
+    call.offset = size_option(vm, "offset");
+    call.length = size_option(vm, "length");
+    return call;
+}
+
+void set_up_logging(const po::variables_map& vm)
+{
+    spdlog::set_default_logger(spdlog::stderr_color_mt("blob"));
+    spdlog::level::level_enum level = spdlog::level::warn;
+    if (vm.count("quiet")) level = spdlog::level::off;
+    if (vm.count("verbose")) level = spdlog::level::info;
+    if (vm.count("debug")) level = spdlog::level::debug;
+    if (vm.count("log-level")) {
+        const auto name = vm["log-level"].as<std::string>();
+        level = spdlog::level::from_str(name);
+        if (level == spdlog::level::off && name != "off")
+            throw UsageError("--log-level " + name + ": expected trace, debug, info, warn, error or off");
+    }
+    spdlog::set_level(level);
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    const po::options_description visible = describe();
+    po::variables_map vm;
+    cli::Invocation call;
+    try {
+        call = parse(argc, argv, visible, vm);
+        if (vm.count("help")) {
+            std::cout << visible << std::endl;
+            return 0;
+        }
+        if (vm.count("version")) {
+            std::cout << kVersion << std::endl;
+            return 0;
+        }
+        set_up_logging(vm);
+    } catch (const po::error& e) {
+        std::cerr << "blob: " << e.what() << " (try --help)" << std::endl;
+        return 1;
+    } catch (const UsageError& e) {
+        std::cerr << "blob: " << e.what() << std::endl;
+        return 1;
+    }
+    const bool data_on_stdout = call.command == "pull" && call.args.size() > 1 && call.args[1] == "-";
+    try {
+        return cli::run(call);
+    } catch (const Error& e) {
+        return fail(e.code(), e.what(), call.json, data_on_stdout);
+    } catch (const std::exception& e) {
+        return fail(Errc::io_error, e.what(), call.json, data_on_stdout);
+    }
+}

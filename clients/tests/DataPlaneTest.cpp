@@ -1,0 +1,387 @@
+// The client data plane (EventLoop, ConnectionPool, DataConnection, sources
+// and sinks) against an in-process fake data port that speaks
+// docs/PROTOCOL.md. No CORBA: tickets are made up and the fake port decides
+// per ticket whether to serve, refuse, drop or stall.
+#include "ConnectionPool.h"
+
+#include "DataConnection.h"
+#include "EventLoop.h"
+#include "Streams.h"
+
+#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/blobstore/Sha256.h>
+#include <blobstreaming/transporter/Protocol.h>
+
+#define BOOST_TEST_MODULE DataPlaneTest
+#include <boost/test/unit_test.hpp>
+
+#include <arpa/inet.h>
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <netinet/in.h>
+#include <optional>
+#include <poll.h>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+using namespace blobstreaming;
+using namespace blobstreaming::client;
+
+namespace {
+
+enum class Behaviour { serve, refuse, drop_midway, stall };
+
+/// A fake store data port on 127.0.0.1:ephemeral, one thread per connection.
+class FakeDataPort {
+public:
+    FakeDataPort()
+    {
+        listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        BOOST_REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+        BOOST_REQUIRE(::listen(listener_, 16) == 0);
+        socklen_t len = sizeof addr;
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
+        port_ = ntohs(addr.sin_port);
+        acceptor_ = std::thread([this] { accept_loop(); });
+    }
+    ~FakeDataPort()
+    {
+        stopping_ = true;
+        ::shutdown(listener_, SHUT_RDWR);
+        acceptor_.join();
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            for (int fd : open_) ::shutdown(fd, SHUT_RDWR);
+        }
+        for (auto& t : workers_) t.join();
+        ::close(listener_);
+    }
+
+    std::uint16_t port() const { return port_; }
+    int accepted() const { return accepted_.load(); }
+
+    Ticket ticket(protocol::FrameType type, std::uint64_t length, Behaviour behaviour,
+                  std::vector<std::uint8_t> content = {})
+    {
+        Ticket t;
+        const auto id = protocol::random_ticket();
+        std::copy(id.begin(), id.end(), t.id.begin());
+        t.length = length;
+        t.host = "127.0.0.1";
+        t.port = port_;
+        std::lock_guard<std::mutex> lock(mutex_);
+        tickets_[id] = Entry{type, behaviour, std::move(content)};
+        return t;
+    }
+    std::vector<std::uint8_t> stored(const Ticket& t)
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        protocol::TicketId id;
+        std::copy(t.id.begin(), t.id.end(), id.begin());
+        return received_[id];
+    }
+
+private:
+    struct Entry {
+        protocol::FrameType type;
+        Behaviour behaviour;
+        std::vector<std::uint8_t> content;
+    };
+
+    static bool read_all(int fd, void* data, std::size_t size)
+    {
+        auto* p = static_cast<std::uint8_t*>(data);
+        while (size > 0) {
+            const ssize_t n = ::recv(fd, p, size, 0);
+            if (n <= 0) return false;
+            p += n;
+            size -= static_cast<std::size_t>(n);
+        }
+        return true;
+    }
+    static bool write_all(int fd, const void* data, std::size_t size)
+    {
+        const auto* p = static_cast<const std::uint8_t*>(data);
+        while (size > 0) {
+            const ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL);
+            if (n <= 0) return false;
+            p += n;
+            size -= static_cast<std::size_t>(n);
+        }
+        return true;
+    }
+    static void respond(int fd, Errc status, std::uint64_t length, const Digest& digest, const std::string& message)
+    {
+        protocol::Response r;
+        r.status = status;
+        r.length = length;
+        r.blob_size = length;
+        r.digest = digest;
+        r.message = message;
+        const std::string bytes = protocol::encode(r);
+        write_all(fd, bytes.data(), bytes.size());
+    }
+
+    void accept_loop()
+    {
+        for (;;) {
+            const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+            if (fd < 0 || stopping_) {
+                if (fd >= 0) ::close(fd);
+                return;
+            }
+            ++accepted_;
+            std::lock_guard<std::mutex> lock(mutex_);
+            open_.push_back(fd);
+            workers_.emplace_back([this, fd] { serve(fd); });
+        }
+    }
+
+    void serve(int fd)
+    {
+        for (;;) {
+            std::uint8_t frame[protocol::kRequestSize];
+            if (!read_all(fd, frame, sizeof frame)) break;
+            protocol::Request request;
+            std::string why;
+            if (protocol::decode(frame, request, why)) {
+                respond(fd, Errc::protocol_error, 0, {}, why);
+                break;
+            }
+            std::optional<Entry> entry;
+            {
+                std::lock_guard<std::mutex> lock(mutex_);
+                auto it = tickets_.find(request.ticket);
+                if (it != tickets_.end()) {
+                    entry = std::move(it->second);
+                    tickets_.erase(it);  // single use
+                }
+            }
+            if (!entry || entry->type != request.type || entry->behaviour == Behaviour::refuse) {
+                respond(fd, Errc::refused, 0, {}, "unknown ticket " + protocol::ticket_tag(request.ticket));
+                break;
+            }
+            if (entry->behaviour == Behaviour::stall) {
+                std::uint8_t sink[4096];
+                while (::recv(fd, sink, sizeof sink, 0) > 0) {
+                    // Swallow everything, never answer: the client must give up.
+                }
+                break;
+            }
+            if (request.type == protocol::FrameType::push) {
+                std::vector<std::uint8_t> bytes(request.length);
+                const std::size_t take = entry->behaviour == Behaviour::drop_midway ? bytes.size() / 2 : bytes.size();
+                if (!read_all(fd, bytes.data(), take) || entry->behaviour == Behaviour::drop_midway) break;
+                Digest trailer;
+                if (!read_all(fd, trailer.data(), trailer.size())) break;
+                const Digest digest = Sha256::of(bytes.data(), bytes.size());
+                if (digest != trailer) {
+                    respond(fd, Errc::digest_mismatch, 0, {}, "trailer does not match");
+                    break;
+                }
+                {
+                    std::lock_guard<std::mutex> lock(mutex_);
+                    received_[request.ticket] = bytes;
+                }
+                respond(fd, Errc::ok, bytes.size(), digest, "");
+            } else {
+                const auto& c = entry->content;
+                respond(fd, Errc::ok, c.size(), Sha256::of(c.data(), c.size()), "");
+                if (entry->behaviour == Behaviour::drop_midway) {
+                    write_all(fd, c.data(), c.size() / 2);
+                    break;
+                }
+                if (!write_all(fd, c.data(), c.size())) break;
+            }
+        }
+        std::lock_guard<std::mutex> lock(mutex_);
+        ::shutdown(fd, SHUT_RDWR);
+        open_.erase(std::remove(open_.begin(), open_.end(), fd), open_.end());
+        ::close(fd);
+    }
+
+    int listener_ = -1;
+    std::uint16_t port_ = 0;
+    std::atomic<bool> stopping_{false};
+    std::atomic<int> accepted_{0};
+    std::thread acceptor_;
+    std::mutex mutex_;
+    std::vector<std::thread> workers_;
+    std::vector<int> open_;
+    std::map<protocol::TicketId, Entry> tickets_;
+    std::map<protocol::TicketId, std::vector<std::uint8_t>> received_;
+};
+
+std::vector<std::uint8_t> pattern(std::size_t size, unsigned seed)
+{
+    std::vector<std::uint8_t> v(size);
+    for (std::size_t i = 0; i < size; ++i) v[i] = static_cast<std::uint8_t>((i * 131 + seed) % 253);
+    return v;
+}
+
+/// A loop and a pool as a Session has them, driven by the test.
+struct Fixture {
+    SessionOptions options = [] {
+        SessionOptions o;
+        o.timeout = std::chrono::milliseconds(500);
+        o.max_connections_per_endpoint = 2;
+        return o;
+    }();
+    EventLoop loop{[this] { pool.tick(); }, std::chrono::milliseconds(20)};
+    ConnectionPool pool{loop, options};
+    FakeDataPort port;
+
+    /// Runs one job to completion (bounded by the inactivity timeout).
+    TransferOutcome run(std::unique_ptr<TransferJob> job)
+    {
+        std::optional<TransferOutcome> out;
+        job->done = [&out](TransferOutcome o) { out = std::move(o); };
+        pool.submit(std::move(job));
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (!out && std::chrono::steady_clock::now() < deadline) loop.run_once(std::chrono::milliseconds(100));
+        BOOST_REQUIRE(out.has_value());
+        return *out;
+    }
+    std::unique_ptr<TransferJob> push_job(const std::vector<std::uint8_t>& bytes, Behaviour b)
+    {
+        auto job = std::make_unique<TransferJob>();
+        job->type = protocol::FrameType::push;
+        job->ticket = port.ticket(protocol::FrameType::push, bytes.size(), b);
+        job->what = "push \"T\": store \"fake\"";
+        job->source = open_source(PushSource::memory(bytes.data(), bytes.size()), job->what);
+        return job;
+    }
+    std::unique_ptr<TransferJob> pull_job(const std::vector<std::uint8_t>& content, std::vector<std::uint8_t>* out,
+                                          Behaviour b)
+    {
+        auto job = std::make_unique<TransferJob>();
+        job->type = protocol::FrameType::pull;
+        job->ticket = port.ticket(protocol::FrameType::pull, content.size(), b, content);
+        job->what = "pull \"T\": store \"fake\"";
+        job->sink = make_sink(PullSink::memory(out), job->what);
+        job->verify = true;
+        return job;
+    }
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_CASE(push_sends_bytes_and_trailer_and_gets_the_ack, Fixture)
+{
+    const auto bytes = pattern(3 * 1024 * 1024 + 5, 1);
+    auto job = push_job(bytes, Behaviour::serve);
+    const Ticket t = job->ticket;
+    const auto out = run(std::move(job));
+    BOOST_TEST(!out.error, out.message);
+    BOOST_TEST(out.bytes == bytes.size());
+    BOOST_TEST(to_hex(out.response.digest) == to_hex(Sha256::of(bytes.data(), bytes.size())));
+    BOOST_TEST((port.stored(t) == bytes));
+}
+
+BOOST_FIXTURE_TEST_CASE(pull_lands_in_memory_and_is_verified, Fixture)
+{
+    const auto content = pattern(2 * 1024 * 1024 + 3, 2);
+    std::vector<std::uint8_t> got;
+    const auto out = run(pull_job(content, &got, Behaviour::serve));
+    BOOST_TEST(!out.error, out.message);
+    BOOST_TEST((got == content));
+}
+
+BOOST_FIXTURE_TEST_CASE(sequential_transfers_reuse_one_connection, Fixture)
+{
+    for (unsigned i = 0; i < 20; ++i) {
+        const auto bytes = pattern(1000 + i, i);
+        BOOST_TEST(!run(push_job(bytes, Behaviour::serve)).error);
+        std::vector<std::uint8_t> got;
+        BOOST_TEST(!run(pull_job(bytes, &got, Behaviour::serve)).error);
+        BOOST_TEST((got == bytes));
+    }
+    BOOST_TEST(pool.opened() == 1u);
+    BOOST_TEST(port.accepted() == 1);
+}
+
+BOOST_FIXTURE_TEST_CASE(concurrent_transfers_are_capped_and_queued, Fixture)
+{
+    std::vector<std::vector<std::uint8_t>> blobs;
+    for (unsigned i = 0; i < 6; ++i) blobs.push_back(pattern(512 * 1024, i));
+    int done = 0, failed = 0;
+    for (const auto& b : blobs) {
+        auto job = push_job(b, Behaviour::serve);
+        job->done = [&](TransferOutcome o) {
+            ++done;
+            if (o.error) ++failed;
+        };
+        pool.submit(std::move(job));
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (done < 6 && std::chrono::steady_clock::now() < deadline) loop.run_once(std::chrono::milliseconds(100));
+    BOOST_TEST(done == 6);
+    BOOST_TEST(failed == 0);
+    BOOST_TEST(pool.opened() == 2u);  // the cap, not one per transfer
+}
+
+BOOST_FIXTURE_TEST_CASE(refused_ticket_reports_the_store_reason, Fixture)
+{
+    const auto bytes = pattern(4096, 3);
+    const auto out = run(push_job(bytes, Behaviour::refuse));
+    BOOST_TEST(out.error == make_error_code(Errc::refused));
+    BOOST_TEST(out.message.find("push \"T\": store \"fake\": unknown ticket") == 0u, out.message);
+}
+
+BOOST_FIXTURE_TEST_CASE(connection_lost_mid_push_says_how_far_it_got, Fixture)
+{
+    const auto bytes = pattern(8 * 1024 * 1024, 4);
+    const auto out = run(push_job(bytes, Behaviour::drop_midway));
+    BOOST_TEST(out.error == make_error_code(Errc::transfer_failed));
+    const std::string expected = "push \"T\": store \"fake\": data connection to 127.0.0.1:" +
+                                 std::to_string(port.port()) + " closed after ";
+    BOOST_TEST(out.message.find(expected) == 0u, out.message);
+    BOOST_TEST(out.message.find("of 8388608 bytes") != std::string::npos, out.message);
+}
+
+BOOST_FIXTURE_TEST_CASE(connection_lost_mid_pull_fails, Fixture)
+{
+    const auto content = pattern(4 * 1024 * 1024, 5);
+    std::vector<std::uint8_t> got;
+    const auto out = run(pull_job(content, &got, Behaviour::drop_midway));
+    BOOST_TEST(out.error == make_error_code(Errc::transfer_failed));
+    BOOST_TEST(out.message.find("closed after 2097152 of 4194304 bytes") != std::string::npos, out.message);
+}
+
+BOOST_FIXTURE_TEST_CASE(no_progress_times_out, Fixture)
+{
+    const auto bytes = pattern(1024, 6);
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto out = run(push_job(bytes, Behaviour::stall));
+    const auto waited_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+    BOOST_TEST(out.error == make_error_code(Errc::timeout));
+    BOOST_TEST(out.message.find("no progress for") != std::string::npos, out.message);
+    BOOST_TEST(waited_ms >= 500);
+    BOOST_TEST(waited_ms < 5000);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_broken_connection_is_replaced, Fixture)
+{
+    const auto bytes = pattern(4096, 7);
+    BOOST_TEST(run(push_job(bytes, Behaviour::refuse)).error == make_error_code(Errc::refused));
+    BOOST_TEST(!run(push_job(bytes, Behaviour::serve)).error);
+    BOOST_TEST(pool.opened() == 2u);
+}
+
+BOOST_FIXTURE_TEST_CASE(connect_refused_is_unreachable, Fixture)
+{
+    const auto bytes = pattern(10, 8);
+    auto job = push_job(bytes, Behaviour::serve);
+    job->ticket.port = 1;  // nothing listens there
+    const auto out = run(std::move(job));
+    BOOST_TEST(out.error == make_error_code(Errc::unreachable));
+    BOOST_TEST(out.message.find("cannot connect to data endpoint 127.0.0.1:1") != std::string::npos, out.message);
+}

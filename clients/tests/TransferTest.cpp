@@ -1,0 +1,277 @@
+// Session transfers end to end against real blobstored daemons (a FileStore
+// and a MemoryStore) and omniNames: every source and sink, ranges, the
+// local fast path, connection reuse, Thread mode with several calling
+// threads, and the failure paths a workstation sees.
+#include <blobstreaming/client/Session.h>
+
+#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/blobstore/Sha256.h>
+
+#define BOOST_TEST_MODULE TransferTest
+#include <boost/test/unit_test.hpp>
+
+#include "TestProcesses.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+using namespace blobstreaming;
+using namespace blobstreaming::client;
+using namespace blobstreaming::client::test;
+
+namespace {
+
+std::vector<std::uint8_t> pattern(std::size_t size, unsigned seed)
+{
+    std::vector<std::uint8_t> v(size);
+    std::uint64_t x = seed * 0x9e3779b97f4a7c15ULL + 1;
+    for (auto& b : v) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        b = static_cast<std::uint8_t>(x);
+    }
+    return v;
+}
+
+/// omniNames, a FileStore "ws" and a MemoryStore "mem", shared by all cases.
+struct Stores {
+    NameServer ns;
+    StoreDaemon ws{ns, "ws", "file:" + ns.dir() + "/ws"};
+    StoreDaemon mem{ns, "mem", "memory:64M"};
+};
+
+Stores& stores()
+{
+    static Stores s;
+    return s;
+}
+
+Session::Options options(const std::string& store, ReactorMode mode = ReactorMode::Thread)
+{
+    auto o = options_for(stores().ns.url());
+    o.default_store = store;
+    o.reactor = mode;
+    return o;
+}
+
+template <class F>
+std::optional<Error> error_of(F f)
+{
+    try {
+        f();
+    } catch (const Error& e) {
+        return e;
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(memory_round_trip_with_ranges)
+{
+    for (const char* store : {"ws", "mem"}) {
+        for (bool local : {true, false}) {
+            auto o = options(store);
+            o.local_fast_path = local;
+            Session session(o);
+            const auto bytes = pattern(3 * 1024 * 1024 + 11, 1);
+            PushOptions replace;
+            replace.replace = true;
+            const BlobInfo info = session.push_memory(bytes.data(), bytes.size(), "rt.1", replace);
+            BOOST_TEST(info.size == bytes.size());
+            BOOST_TEST(to_hex(info.digest) == to_hex(Sha256::of(bytes.data(), bytes.size())));
+
+            BOOST_TEST((session.pull_memory("rt.1") == bytes));
+
+            PullOptions range;
+            range.offset = 1000;
+            range.length = 4096;  // a header only
+            const auto part = session.pull_memory("rt.1", range);
+            BOOST_TEST((part == std::vector<std::uint8_t>(bytes.begin() + 1000, bytes.begin() + 5096)));
+
+            Result r;
+            std::vector<std::uint8_t> whole;
+            session.pull("rt.1", PullSink::memory(&whole), PullOptions{}, Mode::Sync, [&r](const Result& x) { r = x; });
+            BOOST_TEST(r.ok(), r.message);
+            BOOST_TEST(r.local == (local && std::string(store) == "ws"));
+            BOOST_TEST(r.store == store);
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(file_producer_and_consumer)
+{
+    Session session(options("ws"));
+    const auto bytes = pattern(5 * 1024 * 1024, 2);
+    const std::string in = stores().ns.dir() + "/in.bin";
+    const std::string out = stores().ns.dir() + "/out.bin";
+    std::ofstream(in, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                              static_cast<std::streamsize>(bytes.size()));
+    PushOptions replace;
+    replace.replace = true;
+    session.push_file(in, "file.1", replace);
+    PullOptions remote;
+    session.pull_file("file.1", out, remote);
+    std::ifstream back(out, std::ios::binary);
+    std::vector<std::uint8_t> got((std::istreambuf_iterator<char>(back)), std::istreambuf_iterator<char>());
+    BOOST_TEST((got == bytes));
+
+    std::size_t produced = 0;
+    Result pushed;
+    session.push(PushSource::producer(bytes.size(),
+                                      [&](std::uint8_t* buf, std::size_t cap) {
+                                          std::copy(bytes.begin() + static_cast<long>(produced),
+                                                    bytes.begin() + static_cast<long>(produced + cap), buf);
+                                          produced += cap;
+                                          return cap;
+                                      }),
+                 "gen.1", replace, Mode::Sync, [&](const Result& r) { pushed = r; });
+    BOOST_TEST(pushed.ok(), pushed.message);
+    BOOST_TEST(produced == bytes.size());
+
+    Sha256 hash;
+    std::uint64_t expected_offset = 0;
+    bool in_order = true;
+    Result pulled;
+    session.pull("gen.1",
+                 PullSink::consumer([&](const std::uint8_t* data, std::size_t size, std::uint64_t offset) {
+                     in_order = in_order && offset == expected_offset;
+                     expected_offset += size;
+                     hash.update(data, size);
+                 }),
+                 PullOptions{}, Mode::Sync, [&](const Result& r) { pulled = r; });
+    BOOST_TEST(pulled.ok(), pulled.message);
+    BOOST_TEST(in_order);
+    BOOST_TEST(to_hex(hash.finish()) == to_hex(Sha256::of(bytes.data(), bytes.size())));
+}
+
+BOOST_AUTO_TEST_CASE(a_series_reuses_connections_from_several_threads)
+{
+    auto o = options("mem");
+    o.local_fast_path = false;
+    Session session(o);
+    constexpr int kThreads = 4, kEach = 25;
+    std::atomic<int> ok{0}, completions{0};
+    std::mutex mutex;
+    std::condition_variable all_done;
+    std::vector<std::thread> threads;
+    const auto bytes = pattern(64 * 1024, 3);
+    for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < kEach; ++i) {
+                PushOptions replace;
+                replace.replace = true;
+                session.push(PushSource::owned(bytes), "s." + std::to_string(t) + "." + std::to_string(i), replace,
+                             Mode::Async, [&](const Result& r) {
+                                 if (r.ok()) ++ok;
+                                 std::lock_guard<std::mutex> lock(mutex);
+                                 ++completions;
+                                 all_done.notify_all();
+                             });
+            }
+        });
+    }
+    for (auto& t : threads) t.join();
+    std::unique_lock<std::mutex> lock(mutex);
+    BOOST_TEST(all_done.wait_for(lock, std::chrono::seconds(30), [&] { return completions == kThreads * kEach; }));
+    BOOST_TEST(ok.load() == kThreads * kEach);
+    BOOST_TEST(session.connections_opened() >= 1u);
+    BOOST_TEST(session.connections_opened() <= 8u);  // the per-endpoint cap, not one per push
+}
+
+BOOST_AUTO_TEST_CASE(caller_mode_runs_completions_in_run_once)
+{
+    Session session(options("mem", ReactorMode::Caller));
+    const auto bytes = pattern(100000, 4);
+    const auto me = std::this_thread::get_id();
+    int done = 0;
+    bool on_caller = true;
+    for (int i = 0; i < 10; ++i) {
+        PushOptions replace;
+        replace.replace = true;
+        session.push(PushSource::owned(bytes), "c." + std::to_string(i), replace, Mode::Async,
+                     [&](const Result& r) {
+                         BOOST_TEST(r.ok(), r.message);
+                         on_caller = on_caller && std::this_thread::get_id() == me;
+                         ++done;
+                     });
+    }
+    BOOST_TEST(done == 0);  // nothing completes before the loop runs
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (done < 10 && std::chrono::steady_clock::now() < deadline) session.run_once(std::chrono::milliseconds(100));
+    BOOST_TEST(done == 10);
+    BOOST_TEST(on_caller);
+    BOOST_TEST(session.pending() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(failures_name_the_object_and_the_reason)
+{
+    Session session(options("ws"));
+    const auto bytes = pattern(1000, 5);
+    PushOptions replace;
+    replace.replace = true;
+    session.push_memory(bytes.data(), bytes.size(), "dup.1", replace);
+
+    auto e = error_of([&] { session.push_memory(bytes.data(), bytes.size(), "dup.1"); });
+    BOOST_REQUIRE(e.has_value());
+    BOOST_TEST(static_cast<int>(e->code()) == static_cast<int>(Errc::already_exists));
+    BOOST_TEST(std::string(e->what()).find("push \"dup.1\": store \"ws\": ") == 0u, e->what());
+
+    e = error_of([&] { session.pull_memory("missing.1"); });
+    BOOST_REQUIRE(e.has_value());
+    BOOST_TEST(static_cast<int>(e->code()) == static_cast<int>(Errc::no_such_blob));
+
+    PullOptions beyond;
+    beyond.offset = 5000;
+    e = error_of([&] { session.pull_memory("dup.1", beyond); });
+    BOOST_REQUIRE(e.has_value());
+    BOOST_TEST(static_cast<int>(e->code()) == static_cast<int>(Errc::invalid_range));
+
+    std::uint8_t small[10];
+    Result r;
+    session.pull("dup.1", PullSink::buffer(small, sizeof small), PullOptions{}, Mode::Sync,
+                 [&r](const Result& x) { r = x; });
+    BOOST_TEST(r.errc() == Errc::invalid_range);
+
+    Result produced;
+    session.push(PushSource::producer(100, [](std::uint8_t*, std::size_t) { return std::size_t(0); }), "short.1",
+                 replace, Mode::Sync, [&](const Result& x) { produced = x; });
+    BOOST_TEST(produced.errc() == Errc::io_error);
+    BOOST_TEST(!session.stat("dup.1").name.empty());
+    e = error_of([&] { session.stat("short.1"); });  // the failed push left nothing
+    BOOST_REQUIRE(e.has_value());
+    BOOST_TEST(static_cast<int>(e->code()) == static_cast<int>(Errc::no_such_blob));
+
+    session.remove("dup.1");
+    BOOST_TEST(session.locate("dup.1").empty());
+}
+
+BOOST_AUTO_TEST_CASE(destroying_a_session_completes_everything_once)
+{
+    for (ReactorMode mode : {ReactorMode::Thread, ReactorMode::Caller}) {
+        std::atomic<int> completions{0}, cancelled{0}, succeeded{0};
+        {
+            Session session(options("ws", mode));
+            const auto bytes = pattern(8 * 1024 * 1024, 6);
+            for (int i = 0; i < 3; ++i) {
+                PushOptions replace;
+                replace.replace = true;
+                session.push(PushSource::owned(bytes), "gone." + std::to_string(i), replace, Mode::Async,
+                             [&](const Result& r) {
+                                 ++completions;
+                                 if (r.errc() == Errc::cancelled) ++cancelled;
+                                 if (r.ok()) ++succeeded;
+                                 if (!r.ok() && r.errc() != Errc::cancelled) BOOST_TEST_MESSAGE(r.message);
+                             });
+            }
+        }  // destroyed with the pushes in flight
+        BOOST_TEST(completions.load() == 3);
+        BOOST_TEST(cancelled.load() + succeeded.load() == 3, "mode " << static_cast<int>(mode));
+    }
+}

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Misuse of the data port with real tickets (tests/tools/ticket_probe): a
+ticket used twice, an expired ticket, a pull ticket presented as a push, a
+ticket presented for a wider range, a random ticket and bytes that are not
+a Request. Each is refused with the documented status and reason, the
+connection is closed, the daemon logs the ticket's tag but never the whole
+ticket, and it keeps serving normal pushes and pulls afterwards."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bslib  # noqa: E402
+from bslib import EXIT, check, check_equal, step  # noqa: E402
+
+BLOB = "CT.probe"
+SIZE = 100000
+
+# mode -> (status, any of these in the message (lower case))
+EXPECTED = {
+    "reuse": (EXIT["refused"], ("already used", "unknown ticket")),
+    "expire": (EXIT["refused"], ("expired",)),
+    "wrong-direction": (EXIT["refused"], ("direction", "push")),
+    "wrong-range": (EXIT["refused"], ("range", "[0, 10)")),
+    "random": (EXIT["refused"], ("unknown ticket",)),
+    "garbage": (EXIT["protocol_error"], ("magic", "request")),
+}
+
+
+def probe(c, mode):
+    argv = [bslib.program("tests/tools/ticket_probe"), "--naming", c.naming, "--store", "central",
+            "--blob", BLOB, "--mode", mode]
+    code, out, err = c.run(argv, timeout=90)
+    result = bslib.BlobResult(argv, code, out, err).json
+    check(code == 0 and result is not None,
+          f"`{' '.join(argv)}` exited {code}\n  stdout: {out.strip()!r}\n  stderr: {err.strip()!r}")
+    step(f"{mode}: {result}")
+    return result
+
+
+def still_serving(c, round_no, source, digest):
+    name = f"CT.after.{round_no}"
+    pushed = c.blob("push", source, name, store="central").ok()
+    check_equal(pushed.get("sha256"), digest, f"push {name} after the misuse")
+    out = c.path(f"{name}.pulled")
+    c.blob("--no-local", "pull", name, out, store="central").ok()
+    check_equal(bslib.sha256_file(out), digest, f"pull {name} after the misuse")
+    os.unlink(out)
+
+
+def test(c):
+    daemon = c.start_daemon("central", "file", tier="central", extra=["--ticket-lifetime", "1"])
+    source = c.path("probe-source")
+    digest = bslib.write_random(source, SIZE)
+    c.blob("push", source, BLOB, store="central").ok()
+
+    for round_no, (mode, (status, reasons)) in enumerate(EXPECTED.items()):
+        result = probe(c, mode)
+        if mode == "reuse":
+            first = result.get("first") or {}
+            check_equal(first.get("status"), 0, "reuse: status of the first use of the ticket")
+            check_equal(first.get("length"), SIZE, "reuse: length of the first use")
+            check_equal((first.get("sha256"), first.get("received_sha256")), (digest, digest),
+                        "reuse: digest announced and digest of the bytes received on the first use")
+        if mode == "expire":
+            check_equal(result.get("lifetime_seconds"), 1, "lifetime of a ticket with --ticket-lifetime 1")
+        check_equal(result.get("status"), status,
+                    f"{mode}: Response status (message {result.get('message')!r})")
+        message = (result.get("message") or "").lower()
+        check(any(r in message for r in reasons),
+              f"{mode}: refusal message {result.get('message')!r} mentions none of {reasons}")
+        check(result.get("connection_closed") is True, f"{mode}: the daemon did not close the connection")
+        ticket = result.get("ticket") or ""
+        if ticket:
+            def logged(tag=ticket[:8]):
+                with open(daemon.log_paths[0], encoding="utf-8", errors="replace") as f:
+                    return tag in f.read()
+            bslib.wait_for(logged, 10, f"the daemon's log of the {mode} refusal with ticket tag {ticket[:8]}")
+            with open(daemon.log_paths[0], encoding="utf-8", errors="replace") as f:
+                check(ticket not in f.read(), f"{mode}: the daemon's log contains the whole ticket {ticket}")
+        check(daemon.running(), f"blobstored exited ({daemon.popen.returncode}) after the {mode} misuse")
+        still_serving(c, round_no, source, digest)
+
+
+if __name__ == "__main__":
+    bslib.main(test)

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""One test per bad input or state, each with the exit code of docs/CLI.md
+and the specific message: unknown Blob, range past the end, a full store
+(other Blobs intact), an existing name, an unknown store, no Naming Service,
+invalid Blob names, an unreadable input file, usage errors."""
+
+import os
+import socket
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bslib  # noqa: E402
+from bslib import EXIT, check, check_equal, step  # noqa: E402
+
+
+def test(c):
+    central = c.start_daemon("central", "file", tier="central", extra=["--capacity", "1M"])
+    c.start_daemon("mem", "memory:1M", tier="memory")
+    small = c.path("small")
+    small_digest = bslib.write_random(small, 1000)
+    c.blob("push", small, "CT.small", store="central").ok()
+
+    step("unknown Blob: 20")
+    for args in (("stat", "nope"), ("pull", "nope", c.path("nope")), ("rm", "nope")):
+        c.blob(*args, store="central").error(EXIT["no_such_blob"], 'blob "nope" not found')
+    check(not os.path.exists(c.path("nope")), "a failed pull left an output file behind")
+    plain = c.blob("stat", "nope", store="central", json_out=False)
+    plain.error(EXIT["no_such_blob"], 'blob "nope" not found')
+    check(plain.stderr.strip().splitlines()[-1].startswith("blob: "),
+          f"error line does not start with 'blob: ': {plain.stderr!r}")
+    r = c.blob("stat", "nope", store="central")
+    check(r.json is not None and isinstance(r.json.get("error"), dict),
+          f"--json failure printed no {{\"error\": ...}} object: {r.describe()}")
+    check_equal(r.json["error"].get("name"), "no_such_blob", "JSON error name")
+    check_equal(r.json["error"].get("code"), EXIT["no_such_blob"], "JSON error code")
+
+    step("range past the end: 12, over TCP and through the same-host fast path")
+    for local in (["--no-local"], []):
+        c.blob(*local, "pull", "CT.small", "-", "--offset", 900, "--length", 200, store="central",
+               binary=True).error(EXIT["invalid_range"], "range [900, 1100) is outside the blob of 1000 bytes")
+        c.blob(*local, "pull", "CT.small", "-", "--offset", 1001, "--length", 1, store="central",
+               binary=True).error(EXIT["invalid_range"], "is outside the blob of 1000 bytes")
+
+    step("store full: 30, the other Blobs intact")
+    big = c.path("big")
+    bslib.write_random(big, 700 * 1024)
+    c.blob("push", big, "CT.first", store="central").ok()
+    c.blob("push", big, "CT.second", store="central").error(EXIT["out_of_space"], 'no room for blob "CT.second"')
+    c.blob("stat", "CT.second", store="central").error(EXIT["no_such_blob"], 'blob "CT.second" not found')
+    two_mb = c.path("two-mb")
+    bslib.write_random(two_mb, 2 * bslib.MiB)
+    c.blob("push", two_mb, "CT.huge", store="mem").error(EXIT["out_of_space"], 'no room for blob "CT.huge"')
+    names = sorted(b["name"] for b in c.blob("ls", store="central").ok()["blobs"])
+    check_equal(names, ["CT.first", "CT.small"], "Blobs of central after the refused push")
+    out = c.path("small.pulled")
+    c.blob("--no-local", "pull", "CT.small", out, store="central").ok()
+    check_equal(bslib.sha256_file(out), small_digest, "CT.small after the refused push")
+    leftovers = os.listdir(os.path.join(central.store_dir, "tmp"))
+    check_equal(leftovers, [], "reservation files left in central's tmp/ after the refused push")
+
+    step("existing name: 21; --replace overwrites")
+    c.blob("push", small, "CT.first", store="central").error(EXIT["already_exists"], 'blob "CT.first" already exists')
+    replaced = c.blob("push", small, "CT.first", "--replace", store="central").ok()
+    check_equal(replaced.get("sha256"), small_digest, "push --replace: sha256")
+    check_equal(c.blob("stat", "CT.first", store="central").ok().get("size"), 1000, "size of CT.first after --replace")
+
+    step("unknown store: 26")
+    for args in (("stat", "CT.small"), ("push", small, "CT.x"), ("ls",)):
+        c.blob(*args, store="zzz").error(EXIT["unknown_store"], 'no store named "zzz" is registered')
+
+    step("no Naming Service: 52")
+    # A port bound but not listening: connections are refused, and no other
+    # process can take it while the checks run.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as hold:
+        hold.bind(("127.0.0.1", 0))
+        nowhere = f"corbaname::127.0.0.1:{hold.getsockname()[1]}"
+        for args in (("ls",), ("stat", "CT.small"), ("push", small, "CT.y")):
+            c.blob(*args, store="central", naming=nowhere, timeout=60).error(
+                EXIT["unreachable"], f"cannot contact the naming service at {nowhere}")
+
+    step("invalid Blob names: 11")
+    for bad in ("../etc/passwd", ".hidden", "a/b", "x" * 201):
+        c.blob("push", small, bad, store="central").error(EXIT["invalid_name"], "invalid blob name")
+        c.blob("stat", bad, store="central").error(EXIT["invalid_name"], "invalid blob name")
+    names = sorted(b["name"] for b in c.blob("ls", store="central").ok()["blobs"])
+    check_equal(names, ["CT.first", "CT.small"], "Blobs of central after the invalid names")
+
+    step("unreadable input file: 40; usage errors: 1")
+    missing = c.path("does-not-exist")
+    c.blob("push", missing, "CT.z", store="central").error(EXIT["io_error"], missing)
+    c.blob("--no-such-option", "ls", store="central").error(EXIT["usage"], "--no-such-option")
+    c.blob("frobnicate", store="central").error(EXIT["usage"], "frobnicate")
+    c.blob("pull", store="central").error(EXIT["usage"], "")
+
+
+if __name__ == "__main__":
+    bslib.main(test)

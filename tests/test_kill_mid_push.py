@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""blobstored killed with SIGKILL in the middle of a large push: the client
+fails with a transport error that names the store or the connection; a
+daemon restarted on the same directory lists no partial Blob, removed the
+leftover reservation, and still serves the earlier Blobs with their digests."""
+
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bslib  # noqa: E402
+from bslib import MiB, EXIT, check, check_equal, step  # noqa: E402
+
+BIG = 1 << 30
+PROGRESS_AT = 64 * MiB  # a Blob offset the push must have written before the kill
+FILE_HEADER = 4096      # FileStore: byte i of a Blob is at file offset 4096 + i
+
+
+def written_reservation(tmp_dir):
+    """The reservation file in tmp/ whose bytes at PROGRESS_AT are no longer
+    the zeros of fallocate (random data: a written page is never all zeros)."""
+    try:
+        entries = os.listdir(tmp_dir)
+    except FileNotFoundError:
+        return None
+    for entry in entries:
+        path = os.path.join(tmp_dir, entry)
+        try:
+            with open(path, "rb") as f:
+                f.seek(FILE_HEADER + PROGRESS_AT)
+                page = f.read(4096)
+        except OSError:
+            continue
+        if page and any(page):
+            return path
+    return None
+
+
+def test(c):
+    daemon = c.start_daemon("central", "file", tier="central")
+    tmp_dir = os.path.join(daemon.store_dir, "tmp")
+    earlier = {}
+    for i in range(2):
+        path = c.path(f"earlier-{i}")
+        earlier[f"CT.earlier.{i}"] = (bslib.write_random(path, MiB + i), MiB + i)
+        c.blob("push", path, f"CT.earlier.{i}", store="central").ok()
+
+    source = c.path("big")
+    big_digest = bslib.write_random(source, BIG)
+    step("pushing 1 GiB")
+    out_path, err_path = c.path("push.out"), c.path("push.err")
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        client = c.spawn("blob push", [bslib.program("clients/blob"), "--naming", c.naming, "--store", "central",
+                                       "--json", "--timeout", "10",
+                                       "push", source, "MG.big"],
+                         stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+    client.log_paths += [out_path, err_path]
+
+    def progress():
+        if not client.running():
+            raise bslib.TestFailure(f"the push ended (exit {client.popen.returncode}) before its progress was "
+                                    f"seen past byte {PROGRESS_AT} of {tmp_dir}; nothing to interrupt")
+        return written_reservation(tmp_dir)
+
+    part = bslib.wait_for(progress, 120, f"a reservation in {tmp_dir} written past byte {PROGRESS_AT}",
+                          interval=0.005)
+    daemon.kill()
+    step(f"SIGKILL blobstored (pid {daemon.pid}) while {os.path.basename(part)} was being written")
+
+    try:
+        code = client.popen.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        raise bslib.TestFailure("blob push did not exit within 60 s after the daemon was killed") from None
+    with open(err_path, encoding="utf-8", errors="replace") as f:
+        err_text = f.read()
+    step(f"blob push exited {code}: {err_text.strip()}")
+    check(code in (EXIT["transfer_failed"], EXIT["unreachable"]),
+          f"blob push exited {code} after the daemon was killed; expected 50 (transfer failed) or 52 "
+          f"(unreachable). stderr: {err_text.strip()!r}")
+    check("central" in err_text or daemon.ready["data"] in err_text,
+          f"the push error names neither the store \"central\" nor the data connection "
+          f"{daemon.ready['data']}: {err_text.strip()!r}")
+
+    step("restart on the same directory")
+    daemon = c.restart_daemon(daemon)
+    check_equal(os.listdir(tmp_dir), [], f"leftover reservations in {tmp_dir} after the restart")
+    listed = {b["name"]: b for b in c.blob("ls", store="central").ok().get("blobs", [])}
+    check_equal(sorted(listed), sorted(earlier), "Blobs listed after the restart (no partial MG.big)")
+    for name, (digest, size) in earlier.items():
+        check_equal((listed[name].get("size"), listed[name].get("sha256")), (size, digest),
+                    f"size and sha256 of {name} after the restart")
+        out = c.path(f"{name}.pulled")
+        c.blob("--no-local", "pull", name, out, store="central").ok()
+        check_equal(bslib.sha256_file(out), digest, f"SHA-256 of {name} pulled after the restart")
+    c.blob("stat", "MG.big", store="central").error(EXIT["no_such_blob"], 'blob "MG.big" not found')
+
+    step("the interrupted name can be pushed again")
+    pushed = c.blob("push", source, "MG.big", store="central").ok()
+    check_equal(pushed.get("sha256"), big_digest, "sha256 of MG.big pushed after the restart")
+
+
+if __name__ == "__main__":
+    bslib.main(test)

@@ -1,0 +1,362 @@
+/// ticket_probe: obtains a real transfer ticket through the control plane and
+/// then misuses it on the data port, to check that blobstored refuses every
+/// Request it must refuse (docs/PROTOCOL.md, "Tickets") and keeps serving.
+///
+///   ticket_probe --naming URL --store NAME --blob NAME --mode MODE
+///
+/// Modes: reuse, expire, wrong-direction, wrong-range, random, garbage.
+/// Prints one JSON line: the mode, the status (Errc value) and message of the
+/// daemon's Response to the misuse, and whether the daemon closed the
+/// connection afterwards. Exit 0 when a Response (of any status) was read,
+/// 1 on usage errors, 2 when the probe itself could not run.
+
+#include <blobstreaming/blobstore/BlobName.h>
+#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/blobstore/Sha256.h>
+#include <blobstreaming/blobstore/UniqueFd.h>
+#include <blobstreaming/transporter/Protocol.h>
+#include <blobstreaming/transporter/corba/Exceptions.h>
+#include <blobstreaming/transporter/corba/Orb.h>
+
+#include <BlobStreaming.hh>
+
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace blobstreaming {
+namespace {
+
+constexpr int kIoTimeoutSeconds = 20;
+
+struct Options {
+    std::string naming;
+    std::string store;
+    std::string blob;
+    std::string mode;
+};
+
+std::string json_string(const std::string& text)
+{
+    std::string out = "\"";
+    for (const char c : text) {
+        switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\n': out += "\\n"; break;
+            case '\r': out += "\\r"; break;
+            case '\t': out += "\\t"; break;
+            default:
+                if (static_cast<unsigned char>(c) < 0x20) {
+                    char buf[8];
+                    std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+                    out += buf;
+                } else {
+                    out += c;
+                }
+        }
+    }
+    return out + "\"";
+}
+
+/// One blocking TCP connection to a data port with send/receive timeouts.
+class DataConnection {
+public:
+    DataConnection(const std::string& host, unsigned short port)
+    {
+        addrinfo hints{};
+        hints.ai_family = AF_UNSPEC;
+        hints.ai_socktype = SOCK_STREAM;
+        hints.ai_flags = AI_NUMERICSERV;
+        addrinfo* found = nullptr;
+        const std::string service = std::to_string(port);
+        const std::string where = "data port " + host + ":" + service;
+        if (const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0)
+            throw Error(Errc::unreachable, "cannot resolve " + where + ": " + ::gai_strerror(rc));
+        std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> list(found, &::freeaddrinfo);
+        fd_.reset(::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        if (!fd_) throw Error(Errc::io_error, "cannot create a socket for " + where + ": " + std::strerror(errno));
+        timeval tv{};
+        tv.tv_sec = kIoTimeoutSeconds;
+        ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        ::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        if (::connect(fd_.get(), found->ai_addr, found->ai_addrlen) != 0)
+            throw Error(Errc::unreachable, "cannot connect to " + where + ": " + std::strerror(errno));
+        where_ = where;
+    }
+
+    void send_all(const void* data, std::size_t size)
+    {
+        const auto* p = static_cast<const std::uint8_t*>(data);
+        while (size > 0) {
+            const ssize_t n = ::send(fd_.get(), p, size, MSG_NOSIGNAL);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) throw Error(Errc::transfer_failed, "send to " + where_ + ": " + std::strerror(errno));
+            p += n;
+            size -= static_cast<std::size_t>(n);
+        }
+    }
+
+    /// Reads exactly `size` bytes; Errc::transfer_failed on EOF, error or timeout.
+    void recv_exact(void* data, std::size_t size)
+    {
+        auto* p = static_cast<std::uint8_t*>(data);
+        while (size > 0) {
+            const ssize_t n = ::recv(fd_.get(), p, size, 0);
+            if (n < 0 && errno == EINTR) continue;
+            if (n == 0) throw Error(Errc::transfer_failed, "receive from " + where_ + ": connection closed by the daemon");
+            if (n < 0)
+                throw Error(errno == EAGAIN || errno == EWOULDBLOCK ? Errc::timeout : Errc::transfer_failed,
+                            "receive from " + where_ + ": " +
+                                (errno == EAGAIN || errno == EWOULDBLOCK ? std::string("no answer within ") +
+                                                                               std::to_string(kIoTimeoutSeconds) + " s"
+                                                                         : std::string(std::strerror(errno))));
+            p += n;
+            size -= static_cast<std::size_t>(n);
+        }
+    }
+
+    protocol::Response read_response()
+    {
+        std::uint8_t header[protocol::kResponseHeaderSize];
+        recv_exact(header, sizeof header);
+        protocol::Response response;
+        std::size_t message_size = 0;
+        std::string why;
+        if (auto ec = protocol::decode(header, response, message_size, why))
+            throw Error(Errc::protocol_error, "response from " + where_ + ": " + why);
+        response.message.resize(message_size);
+        if (message_size > 0) recv_exact(response.message.data(), message_size);
+        return response;
+    }
+
+    /// True when the daemon closes the connection (EOF or reset) within the
+    /// I/O timeout without sending anything more.
+    bool closed_by_peer()
+    {
+        pollfd p{fd_.get(), POLLIN, 0};
+        const int rc = ::poll(&p, 1, kIoTimeoutSeconds * 1000);
+        if (rc <= 0) return false;
+        std::uint8_t byte = 0;
+        const ssize_t n = ::recv(fd_.get(), &byte, 1, 0);
+        return n == 0 || (n < 0 && errno == ECONNRESET);
+    }
+
+private:
+    UniqueFd fd_;
+    std::string where_;
+};
+
+BlobStreaming::TransferTicket_var pull_ticket(BlobStreaming::BlobTransporter_ptr transporter,
+                                              const Options& options, std::uint64_t offset, std::uint64_t length)
+{
+    try {
+        BlobStreaming::TimeValue no_timeout{0, 0};
+        return transporter->send(options.blob.c_str(), length, offset, false, no_timeout,
+                                 BlobStreaming::IGNORE_NOTIFICATIONS);
+    } catch (...) {
+        corba::rethrow_as_error("ticket for pull " + quote_name(options.blob), options.store, "");
+    }
+}
+
+std::string hex_of(const protocol::TicketId& id)
+{
+    static const char kHex[] = "0123456789abcdef";
+    std::string out;
+    for (const std::uint8_t b : id) {
+        out += kHex[b >> 4];
+        out += kHex[b & 0xf];
+    }
+    return out;
+}
+
+protocol::TicketId ticket_of(const BlobStreaming::TransferTicket& ticket)
+{
+    protocol::TicketId id{};
+    for (std::size_t i = 0; i < id.size(); ++i) id[i] = ticket.id[i];
+    return id;
+}
+
+void send_request(DataConnection& connection, protocol::FrameType type, const protocol::TicketId& ticket,
+                  std::uint64_t offset, std::uint64_t length)
+{
+    protocol::Request request;
+    request.type = type;
+    request.ticket = ticket;
+    request.offset = offset;
+    request.length = length;
+    std::uint8_t frame[protocol::kRequestSize];
+    protocol::encode(request, frame);
+    connection.send_all(frame, sizeof frame);
+}
+
+std::string response_fields(const protocol::Response& response)
+{
+    const int status = static_cast<int>(response.status);
+    return "\"status\":" + std::to_string(status) + ",\"status_name\":" +
+           json_string(error_category().message(status)) + ",\"message\":" + json_string(response.message) +
+           ",\"length\":" + std::to_string(response.length) + ",\"blob_size\":" +
+           std::to_string(response.blob_size);
+}
+
+/// A well-formed pull with a valid ticket: the bytes are read and hashed, so
+/// that the first use of a ticket is known to have worked.
+std::string first_use(DataConnection& connection, const BlobStreaming::TransferTicket& ticket)
+{
+    send_request(connection, protocol::FrameType::pull, ticket_of(ticket), ticket.offset, ticket.length);
+    const protocol::Response response = connection.read_response();
+    std::string out = "{" + response_fields(response);
+    if (response.status == Errc::ok) {
+        Sha256 hash;
+        std::vector<std::uint8_t> buffer(1 << 16);
+        for (std::uint64_t left = response.length; left > 0;) {
+            const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left, buffer.size()));
+            connection.recv_exact(buffer.data(), n);
+            hash.update(buffer.data(), n);
+            left -= n;
+        }
+        out += ",\"sha256\":" + json_string(to_hex(response.digest)) +
+               ",\"received_sha256\":" + json_string(to_hex(hash.finish()));
+    }
+    return out + "}";
+}
+
+int run(const Options& options)
+{
+    CORBA::ORB_var orb = corba::init_orb({{"clientCallTimeOutPeriod", std::to_string(kIoTimeoutSeconds * 1000)}});
+    CosNaming::NamingContext_var root = corba::naming_context(orb, options.naming);
+    BlobStreaming::BlobStore_var store = corba::resolve_store(root, options.store, options.naming);
+    BlobStreaming::BlobTransporter_var transporter;
+    BlobStreaming::DataEndpoint_var endpoint;
+    try {
+        transporter = store->openTransporter();
+        endpoint = store->dataAddress();
+    } catch (...) {
+        corba::rethrow_as_error("open a transporter", options.store, corba::endpoint_of(store));
+    }
+
+    std::string extra;
+    protocol::Response refusal;
+    protocol::TicketId presented{};
+    const auto connect = [&] { return DataConnection(endpoint->host.in(), endpoint->port); };
+    std::unique_ptr<DataConnection> connection;
+    const std::string& mode = options.mode;
+    if (mode == "reuse") {
+        BlobStreaming::TransferTicket_var ticket = pull_ticket(transporter, options, 0, 0);
+        {
+            DataConnection first = connect();
+            extra = ",\"first\":" + first_use(first, ticket.in());
+        }
+        connection = std::make_unique<DataConnection>(connect());
+        presented = ticket_of(ticket.in());
+        send_request(*connection, protocol::FrameType::pull, presented, ticket->offset, ticket->length);
+    } else if (mode == "expire") {
+        BlobStreaming::TransferTicket_var ticket = pull_ticket(transporter, options, 0, 0);
+        const auto lifetime = std::chrono::seconds(ticket->lifetime.seconds) +
+                              std::chrono::microseconds(ticket->lifetime.microseconds);
+        // The ticket's own deadline plus a margin: a known point in time, not a guess.
+        std::this_thread::sleep_for(lifetime + std::chrono::milliseconds(1500));
+        extra = ",\"lifetime_seconds\":" + std::to_string(ticket->lifetime.seconds);
+        connection = std::make_unique<DataConnection>(connect());
+        presented = ticket_of(ticket.in());
+        send_request(*connection, protocol::FrameType::pull, presented, ticket->offset, ticket->length);
+    } else if (mode == "wrong-direction") {
+        BlobStreaming::TransferTicket_var ticket = pull_ticket(transporter, options, 0, 0);
+        connection = std::make_unique<DataConnection>(connect());
+        presented = ticket_of(ticket.in());
+        send_request(*connection, protocol::FrameType::push, presented, ticket->offset, ticket->length);
+    } else if (mode == "wrong-range") {
+        BlobStreaming::TransferTicket_var ticket = pull_ticket(transporter, options, 0, 10);
+        connection = std::make_unique<DataConnection>(connect());
+        presented = ticket_of(ticket.in());
+        send_request(*connection, protocol::FrameType::pull, presented, 0, 20);
+    } else if (mode == "random") {
+        connection = std::make_unique<DataConnection>(connect());
+        presented = protocol::random_ticket();
+        send_request(*connection, protocol::FrameType::pull, presented, 0, 0);
+    } else if (mode == "garbage") {
+        connection = std::make_unique<DataConnection>(connect());
+        std::uint8_t junk[protocol::kRequestSize] = {};
+        const char http[] = "GET / HTTP/1.1\r\nHost: blobstored\r\n\r\n";
+        std::memcpy(junk, http, std::min(sizeof junk, sizeof http - 1));
+        connection->send_all(junk, sizeof junk);
+    } else {
+        throw Error(Errc::invalid_argument, "unknown --mode \"" + mode +
+                                                "\" (allowed: reuse, expire, wrong-direction, wrong-range, random, garbage)");
+    }
+    refusal = connection->read_response();
+    const bool closed = connection->closed_by_peer();
+    std::cout << "{\"mode\":" << json_string(mode) << "," << response_fields(refusal)
+              << ",\"connection_closed\":" << (closed ? "true" : "false")
+              << ",\"ticket\":" << json_string(mode == "garbage" ? std::string() : hex_of(presented)) << extra << "}"
+              << std::endl;
+    try {
+        transporter->close();
+    } catch (const CORBA::Exception&) {
+        // The probe's result is already printed; a failing close changes nothing in it.
+    }
+    orb->destroy();
+    return 0;
+}
+
+bool parse(int argc, char** argv, Options& options)
+{
+    std::map<std::string, std::string*> fields{{"--naming", &options.naming},
+                                               {"--store", &options.store},
+                                               {"--blob", &options.blob},
+                                               {"--mode", &options.mode}};
+    for (int i = 1; i < argc; ++i) {
+        const auto field = fields.find(argv[i]);
+        if (field == fields.end() || i + 1 >= argc) {
+            std::cerr << "ticket_probe: unknown option or missing value: " << argv[i] << "\n";
+            return false;
+        }
+        *field->second = argv[++i];
+    }
+    for (const auto& [flag, value] : fields) {
+        if (value->empty()) {
+            std::cerr << "ticket_probe: " << flag << " is required\n";
+            return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace
+}  // namespace blobstreaming
+
+int main(int argc, char** argv)
+{
+    blobstreaming::Options options;
+    if (!blobstreaming::parse(argc, argv, options)) {
+        std::cerr << "usage: ticket_probe --naming URL --store NAME --blob NAME --mode "
+                     "reuse|expire|wrong-direction|wrong-range|random|garbage\n";
+        return 1;
+    }
+    try {
+        return blobstreaming::run(options);
+    } catch (const blobstreaming::Error& e) {
+        std::cout << "{\"mode\":" << blobstreaming::json_string(options.mode)
+                  << ",\"error\":" << blobstreaming::json_string(e.what())
+                  << ",\"code\":" << static_cast<int>(e.code()) << "}" << std::endl;
+        return 2;
+    } catch (const std::exception& e) {
+        std::cout << "{\"mode\":" << blobstreaming::json_string(options.mode)
+                  << ",\"error\":" << blobstreaming::json_string(e.what()) << "}" << std::endl;
+        return 2;
+    }
+}

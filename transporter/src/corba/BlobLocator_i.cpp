@@ -1,0 +1,106 @@
+#include "BlobLocator_i.h"
+
+#include <blobstreaming/blobstore/BlobName.h>
+#include <blobstreaming/transporter/corba/Orb.h>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace blobstreaming::corba {
+namespace {
+
+CosNaming::Name locator_path()
+{
+    CosNaming::Name name;
+    name.length(2);
+    name[0].id = "BlobStreaming";
+    name[1].id = "Locator";
+    return name;
+}
+
+struct Found {
+    std::string store;
+    BlobStreaming::StoreTier tier;
+    BlobStreaming::BlobStore_var ref;
+};
+
+}  // namespace
+
+BlobLocator_i::BlobLocator_i(CosNaming::NamingContext_ptr naming, std::string naming_url)
+    : naming_(CosNaming::NamingContext::_duplicate(naming)), naming_url_(std::move(naming_url))
+{
+}
+
+BlobStreaming::LocationSeq* BlobLocator_i::locate(const char* name)
+{
+    if (auto problem = blob_name_problem(name))
+        throw BlobStreaming::InvalidName(("locate " + quote_name(name) + ": " + *problem).c_str(), name);
+    std::vector<Found> found;
+    for (const std::string& store : list_stores(naming_)) {
+        try {
+            Found f;
+            f.store = store;
+            f.ref = resolve_store(naming_, store, naming_url_);
+            if (!f.ref->contains(name)) continue;
+            BlobStreaming::StoreStatus_var status = f.ref->status();
+            f.tier = status->tier;
+            found.push_back(std::move(f));
+        } catch (const CORBA::Exception& e) {
+            spdlog::debug("locate {}: store \"{}\" skipped: CORBA {}", quote_name(name), store, e._name());
+        } catch (const std::exception& e) {
+            spdlog::debug("locate {}: store \"{}\" skipped: {}", quote_name(name), store, e.what());
+        }
+    }
+    std::stable_sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.tier < b.tier; });
+    auto* out = new BlobStreaming::LocationSeq;
+    out->length(static_cast<CORBA::ULong>(found.size()));
+    for (CORBA::ULong i = 0; i < out->length(); ++i) {
+        (*out)[i].store = found[i].store.c_str();
+        (*out)[i].tier = found[i].tier;
+        (*out)[i].ref = BlobStreaming::BlobStore::_duplicate(found[i].ref.in());
+    }
+    return out;
+}
+
+BlobStreaming::NameSeq* BlobLocator_i::stores()
+{
+    const std::vector<std::string> names = list_stores(naming_);
+    auto* out = new BlobStreaming::NameSeq;
+    out->length(static_cast<CORBA::ULong>(names.size()));
+    for (CORBA::ULong i = 0; i < out->length(); ++i) (*out)[i] = names[i].c_str();
+    return out;
+}
+
+void bind_locator(CosNaming::NamingContext_ptr root, CORBA::Object_ptr locator)
+{
+    root->rebind(locator_path(), locator);
+}
+
+bool locator_is_alive(CosNaming::NamingContext_ptr root)
+{
+    CORBA::Object_var current;
+    try {
+        current = root->resolve(locator_path());
+    } catch (const CosNaming::NamingContext::NotFound&) {
+        return false;
+    }
+    try {
+        return !CORBA::is_nil(current) && !current->_non_existent();
+    } catch (const CORBA::SystemException&) {
+        return false;  // its daemon is gone
+    }
+}
+
+void unbind_locator(CosNaming::NamingContext_ptr root, CORBA::Object_ptr locator) noexcept
+{
+    try {
+        CORBA::Object_var current = root->resolve(locator_path());
+        if (current->_is_equivalent(locator)) root->unbind(locator_path());
+    } catch (const CORBA::Exception&) {
+    } catch (const std::exception&) {
+    }
+}
+
+}  // namespace blobstreaming::corba

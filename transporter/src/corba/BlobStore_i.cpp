@@ -1,0 +1,203 @@
+#include "BlobStore_i.h"
+
+#include "BlobTransporter_i.h"
+#include "server/DataServer.h"
+#include "server/ReservationTable.h"
+
+#include <blobstreaming/blobstore/BlobName.h>
+#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/blobstore/FileStore.h>
+#include <blobstreaming/blobstore/Store.h>
+#include <blobstreaming/transporter/corba/Exceptions.h>
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+
+namespace blobstreaming::corba {
+namespace {
+
+void to_idl(const blobstreaming::BlobInfo& in, BlobStreaming::BlobInfo& out)
+{
+    out.name = in.name.c_str();
+    out.size = in.size;
+    std::memcpy(out.digest, in.digest.data(), in.digest.size());
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(in.committed.time_since_epoch()).count();
+    out.committedNs = static_cast<CORBA::ULongLong>(ns < 0 ? 0 : ns);
+}
+
+BlobStreaming::BlobInfo* to_idl(const blobstreaming::BlobInfo& in)
+{
+    auto* out = new BlobStreaming::BlobInfo;
+    to_idl(in, *out);
+    return out;
+}
+
+}  // namespace
+
+std::string boot_id()
+{
+    std::ifstream in("/proc/sys/kernel/random/boot_id");
+    std::string id;
+    std::getline(in, id);
+    const auto first = id.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos) return "";
+    return id.substr(first, id.find_last_not_of(" \t\r\n") - first + 1);
+}
+
+BlobStore_i::BlobStore_i(const ServantContext& context) : context_(context) {}
+
+char* BlobStore_i::name() { return CORBA::string_dup(context_.store_name.c_str()); }
+
+BlobStreaming::StoreStatus* BlobStore_i::status()
+{
+    try {
+        const StoreUsage usage = context_.store->usage();
+        auto* s = new BlobStreaming::StoreStatus;
+        s->name = context_.store_name.c_str();
+        s->kind = std::string(context_.store->kind()).c_str();
+        s->tier = context_.tier;
+        s->capacity = usage.capacity;
+        s->used = usage.used;
+        s->reserved = usage.reserved;
+        s->blobCount = static_cast<CORBA::ULong>(usage.blob_count);
+        s->activeTransfers = context_.data->active_transfers();
+        return s;
+    } catch (const Error& e) {
+        throw_idl(e, context_.store_name);
+    }
+}
+
+CORBA::Boolean BlobStore_i::contains(const char* name)
+{
+    try {
+        validate_blob_name(name);
+        return context_.store->contains(name);
+    } catch (const Error& e) {
+        throw_idl(e, context_.store_name);
+    }
+}
+
+BlobStreaming::BlobInfo* BlobStore_i::stat(const char* name)
+{
+    try {
+        return to_idl(context_.store->stat(name));
+    } catch (const Error& e) {
+        throw_idl(e, context_.store_name);
+    }
+}
+
+BlobStreaming::BlobInfoSeq* BlobStore_i::list()
+{
+    try {
+        const auto blobs = context_.store->list();
+        auto* out = new BlobStreaming::BlobInfoSeq;
+        out->length(static_cast<CORBA::ULong>(blobs.size()));
+        for (CORBA::ULong i = 0; i < out->length(); ++i) to_idl(blobs[i], (*out)[i]);
+        return out;
+    } catch (const Error& e) {
+        throw_idl(e, context_.store_name);
+    }
+}
+
+BlobStreaming::Reservation* BlobStore_i::reserve(const char* name, BlobStreaming::ByteCount size,
+                                                 CORBA::Boolean overwrite)
+{
+    try {
+        context_.reservations->purge();
+        auto reservation =
+            context_.store->reserve(name, size, overwrite ? ReserveMode::replace : ReserveMode::create);
+        const std::uint64_t id = context_.reservations->add(std::move(reservation));
+        spdlog::debug("reservation {} of {} ({} bytes) opened", id, quote_name(name), size);
+        auto* out = new BlobStreaming::Reservation;
+        out->id = id;
+        out->name = name;
+        out->size = size;
+        return out;
+    } catch (const Error& e) {
+        if (e.code() == Errc::out_of_space) throw BlobStreaming::OutOfSpace(e.what(), context_.store_name.c_str(), size);
+        if (e.code() == Errc::already_exists) throw BlobStreaming::AlreadyExists(e.what(), name);
+        if (e.code() == Errc::invalid_name) throw BlobStreaming::InvalidName(e.what(), name);
+        throw_idl(e, context_.store_name);
+    }
+}
+
+BlobStreaming::BlobInfo* BlobStore_i::commit(BlobStreaming::ReservationId id, const BlobStreaming::Sha256 expected)
+{
+    std::unique_ptr<Reservation> reservation;
+    try {
+        reservation = context_.reservations->take(id);
+    } catch (const Error& e) {
+        throw BlobStreaming::NoSuchReservation(e.what(), id);
+    }
+    try {
+        Digest digest{};
+        std::memcpy(digest.data(), expected, digest.size());
+        return to_idl(reservation->commit(&digest));
+    } catch (const Error& e) {
+        throw_idl(e, context_.store_name);
+    }
+}
+
+void BlobStore_i::abort(BlobStreaming::ReservationId id)
+{
+    try {
+        context_.reservations->abort(id);
+        spdlog::debug("reservation {} aborted on request", id);
+    } catch (const Error& e) {
+        throw BlobStreaming::NoSuchReservation(e.what(), id);
+    }
+}
+
+void BlobStore_i::remove(const char* name)
+{
+    try {
+        context_.store->remove(name);
+        spdlog::info("removed {}", quote_name(name));
+    } catch (const Error& e) {
+        throw_idl(e, context_.store_name);
+    }
+}
+
+CORBA::Boolean BlobStore_i::findLocalFile(const char* name, BlobStreaming::LocalFile_out file)
+{
+    file = new BlobStreaming::LocalFile;
+    try {
+        validate_blob_name(name);
+        const auto* fs = dynamic_cast<const FileStore*>(context_.store);
+        if (fs == nullptr || !context_.local_fast_path) {
+            context_.store->stat(name);  // NoSuchBlob still applies
+            return false;
+        }
+        const blobstreaming::BlobInfo info = fs->stat(name);
+        if (info.size == 0) return false;  // nothing to map (mmap of 0 bytes fails): use the socket
+        const FileStore::Location where = fs->locate(name);
+        file->host = boot_id().c_str();
+        file->path = where.path.c_str();
+        file->dataOffset = where.data_offset;
+        to_idl(info, file->info);
+        return true;
+    } catch (const Error& e) {
+        throw_idl(e, context_.store_name);
+    }
+}
+
+BlobStreaming::DataEndpoint* BlobStore_i::dataAddress()
+{
+    auto* out = new BlobStreaming::DataEndpoint;
+    out->host = context_.data_host.c_str();
+    out->port = context_.data_port;
+    return out;
+}
+
+BlobStreaming::BlobTransporter_ptr BlobStore_i::openTransporter()
+{
+    PortableServer::Servant_var<BlobTransporter_i> servant = new BlobTransporter_i(context_);
+    PortableServer::ObjectId_var oid = context_.poa->activate_object(servant);
+    CORBA::Object_var obj = context_.poa->id_to_reference(oid);
+    return BlobStreaming::BlobTransporter::_narrow(obj);
+}
+
+}  // namespace blobstreaming::corba

@@ -1,0 +1,38 @@
+#pragma once
+/// The BlobStore servant: the store's index, reservations and tickets on the
+/// control plane. Never moves bulk data (that is the data plane's job).
+
+#include "ServantContext.h"
+
+#include <BlobStreaming.hh>
+
+namespace blobstreaming::corba {
+
+/// Thread-safe: omniORB runs upcalls on its own threads. Store errors are
+/// raised as the IDL exceptions of Exceptions.h with the store's message.
+class BlobStore_i : public POA_BlobStreaming::BlobStore {
+public:
+    explicit BlobStore_i(const ServantContext& context);
+
+    char* name() override;
+    BlobStreaming::StoreStatus* status() override;
+    CORBA::Boolean contains(const char* name) override;
+    BlobStreaming::BlobInfo* stat(const char* name) override;
+    BlobStreaming::BlobInfoSeq* list() override;
+    BlobStreaming::Reservation* reserve(const char* name, BlobStreaming::ByteCount size,
+                                        CORBA::Boolean overwrite) override;
+    BlobStreaming::BlobInfo* commit(BlobStreaming::ReservationId id, const BlobStreaming::Sha256 expected) override;
+    void abort(BlobStreaming::ReservationId id) override;
+    void remove(const char* name) override;
+    CORBA::Boolean findLocalFile(const char* name, BlobStreaming::LocalFile_out file) override;
+    BlobStreaming::DataEndpoint* dataAddress() override;
+    BlobStreaming::BlobTransporter_ptr openTransporter() override;
+
+private:
+    const ServantContext& context_;
+};
+
+/// This host's /proc/sys/kernel/random/boot_id, trimmed ("" when unreadable).
+std::string boot_id();
+
+}  // namespace blobstreaming::corba

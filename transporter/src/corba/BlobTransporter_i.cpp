@@ -1,0 +1,250 @@
+#include "BlobTransporter_i.h"
+
+#include "server/ReservationTable.h"
+#include "server/TicketRegistry.h"
+
+#include <blobstreaming/blobstore/BlobName.h>
+#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/blobstore/Store.h>
+#include <blobstreaming/transporter/corba/Exceptions.h>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace blobstreaming::corba {
+namespace {
+
+/// Queued notices kept per transporter at most; the oldest are dropped.
+constexpr std::size_t kMaxQueuedNotices = 10000;
+
+std::string range_text(std::uint64_t offset, std::uint64_t length)
+{
+    const std::string end = length > ~std::uint64_t{0} - offset ? std::string("beyond 2^64")
+                                                                 : std::to_string(offset + length);
+    return "[" + std::to_string(offset) + ", " + end + ")";
+}
+
+protocol::TicketId ticket_of(const BlobStreaming::TicketId id)
+{
+    protocol::TicketId out{};
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = id[i];
+    return out;
+}
+
+}  // namespace
+
+std::chrono::milliseconds to_milliseconds(const BlobStreaming::TimeValue& t)
+{
+    constexpr std::uint64_t kMaxSeconds = std::numeric_limits<std::int64_t>::max() / 1000 - 1;
+    const std::uint64_t s = std::min<std::uint64_t>(t.seconds, kMaxSeconds);
+    return std::chrono::milliseconds(static_cast<std::int64_t>(s) * 1000 + t.microseconds / 1000);
+}
+
+BlobStreaming::TimeValue to_time_value(std::chrono::milliseconds ms)
+{
+    BlobStreaming::TimeValue t;
+    const auto count = std::max<std::int64_t>(0, ms.count());
+    t.seconds = static_cast<CORBA::ULongLong>(count / 1000);
+    t.microseconds = static_cast<CORBA::ULong>((count % 1000) * 1000);
+    return t;
+}
+
+BlobTransporter_i::BlobTransporter_i(const ServantContext& context) : context_(context) {}
+
+BlobTransporter_i::~BlobTransporter_i() { withdraw_all(); }
+
+std::shared_ptr<server::TransferControl> BlobTransporter_i::make_control(
+    BlobStreaming::NotificationSemantics semantics)
+{
+    auto control = std::make_shared<server::TransferControl>();
+    if (semantics == BlobStreaming::IGNORE_NOTIFICATIONS) return control;
+    control->on_finished = [notices = notices_, semantics](const server::TransferOutcome& outcome) {
+        BlobStreaming::TransferNotice notice;
+        std::memcpy(notice.id, outcome.ticket.data(), outcome.ticket.size());
+        notice.succeeded = outcome.succeeded;
+        notice.bytes = outcome.bytes;
+        notice.reason = outcome.reason.c_str();
+        if (semantics == BlobStreaming::QUEUE_NOTIFICATIONS) {
+            std::lock_guard<std::mutex> lock(notices->mutex);
+            if (notices->queue.size() >= kMaxQueuedNotices) notices->queue.pop_front();
+            notices->queue.push_back(notice);
+            return;
+        }
+        BlobStreaming::TransferObserver_var observer;
+        {
+            std::lock_guard<std::mutex> lock(notices->mutex);
+            observer = notices->observer;
+        }
+        if (CORBA::is_nil(observer)) return;
+        try {
+            observer->completed(notice);  // oneway
+        } catch (const CORBA::Exception& e) {
+            spdlog::warn("transfer notice of ticket {} not delivered to the observer: CORBA {}",
+                         protocol::ticket_tag(outcome.ticket), e._name());
+        }
+    };
+    return control;
+}
+
+BlobStreaming::TransferTicket* BlobTransporter_i::issue(server::TicketBinding binding)
+{
+    const protocol::TicketId id = context_.tickets->issue(binding);
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (auto it = issued_.begin(); it != issued_.end();) it = it->second.expired() ? issued_.erase(it) : std::next(it);
+        issued_.emplace(id, binding.control);
+    }
+    auto* ticket = new BlobStreaming::TransferTicket;
+    std::memcpy(ticket->id, id.data(), id.size());
+    ticket->blob = binding.blob.c_str();
+    ticket->direction =
+        binding.direction == protocol::FrameType::push ? BlobStreaming::PUSH : BlobStreaming::PULL;
+    ticket->offset = binding.offset;
+    ticket->length = binding.length;
+    ticket->lifetime = to_time_value(context_.tickets->lifetime());
+    ticket->endpoint.host = context_.data_host.c_str();
+    ticket->endpoint.port = context_.data_port;
+    spdlog::debug("ticket {} issued: {} {} {}", protocol::ticket_tag(id),
+                  binding.direction == protocol::FrameType::push ? "push" : "pull", quote_name(binding.blob),
+                  range_text(binding.offset, binding.length));
+    return ticket;
+}
+
+BlobStreaming::TransferTicket* BlobTransporter_i::send(const char* blob, BlobStreaming::ByteCount length,
+                                                       BlobStreaming::ByteOffset absoluteOffset,
+                                                       CORBA::Boolean useTimeout,
+                                                       const BlobStreaming::TimeValue& timeout,
+                                                       BlobStreaming::NotificationSemantics semantics)
+{
+    const std::string name = blob;
+    if (auto problem = blob_name_problem(name))
+        throw BlobStreaming::InvalidName(("send " + quote_name(name) + ": " + *problem).c_str(), blob);
+    try {
+        const BlobInfo info = context_.store->stat(name);
+        std::uint64_t resolved = length;
+        if (length == 0 && absoluteOffset <= info.size) resolved = info.size - absoluteOffset;
+        if (resolved > ~std::uint64_t{0} - absoluteOffset || absoluteOffset + resolved > info.size) {
+            // Same wording as the store's own range errors.
+            const std::string msg = "send " + quote_name(name) + ": range " + range_text(absoluteOffset, length) +
+                                    " is outside the blob of " + std::to_string(info.size) + " bytes";
+            throw BlobStreaming::InvalidRange(msg.c_str(), blob, absoluteOffset, length);
+        }
+        server::TicketBinding binding;
+        binding.direction = protocol::FrameType::pull;
+        binding.blob = name;
+        binding.offset = absoluteOffset;
+        binding.length = resolved;
+        if (useTimeout) binding.inactivity_timeout = to_milliseconds(timeout);
+        binding.control = make_control(semantics);
+        return issue(std::move(binding));
+    } catch (const Error& e) {
+        throw_idl(e, context_.store_name);
+    }
+}
+
+BlobStreaming::TransferTicket* BlobTransporter_i::recv(BlobStreaming::ReservationId reservation,
+                                                       BlobStreaming::ByteCount length,
+                                                       BlobStreaming::ByteOffset absoluteOffset,
+                                                       CORBA::Boolean useTimeout,
+                                                       const BlobStreaming::TimeValue& timeout,
+                                                       BlobStreaming::NotificationSemantics semantics)
+{
+    server::ReservationTable::Summary summary;
+    try {
+        summary = context_.reservations->find(reservation);
+    } catch (const Error& e) {
+        throw BlobStreaming::NoSuchReservation(e.what(), reservation);
+    }
+    const std::uint64_t resolved = (length == 0 && absoluteOffset == 0) ? summary.size : length;
+    if (absoluteOffset != 0 || resolved != summary.size) {
+        const std::string msg = "recv into reservation " + std::to_string(reservation) + " (" +
+                                quote_name(summary.name) + ", " + std::to_string(summary.size) +
+                                " bytes): only the whole Blob [0, " + std::to_string(summary.size) +
+                                ") can be pushed, not " + range_text(absoluteOffset, length);
+        throw BlobStreaming::InvalidRange(msg.c_str(), summary.name.c_str(), absoluteOffset, length);
+    }
+    try {
+        server::TicketBinding binding;
+        binding.direction = protocol::FrameType::push;
+        binding.blob = summary.name;
+        binding.reservation = reservation;
+        binding.offset = 0;
+        binding.length = resolved;
+        if (useTimeout) binding.inactivity_timeout = to_milliseconds(timeout);
+        binding.control = make_control(semantics);
+        context_.reservations->attach(reservation, binding.control);
+        return issue(std::move(binding));
+    } catch (const Error& e) {
+        if (e.code() == Errc::no_such_reservation) throw BlobStreaming::NoSuchReservation(e.what(), reservation);
+        throw_idl(e, context_.store_name);
+    }
+}
+
+BlobStreaming::TransferNoticeSeq* BlobTransporter_i::poll()
+{
+    std::deque<BlobStreaming::TransferNotice> taken;
+    {
+        std::lock_guard<std::mutex> lock(notices_->mutex);
+        taken.swap(notices_->queue);
+    }
+    auto* out = new BlobStreaming::TransferNoticeSeq;
+    out->length(static_cast<CORBA::ULong>(taken.size()));
+    for (CORBA::ULong i = 0; i < out->length(); ++i) (*out)[i] = taken[i];
+    return out;
+}
+
+void BlobTransporter_i::observe(BlobStreaming::TransferObserver_ptr observer)
+{
+    std::lock_guard<std::mutex> lock(notices_->mutex);
+    notices_->observer = BlobStreaming::TransferObserver::_duplicate(observer);
+}
+
+void BlobTransporter_i::cancel(const BlobStreaming::TicketId id)
+{
+    const protocol::TicketId ticket = ticket_of(id);
+    const bool withdrawn = context_.tickets->withdraw(ticket);
+    std::shared_ptr<server::TransferControl> control;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = issued_.find(ticket);
+        if (it != issued_.end()) {
+            control = it->second.lock();
+            issued_.erase(it);
+        }
+    }
+    if (control) control->cancelled = true;
+    spdlog::debug("ticket {} cancelled ({})", protocol::ticket_tag(ticket),
+                  withdrawn ? "unused, withdrawn" : "its transfer is abandoned if still running");
+}
+
+void BlobTransporter_i::withdraw_all() noexcept
+{
+    std::map<protocol::TicketId, std::weak_ptr<server::TransferControl>> issued;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        issued.swap(issued_);
+    }
+    for (const auto& kv : issued) context_.tickets->withdraw(kv.first);
+}
+
+void BlobTransporter_i::close()
+{
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (closed_) return;
+        closed_ = true;
+    }
+    withdraw_all();
+    try {
+        PortableServer::ObjectId_var oid = context_.poa->servant_to_id(this);
+        context_.poa->deactivate_object(oid);
+    } catch (const CORBA::Exception& e) {
+        spdlog::warn("cannot deactivate a closed transporter: CORBA {}", e._name());
+    }
+}
+
+}  // namespace blobstreaming::corba

@@ -1,0 +1,60 @@
+#pragma once
+/// The BlobTransporter servant: issues data-plane tickets; never moves bytes.
+
+#include "ServantContext.h"
+
+#include "server/TicketRegistry.h"
+
+#include <blobstreaming/transporter/Protocol.h>
+
+#include <BlobStreaming.hh>
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace blobstreaming::corba {
+
+/// One per openTransporter() call, activated in the context's POA; close()
+/// withdraws its unused tickets and deactivates it. Upcalls run on omniORB
+/// threads; completion notices are produced on the reactor thread.
+class BlobTransporter_i : public POA_BlobStreaming::BlobTransporter {
+public:
+    explicit BlobTransporter_i(const ServantContext& context);
+    ~BlobTransporter_i() override;
+
+    BlobStreaming::TransferTicket* send(const char* blob, BlobStreaming::ByteCount length,
+                                        BlobStreaming::ByteOffset absoluteOffset, CORBA::Boolean useTimeout,
+                                        const BlobStreaming::TimeValue& timeout,
+                                        BlobStreaming::NotificationSemantics semantics) override;
+    BlobStreaming::TransferTicket* recv(BlobStreaming::ReservationId reservation, BlobStreaming::ByteCount length,
+                                        BlobStreaming::ByteOffset absoluteOffset, CORBA::Boolean useTimeout,
+                                        const BlobStreaming::TimeValue& timeout,
+                                        BlobStreaming::NotificationSemantics semantics) override;
+    BlobStreaming::TransferNoticeSeq* poll() override;
+    void observe(BlobStreaming::TransferObserver_ptr observer) override;
+    void cancel(const BlobStreaming::TicketId id) override;
+    void close() override;
+
+    /// Notices of this transporter's transfers; shared with the transfers'
+    /// completion callbacks so that they may outlive the servant.
+    struct Notices {
+        std::mutex mutex;
+        std::deque<BlobStreaming::TransferNotice> queue;
+        BlobStreaming::TransferObserver_var observer;
+    };
+
+private:
+    std::shared_ptr<server::TransferControl> make_control(BlobStreaming::NotificationSemantics semantics);
+    BlobStreaming::TransferTicket* issue(server::TicketBinding binding);
+    void withdraw_all() noexcept;
+
+    const ServantContext& context_;
+    std::shared_ptr<Notices> notices_ = std::make_shared<Notices>();
+    std::mutex mutex_;
+    std::map<protocol::TicketId, std::weak_ptr<server::TransferControl>> issued_;
+    bool closed_ = false;
+};
+
+}  // namespace blobstreaming::corba

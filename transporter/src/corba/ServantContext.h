@@ -1,0 +1,40 @@
+#pragma once
+/// What the control-plane servants of one daemon share. Owned by the daemon;
+/// outlives every servant (the ORB is destroyed first).
+
+#include <BlobStreaming.hh>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace blobstreaming {
+class Store;
+namespace server {
+class DataServer;
+class ReservationTable;
+class TicketRegistry;
+}  // namespace server
+}  // namespace blobstreaming
+
+namespace blobstreaming::corba {
+
+struct ServantContext {
+    std::string store_name;
+    BlobStreaming::StoreTier tier = BlobStreaming::TIER_WORKSTATION;
+    Store* store = nullptr;
+    server::TicketRegistry* tickets = nullptr;
+    server::ReservationTable* reservations = nullptr;
+    server::DataServer* data = nullptr;
+    std::string data_host;              ///< advertised in tickets and dataAddress()
+    std::uint16_t data_port = 0;
+    bool local_fast_path = true;        ///< findLocalFile answers for a FileStore
+    PortableServer::POA_ptr poa = nullptr;  ///< where transporters are activated (not owned)
+};
+
+/// Converts an IDL relative time to milliseconds, saturating.
+std::chrono::milliseconds to_milliseconds(const BlobStreaming::TimeValue& t);
+/// Milliseconds to an IDL relative time.
+BlobStreaming::TimeValue to_time_value(std::chrono::milliseconds ms);
+
+}  // namespace blobstreaming::corba

@@ -1,0 +1,528 @@
+#include "DataConnection.h"
+
+#include "ReservationTable.h"
+
+#include <blobstreaming/blobstore/BlobName.h>
+#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/blobstore/Store.h>
+#include <blobstreaming/transporter/SocketOptions.h>
+
+#include <ace/INET_Addr.h>
+#include <ace/Reactor.h>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+
+namespace blobstreaming::server {
+namespace {
+
+using Base = ACE_Svc_Handler<ACE_SOCK_Stream, ACE_NULL_SYNCH>;
+
+/// Largest single recv()/send()/sendfile() request.
+constexpr std::size_t kChunk = std::size_t{4} << 20;
+/// Bytes one dispatch may move before yielding to the other connections.
+constexpr std::uint64_t kDispatchBudget = std::uint64_t{32} << 20;
+/// Bytes read and discarded after a refusal before giving up on a clean close.
+constexpr std::uint64_t kMaxDrain = std::uint64_t{64} << 20;
+
+bool would_block(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
+
+std::string bytes_of(std::uint64_t done, std::uint64_t total)
+{
+    return std::to_string(done) + " of " + std::to_string(total) + " bytes";
+}
+
+}  // namespace
+
+DataConnection::DataConnection(DataServer::Impl* server) : server_(server) {}
+
+DataConnection::~DataConnection() = default;
+
+int DataConnection::open(void* acceptor)
+{
+    ACE_INET_Addr addr;
+    if (peer().get_remote_addr(addr) == 0) {
+        char host[INET6_ADDRSTRLEN + 1] = {};
+        if (addr.get_host_addr(host, sizeof host) != nullptr)
+            peer_ = std::string(host) + ":" + std::to_string(addr.get_port_number());
+    }
+    if (peer().enable(ACE_NONBLOCK) == -1) {
+        spdlog::warn("data connection {}: cannot make the socket non-blocking: {}", peer_, std::strerror(errno));
+        return -1;
+    }
+    apply_socket_options(get_handle(), server_->config.socket, peer_);
+    server_->connections.insert(this);
+    spdlog::debug("data connection {}: accepted", peer_);
+    return Base::open(acceptor);
+}
+
+// ---- input ------------------------------------------------------------------
+
+int DataConnection::handle_input(ACE_HANDLE)
+{
+    if (closed_) return -1;
+    switch (phase_) {
+    case Phase::request: break;
+    case Phase::push_body: return read_push_body();
+    case Phase::push_trailer: return read_trailer();
+    case Phase::draining: return drain_input();
+    case Phase::sending: return 0;  // input is masked while sending
+    }
+    while (request_got_ < protocol::kRequestSize) {
+        const ssize_t n = ::recv(get_handle(), request_buf_ + request_got_, protocol::kRequestSize - request_got_, 0);
+        if (n > 0) {
+            request_got_ += static_cast<std::size_t>(n);
+            progress();
+            arm_timer();
+            continue;
+        }
+        if (n == 0) {
+            if (request_got_ == 0)
+                spdlog::debug("data connection {}: closed by the peer", peer_);
+            else
+                spdlog::warn("data connection {}: closed by the peer after {} of {} bytes of a Request", peer_,
+                             request_got_, protocol::kRequestSize);
+            return -1;
+        }
+        if (errno == EINTR) continue;
+        if (would_block(errno)) return 0;
+        spdlog::warn("data connection {}: receive failed while waiting for a Request: {}", peer_,
+                     std::strerror(errno));
+        return -1;
+    }
+    return on_request();
+}
+
+int DataConnection::on_request()
+{
+    request_got_ = 0;
+    protocol::Request request;
+    std::string why;
+    if (protocol::decode(request_buf_, request, why)) {
+        spdlog::warn("data connection {}: protocol error: {}", peer_, why);
+        return refuse(Errc::protocol_error, why);
+    }
+    try {
+        binding_ = server_->tickets.consume(request);
+    } catch (const Error& e) {
+        spdlog::warn("data connection {}: refused: {}", peer_, e.what());
+        return refuse(e.code(), e.what());
+    }
+    request_ = request;
+    in_transfer_ = true;
+    ++server_->active;
+    body_done_ = 0;
+    started_ = std::chrono::steady_clock::now();
+    progress();
+    arm_timer();
+
+    if (request.type == protocol::FrameType::push) {
+        try {
+            reservation_ = server_->reservations.claim(binding_.reservation);
+        } catch (const Error& e) {
+            spdlog::warn("data connection {}: refused: {}", peer_, e.what());
+            end_transfer(false, e.what());
+            return refuse(Errc::refused, e.what());
+        }
+        spdlog::debug("data connection {}: push {} of {} bytes (ticket {}) started", peer_,
+                      quote_name(binding_.blob), request.length, protocol::ticket_tag(request.ticket));
+        phase_ = Phase::push_body;
+        return read_push_body();
+    }
+
+    protocol::Response response;
+    try {
+        range_ = server_->store.read_at(binding_.blob, request.offset, request.length);
+    } catch (const Error& e) {
+        spdlog::warn("data connection {}: pull {} failed: {}", peer_, quote_name(binding_.blob), e.what());
+        end_transfer(false, e.what());
+        response.status = e.code();
+        response.message = e.what();
+        return start_sending(protocol::encode(response), false);
+    }
+    spdlog::debug("data connection {}: pull {} [{}, +{}) (ticket {}) started, {}", peer_,
+                  quote_name(binding_.blob), request.offset, request.length, protocol::ticket_tag(request.ticket),
+                  range_.fd() >= 0 ? "sendfile" : "from memory");
+    response.length = range_.size();
+    response.blob_size = range_.blob().size;
+    response.digest = range_.blob().digest;
+    send_body_ = true;
+    return start_sending(protocol::encode(response), false);
+}
+
+int DataConnection::read_push_body()
+{
+    std::uint64_t budget = kDispatchBudget;
+    while (body_done_ < request_.length) {
+        if (binding_.control && binding_.control->cancelled) {
+            fail_transfer(Errc::cancelled, "cancelled on the control plane after " +
+                                               bytes_of(body_done_, request_.length), true);
+            return -1;
+        }
+        if (budget == 0) return 0;  // more later, after the other connections
+        std::error_code ec;
+        const std::uint64_t want = std::min<std::uint64_t>({kChunk, request_.length - body_done_, budget});
+        const Reservation::Window w = reservation_->window(static_cast<std::size_t>(want), ec);
+        if (ec || w.size == 0) {
+            fail_transfer(ec ? Errc::io_error : Errc::transfer_failed,
+                          "the store cannot take byte " + std::to_string(body_done_) + ": " +
+                              (ec ? ec.message() : std::string("no room left in the reservation")),
+                          true);
+            return -1;
+        }
+        const ssize_t n = ::recv(get_handle(), w.data, w.size, 0);
+        if (n > 0) {
+            if (auto adv = reservation_->advance(static_cast<std::size_t>(n))) {
+                fail_transfer(Errc::io_error, "cannot advance the reservation: " + adv.message(), true);
+                return -1;
+            }
+            body_done_ += static_cast<std::uint64_t>(n);
+            budget -= std::min<std::uint64_t>(budget, static_cast<std::uint64_t>(n));
+            progress();
+            continue;
+        }
+        if (n == 0) {
+            fail_transfer(Errc::transfer_failed,
+                          "the peer closed the connection after " + bytes_of(body_done_, request_.length), false);
+            return -1;
+        }
+        if (errno == EINTR) continue;
+        if (would_block(errno)) return 0;
+        fail_transfer(Errc::transfer_failed, "receive failed after " + bytes_of(body_done_, request_.length) +
+                                                 ": " + std::strerror(errno), false);
+        return -1;
+    }
+    phase_ = Phase::push_trailer;
+    trailer_got_ = 0;
+    return read_trailer();
+}
+
+int DataConnection::read_trailer()
+{
+    while (trailer_got_ < protocol::kTrailerSize) {
+        const ssize_t n = ::recv(get_handle(), trailer_buf_ + trailer_got_, protocol::kTrailerSize - trailer_got_, 0);
+        if (n > 0) {
+            trailer_got_ += static_cast<std::size_t>(n);
+            progress();
+            continue;
+        }
+        if (n == 0) {
+            fail_transfer(Errc::transfer_failed,
+                          "the peer closed the connection after all " + std::to_string(request_.length) +
+                              " bytes but before the SHA-256 trailer",
+                          false);
+            return -1;
+        }
+        if (errno == EINTR) continue;
+        if (would_block(errno)) return 0;
+        fail_transfer(Errc::transfer_failed, std::string("receive of the SHA-256 trailer failed: ") +
+                                                 std::strerror(errno), false);
+        return -1;
+    }
+    return finish_push();
+}
+
+int DataConnection::finish_push()
+{
+    Digest expected{};
+    std::memcpy(expected.data(), trailer_buf_, expected.size());
+    protocol::Response response;
+    response.length = request_.length;
+    try {
+        const BlobInfo info = reservation_->commit(&expected);
+        response.blob_size = info.size;
+        response.digest = info.digest;
+    } catch (const Error& e) {
+        reservation_->abort();
+        reservation_.reset();
+        server_->reservations.release(binding_.reservation);
+        spdlog::warn("data connection {}: push {} failed: {}", peer_, quote_name(binding_.blob), e.what());
+        end_transfer(false, e.what());
+        response.status = e.code();
+        response.message = e.what();
+        return start_sending(protocol::encode(response), false);
+    }
+    reservation_.reset();
+    server_->reservations.release(binding_.reservation);
+    const double seconds =
+        std::max(1e-6, std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+    spdlog::info("push {} {} bytes in {:.3f} s ({:.2f} MB/s) from {}", quote_name(binding_.blob),
+                 request_.length, seconds, static_cast<double>(request_.length) / 1e6 / seconds, peer_);
+    end_transfer(true, "");
+    return start_sending(protocol::encode(response), false);
+}
+
+int DataConnection::drain_input()
+{
+    thread_local std::uint8_t sink[65536];
+    for (;;) {
+        const ssize_t n = ::recv(get_handle(), sink, sizeof sink, 0);
+        if (n > 0) {
+            drained_ += static_cast<std::uint64_t>(n);
+            progress();
+            if (drained_ > kMaxDrain) return -1;
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && would_block(errno)) return 0;
+        return -1;  // EOF or error: the refusal is delivered, close
+    }
+}
+
+// ---- output -----------------------------------------------------------------
+
+int DataConnection::refuse(Errc status, const std::string& reason)
+{
+    protocol::Response response;
+    response.status = status;
+    response.message = reason;
+    return start_sending(protocol::encode(response), true);
+}
+
+int DataConnection::start_sending(std::string header, bool close_after)
+{
+    out_ = std::move(header);
+    out_done_ = 0;
+    close_after_send_ = close_after;
+    phase_ = Phase::sending;
+    switch (pump_send()) {
+    case Pump::failed: return -1;
+    case Pump::again: return set_mask(ACE_Event_Handler::WRITE_MASK) ? 0 : -1;
+    case Pump::done: break;
+    }
+    return after_send();
+}
+
+DataConnection::Pump DataConnection::pump_send()
+{
+    while (out_done_ < out_.size()) {
+        const ssize_t n = ::send(get_handle(), out_.data() + out_done_, out_.size() - out_done_, MSG_NOSIGNAL);
+        if (n > 0) {
+            out_done_ += static_cast<std::size_t>(n);
+            progress();
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && would_block(errno)) return Pump::again;
+        const std::string why = std::string("cannot send the Response: ") + (n < 0 ? std::strerror(errno) : "");
+        if (in_transfer_)
+            fail_transfer(Errc::transfer_failed, why, false);
+        else
+            spdlog::warn("data connection {}: {}", peer_, why);
+        return Pump::failed;
+    }
+    if (!send_body_) return Pump::done;
+    std::uint64_t budget = kDispatchBudget;
+    const std::uint64_t total = range_.size();
+    while (body_done_ < total) {
+        if (binding_.control && binding_.control->cancelled) {
+            fail_transfer(Errc::cancelled, "cancelled on the control plane after " + bytes_of(body_done_, total),
+                          false);
+            return Pump::failed;
+        }
+        if (budget == 0) return Pump::again;
+        const auto want = static_cast<std::size_t>(std::min<std::uint64_t>({kChunk, total - body_done_, budget}));
+        ssize_t n;
+        if (range_.fd() >= 0) {
+            auto off = static_cast<off_t>(range_.file_offset() + body_done_);
+            n = ::sendfile(get_handle(), range_.fd(), &off, want);
+        } else {
+            n = ::send(get_handle(), range_.data() + body_done_, want, MSG_NOSIGNAL);
+        }
+        if (n > 0) {
+            body_done_ += static_cast<std::uint64_t>(n);
+            budget -= std::min<std::uint64_t>(budget, static_cast<std::uint64_t>(n));
+            progress();
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && would_block(errno)) return Pump::again;
+        fail_transfer(Errc::transfer_failed,
+                      "send failed after " + bytes_of(body_done_, total) + ": " +
+                          (n < 0 ? std::strerror(errno) : "the Blob's file ended early"),
+                      false);
+        return Pump::failed;
+    }
+    return Pump::done;
+}
+
+int DataConnection::after_send()
+{
+    out_.clear();
+    out_done_ = 0;
+    if (send_body_) {
+        send_body_ = false;
+        const double seconds =
+            std::max(1e-6, std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+        spdlog::info("pull {} {} bytes in {:.3f} s ({:.2f} MB/s) to {}", quote_name(binding_.blob), body_done_,
+                     seconds, static_cast<double>(body_done_) / 1e6 / seconds, peer_);
+        end_transfer(true, "");
+        range_ = BlobRange{};
+    }
+    if (close_after_send_) {
+        // Shut our side and read to EOF: closing with unread bytes (the body
+        // of a refused push) would reset the connection and could destroy
+        // the Response before the peer reads it.
+        peer().close_writer();
+        phase_ = Phase::draining;
+        drained_ = 0;
+        progress();
+        arm_timer();
+        return set_mask(ACE_Event_Handler::READ_MASK) ? 0 : -1;
+    }
+    phase_ = Phase::request;
+    request_got_ = 0;
+    disarm_timer();
+    return set_mask(ACE_Event_Handler::READ_MASK) ? 0 : -1;
+}
+
+int DataConnection::handle_output(ACE_HANDLE)
+{
+    if (closed_) return -1;
+    if (phase_ != Phase::sending) return set_mask(ACE_Event_Handler::READ_MASK) ? 0 : -1;
+    switch (pump_send()) {
+    case Pump::failed: return -1;
+    case Pump::again: return 0;
+    case Pump::done: break;
+    }
+    return after_send();
+}
+
+bool DataConnection::set_mask(ACE_Reactor_Mask mask)
+{
+    if (mask == mask_) return true;
+    if (reactor()->mask_ops(this, mask, ACE_Reactor::SET_MASK) == -1) {
+        spdlog::warn("data connection {}: cannot change the reactor mask: {}", peer_, std::strerror(errno));
+        return false;
+    }
+    mask_ = mask;
+    return true;
+}
+
+// ---- transfers, timers, close ------------------------------------------------
+
+void DataConnection::end_transfer(bool succeeded, const std::string& reason)
+{
+    if (!in_transfer_) return;
+    in_transfer_ = false;
+    --server_->active;
+    disarm_timer();
+    if (binding_.control && binding_.control->on_finished) {
+        TransferOutcome outcome;
+        outcome.ticket = request_.ticket;
+        outcome.succeeded = succeeded;
+        outcome.bytes = body_done_;
+        outcome.reason = reason;
+        try {
+            binding_.control->on_finished(outcome);
+        } catch (...) {
+            spdlog::warn("data connection {}: the completion notice of ticket {} failed", peer_,
+                         protocol::ticket_tag(request_.ticket));
+        }
+    }
+}
+
+void DataConnection::fail_transfer(Errc status, const std::string& reason, bool tell_peer)
+{
+    const bool push = request_.type == protocol::FrameType::push;
+    spdlog::warn("{} {} {} {}: abandoned: {}", push ? "push" : "pull", quote_name(binding_.blob),
+                 push ? "from" : "to", peer_, reason);
+    if (reservation_) {
+        reservation_->abort();
+        reservation_.reset();
+        server_->reservations.release(binding_.reservation);
+    }
+    range_ = BlobRange{};
+    send_body_ = false;
+    end_transfer(false, reason);
+    if (tell_peer && push) {
+        // Best effort, never blocking: the peer may be stuck sending.
+        protocol::Response response;
+        response.status = status;
+        response.length = body_done_;
+        response.message = reason;
+        const std::string frame = protocol::encode(response);
+        [[maybe_unused]] const ssize_t n =
+            ::send(get_handle(), frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+}
+
+void DataConnection::progress() noexcept { last_progress_ = std::chrono::steady_clock::now(); }
+
+std::chrono::milliseconds DataConnection::timeout() const noexcept
+{
+    if (in_transfer_ && binding_.inactivity_timeout.count() > 0) return binding_.inactivity_timeout;
+    return server_->config.inactivity_timeout;
+}
+
+void DataConnection::arm_timer()
+{
+    if (timer_id_ != -1 || closed_) return;
+    using namespace std::chrono;
+    const auto idle = duration_cast<milliseconds>(steady_clock::now() - last_progress_);
+    // Wake at least every second so that a cancellation is noticed promptly.
+    const auto wait = std::clamp(timeout() - idle, milliseconds(1), milliseconds(1000));
+    ACE_Time_Value delay;
+    delay.msec(static_cast<long>(wait.count()));
+    timer_id_ = reactor()->schedule_timer(this, nullptr, delay);
+}
+
+void DataConnection::disarm_timer()
+{
+    if (timer_id_ == -1) return;
+    if (reactor()) reactor()->cancel_timer(timer_id_);
+    timer_id_ = -1;
+}
+
+int DataConnection::handle_timeout(const ACE_Time_Value&, const void*)
+{
+    timer_id_ = -1;
+    if (closed_) return 0;
+    if (in_transfer_ && binding_.control && binding_.control->cancelled) {
+        fail_transfer(Errc::cancelled, "cancelled on the control plane after " + std::to_string(body_done_) +
+                                           " bytes", true);
+        return -1;
+    }
+    const bool waiting = in_transfer_ || phase_ == Phase::draining || request_got_ > 0;
+    if (!waiting) return 0;
+    using namespace std::chrono;
+    const auto idle = duration_cast<milliseconds>(steady_clock::now() - last_progress_);
+    if (idle >= timeout()) {
+        const std::string why = fmt::format("no progress for {:.1f} s (inactivity timeout {:.1f} s)",
+                                            static_cast<double>(idle.count()) / 1000.0,
+                                            static_cast<double>(timeout().count()) / 1000.0);
+        if (in_transfer_)
+            fail_transfer(Errc::timeout, why + " after " + std::to_string(body_done_) + " bytes", true);
+        else if (phase_ != Phase::draining)
+            spdlog::warn("data connection {}: closed: {} within a Request", peer_, why);
+        return -1;
+    }
+    arm_timer();
+    return 0;
+}
+
+void DataConnection::shutdown_now() noexcept
+{
+    if (closed_) return;
+    if (in_transfer_) fail_transfer(Errc::cancelled, "the store is shutting down", true);
+    handle_close(ACE_INVALID_HANDLE, ACE_Event_Handler::ALL_EVENTS_MASK);
+}
+
+int DataConnection::handle_close(ACE_HANDLE handle, ACE_Reactor_Mask mask)
+{
+    if (closed_) return 0;
+    closed_ = true;
+    if (in_transfer_) fail_transfer(Errc::transfer_failed, "the connection was closed", false);
+    disarm_timer();
+    server_->connections.erase(this);
+    spdlog::debug("data connection {}: closed", peer_);
+    return Base::handle_close(handle, mask);  // deletes this
+}
+
+}  // namespace blobstreaming::server

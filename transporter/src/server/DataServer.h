@@ -1,0 +1,62 @@
+#pragma once
+/// The data plane of a blobstored: one listening TCP port served by an ACE
+/// Reactor in its own thread (docs/PROTOCOL.md). No ACE type in this header.
+
+#include <blobstreaming/transporter/SocketOptions.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace blobstreaming {
+class Store;
+}
+
+namespace blobstreaming::server {
+
+class TicketRegistry;
+class ReservationTable;
+
+struct DataServerConfig {
+    std::string host = "0.0.0.0";  ///< address to listen on (IPv4 literal or host name)
+    std::uint16_t port = 0;        ///< 0: ephemeral
+    /// Default inactivity timeout of a transfer; a ticket may carry its own.
+    std::chrono::milliseconds inactivity_timeout{30000};
+    SocketOptions socket;          ///< applied to every accepted connection
+    /// How often expired tickets and abandoned reservations are purged.
+    std::chrono::milliseconds housekeeping_period{1000};
+};
+
+/// Owns the listening socket, the reactor, its thread and every data
+/// connection. The Store, TicketRegistry and ReservationTable must outlive it.
+///
+/// Life cycle: construct, start() (binds and starts the reactor thread; throws
+/// Error(Errc::unreachable) when the address cannot be bound), stop() (stops
+/// accepting, aborts in-flight transfers — pushes leave nothing visible — and
+/// joins the thread; idempotent, also run by the destructor).
+class DataServer {
+public:
+    DataServer(Store& store, TicketRegistry& tickets, ReservationTable& reservations, DataServerConfig config);
+    ~DataServer();
+    DataServer(const DataServer&) = delete;
+    DataServer& operator=(const DataServer&) = delete;
+
+    void start();
+    void stop() noexcept;
+
+    /// The bound address, valid after start(): the configured host and the
+    /// actual port.
+    const std::string& host() const noexcept;
+    std::uint16_t port() const noexcept;
+
+    /// Transfers between a consumed ticket and their end (any thread).
+    std::uint32_t active_transfers() const noexcept;
+
+    struct Impl;
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace blobstreaming::server

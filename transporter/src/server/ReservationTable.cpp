@@ -1,0 +1,151 @@
+#include "ReservationTable.h"
+
+#include <blobstreaming/blobstore/BlobName.h>
+#include <blobstreaming/blobstore/Error.h>
+
+#include <spdlog/spdlog.h>
+
+#include <vector>
+
+namespace blobstreaming::server {
+
+ReservationTable::ReservationTable(std::chrono::milliseconds grace, Clock clock)
+    : grace_(grace), clock_(std::move(clock))
+{
+}
+
+ReservationTable::~ReservationTable() { abort_all(); }
+
+std::chrono::steady_clock::time_point ReservationTable::now() const
+{
+    return clock_ ? clock_() : std::chrono::steady_clock::now();
+}
+
+void ReservationTable::throw_missing(std::uint64_t id, const char* why)
+{
+    throw Error(Errc::no_such_reservation, "reservation " + std::to_string(id) + " " + why);
+}
+
+std::uint64_t ReservationTable::add(std::unique_ptr<Reservation> reservation)
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    const std::uint64_t id = next_id_++;
+    entries_.emplace(id, Entry{std::move(reservation), now(), nullptr});
+    return id;
+}
+
+ReservationTable::Summary ReservationTable::find(std::uint64_t id) const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) throw_missing(id, "is not open (never reserved, committed, aborted or expired)");
+    if (!it->second.reservation) throw_missing(id, "is already being filled by a data connection");
+    return {it->second.reservation->name(), it->second.reservation->size()};
+}
+
+void ReservationTable::attach(std::uint64_t id, std::shared_ptr<TransferControl> control)
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(id);
+    if (it == entries_.end() || !it->second.reservation)
+        throw_missing(id, "is not open (never reserved, committed, aborted or expired)");
+    it->second.control = std::move(control);
+}
+
+std::unique_ptr<Reservation> ReservationTable::claim(std::uint64_t id)
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(id);
+    if (it == entries_.end())
+        throw Error(Errc::refused, "reservation " + std::to_string(id) +
+                                       " of this ticket was committed, aborted or expired meanwhile");
+    if (!it->second.reservation)
+        throw Error(Errc::refused,
+                    "reservation " + std::to_string(id) + " is already being filled by another connection");
+    return std::move(it->second.reservation);
+}
+
+void ReservationTable::release(std::uint64_t id) noexcept
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(id);
+    if (it != entries_.end() && !it->second.reservation) entries_.erase(it);
+}
+
+std::unique_ptr<Reservation> ReservationTable::take(std::uint64_t id)
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) throw_missing(id, "is not open (never reserved, committed, aborted or expired)");
+    if (!it->second.reservation) throw_missing(id, "is being filled by a data connection");
+    auto out = std::move(it->second.reservation);
+    entries_.erase(it);
+    return out;
+}
+
+void ReservationTable::abort(std::uint64_t id)
+{
+    std::unique_ptr<Reservation> victim;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = entries_.find(id);
+        if (it == entries_.end())
+            throw_missing(id, "is not open (never reserved, committed, aborted or expired)");
+        if (!it->second.reservation) {
+            if (it->second.control) it->second.control->cancelled = true;
+            return;
+        }
+        victim = std::move(it->second.reservation);
+        entries_.erase(it);
+    }
+    victim->abort();
+}
+
+std::size_t ReservationTable::purge()
+{
+    std::vector<std::unique_ptr<Reservation>> victims;
+    {
+        const auto t = now();
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (auto it = entries_.begin(); it != entries_.end();) {
+            if (it->second.reservation && t >= it->second.created + grace_) {
+                victims.push_back(std::move(it->second.reservation));
+                it = entries_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+    for (auto& r : victims) {
+        spdlog::warn("reservation of {} ({} bytes) unused for {} s: aborted, space released",
+                     quote_name(r->name()), r->size(), grace_.count() / 1000.0);
+        r->abort();
+    }
+    return victims.size();
+}
+
+void ReservationTable::abort_all() noexcept
+{
+    std::vector<std::unique_ptr<Reservation>> victims;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (auto& [id, e] : entries_) {
+            if (e.reservation)
+                victims.push_back(std::move(e.reservation));
+            else if (e.control)
+                e.control->cancelled = true;
+        }
+        entries_.clear();
+    }
+    for (auto& r : victims) r->abort();
+}
+
+std::size_t ReservationTable::waiting() const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::size_t n = 0;
+    for (const auto& kv : entries_) n += kv.second.reservation ? 1 : 0;
+    return n;
+}
+
+}  // namespace blobstreaming::server

@@ -1,0 +1,86 @@
+#pragma once
+/// Open reservations of a daemon, by id, between BlobStore::reserve() and the
+/// data-plane push (or BlobStore::commit/abort) that ends them.
+
+#include "TransferControl.h"
+
+#include <blobstreaming/blobstore/Reservation.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace blobstreaming::server {
+
+/// Thread-safe. A reservation is in one of two places: here, waiting (for a
+/// push ticket to be presented, or for commit/abort), or claimed by a data
+/// connection, which then owns it until it commits or aborts. Claimed ids stay
+/// known so that abort() can cancel the push that is filling them.
+///
+/// A waiting reservation older than the grace period is aborted by purge(),
+/// so that the space of a client that vanished comes back.
+class ReservationTable {
+public:
+    using Clock = std::function<std::chrono::steady_clock::time_point()>;
+
+    explicit ReservationTable(std::chrono::milliseconds grace, Clock clock = {});
+    ~ReservationTable();
+    ReservationTable(const ReservationTable&) = delete;
+    ReservationTable& operator=(const ReservationTable&) = delete;
+
+    /// Takes ownership; returns its id (never 0).
+    std::uint64_t add(std::unique_ptr<Reservation> reservation);
+
+    struct Summary {
+        std::string name;
+        std::uint64_t size = 0;
+    };
+    /// Name and size of a waiting reservation. Error(no_such_reservation).
+    Summary find(std::uint64_t id) const;
+
+    /// Notes the control of the push ticket issued for a waiting reservation
+    /// (so that abort() can reach a running push). Error(no_such_reservation).
+    void attach(std::uint64_t id, std::shared_ptr<TransferControl> control);
+
+    /// Data plane: takes a waiting reservation out to fill it. Error(refused)
+    /// naming the id when it was aborted, committed or dropped meanwhile.
+    std::unique_ptr<Reservation> claim(std::uint64_t id);
+    /// Data plane: the claimed reservation `id` has ended (committed or aborted).
+    void release(std::uint64_t id) noexcept;
+
+    /// Control plane commit: takes a waiting reservation out.
+    /// Error(no_such_reservation), also when a data connection is filling it.
+    std::unique_ptr<Reservation> take(std::uint64_t id);
+
+    /// Control plane abort: aborts a waiting reservation, or cancels the push
+    /// filling it. Error(no_such_reservation).
+    void abort(std::uint64_t id);
+
+    /// Aborts waiting reservations older than the grace period; returns how many.
+    std::size_t purge();
+    /// Aborts every waiting reservation and cancels claimed ones (shutdown).
+    void abort_all() noexcept;
+
+    std::size_t waiting() const;
+
+private:
+    struct Entry {
+        std::unique_ptr<Reservation> reservation;  ///< null while claimed
+        std::chrono::steady_clock::time_point created;
+        std::shared_ptr<TransferControl> control;
+    };
+    std::chrono::steady_clock::time_point now() const;
+    [[noreturn]] static void throw_missing(std::uint64_t id, const char* why);
+
+    const std::chrono::milliseconds grace_;
+    const Clock clock_;
+    mutable std::mutex mutex_;
+    std::uint64_t next_id_ = 1;
+    std::map<std::uint64_t, Entry> entries_;
+};
+
+}  // namespace blobstreaming::server
