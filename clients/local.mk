@@ -47,26 +47,25 @@ clients_examples_single_threaded_SOURCES = clients/examples/single_threaded.cpp
 clients_examples_single_threaded_CPPFLAGS = $(AM_CPPFLAGS) $(SPDLOG_CFLAGS)
 clients_examples_single_threaded_LDADD = clients/libblobclient.la blobstore/libblobstore.la $(SPDLOG_LIBS)
 
-# Unit tests of the client data plane against a fake data port (no CORBA).
-clients_test_cppflags = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/src $(OMNIORB_CFLAGS) $(ACE_CFLAGS) \
-	$(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS) -DBOOST_TEST_DYN_LINK
-clients_test_ldadd = clients/libblobclient.la transporter/libblobtransporter.la blobstore/libblobstore.la \
-	$(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
-clients_tests = clients/tests/DataPlaneTest clients/tests/SessionTest
+# Tests: the data plane against a fake data port (no CORBA); Session against
+# a real omniNames ($OMNINAMES); Session transfers against real blobstored
+# daemons ($BS_BUILDDIR/blobstore/blobstored).
+clients_tests = clients/tests/DataPlaneTest clients/tests/SessionTest clients/tests/TransferTest
 check_PROGRAMS += $(clients_tests)
 TESTS += $(clients_tests)
+clients_test_public_ldadd = clients/libblobclient.la blobstore/libblobstore.la $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
+
 clients_tests_DataPlaneTest_SOURCES = clients/tests/DataPlaneTest.cpp
-clients_tests_DataPlaneTest_CPPFLAGS = $(clients_test_cppflags)
-clients_tests_DataPlaneTest_LDADD = $(clients_test_ldadd)
+clients_tests_DataPlaneTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/src $(OMNIORB_CFLAGS) $(ACE_CFLAGS) \
+	$(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS) -DBOOST_TEST_DYN_LINK
+clients_tests_DataPlaneTest_LDADD = clients/libblobclient.la transporter/libblobtransporter.la blobstore/libblobstore.la \
+	$(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 $(clients_tests_DataPlaneTest_OBJECTS): idl/BlobStreaming.hh
 
-# Session against a real omniNames (started by the test itself, $OMNINAMES).
 clients_tests_SessionTest_SOURCES = clients/tests/SessionTest.cpp clients/tests/TestProcesses.h
 clients_tests_SessionTest_CPPFLAGS = $(AM_CPPFLAGS) -DBOOST_TEST_DYN_LINK
-clients_tests_SessionTest_LDADD = clients/libblobclient.la blobstore/libblobstore.la $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
+clients_tests_SessionTest_LDADD = $(clients_test_public_ldadd)
 
-# Session transfers against real blobstored daemons and omniNames.
-clients_tests += clients/tests/TransferTest
 clients_tests_TransferTest_SOURCES = clients/tests/TransferTest.cpp clients/tests/TestProcesses.h
 clients_tests_TransferTest_CPPFLAGS = $(AM_CPPFLAGS) -DBOOST_TEST_DYN_LINK
-clients_tests_TransferTest_LDADD = clients/libblobclient.la blobstore/libblobstore.la $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
+clients_tests_TransferTest_LDADD = $(clients_test_public_ldadd)

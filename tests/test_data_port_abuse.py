@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Misuse of the data port with real tickets (tests/tools/ticket_probe): a
 ticket used twice, an expired ticket, a pull ticket presented as a push, a
-ticket presented for a wider range, a random ticket and bytes that are not
-a Request. Each is refused with the documented status and reason, the
+ticket presented for a wider range, a random ticket, bytes that are not
+a Request, and a push whose SHA-256 trailer is wrong (digest_mismatch,
+nothing kept). Each is refused with the documented status and reason, the
 connection is closed, the daemon logs the ticket's tag but never the whole
 ticket, and it keeps serving normal pushes and pulls afterwards."""
 
@@ -24,12 +25,14 @@ EXPECTED = {
     "wrong-range": (EXIT["refused"], ("range", "[0, 10)")),
     "random": (EXIT["refused"], ("unknown ticket",)),
     "garbage": (EXIT["protocol_error"], ("magic", "request")),
+    "bad-digest": (EXIT["digest_mismatch"], ("sha-256", "sha256", "digest")),
 }
+BAD_DIGEST_BLOB = "CT.bad-digest"
 
 
 def probe(c, mode):
     argv = [bslib.program("tests/tools/ticket_probe"), "--naming", c.naming, "--store", "central",
-            "--blob", BLOB, "--mode", mode]
+            "--blob", BAD_DIGEST_BLOB if mode == "bad-digest" else BLOB, "--mode", mode]
     code, out, err = c.run(argv, timeout=90)
     result = bslib.BlobResult(argv, code, out, err).json
     check(code == 0 and result is not None,
@@ -69,13 +72,20 @@ def test(c):
         message = (result.get("message") or "").lower()
         check(any(r in message for r in reasons),
               f"{mode}: refusal message {result.get('message')!r} mentions none of {reasons}")
-        check(result.get("connection_closed") is True, f"{mode}: the daemon did not close the connection")
+        if status in (EXIT["refused"], EXIT["protocol_error"]):
+            check(result.get("connection_closed") is True, f"{mode}: the daemon did not close the connection")
+        if mode == "bad-digest":
+            c.blob("stat", BAD_DIGEST_BLOB, store="central").error(
+                EXIT["no_such_blob"], f'blob "{BAD_DIGEST_BLOB}" not found')
+            tmp = os.path.join(daemon.store_dir, "tmp")
+            bslib.wait_for(lambda: not os.listdir(tmp), 10, f"the aborted reservation to leave {tmp}")
         ticket = result.get("ticket") or ""
-        if ticket:
+        if ticket and status == EXIT["refused"]:
             def logged(tag=ticket[:8]):
                 with open(daemon.log_paths[0], encoding="utf-8", errors="replace") as f:
                     return tag in f.read()
             bslib.wait_for(logged, 10, f"the daemon's log of the {mode} refusal with ticket tag {ticket[:8]}")
+        if ticket:
             with open(daemon.log_paths[0], encoding="utf-8", errors="replace") as f:
                 check(ticket not in f.read(), f"{mode}: the daemon's log contains the whole ticket {ticket}")
         check(daemon.running(), f"blobstored exited ({daemon.popen.returncode}) after the {mode} misuse")

@@ -2,11 +2,14 @@
 """One test per bad input or state, each with the exit code of docs/CLI.md
 and the specific message: unknown Blob, range past the end, a full store
 (other Blobs intact), an existing name, an unknown store, no Naming Service,
-invalid Blob names, an unreadable input file, usage errors."""
+a store that does not answer (SIGSTOP), invalid Blob names, an unreadable
+input file, usage errors."""
 
 import os
+import signal
 import socket
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bslib  # noqa: E402
@@ -77,6 +80,19 @@ def test(c):
         for args in (("ls",), ("stat", "CT.small"), ("push", small, "CT.y")):
             c.blob(*args, store="central", naming=nowhere, timeout=60).error(
                 EXIT["unreachable"], f"cannot contact the naming service at {nowhere}")
+
+    step("a store that does not answer: 51 after the inactivity timeout, then it serves again")
+    os.kill(central.pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        c.blob("--timeout", "1", "stat", "CT.small", store="central", timeout=60).error(
+            EXIT["timeout"], 'store "central"')
+        elapsed = time.monotonic() - started
+        check(elapsed < 15, f"blob --timeout 1 took {elapsed:.1f} s to give up on a stopped store")
+    finally:
+        os.kill(central.pid, signal.SIGCONT)
+    check_equal(c.blob("stat", "CT.small", store="central").ok().get("sha256"), small_digest,
+                "stat CT.small after the store answers again")
 
     step("invalid Blob names: 11")
     for bad in ("../etc/passwd", ".hidden", "a/b", "x" * 201):

@@ -2,9 +2,12 @@
 """blobstored killed with SIGKILL in the middle of a large push: the client
 fails with a transport error that names the store or the connection; a
 daemon restarted on the same directory lists no partial Blob, removed the
-leftover reservation, and still serves the earlier Blobs with their digests."""
+leftover reservation, and still serves the earlier Blobs with their digests.
+Then the same with SIGTERM: the daemon aborts the push, removes its
+reservation and exits 0."""
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -37,23 +40,15 @@ def written_reservation(tmp_dir):
     return None
 
 
-def test(c):
-    daemon = c.start_daemon("central", "file", tier="central")
+def interrupt_push(c, daemon, source, name, signum):
+    """Starts `blob push source name`, sends `signum` to the daemon once the
+    push has visibly written PROGRESS_AT bytes into its reservation, and
+    returns the client's (exit code, stderr)."""
     tmp_dir = os.path.join(daemon.store_dir, "tmp")
-    earlier = {}
-    for i in range(2):
-        path = c.path(f"earlier-{i}")
-        earlier[f"CT.earlier.{i}"] = (bslib.write_random(path, MiB + i), MiB + i)
-        c.blob("push", path, f"CT.earlier.{i}", store="central").ok()
-
-    source = c.path("big")
-    big_digest = bslib.write_random(source, BIG)
-    step("pushing 1 GiB")
-    out_path, err_path = c.path("push.out"), c.path("push.err")
+    out_path, err_path = c.path(f"push-{signum}.out"), c.path(f"push-{signum}.err")
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         client = c.spawn("blob push", [bslib.program("clients/blob"), "--naming", c.naming, "--store", "central",
-                                       "--json", "--timeout", "10",
-                                       "push", source, "MG.big"],
+                                       "--json", "--timeout", "10", "push", source, name],
                          stdin=subprocess.DEVNULL, stdout=out, stderr=err)
     client.log_paths += [out_path, err_path]
 
@@ -65,25 +60,27 @@ def test(c):
 
     part = bslib.wait_for(progress, 120, f"a reservation in {tmp_dir} written past byte {PROGRESS_AT}",
                           interval=0.005)
-    daemon.kill()
-    step(f"SIGKILL blobstored (pid {daemon.pid}) while {os.path.basename(part)} was being written")
-
+    os.kill(daemon.pid, signum)
+    step(f"signal {signum} to blobstored (pid {daemon.pid}) while {os.path.basename(part)} was being written")
     try:
         code = client.popen.wait(timeout=60)
     except subprocess.TimeoutExpired:
-        raise bslib.TestFailure("blob push did not exit within 60 s after the daemon was killed") from None
+        raise bslib.TestFailure(f"blob push did not exit within 60 s after signal {signum} to the daemon") from None
     with open(err_path, encoding="utf-8", errors="replace") as f:
         err_text = f.read()
     step(f"blob push exited {code}: {err_text.strip()}")
-    check(code in (EXIT["transfer_failed"], EXIT["unreachable"]),
-          f"blob push exited {code} after the daemon was killed; expected 50 (transfer failed) or 52 "
-          f"(unreachable). stderr: {err_text.strip()!r}")
+    allowed = {EXIT["transfer_failed"]: "transfer failed", EXIT["unreachable"]: "unreachable"}
+    if signum == signal.SIGTERM:
+        allowed[EXIT["cancelled"]] = "cancelled: the store is shutting down"
+    check(code in allowed, f"blob push exited {code} after signal {signum} to the daemon; expected one of "
+                           f"{allowed}. stderr: {err_text.strip()!r}")
     check("central" in err_text or daemon.ready["data"] in err_text,
           f"the push error names neither the store \"central\" nor the data connection "
           f"{daemon.ready['data']}: {err_text.strip()!r}")
 
-    step("restart on the same directory")
-    daemon = c.restart_daemon(daemon)
+
+def check_only_earlier(c, daemon, earlier):
+    tmp_dir = os.path.join(daemon.store_dir, "tmp")
     check_equal(os.listdir(tmp_dir), [], f"leftover reservations in {tmp_dir} after the restart")
     listed = {b["name"]: b for b in c.blob("ls", store="central").ok().get("blobs", [])}
     check_equal(sorted(listed), sorted(earlier), "Blobs listed after the restart (no partial MG.big)")
@@ -93,11 +90,42 @@ def test(c):
         out = c.path(f"{name}.pulled")
         c.blob("--no-local", "pull", name, out, store="central").ok()
         check_equal(bslib.sha256_file(out), digest, f"SHA-256 of {name} pulled after the restart")
+        os.unlink(out)
     c.blob("stat", "MG.big", store="central").error(EXIT["no_such_blob"], 'blob "MG.big" not found')
+
+
+def test(c):
+    daemon = c.start_daemon("central", "file", tier="central")
+    earlier = {}
+    for i in range(2):
+        path = c.path(f"earlier-{i}")
+        earlier[f"CT.earlier.{i}"] = (bslib.write_random(path, MiB + i), MiB + i)
+        c.blob("push", path, f"CT.earlier.{i}", store="central").ok()
+    source = c.path("big")
+    big_digest = bslib.write_random(source, BIG)
+
+    step("SIGKILL in the middle of a 1 GiB push")
+    interrupt_push(c, daemon, source, "MG.big", signal.SIGKILL)
+    daemon.popen.wait(timeout=20)
+    daemon = c.restart_daemon(daemon)
+    check_only_earlier(c, daemon, earlier)
+
+    step("SIGTERM in the middle of a 1 GiB push: the push is aborted, the daemon exits 0")
+    interrupt_push(c, daemon, source, "MG.big", signal.SIGTERM)
+    try:
+        status = daemon.popen.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        raise bslib.TestFailure("blobstored did not exit within 30 s of SIGTERM during a push") from None
+    check_equal(status, 0, "exit status of blobstored after SIGTERM during a push")
+    tmp_dir = os.path.join(daemon.store_dir, "tmp")
+    check_equal(os.listdir(tmp_dir), [], f"reservations left in {tmp_dir} by a clean shutdown")
+    daemon = c.restart_daemon(daemon)
+    check_only_earlier(c, daemon, earlier)
 
     step("the interrupted name can be pushed again")
     pushed = c.blob("push", source, "MG.big", store="central").ok()
-    check_equal(pushed.get("sha256"), big_digest, "sha256 of MG.big pushed after the restart")
+    check_equal(pushed.get("sha256"), big_digest, "sha256 of MG.big pushed after the restarts")
+    check_equal(c.blob("stat", "MG.big", store="central").ok().get("size"), BIG, "size of MG.big")
 
 
 if __name__ == "__main__":

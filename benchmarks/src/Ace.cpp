@@ -162,7 +162,7 @@ void serve_ace(const Config& config)
         }
         try {
             stream.no_delay();
-            wire::serve_connection(stream);
+            wire::serve_connection(stream, config.corrupt);
         } catch (const Error& e) {
             std::fprintf(stderr, "bsbench: ace server: client dropped: %s\n", e.what());
         }

@@ -90,12 +90,14 @@ public:
     }
 
     /// The digests the store computed while receiving (and checked against
-    /// the sender's trailer) before it acknowledged each push.
+    /// the sender's trailer) before it acknowledged each push; all zero for
+    /// a blob not pushed since the last end_run().
     std::vector<Digest> stored_digests() override
     {
+        std::vector<Digest> out(count_, Digest{});
         for (std::uint32_t i = 0; i < count_; ++i)
-            if (!pushed_[i]) throw Error(Errc::no_such_blob, "blobstreaming: blob " + name(i) + " was not pushed");
-        return digests_;
+            if (pushed_[i]) out[i] = digests_[i];
+        return out;
     }
 
     /// After a push run: removes the pushed blobs so that every run pushes

@@ -34,6 +34,7 @@ constexpr const char* kUsage =
     "      --store NAME        blobstreaming: the store to push to / pull from\n"
     "      --local-fast-path   blobstreaming: allow same-host file pulls (default off)\n"
     "      --link NAME         label recorded in the JSON (default loopback)\n"
+    "      --corrupt           server: flip one byte of every blob moved (tests the digest check)\n"
     "  -J, --json              one JSON object per run, one per line\n"
     "  -h, --help              this text\n"
     "      --version           the version\n";
@@ -81,7 +82,7 @@ std::uint64_t parse_size(const std::string& option, const std::string& text)
 Config parse_command_line(int argc, char** argv)
 {
     enum { kVariant = 1000, kDirection, kSize, kCount, kRuns, kSocketBuffer, kChunk, kNoWarmup, kStore,
-           kLocal, kLink, kVersion };
+           kLocal, kLink, kCorrupt, kVersion };
     static const option options[] = {
         {"server", no_argument, nullptr, 's'},       {"client", required_argument, nullptr, 'c'},
         {"port", required_argument, nullptr, 'p'},   {"bind", required_argument, nullptr, 'B'},
@@ -93,7 +94,8 @@ Config parse_command_line(int argc, char** argv)
         {"socket-buffer", required_argument, nullptr, kSocketBuffer},
         {"chunk", required_argument, nullptr, kChunk}, {"no-warmup", no_argument, nullptr, kNoWarmup},
         {"store", required_argument, nullptr, kStore}, {"local-fast-path", no_argument, nullptr, kLocal},
-        {"link", required_argument, nullptr, kLink}, {"version", no_argument, nullptr, kVersion},
+        {"link", required_argument, nullptr, kLink}, {"corrupt", no_argument, nullptr, kCorrupt},
+        {"version", no_argument, nullptr, kVersion},
         {nullptr, 0, nullptr, 0}};
 
     Config config;
@@ -152,6 +154,7 @@ Config parse_command_line(int argc, char** argv)
         case kStore: config.store = value; break;
         case kLocal: config.local_fast_path = true; break;
         case kLink: config.link = value; break;
+        case kCorrupt: config.corrupt = true; break;
         default:
             throw Error(Errc::invalid_argument, std::string("unknown or incomplete option (see bsbench --help)"));
         }

@@ -30,6 +30,9 @@ struct Config {
     std::string store;                    ///< blobstreaming: store name
     bool local_fast_path = false;         ///< blobstreaming: allow the same-host file path
     std::string link = "loopback";        ///< recorded in the JSON as `link`
+    /// Server, for checking the checks: flips one byte of every blob it
+    /// receives or sends, so that every client run must fail its digest.
+    bool corrupt = false;
 };
 
 /// Parses `argv`. Throws Error(Errc::invalid_argument) with a message naming

@@ -62,6 +62,8 @@ std::uint16_t free_port(const std::string& host)
 
 class Server_i : public POA_BsBench::Server {
 public:
+    explicit Server_i(bool corrupt) : corrupt_(corrupt) {}
+
     void prepare(CORBA::Boolean pull, CORBA::ULongLong size, CORBA::ULong count) override
     {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -82,6 +84,7 @@ public:
         std::lock_guard<std::mutex> lock(mutex_);
         check(index, offset, data.length());
         std::memcpy(blobs_->data(index) + offset, data.get_buffer(), data.length());
+        if (corrupt_ && offset == 0 && data.length() > 0) blobs_->data(index)[0] ^= 0x01;
         received_[index] += data.length();
     }
     CORBA::ULongLong push_end(CORBA::ULong index) override
@@ -94,6 +97,13 @@ public:
     {
         std::lock_guard<std::mutex> lock(mutex_);
         check(index, offset, length);
+        if (corrupt_ && offset == 0 && length > 0) {
+            BsBench::Octets* copy = new BsBench::Octets(length);
+            copy->length(length);
+            std::memcpy(copy->get_buffer(), blobs_->data(index), length);
+            (*copy)[0] ^= 0x01;
+            return copy;
+        }
         // release = false: the reply refers to the blob, no copy here.
         return new BsBench::Octets(length, length, blobs_->data(index) + offset, false);
     }
@@ -120,6 +130,7 @@ private:
             throw BsBench::Failed("blob index or range outside what was prepared");
     }
 
+    const bool corrupt_;
     std::mutex mutex_;
     std::optional<BlobSet> blobs_;
     bool pulling_ = false;
@@ -230,7 +241,7 @@ void serve_corba(const Config& config)
     try {
         CORBA::Object_var obj = orb->resolve_initial_references("omniINSPOA");
         PortableServer::POA_var poa = PortableServer::POA::_narrow(obj);
-        PortableServer::Servant_var<Server_i> servant = new Server_i();
+        PortableServer::Servant_var<Server_i> servant = new Server_i(config.corrupt);
         PortableServer::ObjectId_var id = PortableServer::string_to_ObjectId(kObjectKey);
         poa->activate_object_with_id(id, servant);
         PortableServer::POAManager_var manager = poa->the_POAManager();

@@ -160,7 +160,7 @@ void serve_raw_c(const Config& config)
         }
         try {
             RawStream stream(std::move(fd), config.chunk);
-            wire::serve_connection(stream);
+            wire::serve_connection(stream, config.corrupt);
         } catch (const Error& e) {
             std::fprintf(stderr, "bsbench: raw-c server: client dropped: %s\n", e.what());
         }

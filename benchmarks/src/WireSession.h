@@ -135,9 +135,10 @@ private:
 };
 
 /// Server side of one connection: returns when the client closes it; throws
-/// Error when it misbehaves or the connection breaks.
+/// Error when it misbehaves or the connection breaks. `corrupt`: flip a byte
+/// of every blob received or sent (Config::corrupt).
 template <class Stream>
-void serve_connection(Stream& stream)
+void serve_connection(Stream& stream, bool corrupt)
 {
     std::array<std::uint8_t, kHelloSize> hello{};
     if (!stream.recv_first(hello.data(), hello.size())) return;
@@ -164,11 +165,14 @@ void serve_connection(Stream& stream)
                                                  " outside " + std::to_string(count) + " x " + std::to_string(size));
         if (c.op == kPush) {
             stream.recv_all(blobs.data(c.index) + c.offset, c.length);
+            if (corrupt && c.length > 0) blobs.data(c.index)[c.offset] ^= 0x01;
             std::uint8_t ack[8];
             put_u64(ack, c.length);
             stream.send_all(ack, sizeof ack);
         } else if (c.op == kPull) {
+            if (corrupt && c.length > 0) blobs.data(c.index)[c.offset] ^= 0x01;
             stream.send_all(blobs.data(c.index) + c.offset, c.length);
+            if (corrupt && c.length > 0) blobs.data(c.index)[c.offset] ^= 0x01;
         } else {
             throw Error(Errc::protocol_error, "control: unknown operation " + std::to_string(c.op));
         }

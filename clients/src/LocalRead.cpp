@@ -22,10 +22,13 @@ std::uint64_t read_local(const LocalFile& file, std::uint64_t offset, std::uint6
                          const std::string& what, const Progress& progress)
 {
     const std::uint64_t size = file.info.size;
-    if (offset > size || (length != 0 && length > size - offset))
-        throw Error(Errc::invalid_range, what + ": range offset " + std::to_string(offset) + " length " +
-                                             std::to_string(length) + " is outside the Blob's " +
-                                             std::to_string(size) + " bytes");
+    if (offset > size || (length != 0 && length > size - offset)) {
+        // Same wording as the store's own range errors.
+        const std::string end = length > ~std::uint64_t{0} - offset ? std::string("beyond 2^64")
+                                                                     : std::to_string(offset + length);
+        throw Error(Errc::invalid_range, what + ": range [" + std::to_string(offset) + ", " + end +
+                                             ") is outside the blob of " + std::to_string(size) + " bytes");
+    }
     if (length == 0) length = size - offset;
     UniqueFd fd(::open(file.path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd) throw Error(Errc::io_error, what + ": cannot open local file " + file.path + ": " + std::strerror(errno));

@@ -152,6 +152,9 @@ public:
     void pull(std::string name, PullSink sink, PullOptions opts, Completion done);
     void start_pull_transfer(std::string name, std::string store, Ticket ticket, std::shared_ptr<PullSink> sink,
                              PullOptions opts, Completion done);
+    /// Worker: obtains a ticket and hands the transfer to the loop.
+    void pull_remote(const std::string& name, const std::string& store, std::shared_ptr<PullSink> out,
+                     const PullOptions& opts, const Completion& done);
 
     Options options;
     EventLoop loop;
@@ -257,6 +260,14 @@ void Session::Impl::pull(std::string name, PullSink sink, PullOptions opts, Comp
                                 }
                                 r.length = r.bytes;
                             } catch (const Error& e) {
+                                if (e.code() == Errc::io_error && r.bytes == 0) {
+                                    // The file could not be used after all: take the socket.
+                                    spdlog::debug("{}; pulling over the network instead", e.what());
+                                    control_call([this, name, store, out, opts,
+                                                  done] { pull_remote(name, store, out, opts, done); },
+                                                 [this, done, r = failure(e)] { complete(done, r); });
+                                    return;
+                                }
                                 r.error = e.error_code();
                                 r.message = e.what();
                             }
@@ -267,10 +278,7 @@ void Session::Impl::pull(std::string name, PullSink sink, PullOptions opts, Comp
                         return;
                     }
                 }
-                Ticket ticket = control->begin_pull(store, name, opts.offset, opts.length);
-                loop.post([this, name, store, ticket, out, opts, done] {
-                    start_pull_transfer(name, store, ticket, out, opts, done);
-                });
+                pull_remote(name, store, out, opts, done);
             } catch (const Error& e) {
                 Result r = failure(e);
                 r.store = store;
@@ -280,6 +288,21 @@ void Session::Impl::pull(std::string name, PullSink sink, PullOptions opts, Comp
         [this, done, name] {
             complete(done, failure(Error(Errc::cancelled, "pull " + quote_name(name) + ": the session is closing")));
         });
+}
+
+void Session::Impl::pull_remote(const std::string& name, const std::string& store, std::shared_ptr<PullSink> out,
+                                const PullOptions& opts, const Completion& done)
+{
+    try {
+        Ticket ticket = control->begin_pull(store, name, opts.offset, opts.length);
+        loop.post([this, name, store, ticket, out, opts, done] {
+            start_pull_transfer(name, store, ticket, out, opts, done);
+        });
+    } catch (const Error& e) {
+        Result r = failure(e);
+        r.store = store;
+        complete(done, std::move(r));
+    }
 }
 
 void Session::Impl::start_pull_transfer(std::string name, std::string store, Ticket ticket,

@@ -4,7 +4,9 @@
 ///
 ///   ticket_probe --naming URL --store NAME --blob NAME --mode MODE
 ///
-/// Modes: reuse, expire, wrong-direction, wrong-range, random, garbage.
+/// Modes: reuse, expire, wrong-direction, wrong-range, random, garbage, and
+/// bad-digest (a push of 1000 bytes to a new Blob named --blob whose SHA-256
+/// trailer is wrong: the store must answer digest_mismatch and keep nothing).
 /// Prints one JSON line: the mode, the status (Errc value) and message of the
 /// daemon's Response to the misuse, and whether the daemon closed the
 /// connection afterwards. Exit 0 when a Response (of any status) was read,
@@ -284,6 +286,26 @@ int run(const Options& options)
         connection = std::make_unique<DataConnection>(connect());
         presented = ticket_of(ticket.in());
         send_request(*connection, protocol::FrameType::pull, presented, 0, 20);
+    } else if (mode == "bad-digest") {
+        constexpr std::uint64_t kSize = 1000;
+        BlobStreaming::TransferTicket_var ticket;
+        try {
+            BlobStreaming::Reservation_var reservation = store->reserve(options.blob.c_str(), kSize, false);
+            BlobStreaming::TimeValue no_timeout{0, 0};
+            ticket = transporter->recv(reservation->id, kSize, 0, false, no_timeout, BlobStreaming::IGNORE_NOTIFICATIONS);
+        } catch (...) {
+            corba::rethrow_as_error("reserve and ticket for push " + quote_name(options.blob), options.store,
+                                    corba::endpoint_of(store));
+        }
+        connection = std::make_unique<DataConnection>(connect());
+        presented = ticket_of(ticket.in());
+        send_request(*connection, protocol::FrameType::push, presented, 0, kSize);
+        std::vector<std::uint8_t> body(kSize);
+        for (std::size_t i = 0; i < body.size(); ++i) body[i] = static_cast<std::uint8_t>(i * 7 + 1);
+        Digest wrong = Sha256::of(body.data(), body.size());
+        wrong[0] = static_cast<std::uint8_t>(wrong[0] ^ 0xff);
+        connection->send_all(body.data(), body.size());
+        connection->send_all(wrong.data(), wrong.size());
     } else if (mode == "random") {
         connection = std::make_unique<DataConnection>(connect());
         presented = protocol::random_ticket();
@@ -296,12 +318,15 @@ int run(const Options& options)
         connection->send_all(junk, sizeof junk);
     } else {
         throw Error(Errc::invalid_argument, "unknown --mode \"" + mode +
-                                                "\" (allowed: reuse, expire, wrong-direction, wrong-range, random, garbage)");
+                                                "\" (allowed: reuse, expire, wrong-direction, wrong-range, random, garbage, bad-digest)");
     }
     refusal = connection->read_response();
-    const bool closed = connection->closed_by_peer();
+    // A refused or garbled Request must close the connection; after other
+    // outcomes the daemon may keep it for the next transfer.
+    const bool must_close = refusal.status == Errc::refused || refusal.status == Errc::protocol_error;
+    const std::string closed = must_close ? (connection->closed_by_peer() ? "true" : "false") : "null";
     std::cout << "{\"mode\":" << json_string(mode) << "," << response_fields(refusal)
-              << ",\"connection_closed\":" << (closed ? "true" : "false")
+              << ",\"connection_closed\":" << closed
               << ",\"ticket\":" << json_string(mode == "garbage" ? std::string() : hex_of(presented)) << extra << "}"
               << std::endl;
     try {
@@ -344,7 +369,7 @@ int main(int argc, char** argv)
     blobstreaming::Options options;
     if (!blobstreaming::parse(argc, argv, options)) {
         std::cerr << "usage: ticket_probe --naming URL --store NAME --blob NAME --mode "
-                     "reuse|expire|wrong-direction|wrong-range|random|garbage\n";
+                     "reuse|expire|wrong-direction|wrong-range|random|garbage|bad-digest\n";
         return 1;
     }
     try {

@@ -17,6 +17,8 @@
 #include <cstring>
 
 #include <sys/sendfile.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 namespace blobstreaming::server {
@@ -193,7 +195,15 @@ int DataConnection::read_push_body()
             return -1;
         }
         if (errno == EINTR) continue;
-        if (would_block(errno)) return 0;
+        if (would_block(errno)) {
+            // Everything received so far is consumed: acknowledge it now. A
+            // sender with a send buffer smaller than the MSS (64 KiB on
+            // loopback) otherwise waits for the delayed ACK, ~40 ms per
+            // buffer (a 16 KiB SO_SNDBUF push ran at 1.6 MB/s).
+            const int one = 1;
+            ::setsockopt(get_handle(), IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
+            return 0;
+        }
         fail_transfer(Errc::transfer_failed, "receive failed after " + bytes_of(body_done_, request_.length) +
                                                  ": " + std::strerror(errno), false);
         return -1;

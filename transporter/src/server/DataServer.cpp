@@ -14,6 +14,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <sys/socket.h>
+
 #include <arpa/inet.h>
 
 #include <cerrno>
@@ -81,6 +83,10 @@ void DataServer::start()
         throw Error(Errc::unreachable, "cannot listen for data connections on " + d.config.host + ":" +
                                            std::to_string(d.config.port) + ": " + std::strerror(err));
     }
+    // ACE listens with a backlog of 5: a burst of concurrent clients would
+    // see SYNs dropped and a 1 s retransmission. Linux applies a second
+    // listen() to the bound socket.
+    ::listen(d.acceptor->acceptor().get_handle(), SOMAXCONN);
     ACE_INET_Addr bound;
     d.acceptor->acceptor().get_local_addr(bound);
     d.bound_host = d.config.host;

@@ -16,6 +16,15 @@
 ///    has aborted its reservation, so nothing partial is visible.
 /// The throwing wrappers at the end are waits on the same path.
 ///
+/// Completions, progress callbacks, producers and consumers all run on the
+/// reactor thread, which also moves every byte: keep them short.
+///
+/// Transfers: a push is reserve -> ticket -> data connection (bytes and a
+/// SHA-256 trailer) -> the store's durable acknowledgement; a pull is ticket
+/// -> data connection, or the store's own file when it is on this host
+/// (Options::local_fast_path). Data connections are kept per data endpoint
+/// and reused (Options::max_connections_per_endpoint at once, the rest wait).
+///
 /// Thread safety: operations may be started from any thread in Thread mode;
 /// in Caller mode from the thread that calls run_once(). Destroying the
 /// Session completes the operations still running with Errc::cancelled.
