@@ -21,6 +21,7 @@ blobstorehdr_HEADERS = \
 	blobstore/include/blobstreaming/blobstore/BlobRange.h \
 	blobstore/include/blobstreaming/blobstore/Error.h \
 	blobstore/include/blobstreaming/blobstore/FileStore.h \
+	blobstore/include/blobstreaming/blobstore/LittleEndian.h \
 	blobstore/include/blobstreaming/blobstore/MemoryStore.h \
 	blobstore/include/blobstreaming/blobstore/Reservation.h \
 	blobstore/include/blobstreaming/blobstore/Sha256.h \

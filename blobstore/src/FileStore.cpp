@@ -4,6 +4,7 @@
 
 #include <blobstreaming/blobstore/BlobName.h>
 #include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/blobstore/LittleEndian.h>
 #include <blobstreaming/blobstore/UniqueFd.h>
 
 #include <spdlog/spdlog.h>
@@ -39,27 +40,6 @@ constexpr std::uint64_t kWindowSize = 16u << 20;
 //  16  blob size u64 24  commit ns u64 32  digest[32]
 //  64  name length u16, 66 name bytes; 4064 SHA-256 of bytes [0, 4064)
 
-void put_u64(std::uint8_t* p, std::uint64_t v)
-{
-    for (int i = 0; i < 8; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
-}
-std::uint64_t get_u64(const std::uint8_t* p)
-{
-    std::uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= std::uint64_t{p[i]} << (8 * i);
-    return v;
-}
-void put_u32(std::uint8_t* p, std::uint32_t v)
-{
-    for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
-}
-std::uint32_t get_u32(const std::uint8_t* p)
-{
-    std::uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) v |= std::uint32_t{p[i]} << (8 * i);
-    return v;
-}
-
 std::int64_t to_ns(std::chrono::system_clock::time_point t)
 {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
@@ -69,13 +49,12 @@ void encode_header(const BlobInfo& info, std::uint8_t* h)
 {
     std::memset(h, 0, kHeaderSize);
     std::memcpy(h, kMagic, sizeof kMagic);
-    put_u32(h + 8, kVersion);
-    put_u32(h + 12, static_cast<std::uint32_t>(kHeaderSize));
-    put_u64(h + 16, info.size);
-    put_u64(h + 24, static_cast<std::uint64_t>(to_ns(info.committed)));
+    le::put<std::uint32_t>(h + 8, kVersion);
+    le::put<std::uint32_t>(h + 12, static_cast<std::uint32_t>(kHeaderSize));
+    le::put<std::uint64_t>(h + 16, info.size);
+    le::put<std::uint64_t>(h + 24, static_cast<std::uint64_t>(to_ns(info.committed)));
     std::memcpy(h + 32, info.digest.data(), 32);
-    h[64] = static_cast<std::uint8_t>(info.name.size());
-    h[65] = static_cast<std::uint8_t>(info.name.size() >> 8);
+    le::put<std::uint16_t>(h + 64, static_cast<std::uint16_t>(info.name.size()));
     std::memcpy(h + 66, info.name.data(), info.name.size());
     const Digest self = Sha256::of(h, kHeaderDigestAt);
     std::memcpy(h + kHeaderDigestAt, self.data(), 32);
@@ -85,18 +64,18 @@ void encode_header(const BlobInfo& info, std::uint8_t* h)
 std::optional<BlobInfo> decode_header(const std::uint8_t* h, std::string& why)
 {
     if (std::memcmp(h, kMagic, sizeof kMagic) != 0) return why = "no blob header", std::nullopt;
-    if (get_u32(h + 8) != kVersion) return why = "unknown header version", std::nullopt;
+    if (le::get<std::uint32_t>(h + 8) != kVersion) return why = "unknown header version", std::nullopt;
     const Digest self = Sha256::of(h, kHeaderDigestAt);
     if (std::memcmp(self.data(), h + kHeaderDigestAt, 32) != 0)
         return why = "header checksum mismatch", std::nullopt;
-    const std::size_t name_len = h[64] | (std::size_t{h[65]} << 8);
+    const std::size_t name_len = le::get<std::uint16_t>(h + 64);
     if (name_len == 0 || name_len > kMaxBlobNameLength) return why = "bad name length", std::nullopt;
     BlobInfo info;
     info.name.assign(reinterpret_cast<const char*>(h + 66), name_len);
-    info.size = get_u64(h + 16);
+    info.size = le::get<std::uint64_t>(h + 16);
     info.committed = std::chrono::system_clock::time_point(
         std::chrono::duration_cast<std::chrono::system_clock::duration>(
-            std::chrono::nanoseconds(static_cast<std::int64_t>(get_u64(h + 24)))));
+            std::chrono::nanoseconds(static_cast<std::int64_t>(le::get<std::uint64_t>(h + 24)))));
     std::memcpy(info.digest.data(), h + 32, 32);
     return info;
 }
