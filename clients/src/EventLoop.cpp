@@ -2,24 +2,94 @@
 
 #include <blobstreaming/blobstore/Error.h>
 
-#include <spdlog/spdlog.h>
+#include <ace/Event_Handler.h>
+#include <ace/Init_ACE.h>
+#include <ace/Reactor.h>
+#include <ace/Thread.h>
+#include <ace/Time_Value.h>
 
 #include <cerrno>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
-#include <vector>
 
 namespace blobstreaming::client {
 
-EventLoop::EventLoop(Task tick, std::chrono::milliseconds tick_period)
-    : wake_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)), tick_(std::move(tick)), tick_period_(tick_period),
-      next_tick_(std::chrono::steady_clock::now() + tick_period)
+/// Adapts one watched descriptor to ACE's handler interface.
+class EventLoop::FdHandler final : public ACE_Event_Handler {
+public:
+    FdHandler(int fd, IoHandler handler) : fd_(fd), handler_(std::move(handler)) {}
+    ACE_HANDLE get_handle() const override { return fd_; }
+    int handle_input(ACE_HANDLE) override { return dispatch(POLLIN); }
+    int handle_output(ACE_HANDLE) override { return dispatch(POLLOUT); }
+
+private:
+    int dispatch(short revents)
+    {
+        IoHandler handler = handler_;  // the handler may unwatch (retire) us
+        handler(revents);
+        return 0;
+    }
+    int fd_;
+    IoHandler handler_;
+};
+
+/// Runs the periodic tick and drains the wake-up eventfd.
+class EventLoop::TickHandler final : public ACE_Event_Handler {
+public:
+    TickHandler(EventLoop& loop, int wake_fd) : loop_(loop), wake_fd_(wake_fd) {}
+    ACE_HANDLE get_handle() const override { return wake_fd_; }
+    int handle_input(ACE_HANDLE) override
+    {
+        loop_.drain_wake();
+        return 0;
+    }
+    int handle_timeout(const ACE_Time_Value&, const void*) override
+    {
+        if (loop_.tick_) loop_.tick_();
+        return 0;
+    }
+
+private:
+    EventLoop& loop_;
+    int wake_fd_;
+};
+
+namespace {
+
+ACE_Time_Value to_ace(std::chrono::milliseconds ms)
 {
-    if (!wake_) throw_io_error("event loop: eventfd", errno);
+    ACE_Time_Value tv;
+    tv.msec(static_cast<long>(ms.count()));
+    return tv;
 }
 
-EventLoop::~EventLoop() = default;
+}  // namespace
+
+EventLoop::EventLoop(Task tick, std::chrono::milliseconds tick_period)
+    : wake_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)), tick_(std::move(tick))
+{
+    if (!wake_) throw_io_error("event loop: eventfd", errno);
+    ACE::init();
+    // ACE's default implementation (a select-based reactor on Linux).
+    reactor_ = std::make_unique<ACE_Reactor>();
+    tick_handler_ = std::make_unique<TickHandler>(*this, wake_.get());
+    if (reactor_->register_handler(tick_handler_.get(), ACE_Event_Handler::READ_MASK) == -1)
+        throw_io_error("event loop: register the wake-up descriptor", errno);
+    if (reactor_->schedule_timer(tick_handler_.get(), nullptr, to_ace(tick_period), to_ace(tick_period)) == -1)
+        throw_io_error("event loop: schedule the tick", errno);
+}
+
+EventLoop::~EventLoop()
+{
+    reactor_->owner(ACE_Thread::self());
+    reactor_->cancel_timer(tick_handler_.get());
+    reactor_->remove_handler(tick_handler_.get(), ACE_Event_Handler::ALL_EVENTS_MASK | ACE_Event_Handler::DONT_CALL);
+    for (auto& [fd, h] : watches_)
+        reactor_->remove_handler(h.get(), ACE_Event_Handler::ALL_EVENTS_MASK | ACE_Event_Handler::DONT_CALL);
+    reactor_.reset();
+    ACE::fini();
+}
 
 void EventLoop::post(Task task)
 {
@@ -32,18 +102,47 @@ void EventLoop::post(Task task)
     [[maybe_unused]] const auto n = ::write(wake_.get(), &one, sizeof one);
 }
 
+void EventLoop::drain_wake() noexcept
+{
+    std::uint64_t count = 0;
+    [[maybe_unused]] const auto n = ::read(wake_.get(), &count, sizeof count);
+}
+
+namespace {
+
+ACE_Reactor_Mask to_mask(short events)
+{
+    ACE_Reactor_Mask mask = ACE_Event_Handler::NULL_MASK;
+    if (events & POLLIN) mask |= ACE_Event_Handler::READ_MASK;
+    if (events & POLLOUT) mask |= ACE_Event_Handler::WRITE_MASK;
+    return mask;
+}
+
+}  // namespace
+
 void EventLoop::watch(int fd, short events, IoHandler handler)
 {
-    watches_[fd] = Watch{events, next_id_++, std::move(handler)};
+    unwatch(fd);
+    auto h = std::make_unique<FdHandler>(fd, std::move(handler));
+    if (reactor_->register_handler(h.get(), to_mask(events)) == -1)
+        throw_io_error("event loop: watch descriptor " + std::to_string(fd), errno);
+    watches_[fd] = std::move(h);
 }
 
 void EventLoop::modify(int fd, short events)
 {
     auto it = watches_.find(fd);
-    if (it != watches_.end()) it->second.events = events;
+    if (it != watches_.end()) reactor_->mask_ops(it->second.get(), to_mask(events), ACE_Reactor::SET_MASK);
 }
 
-void EventLoop::unwatch(int fd) { watches_.erase(fd); }
+void EventLoop::unwatch(int fd)
+{
+    auto it = watches_.find(fd);
+    if (it == watches_.end()) return;
+    reactor_->remove_handler(it->second.get(), ACE_Event_Handler::ALL_EVENTS_MASK | ACE_Event_Handler::DONT_CALL);
+    retired_.push_back(std::move(it->second));
+    watches_.erase(it);
+}
 
 std::size_t EventLoop::run_tasks()
 {
@@ -59,54 +158,24 @@ std::size_t EventLoop::run_tasks()
 std::size_t EventLoop::run_once(std::chrono::milliseconds timeout)
 {
     owner_.store(std::this_thread::get_id());
+    reactor_->owner(ACE_Thread::self());
     struct Depth {
         std::atomic<int>& depth;
         explicit Depth(std::atomic<int>& d) : depth(d) { ++depth; }
         ~Depth() { --depth; }
     } depth(depth_);
-    std::size_t handled = 0;
 
-    std::vector<pollfd> fds;
-    std::vector<std::uint64_t> ids;
-    fds.push_back(pollfd{wake_.get(), POLLIN, 0});
-    ids.push_back(0);
-    for (const auto& [fd, w] : watches_) {
-        fds.push_back(pollfd{fd, w.events, 0});
-        ids.push_back(w.id);
-    }
     bool queued = false;
     {
         std::lock_guard<std::mutex> lock(mutex_);
         queued = !tasks_.empty();
     }
-    const auto now = std::chrono::steady_clock::now();
-    auto wait = queued ? std::chrono::milliseconds(0) : timeout;
-    // Rounded up: waking a fraction of a millisecond early would spin.
-    const auto to_tick = std::chrono::ceil<std::chrono::milliseconds>(next_tick_ - now);
-    if (to_tick < wait) wait = std::max(to_tick, std::chrono::milliseconds(0));
-
-    const int ready = ::poll(fds.data(), fds.size(), static_cast<int>(wait.count()));
-    if (ready < 0 && errno != EINTR) throw_io_error("event loop: poll", errno);
-
-    if (ready > 0) {
-        if (fds[0].revents & POLLIN) {
-            std::uint64_t count = 0;
-            [[maybe_unused]] const auto n = ::read(wake_.get(), &count, sizeof count);
-        }
-        for (std::size_t i = 1; i < fds.size(); ++i) {
-            if (fds[i].revents == 0) continue;
-            auto it = watches_.find(fds[i].fd);
-            if (it == watches_.end() || it->second.id != ids[i]) continue;  // unwatched meanwhile
-            IoHandler handler = it->second.handler;  // may unwatch itself while running
-            handler(fds[i].revents);
-            ++handled;
-        }
-    }
+    ACE_Time_Value wait = queued ? ACE_Time_Value::zero : to_ace(timeout);
+    const int dispatched = reactor_->handle_events(wait);
+    if (dispatched < 0 && errno != EINTR && errno != ETIME) throw_io_error("event loop: reactor", errno);
+    std::size_t handled = dispatched > 0 ? static_cast<std::size_t>(dispatched) : 0;
     handled += run_tasks();
-    if (std::chrono::steady_clock::now() >= next_tick_) {
-        next_tick_ = std::chrono::steady_clock::now() + tick_period_;
-        if (tick_) tick_();
-    }
+    retired_.clear();
     return handled;
 }
 

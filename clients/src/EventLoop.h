@@ -1,7 +1,11 @@
 #pragma once
-/// A small poll(2) reactor: file-descriptor handlers, tasks posted from any
-/// thread (woken through an eventfd), and a periodic tick for inactivity
-/// checks. Driven by one thread at a time through run_once().
+/// The client's event loop: an ACE Reactor (ACE's default, select-based:
+/// a client has few descriptors) with file-descriptor handlers, tasks posted from any thread
+/// (woken through an eventfd), and a periodic tick for inactivity checks.
+/// Driven by one thread at a time through run_once(), which becomes the
+/// reactor's owner. Handlers see poll(2)-style events: POLLIN when ACE
+/// reports the descriptor readable (which includes errors and hang-ups),
+/// POLLOUT when writable.
 
 #include <chrono>
 #include <cstddef>
@@ -14,6 +18,11 @@
 #include <atomic>
 
 #include <blobstreaming/blobstore/UniqueFd.h>
+
+#include <memory>
+#include <vector>
+
+class ACE_Reactor;
 
 namespace blobstreaming::client {
 
@@ -49,21 +58,20 @@ public:
 
 private:
     std::size_t run_tasks();
+    void drain_wake() noexcept;
 
-    struct Watch {
-        short events = 0;
-        std::uint64_t id = 0;
-        IoHandler handler;
-    };
+    class FdHandler;
+    class TickHandler;
 
+    std::unique_ptr<ACE_Reactor> reactor_;
     UniqueFd wake_;
     std::mutex mutex_;
     std::deque<Task> tasks_;
-    std::map<int, Watch> watches_;
-    std::uint64_t next_id_ = 1;
+    std::map<int, std::unique_ptr<FdHandler>> watches_;
+    /// Handlers unwatched during a dispatch: deleted after it returns.
+    std::vector<std::unique_ptr<FdHandler>> retired_;
     Task tick_;
-    std::chrono::milliseconds tick_period_;
-    std::chrono::steady_clock::time_point next_tick_;
+    std::unique_ptr<TickHandler> tick_handler_;
     std::atomic<std::thread::id> owner_{};
     std::atomic<int> depth_{0};
 };
