@@ -50,25 +50,37 @@ benchmarks_bsbench_LDADD = benchmarks/libbsbench_idl.la clients/libblobclient.la
 	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
 $(benchmarks_bsbench_OBJECTS): benchmarks/idl/BsBench.hh
 
-# The driver starts omniNames, blobstored, the bsbench servers and iperf3 on
-# 127.0.0.1 (ephemeral ports), runs every variant and writes
-# bench-results/{results.json,summary.json,summary.md,*.png}.
+# The driver starts omniNames, blobstored, the bsbench servers, iperf3 and
+# DCMTK's storescp (on 127.0.0.1 with ephemeral ports, or inside two network
+# namespaces for the netns links), runs every variant, stops what it started
+# by PID and writes $(BENCH_OUT)/<link>/{results.json,summary.json,summary.md}.
 BENCH_OUT = bench-results
 BENCH_FLAGS =
 bench_programs = benchmarks/bsbench$(EXEEXT) blobstore/blobstored$(EXEEXT)
 bench_driver = $(PYTHON) $(abs_top_srcdir)/benchmarks/run_bench.py \
 	--bsbench $(abs_top_builddir)/benchmarks/bsbench$(EXEEXT) \
 	--blobstored $(abs_top_builddir)/blobstore/blobstored$(EXEEXT) \
-	--omninames '$(OMNINAMES)' --out $(BENCH_OUT)
+	--omninames '$(OMNINAMES)'
+bench_plot = $(PYTHON) $(abs_top_srcdir)/benchmarks/plot.py
 
-# Full suite: every size, buffer and variant, 20 runs per point, then plots.
+# Full suite: loopback (every size and buffer, 20 runs per point), then the
+# namespace links (root only; skipped with a message otherwise): veth at
+# 1 Gbit/s and 155 Mbit/s, and 1 Gbit/s with 2 ms and 20 ms round trips.
+# Plots from each results.json.
 bench: $(bench_programs)
-	$(bench_driver) $(BENCH_FLAGS)
-	$(PYTHON) $(abs_top_srcdir)/benchmarks/plot.py $(BENCH_OUT)/results.json --out $(BENCH_OUT)
+	$(bench_driver) --out $(BENCH_OUT)/loopback $(BENCH_FLAGS)
+	$(bench_plot) $(BENCH_OUT)/loopback/results.json --out $(BENCH_OUT)/loopback
+	@set -e; for link in "1gbit 0" "155mbit 0" "1gbit 2" "1gbit 20"; do \
+	  set -- $$link; dir=$(BENCH_OUT)/netns-$$1-rtt$$2ms; \
+	  $(bench_driver) --plan net --link netns --rate $$1 --rtt-ms $$2 --out $$dir $(BENCH_FLAGS); \
+	  if test -s $$dir/results.json && grep -q '"start"' $$dir/results.json; then \
+	    $(bench_plot) $$dir/results.json --out $$dir; fi; \
+	done
 
 # Smoke run for CI (< 2 minutes): few sizes and runs, loopback only; fails
-# when any variant moved wrong bytes (SHA-256), never on speed.
+# when any variant moved wrong bytes (SHA-256) or the digest check itself
+# misses a corrupted byte, never on speed.
 bench-quick: $(bench_programs)
-	$(bench_driver) --quick $(BENCH_FLAGS)
+	$(bench_driver) --quick --out $(BENCH_OUT)/quick $(BENCH_FLAGS)
 
 .PHONY: bench bench-quick

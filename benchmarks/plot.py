@@ -56,7 +56,7 @@ def throughput_figure(plt, stats, link, direction, path):
     variants = sorted({k[1] for k in stats if k[0] == link and k[2] == direction and k[1] != "iperf3"})
     if not buffers:
         return False
-    fig, axes = plt.subplots(1, len(buffers), figsize=(4.2 * len(buffers), 4.2), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(buffers), figsize=(max(6.5, 4.2 * len(buffers)), 4.4), sharey=True, squeeze=False)
     for ax, buf in zip(axes[0], buffers):
         for variant in variants:
             pts = sorted((k[3], v) for k, v in stats.items()

@@ -9,7 +9,7 @@ addresses them point-to-point and may rate-limit them with tc tbf; the file
 descriptors stay valid across the move. Runs until SIGTERM.
 
 Packets keep their order (a FIFO per direction, all with the same delay).
-A large MTU on the devices (e.g. 65000) keeps the packet rate, and so this
+A large MTU on the devices (e.g. 16000) keeps the packet rate, and so this
 process's CPU time, small at 1 Gbit/s.
 """
 

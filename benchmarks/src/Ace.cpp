@@ -16,7 +16,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <signal.h>
 
 namespace blobstreaming::bench {
 namespace {
@@ -144,7 +143,6 @@ std::unique_ptr<ClientTransport> make_ace_client() { return std::make_unique<Ace
 
 void serve_ace(const Config& config)
 {
-    signal(SIGPIPE, SIG_IGN);  // ACE does not ignore it (see FACTS.md)
     ACE_INET_Addr address(config.port, config.host.c_str(), AF_INET);
     ACE_SOCK_Acceptor acceptor;
     if (acceptor.open(address, 1, AF_INET) == -1)

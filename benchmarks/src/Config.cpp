@@ -75,6 +75,8 @@ std::uint64_t parse_size(const std::string& option, const std::string& text)
         }
         if (unit != 1) digits.pop_back();
     }
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos)
+        bad(option, text, "expected a number of bytes with an optional K, M or G suffix (x1024)");
     const std::uint64_t v = parse_number(option, digits, 0, (1ULL << 40) / unit);
     return v * unit;
 }

@@ -24,11 +24,15 @@ namespace {
 
 constexpr const char* kObjectKey = "BsBench";
 
-/// ORB_init from option pairs; the strings outlive the call.
+/// ORB_init from option pairs; the strings outlive the call. giopMaxMsgSize
+/// (2 MiB by default) is raised to the client's chunk plus headroom, and on
+/// the server to the largest chunk a client may choose (--chunk 1G), so that
+/// the server need not be told the client's --chunk.
 CORBA::ORB_ptr init_orb(const Config& config, const std::string& endpoint)
 {
+    const std::uint64_t largest = endpoint.empty() ? config.chunk : (1ULL << 30);
     std::vector<std::string> args = {"bsbench", "-ORBgiopMaxMsgSize",
-                                     std::to_string(std::max<std::uint64_t>(2U << 20, config.chunk + (1U << 20)))};
+                                     std::to_string(std::max<std::uint64_t>(2U << 20, largest + (1U << 20)))};
     if (!endpoint.empty()) args.insert(args.end(), {"-ORBendPoint", endpoint});
     if (config.socket_buffer > 0) args.insert(args.end(), {"-ORBsocketSendBuffer", std::to_string(config.socket_buffer)});
     std::vector<char*> argv;
@@ -67,7 +71,7 @@ public:
     void prepare(CORBA::Boolean pull, CORBA::ULongLong size, CORBA::ULong count) override
     {
         std::lock_guard<std::mutex> lock(mutex_);
-        if (size == 0 || count == 0 || size * count > (8ULL << 30)) throw BsBench::Failed("prepare: size x count out of range");
+        if (size == 0 || count == 0 || size > (8ULL << 30) / count) throw BsBench::Failed("prepare: size x count out of range");
         blobs_.reset();
         blobs_.emplace(count, size, pull);
         pulling_ = pull;

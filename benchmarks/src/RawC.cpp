@@ -14,7 +14,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <signal.h>
 
 namespace blobstreaming::bench {
 namespace {
@@ -139,7 +138,6 @@ std::unique_ptr<ClientTransport> make_raw_c_client() { return std::make_unique<R
 
 void serve_raw_c(const Config& config)
 {
-    signal(SIGPIPE, SIG_IGN);
     UniqueFd listener(socket(AF_INET, SOCK_STREAM, 0));
     if (!listener) throw Error(Errc::transfer_failed, "raw-c server: socket: " + errno_text(errno));
     const int one = 1;

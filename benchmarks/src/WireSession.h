@@ -146,7 +146,7 @@ void serve_connection(Stream& stream, bool corrupt)
     const bool pull = get_u32(hello.data() + 4) == kPull;
     const std::uint64_t size = get_u64(hello.data() + 8);
     const std::uint32_t count = get_u32(hello.data() + 16);
-    if (size == 0 || count == 0 || size * count > (8ULL << 30))
+    if (size == 0 || count == 0 || size > (8ULL << 30) / count)
         throw Error(Errc::invalid_argument, "hello: size x count out of range");
     BlobSet blobs(count, size, pull);
     stream.send_all(kMagic, 4);

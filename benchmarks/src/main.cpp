@@ -10,6 +10,7 @@
 
 #include <blobstreaming/blobstore/Error.h>
 
+#include <csignal>
 #include <cstdio>
 #include <exception>
 
@@ -25,6 +26,9 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "bsbench: %s\n", e.what());
         return 1;
     }
+    // A peer that goes away must give an error, not kill us (ACE's send_n
+    // does not use MSG_NOSIGNAL).
+    std::signal(SIGPIPE, SIG_IGN);
     try {
         if (config.role == Role::client) return run_client(config);
         const Variant* variant = find_variant(config.variant);
