@@ -121,6 +121,30 @@ def read_range(path, offset, length):
         return f.read(length)
 
 
+FILE_HEADER = 4096  # FileStore: byte i of a Blob is at file offset 4096 + i
+
+
+def reservation_written_past(tmp_dir, offset):
+    """The FileStore reservation file in `tmp_dir` whose page at Blob offset
+    `offset` is no longer the zeros of fallocate (the tests push random data:
+    a written page is never all zeros), or None."""
+    try:
+        entries = os.listdir(tmp_dir)
+    except FileNotFoundError:
+        return None
+    for entry in entries:
+        path = os.path.join(tmp_dir, entry)
+        try:
+            with open(path, "rb") as f:
+                f.seek(FILE_HEADER + offset)
+                page = f.read(4096)
+        except OSError:
+            continue
+        if page and any(page):
+            return path
+    return None
+
+
 def wait_for(condition, timeout, what, interval=0.02):
     """Polls `condition()` until it returns a true value (returned) or
     `timeout` seconds pass (TestFailure naming `what`)."""

@@ -17,27 +17,6 @@ from bslib import MiB, EXIT, check, check_equal, step  # noqa: E402
 
 BIG = 1 << 30
 PROGRESS_AT = 64 * MiB  # a Blob offset the push must have written before the kill
-FILE_HEADER = 4096      # FileStore: byte i of a Blob is at file offset 4096 + i
-
-
-def written_reservation(tmp_dir):
-    """The reservation file in tmp/ whose bytes at PROGRESS_AT are no longer
-    the zeros of fallocate (random data: a written page is never all zeros)."""
-    try:
-        entries = os.listdir(tmp_dir)
-    except FileNotFoundError:
-        return None
-    for entry in entries:
-        path = os.path.join(tmp_dir, entry)
-        try:
-            with open(path, "rb") as f:
-                f.seek(FILE_HEADER + PROGRESS_AT)
-                page = f.read(4096)
-        except OSError:
-            continue
-        if page and any(page):
-            return path
-    return None
 
 
 def interrupt_push(c, daemon, source, name, signum):
@@ -56,7 +35,7 @@ def interrupt_push(c, daemon, source, name, signum):
         if not client.running():
             raise bslib.TestFailure(f"the push ended (exit {client.popen.returncode}) before its progress was "
                                     f"seen past byte {PROGRESS_AT} of {tmp_dir}; nothing to interrupt")
-        return written_reservation(tmp_dir)
+        return bslib.reservation_written_past(tmp_dir, PROGRESS_AT)
 
     part = bslib.wait_for(progress, 120, f"a reservation in {tmp_dir} written past byte {PROGRESS_AT}",
                           interval=0.005)

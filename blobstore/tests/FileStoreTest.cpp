@@ -132,6 +132,25 @@ BOOST_AUTO_TEST_CASE(layout_is_header_then_bytes_in_a_fanout_directory)
     BOOST_TEST(on_disk == bytes);
 }
 
+BOOST_AUTO_TEST_CASE(verify_detects_a_byte_changed_on_disk)
+{
+    test::TempDir dir;
+    FileStore store(dir.path());
+    const auto bytes = random_bytes(200000);
+    put(store, "US.9", bytes);
+    put(store, "US.10", bytes);
+    const auto loc = store.locate("US.9");
+    {
+        std::fstream f(loc.path, std::ios::binary | std::ios::in | std::ios::out);
+        f.seekp(static_cast<std::streamoff>(loc.data_offset + 123456));
+        const char flipped = static_cast<char>(bytes[123456] ^ 0x01);
+        f.write(&flipped, 1);
+    }
+    BS_CHECK_ERROR(store.verify("US.9"), Errc::corrupt, "200000 stored bytes have SHA-256");
+    BS_CHECK_ERROR(store.verify("US.9"), Errc::corrupt, to_hex(store.stat("US.9").digest));
+    BOOST_TEST(to_hex(store.verify("US.10").digest) == to_hex(store.stat("US.10").digest));
+}
+
 BOOST_AUTO_TEST_CASE(read_view_exposes_a_descriptor_range_for_sendfile)
 {
     test::TempDir dir;

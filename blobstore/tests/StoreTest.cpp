@@ -98,6 +98,21 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(round_trip_with_digest_and_stat, F, Factories)
     BOOST_TEST(u.blob_count == 1u);
 }
 
+BOOST_AUTO_TEST_CASE_TEMPLATE(verify_rereads_and_confirms_the_digest, F, Factories)
+{
+    F f;
+    auto store = f.make();
+    const auto bytes = random_bytes(3 * 1024 * 1024 + 7);
+    const BlobInfo info = put(*store, "CR.7", bytes);
+    const BlobInfo checked = store->verify("CR.7");
+    BOOST_TEST(to_hex(checked.digest) == to_hex(openssl_sha256(bytes)));
+    BOOST_TEST(checked.size == info.size);
+    put(*store, "empty", {});
+    BOOST_TEST(store->verify("empty").size == 0u);
+    BS_CHECK_ERROR(store->verify("CR.8"), Errc::no_such_blob, "CR.8");
+    BS_CHECK_ERROR(store->verify("../CR.7"), Errc::invalid_name, "../CR.7");
+}
+
 BOOST_AUTO_TEST_CASE_TEMPLATE(zero_byte_blob, F, Factories)
 {
     F f;

@@ -271,6 +271,34 @@ PushGrant ControlPlane::begin_push(const std::string& store, const std::string& 
     return grant;
 }
 
+std::optional<PushGrant> ControlPlane::resume_push(const std::string& store, const std::string& name,
+                                                   std::uint64_t size)
+{
+    std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
+    const std::string what = "push " + quote_name(name);
+    return with_store(*refs_, options_, store, what, [&](BlobStreaming::BlobStore_ptr ref) -> std::optional<PushGrant> {
+        BlobStreaming::Reservation_var r;
+        try {
+            r = ref->resumable(name.c_str());
+        } catch (const BlobStreaming::NoSuchReservation&) {
+            return std::nullopt;
+        }
+        if (r->size != size)
+            throw Error(Errc::invalid_argument,
+                        what + ": store \"" + store + "\": cannot resume: the interrupted push was of " +
+                            std::to_string(r->size) + " bytes, the source has " + std::to_string(size) +
+                            " (push without resuming to start over)");
+        PushGrant grant;
+        grant.reservation = r->id;
+        BlobStreaming::BlobTransporter_ptr t = transporter(*refs_, store, ref, options_);
+        BlobStreaming::TransferTicket_var ticket = t->recv(r->id, r->size - r->received, r->received, true,
+                                                           time_value(options_.timeout),
+                                                           BlobStreaming::IGNORE_NOTIFICATIONS);
+        grant.ticket = ticket_of(ticket.in());
+        return grant;
+    });
+}
+
 void ControlPlane::abort(const std::string& store, std::uint64_t reservation) noexcept
 {
     std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
@@ -321,6 +349,15 @@ BlobInfo ControlPlane::stat(const std::string& store, const std::string& name)
     std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
     return with_store(*refs_, options_, store, "stat " + quote_name(name), [&](BlobStreaming::BlobStore_ptr ref) {
         BlobStreaming::BlobInfo_var info = ref->stat(name.c_str());
+        return info_of(info.in());
+    });
+}
+
+BlobInfo ControlPlane::verify(const std::string& store, const std::string& name)
+{
+    std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
+    return with_store(*refs_, options_, store, "verify " + quote_name(name), [&](BlobStreaming::BlobStore_ptr ref) {
+        BlobStreaming::BlobInfo_var info = ref->verify(name.c_str());
         return info_of(info.in());
     });
 }

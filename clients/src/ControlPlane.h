@@ -64,6 +64,11 @@ public:
     /// `store`, or the default store; Errc::invalid_argument when neither.
     std::string store_or_default(const std::string& store, const std::string& what) const;
     PushGrant begin_push(const std::string& store, const std::string& name, std::uint64_t size, bool replace);
+    /// Continues the interrupted push of `name` the store still holds a
+    /// reservation for: the ticket starts at the bytes it already has.
+    /// nullopt when there is none; Errc::invalid_argument when that
+    /// reservation is for a Blob of another size than `size`.
+    std::optional<PushGrant> resume_push(const std::string& store, const std::string& name, std::uint64_t size);
     /// Aborts a reservation; failures are logged (the store also drops
     /// reservations whose data connection failed).
     void abort(const std::string& store, std::uint64_t reservation) noexcept;
@@ -72,6 +77,8 @@ public:
     /// The Blob's file when the store offers one on this very host.
     std::optional<LocalFile> find_local(const std::string& store, const std::string& name);
     BlobInfo stat(const std::string& store, const std::string& name);
+    /// The store rereads the Blob and checks its digest (Errc::corrupt).
+    BlobInfo verify(const std::string& store, const std::string& name);
     std::vector<BlobInfo> list(const std::string& store);
     void remove(const std::string& store, const std::string& name);
     std::vector<std::string> store_names();

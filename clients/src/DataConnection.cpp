@@ -59,8 +59,8 @@ void DataConnection::start(std::unique_ptr<TransferJob> job)
     header_pos_ = 0;
     message_.clear();
     message_size_ = 0;
-    hash_ = Sha256();
-    total_ = job_->type == protocol::FrameType::push ? job_->source->size() : job_->ticket.length;
+    hash_ = job_->prefix_hash ? std::move(*job_->prefix_hash) : Sha256();
+    total_ = job_->ticket.length;
     done_bytes_ = 0;
     started_ = std::chrono::steady_clock::now();
     last_report_ = started_;
@@ -265,8 +265,12 @@ void DataConnection::advance_receive()
             report_progress(true);
             job_->sink->finish();
             if (job_->verify && hash_.finish() != response_.digest) {
-                fail(Errc::digest_mismatch, job_->what + ": the " + std::to_string(total_) +
-                                                " bytes received do not match the Blob's SHA-256 " +
+                const std::string kept = job_->ticket.offset == 0
+                                             ? std::string()
+                                             : " together with the " + std::to_string(job_->ticket.offset) +
+                                                   " bytes the file already held (not a copy of this Blob?)";
+                fail(Errc::digest_mismatch, job_->what + ": the " + std::to_string(total_) + " bytes received" +
+                                                kept + " do not match the Blob's SHA-256 " +
                                                 to_hex(response_.digest));
                 return;
             }
@@ -298,7 +302,11 @@ void DataConnection::handle_response()
         return;
     }
     job_->sink->open(total_);
-    job_->verify = job_->verify && job_->ticket.offset == 0 && total_ == response_.blob_size;
+    // The whole Blob's digest can be checked when this pull ends at the
+    // Blob's end and the bytes before it were hashed (none, or resumed).
+    const std::uint64_t hashed_before = job_->prefix_hash ? job_->ticket.offset : 0;
+    job_->verify = job_->verify && job_->ticket.offset == hashed_before &&
+                   job_->ticket.offset + total_ == response_.blob_size;
     phase_ = Phase::pull_body;
     advance_receive();
 }

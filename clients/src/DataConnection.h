@@ -15,6 +15,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <system_error>
 
@@ -37,6 +38,10 @@ struct TransferJob {
     std::unique_ptr<Source> source;  ///< push
     std::unique_ptr<Sink> sink;      ///< pull
     bool verify = false;             ///< pull: compare the whole-Blob digest
+    /// Resuming: SHA-256 of the Blob's bytes [0, ticket.offset) that need not
+    /// move again (push: the store has them; pull: the file has them). The
+    /// trailer (push) or the check (pull) then covers the whole Blob.
+    std::optional<Sha256> prefix_hash;
     Progress progress;
     /// Runs once on the loop thread.
     std::function<void(TransferOutcome)> done;

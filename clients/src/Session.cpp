@@ -151,7 +151,10 @@ public:
     void push(PushSource source, std::string name, PushOptions opts, Completion done);
     void pull(std::string name, PullSink sink, PullOptions opts, Completion done);
     void start_pull_transfer(std::string name, std::string store, Ticket ticket, std::shared_ptr<PullSink> sink,
-                             PullOptions opts, Completion done);
+                             PullOptions opts, Completion done, std::optional<Sha256> prefix = std::nullopt);
+    /// Worker: continues a pull into the file `out` after the bytes it holds.
+    void pull_resume(const std::string& name, const std::string& store, std::shared_ptr<PullSink> out,
+                     const PullOptions& opts, const Completion& done);
     /// Worker: obtains a ticket and hands the transfer to the loop.
     void pull_remote(const std::string& name, const std::string& store, std::shared_ptr<PullSink> out,
                      const PullOptions& opts, const Completion& done);
@@ -180,7 +183,9 @@ void Session::Impl::push(PushSource source, std::string name, PushOptions opts, 
                 validate_blob_name(name);
                 store = control->store_or_default(opts.store, what);
                 bytes = open_source(*src, what);
-                grant = control->begin_push(store, name, bytes->size(), opts.replace);
+                std::optional<PushGrant> resumed;
+                if (opts.resume) resumed = control->resume_push(store, name, bytes->size());
+                grant = resumed ? std::move(*resumed) : control->begin_push(store, name, bytes->size(), opts.replace);
             } catch (const Error& e) {
                 Result r = failure(e);
                 r.store = store;
@@ -193,15 +198,26 @@ void Session::Impl::push(PushSource source, std::string name, PushOptions opts, 
             job->source = std::move(bytes);
             job->progress = opts.progress;
             const std::string peer = grant.ticket.endpoint();
-            job->done = [this, src, name, store, grant, done, peer](TransferOutcome o) {
+            const bool keep_on_failure = opts.resume;
+            job->done = [this, src, name, store, grant, done, peer, keep_on_failure](TransferOutcome o) {
                 Result r;
                 r.store = store;
+                r.offset = grant.ticket.offset;
                 r.length = grant.ticket.length;
                 r.bytes = o.bytes;
                 r.seconds = o.seconds;
                 if (o.error) {
                     r.error = o.error;
                     r.message = o.message;
+                    const auto code = static_cast<Errc>(o.error.value());
+                    if (keep_on_failure && o.error.category() == error_category() &&
+                        (code == Errc::transfer_failed || code == Errc::timeout || code == Errc::unreachable)) {
+                        // The store keeps what it received for its grace period.
+                        r.message += "; the store keeps the bytes it received for a while: push again with "
+                                     "resume to continue";
+                        complete(done, std::move(r));
+                        return;
+                    }
                     // Nothing partial may stay: abort the reservation, then report.
                     auto abort_then_complete = [this, store, grant, done, r] {
                         control->abort(store, grant.reservation);
@@ -220,6 +236,22 @@ void Session::Impl::push(PushSource source, std::string name, PushOptions opts, 
                 complete(done, std::move(r));
             };
             loop.post([this, job = std::shared_ptr<TransferJob>(std::move(job))]() mutable {
+                if (job->ticket.offset > 0) {
+                    // Resumed: the store has the first bytes; hash them here
+                    // (a producer runs on this thread) so the trailer covers
+                    // the whole Blob.
+                    try {
+                        Sha256 prefix;
+                        job->source->skip(job->ticket.offset, prefix);
+                        job->prefix_hash = std::move(prefix);
+                    } catch (const Error& e) {
+                        TransferOutcome o;
+                        o.error = e.error_code();
+                        o.message = e.what();
+                        job->done(std::move(o));
+                        return;
+                    }
+                }
                 pool.submit(std::make_unique<TransferJob>(std::move(*job)));
             });
         },
@@ -239,6 +271,7 @@ void Session::Impl::pull(std::string name, PullSink sink, PullOptions opts, Comp
                 validate_blob_name(name);
                 store = opts.store.empty() ? options.default_store : opts.store;
                 if (store.empty()) store = control->nearest_holder(name, what);
+                if (opts.resume) return pull_resume(name, store, out, opts, done);
                 if (options.local_fast_path) {
                     auto local = control->find_local(store, name);
                     if (local && local_file_readable(local->path)) {
@@ -305,15 +338,46 @@ void Session::Impl::pull_remote(const std::string& name, const std::string& stor
     }
 }
 
+void Session::Impl::pull_resume(const std::string& name, const std::string& store, std::shared_ptr<PullSink> out,
+                                const PullOptions& opts, const Completion& done)
+{
+    const std::string what = "pull " + quote_name(name) + ": store \"" + store + "\"";
+    if (out->kind() != PullSink::Kind::file || out->path() == "-")
+        throw Error(Errc::invalid_argument,
+                    what + ": resume needs a file to continue (not standard output, memory or a consumer)");
+    if (opts.offset != 0 || opts.length != 0)
+        throw Error(Errc::invalid_argument, what + ": resume continues a whole-Blob pull; it cannot be combined "
+                                                   "with an offset or a length");
+    auto [have, prefix] = hash_existing_file(out->path(), what);
+    const BlobInfo info = control->stat(store, name);
+    if (have > info.size)
+        throw Error(Errc::invalid_range, what + ": cannot resume: " + out->path() + " holds " + std::to_string(have) +
+                                             " bytes, more than the " + std::to_string(info.size) +
+                                             " of the Blob (not a partial copy of it)");
+    Ticket ticket = control->begin_pull(store, name, have, 0);
+    loop.post([this, name, store, ticket, out, opts, done, prefix = std::make_shared<Sha256>(std::move(prefix))] {
+        start_pull_transfer(name, store, ticket, out, opts, done, std::move(*prefix));
+    });
+}
+
 void Session::Impl::start_pull_transfer(std::string name, std::string store, Ticket ticket,
-                                        std::shared_ptr<PullSink> out, PullOptions opts, Completion done)
+                                        std::shared_ptr<PullSink> out, PullOptions opts, Completion done,
+                                        std::optional<Sha256> prefix)
 {
     const std::string what = "pull " + quote_name(name) + ": store \"" + store + "\"";
     auto job = std::make_unique<TransferJob>();
     job->type = protocol::FrameType::pull;
     job->ticket = ticket;
     job->what = what;
-    job->sink = make_sink(*out, what);
+    const bool resumed = prefix.has_value();
+    try {
+        job->sink = make_sink(*out, what, resumed ? std::optional<std::uint64_t>(ticket.offset) : std::nullopt);
+    } catch (const Error& e) {
+        Result r = failure(e);
+        r.store = store;
+        return complete(done, std::move(r));
+    }
+    job->prefix_hash = std::move(prefix);
     job->verify = opts.verify;
     job->progress = opts.progress;
     const std::string peer = ticket.endpoint();
@@ -406,6 +470,19 @@ void Session::stat(std::string name, std::string store, Mode mode, Completion do
     });
 }
 
+void Session::verify(std::string name, std::string store, Mode mode, Completion done)
+{
+    impl_->run(mode, std::move(done), [&](Completion c) {
+        query(*impl_, "verify", std::move(c), [impl = impl_.get(), name, store](Result& r) {
+            const std::string what = "verify " + quote_name(name);
+            validate_blob_name(name);
+            r.store = store.empty() ? impl->options.default_store : store;
+            if (r.store.empty()) r.store = impl->control->nearest_holder(name, what);
+            r.info = impl->control->verify(r.store, name);
+        });
+    });
+}
+
 void Session::list(std::string store, Mode mode, Completion done)
 {
     impl_->run(mode, std::move(done), [&](Completion c) {
@@ -493,6 +570,11 @@ std::vector<std::uint8_t> Session::pull_memory(const std::string& name, const Pu
 BlobInfo Session::stat(const std::string& name, const std::string& store)
 {
     return wait_for([&](Completion c) { stat(name, store, Mode::Sync, std::move(c)); }).info;
+}
+
+BlobInfo Session::verify(const std::string& name, const std::string& store)
+{
+    return wait_for([&](Completion c) { verify(name, store, Mode::Sync, std::move(c)); }).info;
 }
 
 std::vector<StoredBlob> Session::list(const std::string& store)

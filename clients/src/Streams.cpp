@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <optional>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -73,6 +74,11 @@ public:
         offset_ += static_cast<std::uint64_t>(n);
         return n;
     }
+    void skip(std::uint64_t offset, Sha256& hash) override
+    {
+        hash.update(map_->data(), static_cast<std::size_t>(offset));
+        offset_ = offset;
+    }
 
 private:
     UniqueFd fd_;
@@ -102,6 +108,11 @@ public:
         }
         return n;
     }
+    void skip(std::uint64_t offset, Sha256& hash) override
+    {
+        hash.update(data_, static_cast<std::size_t>(offset));
+        offset_ = offset;
+    }
 
 private:
     const std::uint8_t* data_;
@@ -120,23 +131,36 @@ public:
     long send(int socket, std::size_t max, Sha256& hash) override
     {
         if (begin_ == end_) {
-            const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(buffer_.size(), size_ - produced_));
-            const std::size_t got = producer_(buffer_.data(), want);
-            if (got == 0 || got > want)
-                throw Error(Errc::io_error, what_ + ": the producer returned " + std::to_string(got) + " bytes after " +
-                                                std::to_string(produced_) + " of " + std::to_string(size_) +
-                                                " (asked for up to " + std::to_string(want) + ")");
-            hash.update(buffer_.data(), got);
-            produced_ += got;
+            end_ = produce(buffer_.size(), hash);
             begin_ = 0;
-            end_ = got;
         }
         const long n = send_bytes(socket, buffer_.data() + begin_, std::min(max, end_ - begin_));
         if (n > 0) begin_ += static_cast<std::size_t>(n);
         return n;
     }
+    /// The producer has no random access: the bytes before `offset` are
+    /// produced again and only hashed.
+    void skip(std::uint64_t offset, Sha256& hash) override
+    {
+        while (produced_ < offset)
+            produce(static_cast<std::size_t>(std::min<std::uint64_t>(buffer_.size(), offset - produced_)), hash);
+    }
 
 private:
+    /// Fills the buffer with up to `limit` next bytes and hashes them.
+    std::size_t produce(std::size_t limit, Sha256& hash)
+    {
+        const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(limit, size_ - produced_));
+        const std::size_t got = producer_(buffer_.data(), want);
+        if (got == 0 || got > want)
+            throw Error(Errc::io_error, what_ + ": the producer returned " + std::to_string(got) + " bytes after " +
+                                            std::to_string(produced_) + " of " + std::to_string(size_) +
+                                            " (asked for up to " + std::to_string(want) + ")");
+        hash.update(buffer_.data(), got);
+        produced_ += got;
+        return got;
+    }
+
     std::uint64_t size_;
     PushSource::Producer producer_;
     std::string what_;
@@ -149,7 +173,10 @@ private:
 /// Writes through a bounce buffer to a file or standard output.
 class FileSink final : public Sink {
 public:
-    FileSink(std::string path, std::string what) : path_(std::move(path)), what_(std::move(what)) {}
+    FileSink(std::string path, std::string what, std::optional<std::uint64_t> resume_at)
+        : path_(std::move(path)), what_(std::move(what)), resume_at_(resume_at)
+    {
+    }
     ~FileSink() override
     {
         if (fd_ && path_ == "-") fd_.release();  // never close stdout
@@ -159,6 +186,16 @@ public:
         buffer_.resize(static_cast<std::size_t>(std::min<std::uint64_t>(std::max<std::uint64_t>(length, 1), kChunk)));
         if (path_ == "-") {
             fd_.reset(STDOUT_FILENO);
+            return;
+        }
+        if (resume_at_) {
+            // Appends after the bytes a previous pull left; whatever arrives
+            // stays on failure, for the next resume.
+            fd_.reset(::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+            if (!fd_ || ::ftruncate(fd_.get(), static_cast<off_t>(*resume_at_)) != 0 ||
+                ::lseek(fd_.get(), static_cast<off_t>(*resume_at_), SEEK_SET) < 0)
+                throw Error(Errc::io_error, what_ + ": cannot continue " + path_ + " at byte " +
+                                                std::to_string(*resume_at_) + ": " + std::strerror(errno));
             return;
         }
         fd_.reset(::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
@@ -197,6 +234,7 @@ public:
 private:
     std::string path_;
     std::string what_;
+    std::optional<std::uint64_t> resume_at_;
     UniqueFd fd_;
     bool created_ = false;
     std::vector<std::uint8_t> buffer_;
@@ -267,15 +305,34 @@ std::unique_ptr<Source> open_source(const PushSource& source, const std::string&
     throw Error(Errc::invalid_argument, what + ": unknown source kind");
 }
 
-std::unique_ptr<Sink> make_sink(const PullSink& sink, const std::string& what)
+std::unique_ptr<Sink> make_sink(const PullSink& sink, const std::string& what, std::optional<std::uint64_t> resume_at)
 {
     switch (sink.kind()) {
-    case PullSink::Kind::file: return std::make_unique<FileSink>(sink.path(), what);
+    case PullSink::Kind::file: return std::make_unique<FileSink>(sink.path(), what, resume_at);
     case PullSink::Kind::memory: return std::make_unique<MemorySink>(sink.vector(), nullptr, 0, what);
     case PullSink::Kind::buffer: return std::make_unique<MemorySink>(nullptr, sink.data(), sink.capacity(), what);
     case PullSink::Kind::consumer: return std::make_unique<ConsumerSink>(sink.consumer_function());
     }
     throw Error(Errc::invalid_argument, what + ": unknown sink kind");
+}
+
+std::pair<std::uint64_t, Sha256> hash_existing_file(const std::string& path, const std::string& what)
+{
+    std::pair<std::uint64_t, Sha256> out{0, Sha256()};
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) {
+        if (errno == ENOENT) return out;
+        throw Error(Errc::io_error, what + ": cannot open " + path + " to resume: " + std::strerror(errno));
+    }
+    std::vector<std::uint8_t> buffer(kChunk);
+    for (;;) {
+        const ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw Error(Errc::io_error, what + ": cannot read " + path + " to resume: " + std::strerror(errno));
+        if (n == 0) return out;
+        out.second.update(buffer.data(), static_cast<std::size_t>(n));
+        out.first += static_cast<std::uint64_t>(n);
+    }
 }
 
 // ---- the public value types ------------------------------------------------

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -24,6 +25,10 @@ public:
     /// or -1 with errno set by the socket call. Throws Error when the source
     /// itself fails (Errc::io_error).
     virtual long send(int socket, std::size_t max, Sha256& hash) = 0;
+    /// Resuming a push: adds bytes [0, offset) to `hash` without sending
+    /// them and continues at `offset`. Called before the first send().
+    /// Throws Error (Errc::io_error) when the source fails.
+    virtual void skip(std::uint64_t offset, Sha256& hash) = 0;
 };
 
 /// Opens the source (a file: opened and mapped now). Throws Error.
@@ -44,6 +49,15 @@ public:
     virtual void abandon() noexcept {}
 };
 
-std::unique_ptr<Sink> make_sink(const PullSink& sink, const std::string& what);
+/// `resume_at` (file sinks only): the file's first bytes are already the
+/// range's first bytes; the pull writes after them, and a failure keeps
+/// what the file holds for the next resume instead of removing it.
+std::unique_ptr<Sink> make_sink(const PullSink& sink, const std::string& what,
+                                std::optional<std::uint64_t> resume_at = std::nullopt);
+
+/// Resuming a pull into `path`: the bytes it already holds and their
+/// SHA-256 (size 0 and an empty hash when it does not exist). Throws Error
+/// (Errc::io_error) when it cannot be read.
+std::pair<std::uint64_t, Sha256> hash_existing_file(const std::string& path, const std::string& what);
 
 }  // namespace blobstreaming::client

@@ -12,6 +12,8 @@
 #define BOOST_TEST_MODULE DataServer
 #include <boost/test/unit_test.hpp>
 
+#include <atomic>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -33,7 +35,11 @@ namespace {
 struct Fixture {
     MemoryStore store{MemoryStore::Options{64u << 20, false}};
     TicketRegistry tickets{30s};
-    ReservationTable reservations{60s};
+    /// Moves the reservation table's clock forward (read on the data-plane thread).
+    std::atomic<std::int64_t> skew_ms{0};
+    ReservationTable reservations{60s, [this] {
+        return std::chrono::steady_clock::now() + std::chrono::milliseconds(skew_ms.load());
+    }};
     DataServer server{store, tickets, reservations, config()};
 
     static DataServerConfig config()
@@ -238,10 +244,17 @@ BOOST_FIXTURE_TEST_CASE(stalled_push_times_out_and_leaves_nothing, Fixture)
     BOOST_CHECK(r.message.find("no progress for") != std::string::npos);
     BOOST_CHECK(closed_by_peer(fd.get()));
     BOOST_CHECK(!store.contains("CT.3"));
+    // The reservation waits, with the half received, to be resumed ...
+    BOOST_CHECK_EQUAL(reservations.resumable("CT.3").received, data.size() / 2);
+    BOOST_CHECK_EQUAL(store.usage().reserved, data.size());
+    // ... for the grace period; then its space comes back.
+    skew_ms += 61000;
+    BOOST_CHECK_EQUAL(reservations.purge(), 1u);
     BOOST_CHECK_EQUAL(store.usage().reserved, 0u);
+    BOOST_CHECK(!store.contains("CT.3"));
 }
 
-BOOST_FIXTURE_TEST_CASE(push_cut_by_the_client_is_aborted, Fixture)
+BOOST_FIXTURE_TEST_CASE(push_cut_by_the_client_is_parked_until_superseded, Fixture)
 {
     const auto data = pattern(200000);
     {
@@ -249,8 +262,19 @@ BOOST_FIXTURE_TEST_CASE(push_cut_by_the_client_is_aborted, Fixture)
         send_request(fd.get(), protocol::FrameType::push, push_ticket("CT.4", data.size()), 0, data.size());
         send_all(fd.get(), data.data(), 1000);
     }
-    // Wait, bounded, for the server to notice the EOF.
-    for (int i = 0; i < 200 && store.usage().reserved != 0; ++i) std::this_thread::sleep_for(10ms);
+    // Wait, bounded, for the server to notice the EOF and park the reservation.
+    auto parked = [this] {
+        try {
+            return reservations.resumable("CT.4").received == 1000;
+        } catch (const Error&) {
+            return false;
+        }
+    };
+    for (int i = 0; i < 500 && !parked(); ++i) std::this_thread::sleep_for(10ms);
+    BOOST_CHECK(parked());
+    BOOST_CHECK(!store.contains("CT.4"));
+    // A new push of the same name supersedes the broken one.
+    BOOST_CHECK(reservations.abort_parked("CT.4"));
     BOOST_CHECK_EQUAL(store.usage().reserved, 0u);
     BOOST_CHECK(!store.contains("CT.4"));
 }

@@ -23,8 +23,8 @@ using client::Session;
 const std::map<std::string, std::pair<std::size_t, std::size_t>>& commands()
 {
     static const std::map<std::string, std::pair<std::size_t, std::size_t>> table = {
-        {"push", {1, 2}}, {"pull", {1, 2}}, {"stat", {1, 1}},  {"ls", {0, 0}},
-        {"rm", {1, 1}},   {"locate", {1, 1}}, {"stores", {0, 0}},
+        {"push", {1, 2}}, {"pull", {1, 2}},   {"stat", {1, 1}},   {"verify", {1, 1}},
+        {"ls", {0, 0}},   {"rm", {1, 1}},     {"locate", {1, 1}}, {"stores", {0, 0}},
     };
     return table;
 }
@@ -35,12 +35,14 @@ std::string base_name(const std::string& path)
     return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-void print_summary(const char* verb, const char* dir, const std::string& name, const Result& r)
+void print_summary(const char* verb, const char* dir, const std::string& name, const Result& r, bool resume)
 {
     const double mbps = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds / 1e6 : 0.0;
-    std::fprintf(stderr, "%s %s %s store \"%s\": %llu bytes in %.3f s (%.2f MB/s) sha256 %s%s\n", verb,
+    const std::string resumed =
+        resume && r.offset > 0 ? " (resumed at byte " + std::to_string(r.offset) + ")" : "";
+    std::fprintf(stderr, "%s %s %s store \"%s\": %llu bytes in %.3f s (%.2f MB/s) sha256 %s%s%s\n", verb,
                  quote_name(name).c_str(), dir, r.store.c_str(), static_cast<unsigned long long>(r.bytes), r.seconds,
-                 mbps, to_hex(r.info.digest).c_str(), r.local ? " (local)" : "");
+                 mbps, to_hex(r.info.digest).c_str(), r.local ? " (local)" : "", resumed.c_str());
 }
 
 int push(Session& session, const Invocation& call)
@@ -59,6 +61,7 @@ int push(Session& session, const Invocation& call)
     client::PushOptions options;
     options.store = call.store;
     options.replace = call.replace;
+    options.resume = call.resume;
     options.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
     Result result;
     session.push(source, name, options, Mode::Sync, [&result](const Result& r) { result = r; });
@@ -67,7 +70,7 @@ int push(Session& session, const Invocation& call)
     if (call.json)
         std::cout << transfer_json("push", name, result).dump() << std::endl;
     else if (!call.quiet)
-        print_summary("pushed", "to", name, result);
+        print_summary("pushed", "to", name, result, call.resume);
     return 0;
 }
 
@@ -81,6 +84,8 @@ int pull(Session& session, const Invocation& call)
     options.store = call.store;
     options.offset = call.offset;
     options.length = call.length;
+    options.resume = call.resume;
+    options.verify = call.verify;
     options.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
     Result result;
     session.pull(name, client::PullSink::file(file), options, Mode::Sync, [&result](const Result& r) { result = r; });
@@ -89,7 +94,7 @@ int pull(Session& session, const Invocation& call)
     if (call.json)
         (file == "-" ? std::cerr : std::cout) << transfer_json("pull", name, result).dump() << std::endl;
     else if (!call.quiet)
-        print_summary("pulled", "from", name, result);
+        print_summary("pulled", "from", name, result, call.resume);
     return 0;
 }
 
@@ -105,6 +110,22 @@ int stat(Session& session, const Invocation& call)
     std::printf("store:     %s\nname:      %s\nsize:      %llu\nsha256:    %s\ncommitted: %s\n", r.store.c_str(),
                 r.info.name.c_str(), static_cast<unsigned long long>(r.info.size), to_hex(r.info.digest).c_str(),
                 rfc3339(r.info.committed).c_str());
+    return 0;
+}
+
+int verify(Session& session, const Invocation& call)
+{
+    Result r;
+    session.verify(call.args[0], call.store, Mode::Sync, [&r](const Result& x) { r = x; });
+    r.throw_if_error();
+    if (call.json) {
+        auto j = blob_json(r.store, r.info);
+        j["verified"] = true;
+        std::cout << j.dump() << std::endl;
+    } else if (!call.quiet) {
+        std::printf("verified %s in store \"%s\": %llu bytes, sha256 %s\n", quote_name(r.info.name).c_str(),
+                    r.store.c_str(), static_cast<unsigned long long>(r.info.size), to_hex(r.info.digest).c_str());
+    }
     return 0;
 }
 
@@ -197,6 +218,7 @@ int run(const Invocation& call)
     if (call.command == "push") return push(session, call);
     if (call.command == "pull") return pull(session, call);
     if (call.command == "stat") return stat(session, call);
+    if (call.command == "verify") return verify(session, call);
     if (call.command == "ls") return ls(session, call);
     if (call.command == "rm") return rm(session, call);
     if (call.command == "locate") return locate(session, call);

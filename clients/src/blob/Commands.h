@@ -20,6 +20,8 @@ struct Invocation {
     bool local = true;
     bool quiet = false;
     bool replace = false;
+    bool resume = false;
+    bool verify = true;
     std::uint64_t offset = 0;
     std::uint64_t length = 0;
     std::string command;

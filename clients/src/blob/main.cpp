@@ -48,6 +48,7 @@ po::options_description describe()
         "  push FILE [NAME]   store FILE ('-': stdin) as NAME (default: FILE's base name)\n"
         "  pull NAME [FILE]   retrieve NAME to FILE (default: ./NAME; '-': stdout)\n"
         "  stat NAME          size, SHA-256, commit time\n"
+        "  verify NAME        the store rereads NAME and checks its SHA-256\n"
         "  ls                 Blobs of --store, or of every registered store\n"
         "  rm NAME            remove NAME\n"
         "  locate NAME        stores holding NAME, nearest tier first\n"
@@ -66,6 +67,9 @@ po::options_description describe()
         ("replace,r", "push: overwrite an existing Blob")
         ("offset,o", po::value<std::string>()->default_value("0"), "pull: first byte of the range")
         ("length,l", po::value<std::string>()->default_value("0"), "pull: bytes of the range (0: to the end)")
+        ("resume", "push/pull: continue an interrupted transfer where it stopped (push: the store's kept "
+                   "reservation; pull: the bytes FILE already holds)")
+        ("no-verify", "pull: skip the check of the whole Blob's SHA-256 (checked by default)")
         ("quiet,q", "errors only")
         ("verbose,v", "log at info level")
         ("debug,d", "log at debug level")
@@ -88,7 +92,7 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
     if (!vm.count("command")) throw UsageError("no command given (try --help)");
     call.command = vm["command"].as<std::string>();
     if (!cli::known_command(call.command))
-        throw UsageError("unknown command " + call.command + " (push, pull, stat, ls, rm, locate, stores)");
+        throw UsageError("unknown command " + call.command + " (push, pull, stat, verify, ls, rm, locate, stores)");
     if (vm.count("args")) call.args = vm["args"].as<std::vector<std::string>>();
     const auto [low, high] = cli::arity(call.command);
     if (call.args.size() < low || call.args.size() > high)
@@ -113,6 +117,12 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
     call.replace = vm.count("replace") != 0;
     call.offset = size_option(vm, "offset");
     call.length = size_option(vm, "length");
+    call.resume = vm.count("resume") != 0;
+    call.verify = vm.count("no-verify") == 0;
+    if (call.resume && call.command != "push" && call.command != "pull")
+        throw UsageError("--resume applies to push and pull only, not " + call.command);
+    if (call.resume && (call.offset != 0 || call.length != 0))
+        throw UsageError("--resume continues a whole-Blob pull: it cannot be combined with --offset or --length");
     return call;
 }
 

@@ -107,6 +107,8 @@ BlobStreaming::Reservation* BlobStore_i::reserve(const char* name, BlobStreaming
 {
     try {
         context_.reservations->purge();
+        validate_blob_name(name);
+        context_.reservations->abort_parked(name);
         auto reservation =
             context_.store->reserve(name, size, overwrite ? ReserveMode::replace : ReserveMode::create);
         const std::uint64_t id = context_.reservations->add(std::move(reservation));
@@ -115,6 +117,7 @@ BlobStreaming::Reservation* BlobStore_i::reserve(const char* name, BlobStreaming
         out->id = id;
         out->name = name;
         out->size = size;
+        out->received = 0;
         return out;
     } catch (const Error& e) {
         if (e.code() == Errc::out_of_space) throw BlobStreaming::OutOfSpace(e.what(), context_.store_name.c_str(), size);
@@ -148,6 +151,44 @@ void BlobStore_i::abort(BlobStreaming::ReservationId id)
         spdlog::debug("reservation {} aborted on request", id);
     } catch (const Error& e) {
         throw BlobStreaming::NoSuchReservation(e.what(), id);
+    }
+}
+
+BlobStreaming::Reservation* BlobStore_i::resumable(const char* name)
+{
+    try {
+        validate_blob_name(name);
+        context_.reservations->purge();
+        const auto r = context_.reservations->resumable(name);
+        spdlog::info("push {} resumes reservation {} at byte {} of {}", quote_name(name), r.id, r.received, r.size);
+        auto* out = new BlobStreaming::Reservation;
+        out->id = r.id;
+        out->name = name;
+        out->size = r.size;
+        out->received = r.received;
+        return out;
+    } catch (const Error& e) {
+        if (e.code() == Errc::no_such_reservation) throw BlobStreaming::NoSuchReservation(e.what(), 0);
+        throw_idl(e, context_.store_name);
+    }
+}
+
+// Rereading is disk and CPU work on this upcall thread, never on the reactor:
+// transfers keep moving while a Blob is verified.
+BlobStreaming::BlobInfo* BlobStore_i::verify(const char* name)
+{
+    try {
+        const auto t0 = std::chrono::steady_clock::now();
+        const blobstreaming::BlobInfo info = context_.store->verify(name);
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        spdlog::info("verified {}: {} bytes in {:.3f} s, SHA-256 matches", quote_name(name), info.size, seconds);
+        return to_idl(info);
+    } catch (const Error& e) {
+        if (e.code() == Errc::corrupt) {
+            spdlog::error("{}", e.what());
+            throw BlobStreaming::Corrupt(e.what(), name);
+        }
+        throw_idl(e, context_.store_name);
     }
 }
 

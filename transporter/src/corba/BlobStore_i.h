@@ -23,6 +23,8 @@ public:
                                         CORBA::Boolean overwrite) override;
     BlobStreaming::BlobInfo* commit(BlobStreaming::ReservationId id, const BlobStreaming::Sha256 expected) override;
     void abort(BlobStreaming::ReservationId id) override;
+    BlobStreaming::Reservation* resumable(const char* name) override;
+    BlobStreaming::BlobInfo* verify(const char* name) override;
     void remove(const char* name) override;
     CORBA::Boolean findLocalFile(const char* name, BlobStreaming::LocalFile_out file) override;
     BlobStreaming::DataEndpoint* dataAddress() override;

@@ -159,12 +159,16 @@ BlobStreaming::TransferTicket* BlobTransporter_i::recv(BlobStreaming::Reservatio
     } catch (const Error& e) {
         throw BlobStreaming::NoSuchReservation(e.what(), reservation);
     }
+    // A push runs from what the reservation holds (0, or more when resumed)
+    // to the end of the Blob.
+    const std::uint64_t rest = summary.size - summary.received;
     const std::uint64_t resolved = (length == 0 && absoluteOffset == 0) ? summary.size : length;
-    if (absoluteOffset != 0 || resolved != summary.size) {
+    if (absoluteOffset != summary.received || resolved != rest) {
         const std::string msg = "recv into reservation " + std::to_string(reservation) + " (" +
-                                quote_name(summary.name) + ", " + std::to_string(summary.size) +
-                                " bytes): only the whole Blob [0, " + std::to_string(summary.size) +
-                                ") can be pushed, not " + range_text(absoluteOffset, length);
+                                quote_name(summary.name) + ", " + std::to_string(summary.size) + " bytes, " +
+                                std::to_string(summary.received) + " received): a push continues at offset " +
+                                std::to_string(summary.received) + " to the end of the Blob (length " +
+                                std::to_string(rest) + "), not " + range_text(absoluteOffset, length);
         throw BlobStreaming::InvalidRange(msg.c_str(), summary.name.c_str(), absoluteOffset, length);
     }
     try {
@@ -172,8 +176,8 @@ BlobStreaming::TransferTicket* BlobTransporter_i::recv(BlobStreaming::Reservatio
         binding.direction = protocol::FrameType::push;
         binding.blob = summary.name;
         binding.reservation = reservation;
-        binding.offset = 0;
-        binding.length = resolved;
+        binding.offset = summary.received;
+        binding.length = rest;
         if (useTimeout) binding.inactivity_timeout = to_milliseconds(timeout);
         binding.control = make_control(semantics);
         context_.reservations->attach(reservation, binding.control);

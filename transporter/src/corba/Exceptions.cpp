@@ -18,6 +18,7 @@ void throw_idl(const Error& e, const std::string& store)
     case Errc::already_exists: throw AlreadyExists(msg, "");
     case Errc::no_such_reservation: throw NoSuchReservation(msg, 0);
     case Errc::timeout: throw Timeout(msg, TimeValue{0, 0});
+    case Errc::corrupt: throw Corrupt(msg, "");
     default: throw TransferFailed(msg);
     }
 }
@@ -67,6 +68,8 @@ void rethrow_as_error(const std::string& what, const std::string& store, const s
         throw Error(Errc::transfer_failed, prefix + e.message.in());
     } catch (const Timeout& e) {
         throw Error(Errc::timeout, prefix + e.message.in());
+    } catch (const Corrupt& e) {
+        throw Error(Errc::corrupt, prefix + e.message.in());
     } catch (const CORBA::TRANSIENT&) {
         throw Error(Errc::unreachable, what + ": store \"" + store + "\" unreachable at " + endpoint);
     } catch (const CORBA::COMM_FAILURE&) {

@@ -132,6 +132,16 @@ int DataConnection::on_request()
             end_transfer(false, e.what());
             return refuse(Errc::refused, e.what());
         }
+        if (reservation_->written() != request.offset) {
+            // Another connection resumed this reservation since the ticket was issued.
+            const std::string moved = "push " + quote_name(binding_.blob) + " at byte " +
+                                      std::to_string(request.offset) + ": the reservation now holds " +
+                                      std::to_string(reservation_->written()) + " bytes";
+            spdlog::warn("data connection {}: refused: {}", peer_, moved);
+            server_->reservations.park(binding_.reservation, std::move(reservation_));
+            end_transfer(false, moved);
+            return refuse(Errc::refused, moved);
+        }
         spdlog::debug("data connection {}: push {} of {} bytes (ticket {}) started", peer_,
                       quote_name(binding_.blob), request.length, protocol::ticket_tag(request.ticket));
         phase_ = Phase::push_body;
@@ -444,9 +454,17 @@ void DataConnection::fail_transfer(Errc status, const std::string& reason, bool 
     spdlog::warn("{} {} {} {}: abandoned: {}", push ? "push" : "pull", quote_name(binding_.blob),
                  push ? "from" : "to", peer_, reason);
     if (reservation_) {
-        reservation_->abort();
-        reservation_.reset();
-        server_->reservations.release(binding_.reservation);
+        if (status == Errc::transfer_failed || status == Errc::timeout) {
+            // The connection broke or stalled: keep what arrived for the
+            // grace period, so that the client can resume the push.
+            spdlog::info("push {}: reservation kept with {} of {} bytes for resuming", quote_name(binding_.blob),
+                         reservation_->written(), reservation_->size());
+            server_->reservations.park(binding_.reservation, std::move(reservation_));
+        } else {
+            reservation_->abort();
+            reservation_.reset();
+            server_->reservations.release(binding_.reservation);
+        }
     }
     range_ = BlobRange{};
     send_body_ = false;

@@ -40,7 +40,21 @@ ReservationTable::Summary ReservationTable::find(std::uint64_t id) const
     auto it = entries_.find(id);
     if (it == entries_.end()) throw_missing(id, "is not open (never reserved, committed, aborted or expired)");
     if (!it->second.reservation) throw_missing(id, "is already being filled by a data connection");
-    return {it->second.reservation->name(), it->second.reservation->size()};
+    const Reservation& r = *it->second.reservation;
+    return {id, r.name(), r.size(), r.written()};
+}
+
+ReservationTable::Summary ReservationTable::resumable(const std::string& name) const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [id, e] : entries_) {
+        if (!e.reservation || e.reservation->name() != name) continue;
+        return {id, name, e.reservation->size(), e.reservation->written()};
+    }
+    throw Error(Errc::no_such_reservation,
+                "no interrupted push of " + quote_name(name) +
+                    " to resume (none was started, it was committed or aborted, its grace period ran out, "
+                    "or a data connection is still filling it)");
 }
 
 void ReservationTable::attach(std::uint64_t id, std::shared_ptr<TransferControl> control)
@@ -70,6 +84,44 @@ void ReservationTable::release(std::uint64_t id) noexcept
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = entries_.find(id);
     if (it != entries_.end() && !it->second.reservation) entries_.erase(it);
+}
+
+void ReservationTable::park(std::uint64_t id, std::unique_ptr<Reservation> reservation) noexcept
+{
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = entries_.find(id);
+        const bool aborted = it == entries_.end() || (it->second.control && it->second.control->cancelled);
+        if (!aborted && reservation && reservation->is_open() && !it->second.reservation) {
+            it->second.reservation = std::move(reservation);
+            it->second.created = now();
+            it->second.control.reset();
+            it->second.parked = true;
+            return;
+        }
+        if (it != entries_.end() && !it->second.reservation) entries_.erase(it);
+    }
+    if (reservation) reservation->abort();
+}
+
+bool ReservationTable::abort_parked(const std::string& name)
+{
+    std::unique_ptr<Reservation> victim;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+            if (it->second.parked && it->second.reservation && it->second.reservation->name() == name) {
+                victim = std::move(it->second.reservation);
+                entries_.erase(it);
+                break;
+            }
+        }
+    }
+    if (!victim) return false;
+    spdlog::info("interrupted push of {} ({} of {} bytes) superseded by a new push: aborted", quote_name(name),
+                 victim->written(), victim->size());
+    victim->abort();
+    return true;
 }
 
 std::unique_ptr<Reservation> ReservationTable::take(std::uint64_t id)

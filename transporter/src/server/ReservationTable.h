@@ -22,7 +22,10 @@ namespace blobstreaming::server {
 /// known so that abort() can cancel the push that is filling them.
 ///
 /// A waiting reservation older than the grace period is aborted by purge(),
-/// so that the space of a client that vanished comes back.
+/// so that the space of a client that vanished comes back. A push whose
+/// data connection broke parks its reservation here again (park()), with
+/// the bytes received so far, so that the client can resume it within the
+/// grace period (resumable()).
 class ReservationTable {
 public:
     using Clock = std::function<std::chrono::steady_clock::time_point()>;
@@ -36,11 +39,17 @@ public:
     std::uint64_t add(std::unique_ptr<Reservation> reservation);
 
     struct Summary {
+        std::uint64_t id = 0;
         std::string name;
         std::uint64_t size = 0;
+        std::uint64_t received = 0;  ///< bytes already written into it
     };
-    /// Name and size of a waiting reservation. Error(no_such_reservation).
+    /// A waiting reservation. Error(no_such_reservation).
     Summary find(std::uint64_t id) const;
+    /// The waiting reservation of `name` (the one an interrupted push left
+    /// behind). Error(no_such_reservation) when there is none or when a data
+    /// connection is filling it.
+    Summary resumable(const std::string& name) const;
 
     /// Notes the control of the push ticket issued for a waiting reservation
     /// (so that abort() can reach a running push). Error(no_such_reservation).
@@ -51,6 +60,10 @@ public:
     std::unique_ptr<Reservation> claim(std::uint64_t id);
     /// Data plane: the claimed reservation `id` has ended (committed or aborted).
     void release(std::uint64_t id) noexcept;
+    /// Data plane: the push filling the claimed reservation `id` broke off;
+    /// it waits again, for the grace period from now, to be resumed. Aborts
+    /// it instead when the control plane aborted it meanwhile or it is closed.
+    void park(std::uint64_t id, std::unique_ptr<Reservation> reservation) noexcept;
 
     /// Control plane commit: takes a waiting reservation out.
     /// Error(no_such_reservation), also when a data connection is filling it.
@@ -59,6 +72,11 @@ public:
     /// Control plane abort: aborts a waiting reservation, or cancels the push
     /// filling it. Error(no_such_reservation).
     void abort(std::uint64_t id);
+
+    /// Aborts the parked reservation of `name` (an interrupted push that a
+    /// new, non-resuming push of the same name supersedes). Returns whether
+    /// there was one.
+    bool abort_parked(const std::string& name);
 
     /// Aborts waiting reservations older than the grace period; returns how many.
     std::size_t purge();
@@ -72,6 +90,7 @@ private:
         std::unique_ptr<Reservation> reservation;  ///< null while claimed
         std::chrono::steady_clock::time_point created;
         std::shared_ptr<TransferControl> control;
+        bool parked = false;  ///< a push into it broke off (see park())
     };
     std::chrono::steady_clock::time_point now() const;
     [[noreturn]] static void throw_missing(std::uint64_t id, const char* why);

@@ -74,6 +74,10 @@ public:
     void pull(std::string name, PullSink sink, PullOptions options, Mode mode, Completion done);
     /// Result: store, info. `store` "" : default store, else nearest holder.
     void stat(std::string name, std::string store, Mode mode, Completion done);
+    /// The store rereads the Blob and compares it with the SHA-256 recorded
+    /// at commit. Result: store, info; Errc::corrupt naming both digests.
+    /// `store` as for stat().
+    void verify(std::string name, std::string store, Mode mode, Completion done);
     /// Result: blobs of `store` ("" : of every registered store).
     void list(std::string store, Mode mode, Completion done);
     /// Removes `name` from `store` ("" : default store, else nearest holder).
@@ -90,6 +94,7 @@ public:
     Result pull_file(const std::string& name, const std::string& path, const PullOptions& options = {});
     std::vector<std::uint8_t> pull_memory(const std::string& name, const PullOptions& options = {});
     BlobInfo stat(const std::string& name, const std::string& store = {});
+    BlobInfo verify(const std::string& name, const std::string& store = {});
     std::vector<StoredBlob> list(const std::string& store = {});
     void remove(const std::string& name, const std::string& store = {});
     std::vector<Location> locate(const std::string& name);

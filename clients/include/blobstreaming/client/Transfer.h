@@ -90,6 +90,14 @@ struct PushOptions {
     std::string store;       ///< "" : the Session's default store
     bool replace = false;    ///< overwrite an existing Blob of that name
     Progress progress;       ///< optional
+    /// Continue an interrupted push of this name where the store's
+    /// reservation stopped (the store keeps it for its reservation grace
+    /// period), or start one when there is none. Only the missing bytes
+    /// move; the source's first bytes are hashed again so that the digest
+    /// the store verifies covers the whole Blob. A resumable push that fails
+    /// in transit (Errc::transfer_failed, timeout, unreachable) leaves the
+    /// reservation for the next resume instead of aborting it.
+    bool resume = false;
 };
 
 struct PullOptions {
@@ -98,9 +106,16 @@ struct PullOptions {
     std::string store;
     std::uint64_t offset = 0;
     std::uint64_t length = 0;   ///< 0: up to the end of the Blob
-    /// Compare the whole-Blob SHA-256 when the whole Blob was pulled.
+    /// Compare the whole-Blob SHA-256 when the whole Blob was pulled (also
+    /// when it was completed by a resume).
     bool verify = true;
     Progress progress;          ///< optional
+    /// PullSink::file only, whole Blob only (offset and length 0): the file's
+    /// bytes are taken as the Blob's first bytes and only the rest is pulled
+    /// and appended; a failure keeps what the file holds for the next resume
+    /// (otherwise a failed pull removes its file). Result::offset says where
+    /// it continued. With `verify`, the file's bytes are part of the check.
+    bool resume = false;
 };
 
 }  // namespace blobstreaming::client
