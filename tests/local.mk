@@ -21,3 +21,5 @@ tests_tools_ticket_probe_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(OPENSSL_C
 tests_tools_ticket_probe_LDADD = transporter/libblobtransporter.la blobstore/libblobstore.la \
 	$(OMNIORB_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
 $(tests_tools_ticket_probe_OBJECTS): idl/BlobStreaming.hh
+
+include $(srcdir)/tests/fuzz/local.mk

@@ -106,6 +106,24 @@ po::options_description describe()
     return d;
 }
 
+/// Boost.Program_options substitutes "%option%", "%value%" ... into its error
+/// messages until none is left, so an option name or value that contains
+/// such a token makes it loop forever. We refuse '%' before it gets there.
+void refuse_percent(const std::string& where, const std::string& text)
+{
+    if (text.find('%') != std::string::npos)
+        usage(where + ": '%' is not allowed in option names and values");
+}
+
+void check_config_text(const std::string& source, const std::string& text)
+{
+    std::istringstream in(text);
+    std::string line;
+    for (std::size_t n = 1; std::getline(in, line); ++n) {
+        refuse_percent(source + ": line " + std::to_string(n), line.substr(0, line.find('#')));
+    }
+}
+
 std::string value_of(const po::variables_map& vm, const char* key)
 {
     return vm.count(key) ? vm[key].as<std::string>() : std::string();
@@ -147,23 +165,58 @@ std::uint64_t parse_size(const std::string& option, const std::string& text)
     return std::uint64_t{n} << shift;
 }
 
+namespace {
+
+ParsedCommandLine interpret(const po::options_description& desc, const po::variables_map& vm);
+
+}  // namespace
+
 ParsedCommandLine parse_command_line(int argc, char** argv)
 {
     const po::options_description desc = describe();
     po::variables_map vm;
+    for (int i = 1; i < argc; ++i) refuse_percent("argument " + quoted(argv[i]), argv[i]);
     try {
         po::store(po::parse_command_line(argc, argv, desc), vm);
         if (vm.count("config")) {
             const std::string file = vm["config"].as<std::string>();
-            std::ifstream in(file);
-            if (!in) usage("--config: cannot read " + quoted(file));
-            po::store(po::parse_config_file(in, desc), vm);
+            std::ifstream in(file, std::ios::binary);
+            std::string text;
+            char buf[4096];
+            while (in.read(buf, sizeof buf) || in.gcount() > 0) text.append(buf, static_cast<std::size_t>(in.gcount()));
+            if (!in.is_open() || in.bad()) usage("--config: cannot read " + quoted(file));
+            check_config_text("--config " + quoted(file), text);
+            std::istringstream lines(text);
+            po::store(po::parse_config_file(lines, desc), vm);
         }
         po::notify(vm);
     } catch (const po::error& e) {
         usage(e.what());
     }
+    return interpret(desc, vm);
+}
 
+ParsedCommandLine parse_options(const std::vector<std::string>& args, const std::string& config_text)
+{
+    const po::options_description desc = describe();
+    po::variables_map vm;
+    for (const auto& arg : args) refuse_percent("argument " + quoted(arg), arg);
+    check_config_text("configuration", config_text);
+    try {
+        po::store(po::command_line_parser(args).options(desc).run(), vm);
+        std::istringstream in(config_text);
+        po::store(po::parse_config_file(in, desc), vm);
+        po::notify(vm);
+    } catch (const po::error& e) {
+        usage(e.what());
+    }
+    return interpret(desc, vm);
+}
+
+namespace {
+
+ParsedCommandLine interpret(const po::options_description& desc, const po::variables_map& vm)
+{
     ParsedCommandLine out;
     if (vm.count("help")) {
         std::ostringstream text;
@@ -235,5 +288,7 @@ ParsedCommandLine parse_command_line(int argc, char** argv)
     out.run = std::move(o);
     return out;
 }
+
+}  // namespace
 
 }  // namespace blobstreaming::daemon

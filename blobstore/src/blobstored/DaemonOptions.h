@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace blobstreaming::daemon {
 
@@ -47,6 +48,11 @@ struct ParsedCommandLine {
 /// Throws Error(Errc::invalid_argument) with a message naming the option,
 /// the value and what is allowed (the caller exits 1).
 ParsedCommandLine parse_command_line(int argc, char** argv);
+
+/// The same with the configuration given as text instead of a --config
+/// file: `args` are command-line arguments without the program name,
+/// `config_text` holds `option = value` lines. Same errors.
+ParsedCommandLine parse_options(const std::vector<std::string>& args, const std::string& config_text);
 
 /// "512K", "64M", "2G", "1048576" -> bytes (x1024 suffixes). Throws
 /// Error(invalid_argument) naming `option`.
