@@ -9,7 +9,8 @@ system_tests = \
 	tests/test_locate.py \
 	tests/test_errors.py \
 	tests/test_kill_mid_push.py \
-	tests/test_data_port_abuse.py
+	tests/test_data_port_abuse.py \
+	tests/test_idl_abuse.py
 TESTS += $(system_tests)
 dist_check_SCRIPTS += $(system_tests)
 EXTRA_DIST += tests/bslib.py tests/README.md
@@ -23,3 +24,11 @@ tests_tools_ticket_probe_LDADD = transporter/libblobtransporter.la blobstore/lib
 $(tests_tools_ticket_probe_OBJECTS): idl/BlobStreaming.hh
 
 include $(srcdir)/tests/fuzz/local.mk
+
+# Calls the CORBA interface directly with malformed arguments.
+check_PROGRAMS += tests/tools/idl_probe
+tests_tools_idl_probe_SOURCES = tests/tools/idl_probe.cpp
+tests_tools_idl_probe_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
+tests_tools_idl_probe_LDADD = transporter/libblobtransporter.la blobstore/libblobstore.la \
+	$(OMNIORB_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
+$(tests_tools_idl_probe_OBJECTS): idl/BlobStreaming.hh
