@@ -262,12 +262,13 @@ class Cluster:
         return os.path.join(self.root, *parts)
 
     # ---- omniNames -----------------------------------------------------------
-    def start_naming(self, timeout=30, attempts=3):
-        """Starts omniNames on a free port and waits until it answers. A port
-        taken by someone else between the probe and the start makes omniNames
-        exit: then it is tried again on another port."""
+    def start_naming(self, timeout=30, attempts=3, port=None, datadir=None):
+        """Starts omniNames on a free port (or on `port`, with `datadir`: a
+        restart) and waits until it answers. A port taken by someone else
+        between the probe and the start makes omniNames exit: then it is
+        tried again (on another port unless `port` is given)."""
         for attempt in range(1, attempts + 1):
-            proc, url = self._start_omninames()
+            proc, url = self._start_omninames(port, datadir)
 
             def answers(proc=proc, url=url):
                 if not proc.running():
@@ -296,13 +297,13 @@ class Cluster:
             step(f"omniNames at {url} exited with {proc.popen.returncode} (attempt {attempt} of {attempts})")
         raise TestFailure(f"omniNames did not start in {attempts} attempts; see its log above")
 
-    def _start_omninames(self):
-        port = free_port()
-        datadir = self.path(f"naming-{port}")
-        os.makedirs(datadir)
+    def _start_omninames(self, port=None, datadir=None):
+        port = port or free_port()
+        datadir = datadir or self.path(f"naming-{port}")
+        os.makedirs(datadir, exist_ok=True)
         omninames = os.environ.get("OMNINAMES") or shutil.which("omniNames") or "/usr/bin/omniNames"
         log_path = os.path.join(datadir, "omniNames.out")
-        with open(log_path, "wb") as log:
+        with open(log_path, "ab") as log:
             popen = subprocess.Popen(
                 [omninames, "-start", str(port), "-always", "-datadir", datadir,
                  "-errlog", os.path.join(datadir, "ns.err"),

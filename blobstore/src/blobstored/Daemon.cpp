@@ -111,15 +111,51 @@ void Daemon::maintain() noexcept
 {
     if (stopped_ || CORBA::is_nil(naming_)) return;
     try {
+        if (naming_lost_) naming_ = corba::naming_context(orb_, options_.naming);
+        if (!store_binding_alive()) {
+            corba::bind_store(naming_, options_.name, store_ref_);
+            bound_ = true;
+            spdlog::info("store \"{}\" registered again in the naming service at {} (its entry was missing or "
+                         "named a store that is gone)", options_.name, options_.naming);
+        }
         if (!corba::locator_is_alive(naming_)) {
             corba::bind_locator(naming_, locator_ref_);
             spdlog::info("bound this daemon's locator as BlobStreaming/Locator (the previous one is gone)");
         }
+        if (naming_lost_) spdlog::info("naming service at {} reachable again", options_.naming);
+        naming_lost_ = false;
     } catch (const CORBA::Exception& e) {
-        spdlog::debug("locator upkeep: naming service at {}: CORBA {}", options_.naming, e._name());
+        naming_unreachable(std::string("CORBA ") + e._name());
     } catch (const std::exception& e) {
-        spdlog::debug("locator upkeep: {}", e.what());
+        naming_unreachable(e.what());
     }
+}
+
+bool Daemon::store_binding_alive()
+{
+    CORBA::Object_var current;
+    try {
+        current = naming_->resolve(corba::store_path(options_.name));
+    } catch (const CosNaming::NamingContext::NotFound&) {
+        return false;
+    }
+    if (CORBA::is_nil(current)) return false;
+    if (current->_is_equivalent(store_ref_)) return true;
+    // Another daemon of the same name registered after us: leave it alone
+    // while it lives, take the name back when it is gone.
+    try {
+        return !current->_non_existent();
+    } catch (const CORBA::SystemException&) {
+        return false;
+    }
+}
+
+void Daemon::naming_unreachable(const std::string& why) noexcept
+{
+    if (!naming_lost_)
+        spdlog::warn("naming service at {} unreachable ({}); store \"{}\" keeps serving and registers again "
+                     "when it is back", options_.naming, why, options_.name);
+    naming_lost_ = true;
 }
 
 void Daemon::stop() noexcept

@@ -94,6 +94,7 @@ po::options_description describe()
         ("ticket-lifetime", po::value<std::string>()->value_name("SECONDS")->default_value("30"), "unused transfer tickets expire after this")
         ("timeout", po::value<std::string>()->value_name("SECONDS")->default_value("30"), "inactivity timeout of a transfer")
         ("reservation-grace", po::value<std::string>()->value_name("SECONDS")->default_value("60"), "an unused reservation is aborted after this")
+        ("naming-check", po::value<std::string>()->value_name("SECONDS")->default_value("2"), "how often the store checks its Naming Service entry and registers again when it is missing (a restarted Naming Service)")
         ("socket-buffer", po::value<std::string>()->value_name("BYTES"), "SO_SNDBUF and SO_RCVBUF of data connections (default: unset = Linux autotuning)")
         ("no-local", po::bool_switch(), "never offer the same-host fast path (findLocalFile)")
         ("no-sync", po::bool_switch(), "do not fsync at commit (tests and benchmarks only)")
@@ -272,6 +273,7 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
     o.ticket_lifetime = parse_seconds("ticket-lifetime", value_of(vm, "ticket-lifetime"), 0.001, 86400);
     o.timeout = parse_seconds("timeout", value_of(vm, "timeout"), 0.001, 86400);
     o.reservation_grace = parse_seconds("reservation-grace", value_of(vm, "reservation-grace"), 0.001, 604800);
+    o.naming_check = parse_seconds("naming-check", value_of(vm, "naming-check"), 0.1, 3600);
     if (vm.count("socket-buffer")) {
         const std::uint64_t b = parse_size("socket-buffer", value_of(vm, "socket-buffer"));
         if (b < 4096 || b > (std::uint64_t{1} << 30))

@@ -32,6 +32,7 @@ struct DaemonOptions {
     std::chrono::milliseconds ticket_lifetime{30000};
     std::chrono::milliseconds timeout{30000};
     std::chrono::milliseconds reservation_grace{60000};
+    std::chrono::milliseconds naming_check{2000};  ///< period of the Naming Service upkeep
     int socket_buffer = 0;            ///< 0: autotuning
     bool local_fast_path = true;
     bool sync = true;
