@@ -4,12 +4,18 @@
 /// reports what each call raised.
 ///
 ///   idl_probe --naming URL --store NAME --blob EXISTING
+///   idl_probe --naming URL --store NAME --leave-reservation SIZE
 ///
 /// EXISTING must name a committed Blob of that store. Prints one JSON line
 /// per case: {"case", "raised" (the IDL exception's name, "returned" when
 /// the call returned, "CORBA::<system exception>" when the daemon failed),
 /// "message"}. Exit 0 when every case ran, 1 on usage errors, 2 when the
 /// probe itself could not run.
+///
+/// --leave-reservation: reserves SIZE bytes as "probe.left", obtains the
+/// push ticket and exits without connecting to the data port, like a client
+/// killed between the control plane and the data plane. Prints
+/// {"reservation": ID, "size": SIZE}.
 
 #include <blobstreaming/blobstore/Error.h>
 #include <blobstreaming/transporter/corba/Orb.h>
@@ -80,6 +86,21 @@ void probe(const std::string& name, const std::function<void()>& call)
               << ",\"message\":" << json_string(message) << "}" << std::endl;
 }
 
+int leave_reservation(const std::string& naming, const std::string& store_name, std::uint64_t size)
+{
+    CORBA::ORB_var orb = corba::init_orb({{"clientCallTimeOutPeriod", "30000"}});
+    CosNaming::NamingContext_var root = corba::naming_context(orb, naming);
+    BlobStreaming::BlobStore_var store = corba::resolve_store(root, store_name, naming);
+    BlobStreaming::BlobTransporter_var transporter = store->openTransporter();
+    BlobStreaming::Reservation_var reservation = store->reserve("probe.left", size, false);
+    const BlobStreaming::TimeValue no_timeout{0, 0};
+    BlobStreaming::TransferTicket_var ticket =
+        transporter->recv(reservation->id, size, 0, false, no_timeout, BlobStreaming::IGNORE_NOTIFICATIONS);
+    std::cout << "{\"reservation\":" << reservation->id << ",\"size\":" << size << "}" << std::endl;
+    orb->destroy();
+    return 0;
+}
+
 int run(const std::string& naming, const std::string& store_name, const std::string& blob)
 {
     CORBA::ORB_var orb = corba::init_orb({{"clientCallTimeOutPeriod", "30000"}});
@@ -140,18 +161,20 @@ int run(const std::string& naming, const std::string& store_name, const std::str
 
 int main(int argc, char** argv)
 {
-    std::string naming, store, blob;
+    std::string naming, store, blob, leave;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string key = argv[i];
         if (key == "--naming") naming = argv[i + 1];
         else if (key == "--store") store = argv[i + 1];
         else if (key == "--blob") blob = argv[i + 1];
+        else if (key == "--leave-reservation") leave = argv[i + 1];
     }
-    if (naming.empty() || store.empty() || blob.empty() || argc % 2 == 0) {
-        std::cerr << "usage: idl_probe --naming URL --store NAME --blob EXISTING\n";
+    if (naming.empty() || store.empty() || blob.empty() == leave.empty() || argc % 2 == 0) {
+        std::cerr << "usage: idl_probe --naming URL --store NAME --blob EXISTING|--leave-reservation SIZE\n";
         return 1;
     }
     try {
+        if (!leave.empty()) return blobstreaming::leave_reservation(naming, store, std::stoull(leave));
         return blobstreaming::run(naming, store, blob);
     } catch (const std::exception& e) {
         std::cout << "{\"error\":" << blobstreaming::json_string(e.what()) << "}" << std::endl;

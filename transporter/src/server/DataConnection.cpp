@@ -467,7 +467,10 @@ void DataConnection::progress() noexcept { last_progress_ = std::chrono::steady_
 
 std::chrono::milliseconds DataConnection::timeout() const noexcept
 {
-    if (in_transfer_ && binding_.inactivity_timeout.count() > 0) return binding_.inactivity_timeout;
+    // A client may ask for a shorter timeout, never a longer one: a stalled
+    // (or hostile) client must not hold a reservation past the daemon's limit.
+    if (in_transfer_ && binding_.inactivity_timeout.count() > 0)
+        return std::min(binding_.inactivity_timeout, server_->config.inactivity_timeout);
     return server_->config.inactivity_timeout;
 }
 
