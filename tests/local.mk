@@ -14,7 +14,8 @@ system_tests = \
 	tests/test_load.py \
 	tests/test_naming_restart.py \
 	tests/test_client_killed.py \
-	tests/test_crash_consistency.py
+	tests/test_crash_consistency.py \
+	tests/test_store_full.py
 TESTS += $(system_tests)
 dist_check_SCRIPTS += $(system_tests)
 EXTRA_DIST += tests/bslib.py tests/README.md tests/tsan.supp
