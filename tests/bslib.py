@@ -432,6 +432,28 @@ class Cluster:
                                  f"{text.rstrip()}\n")
         sys.stdout.flush()
 
+    SANITIZER_MARKERS = ("WARNING: ThreadSanitizer", "ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                         "runtime error:")
+
+    def stop_all(self):
+        for proc in reversed(self.processes):
+            proc.stop()
+
+    def sanitizer_reports(self):
+        """Lines of the processes' logs where a sanitizer (configure
+        --enable-sanitizers or --enable-tsan) reported a problem."""
+        found = []
+        for proc in self.processes:
+            for path in proc.log_paths:
+                try:
+                    with open(path, encoding="utf-8", errors="replace") as f:
+                        for line in f:
+                            if any(m in line for m in self.SANITIZER_MARKERS):
+                                found.append(f"{proc.name}: {os.path.basename(path)}: {line.strip()}")
+                except OSError:
+                    continue
+        return found
+
     def close(self):
         for proc in reversed(self.processes):
             try:
@@ -461,6 +483,10 @@ def main(test, name=None):
         cluster = Cluster(name)
         cluster.start_naming()
         test(cluster)
+        cluster.stop_all()  # sanitizers report leaks and races at exit
+        reports = cluster.sanitizer_reports()
+        if reports:
+            raise TestFailure("sanitizer reports in the logs:\n  " + "\n  ".join(reports[:20]))
         step(f"{name}: PASS")
         rc = 0
     except TestSkipped as e:
