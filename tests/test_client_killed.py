@@ -117,7 +117,9 @@ def test(c):
                             "--leave-reservation", str(8 * MiB)], timeout=60)
     check_equal(code, 0, f"idl_probe --leave-reservation exit status ({out!r} {err!r})")
     check_equal(json.loads(out)["size"], 8 * MiB, "size reported by idl_probe")
-    check_equal(usage(c), (used0, 8 * MiB), "used and reserved bytes right after the client left")
+    right_after = usage(c)
+    if time.monotonic() - t0 < GRACE:  # else the machine was too slow to see it still held
+        check_equal(right_after, (used0, 8 * MiB), "used and reserved bytes right after the client left")
     check_space_back(c, daemon, used0, "the abandoned reservation", GRACE + 30)
     elapsed = time.monotonic() - t0
     check(elapsed >= GRACE, f"the reservation was reclaimed after {elapsed:.2f} s, before the {GRACE} s grace")
