@@ -9,7 +9,8 @@ system_tests = \
 	tests/test_locate.py \
 	tests/test_errors.py \
 	tests/test_kill_mid_push.py \
-	tests/test_data_port_abuse.py
+	tests/test_data_port_abuse.py \
+	tests/test_tls.py
 TESTS += $(system_tests)
 dist_check_SCRIPTS += $(system_tests)
 EXTRA_DIST += tests/bslib.py tests/README.md

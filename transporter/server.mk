@@ -11,6 +11,8 @@ transporter_libblobserver_la_SOURCES = \
 	transporter/src/corba/BlobTransporter_i.cpp \
 	transporter/src/corba/BlobTransporter_i.h \
 	transporter/src/corba/ServantContext.h \
+	transporter/src/server/AccessList.cpp \
+	transporter/src/server/AccessList.h \
 	transporter/src/server/DataAcceptor.h \
 	transporter/src/server/DataConnection.cpp \
 	transporter/src/server/DataConnection.h \
