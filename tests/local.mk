@@ -22,3 +22,12 @@ tests_tools_ticket_probe_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(OPENSSL_C
 tests_tools_ticket_probe_LDADD = transporter/libblobtransporter.la blobstore/libblobstore.la \
 	$(OMNIORB_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
 $(tests_tools_ticket_probe_OBJECTS): idl/BlobStreaming.hh
+
+# Obtains a pull ticket over a TLS control plane (tests/test_tls.py presents
+# it on a data connection made with another certificate).
+check_PROGRAMS += tests/tools/tls_ticket
+tests_tools_tls_ticket_SOURCES = tests/tools/tls_ticket.cpp
+tests_tools_tls_ticket_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
+tests_tools_tls_ticket_LDADD = transporter/libblobtransporter.la blobstore/libblobstore.la \
+	$(OMNIORB_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
+$(tests_tools_tls_ticket_OBJECTS): idl/BlobStreaming.hh

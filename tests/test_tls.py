@@ -11,8 +11,12 @@ a clear message; the reader may pull but not push, the writer may push but
 not delete, each refusal naming the missing permission; bad TLS options of
 both programs are usage errors naming the option or file."""
 
+import json
 import os
 import shutil
+import socket
+import ssl
+import struct
 import subprocess
 import sys
 
@@ -49,6 +53,33 @@ def make_cert(c, ca, name, subject, usage, san=None):
 
 def tls_args(c, cert, key, ca="ca"):
     return ["--tls-cert", cert, "--tls-key", key, "--tls-ca", c.path(f"{ca}.pem")]
+
+
+def present_ticket(c, ticket, cert):
+    """Presents a pull ticket on a TLS data connection made with `cert`;
+    returns the Response's (status, message)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.load_cert_chain(*cert)
+    context.load_verify_locations(c.path("ca.pem"))
+    context.check_hostname = False
+    request = (b"BSD1" + struct.pack("<BBH", 1, 2, 0) + bytes.fromhex(ticket["ticket"]) +
+               struct.pack("<QQ", ticket["offset"], ticket["length"]))
+    with socket.create_connection((ticket["host"], ticket["port"]), timeout=20) as raw:
+        with context.wrap_socket(raw) as s:
+            s.sendall(request)
+            header = b""
+            while len(header) < 64:
+                chunk = s.recv(64 - len(header))
+                check(chunk, f"the data port closed after {len(header)} bytes of a Response")
+                header += chunk
+            check_equal(header[:4], b"BSD1", "Response magic")
+            status, size = struct.unpack_from("<HI", header, 6)
+            message = b""
+            while len(message) < size:
+                chunk = s.recv(size - len(message))
+                check(chunk, "the data port closed within a Response message")
+                message += chunk
+            return status, message.decode("utf-8", "replace")
 
 
 def test(c):
@@ -91,6 +122,17 @@ def test(c):
         out = c.path(f"ct.{store}.pulled")
         c.blob(*as_reader, "--no-local", "pull", "CT.1", out, store=store).ok()
         check_equal(bslib.sha256_file(out), digest, f"pulled from {store} over TLS")
+    step("over TLS: 40 MiB (more than one dispatch budget), and 2 MiB through 16K socket buffers")
+    big = c.path("big.bin")
+    big_digest = bslib.write_random(big, 40 * bslib.MiB + 3)
+    small = c.path("small.bin")
+    small_digest = bslib.write_random(small, 2 * bslib.MiB + 5)
+    for path, want, extra in ((big, big_digest, []), (small, small_digest, ["--socket-buffer", "16K"])):
+        name = os.path.basename(path)
+        c.blob(*as_admin, *extra, "push", path, name, store="central").ok()
+        out = path + ".pulled"
+        c.blob(*as_admin, *extra, "--no-local", "pull", name, out, store="central").ok()
+        check_equal(bslib.sha256_file(out), want, f"{name} pulled over TLS")
     ranged = c.blob(*as_reader, "--no-local", "pull", "CT.1", "-", "--offset", 5, "--length", 4096,
                     store="central", binary=True)
     ranged.ok()
@@ -118,6 +160,20 @@ def test(c):
     c.blob(*as_admin, "rm", "CT.1", store="central").ok()
     c.blob(*as_admin, "stat", "CT.1", store="central").error(EXIT["no_such_blob"], 'blob "CT.1" not found')
 
+    step("a ticket is honoured only on a data connection from the client it was issued to")
+    code, out, err = c.run([bslib.program("tests/tools/tls_ticket"), c.naming, "mem", "CT.1", *reader, c.path("ca.pem")])
+    check(code == 0, f"tls_ticket failed: {code} {err!r}")
+    ticket = json.loads(out)
+    status, message = present_ticket(c, ticket, writer)
+    check_equal(status, EXIT["refused"], "status of a ticket presented by another client")
+    check_equal(message, f'permission denied: ticket {ticket["ticket"][:8]}... was issued to client '
+                         f'"O=Radiology,CN=workstation1", not to "CN=modality1"', "refusal of a foreign ticket")
+    code, out, err = c.run([bslib.program("tests/tools/tls_ticket"), c.naming, "mem", "CT.1", *reader, c.path("ca.pem")])
+    check(code == 0, f"tls_ticket failed: {code} {err!r}")
+    ticket = json.loads(out)
+    status, message = present_ticket(c, ticket, reader)
+    check_equal((status, message), (0, ""), "the same client presenting its own ticket")
+
     step("a client certificate of another CA: refused by the store (52; the store logs the verify error)")
     r = c.blob(*tls_args(c, *rogue), "stat", "CT.1", store="mem")
     check_equal(r.code, EXIT["unreachable"], "exit code of a client with another CA's certificate")
@@ -133,7 +189,8 @@ def test(c):
                    "the store's log line naming the refused certificate")
     step("a client that trusts another CA: the store's certificate does not verify (52)")
     c.blob(*tls_args(c, *rogue, ca="rogue-ca"), "stat", "CT.1", store="mem").error(
-        EXIT["unreachable"], prefix + "TLS handshake failed: certificate verify failed (")
+        EXIT["unreachable"], prefix + "TLS handshake failed: certificate verify failed (self-signed certificate in "
+                                      'certificate chain; certificate "CN=ca")')
 
     step("a plaintext client against a TLS store: 52, says TLS is required")
     r = c.blob("stat", "CT.1", store="mem")
@@ -142,7 +199,6 @@ def test(c):
     check("omniORB" not in r.stderr, "omniORB noise on stderr: " + r.describe())
 
     step("a plaintext connection to the TLS data port is dropped; the daemon keeps serving")
-    import socket
     with socket.create_connection(tuple([mem.data[0], mem.data[1]]), timeout=10) as s:
         s.sendall(b"BSD1" + bytes(36))
         s.settimeout(10)
@@ -171,9 +227,32 @@ def test(c):
     code, _, err = c.run(base + ["--tls-cert", store_cert, "--tls-key", reader[1], "--tls-ca", c.path("ca.pem")])
     check(code != 0 and "does not match the certificate" in err, f"key of another certificate: exit {code}: {err!r}")
 
+    step("a store certificate that does not name the data host: the data plane refuses it (52), nothing stored")
+    nosan = make_cert(c, "ca", "nosan", "/CN=store.nosan", "serverAuth,clientAuth")
+    nosan_daemon = c.start_daemon("nosan", "file", extra=tls_args(c, *nosan) + ["--allow-read", "*",
+                                                                                "--allow-write", "*"])
+    c.blob(*as_writer, "push", src, "CT.4", store="nosan").error(
+        EXIT["unreachable"], f'push "CT.4": store "nosan": TLS handshake with data endpoint {nosan_daemon.ready["data"]} '
+                             "failed: certificate verify failed (IP address mismatch)")
+    c.blob(*as_reader, "stat", "CT.4", store="nosan").error(EXIT["no_such_blob"], 'blob "CT.4" not found')
+
     step("both daemons survived every refusal")
     check(central.running() and mem.running(), "a daemon died")
     c.blob(*as_admin, "ls", store="central").ok()
+
+    step("an impersonated store: the name rebound to a daemon whose certificate is no server's (52)")
+    c.start_daemon("central", "memory:1M", extra=tls_args(c, *writer) + ["--allow-read", "*"])
+    c.blob(*as_reader, "stat", "CT.3", store="central").error(
+        EXIT["unreachable"], "TLS handshake failed: certificate verify failed (unsuitable certificate purpose; "
+                             'certificate "CN=modality1")')
+    step("an impersonated store with a server certificate of another CA (52)")
+    fake_cert, fake_key = make_cert(c, "rogue-ca", "fake-store", "/CN=store.central", "serverAuth,clientAuth",
+                                    san="IP:127.0.0.1")
+    c.start_daemon("central", "memory:1M", extra=tls_args(c, fake_cert, fake_key, ca="rogue-ca") +
+                   ["--allow-read", "*"])
+    c.blob(*as_reader, "stat", "CT.3", store="central").error(
+        EXIT["unreachable"], "TLS handshake failed: certificate verify failed (self-signed certificate in "
+                             'certificate chain; certificate "CN=rogue-ca")')
 
 
 if __name__ == "__main__":

@@ -187,7 +187,7 @@ void DataConnection::advance_handshake()
     case Channel::Handshake::want_write: loop_.modify(fd_.get(), POLLOUT); return;
     case Channel::Handshake::failed:
         fail(Errc::unreachable, job_->what + ": TLS handshake with data endpoint " + endpoint_ +
-                                    " failed: " + io_->error_text(EPROTO));
+                                    " failed: " + io_->handshake_error());
         return;
     case Channel::Handshake::done: break;
     }

@@ -87,7 +87,7 @@ int DataConnection::continue_handshake()
     case Channel::Handshake::want_read: return set_mask(ACE_Event_Handler::READ_MASK) ? 0 : -1;
     case Channel::Handshake::want_write: return set_mask(ACE_Event_Handler::WRITE_MASK) ? 0 : -1;
     case Channel::Handshake::failed:
-        spdlog::warn("data connection {}: TLS handshake failed: {}", peer_, io_->error_text(EPROTO));
+        spdlog::warn("data connection {}: TLS handshake failed: {}", peer_, io_->handshake_error());
         return -1;
     case Channel::Handshake::done: break;
     }

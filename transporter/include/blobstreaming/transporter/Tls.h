@@ -97,8 +97,11 @@ public:
     /// The verified peer certificate's subject (RFC 2253); "" when plain or
     /// the peer sent none.
     std::string peer_subject() const;
-    /// What the last failed call reported: the TLS reason, else strerror.
+    /// What the last failed call reported: "TLS: " and the TLS reason, else
+    /// strerror.
     std::string error_text(int err) const;
+    /// Why handshake() failed (no prefix).
+    const std::string& handshake_error() const noexcept { return error_; }
 
 private:
     long result(int rc);
