@@ -1,6 +1,7 @@
 #include <blobstreaming/transporter/Tls.h>
 
 #include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/transporter/SocketOptions.h>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -101,6 +102,7 @@ Channel::Channel(int fd) : fd_(fd) {}
 
 Channel::Channel(int fd, const TlsContext& context, const std::string& peer_host) : fd_(fd)
 {
+    ignore_sigpipe();  // OpenSSL writes to the socket without MSG_NOSIGNAL
     ssl_ = SSL_new(context.native());
     if (!ssl_ || SSL_set_fd(ssl_, fd) != 1) {
         if (ssl_) SSL_free(ssl_);
@@ -142,10 +144,10 @@ long Channel::result(int rc)
     case SSL_ERROR_WANT_WRITE: want_write_ = true; errno = EAGAIN; return -1;
     case SSL_ERROR_ZERO_RETURN: return 0;
     case SSL_ERROR_SYSCALL:
-        if (errno == 0 || ERR_peek_error() == 0) {
+        if (ERR_peek_error() == 0) {
             if (errno == 0) return 0;  // EOF without close_notify
             error_.clear();
-            return -1;
+            return -1;  // the socket's own error, errno as set
         }
         break;
     default: break;
