@@ -25,9 +25,12 @@ EXTRA_DIST += \
 transporter_test_cppflags = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS) -DBOOST_TEST_DYN_LINK
 transporter_test_ldadd = transporter/libblobtransporter.la blobstore/libblobstore.la \
 	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
-transporter_tests = transporter/tests/ProtocolTest
+transporter_tests = transporter/tests/ProtocolTest transporter/tests/TlsTest
 check_PROGRAMS += $(transporter_tests)
 TESTS += $(transporter_tests)
 transporter_tests_ProtocolTest_SOURCES = transporter/tests/ProtocolTest.cpp
 transporter_tests_ProtocolTest_CPPFLAGS = $(transporter_test_cppflags)
 transporter_tests_ProtocolTest_LDADD = $(transporter_test_ldadd)
+transporter_tests_TlsTest_SOURCES = transporter/tests/TlsTest.cpp
+transporter_tests_TlsTest_CPPFLAGS = $(transporter_test_cppflags)
+transporter_tests_TlsTest_LDADD = $(transporter_test_ldadd)
