@@ -209,11 +209,12 @@ int DataConnection::read_push_body()
                                                bytes_of(body_done_, request_.length), true);
             return -1;
         }
-        // More later, after the other connections; bytes already decrypted
-        // would not make the socket readable again, so take them first.
-        if (budget == 0 && io_->pending() == 0) return 0;
+        // More later, after the other connections; but bytes already
+        // decrypted would not make the socket readable again: take them.
+        const std::uint64_t allowance = budget > 0 ? budget : io_->pending();
+        if (allowance == 0) return 0;
         std::error_code ec;
-        const std::uint64_t want = std::min<std::uint64_t>({kChunk, request_.length - body_done_, budget});
+        const std::uint64_t want = std::min<std::uint64_t>({kChunk, request_.length - body_done_, allowance});
         const Reservation::Window w = reservation_->window(static_cast<std::size_t>(want), ec);
         if (ec || w.size == 0) {
             fail_transfer(ec ? Errc::io_error : Errc::transfer_failed,
