@@ -15,7 +15,8 @@ system_tests = \
 	tests/test_naming_restart.py \
 	tests/test_client_killed.py \
 	tests/test_crash_consistency.py \
-	tests/test_store_full.py
+	tests/test_store_full.py \
+	tests/test_tls.py
 TESTS += $(system_tests)
 dist_check_SCRIPTS += $(system_tests)
 EXTRA_DIST += tests/bslib.py tests/README.md tests/tsan.supp
@@ -51,3 +52,12 @@ check-load: $(check_PROGRAMS) $(bin_PROGRAMS)
 	$(AM_V_at)$(AM_TESTS_ENVIRONMENT) BS_LOAD_FULL=1; export BS_LOAD_FULL; \
 	$(PYTHON) $(srcdir)/tests/test_load.py
 .PHONY: check-load
+
+# Obtains a pull ticket over a TLS control plane (tests/test_tls.py presents
+# it on a data connection made with another certificate).
+check_PROGRAMS += tests/tools/tls_ticket
+tests_tools_tls_ticket_SOURCES = tests/tools/tls_ticket.cpp
+tests_tools_tls_ticket_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
+tests_tools_tls_ticket_LDADD = transporter/libblobtransporter.la blobstore/libblobstore.la \
+	$(OMNIORB_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
+$(tests_tools_tls_ticket_OBJECTS): idl/BlobStreaming.hh

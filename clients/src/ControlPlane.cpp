@@ -4,6 +4,7 @@
 #include <blobstreaming/blobstore/Error.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Orb.h>
+#include <blobstreaming/transporter/corba/Security.h>
 
 #include <omniORB4/omniORB.h>
 #include <spdlog/spdlog.h>
@@ -22,12 +23,21 @@ namespace {
 std::mutex orb_mutex;
 CORBA::ORB_ptr orb_instance = CORBA::ORB::_nil();
 unsigned orb_users = 0;
+TlsFiles orb_tls;  // what the live ORB was initialised with
 
 CORBA::ORB_ptr acquire_orb(const SessionOptions& options)
 {
     std::lock_guard<std::mutex> lock(orb_mutex);
+    const TlsFiles tls{options.tls_cert, options.tls_key, options.tls_ca};
     if (orb_users == 0) {
+        tls.check("tls_");
+        if (tls.enabled()) corba::configure_ssl(tls);
         orb_instance = corba::init_orb({{"clientCallTimeOutPeriod", std::to_string(options.timeout.count())}});
+        orb_tls = tls;
+    } else if (tls.cert != orb_tls.cert || tls.key != orb_tls.key || tls.ca != orb_tls.ca) {
+        throw Error(Errc::invalid_argument,
+                    "a Session with other TLS files than the Sessions already open in this process (one ORB, one "
+                    "TLS identity per process)");
     }
     ++orb_users;
     return CORBA::ORB::_duplicate(orb_instance);
@@ -218,6 +228,10 @@ auto with_store(ControlPlane::Refs& refs, const SessionOptions& options, const s
         }
         BlobStreaming::BlobStore_ptr ref = it->second.in();
         const std::string endpoint = corba::endpoint_of(ref);
+        if (!corba::ssl_configured() && corba::ssl_only(ref))
+            throw Error(Errc::unreachable, what + ": store \"" + store + "\" at " + endpoint +
+                                               " accepts TLS connections only: give this client a certificate, key "
+                                               "and CA (--tls-cert, --tls-key, --tls-ca)");
         try {
             return body(ref);
         } catch (const CORBA::TIMEOUT&) {

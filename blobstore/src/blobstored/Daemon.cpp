@@ -5,6 +5,7 @@
 #include <blobstreaming/blobstore/MemoryStore.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Orb.h>
+#include <blobstreaming/transporter/corba/Security.h>
 
 #include <spdlog/spdlog.h>
 
@@ -13,10 +14,10 @@ namespace {
 
 /// omniORB endPoint for HOST:PORT: an empty port is ephemeral, an empty
 /// host every interface.
-std::string endpoint(const HostPort& hp)
+std::string endpoint(const HostPort& hp, bool tls)
 {
     const std::string host = hp.host == "0.0.0.0" ? "" : hp.host;
-    return "giop:tcp:" + host + ":" + (hp.port == 0 ? std::string() : std::to_string(hp.port));
+    return std::string(tls ? "giop:ssl:" : "giop:tcp:") + host + ":" + (hp.port == 0 ? std::string() : std::to_string(hp.port));
 }
 
 bool is_wildcard(const std::string& host) { return host == "0.0.0.0" || host == "::" || host.empty(); }
@@ -57,10 +58,16 @@ std::string Daemon::start()
     data.inactivity_timeout = options_.timeout;
     data.socket.send_buffer = options_.socket_buffer;
     data.socket.receive_buffer = options_.socket_buffer;
+    const bool tls = options_.tls.enabled();
+    if (tls) {
+        data.tls = std::make_shared<TlsContext>(TlsContext::Role::server, options_.tls);
+        corba::configure_ssl(options_.tls);
+    }
     data_ = std::make_unique<server::DataServer>(*store_, *tickets_, *reservations_, data);
     data_->start();
 
-    orb_ = corba::init_orb({{"endPoint", endpoint(options_.control)}, {"clientCallTimeOutPeriod", "10000"}});
+    orb_ = corba::init_orb({{"endPoint", endpoint(options_.control, tls)}, {"clientCallTimeOutPeriod", "10000"}});
+    if (tls) corba::install_caller_identity();
     CORBA::Object_var root = orb_->resolve_initial_references("RootPOA");
     poa_ = PortableServer::POA::_narrow(root);
 
@@ -73,6 +80,7 @@ std::string Daemon::start()
     context_.data_port = data_->port();
     context_.local_fast_path = options_.local_fast_path;
     context_.poa = poa_.in();
+    context_.access = &options_.access;
 
     PortableServer::Servant_var<corba::BlobStore_i> store_servant = new corba::BlobStore_i(context_);
     PortableServer::ObjectId_var store_id = poa_->activate_object(store_servant);
@@ -103,6 +111,9 @@ std::string Daemon::start()
     const std::string data_address = context_.data_host + ":" + std::to_string(context_.data_port);
     spdlog::info("store \"{}\" ({} store, tier {}) registered at {}; data {}, control {}", options_.name,
                  store_->kind(), tier_name(options_.tier), options_.naming, data_address, control);
+    if (tls)
+        spdlog::info("TLS on both planes (certificate {}, CA {}); access list: {}", options_.tls.cert, options_.tls.ca,
+                     options_.access.describe());
     return "blobstored ready name=" + options_.name + " store=" + std::string(store_->kind()) +
            " data=" + data_address + " control=" + control;
 }

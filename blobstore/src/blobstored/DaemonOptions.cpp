@@ -98,6 +98,12 @@ po::options_description describe()
         ("socket-buffer", po::value<std::string>()->value_name("BYTES"), "SO_SNDBUF and SO_RCVBUF of data connections (default: unset = Linux autotuning)")
         ("no-local", po::bool_switch(), "never offer the same-host fast path (findLocalFile)")
         ("no-sync", po::bool_switch(), "do not fsync at commit (tests and benchmarks only)")
+        ("tls-cert", po::value<std::string>()->value_name("FILE"), "TLS on both planes: this store's certificate (PEM); needs --tls-key and --tls-ca")
+        ("tls-key", po::value<std::string>()->value_name("FILE"), "the certificate's private key (PEM, unencrypted)")
+        ("tls-ca", po::value<std::string>()->value_name("FILE"), "CA certificates (PEM) that clients' certificates must chain to")
+        ("allow-read", po::value<std::vector<std::string>>()->composing()->value_name("SUBJECT"), "TLS: a client certificate subject (RFC 2253, e.g. CN=ws1) or * that may stat, list and pull; repeatable")
+        ("allow-write", po::value<std::vector<std::string>>()->composing()->value_name("SUBJECT"), "TLS: ... that may push; repeatable")
+        ("allow-delete", po::value<std::vector<std::string>>()->composing()->value_name("SUBJECT"), "TLS: ... that may remove; repeatable. With TLS on, whatever is not allowed is denied")
         ("config", po::value<std::string>()->value_name("FILE"), "read `option = value` lines (long option names) from FILE; the command line wins")
         ("log-level", po::value<std::string>()->value_name("LEVEL"), "trace|debug|info|warn|error|off (default: info)")
         ("quiet,q", po::bool_switch(), "log warnings and errors only")
@@ -287,6 +293,23 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
     if (vm["verbose"].as<bool>()) o.log_level = spdlog::level::info;
     if (vm["debug"].as<bool>()) o.log_level = spdlog::level::debug;
     if (vm.count("log-level")) o.log_level = parse_level(value_of(vm, "log-level"));
+
+    o.tls.cert = value_of(vm, "tls-cert");
+    o.tls.key = value_of(vm, "tls-key");
+    o.tls.ca = value_of(vm, "tls-ca");
+    o.tls.check("--tls-");
+    const std::pair<const char*, server::Permission> lists[] = {{"allow-read", server::Permission::read},
+                                                                {"allow-write", server::Permission::write},
+                                                                {"allow-delete", server::Permission::remove}};
+    for (const auto& [option, permission] : lists) {
+        if (!vm.count(option)) continue;
+        if (!o.tls.enabled())
+            usage(std::string("--") + option + " needs TLS (--tls-cert, --tls-key, --tls-ca): without TLS clients "
+                                               "have no identity to check");
+        for (const auto& subject : vm[option].as<std::vector<std::string>>())
+            o.access.allow(permission, subject, std::string("--") + option);
+    }
+    o.access.enforce(o.tls.enabled());
     out.run = std::move(o);
     return out;
 }

@@ -1,6 +1,10 @@
 #pragma once
 /// blobstored's command line and configuration file (docs/CLI.md).
 
+#include "server/AccessList.h"
+
+#include <blobstreaming/transporter/Tls.h>
+
 #include <BlobStreaming.hh>
 
 #include <spdlog/common.h>
@@ -37,6 +41,8 @@ struct DaemonOptions {
     bool local_fast_path = true;
     bool sync = true;
     spdlog::level::level_enum log_level = spdlog::level::info;
+    TlsFiles tls;                     ///< enabled(): TLS on both planes
+    server::AccessList access;        ///< enforced when TLS is on
 };
 
 /// What the command line asks for.
