@@ -177,7 +177,8 @@ struct Mdib::Impl {
         states.push_back(std::move(s));
     }
 
-    /// Default states as sdc11073 creates them for an MDIB without MdState.
+    /// Default states as sdc11073 creates them for an MDIB without MdState,
+    /// plus one unassociated state per context descriptor.
     void generate_states()
     {
         generated.reset(xmlNewDoc(x("1.0")));
@@ -196,15 +197,22 @@ struct Mdib::Impl {
         });
         for (const auto* d : all) {
             const std::string& type = d->second.type;
-            if (ends_with(type, "ContextDescriptor") && type != "SystemContextDescriptor")
-                continue;  // context states are multi-states: none by default
             const std::string state_type = type.substr(0, type.size() - std::string("Descriptor").size()) + "State";
             xmlNode* s = xmlNewChild(root, pm, x("State"), nullptr);
             xmlNewNsProp(s, xsi, x("type"), x(("pm:" + state_type).c_str()));
             xmlNewProp(s, x("DescriptorHandle"), x(d->first.c_str()));
             const std::string dv = xml::attribute(d->second.node, "DescriptorVersion");
             xmlNewProp(s, x("DescriptorVersion"), x(dv.empty() ? "0" : dv.c_str()));
-            if (ends_with(state_type, "OperationState")) {
+            if (ends_with(type, "ContextDescriptor") && type != "SystemContextDescriptor") {
+                // A context is a multi-state. One unassociated state per
+                // descriptor, so that a GetMdib holds context states (the
+                // sdc11073 ConsumerMdib asks a ContextService otherwise).
+                std::string handle = d->first + ".state";
+                for (int n = 1; descriptors.count(handle) != 0 && n < 100; ++n)
+                    handle = d->first + ".state" + std::to_string(n);
+                xmlNewProp(s, x("Handle"), x(handle.c_str()));
+                xmlNewProp(s, x("ContextAssociation"), x("No"));
+            } else if (ends_with(state_type, "OperationState")) {
                 xmlNewProp(s, x("OperatingMode"), x("En"));
             } else if (!ends_with(state_type, "MetricState")) {
                 xmlNewProp(s, x("ActivationState"), x("On"));

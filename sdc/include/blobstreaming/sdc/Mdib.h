@@ -15,7 +15,8 @@ namespace blobstreaming::sdc {
 /// Loading accepts a document that contains a participant-model `MdDescription`
 /// anywhere (usually `msg:GetMdibResponse/msg:Mdib`), with or without `MdState`.
 /// Descriptors without a state get a default one, as sdc11073 does
-/// (ActivationState On, OperatingMode En, ...); context descriptors get none.
+/// (ActivationState On, OperatingMode En, ...); each context descriptor gets
+/// one context state "<descriptor handle>.state" with ContextAssociation No.
 class Mdib {
 public:
     /// Throws SdcError(invalid_mdib) naming the file and the reason.
