@@ -218,8 +218,10 @@ struct Mdib::Impl {
                 xmlNewProp(s, x("ActivationState"), x("On"));
                 if (ends_with(state_type, "AlertConditionState"))
                     xmlNewProp(s, x("Presence"), x("false"));
-                if (state_type == "LimitAlertConditionState")
+                if (state_type == "LimitAlertConditionState") {
                     xmlNewProp(s, x("MonitoredAlertLimits"), x("None"));
+                    xmlNewChild(s, pm, x("Limits"), nullptr);  // required by the schema
+                }
                 if (state_type == "AlertSignalState")
                     xmlNewProp(s, x("Presence"), x("Off"));
                 if (state_type == "ClockState")
