@@ -37,3 +37,32 @@ sdc_sdc_provider_LDADD = sdc/libblobsdc.la $(BOOST_PROGRAM_OPTIONS_LIBS)
 sdc_sdc_get_SOURCES = sdc/src/sdc-get/main.cpp
 sdc_sdc_get_CPPFLAGS = $(sdc_cppflags)
 sdc_sdc_get_LDADD = sdc/libblobsdc.la $(BOOST_PROGRAM_OPTIONS_LIBS)
+
+# Unit tests (Boost.Test): SOAP/addressing parsing, MDIB loading and lookup.
+sdc_test_cppflags = $(sdc_cppflags) -DBOOST_TEST_DYN_LINK -DSDC_TEST_DATA='"$(abs_top_srcdir)/sdc/tests/data"'
+sdc_test_ldadd = sdc/libblobsdc.la $(LIBXML2_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
+sdc_unit_tests = sdc/tests/SoapMessageTest sdc/tests/MdibTest
+check_PROGRAMS += $(sdc_unit_tests)
+TESTS += $(sdc_unit_tests)
+sdc_tests_SoapMessageTest_SOURCES = sdc/tests/SoapMessageTest.cpp
+sdc_tests_SoapMessageTest_CPPFLAGS = $(sdc_test_cppflags)
+sdc_tests_SoapMessageTest_LDADD = $(sdc_test_ldadd)
+sdc_tests_MdibTest_SOURCES = sdc/tests/MdibTest.cpp
+sdc_tests_MdibTest_CPPFLAGS = $(sdc_test_cppflags)
+sdc_tests_MdibTest_LDADD = $(sdc_test_ldadd)
+
+# System tests: real processes on 127.0.0.1; the sdc11073 peers run in a venv
+# created in the build tree (skipped when PyPI is unreachable).
+sdc_system_tests = \
+	sdc/tests/test_sdc_bad_input.py \
+	sdc/tests/test_sdc_peer_consumer.py \
+	sdc/tests/test_sdc_our_consumer.py
+TESTS += $(sdc_system_tests)
+dist_check_SCRIPTS += $(sdc_system_tests)
+EXTRA_DIST += sdc/tests/sdclib.py sdc/tests/peers/sdc11073_consumer.py sdc/tests/peers/sdc11073_provider.py \
+	sdc/tests/data/mdib.xml sdc/tests/data/70041_MDIB_Final.xml
+
+clean-local: clean-local-sdc
+clean-local-sdc:
+	rm -rf sdc/tests/venv sdc/tests/venv.lock
+.PHONY: clean-local-sdc

@@ -107,7 +107,7 @@ std::string make_fault(const SoapFault& fault, const std::string& relates_to)
     body += "</s12:Value>";
     if (!fault.subcode.empty())
         body += "<s12:Subcode><s12:Value>" + xml::escape(fault.subcode) + "</s12:Value></s12:Subcode>";
-    body += "</s12:Code><s12:Reason><s12:Text xml:lang=\"en\">" + xml::escape(fault.reason)
+    body += "</s12:Code><s12:Reason><s12:Text xml:lang=\"en\">" + xml::escape_text(fault.reason)
         + "</s12:Text></s12:Reason></s12:Fault>";
     return make_envelope(ns::kFaultAction, {}, relates_to, {}, body);
 }

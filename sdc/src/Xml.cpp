@@ -167,4 +167,19 @@ std::string escape(std::string_view text)
     return out;
 }
 
+std::string escape_text(std::string_view text)
+{
+    std::string out;
+    out.reserve(text.size());
+    for (const char c : text) {
+        switch (c) {
+        case '&': out += "&amp;"; break;
+        case '<': out += "&lt;"; break;
+        case '>': out += "&gt;"; break;
+        default: out += c;
+        }
+    }
+    return out;
+}
+
 } // namespace blobstreaming::sdc::xml

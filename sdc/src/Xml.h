@@ -45,5 +45,7 @@ std::string serialize_scoped(xmlNode* node);
 
 /// Escapes & < > " for text and attribute values.
 std::string escape(std::string_view text);
+/// Escapes & < > for element content (quotes stay readable).
+std::string escape_text(std::string_view text);
 
 } // namespace blobstreaming::sdc::xml
