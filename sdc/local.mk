@@ -66,3 +66,21 @@ clean-local: clean-local-sdc
 clean-local-sdc:
 	rm -rf sdc/tests/venv sdc/tests/venv.lock
 .PHONY: clean-local-sdc
+
+# Benchmark of GetMdState round trips (docs/SDC.md): `make bench-sdc-quick`
+# (a few hundred rounds, CI-sized) and `make bench-sdc` (40,000 rounds with a
+# 20 ms pause and back-to-back). sdc-bench is built only by these targets.
+EXTRA_PROGRAMS += sdc/sdc-bench
+sdc_sdc_bench_SOURCES = sdc/bench/sdc-bench.cpp
+sdc_sdc_bench_CPPFLAGS = $(sdc_cppflags)
+sdc_sdc_bench_LDADD = sdc/libblobsdc.la $(BOOST_PROGRAM_OPTIONS_LIBS)
+CLEANFILES += sdc/sdc-bench$(EXEEXT)
+EXTRA_DIST += sdc/bench/run_sdc_bench.py
+SDC_BENCH_OUT = bench-results/sdc
+sdc_bench_driver = BS_BUILDDIR='$(abs_top_builddir)' BS_SRCDIR='$(abs_top_srcdir)' \
+	$(PYTHON) $(abs_top_srcdir)/sdc/bench/run_sdc_bench.py --out $(SDC_BENCH_OUT)
+bench-sdc-quick: sdc/sdc-bench$(EXEEXT) sdc/sdc-provider$(EXEEXT)
+	$(sdc_bench_driver) --quick
+bench-sdc: sdc/sdc-bench$(EXEEXT) sdc/sdc-provider$(EXEEXT)
+	$(sdc_bench_driver)
+.PHONY: bench-sdc bench-sdc-quick

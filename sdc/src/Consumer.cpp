@@ -13,6 +13,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <sstream>
 
@@ -316,6 +319,45 @@ std::string Consumer::get_mdib()
     std::string text = xml::serialize_scoped(reply.body);
     i.times_.t6 = monotonic_ns();
     return text;
+}
+
+ProviderTimes Consumer::provider_times(const std::string& message_id)
+{
+    Impl& i = *impl_;
+    const Url u = parse_url(i.get_url_);
+    std::string escaped;
+    for (const unsigned char c : message_id) {
+        if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == ':') {
+            escaped += static_cast<char>(c);
+        } else {
+            char hex[4];
+            std::snprintf(hex, sizeof hex, "%%%02X", c);
+            escaped += hex;
+        }
+    }
+    http::request<http::string_body> request{http::verb::get, "/timestamps?id=" + escaped, 11};
+    request.set(http::field::host, u.host + ":" + u.port);
+    request.keep_alive(true);
+    http::response<http::string_body> response;
+    const CallTimes saved = i.times_;
+    try {
+        i.ensure_connected(u);
+        i.exchange(request, response);
+    } catch (const SdcError& e) {
+        i.disconnect();
+        i.times_ = saved;
+        throw SdcError(e.code(), "GET /timestamps from " + u.host + ":" + u.port + ": " + e.what());
+    }
+    i.times_ = saved;
+    if (response.result_int() != 200)
+        throw SdcError(SdcErrc::protocol_error, "GET /timestamps from " + u.host + ":" + u.port + ": HTTP "
+                                                    + std::to_string(response.result_int()) + " " + response.body());
+    const std::string& body = response.body();
+    const auto field = [&body](const char* name) {
+        const auto at = body.find(std::string("\"") + name + "\":");
+        return at == std::string::npos ? 0LL : std::atoll(body.c_str() + at + 5);
+    };
+    return ProviderTimes{field("t2"), field("t3"), field("t4")};
 }
 
 std::uint64_t Consumer::mdib_version() const { return impl_->version_; }

@@ -38,6 +38,14 @@ struct CallTimes {
     long long t6 = 0;        ///< the value is available to the application
 };
 
+/// Provider-side timestamps of one request (CLOCK_MONOTONIC ns): t2 request
+/// header received, t3 requested state found, t4 response handed to the socket.
+struct ProviderTimes {
+    long long t2 = 0;
+    long long t3 = 0;
+    long long t4 = 0;
+};
+
 struct ConsumerOptions {
     /// Bound on every connect, request and response.
     std::chrono::milliseconds timeout{10000};
@@ -70,6 +78,11 @@ public:
     std::string get_md_description(const std::vector<std::string>& handles = {});
     /// The msg:GetMdibResponse element as XML.
     std::string get_mdib();
+
+    /// The provider's timestamps for a request of ours, by MessageID
+    /// (CallTimes::message_id), from a blobstreaming sdc-provider's
+    /// `GET /timestamps?id=`. Throws SdcError(protocol_error) if it has none.
+    ProviderTimes provider_times(const std::string& message_id);
 
     /// MdibVersion of the last response.
     std::uint64_t mdib_version() const;
