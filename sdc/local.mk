@@ -56,7 +56,8 @@ sdc_tests_MdibTest_LDADD = $(sdc_test_ldadd)
 sdc_system_tests = \
 	sdc/tests/test_sdc_bad_input.py \
 	sdc/tests/test_sdc_peer_consumer.py \
-	sdc/tests/test_sdc_our_consumer.py
+	sdc/tests/test_sdc_our_consumer.py \
+	sdc/tests/test_sdc_blobstored.py
 TESTS += $(sdc_system_tests)
 dist_check_SCRIPTS += $(sdc_system_tests)
 EXTRA_DIST += sdc/tests/sdclib.py sdc/tests/peers/sdc11073_consumer.py sdc/tests/peers/sdc11073_provider.py \
@@ -84,3 +85,11 @@ bench-sdc-quick: sdc/sdc-bench$(EXEEXT) sdc/sdc-provider$(EXEEXT)
 bench-sdc: sdc/sdc-bench$(EXEEXT) sdc/sdc-provider$(EXEEXT)
 	$(sdc_bench_driver)
 .PHONY: bench-sdc bench-sdc-quick
+
+# blobstored --sdc-address: the store's status as an SDC provider. The
+# daemon's own rules are in blobstore/local.mk; these add the SDC part.
+blobstore_blobstored_SOURCES += \
+	blobstore/src/blobstored/SdcStatus.cpp \
+	blobstore/src/blobstored/SdcStatus.h
+blobstore_blobstored_CPPFLAGS += -I$(top_srcdir)/sdc/include
+blobstore_blobstored_LDADD += sdc/libblobsdc.la

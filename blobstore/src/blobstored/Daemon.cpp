@@ -100,16 +100,36 @@ std::string Daemon::start()
                                            options_.naming + " (CORBA " + e._name() + ")");
     }
 
+    std::string sdc_field;
+    if (!options_.sdc_address.empty()) {
+        try {
+            sdc_ = std::make_unique<SdcStatus>(options_.sdc_address, options_.name);
+        } catch (const std::exception& e) {
+            throw Error(Errc::unreachable, std::string("SDC status provider: ") + e.what());
+        }
+        sdc_->update(store_->usage(), data_->active_transfers());
+        sdc_field = " sdc=" + sdc_->device_url();
+        spdlog::info("store status served over SDC at {}", sdc_->device_url());
+    }
+
     const std::string data_address = context_.data_host + ":" + std::to_string(context_.data_port);
     spdlog::info("store \"{}\" ({} store, tier {}) registered at {}; data {}, control {}", options_.name,
                  store_->kind(), tier_name(options_.tier), options_.naming, data_address, control);
     return "blobstored ready name=" + options_.name + " store=" + std::string(store_->kind()) +
-           " data=" + data_address + " control=" + control;
+           " data=" + data_address + " control=" + control + sdc_field;
 }
 
 void Daemon::maintain() noexcept
 {
-    if (stopped_ || CORBA::is_nil(naming_)) return;
+    if (stopped_) return;
+    if (sdc_) {
+        try {
+            sdc_->update(store_->usage(), data_->active_transfers());
+        } catch (const std::exception& e) {
+            spdlog::debug("SDC status update: {}", e.what());
+        }
+    }
+    if (CORBA::is_nil(naming_)) return;
     try {
         if (!corba::locator_is_alive(naming_)) {
             corba::bind_locator(naming_, locator_ref_);
@@ -126,6 +146,7 @@ void Daemon::stop() noexcept
 {
     if (stopped_) return;
     stopped_ = true;
+    sdc_.reset();  // WS-Discovery Bye
     if (data_) data_->stop();
     if (reservations_) reservations_->abort_all();
     if (!CORBA::is_nil(naming_)) {

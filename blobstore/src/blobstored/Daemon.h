@@ -2,6 +2,7 @@
 /// A running blobstored: one store, its data plane and its servants.
 
 #include "DaemonOptions.h"
+#include "SdcStatus.h"
 
 #include "corba/BlobLocator_i.h"
 #include "corba/BlobStore_i.h"
@@ -36,7 +37,8 @@ public:
     std::string start();
     void stop() noexcept;
 
-    /// Periodic upkeep on the main thread: rebinds BlobStreaming/Locator to
+    /// Periodic upkeep on the main thread: publishes the store's status to
+    /// the SDC provider (if any) and rebinds BlobStreaming/Locator to
     /// this daemon's locator when the binding is missing or its daemon is
     /// gone (the daemon that bound it last has stopped). Never throws.
     void maintain() noexcept;
@@ -49,6 +51,7 @@ private:
     std::unique_ptr<server::TicketRegistry> tickets_;
     std::unique_ptr<server::ReservationTable> reservations_;
     std::unique_ptr<server::DataServer> data_;
+    std::unique_ptr<SdcStatus> sdc_;
     corba::ServantContext context_;
 
     CORBA::ORB_var orb_;
