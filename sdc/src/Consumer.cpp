@@ -365,7 +365,12 @@ const CallTimes& Consumer::last_call() const { return impl_->times_; }
 std::string Consumer::epr() const { return impl_->epr_; }
 std::string Consumer::get_service_url() const { return impl_->get_url_; }
 
-std::vector<DiscoveredProvider> Consumer::probe(const std::string& interface_ip, std::chrono::milliseconds wait)
+namespace {
+
+/// Probes and collects ProbeMatches for `wait`; with `first`, returns as soon
+/// as a match (with EPR `epr`, if given) has arrived.
+std::vector<DiscoveredProvider> probe_for(const std::string& interface_ip, std::chrono::milliseconds wait,
+                                          const std::string& epr, bool first)
 {
     UdpFd fd;
     if (fd.get() < 0)
@@ -432,14 +437,26 @@ std::vector<DiscoveredProvider> Consumer::probe(const std::string& interface_ip,
             if (!duplicate)
                 found.push_back(std::move(p2));
         }
+        if (first) {
+            for (const auto& f : found)
+                if ((epr.empty() || f.epr == epr) && !f.xaddrs.empty())
+                    return found;
+        }
     }
     return found;
+}
+
+} // namespace
+
+std::vector<DiscoveredProvider> Consumer::probe(const std::string& interface_ip, std::chrono::milliseconds wait)
+{
+    return probe_for(interface_ip, wait, {}, false);
 }
 
 Consumer Consumer::discover(const std::string& interface_ip, std::chrono::milliseconds wait, const std::string& epr,
                             ConsumerOptions options)
 {
-    for (const auto& p : probe(interface_ip, wait)) {
+    for (const auto& p : probe_for(interface_ip, wait, epr, true)) {
         if ((epr.empty() || p.epr == epr) && !p.xaddrs.empty())
             return connect(p.xaddrs.front(), options);
     }

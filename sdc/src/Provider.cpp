@@ -222,6 +222,7 @@ public:
     ServiceHandler handler_;
     net::io_context io_;
     tcp::acceptor acceptor_;
+    net::steady_timer accept_retry_{io_};
     std::optional<Discovery> discovery_;
     std::thread thread_;
     std::string address_;
@@ -233,11 +234,18 @@ private:
         acceptor_.async_accept([this](beast::error_code ec, tcp::socket socket) {
             if (ec == net::error::operation_aborted)
                 return;
-            if (!ec) {
-                beast::error_code ignored;
-                socket.set_option(tcp::no_delay(true), ignored);
-                std::make_shared<HttpSession>(std::move(socket), handler_, options_)->start();
+            if (ec) {
+                // Out of descriptors or memory: try again a little later rather than spin.
+                accept_retry_.expires_after(std::chrono::milliseconds(50));
+                accept_retry_.async_wait([this](beast::error_code e) {
+                    if (!e)
+                        accept();
+                });
+                return;
             }
+            beast::error_code ignored;
+            socket.set_option(tcp::no_delay(true), ignored);
+            std::make_shared<HttpSession>(std::move(socket), handler_, options_)->start();
             accept();
         });
     }
