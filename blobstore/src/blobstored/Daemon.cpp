@@ -108,6 +108,18 @@ std::string Daemon::start()
                                            options_.naming + " (CORBA " + e._name() + ")");
     }
 
+    std::string sdc_field;
+    if (!options_.sdc_address.empty()) {
+        try {
+            sdc_ = std::make_unique<SdcStatus>(options_.sdc_address, options_.name);
+        } catch (const std::exception& e) {
+            throw Error(Errc::unreachable, std::string("SDC status provider: ") + e.what());
+        }
+        sdc_->update(store_->usage(), data_->active_transfers());
+        sdc_field = " sdc=" + sdc_->device_url();
+        spdlog::info("store status served over SDC at {}", sdc_->device_url());
+    }
+
     const std::string data_address = context_.data_host + ":" + std::to_string(context_.data_port);
     spdlog::info("store \"{}\" ({} store, tier {}) registered at {}; data {}, control {}", options_.name,
                  store_->kind(), tier_name(options_.tier), options_.naming, data_address, control);
@@ -115,12 +127,20 @@ std::string Daemon::start()
         spdlog::info("TLS on both planes (certificate {}, CA {}); access list: {}", options_.tls.cert, options_.tls.ca,
                      options_.access.describe());
     return "blobstored ready name=" + options_.name + " store=" + std::string(store_->kind()) +
-           " data=" + data_address + " control=" + control;
+           " data=" + data_address + " control=" + control + sdc_field;
 }
 
 void Daemon::maintain() noexcept
 {
-    if (stopped_ || CORBA::is_nil(naming_)) return;
+    if (stopped_) return;
+    if (sdc_) {
+        try {
+            sdc_->update(store_->usage(), data_->active_transfers());
+        } catch (const std::exception& e) {
+            spdlog::debug("SDC status update: {}", e.what());
+        }
+    }
+    if (CORBA::is_nil(naming_)) return;
     try {
         if (naming_lost_) naming_ = corba::naming_context(orb_, options_.naming);
         if (!store_binding_alive()) {
@@ -173,6 +193,7 @@ void Daemon::stop() noexcept
 {
     if (stopped_) return;
     stopped_ = true;
+    sdc_.reset();  // WS-Discovery Bye
     if (data_) data_->stop();
     if (reservations_) reservations_->abort_all();
     if (!CORBA::is_nil(naming_)) {

@@ -2,6 +2,7 @@
 /// A running blobstored: one store, its data plane and its servants.
 
 #include "DaemonOptions.h"
+#include "SdcStatus.h"
 
 #include "corba/BlobLocator_i.h"
 #include "corba/BlobStore_i.h"
@@ -36,12 +37,13 @@ public:
     std::string start();
     void stop() noexcept;
 
-    /// Periodic upkeep on the main thread (every --naming-check): registers
-    /// the store again when its Naming Service entry is missing or names a
-    /// daemon that is gone (the Naming Service was restarted without its
-    /// data), and rebinds BlobStreaming/Locator to this daemon's locator
-    /// when that binding is missing or its daemon is gone. A Naming Service
-    /// that cannot be reached is logged once and tried again. Never throws.
+    /// Periodic upkeep on the main thread (every --naming-check): publishes
+    /// the store's status to the SDC provider (if any); registers the store
+    /// again when its Naming Service entry is missing or names a daemon that
+    /// is gone (the Naming Service was restarted without its data), and
+    /// rebinds BlobStreaming/Locator to this daemon's locator when that
+    /// binding is missing or its daemon is gone. A Naming Service that
+    /// cannot be reached is logged once and tried again. Never throws.
     void maintain() noexcept;
 
 private:
@@ -54,6 +56,7 @@ private:
     std::unique_ptr<server::TicketRegistry> tickets_;
     std::unique_ptr<server::ReservationTable> reservations_;
     std::unique_ptr<server::DataServer> data_;
+    std::unique_ptr<SdcStatus> sdc_;
     corba::ServantContext context_;
 
     CORBA::ORB_var orb_;

@@ -91,6 +91,7 @@ po::options_description describe()
         ("tier", po::value<std::string>()->value_name("TIER"), "memory|workstation|cluster|central (default: memory for a memory store, else workstation)")
         ("control-address", po::value<std::string>()->value_name("HOST:PORT")->default_value("0.0.0.0:0"), "CORBA endpoint; port 0: ephemeral")
         ("data-address", po::value<std::string>()->value_name("HOST:PORT")->default_value("0.0.0.0:0"), "data port; port 0: ephemeral")
+        ("sdc-address", po::value<std::string>()->value_name("HOST:PORT"), "serve the store's status as an IEEE 11073 SDC provider (docs/SDC.md); port 0: ephemeral")
         ("ticket-lifetime", po::value<std::string>()->value_name("SECONDS")->default_value("30"), "unused transfer tickets expire after this")
         ("timeout", po::value<std::string>()->value_name("SECONDS")->default_value("30"), "inactivity timeout of a transfer")
         ("reservation-grace", po::value<std::string>()->value_name("SECONDS")->default_value("60"), "an unused reservation is aborted after this")
@@ -276,6 +277,10 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
                               : (o.store_kind == "memory" ? BlobStreaming::TIER_MEMORY : BlobStreaming::TIER_WORKSTATION);
     o.control = parse_host_port("control-address", value_of(vm, "control-address"));
     o.data = parse_host_port("data-address", value_of(vm, "data-address"));
+    if (vm.count("sdc-address")) {
+        const HostPort sdc = parse_host_port("sdc-address", vm["sdc-address"].as<std::string>());
+        o.sdc_address = sdc.host + ":" + std::to_string(sdc.port);
+    }
     o.ticket_lifetime = parse_seconds("ticket-lifetime", value_of(vm, "ticket-lifetime"), 0.001, 86400);
     o.timeout = parse_seconds("timeout", value_of(vm, "timeout"), 0.001, 86400);
     o.reservation_grace = parse_seconds("reservation-grace", value_of(vm, "reservation-grace"), 0.001, 604800);

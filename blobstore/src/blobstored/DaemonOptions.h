@@ -33,6 +33,7 @@ struct DaemonOptions {
     std::string naming;
     HostPort control{"0.0.0.0", 0};
     HostPort data{"0.0.0.0", 0};
+    std::string sdc_address;          ///< HOST:PORT of the SDC status provider; empty: none
     std::chrono::milliseconds ticket_lifetime{30000};
     std::chrono::milliseconds timeout{30000};
     std::chrono::milliseconds reservation_grace{60000};
