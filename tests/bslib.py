@@ -286,12 +286,13 @@ class Cluster:
         return os.path.join(self.root, *parts)
 
     # ---- omniNames -----------------------------------------------------------
-    def start_naming(self, timeout=30, attempts=3):
-        """Starts omniNames on a free port and waits until it answers. A port
-        taken by someone else between the probe and the start makes omniNames
-        exit: then it is tried again on another port."""
+    def start_naming(self, timeout=30, attempts=3, port=None, datadir=None):
+        """Starts omniNames on a free port (or on `port`, with `datadir`: a
+        restart) and waits until it answers. A port taken by someone else
+        between the probe and the start makes omniNames exit: then it is
+        tried again (on another port unless `port` is given)."""
         for attempt in range(1, attempts + 1):
-            proc, url = self._start_omninames()
+            proc, url = self._start_omninames(port, datadir)
 
             def answers(proc=proc, url=url):
                 if not proc.running():
@@ -320,13 +321,13 @@ class Cluster:
             step(f"omniNames at {url} exited with {proc.popen.returncode} (attempt {attempt} of {attempts})")
         raise TestFailure(f"omniNames did not start in {attempts} attempts; see its log above")
 
-    def _start_omninames(self):
-        port = free_port()
-        datadir = self.path(f"naming-{port}")
-        os.makedirs(datadir)
+    def _start_omninames(self, port=None, datadir=None):
+        port = port or free_port()
+        datadir = datadir or self.path(f"naming-{port}")
+        os.makedirs(datadir, exist_ok=True)
         omninames = os.environ.get("OMNINAMES") or shutil.which("omniNames") or "/usr/bin/omniNames"
         log_path = os.path.join(datadir, "omniNames.out")
-        with open(log_path, "wb") as log:
+        with open(log_path, "ab") as log:
             popen = subprocess.Popen(
                 [omninames, "-start", str(port), "-always", "-datadir", datadir,
                  "-errlog", os.path.join(datadir, "ns.err"),
@@ -455,6 +456,28 @@ class Cluster:
                                  f"{text.rstrip()}\n")
         sys.stdout.flush()
 
+    SANITIZER_MARKERS = ("WARNING: ThreadSanitizer", "ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                         "runtime error:")
+
+    def stop_all(self):
+        for proc in reversed(self.processes):
+            proc.stop()
+
+    def sanitizer_reports(self):
+        """Lines of the processes' logs where a sanitizer (configure
+        --enable-sanitizers or --enable-tsan) reported a problem."""
+        found = []
+        for proc in self.processes:
+            for path in proc.log_paths:
+                try:
+                    with open(path, encoding="utf-8", errors="replace") as f:
+                        for line in f:
+                            if any(m in line for m in self.SANITIZER_MARKERS):
+                                found.append(f"{proc.name}: {os.path.basename(path)}: {line.strip()}")
+                except OSError:
+                    continue
+        return found
+
     def close(self):
         for proc in reversed(self.processes):
             try:
@@ -484,6 +507,10 @@ def main(test, name=None):
         cluster = Cluster(name)
         cluster.start_naming()
         test(cluster)
+        cluster.stop_all()  # sanitizers report leaks and races at exit
+        reports = cluster.sanitizer_reports()
+        if reports:
+            raise TestFailure("sanitizer reports in the logs:\n  " + "\n  ".join(reports[:20]))
         step(f"{name}: PASS")
         rc = 0
     except TestSkipped as e:

@@ -10,10 +10,17 @@ system_tests = \
 	tests/test_errors.py \
 	tests/test_kill_mid_push.py \
 	tests/test_data_port_abuse.py \
+	tests/test_idl_abuse.py \
+	tests/test_load.py \
+	tests/test_naming_restart.py \
+	tests/test_client_killed.py \
+	tests/test_crash_consistency.py \
+	tests/test_store_full.py \
+	tests/test_tls.py \
 	tests/test_resume_verify.py
 TESTS += $(system_tests)
 dist_check_SCRIPTS += $(system_tests)
-EXTRA_DIST += tests/bslib.py tests/README.md
+EXTRA_DIST += tests/bslib.py tests/README.md tests/tsan.supp
 
 # Obtains real tickets on the control plane and misuses them on the data port.
 check_PROGRAMS += tests/tools/ticket_probe
@@ -22,3 +29,36 @@ tests_tools_ticket_probe_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(OPENSSL_C
 tests_tools_ticket_probe_LDADD = transporter/libblobtransporter.la blobstore/libblobstore.la \
 	$(OMNIORB_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
 $(tests_tools_ticket_probe_OBJECTS): idl/BlobStreaming.hh
+
+include $(srcdir)/tests/fuzz/local.mk
+
+# Calls the CORBA interface directly with malformed arguments.
+check_PROGRAMS += tests/tools/idl_probe
+tests_tools_idl_probe_SOURCES = tests/tools/idl_probe.cpp
+tests_tools_idl_probe_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
+tests_tools_idl_probe_LDADD = transporter/libblobtransporter.la blobstore/libblobstore.la \
+	$(OMNIORB_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
+$(tests_tools_idl_probe_OBJECTS): idl/BlobStreaming.hh
+
+# libblobclient Sessions under test control: the load test and a long-lived
+# client that outlives a Naming Service restart.
+check_PROGRAMS += tests/tools/client_driver
+tests_tools_client_driver_SOURCES = tests/tools/client_driver.cpp
+tests_tools_client_driver_CPPFLAGS = $(AM_CPPFLAGS) $(SPDLOG_CFLAGS)
+tests_tools_client_driver_LDADD = clients/libblobclient.la blobstore/libblobstore.la $(SPDLOG_LIBS)
+
+# The full load test (64 clients x 20 transfers of 0.5-32 MiB); make check
+# runs a smaller variant of the same script.
+check-load: $(check_PROGRAMS) $(bin_PROGRAMS)
+	$(AM_V_at)$(AM_TESTS_ENVIRONMENT) BS_LOAD_FULL=1; export BS_LOAD_FULL; \
+	$(PYTHON) $(srcdir)/tests/test_load.py
+.PHONY: check-load
+
+# Obtains a pull ticket over a TLS control plane (tests/test_tls.py presents
+# it on a data connection made with another certificate).
+check_PROGRAMS += tests/tools/tls_ticket
+tests_tools_tls_ticket_SOURCES = tests/tools/tls_ticket.cpp
+tests_tools_tls_ticket_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
+tests_tools_tls_ticket_LDADD = transporter/libblobtransporter.la blobstore/libblobstore.la \
+	$(OMNIORB_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
+$(tests_tools_tls_ticket_OBJECTS): idl/BlobStreaming.hh

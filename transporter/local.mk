@@ -5,25 +5,32 @@ lib_LTLIBRARIES += transporter/libblobtransporter.la
 transporter_libblobtransporter_la_SOURCES = \
 	transporter/src/Protocol.cpp \
 	transporter/src/SocketOptions.cpp \
+	transporter/src/Tls.cpp \
 	transporter/src/corba/Exceptions.cpp \
-	transporter/src/corba/Orb.cpp
+	transporter/src/corba/Orb.cpp \
+	transporter/src/corba/Security.cpp
 transporter_libblobtransporter_la_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
 transporter_libblobtransporter_la_LIBADD = idl/libblobstreaming_idl.la blobstore/libblobstore.la \
-	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
+	$(OMNISSL_LIBS) $(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
 transporter_libblobtransporter_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0
 $(transporter_libblobtransporter_la_OBJECTS): idl/BlobStreaming.hh
 EXTRA_DIST += \
 	transporter/include/blobstreaming/transporter/Protocol.h \
 	transporter/include/blobstreaming/transporter/SocketOptions.h \
+	transporter/include/blobstreaming/transporter/Tls.h \
 	transporter/include/blobstreaming/transporter/corba/Exceptions.h \
-	transporter/include/blobstreaming/transporter/corba/Orb.h
+	transporter/include/blobstreaming/transporter/corba/Orb.h \
+	transporter/include/blobstreaming/transporter/corba/Security.h
 
 transporter_test_cppflags = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS) -DBOOST_TEST_DYN_LINK
 transporter_test_ldadd = transporter/libblobtransporter.la blobstore/libblobstore.la \
 	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
-transporter_tests = transporter/tests/ProtocolTest
+transporter_tests = transporter/tests/ProtocolTest transporter/tests/TlsTest
 check_PROGRAMS += $(transporter_tests)
 TESTS += $(transporter_tests)
 transporter_tests_ProtocolTest_SOURCES = transporter/tests/ProtocolTest.cpp
 transporter_tests_ProtocolTest_CPPFLAGS = $(transporter_test_cppflags)
 transporter_tests_ProtocolTest_LDADD = $(transporter_test_ldadd)
+transporter_tests_TlsTest_SOURCES = transporter/tests/TlsTest.cpp
+transporter_tests_TlsTest_CPPFLAGS = $(transporter_test_cppflags)
+transporter_tests_TlsTest_LDADD = $(transporter_test_ldadd)

@@ -11,6 +11,8 @@ transporter_libblobserver_la_SOURCES = \
 	transporter/src/corba/BlobTransporter_i.cpp \
 	transporter/src/corba/BlobTransporter_i.h \
 	transporter/src/corba/ServantContext.h \
+	transporter/src/server/AccessList.cpp \
+	transporter/src/server/AccessList.h \
 	transporter/src/server/DataAcceptor.h \
 	transporter/src/server/DataConnection.cpp \
 	transporter/src/server/DataConnection.h \
@@ -30,11 +32,16 @@ $(transporter_libblobserver_la_OBJECTS): idl/BlobStreaming.hh
 server_test_ldadd = transporter/libblobserver.la transporter/libblobtransporter.la blobstore/libblobstore.la \
 	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 server_tests = \
+	transporter/tests/AccessListTest \
 	transporter/tests/TicketRegistryTest \
 	transporter/tests/ReservationTableTest \
 	transporter/tests/DataServerTest
 check_PROGRAMS += $(server_tests)
 TESTS += $(server_tests)
+transporter_tests_AccessListTest_SOURCES = transporter/tests/AccessListTest.cpp
+transporter_tests_AccessListTest_CPPFLAGS = $(transporter_libblobserver_la_CPPFLAGS) -DBOOST_TEST_DYN_LINK
+transporter_tests_AccessListTest_LDADD = $(server_test_ldadd)
+$(transporter_tests_AccessListTest_OBJECTS): idl/BlobStreaming.hh
 transporter_tests_TicketRegistryTest_SOURCES = transporter/tests/TicketRegistryTest.cpp
 transporter_tests_TicketRegistryTest_CPPFLAGS = $(transporter_libblobserver_la_CPPFLAGS) -DBOOST_TEST_DYN_LINK
 transporter_tests_TicketRegistryTest_LDADD = $(server_test_ldadd)

@@ -13,6 +13,8 @@ ConnectionPool::ConnectionPool(EventLoop& loop, const SessionOptions& options) :
     socket_options_.send_buffer = options.send_buffer;
     socket_options_.receive_buffer = options.receive_buffer;
     socket_options_.no_delay = options.no_delay;
+    const TlsFiles files{options.tls_cert, options.tls_key, options.tls_ca};
+    if (files.enabled()) tls_ = std::make_unique<TlsContext>(TlsContext::Role::client, files);
 }
 
 ConnectionPool::~ConnectionPool() = default;
@@ -30,7 +32,8 @@ void ConnectionPool::submit(std::unique_ptr<TransferJob> job)
     }
     if (e.connections.size() < std::max(1u, options_.max_connections_per_endpoint)) {
         e.connections.push_back(std::make_unique<DataConnection>(
-            loop_, endpoint, socket_options_, [this](DataConnection* c, bool reusable) { released(c, reusable); }));
+            loop_, endpoint, socket_options_, [this](DataConnection* c, bool reusable) { released(c, reusable); },
+            tls_.get()));
         ++opened_;
         spdlog::debug("data connection to {}: opening #{}", endpoint, e.connections.size());
         e.connections.back()->start(std::move(job));

@@ -45,6 +45,7 @@ private:
     EventLoop& loop_;
     SessionOptions options_;
     SocketOptions socket_options_;
+    std::unique_ptr<TlsContext> tls_;  ///< null: plain TCP
     std::map<std::string, Endpoint> endpoints_;
     std::atomic<std::uint64_t> opened_{0};
     std::vector<std::unique_ptr<DataConnection>> retired_;

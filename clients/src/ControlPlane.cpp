@@ -4,6 +4,7 @@
 #include <blobstreaming/blobstore/Error.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Orb.h>
+#include <blobstreaming/transporter/corba/Security.h>
 
 #include <omniORB4/omniORB.h>
 #include <spdlog/spdlog.h>
@@ -22,12 +23,21 @@ namespace {
 std::mutex orb_mutex;
 CORBA::ORB_ptr orb_instance = CORBA::ORB::_nil();
 unsigned orb_users = 0;
+TlsFiles orb_tls;  // what the live ORB was initialised with
 
 CORBA::ORB_ptr acquire_orb(const SessionOptions& options)
 {
     std::lock_guard<std::mutex> lock(orb_mutex);
+    const TlsFiles tls{options.tls_cert, options.tls_key, options.tls_ca};
     if (orb_users == 0) {
+        tls.check("tls_");
+        if (tls.enabled()) corba::configure_ssl(tls);
         orb_instance = corba::init_orb({{"clientCallTimeOutPeriod", std::to_string(options.timeout.count())}});
+        orb_tls = tls;
+    } else if (tls.cert != orb_tls.cert || tls.key != orb_tls.key || tls.ca != orb_tls.ca) {
+        throw Error(Errc::invalid_argument,
+                    "a Session with other TLS files than the Sessions already open in this process (one ORB, one "
+                    "TLS identity per process)");
     }
     ++orb_users;
     return CORBA::ORB::_duplicate(orb_instance);
@@ -172,6 +182,25 @@ std::string seconds_text(std::chrono::milliseconds ms)
     return buf;
 }
 
+/// Runs `call(root)` on the Naming Service. Its calls are reads, so when the
+/// Naming Service was restarted and the connection to the old process fails
+/// (COMM_FAILURE, TRANSIENT: Error(unreachable) from the helpers), the root
+/// context is obtained again and the call made once more.
+template <class Call>
+auto with_naming(ControlPlane::Refs& refs, const SessionOptions& options, Call call)
+{
+    try {
+        return call(refs.root.in());
+    } catch (const CORBA::COMM_FAILURE&) {
+    } catch (const CORBA::TRANSIENT&) {
+    } catch (const CORBA::OBJECT_NOT_EXIST&) {
+    } catch (const Error& e) {
+        if (e.code() != Errc::unreachable) throw;
+    }
+    refs.root = corba::naming_context(refs.orb, options.naming_url);
+    return call(refs.root.in());
+}
+
 /// Runs `body(store_ref)`; CORBA exceptions become Error. A cached reference
 /// that turned out stale (daemon restarted) is resolved again once.
 template <class Body>
@@ -184,7 +213,9 @@ auto with_store(ControlPlane::Refs& refs, const SessionOptions& options, const s
         if (!cached) {
             BlobStreaming::BlobStore_var ref;
             try {
-                ref = corba::resolve_store(refs.root, store, options.naming_url);
+                ref = with_naming(refs, options, [&](CosNaming::NamingContext_ptr root) {
+                    return corba::resolve_store(root, store, options.naming_url);
+                });
             } catch (const Error& e) {
                 throw Error(e.code(), what + ": " + e.what());
             } catch (const CORBA::Exception& e) {
@@ -197,6 +228,10 @@ auto with_store(ControlPlane::Refs& refs, const SessionOptions& options, const s
         }
         BlobStreaming::BlobStore_ptr ref = it->second.in();
         const std::string endpoint = corba::endpoint_of(ref);
+        if (!corba::ssl_configured() && corba::ssl_only(ref))
+            throw Error(Errc::unreachable, what + ": store \"" + store + "\" at " + endpoint +
+                                               " accepts TLS connections only: give this client a certificate, key "
+                                               "and CA (--tls-cert, --tls-key, --tls-ca)");
         try {
             return body(ref);
         } catch (const CORBA::TIMEOUT&) {
@@ -205,9 +240,33 @@ auto with_store(ControlPlane::Refs& refs, const SessionOptions& options, const s
         } catch (const CORBA::SystemException& e) {
             const bool stale = dynamic_cast<const CORBA::TRANSIENT*>(&e) != nullptr ||
                                dynamic_cast<const CORBA::OBJECT_NOT_EXIST*>(&e) != nullptr;
+            // A connection to the daemon broke (it was restarted): the call
+            // may have run there, so it is repeated only on another daemon.
+            const bool lost = dynamic_cast<const CORBA::COMM_FAILURE*>(&e) != nullptr;
+            const BlobStreaming::BlobStore_var old = BlobStreaming::BlobStore::_duplicate(ref);
             refs.stores.erase(store);
             refs.transporters.erase(store);
-            if (!(cached && stale && attempt == 0)) corba::rethrow_as_error(what, store, endpoint);
+            if (!(cached && (stale || lost) && attempt == 0)) corba::rethrow_as_error(what, store, endpoint);
+            if (lost && e.completed() != CORBA::COMPLETED_NO) {
+                const Error failure = [&] {
+                    try {
+                        corba::rethrow_as_error(what, store, endpoint);
+                    } catch (const Error& error) {
+                        return error;
+                    }
+                }();
+                BlobStreaming::BlobStore_var fresh;
+                try {
+                    fresh = with_naming(refs, options, [&](CosNaming::NamingContext_ptr root) {
+                        return corba::resolve_store(root, store, options.naming_url);
+                    });
+                } catch (const Error&) {
+                    throw failure;
+                }
+                if (fresh->_is_equivalent(old.in())) throw failure;
+                omniORB::setClientCallTimeout(fresh, static_cast<CORBA::ULong>(options.timeout.count()));
+                refs.stores.emplace(store, fresh);
+            }
         } catch (...) {
             corba::rethrow_as_error(what, store, endpoint);
         }
@@ -387,7 +446,8 @@ std::vector<std::string> ControlPlane::store_names()
 {
     std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
     try {
-        return corba::list_stores(refs_->root);
+        return with_naming(*refs_, options_,
+                           [](CosNaming::NamingContext_ptr root) { return corba::list_stores(root); });
     } catch (const Error&) {
         throw;
     } catch (const CORBA::Exception& e) {

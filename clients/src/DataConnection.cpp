@@ -29,14 +29,24 @@ double seconds_since(std::chrono::steady_clock::time_point t)
 }  // namespace
 
 DataConnection::DataConnection(EventLoop& loop, std::string endpoint, const SocketOptions& options,
-                               Released released)
-    : loop_(loop), endpoint_(std::move(endpoint)), options_(options), released_(std::move(released))
+                               Released released, const TlsContext* tls)
+    : loop_(loop), endpoint_(std::move(endpoint)), options_(options), released_(std::move(released)), tls_(tls)
 {
 }
 
 DataConnection::~DataConnection()
 {
+    if (io_) io_->close_notify();
+    io_.reset();
     if (fd_) loop_.unwatch(fd_.get());
+}
+
+void DataConnection::failed_io(const char* how, int err)
+{
+    if (io_ && io_->tls() && err == EPROTO)
+        fail(Errc::transfer_failed, lost_message(how) + ": " + io_->error_text(err));
+    else
+        fail(Errc::transfer_failed, lost_message(how));
 }
 
 std::string DataConnection::lost_message(const char* how) const
@@ -128,10 +138,15 @@ void DataConnection::on_event(short revents)
             on_connected();
             return;
         }
+        if (phase_ == Phase::handshake) {
+            advance_handshake();
+            return;
+        }
         if (phase_ == Phase::idle) {
             // The store closed an idle connection (or sent garbage): drop it.
-            char byte;
-            if (::recv(fd_.get(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) <= 0 || (revents & (POLLERR | POLLHUP))) {
+            // TLS: a record without application data is not a close.
+            const long n = io_->probe();
+            if (n == 0 || (n < 0 && errno != EAGAIN) || (revents & (POLLERR | POLLHUP))) {
                 phase_ = Phase::closed;
                 released_(this, false);
             }
@@ -154,14 +169,37 @@ void DataConnection::on_event(short revents)
 void DataConnection::on_connected()
 {
     touch();
+    if (tls_) {
+        io_ = std::make_unique<Channel>(fd_.get(), *tls_, endpoint_.substr(0, endpoint_.rfind(':')));
+        phase_ = Phase::handshake;
+        advance_handshake();
+        return;
+    }
+    io_ = std::make_unique<Channel>(fd_.get());
     phase_ = Phase::request;
     advance_send();  // Error: caught by on_event
+}
+
+void DataConnection::advance_handshake()
+{
+    switch (io_->handshake()) {
+    case Channel::Handshake::want_read: loop_.modify(fd_.get(), POLLIN); return;
+    case Channel::Handshake::want_write: loop_.modify(fd_.get(), POLLOUT); return;
+    case Channel::Handshake::failed:
+        fail(Errc::unreachable, job_->what + ": TLS handshake with data endpoint " + endpoint_ +
+                                    " failed: " + io_->handshake_error());
+        return;
+    case Channel::Handshake::done: break;
+    }
+    touch();
+    phase_ = Phase::request;
+    advance_send();
 }
 
 bool DataConnection::send_pending()
 {
     while (out_pos_ < out_.size()) {
-        const ssize_t n = ::send(fd_.get(), out_.data() + out_pos_, out_.size() - out_pos_, MSG_NOSIGNAL | MSG_DONTWAIT);
+        const long n = io_->write(out_.data() + out_pos_, out_.size() - out_pos_);
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
             if (errno == EINTR) continue;
@@ -183,7 +221,7 @@ void DataConnection::advance_send()
     }
     if (phase_ == Phase::body) {
         while (done_bytes_ < total_) {
-            const long n = job_->source->send(fd_.get(), kSendChunk, hash_);
+            const long n = job_->source->send(*io_, kSendChunk, hash_);
             if (n == 0) {
                 report_progress(false);
                 return update_interest();
@@ -213,9 +251,9 @@ void DataConnection::advance_receive()
 {
     for (;;) {
         if (phase_ == Phase::response) {
-            const ssize_t n = ::recv(fd_.get(), header_ + header_pos_, sizeof header_ - header_pos_, MSG_DONTWAIT);
+            const long n = io_->read(header_ + header_pos_, sizeof header_ - header_pos_);
             if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-                fail(Errc::transfer_failed, lost_message("closed"));
+                failed_io("closed", n == 0 ? 0 : errno);
                 return;
             }
             if (n < 0) return update_interest();
@@ -232,9 +270,9 @@ void DataConnection::advance_receive()
         if (phase_ == Phase::message) {
             while (message_.size() < message_size_) {
                 char buf[protocol::kMaxMessageSize];
-                const ssize_t n = ::recv(fd_.get(), buf, message_size_ - message_.size(), MSG_DONTWAIT);
+                const long n = io_->read(buf, message_size_ - message_.size());
                 if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-                    fail(Errc::transfer_failed, lost_message("closed"));
+                    failed_io("closed", n == 0 ? 0 : errno);
                     return;
                 }
                 if (n < 0) return update_interest();
@@ -248,9 +286,9 @@ void DataConnection::advance_receive()
             while (done_bytes_ < total_) {
                 auto [data, room] = job_->sink->window();
                 const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(room, total_ - done_bytes_));
-                const ssize_t n = ::recv(fd_.get(), data, want, MSG_DONTWAIT);
+                const long n = io_->read(data, want);
                 if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-                    fail(Errc::transfer_failed, lost_message("closed"));
+                    failed_io("closed", n == 0 ? 0 : errno);
                     return;
                 }
                 if (n < 0) {
@@ -344,6 +382,7 @@ void DataConnection::fail(Errc code, const std::string& message)
     if (job_->sink) job_->sink->abandon();
     auto job = std::move(job_);
     phase_ = Phase::closed;
+    io_.reset();
     if (fd_) {
         loop_.unwatch(fd_.get());
         fd_.reset();

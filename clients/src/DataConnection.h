@@ -11,6 +11,7 @@
 #include <blobstreaming/blobstore/UniqueFd.h>
 #include <blobstreaming/transporter/Protocol.h>
 #include <blobstreaming/transporter/SocketOptions.h>
+#include <blobstreaming/transporter/Tls.h>
 
 #include <chrono>
 #include <functional>
@@ -53,7 +54,11 @@ public:
     using Released = std::function<void(DataConnection*, bool reusable)>;
 
     /// Starts a non-blocking connect to `endpoint`, then runs `first`.
-    DataConnection(EventLoop& loop, std::string endpoint, const SocketOptions& options, Released released);
+    /// `tls` (may be null: plain TCP) must outlive the connection; the
+    /// store's certificate must then verify against its CA and name the
+    /// endpoint's host.
+    DataConnection(EventLoop& loop, std::string endpoint, const SocketOptions& options, Released released,
+                   const TlsContext* tls = nullptr);
     ~DataConnection();
     DataConnection(const DataConnection&) = delete;
     DataConnection& operator=(const DataConnection&) = delete;
@@ -68,10 +73,12 @@ public:
     void fail(Errc code, const std::string& message);
 
 private:
-    enum class Phase { connecting, request, body, trailer, response, message, pull_body, idle, closed };
+    enum class Phase { connecting, handshake, request, body, trailer, response, message, pull_body, idle, closed };
 
     void on_event(short revents);
     void on_connected();
+    void advance_handshake();
+    void failed_io(const char* how, int err);
     bool send_pending();  // false: would block or failed
     void advance_send();
     void advance_receive();
@@ -87,6 +94,8 @@ private:
     SocketOptions options_;
     Released released_;
     UniqueFd fd_;
+    const TlsContext* tls_;
+    std::unique_ptr<Channel> io_;
     Phase phase_ = Phase::connecting;
     std::unique_ptr<TransferJob> job_;
     std::string out_;

@@ -45,7 +45,8 @@ private:
     std::size_t size_;
 };
 
-/// sendfile(2) from the file; the digest is taken from a mapping of it.
+/// sendfile(2) from the file (TLS: SSL_write from the mapping, sendfile
+/// cannot encrypt); the digest is taken from the mapping.
 class FileSource final : public Source {
 public:
     FileSource(const std::string& path, const std::string& what)
@@ -64,11 +65,12 @@ public:
         }
     }
     std::uint64_t size() const noexcept override { return size_; }
-    long send(int socket, std::size_t max, Sha256& hash) override
+    long send(Channel& channel, std::size_t max, Sha256& hash) override
     {
         const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(max, size_ - offset_));
         off_t off = static_cast<off_t>(offset_);
-        const ssize_t n = ::sendfile(socket, fd_.get(), &off, want);
+        const long n = channel.tls() ? channel.write(map_->data() + offset_, want)
+                                     : ::sendfile(channel.fd(), fd_.get(), &off, want);
         if (n < 0) return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
         hash.update(map_->data() + offset_, static_cast<std::size_t>(n));
         offset_ += static_cast<std::uint64_t>(n);
@@ -87,9 +89,9 @@ private:
     std::unique_ptr<Mapping> map_;
 };
 
-long send_bytes(int socket, const std::uint8_t* data, std::size_t size)
+long send_bytes(Channel& channel, const std::uint8_t* data, std::size_t size)
 {
-    const ssize_t n = ::send(socket, data, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+    const long n = channel.write(data, size);
     if (n < 0) return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
     return n;
 }
@@ -98,10 +100,10 @@ class MemorySource final : public Source {
 public:
     MemorySource(const std::uint8_t* data, std::uint64_t size) : data_(data), size_(size) {}
     std::uint64_t size() const noexcept override { return size_; }
-    long send(int socket, std::size_t max, Sha256& hash) override
+    long send(Channel& channel, std::size_t max, Sha256& hash) override
     {
         const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(max, size_ - offset_));
-        const long n = send_bytes(socket, data_ + offset_, want);
+        const long n = send_bytes(channel, data_ + offset_, want);
         if (n > 0) {
             hash.update(data_ + offset_, static_cast<std::size_t>(n));
             offset_ += static_cast<std::uint64_t>(n);
@@ -128,13 +130,13 @@ public:
     {
     }
     std::uint64_t size() const noexcept override { return size_; }
-    long send(int socket, std::size_t max, Sha256& hash) override
+    long send(Channel& channel, std::size_t max, Sha256& hash) override
     {
         if (begin_ == end_) {
             end_ = produce(buffer_.size(), hash);
             begin_ = 0;
         }
-        const long n = send_bytes(socket, buffer_.data() + begin_, std::min(max, end_ - begin_));
+        const long n = send_bytes(channel, buffer_.data() + begin_, std::min(max, end_ - begin_));
         if (n > 0) begin_ += static_cast<std::size_t>(n);
         return n;
     }

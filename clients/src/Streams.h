@@ -6,6 +6,7 @@
 
 #include <blobstreaming/blobstore/Sha256.h>
 #include <blobstreaming/client/Transfer.h>
+#include <blobstreaming/transporter/Tls.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -20,11 +21,12 @@ class Source {
 public:
     virtual ~Source() = default;
     virtual std::uint64_t size() const noexcept = 0;
-    /// Sends up to `max` of the next bytes on the non-blocking `socket` and
+    /// Sends up to `max` of the next bytes on the non-blocking `channel` and
     /// adds them to `hash`. Returns the bytes sent (0: the socket is full),
-    /// or -1 with errno set by the socket call. Throws Error when the source
-    /// itself fails (Errc::io_error).
-    virtual long send(int socket, std::size_t max, Sha256& hash) = 0;
+    /// or -1 with errno set by the channel. Throws Error when the source
+    /// itself fails (Errc::io_error). A TLS channel is retried with the same
+    /// bytes after 0 (the sources resend from their unchanged position).
+    virtual long send(Channel& channel, std::size_t max, Sha256& hash) = 0;
     /// Resuming a push: adds bytes [0, offset) to `hash` without sending
     /// them and continues at `offset`. Called before the first send().
     /// Throws Error (Errc::io_error) when the source fails.

@@ -254,6 +254,26 @@ BOOST_FIXTURE_TEST_CASE(stalled_push_times_out_and_leaves_nothing, Fixture)
     BOOST_CHECK(!store.contains("CT.3"));
 }
 
+BOOST_FIXTURE_TEST_CASE(a_client_cannot_lengthen_the_inactivity_timeout, Fixture)
+{
+    const auto data = pattern(200000);
+    TicketBinding b;
+    b.direction = protocol::FrameType::push;
+    b.blob = "CT.slow";
+    b.reservation = reservations.add(store.reserve(b.blob, data.size()));
+    b.length = data.size();
+    b.inactivity_timeout = std::chrono::hours(24 * 365);  // what a hostile client asks for
+    UniqueFd fd = connect();
+    const auto t0 = std::chrono::steady_clock::now();
+    send_request(fd.get(), protocol::FrameType::push, tickets.issue(b), 0, data.size());
+    send_all(fd.get(), data.data(), 1000);
+    protocol::Response r = read_response(fd.get());  // after the server's 500 ms, not a year
+    BOOST_CHECK(r.status == Errc::timeout);
+    BOOST_CHECK(std::chrono::steady_clock::now() - t0 < 9s);
+    BOOST_CHECK(!store.contains("CT.slow"));
+    BOOST_CHECK_EQUAL(reservations.resumable("CT.slow").received, 1000u);
+}
+
 BOOST_FIXTURE_TEST_CASE(push_cut_by_the_client_is_parked_until_superseded, Fixture)
 {
     const auto data = pattern(200000);

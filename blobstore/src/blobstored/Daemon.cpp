@@ -5,6 +5,7 @@
 #include <blobstreaming/blobstore/MemoryStore.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Orb.h>
+#include <blobstreaming/transporter/corba/Security.h>
 
 #include <spdlog/spdlog.h>
 
@@ -13,10 +14,10 @@ namespace {
 
 /// omniORB endPoint for HOST:PORT: an empty port is ephemeral, an empty
 /// host every interface.
-std::string endpoint(const HostPort& hp)
+std::string endpoint(const HostPort& hp, bool tls)
 {
     const std::string host = hp.host == "0.0.0.0" ? "" : hp.host;
-    return "giop:tcp:" + host + ":" + (hp.port == 0 ? std::string() : std::to_string(hp.port));
+    return std::string(tls ? "giop:ssl:" : "giop:tcp:") + host + ":" + (hp.port == 0 ? std::string() : std::to_string(hp.port));
 }
 
 bool is_wildcard(const std::string& host) { return host == "0.0.0.0" || host == "::" || host.empty(); }
@@ -57,10 +58,16 @@ std::string Daemon::start()
     data.inactivity_timeout = options_.timeout;
     data.socket.send_buffer = options_.socket_buffer;
     data.socket.receive_buffer = options_.socket_buffer;
+    const bool tls = options_.tls.enabled();
+    if (tls) {
+        data.tls = std::make_shared<TlsContext>(TlsContext::Role::server, options_.tls);
+        corba::configure_ssl(options_.tls);
+    }
     data_ = std::make_unique<server::DataServer>(*store_, *tickets_, *reservations_, data);
     data_->start();
 
-    orb_ = corba::init_orb({{"endPoint", endpoint(options_.control)}, {"clientCallTimeOutPeriod", "10000"}});
+    orb_ = corba::init_orb({{"endPoint", endpoint(options_.control, tls)}, {"clientCallTimeOutPeriod", "10000"}});
+    if (tls) corba::install_caller_identity();
     CORBA::Object_var root = orb_->resolve_initial_references("RootPOA");
     poa_ = PortableServer::POA::_narrow(root);
 
@@ -73,6 +80,7 @@ std::string Daemon::start()
     context_.data_port = data_->port();
     context_.local_fast_path = options_.local_fast_path;
     context_.poa = poa_.in();
+    context_.access = &options_.access;
 
     PortableServer::Servant_var<corba::BlobStore_i> store_servant = new corba::BlobStore_i(context_);
     PortableServer::ObjectId_var store_id = poa_->activate_object(store_servant);
@@ -100,32 +108,92 @@ std::string Daemon::start()
                                            options_.naming + " (CORBA " + e._name() + ")");
     }
 
+    std::string sdc_field;
+    if (!options_.sdc_address.empty()) {
+        try {
+            sdc_ = std::make_unique<SdcStatus>(options_.sdc_address, options_.name);
+        } catch (const std::exception& e) {
+            throw Error(Errc::unreachable, std::string("SDC status provider: ") + e.what());
+        }
+        sdc_->update(store_->usage(), data_->active_transfers());
+        sdc_field = " sdc=" + sdc_->device_url();
+        spdlog::info("store status served over SDC at {}", sdc_->device_url());
+    }
+
     const std::string data_address = context_.data_host + ":" + std::to_string(context_.data_port);
     spdlog::info("store \"{}\" ({} store, tier {}) registered at {}; data {}, control {}", options_.name,
                  store_->kind(), tier_name(options_.tier), options_.naming, data_address, control);
+    if (tls)
+        spdlog::info("TLS on both planes (certificate {}, CA {}); access list: {}", options_.tls.cert, options_.tls.ca,
+                     options_.access.describe());
     return "blobstored ready name=" + options_.name + " store=" + std::string(store_->kind()) +
-           " data=" + data_address + " control=" + control;
+           " data=" + data_address + " control=" + control + sdc_field;
 }
 
 void Daemon::maintain() noexcept
 {
-    if (stopped_ || CORBA::is_nil(naming_)) return;
+    if (stopped_) return;
+    if (sdc_) {
+        try {
+            sdc_->update(store_->usage(), data_->active_transfers());
+        } catch (const std::exception& e) {
+            spdlog::debug("SDC status update: {}", e.what());
+        }
+    }
+    if (CORBA::is_nil(naming_)) return;
     try {
+        if (naming_lost_) naming_ = corba::naming_context(orb_, options_.naming);
+        if (!store_binding_alive()) {
+            corba::bind_store(naming_, options_.name, store_ref_);
+            bound_ = true;
+            spdlog::info("store \"{}\" registered again in the naming service at {} (its entry was missing or "
+                         "named a store that is gone)", options_.name, options_.naming);
+        }
         if (!corba::locator_is_alive(naming_)) {
             corba::bind_locator(naming_, locator_ref_);
             spdlog::info("bound this daemon's locator as BlobStreaming/Locator (the previous one is gone)");
         }
+        if (naming_lost_) spdlog::info("naming service at {} reachable again", options_.naming);
+        naming_lost_ = false;
     } catch (const CORBA::Exception& e) {
-        spdlog::debug("locator upkeep: naming service at {}: CORBA {}", options_.naming, e._name());
+        naming_unreachable(std::string("CORBA ") + e._name());
     } catch (const std::exception& e) {
-        spdlog::debug("locator upkeep: {}", e.what());
+        naming_unreachable(e.what());
     }
+}
+
+bool Daemon::store_binding_alive()
+{
+    CORBA::Object_var current;
+    try {
+        current = naming_->resolve(corba::store_path(options_.name));
+    } catch (const CosNaming::NamingContext::NotFound&) {
+        return false;
+    }
+    if (CORBA::is_nil(current)) return false;
+    if (current->_is_equivalent(store_ref_)) return true;
+    // Another daemon of the same name registered after us: leave it alone
+    // while it lives, take the name back when it is gone.
+    try {
+        return !current->_non_existent();
+    } catch (const CORBA::SystemException&) {
+        return false;
+    }
+}
+
+void Daemon::naming_unreachable(const std::string& why) noexcept
+{
+    if (!naming_lost_)
+        spdlog::warn("naming service at {} unreachable ({}); store \"{}\" keeps serving and registers again "
+                     "when it is back", options_.naming, why, options_.name);
+    naming_lost_ = true;
 }
 
 void Daemon::stop() noexcept
 {
     if (stopped_) return;
     stopped_ = true;
+    sdc_.reset();  // WS-Discovery Bye
     if (data_) data_->stop();
     if (reservations_) reservations_->abort_all();
     if (!CORBA::is_nil(naming_)) {

@@ -2,6 +2,7 @@
 /// A running blobstored: one store, its data plane and its servants.
 
 #include "DaemonOptions.h"
+#include "SdcStatus.h"
 
 #include "corba/BlobLocator_i.h"
 #include "corba/BlobStore_i.h"
@@ -36,19 +37,26 @@ public:
     std::string start();
     void stop() noexcept;
 
-    /// Periodic upkeep on the main thread: rebinds BlobStreaming/Locator to
-    /// this daemon's locator when the binding is missing or its daemon is
-    /// gone (the daemon that bound it last has stopped). Never throws.
+    /// Periodic upkeep on the main thread (every --naming-check): publishes
+    /// the store's status to the SDC provider (if any); registers the store
+    /// again when its Naming Service entry is missing or names a daemon that
+    /// is gone (the Naming Service was restarted without its data), and
+    /// rebinds BlobStreaming/Locator to this daemon's locator when that
+    /// binding is missing or its daemon is gone. A Naming Service that
+    /// cannot be reached is logged once and tried again. Never throws.
     void maintain() noexcept;
 
 private:
     std::unique_ptr<Store> open_store() const;
+    bool store_binding_alive();
+    void naming_unreachable(const std::string& why) noexcept;
 
     DaemonOptions options_;
     std::unique_ptr<Store> store_;
     std::unique_ptr<server::TicketRegistry> tickets_;
     std::unique_ptr<server::ReservationTable> reservations_;
     std::unique_ptr<server::DataServer> data_;
+    std::unique_ptr<SdcStatus> sdc_;
     corba::ServantContext context_;
 
     CORBA::ORB_var orb_;
@@ -58,6 +66,7 @@ private:
     CORBA::Object_var locator_ref_;
     bool bound_ = false;
     bool stopped_ = false;
+    bool naming_lost_ = false;
 };
 
 }  // namespace blobstreaming::daemon

@@ -91,12 +91,20 @@ po::options_description describe()
         ("tier", po::value<std::string>()->value_name("TIER"), "memory|workstation|cluster|central (default: memory for a memory store, else workstation)")
         ("control-address", po::value<std::string>()->value_name("HOST:PORT")->default_value("0.0.0.0:0"), "CORBA endpoint; port 0: ephemeral")
         ("data-address", po::value<std::string>()->value_name("HOST:PORT")->default_value("0.0.0.0:0"), "data port; port 0: ephemeral")
+        ("sdc-address", po::value<std::string>()->value_name("HOST:PORT"), "serve the store's status as an IEEE 11073 SDC provider (docs/SDC.md); port 0: ephemeral")
         ("ticket-lifetime", po::value<std::string>()->value_name("SECONDS")->default_value("30"), "unused transfer tickets expire after this")
         ("timeout", po::value<std::string>()->value_name("SECONDS")->default_value("30"), "inactivity timeout of a transfer")
         ("reservation-grace", po::value<std::string>()->value_name("SECONDS")->default_value("60"), "an unused reservation is aborted after this")
+        ("naming-check", po::value<std::string>()->value_name("SECONDS")->default_value("2"), "how often the store checks its Naming Service entry and registers again when it is missing (a restarted Naming Service)")
         ("socket-buffer", po::value<std::string>()->value_name("BYTES"), "SO_SNDBUF and SO_RCVBUF of data connections (default: unset = Linux autotuning)")
         ("no-local", po::bool_switch(), "never offer the same-host fast path (findLocalFile)")
         ("no-sync", po::bool_switch(), "do not fsync at commit (tests and benchmarks only)")
+        ("tls-cert", po::value<std::string>()->value_name("FILE"), "TLS on both planes: this store's certificate (PEM); needs --tls-key and --tls-ca")
+        ("tls-key", po::value<std::string>()->value_name("FILE"), "the certificate's private key (PEM, unencrypted)")
+        ("tls-ca", po::value<std::string>()->value_name("FILE"), "CA certificates (PEM) that clients' certificates must chain to")
+        ("allow-read", po::value<std::vector<std::string>>()->composing()->value_name("SUBJECT"), "TLS: a client certificate subject (RFC 2253, e.g. CN=ws1) or * that may stat, list and pull; repeatable")
+        ("allow-write", po::value<std::vector<std::string>>()->composing()->value_name("SUBJECT"), "TLS: ... that may push; repeatable")
+        ("allow-delete", po::value<std::vector<std::string>>()->composing()->value_name("SUBJECT"), "TLS: ... that may remove; repeatable. With TLS on, whatever is not allowed is denied")
         ("config", po::value<std::string>()->value_name("FILE"), "read `option = value` lines (long option names) from FILE; the command line wins")
         ("log-level", po::value<std::string>()->value_name("LEVEL"), "trace|debug|info|warn|error|off (default: info)")
         ("quiet,q", po::bool_switch(), "log warnings and errors only")
@@ -104,6 +112,24 @@ po::options_description describe()
         ("debug,d", po::bool_switch(), "log debug detail");
     // clang-format on
     return d;
+}
+
+/// Boost.Program_options substitutes "%option%", "%value%" ... into its error
+/// messages until none is left, so an option name or value that contains
+/// such a token makes it loop forever. We refuse '%' before it gets there.
+void refuse_percent(const std::string& where, const std::string& text)
+{
+    if (text.find('%') != std::string::npos)
+        usage(where + ": '%' is not allowed in option names and values");
+}
+
+void check_config_text(const std::string& source, const std::string& text)
+{
+    std::istringstream in(text);
+    std::string line;
+    for (std::size_t n = 1; std::getline(in, line); ++n) {
+        refuse_percent(source + ": line " + std::to_string(n), line.substr(0, line.find('#')));
+    }
 }
 
 std::string value_of(const po::variables_map& vm, const char* key)
@@ -147,23 +173,58 @@ std::uint64_t parse_size(const std::string& option, const std::string& text)
     return std::uint64_t{n} << shift;
 }
 
+namespace {
+
+ParsedCommandLine interpret(const po::options_description& desc, const po::variables_map& vm);
+
+}  // namespace
+
 ParsedCommandLine parse_command_line(int argc, char** argv)
 {
     const po::options_description desc = describe();
     po::variables_map vm;
+    for (int i = 1; i < argc; ++i) refuse_percent("argument " + quoted(argv[i]), argv[i]);
     try {
         po::store(po::parse_command_line(argc, argv, desc), vm);
         if (vm.count("config")) {
             const std::string file = vm["config"].as<std::string>();
-            std::ifstream in(file);
-            if (!in) usage("--config: cannot read " + quoted(file));
-            po::store(po::parse_config_file(in, desc), vm);
+            std::ifstream in(file, std::ios::binary);
+            std::string text;
+            char buf[4096];
+            while (in.read(buf, sizeof buf) || in.gcount() > 0) text.append(buf, static_cast<std::size_t>(in.gcount()));
+            if (!in.is_open() || in.bad()) usage("--config: cannot read " + quoted(file));
+            check_config_text("--config " + quoted(file), text);
+            std::istringstream lines(text);
+            po::store(po::parse_config_file(lines, desc), vm);
         }
         po::notify(vm);
     } catch (const po::error& e) {
         usage(e.what());
     }
+    return interpret(desc, vm);
+}
 
+ParsedCommandLine parse_options(const std::vector<std::string>& args, const std::string& config_text)
+{
+    const po::options_description desc = describe();
+    po::variables_map vm;
+    for (const auto& arg : args) refuse_percent("argument " + quoted(arg), arg);
+    check_config_text("configuration", config_text);
+    try {
+        po::store(po::command_line_parser(args).options(desc).run(), vm);
+        std::istringstream in(config_text);
+        po::store(po::parse_config_file(in, desc), vm);
+        po::notify(vm);
+    } catch (const po::error& e) {
+        usage(e.what());
+    }
+    return interpret(desc, vm);
+}
+
+namespace {
+
+ParsedCommandLine interpret(const po::options_description& desc, const po::variables_map& vm)
+{
     ParsedCommandLine out;
     if (vm.count("help")) {
         std::ostringstream text;
@@ -216,9 +277,14 @@ ParsedCommandLine parse_command_line(int argc, char** argv)
                               : (o.store_kind == "memory" ? BlobStreaming::TIER_MEMORY : BlobStreaming::TIER_WORKSTATION);
     o.control = parse_host_port("control-address", value_of(vm, "control-address"));
     o.data = parse_host_port("data-address", value_of(vm, "data-address"));
+    if (vm.count("sdc-address")) {
+        const HostPort sdc = parse_host_port("sdc-address", vm["sdc-address"].as<std::string>());
+        o.sdc_address = sdc.host + ":" + std::to_string(sdc.port);
+    }
     o.ticket_lifetime = parse_seconds("ticket-lifetime", value_of(vm, "ticket-lifetime"), 0.001, 86400);
     o.timeout = parse_seconds("timeout", value_of(vm, "timeout"), 0.001, 86400);
     o.reservation_grace = parse_seconds("reservation-grace", value_of(vm, "reservation-grace"), 0.001, 604800);
+    o.naming_check = parse_seconds("naming-check", value_of(vm, "naming-check"), 0.1, 3600);
     if (vm.count("socket-buffer")) {
         const std::uint64_t b = parse_size("socket-buffer", value_of(vm, "socket-buffer"));
         if (b < 4096 || b > (std::uint64_t{1} << 30))
@@ -232,8 +298,27 @@ ParsedCommandLine parse_command_line(int argc, char** argv)
     if (vm["verbose"].as<bool>()) o.log_level = spdlog::level::info;
     if (vm["debug"].as<bool>()) o.log_level = spdlog::level::debug;
     if (vm.count("log-level")) o.log_level = parse_level(value_of(vm, "log-level"));
+
+    o.tls.cert = value_of(vm, "tls-cert");
+    o.tls.key = value_of(vm, "tls-key");
+    o.tls.ca = value_of(vm, "tls-ca");
+    o.tls.check("--tls-");
+    const std::pair<const char*, server::Permission> lists[] = {{"allow-read", server::Permission::read},
+                                                                {"allow-write", server::Permission::write},
+                                                                {"allow-delete", server::Permission::remove}};
+    for (const auto& [option, permission] : lists) {
+        if (!vm.count(option)) continue;
+        if (!o.tls.enabled())
+            usage(std::string("--") + option + " needs TLS (--tls-cert, --tls-key, --tls-ca): without TLS clients "
+                                               "have no identity to check");
+        for (const auto& subject : vm[option].as<std::vector<std::string>>())
+            o.access.allow(permission, subject, std::string("--") + option);
+    }
+    o.access.enforce(o.tls.enabled());
     out.run = std::move(o);
     return out;
 }
+
+}  // namespace
 
 }  // namespace blobstreaming::daemon

@@ -1,6 +1,10 @@
 #pragma once
 /// blobstored's command line and configuration file (docs/CLI.md).
 
+#include "server/AccessList.h"
+
+#include <blobstreaming/transporter/Tls.h>
+
 #include <BlobStreaming.hh>
 
 #include <spdlog/common.h>
@@ -9,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace blobstreaming::daemon {
 
@@ -28,13 +33,17 @@ struct DaemonOptions {
     std::string naming;
     HostPort control{"0.0.0.0", 0};
     HostPort data{"0.0.0.0", 0};
+    std::string sdc_address;          ///< HOST:PORT of the SDC status provider; empty: none
     std::chrono::milliseconds ticket_lifetime{30000};
     std::chrono::milliseconds timeout{30000};
     std::chrono::milliseconds reservation_grace{60000};
+    std::chrono::milliseconds naming_check{2000};  ///< period of the Naming Service upkeep
     int socket_buffer = 0;            ///< 0: autotuning
     bool local_fast_path = true;
     bool sync = true;
     spdlog::level::level_enum log_level = spdlog::level::info;
+    TlsFiles tls;                     ///< enabled(): TLS on both planes
+    server::AccessList access;        ///< enforced when TLS is on
 };
 
 /// What the command line asks for.
@@ -47,6 +56,11 @@ struct ParsedCommandLine {
 /// Throws Error(Errc::invalid_argument) with a message naming the option,
 /// the value and what is allowed (the caller exits 1).
 ParsedCommandLine parse_command_line(int argc, char** argv);
+
+/// The same with the configuration given as text instead of a --config
+/// file: `args` are command-line arguments without the program name,
+/// `config_text` holds `option = value` lines. Same errors.
+ParsedCommandLine parse_options(const std::vector<std::string>& args, const std::string& config_text);
 
 /// "512K", "64M", "2G", "1048576" -> bytes (x1024 suffixes). Throws
 /// Error(invalid_argument) naming `option`.

@@ -75,10 +75,11 @@ int main(int argc, char** argv)
         return static_cast<int>(blobstreaming::Errc::transfer_failed);
     }
 
-    // Wait for SIGTERM/SIGINT; meanwhile, keep the locator binding alive.
+    // Wait for SIGTERM/SIGINT; meanwhile, keep the naming entries alive.
+    const auto check = command.run->naming_check.count();
+    const timespec period{static_cast<time_t>(check / 1000), static_cast<long>(check % 1000) * 1000000L};
     int signal = -1;
     while (signal < 0) {
-        const timespec period{2, 0};
         signal = ::sigtimedwait(&shutdown_signals, nullptr, &period);
         if (signal < 0) daemon.maintain();
     }

@@ -214,6 +214,9 @@ int run(const Invocation& call)
     options.receive_buffer = call.socket_buffer;
     options.timeout = call.timeout;
     options.local_fast_path = call.local;
+    options.tls_cert = call.tls_cert;
+    options.tls_key = call.tls_key;
+    options.tls_ca = call.tls_ca;
     Session session(options);
     if (call.command == "push") return push(session, call);
     if (call.command == "pull") return pull(session, call);

@@ -13,6 +13,7 @@ namespace blobstreaming::cli {
 /// Everything the command line said, already range-checked by main().
 struct Invocation {
     std::string naming;
+    std::string tls_cert, tls_key, tls_ca;  ///< TLS on both planes: all three or none
     std::string store;
     bool json = false;
     int socket_buffer = 0;

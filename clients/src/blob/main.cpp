@@ -3,6 +3,7 @@
 #include "Output.h"
 
 #include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/transporter/Tls.h>
 
 #include <boost/program_options.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -64,6 +65,9 @@ po::options_description describe()
         ("socket-buffer,b", po::value<std::string>()->default_value("0"), "SO_SNDBUF/SO_RCVBUF (0: autotuning)")
         ("timeout,t", po::value<std::string>()->default_value("30"), "inactivity timeout in seconds (0.001-86400)")
         ("no-local", "never read a same-host store's file directly")
+        ("tls-cert", po::value<std::string>()->value_name("FILE"), "TLS on both planes: this client's certificate (PEM); needs --tls-key and --tls-ca")
+        ("tls-key", po::value<std::string>()->value_name("FILE"), "the certificate's private key (PEM, unencrypted)")
+        ("tls-ca", po::value<std::string>()->value_name("FILE"), "CA certificates (PEM) that stores' certificates must chain to")
         ("replace,r", "push: overwrite an existing Blob")
         ("offset,o", po::value<std::string>()->default_value("0"), "pull: first byte of the range")
         ("length,l", po::value<std::string>()->default_value("0"), "pull: bytes of the range (0: to the end)")
@@ -113,6 +117,18 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
         throw UsageError("--timeout " + timeout_text + ": expected seconds between 0.001 and 86400");
     call.timeout = std::chrono::milliseconds(static_cast<long long>(timeout * 1000));
     call.local = vm.count("no-local") == 0;
+    const char* tls_names[] = {"tls-cert", "tls-key", "tls-ca"};
+    std::string* tls_values[] = {&call.tls_cert, &call.tls_key, &call.tls_ca};
+    for (int i = 0; i < 3; ++i) {
+        if (!vm.count(tls_names[i])) continue;
+        *tls_values[i] = vm[tls_names[i]].as<std::string>();
+        if (tls_values[i]->empty()) throw UsageError(std::string("--") + tls_names[i] + ": expected a file name");
+    }
+    try {
+        TlsFiles{call.tls_cert, call.tls_key, call.tls_ca}.check("--tls-");
+    } catch (const Error& e) {
+        throw UsageError(e.what());
+    }
     call.quiet = vm.count("quiet") != 0;
     call.replace = vm.count("replace") != 0;
     call.offset = size_option(vm, "offset");

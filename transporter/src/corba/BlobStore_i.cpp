@@ -1,6 +1,7 @@
 #include "BlobStore_i.h"
 
 #include "BlobTransporter_i.h"
+#include "server/AccessList.h"
 #include "server/DataServer.h"
 #include "server/ReservationTable.h"
 
@@ -9,6 +10,7 @@
 #include <blobstreaming/blobstore/FileStore.h>
 #include <blobstreaming/blobstore/Store.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
+#include <blobstreaming/transporter/corba/Security.h>
 
 #include <spdlog/spdlog.h>
 
@@ -47,6 +49,19 @@ std::string boot_id()
     return id.substr(first, id.find_last_not_of(" \t\r\n") - first + 1);
 }
 
+void require_permission(const ServantContext& context, server::Permission permission, const char* operation)
+{
+    if (!context.access || !context.access->enforced()) return;
+    const std::string subject = caller_subject();
+    try {
+        context.access->require(subject, permission);
+    } catch (const Error& e) {
+        spdlog::warn("store \"{}\": {} refused: {}", context.store_name, operation, e.what());
+        throw CORBA::NO_PERMISSION(static_cast<CORBA::ULong>(kNoPermissionMinor + 1 + static_cast<unsigned>(permission)),
+                                   CORBA::COMPLETED_NO);
+    }
+}
+
 BlobStore_i::BlobStore_i(const ServantContext& context) : context_(context) {}
 
 char* BlobStore_i::name() { return CORBA::string_dup(context_.store_name.c_str()); }
@@ -72,6 +87,7 @@ BlobStreaming::StoreStatus* BlobStore_i::status()
 
 CORBA::Boolean BlobStore_i::contains(const char* name)
 {
+    require_permission(context_, server::Permission::read, "contains");
     try {
         validate_blob_name(name);
         return context_.store->contains(name);
@@ -82,6 +98,7 @@ CORBA::Boolean BlobStore_i::contains(const char* name)
 
 BlobStreaming::BlobInfo* BlobStore_i::stat(const char* name)
 {
+    require_permission(context_, server::Permission::read, "stat");
     try {
         return to_idl(context_.store->stat(name));
     } catch (const Error& e) {
@@ -91,6 +108,7 @@ BlobStreaming::BlobInfo* BlobStore_i::stat(const char* name)
 
 BlobStreaming::BlobInfoSeq* BlobStore_i::list()
 {
+    require_permission(context_, server::Permission::read, "list");
     try {
         const auto blobs = context_.store->list();
         auto* out = new BlobStreaming::BlobInfoSeq;
@@ -105,6 +123,7 @@ BlobStreaming::BlobInfoSeq* BlobStore_i::list()
 BlobStreaming::Reservation* BlobStore_i::reserve(const char* name, BlobStreaming::ByteCount size,
                                                  CORBA::Boolean overwrite)
 {
+    require_permission(context_, server::Permission::write, "reserve");
     try {
         context_.reservations->purge();
         validate_blob_name(name);
@@ -129,6 +148,7 @@ BlobStreaming::Reservation* BlobStore_i::reserve(const char* name, BlobStreaming
 
 BlobStreaming::BlobInfo* BlobStore_i::commit(BlobStreaming::ReservationId id, const BlobStreaming::Sha256 expected)
 {
+    require_permission(context_, server::Permission::write, "commit");
     std::unique_ptr<Reservation> reservation;
     try {
         reservation = context_.reservations->take(id);
@@ -146,6 +166,7 @@ BlobStreaming::BlobInfo* BlobStore_i::commit(BlobStreaming::ReservationId id, co
 
 void BlobStore_i::abort(BlobStreaming::ReservationId id)
 {
+    require_permission(context_, server::Permission::write, "abort");
     try {
         context_.reservations->abort(id);
         spdlog::debug("reservation {} aborted on request", id);
@@ -194,6 +215,7 @@ BlobStreaming::BlobInfo* BlobStore_i::verify(const char* name)
 
 void BlobStore_i::remove(const char* name)
 {
+    require_permission(context_, server::Permission::remove, "remove");
     try {
         context_.store->remove(name);
         spdlog::info("removed {}", quote_name(name));
@@ -204,6 +226,7 @@ void BlobStore_i::remove(const char* name)
 
 CORBA::Boolean BlobStore_i::findLocalFile(const char* name, BlobStreaming::LocalFile_out file)
 {
+    require_permission(context_, server::Permission::read, "findLocalFile");
     file = new BlobStreaming::LocalFile;
     try {
         validate_blob_name(name);

@@ -1,5 +1,7 @@
 #include "BlobTransporter_i.h"
 
+#include "server/AccessList.h"
+
 #include "server/ReservationTable.h"
 #include "server/TicketRegistry.h"
 
@@ -7,6 +9,7 @@
 #include <blobstreaming/blobstore/Error.h>
 #include <blobstreaming/blobstore/Store.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
+#include <blobstreaming/transporter/corba/Security.h>
 
 #include <spdlog/spdlog.h>
 
@@ -92,6 +95,7 @@ std::shared_ptr<server::TransferControl> BlobTransporter_i::make_control(
 
 BlobStreaming::TransferTicket* BlobTransporter_i::issue(server::TicketBinding binding)
 {
+    binding.client = caller_subject();  // the data connection must come from the same client
     const protocol::TicketId id = context_.tickets->issue(binding);
     {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -120,6 +124,7 @@ BlobStreaming::TransferTicket* BlobTransporter_i::send(const char* blob, BlobStr
                                                        const BlobStreaming::TimeValue& timeout,
                                                        BlobStreaming::NotificationSemantics semantics)
 {
+    require_permission(context_, server::Permission::read, "send");
     const std::string name = blob;
     if (auto problem = blob_name_problem(name))
         throw BlobStreaming::InvalidName(("send " + quote_name(name) + ": " + *problem).c_str(), blob);
@@ -153,6 +158,7 @@ BlobStreaming::TransferTicket* BlobTransporter_i::recv(BlobStreaming::Reservatio
                                                        const BlobStreaming::TimeValue& timeout,
                                                        BlobStreaming::NotificationSemantics semantics)
 {
+    require_permission(context_, server::Permission::write, "recv");
     server::ReservationTable::Summary summary;
     try {
         summary = context_.reservations->find(reservation);

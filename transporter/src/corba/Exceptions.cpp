@@ -1,8 +1,19 @@
 #include <blobstreaming/transporter/corba/Exceptions.h>
 
 #include <blobstreaming/blobstore/BlobName.h>
+#include <blobstreaming/transporter/corba/Security.h>
 
 #include <omniORB4/IIOP.h>
+#include <omniORB4/minorCode.h>
+
+#include <blobstreaming/blobstore/UniqueFd.h>
+
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <memory>
 
 namespace blobstreaming::corba {
 
@@ -23,26 +34,105 @@ void throw_idl(const Error& e, const std::string& store)
     }
 }
 
-std::string endpoint_of(CORBA::Object_ptr ref)
+namespace {
+
+struct Address {
+    std::string host;
+    CORBA::UShort port = 0;      ///< giop:tcp; 0 when there is none
+    CORBA::UShort ssl_port = 0;  ///< giop:ssl (TAG_SSL_SEC_TRANS); 0 when there is none
+};
+
+/// The first IIOP profile of `ref`; false when there is none.
+bool address_of(CORBA::Object_ptr ref, Address& out)
 {
+    if (CORBA::is_nil(ref)) return false;
+    omniIOR* ior = ref->_PR_getobj()->_getIOR();
+    bool found = false;
     try {
-        if (CORBA::is_nil(ref)) return "nil";
-        omniIOR* ior = ref->_PR_getobj()->_getIOR();
         const IOP::TaggedProfileList& profiles = ior->iopProfiles();
-        std::string out;
-        for (CORBA::ULong i = 0; i < profiles.length(); ++i) {
+        for (CORBA::ULong i = 0; i < profiles.length() && !found; ++i) {
             if (profiles[i].tag != IOP::TAG_INTERNET_IOP) continue;
             IIOP::ProfileBody body;
             IIOP::unmarshalProfile(profiles[i], body);
-            out = std::string(body.address.host.in()) + ":" + std::to_string(body.address.port);
-            break;
+            out.host = body.address.host.in();
+            out.port = body.address.port;
+            // The SSL component's data is {supports, requires, port}.
+            for (CORBA::ULong c = 0; c < body.components.length(); ++c) {
+                if (body.components[c].tag != IOP::TAG_SSL_SEC_TRANS) continue;
+                cdrEncapsulationStream stream(body.components[c].component_data.get_buffer(),
+                                              body.components[c].component_data.length(), 1);
+                CORBA::UShort supports, requires;
+                supports <<= stream;
+                requires <<= stream;
+                out.ssl_port <<= stream;
+            }
+            found = true;
         }
-        ior->release();
-        return out.empty() ? "an unknown endpoint" : out;
     } catch (...) {
-        return "an unknown endpoint";
+        found = false;
     }
+    ior->release();
+    return found;
 }
+
+}  // namespace
+
+std::string endpoint_of(CORBA::Object_ptr ref)
+{
+    if (CORBA::is_nil(ref)) return "nil";
+    Address a;
+    if (!address_of(ref, a)) return "an unknown endpoint";
+    return a.host + ":" + std::to_string(a.port != 0 ? a.port : a.ssl_port);
+}
+
+bool ssl_only(CORBA::Object_ptr ref)
+{
+    Address a;
+    return address_of(ref, a) && a.port == 0 && a.ssl_port != 0;
+}
+
+namespace {
+
+/// Whether a TCP connection to HOST:PORT can be opened within a second.
+bool accepts_connections(const std::string& endpoint)
+{
+    const auto colon = endpoint.rfind(':');
+    if (colon == std::string::npos) return false;
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    if (::getaddrinfo(endpoint.substr(0, colon).c_str(), endpoint.substr(colon + 1).c_str(), &hints, &found) != 0)
+        return false;
+    std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> list(found, &::freeaddrinfo);
+    const UniqueFd fd(::socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!fd) return false;
+    if (::connect(fd.get(), found->ai_addr, found->ai_addrlen) == 0) return true;
+    if (errno != EINPROGRESS) return false;
+    pollfd p{fd.get(), POLLOUT, 0};
+    if (::poll(&p, 1, 1000) != 1) return false;
+    int err = 0;
+    socklen_t len = sizeof err;
+    return ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+}
+
+/// Why a TLS connection to a store failed, as far as this process can tell:
+/// its own verification of the store's certificate or an alert from the
+/// store. TLS 1.3 checks the client's certificate after the client has
+/// finished its handshake, and the store's close usually overtakes its alert:
+/// then a store that still accepts connections has refused this client's
+/// certificate. "" when TLS is off or nothing points at TLS.
+std::string tls_reason(const std::string& endpoint)
+{
+    if (!ssl_configured()) return {};
+    const std::string tls = last_ssl_failure();
+    if (!tls.empty()) return ": TLS handshake failed: " + tls;
+    if (accepts_connections(endpoint))
+        return ": TLS handshake failed: the store closed the connection after the handshake: it did not accept "
+               "this client's certificate (the store's log says why)";
+    return {};
+}
+
+}  // namespace
 
 void rethrow_as_error(const std::string& what, const std::string& store, const std::string& endpoint)
 {
@@ -70,11 +160,22 @@ void rethrow_as_error(const std::string& what, const std::string& store, const s
         throw Error(Errc::timeout, prefix + e.message.in());
     } catch (const Corrupt& e) {
         throw Error(Errc::corrupt, prefix + e.message.in());
+    } catch (const CORBA::NO_PERMISSION& e) {
+        static const char* const kPermissions[] = {"do this", "read", "write", "delete"};
+        const unsigned long p = e.minor() - kNoPermissionMinor;
+        const std::string subject = own_subject();
+        throw Error(Errc::refused, prefix + "permission denied: " +
+                                       (subject.empty() ? std::string("this client") : "client \"" + subject + "\"") +
+                                       " may not " + kPermissions[p <= 3 ? p : 0]);
     } catch (const CORBA::TRANSIENT&) {
-        throw Error(Errc::unreachable, what + ": store \"" + store + "\" unreachable at " + endpoint);
+        const std::string tls = tls_reason(endpoint);
+        throw Error(Errc::unreachable, what + ": store \"" + store + "\" unreachable at " + endpoint + tls);
     } catch (const CORBA::COMM_FAILURE&) {
+        // TLS 1.3: the server checks the client's certificate after the
+        // client has finished its handshake; a refusal ends the connection.
+        const std::string tls = tls_reason(endpoint);
         throw Error(Errc::unreachable, what + ": store \"" + store + "\" unreachable at " + endpoint +
-                                           " (connection lost)");
+                                           (tls.empty() ? std::string(" (connection lost)") : tls));
     } catch (const CORBA::OBJECT_NOT_EXIST&) {
         throw Error(Errc::unreachable, what + ": store \"" + store + "\" unreachable at " + endpoint +
                                            " (no longer exists there)");

@@ -1,6 +1,9 @@
 #include <blobstreaming/transporter/corba/Orb.h>
 
 #include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/transporter/corba/Security.h>
+
+#include <omniORB4/omniORB.h>
 
 #include <algorithm>
 #include <memory>
@@ -24,9 +27,18 @@ CORBA::ORB_ptr init_orb(const std::vector<std::pair<std::string, std::string>>& 
     int argc = 1;
     char name[] = "blobstreaming";
     char* argv[] = {name, nullptr};
+    // Linked in but unconfigured, omniORB's SSL transport warns "SSL CA
+    // certificate location is not set" at trace level 1 during ORB_init on
+    // every plaintext run: TLS off is a choice here, not a mistake.
+    const CORBA::ULong level = omniORB::traceLevel;
+    const bool quiet = !ssl_configured() && level == 1;
+    if (quiet) omniORB::traceLevel = 0;
     try {
-        return CORBA::ORB_init(argc, argv, orb_id, table.get());
+        CORBA::ORB_ptr orb = CORBA::ORB_init(argc, argv, orb_id, table.get());
+        if (quiet && omniORB::traceLevel == 0) omniORB::traceLevel = level;
+        return orb;
     } catch (const CORBA::Exception& e) {
+        if (quiet && omniORB::traceLevel == 0) omniORB::traceLevel = level;
         std::string opts;
         for (const auto& [key, value] : options) opts += " -ORB" + key + " " + value;
         throw Error(Errc::invalid_argument,

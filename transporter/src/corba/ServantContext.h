@@ -11,8 +11,10 @@
 namespace blobstreaming {
 class Store;
 namespace server {
+class AccessList;
 class DataServer;
 class ReservationTable;
+enum class Permission;
 class TicketRegistry;
 }  // namespace server
 }  // namespace blobstreaming
@@ -30,7 +32,13 @@ struct ServantContext {
     std::uint16_t data_port = 0;
     bool local_fast_path = true;        ///< findLocalFile answers for a FileStore
     PortableServer::POA_ptr poa = nullptr;  ///< where transporters are activated (not owned)
+    const server::AccessList* access = nullptr;  ///< null: everything permitted
 };
+
+/// Checks that the client of the current request (its TLS certificate's
+/// subject) holds `permission` in the context's access list. Otherwise logs
+/// the refusal and throws CORBA::NO_PERMISSION (corba/Exceptions.h).
+void require_permission(const ServantContext& context, server::Permission permission, const char* operation);
 
 /// Converts an IDL relative time to milliseconds, saturating.
 std::chrono::milliseconds to_milliseconds(const BlobStreaming::TimeValue& t);

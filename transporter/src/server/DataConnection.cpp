@@ -59,9 +59,44 @@ int DataConnection::open(void* acceptor)
         return -1;
     }
     apply_socket_options(get_handle(), server_->config.socket, peer_);
+    try {
+        if (server_->config.tls) {
+            io_ = std::make_unique<Channel>(get_handle(), *server_->config.tls);
+            phase_ = Phase::handshake;
+        } else {
+            io_ = std::make_unique<Channel>(get_handle());
+        }
+    } catch (const Error& e) {
+        spdlog::warn("data connection {}: {}", peer_, e.what());
+        return -1;
+    }
     server_->connections.insert(this);
     spdlog::debug("data connection {}: accepted", peer_);
-    return Base::open(acceptor);
+    if (Base::open(acceptor) == -1) return -1;
+    if (phase_ == Phase::handshake) {
+        progress();
+        arm_timer();
+        return continue_handshake();
+    }
+    return 0;
+}
+
+int DataConnection::continue_handshake()
+{
+    switch (io_->handshake()) {
+    case Channel::Handshake::want_read: return set_mask(ACE_Event_Handler::READ_MASK) ? 0 : -1;
+    case Channel::Handshake::want_write: return set_mask(ACE_Event_Handler::WRITE_MASK) ? 0 : -1;
+    case Channel::Handshake::failed:
+        spdlog::warn("data connection {}: TLS handshake failed: {}", peer_, io_->handshake_error());
+        return -1;
+    case Channel::Handshake::done: break;
+    }
+    subject_ = io_->peer_subject();
+    spdlog::debug("data connection {}: TLS established with \"{}\"", peer_, subject_);
+    phase_ = Phase::request;
+    disarm_timer();
+    if (!set_mask(ACE_Event_Handler::READ_MASK)) return -1;
+    return io_->pending() > 0 ? handle_input(get_handle()) : 0;
 }
 
 // ---- input ------------------------------------------------------------------
@@ -70,6 +105,7 @@ int DataConnection::handle_input(ACE_HANDLE)
 {
     if (closed_) return -1;
     switch (phase_) {
+    case Phase::handshake: return continue_handshake();
     case Phase::request: break;
     case Phase::push_body: return read_push_body();
     case Phase::push_trailer: return read_trailer();
@@ -77,7 +113,7 @@ int DataConnection::handle_input(ACE_HANDLE)
     case Phase::sending: return 0;  // input is masked while sending
     }
     while (request_got_ < protocol::kRequestSize) {
-        const ssize_t n = ::recv(get_handle(), request_buf_ + request_got_, protocol::kRequestSize - request_got_, 0);
+        const long n = io_->read(request_buf_ + request_got_, protocol::kRequestSize - request_got_);
         if (n > 0) {
             request_got_ += static_cast<std::size_t>(n);
             progress();
@@ -95,7 +131,7 @@ int DataConnection::handle_input(ACE_HANDLE)
         if (errno == EINTR) continue;
         if (would_block(errno)) return 0;
         spdlog::warn("data connection {}: receive failed while waiting for a Request: {}", peer_,
-                     std::strerror(errno));
+                     io_->error_text(errno));
         return -1;
     }
     return on_request();
@@ -115,6 +151,12 @@ int DataConnection::on_request()
     } catch (const Error& e) {
         spdlog::warn("data connection {}: refused: {}", peer_, e.what());
         return refuse(e.code(), e.what());
+    }
+    if (server_->config.tls && binding_.client != subject_) {
+        const std::string denied = "permission denied: ticket " + protocol::ticket_tag(request.ticket) +
+                                   "... was issued to client \"" + binding_.client + "\", not to \"" + subject_ + "\"";
+        spdlog::warn("data connection {}: refused: {}", peer_, denied);
+        return refuse(Errc::refused, denied);
     }
     request_ = request;
     in_transfer_ = true;
@@ -177,9 +219,12 @@ int DataConnection::read_push_body()
                                                bytes_of(body_done_, request_.length), true);
             return -1;
         }
-        if (budget == 0) return 0;  // more later, after the other connections
+        // More later, after the other connections; but bytes already
+        // decrypted would not make the socket readable again: take them.
+        const std::uint64_t allowance = budget > 0 ? budget : io_->pending();
+        if (allowance == 0) return 0;
         std::error_code ec;
-        const std::uint64_t want = std::min<std::uint64_t>({kChunk, request_.length - body_done_, budget});
+        const std::uint64_t want = std::min<std::uint64_t>({kChunk, request_.length - body_done_, allowance});
         const Reservation::Window w = reservation_->window(static_cast<std::size_t>(want), ec);
         if (ec || w.size == 0) {
             fail_transfer(ec ? Errc::io_error : Errc::transfer_failed,
@@ -188,7 +233,7 @@ int DataConnection::read_push_body()
                           true);
             return -1;
         }
-        const ssize_t n = ::recv(get_handle(), w.data, w.size, 0);
+        const long n = io_->read(w.data, w.size);
         if (n > 0) {
             if (auto adv = reservation_->advance(static_cast<std::size_t>(n))) {
                 fail_transfer(Errc::io_error, "cannot advance the reservation: " + adv.message(), true);
@@ -215,7 +260,7 @@ int DataConnection::read_push_body()
             return 0;
         }
         fail_transfer(Errc::transfer_failed, "receive failed after " + bytes_of(body_done_, request_.length) +
-                                                 ": " + std::strerror(errno), false);
+                                                 ": " + io_->error_text(errno), false);
         return -1;
     }
     phase_ = Phase::push_trailer;
@@ -226,7 +271,7 @@ int DataConnection::read_push_body()
 int DataConnection::read_trailer()
 {
     while (trailer_got_ < protocol::kTrailerSize) {
-        const ssize_t n = ::recv(get_handle(), trailer_buf_ + trailer_got_, protocol::kTrailerSize - trailer_got_, 0);
+        const long n = io_->read(trailer_buf_ + trailer_got_, protocol::kTrailerSize - trailer_got_);
         if (n > 0) {
             trailer_got_ += static_cast<std::size_t>(n);
             progress();
@@ -241,8 +286,8 @@ int DataConnection::read_trailer()
         }
         if (errno == EINTR) continue;
         if (would_block(errno)) return 0;
-        fail_transfer(Errc::transfer_failed, std::string("receive of the SHA-256 trailer failed: ") +
-                                                 std::strerror(errno), false);
+        fail_transfer(Errc::transfer_failed, "receive of the SHA-256 trailer failed: " + io_->error_text(errno),
+                      false);
         return -1;
     }
     return finish_push();
@@ -282,7 +327,7 @@ int DataConnection::drain_input()
 {
     thread_local std::uint8_t sink[65536];
     for (;;) {
-        const ssize_t n = ::recv(get_handle(), sink, sizeof sink, 0);
+        const long n = io_->read(sink, sizeof sink);
         if (n > 0) {
             drained_ += static_cast<std::uint64_t>(n);
             progress();
@@ -322,7 +367,7 @@ int DataConnection::start_sending(std::string header, bool close_after)
 DataConnection::Pump DataConnection::pump_send()
 {
     while (out_done_ < out_.size()) {
-        const ssize_t n = ::send(get_handle(), out_.data() + out_done_, out_.size() - out_done_, MSG_NOSIGNAL);
+        const long n = io_->write(out_.data() + out_done_, out_.size() - out_done_);
         if (n > 0) {
             out_done_ += static_cast<std::size_t>(n);
             progress();
@@ -330,7 +375,7 @@ DataConnection::Pump DataConnection::pump_send()
         }
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && would_block(errno)) return Pump::again;
-        const std::string why = std::string("cannot send the Response: ") + (n < 0 ? std::strerror(errno) : "");
+        const std::string why = "cannot send the Response: " + (n < 0 ? io_->error_text(errno) : std::string());
         if (in_transfer_)
             fail_transfer(Errc::transfer_failed, why, false);
         else
@@ -348,12 +393,12 @@ DataConnection::Pump DataConnection::pump_send()
         }
         if (budget == 0) return Pump::again;
         const auto want = static_cast<std::size_t>(std::min<std::uint64_t>({kChunk, total - body_done_, budget}));
-        ssize_t n;
-        if (range_.fd() >= 0) {
+        long n;
+        if (range_.fd() >= 0 && !io_->tls()) {
             auto off = static_cast<off_t>(range_.file_offset() + body_done_);
             n = ::sendfile(get_handle(), range_.fd(), &off, want);
-        } else {
-            n = ::send(get_handle(), range_.data() + body_done_, want, MSG_NOSIGNAL);
+        } else {  // memory, or TLS (sendfile cannot encrypt): from the mapping
+            n = io_->write(range_.data() + body_done_, want);
         }
         if (n > 0) {
             body_done_ += static_cast<std::uint64_t>(n);
@@ -365,7 +410,7 @@ DataConnection::Pump DataConnection::pump_send()
         if (n < 0 && would_block(errno)) return Pump::again;
         fail_transfer(Errc::transfer_failed,
                       "send failed after " + bytes_of(body_done_, total) + ": " +
-                          (n < 0 ? std::strerror(errno) : "the Blob's file ended early"),
+                          (n < 0 ? io_->error_text(errno) : std::string("the Blob's file ended early")),
                       false);
         return Pump::failed;
     }
@@ -388,7 +433,8 @@ int DataConnection::after_send()
     if (close_after_send_) {
         // Shut our side and read to EOF: closing with unread bytes (the body
         // of a refused push) would reset the connection and could destroy
-        // the Response before the peer reads it.
+        // the Response before the peer reads it. TLS: close_notify first.
+        io_->close_notify();
         peer().close_writer();
         phase_ = Phase::draining;
         drained_ = 0;
@@ -399,12 +445,14 @@ int DataConnection::after_send()
     phase_ = Phase::request;
     request_got_ = 0;
     disarm_timer();
-    return set_mask(ACE_Event_Handler::READ_MASK) ? 0 : -1;
+    if (!set_mask(ACE_Event_Handler::READ_MASK)) return -1;
+    return io_->pending() > 0 ? handle_input(get_handle()) : 0;
 }
 
 int DataConnection::handle_output(ACE_HANDLE)
 {
     if (closed_) return -1;
+    if (phase_ == Phase::handshake) return continue_handshake();
     if (phase_ != Phase::sending) return set_mask(ACE_Event_Handler::READ_MASK) ? 0 : -1;
     switch (pump_send()) {
     case Pump::failed: return -1;
@@ -476,8 +524,7 @@ void DataConnection::fail_transfer(Errc status, const std::string& reason, bool 
         response.length = body_done_;
         response.message = reason;
         const std::string frame = protocol::encode(response);
-        [[maybe_unused]] const ssize_t n =
-            ::send(get_handle(), frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        [[maybe_unused]] const long n = io_->write(frame.data(), frame.size());
     }
 }
 
@@ -485,7 +532,10 @@ void DataConnection::progress() noexcept { last_progress_ = std::chrono::steady_
 
 std::chrono::milliseconds DataConnection::timeout() const noexcept
 {
-    if (in_transfer_ && binding_.inactivity_timeout.count() > 0) return binding_.inactivity_timeout;
+    // A client may ask for a shorter timeout, never a longer one: a stalled
+    // (or hostile) client must not hold a reservation past the daemon's limit.
+    if (in_transfer_ && binding_.inactivity_timeout.count() > 0)
+        return std::min(binding_.inactivity_timeout, server_->config.inactivity_timeout);
     return server_->config.inactivity_timeout;
 }
 
@@ -517,7 +567,7 @@ int DataConnection::handle_timeout(const ACE_Time_Value&, const void*)
                                            " bytes", true);
         return -1;
     }
-    const bool waiting = in_transfer_ || phase_ == Phase::draining || request_got_ > 0;
+    const bool waiting = in_transfer_ || phase_ == Phase::draining || phase_ == Phase::handshake || request_got_ > 0;
     if (!waiting) return 0;
     using namespace std::chrono;
     const auto idle = duration_cast<milliseconds>(steady_clock::now() - last_progress_);
@@ -527,6 +577,8 @@ int DataConnection::handle_timeout(const ACE_Time_Value&, const void*)
                                             static_cast<double>(timeout().count()) / 1000.0);
         if (in_transfer_)
             fail_transfer(Errc::timeout, why + " after " + std::to_string(body_done_) + " bytes", true);
+        else if (phase_ == Phase::handshake)
+            spdlog::warn("data connection {}: closed: {} in the TLS handshake", peer_, why);
         else if (phase_ != Phase::draining)
             spdlog::warn("data connection {}: closed: {} within a Request", peer_, why);
         return -1;
@@ -548,6 +600,8 @@ int DataConnection::handle_close(ACE_HANDLE handle, ACE_Reactor_Mask mask)
     closed_ = true;
     if (in_transfer_) fail_transfer(Errc::transfer_failed, "the connection was closed", false);
     disarm_timer();
+    if (io_ && phase_ != Phase::draining) io_->close_notify();
+    io_.reset();
     server_->connections.erase(this);
     spdlog::debug("data connection {}: closed", peer_);
     return Base::handle_close(handle, mask);  // deletes this

@@ -8,6 +8,7 @@
 #include <blobstreaming/blobstore/BlobRange.h>
 #include <blobstreaming/blobstore/Reservation.h>
 #include <blobstreaming/transporter/Protocol.h>
+#include <blobstreaming/transporter/Tls.h>
 
 #include <ace/SOCK_Stream.h>
 #include <ace/Svc_Handler.h>
@@ -23,7 +24,8 @@ namespace blobstreaming::server {
 /// the socket non-blocking, applies the socket options and registers for
 /// input. handle_input() frames Requests and receives push bytes straight
 /// into the reservation's window; handle_output() sends Responses and pull
-/// bytes (sendfile for file-backed Blobs); handle_timeout() abandons a
+/// bytes (sendfile for file-backed Blobs; under TLS SSL_write from the
+/// Blob's mapping, sendfile cannot encrypt); handle_timeout() abandons a
 /// transfer without progress for its inactivity timeout; handle_close()
 /// aborts whatever is open (nothing partial becomes visible) and deletes the
 /// object. All member functions run on the reactor thread, except that
@@ -48,6 +50,7 @@ public:
 
 private:
     enum class Phase {
+        handshake,     ///< TLS handshake (TLS only; before the first Request)
         request,       ///< reading the 40-byte Request (idle between transfers)
         push_body,     ///< receiving push bytes into the reservation
         push_trailer,  ///< reading the 32-byte SHA-256 trailer
@@ -57,6 +60,7 @@ private:
     enum class Pump { done, again, failed };
     using SteadyTime = std::chrono::steady_clock::time_point;
 
+    int continue_handshake();
     int on_request();
     int read_push_body();
     int read_trailer();
@@ -76,6 +80,8 @@ private:
 
     DataServer::Impl* server_;
     std::string peer_ = "unknown peer";
+    std::unique_ptr<Channel> io_;  ///< plain or TLS, over the socket
+    std::string subject_;          ///< TLS: the client certificate's subject
     Phase phase_ = Phase::request;
     bool closed_ = false;
 

@@ -3,6 +3,7 @@
 /// Reactor in its own thread (docs/PROTOCOL.md). No ACE type in this header.
 
 #include <blobstreaming/transporter/SocketOptions.h>
+#include <blobstreaming/transporter/Tls.h>
 
 #include <chrono>
 #include <cstdint>
@@ -26,6 +27,10 @@ struct DataServerConfig {
     SocketOptions socket;          ///< applied to every accepted connection
     /// How often expired tickets and abandoned reservations are purged.
     std::chrono::milliseconds housekeeping_period{1000};
+    /// Set: every connection must complete a TLS handshake with a client
+    /// certificate that verifies against the CA, and a ticket is honoured
+    /// only on a connection from the client it was issued to. Null: plain TCP.
+    std::shared_ptr<const TlsContext> tls;
 };
 
 /// Owns the listening socket, the reactor, its thread and every data

@@ -24,6 +24,9 @@ struct TicketBinding {
     std::uint64_t length = 0;
     std::chrono::milliseconds inactivity_timeout{0};  ///< 0: the data server's default
     std::shared_ptr<TransferControl> control;  ///< never null once issued
+    /// The certificate subject of the client the ticket was issued to (TLS
+    /// only; "" otherwise): the data connection must present the same.
+    std::string client;
 };
 
 /// The tickets issued by the control plane and not yet presented on the data

@@ -34,6 +34,14 @@ struct SessionOptions {
     /// Data connections per data endpoint; further transfers wait for one.
     unsigned max_connections_per_endpoint = 8;
     ReactorMode reactor = ReactorMode::Thread;
+    /// TLS on both planes (PEM files; all three or none): this client's
+    /// certificate and private key, and the CA that stores' certificates
+    /// must chain to. The stores then see the certificate's subject and
+    /// apply their access lists to it. One ORB serves every Session of a
+    /// process: all Sessions alive at the same time must give the same files.
+    std::string tls_cert;
+    std::string tls_key;
+    std::string tls_ca;
 };
 
 }  // namespace blobstreaming::client

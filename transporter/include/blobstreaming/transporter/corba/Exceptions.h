@@ -14,6 +14,12 @@ namespace blobstreaming::corba {
 /// NoSuchReservation, Timeout, otherwise TransferFailed with the message).
 [[noreturn]] void throw_idl(const Error& error, const std::string& store);
 
+/// An access-list refusal travels as CORBA::NO_PERMISSION (legal from every
+/// operation, no IDL change) whose minor code is kNoPermissionMinor plus the
+/// permission (1 read, 2 write, 3 delete); rethrow_as_error() turns it into
+/// Errc::refused "permission denied: client "CN=ws1" may not write".
+inline constexpr unsigned long kNoPermissionMinor = 0x42530000UL;
+
 /// Client side: call from a catch block. Rethrows the current exception as
 /// Error: IDL exceptions keep their class and context; TRANSIENT and
 /// COMM_FAILURE (and OBJECT_NOT_EXIST) become Errc::unreachable,
@@ -25,5 +31,8 @@ namespace blobstreaming::corba {
 
 /// Host:port of the first IIOP profile of an object reference, for messages.
 std::string endpoint_of(CORBA::Object_ptr ref);
+
+/// Whether `ref` can be reached over TLS only (giop:ssl, no giop:tcp).
+bool ssl_only(CORBA::Object_ptr ref);
 
 }  // namespace blobstreaming::corba

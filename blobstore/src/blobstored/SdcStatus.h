@@ -1,0 +1,49 @@
+#pragma once
+/// The store's status as an IEEE 11073 SDC provider (docs/SDC.md): an MDIB
+/// with one MDS whose numeric metrics are the capacity, the used bytes, the
+/// blob count, the active transfers and the last transfer throughput.
+
+#include <blobstreaming/blobstore/BlobInfo.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace blobstreaming::sdc {
+class Provider;
+}
+
+namespace blobstreaming::daemon {
+
+/// Metric handles, as a consumer asks for them.
+inline constexpr const char* kSdcCapacity = "blobstore.capacity_bytes";
+inline constexpr const char* kSdcUsed = "blobstore.used_bytes";
+inline constexpr const char* kSdcBlobCount = "blobstore.blob_count";
+inline constexpr const char* kSdcActiveTransfers = "blobstore.active_transfers";
+inline constexpr const char* kSdcThroughput = "blobstore.last_transfer_mb_per_s";
+
+class SdcStatus {
+public:
+    /// Starts the provider on `address` (HOST:PORT) with WS-Discovery; throws
+    /// sdc::SdcError naming the address and the reason.
+    SdcStatus(const std::string& address, const std::string& store_name);
+    ~SdcStatus();
+    SdcStatus(const SdcStatus&) = delete;
+    SdcStatus& operator=(const SdcStatus&) = delete;
+
+    /// Publishes the values that changed (any thread).
+    void update(const StoreUsage& usage, std::uint32_t active_transfers);
+    /// Sets the last transfer's throughput in MB/s (any thread).
+    void set_last_throughput(double mb_per_s);
+
+    std::string address() const;
+    std::string device_url() const;
+
+private:
+    std::unique_ptr<sdc::Provider> provider_;
+    StoreUsage last_{};
+    std::uint32_t last_active_ = 0;
+    bool published_ = false;
+};
+
+}  // namespace blobstreaming::daemon

@@ -1,0 +1,66 @@
+#pragma once
+/// A BICEPS 2017 MDIB (IEEE 11073-10207) held in memory: descriptors and
+/// states, looked up by handle and served as XML fragments.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace blobstreaming::sdc {
+
+/// Thread-safe: every member may be called from any thread. The provider's I/O
+/// thread reads while the application updates metrics with set_metric().
+///
+/// Loading accepts a document that contains a participant-model `MdDescription`
+/// anywhere (usually `msg:GetMdibResponse/msg:Mdib`), with or without `MdState`.
+/// Descriptors without a state get a default one, as sdc11073 does
+/// (ActivationState On, OperatingMode En, ...); each context descriptor gets
+/// one context state "<descriptor handle>.state" with ContextAssociation No.
+class Mdib {
+public:
+    /// Throws SdcError(invalid_mdib) naming the file and the reason.
+    static Mdib load_file(const std::string& path);
+    /// `what` names the source in error messages.
+    static Mdib load_string(const std::string& xml, const std::string& what);
+
+    Mdib(Mdib&&) noexcept;
+    Mdib& operator=(Mdib&&) noexcept;
+    ~Mdib();
+
+    /// urn:uuid, fixed for the life of this object.
+    std::string sequence_id() const;
+    /// Starts at the file's MdibVersion (or 0); +1 per update.
+    std::uint64_t mdib_version() const;
+    std::size_t descriptor_count() const;
+    std::size_t state_count() const;
+    bool has_descriptor(const std::string& handle) const;
+    /// Descriptor handles of the single states, in document order.
+    std::vector<std::string> state_handles() const;
+
+    /// The serialized `pm:State` elements for `handles` (empty: all), each
+    /// carrying the namespace declarations it needs, concatenated. A handle
+    /// may name a descriptor or a context state. Throws
+    /// SdcError(unknown_handle) for a handle that names neither.
+    /// `version` receives the MdibVersion the fragment belongs to.
+    std::string states_xml(const std::vector<std::string>& handles, std::uint64_t& version) const;
+    /// The serialized `pm:Mds` elements (empty: all; otherwise the MDSs that
+    /// contain the referenced descriptors); unknown handles throw as above.
+    std::string mds_xml(const std::vector<std::string>& handles, std::uint64_t& version) const;
+    /// Attributes of the MdDescription element (e.g. ` DescriptionVersion="8"`), ready to insert.
+    std::string description_attributes() const;
+
+    /// Sets the value of a NumericMetricState (MetricValue/@Value, validity
+    /// Vld, DeterminationTime now), increments StateVersion and MdibVersion.
+    /// Throws SdcError(unknown_handle / not_a_metric).
+    void set_metric(const std::string& handle, double value);
+    /// Same for a StringMetricState / EnumStringMetricState.
+    void set_metric(const std::string& handle, const std::string& value);
+
+private:
+    struct Impl;
+    explicit Mdib(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+} // namespace blobstreaming::sdc

@@ -1,0 +1,73 @@
+#pragma once
+/// An SDC provider of the get-service path (IEEE 11073-20701/-20702 with
+/// BICEPS 11073-10207): DPWS metadata, GetService (GetMdib, GetMdState,
+/// GetMdDescription) over HTTP/1.1 keep-alive, and WS-Discovery.
+
+#include "blobstreaming/sdc/Mdib.h"
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace blobstreaming::sdc {
+
+struct ProviderOptions {
+    /// Listening address "HOST:PORT"; port 0 picks an ephemeral port.
+    std::string address = "127.0.0.1:0";
+    /// Endpoint reference (urn:uuid:...); empty: a new random one.
+    std::string epr;
+    /// WS-Discovery: join 239.255.255.250:3702 on the interface of `address`,
+    /// answer Probe (multicast and unicast), send Hello on start and Bye on stop.
+    bool discovery = true;
+    /// Structural checks of every request beyond well-formedness (see docs/SDC.md).
+    bool validate = true;
+    /// Largest accepted request body; bigger ones get a Fault and the connection is closed.
+    std::uint64_t max_body_bytes = 4 * 1024 * 1024;
+    /// A request header must arrive completely within this time once its first byte did.
+    std::chrono::milliseconds header_timeout{10000};
+    /// An idle keep-alive connection is closed after this time.
+    std::chrono::milliseconds idle_timeout{300000};
+    /// Provider-side timestamps (t2, t3, t4) kept for this many recent MessageIDs.
+    std::size_t timestamp_history = 100000;
+    /// DPWS ThisModel / ThisDevice.
+    std::string manufacturer = "Blob Streaming";
+    std::string model_name = "blobstreaming-sdc";
+    std::string friendly_name = "Blob Streaming SDC provider";
+    std::string serial_number = "0";
+};
+
+/// Serves one Mdib. Owns an I/O thread that runs the HTTP server and the
+/// discovery socket; every public member may be called from any thread.
+class Provider {
+public:
+    /// Binds the sockets and starts serving; throws SdcError(invalid_argument /
+    /// unreachable) naming the address and the reason.
+    Provider(Mdib mdib, ProviderOptions options);
+    /// Sends Bye (if discovery is on) and stops the I/O thread.
+    ~Provider();
+    Provider(const Provider&) = delete;
+    Provider& operator=(const Provider&) = delete;
+
+    /// "HOST:PORT" actually bound (the real port when 0 was asked for).
+    std::string address() const;
+    /// urn:uuid endpoint reference.
+    std::string epr() const;
+    /// http://HOST:PORT/<epr-hex>: the device's XAddr (WS-Transfer Get target).
+    std::string device_url() const;
+
+    /// Live updates of NumericMetricState / StringMetricState values (see Mdib).
+    void set_metric(const std::string& handle, double value);
+    void set_metric(const std::string& handle, const std::string& value);
+    /// Read access for the application (same object the provider serves).
+    const Mdib& mdib() const;
+
+    /// Sends Bye and stops serving; idempotent, called by the destructor.
+    void stop();
+
+private:
+    class Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+} // namespace blobstreaming::sdc

@@ -1,0 +1,425 @@
+#include "blobstreaming/sdc/Mdib.h"
+
+#include "Namespaces.h"
+#include "Uuid.h"
+#include "Xml.h"
+#include "blobstreaming/sdc/SdcError.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+namespace blobstreaming::sdc {
+
+namespace {
+
+const xmlChar* x(const char* s) { return reinterpret_cast<const xmlChar*>(s); }
+const char* chars(const xmlChar* s) { return reinterpret_cast<const char*>(s); }
+
+/// Descriptor elements of the participant model and the descriptor type they
+/// have when no xsi:type is given (empty: xsi:type is mandatory).
+const std::unordered_map<std::string, std::string>& descriptor_elements()
+{
+    static const std::unordered_map<std::string, std::string> table{
+        {"Mds", "MdsDescriptor"},
+        {"Vmd", "VmdDescriptor"},
+        {"Channel", "ChannelDescriptor"},
+        {"Metric", ""},
+        {"AlertSystem", "AlertSystemDescriptor"},
+        {"AlertCondition", "AlertConditionDescriptor"},
+        {"AlertSignal", "AlertSignalDescriptor"},
+        {"Sco", "ScoDescriptor"},
+        {"Operation", ""},
+        {"SystemContext", "SystemContextDescriptor"},
+        {"PatientContext", "PatientContextDescriptor"},
+        {"LocationContext", "LocationContextDescriptor"},
+        {"EnsembleContext", "EnsembleContextDescriptor"},
+        {"WorkflowContext", "WorkflowContextDescriptor"},
+        {"OperatorContext", "OperatorContextDescriptor"},
+        {"MeansContext", "MeansContextDescriptor"},
+        {"Clock", "ClockDescriptor"},
+        {"Battery", "BatteryDescriptor"},
+    };
+    return table;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix)
+{
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// xsd:decimal has no exponent: integers print as integers, others fixed.
+std::string decimal(double value)
+{
+    char text[64];
+    if (std::nearbyint(value) == value && std::fabs(value) < 1e18) {
+        std::snprintf(text, sizeof text, "%.0f", value);
+        return text;
+    }
+    std::snprintf(text, sizeof text, "%.9f", value);
+    std::string s = text;
+    s.erase(s.find_last_not_of('0') + 1);
+    if (!s.empty() && s.back() == '.')
+        s.pop_back();
+    return s;
+}
+
+std::string read_file(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        throw SdcError(SdcErrc::invalid_mdib, "MDIB " + path + ": cannot open the file");
+    std::ostringstream content;
+    content << in.rdbuf();
+    return content.str();
+}
+
+xmlNode* find_descendant(xmlNode* node, const char* ns_uri, const char* local, int depth = 0)
+{
+    if (xml::is(node, ns_uri, local))
+        return node;
+    if (depth > 8)
+        return nullptr;
+    for (xmlNode* c = xml::first_element(node); c != nullptr; c = xml::next_element(c))
+        if (xmlNode* found = find_descendant(c, ns_uri, local, depth + 1))
+            return found;
+    return nullptr;
+}
+
+} // namespace
+
+struct Mdib::Impl {
+    struct Descriptor {
+        xmlNode* node = nullptr;
+        std::size_t mds = 0;  ///< index into mds_nodes
+        std::string type;     ///< local part of the descriptor type
+    };
+    struct State {
+        std::string descriptor_handle;
+        std::string type;     ///< local part of xsi:type
+        xmlNode* node = nullptr;
+        std::string cache;
+        bool dirty = true;
+    };
+
+    std::string what;
+    xml::DocPtr doc;
+    xml::DocPtr generated;    ///< default states, when the file had none
+    xmlNode* description = nullptr;
+    std::vector<xmlNode*> mds_nodes;
+    std::vector<std::string> mds_cache;
+    std::unordered_map<std::string, Descriptor> descriptors;
+    std::vector<State> states;
+    std::unordered_map<std::string, std::vector<std::size_t>> by_descriptor;
+    std::unordered_map<std::string, std::size_t> by_state_handle;
+    std::string sequence_id;
+    std::uint64_t version = 0;
+    mutable std::mutex mutex;
+
+    [[noreturn]] void fail(const std::string& why) const
+    {
+        throw SdcError(SdcErrc::invalid_mdib, "MDIB " + what + ": " + why);
+    }
+
+    void index_descriptors(xmlNode* node, std::size_t mds, int depth)
+    {
+        if (depth > 64)
+            fail("descriptor tree deeper than 64 levels");
+        for (xmlNode* c = xml::first_element(node); c != nullptr; c = xml::next_element(c)) {
+            if (c->ns == nullptr || std::string(chars(c->ns->href)) != ns::kPm)
+                continue;
+            const auto known = descriptor_elements().find(chars(c->name));
+            if (known == descriptor_elements().end())
+                continue;
+            const std::string handle = xml::attribute(c, "Handle");
+            if (handle.empty())
+                fail(std::string("a pm:") + chars(c->name) + " descriptor on line " + std::to_string(c->line)
+                     + " has no Handle");
+            std::string type = xml::qname_local(xml::attribute_ns(c, "type", ns::kXsi));
+            if (type.empty())
+                type = known->second;
+            if (type.empty())
+                fail("descriptor \"" + handle + "\" (pm:" + chars(c->name) + ") has no xsi:type");
+            std::size_t owner = mds;
+            if (known->first == "Mds") {
+                owner = mds_nodes.size();
+                mds_nodes.push_back(c);
+            }
+            if (!descriptors.emplace(handle, Descriptor{c, owner, type}).second)
+                fail("duplicate descriptor handle \"" + handle + "\"");
+            index_descriptors(c, owner, depth + 1);
+        }
+    }
+
+    void add_state(xmlNode* node)
+    {
+        State s;
+        s.node = node;
+        s.descriptor_handle = xml::attribute(node, "DescriptorHandle");
+        s.type = xml::qname_local(xml::attribute_ns(node, "type", ns::kXsi));
+        if (s.descriptor_handle.empty())
+            fail("a pm:State on line " + std::to_string(node->line) + " has no DescriptorHandle");
+        if (descriptors.count(s.descriptor_handle) == 0)
+            fail("state of unknown descriptor \"" + s.descriptor_handle + "\"");
+        const std::string handle = xml::attribute(node, "Handle");
+        const std::size_t index = states.size();
+        if (!handle.empty())
+            by_state_handle.emplace(handle, index);
+        else if (!by_descriptor[s.descriptor_handle].empty())
+            fail("two single states of descriptor \"" + s.descriptor_handle + "\"");
+        by_descriptor[s.descriptor_handle].push_back(index);
+        states.push_back(std::move(s));
+    }
+
+    /// Default states as sdc11073 creates them for an MDIB without MdState,
+    /// plus one unassociated state per context descriptor.
+    void generate_states()
+    {
+        generated.reset(xmlNewDoc(x("1.0")));
+        xmlNode* root = xmlNewDocNode(generated.get(), nullptr, x("MdState"), nullptr);
+        xmlDocSetRootElement(generated.get(), root);
+        xmlNs* pm = xmlNewNs(root, x(ns::kPm), x("pm"));
+        xmlNs* xsi = xmlNewNs(root, x(ns::kXsi), x("xsi"));
+        xmlSetNs(root, pm);
+        // Document order, so that GetMdState lists states as the file lists descriptors.
+        std::vector<const std::pair<const std::string, Descriptor>*> all;
+        for (const auto& d : descriptors)
+            all.push_back(&d);
+        std::sort(all.begin(), all.end(), [](const auto* a, const auto* b) {
+            return xmlGetLineNo(a->second.node) < xmlGetLineNo(b->second.node)
+                || (xmlGetLineNo(a->second.node) == xmlGetLineNo(b->second.node) && a->first < b->first);
+        });
+        for (const auto* d : all) {
+            const std::string& type = d->second.type;
+            const std::string state_type = type.substr(0, type.size() - std::string("Descriptor").size()) + "State";
+            xmlNode* s = xmlNewChild(root, pm, x("State"), nullptr);
+            xmlNewNsProp(s, xsi, x("type"), x(("pm:" + state_type).c_str()));
+            xmlNewProp(s, x("DescriptorHandle"), x(d->first.c_str()));
+            const std::string dv = xml::attribute(d->second.node, "DescriptorVersion");
+            xmlNewProp(s, x("DescriptorVersion"), x(dv.empty() ? "0" : dv.c_str()));
+            if (ends_with(type, "ContextDescriptor") && type != "SystemContextDescriptor") {
+                // A context is a multi-state. One unassociated state per
+                // descriptor, so that a GetMdib holds context states (the
+                // sdc11073 ConsumerMdib asks a ContextService otherwise).
+                std::string handle = d->first + ".state";
+                for (int n = 1; descriptors.count(handle) != 0 && n < 100; ++n)
+                    handle = d->first + ".state" + std::to_string(n);
+                xmlNewProp(s, x("Handle"), x(handle.c_str()));
+                xmlNewProp(s, x("ContextAssociation"), x("No"));
+            } else if (ends_with(state_type, "OperationState")) {
+                xmlNewProp(s, x("OperatingMode"), x("En"));
+            } else if (!ends_with(state_type, "MetricState")) {
+                xmlNewProp(s, x("ActivationState"), x("On"));
+                if (ends_with(state_type, "AlertConditionState"))
+                    xmlNewProp(s, x("Presence"), x("false"));
+                if (state_type == "LimitAlertConditionState") {
+                    xmlNewProp(s, x("MonitoredAlertLimits"), x("None"));
+                    xmlNewChild(s, pm, x("Limits"), nullptr);  // required by the schema
+                }
+                if (state_type == "AlertSignalState")
+                    xmlNewProp(s, x("Presence"), x("Off"));
+                if (state_type == "ClockState")
+                    xmlNewProp(s, x("RemoteSync"), x("false"));
+            }
+            add_state(s);
+        }
+    }
+
+    const std::string& state_text(State& s) const
+    {
+        if (s.dirty) {
+            s.cache = xml::serialize_scoped(s.node);
+            s.dirty = false;
+        }
+        return s.cache;
+    }
+
+    State& metric_state(const std::string& handle, const char* kind)
+    {
+        const auto found = by_descriptor.find(handle);
+        if (found == by_descriptor.end() || found->second.size() != 1)
+            throw SdcError(SdcErrc::unknown_handle, "MDIB " + what + ": no single state with descriptor handle \""
+                                                        + handle + "\"");
+        State& s = states[found->second.front()];
+        if (s.type != kind && !(std::string(kind) == "StringMetricState" && s.type == "EnumStringMetricState"))
+            throw SdcError(SdcErrc::not_a_metric, "MDIB " + what + ": state \"" + handle + "\" is a " + s.type
+                                                      + ", not a " + kind);
+        return s;
+    }
+
+    void set_value(State& s, const std::string& value)
+    {
+        xmlNode* node = s.node;
+        xmlNs* pm = xmlSearchNsByHref(node->doc, node, x(ns::kPm));
+        if (pm == nullptr)
+            pm = xmlNewNs(node, x(ns::kPm), x("pm"));
+        xmlNode* fresh = xmlNewNode(pm, x("MetricValue"));
+        xmlNewProp(fresh, x("Value"), x(value.c_str()));
+        const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch()).count();
+        xmlNewProp(fresh, x("DeterminationTime"), x(std::to_string(now_ms).c_str()));
+        xmlNode* quality = xmlNewChild(fresh, pm, x("MetricQuality"), nullptr);
+        xmlNewProp(quality, x("Validity"), x("Vld"));
+        if (xmlNode* old = xml::child(node, ns::kPm, "MetricValue")) {
+            xmlReplaceNode(old, fresh);
+            xmlFreeNode(old);
+        } else if (xmlNode* first = xml::first_element(node); first != nullptr && !xml::is(first, ns::kPm, "MetricValue")
+                   && first->ns != nullptr && std::string(chars(first->name)) == "Extension") {
+            xmlAddNextSibling(first, fresh);
+        } else if (first != nullptr) {
+            xmlAddPrevSibling(first, fresh);
+        } else {
+            xmlAddChild(node, fresh);
+        }
+        const std::string old_version = xml::attribute(node, "StateVersion");
+        const unsigned long long next = old_version.empty() ? 1 : std::stoull(old_version) + 1;
+        xmlSetProp(node, x("StateVersion"), x(std::to_string(next).c_str()));
+        s.dirty = true;
+        ++version;
+    }
+};
+
+Mdib::Mdib(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Mdib::Mdib(Mdib&&) noexcept = default;
+Mdib& Mdib::operator=(Mdib&&) noexcept = default;
+Mdib::~Mdib() = default;
+
+Mdib Mdib::load_file(const std::string& path)
+{
+    return load_string(read_file(path), path);
+}
+
+Mdib Mdib::load_string(const std::string& text, const std::string& what)
+{
+    auto impl = std::make_unique<Impl>();
+    impl->what = what;
+    std::string error;
+    impl->doc = xml::parse(text, error);
+    if (!impl->doc)
+        impl->fail("not well-formed XML: " + error);
+    xmlNode* root = xmlDocGetRootElement(impl->doc.get());
+    impl->description = find_descendant(root, ns::kPm, "MdDescription");
+    if (impl->description == nullptr)
+        impl->fail("no pm:MdDescription element (namespace " + std::string(ns::kPm) + ")");
+    impl->index_descriptors(impl->description, 0, 0);
+    if (impl->mds_nodes.empty())
+        impl->fail("pm:MdDescription holds no pm:Mds");
+    xmlNode* md_state = find_descendant(root, ns::kPm, "MdState");
+    if (md_state != nullptr) {
+        for (xmlNode* s = xml::first_element(md_state); s != nullptr; s = xml::next_element(s))
+            if (xml::is(s, ns::kPm, "State"))
+                impl->add_state(s);
+    } else {
+        impl->generate_states();
+    }
+    xmlNode* mdib = find_descendant(root, ns::kMsg, "Mdib");
+    const std::string version = xml::attribute(mdib != nullptr ? mdib : root, "MdibVersion");
+    try {
+        impl->version = version.empty() ? 0 : std::stoull(version);
+    } catch (const std::exception&) {
+        impl->fail("MdibVersion \"" + version + "\" is not a number");
+    }
+    impl->sequence_id = make_urn_uuid();
+    impl->mds_cache.resize(impl->mds_nodes.size());
+    for (std::size_t i = 0; i < impl->mds_nodes.size(); ++i)
+        impl->mds_cache[i] = xml::serialize_scoped(impl->mds_nodes[i]);
+    return Mdib(std::move(impl));
+}
+
+std::string Mdib::sequence_id() const { return impl_->sequence_id; }
+
+std::uint64_t Mdib::mdib_version() const
+{
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    return impl_->version;
+}
+
+std::size_t Mdib::descriptor_count() const { return impl_->descriptors.size(); }
+std::size_t Mdib::state_count() const { return impl_->states.size(); }
+
+bool Mdib::has_descriptor(const std::string& handle) const { return impl_->descriptors.count(handle) != 0; }
+
+std::vector<std::string> Mdib::state_handles() const
+{
+    std::vector<std::string> handles;
+    for (const auto& s : impl_->states)
+        if (const auto d = impl_->by_descriptor.find(s.descriptor_handle); d->second.size() == 1)
+            handles.push_back(s.descriptor_handle);
+    return handles;
+}
+
+std::string Mdib::states_xml(const std::vector<std::string>& handles, std::uint64_t& version) const
+{
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    version = impl_->version;
+    std::string out;
+    if (handles.empty()) {
+        for (auto& s : impl_->states)
+            out += impl_->state_text(s);
+        return out;
+    }
+    std::set<std::size_t> seen;
+    for (const auto& h : handles) {
+        if (const auto d = impl_->by_descriptor.find(h); d != impl_->by_descriptor.end()) {
+            for (const std::size_t i : d->second)
+                if (seen.insert(i).second)
+                    out += impl_->state_text(impl_->states[i]);
+        } else if (const auto s = impl_->by_state_handle.find(h); s != impl_->by_state_handle.end()) {
+            if (seen.insert(s->second).second)
+                out += impl_->state_text(impl_->states[s->second]);
+        } else if (impl_->descriptors.count(h) == 0) {
+            throw SdcError(SdcErrc::unknown_handle, "unknown handle \"" + h + "\": no descriptor or state has it");
+        }
+    }
+    return out;
+}
+
+std::string Mdib::mds_xml(const std::vector<std::string>& handles, std::uint64_t& version) const
+{
+    {
+        std::lock_guard<std::mutex> lock(impl_->mutex);
+        version = impl_->version;
+    }
+    std::string out;
+    if (handles.empty()) {
+        for (const auto& m : impl_->mds_cache)
+            out += m;
+        return out;
+    }
+    std::set<std::size_t> wanted;
+    for (const auto& h : handles) {
+        const auto d = impl_->descriptors.find(h);
+        if (d == impl_->descriptors.end())
+            throw SdcError(SdcErrc::unknown_handle, "unknown handle \"" + h + "\": no descriptor has it");
+        wanted.insert(d->second.mds);
+    }
+    for (const std::size_t i : wanted)
+        out += impl_->mds_cache[i];
+    return out;
+}
+
+std::string Mdib::description_attributes() const
+{
+    const std::string v = xml::attribute(impl_->description, "DescriptionVersion");
+    return v.empty() ? std::string() : " DescriptionVersion=\"" + xml::escape(v) + "\"";
+}
+
+void Mdib::set_metric(const std::string& handle, double value)
+{
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->set_value(impl_->metric_state(handle, "NumericMetricState"), decimal(value));
+}
+
+void Mdib::set_metric(const std::string& handle, const std::string& value)
+{
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->set_value(impl_->metric_state(handle, "StringMetricState"), value);
+}
+
+} // namespace blobstreaming::sdc

@@ -1,0 +1,240 @@
+#include "ServiceHandler.h"
+
+#include "Namespaces.h"
+#include "SoapMessage.h"
+#include "Uuid.h"
+#include "blobstreaming/sdc/SdcError.h"
+
+#include <cctype>
+
+namespace blobstreaming::sdc {
+
+namespace {
+
+const std::string kBicepsNs = std::string(" xmlns:msg=\"") + ns::kMsg + "\" xmlns:pm=\"" + ns::kPm + "\"";
+const std::string kDpwsNs = std::string(" xmlns:wsx=\"") + ns::kWsx + "\" xmlns:dpws=\"" + ns::kDpws
+    + "\" xmlns:mdpws=\"" + ns::kMdpws + "\" xmlns:sdc=\"" + ns::kSdc + "\"";
+
+std::string url_decode(std::string_view s)
+{
+    std::string out;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1]))
+            && std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+            out += static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16));
+            i += 2;
+        } else {
+            out += s[i] == '+' ? ' ' : s[i];
+        }
+    }
+    return out;
+}
+
+std::string json_string(const std::string& s)
+{
+    std::string out = "\"";
+    for (const char c : s) {
+        if (c == '"' || c == '\\')
+            out += '\\';
+        if (static_cast<unsigned char>(c) >= 0x20)
+            out += c;
+    }
+    return out + "\"";
+}
+
+HttpReply fault_reply(const SoapFault& fault, const std::string& relates_to)
+{
+    HttpReply r;
+    r.status = fault.sender ? 400 : 500;
+    r.body = make_fault(fault, relates_to);
+    r.request_id = relates_to;
+    return r;
+}
+
+} // namespace
+
+ServiceHandler::ServiceHandler(Mdib& mdib, const ProviderOptions& options, std::string epr)
+    : mdib_(mdib), options_(options), epr_(std::move(epr))
+{
+    std::string hex;
+    for (const char c : epr_.substr(epr_.rfind(':') + 1))
+        if (c != '-')
+            hex += c;
+    device_path_ = "/" + hex;
+}
+
+std::string ServiceHandler::metadata_body(bool full) const
+{
+    std::string b = "<wsx:Metadata>";
+    if (full) {
+        b += "<wsx:MetadataSection Dialect=\"" + std::string(ns::kDialectThisModel) + "\"><dpws:ThisModel>"
+            "<dpws:Manufacturer>" + xml::escape(options_.manufacturer) + "</dpws:Manufacturer>"
+            "<dpws:ModelName>" + xml::escape(options_.model_name) + "</dpws:ModelName>"
+            "</dpws:ThisModel></wsx:MetadataSection>";
+        b += "<wsx:MetadataSection Dialect=\"" + std::string(ns::kDialectThisDevice) + "\"><dpws:ThisDevice>"
+            "<dpws:FriendlyName>" + xml::escape(options_.friendly_name) + "</dpws:FriendlyName>"
+            "<dpws:SerialNumber>" + xml::escape(options_.serial_number) + "</dpws:SerialNumber>"
+            "</dpws:ThisDevice></wsx:MetadataSection>";
+    }
+    b += "<wsx:MetadataSection Dialect=\"" + std::string(ns::kDialectRelationship) + "\">"
+        "<dpws:Relationship Type=\"" + std::string(ns::kRelationshipHost) + "\">"
+        "<dpws:Host><wsa:EndpointReference><wsa:Address>" + xml::escape(epr_) + "</wsa:Address></wsa:EndpointReference>"
+        "<dpws:Types>dpws:Device mdpws:MedicalDevice</dpws:Types></dpws:Host>"
+        "<dpws:Hosted><wsa:EndpointReference><wsa:Address>" + xml::escape(base_url_ + device_path_) + "/Get</wsa:Address>"
+        "</wsa:EndpointReference><dpws:Types>sdc:GetService</dpws:Types><dpws:ServiceId>Get</dpws:ServiceId></dpws:Hosted>"
+        "</dpws:Relationship></wsx:MetadataSection></wsx:Metadata>";
+    return b;
+}
+
+HttpReply ServiceHandler::post(std::string_view body, long long t2)
+{
+    SoapMessage request;
+    SoapFault fault;
+    if (!parse_soap(body, options_.validate, request, fault))
+        return fault_reply(fault, request.message_id);
+    long long t3 = 0;
+    HttpReply reply;
+    try {
+        reply = dispatch(request, t3);
+    } catch (const SdcError& e) {
+        fault.sender = e.code() == SdcErrc::unknown_handle || e.code() == SdcErrc::invalid_argument;
+        fault.reason = e.what();
+        reply = fault_reply(fault, request.message_id);
+    } catch (const std::exception& e) {
+        fault.sender = false;
+        fault.reason = std::string("internal error: ") + e.what();
+        reply = fault_reply(fault, request.message_id);
+    }
+    reply.request_id = request.message_id;
+    if (!request.message_id.empty())
+        record(request.message_id, Stamps{t2, t3 != 0 ? t3 : monotonic_ns(), 0});
+    return reply;
+}
+
+HttpReply ServiceHandler::dispatch(const SoapMessage& request, long long& t3)
+{
+    const std::string& action = request.action;
+    HttpReply reply;
+    const auto require_body = [&](const char* ns_uri, const char* local) {
+        if (options_.validate && !request.body_is(ns_uri, local)) {
+            const std::string found = request.body != nullptr
+                ? std::string(reinterpret_cast<const char*>(request.body->name)) : std::string("an empty Body");
+            throw SdcError(SdcErrc::invalid_argument, "action " + action + " needs a " + local + " element ("
+                                                          + ns_uri + ") in the Body, found " + found);
+        }
+    };
+    if (action == ns::kTransferGet) {
+        reply.body = make_envelope(ns::kTransferGetResponse, {}, request.message_id, {}, metadata_body(true), kDpwsNs);
+        return reply;
+    }
+    if (action == ns::kGetMetadata) {
+        reply.body = make_envelope(ns::kGetMetadataResponse, {}, request.message_id, {}, metadata_body(false), kDpwsNs);
+        return reply;
+    }
+    const std::string prefix = ns::kGetService;
+    if (action.compare(0, prefix.size(), prefix) == 0) {
+        const std::string op = action.substr(prefix.size());
+        std::uint64_t version = 0;
+        const std::string seq = " SequenceId=\"" + xml::escape(mdib_.sequence_id()) + "\"";
+        if (op == "GetMdState") {
+            require_body(ns::kMsg, "GetMdState");
+            const std::string states = mdib_.states_xml(request.handle_refs(), version);
+            t3 = monotonic_ns();
+            const std::string v = " MdibVersion=\"" + std::to_string(version) + "\"" + seq;
+            reply.body = make_envelope(prefix + "GetMdStateResponse", {}, request.message_id, {},
+                                       "<msg:GetMdStateResponse" + v + "><msg:MdState>" + states
+                                           + "</msg:MdState></msg:GetMdStateResponse>", kBicepsNs);
+            return reply;
+        }
+        if (op == "GetMdDescription") {
+            require_body(ns::kMsg, "GetMdDescription");
+            const std::string mds = mdib_.mds_xml(request.handle_refs(), version);
+            t3 = monotonic_ns();
+            const std::string v = " MdibVersion=\"" + std::to_string(version) + "\"" + seq;
+            reply.body = make_envelope(prefix + "GetMdDescriptionResponse", {}, request.message_id, {},
+                                       "<msg:GetMdDescriptionResponse" + v + "><msg:MdDescription"
+                                           + mdib_.description_attributes() + ">" + mds
+                                           + "</msg:MdDescription></msg:GetMdDescriptionResponse>", kBicepsNs);
+            return reply;
+        }
+        if (op == "GetMdib") {
+            require_body(ns::kMsg, "GetMdib");
+            std::uint64_t state_version = 0;
+            const std::string states = mdib_.states_xml({}, state_version);
+            const std::string mds = mdib_.mds_xml({}, version);
+            t3 = monotonic_ns();
+            const std::string v = " MdibVersion=\"" + std::to_string(state_version) + "\"" + seq;
+            reply.body = make_envelope(prefix + "GetMdibResponse", {}, request.message_id, {},
+                                       "<msg:GetMdibResponse" + v + "><msg:Mdib" + v + "><pm:MdDescription"
+                                           + mdib_.description_attributes() + ">" + mds
+                                           + "</pm:MdDescription><pm:MdState>" + states
+                                           + "</pm:MdState></msg:Mdib></msg:GetMdibResponse>", kBicepsNs);
+            return reply;
+        }
+    }
+    SoapFault fault;
+    fault.subcode = "wsa:ActionNotSupported";
+    fault.reason = "unknown action " + action + ": this provider serves WS-Transfer Get, WS-MetadataExchange "
+                                                "GetMetadata and GetService GetMdib, GetMdState, GetMdDescription";
+    return fault_reply(fault, request.message_id);
+}
+
+HttpReply ServiceHandler::get(std::string_view target)
+{
+    HttpReply reply;
+    reply.content_type = "application/json";
+    const std::string_view path = target.substr(0, target.find('?'));
+    if (path != "/timestamps") {
+        reply.status = 404;
+        reply.content_type = "text/plain";
+        reply.body = "no such resource: " + std::string(path) + " (GET serves /timestamps?id=MessageID only)\n";
+        return reply;
+    }
+    std::string id;
+    const auto q = target.find("id=");
+    if (q != std::string_view::npos)
+        id = url_decode(target.substr(q + 3, target.find('&', q) - (q + 3)));
+    std::lock_guard<std::mutex> lock(stamps_mutex_);
+    const auto found = stamps_.find(id);
+    if (found == stamps_.end()) {
+        reply.status = 404;
+        reply.body = "{\"error\":" + json_string("no timestamps for MessageID \"" + id + "\"") + "}\n";
+        return reply;
+    }
+    const Stamps& s = found->second;
+    reply.body = "{\"id\":" + json_string(id) + ",\"t2\":" + std::to_string(s.t2) + ",\"t3\":" + std::to_string(s.t3)
+        + ",\"t4\":" + std::to_string(s.t4) + "}\n";
+    return reply;
+}
+
+HttpReply ServiceHandler::reject(unsigned status, const std::string& reason)
+{
+    SoapFault fault;
+    fault.reason = reason;
+    HttpReply reply = fault_reply(fault, {});
+    reply.status = status;
+    reply.close = true;
+    return reply;
+}
+
+void ServiceHandler::record(const std::string& id, const Stamps& stamps)
+{
+    std::lock_guard<std::mutex> lock(stamps_mutex_);
+    if (stamps_.insert_or_assign(id, stamps).second)
+        stamp_order_.push_back(id);
+    while (stamp_order_.size() > options_.timestamp_history) {
+        stamps_.erase(stamp_order_.front());
+        stamp_order_.pop_front();
+    }
+}
+
+void ServiceHandler::record_sent(const std::string& request_id, long long t4)
+{
+    if (request_id.empty())
+        return;
+    std::lock_guard<std::mutex> lock(stamps_mutex_);
+    if (const auto found = stamps_.find(request_id); found != stamps_.end())
+        found->second.t4 = t4;
+}
+
+} // namespace blobstreaming::sdc

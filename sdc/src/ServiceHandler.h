@@ -1,0 +1,68 @@
+#pragma once
+// The provider's message layer, free of any network type: one SOAP request
+// in, one HTTP reply out. Records the provider-side timestamps t2..t4 per
+// request MessageID. Thread-safe.
+
+#include "blobstreaming/sdc/Mdib.h"
+#include "blobstreaming/sdc/Provider.h"
+
+#include <deque>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace blobstreaming::sdc {
+
+struct HttpReply {
+    unsigned status = 200;
+    std::string content_type = "application/soap+xml; charset=utf-8";
+    std::string body;
+    /// MessageID of the request (for record_sent); empty if it had none.
+    std::string request_id;
+    /// Close the connection after this reply.
+    bool close = false;
+};
+
+class ServiceHandler {
+public:
+    ServiceHandler(Mdib& mdib, const ProviderOptions& options, std::string epr);
+
+    /// http://HOST:PORT, set once the port is known.
+    void set_base_url(std::string url) { base_url_ = std::move(url); }
+    const std::string& base_url() const { return base_url_; }
+    /// "/<epr without urn:uuid: and dashes>".
+    const std::string& device_path() const { return device_path_; }
+    const std::string& epr() const { return epr_; }
+
+    /// A SOAP POST. `t2` is when its HTTP header had been received.
+    HttpReply post(std::string_view body, long long t2);
+    /// An HTTP GET: `/timestamps?id=<MessageID>` answers the provider-side
+    /// timestamps as JSON {"id","t2","t3","t4"} (CLOCK_MONOTONIC ns).
+    HttpReply get(std::string_view target);
+    /// A reply for a request rejected at the HTTP layer (e.g. body too large).
+    HttpReply reject(unsigned status, const std::string& reason);
+    /// t4: the reply to `request_id` is being handed to the socket.
+    void record_sent(const std::string& request_id, long long t4);
+
+private:
+    struct Stamps {
+        long long t2 = 0;
+        long long t3 = 0;
+        long long t4 = 0;
+    };
+    HttpReply dispatch(const struct SoapMessage& request, long long& t3);
+    std::string metadata_body(bool full) const;
+    void record(const std::string& id, const Stamps& stamps);
+
+    Mdib& mdib_;
+    const ProviderOptions& options_;
+    std::string epr_;
+    std::string device_path_;
+    std::string base_url_;
+    std::mutex stamps_mutex_;
+    std::unordered_map<std::string, Stamps> stamps_;
+    std::deque<std::string> stamp_order_;
+};
+
+} // namespace blobstreaming::sdc

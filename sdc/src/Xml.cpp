@@ -1,0 +1,185 @@
+#include "Xml.h"
+
+#include <libxml/parser.h>
+#include <libxml/xmlerror.h>
+
+#include <cstring>
+#include <set>
+
+namespace blobstreaming::sdc::xml {
+
+namespace {
+
+const char* chars(const xmlChar* s) { return reinterpret_cast<const char*>(s); }
+
+std::string trim(std::string s)
+{
+    const char* ws = " \t\r\n";
+    const auto begin = s.find_first_not_of(ws);
+    if (begin == std::string::npos)
+        return {};
+    return s.substr(begin, s.find_last_not_of(ws) - begin + 1);
+}
+
+} // namespace
+
+DocPtr parse(std::string_view text, std::string& error)
+{
+    xmlParserCtxtPtr ctxt = xmlNewParserCtxt();
+    if (ctxt == nullptr) {
+        error = "out of memory";
+        return nullptr;
+    }
+    if (text.size() > static_cast<std::size_t>(INT32_MAX)) {
+        xmlFreeParserCtxt(ctxt);
+        error = "document too large";
+        return nullptr;
+    }
+    const int options = XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING;
+    DocPtr doc(xmlCtxtReadMemory(ctxt, text.data(), static_cast<int>(text.size()), nullptr, nullptr, options));
+    if (!doc || !ctxt->wellFormed) {
+        const xmlError* e = xmlCtxtGetLastError(ctxt);
+        error = e != nullptr && e->message != nullptr
+            ? "line " + std::to_string(e->line) + ": " + trim(e->message)
+            : std::string("not well-formed XML");
+        doc.reset();
+    } else if (doc->intSubset != nullptr) {
+        error = "DTDs are not accepted";
+        doc.reset();
+    }
+    xmlFreeParserCtxt(ctxt);
+    return doc;
+}
+
+bool is(const xmlNode* node, const char* ns_uri, const char* local)
+{
+    return node != nullptr && node->type == XML_ELEMENT_NODE && node->ns != nullptr
+        && std::strcmp(chars(node->ns->href), ns_uri) == 0 && std::strcmp(chars(node->name), local) == 0;
+}
+
+xmlNode* first_element(const xmlNode* node)
+{
+    for (xmlNode* c = node != nullptr ? node->children : nullptr; c != nullptr; c = c->next)
+        if (c->type == XML_ELEMENT_NODE)
+            return c;
+    return nullptr;
+}
+
+xmlNode* next_element(const xmlNode* node)
+{
+    for (xmlNode* c = node->next; c != nullptr; c = c->next)
+        if (c->type == XML_ELEMENT_NODE)
+            return c;
+    return nullptr;
+}
+
+xmlNode* child(const xmlNode* node, const char* ns_uri, const char* local)
+{
+    for (xmlNode* c = first_element(node); c != nullptr; c = next_element(c))
+        if (is(c, ns_uri, local))
+            return c;
+    return nullptr;
+}
+
+std::string text(const xmlNode* node)
+{
+    if (node == nullptr)
+        return {};
+    xmlChar* content = xmlNodeGetContent(node);
+    std::string s = content != nullptr ? chars(content) : "";
+    xmlFree(content);
+    return trim(std::move(s));
+}
+
+std::string attribute(const xmlNode* node, const char* name)
+{
+    xmlChar* value = xmlGetNoNsProp(node, reinterpret_cast<const xmlChar*>(name));
+    std::string s = value != nullptr ? chars(value) : "";
+    xmlFree(value);
+    return s;
+}
+
+std::string attribute_ns(const xmlNode* node, const char* name, const char* ns_uri)
+{
+    xmlChar* value = xmlGetNsProp(node, reinterpret_cast<const xmlChar*>(name),
+                                  reinterpret_cast<const xmlChar*>(ns_uri));
+    std::string s = value != nullptr ? chars(value) : "";
+    xmlFree(value);
+    return s;
+}
+
+std::string qname_namespace(const xmlNode* node, const std::string& qname)
+{
+    const auto colon = qname.find(':');
+    const std::string prefix = colon == std::string::npos ? std::string() : qname.substr(0, colon);
+    xmlNs* ns = xmlSearchNs(node->doc, const_cast<xmlNode*>(node),
+                            prefix.empty() ? nullptr : reinterpret_cast<const xmlChar*>(prefix.c_str()));
+    return ns != nullptr ? chars(ns->href) : "";
+}
+
+std::string qname_local(const std::string& qname)
+{
+    const auto colon = qname.find(':');
+    return colon == std::string::npos ? qname : qname.substr(colon + 1);
+}
+
+std::string serialize_scoped(xmlNode* node)
+{
+    xmlBufferPtr buffer = xmlBufferCreate();
+    xmlNodeDump(buffer, node->doc, node, 0, 0);
+    std::string out(chars(xmlBufferContent(buffer)), static_cast<std::size_t>(xmlBufferLength(buffer)));
+    xmlBufferFree(buffer);
+
+    std::set<std::string> declared;
+    for (xmlNs* d = node->nsDef; d != nullptr; d = d->next)
+        declared.insert(d->prefix != nullptr ? chars(d->prefix) : "");
+    std::string declarations;
+    if (xmlNs** list = xmlGetNsList(node->doc, node)) {
+        for (xmlNs** n = list; *n != nullptr; ++n) {
+            const std::string prefix = (*n)->prefix != nullptr ? chars((*n)->prefix) : "";
+            if (prefix == "xml" || !declared.insert(prefix).second)
+                continue;
+            declarations += prefix.empty() ? " xmlns=\"" : " xmlns:" + prefix + "=\"";
+            declarations += escape(chars((*n)->href));
+            declarations += '"';
+        }
+        xmlFree(list);
+    }
+    const auto name_end = out.find_first_of(" \t\r\n/>", 1);
+    if (name_end != std::string::npos)
+        out.insert(name_end, declarations);
+    return out;
+}
+
+std::string escape(std::string_view text)
+{
+    std::string out;
+    out.reserve(text.size());
+    for (const char c : text) {
+        switch (c) {
+        case '&': out += "&amp;"; break;
+        case '<': out += "&lt;"; break;
+        case '>': out += "&gt;"; break;
+        case '"': out += "&quot;"; break;
+        default: out += c;
+        }
+    }
+    return out;
+}
+
+std::string escape_text(std::string_view text)
+{
+    std::string out;
+    out.reserve(text.size());
+    for (const char c : text) {
+        switch (c) {
+        case '&': out += "&amp;"; break;
+        case '<': out += "&lt;"; break;
+        case '>': out += "&gt;"; break;
+        default: out += c;
+        }
+    }
+    return out;
+}
+
+} // namespace blobstreaming::sdc::xml

@@ -1,0 +1,141 @@
+// sdc-get: an SDC get-service client. Finds a provider by address or
+// WS-Discovery and prints states, the MD description or the whole MDIB.
+
+#include "blobstreaming/sdc/Consumer.h"
+#include "blobstreaming/sdc/SdcError.h"
+
+#include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
+
+#include <csignal>
+#include <iostream>
+
+namespace po = boost::program_options;
+using namespace blobstreaming::sdc;
+
+namespace {
+
+nlohmann::json times_json(const CallTimes& t)
+{
+    return {{"message_id", t.message_id}, {"t0", t.t0}, {"t1", t.t1}, {"t5", t.t5}, {"t6", t.t6}};
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    std::string url;
+    std::string interface_ip = "127.0.0.1";
+    std::string epr;
+    std::string command = "state";
+    std::vector<std::string> handles;
+    long long wait_ms = 2000;
+    long long timeout_ms = 10000;
+    bool json = false;
+    po::options_description desc(
+        "Usage: sdc-get (--url URL | --discover) [options] [state|description|mdib|probe] [HANDLE...]\n\n"
+        "  state        GetMdState (all states, or those of HANDLEs)\n"
+        "  description  GetMdDescription (XML)\n"
+        "  mdib         GetMdib (XML)\n"
+        "  probe        list the providers that answer a WS-Discovery Probe\n\nOptions");
+    desc.add_options()
+        ("help,h", "show this help and exit")
+        ("version", "show the version and exit")
+        ("url,u", po::value(&url), "the provider's device URL (XAddr), http://HOST:PORT/PATH")
+        ("discover,d", "find the provider by WS-Discovery Probe")
+        ("interface,i", po::value(&interface_ip)->default_value(interface_ip), "IPv4 address to probe from")
+        ("epr,e", po::value(&epr), "with --discover: only this endpoint reference")
+        ("wait,w", po::value(&wait_ms)->default_value(wait_ms), "ms to collect ProbeMatches")
+        ("timeout,t", po::value(&timeout_ms)->default_value(timeout_ms), "ms bound on connect, request, response")
+        ("json,j", "print JSON (states, MdibVersion, timestamps t0 t1 t5 t6)");
+    po::options_description hidden;
+    hidden.add_options()("args", po::value<std::vector<std::string>>(), "command and handles");
+    po::options_description all;
+    all.add(desc).add(hidden);
+    po::positional_options_description positional;
+    positional.add("args", -1);
+    po::variables_map vm;
+    try {
+        po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
+        po::notify(vm);
+        if (vm.count("help")) {
+            std::cout << desc << "\n";
+            return 0;
+        }
+        if (vm.count("version")) {
+            std::cout << "sdc-get " << PACKAGE_VERSION << "\n";
+            return 0;
+        }
+        if (vm.count("args")) {
+            handles = vm["args"].as<std::vector<std::string>>();
+            command = handles.front();
+            handles.erase(handles.begin());
+        }
+        if (command != "state" && command != "description" && command != "mdib" && command != "probe")
+            throw po::error("unknown command \"" + command + "\"");
+        if (command != "probe" && url.empty() == (vm.count("discover") == 0))
+            throw po::error("give exactly one of --url and --discover");
+        if (wait_ms <= 0 || timeout_ms <= 0)
+            throw po::error("--wait and --timeout must be positive");
+        json = vm.count("json") != 0;
+    } catch (const po::error& e) {
+        std::cerr << "sdc-get: " << e.what() << " (try --help)\n";
+        return 1;
+    }
+    std::signal(SIGPIPE, SIG_IGN);
+
+    try {
+        if (command == "probe") {
+            nlohmann::json out = nlohmann::json::array();
+            for (const auto& p : Consumer::probe(interface_ip, std::chrono::milliseconds(wait_ms))) {
+                out.push_back({{"epr", p.epr}, {"xaddrs", p.xaddrs}});
+                if (!json)
+                    std::cout << p.epr << " " << (p.xaddrs.empty() ? "-" : p.xaddrs.front()) << "\n";
+            }
+            if (json)
+                std::cout << out.dump() << "\n";
+            return 0;
+        }
+        ConsumerOptions options;
+        options.timeout = std::chrono::milliseconds(timeout_ms);
+        Consumer consumer = url.empty()
+            ? Consumer::discover(interface_ip, std::chrono::milliseconds(wait_ms), epr, options)
+            : Consumer::connect(url, options);
+        if (command == "state") {
+            const auto states = consumer.get_md_state(handles);
+            if (json) {
+                nlohmann::json list = nlohmann::json::array();
+                for (const auto& s : states) {
+                    nlohmann::json attributes = nlohmann::json::object();
+                    for (const auto& [k, v] : s.attributes)
+                        attributes[k] = v;
+                    list.push_back({{"descriptor_handle", s.descriptor_handle}, {"handle", s.handle}, {"type", s.type},
+                                    {"state_version", s.state_version}, {"value", s.value}, {"attributes", attributes}});
+                }
+                std::cout << nlohmann::json{{"epr", consumer.epr()}, {"mdib_version", consumer.mdib_version()},
+                                            {"states", list}, {"times", times_json(consumer.last_call())}}
+                                 .dump()
+                          << "\n";
+            } else {
+                for (const auto& s : states)
+                    std::cout << s.descriptor_handle << " " << s.type << (s.value.empty() ? "" : " " + s.value) << "\n";
+            }
+        } else {
+            const std::string xml = command == "mdib" ? consumer.get_mdib() : consumer.get_md_description(handles);
+            if (json)
+                std::cout << nlohmann::json{{"epr", consumer.epr()}, {"mdib_version", consumer.mdib_version()},
+                                            {"xml", xml}, {"times", times_json(consumer.last_call())}}
+                                 .dump()
+                          << "\n";
+            else
+                std::cout << xml << "\n";
+        }
+    } catch (const SdcError& e) {
+        std::cerr << "sdc-get: " << e.what() << "\n";
+        return static_cast<int>(e.code());
+    } catch (const std::exception& e) {
+        std::cerr << "sdc-get: " << e.what() << "\n";
+        return 70;
+    }
+    return 0;
+}

@@ -1,0 +1,211 @@
+"""Harness of the SDC system tests: sdc-provider, sdc-get and the sdc11073
+peers (a Python SDC stack from PyPI) as real processes on 127.0.0.1 with
+ephemeral ports, in one temporary directory.
+
+Builds on tests/bslib.py (step, check, wait_for, Process). The sdc11073 peers
+run in a venv in the build tree (sdc/tests/venv) with sdc11073==3.0.0,
+created on first use under a lock; when PyPI is unreachable the tests that
+need it are skipped (exit 77) with a message. SDC11073_PYTHON may name the
+interpreter of an existing environment that has sdc11073 3.0.0.
+"""
+
+import fcntl
+import json
+import os
+import queue
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+sys.path.insert(0, os.path.join(os.environ.get("BS_SRCDIR", os.path.join(os.path.dirname(__file__), "..", "..")),
+                                "tests"))
+from bslib import (SKIP, Process, TestFailure, TestSkipped, build_dir, check, check_equal,  # noqa: E402,F401
+                   program, step, wait_for)
+
+SDC11073 = "sdc11073==3.0.0"
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def src_dir():
+    return os.environ.get("BS_SRCDIR") or os.path.abspath(os.path.join(HERE, "..", ".."))
+
+
+def mdib_file(name):
+    """An MDIB shipped with the tests (sdc/tests/data)."""
+    return os.path.join(src_dir(), "sdc", "tests", "data", name)
+
+
+def peer_script(name):
+    return os.path.join(src_dir(), "sdc", "tests", "peers", name)
+
+
+def _pypi_reachable(timeout=5):
+    for host in ("pypi.org", "files.pythonhosted.org"):
+        try:
+            with socket.create_connection((host, 443), timeout=timeout):
+                pass
+        except OSError:
+            return False
+    return True
+
+
+def sdc11073_python():
+    """The interpreter of an environment with sdc11073 3.0.0: $SDC11073_PYTHON,
+    or a venv created once in the build tree. Skips when PyPI is unreachable."""
+    given = os.environ.get("SDC11073_PYTHON")
+    if given:
+        return given
+    venv = os.path.join(build_dir(), "sdc", "tests", "venv")
+    python = os.path.join(venv, "bin", "python")
+    marker = os.path.join(venv, ".complete")
+    os.makedirs(os.path.dirname(venv), exist_ok=True)
+    with open(venv + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # tests run in parallel: one creates, the others wait
+        if os.path.exists(marker):
+            return python
+        if not _pypi_reachable():
+            raise TestSkipped(f"PyPI is unreachable: cannot install {SDC11073} into a venv for the interop peers")
+        step(f"creating a venv with {SDC11073} in {venv} (once per build tree)")
+        shutil.rmtree(venv, ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True, timeout=300)
+        pip = subprocess.run([python, "-m", "pip", "install", "--disable-pip-version-check", "-q",
+                              "--timeout", "30", "--retries", "2", SDC11073],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
+        if pip.returncode != 0:
+            if not _pypi_reachable():
+                raise TestSkipped(f"PyPI became unreachable while installing {SDC11073}:\n{pip.stdout[-2000:]}")
+            raise TestFailure(f"pip install {SDC11073} failed:\n{pip.stdout[-4000:]}")
+        open(marker, "w").close()
+    return python
+
+
+class Service(Process):
+    """A started server; `ready` holds the key=value fields of its ready line."""
+
+    def __init__(self, name, popen, log_paths):
+        super().__init__(name, popen, log_paths)
+        self.ready = {}
+        self.lines = queue.Queue()
+
+
+class SdcEnv:
+    """The processes and files of one test; everything is stopped by PID."""
+
+    def __init__(self, test_name):
+        self.test_name = test_name
+        self.root = tempfile.mkdtemp(prefix=f"bs-{test_name}-", dir=os.environ.get("BS_TEST_TMPDIR") or None)
+        self.processes = []
+        self.env = dict(os.environ)
+        self.env["LC_ALL"] = "C"
+        self.env["PYTHONUNBUFFERED"] = "1"
+
+    def path(self, *parts):
+        return os.path.join(self.root, *parts)
+
+    def start(self, name, argv, ready_word, timeout=60):
+        """Starts `argv`, pumps its stdout to a log and waits (deadline
+        `timeout`) for a line starting with `ready_word`."""
+        out_path = self.path(f"{name}.out")
+        err_path = self.path(f"{name}.err")
+        err = open(err_path, "w")
+        popen = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=self.env, text=True,
+                                 start_new_session=True)
+        err.close()
+        proc = Service(name, popen, [out_path, err_path])
+        self.processes.append(proc)
+
+        def pump():
+            with open(out_path, "w") as log:
+                for line in popen.stdout:
+                    log.write(line)
+                    log.flush()
+                    proc.lines.put(line)
+        threading.Thread(target=pump, daemon=True).start()
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TestFailure(f"{name} printed no '{ready_word}' line within {timeout} s")
+            try:
+                line = proc.lines.get(timeout=min(left, 0.5))
+            except queue.Empty:
+                if popen.poll() is not None:
+                    raise TestFailure(f"{name} exited with {popen.returncode} before it was ready")
+                continue
+            if line.startswith(ready_word):
+                proc.ready = dict(f.split("=", 1) for f in line.split() if "=" in f)
+                step(f"{name} ready (pid {popen.pid}): {line.strip()}")
+                return proc
+
+    def start_provider(self, mdib, *extra, name="sdc-provider"):
+        return self.start(name, [program("sdc/sdc-provider"), "--mdib", mdib, "--address", "127.0.0.1:0", *extra],
+                          "sdc-provider ready")
+
+    def run(self, argv, timeout=120, expect=0):
+        """Runs a command to completion; checks its exit code; returns stdout."""
+        result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env, text=True,
+                                timeout=timeout)
+        if expect is not None and result.returncode != expect:
+            raise TestFailure(f"`{' '.join(argv)}` exited {result.returncode}, expected {expect}\n"
+                              f"  stdout: {result.stdout[-3000:]!r}\n  stderr: {result.stderr[-3000:]!r}")
+        return result
+
+    def sdc_get(self, *args, expect=0, timeout=60):
+        result = self.run([program("sdc/sdc-get"), *args], timeout=timeout, expect=expect)
+        return json.loads(result.stdout) if "--json" in args and expect == 0 else result
+
+    def dump_logs(self):
+        for proc in self.processes:
+            for path in proc.log_paths:
+                try:
+                    with open(path, errors="replace") as f:
+                        text = f.read()
+                except OSError:
+                    continue
+                print(f"----- {os.path.basename(path)} (last 6000 chars) -----\n{text[-6000:]}", flush=True)
+
+    def close(self):
+        for proc in reversed(self.processes):
+            proc.stop(timeout=30)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _terminate(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def main(test):
+    """Runs `test(env)` and exits 0 (pass), 1 (fail) or 77 (skip)."""
+    name = os.path.splitext(os.path.basename(sys.argv[0]))[0]
+    signal.signal(signal.SIGTERM, _terminate)
+    env = None
+    rc = 1
+    try:
+        program("sdc/sdc-provider")
+        program("sdc/sdc-get")
+        env = SdcEnv(name)
+        test(env)
+        step(f"{name}: PASS")
+        rc = 0
+    except TestSkipped as e:
+        print(f"SKIP {name}: {e}", flush=True)
+        rc = SKIP
+    except TestFailure as e:
+        print(f"FAIL {name}: {e}", flush=True)
+        if env:
+            env.dump_logs()
+    except BaseException:
+        print(f"FAIL {name}: unexpected exception", flush=True)
+        traceback.print_exc(file=sys.stdout)
+        if env:
+            env.dump_logs()
+    finally:
+        if env:
+            env.close()
+    sys.exit(rc)

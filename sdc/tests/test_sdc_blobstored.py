@@ -1,0 +1,54 @@
+"""blobstored --sdc-address: the store's status over SDC. sdc-get reads the
+metrics (capacity, used bytes, blob count, active transfers) and sees them
+change after a push; the store is found by WS-Discovery too."""
+
+import os
+import sys
+
+sys.dont_write_bytecode = True  # keeps the source tree free of __pycache__
+sys.path.insert(0, os.path.join(os.environ.get("BS_SRCDIR", os.path.join(os.path.dirname(__file__), "..", "..")),
+                                "tests"))
+import bslib  # noqa: E402
+from bslib import check, check_equal, program, step, wait_for  # noqa: E402
+
+
+def sdc_get(*args):
+    import json
+    import subprocess
+    out = subprocess.run([program("sdc/sdc-get"), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, timeout=60)
+    check(out.returncode == 0, f"sdc-get {' '.join(args)} exited {out.returncode}: {out.stderr.strip()}")
+    return json.loads(out.stdout)
+
+
+def values(url):
+    answer = sdc_get("--url", url, "--json", "state")
+    return {s["descriptor_handle"]: s["value"] for s in answer["states"] if s["type"] == "NumericMetricState"}
+
+
+def test(c):
+    program("sdc/sdc-get")
+    daemon = c.start_daemon("sdcstore", "memory:64M", extra=["--sdc-address", "127.0.0.1:0"])
+    url = daemon.ready["sdc"]
+    before = values(url)
+    step(f"metrics before a push: {before}")
+    check_equal(before.get("blobstore.blob_count"), "0", "blob count of an empty store")
+    check_equal(before.get("blobstore.used_bytes"), "0", "used bytes of an empty store")
+    check_equal(before.get("blobstore.capacity_bytes"), str(64 << 20), "capacity")
+    check_equal(before.get("blobstore.active_transfers"), "0", "active transfers")
+
+    source = c.path("one.bin")
+    bslib.write_random(source, 1 << 20)
+    c.blob("push", source, "CT.1", store="sdcstore").ok()
+    after = wait_for(lambda: (lambda v: v if v.get("blobstore.blob_count") == "1" else None)(values(url)), 20,
+                     "the SDC blob count to become 1 after a push")
+    step(f"metrics after a push: {after}")
+    check_equal(after.get("blobstore.used_bytes"), str(1 << 20), "used bytes after a push")
+
+    found = sdc_get("--discover", "--epr", sdc_get("--url", url, "--json", "state")["epr"], "--wait", "2000",
+                    "--json", "state", "blobstore.blob_count")
+    check_equal([s["value"] for s in found["states"]], ["1"], "blob count through WS-Discovery")
+
+
+if __name__ == "__main__":
+    bslib.main(test)

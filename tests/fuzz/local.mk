@@ -1,0 +1,28 @@
+# tests/fuzz/: libFuzzer targets for the parsers we own (scripts/run-fuzz
+# builds them with clang and runs them for a bounded time). Here, without
+# libFuzzer, a small driver replays each target's seed corpus and the inputs
+# that once crashed it (tests/fuzz/regressions/TARGET/), so they stay fixed.
+
+fuzz_replays = \
+	tests/fuzz/replay_protocol \
+	tests/fuzz/replay_blob_name \
+	tests/fuzz/replay_daemon_config
+check_PROGRAMS += $(fuzz_replays)
+TESTS += $(fuzz_replays)
+EXTRA_DIST += tests/fuzz/corpus tests/fuzz/regressions tests/fuzz/README.md
+
+tests_fuzz_replay_protocol_SOURCES = tests/fuzz/ReplayMain.cpp tests/fuzz/FuzzProtocol.cpp
+tests_fuzz_replay_protocol_CPPFLAGS = $(AM_CPPFLAGS) -DBLOBSTREAMING_FUZZ_TARGET='"protocol"'
+tests_fuzz_replay_protocol_LDADD = transporter/libblobtransporter.la blobstore/libblobstore.la
+
+tests_fuzz_replay_blob_name_SOURCES = tests/fuzz/ReplayMain.cpp tests/fuzz/FuzzBlobName.cpp
+tests_fuzz_replay_blob_name_CPPFLAGS = $(AM_CPPFLAGS) -DBLOBSTREAMING_FUZZ_TARGET='"blob_name"'
+tests_fuzz_replay_blob_name_LDADD = blobstore/libblobstore.la
+
+tests_fuzz_replay_daemon_config_SOURCES = tests/fuzz/ReplayMain.cpp tests/fuzz/FuzzDaemonConfig.cpp \
+	blobstore/src/blobstored/DaemonOptions.cpp
+tests_fuzz_replay_daemon_config_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/blobstore/src \
+	-DBLOBSTREAMING_FUZZ_TARGET='"daemon_config"' $(OMNIORB_CFLAGS) $(SPDLOG_CFLAGS)
+tests_fuzz_replay_daemon_config_LDADD = blobstore/libblobstore.la \
+	$(OMNIORB_LIBS) $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS)
+$(tests_fuzz_replay_daemon_config_OBJECTS): idl/BlobStreaming.hh

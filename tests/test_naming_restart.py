@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""The Naming Service restarted under running daemons and clients.
+
+A long-lived client (tests/tools/client_driver shell: one libblobclient
+Session) keeps running throughout. omniNames is killed with SIGKILL:
+the client keeps moving bytes with the store reference it holds, a new
+`blob` fails with "unreachable" (exit 52). omniNames restarted on the same
+port with a fresh data directory knows no store: the daemon notices within
+its --naming-check period and registers again, and new clients find it.
+Then the daemon itself is restarted: the long-lived client's cached
+reference is stale and the Session resolves the store again. Last,
+omniNames restarted on its old data directory: the entries survive."""
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bslib  # noqa: E402
+from bslib import EXIT, check, check_equal, step  # noqa: E402
+
+
+class Shell:
+    """client_driver shell: one command in, one JSON line out."""
+
+    def __init__(self, c):
+        out_path = c.path("shell.err")
+        self.err = open(out_path, "wb")
+        self.proc = c.spawn("client_driver shell",
+                            [bslib.program("tests/tools/client_driver"), "shell", "--naming", c.naming,
+                             "--store", "central"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, text=True)
+        self.proc.log_paths.append(out_path)
+        self.lines = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+        check_equal(self.read(60).get("command"), "ready", "first line of client_driver shell")
+
+    def _pump(self):
+        for line in self.proc.popen.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def read(self, timeout):
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise bslib.TestFailure(f"client_driver shell gave no answer within {timeout} s") from None
+        if line is None:
+            raise bslib.TestFailure(f"client_driver shell exited ({self.proc.popen.poll()})")
+        return json.loads(line)
+
+    def do(self, command, timeout=90):
+        self.proc.popen.stdin.write(command + "\n")
+        self.proc.popen.stdin.flush()
+        answer = self.read(timeout)
+        step(f"shell: {command} -> {answer}")
+        return answer
+
+    def ok(self, command):
+        answer = self.do(command)
+        check(answer.get("ok"), f"the long-lived client failed `{command}`: {answer}")
+        return answer
+
+
+
+
+def test(c):
+    naming = c.processes[0]
+    url = c.naming
+    port = int(url.rsplit(":", 1)[1])
+    daemon = c.start_daemon("central", "file", extra=["--naming-check", "0.5"])
+    shell = Shell(c)
+    first = shell.ok("push CT.before 100000")
+
+    step("omniNames killed: the running client keeps its store; new clients cannot find it")
+    os.kill(naming.pid, signal.SIGKILL)
+    naming.popen.wait(timeout=20)
+    pulled = shell.ok("pull CT.before")
+    check_equal(pulled["sha256"], first["sha256"], "sha256 pulled while the Naming Service is down")
+    c.blob("ls", store="central", timeout=120).error(EXIT["unreachable"], f"naming service at {url}")
+
+    step("omniNames restarted on the same port with an empty data directory")
+    naming = c.start_naming(port=port, datadir=c.path("naming-fresh"))
+    check_equal(c.naming, url, "URL of the restarted Naming Service")
+    bslib.wait_for(lambda: c.blob("ls", store="central").code == 0, 60,
+                   "blobstored to register again in the restarted Naming Service")
+    with open(daemon.log_paths[0], encoding="utf-8", errors="replace") as f:
+        log = f.read()
+    check('store "central" registered again in the naming service' in log,
+          "the daemon's log does not say it registered again")
+    check("unreachable" in log, "the daemon's log does not say the Naming Service was unreachable")
+    names = [b["name"] for b in c.blob("ls", store="central").ok()["blobs"]]
+    check_equal(names, ["CT.before"], "Blobs listed through the restarted Naming Service")
+    shell.ok("push CT.after 200000")
+    shell.ok("ls")
+
+    step("blobstored restarted: the long-lived client's reference is stale and is resolved again")
+    check_equal(daemon.stop(), 0, "exit status of blobstored after SIGTERM")
+    daemon = c.restart_daemon(daemon)
+    again = shell.ok("pull CT.before")
+    check_equal(again["sha256"], first["sha256"], "sha256 pulled after the daemon's restart")
+    shell.ok("push CT.after2 300000")
+
+    step("omniNames restarted on its own data directory: the entries survive")
+    datadir = os.path.dirname(naming.log_paths[0])
+    os.kill(naming.pid, signal.SIGKILL)
+    naming.popen.wait(timeout=20)
+    naming = c.start_naming(port=port, datadir=datadir)
+    bslib.wait_for(lambda: c.blob("ls", store="central").code == 0, 60, "blob ls after the second restart")
+    names = sorted(b["name"] for b in c.blob("ls", store="central").ok()["blobs"])
+    check_equal(names, ["CT.after", "CT.after2", "CT.before"], "Blobs listed after the second restart")
+    shell.ok("pull CT.after2")
+    check(daemon.running(), "blobstored exited")
+
+
+if __name__ == "__main__":
+    bslib.main(test)

@@ -1,0 +1,39 @@
+#pragma once
+/// TLS on the control plane: omniORB's SSL transport (giop:ssl endpoints)
+/// and the identity of the client a servant is serving. Internal header.
+
+#include <blobstreaming/transporter/Tls.h>
+
+#include <string>
+
+namespace blobstreaming::corba {
+
+/// Sets up omniORB's SSL transport from `files` (certificate, key and CA as
+/// separate PEM files): TLS 1.2 or later, the peer's certificate required
+/// and verified against the CA in both directions. Must run before the ORB
+/// is initialised, once per process. Throws Error(invalid_argument) naming
+/// the file that cannot be used.
+void configure_ssl(const TlsFiles& files);
+
+/// The subject of this process's own certificate (configure_ssl()), or "".
+std::string own_subject();
+
+/// Whether configure_ssl() has run in this process.
+bool ssl_configured() noexcept;
+
+/// Server side, after ORB_init: records, for every incoming request, the
+/// verified subject of the client's certificate so that the servant's
+/// upcall can ask caller_subject(). Idempotent.
+void install_caller_identity();
+
+/// Who sent the request this omniORB thread is serving: the RFC 2253
+/// subject of its verified certificate; "" for a plain TCP connection or an
+/// in-process call.
+std::string caller_subject();
+
+/// The last TLS failure omniORB's SSL transport met in this process (a
+/// certificate that did not verify, a fatal alert from the peer), or "".
+/// omniORB itself only reports TRANSIENT; this says why.
+std::string last_ssl_failure();
+
+}  // namespace blobstreaming::corba

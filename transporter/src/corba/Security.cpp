@@ -1,0 +1,157 @@
+#include <blobstreaming/transporter/corba/Security.h>
+
+#include <blobstreaming/blobstore/Error.h>
+
+#include <omniORB4/CORBA.h>
+#include <omniORB4/omniInterceptors.h>
+#include <omniORB4/sslContext.h>
+
+#include <spdlog/spdlog.h>
+
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+
+namespace blobstreaming::corba {
+namespace {
+
+std::atomic<bool> configured{false};
+std::atomic<bool> interceptors_installed{false};
+std::mutex failure_mutex;
+std::string failure;  // guarded by failure_mutex
+std::string own;      // guarded by failure_mutex
+thread_local std::string current_subject;
+
+std::atomic<bool> server_side{false};
+
+void record_failure(std::string text)
+{
+    // A daemon says who was refused; a client reports it in its error.
+    if (server_side)
+        spdlog::warn("control connection: {}", text);
+    else
+        spdlog::debug("control connection: {}", text);
+    std::lock_guard<std::mutex> lock(failure_mutex);
+    failure = std::move(text);
+}
+
+/// Called by OpenSSL for each certificate of the peer's chain.
+int on_verify(int ok, X509_STORE_CTX* store)
+{
+    if (!ok) {
+        const int err = X509_STORE_CTX_get_error(store);
+        const std::string subject = certificate_subject(X509_STORE_CTX_get_current_cert(store));
+        record_failure("certificate verify failed (" + std::string(X509_verify_cert_error_string(err)) +
+                       (subject.empty() ? std::string() : "; certificate \"" + subject + "\"") + ")");
+    }
+    return ok;
+}
+
+/// Records fatal alerts: the peer refusing our certificate arrives as one.
+void on_info(const SSL*, int where, int ret)
+{
+    if (!(where & SSL_CB_ALERT) || std::string(SSL_alert_type_string(ret)) != "F") return;
+    const std::string desc = SSL_alert_desc_string_long(ret);
+    if (where & SSL_CB_READ) record_failure("the peer refused the TLS handshake: " + desc);
+}
+
+/// omniORB's context with the certificate and the key in separate files and
+/// nothing older than TLS 1.2.
+class Context final : public sslContext {
+public:
+    explicit Context(TlsFiles files)
+        : sslContext(nullptr, nullptr, nullptr), files_(std::move(files))
+    {
+    }
+
+protected:
+    void set_supported_versions() override
+    {
+        SSL_CTX_set_min_proto_version(get_SSL_CTX(), TLS1_2_VERSION);
+        SSL_CTX_set_options(get_SSL_CTX(), SSL_OP_NO_RENEGOTIATION);
+    }
+    void set_certificate() override { SSL_CTX_use_certificate_chain_file(get_SSL_CTX(), files_.cert.c_str()); }
+    void set_privatekey() override
+    {
+        SSL_CTX_use_PrivateKey_file(get_SSL_CTX(), files_.key.c_str(), SSL_FILETYPE_PEM);
+    }
+    void set_CA() override { SSL_CTX_load_verify_locations(get_SSL_CTX(), files_.ca.c_str(), nullptr); }
+    int set_verify_mode() override { return SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT; }
+
+private:
+    TlsFiles files_;
+};
+
+CORBA::Boolean on_receive_request(omni::omniInterceptors::serverReceiveRequest_T::info_T& info)
+{
+    current_subject = certificate_subject(info.peerdetails());
+    return true;
+}
+
+CORBA::Boolean on_send_reply(omni::omniInterceptors::serverSendReply_T::info_T&)
+{
+    current_subject.clear();
+    return true;
+}
+
+CORBA::Boolean on_send_exception(omni::omniInterceptors::serverSendException_T::info_T&)
+{
+    current_subject.clear();
+    return true;
+}
+
+}  // namespace
+
+void configure_ssl(const TlsFiles& files)
+{
+    // The same checks as the data plane, so that a bad file is reported by
+    // name here rather than as omniORB's INITIALIZE.
+    TlsContext check(TlsContext::Role::server, files);
+    sslContext::full_peerdetails = false;  // peerdetails() is the X509*
+    sslContext::verify_mode = SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
+    sslContext::verify_callback = &on_verify;
+    sslContext::info_callback = &on_info;
+    // omniORB owns the singleton and deletes it when the ORB is destroyed:
+    // a later ORB needs a new one.
+    if (!sslContext::singleton) sslContext::singleton = new Context(files);
+    if (FILE* f = std::fopen(files.cert.c_str(), "r")) {
+        X509* cert = PEM_read_X509(f, nullptr, nullptr, nullptr);
+        std::fclose(f);
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        own = certificate_subject(cert);
+        X509_free(cert);
+    }
+    configured = true;
+}
+
+std::string own_subject()
+{
+    std::lock_guard<std::mutex> lock(failure_mutex);
+    return own;
+}
+
+bool ssl_configured() noexcept { return configured.load(); }
+
+void install_caller_identity()
+{
+    if (interceptors_installed.exchange(true)) return;
+    server_side = true;
+    omni::omniInterceptors* interceptors = omniORB::getInterceptors();
+    interceptors->serverReceiveRequest.add(&on_receive_request);
+    interceptors->serverSendReply.add(&on_send_reply);
+    interceptors->serverSendException.add(&on_send_exception);
+}
+
+std::string caller_subject() { return current_subject; }
+
+std::string last_ssl_failure()
+{
+    std::lock_guard<std::mutex> lock(failure_mutex);
+    return failure;
+}
+
+}  // namespace blobstreaming::corba
