@@ -2,10 +2,13 @@
 """Clients that die or stall mid-push never leak store space.
 
 - `blob push` killed with SIGKILL while its bytes stream: the daemon sees
-  the connection end, aborts the reservation, and `blob stores` shows the
-  space back (reserved 0, used unchanged); nothing partial is listed.
+  the connection end and keeps the reservation, with the bytes received,
+  for --reservation-grace so that the push can be resumed; then it aborts
+  it and `blob stores` shows the space back (reserved 0, used unchanged);
+  nothing partial is ever listed.
 - `blob push` stopped with SIGSTOP mid-stream (connection open, no
-  progress): the daemon's inactivity timeout (--timeout) aborts it.
+  progress): the daemon's inactivity timeout (--timeout) ends it, and the
+  grace period reclaims its reservation.
 - A client that reserved and obtained its ticket but died before opening
   the data connection (tests/tools/idl_probe --leave-reservation): the
   reservation is reclaimed once --reservation-grace has passed, not before.
@@ -81,6 +84,11 @@ def check_space_back(c, daemon, used0, what, timeout):
     check(daemon.running(), f"blobstored died after {what}")
 
 
+def daemon_log_says(daemon, text):
+    with open(daemon.log_paths[0], encoding="utf-8", errors="replace") as f:
+        return text in f.read()
+
+
 def test(c):
     daemon = c.start_daemon("central", "file", tier="central",
                             extra=["--reservation-grace", str(GRACE), "--timeout", str(TIMEOUT)])
@@ -97,7 +105,13 @@ def test(c):
     os.kill(client.pid, signal.SIGKILL)
     client.popen.wait(timeout=20)
     step(f"client pid {client.pid} killed while {part} was being written")
-    check_space_back(c, daemon, used0, "the killed push", 30)
+    t0 = time.monotonic()
+    bslib.wait_for(lambda: daemon_log_says(daemon, 'push "MG.interrupted": reservation kept with'), 30,
+                   "the daemon to keep the killed push's reservation for resuming")
+    check_space_back(c, daemon, used0, "the killed push", GRACE + 30)
+    elapsed = time.monotonic() - t0
+    check(elapsed >= GRACE - 1, f"the killed push's reservation was reclaimed after {elapsed:.2f} s, "
+          f"before the {GRACE} s grace in which it can be resumed")
 
     step("blob push stopped (SIGSTOP) mid-stream: the inactivity timeout aborts it")
     client, part = start_push(c, daemon, source, "stopped")
@@ -105,9 +119,10 @@ def test(c):
     t0 = time.monotonic()
     _, reserved = usage(c)
     check_equal(reserved, BIG, "bytes reserved while the stopped client holds its connection")
-    check_space_back(c, daemon, used0, "the stalled push", TIMEOUT + 30)
-    check(time.monotonic() - t0 >= TIMEOUT - 1,
-          f"the stalled push was aborted after {time.monotonic() - t0:.2f} s, before its {TIMEOUT} s timeout")
+    check_space_back(c, daemon, used0, "the stalled push", TIMEOUT + GRACE + 30)
+    check(time.monotonic() - t0 >= TIMEOUT + GRACE - 1,
+          f"the stalled push was aborted after {time.monotonic() - t0:.2f} s, "
+          f"before its {TIMEOUT} s timeout and {GRACE} s grace")
     os.kill(client.pid, signal.SIGKILL)
     client.popen.wait(timeout=20)
 
@@ -123,9 +138,9 @@ def test(c):
     check_space_back(c, daemon, used0, "the abandoned reservation", GRACE + 30)
     elapsed = time.monotonic() - t0
     check(elapsed >= GRACE, f"the reservation was reclaimed after {elapsed:.2f} s, before the {GRACE} s grace")
-    with open(daemon.log_paths[0], encoding="utf-8", errors="replace") as f:
-        check(f'reservation of "probe.left" ({8 * MiB} bytes) unused for {GRACE} s: aborted, space released'
-              in f.read(), "the daemon's log does not say the abandoned reservation was released")
+    check(daemon_log_says(daemon, f'reservation of "probe.left" ({8 * MiB} bytes) unused for {GRACE} s: '
+                                  'aborted, space released'),
+          "the daemon's log does not say the abandoned reservation was released")
 
     step("the daemon still serves; the interrupted name can be pushed")
     pushed = c.blob("push", earlier, "MG.interrupted", store="central").ok()

@@ -20,9 +20,9 @@ tests_fuzz_replay_blob_name_CPPFLAGS = $(AM_CPPFLAGS) -DBLOBSTREAMING_FUZZ_TARGE
 tests_fuzz_replay_blob_name_LDADD = blobstore/libblobstore.la
 
 tests_fuzz_replay_daemon_config_SOURCES = tests/fuzz/ReplayMain.cpp tests/fuzz/FuzzDaemonConfig.cpp \
-	blobstore/src/blobstored/DaemonOptions.cpp
-tests_fuzz_replay_daemon_config_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/blobstore/src \
+	blobstore/src/blobstored/DaemonOptions.cpp transporter/src/server/AccessList.cpp
+tests_fuzz_replay_daemon_config_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/blobstore/src -I$(top_srcdir)/transporter/src \
 	-DBLOBSTREAMING_FUZZ_TARGET='"daemon_config"' $(OMNIORB_CFLAGS) $(SPDLOG_CFLAGS)
-tests_fuzz_replay_daemon_config_LDADD = blobstore/libblobstore.la \
-	$(OMNIORB_LIBS) $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS)
+tests_fuzz_replay_daemon_config_LDADD = transporter/libblobtransporter.la blobstore/libblobstore.la \
+	$(OPENSSL_LIBS) $(OMNIORB_LIBS) $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS)
 $(tests_fuzz_replay_daemon_config_OBJECTS): idl/BlobStreaming.hh
