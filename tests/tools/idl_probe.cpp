@@ -76,6 +76,8 @@ void probe(const std::string& name, const std::function<void()>& call)
         raised = "TransferFailed", message = e.message.in();
     } catch (const BlobStreaming::Timeout& e) {
         raised = "Timeout", message = e.message.in();
+    } catch (const BlobStreaming::Corrupt& e) {
+        raised = "Corrupt", message = e.message.in();
     } catch (const CORBA::SystemException& e) {
         raised = std::string("CORBA::") + e._name();
         message = "minor " + std::to_string(e.minor());
@@ -121,6 +123,10 @@ int run(const std::string& naming, const std::string& store_name, const std::str
         BlobStreaming::LocalFile_var file;
         store->findLocalFile("", file.out());
     });
+    probe("resumable-empty", [&] { store->resumable(""); });
+    probe("resumable-none", [&] { store->resumable("probe.never"); });
+    probe("verify-traversal", [&] { store->verify("../../etc/passwd"); });
+    probe("verify-missing", [&] { store->verify("probe.missing"); });
     probe("reserve-empty-name", [&] { store->reserve("", 10, false); });
     probe("reserve-long-name", [&] { store->reserve(long_name.c_str(), 10, false); });
     probe("reserve-2^64-1", [&] { store->reserve("probe.huge", kMax, false); });

@@ -57,7 +57,7 @@ struct Result {
 
     std::string store;           ///< the store that served the operation
     BlobInfo info;               ///< push, pull, stat: the whole Blob as stored
-    std::uint64_t offset = 0;    ///< pull: first byte of the range
+    std::uint64_t offset = 0;    ///< pull: first byte of the range; push/pull: where a resumed transfer continued
     std::uint64_t length = 0;    ///< push, pull: bytes of the range
     std::uint64_t bytes = 0;     ///< bytes moved (on failure: how far it got)
     double seconds = 0;          ///< wall time of the transfer
