@@ -10,6 +10,8 @@
 - `blob pull --resume` appends the rest of a Blob to a partial file and
   checks the whole Blob's digest; a file that is not a prefix of the Blob
   fails the check and says so; bad uses are refused with the rule.
+- `blob pull --verify` (the default for a whole Blob) is refused for a range
+  and for a push, with the reason.
 - `blob verify` rereads the stored bytes: OK for an intact Blob, exit 41
   (corrupt) naming both digests after a byte changed on disk.
 """
@@ -128,6 +130,18 @@ def test(c):
     c.blob("pull", "--resume", "MG.1", part, store="ws").error(
         EXIT["invalid_range"], f"holds {SIZE + 1} bytes, more than the {SIZE} of the Blob")
     c.blob("stat", "--resume", "MG.1", store="ws").error(EXIT["usage"], "--resume applies to push and pull only")
+
+    step("pull --verify checks the whole Blob; a range or a push cannot take it")
+    whole = c.path("MG.1.verified")
+    r = c.blob("--no-local", "pull", "--verify", "MG.1", whole, store="ws").ok()
+    check_equal((r["bytes"], r["sha256"]), (SIZE, digest), "bytes and sha256 of pull --verify")
+    c.blob("pull", "--verify", "--offset", "10", "--length", "20", "MG.1", whole, store="ws").error(
+        EXIT["usage"], "a range (--offset, --length) has no recorded digest")
+    c.blob("push", "--verify", other, "CT.4", store="ws").error(
+        EXIT["usage"], "--verify applies to pull only, not push")
+    c.blob("pull", "--verify", "--no-verify", "MG.1", whole, store="ws").error(
+        EXIT["usage"], "--verify and --no-verify contradict each other")
+    os.remove(whole)
 
     step("blob verify rereads the stored bytes")
     v = c.blob("verify", "MG.1", store="ws").ok()

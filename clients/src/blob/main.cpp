@@ -73,7 +73,8 @@ po::options_description describe()
         ("length,l", po::value<std::string>()->default_value("0"), "pull: bytes of the range (0: to the end)")
         ("resume", "push/pull: continue an interrupted transfer where it stopped (push: the store's kept "
                    "reservation; pull: the bytes FILE already holds)")
-        ("no-verify", "pull: skip the check of the whole Blob's SHA-256 (checked by default)")
+        ("verify", "pull: check the whole Blob's SHA-256 against the store's (the default for whole-Blob pulls)")
+        ("no-verify", "pull: skip the check of the whole Blob's SHA-256")
         ("quiet,q", "errors only")
         ("verbose,v", "log at info level")
         ("debug,d", "log at debug level")
@@ -135,6 +136,13 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
     call.length = size_option(vm, "length");
     call.resume = vm.count("resume") != 0;
     call.verify = vm.count("no-verify") == 0;
+    if (vm.count("verify") && vm.count("no-verify")) throw UsageError("--verify and --no-verify contradict each other");
+    if ((vm.count("verify") || vm.count("no-verify")) && call.command != "pull")
+        throw UsageError(std::string("--") + (vm.count("verify") ? "verify" : "no-verify") +
+                         " applies to pull only, not " + call.command + " (a push is always verified by the store)");
+    if (vm.count("verify") && (call.offset != 0 || call.length != 0))
+        throw UsageError("--verify checks the whole Blob's SHA-256: a range (--offset, --length) has no recorded "
+                         "digest to check; use `blob verify NAME` to have the store check the stored Blob");
     if (call.resume && call.command != "push" && call.command != "pull")
         throw UsageError("--resume applies to push and pull only, not " + call.command);
     if (call.resume && (call.offset != 0 || call.length != 0))
