@@ -145,6 +145,15 @@ def reservation_written_past(tmp_dir, offset):
     return None
 
 
+def peak_rss_kib(pid):
+    """The peak resident set size (VmHWM) of a running process, in KiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    raise TestFailure(f"/proc/{pid}/status has no VmHWM line")
+
+
 def wait_for(condition, timeout, what, interval=0.02):
     """Polls `condition()` until it returns a true value (returned) or
     `timeout` seconds pass (TestFailure naming `what`)."""

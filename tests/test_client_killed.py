@@ -29,7 +29,6 @@ GRACE = 4        # --reservation-grace, seconds
 TIMEOUT = 4      # --timeout (inactivity), seconds
 BIG = 512 * MiB
 PROGRESS_AT = 32 * MiB
-FILE_HEADER = 4096
 
 
 def usage(c):
@@ -37,22 +36,6 @@ def usage(c):
     s = [s for s in stores if s["name"] == "central"][0]
     return s["used"], s["reserved"]
 
-
-def written_reservation(tmp_dir):
-    try:
-        entries = os.listdir(tmp_dir)
-    except FileNotFoundError:
-        return None
-    for entry in entries:
-        try:
-            with open(os.path.join(tmp_dir, entry), "rb") as f:
-                f.seek(FILE_HEADER + PROGRESS_AT)
-                page = f.read(4096)
-        except OSError:
-            continue
-        if page and any(page):
-            return entry
-    return None
 
 
 def start_push(c, daemon, source, tag):
@@ -68,7 +51,7 @@ def start_push(c, daemon, source, tag):
     def progress():
         if not client.running():
             raise bslib.TestFailure(f"the push ended (exit {client.popen.returncode}) before it was interrupted")
-        return written_reservation(tmp_dir)
+        return bslib.reservation_written_past(tmp_dir, PROGRESS_AT)
 
     part = bslib.wait_for(progress, 120, f"the push to write past byte {PROGRESS_AT}", interval=0.005)
     return client, part

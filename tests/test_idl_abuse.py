@@ -49,13 +49,6 @@ EXPECTED = {
 }
 
 
-def peak_rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return 0
-
 
 def probe(c, daemon, store):
     source = c.path(f"probe-{store}")
@@ -77,7 +70,7 @@ def probe(c, daemon, store):
             wrong.append(f"{case}: expected {raised} with {text!r}, got {r['raised']} {r['message']!r}")
     check(not wrong, f"{store}: " + "; ".join(wrong))
     check(daemon.running(), f"blobstored {store} died during the probe")
-    rss = peak_rss_kib(daemon.pid)
+    rss = bslib.peak_rss_kib(daemon.pid)
     step(f"{store}: blobstored peak RSS {rss / 1024:.1f} MiB after the probe")
     check(rss < 512 * 1024, f"blobstored {store} peak RSS {rss} KiB: something allocated by a client's length")
     names = sorted(b["name"] for b in c.blob("ls", store=store).ok().get("blobs", []))

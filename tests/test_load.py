@@ -18,13 +18,6 @@ import bslib  # noqa: E402
 from bslib import MiB, check, check_equal, step  # noqa: E402
 
 
-def vm_hwm_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return 0
-
 
 def test(c):
     full = os.environ.get("BS_LOAD_FULL") == "1"
@@ -39,7 +32,7 @@ def test(c):
     step(f"client_driver exited {code}: {lines[-1] if lines else out.strip()[-2000:]}")
     check(lines, f"client_driver printed no result: {out[-2000:]!r} {err[-4000:]!r}")
     result = json.loads(lines[-1])
-    hwm = vm_hwm_kib(daemon.pid)
+    hwm = bslib.peak_rss_kib(daemon.pid)
     step(f"LOAD RESULT: {result['transfers']} transfers, {result['bytes'] / 1e6:.1f} MB in {result['seconds']:.2f} s: "
          f"aggregate {result['mbps']:.1f} MB/s; blobstored peak RSS (VmHWM) {hwm / 1024:.1f} MiB")
     check_equal(result["errors"], 0, f"errors ({result['first_errors']})")

@@ -21,6 +21,7 @@
 #include <blobstreaming/blobstore/Sha256.h>
 #include <blobstreaming/client/Session.h>
 
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -44,21 +45,7 @@ using client::Session;
 
 std::string json_string(const std::string& text)
 {
-    std::string out = "\"";
-    for (const char c : text) {
-        const auto u = static_cast<unsigned char>(c);
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (u < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", u);
-            out += buf;
-        } else {
-            out += c;
-        }
-    }
-    return out + "\"";
+    return nlohmann::json(text).dump();
 }
 
 std::string hex(const Digest& d)

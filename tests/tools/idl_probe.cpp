@@ -22,6 +22,8 @@
 
 #include <BlobStreaming.hh>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -36,21 +38,7 @@ constexpr std::uint64_t kHalf = std::uint64_t{1} << 63;
 
 std::string json_string(const std::string& text)
 {
-    std::string out = "\"";
-    for (const char c : text) {
-        const auto u = static_cast<unsigned char>(c);
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (u < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", u);
-            out += buf;
-        } else {
-            out += c;
-        }
-    }
-    return out + "\"";
+    return nlohmann::json(text).dump();
 }
 
 /// Runs `call` and prints what it raised.
