@@ -20,7 +20,7 @@ system_tests = \
 	tests/test_resume_verify.py
 TESTS += $(system_tests)
 dist_check_SCRIPTS += $(system_tests)
-EXTRA_DIST += tests/bslib.py tests/README.md tests/tsan.supp
+EXTRA_DIST += tests/bslib.py tests/README.md tests/tsan.supp tests/lsan.supp
 
 # Obtains real tickets on the control plane and misuses them on the data port.
 check_PROGRAMS += tests/tools/ticket_probe

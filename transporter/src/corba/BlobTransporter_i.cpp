@@ -42,9 +42,12 @@ protocol::TicketId ticket_of(const BlobStreaming::TicketId id)
 
 std::chrono::milliseconds to_milliseconds(const BlobStreaming::TimeValue& t)
 {
-    constexpr std::uint64_t kMaxSeconds = std::numeric_limits<std::int64_t>::max() / 1000 - 1;
-    const std::uint64_t s = std::min<std::uint64_t>(t.seconds, kMaxSeconds);
-    return std::chrono::milliseconds(static_cast<std::int64_t>(s) * 1000 + t.microseconds / 1000);
+    // Saturates instead of overflowing: seconds up to 2^64-1 and
+    // microseconds up to 2^32-1 (an unnormalised TimeValue) are legal IDL.
+    constexpr std::uint64_t kMaxMs = std::numeric_limits<std::int64_t>::max();
+    const std::uint64_t extra_ms = t.microseconds / 1000;  // < 4294968
+    const std::uint64_t s = std::min<std::uint64_t>(t.seconds, (kMaxMs - extra_ms) / 1000);
+    return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000 + extra_ms));
 }
 
 BlobStreaming::TimeValue to_time_value(std::chrono::milliseconds ms)
