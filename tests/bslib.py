@@ -503,23 +503,21 @@ def _terminate(signum, _frame):
     raise SystemExit(f"terminated by signal {signum}")
 
 
-def main(test, name=None):
-    """Runs `test(cluster)` and exits 0 (pass), 1 (fail) or 77 (skip)."""
+def run(test, setup, name=None, finish=None):
+    """Runs `test(env)` on the environment `setup(name)` builds and exits
+    0 (pass), 1 (fail) or 77 (skip). `finish(env)` runs after the test body
+    has passed and may still fail it; on failure the environment's
+    dump_logs() shows what its processes said; close() always runs."""
     name = name or os.path.splitext(os.path.basename(sys.argv[0]))[0]
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGHUP, _terminate)
-    cluster = None
+    env = None
     rc = 1
     try:
-        program("blobstore/blobstored")
-        program("clients/blob")
-        cluster = Cluster(name)
-        cluster.start_naming()
-        test(cluster)
-        cluster.stop_all()  # sanitizers report leaks and races at exit
-        reports = cluster.sanitizer_reports()
-        if reports:
-            raise TestFailure("sanitizer reports in the logs:\n  " + "\n  ".join(reports[:20]))
+        env = setup(name)
+        test(env)
+        if finish:
+            finish(env)
         step(f"{name}: PASS")
         rc = 0
     except TestSkipped as e:
@@ -527,14 +525,33 @@ def main(test, name=None):
         rc = SKIP
     except TestFailure as e:
         print(f"FAIL {name}: {e}", flush=True)
-        if cluster:
-            cluster.dump_logs()
+        if env:
+            env.dump_logs()
     except BaseException:
         print(f"FAIL {name}: unexpected exception", flush=True)
         traceback.print_exc(file=sys.stdout)
-        if cluster:
-            cluster.dump_logs()
+        if env:
+            env.dump_logs()
     finally:
-        if cluster:
-            cluster.close()
+        if env:
+            env.close()
     sys.exit(rc)
+
+
+def main(test, name=None):
+    """Runs `test(cluster)` against a Cluster with its Naming Service running;
+    exits 0 (pass), 1 (fail) or 77 (skip)."""
+    def setup(test_name):
+        program("blobstore/blobstored")
+        program("clients/blob")
+        cluster = Cluster(test_name)
+        cluster.start_naming()
+        return cluster
+
+    def finish(cluster):
+        cluster.stop_all()  # sanitizers report leaks and races at exit
+        reports = cluster.sanitizer_reports()
+        if reports:
+            raise TestFailure("sanitizer reports in the logs:\n  " + "\n  ".join(reports[:20]))
+
+    run(test, setup, name, finish)

@@ -14,19 +14,17 @@ import json
 import os
 import queue
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import traceback
 
 sys.path.insert(0, os.path.join(os.environ.get("BS_SRCDIR", os.path.join(os.path.dirname(__file__), "..", "..")),
                                 "tests"))
 from bslib import (SKIP, Process, TestFailure, TestSkipped, build_dir, check, check_equal,  # noqa: E402,F401
-                   program, step, wait_for)
+                   program, run, step, wait_for)
 
 SDC11073 = "sdc11073==3.0.0"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -176,36 +174,11 @@ class SdcEnv:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _terminate(signum, frame):
-    raise SystemExit(128 + signum)
-
-
 def main(test):
-    """Runs `test(env)` and exits 0 (pass), 1 (fail) or 77 (skip)."""
-    name = os.path.splitext(os.path.basename(sys.argv[0]))[0]
-    signal.signal(signal.SIGTERM, _terminate)
-    env = None
-    rc = 1
-    try:
+    """Runs `test(env)` in an SdcEnv; exits 0 (pass), 1 (fail) or 77 (skip)."""
+    def setup(name):
         program("sdc/sdc-provider")
         program("sdc/sdc-get")
-        env = SdcEnv(name)
-        test(env)
-        step(f"{name}: PASS")
-        rc = 0
-    except TestSkipped as e:
-        print(f"SKIP {name}: {e}", flush=True)
-        rc = SKIP
-    except TestFailure as e:
-        print(f"FAIL {name}: {e}", flush=True)
-        if env:
-            env.dump_logs()
-    except BaseException:
-        print(f"FAIL {name}: unexpected exception", flush=True)
-        traceback.print_exc(file=sys.stdout)
-        if env:
-            env.dump_logs()
-    finally:
-        if env:
-            env.close()
-    sys.exit(rc)
+        return SdcEnv(name)
+
+    run(test, setup)
