@@ -151,7 +151,9 @@ std::string serialize_scoped(xmlNode* node)
     return out;
 }
 
-std::string escape(std::string_view text)
+namespace {
+
+std::string escape_markup(std::string_view text, bool quotes)
 {
     std::string out;
     out.reserve(text.size());
@@ -160,26 +162,22 @@ std::string escape(std::string_view text)
         case '&': out += "&amp;"; break;
         case '<': out += "&lt;"; break;
         case '>': out += "&gt;"; break;
-        case '"': out += "&quot;"; break;
+        case '"':
+            if (quotes) {
+                out += "&quot;";
+                break;
+            }
+            [[fallthrough]];
         default: out += c;
         }
     }
     return out;
 }
 
-std::string escape_text(std::string_view text)
-{
-    std::string out;
-    out.reserve(text.size());
-    for (const char c : text) {
-        switch (c) {
-        case '&': out += "&amp;"; break;
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        default: out += c;
-        }
-    }
-    return out;
-}
+}  // namespace
+
+std::string escape(std::string_view text) { return escape_markup(text, true); }
+
+std::string escape_text(std::string_view text) { return escape_markup(text, false); }
 
 } // namespace blobstreaming::sdc::xml
