@@ -153,23 +153,57 @@ std::string serialize_scoped(xmlNode* node)
 
 namespace {
 
+/// Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong
+/// forms, no surrogates, at most U+10FFFF) that encodes an XML 1.0
+/// character, or 0.
+std::size_t xml_char_length(const unsigned char* p, std::size_t left)
+{
+    const unsigned c = p[0];
+    if (c < 0x80) return (c >= 0x20 || c == '\t' || c == '\n' || c == '\r') ? 1 : 0;
+    std::size_t n;
+    unsigned code, min;
+    if (c >= 0xC2 && c <= 0xDF) n = 2, code = c & 0x1F, min = 0x80;
+    else if (c >= 0xE0 && c <= 0xEF) n = 3, code = c & 0x0F, min = 0x800;
+    else if (c >= 0xF0 && c <= 0xF4) n = 4, code = c & 0x07, min = 0x10000;
+    else return 0;
+    if (left < n) return 0;
+    for (std::size_t i = 1; i < n; ++i) {
+        if ((p[i] & 0xC0) != 0x80) return 0;
+        code = (code << 6) | (p[i] & 0x3F);
+    }
+    if (code < min || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF) || code == 0xFFFE || code == 0xFFFF)
+        return 0;
+    return n;
+}
+
 std::string escape_markup(std::string_view text, bool quotes)
 {
+    // Text copied from a peer's message (e.g. into a Fault reason) may hold
+    // bytes that are not UTF-8 or not XML characters; each becomes U+FFFD so
+    // that what we send is always well-formed.
+    static constexpr char kReplacement[] = "\xEF\xBF\xBD";
     std::string out;
     out.reserve(text.size());
-    for (const char c : text) {
-        switch (c) {
+    const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+    std::size_t left = text.size();
+    while (left > 0) {
+        std::size_t len = 1;
+        switch (*p) {
         case '&': out += "&amp;"; break;
         case '<': out += "&lt;"; break;
         case '>': out += "&gt;"; break;
-        case '"':
-            if (quotes) {
-                out += "&quot;";
-                break;
+        case '"': out += quotes ? "&quot;" : "\""; break;
+        default:
+            len = xml_char_length(p, left);
+            if (len == 0) {
+                out += kReplacement;
+                len = 1;
+            } else {
+                out.append(reinterpret_cast<const char*>(p), len);
             }
-            [[fallthrough]];
-        default: out += c;
         }
+        p += len;
+        left -= len;
     }
     return out;
 }

@@ -43,9 +43,10 @@ std::string qname_local(const std::string& qname);
 /// resolving when the fragment is pasted into another document).
 std::string serialize_scoped(xmlNode* node);
 
-/// Escapes & < > " for text and attribute values.
+/// Escapes & < > " for text and attribute values. Bytes that are not
+/// UTF-8, or not XML characters, become U+FFFD.
 std::string escape(std::string_view text);
-/// Escapes & < > for element content (quotes stay readable).
+/// Escapes & < > for element content (quotes stay readable); like escape().
 std::string escape_text(std::string_view text);
 
 } // namespace blobstreaming::sdc::xml

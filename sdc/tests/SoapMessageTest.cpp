@@ -127,3 +127,27 @@ BOOST_AUTO_TEST_CASE(fault_round_trip)
     BOOST_TEST(m.relates_to == "urn:uuid:9");
     BOOST_TEST(fault_reason(m.body) == "unknown action <urn:a&b> (s12:Sender, wsa:ActionNotSupported)");
 }
+
+BOOST_AUTO_TEST_CASE(a_fault_quoting_bytes_that_are_not_utf8_is_well_formed)
+{
+    // The parser's message quotes the request; its bytes need not be UTF-8
+    // or XML characters (found by the sdc_request fuzz target).
+    const std::string body = std::string("<?xml version='1.0'?>\n<s12:Envelope xmlns:s12='http://www.w3.org/2003/"
+                                         "05/soap-\xff\xfe\x01") + "envelope'/>";
+    SoapMessage request;
+    SoapFault fault;
+    BOOST_REQUIRE(!parse_soap(body, true, request, fault));
+    SoapFault about_bytes;
+    about_bytes.reason = "bad \xA7\xA7 \xED\xA0\x80 \x01 text, kept: \xC3\xA9";
+    for (const SoapFault& f : {fault, about_bytes}) {
+        SoapMessage m;
+        SoapFault again;
+        BOOST_REQUIRE_MESSAGE(parse_soap(make_fault(f, "urn:uuid:9"), false, m, again), again.reason);
+        BOOST_TEST(!fault_reason(m.body).empty());
+    }
+    SoapMessage m;
+    SoapFault again;
+    BOOST_REQUIRE(parse_soap(make_fault(about_bytes, "urn:uuid:9"), false, m, again));
+    BOOST_TEST(fault_reason(m.body).find("bad \xEF\xBF\xBD\xEF\xBF\xBD \xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD \xEF\xBF\xBD "
+                                         "text, kept: \xC3\xA9") == 0);
+}

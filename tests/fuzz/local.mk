@@ -6,7 +6,9 @@
 fuzz_replays = \
 	tests/fuzz/replay_protocol \
 	tests/fuzz/replay_blob_name \
-	tests/fuzz/replay_daemon_config
+	tests/fuzz/replay_daemon_config \
+	tests/fuzz/replay_sdc_request \
+	tests/fuzz/replay_sdc_envelope
 check_PROGRAMS += $(fuzz_replays)
 TESTS += $(fuzz_replays)
 EXTRA_DIST += tests/fuzz/corpus tests/fuzz/regressions tests/fuzz/README.md
@@ -26,3 +28,13 @@ tests_fuzz_replay_daemon_config_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/blobst
 tests_fuzz_replay_daemon_config_LDADD = transporter/libblobtransporter.la blobstore/libblobstore.la \
 	$(OPENSSL_LIBS) $(OMNIORB_LIBS) $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS)
 $(tests_fuzz_replay_daemon_config_OBJECTS): idl/BlobStreaming.hh
+
+# The SDC provider's request handling and the envelope parsing of every SDC
+# message we receive (sdc/src, internal headers).
+tests_fuzz_replay_sdc_request_SOURCES = tests/fuzz/ReplayMain.cpp tests/fuzz/FuzzSdcRequest.cpp
+tests_fuzz_replay_sdc_request_CPPFLAGS = $(sdc_cppflags) -DBLOBSTREAMING_FUZZ_TARGET='"sdc_request"'
+tests_fuzz_replay_sdc_request_LDADD = sdc/libblobsdc.la $(LIBXML2_LIBS)
+
+tests_fuzz_replay_sdc_envelope_SOURCES = tests/fuzz/ReplayMain.cpp tests/fuzz/FuzzSdcEnvelope.cpp
+tests_fuzz_replay_sdc_envelope_CPPFLAGS = $(sdc_cppflags) -DBLOBSTREAMING_FUZZ_TARGET='"sdc_envelope"'
+tests_fuzz_replay_sdc_envelope_LDADD = sdc/libblobsdc.la $(LIBXML2_LIBS)
