@@ -5,6 +5,7 @@
 #include "Uuid.h"
 #include "blobstreaming/sdc/SdcError.h"
 
+#include <algorithm>
 #include <cctype>
 
 namespace blobstreaming::sdc {
@@ -61,6 +62,8 @@ ServiceHandler::ServiceHandler(Mdib& mdib, const ProviderOptions& options, std::
         if (c != '-')
             hex += c;
     device_path_ = "/" + hex;
+    if (!options_.schema_dir.empty())
+        schema_ = std::make_unique<xml::BicepsSchema>(options_.schema_dir);
 }
 
 std::string ServiceHandler::metadata_body(bool full) const
@@ -92,6 +95,15 @@ HttpReply ServiceHandler::post(std::string_view body, long long t2)
     SoapFault fault;
     if (!parse_soap(body, options_.validate, request, fault))
         return fault_reply(fault, request.message_id);
+    if (schema_ && request.body && request.body->ns && request.body->ns->href
+        && std::string_view(reinterpret_cast<const char*>(request.body->ns->href)) == ns::kMsg) {
+        const std::string violation = schema_->validate(request.body);
+        if (!violation.empty()) {
+            fault.sender = true;
+            fault.reason = "the request body is not valid against the BICEPS schema: " + violation;
+            return fault_reply(fault, request.message_id);
+        }
+    }
     long long t3 = 0;
     HttpReply reply;
     try {
@@ -187,7 +199,26 @@ HttpReply ServiceHandler::get(std::string_view target)
     if (path != "/timestamps") {
         reply.status = 404;
         reply.content_type = "text/plain";
-        reply.body = "no such resource: " + std::string(path) + " (GET serves /timestamps?id=MessageID only)\n";
+        reply.body = "no such resource: " + std::string(path) + " (GET serves /timestamps?id=MessageID and /timestamps?last=N only)\n";
+        return reply;
+    }
+    const std::string_view query = target.substr(std::min(path.size() + 1, target.size()));
+    if (query.rfind("last=", 0) == 0) {
+        std::size_t n = 0;
+        for (std::size_t i = 5; i < query.size() && std::isdigit(static_cast<unsigned char>(query[i])); ++i)
+            n = std::min<std::size_t>(n * 10 + static_cast<std::size_t>(query[i] - '0'), 1000000);
+        std::lock_guard<std::mutex> lock(stamps_mutex_);
+        n = std::min(n, stamp_order_.size());
+        reply.body = "{\"timestamps\":[";
+        for (std::size_t i = stamp_order_.size() - n; i < stamp_order_.size(); ++i) {
+            const auto found = stamps_.find(stamp_order_[i]);
+            if (found == stamps_.end()) continue;
+            const Stamps& s = found->second;
+            if (reply.body.back() == '}') reply.body += ',';
+            reply.body += "{\"id\":" + json_string(found->first) + ",\"t2\":" + std::to_string(s.t2) +
+                          ",\"t3\":" + std::to_string(s.t3) + ",\"t4\":" + std::to_string(s.t4) + "}";
+        }
+        reply.body += "]}\n";
         return reply;
     }
     std::string id;

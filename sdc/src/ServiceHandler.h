@@ -5,6 +5,7 @@
 
 #include "blobstreaming/sdc/Mdib.h"
 #include "blobstreaming/sdc/Provider.h"
+#include "Xml.h"
 
 #include <deque>
 #include <mutex>
@@ -38,7 +39,9 @@ public:
     /// A SOAP POST. `t2` is when its HTTP header had been received.
     HttpReply post(std::string_view body, long long t2);
     /// An HTTP GET: `/timestamps?id=<MessageID>` answers the provider-side
-    /// timestamps as JSON {"id","t2","t3","t4"} (CLOCK_MONOTONIC ns).
+    /// timestamps as JSON {"id","t2","t3","t4"} (CLOCK_MONOTONIC ns);
+    /// `/timestamps?last=N` the N most recent ones (at most the history
+    /// kept) as {"timestamps":[{"id","t2","t3","t4"}, ...]}, oldest first.
     HttpReply get(std::string_view target);
     /// A reply for a request rejected at the HTTP layer (e.g. body too large).
     HttpReply reject(unsigned status, const std::string& reason);
@@ -63,6 +66,7 @@ private:
     std::mutex stamps_mutex_;
     std::unordered_map<std::string, Stamps> stamps_;
     std::deque<std::string> stamp_order_;
+    std::unique_ptr<xml::BicepsSchema> schema_;  ///< null: no XSD validation
 };
 
 } // namespace blobstreaming::sdc

@@ -1,9 +1,14 @@
 #include "Xml.h"
 
 #include <libxml/parser.h>
+#include <libxml/xmlschemas.h>
 #include <libxml/xmlerror.h>
 
+#include <blobstreaming/sdc/SdcError.h>
+
 #include <cstring>
+#include <filesystem>
+#include <mutex>
 #include <set>
 
 namespace blobstreaming::sdc::xml {
@@ -213,5 +218,78 @@ std::string escape_markup(std::string_view text, bool quotes)
 std::string escape(std::string_view text) { return escape_markup(text, true); }
 
 std::string escape_text(std::string_view text) { return escape_markup(text, false); }
+
+namespace {
+
+/// Keeps the first error libxml2 reports through a structured handler.
+void first_error(void* user, xmlError* error)
+{
+    auto* out = static_cast<std::string*>(user);
+    if (!out->empty() || !error || !error->message) return;
+    std::string message = error->message;
+    while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+    *out = (error->line > 0 ? "line " + std::to_string(error->line) + ": " : std::string()) + message;
+}
+
+}  // namespace
+
+struct BicepsSchema::Impl {
+    xmlSchemaPtr schema = nullptr;
+    xmlSchemaValidCtxtPtr context = nullptr;
+    mutable std::mutex mutex;
+    mutable std::string error;
+};
+
+BicepsSchema::BicepsSchema(const std::string& directory) : impl_(std::make_unique<Impl>())
+{
+    namespace fs = std::filesystem;
+    const char* files[] = {"ExtensionPoint.xsd", "BICEPS_ParticipantModel.xsd", "BICEPS_MessageModel.xsd"};
+    const char* namespaces[] = {"http://standards.ieee.org/downloads/11073/11073-10207-2017/extension",
+                                "http://standards.ieee.org/downloads/11073/11073-10207-2017/participant",
+                                "http://standards.ieee.org/downloads/11073/11073-10207-2017/message"};
+    // The schemas import each other by http:// locations: a local wrapper
+    // imports each namespace from its file first, so those are skipped.
+    std::string wrapper = "<xsd:schema xmlns:xsd=\"http://www.w3.org/2001/XMLSchema\">";
+    for (int i = 0; i < 3; ++i) {
+        const fs::path file = fs::path(directory) / files[i];
+        std::error_code ec;
+        if (!fs::is_regular_file(file, ec))
+            throw SdcError(SdcErrc::invalid_argument, "BICEPS schema directory \"" + directory + "\": " +
+                                                          files[i] + " is missing (it needs " + files[0] + ", " +
+                                                          files[1] + " and " + files[2] + ")");
+        wrapper += std::string("<xsd:import namespace=\"") + namespaces[i] + "\" schemaLocation=\"" +
+                   escape(fs::absolute(file, ec).string()) + "\"/>";
+    }
+    wrapper += "</xsd:schema>";
+    xmlSchemaParserCtxtPtr parser = xmlSchemaNewMemParserCtxt(wrapper.data(), static_cast<int>(wrapper.size()));
+    std::string error;
+    if (parser) {
+        xmlSchemaSetParserStructuredErrors(parser, first_error, &error);
+        impl_->schema = xmlSchemaParse(parser);
+        xmlSchemaFreeParserCtxt(parser);
+    }
+    if (impl_->schema) impl_->context = xmlSchemaNewValidCtxt(impl_->schema);
+    if (!impl_->context) {
+        if (impl_->schema) xmlSchemaFree(impl_->schema);
+        throw SdcError(SdcErrc::invalid_argument, "BICEPS schemas in \"" + directory + "\" cannot be used: " +
+                                                      (error.empty() ? std::string("out of memory") : error));
+    }
+    xmlSchemaSetValidStructuredErrors(impl_->context, first_error, &impl_->error);
+}
+
+BicepsSchema::~BicepsSchema()
+{
+    xmlSchemaFreeValidCtxt(impl_->context);
+    xmlSchemaFree(impl_->schema);
+}
+
+std::string BicepsSchema::validate(xmlNode* element) const
+{
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->error.clear();
+    const int rc = xmlSchemaValidateOneElement(impl_->context, element);
+    if (rc == 0) return {};
+    return impl_->error.empty() ? "schema validation failed (libxml2 code " + std::to_string(rc) + ")" : impl_->error;
+}
 
 } // namespace blobstreaming::sdc::xml

@@ -49,4 +49,26 @@ std::string escape(std::string_view text);
 /// Escapes & < > for element content (quotes stay readable); like escape().
 std::string escape_text(std::string_view text);
 
+/// The BICEPS message schema (IEEE 11073-10207 BICEPS_MessageModel.xsd with
+/// the ParticipantModel and ExtensionPoint schemas it imports), loaded from
+/// a directory that holds the three files, without network access.
+/// validate() is thread-safe (one validation at a time).
+class BicepsSchema {
+public:
+    /// Throws SdcError(invalid_argument) naming the file and libxml2's
+    /// message when the schemas cannot be read.
+    explicit BicepsSchema(const std::string& directory);
+    ~BicepsSchema();
+    BicepsSchema(const BicepsSchema&) = delete;
+    BicepsSchema& operator=(const BicepsSchema&) = delete;
+
+    /// Validates `element` and its subtree; empty when valid, otherwise the
+    /// first violation (line and message).
+    std::string validate(xmlNode* element) const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
 } // namespace blobstreaming::sdc::xml

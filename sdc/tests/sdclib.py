@@ -83,6 +83,17 @@ def sdc11073_python():
     return python
 
 
+def biceps_schema_dir():
+    """The BICEPS XSDs shipped in the sdc11073 wheel of the peers' venv
+    (skips like sdc11073_python())."""
+    python = sdc11073_python()
+    code = "import os, sdc11073; print(os.path.join(os.path.dirname(sdc11073.__file__), 'xsd'))"
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout.strip()
+    if not os.path.isfile(os.path.join(out, "BICEPS_MessageModel.xsd")):
+        raise TestFailure(f"no BICEPS_MessageModel.xsd in {out}")
+    return out
+
+
 class Service(Process):
     """A started server; `ready` holds the key=value fields of its ready line."""
 

@@ -1,6 +1,6 @@
 """Bad input to sdc-provider: malformed XML, a SOAP 1.1 envelope, a missing
 Action, an unknown action, an unknown handle, a body element that does not
-fit the action, a 100 MB body, a slowloris partial header, a non-POST.
+fit the action, a 100 MB body, a slowloris partial header, a non-POST; with --schema-dir, bodies the BICEPS XSDs do not allow.
 Each gets a SOAP Fault with a clear reason (or, for the slowloris, a closed
 connection), and the provider keeps answering throughout. Also the
 provider-side timestamps of a request, by MessageID."""
@@ -15,7 +15,7 @@ import time
 import urllib.parse
 import uuid
 
-from sdclib import TestFailure, check, check_equal, main, mdib_file, step
+from sdclib import TestFailure, TestSkipped, biceps_schema_dir, check, check_equal, main, mdib_file, step
 
 ACTION = "http://standards.ieee.org/downloads/11073/11073-20701-2018/GetService/"
 NS = ('xmlns:s12="http://www.w3.org/2003/05/soap-envelope" xmlns:wsa="http://www.w3.org/2005/08/addressing" '
@@ -153,6 +153,30 @@ def test(env):
     check(0 < stamps["t2"] <= stamps["t3"] <= stamps["t4"], f"timestamps out of order: {stamps}")
     conn.send("GET /timestamps?id=urn:uuid:unknown HTTP/1.1\r\nHost: x\r\n\r\n")
     check_equal(conn.response()[0], 404, "GET /timestamps of an unknown MessageID")
+    conn.send("GET /timestamps?last=3 HTTP/1.1\r\nHost: x\r\n\r\n")
+    code, _, body = conn.response()
+    recent = json.loads(body)["timestamps"]
+    check_equal((code, len(recent), recent[-1]["id"]), (200, 3, message_id), "GET /timestamps?last=3")
+    conn.close()
+
+    step("--schema-dir: GetService bodies validated against the BICEPS XSDs")
+    try:
+        schemas = biceps_schema_dir()
+    except TestSkipped as e:
+        step(f"SKIP the XSD part: {e}")
+        return
+    strict = env.start_provider(mdib_file("mdib.xml"), "--schema-dir", schemas, name="sdc-provider-xsd")
+    host, port = strict.ready["address"].rsplit(":", 1)
+    path = urllib.parse.urlparse(strict.ready["url"]).path + "/Get"
+    conn = Http(host, int(port))
+    code, _, body = conn.post(path, good)
+    check(code == 200 and 'DescriptorHandle="mds0"' in body, f"a valid GetMdState: {code} {body[:300]}")
+    expect_fault(conn.post(path, envelope(ACTION + "GetMdState", "<msg:GetMdState><msg:Bogus/></msg:GetMdState>")),
+                 400, "not valid against the BICEPS schema", "an element the schema does not allow")
+    expect_fault(conn.post(path, envelope(ACTION + "GetMdState", "<msg:GetMdState>text</msg:GetMdState>")),
+                 400, "not valid against the BICEPS schema", "text in an element-only GetMdState")
+    code, _, body = conn.post(path, good)
+    check(code == 200, "the XSD-validating provider no longer answers")
     conn.close()
 
 

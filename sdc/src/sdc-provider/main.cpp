@@ -27,6 +27,9 @@ int main(int argc, char** argv)
         ("address,a", po::value(&options.address)->default_value(options.address), "listen on HOST:PORT (port 0: ephemeral)")
         ("epr", po::value(&options.epr), "endpoint reference urn:uuid:... (default: random)")
         ("no-validate", "only check well-formedness and the SOAP envelope, not addressing headers and body elements")
+        ("schema-dir", po::value(&options.schema_dir), "also validate GetService request bodies against the BICEPS "
+                                                       "schemas in DIR (BICEPS_MessageModel.xsd, "
+                                                       "BICEPS_ParticipantModel.xsd, ExtensionPoint.xsd)")
         ("no-discovery", "do not join WS-Discovery (no Hello, Bye, ProbeMatches)")
         ("max-body", po::value(&options.max_body_bytes)->default_value(options.max_body_bytes), "largest request body in bytes")
         ("header-timeout", po::value(&header_ms)->default_value(options.header_timeout.count()), "ms to receive a complete request header")

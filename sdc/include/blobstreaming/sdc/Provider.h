@@ -22,6 +22,10 @@ struct ProviderOptions {
     bool discovery = true;
     /// Structural checks of every request beyond well-formedness (see docs/SDC.md).
     bool validate = true;
+    /// A directory with the BICEPS schemas (BICEPS_MessageModel.xsd,
+    /// BICEPS_ParticipantModel.xsd, ExtensionPoint.xsd): GetService request
+    /// bodies are then validated against them (XSD, libxml2). Empty: off.
+    std::string schema_dir;
     /// Largest accepted request body; bigger ones get a Fault and the connection is closed.
     std::uint64_t max_body_bytes = 4 * 1024 * 1024;
     /// A request header must arrive completely within this time once its first byte did.
