@@ -2,6 +2,11 @@
 // timestamps t0..t6 of each (t2..t4 fetched from the provider afterwards,
 // by MessageID, when the provider is ours). Raw samples as JSON on stdout;
 // statistics and plots are made by run_sdc_bench.py.
+//
+// --raw REQ:RESP measures t_net instead: the same number of exchanges of
+// REQ request bytes and RESP response bytes over a plain TCP connection to
+// an in-process echo peer on 127.0.0.1 (TCP_NODELAY, one write each way),
+// i.e. the network and kernel part of a round trip without any middleware.
 
 #include "blobstreaming/sdc/Consumer.h"
 #include "blobstreaming/sdc/SdcError.h"
@@ -9,12 +14,104 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
 #include <csignal>
+#include <cstring>
 #include <iostream>
+#include <stdexcept>
 #include <thread>
+#include <vector>
 
 namespace po = boost::program_options;
 using namespace blobstreaming::sdc;
+
+namespace {
+
+long long now_ns()
+{
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+void check(bool ok, const char* what)
+{
+    if (!ok) throw std::runtime_error(std::string(what) + ": " + std::strerror(errno));
+}
+
+void write_all(int fd, const char* data, std::size_t size)
+{
+    while (size > 0) {
+        const ssize_t n = ::send(fd, data, size, MSG_NOSIGNAL);
+        check(n > 0, "send");
+        data += n;
+        size -= static_cast<std::size_t>(n);
+    }
+}
+
+bool read_all(int fd, char* data, std::size_t size)
+{
+    while (size > 0) {
+        const ssize_t n = ::recv(fd, data, size, 0);
+        if (n == 0) return false;
+        check(n > 0, "recv");
+        data += n;
+        size -= static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+/// `rounds` exchanges of `request` then `response` bytes with an echo peer
+/// thread over loopback TCP; returns each round trip in ns.
+std::vector<long long> raw_round_trips(long rounds, double pause_ms, std::size_t request, std::size_t response)
+{
+    const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    check(listener >= 0, "socket");
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    check(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0, "bind");
+    check(::listen(listener, 1) == 0, "listen");
+    check(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) == 0, "getsockname");
+    const int one = 1;
+    std::thread peer([&] {
+        const int fd = ::accept(listener, nullptr, nullptr);
+        if (fd < 0) return;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        std::vector<char> in(request), out(response, 'r');
+        try {
+            while (read_all(fd, in.data(), in.size())) write_all(fd, out.data(), out.size());
+        } catch (const std::exception&) {
+        }
+        ::close(fd);
+    });
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    check(fd >= 0, "socket");
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    check(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0, "connect");
+    std::vector<char> out(request, 'q'), in(response);
+    std::vector<long long> rtt;
+    rtt.reserve(static_cast<std::size_t>(rounds));
+    for (long r = 0; r < rounds; ++r) {
+        const long long t0 = now_ns();
+        write_all(fd, out.data(), out.size());
+        check(read_all(fd, in.data(), in.size()), "the echo peer closed");
+        rtt.push_back(now_ns() - t0);
+        if (pause_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(pause_ms));
+    }
+    ::close(fd);
+    peer.join();
+    ::close(listener);
+    return rtt;
+}
+
+}  // namespace
 
 int main(int argc, char** argv)
 {
@@ -29,13 +126,40 @@ int main(int argc, char** argv)
         ("handle", po::value(&handle), "HandleRef of each GetMdState (default: all states)")
         ("rounds,n", po::value(&rounds)->default_value(rounds), "round trips (1..1000000)")
         ("pause-ms", po::value(&pause_ms)->default_value(pause_ms), "pause between round trips, ms")
-        ("no-provider-times", "do not fetch t2..t4 from the provider");
+        ("no-provider-times", "do not fetch t2..t4 from the provider")
+        ("raw", po::value<std::string>(), "REQ:RESP: t_net, plain TCP exchanges of REQ and RESP bytes (no --url)");
     po::variables_map vm;
     try {
         po::store(po::parse_command_line(argc, argv, desc), vm);
         po::notify(vm);
         if (vm.count("help")) {
             std::cout << desc << "\n";
+            return 0;
+        }
+        if (vm.count("raw")) {
+            const std::string spec = vm["raw"].as<std::string>();
+            const auto colon = spec.find(':');
+            std::size_t request = 0, response = 0;
+            try {
+                if (colon == std::string::npos) throw std::invalid_argument(spec);
+                request = std::stoul(spec.substr(0, colon));
+                response = std::stoul(spec.substr(colon + 1));
+            } catch (const std::exception&) {
+                throw po::error("--raw \"" + spec + "\": expected REQUEST_BYTES:RESPONSE_BYTES, e.g. 900:1400");
+            }
+            if (request < 1 || response < 1 || request > (64u << 20) || response > (64u << 20) || rounds < 1 ||
+                rounds > 1000000 || pause_ms < 0 || pause_ms > 10000)
+                throw po::error("--raw sizes 1..64 MiB; --rounds 1..1000000; --pause-ms 0..10000");
+            std::signal(SIGPIPE, SIG_IGN);
+            try {
+                const auto rtt = raw_round_trips(rounds, pause_ms, request, response);
+                std::cout << nlohmann::json{{"raw", {{"request_bytes", request}, {"response_bytes", response}}},
+                                            {"rounds", rounds}, {"pause_ms", pause_ms}, {"rtt_ns", rtt}}.dump()
+                          << "\n";
+            } catch (const std::exception& e) {
+                std::cerr << "sdc-bench: raw exchange: " << e.what() << "\n";
+                return 1;
+            }
             return 0;
         }
         if (url.empty() || rounds < 1 || rounds > 1000000 || pause_ms < 0 || pause_ms > 10000)

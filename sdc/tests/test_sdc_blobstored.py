@@ -1,6 +1,7 @@
 """blobstored --sdc-address: the store's status over SDC. sdc-get reads the
-metrics (capacity, used bytes, blob count, active transfers) and sees them
-change after a push; the store is found by WS-Discovery too."""
+metrics (capacity, used bytes, blob count, active transfers, the last
+transfer's throughput) and sees them change after a push; the store is
+found by WS-Discovery too."""
 
 import os
 import sys
@@ -36,6 +37,7 @@ def test(c):
     check_equal(before.get("blobstore.used_bytes"), "0", "used bytes of an empty store")
     check_equal(before.get("blobstore.capacity_bytes"), str(64 << 20), "capacity")
     check_equal(before.get("blobstore.active_transfers"), "0", "active transfers")
+    check_equal(before.get("blobstore.last_transfer_mb_per_s"), "", "throughput before any transfer (no value)")
 
     source = c.path("one.bin")
     bslib.write_random(source, 1 << 20)
@@ -44,6 +46,9 @@ def test(c):
                      "the SDC blob count to become 1 after a push")
     step(f"metrics after a push: {after}")
     check_equal(after.get("blobstore.used_bytes"), str(1 << 20), "used bytes after a push")
+    pushed = wait_for(lambda: values(url).get("blobstore.last_transfer_mb_per_s"), 20,
+                      "the SDC throughput of the last transfer to be set")
+    check(float(pushed) > 0, f"throughput of the last transfer: {pushed}")
 
     found = sdc_get("--discover", "--epr", sdc_get("--url", url, "--json", "state")["epr"], "--wait", "2000",
                     "--json", "state", "blobstore.blob_count")

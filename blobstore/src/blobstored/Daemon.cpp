@@ -115,7 +115,7 @@ std::string Daemon::start()
         } catch (const std::exception& e) {
             throw Error(Errc::unreachable, std::string("SDC status provider: ") + e.what());
         }
-        sdc_->update(store_->usage(), data_->active_transfers());
+        sdc_->update(store_->usage(), data_->active_transfers(), data_->last_transfer_mbps());
         sdc_field = " sdc=" + sdc_->device_url();
         spdlog::info("store status served over SDC at {}", sdc_->device_url());
     }
@@ -135,7 +135,7 @@ void Daemon::maintain() noexcept
     if (stopped_) return;
     if (sdc_) {
         try {
-            sdc_->update(store_->usage(), data_->active_transfers());
+            sdc_->update(store_->usage(), data_->active_transfers(), data_->last_transfer_mbps());
         } catch (const std::exception& e) {
             spdlog::debug("SDC status update: {}", e.what());
         }

@@ -65,7 +65,7 @@ SdcStatus::SdcStatus(const std::string& address, const std::string& store_name)
 
 SdcStatus::~SdcStatus() = default;
 
-void SdcStatus::update(const StoreUsage& usage, std::uint32_t active_transfers)
+void SdcStatus::update(const StoreUsage& usage, std::uint32_t active_transfers, double last_mbps)
 {
     if (!published_ || usage.capacity != last_.capacity)
         provider_->set_metric(kSdcCapacity, static_cast<double>(usage.capacity));
@@ -75,12 +75,13 @@ void SdcStatus::update(const StoreUsage& usage, std::uint32_t active_transfers)
         provider_->set_metric(kSdcBlobCount, static_cast<double>(usage.blob_count));
     if (!published_ || active_transfers != last_active_)
         provider_->set_metric(kSdcActiveTransfers, static_cast<double>(active_transfers));
+    if (last_mbps > 0 && last_mbps != last_mbps_)
+        provider_->set_metric(kSdcThroughput, last_mbps);
     last_ = usage;
     last_active_ = active_transfers;
+    last_mbps_ = last_mbps;
     published_ = true;
 }
-
-void SdcStatus::set_last_throughput(double mb_per_s) { provider_->set_metric(kSdcThroughput, mb_per_s); }
 
 std::string SdcStatus::address() const { return provider_->address(); }
 std::string SdcStatus::device_url() const { return provider_->device_url(); }

@@ -31,10 +31,10 @@ public:
     SdcStatus(const SdcStatus&) = delete;
     SdcStatus& operator=(const SdcStatus&) = delete;
 
-    /// Publishes the values that changed (any thread).
-    void update(const StoreUsage& usage, std::uint32_t active_transfers);
-    /// Sets the last transfer's throughput in MB/s (any thread).
-    void set_last_throughput(double mb_per_s);
+    /// Publishes the values that changed (any thread): the store's usage,
+    /// the transfers in progress, the last transfer's throughput in MB/s
+    /// (0: none yet, left unset).
+    void update(const StoreUsage& usage, std::uint32_t active_transfers, double last_mbps);
 
     std::string address() const;
     std::string device_url() const;
@@ -43,6 +43,7 @@ private:
     std::unique_ptr<sdc::Provider> provider_;
     StoreUsage last_{};
     std::uint32_t last_active_ = 0;
+    double last_mbps_ = 0;
     bool published_ = false;
 };
 

@@ -317,8 +317,10 @@ int DataConnection::finish_push()
     server_->reservations.release(binding_.reservation);
     const double seconds =
         std::max(1e-6, std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+    const double mbps = static_cast<double>(request_.length) / 1e6 / seconds;
+    server_->last_mbps = mbps;
     spdlog::info("push {} {} bytes in {:.3f} s ({:.2f} MB/s) from {}", quote_name(binding_.blob),
-                 request_.length, seconds, static_cast<double>(request_.length) / 1e6 / seconds, peer_);
+                 request_.length, seconds, mbps, peer_);
     end_transfer(true, "");
     return start_sending(protocol::encode(response), false);
 }
@@ -425,8 +427,10 @@ int DataConnection::after_send()
         send_body_ = false;
         const double seconds =
             std::max(1e-6, std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+        const double mbps = static_cast<double>(body_done_) / 1e6 / seconds;
+        server_->last_mbps = mbps;
         spdlog::info("pull {} {} bytes in {:.3f} s ({:.2f} MB/s) to {}", quote_name(binding_.blob), body_done_,
-                     seconds, static_cast<double>(body_done_) / 1e6 / seconds, peer_);
+                     seconds, mbps, peer_);
         end_transfer(true, "");
         range_ = BlobRange{};
     }

@@ -128,5 +128,6 @@ void DataServer::stop() noexcept
 const std::string& DataServer::host() const noexcept { return impl_->bound_host; }
 std::uint16_t DataServer::port() const noexcept { return impl_->bound_port; }
 std::uint32_t DataServer::active_transfers() const noexcept { return impl_->active.load(); }
+double DataServer::last_transfer_mbps() const noexcept { return impl_->last_mbps.load(); }
 
 }  // namespace blobstreaming::server

@@ -57,6 +57,9 @@ public:
 
     /// Transfers between a consumed ticket and their end (any thread).
     std::uint32_t active_transfers() const noexcept;
+    /// Throughput of the last completed push or pull in MB/s (10^6 bytes/s);
+    /// 0 before the first.
+    double last_transfer_mbps() const noexcept;
 
     struct Impl;
 

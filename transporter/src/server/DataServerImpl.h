@@ -26,6 +26,8 @@ struct DataServer::Impl {
     const DataServerConfig config;
 
     std::atomic<std::uint32_t> active{0};
+    /// MB/s of the last completed transfer (0 before the first).
+    std::atomic<double> last_mbps{0.0};
     /// Live connections; touched on the reactor thread only (and by stop()
     /// after the reactor thread has ended).
     std::set<DataConnection*> connections;
