@@ -21,11 +21,6 @@
 
 namespace blobstreaming::sdc {
 
-namespace beast = boost::beast;
-namespace http = beast::http;
-namespace net = boost::asio;
-using tcp = net::ip::tcp;
-
 namespace {
 
 struct Url {

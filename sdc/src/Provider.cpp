@@ -14,11 +14,6 @@
 
 namespace blobstreaming::sdc {
 
-namespace beast = boost::beast;
-namespace http = beast::http;
-namespace net = boost::asio;
-using tcp = net::ip::tcp;
-
 namespace {
 
 /// One keep-alive HTTP connection: wait for a request (idle timeout), read
