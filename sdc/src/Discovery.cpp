@@ -12,7 +12,6 @@
 
 namespace blobstreaming::sdc {
 
-namespace net = boost::asio;
 using udp = net::ip::udp;
 
 namespace {
