@@ -98,6 +98,27 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(round_trip_with_digest_and_stat, F, Factories)
     BOOST_TEST(u.blob_count == 1u);
 }
 
+// MemoryStore maps Blobs from 2 MiB on separately (huge pages); both stores
+// must behave the same on either side of that size, and a reader's view must
+// outlive the Blob's removal there too.
+BOOST_AUTO_TEST_CASE_TEMPLATE(sizes_around_two_mebibytes_round_trip, F, Factories)
+{
+    F f;
+    auto store = f.make();
+    constexpr std::size_t two_mib = std::size_t{2} << 20;
+    for (const std::size_t size : {two_mib - 1, two_mib, two_mib + 1, 5 * two_mib + 3}) {
+        const std::string name = "MR.size." + std::to_string(size);
+        const auto bytes = random_bytes(size);
+        BOOST_TEST(to_hex(put(*store, name, bytes).digest) == to_hex(openssl_sha256(bytes)));
+        const BlobRange view = store->read_all(name);
+        store->remove(name);
+        BOOST_TEST(!store->contains(name));
+        BOOST_REQUIRE(view.size() == size);
+        BOOST_TEST(std::memcmp(view.data(), bytes.data(), size) == 0);
+    }
+    BOOST_TEST(store->usage().used == 0u);
+}
+
 BOOST_AUTO_TEST_CASE_TEMPLATE(verify_rereads_and_confirms_the_digest, F, Factories)
 {
     F f;
