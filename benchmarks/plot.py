@@ -23,7 +23,7 @@ MiB = 1 << 20
 
 def series_name(rec):
     if rec["variant"] in ("blobstreaming", "dcmtk"):
-        return rec["variant"] + "/" + rec["target"]
+        return rec["variant"] + "/" + rec["target"] + ("" if rec.get("verify", True) else "-noverify")
     return rec["variant"]
 
 

@@ -71,6 +71,11 @@ NET = {
 }
 SOCKET_VARIANTS = ["raw-c", "ace", "corba"]
 STORE_TARGETS = ["memory", "file"]
+# Variant suffix: pulls with the client library's SHA-256 check off
+# (bsbench --no-verify), to compare the transfer path alone with raw-c.
+NO_VERIFY = "-noverify"
+VARIANTS = SOCKET_VARIANTS + ["blobstreaming-" + t + s for t in STORE_TARGETS for s in ("", NO_VERIFY)] + \
+    ["iperf3", "dcmtk"]
 
 
 def log(message):
@@ -225,15 +230,17 @@ class Suite:
         return p, int(field(p.ready_line(), "address").rsplit(":", 1)[1])
 
     # ---- clients --------------------------------------------------------
-    def client(self, variant, port, direction, size, count, buffer_text, store=None):
+    def client(self, variant, port, direction, size, count, buffer_text, store=None, verify=True):
         argv = self.link.cli + [self.args.bsbench, "-c", self.host, "-p", str(port), "--variant", variant,
                                 "--direction", direction, "--size", str(size), "--count", str(count),
                                 "--runs", str(self.plan["runs"]), "--socket-buffer", buffer_text,
                                 "--chunk", self.args.chunk, "--link", self.link.label, "-J"]
         if store:
             argv += ["--store", store]
-        label = "%s%s %s %d x%d buffer %s" % (variant, "/" + store if store else "", direction, size, count,
-                                              buffer_text)
+        if not verify:
+            argv.append("--no-verify")
+        label = "%s%s%s %s %d x%d buffer %s" % (variant, "/" + store if store else "", "" if verify else NO_VERIFY,
+                                                direction, size, count, buffer_text)
         try:
             r = subprocess.run(argv, capture_output=True, text=True, timeout=self.args.point_timeout)
         except subprocess.TimeoutExpired:
@@ -396,12 +403,17 @@ class Suite:
                         self.client(variant, port, direction, size, count, buffer_text)
                 self.stop(server)
             for target in STORE_TARGETS:
-                if "blobstreaming-" + target not in variants:
+                verified = "blobstreaming-" + target in variants
+                unverified = "blobstreaming-" + target + NO_VERIFY in variants and "pull" in self.args.directions
+                if not verified and not unverified:
                     continue
                 daemon, store = self.start_store(target, buffer_text, ns_port, 2 * biggest + 64 * MiB)
                 for size, count in self.points():
                     for direction in self.args.directions:
-                        self.client("blobstreaming", ns_port, direction, size, count, buffer_text, store)
+                        if verified:
+                            self.client("blobstreaming", ns_port, direction, size, count, buffer_text, store)
+                    if unverified:
+                        self.client("blobstreaming", ns_port, "pull", size, count, buffer_text, store, verify=False)
                 self.rss.append({"target": target, "socket_buffer": buffer_text,
                                  "largest_blob_bytes": max(s for s, _ in self.points()),
                                  "peak_rss_kib": peak_rss_kib(daemon.pid())})
@@ -410,7 +422,7 @@ class Suite:
 
 def series_name(rec):
     if rec["variant"] in ("blobstreaming", "dcmtk"):
-        return rec["variant"] + "/" + rec["target"]
+        return rec["variant"] + "/" + rec["target"] + ("" if rec.get("verify", True) else NO_VERIFY)
     return rec["variant"]
 
 
@@ -474,6 +486,8 @@ TARGETS = [
     ("pull 32 MiB, MemoryStore", "blobstreaming/memory", "pull", 32 * MiB, 1, "ratio_to_raw_c", 0.95),
     ("push 32 MiB, FileStore", "blobstreaming/file", "push", 32 * MiB, 1, "ratio_to_raw_c", 0.95),
     ("pull 32 MiB, FileStore (sendfile)", "blobstreaming/file", "pull", 32 * MiB, 1, "ratio_to_raw_c", 1.0),
+    ("pull 32 MiB, FileStore (sendfile), library's SHA-256 check off", "blobstreaming/file" + NO_VERIFY, "pull",
+     32 * MiB, 1, "ratio_to_raw_c", 1.0),
     ("push 200 x 0.5 MiB, MemoryStore", "blobstreaming/memory", "push", MiB // 2, 200, "ratio_to_raw_c", 0.8),
     ("pull 200 x 0.5 MiB, MemoryStore", "blobstreaming/memory", "pull", MiB // 2, 200, "ratio_to_raw_c", 0.8),
     ("push 200 x 0.5 MiB, FileStore", "blobstreaming/file", "push", MiB // 2, 200, "ratio_to_raw_c", 0.8),
@@ -539,7 +553,10 @@ def main():
     ap.add_argument("--sizes", help="comma-separated blob sizes, e.g. 512K,32M")
     ap.add_argument("--buffers", help="comma-separated socket buffers, e.g. 64K,auto")
     ap.add_argument("--no-series", action="store_true", help="skip the 200 x 0.5 MiB series")
-    ap.add_argument("--variants", default="raw-c,ace,corba,blobstreaming-memory,blobstreaming-file,iperf3,dcmtk")
+    ap.add_argument("--variants", default="raw-c,ace,corba,blobstreaming-memory,blobstreaming-file,"
+                    "blobstreaming-file" + NO_VERIFY + ",iperf3,dcmtk",
+                    help="comma-separated, from: " + ",".join(VARIANTS) + "; the " + NO_VERIFY +
+                    " ones pull with the client library's SHA-256 check off (bsbench --no-verify)")
     ap.add_argument("--directions", default="push,pull")
     ap.add_argument("--chunk", default="1M", help="bytes per read/write or CORBA call (bsbench --chunk)")
     ap.add_argument("--link", default="loopback", choices=["loopback", "netns"],
@@ -549,6 +566,9 @@ def main():
     ap.add_argument("--point-timeout", type=int, default=900, help="seconds per client invocation")
     args = ap.parse_args()
     args.variants = args.variants.split(",")
+    unknown = [v for v in args.variants if v not in VARIANTS]
+    if unknown:
+        ap.error("--variants: unknown %s; allowed: %s" % (",".join(unknown), ",".join(VARIANTS)))
     args.directions = args.directions.split(",")
 
     if args.quick:

@@ -9,6 +9,8 @@ clients_libblobclient_la_SOURCES = \
 	clients/src/DataConnection.h \
 	clients/src/EventLoop.cpp \
 	clients/src/EventLoop.h \
+	clients/src/HashPipeline.cpp \
+	clients/src/HashPipeline.h \
 	clients/src/LocalRead.cpp \
 	clients/src/LocalRead.h \
 	clients/src/Session.cpp \
@@ -50,7 +52,8 @@ clients_examples_single_threaded_LDADD = clients/libblobclient.la blobstore/libb
 # Tests: the data plane against a fake data port (no CORBA); Session against
 # a real omniNames ($OMNINAMES); Session transfers against real blobstored
 # daemons ($BS_BUILDDIR/blobstore/blobstored).
-clients_tests = clients/tests/DataPlaneTest clients/tests/SessionTest clients/tests/TransferTest
+clients_tests = clients/tests/DataPlaneTest clients/tests/HashPipelineTest clients/tests/SessionTest \
+	clients/tests/TransferTest
 check_PROGRAMS += $(clients_tests)
 TESTS += $(clients_tests)
 clients_test_public_ldadd = clients/libblobclient.la blobstore/libblobstore.la $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
@@ -61,6 +64,11 @@ clients_tests_DataPlaneTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/sr
 clients_tests_DataPlaneTest_LDADD = clients/libblobclient.la transporter/libblobtransporter.la blobstore/libblobstore.la \
 	$(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 $(clients_tests_DataPlaneTest_OBJECTS): idl/BlobStreaming.hh
+
+clients_tests_HashPipelineTest_SOURCES = clients/tests/HashPipelineTest.cpp
+clients_tests_HashPipelineTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/src -DBOOST_TEST_DYN_LINK
+clients_tests_HashPipelineTest_LDADD = clients/libblobclient.la blobstore/libblobstore.la \
+	$(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 
 clients_tests_SessionTest_SOURCES = clients/tests/SessionTest.cpp clients/tests/TestProcesses.h
 clients_tests_SessionTest_CPPFLAGS = $(AM_CPPFLAGS) -DBOOST_TEST_DYN_LINK

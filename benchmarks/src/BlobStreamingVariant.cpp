@@ -40,6 +40,7 @@ public:
         options.local_fast_path = config.local_fast_path;
         options.timeout = std::chrono::seconds(120);
         store_ = config.store;
+        verify_ = config.verify;
         prefix_ = "bsbench." + std::to_string(::getpid()) + ".";
         session_.emplace(options);
         info_.send_buffer = config.socket_buffer;
@@ -79,6 +80,7 @@ public:
         options.store = store_;
         options.offset = offset;
         options.length = length;
+        options.verify = verify_;
         Result result;
         session_->pull(name(index), PullSink::buffer(out, length), options, Mode::Sync,
                        [&](const Result& r) { result = r; });
@@ -119,6 +121,7 @@ private:
 
     std::optional<Session> session_;
     std::string store_;
+    bool verify_ = true;
     std::string prefix_;
     std::uint32_t count_ = 0;
     bool pull_mode_ = false;

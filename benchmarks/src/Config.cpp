@@ -33,6 +33,8 @@ constexpr const char* kUsage =
     "      --no-warmup         skip the untimed transaction before the runs\n"
     "      --store NAME        blobstreaming: the store to push to / pull from\n"
     "      --local-fast-path   blobstreaming: allow same-host file pulls (default off)\n"
+    "      --no-verify         blobstreaming pull: the library does not hash while receiving\n"
+    "                          (bsbench still checks every blob's digest after the timed runs)\n"
     "      --link NAME         label recorded in the JSON (default loopback)\n"
     "      --corrupt           server: flip one byte of every blob moved (tests the digest check)\n"
     "  -J, --json              one JSON object per run, one per line\n"
@@ -84,7 +86,7 @@ std::uint64_t parse_size(const std::string& option, const std::string& text)
 Config parse_command_line(int argc, char** argv)
 {
     enum { kVariant = 1000, kDirection, kSize, kCount, kRuns, kSocketBuffer, kChunk, kNoWarmup, kStore,
-           kLocal, kLink, kCorrupt, kVersion };
+           kLocal, kNoVerify, kLink, kCorrupt, kVersion };
     static const option options[] = {
         {"server", no_argument, nullptr, 's'},       {"client", required_argument, nullptr, 'c'},
         {"port", required_argument, nullptr, 'p'},   {"bind", required_argument, nullptr, 'B'},
@@ -96,6 +98,7 @@ Config parse_command_line(int argc, char** argv)
         {"socket-buffer", required_argument, nullptr, kSocketBuffer},
         {"chunk", required_argument, nullptr, kChunk}, {"no-warmup", no_argument, nullptr, kNoWarmup},
         {"store", required_argument, nullptr, kStore}, {"local-fast-path", no_argument, nullptr, kLocal},
+        {"no-verify", no_argument, nullptr, kNoVerify},
         {"link", required_argument, nullptr, kLink}, {"corrupt", no_argument, nullptr, kCorrupt},
         {"version", no_argument, nullptr, kVersion},
         {nullptr, 0, nullptr, 0}};
@@ -155,6 +158,7 @@ Config parse_command_line(int argc, char** argv)
         case kNoWarmup: config.warmup = false; break;
         case kStore: config.store = value; break;
         case kLocal: config.local_fast_path = true; break;
+        case kNoVerify: config.verify = false; break;
         case kLink: config.link = value; break;
         case kCorrupt: config.corrupt = true; break;
         default:
@@ -170,6 +174,9 @@ Config parse_command_line(int argc, char** argv)
         throw Error(Errc::invalid_argument, "--size x --count: at most 8G per run (held in memory on both sides)");
     if (config.variant == "blobstreaming" && client && config.store.empty())
         throw Error(Errc::invalid_argument, "--variant blobstreaming: --store NAME is required");
+    if (!config.verify && config.variant != "blobstreaming")
+        throw Error(Errc::invalid_argument, "--no-verify: only with --variant blobstreaming (it switches off the "
+                                            "client library's pull check), not with --variant " + config.variant);
     return config;
 }
 

@@ -29,6 +29,10 @@ struct Config {
     bool warmup = true;                   ///< one untimed transaction before the runs
     std::string store;                    ///< blobstreaming: store name
     bool local_fast_path = false;         ///< blobstreaming: allow the same-host file path
+    /// blobstreaming pull: the client library compares the whole-Blob
+    /// SHA-256 while receiving (PullOptions::verify). bsbench's own digest
+    /// check after the timed interval runs either way.
+    bool verify = true;
     std::string link = "loopback";        ///< recorded in the JSON as `link`
     /// Server, for checking the checks: flips one byte of every blob it
     /// receives or sends, so that every client run must fail its digest.

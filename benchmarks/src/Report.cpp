@@ -29,6 +29,7 @@ json labels(const Config& config)
     j["socket_buffer"] = config.socket_buffer > 0 ? json(config.socket_buffer) : json("auto");
     j["chunk"] = config.chunk;
     j["link"] = config.link;
+    if (config.variant == "blobstreaming") j["verify"] = config.verify;
     return j;
 }
 

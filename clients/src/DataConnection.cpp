@@ -69,8 +69,11 @@ void DataConnection::start(std::unique_ptr<TransferJob> job)
     header_pos_ = 0;
     message_.clear();
     message_size_ = 0;
-    hash_ = job_->prefix_hash ? std::move(*job_->prefix_hash) : Sha256();
+    hash_.reset(job_->prefix_hash ? std::move(*job_->prefix_hash) : Sha256());
     total_ = job_->ticket.length;
+    if (job_->type == protocol::FrameType::push && job_->source->stable() &&
+        total_ >= HashPipeline::kBackgroundFrom)
+        hash_.run_in_background();
     done_bytes_ = 0;
     started_ = std::chrono::steady_clock::now();
     last_report_ = started_;
@@ -345,6 +348,7 @@ void DataConnection::handle_response()
     const std::uint64_t hashed_before = job_->prefix_hash ? job_->ticket.offset : 0;
     job_->verify = job_->verify && job_->ticket.offset == hashed_before &&
                    job_->ticket.offset + total_ == response_.blob_size;
+    if (job_->verify && job_->sink->stable() && total_ >= HashPipeline::kBackgroundFrom) hash_.run_in_background();
     phase_ = Phase::pull_body;
     advance_receive();
 }
@@ -360,6 +364,7 @@ void DataConnection::report_progress(bool force)
 
 void DataConnection::complete(bool reusable)
 {
+    hash_.stop();  // a no-op: finish() has waited for the helper
     TransferOutcome outcome;
     outcome.response = response_;
     outcome.bytes = done_bytes_;
@@ -374,6 +379,7 @@ void DataConnection::complete(bool reusable)
 void DataConnection::fail(Errc code, const std::string& message)
 {
     if (!job_) return;
+    hash_.stop();  // before the source or sink (perhaps the caller's buffer) goes
     TransferOutcome outcome;
     outcome.error = make_error_code(code);
     outcome.message = message;

@@ -105,7 +105,7 @@ private:
     std::string message_;
     std::size_t message_size_ = 0;
     protocol::Response response_;
-    Sha256 hash_;
+    HashPipeline hash_;  ///< after job_: stopped before the job's buffers go
     std::uint64_t total_ = 0;
     std::uint64_t done_bytes_ = 0;
     std::chrono::steady_clock::time_point started_;

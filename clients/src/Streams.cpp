@@ -65,7 +65,7 @@ public:
         }
     }
     std::uint64_t size() const noexcept override { return size_; }
-    long send(Channel& channel, std::size_t max, Sha256& hash) override
+    long send(Channel& channel, std::size_t max, HashPipeline& hash) override
     {
         const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(max, size_ - offset_));
         off_t off = static_cast<off_t>(offset_);
@@ -81,6 +81,7 @@ public:
         hash.update(map_->data(), static_cast<std::size_t>(offset));
         offset_ = offset;
     }
+    bool stable() const noexcept override { return true; }  // the mapped file
 
 private:
     UniqueFd fd_;
@@ -100,7 +101,7 @@ class MemorySource final : public Source {
 public:
     MemorySource(const std::uint8_t* data, std::uint64_t size) : data_(data), size_(size) {}
     std::uint64_t size() const noexcept override { return size_; }
-    long send(Channel& channel, std::size_t max, Sha256& hash) override
+    long send(Channel& channel, std::size_t max, HashPipeline& hash) override
     {
         const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(max, size_ - offset_));
         const long n = send_bytes(channel, data_ + offset_, want);
@@ -115,6 +116,7 @@ public:
         hash.update(data_, static_cast<std::size_t>(offset));
         offset_ = offset;
     }
+    bool stable() const noexcept override { return true; }  // the caller's buffer
 
 private:
     const std::uint8_t* data_;
@@ -130,10 +132,11 @@ public:
     {
     }
     std::uint64_t size() const noexcept override { return size_; }
-    long send(Channel& channel, std::size_t max, Sha256& hash) override
+    long send(Channel& channel, std::size_t max, HashPipeline& hash) override
     {
         if (begin_ == end_) {
-            end_ = produce(buffer_.size(), hash);
+            end_ = produce(buffer_.size());
+            hash.update(buffer_.data(), end_);
             begin_ = 0;
         }
         const long n = send_bytes(channel, buffer_.data() + begin_, std::min(max, end_ - begin_));
@@ -144,13 +147,16 @@ public:
     /// produced again and only hashed.
     void skip(std::uint64_t offset, Sha256& hash) override
     {
-        while (produced_ < offset)
-            produce(static_cast<std::size_t>(std::min<std::uint64_t>(buffer_.size(), offset - produced_)), hash);
+        while (produced_ < offset) {
+            const std::size_t got =
+                produce(static_cast<std::size_t>(std::min<std::uint64_t>(buffer_.size(), offset - produced_)));
+            hash.update(buffer_.data(), got);
+        }
     }
 
 private:
-    /// Fills the buffer with up to `limit` next bytes and hashes them.
-    std::size_t produce(std::size_t limit, Sha256& hash)
+    /// Fills the buffer with up to `limit` next bytes.
+    std::size_t produce(std::size_t limit)
     {
         const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(limit, size_ - produced_));
         const std::size_t got = producer_(buffer_.data(), want);
@@ -158,7 +164,6 @@ private:
             throw Error(Errc::io_error, what_ + ": the producer returned " + std::to_string(got) + " bytes after " +
                                             std::to_string(produced_) + " of " + std::to_string(size_) +
                                             " (asked for up to " + std::to_string(want) + ")");
-        hash.update(buffer_.data(), got);
         produced_ += got;
         return got;
     }
@@ -263,6 +268,7 @@ public:
     std::pair<std::uint8_t*, std::size_t> window() override { return {data_ + done_, length_ - done_}; }
     void commit(std::size_t n) override { done_ += n; }
     void finish() override {}
+    bool stable() const noexcept override { return true; }
 
 private:
     std::vector<std::uint8_t>* vector_;

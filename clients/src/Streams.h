@@ -4,6 +4,8 @@
 /// late (window()), so bytes land straight in the destination when it is
 /// memory.
 
+#include "HashPipeline.h"
+
 #include <blobstreaming/blobstore/Sha256.h>
 #include <blobstreaming/client/Transfer.h>
 #include <blobstreaming/transporter/Tls.h>
@@ -26,11 +28,14 @@ public:
     /// or -1 with errno set by the channel. Throws Error when the source
     /// itself fails (Errc::io_error). A TLS channel is retried with the same
     /// bytes after 0 (the sources resend from their unchanged position).
-    virtual long send(Channel& channel, std::size_t max, Sha256& hash) = 0;
+    virtual long send(Channel& channel, std::size_t max, HashPipeline& hash) = 0;
     /// Resuming a push: adds bytes [0, offset) to `hash` without sending
     /// them and continues at `offset`. Called before the first send().
     /// Throws Error (Errc::io_error) when the source fails.
     virtual void skip(std::uint64_t offset, Sha256& hash) = 0;
+    /// The bytes handed to `hash` stay unchanged in place until the
+    /// transfer ends, so a helper thread may hash them later.
+    virtual bool stable() const noexcept { return false; }
 };
 
 /// Opens the source (a file: opened and mapped now). Throws Error.
@@ -49,6 +54,9 @@ public:
     virtual void finish() = 0;
     /// The transfer failed: remove a partly written output file.
     virtual void abandon() noexcept {}
+    /// Bytes received into window() stay unchanged in place until the
+    /// transfer ends (no bounce buffer), so a helper thread may hash them.
+    virtual bool stable() const noexcept { return false; }
 };
 
 /// `resume_at` (file sinks only): the file's first bytes are already the

@@ -33,7 +33,8 @@ using namespace blobstreaming::client;
 
 namespace {
 
-enum class Behaviour { serve, refuse, drop_midway, stall };
+/// corrupt: a pull's bytes arrive with one byte flipped (the digest announced is the Blob's).
+enum class Behaviour { serve, refuse, drop_midway, stall, corrupt };
 
 /// A fake store data port on 127.0.0.1:ephemeral, one thread per connection.
 class FakeDataPort {
@@ -198,6 +199,12 @@ private:
                     write_all(fd, c.data(), c.size() / 2);
                     break;
                 }
+                if (entry->behaviour == Behaviour::corrupt) {
+                    std::vector<std::uint8_t> bad = c;
+                    bad[bad.size() * 3 / 4] ^= 0x20;
+                    if (!write_all(fd, bad.data(), bad.size())) break;
+                    continue;
+                }
                 if (!write_all(fd, c.data(), c.size())) break;
             }
         }
@@ -292,6 +299,35 @@ BOOST_FIXTURE_TEST_CASE(pull_lands_in_memory_and_is_verified, Fixture)
     const auto out = run(pull_job(content, &got, Behaviour::serve));
     BOOST_TEST(!out.error, out.message);
     BOOST_TEST((got == content));
+}
+
+// From HashPipeline::kBackgroundFrom on, a helper thread hashes the bytes
+// behind the connection (the caller's buffer stays in place); below, inline.
+BOOST_FIXTURE_TEST_CASE(large_transfers_hash_in_the_background_and_match, Fixture)
+{
+    for (const std::size_t size : {std::size_t{4} << 20, (std::size_t{9} << 20) + 7}) {
+        const auto bytes = pattern(size, 11);
+        auto job = push_job(bytes, Behaviour::serve);
+        const Ticket t = job->ticket;
+        const auto pushed = run(std::move(job));
+        BOOST_TEST(!pushed.error, pushed.message);
+        BOOST_TEST((port.stored(t) == bytes));
+        std::vector<std::uint8_t> got;
+        const auto pulled = run(pull_job(bytes, &got, Behaviour::serve));
+        BOOST_TEST(!pulled.error, pulled.message);
+        BOOST_TEST((got == bytes));
+    }
+}
+
+BOOST_FIXTURE_TEST_CASE(pulled_bytes_that_differ_from_the_digest_fail_the_pull, Fixture)
+{
+    for (const std::size_t size : {std::size_t{64} << 10, std::size_t{8} << 20}) {  // inline, background
+        const auto content = pattern(size, 12);
+        std::vector<std::uint8_t> got;
+        const auto out = run(pull_job(content, &got, Behaviour::corrupt));
+        BOOST_TEST(out.error == make_error_code(Errc::digest_mismatch), size << ": " << out.message);
+        BOOST_TEST(out.message.find("do not match the Blob's SHA-256") != std::string::npos, out.message);
+    }
 }
 
 BOOST_FIXTURE_TEST_CASE(sequential_transfers_reuse_one_connection, Fixture)

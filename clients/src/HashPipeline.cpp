@@ -1,0 +1,90 @@
+#include "HashPipeline.h"
+
+#include <algorithm>
+
+namespace blobstreaming::client {
+
+namespace {
+
+/// The helper looks at its stop flag between pieces of this size (~0.5 ms).
+constexpr std::size_t kPiece = std::size_t{1} << 20;
+
+}  // namespace
+
+void HashPipeline::reset(Sha256 initial)
+{
+    stop();
+    sha_ = std::move(initial);
+}
+
+void HashPipeline::run_in_background()
+{
+    if (worker_.joinable()) return;
+    closing_ = false;
+    abandon_ = false;
+    queue_.clear();
+    worker_ = std::thread([this] { work(); });
+}
+
+void HashPipeline::update(const std::uint8_t* data, std::size_t size)
+{
+    if (size == 0) return;
+    if (!worker_.joinable()) {
+        sha_.update(data, size);
+        return;
+    }
+    {
+        std::lock_guard lock(mutex_);
+        // A buffer filled front to back arrives as adjacent ranges: one entry.
+        if (!queue_.empty() && queue_.back().first + queue_.back().second == data)
+            queue_.back().second += size;
+        else
+            queue_.emplace_back(data, size);
+    }
+    wake_.notify_one();
+}
+
+Digest HashPipeline::finish()
+{
+    if (worker_.joinable()) {
+        {
+            std::lock_guard lock(mutex_);
+            closing_ = true;
+        }
+        wake_.notify_one();
+        worker_.join();
+    }
+    return sha_.finish();
+}
+
+void HashPipeline::stop() noexcept
+{
+    if (!worker_.joinable()) return;
+    {
+        std::lock_guard lock(mutex_);
+        abandon_ = true;
+    }
+    wake_.notify_one();
+    worker_.join();
+    queue_.clear();
+}
+
+void HashPipeline::work()
+{
+    std::unique_lock lock(mutex_);
+    for (;;) {
+        wake_.wait(lock, [this] { return abandon_ || closing_ || !queue_.empty(); });
+        if (abandon_ || queue_.empty()) return;  // abandoned, or closing with nothing left
+        Range& front = queue_.front();
+        const std::size_t n = std::min(front.second, kPiece);
+        const std::uint8_t* data = front.first;
+        front.first += n;
+        front.second -= n;
+        if (front.second == 0) queue_.pop_front();
+        lock.unlock();
+        sha_.update(data, n);
+        lock.lock();
+    }
+}
+
+}  // namespace blobstreaming::client
