@@ -1,6 +1,7 @@
 #include "HashPipeline.h"
 
 #include <algorithm>
+#include <system_error>
 
 namespace blobstreaming::client {
 
@@ -17,13 +18,17 @@ void HashPipeline::reset(Sha256 initial)
     sha_ = std::move(initial);
 }
 
-void HashPipeline::run_in_background()
+void HashPipeline::run_in_background() noexcept
 {
     if (worker_.joinable()) return;
     closing_ = false;
     abandon_ = false;
     queue_.clear();
-    worker_ = std::thread([this] { work(); });
+    try {
+        worker_ = std::thread([this] { work(); });
+    } catch (const std::system_error&) {
+        // No thread to be had (a process at its limit): hash inline.
+    }
 }
 
 void HashPipeline::update(const std::uint8_t* data, std::size_t size)

@@ -34,8 +34,9 @@ public:
     /// inline. Stops a helper still running.
     void reset(Sha256 initial);
     /// From now on update() only queues its bytes and a helper thread hashes
-    /// them; they must stay unchanged until finish() or stop() returns.
-    void run_in_background();
+    /// them; they must stay unchanged until finish() or stop() returns. When
+    /// no thread can be started, hashing stays inline.
+    void run_in_background() noexcept;
     bool background() const noexcept { return worker_.joinable(); }
     /// Adds the next bytes of the stream.
     void update(const std::uint8_t* data, std::size_t size);
