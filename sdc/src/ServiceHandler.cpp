@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include <nlohmann/json.hpp>
+
 namespace blobstreaming::sdc {
 
 namespace {
@@ -31,16 +33,11 @@ std::string url_decode(std::string_view s)
     return out;
 }
 
-std::string json_string(const std::string& s)
+/// JSON text and a newline; bytes of a peer's MessageID that are not UTF-8
+/// become U+FFFD instead of making the reply unwritable.
+std::string json_text(const nlohmann::json& j)
 {
-    std::string out = "\"";
-    for (const char c : s) {
-        if (c == '"' || c == '\\')
-            out += '\\';
-        if (static_cast<unsigned char>(c) >= 0x20)
-            out += c;
-    }
-    return out + "\"";
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 HttpReply fault_reply(const SoapFault& fault, const std::string& relates_to)
@@ -209,16 +206,12 @@ HttpReply ServiceHandler::get(std::string_view target)
             n = std::min<std::size_t>(n * 10 + static_cast<std::size_t>(query[i] - '0'), 1000000);
         std::lock_guard<std::mutex> lock(stamps_mutex_);
         n = std::min(n, stamp_order_.size());
-        reply.body = "{\"timestamps\":[";
+        nlohmann::json recent = nlohmann::json::array();
         for (std::size_t i = stamp_order_.size() - n; i < stamp_order_.size(); ++i) {
             const auto found = stamps_.find(stamp_order_[i]);
-            if (found == stamps_.end()) continue;
-            const Stamps& s = found->second;
-            if (reply.body.back() == '}') reply.body += ',';
-            reply.body += "{\"id\":" + json_string(found->first) + ",\"t2\":" + std::to_string(s.t2) +
-                          ",\"t3\":" + std::to_string(s.t3) + ",\"t4\":" + std::to_string(s.t4) + "}";
+            if (found != stamps_.end()) recent.push_back(stamps_json(found->first, found->second));
         }
-        reply.body += "]}\n";
+        reply.body = json_text({{"timestamps", std::move(recent)}});
         return reply;
     }
     std::string id;
@@ -229,13 +222,16 @@ HttpReply ServiceHandler::get(std::string_view target)
     const auto found = stamps_.find(id);
     if (found == stamps_.end()) {
         reply.status = 404;
-        reply.body = "{\"error\":" + json_string("no timestamps for MessageID \"" + id + "\"") + "}\n";
+        reply.body = json_text({{"error", "no timestamps for MessageID \"" + id + "\""}});
         return reply;
     }
-    const Stamps& s = found->second;
-    reply.body = "{\"id\":" + json_string(id) + ",\"t2\":" + std::to_string(s.t2) + ",\"t3\":" + std::to_string(s.t3)
-        + ",\"t4\":" + std::to_string(s.t4) + "}\n";
+    reply.body = json_text(stamps_json(id, found->second));
     return reply;
+}
+
+nlohmann::json ServiceHandler::stamps_json(const std::string& id, const Stamps& s)
+{
+    return {{"id", id}, {"t2", s.t2}, {"t3", s.t3}, {"t4", s.t4}};
 }
 
 HttpReply ServiceHandler::reject(unsigned status, const std::string& reason)

@@ -7,6 +7,8 @@
 #include "blobstreaming/sdc/Provider.h"
 #include "Xml.h"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <deque>
 #include <mutex>
 #include <string>
@@ -57,6 +59,8 @@ private:
     HttpReply dispatch(const struct SoapMessage& request, long long& t3);
     std::string metadata_body(bool full) const;
     void record(const std::string& id, const Stamps& stamps);
+    /// {"id","t2","t3","t4"}: one request's timestamps, as GET answers them.
+    static nlohmann::json stamps_json(const std::string& id, const Stamps& s);
 
     Mdib& mdib_;
     const ProviderOptions& options_;

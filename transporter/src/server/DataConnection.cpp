@@ -315,12 +315,9 @@ int DataConnection::finish_push()
     }
     reservation_.reset();
     server_->reservations.release(binding_.reservation);
-    const double seconds =
-        std::max(1e-6, std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
-    const double mbps = static_cast<double>(request_.length) / 1e6 / seconds;
-    server_->last_mbps = mbps;
+    const Throughput t = record_throughput(request_.length);
     spdlog::info("push {} {} bytes in {:.3f} s ({:.2f} MB/s) from {}", quote_name(binding_.blob),
-                 request_.length, seconds, mbps, peer_);
+                 request_.length, t.seconds, t.mbps, peer_);
     end_transfer(true, "");
     return start_sending(protocol::encode(response), false);
 }
@@ -419,18 +416,24 @@ DataConnection::Pump DataConnection::pump_send()
     return Pump::done;
 }
 
+DataConnection::Throughput DataConnection::record_throughput(std::uint64_t bytes) noexcept
+{
+    const double seconds =
+        std::max(1e-6, std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+    const double mbps = static_cast<double>(bytes) / 1e6 / seconds;
+    server_->last_mbps = mbps;
+    return {seconds, mbps};
+}
+
 int DataConnection::after_send()
 {
     out_.clear();
     out_done_ = 0;
     if (send_body_) {
         send_body_ = false;
-        const double seconds =
-            std::max(1e-6, std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
-        const double mbps = static_cast<double>(body_done_) / 1e6 / seconds;
-        server_->last_mbps = mbps;
+        const Throughput t = record_throughput(body_done_);
         spdlog::info("pull {} {} bytes in {:.3f} s ({:.2f} MB/s) to {}", quote_name(binding_.blob), body_done_,
-                     seconds, mbps, peer_);
+                     t.seconds, t.mbps, peer_);
         end_transfer(true, "");
         range_ = BlobRange{};
     }

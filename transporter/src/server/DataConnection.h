@@ -71,6 +71,13 @@ private:
     int after_send();
     int refuse(Errc status, const std::string& reason);
     void end_transfer(bool succeeded, const std::string& reason);
+    struct Throughput {
+        double seconds;
+        double mbps;  ///< 10^6 bytes/s
+    };
+    /// The finished transfer's `bytes` over its time since started_,
+    /// published as the daemon's last transfer throughput.
+    Throughput record_throughput(std::uint64_t bytes) noexcept;
     void fail_transfer(Errc status, const std::string& reason, bool tell_peer);
     void progress() noexcept;
     void arm_timer();
