@@ -18,13 +18,8 @@ import os
 import statistics
 import sys
 
-MiB = 1 << 20
-
-
-def series_name(rec):
-    if rec["variant"] in ("blobstreaming", "dcmtk"):
-        return rec["variant"] + "/" + rec["target"] + ("" if rec.get("verify", True) else "-noverify")
-    return rec["variant"]
+sys.dont_write_bytecode = True
+from run_bench import MiB, series_name  # noqa: E402  (same directory)
 
 
 def medians(results):

@@ -24,6 +24,7 @@ without PyPI they are left out with a message.
 """
 
 import argparse
+import http.client
 import json
 import os
 import socket
@@ -108,17 +109,15 @@ def run_raw(env, rounds, pause_ms, sizes):
 def recent_provider_times(provider, n):
     """The provider's t2..t4 of its last n requests (GET /timestamps?last=n)."""
     host, port = provider.ready["address"].rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=30) as s:
-        s.sendall(f"GET /timestamps?last={n} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
-        data = b""
-        while True:
-            chunk = s.recv(1 << 20)
-            if not chunk:
-                break
-            data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    if not head.startswith(b"HTTP/1.1 200"):
-        raise sdclib.TestFailure(f"GET /timestamps?last={n}: {head[:200]!r}")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        conn.request("GET", f"/timestamps?last={n}")
+        response = conn.getresponse()
+        body = response.read()
+    finally:
+        conn.close()
+    if response.status != 200:
+        raise sdclib.TestFailure(f"GET /timestamps?last={n}: {response.status} {body[:200]!r}")
     return json.loads(body)["timestamps"]
 
 
@@ -206,6 +205,10 @@ def middleware_shares(results):
             r["middleware_share"] = (total - net[r["pause_ms"]]) / total if total > 0 else None
 
 
+def series_label(r):
+    return f"{r['pair']}\npause {r['pause_ms']:g} ms"
+
+
 def plot(results, out):
     try:
         import matplotlib
@@ -220,7 +223,7 @@ def plot(results, out):
             print("matplotlib is not installed (Debian python3-matplotlib): no plots", flush=True)
         return
     series = [r for r in results if r.get("rtt_ns")]
-    label = [f"{r['pair']}\npause {r['pause_ms']:g} ms" for r in series]
+    label = [series_label(r) for r in series]
 
     fig, axes = plt.subplots(len(series), 1, figsize=(9, 2.2 * len(series)), squeeze=False)
     for ax, r in zip(axes[:, 0], series):
@@ -266,8 +269,7 @@ def plot(results, out):
             values = [r["breakdown"][name]["fraction"] for r in parts]
             ax.bar(range(len(parts)), values, bottom=bottom, label=name)
             bottom = [b + v for b, v in zip(bottom, values)]
-        ax.set_xticks(range(len(parts)), [f"{r['pair']}\npause {r['pause_ms']:g} ms" for r in parts], fontsize=7,
-                      rotation=30, ha="right")
+        ax.set_xticks(range(len(parts)), [series_label(r) for r in parts], fontsize=7, rotation=30, ha="right")
         ax.set_ylabel("mean fraction of the RTT")
         ax.legend(fontsize=7, loc="upper right")
         fig.tight_layout()
