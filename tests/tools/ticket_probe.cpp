@@ -268,10 +268,13 @@ int run(const Options& options)
         send_request(*connection, protocol::FrameType::pull, presented, ticket->offset, ticket->length);
     } else if (mode == "expire") {
         BlobStreaming::TransferTicket_var ticket = pull_ticket(transporter, options, 0, 0);
+        const auto received = std::chrono::steady_clock::now();
         const auto lifetime = std::chrono::seconds(ticket->lifetime.seconds) +
                               std::chrono::microseconds(ticket->lifetime.microseconds);
-        // The ticket's own deadline plus a margin: a known point in time, not a guess.
-        std::this_thread::sleep_for(lifetime + std::chrono::milliseconds(1500));
+        // The daemon issued the ticket before the call returned and checks
+        // expiry on the same CLOCK_MONOTONIC (steady_clock), so from
+        // `received + lifetime` on it is expired: wait for exactly that point.
+        std::this_thread::sleep_until(received + lifetime);
         extra = ",\"lifetime_seconds\":" + std::to_string(ticket->lifetime.seconds);
         connection = std::make_unique<DataConnection>(connect());
         presented = ticket_of(ticket.in());
