@@ -460,7 +460,13 @@ class Cluster:
                     continue
                 text = data.decode("utf-8", "replace")
                 if len(text) > limit:
-                    text = "...\n" + text[-limit:]
+                    # A sanitizer report is read from its first line (the
+                    # direct leak, the first race); otherwise the tail.
+                    first = min((i for i in (text.find(m) for m in self.SANITIZER_MARKERS) if i >= 0), default=-1)
+                    if first >= 0:
+                        text = "...\n" + text[first:first + limit] + ("\n..." if len(text) > first + limit else "")
+                    else:
+                        text = "...\n" + text[-limit:]
                 sys.stdout.write(f"----- {proc.name} (pid {proc.pid}): {os.path.basename(path)} -----\n"
                                  f"{text.rstrip()}\n")
         sys.stdout.flush()
