@@ -80,7 +80,14 @@ bench: $(bench_programs)
 # Smoke run for CI (< 2 minutes): few sizes and runs, loopback only; fails
 # when any variant moved wrong bytes (SHA-256) or the digest check itself
 # misses a corrupted byte, never on speed.
+# It also checks that contradictory options are refused with the exact error.
 bench-quick: $(bench_programs)
+	@out=`$(abs_top_builddir)/benchmarks/bsbench$(EXEEXT) -c 127.0.0.1 -p 1 --variant raw-c --no-verify 2>&1`; \
+	  rc=$$?; if test $$rc != 1 || ! echo "$$out" | grep -q -e '--no-verify: only with --variant blobstreaming'; \
+	  then echo "bench-quick: bsbench --variant raw-c --no-verify: exit $$rc: $$out" >&2; exit 1; fi
+	@out=`$(bench_driver) --variants raw-c,no-such-variant 2>&1`; \
+	  rc=$$?; if test $$rc != 2 || ! echo "$$out" | grep -q -e '--variants: unknown no-such-variant; allowed: raw-c,'; \
+	  then echo "bench-quick: run_bench.py --variants raw-c,no-such-variant: exit $$rc: $$out" >&2; exit 1; fi
 	$(bench_driver) --quick --out $(BENCH_OUT)/quick $(BENCH_FLAGS)
 
 .PHONY: bench bench-quick
