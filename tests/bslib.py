@@ -31,7 +31,7 @@ SKIP = 77
 EXIT = {
     "ok": 0, "usage": 1, "invalid_argument": 10, "invalid_name": 11, "invalid_range": 12,
     "no_such_blob": 20, "already_exists": 21, "incomplete": 23, "digest_mismatch": 24,
-    "unknown_store": 26, "out_of_space": 30, "store_busy": 31, "io_error": 40, "corrupt": 41,
+    "unknown_store": 26, "blob_changed": 27, "out_of_space": 30, "store_busy": 31, "limit_reached": 32, "io_error": 40, "corrupt": 41,
     "transfer_failed": 50, "timeout": 51, "unreachable": 52, "refused": 53, "protocol_error": 54, "cancelled": 55,
 }
 

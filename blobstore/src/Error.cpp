@@ -22,8 +22,10 @@ public:
         case Errc::digest_mismatch: return "digest mismatch";
         case Errc::no_such_reservation: return "no such reservation";
         case Errc::unknown_store: return "unknown store";
+        case Errc::blob_changed: return "blob changed since the transfer was granted";
         case Errc::out_of_space: return "out of space";
         case Errc::store_busy: return "store in use";
+        case Errc::limit_reached: return "limit reached";
         case Errc::io_error: return "I/O error";
         case Errc::corrupt: return "corrupt blob file";
         case Errc::transfer_failed: return "transfer failed";

@@ -22,8 +22,10 @@ const char* errc_name(Errc code) noexcept
     case Errc::digest_mismatch: return "digest_mismatch";
     case Errc::no_such_reservation: return "no_such_reservation";
     case Errc::unknown_store: return "unknown_store";
+    case Errc::blob_changed: return "blob_changed";
     case Errc::out_of_space: return "out_of_space";
     case Errc::store_busy: return "store_busy";
+    case Errc::limit_reached: return "limit_reached";
     case Errc::io_error: return "io_error";
     case Errc::corrupt: return "corrupt";
     case Errc::transfer_failed: return "transfer_failed";

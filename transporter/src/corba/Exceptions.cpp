@@ -30,6 +30,7 @@ void throw_idl(const Error& e, const std::string& store)
     case Errc::no_such_reservation: throw NoSuchReservation(msg, 0);
     case Errc::timeout: throw Timeout(msg, TimeValue{0, 0});
     case Errc::corrupt: throw Corrupt(msg, "");
+    case Errc::limit_reached: throw LimitReached(msg);
     default: throw TransferFailed(msg);
     }
 }
@@ -160,6 +161,8 @@ void rethrow_as_error(const std::string& what, const std::string& store, const s
         throw Error(Errc::timeout, prefix + e.message.in());
     } catch (const Corrupt& e) {
         throw Error(Errc::corrupt, prefix + e.message.in());
+    } catch (const LimitReached& e) {
+        throw Error(Errc::limit_reached, prefix + e.message.in());
     } catch (const CORBA::NO_PERMISSION& e) {
         static const char* const kPermissions[] = {"do this", "read", "write", "delete"};
         const unsigned long p = e.minor() - kNoPermissionMinor;

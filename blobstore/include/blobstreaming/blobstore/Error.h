@@ -26,9 +26,14 @@ enum class Errc {
     digest_mismatch = 24,
     no_such_reservation = 25,
     unknown_store = 26,
+    /// The Blob was replaced or removed after the ticket for one committed
+    /// version of it was issued: the transfer delivered nothing of another.
+    blob_changed = 27,
     // 30-39: resources
     out_of_space = 30,
     store_busy = 31,
+    /// A bound on open connections, reservations or queued work is reached.
+    limit_reached = 32,
     // 40-49: the local store's storage
     io_error = 40,
     corrupt = 41,
