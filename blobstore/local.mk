@@ -1,6 +1,7 @@
 # blobstore/: the Store interface, FileStore, MemoryStore, names and digests.
 lib_LTLIBRARIES += blobstore/libblobstore.la
 blobstore_libblobstore_la_SOURCES = \
+	blobstore/src/BlobInfo.cpp \
 	blobstore/src/BlobName.cpp \
 	blobstore/src/Error.cpp \
 	blobstore/src/FileStore.cpp \

@@ -154,6 +154,16 @@ def test(c):
         f.write(bytes([byte[0] ^ 0x40]))
     c.blob("verify", "MG.1", store="ws").error(EXIT["corrupt"], f"stored bytes have SHA-256")
     c.blob("verify", "MG.1", store="ws").error(EXIT["corrupt"], f"recorded at commit: {digest}")
+
+    step("a pull of the corrupted Blob names both digests and keeps no file, over TCP and same-host")
+    with open(path, "rb") as f:
+        f.seek(bslib.FILE_HEADER)
+        corrupt = bslib.sha256_bytes(f.read())
+    for args in (["--no-local"], []):
+        pulled = c.path("MG.1.corrupt")
+        r = c.blob(*args, "pull", "MG.1", pulled, store="ws")
+        r.error(EXIT["digest_mismatch"], f"have SHA-256 {corrupt}, not the Blob's SHA-256 {digest}")
+        check(not os.path.exists(pulled), f"`blob {' '.join(args)} pull` of a corrupt Blob left {pulled} behind")
     c.blob("verify", "CT.3", store="ws").ok()
     c.blob("verify", "CT.404", store="ws").error(EXIT["no_such_blob"], "CT.404")
 

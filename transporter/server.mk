@@ -4,6 +4,7 @@
 # and connections, reactor thread) and the control-plane servants.
 noinst_LTLIBRARIES += transporter/libblobserver.la
 transporter_libblobserver_la_SOURCES = \
+	transporter/src/corba/BlobInfoIdl.h \
 	transporter/src/corba/BlobLocator_i.cpp \
 	transporter/src/corba/BlobLocator_i.h \
 	transporter/src/corba/BlobStore_i.cpp \

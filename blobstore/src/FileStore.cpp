@@ -337,6 +337,8 @@ FileStore::FileStore(const fs::path& directory, Options options)
 
 FileStore::~FileStore() = default;
 
+std::optional<BlobInfo> FileStore::file_info(int fd, std::string& why) { return read_header(fd, why); }
+
 const fs::path& FileStore::directory() const noexcept { return state_->root; }
 
 std::size_t FileStore::recovered_reservations() const noexcept { return state_->recovered; }

@@ -85,6 +85,7 @@ Ticket ticket_of(const BlobStreaming::TransferTicket& in)
     out.length = in.length;
     out.host = in.endpoint.host.in();
     out.port = in.endpoint.port;
+    if (in.direction == BlobStreaming::PULL) out.version = info_of(in.version);
     return out;
 }
 

@@ -29,6 +29,9 @@ struct Ticket {
     std::uint64_t length = 0;
     std::string host;
     std::uint16_t port = 0;
+    /// Pull: the committed version the store delivers (or fails with
+    /// Errc::blob_changed); nullopt for a push.
+    std::optional<BlobInfo> version;
     std::string endpoint() const { return host + ":" + std::to_string(port); }
 };
 

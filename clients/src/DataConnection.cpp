@@ -304,17 +304,23 @@ void DataConnection::advance_receive()
                 touch();
             }
             report_progress(true);
-            job_->sink->finish();
-            if (job_->verify && hash_.finish() != response_.digest) {
-                const std::string kept = job_->ticket.offset == 0
-                                             ? std::string()
-                                             : " together with the " + std::to_string(job_->ticket.offset) +
-                                                   " bytes the file already held (not a copy of this Blob?)";
-                fail(Errc::digest_mismatch, job_->what + ": the " + std::to_string(total_) + " bytes received" +
-                                                kept + " do not match the Blob's SHA-256 " +
-                                                to_hex(response_.digest));
-                return;
+            // Checked before the sink finishes: a mismatch abandons the
+            // output (a file this pull created is removed), never shows it.
+            if (job_->verify) {
+                const Digest received = hash_.finish();
+                if (received != response_.digest) {
+                    const std::string kept = job_->ticket.offset == 0
+                                                 ? std::string()
+                                                 : " together with the " + std::to_string(job_->ticket.offset) +
+                                                       " bytes the file already held (not a copy of this Blob?)";
+                    fail(Errc::digest_mismatch, job_->what + ": the " + std::to_string(total_) + " bytes received" +
+                                                    kept + " have SHA-256 " + to_hex(received) +
+                                                    ", not the Blob's SHA-256 " + to_hex(response_.digest) +
+                                                    "; nothing was kept");
+                    return;
+                }
             }
+            job_->sink->finish();
             complete(true);
             return;
         }
@@ -342,12 +348,28 @@ void DataConnection::handle_response()
                                        " bytes, the ticket " + std::to_string(job_->ticket.length));
         return;
     }
+    if (const auto& version = job_->ticket.version;
+        version && (response_.blob_size != version->size || response_.digest != version->digest)) {
+        fail(Errc::blob_changed, job_->what + ": the store announced a version of " +
+                                     std::to_string(response_.blob_size) + " bytes with SHA-256 " +
+                                     to_hex(response_.digest) + ", not the version of the ticket (" +
+                                     describe_version(*version) + ")");
+        return;
+    }
+    const bool reaches_end = job_->ticket.offset + total_ == response_.blob_size;
+    if (job_->whole && !reaches_end) {
+        fail(Errc::protocol_error, job_->what + ": a whole-Blob pull was answered with bytes [" +
+                                       std::to_string(job_->ticket.offset) + ", " +
+                                       std::to_string(job_->ticket.offset + total_) + ") of a Blob of " +
+                                       std::to_string(response_.blob_size) + " bytes");
+        return;
+    }
     job_->sink->open(total_);
-    // The whole Blob's digest can be checked when this pull ends at the
-    // Blob's end and the bytes before it were hashed (none, or resumed).
+    // The whole Blob's digest is checked for a whole-Blob pull, and for a
+    // range that happens to cover the Blob (from byte 0, or after the bytes
+    // a resumed pull hashed).
     const std::uint64_t hashed_before = job_->prefix_hash ? job_->ticket.offset : 0;
-    job_->verify = job_->verify && job_->ticket.offset == hashed_before &&
-                   job_->ticket.offset + total_ == response_.blob_size;
+    job_->verify = job_->verify && (job_->whole || (job_->ticket.offset == hashed_before && reaches_end));
     if (job_->verify && job_->sink->stable() && total_ >= HashPipeline::kBackgroundFrom) hash_.run_in_background();
     phase_ = Phase::pull_body;
     advance_receive();

@@ -39,6 +39,10 @@ struct TransferJob {
     std::unique_ptr<Source> source;  ///< push
     std::unique_ptr<Sink> sink;      ///< pull
     bool verify = false;             ///< pull: compare the whole-Blob digest
+    /// Pull: the whole Blob was asked for (offset 0, length 0; or resumed
+    /// with `prefix_hash`): the store must deliver all of the ticket's
+    /// version, and with `verify` its digest is checked whatever the lengths.
+    bool whole = false;
     /// Resuming: SHA-256 of the Blob's bytes [0, ticket.offset) that need not
     /// move again (push: the store has them; pull: the file has them). The
     /// trailer (push) or the check (pull) then covers the whole Blob.

@@ -1,6 +1,7 @@
 #include "LocalRead.h"
 
 #include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/blobstore/FileStore.h>
 #include <blobstreaming/blobstore/Sha256.h>
 #include <blobstreaming/blobstore/UniqueFd.h>
 
@@ -32,6 +33,14 @@ std::uint64_t read_local(const LocalFile& file, std::uint64_t offset, std::uint6
     if (length == 0) length = size - offset;
     UniqueFd fd(::open(file.path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd) throw Error(Errc::io_error, what + ": cannot open local file " + file.path + ": " + std::strerror(errno));
+    // The path names whatever version was committed last: read only the one
+    // the store described (the file opened is one version throughout).
+    std::string why;
+    const auto held = FileStore::file_info(fd.get(), why);
+    if (!held || !same_version(*held, file.info))
+        throw Error(Errc::blob_changed, what + ": local file " + file.path + " no longer holds the version of " +
+                                            describe_version(file.info) + " (" +
+                                            (held ? "it holds " + describe_version(*held) : why) + ")");
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) < file.data_offset + offset + length)
         throw Error(Errc::io_error, what + ": local file " + file.path + " is shorter than the Blob");
@@ -63,9 +72,14 @@ std::uint64_t read_local(const LocalFile& file, std::uint64_t offset, std::uint6
         done += n;
         if (progress) progress(done, length);
     }
-    if (whole && hash.finish() != file.info.digest)
-        throw Error(Errc::digest_mismatch, what + ": local file " + file.path + " does not match the Blob's SHA-256 " +
-                                               to_hex(file.info.digest));
+    if (whole) {
+        const Digest read = hash.finish();
+        if (read != file.info.digest)
+            throw Error(Errc::digest_mismatch, what + ": the " + std::to_string(length) + " bytes of local file " +
+                                                   file.path + " have SHA-256 " + to_hex(read) +
+                                                   ", not the Blob's SHA-256 " + to_hex(file.info.digest) +
+                                                   "; nothing was kept");
+    }
     sink.finish();
     return done;
 }

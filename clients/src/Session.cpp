@@ -150,14 +150,20 @@ public:
 
     void push(PushSource source, std::string name, PushOptions opts, Completion done);
     void pull(std::string name, PullSink sink, PullOptions opts, Completion done);
+    /// `retry`: what to run (on the loop) instead of completing when the
+    /// Blob changed between ticket and data connection; empty: complete.
     void start_pull_transfer(std::string name, std::string store, Ticket ticket, std::shared_ptr<PullSink> sink,
-                             PullOptions opts, Completion done, std::optional<Sha256> prefix = std::nullopt);
+                             PullOptions opts, Completion done, std::optional<Sha256> prefix = std::nullopt,
+                             std::function<void()> retry = {});
     /// Worker: continues a pull into the file `out` after the bytes it holds.
     void pull_resume(const std::string& name, const std::string& store, std::shared_ptr<PullSink> out,
                      const PullOptions& opts, const Completion& done);
-    /// Worker: obtains a ticket and hands the transfer to the loop.
+    /// Worker: obtains a ticket and hands the transfer to the loop. A
+    /// whole-Blob pull whose Blob is replaced or removed between the ticket
+    /// and the data connection (Errc::blob_changed) is issued once more, for
+    /// the version current then, unless `retried`.
     void pull_remote(const std::string& name, const std::string& store, std::shared_ptr<PullSink> out,
-                     const PullOptions& opts, const Completion& done);
+                     const PullOptions& opts, const Completion& done, bool retried = false);
 
     Options options;
     EventLoop loop;
@@ -293,8 +299,9 @@ void Session::Impl::pull(std::string name, PullSink sink, PullOptions opts, Comp
                                 }
                                 r.length = r.bytes;
                             } catch (const Error& e) {
-                                if (e.code() == Errc::io_error && r.bytes == 0) {
-                                    // The file could not be used after all: take the socket.
+                                if ((e.code() == Errc::io_error || e.code() == Errc::blob_changed) && r.bytes == 0) {
+                                    // The file could not be used after all, or it
+                                    // holds another version now: take the socket.
                                     spdlog::debug("{}; pulling over the network instead", e.what());
                                     control_call([this, name, store, out, opts,
                                                   done] { pull_remote(name, store, out, opts, done); },
@@ -324,12 +331,24 @@ void Session::Impl::pull(std::string name, PullSink sink, PullOptions opts, Comp
 }
 
 void Session::Impl::pull_remote(const std::string& name, const std::string& store, std::shared_ptr<PullSink> out,
-                                const PullOptions& opts, const Completion& done)
+                                const PullOptions& opts, const Completion& done, bool retried)
 {
     try {
         Ticket ticket = control->begin_pull(store, name, opts.offset, opts.length);
-        loop.post([this, name, store, ticket, out, opts, done] {
-            start_pull_transfer(name, store, ticket, out, opts, done);
+        std::function<void()> retry;
+        if (!retried && opts.offset == 0 && opts.length == 0) {
+            retry = [this, name, store, out, opts, done] {
+                spdlog::info("pull {}: store \"{}\": the Blob changed since the ticket was issued; pulling the "
+                             "current version", quote_name(name), store);
+                control_call([this, name, store, out, opts, done] { pull_remote(name, store, out, opts, done, true); },
+                             [this, done, name] {
+                                 complete(done, failure(Error(Errc::cancelled, "pull " + quote_name(name) +
+                                                                                   ": the session is closing")));
+                             });
+            };
+        }
+        loop.post([this, name, store, ticket, out, opts, done, retry] {
+            start_pull_transfer(name, store, ticket, out, opts, done, std::nullopt, retry);
         });
     } catch (const Error& e) {
         Result r = failure(e);
@@ -362,7 +381,7 @@ void Session::Impl::pull_resume(const std::string& name, const std::string& stor
 
 void Session::Impl::start_pull_transfer(std::string name, std::string store, Ticket ticket,
                                         std::shared_ptr<PullSink> out, PullOptions opts, Completion done,
-                                        std::optional<Sha256> prefix)
+                                        std::optional<Sha256> prefix, std::function<void()> retry)
 {
     const std::string what = "pull " + quote_name(name) + ": store \"" + store + "\"";
     auto job = std::make_unique<TransferJob>();
@@ -379,9 +398,11 @@ void Session::Impl::start_pull_transfer(std::string name, std::string store, Tic
     }
     job->prefix_hash = std::move(prefix);
     job->verify = opts.verify;
+    job->whole = opts.offset == 0 && opts.length == 0;
     job->progress = opts.progress;
     const std::string peer = ticket.endpoint();
-    job->done = [this, out, name, store, ticket, done, peer](TransferOutcome o) {
+    job->done = [this, out, name, store, ticket, done, peer, retry](TransferOutcome o) {
+        if (retry && o.error == make_error_code(Errc::blob_changed)) return retry();
         Result r;
         r.store = store;
         r.offset = ticket.offset;
@@ -391,6 +412,8 @@ void Session::Impl::start_pull_transfer(std::string name, std::string store, Tic
         r.error = o.error;
         r.message = o.message;
         if (!o.error) {
+            // The data connection checked the Response against the version.
+            if (ticket.version) r.info = *ticket.version;
             r.info.name = name;
             r.info.size = o.response.blob_size;
             r.info.digest = o.response.digest;

@@ -4,9 +4,12 @@
 ///
 ///   ticket_probe --naming URL --store NAME --blob NAME --mode MODE
 ///
-/// Modes: reuse, expire, wrong-direction, wrong-range, random, garbage, and
+/// Modes: reuse, expire, wrong-direction, wrong-range, random, garbage,
 /// bad-digest (a push of 1000 bytes to a new Blob named --blob whose SHA-256
-/// trailer is wrong: the store must answer digest_mismatch and keep nothing).
+/// trailer is wrong: the store must answer digest_mismatch and keep nothing),
+/// and stale / stale-range (a whole-Blob / [1, 11) pull ticket, presented
+/// only after a line arrives on stdin, so that the test can replace or remove
+/// the Blob in between: the store must answer blob_changed).
 /// Prints one JSON line: the mode, the status (Errc value) and message of the
 /// daemon's Response to the misuse, and whether the daemon closed the
 /// connection afterwards. Exit 0 when a Response (of any status) was read,
@@ -309,6 +312,18 @@ int run(const Options& options)
         wrong[0] = static_cast<std::uint8_t>(wrong[0] ^ 0xff);
         connection->send_all(body.data(), body.size());
         connection->send_all(wrong.data(), wrong.size());
+    } else if (mode == "stale" || mode == "stale-range") {
+        // A ticket for the version committed now, presented after the test
+        // replaced or removed the Blob: the probe says "issued" on stdout and
+        // waits for a line on stdin before it connects.
+        const bool range = mode == "stale-range";
+        BlobStreaming::TransferTicket_var ticket = pull_ticket(transporter, options, range ? 1 : 0, range ? 10 : 0);
+        std::cout << "{\"issued\":true,\"version_size\":" << ticket->version.size << "}" << std::endl;
+        std::string go;
+        std::getline(std::cin, go);
+        connection = std::make_unique<DataConnection>(connect());
+        presented = ticket_of(ticket.in());
+        send_request(*connection, protocol::FrameType::pull, presented, ticket->offset, ticket->length);
     } else if (mode == "random") {
         connection = std::make_unique<DataConnection>(connect());
         presented = protocol::random_ticket();
@@ -321,7 +336,7 @@ int run(const Options& options)
         connection->send_all(junk, sizeof junk);
     } else {
         throw Error(Errc::invalid_argument, "unknown --mode \"" + mode +
-                                                "\" (allowed: reuse, expire, wrong-direction, wrong-range, random, garbage, bad-digest)");
+                                                "\" (allowed: reuse, expire, wrong-direction, wrong-range, random, garbage, bad-digest, stale, stale-range)");
     }
     refusal = connection->read_response();
     // A refused or garbled Request must close the connection; after other
@@ -372,7 +387,7 @@ int main(int argc, char** argv)
     blobstreaming::Options options;
     if (!blobstreaming::parse(argc, argv, options)) {
         std::cerr << "usage: ticket_probe --naming URL --store NAME --blob NAME --mode "
-                     "reuse|expire|wrong-direction|wrong-range|random|garbage|bad-digest\n";
+                     "reuse|expire|wrong-direction|wrong-range|random|garbage|bad-digest|stale|stale-range\n";
         return 1;
     }
     try {

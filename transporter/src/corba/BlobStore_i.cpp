@@ -1,5 +1,7 @@
 #include "BlobStore_i.h"
 
+#include "BlobInfoIdl.h"
+
 #include "BlobTransporter_i.h"
 #include "server/AccessList.h"
 #include "server/DataServer.h"
@@ -19,25 +21,6 @@
 #include <fstream>
 
 namespace blobstreaming::corba {
-namespace {
-
-void to_idl(const blobstreaming::BlobInfo& in, BlobStreaming::BlobInfo& out)
-{
-    out.name = in.name.c_str();
-    out.size = in.size;
-    std::memcpy(out.digest, in.digest.data(), in.digest.size());
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(in.committed.time_since_epoch()).count();
-    out.committedNs = static_cast<CORBA::ULongLong>(ns < 0 ? 0 : ns);
-}
-
-BlobStreaming::BlobInfo* to_idl(const blobstreaming::BlobInfo& in)
-{
-    auto* out = new BlobStreaming::BlobInfo;
-    to_idl(in, *out);
-    return out;
-}
-
-}  // namespace
 
 std::string boot_id()
 {

@@ -1,5 +1,7 @@
 #include "BlobTransporter_i.h"
 
+#include "BlobInfoIdl.h"
+
 #include "server/AccessList.h"
 
 #include "server/ReservationTable.h"
@@ -115,6 +117,8 @@ BlobStreaming::TransferTicket* BlobTransporter_i::issue(server::TicketBinding bi
     ticket->lifetime = to_time_value(context_.tickets->lifetime());
     ticket->endpoint.host = context_.data_host.c_str();
     ticket->endpoint.port = context_.data_port;
+    // A push ticket names no version: size 0, zero digest, time 0.
+    to_idl(binding.version.value_or(BlobInfo{}), ticket->version);
     spdlog::debug("ticket {} issued: {} {} {}", protocol::ticket_tag(id),
                   binding.direction == protocol::FrameType::push ? "push" : "pull", quote_name(binding.blob),
                   range_text(binding.offset, binding.length));
@@ -146,6 +150,7 @@ BlobStreaming::TransferTicket* BlobTransporter_i::send(const char* blob, BlobStr
         binding.blob = name;
         binding.offset = absoluteOffset;
         binding.length = resolved;
+        binding.version = info;
         if (useTimeout) binding.inactivity_timeout = to_milliseconds(timeout);
         binding.control = make_control(semantics);
         return issue(std::move(binding));

@@ -192,8 +192,9 @@ int DataConnection::on_request()
 
     protocol::Response response;
     try {
-        range_ = server_->store.read_at(binding_.blob, request.offset, request.length);
+        range_ = read_ticket_version();
     } catch (const Error& e) {
+        range_ = BlobRange{};
         spdlog::warn("data connection {}: pull {} failed: {}", peer_, quote_name(binding_.blob), e.what());
         end_transfer(false, e.what());
         response.status = e.code();
@@ -208,6 +209,42 @@ int DataConnection::on_request()
     response.digest = range_.blob().digest;
     send_body_ = true;
     return start_sending(protocol::encode(response), false);
+}
+
+BlobRange DataConnection::read_ticket_version() const
+{
+    const std::uint64_t offset = request_.offset;
+    const std::uint64_t length = request_.length;
+    if (!binding_.version) return server_->store.read_at(binding_.blob, offset, length);
+    const BlobInfo& want = *binding_.version;
+    const std::string changed = "pull " + quote_name(binding_.blob) + ": the Blob changed since ticket " +
+                                protocol::ticket_tag(request_.ticket) + "... was issued for its version of " +
+                                describe_version(want);
+    const auto replaced = [&](const BlobInfo& now) {
+        return Error(Errc::blob_changed, changed + "; the store now holds " + describe_version(now) +
+                                             "; pull again for the current version");
+    };
+    const Error removed(Errc::blob_changed, changed + "; it was removed since");
+    BlobRange range;
+    try {
+        range = server_->store.read_at(binding_.blob, offset, length);
+    } catch (const Error& e) {
+        // The range was checked against that version when the ticket was
+        // issued: a Blob that is gone or now too short was removed or replaced.
+        if (e.code() == Errc::no_such_blob) throw removed;
+        if (e.code() != Errc::invalid_range) throw;
+        BlobInfo now;
+        try {
+            now = server_->store.stat(binding_.blob);
+        } catch (const Error& gone) {
+            if (gone.code() == Errc::no_such_blob) throw removed;
+            throw;
+        }
+        throw replaced(now);
+    }
+    // The view re-read the Blob's own header: it is one version throughout.
+    if (!same_version(range.blob(), want)) throw replaced(range.blob());
+    return range;
 }
 
 int DataConnection::read_push_body()

@@ -62,6 +62,9 @@ private:
 
     int continue_handshake();
     int on_request();
+    /// The pull's range from exactly the version its ticket names;
+    /// Error(blob_changed) when the Blob was replaced or removed since.
+    BlobRange read_ticket_version() const;
     int read_push_body();
     int read_trailer();
     int finish_push();

@@ -3,6 +3,7 @@
 
 #include "TransferControl.h"
 
+#include <blobstreaming/blobstore/BlobInfo.h>
 #include <blobstreaming/transporter/Protocol.h>
 
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace blobstreaming::server {
@@ -22,6 +24,10 @@ struct TicketBinding {
     std::uint64_t reservation = 0;      ///< push: the reservation id in the ReservationTable
     std::uint64_t offset = 0;
     std::uint64_t length = 0;
+    /// Pull: the committed version the ticket was issued for. The data
+    /// connection serves the range only from exactly this version (same
+    /// size, digest and commit time) and otherwise answers blob_changed.
+    std::optional<BlobInfo> version;
     std::chrono::milliseconds inactivity_timeout{0};  ///< 0: the data server's default
     std::shared_ptr<TransferControl> control;  ///< never null once issued
     /// The certificate subject of the client the ticket was issued to (TLS

@@ -16,6 +16,14 @@ struct BlobInfo {
     std::chrono::system_clock::time_point committed;  ///< when it became visible
 };
 
+/// Whether `a` and `b` are the same committed version of a Blob: same size,
+/// digest and commit time (a replacement with equal bytes is another
+/// version, but serving either delivers the same bytes).
+bool same_version(const BlobInfo& a, const BlobInfo& b) noexcept;
+
+/// "1048576 bytes, SHA-256 9f86d081884c7d65…, committed 2026-11-23T10:15:02.123456789Z"
+std::string describe_version(const BlobInfo& info);
+
 /// A store's space accounting.
 struct StoreUsage {
     std::uint64_t capacity = 0;   ///< 0: no limit of its own

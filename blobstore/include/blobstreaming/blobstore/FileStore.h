@@ -56,6 +56,12 @@ public:
     /// Offset of byte 0 of a Blob in its file.
     static constexpr std::uint64_t kHeaderSize = 4096;
 
+    /// The Blob an open Blob file holds, from its header (a same-host client
+    /// that opened a path checks that it is the version it was told of: the
+    /// path may have been replaced since). nullopt, with `why`, when `fd` is
+    /// not a valid Blob file.
+    static std::optional<BlobInfo> file_info(int fd, std::string& why);
+
     /// How many leftover reservations the last open removed.
     std::size_t recovered_reservations() const noexcept;
 
