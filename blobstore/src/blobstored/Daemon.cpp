@@ -22,6 +22,9 @@ std::string endpoint(const HostPort& hp, bool tls)
 
 bool is_wildcard(const std::string& host) { return host == "0.0.0.0" || host == "::" || host.empty(); }
 
+/// Control connections served by a thread each; omniORB's default is 10000.
+constexpr int kThreadPerConnectionLimit = 128;
+
 }  // namespace
 
 Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {}
@@ -66,7 +69,14 @@ std::string Daemon::start()
     data_ = std::make_unique<server::DataServer>(*store_, *tickets_, *reservations_, data);
     data_->start();
 
-    orb_ = corba::init_orb({{"endPoint", endpoint(options_.control, tls)}, {"clientCallTimeOutPeriod", "10000"}});
+    // omniORB serves each control connection on a thread of its own: idle
+    // connections (anyone may open them, no credential needed) would each
+    // hold a thread. Past kThreadPerConnectionLimit connections it watches
+    // them from its bounded thread pool instead.
+    orb_ = corba::init_orb({{"endPoint", endpoint(options_.control, tls)},
+                            {"clientCallTimeOutPeriod", "10000"},
+                            {"threadPerConnectionUpperLimit", std::to_string(kThreadPerConnectionLimit)},
+                            {"threadPerConnectionLowerLimit", std::to_string(kThreadPerConnectionLimit * 3 / 4)}});
     if (tls) corba::install_caller_identity();
     CORBA::Object_var root = orb_->resolve_initial_references("RootPOA");
     poa_ = PortableServer::POA::_narrow(root);

@@ -42,7 +42,14 @@ std::string bytes_of(std::uint64_t done, std::uint64_t total)
 
 }  // namespace
 
-DataConnection::DataConnection(DataServer::Impl* server) : server_(server) {}
+// The data server's reactor from the start: ACE_Svc_Handler's default is
+// ACE_Reactor::instance(), a select() reactor created on first use whose
+// notification pipe aborts the process (FD_SET past FD_SETSIZE) once the
+// daemon holds more than 1024 descriptors.
+DataConnection::DataConnection(DataServer::Impl* server)
+    : Base(nullptr, nullptr, server ? server->reactor.get() : nullptr), server_(server)
+{
+}
 
 DataConnection::~DataConnection() = default;
 

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Thousands of idle TCP connections to a daemon's control (CORBA) port,
+opened without any credential, hold neither a thread each nor the daemon:
+omniORB watches them from its bounded thread pool past 128 connections, the
+daemon keeps answering, and with more than 1024 descriptors in use the data
+plane still accepts connections (no select()-based reactor anywhere in the
+daemon: it used to abort with "bit out of range 0 - FD_SETSIZE")."""
+
+import os
+import resource
+import socket
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bslib  # noqa: E402
+from bslib import MiB, check, check_equal, step  # noqa: E402
+
+WANTED = 3000
+MAX_THREADS = 400
+
+
+def threads(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("Threads:"):
+                return int(line.split()[1])
+    raise bslib.TestFailure(f"/proc/{pid}/status has no Threads line")
+
+
+def test(c):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    limit = hard if hard != resource.RLIM_INFINITY else 65536
+    if limit < 2048:
+        raise bslib.TestSkipped(f"RLIMIT_NOFILE hard limit {hard} is too low to hold 1024+ connections")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(limit, 65536), hard))
+    count = min(WANTED, limit - 512)
+
+    daemon = c.start_daemon("ws", "file", tier="workstation")
+    source = c.path("slice")
+    digest = bslib.write_random(source, 2 * MiB)
+    host, _, port = daemon.ready["control"].rpartition(":")
+    idle = []
+    try:
+        for _ in range(count):
+            idle.append(socket.create_connection((host, int(port)), timeout=10))
+        step(f"{count} idle connections open to the control port {host}:{port}; "
+             f"daemon threads {threads(daemon.pid)}")
+        check(daemon.running(), "the daemon died under idle control connections")
+        check(threads(daemon.pid) < MAX_THREADS,
+              f"the daemon holds {threads(daemon.pid)} threads for {count} idle connections (limit {MAX_THREADS})")
+        c.blob("stores", timeout=60).ok()
+        pushed = c.blob("push", source, "CT.flood", store="ws", timeout=60).ok()
+        check_equal(pushed.get("sha256"), digest, "push during the flood")
+        out = c.path("pulled")
+        c.blob("--no-local", "pull", "CT.flood", out, store="ws", timeout=60).ok()
+        check_equal(bslib.sha256_file(out), digest, "pull during the flood")
+        check(daemon.running(), "the daemon died while serving during the flood")
+    finally:
+        for s in idle:
+            s.close()
+    step("after the flood")
+    c.blob("--no-local", "pull", "CT.flood", c.path("pulled-after"), store="ws", timeout=60).ok()
+
+
+if __name__ == "__main__":
+    bslib.main(test)
