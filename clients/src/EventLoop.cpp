@@ -4,7 +4,12 @@
 
 #include <ace/Event_Handler.h>
 #include <ace/Init_ACE.h>
+#include <ace/Dev_Poll_Reactor.h>
 #include <ace/Reactor.h>
+
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <ace/Thread.h>
 #include <ace/Time_Value.h>
 
@@ -57,6 +62,14 @@ private:
 
 namespace {
 
+/// Descriptors the process may hold (the reactor's table covers them all).
+std::size_t handle_limit() noexcept
+{
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 65536;
+    return std::max<std::size_t>(limit.rlim_cur, 1024);
+}
+
 ACE_Time_Value to_ace(std::chrono::milliseconds ms)
 {
     ACE_Time_Value tv;
@@ -71,8 +84,10 @@ EventLoop::EventLoop(Task tick, std::chrono::milliseconds tick_period)
 {
     if (!wake_) throw_io_error("event loop: eventfd", errno);
     ACE::init();
-    // ACE's default implementation (a select-based reactor on Linux).
-    reactor_ = std::make_unique<ACE_Reactor>();
+    // epoll, as in the daemon: ACE's default (select) cannot watch a
+    // descriptor past FD_SETSIZE, and an application (a PACS, a DICOM
+    // gateway) may well hold more than 1024 before its Session connects.
+    reactor_ = std::make_unique<ACE_Reactor>(new ACE_Dev_Poll_Reactor(handle_limit()), true);
     tick_handler_ = std::make_unique<TickHandler>(*this, wake_.get());
     if (reactor_->register_handler(tick_handler_.get(), ACE_Event_Handler::READ_MASK) == -1)
         throw_io_error("event loop: register the wake-up descriptor", errno);

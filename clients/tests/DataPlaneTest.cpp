@@ -34,7 +34,10 @@ using namespace blobstreaming::client;
 namespace {
 
 /// corrupt: a pull's bytes arrive with one byte flipped (the digest announced is the Blob's).
-enum class Behaviour { serve, refuse, drop_midway, stall, corrupt };
+/// replaced: a pull is answered as a store that binds tickets to names did
+/// when the Blob was replaced by a longer one: status ok, the ticket's length,
+/// the new Blob's size and digest, and the new Blob's first bytes.
+enum class Behaviour { serve, refuse, drop_midway, stall, corrupt, replaced };
 
 /// A fake store data port on 127.0.0.1:ephemeral, one thread per connection.
 class FakeDataPort {
@@ -118,12 +121,13 @@ private:
         }
         return true;
     }
-    static void respond(int fd, Errc status, std::uint64_t length, const Digest& digest, const std::string& message)
+    static void respond(int fd, Errc status, std::uint64_t length, const Digest& digest, const std::string& message,
+                        std::optional<std::uint64_t> blob_size = std::nullopt)
     {
         protocol::Response r;
         r.status = status;
         r.length = length;
-        r.blob_size = length;
+        r.blob_size = blob_size.value_or(length);
         r.digest = digest;
         r.message = message;
         const std::string bytes = protocol::encode(r);
@@ -194,6 +198,14 @@ private:
                 respond(fd, Errc::ok, bytes.size(), digest, "");
             } else {
                 const auto& c = entry->content;
+                if (entry->behaviour == Behaviour::replaced) {
+                    std::vector<std::uint8_t> now(c.size() + 1000, 0x5a);
+                    std::copy(c.begin(), c.end(), now.begin());
+                    now[0] ^= 0xff;
+                    respond(fd, Errc::ok, c.size(), Sha256::of(now.data(), now.size()), "", now.size());
+                    if (!write_all(fd, now.data(), c.size())) break;
+                    continue;
+                }
                 respond(fd, Errc::ok, c.size(), Sha256::of(c.data(), c.size()), "");
                 if (entry->behaviour == Behaviour::drop_midway) {
                     write_all(fd, c.data(), c.size() / 2);
@@ -326,8 +338,39 @@ BOOST_FIXTURE_TEST_CASE(pulled_bytes_that_differ_from_the_digest_fail_the_pull, 
         std::vector<std::uint8_t> got;
         const auto out = run(pull_job(content, &got, Behaviour::corrupt));
         BOOST_TEST(out.error == make_error_code(Errc::digest_mismatch), size << ": " << out.message);
-        BOOST_TEST(out.message.find("do not match the Blob's SHA-256") != std::string::npos, out.message);
+        auto sent = content;  // as the fake store corrupts it
+        sent[sent.size() * 3 / 4] ^= 0x20;
+        const std::string both = "have SHA-256 " + to_hex(Sha256::of(sent.data(), sent.size())) +
+                                 ", not the Blob's SHA-256 " + to_hex(Sha256::of(content.data(), content.size()));
+        BOOST_TEST(out.message.find(both) != std::string::npos, out.message);
     }
+}
+
+BOOST_FIXTURE_TEST_CASE(a_whole_pull_answered_with_another_version_fails, Fixture)
+{
+    const auto content = pattern(std::size_t{1} << 20, 13);
+    std::vector<std::uint8_t> got;
+    // The ticket names its version: the Response of another one is refused
+    // before any byte is taken.
+    auto job = pull_job(content, &got, Behaviour::replaced);
+    BlobInfo version;
+    version.size = content.size();
+    version.digest = Sha256::of(content.data(), content.size());
+    job->ticket.version = version;
+    job->whole = true;
+    auto out = run(std::move(job));
+    BOOST_TEST(out.error == make_error_code(Errc::blob_changed), out.message);
+    BOOST_TEST(out.message.find("not the version of the ticket") != std::string::npos, out.message);
+    BOOST_TEST(out.bytes == 0u);
+    // Without a version (a store that names none), a whole-Blob pull still
+    // refuses to be answered with a part of the Blob: no unverified success.
+    job = pull_job(content, &got, Behaviour::replaced);
+    job->whole = true;
+    out = run(std::move(job));
+    BOOST_TEST(out.error == make_error_code(Errc::protocol_error), out.message);
+    BOOST_TEST(out.message.find("a whole-Blob pull was answered with bytes [0, 1048576) of a Blob of 1049576 bytes") !=
+                   std::string::npos,
+               out.message);
 }
 
 BOOST_FIXTURE_TEST_CASE(sequential_transfers_reuse_one_connection, Fixture)

@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
-"""Thousands of idle TCP connections to a daemon's control (CORBA) port,
+"""Processes that hold more than 1024 descriptors.
+
+Thousands of idle TCP connections to a daemon's control (CORBA) port,
 opened without any credential, hold neither a thread each nor the daemon:
 omniORB watches them from its bounded thread pool past 128 connections, the
 daemon keeps answering, and with more than 1024 descriptors in use the data
 plane still accepts connections (no select()-based reactor anywhere in the
-daemon: it used to abort with "bit out of range 0 - FD_SETSIZE")."""
+daemon: it used to abort with "bit out of range 0 - FD_SETSIZE").
+
+A client that already holds 1100 descriptors (a PACS, a DICOM gateway)
+pushes and pulls over TCP: libblobclient's reactor is epoll too."""
 
 import os
 import resource
@@ -60,6 +65,19 @@ def test(c):
             s.close()
     step("after the flood")
     c.blob("--no-local", "pull", "CT.flood", c.path("pulled-after"), store="ws", timeout=60).ok()
+
+    step("a client holding 1100 descriptors pushes and pulls")
+    held = [os.open("/dev/null", os.O_RDONLY) for _ in range(1100)]
+    try:
+        out = c.path("pulled-by-busy-client")
+        for args in (["push", source, "CT.busy"], ["--no-local", "pull", "CT.busy", out]):
+            argv = [bslib.program("clients/blob"), "--naming", c.naming, "--store", "ws", "--json"] + args
+            r = bslib.subprocess.run(argv, pass_fds=held, capture_output=True, text=True, timeout=60, env=c.env)
+            bslib.BlobResult(argv, r.returncode, r.stdout, r.stderr).ok()
+        check_equal(bslib.sha256_file(out), digest, "pull by a client holding 1100 descriptors")
+    finally:
+        for fd in held:
+            os.close(fd)
 
 
 if __name__ == "__main__":
