@@ -125,14 +125,16 @@ json store_call(BlobStreaming::BlobStore_ptr s, const Call& call)
         const std::string digest = call.args.size() > 1 ? call.args[1] : kEmptySha256;
         if (digest.size() != 64) throw std::invalid_argument("commit: SHA256 is 64 hex digits");
         BlobStreaming::Sha256 expected;
-        for (int i = 0; i < 32; ++i) expected[i] = static_cast<CORBA::Octet>(std::stoul(digest.substr(2 * i, 2), nullptr, 16));
+        for (int i = 0; i < 32; ++i)
+            expected[i] = static_cast<CORBA::Octet>(std::stoul(digest.substr(2 * i, 2), nullptr, 16));
         return info_json(BlobStreaming::BlobInfo_var(s->commit(std::stoull(arg(call, 0)), expected)).in());
     }
     if (op == "abort") {
         s->abort(std::stoull(arg(call, 0)));
         return nullptr;
     }
-    if (op == "resumable") return reservation_json(BlobStreaming::Reservation_var(s->resumable(arg(call, 0).c_str())).in());
+    if (op == "resumable")
+        return reservation_json(BlobStreaming::Reservation_var(s->resumable(arg(call, 0).c_str())).in());
     if (op == "remove") {
         s->remove(arg(call, 0).c_str());
         return nullptr;
