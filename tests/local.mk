@@ -17,6 +17,7 @@ system_tests = \
 	tests/test_crash_consistency.py \
 	tests/test_store_full.py \
 	tests/test_tls.py \
+	tests/test_tls_access.py \
 	tests/test_resume_verify.py \
 	tests/test_replace_race.py \
 	tests/test_descriptor_flood.py
@@ -56,11 +57,12 @@ check-load: $(check_PROGRAMS) $(bin_PROGRAMS)
 	$(PYTHON) $(srcdir)/tests/test_load.py
 .PHONY: check-load
 
-# Obtains a pull ticket over a TLS control plane (tests/test_tls.py presents
-# it on a data connection made with another certificate).
-check_PROGRAMS += tests/tools/tls_ticket
-tests_tools_tls_ticket_SOURCES = tests/tools/tls_ticket.cpp
-tests_tools_tls_ticket_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
-tests_tools_tls_ticket_LDADD = transporter/libblobtransporter.la blobstore/libblobstore.la \
+# Makes one control-plane call (any operation of a store, a transporter or a
+# locator) as one client, with or without a TLS certificate, and prints the
+# outcome (tests/test_tls.py, tests/test_tls_access.py).
+check_PROGRAMS += tests/tools/corba_call
+tests_tools_corba_call_SOURCES = tests/tools/corba_call.cpp
+tests_tools_corba_call_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
+tests_tools_corba_call_LDADD = transporter/libblobtransporter.la blobstore/libblobstore.la \
 	$(OMNIORB_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
-$(tests_tools_tls_ticket_OBJECTS): idl/BlobStreaming.hh
+$(tests_tools_corba_call_OBJECTS): idl/BlobStreaming.hh

@@ -55,6 +55,41 @@ def tls_args(c, cert, key, ca="ca"):
     return ["--tls-cert", cert, "--tls-key", key, "--tls-ca", c.path(f"{ca}.pem")]
 
 
+def corba_call(c, cert, op, *args, store=None, transporter=None, locator=None, ca="ca"):
+    """Runs tests/tools/corba_call: one control-plane call as the client of
+    `cert` (a (cert, key) pair; None: plaintext). Returns (exit code, the
+    JSON line or None, stderr)."""
+    argv = [bslib.program("tests/tools/corba_call"), "--naming", c.naming]
+    if cert:
+        argv += ["--cert", cert[0], "--key", cert[1], "--ca", c.path(f"{ca}.pem")]
+    for option, value in (("--store", store), ("--transporter", transporter), ("--locator", locator)):
+        if value:
+            argv += [option, value]
+    code, out, err = c.run(argv + [op, *[str(a) for a in args]], timeout=120)
+    line = json.loads(out) if out.strip() else None
+    check(line is not None or code == 1, f"corba_call {op} printed nothing: exit {code}, stderr {err!r}")
+    return code, line, err
+
+
+def impostor_contacts(daemon):
+    """Connections and calls the daemon's omniORB accepted (it runs with
+    ORBtraceLevel 10 and ORBtraceInvocations: see start_traced)."""
+    with open(daemon.log_paths[0], encoding="utf-8", errors="replace") as f:
+        return [line.strip() for line in f if "Accepted connection" in line or "Dispatching remote call" in line]
+
+
+def start_traced(c, name, store, **kwargs):
+    """A daemon whose omniORB logs every connection it accepts and every call
+    it dispatches (to prove that an impostor received nothing)."""
+    c.env["ORBtraceLevel"] = "10"
+    c.env["ORBtraceInvocations"] = "1"
+    try:
+        return c.start_daemon(name, store, **kwargs)
+    finally:
+        del c.env["ORBtraceLevel"]
+        del c.env["ORBtraceInvocations"]
+
+
 def present_ticket(c, ticket, cert):
     """Presents a pull ticket on a TLS data connection made with `cert`;
     returns the Response's (status, message)."""
@@ -161,16 +196,16 @@ def test(c):
     c.blob(*as_admin, "stat", "CT.1", store="central").error(EXIT["no_such_blob"], 'blob "CT.1" not found')
 
     step("a ticket is honoured only on a data connection from the client it was issued to")
-    code, out, err = c.run([bslib.program("tests/tools/tls_ticket"), c.naming, "mem", "CT.1", *reader, c.path("ca.pem")])
-    check(code == 0, f"tls_ticket failed: {code} {err!r}")
-    ticket = json.loads(out)
+    code, out, err = corba_call(c, reader, "send", "CT.1", store="mem")
+    check(code == 0, f"corba_call send failed: {code} {out} {err!r}")
+    ticket = out["result"]
     status, message = present_ticket(c, ticket, writer)
     check_equal(status, EXIT["refused"], "status of a ticket presented by another client")
     check_equal(message, f'permission denied: ticket {ticket["ticket"][:8]}... was issued to client '
                          f'"O=Radiology,CN=workstation1", not to "CN=modality1"', "refusal of a foreign ticket")
-    code, out, err = c.run([bslib.program("tests/tools/tls_ticket"), c.naming, "mem", "CT.1", *reader, c.path("ca.pem")])
-    check(code == 0, f"tls_ticket failed: {code} {err!r}")
-    ticket = json.loads(out)
+    code, out, err = corba_call(c, reader, "send", "CT.1", store="mem")
+    check(code == 0, f"corba_call send failed: {code} {out} {err!r}")
+    ticket = out["result"]
     status, message = present_ticket(c, ticket, reader)
     check_equal((status, message), (0, ""), "the same client presenting its own ticket")
 
@@ -240,22 +275,78 @@ def test(c):
     check(central.running() and mem.running(), "a daemon died")
     c.blob(*as_admin, "ls", store="central").ok()
 
+    step("a plaintext impostor under a running TLS store's name: the store takes its name back, unasked")
+    squatter = start_traced(c, "mem", "memory:1M")
+    bslib.wait_for(lambda: 'store "mem" registered again in the naming service' in
+                   open(mem.log_paths[0], errors="replace").read(), 30,
+                   "the TLS store registering its name again over a plaintext registrant")
+    # A plaintext daemon cannot reach a TLS one and takes the name back in
+    # turn, and unbinds it when it stops: the TLS store registers again.
+    squatter.stop()
+    check_equal(impostor_contacts(squatter), [], "connections and calls the plaintext squatter received")
+    bslib.wait_for(lambda: c.blob(*as_reader, "stat", "CT.3", store="mem").code == 0, 30,
+                   "stat through the name of the TLS store again", interval=0.5)
+
     # The real store stops first: while it runs it takes its name back from
     # a registrant it cannot verify (Daemon::maintain), within --naming-check.
     central.stop()
     step("an impersonated store: the name rebound to a daemon whose certificate is no server's (52)")
-    c.start_daemon("central", "memory:1M", extra=tls_args(c, *writer) + ["--allow-read", "*"])
+    no_server = c.start_daemon("central", "memory:1M", extra=tls_args(c, *writer) + ["--allow-read", "*"])
     c.blob(*as_reader, "stat", "CT.3", store="central").error(
         EXIT["unreachable"], "TLS handshake failed: certificate verify failed (unsuitable certificate purpose; "
                              'certificate "CN=modality1")')
     step("an impersonated store with a server certificate of another CA (52)")
     fake_cert, fake_key = make_cert(c, "rogue-ca", "fake-store", "/CN=store.central", "serverAuth,clientAuth",
                                     san="IP:127.0.0.1")
-    c.start_daemon("central", "memory:1M", extra=tls_args(c, fake_cert, fake_key, ca="rogue-ca") +
-                   ["--allow-read", "*"])
+    other_ca = c.start_daemon("central", "memory:1M", extra=tls_args(c, fake_cert, fake_key, ca="rogue-ca") +
+                              ["--allow-read", "*"])
     c.blob(*as_reader, "stat", "CT.3", store="central").error(
         EXIT["unreachable"], "TLS handshake failed: certificate verify failed (self-signed certificate in "
                              'certificate chain; certificate "CN=rogue-ca")')
+
+
+    # Each TLS daemon takes the name back from a plaintext registrant.
+    no_server.stop()
+    other_ca.stop()
+    step("a plaintext impostor: ls, stat, push, pull, locate, stores refuse it (53) before sending anything")
+    impostor = start_traced(c, "central", "file", store_dir=c.path("impostor"))
+    refusal = (f'store "central": its reference at {impostor.ready["control"]} does not require TLS; this client '
+               "uses TLS and refuses it (an impostor or a misconfigured store)")
+    c.blob(*as_admin, "ls", store="central").error(EXIT["refused"], "list: " + refusal)
+    c.blob(*as_reader, "stat", "CT.3", store="central").error(EXIT["refused"], 'stat "CT.3": ' + refusal)
+    c.blob(*as_writer, "push", src, "CT.5", store="central").error(EXIT["refused"], 'push "CT.5": ' + refusal)
+    c.blob(*as_reader, "pull", "CT.3", c.path("from-impostor"), store="central").error(
+        EXIT["refused"], 'pull "CT.3": ' + refusal)
+    check(not os.path.exists(c.path("from-impostor")), "a refused pull left an output file behind")
+    c.blob(*as_reader, "--no-local", "pull", "CT.3", c.path("from-impostor"), store="central").error(
+        EXIT["refused"], 'pull "CT.3": ' + refusal)
+    # Only the impostor could hold it: not knowing is not "nowhere".
+    c.blob(*as_reader, "locate", "big.bin").error(EXIT["refused"], 'locate "big.bin": ' + refusal)
+    c.blob(*as_reader, "pull", "big.bin", c.path("from-impostor")).error(EXIT["refused"], 'pull "big.bin": ' + refusal)
+    # Held elsewhere: answered from the stores that were asked, with a warning.
+    r = c.blob(*as_reader, "locate", "CT.3")
+    r.ok()
+    check_equal([loc["store"] for loc in r.json["locations"]], ["mem"], "stores holding CT.3")
+    check('locate "CT.3": ' + refusal in r.stderr, "no warning about the refused store: " + r.describe())
+    r = c.blob(*as_reader, "stores")
+    r.ok()
+    entry = [s for s in r.json["stores"] if s["name"] == "central"]
+    check(len(entry) == 1 and entry[0].get("error") == "stores: " + refusal,
+          "the impostor in `blob stores`: " + r.describe())
+    code, out, err = corba_call(c, reader, "stat", "CT.3", store="central")
+    check_equal((code, out and out["message"]), (EXIT["refused"], 'stat "CT.3": ' + refusal),
+                "the probe's stat of the impostor")
+    # BlobStreaming/Locator: the impostor's and the TLS daemons' take turns.
+    code, out, err = corba_call(c, reader, "locate", "CT.3")
+    check((code, out["ok"]) == (0, True) or
+          (code, out["message"]) == (EXIT["refused"], f'locate "CT.3": locator: its reference at '
+                                                      f'{impostor.ready["control"]} does not require TLS; this client '
+                                                      "uses TLS and refuses it (an impostor or a misconfigured store)"),
+          f"locate through BlobStreaming/Locator: {code} {out} {err!r}")
+    step("the impostor received nothing: no connection, no call, no reservation")
+    check_equal(impostor_contacts(impostor), [], "connections and calls the impostor accepted")
+    check_equal(os.listdir(os.path.join(c.path("impostor"), "tmp")), [], "reservations in the impostor's store")
+    check(impostor.running(), "the impostor exited")
 
 
 if __name__ == "__main__":

@@ -202,6 +202,25 @@ auto with_naming(ControlPlane::Refs& refs, const SessionOptions& options, Call c
     return call(refs.root.in());
 }
 
+/// A store reference that a TLS client refuses before sending anything to it:
+/// it does not require TLS (corba::requires_tls). Errc::refused.
+class InsecureReference : public Error {
+public:
+    using Error::Error;
+};
+
+/// Throws InsecureReference when this process uses TLS and `ref` (of
+/// `store`, or an object `store` returned: `whose`) does not require it.
+void refuse_plaintext(CORBA::Object_ptr ref, const std::string& what, const std::string& store,
+                      const std::string& whose)
+{
+    if (!corba::ssl_configured() || corba::requires_tls(ref)) return;
+    throw InsecureReference(Errc::refused, what + ": store \"" + store + "\": " + whose + " at " +
+                                               corba::endpoint_of(ref) +
+                                               " does not require TLS; this client uses TLS and refuses it (an "
+                                               "impostor or a misconfigured store)");
+}
+
 /// Runs `body(store_ref)`; CORBA exceptions become Error. A cached reference
 /// that turned out stale (daemon restarted) is resolved again once.
 template <class Body>
@@ -229,6 +248,15 @@ auto with_store(ControlPlane::Refs& refs, const SessionOptions& options, const s
         }
         BlobStreaming::BlobStore_ptr ref = it->second.in();
         const std::string endpoint = corba::endpoint_of(ref);
+        try {
+            // Whatever the Naming Service (plaintext, unauthenticated) names:
+            // checked before the first byte goes to it.
+            refuse_plaintext(ref, what, store, "its reference");
+        } catch (const InsecureReference&) {
+            refs.stores.erase(store);
+            refs.transporters.erase(store);
+            throw;
+        }
         if (!corba::ssl_configured() && corba::ssl_only(ref))
             throw Error(Errc::unreachable, what + ": store \"" + store + "\" at " + endpoint +
                                                " accepts TLS connections only: give this client a certificate, key "
@@ -275,11 +303,13 @@ auto with_store(ControlPlane::Refs& refs, const SessionOptions& options, const s
 }
 
 BlobStreaming::BlobTransporter_ptr transporter(ControlPlane::Refs& refs, const std::string& store,
-                                               BlobStreaming::BlobStore_ptr ref, const SessionOptions& options)
+                                               BlobStreaming::BlobStore_ptr ref, const SessionOptions& options,
+                                               const std::string& what)
 {
     auto it = refs.transporters.find(store);
     if (it == refs.transporters.end()) {
         BlobStreaming::BlobTransporter_var t = ref->openTransporter();
+        refuse_plaintext(t, what, store, "the transporter reference it returned");
         omniORB::setClientCallTimeout(t, static_cast<CORBA::ULong>(options.timeout.count()));
         it = refs.transporters.emplace(store, t).first;
     }
@@ -317,7 +347,7 @@ PushGrant ControlPlane::begin_push(const std::string& store, const std::string& 
                 grant.reservation = r->id;
                 reserved = true;
             }
-            BlobStreaming::BlobTransporter_ptr t = transporter(*refs_, store, ref, options_);
+            BlobStreaming::BlobTransporter_ptr t = transporter(*refs_, store, ref, options_, what);
             BlobStreaming::TransferTicket_var ticket =
                 t->recv(grant.reservation, size, 0, true, time_value(options_.timeout),
                         BlobStreaming::IGNORE_NOTIFICATIONS);
@@ -350,7 +380,7 @@ std::optional<PushGrant> ControlPlane::resume_push(const std::string& store, con
                             " (push without resuming to start over)");
         PushGrant grant;
         grant.reservation = r->id;
-        BlobStreaming::BlobTransporter_ptr t = transporter(*refs_, store, ref, options_);
+        BlobStreaming::BlobTransporter_ptr t = transporter(*refs_, store, ref, options_, what);
         BlobStreaming::TransferTicket_var ticket = t->recv(r->id, r->size - r->received, r->received, true,
                                                            time_value(options_.timeout),
                                                            BlobStreaming::IGNORE_NOTIFICATIONS);
@@ -383,8 +413,9 @@ Ticket ControlPlane::begin_pull(const std::string& store, const std::string& nam
                                 std::uint64_t length)
 {
     std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
-    return with_store(*refs_, options_, store, "pull " + quote_name(name), [&](BlobStreaming::BlobStore_ptr ref) {
-        BlobStreaming::BlobTransporter_ptr t = transporter(*refs_, store, ref, options_);
+    const std::string what = "pull " + quote_name(name);
+    return with_store(*refs_, options_, store, what, [&](BlobStreaming::BlobStore_ptr ref) {
+        BlobStreaming::BlobTransporter_ptr t = transporter(*refs_, store, ref, options_, what);
         BlobStreaming::TransferTicket_var ticket = t->send(name.c_str(), length, offset, true,
                                                            time_value(options_.timeout),
                                                            BlobStreaming::IGNORE_NOTIFICATIONS);
@@ -459,23 +490,34 @@ std::vector<std::string> ControlPlane::store_names()
 
 std::vector<Location> ControlPlane::locate(const std::string& name)
 {
+    return locate_as(name, "locate " + quote_name(name));
+}
+
+std::vector<Location> ControlPlane::locate_as(const std::string& name, const std::string& what)
+{
     std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
     validate_blob_name(name);
     std::vector<Location> out;
+    std::optional<Error> insecure;
     for (const auto& store : store_names()) {
         try {
-            const auto holds = with_store(*refs_, options_, store, "locate " + quote_name(name),
-                                          [&](BlobStreaming::BlobStore_ptr ref) {
-                                              if (!ref->contains(name.c_str())) return std::make_pair(false, Tier::central);
-                                              BlobStreaming::StoreStatus_var st = ref->status();
-                                              return std::make_pair(true, tier_of(st->tier));
-                                          });
+            const auto holds = with_store(*refs_, options_, store, what, [&](BlobStreaming::BlobStore_ptr ref) {
+                if (!ref->contains(name.c_str())) return std::make_pair(false, Tier::central);
+                BlobStreaming::StoreStatus_var st = ref->status();
+                return std::make_pair(true, tier_of(st->tier));
+            });
             if (holds.first) out.push_back(Location{store, holds.second});
+        } catch (const InsecureReference& e) {
+            // Not asked, so not known: said even when another store answers.
+            spdlog::warn("{}", e.what());
+            if (!insecure) insecure = e;
         } catch (const Error& e) {
             // A store that does not answer holds nothing we can get now.
             spdlog::debug("{}", e.what());
         }
     }
+    // "Nowhere" would be a guess while a store was refused unasked.
+    if (out.empty() && insecure) throw *insecure;
     std::stable_sort(out.begin(), out.end(), [](const Location& a, const Location& b) { return a.tier < b.tier; });
     return out;
 }
@@ -483,7 +525,7 @@ std::vector<Location> ControlPlane::locate(const std::string& name)
 std::string ControlPlane::nearest_holder(const std::string& name, const std::string& what)
 {
     std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
-    const auto where = locate(name);
+    const auto where = locate_as(name, what);
     if (where.empty()) {
         std::string asked;
         for (const auto& s : store_names()) asked += (asked.empty() ? "" : ", ") + s;

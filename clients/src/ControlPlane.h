@@ -85,6 +85,11 @@ public:
     std::vector<BlobInfo> list(const std::string& store);
     void remove(const std::string& store, const std::string& name);
     std::vector<std::string> store_names();
+    /// Asks every registered store (`contains`, with this client's own
+    /// identity). A store whose reference a TLS client refuses
+    /// (Errc::refused, "does not require TLS") is logged as a warning and
+    /// skipped; when no other store holds `name`, that refusal is thrown
+    /// instead of an empty answer.
     std::vector<Location> locate(const std::string& name);
     /// The nearest store holding `name`; Errc::no_such_blob naming the stores asked.
     std::string nearest_holder(const std::string& name, const std::string& what);
@@ -94,6 +99,8 @@ public:
 
 private:
     void work();
+    /// locate() with `what` naming the operation in messages.
+    std::vector<Location> locate_as(const std::string& name, const std::string& what);
 
     SessionOptions options_;
     std::unique_ptr<Refs> refs_;

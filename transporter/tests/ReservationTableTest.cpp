@@ -101,3 +101,23 @@ BOOST_FIXTURE_TEST_CASE(abort_all_releases_everything, Fixture)
     BOOST_CHECK_EQUAL(store.usage().reserved, 0u);
     BOOST_CHECK_EQUAL(table.waiting(), 0u);
 }
+
+BOOST_FIXTURE_TEST_CASE(a_reservation_remembers_its_client_also_when_claimed_and_parked, Fixture)
+{
+    const auto id = table.add(store.reserve("CT.5", 10), "CN=modality1");
+    BOOST_CHECK_EQUAL(table.client_of(id), "CN=modality1");
+    BOOST_CHECK_EQUAL(table.find(id).client, "CN=modality1");
+    auto reservation = table.claim(id);
+    BOOST_CHECK_EQUAL(table.client_of(id), "CN=modality1");
+    BOOST_REQUIRE(!reservation->write("abcd", 4));
+    table.park(id, std::move(reservation));
+    BOOST_CHECK_EQUAL(table.resumable("CT.5", "CN=modality1").received, 4u);
+    BOOST_CHECK_EQUAL(table.resumable("CT.5", "CN=modality1").client, "CN=modality1");
+    // Another client sees what it would see if there were none.
+    BOOST_CHECK_EQUAL(message_of([&] { table.resumable("CT.5", "CN=modality2"); }),
+                      "no interrupted push of \"CT.5\" to resume (none was started, it was committed or aborted, "
+                      "its grace period ran out, or a data connection is still filling it)");
+    BOOST_CHECK(code_of([&] { table.resumable("CT.5", ""); }) == Errc::no_such_reservation);
+    table.abort(id);
+    BOOST_CHECK(code_of([&] { table.client_of(id); }) == Errc::no_such_reservation);
+}

@@ -106,7 +106,7 @@ std::string Daemon::start()
 
     naming_ = corba::naming_context(orb_, options_.naming);
     PortableServer::Servant_var<corba::BlobLocator_i> locator_servant =
-        new corba::BlobLocator_i(naming_, options_.naming);
+        new corba::BlobLocator_i(naming_, options_.naming, context_, store_ref_);
     PortableServer::ObjectId_var locator_id = poa_->activate_object(locator_servant);
     locator_ref_ = poa_->id_to_reference(locator_id);
     try {
@@ -182,6 +182,9 @@ bool Daemon::store_binding_alive()
     }
     if (CORBA::is_nil(current)) return false;
     if (current->_is_equivalent(store_ref_)) return true;
+    // A TLS store does not call a registrant that does not require TLS (a
+    // plaintext impostor): it takes its name back at once.
+    if (corba::ssl_configured() && !corba::requires_tls(current)) return false;
     // Another daemon of the same name registered after us: leave it alone
     // while it lives, take the name back when it is gone.
     try {

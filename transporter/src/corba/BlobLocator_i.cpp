@@ -1,7 +1,13 @@
 #include "BlobLocator_i.h"
 
+#include "server/AccessList.h"
+
 #include <blobstreaming/blobstore/BlobName.h>
+#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/blobstore/Store.h>
+#include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Orb.h>
+#include <blobstreaming/transporter/corba/Security.h>
 
 #include <spdlog/spdlog.h>
 
@@ -28,13 +34,18 @@ struct Found {
 
 }  // namespace
 
-BlobLocator_i::BlobLocator_i(CosNaming::NamingContext_ptr naming, std::string naming_url)
-    : naming_(CosNaming::NamingContext::_duplicate(naming)), naming_url_(std::move(naming_url))
+BlobLocator_i::BlobLocator_i(CosNaming::NamingContext_ptr naming, std::string naming_url, const ServantContext& own,
+                             CORBA::Object_ptr own_ref)
+    : naming_(CosNaming::NamingContext::_duplicate(naming)),
+      naming_url_(std::move(naming_url)),
+      own_(own),
+      own_ref_(BlobStreaming::BlobStore::_unchecked_narrow(own_ref))
 {
 }
 
 BlobStreaming::LocationSeq* BlobLocator_i::locate(const char* name)
 {
+    if (own_.access && own_.access->enforced()) return locate_own(name);
     if (auto problem = blob_name_problem(name))
         throw BlobStreaming::InvalidName(("locate " + quote_name(name) + ": " + *problem).c_str(), name);
     std::vector<Found> found;
@@ -64,6 +75,27 @@ BlobStreaming::LocationSeq* BlobLocator_i::locate(const char* name)
     return out;
 }
 
+BlobStreaming::LocationSeq* BlobLocator_i::locate_own(const char* name)
+{
+    // The permission first: a refused caller learns nothing, not even
+    // whether the name is valid.
+    require_permission(own_, server::Permission::read, "locate");
+    if (auto problem = blob_name_problem(name))
+        throw BlobStreaming::InvalidName(("locate " + quote_name(name) + ": " + *problem).c_str(), name);
+    BlobStreaming::LocationSeq_var out = new BlobStreaming::LocationSeq;
+    try {
+        if (own_.store->contains(name)) {
+            out->length(1);
+            out[0].store = own_.store_name.c_str();
+            out[0].tier = own_.tier;
+            out[0].ref = BlobStreaming::BlobStore::_duplicate(own_ref_.in());
+        }
+    } catch (const Error& e) {
+        throw_idl(e, own_.store_name);
+    }
+    return out._retn();
+}
+
 BlobStreaming::NameSeq* BlobLocator_i::stores()
 {
     const std::vector<std::string> names = list_stores(naming_);
@@ -86,8 +118,10 @@ bool locator_is_alive(CosNaming::NamingContext_ptr root)
     } catch (const CosNaming::NamingContext::NotFound&) {
         return false;
     }
+    if (CORBA::is_nil(current)) return false;
+    if (ssl_configured() && !requires_tls(current)) return false;  // not asked: replaced
     try {
-        return !CORBA::is_nil(current) && !current->_non_existent();
+        return !current->_non_existent();
     } catch (const CORBA::SystemException&) {
         return false;  // its daemon is gone
     }

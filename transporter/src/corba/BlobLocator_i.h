@@ -1,6 +1,8 @@
 #pragma once
 /// The BlobLocator servant: which registered stores hold a Blob.
 
+#include "ServantContext.h"
+
 #include <BlobStreaming.hh>
 #include <omniORB4/Naming.hh>
 
@@ -8,26 +10,45 @@
 
 namespace blobstreaming::corba {
 
-/// Answers from the stores registered under BlobStreaming/Stores by asking
-/// each whether it holds the Blob (`contains`) and for its tier (`status`);
-/// unreachable stores are skipped. Nearest tier first (memory, workstation,
-/// cluster, central), by store name within a tier. Thread-safe.
+/// Without TLS: answers from the stores registered under
+/// BlobStreaming/Stores by asking each whether it holds the Blob
+/// (`contains`) and for its tier (`status`); unreachable stores are skipped.
+/// Nearest tier first (memory, workstation, cluster, central), by store name
+/// within a tier.
+///
+/// With TLS (the daemon's access list is enforced): answers for its own
+/// store only, and only to a caller with read permission there
+/// (NO_PERMISSION otherwise). It never asks another store on a client's
+/// behalf: it would ask with the daemon's identity, and only the client's
+/// own identity may decide what the client learns (a client asks each store
+/// itself, as libblobclient's locate does). Thread-safe.
 class BlobLocator_i : public POA_BlobStreaming::BlobLocator {
 public:
-    /// `naming`: the root naming context (duplicated).
-    BlobLocator_i(CosNaming::NamingContext_ptr naming, std::string naming_url);
+    /// `naming`: the root naming context (duplicated); `own`: the context of
+    /// this daemon's store (outlives the servant) and `own_ref` its
+    /// reference (duplicated).
+    BlobLocator_i(CosNaming::NamingContext_ptr naming, std::string naming_url, const ServantContext& own,
+                  CORBA::Object_ptr own_ref);
 
     BlobStreaming::LocationSeq* locate(const char* name) override;
+    /// The registered names (what the Naming Service tells anyone): needs
+    /// only a verified certificate.
     BlobStreaming::NameSeq* stores() override;
 
 private:
+    BlobStreaming::LocationSeq* locate_own(const char* name);
+
     CosNaming::NamingContext_var naming_;
     std::string naming_url_;
+    const ServantContext& own_;
+    BlobStreaming::BlobStore_var own_ref_;
 };
 
 /// Binds `locator` as BlobStreaming/Locator (rebinding an older one).
 void bind_locator(CosNaming::NamingContext_ptr root, CORBA::Object_ptr locator);
-/// Whether BlobStreaming/Locator is bound to a locator that answers.
+/// Whether BlobStreaming/Locator is bound to a locator that answers. In a
+/// process that uses TLS, a binding whose reference does not require TLS
+/// counts as dead (it is not asked; a plaintext impostor is replaced).
 /// Throws CORBA system exceptions when the naming service does not answer.
 bool locator_is_alive(CosNaming::NamingContext_ptr root);
 /// Removes BlobStreaming/Locator when it is still `locator`; quiet otherwise.

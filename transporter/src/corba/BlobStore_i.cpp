@@ -45,8 +45,31 @@ void require_permission(const ServantContext& context, server::Permission permis
     }
 }
 
+void require_reservation_owner(const ServantContext& context, BlobStreaming::ReservationId id, const char* operation)
+{
+    std::string owner;
+    try {
+        owner = context.reservations->client_of(id);
+    } catch (const Error& e) {
+        throw BlobStreaming::NoSuchReservation(e.what(), id);
+    }
+    const std::string subject = caller_subject();
+    if (owner == subject) return;
+    // The log names both; the caller learns nothing about the other client.
+    spdlog::warn("store \"{}\": {} reservation {} refused: reserved by client \"{}\", asked by \"{}\"",
+                 context.store_name, operation, id, owner, subject);
+    const std::string msg = std::string(operation) + " reservation " + std::to_string(id) +
+                            ": it was reserved by another client; only the client that reserved it may commit, "
+                            "abort, fill or resume it";
+    throw BlobStreaming::NoSuchReservation(msg.c_str(), id);
+}
+
 BlobStore_i::BlobStore_i(const ServantContext& context) : context_(context) {}
 
+// Permissions (docs/PROTOCOL.md, "Access list"): name, status, dataAddress
+// and openTransporter need only a verified certificate (omniORB has refused
+// every other client before any upcall); each other operation names its
+// permission on its first line.
 char* BlobStore_i::name() { return CORBA::string_dup(context_.store_name.c_str()); }
 
 BlobStreaming::StoreStatus* BlobStore_i::status()
@@ -113,7 +136,7 @@ BlobStreaming::Reservation* BlobStore_i::reserve(const char* name, BlobStreaming
         context_.reservations->abort_parked(name);
         auto reservation =
             context_.store->reserve(name, size, overwrite ? ReserveMode::replace : ReserveMode::create);
-        const std::uint64_t id = context_.reservations->add(std::move(reservation));
+        const std::uint64_t id = context_.reservations->add(std::move(reservation), caller_subject());
         spdlog::debug("reservation {} of {} ({} bytes) opened", id, quote_name(name), size);
         auto* out = new BlobStreaming::Reservation;
         out->id = id;
@@ -132,6 +155,7 @@ BlobStreaming::Reservation* BlobStore_i::reserve(const char* name, BlobStreaming
 BlobStreaming::BlobInfo* BlobStore_i::commit(BlobStreaming::ReservationId id, const BlobStreaming::Sha256 expected)
 {
     require_permission(context_, server::Permission::write, "commit");
+    require_reservation_owner(context_, id, "commit");
     std::unique_ptr<Reservation> reservation;
     try {
         reservation = context_.reservations->take(id);
@@ -150,6 +174,7 @@ BlobStreaming::BlobInfo* BlobStore_i::commit(BlobStreaming::ReservationId id, co
 void BlobStore_i::abort(BlobStreaming::ReservationId id)
 {
     require_permission(context_, server::Permission::write, "abort");
+    require_reservation_owner(context_, id, "abort");
     try {
         context_.reservations->abort(id);
         spdlog::debug("reservation {} aborted on request", id);
@@ -160,10 +185,11 @@ void BlobStore_i::abort(BlobStreaming::ReservationId id)
 
 BlobStreaming::Reservation* BlobStore_i::resumable(const char* name)
 {
+    require_permission(context_, server::Permission::write, "resumable");
     try {
         validate_blob_name(name);
         context_.reservations->purge();
-        const auto r = context_.reservations->resumable(name);
+        const auto r = context_.reservations->resumable(name, caller_subject());
         spdlog::info("push {} resumes reservation {} at byte {} of {}", quote_name(name), r.id, r.received, r.size);
         auto* out = new BlobStreaming::Reservation;
         out->id = r.id;
@@ -181,6 +207,7 @@ BlobStreaming::Reservation* BlobStore_i::resumable(const char* name)
 // transfers keep moving while a Blob is verified.
 BlobStreaming::BlobInfo* BlobStore_i::verify(const char* name)
 {
+    require_permission(context_, server::Permission::read, "verify");
     try {
         const auto t0 = std::chrono::steady_clock::now();
         const blobstreaming::BlobInfo info = context_.store->verify(name);

@@ -61,7 +61,19 @@ BlobStreaming::TimeValue to_time_value(std::chrono::milliseconds ms)
     return t;
 }
 
-BlobTransporter_i::BlobTransporter_i(const ServantContext& context) : context_(context) {}
+BlobTransporter_i::BlobTransporter_i(const ServantContext& context)
+    : context_(context), opener_(caller_subject())
+{
+}
+
+void BlobTransporter_i::require_opener(const char* operation) const
+{
+    const std::string subject = caller_subject();
+    if (subject == opener_) return;
+    spdlog::warn("store \"{}\": {} refused: the transporter was opened by client \"{}\", called by \"{}\"",
+                 context_.store_name, operation, opener_, subject);
+    throw CORBA::NO_PERMISSION(static_cast<CORBA::ULong>(kNoPermissionMinor), CORBA::COMPLETED_NO);
+}
 
 BlobTransporter_i::~BlobTransporter_i() { withdraw_all(); }
 
@@ -131,6 +143,7 @@ BlobStreaming::TransferTicket* BlobTransporter_i::send(const char* blob, BlobStr
                                                        const BlobStreaming::TimeValue& timeout,
                                                        BlobStreaming::NotificationSemantics semantics)
 {
+    require_opener("send");
     require_permission(context_, server::Permission::read, "send");
     const std::string name = blob;
     if (auto problem = blob_name_problem(name))
@@ -166,7 +179,9 @@ BlobStreaming::TransferTicket* BlobTransporter_i::recv(BlobStreaming::Reservatio
                                                        const BlobStreaming::TimeValue& timeout,
                                                        BlobStreaming::NotificationSemantics semantics)
 {
+    require_opener("recv");
     require_permission(context_, server::Permission::write, "recv");
+    require_reservation_owner(context_, reservation, "recv into");
     server::ReservationTable::Summary summary;
     try {
         summary = context_.reservations->find(reservation);
@@ -204,6 +219,7 @@ BlobStreaming::TransferTicket* BlobTransporter_i::recv(BlobStreaming::Reservatio
 
 BlobStreaming::TransferNoticeSeq* BlobTransporter_i::poll()
 {
+    require_opener("poll");
     std::deque<BlobStreaming::TransferNotice> taken;
     {
         std::lock_guard<std::mutex> lock(notices_->mutex);
@@ -217,12 +233,14 @@ BlobStreaming::TransferNoticeSeq* BlobTransporter_i::poll()
 
 void BlobTransporter_i::observe(BlobStreaming::TransferObserver_ptr observer)
 {
+    require_opener("observe");
     std::lock_guard<std::mutex> lock(notices_->mutex);
     notices_->observer = BlobStreaming::TransferObserver::_duplicate(observer);
 }
 
 void BlobTransporter_i::cancel(const BlobStreaming::TicketId id)
 {
+    require_opener("cancel");
     const protocol::TicketId ticket = ticket_of(id);
     const bool withdrawn = context_.tickets->withdraw(ticket);
     std::shared_ptr<server::TransferControl> control;
@@ -251,6 +269,7 @@ void BlobTransporter_i::withdraw_all() noexcept
 
 void BlobTransporter_i::close()
 {
+    require_opener("close");
     {
         std::lock_guard<std::mutex> lock(mutex_);
         if (closed_) return;

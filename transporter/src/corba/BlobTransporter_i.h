@@ -19,8 +19,13 @@ namespace blobstreaming::corba {
 /// One per openTransporter() call, activated in the context's POA; close()
 /// withdraws its unused tickets and deactivates it. Upcalls run on omniORB
 /// threads; completion notices are produced on the reactor thread.
+///
+/// A transporter serves only the client that opened it (the certificate
+/// subject of the openTransporter() call): its object key is guessable, its
+/// notices and tickets are that client's.
 class BlobTransporter_i : public POA_BlobStreaming::BlobTransporter {
 public:
+    /// Call from the openTransporter() upcall: the caller becomes the opener.
     explicit BlobTransporter_i(const ServantContext& context);
     ~BlobTransporter_i() override;
 
@@ -49,8 +54,12 @@ private:
     std::shared_ptr<server::TransferControl> make_control(BlobStreaming::NotificationSemantics semantics);
     BlobStreaming::TransferTicket* issue(server::TicketBinding binding);
     void withdraw_all() noexcept;
+    /// Throws CORBA::NO_PERMISSION unless the current caller opened this
+    /// transporter.
+    void require_opener(const char* operation) const;
 
     const ServantContext& context_;
+    const std::string opener_;  ///< certificate subject of the client that opened it ("" without TLS)
     std::shared_ptr<Notices> notices_ = std::make_shared<Notices>();
     std::mutex mutex_;
     std::map<protocol::TicketId, std::weak_ptr<server::TransferControl>> issued_;

@@ -40,6 +40,12 @@ struct ServantContext {
 /// the refusal and throws CORBA::NO_PERMISSION (corba/Exceptions.h).
 void require_permission(const ServantContext& context, server::Permission permission, const char* operation);
 
+/// Checks that the client of the current request is the one that reserved
+/// reservation `id` (the same certificate subject; "" == "" without TLS).
+/// Otherwise logs both subjects and throws NoSuchReservation saying that
+/// another client reserved it; NoSuchReservation too when `id` is not open.
+void require_reservation_owner(const ServantContext& context, BlobStreaming::ReservationId id, const char* operation);
+
 /// Converts an IDL relative time to milliseconds, saturating.
 std::chrono::milliseconds to_milliseconds(const BlobStreaming::TimeValue& t);
 /// Milliseconds to an IDL relative time.

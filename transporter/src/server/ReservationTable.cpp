@@ -26,11 +26,11 @@ void ReservationTable::throw_missing(std::uint64_t id, const char* why)
     throw Error(Errc::no_such_reservation, "reservation " + std::to_string(id) + " " + why);
 }
 
-std::uint64_t ReservationTable::add(std::unique_ptr<Reservation> reservation)
+std::uint64_t ReservationTable::add(std::unique_ptr<Reservation> reservation, std::string client)
 {
     std::lock_guard<std::mutex> lock(mutex_);
     const std::uint64_t id = next_id_++;
-    entries_.emplace(id, Entry{std::move(reservation), now(), nullptr});
+    entries_.emplace(id, Entry{std::move(reservation), now(), nullptr, false, std::move(client)});
     return id;
 }
 
@@ -41,20 +41,28 @@ ReservationTable::Summary ReservationTable::find(std::uint64_t id) const
     if (it == entries_.end()) throw_missing(id, "is not open (never reserved, committed, aborted or expired)");
     if (!it->second.reservation) throw_missing(id, "is already being filled by a data connection");
     const Reservation& r = *it->second.reservation;
-    return {id, r.name(), r.size(), r.written()};
+    return {id, r.name(), r.size(), r.written(), it->second.client};
 }
 
-ReservationTable::Summary ReservationTable::resumable(const std::string& name) const
+ReservationTable::Summary ReservationTable::resumable(const std::string& name, const std::string& client) const
 {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& [id, e] : entries_) {
-        if (!e.reservation || e.reservation->name() != name) continue;
-        return {id, name, e.reservation->size(), e.reservation->written()};
+        if (!e.reservation || e.reservation->name() != name || e.client != client) continue;
+        return {id, name, e.reservation->size(), e.reservation->written(), e.client};
     }
     throw Error(Errc::no_such_reservation,
                 "no interrupted push of " + quote_name(name) +
                     " to resume (none was started, it was committed or aborted, its grace period ran out, "
                     "or a data connection is still filling it)");
+}
+
+std::string ReservationTable::client_of(std::uint64_t id) const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) throw_missing(id, "is not open (never reserved, committed, aborted or expired)");
+    return it->second.client;
 }
 
 void ReservationTable::attach(std::uint64_t id, std::shared_ptr<TransferControl> control)

@@ -35,21 +35,27 @@ public:
     ReservationTable(const ReservationTable&) = delete;
     ReservationTable& operator=(const ReservationTable&) = delete;
 
-    /// Takes ownership; returns its id (never 0).
-    std::uint64_t add(std::unique_ptr<Reservation> reservation);
+    /// Takes ownership; returns its id (never 0). `client`: the certificate
+    /// subject of the client that reserved it ("" without TLS); only that
+    /// client may commit, abort, fill or resume it (BlobStore_i checks).
+    std::uint64_t add(std::unique_ptr<Reservation> reservation, std::string client = {});
 
     struct Summary {
         std::uint64_t id = 0;
         std::string name;
         std::uint64_t size = 0;
         std::uint64_t received = 0;  ///< bytes already written into it
+        std::string client;          ///< who reserved it (add())
     };
     /// A waiting reservation. Error(no_such_reservation).
     Summary find(std::uint64_t id) const;
     /// The waiting reservation of `name` (the one an interrupted push left
-    /// behind). Error(no_such_reservation) when there is none or when a data
-    /// connection is filling it.
-    Summary resumable(const std::string& name) const;
+    /// behind) that `client` made. Error(no_such_reservation) when there is
+    /// none, when a data connection is filling it, or when another client
+    /// made it (the same answer: a client learns nothing of others' pushes).
+    Summary resumable(const std::string& name, const std::string& client = {}) const;
+    /// Who reserved `id`, waiting or claimed. Error(no_such_reservation).
+    std::string client_of(std::uint64_t id) const;
 
     /// Notes the control of the push ticket issued for a waiting reservation
     /// (so that abort() can reach a running push). Error(no_such_reservation).
@@ -91,6 +97,7 @@ private:
         std::chrono::steady_clock::time_point created;
         std::shared_ptr<TransferControl> control;
         bool parked = false;  ///< a push into it broke off (see park())
+        std::string client;   ///< who reserved it
     };
     std::chrono::steady_clock::time_point now() const;
     [[noreturn]] static void throw_missing(std::uint64_t id, const char* why);
