@@ -35,6 +35,8 @@ clients_blob_SOURCES = \
 	clients/src/blob/main.cpp \
 	clients/src/blob/Commands.cpp \
 	clients/src/blob/Commands.h \
+	clients/src/blob/Io.cpp \
+	clients/src/blob/Io.h \
 	clients/src/blob/Output.cpp \
 	clients/src/blob/Output.h
 clients_blob_CPPFLAGS = $(AM_CPPFLAGS) $(SPDLOG_CFLAGS)
