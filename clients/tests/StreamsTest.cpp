@@ -21,11 +21,11 @@
 #include <fstream>
 #include <future>
 #include <optional>
+#include <poll.h>
 #include <string>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -241,10 +241,13 @@ BOOST_AUTO_TEST_CASE(a_fifo_is_written_in_place_and_never_waited_for, *boost::un
         char buf[65536];
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
         while (std::chrono::steady_clock::now() < deadline) {
+            // Before a writer came, poll() waits (no POLLHUP yet); after it
+            // left, it reports POLLHUP and read() returns 0.
+            pollfd p{reader, POLLIN, 0};
+            if (::poll(&p, 1, 1000) <= 0) continue;
             const ssize_t n = ::read(reader, buf, sizeof buf);
             if (n > 0) got.append(buf, static_cast<std::size_t>(n));
-            else if (n == 0 && !got.empty()) break;
-            else std::this_thread::yield();  // EAGAIN, or no writer yet
+            if (n == 0) break;
         }
         ::close(reader);
         return got;
