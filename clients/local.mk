@@ -35,6 +35,8 @@ clients_blob_SOURCES = \
 	clients/src/blob/main.cpp \
 	clients/src/blob/Commands.cpp \
 	clients/src/blob/Commands.h \
+	clients/src/blob/Io.cpp \
+	clients/src/blob/Io.h \
 	clients/src/blob/Output.cpp \
 	clients/src/blob/Output.h
 clients_blob_CPPFLAGS = $(AM_CPPFLAGS) $(SPDLOG_CFLAGS)
@@ -53,7 +55,7 @@ clients_examples_single_threaded_LDADD = clients/libblobclient.la blobstore/libb
 # a real omniNames ($OMNINAMES); Session transfers against real blobstored
 # daemons ($BS_BUILDDIR/blobstore/blobstored).
 clients_tests = clients/tests/DataPlaneTest clients/tests/HashPipelineTest clients/tests/SessionTest \
-	clients/tests/TransferTest
+	clients/tests/StreamsTest clients/tests/TransferTest
 check_PROGRAMS += $(clients_tests)
 TESTS += $(clients_tests)
 clients_test_public_ldadd = clients/libblobclient.la blobstore/libblobstore.la $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
@@ -68,6 +70,11 @@ $(clients_tests_DataPlaneTest_OBJECTS): idl/BlobStreaming.hh
 clients_tests_HashPipelineTest_SOURCES = clients/tests/HashPipelineTest.cpp
 clients_tests_HashPipelineTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/src -DBOOST_TEST_DYN_LINK
 clients_tests_HashPipelineTest_LDADD = clients/libblobclient.la blobstore/libblobstore.la \
+	$(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
+
+clients_tests_StreamsTest_SOURCES = clients/tests/StreamsTest.cpp
+clients_tests_StreamsTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/src $(OPENSSL_CFLAGS) -DBOOST_TEST_DYN_LINK
+clients_tests_StreamsTest_LDADD = clients/libblobclient.la transporter/libblobtransporter.la blobstore/libblobstore.la \
 	$(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 
 clients_tests_SessionTest_SOURCES = clients/tests/SessionTest.cpp clients/tests/TestProcesses.h

@@ -20,7 +20,8 @@ system_tests = \
 	tests/test_tls_access.py \
 	tests/test_resume_verify.py \
 	tests/test_replace_race.py \
-	tests/test_descriptor_flood.py
+	tests/test_descriptor_flood.py \
+	tests/test_cli_io.py
 TESTS += $(system_tests)
 dist_check_SCRIPTS += $(system_tests)
 EXTRA_DIST += tests/bslib.py tests/README.md tests/tsan.supp tests/lsan.supp

@@ -3,24 +3,48 @@
 #include <blobstreaming/blobstore/Error.h>
 #include <blobstreaming/blobstore/FileStore.h>
 #include <blobstreaming/blobstore/Sha256.h>
-#include <blobstreaming/blobstore/UniqueFd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
-#include <functional>
-#include <memory>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <utility>
 
 namespace blobstreaming::client {
 
 bool local_file_readable(const std::string& path) noexcept { return ::access(path.c_str(), R_OK) == 0; }
 
-std::uint64_t read_local(const LocalFile& file, std::uint64_t offset, std::uint64_t length, Sink& sink, bool verify,
-                         const std::string& what, const Progress& progress)
+LocalRange::~LocalRange()
+{
+    if (map_ != nullptr) ::munmap(map_, map_length_);
+}
+
+LocalRange::LocalRange(LocalRange&& other) noexcept
+    : file_(std::move(other.file_)), offset_(other.offset_), length_(other.length_), fd_(std::move(other.fd_)),
+      map_(std::exchange(other.map_, nullptr)), map_length_(std::exchange(other.map_length_, 0)),
+      data_(std::exchange(other.data_, nullptr))
+{
+}
+
+LocalRange& LocalRange::operator=(LocalRange&& other) noexcept
+{
+    if (this != &other) {
+        if (map_ != nullptr) ::munmap(map_, map_length_);
+        file_ = std::move(other.file_);
+        offset_ = other.offset_;
+        length_ = other.length_;
+        fd_ = std::move(other.fd_);
+        map_ = std::exchange(other.map_, nullptr);
+        map_length_ = std::exchange(other.map_length_, 0);
+        data_ = std::exchange(other.data_, nullptr);
+    }
+    return *this;
+}
+
+LocalRange open_local(const LocalFile& file, std::uint64_t offset, std::uint64_t length, const std::string& what)
 {
     const std::uint64_t size = file.info.size;
     if (offset > size || (length != 0 && length > size - offset)) {
@@ -31,57 +55,74 @@ std::uint64_t read_local(const LocalFile& file, std::uint64_t offset, std::uint6
                                              ") is outside the blob of " + std::to_string(size) + " bytes");
     }
     if (length == 0) length = size - offset;
-    UniqueFd fd(::open(file.path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd) throw Error(Errc::io_error, what + ": cannot open local file " + file.path + ": " + std::strerror(errno));
+    LocalRange range;
+    range.file_ = file;
+    range.offset_ = offset;
+    range.length_ = length;
+    range.fd_.reset(::open(file.path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!range.fd_)
+        throw Error(Errc::io_error, what + ": cannot open local file " + file.path + ": " + std::strerror(errno));
     // The path names whatever version was committed last: read only the one
     // the store described (the file opened is one version throughout).
     std::string why;
-    const auto held = FileStore::file_info(fd.get(), why);
+    const auto held = FileStore::file_info(range.fd_.get(), why);
     if (!held || !same_version(*held, file.info))
         throw Error(Errc::blob_changed, what + ": local file " + file.path + " no longer holds the version of " +
                                             describe_version(file.info) + " (" +
                                             (held ? "it holds " + describe_version(*held) : why) + ")");
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) < file.data_offset + offset + length)
+    if (::fstat(range.fd_.get(), &st) != 0 ||
+        static_cast<std::uint64_t>(st.st_size) < file.data_offset + offset + length)
         throw Error(Errc::io_error, what + ": local file " + file.path + " is shorter than the Blob");
-
-    sink.open(length);
-    if (length == 0) {
-        sink.finish();
-        return 0;
-    }
+    if (length == 0) return range;
     const std::uint64_t start = file.data_offset + offset;
     const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
     const std::uint64_t map_start = start - start % page;
     const auto map_length = static_cast<std::size_t>(start - map_start + length);
-    void* p = ::mmap(nullptr, map_length, PROT_READ, MAP_SHARED, fd.get(), static_cast<off_t>(map_start));
-    if (p == MAP_FAILED) throw Error(Errc::io_error, what + ": cannot map " + file.path + ": " + std::strerror(errno));
-    std::unique_ptr<void, std::function<void(void*)>> mapping(p, [map_length](void* q) { ::munmap(q, map_length); });
+    void* p = ::mmap(nullptr, map_length, PROT_READ, MAP_SHARED, range.fd_.get(), static_cast<off_t>(map_start));
+    if (p == MAP_FAILED)
+        throw Error(Errc::io_error, what + ": cannot map " + file.path + ": " + std::strerror(errno));
+    range.map_ = p;
+    range.map_length_ = map_length;
     ::madvise(p, map_length, MADV_SEQUENTIAL);
-    const auto* bytes = static_cast<const std::uint8_t*>(p) + (start - map_start);
+    range.data_ = static_cast<const std::uint8_t*>(p) + (start - map_start);
+    return range;
+}
 
-    const bool whole = verify && offset == 0 && length == size;
+std::uint64_t copy_local(const LocalRange& range, Sink& sink, bool verify, const std::string& what,
+                         const Progress& progress)
+{
+    const std::uint64_t length = range.length();
+    const BlobInfo& info = range.file().info;
+    sink.open(length);
+    const bool whole = verify && range.offset() == 0 && length == info.size;
     Sha256 hash;
     std::uint64_t done = 0;
     while (done < length) {
         auto [window, room] = sink.window();
         const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(room, length - done));
-        std::memcpy(window, bytes + done, n);
-        if (whole) hash.update(bytes + done, n);
+        std::memcpy(window, range.data() + done, n);
+        if (whole) hash.update(range.data() + done, n);
         sink.commit(n);
         done += n;
         if (progress) progress(done, length);
     }
     if (whole) {
         const Digest read = hash.finish();
-        if (read != file.info.digest)
+        if (read != info.digest)
             throw Error(Errc::digest_mismatch, what + ": the " + std::to_string(length) + " bytes of local file " +
-                                                   file.path + " have SHA-256 " + to_hex(read) +
-                                                   ", not the Blob's SHA-256 " + to_hex(file.info.digest) +
+                                                   range.file().path + " have SHA-256 " + to_hex(read) +
+                                                   ", not the Blob's SHA-256 " + to_hex(info.digest) +
                                                    "; nothing was kept");
     }
     sink.finish();
     return done;
+}
+
+std::uint64_t read_local(const LocalFile& file, std::uint64_t offset, std::uint64_t length, Sink& sink, bool verify,
+                         const std::string& what, const Progress& progress)
+{
+    return copy_local(open_local(file, offset, length, what), sink, verify, what, progress);
 }
 
 }  // namespace blobstreaming::client

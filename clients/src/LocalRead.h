@@ -1,21 +1,69 @@
 #pragma once
 /// The same-host fast path: a range of a committed Blob read from the
 /// store's own file through a mapping, instead of a socket.
+///
+/// Two steps, so that a caller can tell "the store's file cannot be used
+/// here" (open_local: take the network instead, nothing was written) from a
+/// failure of the destination or of the digest (copy_local: the sink may
+/// already have written bytes, e.g. to standard output or a FIFO, so the
+/// pull must fail rather than start again over another path).
 
 #include "ControlPlane.h"
 #include "Streams.h"
 
 #include <blobstreaming/blobstore/BlobInfo.h>
+#include <blobstreaming/blobstore/UniqueFd.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
 namespace blobstreaming::client {
 
-/// Copies [offset, offset + length) of the Blob in `file` into `sink`
-/// (length 0: to the end), verifying the digest when the whole Blob was read
-/// and `verify` is set. Returns the bytes delivered. Throws Error
-/// (Errc::io_error when the file cannot be used, Errc::invalid_range).
+/// [offset, offset + length) of the Blob in a store's file, mapped
+/// read-only. Move-only; unmaps when destroyed.
+class LocalRange {
+public:
+    LocalRange() = default;
+    ~LocalRange();
+    LocalRange(LocalRange&& other) noexcept;
+    LocalRange& operator=(LocalRange&& other) noexcept;
+    LocalRange(const LocalRange&) = delete;
+    LocalRange& operator=(const LocalRange&) = delete;
+
+    const LocalFile& file() const noexcept { return file_; }
+    std::uint64_t offset() const noexcept { return offset_; }
+    std::uint64_t length() const noexcept { return length_; }
+    /// The range's first byte (nullptr when the range is empty).
+    const std::uint8_t* data() const noexcept { return data_; }
+
+private:
+    friend LocalRange open_local(const LocalFile&, std::uint64_t, std::uint64_t, const std::string&);
+    LocalFile file_;
+    std::uint64_t offset_ = 0;
+    std::uint64_t length_ = 0;
+    UniqueFd fd_;
+    void* map_ = nullptr;
+    std::size_t map_length_ = 0;
+    const std::uint8_t* data_ = nullptr;
+};
+
+/// Opens and maps [offset, offset + length) of the Blob in `file` (length
+/// 0: to the end). Touches no sink. Throws Error: Errc::invalid_range,
+/// Errc::io_error when the file cannot be used here (the caller may take
+/// the network instead).
+LocalRange open_local(const LocalFile& file, std::uint64_t offset, std::uint64_t length, const std::string& what);
+
+/// Opens `sink`, copies the range into it, checks the whole Blob's digest
+/// when the range is the whole Blob and `verify` is set, then finishes the
+/// sink (on success only: the caller abandons it on failure). Returns the
+/// bytes delivered. Throws Error: the sink's (Errc::io_error: its
+/// destination failed, possibly after bytes were written),
+/// Errc::digest_mismatch. Not to be retried over the network.
+std::uint64_t copy_local(const LocalRange& range, Sink& sink, bool verify, const std::string& what,
+                         const Progress& progress);
+
+/// open_local, then copy_local. An Errc::io_error may come from either.
 std::uint64_t read_local(const LocalFile& file, std::uint64_t offset, std::uint64_t length, Sink& sink,
                          bool verify, const std::string& what, const Progress& progress);
 

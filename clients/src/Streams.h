@@ -41,18 +41,32 @@ public:
 /// Opens the source (a file: opened and mapped now). Throws Error.
 std::unique_ptr<Source> open_source(const PushSource& source, const std::string& what);
 
+/// Where the bytes of a pull go. Life cycle, driven by one transfer:
+/// open(), then window()/commit() until every byte is in, then either
+/// finish() (success) or abandon() (failure, also before open()), at most
+/// one of the two. The transfer checks the digest before finish(), so that
+/// a Blob that does not match is never made visible.
 class Sink {
 public:
+    /// Without finish() or abandon(): as abandon().
     virtual ~Sink() = default;
-    /// The range's length is known: prepare for it. Throws Error.
+    /// The range's length is known: prepare for it (a file: create the
+    /// temporary file it is written to, open a device). Touches nothing
+    /// that exists at the destination. Throws Error.
     virtual void open(std::uint64_t length) = 0;
     /// Where the next bytes go; never empty while bytes remain.
     virtual std::pair<std::uint8_t*, std::size_t> window() = 0;
-    /// `n` bytes were written at window(). Throws Error.
+    /// `n` bytes were written at window(). Throws Error (Errc::io_error
+    /// naming the destination and the system's reason).
     virtual void commit(std::size_t n) = 0;
-    /// All bytes are in. Throws Error.
+    /// Every byte is in and checked: makes the output visible (a file: the
+    /// temporary file replaces the destination). Throws Error; the
+    /// destination is then as before the pull and nothing is left behind.
     virtual void finish() = 0;
-    /// The transfer failed: remove a partly written output file.
+    /// The transfer failed before finish(): removes what this pull created
+    /// (the temporary file), never what was there before it (a device, a
+    /// FIFO, standard output, the file being replaced, a file being
+    /// resumed). A no-op after finish().
     virtual void abandon() noexcept {}
     /// Bytes received into window() stay unchanged in place until the
     /// transfer ends (no bounce buffer), so a helper thread may hash them.
@@ -66,8 +80,9 @@ std::unique_ptr<Sink> make_sink(const PullSink& sink, const std::string& what,
                                 std::optional<std::uint64_t> resume_at = std::nullopt);
 
 /// Resuming a pull into `path`: the bytes it already holds and their
-/// SHA-256 (size 0 and an empty hash when it does not exist). Throws Error
-/// (Errc::io_error) when it cannot be read.
+/// SHA-256 (size 0 and an empty hash when it does not exist). Throws Error:
+/// Errc::invalid_argument when it is not a regular file (a FIFO, a device:
+/// nothing to continue), Errc::io_error when it cannot be read.
 std::pair<std::uint64_t, Sha256> hash_existing_file(const std::string& path, const std::string& what);
 
 }  // namespace blobstreaming::client

@@ -12,6 +12,7 @@
 
 #include "TestProcesses.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <fstream>
@@ -274,4 +275,57 @@ BOOST_AUTO_TEST_CASE(destroying_a_session_completes_everything_once)
         BOOST_TEST(completions.load() == 3);
         BOOST_TEST(cancelled.load() + succeeded.load() == 3, "mode " << static_cast<int>(mode));
     }
+}
+
+BOOST_AUTO_TEST_CASE(a_source_that_fails_midway_stores_nothing)
+{
+    // A file that shrinks while it is pushed: the push fails at once with
+    // the file's name (not a busy wait on a socket until the timeout, not a
+    // short Blob). A small send buffer keeps the transfer going long enough
+    // for the progress callback, which truncates the file, to run mid-way.
+    auto o = options("ws");
+    o.send_buffer = 4096;
+    Session session(o);
+    const std::string in = stores().ns.dir() + "/shrinking.bin";
+    {
+        const auto bytes = pattern(64 << 20, 7);
+        std::ofstream(in, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                                  static_cast<std::streamsize>(bytes.size()));
+    }
+    std::uint64_t truncated_at = 0;
+    PushOptions push;
+    push.progress = [&](std::uint64_t done, std::uint64_t total) {
+        if (truncated_at == 0 && done > 0 && done < total && ::truncate(in.c_str(), static_cast<off_t>(done)) == 0)
+            truncated_at = done;
+    };
+    Result r;
+    session.push(PushSource::file(in), "shrink.1", push, Mode::Sync, [&r](const Result& x) { r = x; });
+    BOOST_REQUIRE(truncated_at > 0);
+    BOOST_TEST(r.errc() == Errc::io_error, r.message);
+    BOOST_TEST(r.message.find("push \"shrink.1\": " + in + " shrank while it was being pushed: it has " +
+                              std::to_string(truncated_at) + " bytes, 67108864 when the push started") == 0u,
+               r.message);
+    auto e = error_of([&] { session.stat("shrink.1"); });
+    BOOST_REQUIRE(e.has_value());
+    BOOST_TEST(static_cast<int>(e->code()) == static_cast<int>(Errc::no_such_blob));
+
+    // A producer fails the push with its own code and message by throwing.
+    Result produced;
+    std::uint64_t given = 0;
+    session.push(PushSource::producer(10000,
+                                      [&given](std::uint8_t* buffer, std::size_t capacity) -> std::size_t {
+                                          if (given >= 1000)
+                                              throw Error(Errc::incomplete, "the input ended after 1000 bytes");
+                                          const std::size_t n = std::min<std::size_t>(capacity, 1000 - given);
+                                          std::fill(buffer, buffer + n, 0x5a);
+                                          given += n;
+                                          return n;
+                                      }),
+                 "thrown.1", PushOptions{}, Mode::Sync, [&produced](const Result& x) { produced = x; });
+    BOOST_TEST(produced.errc() == Errc::incomplete, produced.message);
+    BOOST_TEST(produced.message == "the input ended after 1000 bytes");
+    e = error_of([&] { session.stat("thrown.1"); });
+    BOOST_REQUIRE(e.has_value());
+    BOOST_TEST(static_cast<int>(e->code()) == static_cast<int>(Errc::no_such_blob));
+    for (const auto& store : session.stores()) BOOST_TEST(store.reserved == 0u, store.name);
 }

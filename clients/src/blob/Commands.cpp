@@ -1,5 +1,6 @@
 #include "Commands.h"
 
+#include "Io.h"
 #include "Output.h"
 
 #include <blobstreaming/blobstore/BlobName.h>
@@ -9,7 +10,6 @@
 
 #include <cstdio>
 #include <iostream>
-#include <iterator>
 #include <map>
 
 namespace blobstreaming::cli {
@@ -51,12 +51,8 @@ int push(Session& session, const Invocation& call)
     if (file == "-" && call.args.size() < 2)
         throw Error(Errc::invalid_argument, "push from standard input needs a NAME: blob push - NAME");
     const std::string name = call.args.size() > 1 ? call.args[1] : base_name(file);
-    client::PushSource source = client::PushSource::file(file);
-    if (file == "-") {
-        std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-        if (std::cin.bad()) throw Error(Errc::io_error, "push " + quote_name(name) + ": cannot read standard input");
-        source = client::PushSource::owned(std::move(bytes));
-    }
+    validate_blob_name(name);  // before reading a stream for it
+    const client::PushSource source = open_push_input(file, "push " + quote_name(name), call.size, call.timeout);
     ProgressBar bar(stderr, !call.quiet && !call.json, "push " + name);
     client::PushOptions options;
     options.store = call.store;
@@ -68,7 +64,7 @@ int push(Session& session, const Invocation& call)
     bar.clear();
     result.throw_if_error();
     if (call.json)
-        std::cout << transfer_json("push", name, result).dump() << std::endl;
+        std::cout << transfer_json("push", name, result).dump() << '\n';
     else if (!call.quiet)
         print_summary("pushed", "to", name, result, call.resume);
     return 0;
@@ -87,12 +83,13 @@ int pull(Session& session, const Invocation& call)
     options.resume = call.resume;
     options.verify = call.verify;
     options.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
+    const PullOutput output(file, "pull " + quote_name(name), call.resume, call.timeout);
     Result result;
-    session.pull(name, client::PullSink::file(file), options, Mode::Sync, [&result](const Result& r) { result = r; });
+    session.pull(name, output.sink(), options, Mode::Sync, [&result](const Result& r) { result = r; });
     bar.clear();
     result.throw_if_error();
     if (call.json)
-        (file == "-" ? std::cerr : std::cout) << transfer_json("pull", name, result).dump() << std::endl;
+        (is_standard_output(file) ? std::cerr : std::cout) << transfer_json("pull", name, result).dump() << '\n';
     else if (!call.quiet)
         print_summary("pulled", "from", name, result, call.resume);
     return 0;
@@ -104,7 +101,7 @@ int stat(Session& session, const Invocation& call)
     session.stat(call.args[0], call.store, Mode::Sync, [&r](const Result& x) { r = x; });
     r.throw_if_error();
     if (call.json) {
-        std::cout << blob_json(r.store, r.info).dump() << std::endl;
+        std::cout << blob_json(r.store, r.info).dump() << '\n';
         return 0;
     }
     std::printf("store:     %s\nname:      %s\nsize:      %llu\nsha256:    %s\ncommitted: %s\n", r.store.c_str(),
@@ -121,7 +118,7 @@ int verify(Session& session, const Invocation& call)
     if (call.json) {
         auto j = blob_json(r.store, r.info);
         j["verified"] = true;
-        std::cout << j.dump() << std::endl;
+        std::cout << j.dump() << '\n';
     } else if (!call.quiet) {
         std::printf("verified %s in store \"%s\": %llu bytes, sha256 %s\n", quote_name(r.info.name).c_str(),
                     r.store.c_str(), static_cast<unsigned long long>(r.info.size), to_hex(r.info.digest).c_str());
@@ -135,7 +132,7 @@ int ls(Session& session, const Invocation& call)
     if (call.json) {
         nlohmann::json list = nlohmann::json::array();
         for (const auto& b : blobs) list.push_back(blob_json(b.store, b.info));
-        std::cout << nlohmann::json{{"blobs", list}}.dump() << std::endl;
+        std::cout << nlohmann::json{{"blobs", list}}.dump() << '\n';
         return 0;
     }
     for (const auto& b : blobs)
@@ -150,7 +147,7 @@ int rm(Session& session, const Invocation& call)
     session.remove(call.args[0], call.store, Mode::Sync, [&r](const Result& x) { r = x; });
     r.throw_if_error();
     if (call.json)
-        std::cout << nlohmann::json{{"store", r.store}, {"name", call.args[0]}, {"removed", true}}.dump() << std::endl;
+        std::cout << nlohmann::json{{"store", r.store}, {"name", call.args[0]}, {"removed", true}}.dump() << '\n';
     else if (!call.quiet)
         std::fprintf(stderr, "removed %s from store \"%s\"\n", quote_name(call.args[0]).c_str(), r.store.c_str());
     return 0;
@@ -164,7 +161,7 @@ int locate(Session& session, const Invocation& call)
     if (call.json) {
         nlohmann::json list = nlohmann::json::array();
         for (const auto& l : where) list.push_back({{"store", l.store}, {"tier", client::tier_name(l.tier)}});
-        std::cout << nlohmann::json{{"name", call.args[0]}, {"locations", list}}.dump() << std::endl;
+        std::cout << nlohmann::json{{"name", call.args[0]}, {"locations", list}}.dump() << '\n';
     } else {
         for (const auto& l : where) std::printf("%-16s %s\n", l.store.c_str(), client::tier_name(l.tier));
     }
@@ -183,7 +180,7 @@ int stores(Session& session, const Invocation& call)
             if (!s.reachable) j = {{"name", s.name}, {"error", s.error}};
             list.push_back(j);
         }
-        std::cout << nlohmann::json{{"stores", list}}.dump() << std::endl;
+        std::cout << nlohmann::json{{"stores", list}}.dump() << '\n';
         return 0;
     }
     for (const auto& s : all) {

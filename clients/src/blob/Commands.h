@@ -25,6 +25,7 @@ struct Invocation {
     bool verify = true;
     std::uint64_t offset = 0;
     std::uint64_t length = 0;
+    std::optional<std::uint64_t> size;  ///< push: the bytes a stream must deliver (--size)
     std::string command;
     std::vector<std::string> args;
 };

@@ -1,5 +1,6 @@
 // blob: push, pull and query Blobs in the Blob Streaming stores (docs/CLI.md).
 #include "Commands.h"
+#include "Io.h"
 #include "Output.h"
 
 #include <blobstreaming/blobstore/Error.h>
@@ -9,8 +10,13 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
+#include <unistd.h>
 
 namespace po = boost::program_options;
 using namespace blobstreaming;
@@ -26,8 +32,23 @@ struct UsageError : std::runtime_error {
 int fail(Errc code, const std::string& message, bool json, bool data_on_stdout)
 {
     std::cerr << "blob: " << message << std::endl;
-    if (json) (data_on_stdout ? std::cerr : std::cout) << cli::error_json(code, message).dump() << std::endl;
+    if (json) (data_on_stdout ? std::cerr : std::cout) << cli::error_json(code, message).dump() << '\n';
     return static_cast<int>(code);
+}
+
+/// Whatever went to standard output must have arrived (a closed pipe, a
+/// full disk): otherwise the command failed, exit 40. `rc`: the command's
+/// exit code so far.
+int check_stdout(int rc)
+{
+    errno = 0;
+    const bool flushed = std::fflush(stdout) == 0;  // std::cout writes through stdout
+    const int err = errno;
+    if (flushed && !std::ferror(stdout) && std::cout.good()) return rc;
+    if (rc != 0) return rc;  // the command's own failure was reported already
+    std::cerr << "blob: cannot write standard output: " << (err != 0 ? std::strerror(err) : "write error")
+              << std::endl;
+    return static_cast<int>(Errc::io_error);
 }
 
 std::uint64_t size_option(const po::variables_map& vm, const char* option)
@@ -46,8 +67,9 @@ po::options_description describe()
     po::options_description o(
         "Usage: blob [options] COMMAND ...\n"
         "Commands:\n"
-        "  push FILE [NAME]   store FILE ('-': stdin) as NAME (default: FILE's base name)\n"
-        "  pull NAME [FILE]   retrieve NAME to FILE (default: ./NAME; '-': stdout)\n"
+        "  push FILE [NAME]   store FILE ('-': stdin; a FIFO, a device) as NAME (default: FILE's base name)\n"
+        "  pull NAME [FILE]   retrieve NAME to FILE (default: ./NAME; '-': stdout; a FIFO, a device);\n"
+        "                     a regular FILE is replaced only once every byte is in and checked\n"
         "  stat NAME          size, SHA-256, commit time\n"
         "  verify NAME        the store rereads NAME and checks its SHA-256\n"
         "  ls                 Blobs of --store, or of every registered store\n"
@@ -63,12 +85,16 @@ po::options_description describe()
         ("store,s", po::value<std::string>()->default_value(""), "store name (pull/stat/rm: default nearest holder)")
         ("json,j", "one JSON object on stdout")
         ("socket-buffer,b", po::value<std::string>()->default_value("0"), "SO_SNDBUF/SO_RCVBUF (0: autotuning)")
-        ("timeout,t", po::value<std::string>()->default_value("30"), "inactivity timeout in seconds (0.001-86400)")
+        ("timeout,t", po::value<std::string>()->default_value("30"), "inactivity timeout in seconds (0.001-86400): the data connection, "
+         "a FIFO's writer or reader, a stream's next byte")
         ("no-local", "never read a same-host store's file directly")
         ("tls-cert", po::value<std::string>()->value_name("FILE"), "TLS on both planes: this client's certificate (PEM); needs --tls-key and --tls-ca")
         ("tls-key", po::value<std::string>()->value_name("FILE"), "the certificate's private key (PEM, unencrypted)")
         ("tls-ca", po::value<std::string>()->value_name("FILE"), "CA certificates (PEM) that stores' certificates must chain to")
         ("replace,r", "push: overwrite an existing Blob")
+        ("size", po::value<std::string>()->value_name("BYTES"),
+         "push: stream exactly BYTES from FILE ('-', a FIFO, a device) instead of reading it to its end first; "
+         "fewer fail the push (exit 23); a regular FILE must have this size")
         ("offset,o", po::value<std::string>()->default_value("0"), "pull: first byte of the range")
         ("length,l", po::value<std::string>()->default_value("0"), "pull: bytes of the range (0: to the end)")
         ("resume", "push/pull: continue an interrupted transfer where it stopped (push: the store's kept "
@@ -135,6 +161,10 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
     call.offset = size_option(vm, "offset");
     call.length = size_option(vm, "length");
     call.resume = vm.count("resume") != 0;
+    if (vm.count("size")) {
+        if (call.command != "push") throw UsageError("--size applies to push only, not " + call.command);
+        call.size = size_option(vm, "size");
+    }
     call.verify = vm.count("no-verify") == 0;
     if (vm.count("verify") && vm.count("no-verify")) throw UsageError("--verify and --no-verify contradict each other");
     if ((vm.count("verify") || vm.count("no-verify")) && call.command != "pull")
@@ -191,12 +221,20 @@ int main(int argc, char** argv)
         std::cerr << "blob: " << e.what() << std::endl;
         return 1;
     }
-    const bool data_on_stdout = call.command == "pull" && call.args.size() > 1 && call.args[1] == "-";
+    const bool data_on_stdout = call.command == "pull" && call.args.size() > 1 && cli::is_standard_output(call.args[1]);
+    // A file size limit (RLIMIT_FSIZE) makes a write fail with EFBIG, reported
+    // like any other write error, instead of killing the process.
+    std::signal(SIGXFSZ, SIG_IGN);
+    // Output leaves in one write at the end (lines end in '\n', not
+    // std::endl), so that check_stdout() sees the reason of a failure.
+    if (::isatty(STDOUT_FILENO) == 0) std::setvbuf(stdout, nullptr, _IOFBF, 1 << 20);
+    int rc = 0;
     try {
-        return cli::run(call);
+        rc = cli::run(call);
     } catch (const Error& e) {
-        return fail(e.code(), e.what(), call.json, data_on_stdout);
+        rc = fail(e.code(), e.what(), call.json, data_on_stdout);
     } catch (const std::exception& e) {
-        return fail(Errc::io_error, e.what(), call.json, data_on_stdout);
+        rc = fail(Errc::io_error, e.what(), call.json, data_on_stdout);
     }
+    return check_stdout(rc);
 }

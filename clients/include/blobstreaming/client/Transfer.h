@@ -18,12 +18,18 @@ class PushSource {
 public:
     /// Fills `buffer` (at most `capacity` bytes) with the next bytes of the
     /// Blob and returns how many it wrote; returning 0 before `size` bytes
-    /// were produced fails the push (Errc::io_error). Runs on the reactor
-    /// thread; must not throw.
+    /// were produced fails the push (Errc::io_error). To fail it with a code
+    /// and message of its own (the input ended early, a read error) it
+    /// throws blobstreaming::Error; nothing else may be thrown. Either way
+    /// the reservation is aborted and nothing is stored. Runs on the reactor
+    /// thread.
     using Producer = std::function<std::size_t(std::uint8_t* buffer, std::size_t capacity)>;
 
-    /// The whole file at `path`, sent with sendfile(2). Its size is taken
-    /// when the push starts.
+    /// The whole regular file at `path`, sent with sendfile(2). Its size is
+    /// taken when the push starts: bytes appended later are not sent, and a
+    /// file that shrinks before its end was sent fails the push
+    /// (Errc::io_error). Anything else (a FIFO, a device) is refused at once,
+    /// without waiting for a writer: stream it with `producer`.
     static PushSource file(std::string path);
     /// `size` bytes at `data`: the caller keeps them alive and unchanged
     /// until the completion has run.
@@ -58,8 +64,28 @@ public:
     /// bytes are valid only during the call; must not throw.
     using Consumer = std::function<void(const std::uint8_t* data, std::size_t size, std::uint64_t offset)>;
 
-    /// A file created or truncated at `path` ("-": standard output).
+    /// The file at `path`:
+    /// - a regular file or a new one: the bytes go to a temporary file beside
+    ///   it (`.NAME.pull-XXXXXXXX`, in the directory of the symbolic link's
+    ///   target), which replaces `path` by rename(2) only once every byte is
+    ///   in and checked; an existing file's mode (and, for root, owner) is
+    ///   kept. A failed pull removes the temporary file: an existing file
+    ///   keeps its bytes, a new one does not appear. The directory must be
+    ///   writable; an existing file must be writable too.
+    /// - "-", "/dev/stdout", "/dev/stderr", "/dev/fd/N", "/proc/self/fd/N":
+    ///   the inherited descriptor, written at its position (O_APPEND kept),
+    ///   never closed.
+    /// - an existing FIFO, character or block device: opened for writing
+    ///   in place, never truncated, renamed or removed. A FIFO must already
+    ///   have a reader (Errc::io_error otherwise; to wait for one, open it
+    ///   yourself and use `descriptor`). A socket or directory is refused.
+    /// - with PullOptions::resume: written in place after the bytes it holds.
     static PullSink file(std::string path);
+    /// The caller's open descriptor `fd`, written at its position; the
+    /// caller keeps it open until the completion has run. Never closed,
+    /// truncated or removed; cannot be resumed. `name` is what messages
+    /// call it (default "descriptor N").
+    static PullSink descriptor(int fd, std::string name = {});
     /// `*out` is resized to the range's length and filled; the caller keeps
     /// it alive and untouched until the completion has run.
     static PullSink memory(std::vector<std::uint8_t>* out);
@@ -69,12 +95,13 @@ public:
     /// Bytes handed to `consumer` as they arrive.
     static PullSink consumer(Consumer consumer);
 
-    enum class Kind { file, memory, buffer, consumer };
+    enum class Kind { file, memory, buffer, consumer, descriptor };
     Kind kind() const noexcept { return kind_; }
     const std::string& path() const noexcept { return path_; }
     std::vector<std::uint8_t>* vector() const noexcept { return vector_; }
     std::uint8_t* data() const noexcept { return data_; }
     std::size_t capacity() const noexcept { return capacity_; }
+    int fd() const noexcept { return fd_; }
     const Consumer& consumer_function() const noexcept { return consumer_; }
 
 private:
@@ -83,6 +110,7 @@ private:
     std::vector<std::uint8_t>* vector_ = nullptr;
     std::uint8_t* data_ = nullptr;
     std::size_t capacity_ = 0;
+    int fd_ = -1;
     Consumer consumer_;
 };
 
@@ -110,11 +138,12 @@ struct PullOptions {
     /// when it was completed by a resume).
     bool verify = true;
     Progress progress;          ///< optional
-    /// PullSink::file only, whole Blob only (offset and length 0): the file's
-    /// bytes are taken as the Blob's first bytes and only the rest is pulled
-    /// and appended; a failure keeps what the file holds for the next resume
-    /// (otherwise a failed pull removes its file). Result::offset says where
-    /// it continued. With `verify`, the file's bytes are part of the check.
+    /// PullSink::file of a regular (or missing) file only, whole Blob only
+    /// (offset and length 0): the file's bytes are taken as the Blob's first
+    /// bytes and only the rest is pulled and appended in place; a failure
+    /// keeps what the file holds for the next resume (otherwise a failed
+    /// pull leaves the file as it was). Result::offset says where it
+    /// continued. With `verify`, the file's bytes are part of the check.
     bool resume = false;
 };
 
