@@ -150,6 +150,12 @@ def pull_to_full_device(c, blob):
         r.error(EXIT["io_error"], f"cannot write {dev}: No space left on device")
         check_equal((r.json or {}).get("error", {}).get("name"), "io_error", "JSON error name")
         check_device(dev, rdev)
+    # A write error on the same-host path is not a reason to write it all
+    # again over TCP: the output may have taken bytes already.
+    r = run_blob(c, "-d", "pull", blob["name"], dev)
+    r.error(EXIT["io_error"], f"cannot write {dev}: No space left on device")
+    check("pulling over the network instead" not in r.stderr,
+          f"a failed write on the same-host path was retried over the network: {r.stderr[-2000:]}")
     check_device("/dev/full", rdev)
 
 

@@ -119,10 +119,4 @@ std::uint64_t copy_local(const LocalRange& range, Sink& sink, bool verify, const
     return done;
 }
 
-std::uint64_t read_local(const LocalFile& file, std::uint64_t offset, std::uint64_t length, Sink& sink, bool verify,
-                         const std::string& what, const Progress& progress)
-{
-    return copy_local(open_local(file, offset, length, what), sink, verify, what, progress);
-}
-
 }  // namespace blobstreaming::client

@@ -50,8 +50,9 @@ private:
 
 /// Opens and maps [offset, offset + length) of the Blob in `file` (length
 /// 0: to the end). Touches no sink. Throws Error: Errc::invalid_range,
-/// Errc::io_error when the file cannot be used here (the caller may take
-/// the network instead).
+/// Errc::io_error when the file cannot be used here, Errc::blob_changed when
+/// the path now holds another version than `file.info` (the caller may take
+/// the network instead for both).
 LocalRange open_local(const LocalFile& file, std::uint64_t offset, std::uint64_t length, const std::string& what);
 
 /// Opens `sink`, copies the range into it, checks the whole Blob's digest
@@ -62,10 +63,6 @@ LocalRange open_local(const LocalFile& file, std::uint64_t offset, std::uint64_t
 /// Errc::digest_mismatch. Not to be retried over the network.
 std::uint64_t copy_local(const LocalRange& range, Sink& sink, bool verify, const std::string& what,
                          const Progress& progress);
-
-/// open_local, then copy_local. An Errc::io_error may come from either.
-std::uint64_t read_local(const LocalFile& file, std::uint64_t offset, std::uint64_t length, Sink& sink,
-                         bool verify, const std::string& what, const Progress& progress);
 
 /// Whether `path` can be opened for reading by this process.
 bool local_file_readable(const std::string& path) noexcept;

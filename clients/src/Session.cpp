@@ -288,20 +288,14 @@ void Session::Impl::pull(std::string name, PullSink sink, PullOptions opts, Comp
                             r.info = local.info;
                             r.offset = opts.offset;
                             const auto t0 = std::chrono::steady_clock::now();
+                            const std::string where = what + ": store \"" + store + "\"";
+                            LocalRange range;
                             try {
-                                auto sink_impl = make_sink(*out, what + ": store \"" + store + "\"");
-                                try {
-                                    r.bytes = read_local(local, opts.offset, opts.length, *sink_impl, opts.verify,
-                                                         what + ": store \"" + store + "\"", opts.progress);
-                                } catch (...) {
-                                    sink_impl->abandon();
-                                    throw;
-                                }
-                                r.length = r.bytes;
+                                range = open_local(local, opts.offset, opts.length, where);
                             } catch (const Error& e) {
-                                if ((e.code() == Errc::io_error || e.code() == Errc::blob_changed) && r.bytes == 0) {
-                                    // The file could not be used after all, or it
-                                    // holds another version now: take the socket.
+                                if (e.code() == Errc::io_error || e.code() == Errc::blob_changed) {
+                                    // The file cannot be used, or it holds another
+                                    // version now; nothing was written: take the socket.
                                     spdlog::debug("{}; pulling over the network instead", e.what());
                                     control_call([this, name, store, out, opts,
                                                   done] { pull_remote(name, store, out, opts, done); },
@@ -310,6 +304,24 @@ void Session::Impl::pull(std::string name, PullSink sink, PullOptions opts, Comp
                                 }
                                 r.error = e.error_code();
                                 r.message = e.what();
+                            }
+                            if (!r.error) {
+                                // From here a failure is the destination's or the digest's:
+                                // bytes may be out already (a FIFO, standard output), so
+                                // the pull fails instead of starting over on another path.
+                                try {
+                                    auto sink_impl = make_sink(*out, where);
+                                    try {
+                                        r.bytes = copy_local(range, *sink_impl, opts.verify, where, opts.progress);
+                                    } catch (...) {
+                                        sink_impl->abandon();
+                                        throw;
+                                    }
+                                    r.length = r.bytes;
+                                } catch (const Error& e) {
+                                    r.error = e.error_code();
+                                    r.message = e.what();
+                                }
                             }
                             r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
                             if (r.ok()) log_transfer("pulled", "from", name, store, r, "local file " + local.path);
