@@ -21,7 +21,10 @@ system_tests = \
 	tests/test_resume_verify.py \
 	tests/test_replace_race.py \
 	tests/test_descriptor_flood.py \
-	tests/test_cli_io.py
+	tests/test_cli_io.py \
+	tests/test_reservation_flood.py \
+	tests/test_store_dir_removed.py \
+	tests/test_full_disk.py
 TESTS += $(system_tests)
 dist_check_SCRIPTS += $(system_tests)
 EXTRA_DIST += tests/bslib.py tests/README.md tests/tsan.supp tests/lsan.supp

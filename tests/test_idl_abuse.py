@@ -5,15 +5,23 @@ offsets past 2^63, unknown reservations. Each must raise its typed IDL
 exception with a message that says why — never a crash, a CORBA system
 exception or an allocation by the client's length — on a FileStore without a
 capacity limit and on a MemoryStore; afterwards the daemon still serves, its
-peak memory stayed small and no probe Blob is visible."""
+peak memory stayed small and no probe Blob is visible.
+
+Then every operation of BlobStore, BlobTransporter and BlobLocator once
+(idl_probe --each-op) where the store cannot serve it — a FileStore whose
+directory was removed, a client at its reservation limit: each raises only
+what its IDL `raises` clause declares, or a CORBA system exception other
+than UNKNOWN that carries the store's Errc and message (the reply's error
+context), naming the missing directory."""
 
 import json
 import os
+import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bslib  # noqa: E402
-from bslib import MiB, check, check_equal, step  # noqa: E402
+from bslib import EXIT, MiB, check, check_equal, step  # noqa: E402
 
 # case -> (IDL exception, text the message must contain)
 EXPECTED = {
@@ -80,11 +88,74 @@ def probe(c, daemon, store):
     check_equal(bslib.sha256_file(out_path), digest, f"SHA-256 of CT.probe pulled from {store} after the probe")
 
 
+# operation -> the IDL exceptions of its raises clause (idl/BlobStreaming.idl)
+DECLARED = {
+    "name": [], "status": [], "contains": ["InvalidName"], "stat": ["NoSuchBlob", "InvalidName"], "list": [],
+    "findLocalFile": ["NoSuchBlob", "InvalidName"], "verify": ["NoSuchBlob", "InvalidName", "Corrupt"],
+    "resumable": ["InvalidName", "NoSuchReservation"], "dataAddress": [], "openTransporter": ["LimitReached"],
+    "reserve": ["InvalidName", "OutOfSpace", "AlreadyExists", "LimitReached"],
+    "send": ["NoSuchBlob", "InvalidName", "InvalidRange", "TransferFailed"],
+    "recv": ["NoSuchReservation", "InvalidRange", "TransferFailed"], "poll": [], "observe": [], "cancel": [],
+    "commit": ["NoSuchReservation", "TransferFailed"], "abort": ["NoSuchReservation"],
+    "remove": ["NoSuchBlob", "InvalidName"], "close": [], "locate": ["InvalidName"],
+}
+
+
+def each_op(c, store, blob):
+    """idl_probe --each-op: {operation: result}, each checked against its raises clause."""
+    code, out, err = c.run([bslib.program("tests/tools/idl_probe"), "--naming", c.naming, "--store", store,
+                            "--each-op", blob], timeout=120)
+    check_equal(code, 0, f"idl_probe --each-op exit status (stdout {out.strip()!r}, stderr {err.strip()!r})")
+    results = {r["case"]: r for r in (json.loads(line) for line in out.splitlines())}
+    check_equal(sorted(results), sorted(DECLARED), "operations reported by idl_probe --each-op")
+    wrong = []
+    for op, r in results.items():
+        step(f"{store}: {op}: {r['raised']} (code {r['code']}) {(r['detail'] or r['message'])[:160]!r}")
+        raised = r["raised"]
+        if raised == "returned" or raised in DECLARED[op]:
+            continue
+        if raised.startswith("CORBA::") and raised != "CORBA::UNKNOWN" and r["code"] and r["detail"]:
+            continue
+        wrong.append(f"{op} raised {raised} (code {r['code']}, {r['message']!r}, {r['detail']!r}); "
+                     f"declared: {DECLARED[op]}")
+    check(not wrong, f"{store}: operations raised what their IDL does not declare: " + "; ".join(wrong))
+    return results
+
+
+def undeclared(c):
+    step("a FileStore whose directory was removed under the daemon")
+    broken = c.start_daemon("broken", "file")
+    source = c.path("broken-source")
+    bslib.write_random(source, 1000)
+    c.blob("push", source, "CT.here", store="broken").ok()
+    shutil.rmtree(broken.store_dir)
+    results = each_op(c, "broken", "CT.here")
+    for op in ("contains", "stat", "list", "findLocalFile", "verify", "reserve", "send", "remove"):
+        r = results[op]
+        text = r["detail"] or r["message"]
+        check(r["code"] == EXIT["io_error"] and f"cannot access its directory {broken.store_dir}" in text,
+              f"{op} on the removed store: expected io_error naming {broken.store_dir}, got {r}")
+    check(broken.running(), "blobstored died after its directory was removed")
+
+    step("a client at its reservation limit (--max-reservations-per-client 1)")
+    c.start_daemon("limited", "file", extra=["--max-reservations-per-client", "1"])
+    c.blob("push", source, "CT.here", store="limited").ok()
+    code, out, err = c.run([bslib.program("tests/tools/idl_probe"), "--naming", c.naming, "--store", "limited",
+                            "--leave-reservation", "10"], timeout=60)
+    check_equal(code, 0, f"idl_probe --leave-reservation ({out!r} {err!r})")
+    results = each_op(c, "limited", "CT.here")
+    check_equal((results["reserve"]["raised"], results["reserve"]["code"]), ("LimitReached", EXIT["limit_reached"]),
+                "reserve over the client's limit")
+    check('client "127.0.0.1" already holds 1 open reservations' in results["reserve"]["message"],
+          f"message of the refused reserve: {results['reserve']['message']!r}")
+
+
 def test(c):
     disk = c.start_daemon("disk", "file")
     probe(c, disk, "disk")
     ram = c.start_daemon("ram", f"memory:{64 * MiB}")
     probe(c, ram, "ram")
+    undeclared(c)
 
 
 if __name__ == "__main__":

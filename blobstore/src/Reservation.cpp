@@ -27,6 +27,12 @@ std::error_code Reservation::advance(std::size_t n)
 {
     if (state_ != State::open) return Errc::reservation_closed;
     if (n > last_.size) return Errc::invalid_range;
+    if (n > 0) {
+        if (auto ec = do_advance(last_.data, n, written_)) {
+            last_ = {};
+            return ec;
+        }
+    }
     sha_.update(last_.data, n);
     written_ += n;
     last_.data += n;
@@ -77,6 +83,21 @@ BlobInfo Reservation::commit(const Digest* expected)
         abort();
         throw;
     }
+}
+
+std::error_code Reservation::do_advance(const std::uint8_t*, std::size_t, std::uint64_t) { return {}; }
+
+std::error_code Reservation::fail(std::error_code ec, std::string message)
+{
+    error_message_ = std::move(message);
+    return ec;
+}
+
+void Reservation::suspend() noexcept
+{
+    if (state_ != State::open) return;
+    last_ = {};
+    do_suspend();
 }
 
 void Reservation::abort() noexcept

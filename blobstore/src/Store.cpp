@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <limits>
+#include <string>
 #include <unistd.h>
 #include <vector>
 
@@ -52,7 +53,17 @@ BlobInfo Store::verify(std::string_view name) const
             const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), range.size() - done));
             const ssize_t n = ::pread(range.fd(), buffer.data(), want, static_cast<off_t>(range.file_offset() + done));
             if (n < 0 && errno == EINTR) continue;
-            if (n < 0) throw_io_error("verify " + quote_name(name) + ": read", errno);
+            if (n < 0) {
+                const int err = errno;
+                // Name the file: /proc/self/fd/N links to it.
+                char path[4096] = {};
+                const std::string link = "/proc/self/fd/" + std::to_string(range.fd());
+                const ssize_t len = ::readlink(link.c_str(), path, sizeof path - 1);
+                throw_io_error("verify " + quote_name(name) + ": read " +
+                                   (len > 0 ? std::string(path, static_cast<std::size_t>(len)) : link) +
+                                   " at byte " + std::to_string(done),
+                               err);
+            }
             if (n == 0)
                 throw Error(Errc::corrupt, "verify " + quote_name(name) + ": the stored file ends after " +
                                                std::to_string(done) + " of " + std::to_string(range.size()) +

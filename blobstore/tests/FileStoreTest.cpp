@@ -187,3 +187,133 @@ BOOST_AUTO_TEST_CASE(blob_larger_than_the_mapping_window)
     const BlobRange v = store.read("big", (16u << 20) - 10, (32u << 20) + 10);
     BOOST_TEST(std::memcmp(v.data(), bytes.data() + (16u << 20) - 10, v.size()) == 0);
 }
+
+namespace {
+
+std::size_t open_descriptors()
+{
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator("/proc/self/fd")) ++n;
+    return n;
+}
+
+fs::path file_of(const fs::path& dir, const std::string& name)
+{
+    for (const auto& e : fs::recursive_directory_iterator(dir / "blobs"))
+        if (e.path().filename() == name) return e.path();
+    return {};
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(an_unused_reservation_holds_no_descriptor)
+{
+    test::TempDir dir;
+    FileStore store(dir.path());
+    const std::size_t before = open_descriptors();
+    std::vector<std::unique_ptr<Reservation>> held;
+    for (int i = 0; i < 300; ++i) held.push_back(store.reserve("R." + std::to_string(i), 4096));
+    BOOST_TEST(open_descriptors() == before);
+    BOOST_TEST(store.usage().reserved == 300u * 4096u);
+
+    // Filling takes the file again; suspend() gives it back; the bytes stay.
+    const auto bytes = random_bytes(4096);
+    BOOST_REQUIRE(!held[7]->write(bytes.data(), 1000));
+    BOOST_TEST(open_descriptors() == before + 1);
+    held[7]->suspend();
+    BOOST_TEST(open_descriptors() == before);
+    BOOST_REQUIRE(!held[7]->write(bytes.data() + 1000, bytes.size() - 1000));
+    held[7]->commit();
+    BOOST_TEST(open_descriptors() == before);
+    const BlobRange v = store.read_all("R.7");
+    BOOST_TEST(std::memcmp(v.data(), bytes.data(), bytes.size()) == 0);
+    held.clear();
+    BOOST_TEST(store.usage().reserved == 0u);
+    BOOST_TEST(count_files(dir.path() / "tmp") == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_removed_store_directory_is_an_io_error_naming_it)
+{
+    test::TempDir parent;
+    const fs::path dir = parent.path() / "store";
+    FileStore store(dir);
+    put(store, "CT.1", random_bytes(1000));
+    fs::remove_all(dir);
+    const std::string gone = "cannot access its directory " + dir.string() + ": No such file or directory";
+    BS_CHECK_ERROR(store.stat("CT.1"), Errc::io_error, "stat \"CT.1\": file store " + dir.string() + ": " + gone);
+    BS_CHECK_ERROR(store.list(), Errc::io_error, "list: file store " + dir.string() + ": " + gone);
+    BS_CHECK_ERROR(store.read_all("CT.1"), Errc::io_error, "read \"CT.1\": file store " + dir.string());
+    BS_CHECK_ERROR(store.verify("CT.1"), Errc::io_error, gone);
+    BS_CHECK_ERROR(store.reserve("CT.2", 10), Errc::io_error, "reserve \"CT.2\": file store " + dir.string());
+    BS_CHECK_ERROR(store.remove("CT.1"), Errc::io_error, "remove \"CT.1\": file store " + dir.string());
+    // Nothing was dropped or leaked: the store may come back (a remount).
+    BOOST_TEST(store.usage().blob_count == 1u);
+    BOOST_TEST(store.usage().reserved == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_replaced_store_directory_is_not_the_store)
+{
+    test::TempDir parent;
+    const fs::path dir = parent.path() / "store";
+    FileStore store(dir);
+    fs::remove_all(dir);
+    fs::create_directories(dir / "blobs");
+    fs::create_directories(dir / "tmp");
+    BS_CHECK_ERROR(store.list(), Errc::io_error, "was replaced since the store opened it");
+}
+
+BOOST_AUTO_TEST_CASE(a_blob_file_removed_behind_the_store_is_gone)
+{
+    test::TempDir dir;
+    FileStore store(dir.path());
+    put(store, "CT.1", random_bytes(1000));
+    put(store, "CT.2", random_bytes(2000));
+    put(store, "CT.3", random_bytes(3000));
+    const fs::path one = file_of(dir.path(), "CT.1");
+    fs::remove(one);
+    BS_CHECK_ERROR(store.stat("CT.1"), Errc::no_such_blob,
+                   "stat \"CT.1\": blob \"CT.1\" not found: its file " + one.string() + " was removed outside the store");
+    BOOST_TEST(store.list().size() == 2u);
+    BOOST_TEST(store.usage().used == 5000u);
+    BS_CHECK_ERROR(store.stat("CT.1"), Errc::no_such_blob, "blob \"CT.1\" not found");
+
+    const fs::path two = file_of(dir.path(), "CT.2");
+    fs::remove(two);
+    BS_CHECK_ERROR(store.read_all("CT.2"), Errc::no_such_blob, "its file " + two.string() + " was removed");
+    BOOST_TEST(!store.contains("CT.2"));
+
+    const fs::path three = file_of(dir.path(), "CT.3");
+    fs::remove(three);
+    BS_CHECK_ERROR(store.remove("CT.3"), Errc::no_such_blob, "its file " + three.string() + " was removed");
+    BOOST_TEST(store.usage().blob_count == 0u);
+    BOOST_TEST(store.usage().used == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(remove_that_cannot_unlink_keeps_the_entry)
+{
+    test::TempDir dir;
+    FileStore store(dir.path());
+    put(store, "CT.1", random_bytes(1000));
+    const fs::path file = file_of(dir.path(), "CT.1");
+    // Something the store cannot unlink in the Blob's place: a directory.
+    fs::remove(file);
+    fs::create_directories(file / "x");
+    BS_CHECK_ERROR(store.remove("CT.1"), Errc::io_error, "remove \"CT.1\": unlink " + file.string() + ": ");
+    BOOST_TEST(store.usage().blob_count == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_reservation_whose_file_vanished_names_it)
+{
+    test::TempDir dir;
+    FileStore store(dir.path());
+    auto r = store.reserve("CT.1", 100);
+    for (const auto& e : fs::directory_iterator(dir.path() / "tmp")) fs::remove(e.path());
+    const auto bytes = random_bytes(100);
+    const std::error_code ec = r->write(bytes.data(), bytes.size());
+    BOOST_TEST((ec == std::errc::no_such_file_or_directory), ec.message());
+    BOOST_TEST(r->error_message().find("push \"CT.1\": cannot open the reservation file " +
+                                       (dir.path() / "tmp").string()) == 0u,
+               r->error_message());
+    r->abort();
+    BOOST_TEST(store.usage().reserved == 0u);
+}

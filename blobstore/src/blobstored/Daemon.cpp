@@ -53,7 +53,10 @@ std::string Daemon::start()
 {
     store_ = open_store();
     tickets_ = std::make_unique<server::TicketRegistry>(options_.ticket_lifetime);
-    reservations_ = std::make_unique<server::ReservationTable>(options_.reservation_grace);
+    server::ReservationLimits limits;
+    limits.total = options_.max_reservations;
+    limits.per_client = options_.max_reservations_per_client;
+    reservations_ = std::make_unique<server::ReservationTable>(options_.reservation_grace, nullptr, limits);
 
     server::DataServerConfig data;
     data.host = options_.data.host;
@@ -77,7 +80,7 @@ std::string Daemon::start()
                             {"clientCallTimeOutPeriod", "10000"},
                             {"threadPerConnectionUpperLimit", std::to_string(kThreadPerConnectionLimit)},
                             {"threadPerConnectionLowerLimit", std::to_string(kThreadPerConnectionLimit * 3 / 4)}});
-    if (tls) corba::install_caller_identity();
+    corba::install_caller_identity();  // who is calling: TLS subject or address (access list, limits)
     CORBA::Object_var root = orb_->resolve_initial_references("RootPOA");
     poa_ = PortableServer::POA::_narrow(root);
 

@@ -96,6 +96,8 @@ po::options_description describe()
         ("timeout", po::value<std::string>()->value_name("SECONDS")->default_value("30"), "inactivity timeout of a transfer")
         ("reservation-grace", po::value<std::string>()->value_name("SECONDS")->default_value("60"), "an unused reservation is aborted after this")
         ("naming-check", po::value<std::string>()->value_name("SECONDS")->default_value("2"), "how often the store checks its Naming Service entry and registers again when it is missing (a restarted Naming Service)")
+        ("max-reservations", po::value<std::string>()->value_name("N")->default_value("1024"), "open reservations (reserved, not yet committed or aborted) the store holds at most; more are refused with LimitReached (1 to 1000000)")
+        ("max-reservations-per-client", po::value<std::string>()->value_name("N")->default_value("64"), "open reservations one client holds at most: its certificate subject with TLS, else its IP address (1 to 1000000)")
         ("socket-buffer", po::value<std::string>()->value_name("BYTES"), "SO_SNDBUF and SO_RCVBUF of data connections (default: unset = Linux autotuning)")
         ("no-local", po::bool_switch(), "never offer the same-host fast path (findLocalFile)")
         ("no-sync", po::bool_switch(), "do not fsync at commit (tests and benchmarks only)")
@@ -135,6 +137,18 @@ void check_config_text(const std::string& source, const std::string& text)
 std::string value_of(const po::variables_map& vm, const char* key)
 {
     return vm.count(key) ? vm[key].as<std::string>() : std::string();
+}
+
+std::size_t parse_count(const std::string& option, const std::string& text, std::size_t min, std::size_t max)
+{
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || errno != 0 || v < min ||
+        v > max)
+        usage("--" + option + ": " + quoted(text) + " is not a number from " + std::to_string(min) + " to " +
+              std::to_string(max));
+    return static_cast<std::size_t>(v);
 }
 
 }  // namespace
@@ -285,6 +299,9 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
     o.timeout = parse_seconds("timeout", value_of(vm, "timeout"), 0.001, 86400);
     o.reservation_grace = parse_seconds("reservation-grace", value_of(vm, "reservation-grace"), 0.001, 604800);
     o.naming_check = parse_seconds("naming-check", value_of(vm, "naming-check"), 0.1, 3600);
+    o.max_reservations = parse_count("max-reservations", value_of(vm, "max-reservations"), 1, 1000000);
+    o.max_reservations_per_client =
+        parse_count("max-reservations-per-client", value_of(vm, "max-reservations-per-client"), 1, 1000000);
     if (vm.count("socket-buffer")) {
         const std::uint64_t b = parse_size("socket-buffer", value_of(vm, "socket-buffer"));
         if (b < 4096 || b > (std::uint64_t{1} << 30))

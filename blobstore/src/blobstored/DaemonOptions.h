@@ -38,6 +38,8 @@ struct DaemonOptions {
     std::chrono::milliseconds timeout{30000};
     std::chrono::milliseconds reservation_grace{60000};
     std::chrono::milliseconds naming_check{2000};  ///< period of the Naming Service upkeep
+    std::size_t max_reservations = 1024;           ///< open reservations in total
+    std::size_t max_reservations_per_client = 64;  ///< ... of one client (certificate subject, else address)
     int socket_buffer = 0;            ///< 0: autotuning
     bool local_fast_path = true;
     bool sync = true;

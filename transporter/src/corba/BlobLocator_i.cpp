@@ -49,7 +49,13 @@ BlobStreaming::LocationSeq* BlobLocator_i::locate(const char* name)
     if (auto problem = blob_name_problem(name))
         throw BlobStreaming::InvalidName(("locate " + quote_name(name) + ": " + *problem).c_str(), name);
     std::vector<Found> found;
-    for (const std::string& store : list_stores(naming_)) {
+    std::vector<std::string> stores;
+    try {
+        stores = list_stores(naming_);
+    } catch (...) {
+        rethrow_declared(kInvalidName, "");
+    }
+    for (const std::string& store : stores) {
         try {
             Found f;
             f.store = store;
@@ -90,19 +96,23 @@ BlobStreaming::LocationSeq* BlobLocator_i::locate_own(const char* name)
             out[0].tier = own_.tier;
             out[0].ref = BlobStreaming::BlobStore::_duplicate(own_ref_.in());
         }
-    } catch (const Error& e) {
-        throw_idl(e, own_.store_name);
+    } catch (...) {
+        rethrow_declared(kInvalidName, own_.store_name, {name});
     }
     return out._retn();
 }
 
 BlobStreaming::NameSeq* BlobLocator_i::stores()
 {
-    const std::vector<std::string> names = list_stores(naming_);
-    auto* out = new BlobStreaming::NameSeq;
-    out->length(static_cast<CORBA::ULong>(names.size()));
-    for (CORBA::ULong i = 0; i < out->length(); ++i) (*out)[i] = names[i].c_str();
-    return out;
+    try {
+        const std::vector<std::string> names = list_stores(naming_);
+        auto* out = new BlobStreaming::NameSeq;
+        out->length(static_cast<CORBA::ULong>(names.size()));
+        for (CORBA::ULong i = 0; i < out->length(); ++i) (*out)[i] = names[i].c_str();
+        return out;
+    } catch (...) {
+        rethrow_declared(kRaisesNothing, "");
+    }
 }
 
 void bind_locator(CosNaming::NamingContext_ptr root, CORBA::Object_ptr locator)

@@ -53,11 +53,11 @@ void require_reservation_owner(const ServantContext& context, BlobStreaming::Res
     } catch (const Error& e) {
         throw BlobStreaming::NoSuchReservation(e.what(), id);
     }
-    const std::string subject = caller_subject();
-    if (owner == subject) return;
+    const std::string client = caller_client();
+    if (owner == client) return;
     // The log names both; the caller learns nothing about the other client.
     spdlog::warn("store \"{}\": {} reservation {} refused: reserved by client \"{}\", asked by \"{}\"",
-                 context.store_name, operation, id, owner, subject);
+                 context.store_name, operation, id, owner, client);
     const std::string msg = std::string(operation) + " reservation " + std::to_string(id) +
                             ": it was reserved by another client; only the client that reserved it may commit, "
                             "abort, fill or resume it";
@@ -86,8 +86,8 @@ BlobStreaming::StoreStatus* BlobStore_i::status()
         s->blobCount = static_cast<CORBA::ULong>(usage.blob_count);
         s->activeTransfers = context_.data->active_transfers();
         return s;
-    } catch (const Error& e) {
-        throw_idl(e, context_.store_name);
+    } catch (...) {
+        rethrow_declared(kRaisesNothing, context_.store_name);
     }
 }
 
@@ -97,8 +97,8 @@ CORBA::Boolean BlobStore_i::contains(const char* name)
     try {
         validate_blob_name(name);
         return context_.store->contains(name);
-    } catch (const Error& e) {
-        throw_idl(e, context_.store_name);
+    } catch (...) {
+        rethrow_declared(kInvalidName, context_.store_name, {name});
     }
 }
 
@@ -107,8 +107,8 @@ BlobStreaming::BlobInfo* BlobStore_i::stat(const char* name)
     require_permission(context_, server::Permission::read, "stat");
     try {
         return to_idl(context_.store->stat(name));
-    } catch (const Error& e) {
-        throw_idl(e, context_.store_name);
+    } catch (...) {
+        rethrow_declared(kNoSuchBlob | kInvalidName, context_.store_name, {name});
     }
 }
 
@@ -121,8 +121,8 @@ BlobStreaming::BlobInfoSeq* BlobStore_i::list()
         out->length(static_cast<CORBA::ULong>(blobs.size()));
         for (CORBA::ULong i = 0; i < out->length(); ++i) to_idl(blobs[i], (*out)[i]);
         return out;
-    } catch (const Error& e) {
-        throw_idl(e, context_.store_name);
+    } catch (...) {
+        rethrow_declared(kRaisesNothing, context_.store_name);
     }
 }
 
@@ -133,10 +133,14 @@ BlobStreaming::Reservation* BlobStore_i::reserve(const char* name, BlobStreaming
     try {
         context_.reservations->purge();
         validate_blob_name(name);
+        // Bounded per client and in total: checked before the store does
+        // any work, and again when the reservation is added.
+        const std::string client = caller_client();
+        context_.reservations->check_limits(client, "reserve " + quote_name(name));
         context_.reservations->abort_parked(name);
         auto reservation =
             context_.store->reserve(name, size, overwrite ? ReserveMode::replace : ReserveMode::create);
-        const std::uint64_t id = context_.reservations->add(std::move(reservation), caller_subject());
+        const std::uint64_t id = context_.reservations->add(std::move(reservation), client);
         spdlog::debug("reservation {} of {} ({} bytes) opened", id, quote_name(name), size);
         auto* out = new BlobStreaming::Reservation;
         out->id = id;
@@ -144,11 +148,11 @@ BlobStreaming::Reservation* BlobStore_i::reserve(const char* name, BlobStreaming
         out->size = size;
         out->received = 0;
         return out;
-    } catch (const Error& e) {
-        if (e.code() == Errc::out_of_space) throw BlobStreaming::OutOfSpace(e.what(), context_.store_name.c_str(), size);
-        if (e.code() == Errc::already_exists) throw BlobStreaming::AlreadyExists(e.what(), name);
-        if (e.code() == Errc::invalid_name) throw BlobStreaming::InvalidName(e.what(), name);
-        throw_idl(e, context_.store_name);
+    } catch (...) {
+        IdlContext c;
+        c.name = name;
+        c.requested = size;
+        rethrow_declared(kInvalidName | kOutOfSpace | kAlreadyExists | kLimitReached, context_.store_name, c);
     }
 }
 
@@ -157,17 +161,16 @@ BlobStreaming::BlobInfo* BlobStore_i::commit(BlobStreaming::ReservationId id, co
     require_permission(context_, server::Permission::write, "commit");
     require_reservation_owner(context_, id, "commit");
     std::unique_ptr<Reservation> reservation;
+    IdlContext c;
+    c.id = id;
     try {
         reservation = context_.reservations->take(id);
-    } catch (const Error& e) {
-        throw BlobStreaming::NoSuchReservation(e.what(), id);
-    }
-    try {
+        c.name = reservation->name();
         Digest digest{};
         std::memcpy(digest.data(), expected, digest.size());
         return to_idl(reservation->commit(&digest));
-    } catch (const Error& e) {
-        throw_idl(e, context_.store_name);
+    } catch (...) {
+        rethrow_declared(kNoSuchReservation | kTransferFailed, context_.store_name, c);
     }
 }
 
@@ -178,8 +181,10 @@ void BlobStore_i::abort(BlobStreaming::ReservationId id)
     try {
         context_.reservations->abort(id);
         spdlog::debug("reservation {} aborted on request", id);
-    } catch (const Error& e) {
-        throw BlobStreaming::NoSuchReservation(e.what(), id);
+    } catch (...) {
+        IdlContext c;
+        c.id = id;
+        rethrow_declared(kNoSuchReservation, context_.store_name, c);
     }
 }
 
@@ -189,7 +194,7 @@ BlobStreaming::Reservation* BlobStore_i::resumable(const char* name)
     try {
         validate_blob_name(name);
         context_.reservations->purge();
-        const auto r = context_.reservations->resumable(name, caller_subject());
+        const auto r = context_.reservations->resumable(name, caller_client());
         spdlog::info("push {} resumes reservation {} at byte {} of {}", quote_name(name), r.id, r.received, r.size);
         auto* out = new BlobStreaming::Reservation;
         out->id = r.id;
@@ -197,9 +202,8 @@ BlobStreaming::Reservation* BlobStore_i::resumable(const char* name)
         out->size = r.size;
         out->received = r.received;
         return out;
-    } catch (const Error& e) {
-        if (e.code() == Errc::no_such_reservation) throw BlobStreaming::NoSuchReservation(e.what(), 0);
-        throw_idl(e, context_.store_name);
+    } catch (...) {
+        rethrow_declared(kInvalidName | kNoSuchReservation, context_.store_name, {name});
     }
 }
 
@@ -215,11 +219,10 @@ BlobStreaming::BlobInfo* BlobStore_i::verify(const char* name)
         spdlog::info("verified {}: {} bytes in {:.3f} s, SHA-256 matches", quote_name(name), info.size, seconds);
         return to_idl(info);
     } catch (const Error& e) {
-        if (e.code() == Errc::corrupt) {
-            spdlog::error("{}", e.what());
-            throw BlobStreaming::Corrupt(e.what(), name);
-        }
-        throw_idl(e, context_.store_name);
+        if (e.code() == Errc::corrupt) spdlog::error("{}", e.what());
+        rethrow_declared(kNoSuchBlob | kInvalidName | kCorrupt, context_.store_name, {name});
+    } catch (...) {
+        rethrow_declared(kNoSuchBlob | kInvalidName | kCorrupt, context_.store_name, {name});
     }
 }
 
@@ -229,8 +232,8 @@ void BlobStore_i::remove(const char* name)
     try {
         context_.store->remove(name);
         spdlog::info("removed {}", quote_name(name));
-    } catch (const Error& e) {
-        throw_idl(e, context_.store_name);
+    } catch (...) {
+        rethrow_declared(kNoSuchBlob | kInvalidName, context_.store_name, {name});
     }
 }
 
@@ -253,8 +256,8 @@ CORBA::Boolean BlobStore_i::findLocalFile(const char* name, BlobStreaming::Local
         file->dataOffset = where.data_offset;
         to_idl(info, file->info);
         return true;
-    } catch (const Error& e) {
-        throw_idl(e, context_.store_name);
+    } catch (...) {
+        rethrow_declared(kNoSuchBlob | kInvalidName, context_.store_name, {name});
     }
 }
 
@@ -268,10 +271,14 @@ BlobStreaming::DataEndpoint* BlobStore_i::dataAddress()
 
 BlobStreaming::BlobTransporter_ptr BlobStore_i::openTransporter()
 {
-    PortableServer::Servant_var<BlobTransporter_i> servant = new BlobTransporter_i(context_);
-    PortableServer::ObjectId_var oid = context_.poa->activate_object(servant);
-    CORBA::Object_var obj = context_.poa->id_to_reference(oid);
-    return BlobStreaming::BlobTransporter::_narrow(obj);
+    try {
+        PortableServer::Servant_var<BlobTransporter_i> servant = new BlobTransporter_i(context_);
+        PortableServer::ObjectId_var oid = context_.poa->activate_object(servant);
+        CORBA::Object_var obj = context_.poa->id_to_reference(oid);
+        return BlobStreaming::BlobTransporter::_narrow(obj);
+    } catch (...) {
+        rethrow_declared(kLimitReached, context_.store_name);
+    }
 }
 
 }  // namespace blobstreaming::corba

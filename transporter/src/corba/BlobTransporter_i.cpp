@@ -167,8 +167,12 @@ BlobStreaming::TransferTicket* BlobTransporter_i::send(const char* blob, BlobStr
         if (useTimeout) binding.inactivity_timeout = to_milliseconds(timeout);
         binding.control = make_control(semantics);
         return issue(std::move(binding));
-    } catch (const Error& e) {
-        throw_idl(e, context_.store_name);
+    } catch (...) {
+        IdlContext c;
+        c.name = name;
+        c.offset = absoluteOffset;
+        c.length = length;
+        rethrow_declared(kNoSuchBlob | kInvalidName | kInvalidRange | kTransferFailed, context_.store_name, c);
     }
 }
 
@@ -185,8 +189,10 @@ BlobStreaming::TransferTicket* BlobTransporter_i::recv(BlobStreaming::Reservatio
     server::ReservationTable::Summary summary;
     try {
         summary = context_.reservations->find(reservation);
-    } catch (const Error& e) {
-        throw BlobStreaming::NoSuchReservation(e.what(), reservation);
+    } catch (...) {
+        IdlContext c;
+        c.id = reservation;
+        rethrow_declared(kNoSuchReservation | kInvalidRange | kTransferFailed, context_.store_name, c);
     }
     // A push runs from what the reservation holds (0, or more when resumed)
     // to the end of the Blob.
@@ -211,24 +217,32 @@ BlobStreaming::TransferTicket* BlobTransporter_i::recv(BlobStreaming::Reservatio
         binding.control = make_control(semantics);
         context_.reservations->attach(reservation, binding.control);
         return issue(std::move(binding));
-    } catch (const Error& e) {
-        if (e.code() == Errc::no_such_reservation) throw BlobStreaming::NoSuchReservation(e.what(), reservation);
-        throw_idl(e, context_.store_name);
+    } catch (...) {
+        IdlContext c;
+        c.name = summary.name;
+        c.id = reservation;
+        c.offset = absoluteOffset;
+        c.length = length;
+        rethrow_declared(kNoSuchReservation | kInvalidRange | kTransferFailed, context_.store_name, c);
     }
 }
 
 BlobStreaming::TransferNoticeSeq* BlobTransporter_i::poll()
 {
     require_opener("poll");
-    std::deque<BlobStreaming::TransferNotice> taken;
-    {
-        std::lock_guard<std::mutex> lock(notices_->mutex);
-        taken.swap(notices_->queue);
+    try {
+        std::deque<BlobStreaming::TransferNotice> taken;
+        {
+            std::lock_guard<std::mutex> lock(notices_->mutex);
+            taken.swap(notices_->queue);
+        }
+        auto* out = new BlobStreaming::TransferNoticeSeq;
+        out->length(static_cast<CORBA::ULong>(taken.size()));
+        for (CORBA::ULong i = 0; i < out->length(); ++i) (*out)[i] = taken[i];
+        return out;
+    } catch (...) {
+        rethrow_declared(kRaisesNothing, context_.store_name);
     }
-    auto* out = new BlobStreaming::TransferNoticeSeq;
-    out->length(static_cast<CORBA::ULong>(taken.size()));
-    for (CORBA::ULong i = 0; i < out->length(); ++i) (*out)[i] = taken[i];
-    return out;
 }
 
 void BlobTransporter_i::observe(BlobStreaming::TransferObserver_ptr observer)

@@ -1,6 +1,7 @@
 #include <blobstreaming/transporter/corba/Orb.h>
 
 #include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Security.h>
 
 #include <omniORB4/omniORB.h>
@@ -36,6 +37,7 @@ CORBA::ORB_ptr init_orb(const std::vector<std::pair<std::string, std::string>>& 
     try {
         CORBA::ORB_ptr orb = CORBA::ORB_init(argc, argv, orb_id, table.get());
         if (quiet && omniORB::traceLevel == 0) omniORB::traceLevel = level;
+        install_error_context();  // a store's error text, also with a system exception
         return orb;
     } catch (const CORBA::Exception& e) {
         if (quiet && omniORB::traceLevel == 0) omniORB::traceLevel = level;

@@ -20,11 +20,11 @@ namespace blobstreaming::corba {
 namespace {
 
 std::atomic<bool> configured{false};
-std::atomic<bool> interceptors_installed{false};
 std::mutex failure_mutex;
 std::string failure;  // guarded by failure_mutex
 std::string own;      // guarded by failure_mutex
 thread_local std::string current_subject;
+thread_local std::string current_address;
 
 std::atomic<bool> server_side{false};
 
@@ -86,21 +86,45 @@ private:
     TlsFiles files_;
 };
 
+/// The host of an omniORB peer address: "giop:tcp:10.0.0.7:41234" ->
+/// "10.0.0.7", "giop:ssl:[::1]:41234" -> "::1", "giop:unix:/tmp/s" ->
+/// "/tmp/s" (no port there).
+std::string host_of(const char* peer)
+{
+    if (peer == nullptr) return {};
+    std::string a = peer;
+    if (a.rfind("giop:", 0) == 0) {
+        const auto colon = a.find(':', 5);
+        const std::string transport = a.substr(5, colon == std::string::npos ? std::string::npos : colon - 5);
+        a = colon == std::string::npos ? std::string() : a.substr(colon + 1);
+        if (transport == "unix") return a;
+    }
+    if (!a.empty() && a.front() == '[') {
+        const auto close = a.find(']');
+        return close == std::string::npos ? a : a.substr(1, close - 1);
+    }
+    const auto port = a.rfind(':');
+    return port == std::string::npos ? a : a.substr(0, port);
+}
+
 CORBA::Boolean on_receive_request(omni::omniInterceptors::serverReceiveRequest_T::info_T& info)
 {
-    current_subject = certificate_subject(info.peerdetails());
+    current_subject = configured ? certificate_subject(info.peerdetails()) : std::string();
+    current_address = host_of(info.peeraddress());
     return true;
 }
 
 CORBA::Boolean on_send_reply(omni::omniInterceptors::serverSendReply_T::info_T&)
 {
     current_subject.clear();
+    current_address.clear();
     return true;
 }
 
 CORBA::Boolean on_send_exception(omni::omniInterceptors::serverSendException_T::info_T&)
 {
     current_subject.clear();
+    current_address.clear();
     return true;
 }
 
@@ -138,15 +162,28 @@ bool ssl_configured() noexcept { return configured.load(); }
 
 void install_caller_identity()
 {
-    if (interceptors_installed.exchange(true)) return;
     server_side = true;
     omni::omniInterceptors* interceptors = omniORB::getInterceptors();
+    // remove() first: idempotent within one ORB, and a new ORB (whose lists
+    // omniORB emptied when the last one was destroyed) gets them again.
+    interceptors->serverReceiveRequest.remove(&on_receive_request);
     interceptors->serverReceiveRequest.add(&on_receive_request);
+    interceptors->serverSendReply.remove(&on_send_reply);
     interceptors->serverSendReply.add(&on_send_reply);
+    interceptors->serverSendException.remove(&on_send_exception);
     interceptors->serverSendException.add(&on_send_exception);
 }
 
 std::string caller_subject() { return current_subject; }
+
+std::string caller_address() { return current_address; }
+
+std::string caller_client()
+{
+    if (!current_subject.empty()) return current_subject;
+    if (!current_address.empty()) return current_address;
+    return "local";
+}
 
 std::string last_ssl_failure()
 {

@@ -40,6 +40,18 @@ std::string bytes_of(std::uint64_t done, std::uint64_t total)
     return std::to_string(done) + " of " + std::to_string(total) + " bytes";
 }
 
+/// The Errc of a store's failure to take bytes: its own when it is one of
+/// ours (out_of_space), else io_error.
+Errc store_errc(const std::error_code& ec)
+{
+    return ec.category() == error_category() ? static_cast<Errc>(ec.value()) : Errc::io_error;
+}
+
+std::string store_error_text(const Reservation& r, const std::error_code& ec)
+{
+    return r.error_message().empty() ? ec.message() : r.error_message();
+}
+
 }  // namespace
 
 // The data server's reactor from the start: ACE_Svc_Handler's default is
@@ -271,16 +283,18 @@ int DataConnection::read_push_body()
         const std::uint64_t want = std::min<std::uint64_t>({kChunk, request_.length - body_done_, allowance});
         const Reservation::Window w = reservation_->window(static_cast<std::size_t>(want), ec);
         if (ec || w.size == 0) {
-            fail_transfer(ec ? Errc::io_error : Errc::transfer_failed,
+            fail_transfer(ec ? store_errc(ec) : Errc::transfer_failed,
                           "the store cannot take byte " + std::to_string(body_done_) + ": " +
-                              (ec ? ec.message() : std::string("no room left in the reservation")),
+                              (ec ? store_error_text(*reservation_, ec) : std::string("no room left in the reservation")),
                           true);
             return -1;
         }
         const long n = io_->read(w.data, w.size);
         if (n > 0) {
             if (auto adv = reservation_->advance(static_cast<std::size_t>(n))) {
-                fail_transfer(Errc::io_error, "cannot advance the reservation: " + adv.message(), true);
+                // The store writes the bytes out here on some file systems: a
+                // full disk is out_of_space (and the reservation is aborted).
+                fail_transfer(store_errc(adv), store_error_text(*reservation_, adv), true);
                 return -1;
             }
             body_done_ += static_cast<std::uint64_t>(n);

@@ -9,8 +9,8 @@
 
 namespace blobstreaming::server {
 
-ReservationTable::ReservationTable(std::chrono::milliseconds grace, Clock clock)
-    : grace_(grace), clock_(std::move(clock))
+ReservationTable::ReservationTable(std::chrono::milliseconds grace, Clock clock, ReservationLimits limits)
+    : grace_(grace), clock_(std::move(clock)), limits_(limits)
 {
 }
 
@@ -26,12 +26,51 @@ void ReservationTable::throw_missing(std::uint64_t id, const char* why)
     throw Error(Errc::no_such_reservation, "reservation " + std::to_string(id) + " " + why);
 }
 
-std::uint64_t ReservationTable::add(std::unique_ptr<Reservation> reservation, std::string client)
+void ReservationTable::check_limits_locked(const std::string& client, const std::string& what) const
+{
+    if (limits_.per_client > 0) {
+        auto it = per_client_.find(client);
+        const std::size_t held = it == per_client_.end() ? 0 : it->second;
+        if (held >= limits_.per_client)
+            throw Error(Errc::limit_reached,
+                        what + ": client " + quote_name(client) + " already holds " + std::to_string(held) +
+                            " open reservations, the most one client may hold (max-reservations-per-client " +
+                            std::to_string(limits_.per_client) +
+                            "); commit or abort them, or wait until unused ones expire");
+    }
+    if (limits_.total > 0 && entries_.size() >= limits_.total)
+        throw Error(Errc::limit_reached,
+                    what + ": the store already holds " + std::to_string(entries_.size()) +
+                        " open reservations, its limit (max-reservations " + std::to_string(limits_.total) +
+                        "); try again when some have ended");
+}
+
+void ReservationTable::check_limits(const std::string& client, const std::string& what) const
 {
     std::lock_guard<std::mutex> lock(mutex_);
+    check_limits_locked(client, what);
+}
+
+std::uint64_t ReservationTable::add(std::unique_ptr<Reservation> reservation, const std::string& client)
+{
+    // Nobody fills it until a data connection claims it: let it give back
+    // what it holds for filling (a FileStore reservation's descriptor).
+    reservation->suspend();
+    std::lock_guard<std::mutex> lock(mutex_);
+    check_limits_locked(client, "reserve " + quote_name(reservation->name()));
     const std::uint64_t id = next_id_++;
-    entries_.emplace(id, Entry{std::move(reservation), now(), nullptr, false, std::move(client)});
+    Entry entry{std::move(reservation), now(), nullptr, false, client};
+    entries_.emplace(id, std::move(entry));
+    ++per_client_[client];
     return id;
+}
+
+std::map<std::uint64_t, ReservationTable::Entry>::iterator ReservationTable::erase_locked(
+    std::map<std::uint64_t, Entry>::iterator it)
+{
+    auto count = per_client_.find(it->second.client);
+    if (count != per_client_.end() && --count->second == 0) per_client_.erase(count);
+    return entries_.erase(it);
 }
 
 ReservationTable::Summary ReservationTable::find(std::uint64_t id) const
@@ -91,7 +130,7 @@ void ReservationTable::release(std::uint64_t id) noexcept
 {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = entries_.find(id);
-    if (it != entries_.end() && !it->second.reservation) entries_.erase(it);
+    if (it != entries_.end() && !it->second.reservation) erase_locked(it);
 }
 
 void ReservationTable::park(std::uint64_t id, std::unique_ptr<Reservation> reservation) noexcept
@@ -105,9 +144,10 @@ void ReservationTable::park(std::uint64_t id, std::unique_ptr<Reservation> reser
             it->second.created = now();
             it->second.control.reset();
             it->second.parked = true;
+            it->second.reservation->suspend();  // idle until resumed
             return;
         }
-        if (it != entries_.end() && !it->second.reservation) entries_.erase(it);
+        if (it != entries_.end() && !it->second.reservation) erase_locked(it);
     }
     if (reservation) reservation->abort();
 }
@@ -120,7 +160,7 @@ bool ReservationTable::abort_parked(const std::string& name)
         for (auto it = entries_.begin(); it != entries_.end(); ++it) {
             if (it->second.parked && it->second.reservation && it->second.reservation->name() == name) {
                 victim = std::move(it->second.reservation);
-                entries_.erase(it);
+                erase_locked(it);
                 break;
             }
         }
@@ -139,7 +179,7 @@ std::unique_ptr<Reservation> ReservationTable::take(std::uint64_t id)
     if (it == entries_.end()) throw_missing(id, "is not open (never reserved, committed, aborted or expired)");
     if (!it->second.reservation) throw_missing(id, "is being filled by a data connection");
     auto out = std::move(it->second.reservation);
-    entries_.erase(it);
+    erase_locked(it);
     return out;
 }
 
@@ -156,7 +196,7 @@ void ReservationTable::abort(std::uint64_t id)
             return;
         }
         victim = std::move(it->second.reservation);
-        entries_.erase(it);
+        erase_locked(it);
     }
     victim->abort();
 }
@@ -170,7 +210,7 @@ std::size_t ReservationTable::purge()
         for (auto it = entries_.begin(); it != entries_.end();) {
             if (it->second.reservation && t >= it->second.created + grace_) {
                 victims.push_back(std::move(it->second.reservation));
-                it = entries_.erase(it);
+                it = erase_locked(it);
             } else {
                 ++it;
             }
@@ -196,8 +236,22 @@ void ReservationTable::abort_all() noexcept
                 e.control->cancelled = true;
         }
         entries_.clear();
+        per_client_.clear();
     }
     for (auto& r : victims) r->abort();
+}
+
+std::size_t ReservationTable::open() const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    return entries_.size();
+}
+
+std::size_t ReservationTable::open_by(const std::string& client) const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = per_client_.find(client);
+    return it == per_client_.end() ? 0 : it->second;
 }
 
 std::size_t ReservationTable::waiting() const

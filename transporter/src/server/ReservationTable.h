@@ -16,6 +16,15 @@
 
 namespace blobstreaming::server {
 
+/// Bounds on open reservations (waiting, claimed by a data connection or
+/// parked): each holds store space and table memory until it ends, so that a
+/// client reserving without ever filling could otherwise exhaust the daemon.
+/// 0 means unbounded.
+struct ReservationLimits {
+    std::size_t total = 1024;      ///< --max-reservations
+    std::size_t per_client = 64;   ///< --max-reservations-per-client
+};
+
 /// Thread-safe. A reservation is in one of two places: here, waiting (for a
 /// push ticket to be presented, or for commit/abort), or claimed by a data
 /// connection, which then owns it until it commits or aborts. Claimed ids stay
@@ -30,15 +39,23 @@ class ReservationTable {
 public:
     using Clock = std::function<std::chrono::steady_clock::time_point()>;
 
-    explicit ReservationTable(std::chrono::milliseconds grace, Clock clock = {});
+    explicit ReservationTable(std::chrono::milliseconds grace, Clock clock = {}, ReservationLimits limits = {});
     ~ReservationTable();
     ReservationTable(const ReservationTable&) = delete;
     ReservationTable& operator=(const ReservationTable&) = delete;
 
-    /// Takes ownership; returns its id (never 0). `client`: the certificate
-    /// subject of the client that reserved it ("" without TLS); only that
-    /// client may commit, abort, fill or resume it (BlobStore_i checks).
-    std::uint64_t add(std::unique_ptr<Reservation> reservation, std::string client = {});
+    /// Takes ownership; returns its id (never 0). `client` (a certificate
+    /// subject or an address, see corba::caller_client()) is who the
+    /// reservation counts against and the only client that may commit,
+    /// abort, fill or resume it (BlobStore_i checks). Error(limit_reached) naming the limit and
+    /// the count when the table or the client already holds as many open
+    /// reservations as allowed; the reservation is then aborted.
+    std::uint64_t add(std::unique_ptr<Reservation> reservation, const std::string& client = {});
+
+    /// The check of add() without adding: call before the store's reserve()
+    /// so that a refused client costs no allocation. `what` names the
+    /// operation in the message, e.g. `reserve "CT.1"`.
+    void check_limits(const std::string& client, const std::string& what) const;
 
     struct Summary {
         std::uint64_t id = 0;
@@ -90,6 +107,10 @@ public:
     void abort_all() noexcept;
 
     std::size_t waiting() const;
+    /// Open reservations: waiting, claimed and parked.
+    std::size_t open() const;
+    /// Open reservations of `client`.
+    std::size_t open_by(const std::string& client) const;
 
 private:
     struct Entry {
@@ -97,16 +118,22 @@ private:
         std::chrono::steady_clock::time_point created;
         std::shared_ptr<TransferControl> control;
         bool parked = false;  ///< a push into it broke off (see park())
-        std::string client;   ///< who reserved it
+        std::string client;   ///< who reserved it: counted against its limit, the only one to use it
     };
     std::chrono::steady_clock::time_point now() const;
     [[noreturn]] static void throw_missing(std::uint64_t id, const char* why);
+    /// Throws limit_reached; the caller holds mutex_.
+    void check_limits_locked(const std::string& client, const std::string& what) const;
+    /// Removes an entry and its client's count; the caller holds mutex_.
+    std::map<std::uint64_t, Entry>::iterator erase_locked(std::map<std::uint64_t, Entry>::iterator it);
 
     const std::chrono::milliseconds grace_;
     const Clock clock_;
+    const ReservationLimits limits_;
     mutable std::mutex mutex_;
     std::uint64_t next_id_ = 1;
     std::map<std::uint64_t, Entry> entries_;
+    std::map<std::string, std::size_t> per_client_;  ///< open reservations by client
 };
 
 }  // namespace blobstreaming::server

@@ -23,6 +23,17 @@ namespace blobstreaming {
 /// another process or object holds it), removes leftover reservations of a
 /// crashed process and indexes the committed Blobs; files without a valid
 /// header are never listed.
+///
+/// A reservation holds its file by path: a descriptor (and mapping) only
+/// while a transfer fills it. Without fallocate (ext2, vfat) it is filled
+/// with pwrite, never through a mapping, so that a full disk is
+/// Errc::out_of_space and never SIGBUS.
+///
+/// The file system changed behind the store's back: a missing or replaced
+/// store directory (or blobs/, tmp/) is Errc::io_error naming the path for
+/// every operation, index untouched; a Blob whose own file is missing is
+/// gone (stat, read, remove drop it: Errc::no_such_blob naming the file); a
+/// remove that cannot unlink keeps the entry (Errc::io_error).
 class FileStore final : public Store {
 public:
     struct Options {

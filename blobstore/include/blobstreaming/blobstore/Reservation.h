@@ -20,6 +20,10 @@ namespace blobstreaming {
 /// Exactly one of commit() or abort() ends a reservation; the destructor
 /// aborts one that is still open. A reservation may outlive its Store object.
 /// One reservation is used by one thread at a time.
+///
+/// A reservation nobody fills holds no operating-system resource beyond its
+/// space: suspend() gives back what filling needs (a FileStore reservation's
+/// descriptor, mapping and buffer), the next window() takes it again.
 class Reservation {
 public:
     struct Window {
@@ -39,15 +43,29 @@ public:
 
     /// Where the next bytes go: at most `max` bytes (fewer at the end of the
     /// reservation or of an internal mapping window). size 0 only when the
-    /// reservation is full or closed, or on error (`ec` set).
+    /// reservation is full or closed, or on error (`ec` set, error_message()
+    /// says why). The region may be the store's memory or mapped file, or a
+    /// buffer that advance() writes out (a file system that cannot allocate
+    /// space in advance): bytes count only once advanced over.
     Window window(std::size_t max, std::error_code& ec);
 
     /// Declares that the first `n` bytes of the last window now hold data.
-    /// Errc::invalid_range if n exceeds that window.
+    /// Errc::invalid_range if n exceeds that window. A store that writes
+    /// the window out here reports its failure (Errc::out_of_space,
+    /// Errc::io_error; error_message() says why): the `n` bytes are then not
+    /// counted, and the caller should abort.
     std::error_code advance(std::size_t n);
 
     /// Copies `size` bytes in (through window()/advance()).
     std::error_code write(const void* data, std::size_t size);
+
+    /// The message of the last error window(), advance() or write() returned:
+    /// what failed, on which file or store, and why; "" before any.
+    const std::string& error_message() const noexcept { return error_message_; }
+
+    /// Gives back the resources used only while filling (see above). No-op
+    /// when closed. The bytes written so far and the digest state stay.
+    void suspend() noexcept;
 
     /// Makes the Blob visible, durably and atomically, and returns what the
     /// store now holds. Throws Error: Errc::incomplete when not all bytes
@@ -64,8 +82,15 @@ protected:
     Reservation(std::string name, std::uint64_t size) : name_(std::move(name)), size_(size) {}
 
     /// A writable region for bytes starting at `offset` (< size()), at most
-    /// `max` bytes.
+    /// `max` bytes. On failure sets `ec` through fail().
     virtual Window do_window(std::uint64_t offset, std::size_t max, std::error_code& ec) = 0;
+    /// The `n` bytes at `data` (within the last window) are the Blob's bytes
+    /// at `offset`: a store whose window is not its storage writes them out.
+    virtual std::error_code do_advance(const std::uint8_t* data, std::size_t n, std::uint64_t offset);
+    /// See suspend().
+    virtual void do_suspend() noexcept {}
+    /// Records `message` for error_message() and returns `ec`.
+    std::error_code fail(std::error_code ec, std::string message);
     /// Publishes the complete Blob with its digest.
     virtual BlobInfo do_commit(const Digest& digest) = 0;
     virtual void do_abort() noexcept = 0;
@@ -78,6 +103,7 @@ private:
     std::uint64_t written_ = 0;
     Window last_{};
     Sha256 sha_;
+    std::string error_message_;
     State state_ = State::open;
 };
 

@@ -21,15 +21,26 @@ std::string own_subject();
 /// Whether configure_ssl() has run in this process.
 bool ssl_configured() noexcept;
 
-/// Server side, after ORB_init: records, for every incoming request, the
-/// verified subject of the client's certificate so that the servant's
-/// upcall can ask caller_subject(). Idempotent.
+/// Server side, after ORB_init (of every ORB: omniORB forgets interceptors
+/// when an ORB is destroyed): records, for every incoming request, the
+/// verified subject of the client's certificate and the client's address so
+/// that the servant's upcall can ask caller_subject(), caller_address() and
+/// caller_client(). Idempotent.
 void install_caller_identity();
 
 /// Who sent the request this omniORB thread is serving: the RFC 2253
 /// subject of its verified certificate; "" for a plain TCP connection or an
 /// in-process call.
 std::string caller_subject();
+
+/// The address the request this omniORB thread is serving came from, as
+/// omniORB sees the connection, without the port ("127.0.0.1", "::1"); ""
+/// for an in-process call.
+std::string caller_address();
+
+/// The client to which per-client limits apply: caller_subject() when TLS
+/// identified it, else caller_address(); "local" for an in-process call.
+std::string caller_client();
 
 /// The last TLS failure omniORB's SSL transport met in this process (a
 /// certificate that did not verify, a fatal alert from the peer), or "".

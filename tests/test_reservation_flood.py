@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""A flood of reservations nobody fills (tests/tools/idl_probe --flood)
+neither locks out real clients nor exhausts the daemon.
+
+- Descriptors: the daemon runs with a limit of 512 open files (prlimit) and
+  limits high enough to admit 1000 one-byte reservations from one client:
+  all are granted, the daemon's open descriptors (/proc/PID/fd) do not grow
+  with them (an unused reservation holds its file by path only), and a
+  normal push and pull of the same client still work while they are held.
+- Limits (--max-reservations-per-client 8, --max-reservations 12): the 9th
+  reservation of one client is refused with LimitReached naming the client,
+  the limit and the count; `blob push` of that client exits 32
+  (limit_reached). With TLS the client is the certificate subject: another
+  certificate still pushes during the flood, until the store's total is
+  reached, which is refused with its own message.
+The daemon lives throughout and nothing of the flood is ever listed."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bslib  # noqa: E402
+import test_tls  # noqa: E402
+from bslib import EXIT, check, check_equal, step  # noqa: E402
+
+PER_CLIENT = 8
+TOTAL = 12
+FD_LIMIT = 512
+FLOOD = 1000
+
+
+def flood(c, store, count, prefix="probe.flood", tls=()):
+    """Runs idl_probe --flood; returns (case results in order, summary)."""
+    code, out, err = c.run([bslib.program("tests/tools/idl_probe"), "--naming", c.naming, "--store", store,
+                            "--flood", str(count), "--prefix", prefix, *tls], timeout=300)
+    check_equal(code, 0, f"idl_probe --flood exit status (stderr {err.strip()[-2000:]!r}, "
+                         f"stdout {out.strip()[-2000:]!r})")
+    lines = [json.loads(line) for line in out.splitlines() if line.strip()]
+    return lines[:-1], lines[-1]
+
+
+def open_fds(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def listed(c, store, tls=()):
+    return sorted(b["name"] for b in c.blob(*tls, "ls", store=store).ok().get("blobs", []))
+
+
+def check_descriptors(c):
+    step(f"descriptors: {FLOOD} one-byte reservations under a limit of {FD_LIMIT} open files")
+    daemon = c.start_daemon("fds", "file", extra=["--max-reservations", "5000",
+                                                  "--max-reservations-per-client", "5000",
+                                                  "--reservation-grace", "600"])
+    r = subprocess.run(["prlimit", "--pid", str(daemon.pid), f"--nofile={FD_LIMIT}:{FD_LIMIT}"],
+                       capture_output=True, text=True, timeout=30)
+    check_equal(r.returncode, 0, f"prlimit on the daemon ({r.stderr.strip()})")
+    source = c.path("source")
+    digest = bslib.write_random(source, 2 * bslib.MiB)
+    c.blob("push", source, "CT.before", store="fds").ok()
+    before = open_fds(daemon.pid)
+    results, summary = flood(c, "fds", FLOOD)
+    refused = [r for r in results if r["raised"] != "returned"]
+    check(not refused, f"{len(refused)} of {FLOOD} reservations refused, first: {refused[:1]}")
+    check_equal(summary, {"reserved": FLOOD, "refused": 0}, "flood summary")
+    after = open_fds(daemon.pid)
+    step(f"blobstored holds {before} descriptors before the flood, {after} with {FLOOD} reservations open")
+    check(after - before < 32, f"the daemon's open descriptors grew from {before} to {after} with {FLOOD} "
+                               "unused reservations: they hold a descriptor each")
+    step("the same client pushes and pulls while the reservations are held")
+    pushed = c.blob("push", source, "CT.during", store="fds").ok()
+    check_equal(pushed["sha256"], digest, "sha256 of a push during the flood")
+    out = c.path("pulled")
+    c.blob("--no-local", "pull", "CT.during", out, store="fds").ok()
+    check_equal(bslib.sha256_file(out), digest, "sha256 of a pull during the flood")
+    usage = [s for s in c.blob("stores").ok()["stores"] if s["name"] == "fds"][0]
+    check_equal(usage["reserved"], FLOOD, "bytes reserved by the flood")
+    check_equal(listed(c, "fds"), ["CT.before", "CT.during"], "Blobs listed during the flood")
+    check(daemon.running(), "blobstored died during the flood")
+
+
+def per_client_message(name, client):
+    return (f'reserve "{name}": client "{client}" already holds {PER_CLIENT} open reservations, the most one '
+            f'client may hold (max-reservations-per-client {PER_CLIENT}); commit or abort them, or wait until '
+            'unused ones expire')
+
+
+def total_message(name):
+    return (f'reserve "{name}": the store already holds {TOTAL} open reservations, its limit (max-reservations '
+            f'{TOTAL}); try again when some have ended')
+
+
+def check_limits(c):
+    step(f"limits without TLS: the client is its address; {PER_CLIENT + 1} reservations of one client")
+    limits = ["--max-reservations", str(TOTAL), "--max-reservations-per-client", str(PER_CLIENT)]
+    daemon = c.start_daemon("caps", "file", extra=limits)
+    results, summary = flood(c, "caps", PER_CLIENT + 1)
+    check_equal(summary, {"reserved": PER_CLIENT, "refused": 1}, "flood summary")
+    last = results[-1]
+    check_equal((last["raised"], last["message"]),
+                ("LimitReached", per_client_message(f"probe.flood.{PER_CLIENT}", "127.0.0.1")),
+                f"reservation {PER_CLIENT + 1} of one client")
+    check_equal(last["code"], EXIT["limit_reached"], "Errc sent with LimitReached")
+    source = c.path("small")
+    bslib.write_random(source, 1000)
+    c.blob("push", source, "CT.same", store="caps").error(
+        EXIT["limit_reached"], per_client_message("CT.same", "127.0.0.1"))
+    check_equal(listed(c, "caps"), [], "Blobs listed after the refusals")
+    check(daemon.running(), "blobstored died")
+    return source
+
+
+def check_limits_tls(c, source):
+    if shutil.which("openssl") is None:
+        raise bslib.TestSkipped("openssl is not installed")
+    step("limits with TLS: the client is its certificate subject")
+    test_tls.make_ca(c, "ca")
+    store = test_tls.make_cert(c, "ca", "store", "/CN=store.caps", "serverAuth,clientAuth", san="IP:127.0.0.1")
+    flooder = test_tls.make_cert(c, "ca", "flooder", "/CN=flooder", "clientAuth")
+    writer = test_tls.make_cert(c, "ca", "writer", "/CN=modality1", "clientAuth")
+    daemon = c.start_daemon("tlscaps", "file", extra=test_tls.tls_args(c, *store) + [
+        "--allow-read", "*", "--allow-write", "*", "--max-reservations", str(TOTAL),
+        "--max-reservations-per-client", str(PER_CLIENT)])
+    as_flooder = test_tls.tls_args(c, *flooder)
+    as_writer = test_tls.tls_args(c, *writer)
+    results, summary = flood(c, "tlscaps", PER_CLIENT + 1, tls=as_flooder)
+    check_equal(summary, {"reserved": PER_CLIENT, "refused": 1}, "TLS flood summary")
+    check_equal((results[-1]["raised"], results[-1]["message"]),
+                ("LimitReached", per_client_message(f"probe.flood.{PER_CLIENT}", "CN=flooder")),
+                f"reservation {PER_CLIENT + 1} of CN=flooder")
+    step("another certificate pushes during the flood")
+    digest = bslib.sha256_file(source)
+    pushed = c.blob(*as_writer, "push", source, "CT.other", store="tlscaps").ok()
+    check_equal(pushed["sha256"], digest, "sha256 of CN=modality1's push during the flood")
+    c.blob(*as_flooder, "push", source, "CT.flooder", store="tlscaps").error(
+        EXIT["limit_reached"], per_client_message("CT.flooder", "CN=flooder"))
+    step(f"the store's total of {TOTAL} open reservations")
+    left = TOTAL - PER_CLIENT
+    results, summary = flood(c, "tlscaps", left + 1, prefix="probe.writer", tls=as_writer)
+    check_equal(summary, {"reserved": left, "refused": 1}, "second flood summary")
+    check_equal((results[-1]["raised"], results[-1]["message"]),
+                ("LimitReached", total_message(f"probe.writer.{left}")), "reservation over the total")
+    c.blob(*as_writer, "push", source, "CT.full", store="tlscaps").error(
+        EXIT["limit_reached"], total_message("CT.full"))
+    check_equal(listed(c, "tlscaps", as_writer), ["CT.other"], "Blobs listed after the TLS floods")
+    check(daemon.running(), "blobstored died")
+
+
+def test(c):
+    check_descriptors(c)
+    source = check_limits(c)
+    check_limits_tls(c, source)
+
+
+if __name__ == "__main__":
+    bslib.main(test)
