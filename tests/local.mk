@@ -17,7 +17,9 @@ system_tests = \
 	tests/test_crash_consistency.py \
 	tests/test_store_full.py \
 	tests/test_tls.py \
-	tests/test_resume_verify.py
+	tests/test_resume_verify.py \
+	tests/test_stop_cont.py \
+	tests/test_data_port_flood.py
 TESTS += $(system_tests)
 dist_check_SCRIPTS += $(system_tests)
 EXTRA_DIST += tests/bslib.py tests/README.md tests/tsan.supp tests/lsan.supp

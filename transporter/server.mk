@@ -13,12 +13,15 @@ transporter_libblobserver_la_SOURCES = \
 	transporter/src/corba/ServantContext.h \
 	transporter/src/server/AccessList.cpp \
 	transporter/src/server/AccessList.h \
+	transporter/src/server/ConnectionLimits.h \
+	transporter/src/server/DataAcceptor.cpp \
 	transporter/src/server/DataAcceptor.h \
 	transporter/src/server/DataConnection.cpp \
 	transporter/src/server/DataConnection.h \
 	transporter/src/server/DataServer.cpp \
 	transporter/src/server/DataServer.h \
 	transporter/src/server/DataServerImpl.h \
+	transporter/src/server/LogThrottle.h \
 	transporter/src/server/ReservationTable.cpp \
 	transporter/src/server/ReservationTable.h \
 	transporter/src/server/TicketRegistry.cpp \
