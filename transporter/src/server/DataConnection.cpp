@@ -637,6 +637,13 @@ int DataConnection::handle_timeout(const ACE_Time_Value&, const void*)
                                             : std::string("nothing received"));
         break;
     case Deadline::Kind::idle:
+        // The reactor runs expired timers before ready sockets: a Request
+        // that arrived with the deadline is served, not cut off.
+        if (io_ && io_->probe() > 0) {
+            progress();
+            arm_timer();
+            return handle_input(get_handle());
+        }
         spdlog::info("data connection {}: closed after {:.1f} s idle between transfers (idle timeout {:.1f} s)",
                      peer_, seconds_of(idle), seconds_of(server_->config.idle_timeout));
         break;
