@@ -347,10 +347,12 @@ class Cluster:
         return proc, f"corbaname::127.0.0.1:{port}"
 
     # ---- blobstored ----------------------------------------------------------
-    def start_daemon(self, name, store, tier=None, extra=(), timeout=60, store_dir=None, naming=None):
+    def start_daemon(self, name, store, tier=None, extra=(), timeout=60, store_dir=None, naming=None,
+                     preexec_fn=None):
         """Starts blobstored --name NAME --store STORE and waits for its ready
         line. `store` is "file" (a new directory under the test's root, or
-        `store_dir`), "memory:SIZE", or any --store value."""
+        `store_dir`), "memory:SIZE", or any --store value. `preexec_fn` runs
+        in the child before the exec (e.g. to lower a resource limit)."""
         daemon_path = program("blobstore/blobstored")
         if store == "file":
             store_dir = store_dir or self.path(f"store-{name}")
@@ -367,9 +369,10 @@ class Cluster:
         out_path = self.path(f"blobstored-{name}-{n}.out")
         with open(err_path, "wb") as err:
             popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
-                                     env=self.env)
+                                     env=self.env, preexec_fn=preexec_fn)
         daemon = Daemon(f"blobstored {name}#{n}", popen, [err_path, out_path], argv, store_dir)
-        daemon.spec = dict(name=name, store=store, tier=tier, extra=tuple(extra), naming=naming)
+        daemon.spec = dict(name=name, store=store, tier=tier, extra=tuple(extra), naming=naming,
+                           preexec_fn=preexec_fn)
         self.processes.append(daemon)
 
         def pump():  # drains stdout for the whole life of the daemon, so that the pipe never fills

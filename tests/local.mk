@@ -24,7 +24,9 @@ system_tests = \
 	tests/test_cli_io.py \
 	tests/test_reservation_flood.py \
 	tests/test_store_dir_removed.py \
-	tests/test_full_disk.py
+	tests/test_full_disk.py \
+	tests/test_stop_cont.py \
+	tests/test_data_port_flood.py
 TESTS += $(system_tests)
 dist_check_SCRIPTS += $(system_tests)
 EXTRA_DIST += tests/bslib.py tests/README.md tests/tsan.supp tests/lsan.supp

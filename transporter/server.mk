@@ -14,12 +14,15 @@ transporter_libblobserver_la_SOURCES = \
 	transporter/src/corba/ServantContext.h \
 	transporter/src/server/AccessList.cpp \
 	transporter/src/server/AccessList.h \
+	transporter/src/server/ConnectionLimits.h \
+	transporter/src/server/DataAcceptor.cpp \
 	transporter/src/server/DataAcceptor.h \
 	transporter/src/server/DataConnection.cpp \
 	transporter/src/server/DataConnection.h \
 	transporter/src/server/DataServer.cpp \
 	transporter/src/server/DataServer.h \
 	transporter/src/server/DataServerImpl.h \
+	transporter/src/server/LogThrottle.h \
 	transporter/src/server/ReservationTable.cpp \
 	transporter/src/server/ReservationTable.h \
 	transporter/src/server/TicketRegistry.cpp \
@@ -34,6 +37,7 @@ server_test_ldadd = transporter/libblobserver.la transporter/libblobtransporter.
 	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 server_tests = \
 	transporter/tests/AccessListTest \
+	transporter/tests/ConnectionLimitsTest \
 	transporter/tests/TicketRegistryTest \
 	transporter/tests/ReservationTableTest \
 	transporter/tests/DataServerTest
@@ -43,6 +47,9 @@ transporter_tests_AccessListTest_SOURCES = transporter/tests/AccessListTest.cpp
 transporter_tests_AccessListTest_CPPFLAGS = $(transporter_libblobserver_la_CPPFLAGS) -DBOOST_TEST_DYN_LINK
 transporter_tests_AccessListTest_LDADD = $(server_test_ldadd)
 $(transporter_tests_AccessListTest_OBJECTS): idl/BlobStreaming.hh
+transporter_tests_ConnectionLimitsTest_SOURCES = transporter/tests/ConnectionLimitsTest.cpp
+transporter_tests_ConnectionLimitsTest_CPPFLAGS = $(transporter_libblobserver_la_CPPFLAGS) -DBOOST_TEST_DYN_LINK
+transporter_tests_ConnectionLimitsTest_LDADD = $(server_test_ldadd)
 transporter_tests_TicketRegistryTest_SOURCES = transporter/tests/TicketRegistryTest.cpp
 transporter_tests_TicketRegistryTest_CPPFLAGS = $(transporter_libblobserver_la_CPPFLAGS) -DBOOST_TEST_DYN_LINK
 transporter_tests_TicketRegistryTest_LDADD = $(server_test_ldadd)

@@ -9,6 +9,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
+#include <cstring>
+
+#include <sys/resource.h>
+
 namespace blobstreaming::daemon {
 namespace {
 
@@ -24,6 +29,31 @@ bool is_wildcard(const std::string& host) { return host == "0.0.0.0" || host == 
 
 /// Control connections served by a thread each; omniORB's default is 10000.
 constexpr int kThreadPerConnectionLimit = 128;
+
+/// Raises the soft descriptor limit to the hard one: every data connection,
+/// control-plane connection and open Blob costs a descriptor, and the usual
+/// soft default (1024) is far below what a store should serve. The data
+/// plane sizes its reactor and its connection caps from the result.
+void raise_descriptor_limit()
+{
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        spdlog::warn("cannot read the descriptor limit: {}", std::strerror(errno));
+        return;
+    }
+    const auto text = [](rlim_t v) { return v == RLIM_INFINITY ? std::string("unlimited") : std::to_string(v); };
+    if (rl.rlim_cur == rl.rlim_max) {
+        spdlog::info("descriptor limit {}", text(rl.rlim_cur));
+        return;
+    }
+    const rlim_t before = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        spdlog::warn("cannot raise the descriptor limit from {} to {}: {}", text(before), text(rl.rlim_max),
+                     std::strerror(errno));
+    else
+        spdlog::info("descriptor limit raised from {} to {}", text(before), text(rl.rlim_max));
+}
 
 }  // namespace
 
@@ -51,6 +81,7 @@ std::unique_ptr<Store> Daemon::open_store() const
 
 std::string Daemon::start()
 {
+    raise_descriptor_limit();
     store_ = open_store();
     tickets_ = std::make_unique<server::TicketRegistry>(options_.ticket_lifetime);
     server::ReservationLimits limits;
@@ -62,6 +93,10 @@ std::string Daemon::start()
     data.host = options_.data.host;
     data.port = options_.data.port;
     data.inactivity_timeout = options_.timeout;
+    data.handshake_timeout = options_.handshake_timeout;
+    data.idle_timeout = options_.idle_timeout;
+    data.max_unauthenticated = options_.max_unauthenticated;
+    data.max_unauthenticated_per_peer = options_.max_unauthenticated_per_peer;
     data.socket.send_buffer = options_.socket_buffer;
     data.socket.receive_buffer = options_.socket_buffer;
     const bool tls = options_.tls.enabled();
@@ -174,6 +209,8 @@ void Daemon::maintain() noexcept
         naming_unreachable(e.what());
     }
 }
+
+std::string Daemon::data_plane_failure() const { return data_ ? data_->failure() : std::string(); }
 
 bool Daemon::store_binding_alive()
 {

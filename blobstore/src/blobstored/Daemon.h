@@ -46,6 +46,10 @@ public:
     /// cannot be reached is logged once and tried again. Never throws.
     void maintain() noexcept;
 
+    /// Empty while the data plane serves; why it stopped for good otherwise
+    /// (the caller exits rather than keep issuing tickets nobody serves).
+    std::string data_plane_failure() const;
+
 private:
     std::unique_ptr<Store> open_store() const;
     bool store_binding_alive();

@@ -37,6 +37,20 @@ std::chrono::milliseconds parse_seconds(const std::string& option, const std::st
     return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(v * 1000.0)));
 }
 
+std::size_t parse_count(const std::string& option, const std::string& text, std::size_t min, std::size_t max)
+{
+    std::size_t digits = 0;
+    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+    if (text.empty() || digits != text.size())
+        usage("--" + option + ": " + quoted(text) + " is not a whole number");
+    errno = 0;
+    const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
+    if (errno != 0 || v < min || v > max)
+        usage("--" + option + ": " + quoted(text) + " is out of range (allowed: " + std::to_string(min) + " to " +
+              std::to_string(max) + ")");
+    return static_cast<std::size_t>(v);
+}
+
 HostPort parse_host_port(const std::string& option, const std::string& text)
 {
     const auto colon = text.rfind(':');
@@ -94,6 +108,10 @@ po::options_description describe()
         ("sdc-address", po::value<std::string>()->value_name("HOST:PORT"), "serve the store's status as an IEEE 11073 SDC provider (docs/SDC.md); port 0: ephemeral")
         ("ticket-lifetime", po::value<std::string>()->value_name("SECONDS")->default_value("30"), "unused transfer tickets expire after this")
         ("timeout", po::value<std::string>()->value_name("SECONDS")->default_value("30"), "inactivity timeout of a transfer")
+        ("handshake-timeout", po::value<std::string>()->value_name("SECONDS")->default_value("5"), "a data connection that has not presented a valid transfer Request (after its TLS handshake) this long after connecting is closed")
+        ("idle-timeout", po::value<std::string>()->value_name("SECONDS")->default_value("60"), "a data connection idle between transfers (a client's pooled connection) is closed after this")
+        ("max-unauthenticated", po::value<std::string>()->value_name("N")->default_value("1024"), "data connections that have not presented a valid ticket yet; above it the oldest is closed for the newcomer (lowered to fit the descriptor limit)")
+        ("max-unauthenticated-per-peer", po::value<std::string>()->value_name("N")->default_value("64"), "the same from one IP address; above it a new connection is closed at once")
         ("reservation-grace", po::value<std::string>()->value_name("SECONDS")->default_value("60"), "an unused reservation is aborted after this")
         ("naming-check", po::value<std::string>()->value_name("SECONDS")->default_value("2"), "how often the store checks its Naming Service entry and registers again when it is missing (a restarted Naming Service)")
         ("max-reservations", po::value<std::string>()->value_name("N")->default_value("1024"), "open reservations (reserved, not yet committed or aborted) the store holds at most; more are refused with LimitReached (1 to 1000000)")
@@ -137,18 +155,6 @@ void check_config_text(const std::string& source, const std::string& text)
 std::string value_of(const po::variables_map& vm, const char* key)
 {
     return vm.count(key) ? vm[key].as<std::string>() : std::string();
-}
-
-std::size_t parse_count(const std::string& option, const std::string& text, std::size_t min, std::size_t max)
-{
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || errno != 0 || v < min ||
-        v > max)
-        usage("--" + option + ": " + quoted(text) + " is not a number from " + std::to_string(min) + " to " +
-              std::to_string(max));
-    return static_cast<std::size_t>(v);
 }
 
 }  // namespace
@@ -297,6 +303,11 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
     }
     o.ticket_lifetime = parse_seconds("ticket-lifetime", value_of(vm, "ticket-lifetime"), 0.001, 86400);
     o.timeout = parse_seconds("timeout", value_of(vm, "timeout"), 0.001, 86400);
+    o.handshake_timeout = parse_seconds("handshake-timeout", value_of(vm, "handshake-timeout"), 0.1, 3600);
+    o.idle_timeout = parse_seconds("idle-timeout", value_of(vm, "idle-timeout"), 0.1, 86400);
+    o.max_unauthenticated = parse_count("max-unauthenticated", value_of(vm, "max-unauthenticated"), 1, 1000000);
+    o.max_unauthenticated_per_peer =
+        parse_count("max-unauthenticated-per-peer", value_of(vm, "max-unauthenticated-per-peer"), 1, 1000000);
     o.reservation_grace = parse_seconds("reservation-grace", value_of(vm, "reservation-grace"), 0.001, 604800);
     o.naming_check = parse_seconds("naming-check", value_of(vm, "naming-check"), 0.1, 3600);
     o.max_reservations = parse_count("max-reservations", value_of(vm, "max-reservations"), 1, 1000000);

@@ -10,6 +10,7 @@
 #include <spdlog/common.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -36,6 +37,10 @@ struct DaemonOptions {
     std::string sdc_address;          ///< HOST:PORT of the SDC status provider; empty: none
     std::chrono::milliseconds ticket_lifetime{30000};
     std::chrono::milliseconds timeout{30000};
+    std::chrono::milliseconds handshake_timeout{5000};  ///< data connection: accepted to first valid Request
+    std::chrono::milliseconds idle_timeout{60000};      ///< data connection: idle between transfers
+    std::size_t max_unauthenticated = 1024;            ///< data connections without a valid ticket yet
+    std::size_t max_unauthenticated_per_peer = 64;     ///< ... from one IP address
     std::chrono::milliseconds reservation_grace{60000};
     std::chrono::milliseconds naming_check{2000};  ///< period of the Naming Service upkeep
     std::size_t max_reservations = 1024;           ///< open reservations in total

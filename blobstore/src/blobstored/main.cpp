@@ -10,6 +10,8 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -75,13 +77,28 @@ int main(int argc, char** argv)
         return static_cast<int>(blobstreaming::Errc::transfer_failed);
     }
 
-    // Wait for SIGTERM/SIGINT; meanwhile, keep the naming entries alive.
-    const auto check = command.run->naming_check.count();
-    const timespec period{static_cast<time_t>(check / 1000), static_cast<long>(check % 1000) * 1000000L};
+    // Wait for SIGTERM/SIGINT; meanwhile, keep the naming entries alive and
+    // watch the data plane. An interrupted wait (SIGSTOP/SIGCONT, a debugger)
+    // is waited on again until the next check is due.
+    using Clock = std::chrono::steady_clock;
+    const auto check = std::chrono::duration_cast<Clock::duration>(command.run->naming_check);
+    auto next_check = Clock::now() + check;
     int signal = -1;
     while (signal < 0) {
-        signal = ::sigtimedwait(&shutdown_signals, nullptr, &period);
-        if (signal < 0) daemon.maintain();
+        const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(
+            std::max(next_check - Clock::now(), Clock::duration::zero()));
+        const timespec wait{static_cast<time_t>(left.count() / 1000000000), static_cast<long>(left.count() % 1000000000)};
+        signal = ::sigtimedwait(&shutdown_signals, nullptr, &wait);
+        if (signal >= 0 || Clock::now() < next_check) continue;
+        next_check = Clock::now() + check;
+        const std::string failure = daemon.data_plane_failure();
+        if (!failure.empty()) {
+            spdlog::critical("store \"{}\": the data plane is down ({}); exiting so that it can be restarted",
+                             command.run->name, failure);
+            daemon.stop();
+            return static_cast<int>(blobstreaming::Errc::transfer_failed);
+        }
+        daemon.maintain();
     }
     spdlog::info("{}: shutting down store \"{}\"", signal == SIGTERM ? "SIGTERM" : "SIGINT", command.run->name);
     daemon.stop();

@@ -58,8 +58,8 @@ std::string store_error_text(const Reservation& r, const std::error_code& ec)
 // ACE_Reactor::instance(), a select() reactor created on first use whose
 // notification pipe aborts the process (FD_SET past FD_SETSIZE) once the
 // daemon holds more than 1024 descriptors.
-DataConnection::DataConnection(DataServer::Impl* server)
-    : Base(nullptr, nullptr, server ? server->reactor.get() : nullptr), server_(server)
+DataConnection::DataConnection(DataServer::Impl* server, std::string peer_ip)
+    : Base(nullptr, nullptr, server ? server->reactor.get() : nullptr), server_(server), peer_ip_(std::move(peer_ip))
 {
 }
 
@@ -90,14 +90,18 @@ int DataConnection::open(void* acceptor)
         return -1;
     }
     server_->connections.insert(this);
+    server_->limits.add(this, peer_ip_);
     spdlog::debug("data connection {}: accepted", peer_);
-    if (Base::open(acceptor) == -1) return -1;
-    if (phase_ == Phase::handshake) {
-        progress();
-        arm_timer();
-        return continue_handshake();
+    if (Base::open(acceptor) == -1) {
+        spdlog::warn("data connection {}: cannot register with the reactor: {}", peer_, std::strerror(errno));
+        return -1;
     }
-    return 0;
+    // Whatever the client does, it has the handshake timeout to present a
+    // valid Request: the timer runs from now on, plain TCP or TLS.
+    accepted_ = std::chrono::steady_clock::now();
+    progress();
+    arm_timer();
+    return phase_ == Phase::handshake ? continue_handshake() : 0;
 }
 
 int DataConnection::continue_handshake()
@@ -112,8 +116,7 @@ int DataConnection::continue_handshake()
     }
     subject_ = io_->peer_subject();
     spdlog::debug("data connection {}: TLS established with \"{}\"", peer_, subject_);
-    phase_ = Phase::request;
-    disarm_timer();
+    phase_ = Phase::request;  // the handshake deadline still runs
     if (!set_mask(ACE_Event_Handler::READ_MASK)) return -1;
     return io_->pending() > 0 ? handle_input(get_handle()) : 0;
 }
@@ -177,6 +180,7 @@ int DataConnection::on_request()
         spdlog::warn("data connection {}: refused: {}", peer_, denied);
         return refuse(Errc::refused, denied);
     }
+    authenticate();
     request_ = request;
     in_transfer_ = true;
     ++server_->active;
@@ -509,7 +513,7 @@ int DataConnection::after_send()
     }
     phase_ = Phase::request;
     request_got_ = 0;
-    disarm_timer();
+    arm_timer();  // now for the idle timeout
     if (!set_mask(ACE_Event_Handler::READ_MASK)) return -1;
     return io_->pending() > 0 ? handle_input(get_handle()) : 0;
 }
@@ -545,7 +549,6 @@ void DataConnection::end_transfer(bool succeeded, const std::string& reason)
     if (!in_transfer_) return;
     in_transfer_ = false;
     --server_->active;
-    disarm_timer();
     if (binding_.control && binding_.control->on_finished) {
         TransferOutcome outcome;
         outcome.ticket = request_.ticket;
@@ -604,16 +607,39 @@ std::chrono::milliseconds DataConnection::timeout() const noexcept
     return server_->config.inactivity_timeout;
 }
 
+DataConnection::Deadline DataConnection::deadline() const noexcept
+{
+    if (in_transfer_) return {last_progress_ + timeout(), Deadline::Kind::inactivity};
+    if (!authenticated_) {
+        // Counted from the accept, not from the last byte: a Request (or a
+        // TLS handshake) trickled in byte by byte does not keep the slot.
+        SteadyTime at = accepted_ + server_->config.handshake_timeout;
+        if (phase_ == Phase::draining) at = std::min(at, last_progress_ + timeout());
+        return {at, Deadline::Kind::handshake};
+    }
+    if (phase_ == Phase::request && request_got_ == 0)
+        return {last_progress_ + server_->config.idle_timeout, Deadline::Kind::idle};
+    return {last_progress_ + timeout(), Deadline::Kind::inactivity};
+}
+
 void DataConnection::arm_timer()
 {
-    if (timer_id_ != -1 || closed_) return;
+    if (closed_ || reactor() == nullptr) return;
     using namespace std::chrono;
-    const auto idle = duration_cast<milliseconds>(steady_clock::now() - last_progress_);
-    // Wake at least every second so that a cancellation is noticed promptly.
-    const auto wait = std::clamp(timeout() - idle, milliseconds(1), milliseconds(1000));
+    const SteadyTime now = steady_clock::now();
+    SteadyTime wake = deadline().at;
+    // In a transfer, wake at least every second so that a cancellation on
+    // the control plane is noticed promptly.
+    if (in_transfer_) wake = std::min(wake, now + seconds(1));
+    if (timer_id_ != -1) {
+        if (timer_at_ <= wake) return;  // early enough: it re-evaluates when it fires
+        disarm_timer();
+    }
+    const auto wait = std::max(duration_cast<milliseconds>(wake - now), milliseconds(1));
     ACE_Time_Value delay;
     delay.msec(static_cast<long>(wait.count()));
     timer_id_ = reactor()->schedule_timer(this, nullptr, delay);
+    timer_at_ = now + wait;
 }
 
 void DataConnection::disarm_timer()
@@ -621,6 +647,13 @@ void DataConnection::disarm_timer()
     if (timer_id_ == -1) return;
     if (reactor()) reactor()->cancel_timer(timer_id_);
     timer_id_ = -1;
+}
+
+void DataConnection::authenticate() noexcept
+{
+    if (authenticated_) return;
+    authenticated_ = true;
+    server_->limits.authenticated(this);
 }
 
 int DataConnection::handle_timeout(const ACE_Time_Value&, const void*)
@@ -632,30 +665,65 @@ int DataConnection::handle_timeout(const ACE_Time_Value&, const void*)
                                            " bytes", true);
         return -1;
     }
-    const bool waiting = in_transfer_ || phase_ == Phase::draining || phase_ == Phase::handshake || request_got_ > 0;
-    if (!waiting) return 0;
     using namespace std::chrono;
-    const auto idle = duration_cast<milliseconds>(steady_clock::now() - last_progress_);
-    if (idle >= timeout()) {
-        const std::string why = fmt::format("no progress for {:.1f} s (inactivity timeout {:.1f} s)",
-                                            static_cast<double>(idle.count()) / 1000.0,
-                                            static_cast<double>(timeout().count()) / 1000.0);
-        if (in_transfer_)
-            fail_transfer(Errc::timeout, why + " after " + std::to_string(body_done_) + " bytes", true);
-        else if (phase_ == Phase::handshake)
-            spdlog::warn("data connection {}: closed: {} in the TLS handshake", peer_, why);
-        else if (phase_ != Phase::draining)
-            spdlog::warn("data connection {}: closed: {} within a Request", peer_, why);
+    const SteadyTime now = steady_clock::now();
+    const Deadline due = deadline();
+    if (now < due.at) {
+        arm_timer();
+        return 0;
+    }
+    const auto seconds_of = [](auto d) { return duration_cast<duration<double>>(d).count(); };
+    const auto idle = now - last_progress_;
+    const std::string why = fmt::format("no progress for {:.1f} s (inactivity timeout {:.1f} s)", seconds_of(idle),
+                                        seconds_of(timeout()));
+    if (in_transfer_) {
+        fail_transfer(Errc::timeout, why + " after " + std::to_string(body_done_) + " bytes", true);
         return -1;
     }
-    arm_timer();
-    return 0;
+    switch (due.kind) {
+    case Deadline::Kind::handshake:
+        if (phase_ != Phase::draining && server_->expired_log.allow())
+            spdlog::warn("data connection {}: closed: no valid Request within {:.1f} s of connecting (handshake "
+                         "timeout; {})",
+                         peer_, seconds_of(server_->config.handshake_timeout),
+                         phase_ == Phase::handshake ? std::string("still in the TLS handshake")
+                         : request_got_ > 0 ? fmt::format("{} of {} bytes of a Request received", request_got_,
+                                                          protocol::kRequestSize)
+                                            : std::string("nothing received"));
+        break;
+    case Deadline::Kind::idle:
+        // The reactor runs expired timers before ready sockets: a Request
+        // that arrived with the deadline is served, not cut off.
+        if (io_ && io_->probe() > 0) {
+            progress();
+            arm_timer();
+            return handle_input(get_handle());
+        }
+        spdlog::info("data connection {}: closed after {:.1f} s idle between transfers (idle timeout {:.1f} s)",
+                     peer_, seconds_of(idle), seconds_of(server_->config.idle_timeout));
+        break;
+    case Deadline::Kind::inactivity:
+        if (phase_ != Phase::draining) spdlog::warn("data connection {}: closed: {} within a Request", peer_, why);
+        break;
+    }
+    return -1;
 }
 
 void DataConnection::shutdown_now() noexcept
 {
     if (closed_) return;
     if (in_transfer_) fail_transfer(Errc::cancelled, "the store is shutting down", true);
+    handle_close(ACE_INVALID_HANDLE, ACE_Event_Handler::ALL_EVENTS_MASK);
+}
+
+void DataConnection::evict(const std::string& newcomer) noexcept
+{
+    if (closed_) return;
+    if (server_->refused_log.allow())
+        spdlog::warn("data connection {}: closed after {:.1f} s without a valid Request: its slot goes to a new "
+                     "connection from {} ({} connections without a valid ticket, the cap)",
+                     peer_, std::chrono::duration<double>(std::chrono::steady_clock::now() - accepted_).count(),
+                     newcomer, server_->limits.unauthenticated());
     handle_close(ACE_INVALID_HANDLE, ACE_Event_Handler::ALL_EVENTS_MASK);
 }
 
@@ -668,6 +736,7 @@ int DataConnection::handle_close(ACE_HANDLE handle, ACE_Reactor_Mask mask)
     if (io_ && phase_ != Phase::draining) io_->close_notify();
     io_.reset();
     server_->connections.erase(this);
+    server_->limits.remove(this);
     spdlog::debug("data connection {}: closed", peer_);
     return Base::handle_close(handle, mask);  // deletes this
 }

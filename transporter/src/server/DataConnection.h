@@ -26,7 +26,10 @@ namespace blobstreaming::server {
 /// into the reservation's window; handle_output() sends Responses and pull
 /// bytes (sendfile for file-backed Blobs; under TLS SSL_write from the
 /// Blob's mapping, sendfile cannot encrypt); handle_timeout() abandons a
-/// transfer without progress for its inactivity timeout; handle_close()
+/// transfer without progress for its inactivity timeout, and closes a
+/// connection that presented no valid Request within the handshake timeout
+/// of being accepted or sat idle between transfers for the idle timeout
+/// (docs/PROTOCOL.md, "Connections"); handle_close()
 /// aborts whatever is open (nothing partial becomes visible) and deletes the
 /// object. All member functions run on the reactor thread, except that
 /// DataServer::stop() calls handle_close() after that thread has ended.
@@ -35,7 +38,10 @@ namespace blobstreaming::server {
 /// only: nothing here throws into the reactor.
 class DataConnection : public ACE_Svc_Handler<ACE_SOCK_Stream, ACE_NULL_SYNCH> {
 public:
-    explicit DataConnection(DataServer::Impl* server = nullptr);
+    /// `peer_ip`: the peer's address, the key of the per-peer cap. The
+    /// DataAcceptor admitted the connection; open() counts it as
+    /// unauthenticated until its first valid ticket.
+    DataConnection(DataServer::Impl* server, std::string peer_ip);
     ~DataConnection() override;
 
     int open(void* acceptor) override;
@@ -47,6 +53,9 @@ public:
     /// DataServer::stop(): abandons the transfer in progress (a push is
     /// aborted and told so when possible) and closes; deletes the object.
     void shutdown_now() noexcept;
+    /// The acceptor needs this unauthenticated connection's slot for a new
+    /// one from `newcomer`: closes it (deletes the object).
+    void evict(const std::string& newcomer) noexcept;
 
 private:
     enum class Phase {
@@ -83,13 +92,26 @@ private:
     Throughput record_throughput(std::uint64_t bytes) noexcept;
     void fail_transfer(Errc status, const std::string& reason, bool tell_peer);
     void progress() noexcept;
+    /// When the connection is closed (or its transfer abandoned) unless
+    /// something happens first, and which limit sets that time.
+    struct Deadline {
+        SteadyTime at;
+        enum class Kind { inactivity, handshake, idle } kind;
+    };
+    Deadline deadline() const noexcept;
     void arm_timer();
     void disarm_timer();
+    void authenticate() noexcept;
     bool set_mask(ACE_Reactor_Mask mask);
     std::chrono::milliseconds timeout() const noexcept;
 
     DataServer::Impl* server_;
+    std::string peer_ip_;
     std::string peer_ = "unknown peer";
+    /// Presented a valid ticket once: no longer under the handshake deadline
+    /// nor counted by the caps on unauthenticated connections.
+    bool authenticated_ = false;
+    SteadyTime accepted_{};
     std::unique_ptr<Channel> io_;  ///< plain or TLS, over the socket
     std::string subject_;          ///< TLS: the client certificate's subject
     Phase phase_ = Phase::request;
@@ -117,6 +139,7 @@ private:
 
     SteadyTime last_progress_{};
     long timer_id_ = -1;
+    SteadyTime timer_at_{};  ///< when the armed timer fires
     ACE_Reactor_Mask mask_ = ACE_Event_Handler::READ_MASK;
     std::uint64_t drained_ = 0;
 };

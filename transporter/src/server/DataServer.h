@@ -6,6 +6,7 @@
 #include <blobstreaming/transporter/Tls.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -27,6 +28,22 @@ struct DataServerConfig {
     SocketOptions socket;          ///< applied to every accepted connection
     /// How often expired tickets and abandoned reservations are purged.
     std::chrono::milliseconds housekeeping_period{1000};
+    /// A new connection must present a valid Request (after its TLS
+    /// handshake) within this time of being accepted, however slowly its
+    /// bytes trickle in; otherwise it is closed.
+    std::chrono::milliseconds handshake_timeout{5000};
+    /// A connection idle between transfers (a client's pooled connection) is
+    /// closed after this.
+    std::chrono::milliseconds idle_timeout{60000};
+    /// Caps on connections that have not presented a valid ticket yet, in
+    /// all and per peer IP address (docs/PROTOCOL.md, "Connections");
+    /// start() lowers them to fit the descriptor limit.
+    std::size_t max_unauthenticated = 1024;
+    std::size_t max_unauthenticated_per_peer = 64;
+    /// Size of the reactor's handle table; 0: the process's RLIMIT_NOFILE
+    /// soft limit, at most 65536. The cap on data connections is derived
+    /// from it, leaving descriptors for the control plane and the store.
+    std::size_t max_handles = 0;
     /// Set: every connection must complete a TLS handshake with a client
     /// certificate that verifies against the CA, and a ticket is honoured
     /// only on a connection from the client it was issued to. Null: plain TCP.
@@ -40,6 +57,11 @@ struct DataServerConfig {
 /// Error(Errc::unreachable) when the address cannot be bound), stop() (stops
 /// accepting, aborts in-flight transfers — pushes leave nothing visible — and
 /// joins the thread; idempotent, also run by the destructor).
+///
+/// The reactor thread runs until stop(): an interrupted wait (EINTR: the
+/// process was stopped and continued, a debugger attached) is not an end.
+/// Should the reactor fail for good, failure() says why, so that the daemon
+/// can exit visibly instead of issuing tickets nobody will serve.
 class DataServer {
 public:
     DataServer(Store& store, TicketRegistry& tickets, ReservationTable& reservations, DataServerConfig config);
@@ -60,6 +82,9 @@ public:
     /// Throughput of the last completed push or pull in MB/s (10^6 bytes/s);
     /// 0 before the first.
     double last_transfer_mbps() const noexcept;
+    /// Empty while the data plane serves; after the reactor thread gave up
+    /// (repeated reactor errors), why. Any thread.
+    std::string failure() const;
 
     struct Impl;
 

@@ -1,14 +1,19 @@
 #pragma once
-/// Internals of DataServer shared with its connections (reactor thread).
+/// Internals of DataServer shared with its acceptor and connections (reactor
+/// thread).
 
+#include "ConnectionLimits.h"
 #include "DataServer.h"
+#include "LogThrottle.h"
 
 #include <ace/Event_Handler.h>
 #include <ace/Reactor.h>
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 
 namespace blobstreaming::server {
@@ -19,6 +24,11 @@ class DataConnection;
 struct DataServer::Impl {
     Impl(Store& s, TicketRegistry& t, ReservationTable& r, DataServerConfig c);
     ~Impl();
+
+    /// The reactor thread: handles events until stop(), whatever interrupts
+    /// the wait; gives up (recording failure) only after repeated errors.
+    void run_reactor() noexcept;
+    void set_failure(const std::string& why);
 
     Store& store;
     TicketRegistry& tickets;
@@ -31,6 +41,12 @@ struct DataServer::Impl {
     /// Live connections; touched on the reactor thread only (and by stop()
     /// after the reactor thread has ended).
     std::set<DataConnection*> connections;
+    /// The caps of docs/PROTOCOL.md "Connections", sized by start().
+    ConnectionLimits<DataConnection> limits{ConnectionCaps{}};
+    /// Lines an attacker can provoke at will (reactor thread).
+    LogThrottle refused_log{"refused or evicted data connections"};
+    LogThrottle expired_log{"data connections closed without a valid Request in time"};
+    LogThrottle accept_log{"failed accepts on the data port"};
 
     std::unique_ptr<ACE_Reactor> reactor;
     std::unique_ptr<DataAcceptor> acceptor;
@@ -39,6 +55,9 @@ struct DataServer::Impl {
     std::string bound_host;
     std::uint16_t bound_port = 0;
     bool running = false;
+    std::atomic<bool> stopping{false};
+    mutable std::mutex failure_mutex;
+    std::string failure;  ///< guarded by failure_mutex
 };
 
 }  // namespace blobstreaming::server
