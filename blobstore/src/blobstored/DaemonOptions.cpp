@@ -37,6 +37,18 @@ std::chrono::milliseconds parse_seconds(const std::string& option, const std::st
     return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(v * 1000.0)));
 }
 
+std::size_t parse_count(const std::string& option, const std::string& text, std::size_t min, std::size_t max)
+{
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || errno != 0 || text.find_first_not_of("0123456789") != std::string::npos ||
+        v < min || v > max)
+        usage("--" + option + ": " + quoted(text) + " is not a whole number from " + std::to_string(min) + " to " +
+              std::to_string(max));
+    return static_cast<std::size_t>(v);
+}
+
 HostPort parse_host_port(const std::string& option, const std::string& text)
 {
     const auto colon = text.rfind(':');
@@ -96,6 +108,9 @@ po::options_description describe()
         ("timeout", po::value<std::string>()->value_name("SECONDS")->default_value("30"), "inactivity timeout of a transfer")
         ("reservation-grace", po::value<std::string>()->value_name("SECONDS")->default_value("60"), "an unused reservation is aborted after this")
         ("naming-check", po::value<std::string>()->value_name("SECONDS")->default_value("2"), "how often the store checks its Naming Service entry and registers again when it is missing (a restarted Naming Service)")
+        ("transporter-idle", po::value<std::string>()->value_name("SECONDS")->default_value("300"), "a transporter neither called nor transferring for this long is reclaimed (its client died or never closed it); checked every --naming-check")
+        ("max-transporters", po::value<std::string>()->value_name("N")->default_value("4096"), "open transporters in all; more are refused with limit_reached")
+        ("max-client-transporters", po::value<std::string>()->value_name("N")->default_value("256"), "open transporters of one client (its host, or its certificate subject with TLS)")
         ("socket-buffer", po::value<std::string>()->value_name("BYTES"), "SO_SNDBUF and SO_RCVBUF of data connections (default: unset = Linux autotuning)")
         ("no-local", po::bool_switch(), "never offer the same-host fast path (findLocalFile)")
         ("no-sync", po::bool_switch(), "do not fsync at commit (tests and benchmarks only)")
@@ -285,6 +300,10 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
     o.timeout = parse_seconds("timeout", value_of(vm, "timeout"), 0.001, 86400);
     o.reservation_grace = parse_seconds("reservation-grace", value_of(vm, "reservation-grace"), 0.001, 604800);
     o.naming_check = parse_seconds("naming-check", value_of(vm, "naming-check"), 0.1, 3600);
+    o.transporter_idle = parse_seconds("transporter-idle", value_of(vm, "transporter-idle"), 0.1, 604800);
+    o.max_transporters = parse_count("max-transporters", value_of(vm, "max-transporters"), 1, 1000000);
+    o.max_client_transporters =
+        parse_count("max-client-transporters", value_of(vm, "max-client-transporters"), 1, 1000000);
     if (vm.count("socket-buffer")) {
         const std::uint64_t b = parse_size("socket-buffer", value_of(vm, "socket-buffer"));
         if (b < 4096 || b > (std::uint64_t{1} << 30))

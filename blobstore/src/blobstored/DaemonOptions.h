@@ -10,6 +10,7 @@
 #include <spdlog/common.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -38,6 +39,9 @@ struct DaemonOptions {
     std::chrono::milliseconds timeout{30000};
     std::chrono::milliseconds reservation_grace{60000};
     std::chrono::milliseconds naming_check{2000};  ///< period of the Naming Service upkeep
+    std::chrono::milliseconds transporter_idle{300000};  ///< an unused transporter is reclaimed after this
+    std::size_t max_transporters = 4096;         ///< open transporters in all
+    std::size_t max_client_transporters = 256;   ///< open transporters of one client (host, or TLS subject)
     int socket_buffer = 0;            ///< 0: autotuning
     bool local_fast_path = true;
     bool sync = true;
