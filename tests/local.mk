@@ -26,7 +26,9 @@ system_tests = \
 	tests/test_store_dir_removed.py \
 	tests/test_full_disk.py \
 	tests/test_stop_cont.py \
-	tests/test_data_port_flood.py
+	tests/test_data_port_flood.py \
+	tests/test_notices.py \
+	tests/test_transporter_reclaim.py
 TESTS += $(system_tests)
 dist_check_SCRIPTS += $(system_tests)
 EXTRA_DIST += tests/bslib.py tests/README.md tests/tsan.supp tests/lsan.supp
@@ -72,3 +74,13 @@ tests_tools_corba_call_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(OPENSSL_CFL
 tests_tools_corba_call_LDADD = transporter/libblobtransporter.la blobstore/libblobstore.la \
 	$(OMNIORB_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
 $(tests_tools_corba_call_OBJECTS): idl/BlobStreaming.hh
+
+# Drives BlobTransporter objects directly: observers nobody answers,
+# transporters opened and never closed, a transporter held while the daemon
+# reclaims it.
+check_PROGRAMS += tests/tools/transporter_probe
+tests_tools_transporter_probe_SOURCES = tests/tools/transporter_probe.cpp
+tests_tools_transporter_probe_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
+tests_tools_transporter_probe_LDADD = transporter/libblobtransporter.la blobstore/libblobstore.la \
+	$(OMNIORB_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
+$(tests_tools_transporter_probe_OBJECTS): idl/BlobStreaming.hh

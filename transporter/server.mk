@@ -23,11 +23,15 @@ transporter_libblobserver_la_SOURCES = \
 	transporter/src/server/DataServer.h \
 	transporter/src/server/DataServerImpl.h \
 	transporter/src/server/LogThrottle.h \
+	transporter/src/server/NoticeDispatcher.cpp \
+	transporter/src/server/NoticeDispatcher.h \
 	transporter/src/server/ReservationTable.cpp \
 	transporter/src/server/ReservationTable.h \
 	transporter/src/server/TicketRegistry.cpp \
 	transporter/src/server/TicketRegistry.h \
-	transporter/src/server/TransferControl.h
+	transporter/src/server/TransferControl.h \
+	transporter/src/server/TransporterRegistry.cpp \
+	transporter/src/server/TransporterRegistry.h
 transporter_libblobserver_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/transporter/src \
 	$(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
 $(transporter_libblobserver_la_OBJECTS): idl/BlobStreaming.hh
@@ -40,7 +44,9 @@ server_tests = \
 	transporter/tests/ConnectionLimitsTest \
 	transporter/tests/TicketRegistryTest \
 	transporter/tests/ReservationTableTest \
-	transporter/tests/DataServerTest
+	transporter/tests/DataServerTest \
+	transporter/tests/NoticeDispatcherTest \
+	transporter/tests/TransporterRegistryTest
 check_PROGRAMS += $(server_tests)
 TESTS += $(server_tests)
 transporter_tests_AccessListTest_SOURCES = transporter/tests/AccessListTest.cpp
@@ -62,6 +68,14 @@ transporter_tests_DataServerTest_SOURCES = transporter/tests/DataServerTest.cpp
 transporter_tests_DataServerTest_CPPFLAGS = $(transporter_libblobserver_la_CPPFLAGS) -DBOOST_TEST_DYN_LINK
 transporter_tests_DataServerTest_LDADD = $(server_test_ldadd)
 $(transporter_tests_DataServerTest_OBJECTS): idl/BlobStreaming.hh
+transporter_tests_NoticeDispatcherTest_SOURCES = transporter/tests/NoticeDispatcherTest.cpp
+transporter_tests_NoticeDispatcherTest_CPPFLAGS = $(transporter_libblobserver_la_CPPFLAGS) -DBOOST_TEST_DYN_LINK
+transporter_tests_NoticeDispatcherTest_LDADD = $(server_test_ldadd)
+$(transporter_tests_NoticeDispatcherTest_OBJECTS): idl/BlobStreaming.hh
+transporter_tests_TransporterRegistryTest_SOURCES = transporter/tests/TransporterRegistryTest.cpp
+transporter_tests_TransporterRegistryTest_CPPFLAGS = $(transporter_libblobserver_la_CPPFLAGS) -DBOOST_TEST_DYN_LINK
+transporter_tests_TransporterRegistryTest_LDADD = $(server_test_ldadd)
+$(transporter_tests_TransporterRegistryTest_OBJECTS): idl/BlobStreaming.hh
 
 # The daemon.
 bin_PROGRAMS += blobstore/blobstored

@@ -316,6 +316,26 @@ BlobStreaming::BlobTransporter_ptr transporter(ControlPlane::Refs& refs, const s
     return it->second.in();
 }
 
+/// Runs `call(transporter)` on the store's cached transporter. The daemon
+/// reclaims transporters left idle (blobstored --transporter-idle), so a
+/// Session that waited long may hold one that is gone: OBJECT_NOT_EXIST,
+/// raised before the call ran. Then a new transporter is opened and the call
+/// made once more; other failures are with_store's.
+template <class Call>
+auto with_transporter(ControlPlane::Refs& refs, const std::string& store, BlobStreaming::BlobStore_ptr ref,
+                      const SessionOptions& options, const std::string& what, Call call)
+{
+    const bool cached = refs.transporters.count(store) != 0;
+    try {
+        return call(transporter(refs, store, ref, options, what));
+    } catch (const CORBA::OBJECT_NOT_EXIST&) {
+        if (!cached) throw;
+        spdlog::debug("store \"{}\": the cached transporter was reclaimed; opening a new one", store);
+        refs.transporters.erase(store);
+    }
+    return call(transporter(refs, store, ref, options, what));
+}
+
 BlobStreaming::TimeValue time_value(std::chrono::milliseconds ms)
 {
     BlobStreaming::TimeValue tv;
@@ -347,10 +367,11 @@ PushGrant ControlPlane::begin_push(const std::string& store, const std::string& 
                 grant.reservation = r->id;
                 reserved = true;
             }
-            BlobStreaming::BlobTransporter_ptr t = transporter(*refs_, store, ref, options_, what);
             BlobStreaming::TransferTicket_var ticket =
-                t->recv(grant.reservation, size, 0, true, time_value(options_.timeout),
-                        BlobStreaming::IGNORE_NOTIFICATIONS);
+                with_transporter(*refs_, store, ref, options_, what, [&](BlobStreaming::BlobTransporter_ptr t) {
+                    return t->recv(grant.reservation, size, 0, true, time_value(options_.timeout),
+                                   BlobStreaming::IGNORE_NOTIFICATIONS);
+                });
             grant.ticket = ticket_of(ticket.in());
             return 0;
         });
@@ -380,10 +401,11 @@ std::optional<PushGrant> ControlPlane::resume_push(const std::string& store, con
                             " (push without resuming to start over)");
         PushGrant grant;
         grant.reservation = r->id;
-        BlobStreaming::BlobTransporter_ptr t = transporter(*refs_, store, ref, options_, what);
-        BlobStreaming::TransferTicket_var ticket = t->recv(r->id, r->size - r->received, r->received, true,
-                                                           time_value(options_.timeout),
-                                                           BlobStreaming::IGNORE_NOTIFICATIONS);
+        BlobStreaming::TransferTicket_var ticket =
+            with_transporter(*refs_, store, ref, options_, what, [&](BlobStreaming::BlobTransporter_ptr t) {
+                return t->recv(r->id, r->size - r->received, r->received, true, time_value(options_.timeout),
+                               BlobStreaming::IGNORE_NOTIFICATIONS);
+            });
         grant.ticket = ticket_of(ticket.in());
         return grant;
     });
@@ -415,10 +437,11 @@ Ticket ControlPlane::begin_pull(const std::string& store, const std::string& nam
     std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
     const std::string what = "pull " + quote_name(name);
     return with_store(*refs_, options_, store, what, [&](BlobStreaming::BlobStore_ptr ref) {
-        BlobStreaming::BlobTransporter_ptr t = transporter(*refs_, store, ref, options_, what);
-        BlobStreaming::TransferTicket_var ticket = t->send(name.c_str(), length, offset, true,
-                                                           time_value(options_.timeout),
-                                                           BlobStreaming::IGNORE_NOTIFICATIONS);
+        BlobStreaming::TransferTicket_var ticket =
+            with_transporter(*refs_, store, ref, options_, what, [&](BlobStreaming::BlobTransporter_ptr t) {
+                return t->send(name.c_str(), length, offset, true, time_value(options_.timeout),
+                               BlobStreaming::IGNORE_NOTIFICATIONS);
+            });
         return ticket_of(ticket.in());
     });
 }

@@ -1,5 +1,6 @@
 #include "Daemon.h"
 
+
 #include <blobstreaming/blobstore/Error.h>
 #include <blobstreaming/blobstore/FileStore.h>
 #include <blobstreaming/blobstore/MemoryStore.h>
@@ -106,6 +107,9 @@ std::string Daemon::start()
     }
     data_ = std::make_unique<server::DataServer>(*store_, *tickets_, *reservations_, data);
     data_->start();
+    notices_ = std::make_unique<server::NoticeDispatcher>();
+    transporters_ = std::make_unique<server::TransporterRegistry>(server::TransporterLimits{
+        options_.transporter_idle, options_.max_transporters, options_.max_client_transporters});
 
     // omniORB serves each control connection on a thread of its own: idle
     // connections (anyone may open them, no credential needed) would each
@@ -129,6 +133,8 @@ std::string Daemon::start()
     context_.local_fast_path = options_.local_fast_path;
     context_.poa = poa_.in();
     context_.access = &options_.access;
+    context_.notices = notices_.get();
+    context_.transporters = transporters_.get();
 
     PortableServer::Servant_var<corba::BlobStore_i> store_servant = new corba::BlobStore_i(context_);
     PortableServer::ObjectId_var store_id = poa_->activate_object(store_servant);
@@ -181,6 +187,17 @@ std::string Daemon::start()
 void Daemon::maintain() noexcept
 {
     if (stopped_) return;
+    if (transporters_) {
+        const auto swept = transporters_->sweep();
+        if (swept.reclaimed > 0)
+            spdlog::info("transporters: reclaimed {} idle for {} s or more (never closed, or their client is "
+                         "gone); {} open by {} client(s)", swept.reclaimed,
+                         static_cast<double>(options_.transporter_idle.count()) / 1000.0, swept.open, swept.clients);
+        if (swept.refused > 0)
+            spdlog::warn("transporters: refused {} openTransporter call(s) since the previous check (limits: {} per "
+                         "client, {} in all); {} open by {} client(s)", swept.refused,
+                         options_.max_client_transporters, options_.max_transporters, swept.open, swept.clients);
+    }
     if (sdc_) {
         try {
             sdc_->update(store_->usage(), data_->active_transfers(), data_->last_transfer_mbps());
@@ -248,6 +265,7 @@ void Daemon::stop() noexcept
     stopped_ = true;
     sdc_.reset();  // WS-Discovery Bye
     if (data_) data_->stop();
+    if (notices_) notices_->stop();  // no transfer ends any more; before the ORB goes
     if (reservations_) reservations_->abort_all();
     if (!CORBA::is_nil(naming_)) {
         try {

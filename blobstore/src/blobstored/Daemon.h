@@ -8,8 +8,10 @@
 #include "corba/BlobStore_i.h"
 #include "corba/ServantContext.h"
 #include "server/DataServer.h"
+#include "server/NoticeDispatcher.h"
 #include "server/ReservationTable.h"
 #include "server/TicketRegistry.h"
+#include "server/TransporterRegistry.h"
 
 #include <blobstreaming/blobstore/Store.h>
 
@@ -25,8 +27,8 @@ namespace blobstreaming::daemon {
 /// be opened, the data address cannot be bound, Errc::unreachable when the
 /// naming service cannot be contacted) returns the ready line; stop() (also
 /// run by the destructor) stops the data plane — in-flight pushes are
-/// aborted and leave nothing visible — removes the naming bindings and
-/// destroys the ORB.
+/// aborted and leave nothing visible — then the notice thread, removes the
+/// naming bindings and destroys the ORB.
 class Daemon {
 public:
     explicit Daemon(DaemonOptions options);
@@ -37,7 +39,9 @@ public:
     std::string start();
     void stop() noexcept;
 
-    /// Periodic upkeep on the main thread (every --naming-check): publishes
+    /// Periodic upkeep on the main thread (every --naming-check): reclaims
+    /// the transporters idle past --transporter-idle (logging how many, and
+    /// how many are still open, when that changes something); publishes
     /// the store's status to the SDC provider (if any); registers the store
     /// again when its Naming Service entry is missing or names a daemon that
     /// is gone (the Naming Service was restarted without its data), and
@@ -60,6 +64,8 @@ private:
     std::unique_ptr<server::TicketRegistry> tickets_;
     std::unique_ptr<server::ReservationTable> reservations_;
     std::unique_ptr<server::DataServer> data_;
+    std::unique_ptr<server::NoticeDispatcher> notices_;
+    std::unique_ptr<server::TransporterRegistry> transporters_;
     std::unique_ptr<SdcStatus> sdc_;
     corba::ServantContext context_;
 

@@ -116,6 +116,9 @@ po::options_description describe()
         ("naming-check", po::value<std::string>()->value_name("SECONDS")->default_value("2"), "how often the store checks its Naming Service entry and registers again when it is missing (a restarted Naming Service)")
         ("max-reservations", po::value<std::string>()->value_name("N")->default_value("1024"), "open reservations (reserved, not yet committed or aborted) the store holds at most; more are refused with LimitReached (1 to 1000000)")
         ("max-reservations-per-client", po::value<std::string>()->value_name("N")->default_value("64"), "open reservations one client holds at most: its certificate subject with TLS, else its IP address (1 to 1000000)")
+        ("transporter-idle", po::value<std::string>()->value_name("SECONDS")->default_value("300"), "a transporter neither called nor transferring for this long is reclaimed (its client died or never closed it); checked every --naming-check")
+        ("max-transporters", po::value<std::string>()->value_name("N")->default_value("4096"), "open transporters in all; more are refused with limit_reached")
+        ("max-client-transporters", po::value<std::string>()->value_name("N")->default_value("256"), "open transporters of one client (its host, or its certificate subject with TLS)")
         ("socket-buffer", po::value<std::string>()->value_name("BYTES"), "SO_SNDBUF and SO_RCVBUF of data connections (default: unset = Linux autotuning)")
         ("no-local", po::bool_switch(), "never offer the same-host fast path (findLocalFile)")
         ("no-sync", po::bool_switch(), "do not fsync at commit (tests and benchmarks only)")
@@ -313,6 +316,10 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
     o.max_reservations = parse_count("max-reservations", value_of(vm, "max-reservations"), 1, 1000000);
     o.max_reservations_per_client =
         parse_count("max-reservations-per-client", value_of(vm, "max-reservations-per-client"), 1, 1000000);
+    o.transporter_idle = parse_seconds("transporter-idle", value_of(vm, "transporter-idle"), 0.1, 604800);
+    o.max_transporters = parse_count("max-transporters", value_of(vm, "max-transporters"), 1, 1000000);
+    o.max_client_transporters =
+        parse_count("max-client-transporters", value_of(vm, "max-client-transporters"), 1, 1000000);
     if (vm.count("socket-buffer")) {
         const std::uint64_t b = parse_size("socket-buffer", value_of(vm, "socket-buffer"));
         if (b < 4096 || b > (std::uint64_t{1} << 30))

@@ -45,6 +45,9 @@ struct DaemonOptions {
     std::chrono::milliseconds naming_check{2000};  ///< period of the Naming Service upkeep
     std::size_t max_reservations = 1024;           ///< open reservations in total
     std::size_t max_reservations_per_client = 64;  ///< ... of one client (certificate subject, else address)
+    std::chrono::milliseconds transporter_idle{300000};  ///< an unused transporter is reclaimed after this
+    std::size_t max_transporters = 4096;         ///< open transporters in all
+    std::size_t max_client_transporters = 256;   ///< open transporters of one client (host, or TLS subject)
     int socket_buffer = 0;            ///< 0: autotuning
     bool local_fast_path = true;
     bool sync = true;

@@ -6,6 +6,7 @@
 #include "server/AccessList.h"
 #include "server/DataServer.h"
 #include "server/ReservationTable.h"
+#include "server/TransporterRegistry.h"
 
 #include <blobstreaming/blobstore/BlobName.h>
 #include <blobstreaming/blobstore/Error.h>
@@ -269,15 +270,30 @@ BlobStreaming::DataEndpoint* BlobStore_i::dataAddress()
     return out;
 }
 
+// Every transporter counts against the caps of the context's registry until
+// its client closes it or the daemon reclaims it idle (Daemon::maintain).
 BlobStreaming::BlobTransporter_ptr BlobStore_i::openTransporter()
 {
     try {
-        PortableServer::Servant_var<BlobTransporter_i> servant = new BlobTransporter_i(context_);
+        std::shared_ptr<server::TransporterActivity> activity;
+        if (context_.transporters) activity = context_.transporters->admit(caller_client());
+        PortableServer::Servant_var<BlobTransporter_i> servant = new BlobTransporter_i(context_, activity);
         PortableServer::ObjectId_var oid = context_.poa->activate_object(servant);
+        if (activity) {
+            context_.transporters->on_reclaim(activity, [poa = context_.poa, id = PortableServer::ObjectId(oid.in())] {
+                try {
+                    poa->deactivate_object(id);  // its destructor withdraws its unused tickets
+                } catch (const PortableServer::POA::ObjectNotActive&) {
+                    // closed by its client meanwhile
+                } catch (const CORBA::Exception& e) {
+                    spdlog::warn("cannot reclaim an idle transporter: CORBA {}", e._name());
+                }
+            });
+        }
         CORBA::Object_var obj = context_.poa->id_to_reference(oid);
         return BlobStreaming::BlobTransporter::_narrow(obj);
     } catch (...) {
-        rethrow_declared(kLimitReached, context_.store_name);
+        rethrow_declared(kLimitReached, context_.store_name);  // admit(): Errc::limit_reached
     }
 }
 

@@ -13,6 +13,7 @@
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Security.h>
 
+#include <omniORB4/omniORB.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -23,8 +24,10 @@
 namespace blobstreaming::corba {
 namespace {
 
-/// Queued notices kept per transporter at most; the oldest are dropped.
-constexpr std::size_t kMaxQueuedNotices = 10000;
+/// How long the dispatcher's thread waits for one observer to take a
+/// notice (connecting included) before it gives up on that observer for a
+/// while (server::NoticeLimits::retry_after).
+constexpr CORBA::ULong kObserverCallTimeoutMs = 2000;
 
 std::string range_text(std::uint64_t offset, std::uint64_t length)
 {
@@ -39,6 +42,50 @@ protocol::TicketId ticket_of(const BlobStreaming::TicketId id)
     for (std::size_t i = 0; i < out.size(); ++i) out[i] = id[i];
     return out;
 }
+
+BlobStreaming::TransferNotice notice_of(const server::TransferOutcome& outcome)
+{
+    BlobStreaming::TransferNotice notice;
+    std::memcpy(notice.id, outcome.ticket.data(), outcome.ticket.size());
+    notice.succeeded = outcome.succeeded;
+    notice.bytes = outcome.bytes;
+    notice.reason = outcome.reason.c_str();
+    return notice;
+}
+
+/// A client's TransferObserver, called on the NoticeDispatcher's thread
+/// with a call timeout of its own.
+class ObserverSink final : public server::NoticeSink {
+public:
+    explicit ObserverSink(BlobStreaming::TransferObserver_ptr observer)
+        : observer_(BlobStreaming::TransferObserver::_duplicate(observer)), endpoint_(endpoint_of(observer))
+    {
+        omniORB::setClientCallTimeout(observer_, kObserverCallTimeoutMs);
+    }
+
+    std::string deliver(const server::TransferOutcome& outcome) noexcept override
+    {
+        try {
+            observer_->completed(notice_of(outcome));  // oneway: still connects and writes
+            return {};
+        } catch (const CORBA::TIMEOUT&) {
+            return "CORBA TIMEOUT: no connection or no room for the notice within " +
+                   std::to_string(kObserverCallTimeoutMs) + " ms";
+        } catch (const CORBA::Exception& e) {
+            return std::string("CORBA ") + e._name();
+        } catch (const std::exception& e) {
+            return e.what();
+        } catch (...) {
+            return "unknown failure";
+        }
+    }
+
+    const std::string& endpoint() const noexcept override { return endpoint_; }
+
+private:
+    BlobStreaming::TransferObserver_var observer_;
+    const std::string endpoint_;
+};
 
 }  // namespace
 
@@ -61,8 +108,9 @@ BlobStreaming::TimeValue to_time_value(std::chrono::milliseconds ms)
     return t;
 }
 
-BlobTransporter_i::BlobTransporter_i(const ServantContext& context)
-    : context_(context), opener_(caller_subject())
+BlobTransporter_i::BlobTransporter_i(const ServantContext& context,
+                                     std::shared_ptr<server::TransporterActivity> activity)
+    : context_(context), opener_(caller_subject()), activity_(std::move(activity))
 {
 }
 
@@ -75,37 +123,45 @@ void BlobTransporter_i::require_opener(const char* operation) const
     throw CORBA::NO_PERMISSION(static_cast<CORBA::ULong>(kNoPermissionMinor), CORBA::COMPLETED_NO);
 }
 
-BlobTransporter_i::~BlobTransporter_i() { withdraw_all(); }
+BlobTransporter_i::~BlobTransporter_i()
+{
+    withdraw_all();
+    release();
+}
 
+void BlobTransporter_i::release() noexcept
+{
+    if (activity_ && context_.transporters) context_.transporters->release(activity_.get());
+}
+
+// Runs on the reactor thread when the transfer ends: it only queues, never
+// calls out (a oneway call still connects and writes, and an observer that
+// does not answer would hold up every transfer of the daemon).
 std::shared_ptr<server::TransferControl> BlobTransporter_i::make_control(
     BlobStreaming::NotificationSemantics semantics)
 {
     auto control = std::make_shared<server::TransferControl>();
-    if (semantics == BlobStreaming::IGNORE_NOTIFICATIONS) return control;
-    control->on_finished = [notices = notices_, semantics](const server::TransferOutcome& outcome) {
-        BlobStreaming::TransferNotice notice;
-        std::memcpy(notice.id, outcome.ticket.data(), outcome.ticket.size());
-        notice.succeeded = outcome.succeeded;
-        notice.bytes = outcome.bytes;
-        notice.reason = outcome.reason.c_str();
+    if (activity_) activity_->track(control);  // busy until the transfer ends
+    control->on_finished = [notices = notices_, semantics, activity = activity_, dispatcher = context_.notices,
+                            self = control.get()](const server::TransferOutcome& outcome) {
+        if (activity) activity->ended(self);
         if (semantics == BlobStreaming::QUEUE_NOTIFICATIONS) {
+            const BlobStreaming::TransferNotice notice = notice_of(outcome);
             std::lock_guard<std::mutex> lock(notices->mutex);
-            if (notices->queue.size() >= kMaxQueuedNotices) notices->queue.pop_front();
+            if (notices->queue.size() >= kMaxQueuedNotices) {
+                notices->queue.pop_front();
+                ++notices->dropped;
+            }
             notices->queue.push_back(notice);
             return;
         }
-        BlobStreaming::TransferObserver_var observer;
+        if (semantics != BlobStreaming::SEND_NOTIFICATIONS) return;
+        std::shared_ptr<server::NoticeSink> observer;
         {
             std::lock_guard<std::mutex> lock(notices->mutex);
             observer = notices->observer;
         }
-        if (CORBA::is_nil(observer)) return;
-        try {
-            observer->completed(notice);  // oneway
-        } catch (const CORBA::Exception& e) {
-            spdlog::warn("transfer notice of ticket {} not delivered to the observer: CORBA {}",
-                         protocol::ticket_tag(outcome.ticket), e._name());
-        }
+        if (observer && dispatcher) dispatcher->post(observer, outcome);
     };
     return control;
 }
@@ -231,11 +287,17 @@ BlobStreaming::TransferNoticeSeq* BlobTransporter_i::poll()
 {
     require_opener("poll");
     try {
+        if (activity_) activity_->touch();
         std::deque<BlobStreaming::TransferNotice> taken;
+        std::uint64_t dropped = 0;
         {
             std::lock_guard<std::mutex> lock(notices_->mutex);
             taken.swap(notices_->queue);
+            std::swap(dropped, notices_->dropped);
         }
+        if (dropped > 0)
+            spdlog::info("transporter poll: {} oldest notices were dropped since the previous poll (at most {} are "
+                         "kept)", dropped, kMaxQueuedNotices);
         auto* out = new BlobStreaming::TransferNoticeSeq;
         out->length(static_cast<CORBA::ULong>(taken.size()));
         for (CORBA::ULong i = 0; i < out->length(); ++i) (*out)[i] = taken[i];
@@ -248,13 +310,17 @@ BlobStreaming::TransferNoticeSeq* BlobTransporter_i::poll()
 void BlobTransporter_i::observe(BlobStreaming::TransferObserver_ptr observer)
 {
     require_opener("observe");
+    if (activity_) activity_->touch();
+    std::shared_ptr<server::NoticeSink> sink;
+    if (!CORBA::is_nil(observer)) sink = std::make_shared<ObserverSink>(observer);
     std::lock_guard<std::mutex> lock(notices_->mutex);
-    notices_->observer = BlobStreaming::TransferObserver::_duplicate(observer);
+    notices_->observer = std::move(sink);
 }
 
 void BlobTransporter_i::cancel(const BlobStreaming::TicketId id)
 {
     require_opener("cancel");
+    if (activity_) activity_->touch();
     const protocol::TicketId ticket = ticket_of(id);
     const bool withdrawn = context_.tickets->withdraw(ticket);
     std::shared_ptr<server::TransferControl> control;
@@ -289,6 +355,7 @@ void BlobTransporter_i::close()
         if (closed_) return;
         closed_ = true;
     }
+    release();
     withdraw_all();
     try {
         PortableServer::ObjectId_var oid = context_.poa->servant_to_id(this);

@@ -3,7 +3,9 @@
 
 #include "ServantContext.h"
 
+#include "server/NoticeDispatcher.h"
 #include "server/TicketRegistry.h"
+#include "server/TransporterRegistry.h"
 
 #include <blobstreaming/transporter/Protocol.h>
 
@@ -17,8 +19,11 @@
 namespace blobstreaming::corba {
 
 /// One per openTransporter() call, activated in the context's POA; close()
-/// withdraws its unused tickets and deactivates it. Upcalls run on omniORB
-/// threads; completion notices are produced on the reactor thread.
+/// withdraws its unused tickets and deactivates it, and so does the daemon
+/// when it was left idle (server::TransporterRegistry). Upcalls run on
+/// omniORB threads; completion notices are produced on the reactor thread,
+/// which only queues them: SEND_NOTIFICATIONS notices are delivered by the
+/// context's NoticeDispatcher, QUEUE_NOTIFICATIONS ones wait for poll().
 ///
 /// A transporter serves only the client that opened it (the certificate
 /// subject of the openTransporter() call): its object key is guessable, its
@@ -26,7 +31,10 @@ namespace blobstreaming::corba {
 class BlobTransporter_i : public POA_BlobStreaming::BlobTransporter {
 public:
     /// Call from the openTransporter() upcall: the caller becomes the opener.
-    explicit BlobTransporter_i(const ServantContext& context);
+    /// `activity` is what the context's TransporterRegistry admitted for it
+    /// (null without a registry); the servant keeps it up to date and
+    /// releases it when closed or destroyed.
+    BlobTransporter_i(const ServantContext& context, std::shared_ptr<server::TransporterActivity> activity);
     ~BlobTransporter_i() override;
 
     BlobStreaming::TransferTicket* send(const char* blob, BlobStreaming::ByteCount length,
@@ -46,9 +54,13 @@ public:
     /// completion callbacks so that they may outlive the servant.
     struct Notices {
         std::mutex mutex;
-        std::deque<BlobStreaming::TransferNotice> queue;
-        BlobStreaming::TransferObserver_var observer;
+        std::deque<BlobStreaming::TransferNotice> queue;  ///< QUEUE_NOTIFICATIONS, at most kMaxQueuedNotices
+        std::uint64_t dropped = 0;                        ///< oldest queued notices dropped since the last poll()
+        std::shared_ptr<server::NoticeSink> observer;     ///< SEND_NOTIFICATIONS; null: nowhere
     };
+
+    /// Queued notices kept per transporter at most; the oldest are dropped.
+    static constexpr std::size_t kMaxQueuedNotices = 10000;
 
 private:
     std::shared_ptr<server::TransferControl> make_control(BlobStreaming::NotificationSemantics semantics);
@@ -58,8 +70,11 @@ private:
     /// transporter.
     void require_opener(const char* operation) const;
 
+    void release() noexcept;
+
     const ServantContext& context_;
     const std::string opener_;  ///< certificate subject of the client that opened it ("" without TLS)
+    const std::shared_ptr<server::TransporterActivity> activity_;
     std::shared_ptr<Notices> notices_ = std::make_shared<Notices>();
     std::mutex mutex_;
     std::map<protocol::TicketId, std::weak_ptr<server::TransferControl>> issued_;

@@ -86,31 +86,10 @@ private:
     TlsFiles files_;
 };
 
-/// The host of an omniORB peer address: "giop:tcp:10.0.0.7:41234" ->
-/// "10.0.0.7", "giop:ssl:[::1]:41234" -> "::1", "giop:unix:/tmp/s" ->
-/// "/tmp/s" (no port there).
-std::string host_of(const char* peer)
-{
-    if (peer == nullptr) return {};
-    std::string a = peer;
-    if (a.rfind("giop:", 0) == 0) {
-        const auto colon = a.find(':', 5);
-        const std::string transport = a.substr(5, colon == std::string::npos ? std::string::npos : colon - 5);
-        a = colon == std::string::npos ? std::string() : a.substr(colon + 1);
-        if (transport == "unix") return a;
-    }
-    if (!a.empty() && a.front() == '[') {
-        const auto close = a.find(']');
-        return close == std::string::npos ? a : a.substr(1, close - 1);
-    }
-    const auto port = a.rfind(':');
-    return port == std::string::npos ? a : a.substr(0, port);
-}
-
 CORBA::Boolean on_receive_request(omni::omniInterceptors::serverReceiveRequest_T::info_T& info)
 {
     current_subject = configured ? certificate_subject(info.peerdetails()) : std::string();
-    current_address = host_of(info.peeraddress());
+    current_address = info.peeraddress() ? host_of_peer(info.peeraddress()) : std::string();
     return true;
 }
 
@@ -175,6 +154,23 @@ void install_caller_identity()
 }
 
 std::string caller_subject() { return current_subject; }
+
+std::string host_of_peer(const std::string& peer)
+{
+    std::string a = peer;
+    if (a.rfind("giop:", 0) == 0) {
+        const auto colon = a.find(':', 5);
+        const std::string transport = a.substr(5, colon == std::string::npos ? std::string::npos : colon - 5);
+        if (transport == "unix") return "local";
+        a = colon == std::string::npos ? std::string() : a.substr(colon + 1);
+    }
+    if (!a.empty() && a.front() == '[') {
+        const auto close = a.find(']');
+        return close == std::string::npos ? a : a.substr(1, close - 1);
+    }
+    const auto port = a.rfind(':');
+    return port == std::string::npos ? a : a.substr(0, port);
+}
 
 std::string caller_address() { return current_address; }
 

@@ -13,9 +13,11 @@ class Store;
 namespace server {
 class AccessList;
 class DataServer;
+class NoticeDispatcher;
 class ReservationTable;
 enum class Permission;
 class TicketRegistry;
+class TransporterRegistry;
 }  // namespace server
 }  // namespace blobstreaming
 
@@ -33,6 +35,12 @@ struct ServantContext {
     bool local_fast_path = true;        ///< findLocalFile answers for a FileStore
     PortableServer::POA_ptr poa = nullptr;  ///< where transporters are activated (not owned)
     const server::AccessList* access = nullptr;  ///< null: everything permitted
+    /// Delivers SEND_NOTIFICATIONS notices off the data plane's thread (not
+    /// owned; null: such notices are dropped).
+    server::NoticeDispatcher* notices = nullptr;
+    /// The open transporters: caps per client and in total, reclamation of
+    /// idle ones (not owned; null: no caps, nothing reclaimed).
+    server::TransporterRegistry* transporters = nullptr;
 };
 
 /// Checks that the client of the current request (its TLS certificate's

@@ -38,6 +38,11 @@ std::string caller_subject();
 /// for an in-process call.
 std::string caller_address();
 
+/// The host part of an omniORB peer address: "giop:tcp:10.0.0.7:41234" ->
+/// "10.0.0.7", "giop:ssl:[::1]:41234" -> "::1", "giop:unix:/tmp/s" ->
+/// "local" (every client of a Unix socket is on this host).
+std::string host_of_peer(const std::string& peer);
+
 /// The client to which per-client limits apply: caller_subject() when TLS
 /// identified it, else caller_address(); "local" for an in-process call.
 std::string caller_client();

@@ -1,0 +1,253 @@
+#include "server/NoticeDispatcher.h"
+
+#define BOOST_TEST_MODULE NoticeDispatcher
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace blobstreaming::server;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// Waits for a condition with a deadline (the machine may be loaded).
+template <class Condition>
+bool eventually(Condition condition, std::chrono::milliseconds deadline = 20s)
+{
+    const auto end = std::chrono::steady_clock::now() + deadline;
+    while (!condition()) {
+        if (std::chrono::steady_clock::now() >= end) return false;
+        std::this_thread::sleep_for(1ms);
+    }
+    return true;
+}
+
+TransferOutcome notice(std::uint64_t n)
+{
+    TransferOutcome o;
+    o.ticket[0] = static_cast<std::uint8_t>(n);
+    o.bytes = n;
+    o.succeeded = true;
+    return o;
+}
+
+/// Records what it receives; can be held (deliver() blocks until released)
+/// or made to fail.
+class RecordingSink : public NoticeSink {
+public:
+    RecordingSink(std::string endpoint, std::string name, std::vector<std::string>* journal, std::mutex* journal_mutex)
+        : endpoint_(std::move(endpoint)), name_(std::move(name)), journal_(journal), journal_mutex_(journal_mutex)
+    {
+    }
+
+    std::string deliver(const TransferOutcome& n) noexcept override
+    {
+        std::unique_lock<std::mutex> lock(mutex_);
+        ++entered_;
+        entered_cv_.notify_all();
+        released_cv_.wait(lock, [this] { return !held_; });
+        if (!failure_.empty()) return failure_;
+        got_.push_back(n.bytes);
+        if (journal_) {
+            std::lock_guard<std::mutex> j(*journal_mutex_);
+            journal_->push_back(name_ + std::to_string(n.bytes));
+        }
+        return "";
+    }
+    const std::string& endpoint() const noexcept override { return endpoint_; }
+
+    void hold()
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        held_ = true;
+    }
+    void release()
+    {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            held_ = false;
+        }
+        released_cv_.notify_all();
+    }
+    void fail_with(std::string why)
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        failure_ = std::move(why);
+    }
+    /// Waits until deliver() was entered `n` times.
+    bool entered(int n)
+    {
+        std::unique_lock<std::mutex> lock(mutex_);
+        return entered_cv_.wait_for(lock, 20s, [&] { return entered_ >= n; });
+    }
+    std::vector<std::uint64_t> got()
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return got_;
+    }
+
+private:
+    const std::string endpoint_;
+    const std::string name_;
+    std::vector<std::string>* journal_;
+    std::mutex* journal_mutex_;
+    std::mutex mutex_;
+    std::condition_variable entered_cv_;
+    std::condition_variable released_cv_;
+    bool held_ = false;
+    int entered_ = 0;
+    std::string failure_;
+    std::vector<std::uint64_t> got_;
+};
+
+std::shared_ptr<RecordingSink> sink(std::string endpoint, std::string name = "", std::vector<std::string>* journal = nullptr,
+                                    std::mutex* journal_mutex = nullptr)
+{
+    return std::make_shared<RecordingSink>(std::move(endpoint), std::move(name), journal, journal_mutex);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(delivers_every_notice_of_an_observer_in_order)
+{
+    NoticeDispatcher d;
+    auto s = sink("127.0.0.1:1");
+    std::vector<std::uint64_t> expected;
+    for (std::uint64_t i = 1; i <= 500; ++i) {
+        BOOST_CHECK(d.post(s, notice(i)));
+        expected.push_back(i);
+    }
+    BOOST_REQUIRE(eventually([&] { return s->got().size() == expected.size(); }));
+    BOOST_CHECK(s->got() == expected);
+    const NoticeStats st = d.stats();
+    BOOST_CHECK_EQUAL(st.delivered, 500u);
+    BOOST_CHECK_EQUAL(st.queued, 0u);
+    BOOST_CHECK_EQUAL(st.dropped_full + st.dropped_unreachable + st.dropped_stopped + st.failed, 0u);
+}
+
+BOOST_AUTO_TEST_CASE(post_never_waits_for_a_blocked_observer_and_the_queue_is_bounded)
+{
+    NoticeLimits limits;
+    limits.per_observer = 10;
+    limits.total = 15;
+    NoticeDispatcher d(limits);
+    auto slow = sink("127.0.0.1:1");
+    slow->hold();
+    BOOST_CHECK(d.post(slow, notice(0)));
+    BOOST_REQUIRE(slow->entered(1));  // notice 0 is being delivered, and blocks
+
+    const auto t0 = std::chrono::steady_clock::now();
+    int accepted = 0;
+    for (std::uint64_t i = 1; i <= 30; ++i) accepted += d.post(slow, notice(i)) ? 1 : 0;
+    BOOST_CHECK(std::chrono::steady_clock::now() - t0 < 5s);  // 30 posts: no wait at all in fact
+    BOOST_CHECK_EQUAL(accepted, 10);
+    BOOST_CHECK_EQUAL(d.stats().dropped_full, 20u);
+    BOOST_CHECK_EQUAL(d.stats().queued, 10u);
+
+    // The total bound: another observer gets 5 places, not 10.
+    auto other = sink("127.0.0.1:2");
+    other->hold();
+    accepted = 0;
+    for (std::uint64_t i = 100; i < 110; ++i) accepted += d.post(other, notice(i)) ? 1 : 0;
+    BOOST_CHECK_EQUAL(accepted, 5);
+    BOOST_CHECK_EQUAL(d.stats().dropped_full, 25u);
+
+    slow->release();
+    other->release();
+    BOOST_REQUIRE(eventually([&] { return d.stats().delivered == 16u; }));
+    BOOST_CHECK(slow->got() == (std::vector<std::uint64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+    BOOST_CHECK(other->got() == (std::vector<std::uint64_t>{100, 101, 102, 103, 104}));
+}
+
+BOOST_AUTO_TEST_CASE(observers_take_turns_so_a_slow_one_delays_others_by_one_delivery_at_most)
+{
+    std::vector<std::string> journal;
+    std::mutex journal_mutex;
+    NoticeDispatcher d;
+    auto slow = sink("10.0.0.1:1", "slow", &journal, &journal_mutex);
+    auto fast = sink("10.0.0.2:1", "fast", &journal, &journal_mutex);
+    slow->hold();
+    BOOST_CHECK(d.post(slow, notice(1)));
+    BOOST_REQUIRE(slow->entered(1));
+    BOOST_CHECK(d.post(slow, notice(2)));
+    BOOST_CHECK(d.post(slow, notice(3)));
+    BOOST_CHECK(d.post(fast, notice(1)));
+    BOOST_CHECK(d.post(fast, notice(2)));
+    slow->release();
+    BOOST_REQUIRE(eventually([&] { return d.stats().delivered == 5u; }));
+    std::lock_guard<std::mutex> lock(journal_mutex);
+    BOOST_CHECK(journal == (std::vector<std::string>{"slow1", "fast1", "slow2", "fast2", "slow3"}));
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_delivery_drops_what_the_endpoint_has_queued_and_suspends_it_for_a_while)
+{
+    NoticeLimits limits;
+    limits.retry_after = 2s;
+    NoticeDispatcher d(limits);
+    auto dead = sink("192.0.2.1:9");
+    auto dead_too = sink("192.0.2.1:9");  // another transporter observed by the same endpoint
+    auto alive = sink("127.0.0.1:3");
+    dead->hold();
+    dead->fail_with("CORBA TIMEOUT");
+    BOOST_CHECK(d.post(dead, notice(1)));
+    BOOST_REQUIRE(dead->entered(1));
+    BOOST_CHECK(d.post(dead, notice(2)));
+    BOOST_CHECK(d.post(dead_too, notice(3)));
+    BOOST_CHECK(d.post(alive, notice(4)));
+    dead->release();
+    BOOST_REQUIRE(eventually([&] { return d.stats().failed == 1u && d.stats().delivered == 1u; }));
+    BOOST_CHECK_EQUAL(d.stats().dropped_unreachable, 2u);  // notices 2 and 3
+    BOOST_CHECK(alive->got() == std::vector<std::uint64_t>{4});
+
+    // Suspended: dropped at once, without a delivery attempt.
+    BOOST_CHECK(!d.post(dead_too, notice(5)));
+    BOOST_CHECK_EQUAL(d.stats().dropped_unreachable, 3u);
+    BOOST_CHECK(d.post(alive, notice(6)));
+
+    // After the retry period the endpoint is tried again; a success ends the suspension.
+    dead->fail_with("");
+    BOOST_REQUIRE(eventually([&] { return d.post(dead, notice(7)); }));
+    BOOST_REQUIRE(eventually([&] { return dead->got() == std::vector<std::uint64_t>{7}; }));
+    BOOST_CHECK(d.post(dead, notice(8)));
+    BOOST_REQUIRE(eventually([&] { return dead->got().size() == 2; }));
+    BOOST_CHECK_EQUAL(d.stats().failed, 1u);
+}
+
+BOOST_AUTO_TEST_CASE(stop_waits_for_the_delivery_in_progress_and_drops_the_rest)
+{
+    auto d = std::make_unique<NoticeDispatcher>();
+    auto s = sink("127.0.0.1:4");
+    s->hold();
+    for (std::uint64_t i = 1; i <= 10; ++i) BOOST_CHECK(d->post(s, notice(i)));
+    BOOST_REQUIRE(s->entered(1));
+    std::thread releaser([&] {
+        std::this_thread::sleep_for(50ms);  // let stop() begin to wait; the result is the same if not
+        s->release();
+    });
+    d->stop();
+    releaser.join();
+    const NoticeStats st = d->stats();
+    BOOST_CHECK_EQUAL(st.delivered, 1u);
+    BOOST_CHECK_EQUAL(st.dropped_stopped, 9u);
+    BOOST_CHECK_EQUAL(st.queued, 0u);
+    BOOST_CHECK(!d->post(s, notice(11)));
+    BOOST_CHECK_EQUAL(d->stats().dropped_stopped, 10u);
+    d->stop();  // idempotent
+    d.reset();  // the destructor after stop()
+    BOOST_CHECK_EQUAL(s.use_count(), 1);  // the dispatcher let go of the sink
+}
+
+BOOST_AUTO_TEST_CASE(destructor_stops_a_running_dispatcher)
+{
+    auto s = sink("127.0.0.1:5");
+    {
+        NoticeDispatcher d;
+        for (std::uint64_t i = 1; i <= 3; ++i) d.post(s, notice(i));
+    }
+    BOOST_CHECK_EQUAL(s.use_count(), 1);
+}
