@@ -145,13 +145,18 @@ def reservation_written_past(tmp_dir, offset):
     return None
 
 
-def peak_rss_kib(pid):
-    """The peak resident set size (VmHWM) of a running process, in KiB."""
+def proc_status(pid, field):
+    """A number of /proc/PID/status: "VmHWM", "VmRSS" (KiB), "Threads"."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmHWM:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
-    raise TestFailure(f"/proc/{pid}/status has no VmHWM line")
+    raise TestFailure(f"/proc/{pid}/status has no {field} line")
+
+
+def peak_rss_kib(pid):
+    """The peak resident set size (VmHWM) of a running process, in KiB."""
+    return proc_status(pid, "VmHWM")
 
 
 def wait_for(condition, timeout, what, interval=0.02):
@@ -506,6 +511,49 @@ class Cluster:
             print(f"kept {self.root}", flush=True)
         else:
             shutil.rmtree(self.root, ignore_errors=True)
+
+
+class DriverShell:
+    """tests/tools/client_driver shell: one long-lived Session (pooled data
+    connections, cached references) under the test's control; one command
+    in, one JSON line out."""
+
+    def __init__(self, c, store):
+        err_path = c.path("shell.err")
+        self.err = open(err_path, "wb")
+        self.proc = c.spawn("client_driver shell",
+                            [program("tests/tools/client_driver"), "shell", "--naming", c.naming, "--store", store],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, text=True)
+        self.proc.log_paths.append(err_path)
+        self.lines = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+        check_equal(self.read(60).get("command"), "ready", "first line of client_driver shell")
+
+    def _pump(self):
+        for line in self.proc.popen.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def read(self, timeout):
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise TestFailure(f"client_driver shell gave no answer within {timeout} s") from None
+        if line is None:
+            raise TestFailure(f"client_driver shell exited ({self.proc.popen.poll()})")
+        return json.loads(line)
+
+    def do(self, command, timeout=90):
+        self.proc.popen.stdin.write(command + "\n")
+        self.proc.popen.stdin.flush()
+        answer = self.read(timeout)
+        step(f"shell: {command} -> {answer}")
+        return answer
+
+    def ok(self, command):
+        answer = self.do(command)
+        check(answer.get("ok"), f"the long-lived client failed `{command}`: {answer}")
+        return answer
 
 
 def _terminate(signum, _frame):

@@ -29,13 +29,10 @@ answering. docs/PROTOCOL.md "Connections" promises instead:
 4. The new options are range-checked with exact messages.
 """
 
-import json
 import os
-import queue
 import re
 import resource
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -110,45 +107,6 @@ def round_trip(c, store, name, size):
     check_equal(bslib.sha256_file(pulled), digest, f"sha256 of {name} pulled over the data port")
 
 
-class Shell:
-    """tests/tools/client_driver shell: one long-lived Session (pooled data
-    connections); one command in, one JSON line out."""
-
-    def __init__(self, c, store):
-        err_path = c.path("shell.err")
-        self.err = open(err_path, "wb")
-        self.proc = c.spawn("client_driver shell",
-                            [bslib.program("tests/tools/client_driver"), "shell", "--naming", c.naming,
-                             "--store", store],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, text=True)
-        self.proc.log_paths.append(err_path)
-        self.lines = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
-        check_equal(self.read(60).get("command"), "ready", "first line of client_driver shell")
-
-    def _pump(self):
-        for line in self.proc.popen.stdout:
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def read(self, timeout):
-        try:
-            line = self.lines.get(timeout=timeout)
-        except queue.Empty:
-            raise bslib.TestFailure(f"client_driver shell gave no answer within {timeout} s") from None
-        if line is None:
-            raise bslib.TestFailure(f"client_driver shell exited ({self.proc.popen.poll()})")
-        return json.loads(line)
-
-    def ok(self, command):
-        self.proc.popen.stdin.write(command + "\n")
-        self.proc.popen.stdin.flush()
-        answer = self.read(90)
-        step(f"shell: {command} -> {answer}")
-        check(answer.get("ok"), f"the long-lived client failed `{command}`: {answer}")
-        return answer
-
-
 def transfer_port(daemon, verb, name):
     """The client port of the data connection that carried `verb name`."""
     m = re.search(rf'{verb} "{re.escape(name)}" \d+ bytes .* (?:from|to) 127\.0\.0\.1:(\d+)', log_text(daemon))
@@ -201,7 +159,7 @@ def deadlines(c):
               in log, f"the daemon's log does not say why the connection with {reason} was closed")
 
     step("a pooled connection idle for the idle timeout is closed; the Session's next transfer succeeds")
-    shell = Shell(c, "idle")
+    shell = bslib.DriverShell(c, "idle")
     first = shell.ok("push CT.pooled 300000")
     again = shell.ok("push CT.pooled2 200000")
     reused = transfer_port(daemon, "push", "CT.pooled")

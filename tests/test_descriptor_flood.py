@@ -24,14 +24,6 @@ WANTED = 3000
 MAX_THREADS = 400
 
 
-def threads(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("Threads:"):
-                return int(line.split()[1])
-    raise bslib.TestFailure(f"/proc/{pid}/status has no Threads line")
-
-
 def test(c):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     limit = hard if hard != resource.RLIM_INFINITY else 65536
@@ -48,11 +40,11 @@ def test(c):
     try:
         for _ in range(count):
             idle.append(socket.create_connection((host, int(port)), timeout=10))
-        step(f"{count} idle connections open to the control port {host}:{port}; "
-             f"daemon threads {threads(daemon.pid)}")
+        threads = bslib.proc_status(daemon.pid, "Threads")
+        step(f"{count} idle connections open to the control port {host}:{port}; daemon threads {threads}")
         check(daemon.running(), "the daemon died under idle control connections")
-        check(threads(daemon.pid) < MAX_THREADS,
-              f"the daemon holds {threads(daemon.pid)} threads for {count} idle connections (limit {MAX_THREADS})")
+        check(threads < MAX_THREADS,
+              f"the daemon holds {threads} threads for {count} idle connections (limit {MAX_THREADS})")
         c.blob("stores", timeout=60).ok()
         pushed = c.blob("push", source, "CT.flood", store="ws", timeout=60).ok()
         check_equal(pushed.get("sha256"), digest, "push during the flood")

@@ -11,61 +11,13 @@ Then the daemon itself is restarted: the long-lived client's cached
 reference is stale and the Session resolves the store again. Last,
 omniNames restarted on its old data directory: the entries survive."""
 
-import json
 import os
-import queue
 import signal
-import subprocess
 import sys
-import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bslib  # noqa: E402
 from bslib import EXIT, check, check_equal, step  # noqa: E402
-
-
-class Shell:
-    """client_driver shell: one command in, one JSON line out."""
-
-    def __init__(self, c):
-        out_path = c.path("shell.err")
-        self.err = open(out_path, "wb")
-        self.proc = c.spawn("client_driver shell",
-                            [bslib.program("tests/tools/client_driver"), "shell", "--naming", c.naming,
-                             "--store", "central"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, text=True)
-        self.proc.log_paths.append(out_path)
-        self.lines = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
-        check_equal(self.read(60).get("command"), "ready", "first line of client_driver shell")
-
-    def _pump(self):
-        for line in self.proc.popen.stdout:
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def read(self, timeout):
-        try:
-            line = self.lines.get(timeout=timeout)
-        except queue.Empty:
-            raise bslib.TestFailure(f"client_driver shell gave no answer within {timeout} s") from None
-        if line is None:
-            raise bslib.TestFailure(f"client_driver shell exited ({self.proc.popen.poll()})")
-        return json.loads(line)
-
-    def do(self, command, timeout=90):
-        self.proc.popen.stdin.write(command + "\n")
-        self.proc.popen.stdin.flush()
-        answer = self.read(timeout)
-        step(f"shell: {command} -> {answer}")
-        return answer
-
-    def ok(self, command):
-        answer = self.do(command)
-        check(answer.get("ok"), f"the long-lived client failed `{command}`: {answer}")
-        return answer
-
-
 
 
 def test(c):
@@ -73,7 +25,7 @@ def test(c):
     url = c.naming
     port = int(url.rsplit(":", 1)[1])
     daemon = c.start_daemon("central", "file", extra=["--naming-check", "0.5"])
-    shell = Shell(c)
+    shell = bslib.DriverShell(c, "central")
     first = shell.ok("push CT.before 100000")
 
     step("omniNames killed: the running client keeps its store; new clients cannot find it")

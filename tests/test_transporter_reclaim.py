@@ -40,14 +40,6 @@ PER_CLIENT = 256  # the default of --max-client-transporters
 RSS_BOUND_KIB = 8 * 1024
 
 
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise bslib.TestFailure(f"/proc/{pid}/status has no VmRSS line")
-
-
 def sweeps(daemon):
     """(reclaimed, open) of every 'transporters: reclaimed' line of the daemon's log."""
     with open(daemon.log_paths[0], encoding="utf-8", errors="replace") as f:
@@ -146,11 +138,11 @@ def test(c):
     step("warm-up round, then the baseline")
     r = open_round(c, daemon)
     seen = wait_reclaimed(daemon, seen, r["opened"], "warm-up round")
-    baseline = rss_kib(daemon.pid)
+    baseline = bslib.proc_status(daemon.pid, "VmRSS")
     for n in (1, 2):
         t0 = time.monotonic()
         r = open_round(c, daemon)
-        grown = rss_kib(daemon.pid) - baseline
+        grown = bslib.proc_status(daemon.pid, "VmRSS") - baseline
         step(f"round {n}: {time.monotonic() - t0:.2f} s; daemon RSS {grown:+d} KiB over the baseline")
         check(grown < RSS_BOUND_KIB, f"the daemon's RSS grew by {grown} KiB after round {n} of {OPENS} "
                                      f"unclosed transporters (bound {RSS_BOUND_KIB} KiB)")
