@@ -35,7 +35,7 @@ EXTRA_DIST += tests/bslib.py tests/README.md tests/tsan.supp tests/lsan.supp
 
 # Obtains real tickets on the control plane and misuses them on the data port.
 check_PROGRAMS += tests/tools/ticket_probe
-tests_tools_ticket_probe_SOURCES = tests/tools/ticket_probe.cpp
+tests_tools_ticket_probe_SOURCES = tests/tools/ticket_probe.cpp tests/tools/ProbeConnection.h
 tests_tools_ticket_probe_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
 tests_tools_ticket_probe_LDADD = transporter/libblobtransporter.la blobstore/libblobstore.la \
 	$(OMNIORB_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
@@ -79,7 +79,7 @@ $(tests_tools_corba_call_OBJECTS): idl/BlobStreaming.hh
 # transporters opened and never closed, a transporter held while the daemon
 # reclaims it.
 check_PROGRAMS += tests/tools/transporter_probe
-tests_tools_transporter_probe_SOURCES = tests/tools/transporter_probe.cpp
+tests_tools_transporter_probe_SOURCES = tests/tools/transporter_probe.cpp tests/tools/ProbeConnection.h
 tests_tools_transporter_probe_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
 tests_tools_transporter_probe_LDADD = transporter/libblobtransporter.la blobstore/libblobstore.la \
 	$(OMNIORB_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)

@@ -197,15 +197,6 @@ json locator_call(BlobStreaming::BlobLocator_ptr l, const Call& call, const std:
     return out;
 }
 
-CosNaming::Name locator_path()
-{
-    CosNaming::Name name;
-    name.length(2);
-    name[0].id = "BlobStreaming";
-    name[1].id = "Locator";
-    return name;
-}
-
 void print(const json& line) { std::cout << line.dump() << std::endl; }
 
 int run(const Call& call)
@@ -229,7 +220,7 @@ int run(const Call& call)
             return ref;
         };
         if (on_locator) {
-            CORBA::Object_var obj = call.locator_ior.empty() ? root->resolve(locator_path())
+            CORBA::Object_var obj = call.locator_ior.empty() ? root->resolve(corba::locator_path())
                                                               : orb->string_to_object(call.locator_ior.c_str());
             endpoint = corba::endpoint_of(obj);
             refuse_plaintext(obj, what + ": locator", "its reference");

@@ -183,11 +183,7 @@ int each_op(const std::string& naming, const std::string& store_name, const std:
     probe("remove", [&] { store->remove(blob.c_str()); });
     if (!CORBA::is_nil(transporter)) probe("close", [&] { transporter->close(); });
     probe("locate", [&] {
-        CosNaming::Name path;
-        path.length(2);
-        path[0].id = "BlobStreaming";
-        path[1].id = "Locator";
-        CORBA::Object_var obj = root->resolve(path);
+        CORBA::Object_var obj = root->resolve(corba::locator_path());
         BlobStreaming::BlobLocator_var locator = BlobStreaming::BlobLocator::_narrow(obj);
         BlobStreaming::LocationSeq_var l = locator->locate(blob.c_str());
         BlobStreaming::NameSeq_var s = locator->stores();

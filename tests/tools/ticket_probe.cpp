@@ -23,6 +23,8 @@
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Orb.h>
 
+#include "ProbeConnection.h"
+
 #include <BlobStreaming.hh>
 
 #include <netdb.h>
@@ -78,92 +80,10 @@ std::string json_string(const std::string& text)
     return out + "\"";
 }
 
-/// One blocking TCP connection to a data port with send/receive timeouts.
-class DataConnection {
+/// The data connection of this probe: ProbeConnection with its timeout.
+class DataConnection : public ProbeConnection {
 public:
-    DataConnection(const std::string& host, unsigned short port)
-    {
-        addrinfo hints{};
-        hints.ai_family = AF_UNSPEC;
-        hints.ai_socktype = SOCK_STREAM;
-        hints.ai_flags = AI_NUMERICSERV;
-        addrinfo* found = nullptr;
-        const std::string service = std::to_string(port);
-        const std::string where = "data port " + host + ":" + service;
-        if (const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0)
-            throw Error(Errc::unreachable, "cannot resolve " + where + ": " + ::gai_strerror(rc));
-        std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> list(found, &::freeaddrinfo);
-        fd_.reset(::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
-        if (!fd_) throw Error(Errc::io_error, "cannot create a socket for " + where + ": " + std::strerror(errno));
-        timeval tv{};
-        tv.tv_sec = kIoTimeoutSeconds;
-        ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        ::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-        if (::connect(fd_.get(), found->ai_addr, found->ai_addrlen) != 0)
-            throw Error(Errc::unreachable, "cannot connect to " + where + ": " + std::strerror(errno));
-        where_ = where;
-    }
-
-    void send_all(const void* data, std::size_t size)
-    {
-        const auto* p = static_cast<const std::uint8_t*>(data);
-        while (size > 0) {
-            const ssize_t n = ::send(fd_.get(), p, size, MSG_NOSIGNAL);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) throw Error(Errc::transfer_failed, "send to " + where_ + ": " + std::strerror(errno));
-            p += n;
-            size -= static_cast<std::size_t>(n);
-        }
-    }
-
-    /// Reads exactly `size` bytes; Errc::transfer_failed on EOF, error or timeout.
-    void recv_exact(void* data, std::size_t size)
-    {
-        auto* p = static_cast<std::uint8_t*>(data);
-        while (size > 0) {
-            const ssize_t n = ::recv(fd_.get(), p, size, 0);
-            if (n < 0 && errno == EINTR) continue;
-            if (n == 0) throw Error(Errc::transfer_failed, "receive from " + where_ + ": connection closed by the daemon");
-            if (n < 0)
-                throw Error(errno == EAGAIN || errno == EWOULDBLOCK ? Errc::timeout : Errc::transfer_failed,
-                            "receive from " + where_ + ": " +
-                                (errno == EAGAIN || errno == EWOULDBLOCK ? std::string("no answer within ") +
-                                                                               std::to_string(kIoTimeoutSeconds) + " s"
-                                                                         : std::string(std::strerror(errno))));
-            p += n;
-            size -= static_cast<std::size_t>(n);
-        }
-    }
-
-    protocol::Response read_response()
-    {
-        std::uint8_t header[protocol::kResponseHeaderSize];
-        recv_exact(header, sizeof header);
-        protocol::Response response;
-        std::size_t message_size = 0;
-        std::string why;
-        if (auto ec = protocol::decode(header, response, message_size, why))
-            throw Error(Errc::protocol_error, "response from " + where_ + ": " + why);
-        response.message.resize(message_size);
-        if (message_size > 0) recv_exact(response.message.data(), message_size);
-        return response;
-    }
-
-    /// True when the daemon closes the connection (EOF or reset) within the
-    /// I/O timeout without sending anything more.
-    bool closed_by_peer()
-    {
-        pollfd p{fd_.get(), POLLIN, 0};
-        const int rc = ::poll(&p, 1, kIoTimeoutSeconds * 1000);
-        if (rc <= 0) return false;
-        std::uint8_t byte = 0;
-        const ssize_t n = ::recv(fd_.get(), &byte, 1, 0);
-        return n == 0 || (n < 0 && errno == ECONNRESET);
-    }
-
-private:
-    UniqueFd fd_;
-    std::string where_;
+    DataConnection(const std::string& host, unsigned short port) : ProbeConnection(host, port, kIoTimeoutSeconds) {}
 };
 
 BlobStreaming::TransferTicket_var pull_ticket(BlobStreaming::BlobTransporter_ptr transporter,

@@ -31,6 +31,8 @@
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Orb.h>
 
+#include "ProbeConnection.h"
+
 #include <BlobStreaming.hh>
 
 #include <nlohmann/json.hpp>
@@ -62,52 +64,10 @@ double seconds_since(Clock::time_point t0)
     return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-/// One blocking TCP connection to the data port, with I/O timeouts.
-class DataConnection {
+/// A data connection that pulls whole tickets.
+class DataConnection : public ProbeConnection {
 public:
-    DataConnection(const std::string& host, unsigned short port) : where_("data port " + host + ":" + std::to_string(port))
-    {
-        addrinfo hints{};
-        hints.ai_socktype = SOCK_STREAM;
-        hints.ai_flags = AI_NUMERICSERV;
-        addrinfo* found = nullptr;
-        if (const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0)
-            throw Error(Errc::unreachable, "cannot resolve " + where_ + ": " + ::gai_strerror(rc));
-        std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> list(found, &::freeaddrinfo);
-        fd_.reset(::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
-        if (!fd_) throw Error(Errc::io_error, "cannot create a socket for " + where_ + ": " + std::strerror(errno));
-        timeval tv{};
-        tv.tv_sec = kIoTimeoutSeconds;
-        ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        ::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-        if (::connect(fd_.get(), found->ai_addr, found->ai_addrlen) != 0)
-            throw Error(Errc::unreachable, "cannot connect to " + where_ + ": " + std::strerror(errno));
-    }
-
-    void send_all(const void* data, std::size_t size)
-    {
-        const auto* p = static_cast<const std::uint8_t*>(data);
-        while (size > 0) {
-            const ssize_t n = ::send(fd_.get(), p, size, MSG_NOSIGNAL);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) throw Error(Errc::transfer_failed, "send to " + where_ + ": " + std::strerror(errno));
-            p += n;
-            size -= static_cast<std::size_t>(n);
-        }
-    }
-
-    void recv_exact(void* data, std::size_t size)
-    {
-        auto* p = static_cast<std::uint8_t*>(data);
-        while (size > 0) {
-            const ssize_t n = ::recv(fd_.get(), p, size, 0);
-            if (n < 0 && errno == EINTR) continue;
-            if (n == 0) throw Error(Errc::transfer_failed, "receive from " + where_ + ": connection closed");
-            if (n < 0) throw Error(Errc::transfer_failed, "receive from " + where_ + ": " + std::strerror(errno));
-            p += n;
-            size -= static_cast<std::size_t>(n);
-        }
-    }
+    DataConnection(const std::string& host, unsigned short port) : ProbeConnection(host, port, kIoTimeoutSeconds) {}
 
     /// Presents `ticket` for a pull and reads the whole body; returns its size.
     std::uint64_t pull(const BlobStreaming::TransferTicket& ticket)
@@ -120,17 +80,9 @@ public:
         std::uint8_t frame[protocol::kRequestSize];
         protocol::encode(request, frame);
         send_all(frame, sizeof frame);
-        std::uint8_t header[protocol::kResponseHeaderSize];
-        recv_exact(header, sizeof header);
-        protocol::Response response;
-        std::size_t message_size = 0;
-        std::string why;
-        if (protocol::decode(header, response, message_size, why))
-            throw Error(Errc::protocol_error, "response from " + where_ + ": " + why);
-        response.message.resize(message_size);
-        if (message_size > 0) recv_exact(response.message.data(), message_size);
+        const protocol::Response response = read_response();
         if (response.status != Errc::ok)
-            throw Error(response.status, "pull refused by " + where_ + ": " + response.message);
+            throw Error(response.status, "pull refused by the data port: " + response.message);
         std::vector<std::uint8_t> buffer(1 << 16);
         for (std::uint64_t left = response.length; left > 0;) {
             const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left, buffer.size()));
@@ -139,10 +91,6 @@ public:
         }
         return response.length;
     }
-
-private:
-    UniqueFd fd_;
-    std::string where_;
 };
 
 std::string hex_of(const BlobStreaming::TicketId id)

@@ -17,15 +17,6 @@
 namespace blobstreaming::corba {
 namespace {
 
-CosNaming::Name locator_path()
-{
-    CosNaming::Name name;
-    name.length(2);
-    name[0].id = "BlobStreaming";
-    name[1].id = "Locator";
-    return name;
-}
-
 struct Found {
     std::string store;
     BlobStreaming::StoreTier tier;

@@ -76,6 +76,15 @@ CosNaming::Name store_path(const std::string& store)
     return name;
 }
 
+CosNaming::Name locator_path()
+{
+    CosNaming::Name name;
+    name.length(2);
+    name[0].id = "BlobStreaming";
+    name[1].id = "Locator";
+    return name;
+}
+
 void bind_store(CosNaming::NamingContext_ptr root, const std::string& store, CORBA::Object_ptr ref)
 {
     CosNaming::Name path = store_path(store);

@@ -25,6 +25,9 @@ CosNaming::NamingContext_ptr naming_context(CORBA::ORB_ptr orb, const std::strin
 /// The path of a store in the naming graph: BlobStreaming/Stores/<name>.
 CosNaming::Name store_path(const std::string& store);
 
+/// The path of the shared BlobLocator: BlobStreaming/Locator.
+CosNaming::Name locator_path();
+
 /// Binds (or rebinds, after a restart) `store` under BlobStreaming/Stores,
 /// creating the contexts as needed.
 void bind_store(CosNaming::NamingContext_ptr root, const std::string& store, CORBA::Object_ptr ref);
