@@ -72,15 +72,15 @@ clients_tests_HashPipelineTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients
 clients_tests_HashPipelineTest_LDADD = clients/libblobclient.la blobstore/libblobstore.la \
 	$(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 
-clients_tests_StreamsTest_SOURCES = clients/tests/StreamsTest.cpp
+clients_tests_StreamsTest_SOURCES = clients/tests/StreamsTest.cpp clients/tests/ErrorOf.h
 clients_tests_StreamsTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/src $(OPENSSL_CFLAGS) -DBOOST_TEST_DYN_LINK
 clients_tests_StreamsTest_LDADD = clients/libblobclient.la transporter/libblobtransporter.la blobstore/libblobstore.la \
 	$(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 
-clients_tests_SessionTest_SOURCES = clients/tests/SessionTest.cpp clients/tests/TestProcesses.h
+clients_tests_SessionTest_SOURCES = clients/tests/SessionTest.cpp clients/tests/TestProcesses.h clients/tests/ErrorOf.h
 clients_tests_SessionTest_CPPFLAGS = $(AM_CPPFLAGS) -DBOOST_TEST_DYN_LINK
 clients_tests_SessionTest_LDADD = $(clients_test_public_ldadd)
 
-clients_tests_TransferTest_SOURCES = clients/tests/TransferTest.cpp clients/tests/TestProcesses.h
+clients_tests_TransferTest_SOURCES = clients/tests/TransferTest.cpp clients/tests/TestProcesses.h clients/tests/ErrorOf.h
 clients_tests_TransferTest_CPPFLAGS = $(AM_CPPFLAGS) -DBOOST_TEST_DYN_LINK
 clients_tests_TransferTest_LDADD = $(clients_test_public_ldadd)

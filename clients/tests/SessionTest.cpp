@@ -3,6 +3,8 @@
 // themselves are covered by DataPlaneTest and the system tests.
 #include <blobstreaming/client/Session.h>
 
+#include "ErrorOf.h"
+
 #include <blobstreaming/blobstore/Error.h>
 
 #define BOOST_TEST_MODULE SessionTest
@@ -28,16 +30,6 @@ using namespace blobstreaming::client::test;
 
 namespace {
 
-template <class F>
-std::optional<Error> error_of(F f)
-{
-    try {
-        f();
-    } catch (const Error& e) {
-        return e;
-    }
-    return std::nullopt;
-}
 
 }  // namespace
 

@@ -5,6 +5,8 @@
 // size while they are pushed.
 #include "Streams.h"
 
+#include "ErrorOf.h"
+
 #include <blobstreaming/blobstore/Error.h>
 #include <blobstreaming/blobstore/Sha256.h>
 
@@ -93,16 +95,7 @@ void deliver(Sink& sink, const std::string& bytes, bool finish)
     if (finish) sink.finish();
 }
 
-template <class F>
-std::optional<Error> error_of(F f)
-{
-    try {
-        f();
-    } catch (const Error& e) {
-        return e;
-    }
-    return std::nullopt;
-}
+using test::error_of;
 
 /// A character device whose writes fail with ENOSPC: /dev/full's numbers
 /// in `dir` when this process may make device nodes, else /dev/full itself

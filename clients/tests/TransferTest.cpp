@@ -4,6 +4,8 @@
 // threads, and the failure paths a workstation sees.
 #include <blobstreaming/client/Session.h>
 
+#include "ErrorOf.h"
+
 #include <blobstreaming/blobstore/Error.h>
 #include <blobstreaming/blobstore/Sha256.h>
 
@@ -61,16 +63,7 @@ Session::Options options(const std::string& store, ReactorMode mode = ReactorMod
     return o;
 }
 
-template <class F>
-std::optional<Error> error_of(F f)
-{
-    try {
-        f();
-    } catch (const Error& e) {
-        return e;
-    }
-    return std::nullopt;
-}
+using test::error_of;
 
 }  // namespace
 
