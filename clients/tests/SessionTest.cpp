@@ -28,11 +28,6 @@ using namespace blobstreaming;
 using namespace blobstreaming::client;
 using namespace blobstreaming::client::test;
 
-namespace {
-
-
-}  // namespace
-
 BOOST_AUTO_TEST_CASE(naming_service_not_running_is_unreachable)
 {
     const std::string url = "corbaname::127.0.0.1:" + std::to_string(free_port());
