@@ -46,7 +46,7 @@ benchmarks_bsbench_SOURCES = \
 	benchmarks/src/BlobStreamingVariant.cpp
 benchmarks_bsbench_CPPFLAGS = $(AM_CPPFLAGS) -isystem $(top_builddir)/benchmarks/idl \
 	$(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
-benchmarks_bsbench_LDADD = benchmarks/libbsbench_idl.la clients/libblobclient.la blobstore/libblobstore.la \
+benchmarks_bsbench_LDADD = benchmarks/libbsbench_idl.la clients/libblobclient.la common/libblobcommon.la \
 	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
 $(benchmarks_bsbench_OBJECTS): benchmarks/idl/BsBench.hh
 

@@ -1,53 +1,42 @@
-# blobstore/: the Store interface, FileStore, MemoryStore, names and digests.
+# blobstore/: the stores and the daemon that serves them, in four layers
+# (docs/ARCHITECTURE.md):
+#   src/store      libblobstore: the Store interface, FileStore, MemoryStore
+#                  (installed; needs only common/)
+#   src/server     the data plane of a daemon: ticket and reservation tables,
+#                  the ACE acceptor and connections, the reactor thread
+#   src/servants   the CORBA servants (BlobStore, BlobTransporter, BlobLocator)
+#   src/blobstored the daemon: options, wiring, Naming Service registration
+# server and servants form libblobserver, which only the daemon links.
 lib_LTLIBRARIES += blobstore/libblobstore.la
 blobstore_libblobstore_la_SOURCES = \
-	blobstore/src/BlobInfo.cpp \
-	blobstore/src/BlobName.cpp \
-	blobstore/src/Error.cpp \
-	blobstore/src/FileStore.cpp \
-	blobstore/src/MemoryStore.cpp \
-	blobstore/src/Reservation.cpp \
-	blobstore/src/Sha256.cpp \
-	blobstore/src/Store.cpp \
-	blobstore/src/StoreIndex.h \
-	blobstore/src/UniqueFd.cpp
+	blobstore/src/store/FileStore.cpp \
+	blobstore/src/store/MemoryStore.cpp \
+	blobstore/src/store/Reservation.cpp \
+	blobstore/src/store/Store.cpp \
+	blobstore/src/store/StoreIndex.h
 blobstore_libblobstore_la_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
-blobstore_libblobstore_la_LIBADD = $(OPENSSL_LIBS) $(SPDLOG_LIBS)
+blobstore_libblobstore_la_LIBADD = common/libblobcommon.la $(OPENSSL_LIBS) $(SPDLOG_LIBS)
 blobstore_libblobstore_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0
 
 blobstorehdrdir = $(includedir)/blobstreaming/blobstore
 blobstorehdr_HEADERS = \
-	blobstore/include/blobstreaming/blobstore/BlobInfo.h \
-	blobstore/include/blobstreaming/blobstore/BlobName.h \
 	blobstore/include/blobstreaming/blobstore/BlobRange.h \
-	blobstore/include/blobstreaming/blobstore/Error.h \
 	blobstore/include/blobstreaming/blobstore/FileStore.h \
-	blobstore/include/blobstreaming/blobstore/LittleEndian.h \
 	blobstore/include/blobstreaming/blobstore/MemoryStore.h \
 	blobstore/include/blobstreaming/blobstore/Reservation.h \
-	blobstore/include/blobstreaming/blobstore/Sha256.h \
-	blobstore/include/blobstreaming/blobstore/Store.h \
-	blobstore/include/blobstreaming/blobstore/UniqueFd.h
+	blobstore/include/blobstreaming/blobstore/Store.h
 
-# Unit tests: one program per class; StoreTest runs the same suite on both stores.
-blobstore_test_cppflags = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS) -DBOOST_TEST_DYN_LINK
-blobstore_test_ldadd = blobstore/libblobstore.la $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
+# Unit tests of the stores: one program per class; StoreTest runs the same
+# suite on both stores.
+blobstore_test_cppflags = $(AM_CPPFLAGS) -I$(top_srcdir)/common/tests $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS) -DBOOST_TEST_DYN_LINK
+blobstore_test_ldadd = blobstore/libblobstore.la common/libblobcommon.la $(OPENSSL_LIBS) $(SPDLOG_LIBS) \
+	$(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 blobstore_tests = \
-	blobstore/tests/BlobNameTest \
-	blobstore/tests/Sha256Test \
 	blobstore/tests/StoreTest \
 	blobstore/tests/FileStoreTest \
 	blobstore/tests/MemoryStoreTest
 check_PROGRAMS += $(blobstore_tests)
 TESTS += $(blobstore_tests)
-EXTRA_DIST += blobstore/tests/StoreTestSupport.h
-
-blobstore_tests_BlobNameTest_SOURCES = blobstore/tests/BlobNameTest.cpp
-blobstore_tests_BlobNameTest_CPPFLAGS = $(blobstore_test_cppflags)
-blobstore_tests_BlobNameTest_LDADD = $(blobstore_test_ldadd)
-blobstore_tests_Sha256Test_SOURCES = blobstore/tests/Sha256Test.cpp
-blobstore_tests_Sha256Test_CPPFLAGS = $(blobstore_test_cppflags)
-blobstore_tests_Sha256Test_LDADD = $(blobstore_test_ldadd)
 blobstore_tests_StoreTest_SOURCES = blobstore/tests/StoreTest.cpp
 blobstore_tests_StoreTest_CPPFLAGS = $(blobstore_test_cppflags)
 blobstore_tests_StoreTest_LDADD = $(blobstore_test_ldadd)
@@ -57,3 +46,98 @@ blobstore_tests_FileStoreTest_LDADD = $(blobstore_test_ldadd)
 blobstore_tests_MemoryStoreTest_SOURCES = blobstore/tests/MemoryStoreTest.cpp
 blobstore_tests_MemoryStoreTest_CPPFLAGS = $(blobstore_test_cppflags)
 blobstore_tests_MemoryStoreTest_LDADD = $(blobstore_test_ldadd)
+
+#
+# libblobserver: the data plane (ticket registry, reservations, ACE acceptor
+# and connections, reactor thread) and the control-plane servants.
+noinst_LTLIBRARIES += blobstore/libblobserver.la
+blobstore_libblobserver_la_SOURCES = \
+	blobstore/src/servants/BlobInfoIdl.h \
+	blobstore/src/servants/BlobLocator_i.cpp \
+	blobstore/src/servants/BlobLocator_i.h \
+	blobstore/src/servants/BlobStore_i.cpp \
+	blobstore/src/servants/BlobStore_i.h \
+	blobstore/src/servants/BlobTransporter_i.cpp \
+	blobstore/src/servants/BlobTransporter_i.h \
+	blobstore/src/servants/ServantContext.h \
+	blobstore/src/server/AccessList.cpp \
+	blobstore/src/server/AccessList.h \
+	blobstore/src/server/ConnectionLimits.h \
+	blobstore/src/server/DataAcceptor.cpp \
+	blobstore/src/server/DataAcceptor.h \
+	blobstore/src/server/ServerConnection.cpp \
+	blobstore/src/server/ServerConnection.h \
+	blobstore/src/server/DataServer.cpp \
+	blobstore/src/server/DataServer.h \
+	blobstore/src/server/DataServerImpl.h \
+	blobstore/src/server/LogThrottle.h \
+	blobstore/src/server/NoticeDispatcher.cpp \
+	blobstore/src/server/NoticeDispatcher.h \
+	blobstore/src/server/ReservationTable.cpp \
+	blobstore/src/server/ReservationTable.h \
+	blobstore/src/server/TicketRegistry.cpp \
+	blobstore/src/server/TicketRegistry.h \
+	blobstore/src/server/TransferControl.h \
+	blobstore/src/server/TransporterRegistry.cpp \
+	blobstore/src/server/TransporterRegistry.h
+blobstore_libblobserver_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/blobstore/src \
+	$(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
+$(blobstore_libblobserver_la_OBJECTS): idl/BlobStreaming.hh
+
+# Unit tests of the server pieces.
+server_test_ldadd = blobstore/libblobserver.la transporter/libblobtransporter.la blobstore/libblobstore.la common/libblobcommon.la \
+	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
+server_tests = \
+	blobstore/tests/AccessListTest \
+	blobstore/tests/ConnectionLimitsTest \
+	blobstore/tests/TicketRegistryTest \
+	blobstore/tests/ReservationTableTest \
+	blobstore/tests/DataServerTest \
+	blobstore/tests/NoticeDispatcherTest \
+	blobstore/tests/TransporterRegistryTest
+check_PROGRAMS += $(server_tests)
+TESTS += $(server_tests)
+blobstore_tests_AccessListTest_SOURCES = blobstore/tests/AccessListTest.cpp
+blobstore_tests_AccessListTest_CPPFLAGS = $(blobstore_libblobserver_la_CPPFLAGS) -DBOOST_TEST_DYN_LINK
+blobstore_tests_AccessListTest_LDADD = $(server_test_ldadd)
+$(blobstore_tests_AccessListTest_OBJECTS): idl/BlobStreaming.hh
+blobstore_tests_ConnectionLimitsTest_SOURCES = blobstore/tests/ConnectionLimitsTest.cpp
+blobstore_tests_ConnectionLimitsTest_CPPFLAGS = $(blobstore_libblobserver_la_CPPFLAGS) -DBOOST_TEST_DYN_LINK
+blobstore_tests_ConnectionLimitsTest_LDADD = $(server_test_ldadd)
+blobstore_tests_TicketRegistryTest_SOURCES = blobstore/tests/TicketRegistryTest.cpp
+blobstore_tests_TicketRegistryTest_CPPFLAGS = $(blobstore_libblobserver_la_CPPFLAGS) -DBOOST_TEST_DYN_LINK
+blobstore_tests_TicketRegistryTest_LDADD = $(server_test_ldadd)
+$(blobstore_tests_TicketRegistryTest_OBJECTS): idl/BlobStreaming.hh
+blobstore_tests_ReservationTableTest_SOURCES = blobstore/tests/ReservationTableTest.cpp
+blobstore_tests_ReservationTableTest_CPPFLAGS = $(blobstore_libblobserver_la_CPPFLAGS) -DBOOST_TEST_DYN_LINK
+blobstore_tests_ReservationTableTest_LDADD = $(server_test_ldadd)
+$(blobstore_tests_ReservationTableTest_OBJECTS): idl/BlobStreaming.hh
+blobstore_tests_DataServerTest_SOURCES = blobstore/tests/DataServerTest.cpp
+blobstore_tests_DataServerTest_CPPFLAGS = $(blobstore_libblobserver_la_CPPFLAGS) -DBOOST_TEST_DYN_LINK
+blobstore_tests_DataServerTest_LDADD = $(server_test_ldadd)
+$(blobstore_tests_DataServerTest_OBJECTS): idl/BlobStreaming.hh
+blobstore_tests_NoticeDispatcherTest_SOURCES = blobstore/tests/NoticeDispatcherTest.cpp
+blobstore_tests_NoticeDispatcherTest_CPPFLAGS = $(blobstore_libblobserver_la_CPPFLAGS) -DBOOST_TEST_DYN_LINK
+blobstore_tests_NoticeDispatcherTest_LDADD = $(server_test_ldadd)
+$(blobstore_tests_NoticeDispatcherTest_OBJECTS): idl/BlobStreaming.hh
+blobstore_tests_TransporterRegistryTest_SOURCES = blobstore/tests/TransporterRegistryTest.cpp
+blobstore_tests_TransporterRegistryTest_CPPFLAGS = $(blobstore_libblobserver_la_CPPFLAGS) -DBOOST_TEST_DYN_LINK
+blobstore_tests_TransporterRegistryTest_LDADD = $(server_test_ldadd)
+$(blobstore_tests_TransporterRegistryTest_OBJECTS): idl/BlobStreaming.hh
+
+# The daemon; with --sdc-address it also publishes its status as an SDC
+# provider (SdcStatus, on sdc/libblobsdc).
+bin_PROGRAMS += blobstore/blobstored
+blobstore_blobstored_SOURCES = \
+	blobstore/src/blobstored/Daemon.cpp \
+	blobstore/src/blobstored/Daemon.h \
+	blobstore/src/blobstored/DaemonOptions.cpp \
+	blobstore/src/blobstored/DaemonOptions.h \
+	blobstore/src/blobstored/SdcStatus.cpp \
+	blobstore/src/blobstored/SdcStatus.h \
+	blobstore/src/blobstored/main.cpp
+blobstore_blobstored_CPPFLAGS = $(blobstore_libblobserver_la_CPPFLAGS) -I$(top_srcdir)/sdc/include
+blobstore_blobstored_LDADD = blobstore/libblobserver.la transporter/libblobtransporter.la blobstore/libblobstore.la \
+	common/libblobcommon.la sdc/libblobsdc.la $(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS)
+$(blobstore_blobstored_OBJECTS): idl/BlobStreaming.hh
+

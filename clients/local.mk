@@ -5,8 +5,8 @@ clients_libblobclient_la_SOURCES = \
 	clients/src/ConnectionPool.h \
 	clients/src/ControlPlane.cpp \
 	clients/src/ControlPlane.h \
-	clients/src/DataConnection.cpp \
-	clients/src/DataConnection.h \
+	clients/src/ClientConnection.cpp \
+	clients/src/ClientConnection.h \
 	clients/src/EventLoop.cpp \
 	clients/src/EventLoop.h \
 	clients/src/HashPipeline.cpp \
@@ -17,7 +17,7 @@ clients_libblobclient_la_SOURCES = \
 	clients/src/Streams.cpp \
 	clients/src/Streams.h
 clients_libblobclient_la_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
-clients_libblobclient_la_LIBADD = transporter/libblobtransporter.la blobstore/libblobstore.la \
+clients_libblobclient_la_LIBADD = transporter/libblobtransporter.la blobstore/libblobstore.la common/libblobcommon.la \
 	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
 clients_libblobclient_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0
 $(clients_libblobclient_la_OBJECTS): idl/BlobStreaming.hh
@@ -40,16 +40,16 @@ clients_blob_SOURCES = \
 	clients/src/blob/Output.cpp \
 	clients/src/blob/Output.h
 clients_blob_CPPFLAGS = $(AM_CPPFLAGS) $(SPDLOG_CFLAGS)
-clients_blob_LDADD = clients/libblobclient.la transporter/libblobtransporter.la blobstore/libblobstore.la $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS)
+clients_blob_LDADD = clients/libblobclient.la common/libblobcommon.la $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS)
 
 # Examples of the API; async_series is also run by the system tests.
 noinst_PROGRAMS += clients/examples/async_series clients/examples/single_threaded
 clients_examples_async_series_SOURCES = clients/examples/async_series.cpp
 clients_examples_async_series_CPPFLAGS = $(AM_CPPFLAGS) $(SPDLOG_CFLAGS)
-clients_examples_async_series_LDADD = clients/libblobclient.la blobstore/libblobstore.la $(SPDLOG_LIBS)
+clients_examples_async_series_LDADD = clients/libblobclient.la common/libblobcommon.la $(SPDLOG_LIBS)
 clients_examples_single_threaded_SOURCES = clients/examples/single_threaded.cpp
 clients_examples_single_threaded_CPPFLAGS = $(AM_CPPFLAGS) $(SPDLOG_CFLAGS)
-clients_examples_single_threaded_LDADD = clients/libblobclient.la blobstore/libblobstore.la $(SPDLOG_LIBS)
+clients_examples_single_threaded_LDADD = clients/libblobclient.la common/libblobcommon.la $(SPDLOG_LIBS)
 
 # Tests: the data plane against a fake data port (no CORBA); Session against
 # a real omniNames ($OMNINAMES); Session transfers against real blobstored
@@ -58,23 +58,23 @@ clients_tests = clients/tests/DataPlaneTest clients/tests/HashPipelineTest clien
 	clients/tests/StreamsTest clients/tests/TransferTest
 check_PROGRAMS += $(clients_tests)
 TESTS += $(clients_tests)
-clients_test_public_ldadd = clients/libblobclient.la blobstore/libblobstore.la $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
+clients_test_public_ldadd = clients/libblobclient.la common/libblobcommon.la $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 
 clients_tests_DataPlaneTest_SOURCES = clients/tests/DataPlaneTest.cpp
 clients_tests_DataPlaneTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/src $(OMNIORB_CFLAGS) $(ACE_CFLAGS) \
 	$(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS) -DBOOST_TEST_DYN_LINK
-clients_tests_DataPlaneTest_LDADD = clients/libblobclient.la transporter/libblobtransporter.la blobstore/libblobstore.la \
+clients_tests_DataPlaneTest_LDADD = clients/libblobclient.la transporter/libblobtransporter.la common/libblobcommon.la \
 	$(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 $(clients_tests_DataPlaneTest_OBJECTS): idl/BlobStreaming.hh
 
 clients_tests_HashPipelineTest_SOURCES = clients/tests/HashPipelineTest.cpp
 clients_tests_HashPipelineTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/src -DBOOST_TEST_DYN_LINK
-clients_tests_HashPipelineTest_LDADD = clients/libblobclient.la blobstore/libblobstore.la \
+clients_tests_HashPipelineTest_LDADD = clients/libblobclient.la common/libblobcommon.la \
 	$(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 
 clients_tests_StreamsTest_SOURCES = clients/tests/StreamsTest.cpp clients/tests/ErrorOf.h
 clients_tests_StreamsTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/src $(OPENSSL_CFLAGS) -DBOOST_TEST_DYN_LINK
-clients_tests_StreamsTest_LDADD = clients/libblobclient.la transporter/libblobtransporter.la blobstore/libblobstore.la \
+clients_tests_StreamsTest_LDADD = clients/libblobclient.la transporter/libblobtransporter.la common/libblobcommon.la \
 	$(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 
 clients_tests_SessionTest_SOURCES = clients/tests/SessionTest.cpp clients/tests/TestProcesses.h clients/tests/ErrorOf.h

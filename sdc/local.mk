@@ -90,11 +90,3 @@ bench-sdc-quick: sdc/sdc-bench$(EXEEXT) sdc/sdc-provider$(EXEEXT)
 bench-sdc: sdc/sdc-bench$(EXEEXT) sdc/sdc-provider$(EXEEXT)
 	$(sdc_bench_driver)
 .PHONY: bench-sdc bench-sdc-quick
-
-# blobstored --sdc-address: the store's status as an SDC provider. The
-# daemon's own rules are in blobstore/local.mk; these add the SDC part.
-blobstore_blobstored_SOURCES += \
-	blobstore/src/blobstored/SdcStatus.cpp \
-	blobstore/src/blobstored/SdcStatus.h
-blobstore_blobstored_CPPFLAGS += -I$(top_srcdir)/sdc/include
-blobstore_blobstored_LDADD += sdc/libblobsdc.la

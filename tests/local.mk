@@ -4,6 +4,7 @@
 # process it started. See tests/README.md.
 
 system_tests = \
+	tests/test_layers.py \
 	tests/test_push_pull.py \
 	tests/test_series.py \
 	tests/test_locate.py \
@@ -37,7 +38,7 @@ EXTRA_DIST += tests/bslib.py tests/README.md tests/tsan.supp tests/lsan.supp
 check_PROGRAMS += tests/tools/ticket_probe
 tests_tools_ticket_probe_SOURCES = tests/tools/ticket_probe.cpp tests/tools/ProbeConnection.h
 tests_tools_ticket_probe_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
-tests_tools_ticket_probe_LDADD = transporter/libblobtransporter.la blobstore/libblobstore.la \
+tests_tools_ticket_probe_LDADD = transporter/libblobtransporter.la common/libblobcommon.la \
 	$(OMNIORB_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
 $(tests_tools_ticket_probe_OBJECTS): idl/BlobStreaming.hh
 
@@ -47,7 +48,7 @@ include $(srcdir)/tests/fuzz/local.mk
 check_PROGRAMS += tests/tools/idl_probe
 tests_tools_idl_probe_SOURCES = tests/tools/idl_probe.cpp
 tests_tools_idl_probe_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
-tests_tools_idl_probe_LDADD = transporter/libblobtransporter.la blobstore/libblobstore.la \
+tests_tools_idl_probe_LDADD = transporter/libblobtransporter.la common/libblobcommon.la \
 	$(OMNIORB_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
 $(tests_tools_idl_probe_OBJECTS): idl/BlobStreaming.hh
 
@@ -56,7 +57,7 @@ $(tests_tools_idl_probe_OBJECTS): idl/BlobStreaming.hh
 check_PROGRAMS += tests/tools/client_driver
 tests_tools_client_driver_SOURCES = tests/tools/client_driver.cpp
 tests_tools_client_driver_CPPFLAGS = $(AM_CPPFLAGS) $(SPDLOG_CFLAGS)
-tests_tools_client_driver_LDADD = clients/libblobclient.la blobstore/libblobstore.la $(SPDLOG_LIBS)
+tests_tools_client_driver_LDADD = clients/libblobclient.la common/libblobcommon.la $(SPDLOG_LIBS)
 
 # The full load test (64 clients x 20 transfers of 0.5-32 MiB); make check
 # runs a smaller variant of the same script.
@@ -71,7 +72,7 @@ check-load: $(check_PROGRAMS) $(bin_PROGRAMS)
 check_PROGRAMS += tests/tools/corba_call
 tests_tools_corba_call_SOURCES = tests/tools/corba_call.cpp
 tests_tools_corba_call_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
-tests_tools_corba_call_LDADD = transporter/libblobtransporter.la blobstore/libblobstore.la \
+tests_tools_corba_call_LDADD = transporter/libblobtransporter.la common/libblobcommon.la \
 	$(OMNIORB_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
 $(tests_tools_corba_call_OBJECTS): idl/BlobStreaming.hh
 
@@ -81,6 +82,6 @@ $(tests_tools_corba_call_OBJECTS): idl/BlobStreaming.hh
 check_PROGRAMS += tests/tools/transporter_probe
 tests_tools_transporter_probe_SOURCES = tests/tools/transporter_probe.cpp tests/tools/ProbeConnection.h
 tests_tools_transporter_probe_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
-tests_tools_transporter_probe_LDADD = transporter/libblobtransporter.la blobstore/libblobstore.la \
+tests_tools_transporter_probe_LDADD = transporter/libblobtransporter.la common/libblobcommon.la \
 	$(OMNIORB_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
 $(tests_tools_transporter_probe_OBJECTS): idl/BlobStreaming.hh

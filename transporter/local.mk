@@ -1,6 +1,10 @@
-# transporter/: the control plane (omniORB servants, naming) and the data
-# plane (ACE Reactor, handshake, senders/receivers) shared by blobstored and
-# libblobclient. Its headers are internal: none is installed.
+# transporter/: what both ends of a transfer share, and all that clients
+# link of it (libblobtransporter): the data-plane wire protocol (Protocol),
+# socket tuning (SocketOptions), TLS streams over ACE (Tls), and the ORB
+# helpers of the control plane (corba/: ORB start-up and naming, IDL
+# exceptions <-> Errc, TLS identities). It knows nothing of stores: the
+# servants and the daemon's data plane are in blobstore/. Its headers are
+# internal: none is installed.
 lib_LTLIBRARIES += transporter/libblobtransporter.la
 transporter_libblobtransporter_la_SOURCES = \
 	transporter/src/Protocol.cpp \
@@ -10,7 +14,7 @@ transporter_libblobtransporter_la_SOURCES = \
 	transporter/src/corba/Orb.cpp \
 	transporter/src/corba/Security.cpp
 transporter_libblobtransporter_la_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
-transporter_libblobtransporter_la_LIBADD = idl/libblobstreaming_idl.la blobstore/libblobstore.la \
+transporter_libblobtransporter_la_LIBADD = idl/libblobstreaming_idl.la common/libblobcommon.la \
 	$(OMNISSL_LIBS) $(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
 transporter_libblobtransporter_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0
 $(transporter_libblobtransporter_la_OBJECTS): idl/BlobStreaming.hh
@@ -23,7 +27,7 @@ EXTRA_DIST += \
 	transporter/include/blobstreaming/transporter/corba/Security.h
 
 transporter_test_cppflags = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS) -DBOOST_TEST_DYN_LINK
-transporter_test_ldadd = transporter/libblobtransporter.la blobstore/libblobstore.la \
+transporter_test_ldadd = transporter/libblobtransporter.la common/libblobcommon.la \
 	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 transporter_tests = transporter/tests/ProtocolTest transporter/tests/TlsTest
 check_PROGRAMS += $(transporter_tests)

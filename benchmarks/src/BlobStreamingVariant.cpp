@@ -5,7 +5,7 @@
 #include "Variant.h"
 #include "Workload.h"
 
-#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/common/Error.h>
 #include <blobstreaming/client/Session.h>
 
 #include <unistd.h>

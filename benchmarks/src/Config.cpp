@@ -1,6 +1,6 @@
 #include "Config.h"
 
-#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/common/Error.h>
 
 #include <getopt.h>
 

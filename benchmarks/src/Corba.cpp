@@ -4,7 +4,7 @@
 #include "Variant.h"
 #include "Workload.h"
 
-#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/common/Error.h>
 
 #include <BsBench.hh>
 

@@ -2,7 +2,7 @@
 #include "Variant.h"
 #include "WireSession.h"
 
-#include <blobstreaming/blobstore/UniqueFd.h>
+#include <blobstreaming/common/UniqueFd.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

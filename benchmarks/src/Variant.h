@@ -4,7 +4,7 @@
 
 #include "Config.h"
 
-#include <blobstreaming/blobstore/Sha256.h>
+#include <blobstreaming/common/Sha256.h>
 
 #include <cstdint>
 #include <memory>

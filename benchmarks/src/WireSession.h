@@ -18,7 +18,7 @@
 
 #include "Workload.h"
 
-#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/common/Error.h>
 
 #include <array>
 #include <cstdint>

@@ -3,7 +3,7 @@
 /// content is a deterministic function of (index, size), so that client and
 /// server can each produce them and check the other's bytes by SHA-256.
 
-#include <blobstreaming/blobstore/Sha256.h>
+#include <blobstreaming/common/Sha256.h>
 
 #include <cstdint>
 #include <string>

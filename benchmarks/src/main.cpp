@@ -8,7 +8,7 @@
 #include "Runner.h"
 #include "Variant.h"
 
-#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/common/Error.h>
 
 #include <csignal>
 #include <cstdio>

@@ -1,7 +1,7 @@
 #include <blobstreaming/blobstore/FileStore.h>
 
 #define BOOST_TEST_MODULE FileStore
-#include "StoreTestSupport.h"
+#include "TestSupport.h"
 
 #include <csignal>
 #include <cstring>

@@ -1,7 +1,7 @@
 #include <blobstreaming/blobstore/MemoryStore.h>
 
 #define BOOST_TEST_MODULE MemoryStore
-#include "StoreTestSupport.h"
+#include "TestSupport.h"
 
 #include <cstring>
 

@@ -3,7 +3,7 @@
 #include <blobstreaming/blobstore/Store.h>
 
 #define BOOST_TEST_MODULE Store
-#include "StoreTestSupport.h"
+#include "TestSupport.h"
 
 #include <blobstreaming/blobstore/FileStore.h>
 #include <blobstreaming/blobstore/MemoryStore.h>

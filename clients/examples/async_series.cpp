@@ -7,8 +7,8 @@
 //                --concurrency K [--prefix P] [--no-local] [--json]
 //
 // Exit status 0 only when every Blob came back identical.
-#include <blobstreaming/blobstore/Error.h>
-#include <blobstreaming/blobstore/Sha256.h>
+#include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/Sha256.h>
 #include <blobstreaming/client/Session.h>
 
 #include <spdlog/sinks/stdout_color_sinks.h>

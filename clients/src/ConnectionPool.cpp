@@ -1,6 +1,6 @@
 #include "ConnectionPool.h"
 
-#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/common/Error.h>
 
 #include <spdlog/spdlog.h>
 
@@ -31,8 +31,8 @@ void ConnectionPool::submit(std::unique_ptr<TransferJob> job)
         }
     }
     if (e.connections.size() < std::max(1u, options_.max_connections_per_endpoint)) {
-        e.connections.push_back(std::make_unique<DataConnection>(
-            loop_, endpoint, socket_options_, [this](DataConnection* c, bool reusable) { released(c, reusable); },
+        e.connections.push_back(std::make_unique<ClientConnection>(
+            loop_, endpoint, socket_options_, [this](ClientConnection* c, bool reusable) { released(c, reusable); },
             tls_.get()));
         ++opened_;
         spdlog::debug("data connection to {}: opening #{}", endpoint, e.connections.size());
@@ -42,7 +42,7 @@ void ConnectionPool::submit(std::unique_ptr<TransferJob> job)
     e.waiting.push_back(std::move(job));
 }
 
-void ConnectionPool::released(DataConnection* connection, bool reusable)
+void ConnectionPool::released(ClientConnection* connection, bool reusable)
 {
     const std::string endpoint = connection->endpoint();
     Endpoint& e = endpoints_[endpoint];
@@ -68,7 +68,7 @@ void ConnectionPool::released(DataConnection* connection, bool reusable)
 void ConnectionPool::tick()
 {
     const auto now = std::chrono::steady_clock::now();
-    std::vector<DataConnection*> running;
+    std::vector<ClientConnection*> running;
     for (auto& [endpoint, e] : endpoints_)
         for (auto& c : e.connections)
             if (c->busy()) running.push_back(c.get());
@@ -80,13 +80,13 @@ void ConnectionPool::cancel_all()
     for (auto& [endpoint, e] : endpoints_) {
         auto waiting = std::move(e.waiting);
         for (auto& job : waiting) {
-            TransferOutcome outcome;
+            JobOutcome outcome;
             outcome.error = make_error_code(Errc::cancelled);
             outcome.message = job->what + ": cancelled (the session is closing)";
             job->done(std::move(outcome));
         }
     }
-    std::vector<DataConnection*> running;
+    std::vector<ClientConnection*> running;
     for (auto& [endpoint, e] : endpoints_)
         for (auto& c : e.connections)
             if (c->busy()) running.push_back(c.get());

@@ -3,7 +3,7 @@
 /// `max_connections_per_endpoint` per endpoint, one transfer at a time on
 /// each, further transfers queued in order. Loop thread only.
 
-#include "DataConnection.h"
+#include "ClientConnection.h"
 #include "EventLoop.h"
 
 #include <blobstreaming/client/Options.h>
@@ -37,10 +37,10 @@ public:
 
 private:
     struct Endpoint {
-        std::vector<std::unique_ptr<DataConnection>> connections;
+        std::vector<std::unique_ptr<ClientConnection>> connections;
         std::deque<std::unique_ptr<TransferJob>> waiting;
     };
-    void released(DataConnection* connection, bool reusable);
+    void released(ClientConnection* connection, bool reusable);
 
     EventLoop& loop_;
     SessionOptions options_;
@@ -48,7 +48,7 @@ private:
     std::unique_ptr<TlsContext> tls_;  ///< null: plain TCP
     std::map<std::string, Endpoint> endpoints_;
     std::atomic<std::uint64_t> opened_{0};
-    std::vector<std::unique_ptr<DataConnection>> retired_;
+    std::vector<std::unique_ptr<ClientConnection>> retired_;
 };
 
 }  // namespace blobstreaming::client

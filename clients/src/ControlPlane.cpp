@@ -1,7 +1,7 @@
 #include "ControlPlane.h"
 
-#include <blobstreaming/blobstore/BlobName.h>
-#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/common/BlobName.h>
+#include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Orb.h>
 #include <blobstreaming/transporter/corba/Security.h>

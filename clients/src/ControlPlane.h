@@ -4,7 +4,7 @@
 /// that makes the (blocking) CORBA calls so that the reactor never waits on
 /// them. All CORBA types stay in ControlPlane.cpp.
 
-#include <blobstreaming/blobstore/BlobInfo.h>
+#include <blobstreaming/common/BlobInfo.h>
 #include <blobstreaming/client/Options.h>
 #include <blobstreaming/client/Result.h>
 

@@ -1,6 +1,6 @@
 #include "EventLoop.h"
 
-#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/common/Error.h>
 
 #include <ace/Event_Handler.h>
 #include <ace/Init_ACE.h>

@@ -17,7 +17,7 @@
 #include <thread>
 #include <atomic>
 
-#include <blobstreaming/blobstore/UniqueFd.h>
+#include <blobstreaming/common/UniqueFd.h>
 
 #include <memory>
 #include <vector>

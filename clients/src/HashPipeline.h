@@ -8,7 +8,7 @@
 /// that receiving or sending and hashing run on two cores. Otherwise (a bounce
 /// buffer that is reused) update() hashes at once, as before.
 
-#include <blobstreaming/blobstore/Sha256.h>
+#include <blobstreaming/common/Sha256.h>
 
 #include <condition_variable>
 #include <cstddef>

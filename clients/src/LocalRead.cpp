@@ -1,8 +1,8 @@
 #include "LocalRead.h"
 
-#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/common/Error.h>
 #include <blobstreaming/blobstore/FileStore.h>
-#include <blobstreaming/blobstore/Sha256.h>
+#include <blobstreaming/common/Sha256.h>
 
 #include <algorithm>
 #include <cerrno>

@@ -11,8 +11,8 @@
 #include "ControlPlane.h"
 #include "Streams.h"
 
-#include <blobstreaming/blobstore/BlobInfo.h>
-#include <blobstreaming/blobstore/UniqueFd.h>
+#include <blobstreaming/common/BlobInfo.h>
+#include <blobstreaming/common/UniqueFd.h>
 
 #include <cstddef>
 #include <cstdint>

@@ -2,13 +2,13 @@
 
 #include "ConnectionPool.h"
 #include "ControlPlane.h"
-#include "DataConnection.h"
+#include "ClientConnection.h"
 #include "EventLoop.h"
 #include "LocalRead.h"
 #include "Streams.h"
 
-#include <blobstreaming/blobstore/BlobName.h>
-#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/common/BlobName.h>
+#include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/SocketOptions.h>
 
 #include <spdlog/spdlog.h>
@@ -205,7 +205,7 @@ void Session::Impl::push(PushSource source, std::string name, PushOptions opts, 
             job->progress = opts.progress;
             const std::string peer = grant.ticket.endpoint();
             const bool keep_on_failure = opts.resume;
-            job->done = [this, src, name, store, grant, done, peer, keep_on_failure](TransferOutcome o) {
+            job->done = [this, src, name, store, grant, done, peer, keep_on_failure](JobOutcome o) {
                 Result r;
                 r.store = store;
                 r.offset = grant.ticket.offset;
@@ -251,7 +251,7 @@ void Session::Impl::push(PushSource source, std::string name, PushOptions opts, 
                         job->source->skip(job->ticket.offset, prefix);
                         job->prefix_hash = std::move(prefix);
                     } catch (const Error& e) {
-                        TransferOutcome o;
+                        JobOutcome o;
                         o.error = e.error_code();
                         o.message = e.what();
                         job->done(std::move(o));
@@ -413,7 +413,7 @@ void Session::Impl::start_pull_transfer(std::string name, std::string store, Tic
     job->whole = opts.offset == 0 && opts.length == 0;
     job->progress = opts.progress;
     const std::string peer = ticket.endpoint();
-    job->done = [this, out, name, store, ticket, done, peer, retry](TransferOutcome o) {
+    job->done = [this, out, name, store, ticket, done, peer, retry](JobOutcome o) {
         if (retry && o.error == make_error_code(Errc::blob_changed)) return retry();
         Result r;
         r.store = store;

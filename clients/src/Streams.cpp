@@ -1,7 +1,7 @@
 #include "Streams.h"
 
-#include <blobstreaming/blobstore/Error.h>
-#include <blobstreaming/blobstore/UniqueFd.h>
+#include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/UniqueFd.h>
 
 #include <algorithm>
 #include <atomic>

@@ -6,7 +6,7 @@
 
 #include "HashPipeline.h"
 
-#include <blobstreaming/blobstore/Sha256.h>
+#include <blobstreaming/common/Sha256.h>
 #include <blobstreaming/client/Transfer.h>
 #include <blobstreaming/transporter/Tls.h>
 

@@ -1,15 +1,15 @@
-// The client data plane (EventLoop, ConnectionPool, DataConnection, sources
+// The client data plane (EventLoop, ConnectionPool, ClientConnection, sources
 // and sinks) against an in-process fake data port that speaks
 // docs/PROTOCOL.md. No CORBA: tickets are made up and the fake port decides
 // per ticket whether to serve, refuse, drop or stall.
 #include "ConnectionPool.h"
 
-#include "DataConnection.h"
+#include "ClientConnection.h"
 #include "EventLoop.h"
 #include "Streams.h"
 
-#include <blobstreaming/blobstore/Error.h>
-#include <blobstreaming/blobstore/Sha256.h>
+#include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/Sha256.h>
 #include <blobstreaming/transporter/Protocol.h>
 
 #define BOOST_TEST_MODULE DataPlaneTest
@@ -258,10 +258,10 @@ struct Fixture {
     FakeDataPort port;
 
     /// Runs one job to completion (bounded by the inactivity timeout).
-    TransferOutcome run(std::unique_ptr<TransferJob> job)
+    JobOutcome run(std::unique_ptr<TransferJob> job)
     {
-        std::optional<TransferOutcome> out;
-        job->done = [&out](TransferOutcome o) { out = std::move(o); };
+        std::optional<JobOutcome> out;
+        job->done = [&out](JobOutcome o) { out = std::move(o); };
         pool.submit(std::move(job));
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
         while (!out && std::chrono::steady_clock::now() < deadline) loop.run_once(std::chrono::milliseconds(100));
@@ -393,7 +393,7 @@ BOOST_FIXTURE_TEST_CASE(concurrent_transfers_are_capped_and_queued, Fixture)
     int done = 0, failed = 0;
     for (const auto& b : blobs) {
         auto job = push_job(b, Behaviour::serve);
-        job->done = [&](TransferOutcome o) {
+        job->done = [&](JobOutcome o) {
             ++done;
             if (o.error) ++failed;
         };

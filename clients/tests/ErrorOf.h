@@ -1,7 +1,7 @@
 #pragma once
 /// The Error `f` throws, if any (for tests that assert the exact code and message).
 
-#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/common/Error.h>
 
 #include <optional>
 

@@ -5,7 +5,7 @@
 
 #include "ErrorOf.h"
 
-#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/common/Error.h>
 
 #define BOOST_TEST_MODULE SessionTest
 #include <boost/test/unit_test.hpp>

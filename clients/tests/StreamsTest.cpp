@@ -7,8 +7,8 @@
 
 #include "ErrorOf.h"
 
-#include <blobstreaming/blobstore/Error.h>
-#include <blobstreaming/blobstore/Sha256.h>
+#include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/Sha256.h>
 
 #define BOOST_TEST_MODULE StreamsTest
 #include <boost/test/unit_test.hpp>

@@ -2,7 +2,7 @@
 // Processes the client tests run for real: omniNames and blobstored on
 // 127.0.0.1 with ephemeral ports and temporary directories, stopped by PID.
 
-#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/common/Error.h>
 #include <blobstreaming/client/Session.h>
 
 #include <boost/test/unit_test.hpp>

@@ -3,9 +3,9 @@
 /// with Errc::invalid_name and a message whose quoting of the name is
 /// bounded and printable.
 
-#include <blobstreaming/blobstore/BlobName.h>
+#include <blobstreaming/common/BlobName.h>
 
-#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/common/Error.h>
 
 #include <cstdint>
 #include <cstdlib>

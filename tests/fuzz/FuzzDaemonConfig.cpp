@@ -4,7 +4,7 @@
 
 #include "blobstored/DaemonOptions.h"
 
-#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/common/Error.h>
 
 #include <cstdint>
 #include <cstdlib>

@@ -15,17 +15,17 @@ EXTRA_DIST += tests/fuzz/corpus tests/fuzz/regressions tests/fuzz/README.md
 
 tests_fuzz_replay_protocol_SOURCES = tests/fuzz/ReplayMain.cpp tests/fuzz/FuzzProtocol.cpp
 tests_fuzz_replay_protocol_CPPFLAGS = $(AM_CPPFLAGS) -DBLOBSTREAMING_FUZZ_TARGET='"protocol"'
-tests_fuzz_replay_protocol_LDADD = transporter/libblobtransporter.la blobstore/libblobstore.la
+tests_fuzz_replay_protocol_LDADD = transporter/libblobtransporter.la common/libblobcommon.la
 
 tests_fuzz_replay_blob_name_SOURCES = tests/fuzz/ReplayMain.cpp tests/fuzz/FuzzBlobName.cpp
 tests_fuzz_replay_blob_name_CPPFLAGS = $(AM_CPPFLAGS) -DBLOBSTREAMING_FUZZ_TARGET='"blob_name"'
-tests_fuzz_replay_blob_name_LDADD = blobstore/libblobstore.la
+tests_fuzz_replay_blob_name_LDADD = common/libblobcommon.la
 
 tests_fuzz_replay_daemon_config_SOURCES = tests/fuzz/ReplayMain.cpp tests/fuzz/FuzzDaemonConfig.cpp \
-	blobstore/src/blobstored/DaemonOptions.cpp transporter/src/server/AccessList.cpp
-tests_fuzz_replay_daemon_config_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/blobstore/src -I$(top_srcdir)/transporter/src \
+	blobstore/src/blobstored/DaemonOptions.cpp blobstore/src/server/AccessList.cpp
+tests_fuzz_replay_daemon_config_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/blobstore/src \
 	-DBLOBSTREAMING_FUZZ_TARGET='"daemon_config"' $(OMNIORB_CFLAGS) $(SPDLOG_CFLAGS)
-tests_fuzz_replay_daemon_config_LDADD = transporter/libblobtransporter.la blobstore/libblobstore.la \
+tests_fuzz_replay_daemon_config_LDADD = transporter/libblobtransporter.la common/libblobcommon.la \
 	$(OPENSSL_LIBS) $(OMNIORB_LIBS) $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS)
 $(tests_fuzz_replay_daemon_config_OBJECTS): idl/BlobStreaming.hh
 

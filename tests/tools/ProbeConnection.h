@@ -3,8 +3,8 @@
 /// timeouts, for the test tools that speak the data protocol by hand
 /// (ticket_probe, transporter_probe).
 
-#include <blobstreaming/blobstore/Error.h>
-#include <blobstreaming/blobstore/UniqueFd.h>
+#include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/UniqueFd.h>
 #include <blobstreaming/transporter/Protocol.h>
 
 #include <netdb.h>

@@ -17,8 +17,8 @@
 /// command: {"command","ok","code","message","sha256"}. It lets a test change
 /// the world (restart the Naming Service) under a client that keeps running.
 
-#include <blobstreaming/blobstore/Error.h>
-#include <blobstreaming/blobstore/Sha256.h>
+#include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/Sha256.h>
 #include <blobstreaming/client/Session.h>
 
 #include <nlohmann/json.hpp>

@@ -26,7 +26,7 @@
 /// `blob` does: 53 permission denied, 25 no such reservation, ...). Usage
 /// errors exit 1.
 
-#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/Tls.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Orb.h>

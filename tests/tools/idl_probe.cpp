@@ -32,7 +32,7 @@
 /// "EXISTING.new", its commit and abort, a remove of EXISTING last), so that
 /// a test can check what each raises when the store cannot serve it.
 
-#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/Tls.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Orb.h>

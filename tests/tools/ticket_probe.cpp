@@ -15,10 +15,10 @@
 /// connection afterwards. Exit 0 when a Response (of any status) was read,
 /// 1 on usage errors, 2 when the probe itself could not run.
 
-#include <blobstreaming/blobstore/BlobName.h>
-#include <blobstreaming/blobstore/Error.h>
-#include <blobstreaming/blobstore/Sha256.h>
-#include <blobstreaming/blobstore/UniqueFd.h>
+#include <blobstreaming/common/BlobName.h>
+#include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/Sha256.h>
+#include <blobstreaming/common/UniqueFd.h>
 #include <blobstreaming/transporter/Protocol.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Orb.h>

@@ -25,8 +25,8 @@
 ///
 /// Exit 0 when the mode ran, 1 on usage errors, 2 when the probe could not run.
 
-#include <blobstreaming/blobstore/Error.h>
-#include <blobstreaming/blobstore/UniqueFd.h>
+#include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/UniqueFd.h>
 #include <blobstreaming/transporter/Protocol.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Orb.h>

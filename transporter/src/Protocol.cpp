@@ -1,6 +1,6 @@
 #include <blobstreaming/transporter/Protocol.h>
 
-#include <blobstreaming/blobstore/LittleEndian.h>
+#include <blobstreaming/common/LittleEndian.h>
 
 #include <cstring>
 

@@ -1,6 +1,6 @@
 #include <blobstreaming/transporter/Tls.h>
 
-#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/SocketOptions.h>
 
 #include <openssl/err.h>
@@ -37,20 +37,6 @@ std::string openssl_errors()
 }
 
 }  // namespace
-
-void TlsFiles::check(const std::string& prefix) const
-{
-    if (!enabled()) return;
-    const char* names[] = {"cert", "key", "ca"};
-    const std::string* values[] = {&cert, &key, &ca};
-    std::string given;
-    for (int i = 0; i < 3; ++i)
-        if (!values[i]->empty()) given += (given.empty() ? "" : ", ") + prefix + names[i];
-    for (int i = 0; i < 3; ++i)
-        if (values[i]->empty())
-            throw Error(Errc::invalid_argument, prefix + names[i] + " is required with " + given + " (TLS needs " +
-                                                    prefix + "cert, " + prefix + "key and " + prefix + "ca)");
-}
 
 std::string certificate_subject(const void* cert)
 {

@@ -1,7 +1,7 @@
 #include <blobstreaming/transporter/Tls.h>
 
-#include <blobstreaming/blobstore/Error.h>
-#include <blobstreaming/blobstore/UniqueFd.h>
+#include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/UniqueFd.h>
 
 #define BOOST_TEST_MODULE TlsTest
 #include <boost/test/unit_test.hpp>

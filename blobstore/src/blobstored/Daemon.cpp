@@ -1,7 +1,7 @@
 #include "Daemon.h"
 
 
-#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/common/Error.h>
 #include <blobstreaming/blobstore/FileStore.h>
 #include <blobstreaming/blobstore/MemoryStore.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>

@@ -4,9 +4,9 @@
 #include "DaemonOptions.h"
 #include "SdcStatus.h"
 
-#include "corba/BlobLocator_i.h"
-#include "corba/BlobStore_i.h"
-#include "corba/ServantContext.h"
+#include "servants/BlobLocator_i.h"
+#include "servants/BlobStore_i.h"
+#include "servants/ServantContext.h"
 #include "server/DataServer.h"
 #include "server/NoticeDispatcher.h"
 #include "server/ReservationTable.h"

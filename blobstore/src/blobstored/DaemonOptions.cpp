@@ -1,6 +1,6 @@
 #include "DaemonOptions.h"
 
-#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/common/Error.h>
 
 #include <boost/program_options.hpp>
 

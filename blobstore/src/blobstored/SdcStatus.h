@@ -3,7 +3,7 @@
 /// with one MDS whose numeric metrics are the capacity, the used bytes, the
 /// blob count, the active transfers and the last transfer throughput.
 
-#include <blobstreaming/blobstore/BlobInfo.h>
+#include <blobstreaming/common/BlobInfo.h>
 
 #include <cstdint>
 #include <memory>

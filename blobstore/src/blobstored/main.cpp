@@ -4,7 +4,7 @@
 #include "Daemon.h"
 #include "DaemonOptions.h"
 
-#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/SocketOptions.h>
 
 #include <spdlog/sinks/stdout_sinks.h>

@@ -3,9 +3,9 @@
 #include "Io.h"
 #include "Output.h"
 
-#include <blobstreaming/blobstore/BlobName.h>
-#include <blobstreaming/blobstore/Error.h>
-#include <blobstreaming/blobstore/Sha256.h>
+#include <blobstreaming/common/BlobName.h>
+#include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/Sha256.h>
 #include <blobstreaming/client/Session.h>
 
 #include <cstdio>

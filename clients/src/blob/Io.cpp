@@ -1,6 +1,6 @@
 #include "Io.h"
 
-#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/common/Error.h>
 
 #include <algorithm>
 #include <cerrno>

@@ -4,7 +4,7 @@
 /// waits longer than --timeout for a peer process: a FIFO's writer or
 /// reader, or the next byte of a stream.
 
-#include <blobstreaming/blobstore/UniqueFd.h>
+#include <blobstreaming/common/UniqueFd.h>
 #include <blobstreaming/client/Transfer.h>
 
 #include <chrono>

@@ -1,6 +1,6 @@
 #include "Output.h"
 
-#include <blobstreaming/blobstore/Sha256.h>
+#include <blobstreaming/common/Sha256.h>
 
 #include <cctype>
 #include <ctime>

@@ -2,7 +2,7 @@
 /// Formatting for the blob CLI: sizes, times, JSON shapes of docs/CLI.md,
 /// human-readable tables and the progress bar.
 
-#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/common/Error.h>
 #include <blobstreaming/client/Result.h>
 
 #include <nlohmann/json.hpp>

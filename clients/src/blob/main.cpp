@@ -3,8 +3,8 @@
 #include "Io.h"
 #include "Output.h"
 
-#include <blobstreaming/blobstore/Error.h>
-#include <blobstreaming/transporter/Tls.h>
+#include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/TlsFiles.h>
 
 #include <boost/program_options.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>

@@ -1,6 +1,6 @@
 #include <blobstreaming/transporter/corba/Exceptions.h>
 
-#include <blobstreaming/blobstore/BlobName.h>
+#include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/transporter/corba/Security.h>
 
 #include <omniORB4/IIOP.h>
@@ -10,7 +10,7 @@
 #include <omniORB4/minorCode.h>
 #include <omniORB4/omniInterceptors.h>
 
-#include <blobstreaming/blobstore/UniqueFd.h>
+#include <blobstreaming/common/UniqueFd.h>
 
 #include <netdb.h>
 #include <poll.h>

@@ -1,6 +1,6 @@
 #include <blobstreaming/transporter/corba/Orb.h>
 
-#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Security.h>
 

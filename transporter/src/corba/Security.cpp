@@ -1,6 +1,6 @@
 #include <blobstreaming/transporter/corba/Security.h>
 
-#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/common/Error.h>
 
 #include <omniORB4/CORBA.h>
 #include <omniORB4/omniInterceptors.h>

@@ -1,6 +1,6 @@
 #pragma once
 
-#include <blobstreaming/blobstore/BlobInfo.h>
+#include <blobstreaming/common/BlobInfo.h>
 
 #include <cstddef>
 #include <cstdint>

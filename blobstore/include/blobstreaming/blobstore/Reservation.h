@@ -1,7 +1,7 @@
 #pragma once
 
-#include <blobstreaming/blobstore/BlobInfo.h>
-#include <blobstreaming/blobstore/Sha256.h>
+#include <blobstreaming/common/BlobInfo.h>
+#include <blobstreaming/common/Sha256.h>
 
 #include <cstddef>
 #include <cstdint>

@@ -1,6 +1,6 @@
 #pragma once
 
-#include <blobstreaming/blobstore/BlobInfo.h>
+#include <blobstreaming/common/BlobInfo.h>
 #include <blobstreaming/blobstore/BlobRange.h>
 #include <blobstreaming/blobstore/Reservation.h>
 

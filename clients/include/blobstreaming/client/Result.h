@@ -1,8 +1,8 @@
 #pragma once
 /// The outcome of one Session operation, and the callback types.
 
-#include <blobstreaming/blobstore/BlobInfo.h>
-#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/common/BlobInfo.h>
+#include <blobstreaming/common/Error.h>
 
 #include <cstdint>
 #include <functional>

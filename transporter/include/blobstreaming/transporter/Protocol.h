@@ -8,8 +8,8 @@
 /// Every Request carries a single-use ticket issued on the control plane;
 /// a refused Request gets an error Response and the connection is closed.
 
-#include <blobstreaming/blobstore/Error.h>
-#include <blobstreaming/blobstore/Sha256.h>
+#include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/Sha256.h>
 
 #include <array>
 #include <cstddef>

@@ -4,6 +4,8 @@
 /// or TLS (an SSL object on the socket's descriptor). Internal header: never
 /// installed; OpenSSL types appear only as opaque forward declarations.
 
+#include <blobstreaming/common/TlsFiles.h>
+
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -12,19 +14,6 @@ struct ssl_ctx_st;
 struct ssl_st;
 
 namespace blobstreaming {
-
-/// Certificate, private key and trusted CA, all PEM files. TLS is on when
-/// any is set; then all three are required (check()).
-struct TlsFiles {
-    std::string cert;  ///< this side's certificate (may include the chain)
-    std::string key;   ///< its private key, unencrypted
-    std::string ca;    ///< the CA certificates that peers must chain to
-
-    bool enabled() const noexcept { return !cert.empty() || !key.empty() || !ca.empty(); }
-    /// Throws Error(invalid_argument) naming the missing option (`prefix`
-    /// "--tls-" gives "--tls-key is required with --tls-cert ...").
-    void check(const std::string& prefix) const;
-};
 
 /// The subject of an X509 certificate as RFC 2253 text ("CN=ws1,O=Radiology");
 /// the form access lists use. `cert` is an X509*; "" for null.

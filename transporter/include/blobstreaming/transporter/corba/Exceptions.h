@@ -1,7 +1,7 @@
 #pragma once
 /// The one boundary between IDL exceptions and our Error type.
 
-#include <blobstreaming/blobstore/Error.h>
+#include <blobstreaming/common/Error.h>
 
 #include <BlobStreaming.hh>
 

@@ -1,0 +1,30 @@
+#pragma once
+/// BlobInfo between the store's type and the IDL struct (the servants' side
+/// of the boundary; the client library has its own in ControlPlane.cpp).
+
+#include <blobstreaming/common/BlobInfo.h>
+
+#include <BlobStreaming.hh>
+
+#include <chrono>
+#include <cstring>
+
+namespace blobstreaming::corba {
+
+inline void to_idl(const blobstreaming::BlobInfo& in, BlobStreaming::BlobInfo& out)
+{
+    out.name = in.name.c_str();
+    out.size = in.size;
+    std::memcpy(out.digest, in.digest.data(), in.digest.size());
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(in.committed.time_since_epoch()).count();
+    out.committedNs = static_cast<CORBA::ULongLong>(ns < 0 ? 0 : ns);
+}
+
+inline BlobStreaming::BlobInfo* to_idl(const blobstreaming::BlobInfo& in)
+{
+    auto* out = new BlobStreaming::BlobInfo;
+    to_idl(in, *out);
+    return out;
+}
+
+}  // namespace blobstreaming::corba

@@ -1,0 +1,141 @@
+#include "BlobLocator_i.h"
+
+#include "server/AccessList.h"
+
+#include <blobstreaming/common/BlobName.h>
+#include <blobstreaming/common/Error.h>
+#include <blobstreaming/blobstore/Store.h>
+#include <blobstreaming/transporter/corba/Exceptions.h>
+#include <blobstreaming/transporter/corba/Orb.h>
+#include <blobstreaming/transporter/corba/Security.h>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace blobstreaming::corba {
+namespace {
+
+struct Found {
+    std::string store;
+    BlobStreaming::StoreTier tier;
+    BlobStreaming::BlobStore_var ref;
+};
+
+}  // namespace
+
+BlobLocator_i::BlobLocator_i(CosNaming::NamingContext_ptr naming, std::string naming_url, const ServantContext& own,
+                             CORBA::Object_ptr own_ref)
+    : naming_(CosNaming::NamingContext::_duplicate(naming)),
+      naming_url_(std::move(naming_url)),
+      own_(own),
+      own_ref_(BlobStreaming::BlobStore::_unchecked_narrow(own_ref))
+{
+}
+
+BlobStreaming::LocationSeq* BlobLocator_i::locate(const char* name)
+{
+    if (own_.access && own_.access->enforced()) return locate_own(name);
+    if (auto problem = blob_name_problem(name))
+        throw BlobStreaming::InvalidName(("locate " + quote_name(name) + ": " + *problem).c_str(), name);
+    std::vector<Found> found;
+    std::vector<std::string> stores;
+    try {
+        stores = list_stores(naming_);
+    } catch (...) {
+        rethrow_declared(kInvalidName, "");
+    }
+    for (const std::string& store : stores) {
+        try {
+            Found f;
+            f.store = store;
+            f.ref = resolve_store(naming_, store, naming_url_);
+            if (!f.ref->contains(name)) continue;
+            BlobStreaming::StoreStatus_var status = f.ref->status();
+            f.tier = status->tier;
+            found.push_back(std::move(f));
+        } catch (const CORBA::Exception& e) {
+            spdlog::debug("locate {}: store \"{}\" skipped: CORBA {}", quote_name(name), store, e._name());
+        } catch (const std::exception& e) {
+            spdlog::debug("locate {}: store \"{}\" skipped: {}", quote_name(name), store, e.what());
+        }
+    }
+    std::stable_sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.tier < b.tier; });
+    auto* out = new BlobStreaming::LocationSeq;
+    out->length(static_cast<CORBA::ULong>(found.size()));
+    for (CORBA::ULong i = 0; i < out->length(); ++i) {
+        (*out)[i].store = found[i].store.c_str();
+        (*out)[i].tier = found[i].tier;
+        (*out)[i].ref = BlobStreaming::BlobStore::_duplicate(found[i].ref.in());
+    }
+    return out;
+}
+
+BlobStreaming::LocationSeq* BlobLocator_i::locate_own(const char* name)
+{
+    // The permission first: a refused caller learns nothing, not even
+    // whether the name is valid.
+    require_permission(own_, server::Permission::read, "locate");
+    if (auto problem = blob_name_problem(name))
+        throw BlobStreaming::InvalidName(("locate " + quote_name(name) + ": " + *problem).c_str(), name);
+    BlobStreaming::LocationSeq_var out = new BlobStreaming::LocationSeq;
+    try {
+        if (own_.store->contains(name)) {
+            out->length(1);
+            out[0].store = own_.store_name.c_str();
+            out[0].tier = own_.tier;
+            out[0].ref = BlobStreaming::BlobStore::_duplicate(own_ref_.in());
+        }
+    } catch (...) {
+        rethrow_declared(kInvalidName, own_.store_name, {name});
+    }
+    return out._retn();
+}
+
+BlobStreaming::NameSeq* BlobLocator_i::stores()
+{
+    try {
+        const std::vector<std::string> names = list_stores(naming_);
+        auto* out = new BlobStreaming::NameSeq;
+        out->length(static_cast<CORBA::ULong>(names.size()));
+        for (CORBA::ULong i = 0; i < out->length(); ++i) (*out)[i] = names[i].c_str();
+        return out;
+    } catch (...) {
+        rethrow_declared(kRaisesNothing, "");
+    }
+}
+
+void bind_locator(CosNaming::NamingContext_ptr root, CORBA::Object_ptr locator)
+{
+    root->rebind(locator_path(), locator);
+}
+
+bool locator_is_alive(CosNaming::NamingContext_ptr root)
+{
+    CORBA::Object_var current;
+    try {
+        current = root->resolve(locator_path());
+    } catch (const CosNaming::NamingContext::NotFound&) {
+        return false;
+    }
+    if (CORBA::is_nil(current)) return false;
+    if (ssl_configured() && !requires_tls(current)) return false;  // not asked: replaced
+    try {
+        return !current->_non_existent();
+    } catch (const CORBA::SystemException&) {
+        return false;  // its daemon is gone
+    }
+}
+
+void unbind_locator(CosNaming::NamingContext_ptr root, CORBA::Object_ptr locator) noexcept
+{
+    try {
+        CORBA::Object_var current = root->resolve(locator_path());
+        if (current->_is_equivalent(locator)) root->unbind(locator_path());
+    } catch (const CORBA::Exception&) {
+    } catch (const std::exception&) {
+    }
+}
+
+}  // namespace blobstreaming::corba

@@ -1,0 +1,300 @@
+#include "BlobStore_i.h"
+
+#include "BlobInfoIdl.h"
+
+#include "BlobTransporter_i.h"
+#include "server/AccessList.h"
+#include "server/DataServer.h"
+#include "server/ReservationTable.h"
+#include "server/TransporterRegistry.h"
+
+#include <blobstreaming/common/BlobName.h>
+#include <blobstreaming/common/Error.h>
+#include <blobstreaming/blobstore/FileStore.h>
+#include <blobstreaming/blobstore/Store.h>
+#include <blobstreaming/transporter/corba/Exceptions.h>
+#include <blobstreaming/transporter/corba/Security.h>
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+
+namespace blobstreaming::corba {
+
+std::string boot_id()
+{
+    std::ifstream in("/proc/sys/kernel/random/boot_id");
+    std::string id;
+    std::getline(in, id);
+    const auto first = id.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos) return "";
+    return id.substr(first, id.find_last_not_of(" \t\r\n") - first + 1);
+}
+
+void require_permission(const ServantContext& context, server::Permission permission, const char* operation)
+{
+    if (!context.access || !context.access->enforced()) return;
+    const std::string subject = caller_subject();
+    try {
+        context.access->require(subject, permission);
+    } catch (const Error& e) {
+        spdlog::warn("store \"{}\": {} refused: {}", context.store_name, operation, e.what());
+        throw CORBA::NO_PERMISSION(static_cast<CORBA::ULong>(kNoPermissionMinor + 1 + static_cast<unsigned>(permission)),
+                                   CORBA::COMPLETED_NO);
+    }
+}
+
+void require_reservation_owner(const ServantContext& context, BlobStreaming::ReservationId id, const char* operation)
+{
+    std::string owner;
+    try {
+        owner = context.reservations->client_of(id);
+    } catch (const Error& e) {
+        throw BlobStreaming::NoSuchReservation(e.what(), id);
+    }
+    const std::string client = caller_client();
+    if (owner == client) return;
+    // The log names both; the caller learns nothing about the other client.
+    spdlog::warn("store \"{}\": {} reservation {} refused: reserved by client \"{}\", asked by \"{}\"",
+                 context.store_name, operation, id, owner, client);
+    const std::string msg = std::string(operation) + " reservation " + std::to_string(id) +
+                            ": it was reserved by another client; only the client that reserved it may commit, "
+                            "abort, fill or resume it";
+    throw BlobStreaming::NoSuchReservation(msg.c_str(), id);
+}
+
+BlobStore_i::BlobStore_i(const ServantContext& context) : context_(context) {}
+
+// Permissions (docs/PROTOCOL.md, "Access list"): name, status, dataAddress
+// and openTransporter need only a verified certificate (omniORB has refused
+// every other client before any upcall); each other operation names its
+// permission on its first line.
+char* BlobStore_i::name() { return CORBA::string_dup(context_.store_name.c_str()); }
+
+BlobStreaming::StoreStatus* BlobStore_i::status()
+{
+    try {
+        const StoreUsage usage = context_.store->usage();
+        auto* s = new BlobStreaming::StoreStatus;
+        s->name = context_.store_name.c_str();
+        s->kind = std::string(context_.store->kind()).c_str();
+        s->tier = context_.tier;
+        s->capacity = usage.capacity;
+        s->used = usage.used;
+        s->reserved = usage.reserved;
+        s->blobCount = static_cast<CORBA::ULong>(usage.blob_count);
+        s->activeTransfers = context_.data->active_transfers();
+        return s;
+    } catch (...) {
+        rethrow_declared(kRaisesNothing, context_.store_name);
+    }
+}
+
+CORBA::Boolean BlobStore_i::contains(const char* name)
+{
+    require_permission(context_, server::Permission::read, "contains");
+    try {
+        validate_blob_name(name);
+        return context_.store->contains(name);
+    } catch (...) {
+        rethrow_declared(kInvalidName, context_.store_name, {name});
+    }
+}
+
+BlobStreaming::BlobInfo* BlobStore_i::stat(const char* name)
+{
+    require_permission(context_, server::Permission::read, "stat");
+    try {
+        return to_idl(context_.store->stat(name));
+    } catch (...) {
+        rethrow_declared(kNoSuchBlob | kInvalidName, context_.store_name, {name});
+    }
+}
+
+BlobStreaming::BlobInfoSeq* BlobStore_i::list()
+{
+    require_permission(context_, server::Permission::read, "list");
+    try {
+        const auto blobs = context_.store->list();
+        auto* out = new BlobStreaming::BlobInfoSeq;
+        out->length(static_cast<CORBA::ULong>(blobs.size()));
+        for (CORBA::ULong i = 0; i < out->length(); ++i) to_idl(blobs[i], (*out)[i]);
+        return out;
+    } catch (...) {
+        rethrow_declared(kRaisesNothing, context_.store_name);
+    }
+}
+
+BlobStreaming::Reservation* BlobStore_i::reserve(const char* name, BlobStreaming::ByteCount size,
+                                                 CORBA::Boolean overwrite)
+{
+    require_permission(context_, server::Permission::write, "reserve");
+    try {
+        context_.reservations->purge();
+        validate_blob_name(name);
+        // Bounded per client and in total: checked before the store does
+        // any work, and again when the reservation is added.
+        const std::string client = caller_client();
+        context_.reservations->check_limits(client, "reserve " + quote_name(name));
+        context_.reservations->abort_parked(name);
+        auto reservation =
+            context_.store->reserve(name, size, overwrite ? ReserveMode::replace : ReserveMode::create);
+        const std::uint64_t id = context_.reservations->add(std::move(reservation), client);
+        spdlog::debug("reservation {} of {} ({} bytes) opened", id, quote_name(name), size);
+        auto* out = new BlobStreaming::Reservation;
+        out->id = id;
+        out->name = name;
+        out->size = size;
+        out->received = 0;
+        return out;
+    } catch (...) {
+        IdlContext c;
+        c.name = name;
+        c.requested = size;
+        rethrow_declared(kInvalidName | kOutOfSpace | kAlreadyExists | kLimitReached, context_.store_name, c);
+    }
+}
+
+BlobStreaming::BlobInfo* BlobStore_i::commit(BlobStreaming::ReservationId id, const BlobStreaming::Sha256 expected)
+{
+    require_permission(context_, server::Permission::write, "commit");
+    require_reservation_owner(context_, id, "commit");
+    std::unique_ptr<Reservation> reservation;
+    IdlContext c;
+    c.id = id;
+    try {
+        reservation = context_.reservations->take(id);
+        c.name = reservation->name();
+        Digest digest{};
+        std::memcpy(digest.data(), expected, digest.size());
+        return to_idl(reservation->commit(&digest));
+    } catch (...) {
+        rethrow_declared(kNoSuchReservation | kTransferFailed, context_.store_name, c);
+    }
+}
+
+void BlobStore_i::abort(BlobStreaming::ReservationId id)
+{
+    require_permission(context_, server::Permission::write, "abort");
+    require_reservation_owner(context_, id, "abort");
+    try {
+        context_.reservations->abort(id);
+        spdlog::debug("reservation {} aborted on request", id);
+    } catch (...) {
+        IdlContext c;
+        c.id = id;
+        rethrow_declared(kNoSuchReservation, context_.store_name, c);
+    }
+}
+
+BlobStreaming::Reservation* BlobStore_i::resumable(const char* name)
+{
+    require_permission(context_, server::Permission::write, "resumable");
+    try {
+        validate_blob_name(name);
+        context_.reservations->purge();
+        const auto r = context_.reservations->resumable(name, caller_client());
+        spdlog::info("push {} resumes reservation {} at byte {} of {}", quote_name(name), r.id, r.received, r.size);
+        auto* out = new BlobStreaming::Reservation;
+        out->id = r.id;
+        out->name = name;
+        out->size = r.size;
+        out->received = r.received;
+        return out;
+    } catch (...) {
+        rethrow_declared(kInvalidName | kNoSuchReservation, context_.store_name, {name});
+    }
+}
+
+// Rereading is disk and CPU work on this upcall thread, never on the reactor:
+// transfers keep moving while a Blob is verified.
+BlobStreaming::BlobInfo* BlobStore_i::verify(const char* name)
+{
+    require_permission(context_, server::Permission::read, "verify");
+    try {
+        const auto t0 = std::chrono::steady_clock::now();
+        const blobstreaming::BlobInfo info = context_.store->verify(name);
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        spdlog::info("verified {}: {} bytes in {:.3f} s, SHA-256 matches", quote_name(name), info.size, seconds);
+        return to_idl(info);
+    } catch (const Error& e) {
+        if (e.code() == Errc::corrupt) spdlog::error("{}", e.what());
+        rethrow_declared(kNoSuchBlob | kInvalidName | kCorrupt, context_.store_name, {name});
+    } catch (...) {
+        rethrow_declared(kNoSuchBlob | kInvalidName | kCorrupt, context_.store_name, {name});
+    }
+}
+
+void BlobStore_i::remove(const char* name)
+{
+    require_permission(context_, server::Permission::remove, "remove");
+    try {
+        context_.store->remove(name);
+        spdlog::info("removed {}", quote_name(name));
+    } catch (...) {
+        rethrow_declared(kNoSuchBlob | kInvalidName, context_.store_name, {name});
+    }
+}
+
+CORBA::Boolean BlobStore_i::findLocalFile(const char* name, BlobStreaming::LocalFile_out file)
+{
+    require_permission(context_, server::Permission::read, "findLocalFile");
+    file = new BlobStreaming::LocalFile;
+    try {
+        validate_blob_name(name);
+        const auto* fs = dynamic_cast<const FileStore*>(context_.store);
+        if (fs == nullptr || !context_.local_fast_path) {
+            context_.store->stat(name);  // NoSuchBlob still applies
+            return false;
+        }
+        const blobstreaming::BlobInfo info = fs->stat(name);
+        if (info.size == 0) return false;  // nothing to map (mmap of 0 bytes fails): use the socket
+        const FileStore::Location where = fs->locate(name);
+        file->host = boot_id().c_str();
+        file->path = where.path.c_str();
+        file->dataOffset = where.data_offset;
+        to_idl(info, file->info);
+        return true;
+    } catch (...) {
+        rethrow_declared(kNoSuchBlob | kInvalidName, context_.store_name, {name});
+    }
+}
+
+BlobStreaming::DataEndpoint* BlobStore_i::dataAddress()
+{
+    auto* out = new BlobStreaming::DataEndpoint;
+    out->host = context_.data_host.c_str();
+    out->port = context_.data_port;
+    return out;
+}
+
+// Every transporter counts against the caps of the context's registry until
+// its client closes it or the daemon reclaims it idle (Daemon::maintain).
+BlobStreaming::BlobTransporter_ptr BlobStore_i::openTransporter()
+{
+    try {
+        std::shared_ptr<server::TransporterActivity> activity;
+        if (context_.transporters) activity = context_.transporters->admit(caller_client());
+        PortableServer::Servant_var<BlobTransporter_i> servant = new BlobTransporter_i(context_, activity);
+        PortableServer::ObjectId_var oid = context_.poa->activate_object(servant);
+        if (activity) {
+            context_.transporters->on_reclaim(activity, [poa = context_.poa, id = PortableServer::ObjectId(oid.in())] {
+                try {
+                    poa->deactivate_object(id);  // its destructor withdraws its unused tickets
+                } catch (const PortableServer::POA::ObjectNotActive&) {
+                    // closed by its client meanwhile
+                } catch (const CORBA::Exception& e) {
+                    spdlog::warn("cannot reclaim an idle transporter: CORBA {}", e._name());
+                }
+            });
+        }
+        CORBA::Object_var obj = context_.poa->id_to_reference(oid);
+        return BlobStreaming::BlobTransporter::_narrow(obj);
+    } catch (...) {
+        rethrow_declared(kLimitReached, context_.store_name);  // admit(): Errc::limit_reached
+    }
+}
+
+}  // namespace blobstreaming::corba

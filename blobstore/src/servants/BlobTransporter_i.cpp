@@ -1,0 +1,368 @@
+#include "BlobTransporter_i.h"
+
+#include "BlobInfoIdl.h"
+
+#include "server/AccessList.h"
+
+#include "server/ReservationTable.h"
+#include "server/TicketRegistry.h"
+
+#include <blobstreaming/common/BlobName.h>
+#include <blobstreaming/common/Error.h>
+#include <blobstreaming/blobstore/Store.h>
+#include <blobstreaming/transporter/corba/Exceptions.h>
+#include <blobstreaming/transporter/corba/Security.h>
+
+#include <omniORB4/omniORB.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace blobstreaming::corba {
+namespace {
+
+/// How long the dispatcher's thread waits for one observer to take a
+/// notice (connecting included) before it gives up on that observer for a
+/// while (server::NoticeLimits::retry_after).
+constexpr CORBA::ULong kObserverCallTimeoutMs = 2000;
+
+std::string range_text(std::uint64_t offset, std::uint64_t length)
+{
+    const std::string end = length > ~std::uint64_t{0} - offset ? std::string("beyond 2^64")
+                                                                 : std::to_string(offset + length);
+    return "[" + std::to_string(offset) + ", " + end + ")";
+}
+
+protocol::TicketId ticket_of(const BlobStreaming::TicketId id)
+{
+    protocol::TicketId out{};
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = id[i];
+    return out;
+}
+
+BlobStreaming::TransferNotice notice_of(const server::TransferOutcome& outcome)
+{
+    BlobStreaming::TransferNotice notice;
+    std::memcpy(notice.id, outcome.ticket.data(), outcome.ticket.size());
+    notice.succeeded = outcome.succeeded;
+    notice.bytes = outcome.bytes;
+    notice.reason = outcome.reason.c_str();
+    return notice;
+}
+
+/// A client's TransferObserver, called on the NoticeDispatcher's thread
+/// with a call timeout of its own.
+class ObserverSink final : public server::NoticeSink {
+public:
+    explicit ObserverSink(BlobStreaming::TransferObserver_ptr observer)
+        : observer_(BlobStreaming::TransferObserver::_duplicate(observer)), endpoint_(endpoint_of(observer))
+    {
+        omniORB::setClientCallTimeout(observer_, kObserverCallTimeoutMs);
+    }
+
+    std::string deliver(const server::TransferOutcome& outcome) noexcept override
+    {
+        try {
+            observer_->completed(notice_of(outcome));  // oneway: still connects and writes
+            return {};
+        } catch (const CORBA::TIMEOUT&) {
+            return "CORBA TIMEOUT: no connection or no room for the notice within " +
+                   std::to_string(kObserverCallTimeoutMs) + " ms";
+        } catch (const CORBA::Exception& e) {
+            return std::string("CORBA ") + e._name();
+        } catch (const std::exception& e) {
+            return e.what();
+        } catch (...) {
+            return "unknown failure";
+        }
+    }
+
+    const std::string& endpoint() const noexcept override { return endpoint_; }
+
+private:
+    BlobStreaming::TransferObserver_var observer_;
+    const std::string endpoint_;
+};
+
+}  // namespace
+
+std::chrono::milliseconds to_milliseconds(const BlobStreaming::TimeValue& t)
+{
+    // Saturates instead of overflowing: seconds up to 2^64-1 and
+    // microseconds up to 2^32-1 (an unnormalised TimeValue) are legal IDL.
+    constexpr std::uint64_t kMaxMs = std::numeric_limits<std::int64_t>::max();
+    const std::uint64_t extra_ms = t.microseconds / 1000;  // < 4294968
+    const std::uint64_t s = std::min<std::uint64_t>(t.seconds, (kMaxMs - extra_ms) / 1000);
+    return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000 + extra_ms));
+}
+
+BlobStreaming::TimeValue to_time_value(std::chrono::milliseconds ms)
+{
+    BlobStreaming::TimeValue t;
+    const auto count = std::max<std::int64_t>(0, ms.count());
+    t.seconds = static_cast<CORBA::ULongLong>(count / 1000);
+    t.microseconds = static_cast<CORBA::ULong>((count % 1000) * 1000);
+    return t;
+}
+
+BlobTransporter_i::BlobTransporter_i(const ServantContext& context,
+                                     std::shared_ptr<server::TransporterActivity> activity)
+    : context_(context), opener_(caller_subject()), activity_(std::move(activity))
+{
+}
+
+void BlobTransporter_i::require_opener(const char* operation) const
+{
+    const std::string subject = caller_subject();
+    if (subject == opener_) return;
+    spdlog::warn("store \"{}\": {} refused: the transporter was opened by client \"{}\", called by \"{}\"",
+                 context_.store_name, operation, opener_, subject);
+    throw CORBA::NO_PERMISSION(static_cast<CORBA::ULong>(kNoPermissionMinor), CORBA::COMPLETED_NO);
+}
+
+BlobTransporter_i::~BlobTransporter_i()
+{
+    withdraw_all();
+    release();
+}
+
+void BlobTransporter_i::release() noexcept
+{
+    if (activity_ && context_.transporters) context_.transporters->release(activity_.get());
+}
+
+// Runs on the reactor thread when the transfer ends: it only queues, never
+// calls out (a oneway call still connects and writes, and an observer that
+// does not answer would hold up every transfer of the daemon).
+std::shared_ptr<server::TransferControl> BlobTransporter_i::make_control(
+    BlobStreaming::NotificationSemantics semantics)
+{
+    auto control = std::make_shared<server::TransferControl>();
+    if (activity_) activity_->track(control);  // busy until the transfer ends
+    control->on_finished = [notices = notices_, semantics, activity = activity_, dispatcher = context_.notices,
+                            self = control.get()](const server::TransferOutcome& outcome) {
+        if (activity) activity->ended(self);
+        if (semantics == BlobStreaming::QUEUE_NOTIFICATIONS) {
+            const BlobStreaming::TransferNotice notice = notice_of(outcome);
+            std::lock_guard<std::mutex> lock(notices->mutex);
+            if (notices->queue.size() >= kMaxQueuedNotices) {
+                notices->queue.pop_front();
+                ++notices->dropped;
+            }
+            notices->queue.push_back(notice);
+            return;
+        }
+        if (semantics != BlobStreaming::SEND_NOTIFICATIONS) return;
+        std::shared_ptr<server::NoticeSink> observer;
+        {
+            std::lock_guard<std::mutex> lock(notices->mutex);
+            observer = notices->observer;
+        }
+        if (observer && dispatcher) dispatcher->post(observer, outcome);
+    };
+    return control;
+}
+
+BlobStreaming::TransferTicket* BlobTransporter_i::issue(server::TicketBinding binding)
+{
+    binding.client = caller_subject();  // the data connection must come from the same client
+    const protocol::TicketId id = context_.tickets->issue(binding);
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (auto it = issued_.begin(); it != issued_.end();) it = it->second.expired() ? issued_.erase(it) : std::next(it);
+        issued_.emplace(id, binding.control);
+    }
+    auto* ticket = new BlobStreaming::TransferTicket;
+    std::memcpy(ticket->id, id.data(), id.size());
+    ticket->blob = binding.blob.c_str();
+    ticket->direction =
+        binding.direction == protocol::FrameType::push ? BlobStreaming::PUSH : BlobStreaming::PULL;
+    ticket->offset = binding.offset;
+    ticket->length = binding.length;
+    ticket->lifetime = to_time_value(context_.tickets->lifetime());
+    ticket->endpoint.host = context_.data_host.c_str();
+    ticket->endpoint.port = context_.data_port;
+    // A push ticket names no version: size 0, zero digest, time 0.
+    to_idl(binding.version.value_or(BlobInfo{}), ticket->version);
+    spdlog::debug("ticket {} issued: {} {} {}", protocol::ticket_tag(id),
+                  binding.direction == protocol::FrameType::push ? "push" : "pull", quote_name(binding.blob),
+                  range_text(binding.offset, binding.length));
+    return ticket;
+}
+
+BlobStreaming::TransferTicket* BlobTransporter_i::send(const char* blob, BlobStreaming::ByteCount length,
+                                                       BlobStreaming::ByteOffset absoluteOffset,
+                                                       CORBA::Boolean useTimeout,
+                                                       const BlobStreaming::TimeValue& timeout,
+                                                       BlobStreaming::NotificationSemantics semantics)
+{
+    require_opener("send");
+    require_permission(context_, server::Permission::read, "send");
+    const std::string name = blob;
+    if (auto problem = blob_name_problem(name))
+        throw BlobStreaming::InvalidName(("send " + quote_name(name) + ": " + *problem).c_str(), blob);
+    try {
+        const BlobInfo info = context_.store->stat(name);
+        std::uint64_t resolved = length;
+        if (length == 0 && absoluteOffset <= info.size) resolved = info.size - absoluteOffset;
+        if (resolved > ~std::uint64_t{0} - absoluteOffset || absoluteOffset + resolved > info.size) {
+            // Same wording as the store's own range errors.
+            const std::string msg = "send " + quote_name(name) + ": range " + range_text(absoluteOffset, length) +
+                                    " is outside the blob of " + std::to_string(info.size) + " bytes";
+            throw BlobStreaming::InvalidRange(msg.c_str(), blob, absoluteOffset, length);
+        }
+        server::TicketBinding binding;
+        binding.direction = protocol::FrameType::pull;
+        binding.blob = name;
+        binding.offset = absoluteOffset;
+        binding.length = resolved;
+        binding.version = info;
+        if (useTimeout) binding.inactivity_timeout = to_milliseconds(timeout);
+        binding.control = make_control(semantics);
+        return issue(std::move(binding));
+    } catch (...) {
+        IdlContext c;
+        c.name = name;
+        c.offset = absoluteOffset;
+        c.length = length;
+        rethrow_declared(kNoSuchBlob | kInvalidName | kInvalidRange | kTransferFailed, context_.store_name, c);
+    }
+}
+
+BlobStreaming::TransferTicket* BlobTransporter_i::recv(BlobStreaming::ReservationId reservation,
+                                                       BlobStreaming::ByteCount length,
+                                                       BlobStreaming::ByteOffset absoluteOffset,
+                                                       CORBA::Boolean useTimeout,
+                                                       const BlobStreaming::TimeValue& timeout,
+                                                       BlobStreaming::NotificationSemantics semantics)
+{
+    require_opener("recv");
+    require_permission(context_, server::Permission::write, "recv");
+    require_reservation_owner(context_, reservation, "recv into");
+    server::ReservationTable::Summary summary;
+    try {
+        summary = context_.reservations->find(reservation);
+    } catch (...) {
+        IdlContext c;
+        c.id = reservation;
+        rethrow_declared(kNoSuchReservation | kInvalidRange | kTransferFailed, context_.store_name, c);
+    }
+    // A push runs from what the reservation holds (0, or more when resumed)
+    // to the end of the Blob.
+    const std::uint64_t rest = summary.size - summary.received;
+    const std::uint64_t resolved = (length == 0 && absoluteOffset == 0) ? summary.size : length;
+    if (absoluteOffset != summary.received || resolved != rest) {
+        const std::string msg = "recv into reservation " + std::to_string(reservation) + " (" +
+                                quote_name(summary.name) + ", " + std::to_string(summary.size) + " bytes, " +
+                                std::to_string(summary.received) + " received): a push continues at offset " +
+                                std::to_string(summary.received) + " to the end of the Blob (length " +
+                                std::to_string(rest) + "), not " + range_text(absoluteOffset, length);
+        throw BlobStreaming::InvalidRange(msg.c_str(), summary.name.c_str(), absoluteOffset, length);
+    }
+    try {
+        server::TicketBinding binding;
+        binding.direction = protocol::FrameType::push;
+        binding.blob = summary.name;
+        binding.reservation = reservation;
+        binding.offset = summary.received;
+        binding.length = rest;
+        if (useTimeout) binding.inactivity_timeout = to_milliseconds(timeout);
+        binding.control = make_control(semantics);
+        context_.reservations->attach(reservation, binding.control);
+        return issue(std::move(binding));
+    } catch (...) {
+        IdlContext c;
+        c.name = summary.name;
+        c.id = reservation;
+        c.offset = absoluteOffset;
+        c.length = length;
+        rethrow_declared(kNoSuchReservation | kInvalidRange | kTransferFailed, context_.store_name, c);
+    }
+}
+
+BlobStreaming::TransferNoticeSeq* BlobTransporter_i::poll()
+{
+    require_opener("poll");
+    try {
+        if (activity_) activity_->touch();
+        std::deque<BlobStreaming::TransferNotice> taken;
+        std::uint64_t dropped = 0;
+        {
+            std::lock_guard<std::mutex> lock(notices_->mutex);
+            taken.swap(notices_->queue);
+            std::swap(dropped, notices_->dropped);
+        }
+        if (dropped > 0)
+            spdlog::info("transporter poll: {} oldest notices were dropped since the previous poll (at most {} are "
+                         "kept)", dropped, kMaxQueuedNotices);
+        auto* out = new BlobStreaming::TransferNoticeSeq;
+        out->length(static_cast<CORBA::ULong>(taken.size()));
+        for (CORBA::ULong i = 0; i < out->length(); ++i) (*out)[i] = taken[i];
+        return out;
+    } catch (...) {
+        rethrow_declared(kRaisesNothing, context_.store_name);
+    }
+}
+
+void BlobTransporter_i::observe(BlobStreaming::TransferObserver_ptr observer)
+{
+    require_opener("observe");
+    if (activity_) activity_->touch();
+    std::shared_ptr<server::NoticeSink> sink;
+    if (!CORBA::is_nil(observer)) sink = std::make_shared<ObserverSink>(observer);
+    std::lock_guard<std::mutex> lock(notices_->mutex);
+    notices_->observer = std::move(sink);
+}
+
+void BlobTransporter_i::cancel(const BlobStreaming::TicketId id)
+{
+    require_opener("cancel");
+    if (activity_) activity_->touch();
+    const protocol::TicketId ticket = ticket_of(id);
+    const bool withdrawn = context_.tickets->withdraw(ticket);
+    std::shared_ptr<server::TransferControl> control;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = issued_.find(ticket);
+        if (it != issued_.end()) {
+            control = it->second.lock();
+            issued_.erase(it);
+        }
+    }
+    if (control) control->cancelled = true;
+    spdlog::debug("ticket {} cancelled ({})", protocol::ticket_tag(ticket),
+                  withdrawn ? "unused, withdrawn" : "its transfer is abandoned if still running");
+}
+
+void BlobTransporter_i::withdraw_all() noexcept
+{
+    std::map<protocol::TicketId, std::weak_ptr<server::TransferControl>> issued;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        issued.swap(issued_);
+    }
+    for (const auto& kv : issued) context_.tickets->withdraw(kv.first);
+}
+
+void BlobTransporter_i::close()
+{
+    require_opener("close");
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (closed_) return;
+        closed_ = true;
+    }
+    release();
+    withdraw_all();
+    try {
+        PortableServer::ObjectId_var oid = context_.poa->servant_to_id(this);
+        context_.poa->deactivate_object(oid);
+    } catch (const CORBA::Exception& e) {
+        spdlog::warn("cannot deactivate a closed transporter: CORBA {}", e._name());
+    }
+}
+
+}  // namespace blobstreaming::corba

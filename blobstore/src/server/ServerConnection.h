@@ -1,0 +1,147 @@
+#pragma once
+/// One data connection of a blobstored: a small state machine on the reactor
+/// thread that serves a series of transfers (docs/PROTOCOL.md).
+
+#include "DataServerImpl.h"
+#include "TicketRegistry.h"
+
+#include <blobstreaming/blobstore/BlobRange.h>
+#include <blobstreaming/blobstore/Reservation.h>
+#include <blobstreaming/transporter/Protocol.h>
+#include <blobstreaming/transporter/Tls.h>
+
+#include <ace/SOCK_Stream.h>
+#include <ace/Svc_Handler.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace blobstreaming::server {
+
+/// Life cycle (ACE): the acceptor creates it and calls open(), which makes
+/// the socket non-blocking, applies the socket options and registers for
+/// input. handle_input() frames Requests and receives push bytes straight
+/// into the reservation's window; handle_output() sends Responses and pull
+/// bytes (sendfile for file-backed Blobs; under TLS SSL_write from the
+/// Blob's mapping, sendfile cannot encrypt); handle_timeout() abandons a
+/// transfer without progress for its inactivity timeout, and closes a
+/// connection that presented no valid Request within the handshake timeout
+/// of being accepted or sat idle between transfers for the idle timeout
+/// (docs/PROTOCOL.md, "Connections"); handle_close()
+/// aborts whatever is open (nothing partial becomes visible) and deletes the
+/// object. All member functions run on the reactor thread, except that
+/// DataServer::stop() calls handle_close() after that thread has ended.
+///
+/// Every failure is the client's or the network's and ends this connection
+/// only: nothing here throws into the reactor.
+class ServerConnection : public ACE_Svc_Handler<ACE_SOCK_Stream, ACE_NULL_SYNCH> {
+public:
+    /// `peer_ip`: the peer's address, the key of the per-peer cap. The
+    /// DataAcceptor admitted the connection; open() counts it as
+    /// unauthenticated until its first valid ticket.
+    ServerConnection(DataServer::Impl* server, std::string peer_ip);
+    ~ServerConnection() override;
+
+    int open(void* acceptor) override;
+    int handle_input(ACE_HANDLE handle) override;
+    int handle_output(ACE_HANDLE handle) override;
+    int handle_timeout(const ACE_Time_Value& now, const void* act) override;
+    int handle_close(ACE_HANDLE handle, ACE_Reactor_Mask mask) override;
+
+    /// DataServer::stop(): abandons the transfer in progress (a push is
+    /// aborted and told so when possible) and closes; deletes the object.
+    void shutdown_now() noexcept;
+    /// The acceptor needs this unauthenticated connection's slot for a new
+    /// one from `newcomer`: closes it (deletes the object).
+    void evict(const std::string& newcomer) noexcept;
+
+private:
+    enum class Phase {
+        handshake,     ///< TLS handshake (TLS only; before the first Request)
+        request,       ///< reading the 40-byte Request (idle between transfers)
+        push_body,     ///< receiving push bytes into the reservation
+        push_trailer,  ///< reading the 32-byte SHA-256 trailer
+        sending,       ///< sending a Response and, for a pull, the bytes
+        draining,      ///< refused: write side shut, reading to EOF before closing
+    };
+    enum class Pump { done, again, failed };
+    using SteadyTime = std::chrono::steady_clock::time_point;
+
+    int continue_handshake();
+    int on_request();
+    /// The pull's range from exactly the version its ticket names;
+    /// Error(blob_changed) when the Blob was replaced or removed since.
+    BlobRange read_ticket_version() const;
+    int read_push_body();
+    int read_trailer();
+    int finish_push();
+    int drain_input();
+    int start_sending(std::string header, bool close_after);
+    Pump pump_send();
+    int after_send();
+    int refuse(Errc status, const std::string& reason);
+    void end_transfer(bool succeeded, const std::string& reason);
+    struct Throughput {
+        double seconds;
+        double mbps;  ///< 10^6 bytes/s
+    };
+    /// The finished transfer's `bytes` over its time since started_,
+    /// published as the daemon's last transfer throughput.
+    Throughput record_throughput(std::uint64_t bytes) noexcept;
+    void fail_transfer(Errc status, const std::string& reason, bool tell_peer);
+    void progress() noexcept;
+    /// When the connection is closed (or its transfer abandoned) unless
+    /// something happens first, and which limit sets that time.
+    struct Deadline {
+        SteadyTime at;
+        enum class Kind { inactivity, handshake, idle } kind;
+    };
+    Deadline deadline() const noexcept;
+    void arm_timer();
+    void disarm_timer();
+    void authenticate() noexcept;
+    bool set_mask(ACE_Reactor_Mask mask);
+    std::chrono::milliseconds timeout() const noexcept;
+
+    DataServer::Impl* server_;
+    std::string peer_ip_;
+    std::string peer_ = "unknown peer";
+    /// Presented a valid ticket once: no longer under the handshake deadline
+    /// nor counted by the caps on unauthenticated connections.
+    bool authenticated_ = false;
+    SteadyTime accepted_{};
+    std::unique_ptr<Channel> io_;  ///< plain or TLS, over the socket
+    std::string subject_;          ///< TLS: the client certificate's subject
+    Phase phase_ = Phase::request;
+    bool closed_ = false;
+
+    std::uint8_t request_buf_[protocol::kRequestSize] = {};
+    std::size_t request_got_ = 0;
+    std::uint8_t trailer_buf_[protocol::kTrailerSize] = {};
+    std::size_t trailer_got_ = 0;
+
+    // The transfer in progress (valid from a consumed ticket to its end).
+    bool in_transfer_ = false;
+    protocol::Request request_{};
+    TicketBinding binding_;
+    std::unique_ptr<Reservation> reservation_;  ///< push
+    BlobRange range_;                           ///< pull
+    std::uint64_t body_done_ = 0;               ///< bytes received (push) or sent (pull)
+    SteadyTime started_{};
+
+    // What is being sent: `out_` then, for a pull, `range_` bytes.
+    std::string out_;
+    std::size_t out_done_ = 0;
+    bool send_body_ = false;
+    bool close_after_send_ = false;
+
+    SteadyTime last_progress_{};
+    long timer_id_ = -1;
+    SteadyTime timer_at_{};  ///< when the armed timer fires
+    ACE_Reactor_Mask mask_ = ACE_Event_Handler::READ_MASK;
+    std::uint64_t drained_ = 0;
+};
+
+}  // namespace blobstreaming::server

@@ -1,0 +1,103 @@
+#pragma once
+/// Single-use, short-lived transfer tickets (docs/PROTOCOL.md, "Tickets").
+
+#include "TransferControl.h"
+
+#include <blobstreaming/common/BlobInfo.h>
+#include <blobstreaming/transporter/Protocol.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace blobstreaming::server {
+
+/// What a ticket permits: one direction, one Blob (or reservation), one range.
+struct TicketBinding {
+    protocol::FrameType direction = protocol::FrameType::pull;  ///< push or pull
+    std::string blob;                   ///< the Blob (pull) or the reservation's name (push)
+    std::uint64_t reservation = 0;      ///< push: the reservation id in the ReservationTable
+    std::uint64_t offset = 0;
+    std::uint64_t length = 0;
+    /// Pull: the committed version the ticket was issued for. The data
+    /// connection serves the range only from exactly this version (same
+    /// size, digest and commit time) and otherwise answers blob_changed.
+    std::optional<BlobInfo> version;
+    std::chrono::milliseconds inactivity_timeout{0};  ///< 0: the data server's default
+    std::shared_ptr<TransferControl> control;  ///< never null once issued
+    /// The certificate subject of the client the ticket was issued to (TLS
+    /// only; "" otherwise): the data connection must present the same.
+    std::string client;
+};
+
+/// The tickets issued by the control plane and not yet presented on the data
+/// plane. Thread-safe: servants issue and withdraw on omniORB threads, data
+/// connections consume on the reactor thread.
+///
+/// A ticket is consumed by the first Request that presents it, whether or not
+/// that Request matches the binding. Unused tickets expire `lifetime` after
+/// issue. Used, withdrawn and expired tickets are remembered for a while
+/// (twice the lifetime, at least a minute) only so that a refusal can say
+/// why; after that they are forgotten and count as unknown. Memory is bounded
+/// by the issue rate: purge() runs on every issue() and from the daemon's
+/// housekeeping timer.
+class TicketRegistry {
+public:
+    using Clock = std::function<std::chrono::steady_clock::time_point()>;
+
+    /// `clock` is injectable for tests; by default std::chrono::steady_clock.
+    explicit TicketRegistry(std::chrono::milliseconds lifetime, Clock clock = {});
+
+    std::chrono::milliseconds lifetime() const noexcept { return lifetime_; }
+
+    /// Registers a binding under a fresh random ticket. A missing control is
+    /// created. Throws Error(io_error) only when no random bytes are available.
+    protocol::TicketId issue(TicketBinding binding);
+
+    /// Consumes the ticket of `request` and returns its binding when the
+    /// request matches it (same direction, offset and length). Otherwise
+    /// throws Error(Errc::refused) with the reason:
+    ///   unknown ticket <tag>
+    ///   ticket <tag> expired <n> ms ago
+    ///   ticket <tag> was already used
+    ///   ticket <tag> was withdrawn
+    ///   ticket <tag> is bound to a pull of "X" [o, o+l), not a push of [o2, o2+l2)
+    TicketBinding consume(const protocol::Request& request);
+
+    /// Withdraws an unused ticket; returns false when it is not (or no
+    /// longer) waiting to be used.
+    bool withdraw(const protocol::TicketId& ticket);
+
+    /// Forgets expired and old used entries; returns how many were dropped.
+    std::size_t purge();
+
+    /// Tickets issued and still usable (not expired, used or withdrawn).
+    std::size_t pending() const;
+    /// All remembered entries, usable or not (for tests of bounded memory).
+    std::size_t remembered() const;
+
+private:
+    enum class State { issued, used, withdrawn };
+    struct Entry {
+        TicketBinding binding;
+        std::chrono::steady_clock::time_point issued;
+        std::chrono::steady_clock::time_point closed;  ///< when used or withdrawn
+        State state = State::issued;
+    };
+
+    std::chrono::steady_clock::time_point now() const;
+    std::chrono::milliseconds retention() const noexcept;
+    std::size_t purge_locked(std::chrono::steady_clock::time_point now);
+
+    const std::chrono::milliseconds lifetime_;
+    const Clock clock_;
+    mutable std::mutex mutex_;
+    std::map<protocol::TicketId, Entry> entries_;
+};
+
+}  // namespace blobstreaming::server

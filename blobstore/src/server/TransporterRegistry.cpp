@@ -1,0 +1,164 @@
+#include "TransporterRegistry.h"
+
+#include <blobstreaming/common/Error.h>
+
+#include <spdlog/spdlog.h>
+
+#include <sstream>
+#include <vector>
+
+namespace blobstreaming::server {
+namespace {
+
+TransporterActivity::ClockFn or_steady(TransporterActivity::ClockFn clock)
+{
+    if (clock) return clock;
+    return [] { return std::chrono::steady_clock::now(); };
+}
+
+std::string seconds_text(std::chrono::milliseconds ms)
+{
+    std::ostringstream out;
+    out << static_cast<double>(ms.count()) / 1000.0 << " s";
+    return out.str();
+}
+
+}  // namespace
+
+TransporterActivity::TransporterActivity(std::string client, ClockFn clock)
+    : client_(std::move(client)), clock_(or_steady(std::move(clock))), last_use_(clock_())
+{
+}
+
+void TransporterActivity::touch() noexcept
+{
+    const auto now = clock_();
+    std::lock_guard<std::mutex> lock(mutex_);
+    last_use_ = now;
+}
+
+void TransporterActivity::track(const std::shared_ptr<TransferControl>& control)
+{
+    const auto now = clock_();
+    std::lock_guard<std::mutex> lock(mutex_);
+    last_use_ = now;
+    // Forget transfers whose controls are gone, so that a transporter used
+    // for many transfers keeps a short list.
+    for (auto it = running_.begin(); it != running_.end();) it = it->second.expired() ? running_.erase(it) : std::next(it);
+    running_[control.get()] = control;
+}
+
+void TransporterActivity::ended(const TransferControl* control) noexcept
+{
+    const auto now = clock_();
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_.erase(control);
+    last_use_ = now;
+}
+
+bool TransporterActivity::idle(std::chrono::milliseconds lifetime)
+{
+    const auto now = clock_();
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = running_.begin(); it != running_.end();) it = it->second.expired() ? running_.erase(it) : std::next(it);
+    return running_.empty() && now - last_use_ >= lifetime;
+}
+
+TransporterRegistry::TransporterRegistry(TransporterLimits limits, TransporterActivity::ClockFn clock)
+    : limits_(limits), clock_(or_steady(std::move(clock)))
+{
+}
+
+std::shared_ptr<TransporterActivity> TransporterRegistry::admit(const std::string& client)
+{
+    const std::string who = client.empty() ? std::string("(unidentified)") : client;
+    const std::string reclaimed = "; transporters left idle are reclaimed after " + seconds_text(limits_.idle) +
+                                  " (--transporter-idle)";
+    auto activity = std::make_shared<TransporterActivity>(client, clock_);
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::size_t& mine = per_client_[client];
+    if (mine >= limits_.per_client) {
+        ++refused_;
+        if (mine == 0) per_client_.erase(client);
+        throw Error(Errc::limit_reached, "openTransporter: client " + who + " has reached its limit of open " +
+                                             "transporters (" + std::to_string(limits_.per_client) +
+                                             ", --max-client-transporters): close() the ones it no longer uses" +
+                                             reclaimed);
+    }
+    if (entries_.size() >= limits_.total) {
+        ++refused_;
+        if (mine == 0) per_client_.erase(client);
+        throw Error(Errc::limit_reached, "openTransporter: the store has reached its limit of open transporters "
+                                             "(" + std::to_string(limits_.total) + " in all, --max-transporters): "
+                                             "try again later" + reclaimed);
+    }
+    entries_.emplace(activity.get(), Entry{activity, {}});
+    ++mine;
+    return activity;
+}
+
+void TransporterRegistry::on_reclaim(const std::shared_ptr<TransporterActivity>& activity, Reclaim reclaim)
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(activity.get());
+    if (it != entries_.end()) it->second.reclaim = std::move(reclaim);
+}
+
+void TransporterRegistry::forget_locked(std::map<const TransporterActivity*, Entry>::iterator it)
+{
+    auto count = per_client_.find(it->second.activity->client());
+    if (count != per_client_.end() && --count->second == 0) per_client_.erase(count);
+    entries_.erase(it);
+}
+
+void TransporterRegistry::release(const TransporterActivity* activity) noexcept
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(activity);
+    if (it != entries_.end()) forget_locked(it);
+}
+
+TransporterRegistry::Sweep TransporterRegistry::sweep() noexcept
+{
+    Sweep out;
+    std::vector<Entry> idle;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        try {
+            idle.reserve(entries_.size());
+        } catch (...) {
+            return out;  // out of memory: the next sweep tries again
+        }
+        for (auto it = entries_.begin(); it != entries_.end();) {
+            if (!it->second.activity->idle(limits_.idle)) {
+                ++it;
+                continue;
+            }
+            idle.push_back(Entry{it->second.activity, std::move(it->second.reclaim)});  // capacity reserved
+            forget_locked(it++);
+        }
+        out.open = entries_.size();
+        out.clients = per_client_.size();
+        out.refused = refused_;
+        refused_ = 0;
+    }
+    for (auto& entry : idle) {
+        try {
+            if (entry.reclaim) entry.reclaim();
+        } catch (const std::exception& e) {
+            spdlog::warn("cannot reclaim an idle transporter of client {}: {}", entry.activity->client(), e.what());
+        } catch (...) {
+            spdlog::warn("cannot reclaim an idle transporter of client {}", entry.activity->client());
+        }
+    }
+    out.reclaimed = idle.size();
+    return out;
+}
+
+std::size_t TransporterRegistry::open() const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    return entries_.size();
+}
+
+}  // namespace blobstreaming::server

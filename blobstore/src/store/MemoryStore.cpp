@@ -1,0 +1,205 @@
+#include <blobstreaming/blobstore/MemoryStore.h>
+
+#include "StoreIndex.h"
+
+#include <blobstreaming/common/BlobName.h>
+#include <blobstreaming/common/Error.h>
+
+#include <cstdint>
+#include <list>
+#include <mutex>
+#include <new>
+
+#include <sys/mman.h>
+
+namespace blobstreaming {
+
+namespace {
+
+using Buffer = std::shared_ptr<std::uint8_t[]>;
+
+/// Blobs from this size on get their own mapping backed by transparent huge
+/// pages where the kernel allows them (THP "madvise" mode is Debian's
+/// default): the bytes arriving from the socket then fault in 2 MiB at a
+/// time instead of 4 KiB, which was 15 % of the daemon's time in a 32 MiB
+/// MemoryStore push on loopback.
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+
+/// Uninitialised bytes for a Blob of `size` > 0 bytes; throws std::bad_alloc.
+Buffer allocate(std::size_t size)
+{
+    if (size < kHugePage) return Buffer(new std::uint8_t[size]);
+    if (size > SIZE_MAX - kHugePage) throw std::bad_alloc();
+    const std::size_t length = (size + kHugePage - 1) / kHugePage * kHugePage;
+    void* p = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    // Advisory: without THP the mapping simply stays in 4 KiB pages.
+    ::madvise(p, length, MADV_HUGEPAGE);
+    return Buffer(static_cast<std::uint8_t*>(p), [length](std::uint8_t* q) { ::munmap(q, length); });
+}
+
+struct Extra {
+    Buffer bytes;
+    std::list<std::string>::iterator lru;  ///< position in State::lru
+};
+
+}  // namespace
+
+struct MemoryStore::State {
+    mutable std::mutex mutex;
+    detail::StoreIndex<Extra> index;
+    /// Committed names, most recently used at the front.
+    mutable std::list<std::string> lru;
+    bool evict;
+    std::uint64_t evictions = 0;
+
+    explicit State(const Options& o) : index(o.capacity), evict(o.evict) {}
+
+    void touch(Extra& extra) const { lru.splice(lru.begin(), lru, extra.lru); }
+
+    /// Drops least recently used Blobs until `size` fits (eviction on).
+    void make_room(std::uint64_t size)
+    {
+        // Never empty the cache for a Blob that could not fit even then.
+        const std::uint64_t room = index.capacity() - index.reserved();
+        if (!evict || index.reserved() > index.capacity() || size > room) return;
+        while (!index.fits(size) && !lru.empty()) {
+            const std::string victim = lru.back();
+            lru.pop_back();
+            index.erase(victim);
+            ++evictions;
+        }
+    }
+};
+
+namespace {
+
+class MemoryReservation final : public Reservation {
+public:
+    MemoryReservation(std::shared_ptr<MemoryStore::State> state, std::string name,
+                      std::uint64_t size, ReserveMode mode, Buffer bytes)
+        : Reservation(std::move(name), size), state_(std::move(state)), mode_(mode),
+          bytes_(std::move(bytes))
+    {
+    }
+    ~MemoryReservation() override { abort(); }
+
+private:
+    Window do_window(std::uint64_t offset, std::size_t max, std::error_code&) override
+    {
+        return {bytes_.get() + offset, max};
+    }
+
+    BlobInfo do_commit(const Digest& digest) override
+    {
+        std::lock_guard lock(state_->mutex);
+        auto& index = state_->index;
+        index.close_reservation(name(), size());
+        closed_ = true;
+        if (mode_ == ReserveMode::create && index.find(name()))
+            throw Error(Errc::already_exists, "commit " + quote_name(name()) +
+                                                  ": a blob of that name was committed meanwhile");
+        BlobInfo info{name(), size(), digest, std::chrono::system_clock::now()};
+        Extra old;
+        if (index.publish({info, {std::move(bytes_), {}}}, &old)) state_->lru.erase(old.lru);
+        state_->lru.push_front(name());
+        if (auto* entry = index.find(name())) entry->extra.lru = state_->lru.begin();
+        return info;
+    }
+
+    void do_abort() noexcept override
+    {
+        if (closed_) return;
+        std::lock_guard lock(state_->mutex);
+        state_->index.close_reservation(name(), size());
+        bytes_.reset();
+        closed_ = true;
+    }
+
+    std::shared_ptr<MemoryStore::State> state_;
+    ReserveMode mode_;
+    Buffer bytes_;
+    bool closed_ = false;
+};
+
+}  // namespace
+
+MemoryStore::MemoryStore(Options options)
+{
+    if (options.capacity == 0)
+        throw Error(Errc::invalid_argument, "memory store: capacity must be greater than 0 bytes");
+    state_ = std::make_shared<State>(options);
+}
+
+MemoryStore::~MemoryStore() = default;
+
+BlobInfo MemoryStore::stat(std::string_view name) const
+{
+    validate_blob_name(name);
+    std::lock_guard lock(state_->mutex);
+    return state_->index.get(name).info;
+}
+
+std::vector<BlobInfo> MemoryStore::list() const
+{
+    std::lock_guard lock(state_->mutex);
+    return state_->index.list();
+}
+
+BlobRange MemoryStore::read(std::string_view name, std::uint64_t start, std::uint64_t end) const
+{
+    validate_blob_name(name);
+    std::lock_guard lock(state_->mutex);
+    auto& entry = const_cast<detail::StoreIndex<Extra>::Entry&>(state_->index.get(name));
+    end = detail::checked_end(name, entry.info.size, start, end);
+    state_->touch(entry.extra);
+    const std::uint8_t* data = end > start ? entry.extra.bytes.get() + start : nullptr;
+    return BlobRange(entry.info, start, end, entry.extra.bytes, data, -1, 0);
+}
+
+std::unique_ptr<Reservation> MemoryStore::reserve(std::string_view name, std::uint64_t size,
+                                                  ReserveMode mode)
+{
+    validate_blob_name(name);
+    Buffer bytes;
+    {
+        std::lock_guard lock(state_->mutex);
+        state_->index.check_reservable(name, mode);
+        state_->make_room(size);
+        if (!state_->index.fits(size)) state_->index.throw_out_of_space(name, size);
+        state_->index.open_reservation(name, size);
+    }
+    try {
+        // Default-initialised: the bytes are written before anyone reads them.
+        if (size > 0) bytes = allocate(static_cast<std::size_t>(size));
+    } catch (const std::bad_alloc&) {
+        std::lock_guard lock(state_->mutex);
+        state_->index.close_reservation(std::string(name), size);
+        throw Error(Errc::out_of_space, "no room for blob " + quote_name(name) + ": cannot allocate " +
+                                            std::to_string(size) + " bytes of memory");
+    }
+    return std::make_unique<MemoryReservation>(state_, std::string(name), size, mode,
+                                               std::move(bytes));
+}
+
+void MemoryStore::remove(std::string_view name)
+{
+    validate_blob_name(name);
+    std::lock_guard lock(state_->mutex);
+    auto entry = state_->index.erase(name);
+    state_->lru.erase(entry.extra.lru);
+}
+
+StoreUsage MemoryStore::usage() const
+{
+    std::lock_guard lock(state_->mutex);
+    return state_->index.usage();
+}
+
+std::uint64_t MemoryStore::evictions() const
+{
+    std::lock_guard lock(state_->mutex);
+    return state_->evictions;
+}
+
+}  // namespace blobstreaming

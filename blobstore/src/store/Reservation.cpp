@@ -1,0 +1,111 @@
+#include <blobstreaming/blobstore/Reservation.h>
+
+#include <blobstreaming/common/BlobName.h>
+#include <blobstreaming/common/Error.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace blobstreaming {
+
+Reservation::Window Reservation::window(std::size_t max, std::error_code& ec)
+{
+    ec.clear();
+    last_ = {};
+    if (state_ != State::open) {
+        ec = Errc::reservation_closed;
+        return {};
+    }
+    if (remaining() == 0 || max == 0) return {};
+    const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(max, remaining()));
+    last_ = do_window(written_, want, ec);
+    if (ec) last_ = {};
+    return last_;
+}
+
+std::error_code Reservation::advance(std::size_t n)
+{
+    if (state_ != State::open) return Errc::reservation_closed;
+    if (n > last_.size) return Errc::invalid_range;
+    if (n > 0) {
+        if (auto ec = do_advance(last_.data, n, written_)) {
+            last_ = {};
+            return ec;
+        }
+    }
+    sha_.update(last_.data, n);
+    written_ += n;
+    last_.data += n;
+    last_.size -= n;
+    return {};
+}
+
+std::error_code Reservation::write(const void* data, std::size_t size)
+{
+    if (state_ != State::open) return Errc::reservation_closed;
+    if (size > remaining()) return Errc::invalid_range;
+    const auto* p = static_cast<const std::uint8_t*>(data);
+    while (size > 0) {
+        std::error_code ec;
+        const Window w = window(size, ec);
+        if (ec) return ec;
+        std::memcpy(w.data, p, w.size);
+        if (auto e = advance(w.size)) return e;
+        p += w.size;
+        size -= w.size;
+    }
+    return {};
+}
+
+BlobInfo Reservation::commit(const Digest* expected)
+{
+    if (state_ != State::open)
+        throw Error(Errc::reservation_closed,
+                    "commit " + quote_name(name_) + ": the reservation was already " +
+                        (state_ == State::committed ? "committed" : "aborted"));
+    if (written_ != size_)
+        throw Error(Errc::incomplete, "commit " + quote_name(name_) + ": " +
+                                          std::to_string(written_) + " of " +
+                                          std::to_string(size_) + " bytes written");
+    const Digest digest = sha_.finish();
+    if (expected && *expected != digest) {
+        abort();
+        throw Error(Errc::digest_mismatch, "commit " + quote_name(name_) +
+                                               ": SHA-256 of the received bytes is " +
+                                               to_hex(digest) + ", the sender announced " +
+                                               to_hex(*expected) + "; nothing was stored");
+    }
+    try {
+        BlobInfo info = do_commit(digest);
+        state_ = State::committed;
+        return info;
+    } catch (...) {
+        abort();
+        throw;
+    }
+}
+
+std::error_code Reservation::do_advance(const std::uint8_t*, std::size_t, std::uint64_t) { return {}; }
+
+std::error_code Reservation::fail(std::error_code ec, std::string message)
+{
+    error_message_ = std::move(message);
+    return ec;
+}
+
+void Reservation::suspend() noexcept
+{
+    if (state_ != State::open) return;
+    last_ = {};
+    do_suspend();
+}
+
+void Reservation::abort() noexcept
+{
+    if (state_ != State::open) return;
+    state_ = State::aborted;
+    last_ = {};
+    do_abort();
+}
+
+}  // namespace blobstreaming

@@ -1,0 +1,233 @@
+#include "server/ReservationTable.h"
+
+#include <blobstreaming/common/Error.h>
+#include <blobstreaming/blobstore/MemoryStore.h>
+
+#define BOOST_TEST_MODULE ReservationTable
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <string>
+
+using namespace blobstreaming;
+using namespace blobstreaming::server;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Fixture {
+    std::chrono::steady_clock::time_point now{std::chrono::hours(10)};
+    MemoryStore store{MemoryStore::Options{1u << 20, false}};
+    ReservationTable table{60s, [this] { return now; }};
+};
+
+Errc code_of(const std::function<void()>& f)
+{
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.code();
+    }
+    return Errc::ok;
+}
+
+std::string message_of(const std::function<void()>& f)
+{
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_CASE(unused_reservation_is_aborted_after_the_grace_period, Fixture)
+{
+    const auto id = table.add(store.reserve("CT.1", 1000));
+    BOOST_CHECK_EQUAL(store.usage().reserved, 1000u);
+    now += 59s;
+    BOOST_CHECK_EQUAL(table.purge(), 0u);
+    now += 1s;
+    BOOST_CHECK_EQUAL(table.purge(), 1u);
+    BOOST_CHECK_EQUAL(store.usage().reserved, 0u);
+    BOOST_CHECK(code_of([&] { table.find(id); }) == Errc::no_such_reservation);
+}
+
+BOOST_FIXTURE_TEST_CASE(claimed_reservation_is_not_purged_and_abort_cancels_its_push, Fixture)
+{
+    const auto id = table.add(store.reserve("CT.2", 10));
+    auto control = std::make_shared<TransferControl>();
+    table.attach(id, control);
+    auto reservation = table.claim(id);
+    BOOST_REQUIRE(reservation != nullptr);
+    now += 120s;
+    BOOST_CHECK_EQUAL(table.purge(), 0u);
+    BOOST_CHECK_EQUAL(message_of([&] { table.claim(id); }),
+                      "reservation " + std::to_string(id) + " is already being filled by another connection");
+    BOOST_CHECK(code_of([&] { table.take(id); }) == Errc::no_such_reservation);
+    table.abort(id);
+    BOOST_CHECK(control->cancelled);
+    table.release(id);
+    BOOST_CHECK(code_of([&] { table.abort(id); }) == Errc::no_such_reservation);
+}
+
+BOOST_FIXTURE_TEST_CASE(abort_of_a_waiting_reservation_releases_space, Fixture)
+{
+    const auto id = table.add(store.reserve("CT.3", 100));
+    table.abort(id);
+    BOOST_CHECK_EQUAL(store.usage().reserved, 0u);
+    BOOST_CHECK_EQUAL(message_of([&] { table.claim(id); }),
+                      "reservation " + std::to_string(id) + " of this ticket was committed, aborted or expired meanwhile");
+    BOOST_CHECK(code_of([&] { table.claim(id); }) == Errc::refused);
+}
+
+BOOST_FIXTURE_TEST_CASE(take_hands_over_for_a_control_plane_commit, Fixture)
+{
+    const auto id = table.add(store.reserve("CT.4", 3));
+    auto reservation = table.take(id);
+    BOOST_REQUIRE(!reservation->write("abc", 3));
+    reservation->commit();
+    BOOST_CHECK(store.contains("CT.4"));
+    BOOST_CHECK_EQUAL(table.waiting(), 0u);
+}
+
+BOOST_FIXTURE_TEST_CASE(abort_all_releases_everything, Fixture)
+{
+    table.add(store.reserve("A", 10));
+    table.add(store.reserve("B", 20));
+    table.abort_all();
+    BOOST_CHECK_EQUAL(store.usage().reserved, 0u);
+    BOOST_CHECK_EQUAL(table.waiting(), 0u);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_reservation_remembers_its_client_also_when_claimed_and_parked, Fixture)
+{
+    const auto id = table.add(store.reserve("CT.5", 10), "CN=modality1");
+    BOOST_CHECK_EQUAL(table.client_of(id), "CN=modality1");
+    BOOST_CHECK_EQUAL(table.find(id).client, "CN=modality1");
+    auto reservation = table.claim(id);
+    BOOST_CHECK_EQUAL(table.client_of(id), "CN=modality1");
+    BOOST_REQUIRE(!reservation->write("abcd", 4));
+    table.park(id, std::move(reservation));
+    BOOST_CHECK_EQUAL(table.resumable("CT.5", "CN=modality1").received, 4u);
+    BOOST_CHECK_EQUAL(table.resumable("CT.5", "CN=modality1").client, "CN=modality1");
+    // Another client sees what it would see if there were none.
+    BOOST_CHECK_EQUAL(message_of([&] { table.resumable("CT.5", "CN=modality2"); }),
+                      "no interrupted push of \"CT.5\" to resume (none was started, it was committed or aborted, "
+                      "its grace period ran out, or a data connection is still filling it)");
+    BOOST_CHECK(code_of([&] { table.resumable("CT.5", ""); }) == Errc::no_such_reservation);
+    table.abort(id);
+    BOOST_CHECK(code_of([&] { table.client_of(id); }) == Errc::no_such_reservation);
+}
+
+namespace {
+
+/// A reservation that counts how often it was told to give back its
+/// filling resources.
+class CountingReservation final : public Reservation {
+public:
+    explicit CountingReservation(int& suspended) : Reservation("C.1", 4), suspended_(suspended) {}
+    ~CountingReservation() override { abort(); }
+
+private:
+    Window do_window(std::uint64_t offset, std::size_t max, std::error_code&) override
+    {
+        return {bytes_ + offset, std::min<std::size_t>(max, 4 - static_cast<std::size_t>(offset))};
+    }
+    BlobInfo do_commit(const Digest& digest) override { return {name(), size(), digest, {}}; }
+    void do_abort() noexcept override {}
+    void do_suspend() noexcept override { ++suspended_; }
+
+    std::uint8_t bytes_[4] = {};
+    int& suspended_;
+};
+
+struct Limited {
+    std::chrono::steady_clock::time_point now{std::chrono::hours(10)};
+    MemoryStore store{MemoryStore::Options{1u << 20, false}};
+    ReservationTable table{60s, [this] { return now; }, ReservationLimits{5, 3}};
+};
+
+const std::string kPerClient =
+    "reserve \"A.3\": client \"10.0.0.1\" already holds 3 open reservations, the most one client may hold "
+    "(max-reservations-per-client 3); commit or abort them, or wait until unused ones expire";
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_CASE(one_client_holds_at_most_its_limit_of_open_reservations, Limited)
+{
+    for (int i = 0; i < 3; ++i) table.add(store.reserve("A." + std::to_string(i), 1), "10.0.0.1");
+    BOOST_CHECK(code_of([&] { table.check_limits("10.0.0.1", "reserve \"A.3\""); }) == Errc::limit_reached);
+    BOOST_CHECK_EQUAL(message_of([&] { table.check_limits("10.0.0.1", "reserve \"A.3\""); }), kPerClient);
+    // add() checks again (two reserves racing past check_limits) and aborts the refused one.
+    BOOST_CHECK_EQUAL(message_of([&] { table.add(store.reserve("A.3", 1), "10.0.0.1"); }), kPerClient);
+    BOOST_CHECK_EQUAL(store.usage().reserved, 3u);
+    BOOST_CHECK_EQUAL(table.open_by("10.0.0.1"), 3u);
+    // Another client is not affected.
+    table.check_limits("CN=ws2", "reserve \"B.0\"");
+    table.add(store.reserve("B.0", 1), "CN=ws2");
+    BOOST_CHECK_EQUAL(table.open_by("CN=ws2"), 1u);
+}
+
+BOOST_FIXTURE_TEST_CASE(the_store_holds_at_most_its_total_of_open_reservations, Limited)
+{
+    for (int i = 0; i < 3; ++i) table.add(store.reserve("A." + std::to_string(i), 1), "a");
+    for (int i = 0; i < 2; ++i) table.add(store.reserve("B." + std::to_string(i), 1), "b");
+    BOOST_CHECK_EQUAL(message_of([&] { table.add(store.reserve("C.0", 1), "c"); }),
+                      "reserve \"C.0\": the store already holds 5 open reservations, its limit (max-reservations 5); "
+                      "try again when some have ended");
+    BOOST_CHECK_EQUAL(table.open(), 5u);
+    BOOST_CHECK_EQUAL(store.usage().reserved, 5u);
+}
+
+BOOST_FIXTURE_TEST_CASE(every_way_a_reservation_ends_gives_its_slot_back, Limited)
+{
+    const std::string c = "10.0.0.1";
+    const auto aborted = table.add(store.reserve("A.0", 1), c);
+    const auto taken = table.add(store.reserve("A.1", 1), c);
+    const auto claimed = table.add(store.reserve("A.2", 1), c);
+    BOOST_CHECK(code_of([&] { table.check_limits(c, "reserve"); }) == Errc::limit_reached);
+    table.abort(aborted);
+    BOOST_CHECK_EQUAL(table.open_by(c), 2u);
+    table.take(taken);
+    BOOST_CHECK_EQUAL(table.open_by(c), 1u);
+    // A claimed reservation still counts: it holds space until it ends.
+    auto r = table.claim(claimed);
+    BOOST_CHECK_EQUAL(table.open_by(c), 1u);
+    table.park(claimed, std::move(r));  // parked: still open, resumable
+    BOOST_CHECK_EQUAL(table.open_by(c), 1u);
+    BOOST_CHECK(table.abort_parked("A.2"));
+    BOOST_CHECK_EQUAL(table.open_by(c), 0u);
+    const auto expiring = table.add(store.reserve("A.3", 1), c);
+    now += 61s;
+    BOOST_CHECK_EQUAL(table.purge(), 1u);
+    BOOST_CHECK_EQUAL(table.open_by(c), 0u);
+    BOOST_CHECK(code_of([&] { table.find(expiring); }) == Errc::no_such_reservation);
+    const auto committed = table.add(store.reserve("A.4", 1), c);
+    auto in_flight = table.claim(committed);
+    BOOST_REQUIRE(!in_flight->write("x", 1));
+    in_flight->commit();
+    table.release(committed);
+    table.add(store.reserve("A.5", 1), c);
+    table.abort_all();
+    BOOST_CHECK_EQUAL(table.open(), 0u);
+    BOOST_CHECK_EQUAL(table.open_by(c), 0u);
+    BOOST_CHECK_EQUAL(store.usage().reserved, 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_reservation_nobody_fills_is_suspended)
+{
+    int suspended = 0;
+    ReservationTable table{60s};
+    const auto id = table.add(std::make_unique<CountingReservation>(suspended), "c");
+    BOOST_CHECK_EQUAL(suspended, 1);  // waiting for a data connection: suspended
+    auto r = table.claim(id);
+    BOOST_REQUIRE(!r->write("ab", 2));
+    table.park(id, std::move(r));  // the push broke off: suspended again
+    BOOST_CHECK_EQUAL(suspended, 2);
+    auto resumed = table.claim(id);
+    BOOST_CHECK_EQUAL(resumed->written(), 2u);
+    table.park(id, std::move(resumed));
+}

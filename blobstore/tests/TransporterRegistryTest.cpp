@@ -1,0 +1,171 @@
+#include "server/TransporterRegistry.h"
+
+#include <blobstreaming/transporter/corba/Security.h>
+
+#include <blobstreaming/common/Error.h>
+
+#define BOOST_TEST_MODULE TransporterRegistry
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+using namespace blobstreaming;
+using namespace blobstreaming::server;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// A clock the test moves by hand.
+struct FakeClock {
+    std::chrono::steady_clock::time_point now{std::chrono::hours(1000)};
+    TransporterActivity::ClockFn fn()
+    {
+        return [this] { return now; };
+    }
+};
+
+TransporterLimits limits(std::size_t total, std::size_t per_client, std::chrono::milliseconds idle = 10s)
+{
+    TransporterLimits l;
+    l.total = total;
+    l.per_client = per_client;
+    l.idle = idle;
+    return l;
+}
+
+std::string refusal(TransporterRegistry& r, const std::string& client)
+{
+    try {
+        r.admit(client);
+    } catch (const Error& e) {
+        BOOST_CHECK(e.code() == Errc::limit_reached);
+        return e.what();
+    }
+    return "admitted";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(caps_per_client_and_in_total_with_the_exact_messages)
+{
+    FakeClock clock;
+    TransporterRegistry r(limits(5, 3, 300s), clock.fn());
+    std::vector<std::shared_ptr<TransporterActivity>> held;
+    for (int i = 0; i < 3; ++i) held.push_back(r.admit("10.0.0.1"));
+    BOOST_CHECK_EQUAL(refusal(r, "10.0.0.1"),
+                      "openTransporter: client 10.0.0.1 has reached its limit of open transporters (3, "
+                      "--max-client-transporters): close() the ones it no longer uses; transporters left idle are "
+                      "reclaimed after 300 s (--transporter-idle)");
+    held.push_back(r.admit("10.0.0.2"));
+    held.push_back(r.admit("CN=ws1"));
+    BOOST_CHECK_EQUAL(r.open(), 5u);
+    BOOST_CHECK_EQUAL(refusal(r, "10.0.0.3"),
+                      "openTransporter: the store has reached its limit of open transporters (5 in all, "
+                      "--max-transporters): try again later; transporters left idle are reclaimed after 300 s "
+                      "(--transporter-idle)");
+
+    // Closing one makes room, for its client and in total.
+    r.release(held[0].get());
+    r.release(held[0].get());  // twice: quiet, counted once
+    BOOST_CHECK_EQUAL(r.open(), 4u);
+    BOOST_CHECK_NO_THROW(held.push_back(r.admit("10.0.0.1")));
+    const auto swept = r.sweep();
+    BOOST_CHECK_EQUAL(swept.refused, 2u);
+    BOOST_CHECK_EQUAL(swept.reclaimed, 0u);
+    BOOST_CHECK_EQUAL(swept.open, 5u);
+    BOOST_CHECK_EQUAL(swept.clients, 3u);
+    BOOST_CHECK_EQUAL(r.sweep().refused, 0u);  // counted since the previous sweep
+}
+
+BOOST_AUTO_TEST_CASE(an_idle_transporter_is_reclaimed_once_after_the_lifetime_not_before)
+{
+    FakeClock clock;
+    TransporterRegistry r(limits(10, 10, 10s), clock.fn());
+    int reclaimed = 0;
+    auto a = r.admit("h");
+    r.on_reclaim(a, [&] { ++reclaimed; });
+    auto b = r.admit("h");
+    r.on_reclaim(b, [&] { ++reclaimed; });
+
+    clock.now += 9s;
+    b->touch();  // b is used; a is not
+    BOOST_CHECK_EQUAL(r.sweep().reclaimed, 0u);
+    clock.now += 1s;
+    auto s = r.sweep();
+    BOOST_CHECK_EQUAL(s.reclaimed, 1u);
+    BOOST_CHECK_EQUAL(s.open, 1u);
+    BOOST_CHECK_EQUAL(reclaimed, 1);
+    clock.now += 9s;
+    BOOST_CHECK_EQUAL(r.sweep().reclaimed, 1u);
+    BOOST_CHECK_EQUAL(reclaimed, 2);
+    BOOST_CHECK_EQUAL(r.open(), 0u);
+    clock.now += 100s;
+    BOOST_CHECK_EQUAL(r.sweep().reclaimed, 0u);  // once only
+    BOOST_CHECK_EQUAL(reclaimed, 2);
+}
+
+BOOST_AUTO_TEST_CASE(a_transporter_with_a_transfer_that_may_still_run_is_not_idle)
+{
+    FakeClock clock;
+    TransporterRegistry r(limits(10, 10, 10s), clock.fn());
+    auto a = r.admit("h");
+    auto control = std::make_shared<TransferControl>();
+    a->track(control);  // a ticket issued: the registry or a data connection holds its control
+
+    clock.now += 1h;
+    BOOST_CHECK_EQUAL(r.sweep().reclaimed, 0u);  // a long transfer is still running
+
+    a->ended(control.get());  // the transfer ended an hour later: that was a use
+    BOOST_CHECK_EQUAL(r.sweep().reclaimed, 0u);
+    clock.now += 10s;
+    BOOST_CHECK_EQUAL(r.sweep().reclaimed, 1u);
+
+    // A ticket that was never used: busy while its control is held (until the
+    // ticket registry purges it), idle once nobody holds it.
+    auto b = r.admit("h");
+    auto unused = std::make_shared<TransferControl>();
+    b->track(unused);
+    clock.now += 1h;
+    BOOST_CHECK_EQUAL(r.sweep().reclaimed, 0u);
+    unused.reset();
+    BOOST_CHECK_EQUAL(r.sweep().reclaimed, 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_released_transporter_is_never_reclaimed)
+{
+    FakeClock clock;
+    TransporterRegistry r(limits(10, 10, 10s), clock.fn());
+    int reclaimed = 0;
+    auto a = r.admit("h");
+    r.on_reclaim(a, [&] { ++reclaimed; });
+    r.release(a.get());
+    clock.now += 1h;
+    BOOST_CHECK_EQUAL(r.sweep().reclaimed, 0u);
+    BOOST_CHECK_EQUAL(reclaimed, 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_failing_reclaim_is_logged_and_the_sweep_goes_on)
+{
+    FakeClock clock;
+    TransporterRegistry r(limits(10, 10, 10s), clock.fn());
+    int reclaimed = 0;
+    auto a = r.admit("h");
+    r.on_reclaim(a, [] { throw std::runtime_error("no POA"); });
+    auto b = r.admit("h");
+    r.on_reclaim(b, [&] { ++reclaimed; });
+    clock.now += 11s;
+    BOOST_CHECK_EQUAL(r.sweep().reclaimed, 2u);
+    BOOST_CHECK_EQUAL(reclaimed, 1);
+    BOOST_CHECK_EQUAL(r.open(), 0u);
+}
+
+BOOST_AUTO_TEST_CASE(the_host_of_an_omniorb_peer_address)
+{
+    BOOST_CHECK_EQUAL(corba::host_of_peer("giop:tcp:127.0.0.1:4711"), "127.0.0.1");
+    BOOST_CHECK_EQUAL(corba::host_of_peer("giop:ssl:10.1.2.3:4711"), "10.1.2.3");
+    BOOST_CHECK_EQUAL(corba::host_of_peer("giop:tcp:[::1]:4711"), "::1");
+    BOOST_CHECK_EQUAL(corba::host_of_peer("giop:unix:/tmp/omni-x/000"), "local");
+    BOOST_CHECK_EQUAL(corba::host_of_peer("host:1"), "host");
+}

@@ -1,0 +1,63 @@
+#pragma once
+// Helpers shared by the unit tests of common/ and blobstore/: a private temporary directory,
+// reproducible random bytes, and an assertion on an Error's code and text.
+
+#include <blobstreaming/common/Error.h>
+
+#include <boost/test/unit_test.hpp>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace blobstreaming::test {
+
+/// A fresh directory under $TMPDIR, removed with everything in it.
+class TempDir {
+public:
+    TempDir()
+    {
+        std::string templ = (std::filesystem::temp_directory_path() / "bs-test-XXXXXX").string();
+        if (!::mkdtemp(templ.data())) throw std::runtime_error("mkdtemp failed");
+        path_ = templ;
+    }
+    ~TempDir()
+    {
+        std::error_code ec;
+        std::filesystem::remove_all(path_, ec);
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const std::filesystem::path& path() const { return path_; }
+
+private:
+    std::filesystem::path path_;
+};
+
+inline std::vector<std::uint8_t> random_bytes(std::size_t n, std::uint32_t seed = 1)
+{
+    std::mt19937_64 rng(seed);
+    std::vector<std::uint8_t> out(n);
+    for (auto& b : out) b = static_cast<std::uint8_t>(rng());
+    return out;
+}
+
+}  // namespace blobstreaming::test
+
+/// Asserts that `statement` throws blobstreaming::Error with code `errc`
+/// and a message containing `text`.
+#define BS_CHECK_ERROR(statement, errc, text)                                            \
+    do {                                                                                 \
+        try {                                                                            \
+            statement;                                                                   \
+            BOOST_ERROR("expected Error(" #errc ") from: " #statement);                  \
+        } catch (const ::blobstreaming::Error& e_) {                                     \
+            BOOST_CHECK_MESSAGE(e_.code() == (errc), "code " << static_cast<int>(e_.code()) \
+                                                             << ": " << e_.what());       \
+            BOOST_CHECK_MESSAGE(std::string(e_.what()).find(text) != std::string::npos, \
+                                "message \"" << e_.what() << "\" lacks \"" << (text) << "\""); \
+        }                                                                                \
+    } while (0)
