@@ -7,6 +7,7 @@ common_libblobcommon_la_SOURCES = \
 	common/src/BlobInfo.cpp \
 	common/src/BlobName.cpp \
 	common/src/Error.cpp \
+	common/src/MappedRegion.cpp \
 	common/src/Sha256.cpp \
 	common/src/TlsFiles.cpp \
 	common/src/UniqueFd.cpp
@@ -20,6 +21,7 @@ commonhdr_HEADERS = \
 	common/include/blobstreaming/common/BlobName.h \
 	common/include/blobstreaming/common/Error.h \
 	common/include/blobstreaming/common/LittleEndian.h \
+	common/include/blobstreaming/common/MappedRegion.h \
 	common/include/blobstreaming/common/Sha256.h \
 	common/include/blobstreaming/common/TlsFiles.h \
 	common/include/blobstreaming/common/UniqueFd.h

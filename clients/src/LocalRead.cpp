@@ -17,33 +17,6 @@ namespace blobstreaming::client {
 
 bool local_file_readable(const std::string& path) noexcept { return ::access(path.c_str(), R_OK) == 0; }
 
-LocalRange::~LocalRange()
-{
-    if (map_ != nullptr) ::munmap(map_, map_length_);
-}
-
-LocalRange::LocalRange(LocalRange&& other) noexcept
-    : file_(std::move(other.file_)), offset_(other.offset_), length_(other.length_), fd_(std::move(other.fd_)),
-      map_(std::exchange(other.map_, nullptr)), map_length_(std::exchange(other.map_length_, 0)),
-      data_(std::exchange(other.data_, nullptr))
-{
-}
-
-LocalRange& LocalRange::operator=(LocalRange&& other) noexcept
-{
-    if (this != &other) {
-        if (map_ != nullptr) ::munmap(map_, map_length_);
-        file_ = std::move(other.file_);
-        offset_ = other.offset_;
-        length_ = other.length_;
-        fd_ = std::move(other.fd_);
-        map_ = std::exchange(other.map_, nullptr);
-        map_length_ = std::exchange(other.map_length_, 0);
-        data_ = std::exchange(other.data_, nullptr);
-    }
-    return *this;
-}
-
 LocalRange open_local(const LocalFile& file, std::uint64_t offset, std::uint64_t length, const std::string& what)
 {
     const std::uint64_t size = file.info.size;
@@ -75,17 +48,11 @@ LocalRange open_local(const LocalFile& file, std::uint64_t offset, std::uint64_t
         static_cast<std::uint64_t>(st.st_size) < file.data_offset + offset + length)
         throw Error(Errc::io_error, what + ": local file " + file.path + " is shorter than the Blob");
     if (length == 0) return range;
-    const std::uint64_t start = file.data_offset + offset;
-    const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-    const std::uint64_t map_start = start - start % page;
-    const auto map_length = static_cast<std::size_t>(start - map_start + length);
-    void* p = ::mmap(nullptr, map_length, PROT_READ, MAP_SHARED, range.fd_.get(), static_cast<off_t>(map_start));
-    if (p == MAP_FAILED)
-        throw Error(Errc::io_error, what + ": cannot map " + file.path + ": " + std::strerror(errno));
-    range.map_ = p;
-    range.map_length_ = map_length;
-    ::madvise(p, map_length, MADV_SEQUENTIAL);
-    range.data_ = static_cast<const std::uint8_t*>(p) + (start - map_start);
+    std::error_code ec;
+    range.map_ = MappedRegion::of_file(range.fd_.get(), file.data_offset + offset, static_cast<std::size_t>(length),
+                                       MappedRegion::Access::read, ec);
+    if (ec) throw Error(Errc::io_error, what + ": cannot map " + file.path + ": " + ec.message());
+    range.map_.advise(MADV_SEQUENTIAL);
     return range;
 }
 

@@ -12,6 +12,7 @@
 #include "Streams.h"
 
 #include <blobstreaming/common/BlobInfo.h>
+#include <blobstreaming/common/MappedRegion.h>
 #include <blobstreaming/common/UniqueFd.h>
 
 #include <cstddef>
@@ -25,17 +26,12 @@ namespace blobstreaming::client {
 class LocalRange {
 public:
     LocalRange() = default;
-    ~LocalRange();
-    LocalRange(LocalRange&& other) noexcept;
-    LocalRange& operator=(LocalRange&& other) noexcept;
-    LocalRange(const LocalRange&) = delete;
-    LocalRange& operator=(const LocalRange&) = delete;
 
     const LocalFile& file() const noexcept { return file_; }
     std::uint64_t offset() const noexcept { return offset_; }
     std::uint64_t length() const noexcept { return length_; }
     /// The range's first byte (nullptr when the range is empty).
-    const std::uint8_t* data() const noexcept { return data_; }
+    const std::uint8_t* data() const noexcept { return map_.data(); }
 
 private:
     friend LocalRange open_local(const LocalFile&, std::uint64_t, std::uint64_t, const std::string&);
@@ -43,9 +39,7 @@ private:
     std::uint64_t offset_ = 0;
     std::uint64_t length_ = 0;
     UniqueFd fd_;
-    void* map_ = nullptr;
-    std::size_t map_length_ = 0;
-    const std::uint8_t* data_ = nullptr;
+    MappedRegion map_;
 };
 
 /// Opens and maps [offset, offset + length) of the Blob in `file` (length

@@ -1,6 +1,7 @@
 #include "Streams.h"
 
 #include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/MappedRegion.h>
 #include <blobstreaming/common/UniqueFd.h>
 
 #include <algorithm>
@@ -25,30 +26,6 @@ namespace blobstreaming::client {
 namespace {
 
 constexpr std::size_t kChunk = 1 << 20;
-
-/// A read-only mapping of a whole file.
-class Mapping {
-public:
-    Mapping(int fd, std::size_t size) : size_(size)
-    {
-        if (size_ == 0) return;
-        void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
-        if (p == MAP_FAILED) throw_io_error("mmap", errno);
-        data_ = static_cast<const std::uint8_t*>(p);
-        ::madvise(p, size_, MADV_SEQUENTIAL);
-    }
-    ~Mapping()
-    {
-        if (data_ != nullptr) ::munmap(const_cast<std::uint8_t*>(data_), size_);
-    }
-    Mapping(const Mapping&) = delete;
-    Mapping& operator=(const Mapping&) = delete;
-    const std::uint8_t* data() const noexcept { return data_; }
-
-private:
-    const std::uint8_t* data_ = nullptr;
-    std::size_t size_;
-};
 
 /// "a FIFO", "a character device", ... for messages.
 const char* file_kind(mode_t mode) noexcept
@@ -82,11 +59,10 @@ public:
                                             ", not a regular file (stream it: a producer source, or `blob push` "
                                             "with --size)");
         size_ = static_cast<std::uint64_t>(st.st_size);
-        try {
-            map_ = std::make_unique<Mapping>(fd_.get(), size_);
-        } catch (const Error& e) {
-            throw Error(Errc::io_error, what + ": " + path + ": " + e.what());
-        }
+        std::error_code ec;
+        map_ = MappedRegion::of_file(fd_.get(), 0, static_cast<std::size_t>(size_), MappedRegion::Access::read, ec);
+        if (ec) throw Error(Errc::io_error, what + ": " + path + ": mmap: " + ec.message());
+        map_.advise(MADV_SEQUENTIAL);
     }
     std::uint64_t size() const noexcept override { return size_; }
     long send(Channel& channel, std::size_t max, HashPipeline& hash) override
@@ -98,21 +74,21 @@ public:
         // and reports the early end as 0.
         if (channel.tls()) check_not_shrunk(offset_ + want);
         off_t off = static_cast<off_t>(offset_);
-        const long n = channel.tls() ? channel.write(map_->data() + offset_, want)
+        const long n = channel.tls() ? channel.write(map_.data() + offset_, want)
                                      : ::sendfile(channel.fd(), fd_.get(), &off, want);
         if (n < 0) return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
         if (n == 0 && !channel.tls()) {
             check_not_shrunk(size_);
             throw_shrunk(size_);  // not seen by fstat yet: sendfile knows better
         }
-        hash.update(map_->data() + offset_, static_cast<std::size_t>(n));
+        hash.update(map_.data() + offset_, static_cast<std::size_t>(n));
         offset_ += static_cast<std::uint64_t>(n);
         return n;
     }
     void skip(std::uint64_t offset, Sha256& hash) override
     {
         check_not_shrunk(offset);
-        hash.update(map_->data(), static_cast<std::size_t>(offset));
+        hash.update(map_.data(), static_cast<std::size_t>(offset));
         offset_ = offset;
     }
     bool stable() const noexcept override { return true; }  // the mapped file
@@ -138,7 +114,7 @@ private:
     UniqueFd fd_;
     std::uint64_t size_ = 0;
     std::uint64_t offset_ = 0;
-    std::unique_ptr<Mapping> map_;
+    MappedRegion map_;
 };
 
 long send_bytes(Channel& channel, const std::uint8_t* data, std::size_t size)

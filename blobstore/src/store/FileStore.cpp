@@ -5,6 +5,7 @@
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/LittleEndian.h>
+#include <blobstreaming/common/MappedRegion.h>
 #include <blobstreaming/common/UniqueFd.h>
 
 #include <spdlog/spdlog.h>
@@ -18,7 +19,6 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -133,35 +133,10 @@ void fsync_dir(const fs::path& dir)
     if (::fsync(fd.get()) != 0) throw_io_error("fsync directory " + dir.string(), errno);
 }
 
-/// A mapping, unmapped on destruction.
-struct Mapping {
-    void* addr = MAP_FAILED;
-    std::size_t length = 0;
-    Mapping() = default;
-    Mapping(void* a, std::size_t l) : addr(a), length(l) {}
-    Mapping(Mapping&& o) noexcept : addr(std::exchange(o.addr, MAP_FAILED)), length(o.length) {}
-    Mapping& operator=(Mapping&& o) noexcept
-    {
-        if (this != &o) {
-            reset();
-            addr = std::exchange(o.addr, MAP_FAILED);
-            length = o.length;
-        }
-        return *this;
-    }
-    ~Mapping() { reset(); }
-    void reset()
-    {
-        if (addr != MAP_FAILED) ::munmap(addr, length);
-        addr = MAP_FAILED;
-    }
-    explicit operator bool() const { return addr != MAP_FAILED; }
-};
-
 /// What a BlobRange keeps alive: the open file and the mapped range.
 struct OpenBlob {
     UniqueFd fd;
-    Mapping map;
+    MappedRegion map;
 };
 
 struct NoExtra {};
@@ -345,26 +320,23 @@ private:
             return {bounce_.data(), std::min(max, bounce_.size())};
         }
         const std::uint64_t file_offset = kHeaderSize + offset;
-        if (!map_ || file_offset < map_start_ || file_offset >= map_start_ + map_.length) {
+        if (!map_ || file_offset < map_start_ || file_offset >= map_start_ + map_.size()) {
             map_.reset();
             const std::uint64_t start = file_offset / kWindowSize * kWindowSize;
             const std::uint64_t file_end = kHeaderSize + size();
             const auto length = static_cast<std::size_t>(std::min(kWindowSize, file_end - start));
-            void* addr = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd_.get(),
-                                static_cast<off_t>(start));
-            if (addr == MAP_FAILED) {
-                const int err = errno;
-                ec = fail(std::error_code(err, std::generic_category()),
-                          "push " + quote_name(name()) + ": cannot map " + path_.string() + ": " +
-                              std::strerror(err));
+            std::error_code map_error;
+            map_ = MappedRegion::of_file(fd_.get(), start, length, MappedRegion::Access::read_write, map_error);
+            if (map_error) {
+                ec = fail(map_error, "push " + quote_name(name()) + ": cannot map " + path_.string() + ": " +
+                                         map_error.message());
                 return {};
             }
-            map_ = Mapping(addr, length);
             map_start_ = start;
         }
         const std::uint64_t in_map = file_offset - map_start_;
-        const auto available = static_cast<std::size_t>(map_.length - in_map);
-        return {static_cast<std::uint8_t*>(map_.addr) + in_map, std::min(max, available)};
+        const auto available = static_cast<std::size_t>(map_.size() - in_map);
+        return {map_.data() + in_map, std::min(max, available)};
     }
 
     /// Sparse file: the bytes are in the buffer; write them, so that a full
@@ -494,7 +466,7 @@ private:
     bool sparse_;
     std::uint64_t promised_;  ///< of State::promised, not yet written
     UniqueFd fd_;             ///< open only while being filled or committed
-    Mapping map_;
+    MappedRegion map_;
     std::uint64_t map_start_ = 0;
     std::vector<std::uint8_t> bounce_;  ///< sparse_ only
     bool closed_ = false;
@@ -584,15 +556,11 @@ BlobRange FileStore::read(std::string_view name, std::uint64_t start, std::uint6
     end = detail::checked_end(name, info->size, start, end);
     const std::uint8_t* data = nullptr;
     if (end > start) {
-        static const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-        const std::uint64_t file_start = kHeaderSize + start;
-        const std::uint64_t map_start = file_start / page * page;
-        const auto length = static_cast<std::size_t>(kHeaderSize + end - map_start);
-        void* addr = ::mmap(nullptr, length, PROT_READ, MAP_SHARED, blob->fd.get(),
-                            static_cast<off_t>(map_start));
-        if (addr == MAP_FAILED) throw_io_error("read " + quote_name(name) + ": mmap " + path.string(), errno);
-        blob->map = Mapping(addr, length);
-        data = static_cast<const std::uint8_t*>(addr) + (file_start - map_start);
+        std::error_code map_error;
+        blob->map = MappedRegion::of_file(blob->fd.get(), kHeaderSize + start, static_cast<std::size_t>(end - start),
+                                          MappedRegion::Access::read, map_error);
+        if (map_error) throw_io_error("read " + quote_name(name) + ": mmap " + path.string(), map_error.value());
+        data = blob->map.data();
     }
     const int fd = blob->fd.get();
     return BlobRange(std::move(*info), start, end, std::move(blob), data, fd, kHeaderSize + start);

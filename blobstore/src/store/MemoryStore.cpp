@@ -4,13 +4,12 @@
 
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/MappedRegion.h>
 
 #include <cstdint>
 #include <list>
 #include <mutex>
 #include <new>
-
-#include <sys/mman.h>
 
 namespace blobstreaming {
 
@@ -30,12 +29,11 @@ Buffer allocate(std::size_t size)
 {
     if (size < kHugePage) return Buffer(new std::uint8_t[size]);
     if (size > SIZE_MAX - kHugePage) throw std::bad_alloc();
-    const std::size_t length = (size + kHugePage - 1) / kHugePage * kHugePage;
-    void* p = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-    // Advisory: without THP the mapping simply stays in 4 KiB pages.
-    ::madvise(p, length, MADV_HUGEPAGE);
-    return Buffer(static_cast<std::uint8_t*>(p), [length](std::uint8_t* q) { ::munmap(q, length); });
+    std::error_code ec;
+    auto region = std::make_shared<MappedRegion>(
+        MappedRegion::anonymous((size + kHugePage - 1) / kHugePage * kHugePage, ec));
+    if (ec) throw std::bad_alloc();
+    return Buffer(region, region->data());  // aliases the region, which it keeps alive
 }
 
 struct Extra {

@@ -1,0 +1,78 @@
+#include <blobstreaming/common/MappedRegion.h>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <utility>
+
+namespace blobstreaming {
+
+MappedRegion::MappedRegion(void* base, std::size_t mapped, std::size_t lead, std::size_t size) noexcept
+    : base_(base), mapped_(mapped), data_(static_cast<std::uint8_t*>(base) + lead), size_(size)
+{
+}
+
+MappedRegion MappedRegion::of_file(int fd, std::uint64_t offset, std::size_t length, Access access,
+                                   std::error_code& ec) noexcept
+{
+    ec.clear();
+    if (length == 0) return {};
+    static const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    const std::uint64_t start = offset - offset % page;
+    const auto lead = static_cast<std::size_t>(offset - start);
+    const int prot = access == Access::read ? PROT_READ : PROT_READ | PROT_WRITE;
+    void* p = ::mmap(nullptr, lead + length, prot, MAP_SHARED, fd, static_cast<off_t>(start));
+    if (p == MAP_FAILED) {
+        ec = std::error_code(errno, std::generic_category());
+        return {};
+    }
+    return MappedRegion(p, lead + length, lead, length);
+}
+
+MappedRegion MappedRegion::anonymous(std::size_t length, std::error_code& ec) noexcept
+{
+    ec.clear();
+    void* p = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        ec = std::error_code(errno, std::generic_category());
+        return {};
+    }
+    MappedRegion region(p, length, 0, length);
+    region.advise(MADV_HUGEPAGE);  // without THP the mapping stays in 4 KiB pages
+    return region;
+}
+
+MappedRegion::MappedRegion(MappedRegion&& other) noexcept
+    : base_(std::exchange(other.base_, nullptr)), mapped_(std::exchange(other.mapped_, 0)),
+      data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0))
+{
+}
+
+MappedRegion& MappedRegion::operator=(MappedRegion&& other) noexcept
+{
+    if (this != &other) {
+        reset();
+        base_ = std::exchange(other.base_, nullptr);
+        mapped_ = std::exchange(other.mapped_, 0);
+        data_ = std::exchange(other.data_, nullptr);
+        size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+}
+
+void MappedRegion::advise(int advice) const noexcept
+{
+    if (base_) ::madvise(base_, mapped_, advice);
+}
+
+void MappedRegion::reset() noexcept
+{
+    if (base_) ::munmap(base_, mapped_);
+    base_ = nullptr;
+    mapped_ = 0;
+    data_ = nullptr;
+    size_ = 0;
+}
+
+}  // namespace blobstreaming
