@@ -64,7 +64,7 @@ class Suite:
 
     @staticmethod
     def stderr_tail(p):
-        with open(p.log_paths[0], errors="replace") as f:
+        with open(p.log_paths[1], errors="replace") as f:  # [stdout, stderr] (start_service)
             return f.read()[-2000:]
 
     def stop(self, p):

@@ -108,8 +108,9 @@ class Service(Process):
 def start_service(name, argv, ready, timeout, env=None, out_path=None, err_path=None, **popen_args):
     """Starts `argv` with stdout pumped (to `out_path`), stderr to `err_path`
     (or discarded) and waits for its line starting with `ready` (or not, when
-    `ready` is None). The caller tracks the returned Service (to stop it even
-    when the wait fails): pass `track`, a list it is appended to."""
+    `ready` is None); its log_paths are those of [out_path, err_path] given.
+    The caller tracks the returned Service (to stop it even when the wait
+    fails): pass `track`, a list it is appended to."""
     track = popen_args.pop("track", None)
     err = open(err_path, "wb") if err_path else subprocess.DEVNULL
     try:
@@ -118,7 +119,7 @@ def start_service(name, argv, ready, timeout, env=None, out_path=None, err_path=
     finally:
         if err_path:
             err.close()
-    service = Service(name, popen, [p for p in (err_path, out_path) if p], out_path)
+    service = Service(name, popen, [p for p in (out_path, err_path) if p], out_path)
     if track is not None:
         track.append(service)
     if ready is not None:
