@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Draws the benchmark's PNGs from results.json (written by run_bench.py) only.
+"""Draws the benchmark's PNGs from results.json (written by run_bench.py) only,
+read through bench_schema.py.
 
   throughput-push.png, throughput-pull.png
       median throughput vs blob size per variant, one panel per socket
@@ -19,24 +20,17 @@ import statistics
 import sys
 
 sys.dont_write_bytecode = True
-from run_bench import MiB, series_name  # noqa: E402  (same directory)
+from bench_schema import MiB, buffer_bytes, group_by_point  # noqa: E402  (same directory)
 
 
 def medians(results):
     """{(link, variant, direction, blob_bytes, count, buffer): (median, min, max)} in MB/s."""
-    groups = {}
-    for rec in results:
-        key = (rec["link"], series_name(rec), rec["direction"], rec["blob_bytes"], rec["count"],
-               str(rec["socket_buffer"]))
-        groups.setdefault(key, []).append(rec["end"]["sum_received"]["bits_per_second"] / 8e6)
-    return {k: (statistics.median(v), min(v), max(v)) for k, v in groups.items()}
+    return {k: (statistics.median(v), min(v), max(v)) for k, v in group_by_point(results).items()}
 
 
 def buffer_order(text):
-    if text == "auto":
-        return 1 << 62
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
+    """Socket buffers in increasing size, "auto" (not set) last."""
+    return buffer_bytes(text) or 1 << 62
 
 
 def buffer_label(text):

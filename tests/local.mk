@@ -32,7 +32,10 @@ system_tests = \
 	tests/test_transporter_reclaim.py
 TESTS += $(system_tests)
 dist_check_SCRIPTS += $(system_tests)
-EXTRA_DIST += tests/bslib.py tests/README.md tests/tsan.supp tests/lsan.supp
+EXTRA_DIST += tests/harness/__init__.py tests/harness/checks.py tests/harness/cli.py tests/harness/cluster.py \
+	tests/harness/daemons.py tests/harness/files.py tests/harness/naming.py tests/harness/ports.py \
+	tests/harness/processes.py tests/harness/script.py tests/harness/workspace.py \
+	tests/README.md tests/tsan.supp tests/lsan.supp
 
 # Obtains real tickets on the control plane and misuses them on the data port.
 check_PROGRAMS += tests/tools/ticket_probe

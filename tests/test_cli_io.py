@@ -37,8 +37,8 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bslib  # noqa: E402
-from bslib import EXIT, MiB, TestFailure, check, check_equal, step  # noqa: E402
+import harness  # noqa: E402
+from harness import EXIT, MiB, TestFailure, check, check_equal, step  # noqa: E402
 
 BLOB = 4 * MiB      # larger than a pipe's buffer: a closed reader is noticed
 FSIZE_LIMIT = MiB   # RLIMIT_FSIZE of the pulls that must fail mid-way
@@ -50,14 +50,14 @@ def run_blob(c, *args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, preexec
     """`blob --naming URL --store S ARGS...` with the given stdin/stdout;
     stdout is kept as bytes; the --json object is read from stderr (data on
     stdout) unless `json_from_stderr` is False."""
-    argv = [bslib.program("clients/blob"), "--naming", c.naming, "--store", store] + [str(a) for a in args]
+    argv = [harness.program("clients/blob"), "--naming", c.naming, "--store", store] + [str(a) for a in args]
     try:
         r = subprocess.run(argv, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, timeout=timeout, env=c.env,
                            preexec_fn=preexec)
     except subprocess.TimeoutExpired as e:
         raise TestFailure(f"`{' '.join(argv)}` did not finish within {timeout} s "
                           f"(stderr so far: {e.stderr!r})") from None
-    return bslib.BlobResult(argv, r.returncode, r.stdout if r.stdout is not None else b"", r.stderr,
+    return harness.BlobResult(argv, r.returncode, r.stdout if r.stdout is not None else b"", r.stderr,
                             json_from_stderr=json_from_stderr)
 
 
@@ -169,7 +169,7 @@ def pull_to_fifo(c, blob):
         reader.join(30)
         check(reader.data is not None, "the FIFO's reader got no EOF")
         check_equal(len(reader.data), BLOB, "bytes the FIFO's reader got")
-        check_equal(bslib.sha256_bytes(reader.data), blob["digest"], "SHA-256 of what the FIFO's reader got")
+        check_equal(harness.sha256_bytes(reader.data), blob["digest"], "SHA-256 of what the FIFO's reader got")
         check(stat.S_ISFIFO(os.lstat(fifo).st_mode), f"{fifo} is no longer a FIFO")
     step("a FIFO nobody reads: exit 51 after --timeout")
     run_blob(c, "--timeout", 1, "pull", blob["name"], fifo).error(
@@ -207,7 +207,7 @@ def pull_failing_midway(c, blob):
     step("a pull that succeeds replaces the bytes and keeps the mode")
     for local in PATHS:
         run_blob(c, *local, "pull", blob["name"], old).ok()
-        check_equal(bslib.sha256_file(old), blob["digest"], f"SHA-256 of {old}")
+        check_equal(harness.sha256_file(old), blob["digest"], f"SHA-256 of {old}")
         check_equal(stat.S_IMODE(os.stat(old).st_mode), 0o640, f"mode of {old} after the pull")
         check_equal(sorted(os.listdir(outdir)), ["old.dcm"], "files in the output directory")
 
@@ -224,13 +224,13 @@ def pull_to_stdout(c, blob):
                 data = f.read()
             check_equal(data[:5], b"HEAD\n", f"what standard output (O_APPEND) held before `pull {target}`")
             check_equal(len(data), 5 + BLOB, f"bytes on standard output after `pull {target}`")
-            check_equal(bslib.sha256_bytes(data[5:]), blob["digest"], f"SHA-256 of `pull {target}`")
+            check_equal(harness.sha256_bytes(data[5:]), blob["digest"], f"SHA-256 of `pull {target}`")
 
 
 def stdout_errors(c, blob):
     for local in PATHS:
         step(f"`blob {' '.join(local)} pull NAME - | head -c 10`")
-        argv = [bslib.program("clients/blob"), "--naming", c.naming, "--store", "ws", *local,
+        argv = [harness.program("clients/blob"), "--naming", c.naming, "--store", "ws", *local,
                 "pull", blob["name"], "-"]
         proc = c.spawn("blob pull | head", argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE)
@@ -242,7 +242,7 @@ def stdout_errors(c, blob):
         except subprocess.TimeoutExpired:
             raise TestFailure("`blob pull NAME - | head -c 10` did not end within 30 s") from None
         check_equal(len(head), 10, "bytes head read")
-        r = bslib.BlobResult(argv, proc.popen.returncode, b"", err)
+        r = harness.BlobResult(argv, proc.popen.returncode, b"", err)
         r.error(EXIT["io_error"], f'pull "{blob["name"]}": store "ws": cannot write standard output: Broken pipe')
     step("query output into a closed pipe and into /dev/full")
     read_end, write_end = os.pipe()
@@ -275,7 +275,7 @@ def push_from_fifo(c, blob):
         pushed = run_blob(c, "--json", "push", *size, fifo, name, stdout=subprocess.PIPE)
         writer.join(30)
         pushed.ok()
-        check_equal(c.blob("stat", name, store="ws").ok()["sha256"], bslib.sha256_bytes(data),
+        check_equal(c.blob("stat", name, store="ws").ok()["sha256"], harness.sha256_bytes(data),
                     f"SHA-256 of {name} pushed from a FIFO")
     step("a writer that stalls mid-way: exit 51")
     release = threading.Event()
@@ -290,7 +290,7 @@ def push_from_fifo(c, blob):
     check_not_stored(c, "CT.fifo.stall")
     step("a character device with --size")
     run_blob(c, "push", "--size", "1M", "/dev/zero", "CT.zero").ok()
-    check_equal(c.blob("stat", "CT.zero", store="ws").ok()["sha256"], bslib.sha256_bytes(bytes(MiB)),
+    check_equal(c.blob("stat", "CT.zero", store="ws").ok()["sha256"], harness.sha256_bytes(bytes(MiB)),
                 "SHA-256 of 1 MiB of /dev/zero")
 
 
@@ -320,12 +320,12 @@ def push_from_stdin(c, blob):
         writer.wait(30)
     r.ok()
     info = c.blob("stat", "CT.eof", store="ws").ok()
-    check_equal((info["size"], info["sha256"]), (1000, bslib.sha256_bytes(first[:1000])), "CT.eof")
+    check_equal((info["size"], info["sha256"]), (1000, harness.sha256_bytes(first[:1000])), "CT.eof")
     step("--size takes exactly that many bytes of a longer stream")
     r = run_blob(c, "push", "--size", 4096, "-", "CT.exact", stdin=open(src, "rb"))
     r.ok()
     info = c.blob("stat", "CT.exact", store="ws").ok()
-    check_equal((info["size"], info["sha256"]), (4096, bslib.sha256_bytes(first[:4096])), "CT.exact")
+    check_equal((info["size"], info["sha256"]), (4096, harness.sha256_bytes(first[:4096])), "CT.exact")
     step("a read error on standard input fails the push")
     for size in ([], ["--size", 10]):
         fd = os.open(c.root, os.O_RDONLY)
@@ -348,7 +348,7 @@ def push_from_stdin(c, blob):
 def test(c):
     c.start_daemon("ws", "file", tier="workstation")
     src = c.path("src.bin")
-    blob = {"name": "CT.io", "path": src, "digest": bslib.write_random(src, BLOB)}
+    blob = {"name": "CT.io", "path": src, "digest": harness.write_random(src, BLOB)}
     c.blob("push", src, blob["name"], store="ws").ok()
     failures = []
     for part in (pull_to_full_device, pull_to_fifo, pull_failing_midway, pull_to_stdout, stdout_errors,
@@ -364,4 +364,4 @@ def test(c):
 
 
 if __name__ == "__main__":
-    bslib.main(test)
+    harness.main(test)

@@ -22,8 +22,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bslib  # noqa: E402
-from bslib import MiB, check, check_equal, step  # noqa: E402
+import harness  # noqa: E402
+from harness import MiB, check, check_equal, step  # noqa: E402
 
 GRACE = 4        # --reservation-grace, seconds
 TIMEOUT = 4      # --timeout (inactivity), seconds
@@ -42,7 +42,7 @@ def start_push(c, daemon, source, tag):
     err_path = c.path(f"push-{tag}.err")
     with open(err_path, "wb") as err:
         client = c.spawn(f"blob push ({tag})",
-                         [bslib.program("clients/blob"), "--naming", c.naming, "--store", "central", "--json",
+                         [harness.program("clients/blob"), "--naming", c.naming, "--store", "central", "--json",
                           "--timeout", "60", "push", source, "MG.interrupted"],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
     client.log_paths.append(err_path)
@@ -50,16 +50,16 @@ def start_push(c, daemon, source, tag):
 
     def progress():
         if not client.running():
-            raise bslib.TestFailure(f"the push ended (exit {client.popen.returncode}) before it was interrupted")
-        return bslib.reservation_written_past(tmp_dir, PROGRESS_AT)
+            raise harness.TestFailure(f"the push ended (exit {client.popen.returncode}) before it was interrupted")
+        return harness.reservation_written_past(tmp_dir, PROGRESS_AT)
 
-    part = bslib.wait_for(progress, 120, f"the push to write past byte {PROGRESS_AT}", interval=0.005)
+    part = harness.wait_for(progress, 120, f"the push to write past byte {PROGRESS_AT}", interval=0.005)
     return client, part
 
 
 def check_space_back(c, daemon, used0, what, timeout):
     t0 = time.monotonic()
-    bslib.wait_for(lambda: usage(c) == (used0, 0), timeout, f"the space of {what} to come back")
+    harness.wait_for(lambda: usage(c) == (used0, 0), timeout, f"the space of {what} to come back")
     step(f"{what}: reserved back to 0 after {time.monotonic() - t0:.2f} s")
     check_equal(os.listdir(os.path.join(daemon.store_dir, "tmp")), [], f"reservation files left after {what}")
     names = [b["name"] for b in c.blob("ls", store="central").ok()["blobs"]]
@@ -76,12 +76,12 @@ def test(c):
     daemon = c.start_daemon("central", "file", tier="central",
                             extra=["--reservation-grace", str(GRACE), "--timeout", str(TIMEOUT)])
     earlier = c.path("earlier")
-    digest = bslib.write_random(earlier, MiB)
+    digest = harness.write_random(earlier, MiB)
     c.blob("push", earlier, "CT.earlier", store="central").ok()
     used0, reserved0 = usage(c)
     check_equal((used0, reserved0), (MiB, 0), "used and reserved bytes before the interrupted pushes")
     source = c.path("big")
-    bslib.write_random(source, BIG)
+    harness.write_random(source, BIG)
 
     step("blob push killed (SIGKILL) while streaming")
     client, part = start_push(c, daemon, source, "killed")
@@ -89,7 +89,7 @@ def test(c):
     client.popen.wait(timeout=20)
     step(f"client pid {client.pid} killed while {part} was being written")
     t0 = time.monotonic()
-    bslib.wait_for(lambda: daemon_log_says(daemon, 'push "MG.interrupted": reservation kept with'), 30,
+    harness.wait_for(lambda: daemon_log_says(daemon, 'push "MG.interrupted": reservation kept with'), 30,
                    "the daemon to keep the killed push's reservation for resuming")
     check_space_back(c, daemon, used0, "the killed push", GRACE + 30)
     elapsed = time.monotonic() - t0
@@ -111,7 +111,7 @@ def test(c):
 
     step("a client that died between reserve and the data connection: reclaimed after the grace period")
     t0 = time.monotonic()  # before the reservation exists: it cannot be reclaimed before t0 + GRACE
-    code, out, err = c.run([bslib.program("tests/tools/idl_probe"), "--naming", c.naming, "--store", "central",
+    code, out, err = c.run([harness.program("tests/tools/idl_probe"), "--naming", c.naming, "--store", "central",
                             "--leave-reservation", str(8 * MiB)], timeout=60)
     check_equal(code, 0, f"idl_probe --leave-reservation exit status ({out!r} {err!r})")
     check_equal(json.loads(out)["size"], 8 * MiB, "size reported by idl_probe")
@@ -128,10 +128,9 @@ def test(c):
     step("the daemon still serves; the interrupted name can be pushed")
     pushed = c.blob("push", earlier, "MG.interrupted", store="central").ok()
     check_equal(pushed["sha256"], digest, "sha256 of MG.interrupted pushed afterwards")
-    out = c.path("earlier.pulled")
-    c.blob("--no-local", "pull", "CT.earlier", out, store="central").ok()
-    check_equal(bslib.sha256_file(out), digest, "sha256 of CT.earlier pulled afterwards")
+    check_equal(c.pull_sha256("CT.earlier", "central", c.path("earlier.pulled")), digest,
+                "sha256 of CT.earlier pulled afterwards")
 
 
 if __name__ == "__main__":
-    bslib.main(test)
+    harness.main(test)

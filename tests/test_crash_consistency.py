@@ -19,8 +19,8 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bslib  # noqa: E402
-from bslib import MiB, check, check_equal, step  # noqa: E402
+import harness  # noqa: E402
+from harness import MiB, check, check_equal, step  # noqa: E402
 
 KILL_AFTER = (1, 3, 6)    # acknowledged pushes before each SIGKILL
 SIZES = (MiB // 2, 3 * MiB, 2 * MiB + 17, 5 * MiB, MiB + 4096, 7 * MiB)
@@ -57,9 +57,9 @@ class Pusher(threading.Thread):
     def wait_acked(self, k, timeout=120):
         with self.cond:
             if not self.cond.wait_for(lambda: len(self.acked) >= k or self.failure, timeout):
-                raise bslib.TestFailure(f"{k} pushes were not acknowledged within {timeout} s")
+                raise harness.TestFailure(f"{k} pushes were not acknowledged within {timeout} s")
             if self.failure and len(self.acked) < k:
-                raise bslib.TestFailure("a push failed before the kill: " + self.failure.describe())
+                raise harness.TestFailure("a push failed before the kill: " + self.failure.describe())
 
 
 def verify(c, daemon, acked, attempted):
@@ -77,7 +77,7 @@ def verify(c, daemon, acked, attempted):
     sample = sorted(acked)[-1]
     out = c.path("sample.pulled")
     c.blob("--no-local", "pull", sample, out, store="central").ok()
-    check_equal(bslib.sha256_file(out), acked[sample][1], f"sha256 of {sample} pulled after the restart")
+    check_equal(harness.sha256_file(out), acked[sample][1], f"sha256 of {sample} pulled after the restart")
     os.unlink(out)
 
 
@@ -85,7 +85,7 @@ def test(c):
     sources = []
     for i, size in enumerate(SIZES):
         path = c.path(f"source-{i}")
-        sources.append((path, size, bslib.write_random(path, size)))
+        sources.append((path, size, harness.write_random(path, size)))
     daemon = c.start_daemon("central", "file", tier="central")
     acked, attempted = {}, {}
 
@@ -106,7 +106,7 @@ def test(c):
 
     step("SIGKILL in the middle of a 256 MiB push, after acknowledged small pushes")
     big = c.path("big")
-    big_digest = bslib.write_random(big, 256 * MiB)
+    big_digest = harness.write_random(big, 256 * MiB)
     pusher = Pusher(c, "CT.mid", sources, limit=2)
     pusher.start()
     pusher.join(timeout=180)
@@ -116,20 +116,20 @@ def test(c):
     attempted["MG.big"] = (256 * MiB, big_digest)
     err_path = c.path("big.err")
     with open(err_path, "wb") as err:
-        client = c.spawn("blob push MG.big", [bslib.program("clients/blob"), "--naming", c.naming, "--store",
+        client = c.spawn("blob push MG.big", [harness.program("clients/blob"), "--naming", c.naming, "--store",
                                               "central", "push", big, "MG.big"],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
     tmp_dir = os.path.join(daemon.store_dir, "tmp")
 
     def in_flight():
         if not client.running():
-            raise bslib.TestFailure(f"the large push ended (exit {client.popen.returncode}) before the kill")
+            raise harness.TestFailure(f"the large push ended (exit {client.popen.returncode}) before the kill")
         try:
             return any(os.path.getsize(os.path.join(tmp_dir, e)) > 0 for e in os.listdir(tmp_dir))
         except FileNotFoundError:
             return False
 
-    bslib.wait_for(in_flight, 120, "the large push's reservation in tmp/", interval=0.005)
+    harness.wait_for(in_flight, 120, "the large push's reservation in tmp/", interval=0.005)
     os.kill(daemon.pid, signal.SIGKILL)
     daemon.popen.wait(timeout=20)
     code = client.popen.wait(timeout=60)
@@ -141,4 +141,4 @@ def test(c):
 
 
 if __name__ == "__main__":
-    bslib.main(test)
+    harness.main(test)

@@ -11,8 +11,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bslib  # noqa: E402
-from bslib import EXIT, check, check_equal, step  # noqa: E402
+import harness  # noqa: E402
+from harness import EXIT, check, check_equal, step  # noqa: E402
 
 BLOB = "CT.probe"
 SIZE = 100000
@@ -31,10 +31,10 @@ BAD_DIGEST_BLOB = "CT.bad-digest"
 
 
 def probe(c, mode):
-    argv = [bslib.program("tests/tools/ticket_probe"), "--naming", c.naming, "--store", "central",
+    argv = [harness.program("tests/tools/ticket_probe"), "--naming", c.naming, "--store", "central",
             "--blob", BAD_DIGEST_BLOB if mode == "bad-digest" else BLOB, "--mode", mode]
     code, out, err = c.run(argv, timeout=90)
-    result = bslib.BlobResult(argv, code, out, err).json
+    result = harness.BlobResult(argv, code, out, err).json
     check(code == 0 and result is not None,
           f"`{' '.join(argv)}` exited {code}\n  stdout: {out.strip()!r}\n  stderr: {err.strip()!r}")
     step(f"{mode}: {result}")
@@ -47,14 +47,14 @@ def still_serving(c, round_no, source, digest):
     check_equal(pushed.get("sha256"), digest, f"push {name} after the misuse")
     out = c.path(f"{name}.pulled")
     c.blob("--no-local", "pull", name, out, store="central").ok()
-    check_equal(bslib.sha256_file(out), digest, f"pull {name} after the misuse")
+    check_equal(harness.sha256_file(out), digest, f"pull {name} after the misuse")
     os.unlink(out)
 
 
 def test(c):
     daemon = c.start_daemon("central", "file", tier="central", extra=["--ticket-lifetime", "1"])
     source = c.path("probe-source")
-    digest = bslib.write_random(source, SIZE)
+    digest = harness.write_random(source, SIZE)
     c.blob("push", source, BLOB, store="central").ok()
 
     for round_no, (mode, (status, reasons)) in enumerate(EXPECTED.items()):
@@ -78,13 +78,13 @@ def test(c):
             c.blob("stat", BAD_DIGEST_BLOB, store="central").error(
                 EXIT["no_such_blob"], f'blob "{BAD_DIGEST_BLOB}" not found')
             tmp = os.path.join(daemon.store_dir, "tmp")
-            bslib.wait_for(lambda: not os.listdir(tmp), 10, f"the aborted reservation to leave {tmp}")
+            harness.wait_for(lambda: not os.listdir(tmp), 10, f"the aborted reservation to leave {tmp}")
         ticket = result.get("ticket") or ""
         if ticket and status == EXIT["refused"]:
             def logged(tag=ticket[:8]):
                 with open(daemon.log_paths[0], encoding="utf-8", errors="replace") as f:
                     return tag in f.read()
-            bslib.wait_for(logged, 10, f"the daemon's log of the {mode} refusal with ticket tag {ticket[:8]}")
+            harness.wait_for(logged, 10, f"the daemon's log of the {mode} refusal with ticket tag {ticket[:8]}")
         if ticket:
             with open(daemon.log_paths[0], encoding="utf-8", errors="replace") as f:
                 check(ticket not in f.read(), f"{mode}: the daemon's log contains the whole ticket {ticket}")
@@ -93,4 +93,4 @@ def test(c):
 
 
 if __name__ == "__main__":
-    bslib.main(test)
+    harness.main(test)

@@ -38,8 +38,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bslib  # noqa: E402
-from bslib import MiB, check, check_equal, step  # noqa: E402
+import harness  # noqa: E402
+from harness import MiB, check, check_equal, step  # noqa: E402
 
 HANDSHAKE = 2          # --handshake-timeout of the first daemon, seconds
 IDLE = 3               # --idle-timeout of the first daemon, seconds
@@ -99,12 +99,12 @@ def limit_leaving(pid, free):
 
 def round_trip(c, store, name, size):
     source = c.path(f"{name}.src")
-    digest = bslib.write_random(source, size)
+    digest = harness.write_random(source, size)
     pushed = c.blob("--timeout", "20", "push", source, name, store=store, timeout=120).ok()
     check_equal(pushed["sha256"], digest, f"sha256 reported by push {name}")
     pulled = c.path(f"{name}.pulled")
     c.blob("--timeout", "20", "--no-local", "pull", name, pulled, store=store, timeout=120).ok()
-    check_equal(bslib.sha256_file(pulled), digest, f"sha256 of {name} pulled over the data port")
+    check_equal(harness.sha256_file(pulled), digest, f"sha256 of {name} pulled over the data port")
 
 
 def transfer_port(daemon, verb, name):
@@ -146,7 +146,7 @@ def deadlines(c):
                 closed_at[what] = time.monotonic() - t0
         return len(closed_at) == len(socks)
 
-    bslib.wait_for(all_closed, HANDSHAKE + 20, "the daemon to close the silent, partial and trickling connections")
+    harness.wait_for(all_closed, HANDSHAKE + 20, "the daemon to close the silent, partial and trickling connections")
     stop.set()
     step("closed after " + ", ".join(f"{k} {v:.2f} s" for k, v in sorted(closed_at.items())))
     for what, at in closed_at.items():
@@ -159,7 +159,7 @@ def deadlines(c):
               in log, f"the daemon's log does not say why the connection with {reason} was closed")
 
     step("a pooled connection idle for the idle timeout is closed; the Session's next transfer succeeds")
-    shell = bslib.DriverShell(c, "idle")
+    shell = harness.DriverShell(c, "idle")
     first = shell.ok("push CT.pooled 300000")
     again = shell.ok("push CT.pooled2 200000")
     reused = transfer_port(daemon, "push", "CT.pooled")
@@ -167,7 +167,7 @@ def deadlines(c):
                 "client port of a second transfer right after the first (a reused pooled connection)")
     t_idle = time.monotonic()
     idle_line = f"data connection 127.0.0.1:{reused}: closed after"
-    bslib.wait_for(lambda: idle_line in log_text(daemon), IDLE + 20, "the daemon to close the idle pooled connection")
+    harness.wait_for(lambda: idle_line in log_text(daemon), IDLE + 20, "the daemon to close the idle pooled connection")
     waited = time.monotonic() - t_idle
     check(f"idle between transfers (idle timeout {IDLE:.1f} s)" in log_text(daemon),
           "the daemon's log does not name the idle timeout")
@@ -187,7 +187,7 @@ def flood(c):
     need = PEERS * PER_PEER + 256
     if soft < need:
         if hard != resource.RLIM_INFINITY and hard < need:
-            raise bslib.TestSkipped(f"the flood needs {need} descriptors, the hard limit is {hard}")
+            raise harness.TestSkipped(f"the flood needs {need} descriptors, the hard limit is {hard}")
         resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
 
     def low_limit():
@@ -202,7 +202,7 @@ def flood(c):
           f"{CAP_TOTAL} without a valid ticket, {CAP_PEER} per peer address" in log_text(daemon),
           "the daemon's log does not state its descriptor limit and caps")
     seed = c.path("seed")
-    seed_digest = bslib.write_random(seed, MiB)
+    seed_digest = harness.write_random(seed, MiB)
     c.blob("push", seed, "CT.seed", store="flood").ok()
 
     step(f"flood: {PEERS} addresses x {PER_PEER} idle connections")
@@ -221,7 +221,7 @@ def flood(c):
         return len(open_socks) <= CAP_TOTAL
 
     # Long before the handshake timeout: what is left open is the caps' doing.
-    bslib.wait_for(settle, FLOOD_HANDSHAKE * 0.7, f"the daemon to close all but {CAP_TOTAL} connections")
+    harness.wait_for(settle, FLOOD_HANDSHAKE * 0.7, f"the daemon to close all but {CAP_TOTAL} connections")
     elapsed = time.monotonic() - t0
     check_equal(len(open_socks), CAP_TOTAL, "connections left open by the caps")
     per_peer = {}
@@ -242,12 +242,12 @@ def flood(c):
     check(cpu < 0.4 * wall, f"the flooded daemon used {cpu:.2f} s of CPU in {wall:.2f} s (a busy loop?)")
 
     step("the flooding connections left are closed at the handshake timeout")
-    bslib.wait_for(lambda: settle() and not open_socks, FLOOD_HANDSHAKE + 20,
+    harness.wait_for(lambda: settle() and not open_socks, FLOOD_HANDSHAKE + 20,
                    "the daemon to close the remaining flooding connections")
     step(f"all closed {time.monotonic() - t0:.2f} s after the flood began")
     for _, s in socks:
         s.close()
-    bslib.wait_for(lambda: "more refused or evicted data connections in the last" in log_text(daemon), 30,
+    harness.wait_for(lambda: "more refused or evicted data connections in the last" in log_text(daemon), 30,
                    "the summary line of the rate-limited refusals")
     log = log_text(daemon)
     check(f"connections from this address have not presented a ticket yet (cap {CAP_PEER})" in log,
@@ -267,7 +267,7 @@ def flood(c):
             left = [s for s in left if not is_closed(s)]
             return len(left) <= 4
 
-        bslib.wait_for(refused_most, 8, "the daemon to accept and close the connections it has no descriptor for")
+        harness.wait_for(refused_most, 8, "the daemon to accept and close the connections it has no descriptor for")
         cpu0, wall0 = cpu_seconds(daemon.pid), time.monotonic()
         more = [connect(port, "127.0.0.98") for _ in range(8)]
         time.sleep(2.0)  # a window to measure CPU over while out of descriptors
@@ -291,7 +291,7 @@ def flood(c):
 
 def options(c):
     step("range checks of the new options")
-    daemon = bslib.program("blobstore/blobstored")
+    daemon = harness.program("blobstore/blobstored")
     cases = [
         (["--handshake-timeout", "0"], '--handshake-timeout: "0" is out of range (allowed: 0.1 to 3600 seconds)'),
         (["--handshake-timeout", "5s"], '--handshake-timeout: "5s" is not a number of seconds'),
@@ -325,4 +325,4 @@ def test(c):
 
 
 if __name__ == "__main__":
-    bslib.main(test)
+    harness.main(test)

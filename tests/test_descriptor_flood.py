@@ -14,11 +14,12 @@ pushes and pulls over TCP: libblobclient's reactor is epoll too."""
 import os
 import resource
 import socket
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bslib  # noqa: E402
-from bslib import MiB, check, check_equal, step  # noqa: E402
+import harness  # noqa: E402
+from harness import MiB, check, check_equal, step  # noqa: E402
 
 WANTED = 3000
 MAX_THREADS = 400
@@ -28,19 +29,19 @@ def test(c):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     limit = hard if hard != resource.RLIM_INFINITY else 65536
     if limit < 2048:
-        raise bslib.TestSkipped(f"RLIMIT_NOFILE hard limit {hard} is too low to hold 1024+ connections")
+        raise harness.TestSkipped(f"RLIMIT_NOFILE hard limit {hard} is too low to hold 1024+ connections")
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(limit, 65536), hard))
     count = min(WANTED, limit - 512)
 
     daemon = c.start_daemon("ws", "file", tier="workstation")
     source = c.path("slice")
-    digest = bslib.write_random(source, 2 * MiB)
+    digest = harness.write_random(source, 2 * MiB)
     host, _, port = daemon.ready["control"].rpartition(":")
     idle = []
     try:
         for _ in range(count):
             idle.append(socket.create_connection((host, int(port)), timeout=10))
-        threads = bslib.proc_status(daemon.pid, "Threads")
+        threads = harness.proc_status(daemon.pid, "Threads")
         step(f"{count} idle connections open to the control port {host}:{port}; daemon threads {threads}")
         check(daemon.running(), "the daemon died under idle control connections")
         check(threads < MAX_THREADS,
@@ -50,7 +51,7 @@ def test(c):
         check_equal(pushed.get("sha256"), digest, "push during the flood")
         out = c.path("pulled")
         c.blob("--no-local", "pull", "CT.flood", out, store="ws", timeout=60).ok()
-        check_equal(bslib.sha256_file(out), digest, "pull during the flood")
+        check_equal(harness.sha256_file(out), digest, "pull during the flood")
         check(daemon.running(), "the daemon died while serving during the flood")
     finally:
         for s in idle:
@@ -63,14 +64,14 @@ def test(c):
     try:
         out = c.path("pulled-by-busy-client")
         for args in (["push", source, "CT.busy"], ["--no-local", "pull", "CT.busy", out]):
-            argv = [bslib.program("clients/blob"), "--naming", c.naming, "--store", "ws", "--json"] + args
-            r = bslib.subprocess.run(argv, pass_fds=held, capture_output=True, text=True, timeout=60, env=c.env)
-            bslib.BlobResult(argv, r.returncode, r.stdout, r.stderr).ok()
-        check_equal(bslib.sha256_file(out), digest, "pull by a client holding 1100 descriptors")
+            argv = [harness.program("clients/blob"), "--naming", c.naming, "--store", "ws", "--json"] + args
+            r = subprocess.run(argv, pass_fds=held, capture_output=True, text=True, timeout=60, env=c.env)
+            harness.BlobResult(argv, r.returncode, r.stdout, r.stderr).ok()
+        check_equal(harness.sha256_file(out), digest, "pull by a client holding 1100 descriptors")
     finally:
         for fd in held:
             os.close(fd)
 
 
 if __name__ == "__main__":
-    bslib.main(test)
+    harness.main(test)

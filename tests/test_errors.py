@@ -12,15 +12,15 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bslib  # noqa: E402
-from bslib import EXIT, check, check_equal, step  # noqa: E402
+import harness  # noqa: E402
+from harness import EXIT, check, check_equal, step  # noqa: E402
 
 
 def test(c):
     central = c.start_daemon("central", "file", tier="central", extra=["--capacity", "1M"])
     c.start_daemon("mem", "memory:1M", tier="memory")
     small = c.path("small")
-    small_digest = bslib.write_random(small, 1000)
+    small_digest = harness.write_random(small, 1000)
     c.blob("push", small, "CT.small", store="central").ok()
 
     step("unknown Blob: 20")
@@ -46,18 +46,18 @@ def test(c):
 
     step("store full: 30, the other Blobs intact")
     big = c.path("big")
-    bslib.write_random(big, 700 * 1024)
+    harness.write_random(big, 700 * 1024)
     c.blob("push", big, "CT.first", store="central").ok()
     c.blob("push", big, "CT.second", store="central").error(EXIT["out_of_space"], 'no room for blob "CT.second"')
     c.blob("stat", "CT.second", store="central").error(EXIT["no_such_blob"], 'blob "CT.second" not found')
     two_mb = c.path("two-mb")
-    bslib.write_random(two_mb, 2 * bslib.MiB)
+    harness.write_random(two_mb, 2 * harness.MiB)
     c.blob("push", two_mb, "CT.huge", store="mem").error(EXIT["out_of_space"], 'no room for blob "CT.huge"')
     names = sorted(b["name"] for b in c.blob("ls", store="central").ok()["blobs"])
     check_equal(names, ["CT.first", "CT.small"], "Blobs of central after the refused push")
     out = c.path("small.pulled")
     c.blob("--no-local", "pull", "CT.small", out, store="central").ok()
-    check_equal(bslib.sha256_file(out), small_digest, "CT.small after the refused push")
+    check_equal(harness.sha256_file(out), small_digest, "CT.small after the refused push")
     leftovers = os.listdir(os.path.join(central.store_dir, "tmp"))
     check_equal(leftovers, [], "reservation files left in central's tmp/ after the refused push")
 
@@ -110,4 +110,4 @@ def test(c):
 
 
 if __name__ == "__main__":
-    bslib.main(test)
+    harness.main(test)

@@ -24,9 +24,9 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bslib  # noqa: E402
+import harness  # noqa: E402
 import test_tls  # noqa: E402
-from bslib import EXIT, MiB, check, check_equal, step  # noqa: E402
+from harness import EXIT, MiB, check, check_equal, step  # noqa: E402
 
 IMAGE_SIZE = 8 * MiB
 
@@ -43,7 +43,7 @@ class Mount:
             f.truncate(IMAGE_SIZE)
         mkfs = shutil.which("mkfs.ext2") or shutil.which("mke2fs")
         if mkfs is None:
-            raise bslib.TestFailure("mkfs.ext2 is not installed (e2fsprogs; see scripts/install-deps)")
+            raise harness.TestFailure("mkfs.ext2 is not installed (e2fsprogs; see scripts/install-deps)")
         r = subprocess.run([mkfs, "-q", "-F", "-m", "0", "-b", "1024", self.image], capture_output=True, text=True,
                            timeout=60)
         check_equal(r.returncode, 0, f"mkfs.ext2 of {self.image} ({r.stderr.strip()})")
@@ -51,14 +51,14 @@ class Mount:
         r = subprocess.run(["mount", "-t", "ext2", "-o", "loop", self.image, self.point], capture_output=True,
                            text=True, timeout=60)
         if r.returncode != 0:
-            raise bslib.TestSkipped(f"cannot loop-mount an ext2 image here (uid {os.getuid()}): {r.stderr.strip()}")
+            raise harness.TestSkipped(f"cannot loop-mount an ext2 image here (uid {os.getuid()}): {r.stderr.strip()}")
         self.mounted = True
 
     def close(self):
         if self.mounted:
             r = subprocess.run(["umount", self.point], capture_output=True, text=True, timeout=60)
             if r.returncode != 0:
-                raise bslib.TestFailure(f"umount {self.point}: {r.stderr.strip()}")
+                raise harness.TestFailure(f"umount {self.point}: {r.stderr.strip()}")
             self.mounted = False
         if os.path.exists(self.image):
             os.unlink(self.image)
@@ -77,7 +77,7 @@ def fill(path):
                 break
             written += n
             if written > 2 * IMAGE_SIZE:
-                raise bslib.TestFailure(f"the filler wrote {written} bytes into a {IMAGE_SIZE}-byte file system")
+                raise harness.TestFailure(f"the filler wrote {written} bytes into a {IMAGE_SIZE}-byte file system")
     os.sync()
     return written
 
@@ -94,12 +94,12 @@ def scenario(c, label, tls_daemon=(), tls_client=()):
 
         step(f"{label}: an earlier Blob")
         one = c.path(f"one-{label}")
-        one_digest = bslib.write_random(one, MiB)
+        one_digest = harness.write_random(one, MiB)
         blob("push", one, "CT.earlier").ok()
 
         step(f"{label}: a push larger than the free space is refused at reserve")
         big = c.path(f"big-{label}")
-        bslib.write_random(big, 2 * IMAGE_SIZE)
+        harness.write_random(big, 2 * IMAGE_SIZE)
         r = blob("push", big, "CT.big").error(
             EXIT["out_of_space"], f'no room for blob "CT.big": the file system of {store_dir} has ')
         step(f"{label}: {r.stderr.strip()}")
@@ -107,8 +107,8 @@ def scenario(c, label, tls_daemon=(), tls_client=()):
 
         step(f"{label}: the disk fills between reserve and the bytes")
         two = c.path(f"two-{label}")
-        bslib.write_random(two, 2 * MiB)
-        code, out, err = c.run([bslib.program("tests/tools/idl_probe"), "--naming", c.naming, "--store", store,
+        harness.write_random(two, 2 * MiB)
+        code, out, err = c.run([harness.program("tests/tools/idl_probe"), "--naming", c.naming, "--store", store,
                                 "--leave-reservation", str(2 * MiB), *tls_client], timeout=60)
         check_equal(code, 0, f"idl_probe --leave-reservation ({out!r} {err!r})")
         filler = os.path.join(mount.point, "filler")
@@ -124,14 +124,14 @@ def scenario(c, label, tls_daemon=(), tls_client=()):
         check_equal(listed["CT.earlier"]["sha256"], one_digest, "sha256 of the earlier Blob")
         out_path = c.path(f"earlier-{label}")
         blob("--no-local", "pull", "CT.earlier", out_path).ok()
-        check_equal(bslib.sha256_file(out_path), one_digest, "sha256 of the earlier Blob pulled")
+        check_equal(harness.sha256_file(out_path), one_digest, "sha256 of the earlier Blob pulled")
         usage = [s for s in c.blob(*tls_client, "stores").ok()["stores"] if s["name"] == store][0]
         check_equal(usage["reserved"], 0, "bytes still reserved after the full disk")
 
         step(f"{label}: with the filler gone, the push fits")
         os.unlink(filler)
         pushed = blob("push", two, "CT.after").ok()
-        check_equal(pushed["sha256"], bslib.sha256_file(two), "sha256 of the push after the filler was removed")
+        check_equal(pushed["sha256"], harness.sha256_file(two), "sha256 of the push after the filler was removed")
     finally:
         if daemon is not None:
             daemon.stop()
@@ -141,7 +141,7 @@ def scenario(c, label, tls_daemon=(), tls_client=()):
 def test(c):
     scenario(c, "plain")
     if shutil.which("openssl") is None:
-        raise bslib.TestSkipped("openssl is not installed (the TLS half of the test)")
+        raise harness.TestSkipped("openssl is not installed (the TLS half of the test)")
     test_tls.make_ca(c, "ca")
     store = test_tls.make_cert(c, "ca", "store", "/CN=store.disk", "serverAuth,clientAuth", san="IP:127.0.0.1")
     client = test_tls.make_cert(c, "ca", "client", "/CN=modality1", "clientAuth")
@@ -150,4 +150,4 @@ def test(c):
 
 
 if __name__ == "__main__":
-    bslib.main(test)
+    harness.main(test)

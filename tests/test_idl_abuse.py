@@ -20,8 +20,8 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bslib  # noqa: E402
-from bslib import EXIT, MiB, check, check_equal, step  # noqa: E402
+import harness  # noqa: E402
+from harness import EXIT, MiB, check, check_equal, step  # noqa: E402
 
 # case -> (IDL exception, text the message must contain)
 EXPECTED = {
@@ -60,9 +60,9 @@ EXPECTED = {
 
 def probe(c, daemon, store):
     source = c.path(f"probe-{store}")
-    digest = bslib.write_random(source, 1000)
+    digest = harness.write_random(source, 1000)
     c.blob("push", source, "CT.probe", store=store).ok()
-    code, out, err = c.run([bslib.program("tests/tools/idl_probe"), "--naming", c.naming, "--store", store,
+    code, out, err = c.run([harness.program("tests/tools/idl_probe"), "--naming", c.naming, "--store", store,
                             "--blob", "CT.probe"], timeout=120)
     check_equal(code, 0, f"idl_probe exit status (stdout {out.strip()!r}, stderr {err.strip()!r})")
     results = {}
@@ -78,14 +78,14 @@ def probe(c, daemon, store):
             wrong.append(f"{case}: expected {raised} with {text!r}, got {r['raised']} {r['message']!r}")
     check(not wrong, f"{store}: " + "; ".join(wrong))
     check(daemon.running(), f"blobstored {store} died during the probe")
-    rss = bslib.peak_rss_kib(daemon.pid)
+    rss = harness.peak_rss_kib(daemon.pid)
     step(f"{store}: blobstored peak RSS {rss / 1024:.1f} MiB after the probe")
     check(rss < 512 * 1024, f"blobstored {store} peak RSS {rss} KiB: something allocated by a client's length")
     names = sorted(b["name"] for b in c.blob("ls", store=store).ok().get("blobs", []))
     check_equal(names, ["CT.probe"], f"Blobs listed by {store} after the probe")
     out_path = c.path(f"pulled-{store}")
     c.blob("--no-local", "pull", "CT.probe", out_path, store=store).ok()
-    check_equal(bslib.sha256_file(out_path), digest, f"SHA-256 of CT.probe pulled from {store} after the probe")
+    check_equal(harness.sha256_file(out_path), digest, f"SHA-256 of CT.probe pulled from {store} after the probe")
 
 
 # operation -> the IDL exceptions of its raises clause (idl/BlobStreaming.idl)
@@ -103,7 +103,7 @@ DECLARED = {
 
 def each_op(c, store, blob):
     """idl_probe --each-op: {operation: result}, each checked against its raises clause."""
-    code, out, err = c.run([bslib.program("tests/tools/idl_probe"), "--naming", c.naming, "--store", store,
+    code, out, err = c.run([harness.program("tests/tools/idl_probe"), "--naming", c.naming, "--store", store,
                             "--each-op", blob], timeout=120)
     check_equal(code, 0, f"idl_probe --each-op exit status (stdout {out.strip()!r}, stderr {err.strip()!r})")
     results = {r["case"]: r for r in (json.loads(line) for line in out.splitlines())}
@@ -126,7 +126,7 @@ def undeclared(c):
     step("a FileStore whose directory was removed under the daemon")
     broken = c.start_daemon("broken", "file")
     source = c.path("broken-source")
-    bslib.write_random(source, 1000)
+    harness.write_random(source, 1000)
     c.blob("push", source, "CT.here", store="broken").ok()
     shutil.rmtree(broken.store_dir)
     results = each_op(c, "broken", "CT.here")
@@ -140,7 +140,7 @@ def undeclared(c):
     step("a client at its reservation limit (--max-reservations-per-client 1)")
     c.start_daemon("limited", "file", extra=["--max-reservations-per-client", "1"])
     c.blob("push", source, "CT.here", store="limited").ok()
-    code, out, err = c.run([bslib.program("tests/tools/idl_probe"), "--naming", c.naming, "--store", "limited",
+    code, out, err = c.run([harness.program("tests/tools/idl_probe"), "--naming", c.naming, "--store", "limited",
                             "--leave-reservation", "10"], timeout=60)
     check_equal(code, 0, f"idl_probe --leave-reservation ({out!r} {err!r})")
     results = each_op(c, "limited", "CT.here")
@@ -159,4 +159,4 @@ def test(c):
 
 
 if __name__ == "__main__":
-    bslib.main(test)
+    harness.main(test)

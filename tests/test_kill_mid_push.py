@@ -12,8 +12,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bslib  # noqa: E402
-from bslib import MiB, EXIT, check, check_equal, step  # noqa: E402
+import harness  # noqa: E402
+from harness import MiB, EXIT, check, check_equal, step  # noqa: E402
 
 BIG = 1 << 30
 PROGRESS_AT = 64 * MiB  # a Blob offset the push must have written before the kill
@@ -26,25 +26,25 @@ def interrupt_push(c, daemon, source, name, signum):
     tmp_dir = os.path.join(daemon.store_dir, "tmp")
     out_path, err_path = c.path(f"push-{signum}.out"), c.path(f"push-{signum}.err")
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        client = c.spawn("blob push", [bslib.program("clients/blob"), "--naming", c.naming, "--store", "central",
+        client = c.spawn("blob push", [harness.program("clients/blob"), "--naming", c.naming, "--store", "central",
                                        "--json", "--timeout", "10", "push", source, name],
                          stdin=subprocess.DEVNULL, stdout=out, stderr=err)
     client.log_paths += [out_path, err_path]
 
     def progress():
         if not client.running():
-            raise bslib.TestFailure(f"the push ended (exit {client.popen.returncode}) before its progress was "
+            raise harness.TestFailure(f"the push ended (exit {client.popen.returncode}) before its progress was "
                                     f"seen past byte {PROGRESS_AT} of {tmp_dir}; nothing to interrupt")
-        return bslib.reservation_written_past(tmp_dir, PROGRESS_AT)
+        return harness.reservation_written_past(tmp_dir, PROGRESS_AT)
 
-    part = bslib.wait_for(progress, 120, f"a reservation in {tmp_dir} written past byte {PROGRESS_AT}",
+    part = harness.wait_for(progress, 120, f"a reservation in {tmp_dir} written past byte {PROGRESS_AT}",
                           interval=0.005)
     os.kill(daemon.pid, signum)
     step(f"signal {signum} to blobstored (pid {daemon.pid}) while {os.path.basename(part)} was being written")
     try:
         code = client.popen.wait(timeout=60)
     except subprocess.TimeoutExpired:
-        raise bslib.TestFailure(f"blob push did not exit within 60 s after signal {signum} to the daemon") from None
+        raise harness.TestFailure(f"blob push did not exit within 60 s after signal {signum} to the daemon") from None
     with open(err_path, encoding="utf-8", errors="replace") as f:
         err_text = f.read()
     step(f"blob push exited {code}: {err_text.strip()}")
@@ -68,7 +68,7 @@ def check_only_earlier(c, daemon, earlier):
                     f"size and sha256 of {name} after the restart")
         out = c.path(f"{name}.pulled")
         c.blob("--no-local", "pull", name, out, store="central").ok()
-        check_equal(bslib.sha256_file(out), digest, f"SHA-256 of {name} pulled after the restart")
+        check_equal(harness.sha256_file(out), digest, f"SHA-256 of {name} pulled after the restart")
         os.unlink(out)
     c.blob("stat", "MG.big", store="central").error(EXIT["no_such_blob"], 'blob "MG.big" not found')
 
@@ -78,10 +78,10 @@ def test(c):
     earlier = {}
     for i in range(2):
         path = c.path(f"earlier-{i}")
-        earlier[f"CT.earlier.{i}"] = (bslib.write_random(path, MiB + i), MiB + i)
+        earlier[f"CT.earlier.{i}"] = (harness.write_random(path, MiB + i), MiB + i)
         c.blob("push", path, f"CT.earlier.{i}", store="central").ok()
     source = c.path("big")
-    big_digest = bslib.write_random(source, BIG)
+    big_digest = harness.write_random(source, BIG)
 
     step("SIGKILL in the middle of a 1 GiB push")
     interrupt_push(c, daemon, source, "MG.big", signal.SIGKILL)
@@ -94,7 +94,7 @@ def test(c):
     try:
         status = daemon.popen.wait(timeout=30)
     except subprocess.TimeoutExpired:
-        raise bslib.TestFailure("blobstored did not exit within 30 s of SIGTERM during a push") from None
+        raise harness.TestFailure("blobstored did not exit within 30 s of SIGTERM during a push") from None
     check_equal(status, 0, "exit status of blobstored after SIGTERM during a push")
     tmp_dir = os.path.join(daemon.store_dir, "tmp")
     check_equal(os.listdir(tmp_dir), [], f"reservations left in {tmp_dir} by a clean shutdown")
@@ -108,4 +108,4 @@ def test(c):
 
 
 if __name__ == "__main__":
-    bslib.main(test)
+    harness.main(test)

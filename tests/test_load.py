@@ -14,8 +14,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bslib  # noqa: E402
-from bslib import MiB, check, check_equal, step  # noqa: E402
+import harness  # noqa: E402
+from harness import MiB, check, check_equal, step  # noqa: E402
 
 
 
@@ -24,7 +24,7 @@ def test(c):
     clients, transfers, max_size = (64, 20, 32 * MiB) if full else (16, 6, 8 * MiB)
     daemon = c.start_daemon("load", "file", extra=["--timeout", "120"])
     step(f"{clients} clients x {transfers} transfers, sizes {MiB // 2} to {max_size} bytes")
-    code, out, err = c.run([bslib.program("tests/tools/client_driver"), "load", "--naming", c.naming,
+    code, out, err = c.run([harness.program("tests/tools/client_driver"), "load", "--naming", c.naming,
                             "--store", "load", "--clients", str(clients), "--transfers", str(transfers),
                             "--min-size", str(MiB // 2), "--max-size", str(max_size), "--seed", "7"],
                            timeout=1800 if full else 600)
@@ -32,7 +32,7 @@ def test(c):
     step(f"client_driver exited {code}: {lines[-1] if lines else out.strip()[-2000:]}")
     check(lines, f"client_driver printed no result: {out[-2000:]!r} {err[-4000:]!r}")
     result = json.loads(lines[-1])
-    hwm = bslib.peak_rss_kib(daemon.pid)
+    hwm = harness.peak_rss_kib(daemon.pid)
     step(f"LOAD RESULT: {result['transfers']} transfers, {result['bytes'] / 1e6:.1f} MB in {result['seconds']:.2f} s: "
          f"aggregate {result['mbps']:.1f} MB/s; blobstored peak RSS (VmHWM) {hwm / 1024:.1f} MiB")
     check_equal(result["errors"], 0, f"errors ({result['first_errors']})")
@@ -47,4 +47,4 @@ def test(c):
 
 
 if __name__ == "__main__":
-    bslib.main(test)
+    harness.main(test)

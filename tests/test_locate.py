@@ -8,8 +8,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bslib  # noqa: E402
-from bslib import check, check_equal, step  # noqa: E402
+import harness  # noqa: E402
+from harness import check, check_equal, step  # noqa: E402
 
 
 def locations(c, name):
@@ -27,8 +27,8 @@ def test(c):
     c.start_daemon("z-cache", "memory:32M", tier="memory")
 
     near, far = c.path("near"), c.path("far")
-    near_digest = bslib.write_random(near, 4096)
-    far_digest = bslib.write_random(far, 5000)
+    near_digest = harness.write_random(near, 4096)
+    far_digest = harness.write_random(far, 5000)
 
     step("a Blob in every store: memory, workstation, central")
     for store in ("a-archive", "m-ws"):
@@ -42,7 +42,7 @@ def test(c):
     check_equal((stat.get("store"), stat.get("sha256")), ("z-cache", near_digest), "stat CT.all without --store")
     out = c.path("pulled")
     c.blob("--no-local", "pull", "CT.all", out).ok()
-    check_equal(bslib.sha256_file(out), near_digest, "pull CT.all without --store: content of the memory tier")
+    check_equal(harness.sha256_file(out), near_digest, "pull CT.all without --store: content of the memory tier")
 
     step("a Blob in one store is listed once")
     c.blob("push", far, "CT.archived", store="a-archive").ok()
@@ -58,9 +58,9 @@ def test(c):
     if r.code == 0:
         check_equal(r.json.get("locations") if r.json else None, [], "locate CT.unknown: locations")
     else:
-        r.error(bslib.EXIT["no_such_blob"], '"CT.unknown"')
-    c.blob("stat", "CT.unknown").error(bslib.EXIT["no_such_blob"], '"CT.unknown"')
-    c.blob("locate", "../etc/passwd").error(bslib.EXIT["invalid_name"], "../etc/passwd")
+        r.error(harness.EXIT["no_such_blob"], '"CT.unknown"')
+    c.blob("stat", "CT.unknown").error(harness.EXIT["no_such_blob"], '"CT.unknown"')
+    c.blob("locate", "../etc/passwd").error(harness.EXIT["invalid_name"], "../etc/passwd")
 
     step("rm in the nearest store: locate and stat fall back to the next one")
     c.blob("rm", "CT.all", store="z-cache").ok()
@@ -76,4 +76,4 @@ def test(c):
 
 
 if __name__ == "__main__":
-    bslib.main(test)
+    harness.main(test)

@@ -16,8 +16,8 @@ import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bslib  # noqa: E402
-from bslib import EXIT, check, check_equal, step  # noqa: E402
+import harness  # noqa: E402
+from harness import EXIT, check, check_equal, step  # noqa: E402
 
 
 def test(c):
@@ -25,7 +25,7 @@ def test(c):
     url = c.naming
     port = int(url.rsplit(":", 1)[1])
     daemon = c.start_daemon("central", "file", extra=["--naming-check", "0.5"])
-    shell = bslib.DriverShell(c, "central")
+    shell = harness.DriverShell(c, "central")
     first = shell.ok("push CT.before 100000")
 
     step("omniNames killed: the running client keeps its store; new clients cannot find it")
@@ -38,7 +38,7 @@ def test(c):
     step("omniNames restarted on the same port with an empty data directory")
     naming = c.start_naming(port=port, datadir=c.path("naming-fresh"))
     check_equal(c.naming, url, "URL of the restarted Naming Service")
-    bslib.wait_for(lambda: c.blob("ls", store="central").code == 0, 60,
+    harness.wait_for(lambda: c.blob("ls", store="central").code == 0, 60,
                    "blobstored to register again in the restarted Naming Service")
     with open(daemon.log_paths[0], encoding="utf-8", errors="replace") as f:
         log = f.read()
@@ -62,7 +62,7 @@ def test(c):
     os.kill(naming.pid, signal.SIGKILL)
     naming.popen.wait(timeout=20)
     naming = c.start_naming(port=port, datadir=datadir)
-    bslib.wait_for(lambda: c.blob("ls", store="central").code == 0, 60, "blob ls after the second restart")
+    harness.wait_for(lambda: c.blob("ls", store="central").code == 0, 60, "blob ls after the second restart")
     names = sorted(b["name"] for b in c.blob("ls", store="central").ok()["blobs"])
     check_equal(names, ["CT.after", "CT.after2", "CT.before"], "Blobs listed after the second restart")
     shell.ok("pull CT.after2")
@@ -70,4 +70,4 @@ def test(c):
 
 
 if __name__ == "__main__":
-    bslib.main(test)
+    harness.main(test)

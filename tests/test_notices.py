@@ -25,8 +25,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bslib  # noqa: E402
-from bslib import check, check_equal, step  # noqa: E402
+import harness  # noqa: E402
+from harness import check, check_equal, step  # noqa: E402
 
 NOTICES = 8
 PUSHES = 20
@@ -111,7 +111,7 @@ class Blackhole:
             finally:
                 probe.close()
 
-        bslib.wait_for(hangs, 10, f"connections to 127.0.0.1:{self.port} to hang", interval=0.1)
+        harness.wait_for(hangs, 10, f"connections to 127.0.0.1:{self.port} to hang", interval=0.1)
 
     def close(self):
         for s in self.fillers + [self.listener]:
@@ -119,7 +119,7 @@ class Blackhole:
 
 
 def probe_argv(c, *args):
-    return [bslib.program("tests/tools/transporter_probe"), args[0], "--naming", c.naming,
+    return [harness.program("tests/tools/transporter_probe"), args[0], "--naming", c.naming,
             "--store", "central", *args[1:]]
 
 
@@ -136,7 +136,7 @@ def dropped_notices(daemon):
 def test(c):
     daemon = c.start_daemon("central", "memory:256M")
     small = c.path("small")
-    bslib.write_random(small, 4096)
+    harness.write_random(small, 4096)
     c.blob("push", small, "CT.small", store="central").ok()
 
     hole = Blackhole()
@@ -185,7 +185,7 @@ def test(c):
 
     # Every notice of the 8 transfers is either delivered (it cannot be) or
     # counted as dropped in the daemon's log.
-    bslib.wait_for(lambda: dropped_notices(daemon) >= NOTICES, 40, f"the daemon to log {NOTICES} dropped notices")
+    harness.wait_for(lambda: dropped_notices(daemon) >= NOTICES, 40, f"the daemon to log {NOTICES} dropped notices")
     check_equal(dropped_notices(daemon), NOTICES, "notices logged as not delivered")
     check(f"observer at 127.0.0.1:{hole.port}" in log_text(daemon),
           "the daemon's log does not name the observer whose notices were dropped")
@@ -207,4 +207,4 @@ def test(c):
 
 
 if __name__ == "__main__":
-    bslib.main(test)
+    harness.main(test)

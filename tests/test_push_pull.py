@@ -8,8 +8,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bslib  # noqa: E402
-from bslib import MiB, check, check_equal, step  # noqa: E402
+import harness  # noqa: E402
+from harness import MiB, check, check_equal, step  # noqa: E402
 
 SIZES = [0, 1, 512 * 1024, 32 * MiB]
 BIG = 1 << 30
@@ -41,7 +41,7 @@ def pull_and_verify(c, store, name, size, digest, local, store_kind):
     check_equal(pulled.get("sha256"), digest, f"pull {name} from {store}: sha256 reported")
     check(os.path.exists(out), f"pull {name} from {store} wrote no file {out}")
     check_equal(os.path.getsize(out), size, f"pull {name} from {store}: size of the pulled file")
-    check_equal(bslib.sha256_file(out), digest, f"pull {name} from {store}: SHA-256 of the pulled file")
+    check_equal(harness.sha256_file(out), digest, f"pull {name} from {store}: SHA-256 of the pulled file")
     if not local:
         check(pulled.get("local") is False, f"pull --no-local {name} used the local fast path: {pulled}")
     elif store_kind == "file":
@@ -61,11 +61,11 @@ def ranges(c, store, name, source, size, digest):
     for offset, length, what in cases:
         r = c.blob("pull", name, "-", "--offset", offset, "--length", length, store=store, binary=True)
         r.ok()
-        want = bslib.read_range(source, offset, length)
+        want = harness.read_range(source, offset, length)
         check(r.stdout == want,
               f"pull {name} [{offset}, {offset + length}) ({what}) to stdout from {store}: "
-              f"got {len(r.stdout)} bytes (sha256 {bslib.sha256_bytes(r.stdout)[:16]}), expected {len(want)} "
-              f"(sha256 {bslib.sha256_bytes(want)[:16]})")
+              f"got {len(r.stdout)} bytes (sha256 {harness.sha256_bytes(r.stdout)[:16]}), expected {len(want)} "
+              f"(sha256 {harness.sha256_bytes(want)[:16]})")
         check(r.json is not None, f"pull {name} - --json printed no JSON object on stderr: {r.stderr!r}")
         check_equal((r.json.get("offset"), r.json.get("length"), r.json.get("bytes")), (offset, length, length),
                     f"pull {name} - ({what}): JSON offset, length, bytes")
@@ -75,7 +75,7 @@ def ranges(c, store, name, source, size, digest):
     c.blob("--no-local", "pull", name, out, "--offset", offset, "--length", length, store=store).ok()
     with open(out, "rb") as f:
         got = f.read()
-    check(got == bslib.read_range(source, offset, length),
+    check(got == harness.read_range(source, offset, length),
           f"pull {name} [{offset}, {offset + length}) to a file from {store}: content differs from the source")
     os.unlink(out)
 
@@ -95,7 +95,7 @@ def test(c):
     for size in SIZES:
         name = f"CT.1.2.840.{size}"
         source = c.path(f"src-{size}")
-        digest = bslib.write_random(source, size)
+        digest = harness.write_random(source, size)
         sources[name] = (source, size, digest)
         for store in ("central", "mem"):
             step(f"push/pull {size} bytes through {store}")
@@ -107,7 +107,7 @@ def test(c):
 
     step("1 GB through the FileStore")
     big_name, big_source = "MG.big", c.path("src-big")
-    big_digest = bslib.write_random(big_source, BIG)
+    big_digest = harness.write_random(big_source, BIG)
     push_and_verify(c, "central", big_name, big_source, BIG, big_digest)
     pull_and_verify(c, "central", big_name, BIG, big_digest, local=False, store_kind="file")
     os.unlink(big_source)
@@ -131,8 +131,8 @@ def test(c):
     for store in ("central", "mem"):
         name = "CT.1.2.840.1"
         c.blob("rm", name, store=store).ok()
-        c.blob("stat", name, store=store).error(bslib.EXIT["no_such_blob"], f'blob "{name}" not found')
-        c.blob("pull", name, c.path("gone"), store=store).error(bslib.EXIT["no_such_blob"],
+        c.blob("stat", name, store=store).error(harness.EXIT["no_such_blob"], f'blob "{name}" not found')
+        c.blob("pull", name, c.path("gone"), store=store).error(harness.EXIT["no_such_blob"],
                                                                  f'blob "{name}" not found')
         names = [b["name"] for b in c.blob("ls", store=store).ok().get("blobs", [])]
         check(name not in names, f"ls --store {store} still lists removed {name}: {names}")
@@ -145,4 +145,4 @@ def test(c):
 
 
 if __name__ == "__main__":
-    bslib.main(test)
+    harness.main(test)

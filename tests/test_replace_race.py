@@ -15,13 +15,14 @@
 """
 
 import os
+import subprocess
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bslib  # noqa: E402
-from bslib import EXIT, MiB, check, check_equal, step  # noqa: E402
+import harness  # noqa: E402
+from harness import EXIT, MiB, check, check_equal, step  # noqa: E402
 
 BLOB = "CT.race"
 RACE_SECONDS = float(os.environ.get("BS_RACE_SECONDS", "8"))
@@ -33,16 +34,16 @@ RANGE = (1000, 300000)  # offset, length: inside every version
 def probe_stale(c, store, mode, change):
     """Runs ticket_probe MODE: obtains the ticket, runs `change()`, then
     lets the probe present the ticket; returns its JSON result."""
-    argv = [bslib.program("tests/tools/ticket_probe"), "--naming", c.naming, "--store", store,
+    argv = [harness.program("tests/tools/ticket_probe"), "--naming", c.naming, "--store", store,
             "--blob", BLOB, "--mode", mode]
-    proc = c.spawn(f"ticket_probe {mode}", argv, stdin=bslib.subprocess.PIPE, stdout=bslib.subprocess.PIPE,
-                   stderr=bslib.subprocess.PIPE, text=True)
+    proc = c.spawn(f"ticket_probe {mode}", argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                   stderr=subprocess.PIPE, text=True)
     first = proc.popen.stdout.readline()
     check('"issued":true' in first, f"ticket_probe {mode} did not obtain a ticket: {first!r} "
                                     f"(stderr: {proc.popen.stderr.read() if proc.popen.poll() is not None else ''})")
     change()
     out, err = proc.popen.communicate("go\n", timeout=60)
-    result = bslib.BlobResult(argv, proc.popen.returncode, out, err).json
+    result = harness.BlobResult(argv, proc.popen.returncode, out, err).json
     check(proc.popen.returncode == 0 and result is not None,
           f"ticket_probe {mode} exited {proc.popen.returncode}: {out!r} {err!r}")
     step(f"{store} {mode}: {result}")
@@ -73,7 +74,7 @@ def race(c, store, versions, local):
     digests = {d for _, d in versions}
     ranges = set()
     for path, _ in versions:
-        ranges.add(bslib.sha256_bytes(bslib.read_range(path, *RANGE)))
+        ranges.add(harness.sha256_bytes(harness.read_range(path, *RANGE)))
     c.blob("push", "--replace", versions[0][0], BLOB, store=store).ok()
     stop_at = time.monotonic() + RACE_SECONDS
     errors = []
@@ -106,7 +107,7 @@ def race(c, store, versions, local):
                 args += ["--offset", RANGE[0], "--length", RANGE[1]]
             r = c.blob(*args, store=store, timeout=120)
             if r.code == 0:
-                got = bslib.sha256_file(out)
+                got = harness.sha256_file(out)
                 expected = ranges if ranged else digests
                 if got not in expected:
                     errors.append(f"pull exited 0 but wrote bytes of no version ({os.path.getsize(out)} bytes, "
@@ -143,7 +144,7 @@ def test(c):
     versions = []
     for k, size in enumerate((3 * MiB + 123, 2 * MiB + 7, 3 * MiB // 2)):
         path = c.path(f"version-{k}")
-        versions.append((path, bslib.write_random(path, size)))
+        versions.append((path, harness.write_random(path, size)))
     for store in ("files", "mem"):
         deterministic(c, store, versions)
     for store, local in (("files", True), ("mem", False)):
@@ -151,4 +152,4 @@ def test(c):
 
 
 if __name__ == "__main__":
-    bslib.main(test)
+    harness.main(test)

@@ -22,9 +22,9 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bslib  # noqa: E402
+import harness  # noqa: E402
 import test_tls  # noqa: E402
-from bslib import EXIT, check, check_equal, step  # noqa: E402
+from harness import EXIT, check, check_equal, step  # noqa: E402
 
 PER_CLIENT = 8
 TOTAL = 12
@@ -34,7 +34,7 @@ FLOOD = 1000
 
 def flood(c, store, count, prefix="probe.flood", tls=()):
     """Runs idl_probe --flood; returns (case results in order, summary)."""
-    code, out, err = c.run([bslib.program("tests/tools/idl_probe"), "--naming", c.naming, "--store", store,
+    code, out, err = c.run([harness.program("tests/tools/idl_probe"), "--naming", c.naming, "--store", store,
                             "--flood", str(count), "--prefix", prefix, *tls], timeout=300)
     check_equal(code, 0, f"idl_probe --flood exit status (stderr {err.strip()[-2000:]!r}, "
                          f"stdout {out.strip()[-2000:]!r})")
@@ -59,7 +59,7 @@ def check_descriptors(c):
                        capture_output=True, text=True, timeout=30)
     check_equal(r.returncode, 0, f"prlimit on the daemon ({r.stderr.strip()})")
     source = c.path("source")
-    digest = bslib.write_random(source, 2 * bslib.MiB)
+    digest = harness.write_random(source, 2 * harness.MiB)
     c.blob("push", source, "CT.before", store="fds").ok()
     before = open_fds(daemon.pid)
     results, summary = flood(c, "fds", FLOOD)
@@ -73,9 +73,7 @@ def check_descriptors(c):
     step("the same client pushes and pulls while the reservations are held")
     pushed = c.blob("push", source, "CT.during", store="fds").ok()
     check_equal(pushed["sha256"], digest, "sha256 of a push during the flood")
-    out = c.path("pulled")
-    c.blob("--no-local", "pull", "CT.during", out, store="fds").ok()
-    check_equal(bslib.sha256_file(out), digest, "sha256 of a pull during the flood")
+    check_equal(c.pull_sha256("CT.during", "fds", c.path("pulled")), digest, "sha256 of a pull during the flood")
     usage = [s for s in c.blob("stores").ok()["stores"] if s["name"] == "fds"][0]
     check_equal(usage["reserved"], FLOOD, "bytes reserved by the flood")
     check_equal(listed(c, "fds"), ["CT.before", "CT.during"], "Blobs listed during the flood")
@@ -105,7 +103,7 @@ def check_limits(c):
                 f"reservation {PER_CLIENT + 1} of one client")
     check_equal(last["code"], EXIT["limit_reached"], "Errc sent with LimitReached")
     source = c.path("small")
-    bslib.write_random(source, 1000)
+    harness.write_random(source, 1000)
     c.blob("push", source, "CT.same", store="caps").error(
         EXIT["limit_reached"], per_client_message("CT.same", "127.0.0.1"))
     check_equal(listed(c, "caps"), [], "Blobs listed after the refusals")
@@ -115,7 +113,7 @@ def check_limits(c):
 
 def check_limits_tls(c, source):
     if shutil.which("openssl") is None:
-        raise bslib.TestSkipped("openssl is not installed")
+        raise harness.TestSkipped("openssl is not installed")
     step("limits with TLS: the client is its certificate subject")
     test_tls.make_ca(c, "ca")
     store = test_tls.make_cert(c, "ca", "store", "/CN=store.caps", "serverAuth,clientAuth", san="IP:127.0.0.1")
@@ -132,7 +130,7 @@ def check_limits_tls(c, source):
                 ("LimitReached", per_client_message(f"probe.flood.{PER_CLIENT}", "CN=flooder")),
                 f"reservation {PER_CLIENT + 1} of CN=flooder")
     step("another certificate pushes during the flood")
-    digest = bslib.sha256_file(source)
+    digest = harness.sha256_file(source)
     pushed = c.blob(*as_writer, "push", source, "CT.other", store="tlscaps").ok()
     check_equal(pushed["sha256"], digest, "sha256 of CN=modality1's push during the flood")
     c.blob(*as_flooder, "push", source, "CT.flooder", store="tlscaps").error(
@@ -156,4 +154,4 @@ def test(c):
 
 
 if __name__ == "__main__":
-    bslib.main(test)
+    harness.main(test)

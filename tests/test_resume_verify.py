@@ -23,8 +23,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bslib  # noqa: E402
-from bslib import MiB, EXIT, check, check_equal, step  # noqa: E402
+import harness  # noqa: E402
+from harness import MiB, EXIT, check, check_equal, step  # noqa: E402
 
 SIZE = 256 * MiB
 PROGRESS_AT = 32 * MiB
@@ -34,7 +34,7 @@ def status_of(c, store):
     for s in c.blob("stores").ok()["stores"]:
         if s["name"] == store:
             return s
-    raise bslib.TestFailure(f"store {store} is not registered")
+    raise harness.TestFailure(f"store {store} is not registered")
 
 
 def killed_push(c, daemon, source, name):
@@ -42,17 +42,17 @@ def killed_push(c, daemon, source, name):
     store's reservation holds PROGRESS_AT bytes, and waits until the store
     has parked the reservation (the data connection is seen closed)."""
     tmp_dir = os.path.join(daemon.store_dir, "tmp")
-    client = c.spawn("blob push " + name, [bslib.program("clients/blob"), "--naming", c.naming, "--store", "ws",
+    client = c.spawn("blob push " + name, [harness.program("clients/blob"), "--naming", c.naming, "--store", "ws",
                                            "--socket-buffer", "256K", "push", "--resume", source, name],
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def progress():
         if not client.running():
-            raise bslib.TestFailure(f"the push of {name} ended (exit {client.popen.returncode}) before it was "
+            raise harness.TestFailure(f"the push of {name} ended (exit {client.popen.returncode}) before it was "
                                     f"seen past byte {PROGRESS_AT}; nothing to interrupt")
-        return bslib.reservation_written_past(tmp_dir, PROGRESS_AT)
+        return harness.reservation_written_past(tmp_dir, PROGRESS_AT)
 
-    bslib.wait_for(progress, 120, f"the reservation of {name} written past byte {PROGRESS_AT}", interval=0.005)
+    harness.wait_for(progress, 120, f"the reservation of {name} written past byte {PROGRESS_AT}", interval=0.005)
     os.kill(client.pid, signal.SIGKILL)
     client.popen.wait(timeout=20)
     step(f"client of {name} killed mid-push")
@@ -62,13 +62,13 @@ def killed_push(c, daemon, source, name):
         with open(log, encoding="utf-8", errors="replace") as f:
             return f"push \"{name}\": reservation kept with" in f.read()
 
-    bslib.wait_for(parked, 30, f"blobstored to keep the reservation of {name}")
+    harness.wait_for(parked, 30, f"blobstored to keep the reservation of {name}")
 
 
 def test(c):
     daemon = c.start_daemon("ws", "file", extra=("--reservation-grace", "120"))
     source = c.path("MG.src")
-    digest = bslib.write_random(source, SIZE)
+    digest = harness.write_random(source, SIZE)
 
     step("an interrupted push keeps its reservation: invisible, space reserved")
     killed_push(c, daemon, source, "MG.1")
@@ -85,12 +85,12 @@ def test(c):
     check_equal(status_of(c, "ws")["reserved"], 0, "bytes reserved after the resumed push")
     out = c.path("MG.1.pulled")
     c.blob("--no-local", "pull", "MG.1", out, store="ws").ok()
-    check_equal(bslib.sha256_file(out), digest, "sha256 of MG.1 pulled back")
+    check_equal(harness.sha256_file(out), digest, "sha256 of MG.1 pulled back")
 
     step("a resume with a source of another size is refused; a plain push supersedes")
     killed_push(c, daemon, source, "MG.2")
     other = c.path("other")
-    other_digest = bslib.write_random(other, 3 * MiB)
+    other_digest = harness.write_random(other, 3 * MiB)
     c.blob("push", "--resume", other, "MG.2", store="ws").error(
         EXIT["invalid_argument"],
         f"cannot resume: the interrupted push was of {SIZE} bytes, the source has {3 * MiB}")
@@ -108,7 +108,7 @@ def test(c):
         f_out.write(f_in.read(100 * MiB + 7))
     r = c.blob("--no-local", "pull", "--resume", "MG.1", part, store="ws").ok()
     check_equal((r["offset"], r["bytes"]), (100 * MiB + 7, SIZE - 100 * MiB - 7), "range of the resumed pull")
-    check_equal(bslib.sha256_file(part), digest, "sha256 of the file completed by pull --resume")
+    check_equal(harness.sha256_file(part), digest, "sha256 of the file completed by pull --resume")
     r = c.blob("pull", "--resume", "MG.1", part, store="ws").ok()
     check_equal((r["offset"], r["bytes"]), (SIZE, 0), "pull --resume of a complete file moves nothing")
 
@@ -148,17 +148,17 @@ def test(c):
     check_equal((v["verified"], v["sha256"], v["size"]), (True, digest, SIZE), "verify of an intact Blob")
     [path] = glob.glob(os.path.join(daemon.store_dir, "blobs", "*", "MG.1"))
     with open(path, "r+b") as f:
-        f.seek(bslib.FILE_HEADER + 12345678)
+        f.seek(harness.FILE_HEADER + 12345678)
         byte = f.read(1)
-        f.seek(bslib.FILE_HEADER + 12345678)
+        f.seek(harness.FILE_HEADER + 12345678)
         f.write(bytes([byte[0] ^ 0x40]))
     c.blob("verify", "MG.1", store="ws").error(EXIT["corrupt"], f"stored bytes have SHA-256")
     c.blob("verify", "MG.1", store="ws").error(EXIT["corrupt"], f"recorded at commit: {digest}")
 
     step("a pull of the corrupted Blob names both digests and keeps no file, over TCP and same-host")
     with open(path, "rb") as f:
-        f.seek(bslib.FILE_HEADER)
-        corrupt = bslib.sha256_bytes(f.read())
+        f.seek(harness.FILE_HEADER)
+        corrupt = harness.sha256_bytes(f.read())
     for args in (["--no-local"], []):
         pulled = c.path("MG.1.corrupt")
         r = c.blob(*args, "pull", "MG.1", pulled, store="ws")
@@ -169,4 +169,4 @@ def test(c):
 
 
 if __name__ == "__main__":
-    bslib.main(test)
+    harness.main(test)

@@ -9,19 +9,19 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bslib  # noqa: E402
-from bslib import check, check_equal, step  # noqa: E402
+import harness  # noqa: E402
+from harness import check, check_equal, step  # noqa: E402
 
 SLICE = 524288
 
 
 def run_series(c, store, count, concurrency, size=SLICE):
-    series = bslib.program("clients/examples/async_series")
+    series = harness.program("clients/examples/async_series")
     argv = [series, "--naming", c.naming, "--store", store, "--count", str(count), "--size", str(size),
             "--concurrency", str(concurrency), "--no-local", "--json"]
     code, out, err = c.run(argv, timeout=300)
     check(code == 0, f"`{' '.join(argv)}` exited {code}\n  stdout: {out.strip()!r}\n  stderr: {err.strip()!r}")
-    summary = bslib.BlobResult(argv, code, out, err).json
+    summary = harness.BlobResult(argv, code, out, err).json
     check(summary is not None, f"async_series --json printed no JSON object: {out!r}")
     step(f"async_series --count {count} --concurrency {concurrency}: {summary}")
     check_equal(summary.get("pushed"), count, f"async_series --count {count}: slices pushed")
@@ -39,7 +39,7 @@ def run_series(c, store, count, concurrency, size=SLICE):
     for b in (blobs[0], blobs[-1]):
         out_path = c.path(f"check-{b['name']}")
         pulled = c.blob("--no-local", "pull", b["name"], out_path, store=store).ok()
-        check_equal(bslib.sha256_file(out_path), b.get("sha256"), f"SHA-256 of slice {b['name']} pulled from {store}")
+        check_equal(harness.sha256_file(out_path), b.get("sha256"), f"SHA-256 of slice {b['name']} pulled from {store}")
         check_equal(pulled.get("bytes"), size, f"bytes of slice {b['name']}")
         os.unlink(out_path)
     return summary
@@ -66,15 +66,15 @@ def test(c):
     for i in range(8):
         name = f"CT.9.{i}"
         path = c.path(f"slice-{i}")
-        sources[name] = (path, bslib.write_random(path, SLICE + i))
+        sources[name] = (path, harness.write_random(path, SLICE + i))
         pushed = c.blob("push", path, name, store="seq").ok()
         check_equal(pushed.get("sha256"), sources[name][1], f"push {name}: sha256")
     for name, (path, digest) in sources.items():
         out_path = path + ".pulled"
         pulled = c.blob("--no-local", "pull", name, out_path, store="seq").ok()
         check_equal(pulled.get("bytes"), os.path.getsize(path), f"pull {name}: bytes")
-        check_equal(bslib.sha256_file(out_path), digest, f"pull {name}: SHA-256 of the pulled file")
+        check_equal(harness.sha256_file(out_path), digest, f"pull {name}: SHA-256 of the pulled file")
 
 
 if __name__ == "__main__":
-    bslib.main(test)
+    harness.main(test)

@@ -23,8 +23,8 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bslib  # noqa: E402
-from bslib import MiB, check, check_equal, step  # noqa: E402
+import harness  # noqa: E402
+from harness import MiB, check, check_equal, step  # noqa: E402
 
 ROUNDS = 4
 
@@ -38,21 +38,21 @@ def state(pid):
 def stop_and_continue(proc, rounds):
     for i in range(rounds):
         os.kill(proc.pid, signal.SIGSTOP)
-        bslib.wait_for(lambda: state(proc.pid) == "T", 10, f"{proc.name} to be stopped")
+        harness.wait_for(lambda: state(proc.pid) == "T", 10, f"{proc.name} to be stopped")
         os.kill(proc.pid, signal.SIGCONT)
-        bslib.wait_for(lambda: state(proc.pid) != "T", 10, f"{proc.name} to continue")
+        harness.wait_for(lambda: state(proc.pid) != "T", 10, f"{proc.name} to continue")
     step(f"{proc.name} stopped and continued {rounds} times")
 
 
 def round_trip(c, name, size):
     source = c.path(f"{name}.src")
-    digest = bslib.write_random(source, size)
+    digest = harness.write_random(source, size)
     # --timeout 10: on a dead data plane the push fails in seconds, not minutes.
     pushed = c.blob("--timeout", "10", "push", source, name, store="central", timeout=120).ok()
     check_equal(pushed["sha256"], digest, f"sha256 reported by push {name}")
     pulled = c.path(f"{name}.pulled")
     c.blob("--timeout", "10", "--no-local", "pull", name, pulled, store="central", timeout=120).ok()
-    check_equal(bslib.sha256_file(pulled), digest, f"sha256 of {name} pulled over the data port")
+    check_equal(harness.sha256_file(pulled), digest, f"sha256 of {name} pulled over the data port")
     return digest
 
 
@@ -66,7 +66,7 @@ def test(c):
     round_trip(c, "CT.after", 5 * MiB + 17)
     pulled = c.path("CT.before.again")
     c.blob("--timeout", "10", "--no-local", "pull", "CT.before", pulled, store="central", timeout=120).ok()
-    check_equal(bslib.sha256_file(pulled), before, "sha256 of CT.before pulled after the stops")
+    check_equal(harness.sha256_file(pulled), before, "sha256 of CT.before pulled after the stops")
 
     step("a second series of stops, with a transfer between each")
     for i in range(2):
@@ -82,7 +82,7 @@ def test(c):
     chunks = 24
     err_path = c.path("push-stdin.err")
     with open(err_path, "wb") as err:
-        client = c.spawn("blob push -", [bslib.program("clients/blob"), "--naming", c.naming, "--store", "central",
+        client = c.spawn("blob push -", [harness.program("clients/blob"), "--naming", c.naming, "--store", "central",
                                          "--json", "--timeout", "30", "push", "-", "CT.piped"],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
     client.log_paths.append(err_path)
@@ -109,16 +109,16 @@ def test(c):
     try:
         client.popen.wait(timeout=120)  # its stdout is one JSON line: the pipe cannot fill
     except subprocess.TimeoutExpired:
-        raise bslib.TestFailure("blob push - did not finish within 120 s after its stdin closed") from None
+        raise harness.TestFailure("blob push - did not finish within 120 s after its stdin closed") from None
     out = client.popen.stdout.read()
-    result = bslib.BlobResult(["blob", "push", "-"], client.popen.returncode, out.decode(), open(err_path).read())
+    result = harness.BlobResult(["blob", "push", "-"], client.popen.returncode, out.decode(), open(err_path).read())
     pushed = result.ok()
     check_equal(pushed["sha256"], digest.hexdigest(), "sha256 of the piped push")
     check_equal(pushed["bytes"], chunks * MiB, "bytes of the piped push")
     pulled = c.path("CT.piped.pulled")
     c.blob("--no-local", "pull", "CT.piped", pulled, store="central", timeout=120).ok()
-    check_equal(bslib.sha256_file(pulled), digest.hexdigest(), "sha256 of CT.piped pulled")
+    check_equal(harness.sha256_file(pulled), digest.hexdigest(), "sha256 of CT.piped pulled")
 
 
 if __name__ == "__main__":
-    bslib.main(test)
+    harness.main(test)

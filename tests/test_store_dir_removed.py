@@ -16,15 +16,15 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bslib  # noqa: E402
-from bslib import EXIT, check, check_equal, step  # noqa: E402
+import harness  # noqa: E402
+from harness import EXIT, check, check_equal, step  # noqa: E402
 
 
 def test(c):
     daemon = c.start_daemon("gone", "file")
     store_dir = daemon.store_dir
     source = c.path("source")
-    digest = bslib.write_random(source, 300000)
+    digest = harness.write_random(source, 300000)
     for name in ("CT.a", "CT.b", "CT.c"):
         c.blob("push", source, name, store="gone").ok()
 
@@ -49,7 +49,7 @@ def test(c):
         EXIT["no_such_blob"], f'remove "CT.c": blob "CT.c" not found: its file {victim} was removed outside the store')
     out = c.path("a.pulled")
     c.blob("--no-local", "pull", "CT.a", out, store="gone").ok()
-    check_equal(bslib.sha256_file(out), digest, "sha256 of CT.a pulled after the other files were removed")
+    check_equal(harness.sha256_file(out), digest, "sha256 of CT.a pulled after the other files were removed")
 
     step("the whole store directory removed")
     shutil.rmtree(store_dir)
@@ -70,4 +70,4 @@ def test(c):
 
 
 if __name__ == "__main__":
-    bslib.main(test)
+    harness.main(test)

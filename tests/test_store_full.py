@@ -11,8 +11,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bslib  # noqa: E402
-from bslib import EXIT, MiB, check, check_equal, step  # noqa: E402
+import harness  # noqa: E402
+from harness import EXIT, MiB, check, check_equal, step  # noqa: E402
 
 CAPACITY = 8 * MiB
 
@@ -25,7 +25,7 @@ def usage(c):
 def test(c):
     daemon = c.start_daemon("full", "file", extra=["--capacity", str(CAPACITY)])
     three = c.path("three")
-    three_digest = bslib.write_random(three, 3 * MiB)
+    three_digest = harness.write_random(three, 3 * MiB)
     c.blob("push", three, "CT.a", store="full").ok()
     c.blob("push", three, "CT.b", store="full").ok()
     check_equal(usage(c), (6 * MiB, 0, CAPACITY), "used, reserved, capacity with two Blobs")
@@ -41,11 +41,11 @@ def test(c):
 
     step("four concurrent 1 MiB pushes for 2 MiB of free space: two succeed, two are refused")
     one = c.path("one")
-    one_digest = bslib.write_random(one, MiB)
+    one_digest = harness.write_random(one, MiB)
     procs = []
     for i in range(4):
         procs.append(subprocess.Popen(
-            [bslib.program("clients/blob"), "--naming", c.naming, "--store", "full", "push", one, f"CT.race{i}"],
+            [harness.program("clients/blob"), "--naming", c.naming, "--store", "full", "push", one, f"CT.race{i}"],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=c.env))
     results = []
     for p in procs:
@@ -62,7 +62,7 @@ def test(c):
 
     step("full to the byte: even one byte is refused; the Blobs are intact and served")
     byte = c.path("byte")
-    bslib.write_random(byte, 1)
+    harness.write_random(byte, 1)
     c.blob("push", byte, "CT.byte", store="full").error(
         EXIT["out_of_space"], f'no room for blob "CT.byte": need 1 bytes, 0 free of capacity {CAPACITY}')
     listed = {b["name"]: b for b in c.blob("ls", store="full").ok()["blobs"]}
@@ -73,7 +73,7 @@ def test(c):
         check_equal(listed[name]["sha256"], expected, f"sha256 of {name} in the full store")
     out = c.path("a.pulled")
     c.blob("--no-local", "pull", "CT.a", out, store="full").ok()
-    check_equal(bslib.sha256_file(out), three_digest, "sha256 of CT.a pulled from the full store")
+    check_equal(harness.sha256_file(out), three_digest, "sha256 of CT.a pulled from the full store")
 
     step("removing a Blob makes room")
     c.blob("rm", "CT.b", store="full").ok()
@@ -84,4 +84,4 @@ def test(c):
 
 
 if __name__ == "__main__":
-    bslib.main(test)
+    harness.main(test)

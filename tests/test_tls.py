@@ -21,14 +21,14 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bslib  # noqa: E402
-from bslib import EXIT, check, check_equal, step  # noqa: E402
+import harness  # noqa: E402
+from harness import EXIT, check, check_equal, step  # noqa: E402
 
 
 def openssl(c, *args):
     r = subprocess.run(["openssl", *args], capture_output=True, text=True, timeout=60, cwd=c.path())
     if r.returncode != 0:
-        raise bslib.TestFailure(f"openssl {' '.join(args)} failed: {r.stderr}")
+        raise harness.TestFailure(f"openssl {' '.join(args)} failed: {r.stderr}")
 
 
 def make_ca(c, name):
@@ -59,7 +59,7 @@ def corba_call(c, cert, op, *args, store=None, transporter=None, locator=None, c
     """Runs tests/tools/corba_call: one control-plane call as the client of
     `cert` (a (cert, key) pair; None: plaintext). Returns (exit code, the
     JSON line or None, stderr)."""
-    argv = [bslib.program("tests/tools/corba_call"), "--naming", c.naming]
+    argv = [harness.program("tests/tools/corba_call"), "--naming", c.naming]
     if cert:
         argv += ["--cert", cert[0], "--key", cert[1], "--ca", c.path(f"{ca}.pem")]
     for option, value in (("--store", store), ("--transporter", transporter), ("--locator", locator)):
@@ -119,7 +119,7 @@ def present_ticket(c, ticket, cert):
 
 def test(c):
     if shutil.which("openssl") is None:
-        raise bslib.TestSkipped("openssl is not installed")
+        raise harness.TestSkipped("openssl is not installed")
     step("certificates: CA, store, reader, writer, admin; another CA and its client")
     make_ca(c, "ca")
     make_ca(c, "rogue-ca")
@@ -150,28 +150,28 @@ def test(c):
 
     step("push and pull over TLS on both planes, digests equal (file and memory store)")
     src = c.path("ct.bin")
-    digest = bslib.write_random(src, 9 * bslib.MiB + 123)
+    digest = harness.write_random(src, 9 * harness.MiB + 123)
     for store in ("central", "mem"):
         info = c.blob(*as_writer, "push", src, "CT.1", store=store).ok()
         check_equal(info.get("sha256"), digest, f"digest acknowledged by {store}")
         out = c.path(f"ct.{store}.pulled")
         c.blob(*as_reader, "--no-local", "pull", "CT.1", out, store=store).ok()
-        check_equal(bslib.sha256_file(out), digest, f"pulled from {store} over TLS")
+        check_equal(harness.sha256_file(out), digest, f"pulled from {store} over TLS")
     step("over TLS: 40 MiB (more than one dispatch budget), and 2 MiB through 16K socket buffers")
     big = c.path("big.bin")
-    big_digest = bslib.write_random(big, 40 * bslib.MiB + 3)
+    big_digest = harness.write_random(big, 40 * harness.MiB + 3)
     small = c.path("small.bin")
-    small_digest = bslib.write_random(small, 2 * bslib.MiB + 5)
+    small_digest = harness.write_random(small, 2 * harness.MiB + 5)
     for path, want, extra in ((big, big_digest, []), (small, small_digest, ["--socket-buffer", "16K"])):
         name = os.path.basename(path)
         c.blob(*as_admin, *extra, "push", path, name, store="central").ok()
         out = path + ".pulled"
         c.blob(*as_admin, *extra, "--no-local", "pull", name, out, store="central").ok()
-        check_equal(bslib.sha256_file(out), want, f"{name} pulled over TLS")
+        check_equal(harness.sha256_file(out), want, f"{name} pulled over TLS")
     ranged = c.blob(*as_reader, "--no-local", "pull", "CT.1", "-", "--offset", 5, "--length", 4096,
                     store="central", binary=True)
     ranged.ok()
-    check_equal(ranged.stdout, bslib.read_range(src, 5, 4096), "a range pulled over TLS")
+    check_equal(ranged.stdout, harness.read_range(src, 5, 4096), "a range pulled over TLS")
     with open(central.log_paths[0], encoding="utf-8", errors="replace") as f:
         log = f.read()
     check("TLS on both planes" in log, "the daemon did not log that TLS is on")
@@ -219,7 +219,7 @@ def test(c):
           prefix + "TLS handshake failed: the store closed the connection after the handshake: it did not accept "
                    "this client's certificate (the store's log says why)" in r.stderr,
           "message of a refused client certificate: " + r.describe())
-    bslib.wait_for(lambda: 'control connection: certificate verify failed (unable to get local issuer certificate; '
+    harness.wait_for(lambda: 'control connection: certificate verify failed (unable to get local issuer certificate; '
                            'certificate "CN=modality1")' in open(mem.log_paths[0], errors="replace").read(), 10,
                    "the store's log line naming the refused certificate")
     step("a client that trusts another CA: the store's certificate does not verify (52)")
@@ -242,7 +242,7 @@ def test(c):
         except ConnectionResetError:
             got = b""
         check(not got.startswith(b"BSD1"), f"the TLS data port answered plaintext: {got!r}")
-    bslib.wait_for(lambda: "TLS handshake failed" in open(mem.log_paths[0], errors="replace").read(), 10,
+    harness.wait_for(lambda: "TLS handshake failed" in open(mem.log_paths[0], errors="replace").read(), 10,
                    "the daemon's log line about the plaintext data connection")
     c.blob(*as_writer, "push", src, "CT.3", store="mem").ok()
 
@@ -252,7 +252,7 @@ def test(c):
     r = c.blob("--tls-cert", reader[0], "--tls-key", reader[1], "--tls-ca", c.path("missing.pem"), "stat", "x",
                store="mem")
     r.error(EXIT["invalid_argument"], f'TLS CA file "{c.path("missing.pem")}"')
-    daemon = bslib.program("blobstore/blobstored")
+    daemon = harness.program("blobstore/blobstored")
     base = [daemon, "--name", "x", "--store", "memory:1M", "--naming", c.naming]
     code, _, err = c.run(base + ["--allow-read", "CN=a"])
     check(code == 1 and "--allow-read needs TLS" in err, f"ACL without TLS: exit {code}: {err!r}")
@@ -277,14 +277,14 @@ def test(c):
 
     step("a plaintext impostor under a running TLS store's name: the store takes its name back, unasked")
     squatter = start_traced(c, "mem", "memory:1M")
-    bslib.wait_for(lambda: 'store "mem" registered again in the naming service' in
+    harness.wait_for(lambda: 'store "mem" registered again in the naming service' in
                    open(mem.log_paths[0], errors="replace").read(), 30,
                    "the TLS store registering its name again over a plaintext registrant")
     # A plaintext daemon cannot reach a TLS one and takes the name back in
     # turn, and unbinds it when it stops: the TLS store registers again.
     squatter.stop()
     check_equal(impostor_contacts(squatter), [], "connections and calls the plaintext squatter received")
-    bslib.wait_for(lambda: c.blob(*as_reader, "stat", "CT.3", store="mem").code == 0, 30,
+    harness.wait_for(lambda: c.blob(*as_reader, "stat", "CT.3", store="mem").code == 0, 30,
                    "stat through the name of the TLS store again", interval=0.5)
 
     # The real store stops first: while it runs it takes its name back from
@@ -350,4 +350,4 @@ def test(c):
 
 
 if __name__ == "__main__":
-    bslib.main(test)
+    harness.main(test)

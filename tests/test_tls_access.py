@@ -19,11 +19,11 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bslib  # noqa: E402
-from bslib import EXIT, check, check_equal, step  # noqa: E402
+import harness  # noqa: E402
+from harness import EXIT, check, check_equal, step  # noqa: E402
 from test_tls import corba_call, make_ca, make_cert, tls_args  # noqa: E402
 
-NO_SUCH_RESERVATION = 25  # Errc::no_such_reservation (not a `blob` exit code: bslib.EXIT lacks it)
+NO_SUCH_RESERVATION = 25  # Errc::no_such_reservation (not a `blob` exit code: harness.EXIT lacks it)
 
 
 def locator_ior(c):
@@ -36,11 +36,11 @@ def locator_ior(c):
 
 def test(c):
     if shutil.which("openssl") is None:
-        raise bslib.TestSkipped("openssl is not installed")
+        raise harness.TestSkipped("openssl is not installed")
 
     step("without TLS the locator still asks every registered store, nearest tier first")
     src = c.path("ct.bin")
-    digest = bslib.write_random(src, 64 * 1024 + 3)
+    digest = harness.write_random(src, 64 * 1024 + 3)
     c.start_daemon("plain-central", "file", tier="central")
     c.start_daemon("plain-mem", "memory:1M", tier="memory")
     c.start_daemon("plain-empty", "memory:1M", tier="workstation")
@@ -196,4 +196,4 @@ def test(c):
 
 
 if __name__ == "__main__":
-    bslib.main(test)
+    harness.main(test)

@@ -22,17 +22,15 @@
 
 import json
 import os
-import queue
 import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bslib  # noqa: E402
-from bslib import EXIT, MiB, check, check_equal, step  # noqa: E402
+import harness  # noqa: E402
+from harness import EXIT, MiB, check, check_equal, step  # noqa: E402
 
 IDLE = 3  # --transporter-idle, seconds
 OPENS = 20000
@@ -55,48 +53,20 @@ def wait_reclaimed(daemon, since, count, what, timeout=IDLE + 30):
         new = sweeps(daemon)[since:]
         return bool(new) and sum(r for r, _ in new) >= count and new[-1][1] == 0
     t0 = time.monotonic()
-    bslib.wait_for(done, timeout, what, interval=0.1)
+    harness.wait_for(done, timeout, what, interval=0.1)
     new = sweeps(daemon)[since:]
     check_equal(sum(r for r, _ in new), count, f"transporters reclaimed: {what}")
     step(f"{what}: reclaimed {count} after {time.monotonic() - t0:.2f} s, 0 open")
     return len(sweeps(daemon))
 
 
-class Lines:
+def lines(c, name, argv):
     """A started process whose stdout is read line by line as JSON."""
-
-    def __init__(self, c, name, argv):
-        err_path = c.path(name.replace(" ", "-") + ".err")
-        self.err = open(err_path, "wb")
-        self.proc = c.spawn(name, argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, text=True)
-        self.proc.log_paths.append(err_path)
-        self.lines = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self):
-        for line in self.proc.popen.stdout:
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def read(self, timeout=60):
-        try:
-            line = self.lines.get(timeout=timeout)
-        except queue.Empty:
-            raise bslib.TestFailure(f"{self.proc.name} gave no answer within {timeout} s") from None
-        if line is None:
-            raise bslib.TestFailure(f"{self.proc.name} exited ({self.proc.popen.poll()})")
-        return json.loads(line)
-
-    def do(self, command, timeout=90):
-        self.proc.popen.stdin.write(command + "\n")
-        self.proc.popen.stdin.flush()
-        answer = self.read(timeout)
-        step(f"{self.proc.name}: {command} -> {answer}")
-        return answer
+    return harness.JsonLines(c, name, argv, c.path(name.replace(" ", "-") + ".err"))
 
 
 def open_round(c, daemon):
-    code, out, err = c.run([bslib.program("tests/tools/transporter_probe"), "open", "--naming", c.naming,
+    code, out, err = c.run([harness.program("tests/tools/transporter_probe"), "open", "--naming", c.naming,
                             "--store", "central", "--count", str(OPENS)], timeout=300)
     check_equal(code, 0, f"exit code of transporter_probe open (stderr {err!r})")
     r = json.loads(out.strip().splitlines()[-1])
@@ -122,7 +92,7 @@ def test(c):
             ("--max-transporters", "0", '--max-transporters: "0" is out of range (allowed: 1 to 1000000)'),
             ("--max-client-transporters", "-3",
              '--max-client-transporters: "-3" is not a whole number')]:
-        code, _, err = c.run([bslib.program("blobstore/blobstored"), "--name", "x", "--store", "memory:1M",
+        code, _, err = c.run([harness.program("blobstore/blobstored"), "--name", "x", "--store", "memory:1M",
                               option, value], timeout=30)
         check_equal(code, EXIT["usage"], f"exit code of blobstored {option} {value}")
         check(message in err, f"blobstored {option} {value}: expected {message!r} on stderr, got {err!r}")
@@ -138,11 +108,11 @@ def test(c):
     step("warm-up round, then the baseline")
     r = open_round(c, daemon)
     seen = wait_reclaimed(daemon, seen, r["opened"], "warm-up round")
-    baseline = bslib.proc_status(daemon.pid, "VmRSS")
+    baseline = harness.proc_status(daemon.pid, "VmRSS")
     for n in (1, 2):
         t0 = time.monotonic()
         r = open_round(c, daemon)
-        grown = bslib.proc_status(daemon.pid, "VmRSS") - baseline
+        grown = harness.proc_status(daemon.pid, "VmRSS") - baseline
         step(f"round {n}: {time.monotonic() - t0:.2f} s; daemon RSS {grown:+d} KiB over the baseline")
         check(grown < RSS_BOUND_KIB, f"the daemon's RSS grew by {grown} KiB after round {n} of {OPENS} "
                                      f"unclosed transporters (bound {RSS_BOUND_KIB} KiB)")
@@ -151,29 +121,29 @@ def test(c):
 
     step("a blob push killed with SIGKILL mid-transfer")
     source = c.path("big")
-    bslib.write_random(source, 256 * MiB)
+    harness.write_random(source, 256 * MiB)
     err_path = c.path("push-killed.err")
     with open(err_path, "wb") as err:
         client = c.spawn("blob push (killed)",
-                         [bslib.program("clients/blob"), "--naming", c.naming, "--store", "central",
+                         [harness.program("clients/blob"), "--naming", c.naming, "--store", "central",
                           "push", source, "MR.killed"],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
     tmp_dir = os.path.join(daemon.store_dir, "tmp")
 
     def progress():
         check(client.running(), f"the push ended (exit {client.popen.returncode}) before it was killed")
-        return bslib.reservation_written_past(tmp_dir, 16 * MiB)
+        return harness.reservation_written_past(tmp_dir, 16 * MiB)
 
-    bslib.wait_for(progress, 120, "the push to write past 16 MiB", interval=0.005)
+    harness.wait_for(progress, 120, "the push to write past 16 MiB", interval=0.005)
     client.kill()
     seen = wait_reclaimed(daemon, seen, 1, "the killed client's transporter")
 
     step("a reclaimed transporter raises OBJECT_NOT_EXIST; a long-lived Session opens a new one")
-    holder = Lines(c, "transporter_probe hold", [bslib.program("tests/tools/transporter_probe"), "hold",
+    holder = lines(c, "transporter_probe hold", [harness.program("tests/tools/transporter_probe"), "hold",
                                                   "--naming", c.naming, "--store", "central"])
     check_equal(holder.read(), {"opened": True}, "first line of transporter_probe hold")
     check_equal(holder.do("poll"), {"raised": "returned"}, "poll() on a fresh transporter")
-    shell = Lines(c, "client_driver shell", [bslib.program("tests/tools/client_driver"), "shell",
+    shell = lines(c, "client_driver shell", [harness.program("tests/tools/client_driver"), "shell",
                                               "--naming", c.naming, "--store", "central"])
     check_equal(shell.read().get("command"), "ready", "first line of client_driver shell")
     first = shell.do("push CT.before 100000")
@@ -191,11 +161,11 @@ def test(c):
 
     step("the limit through the CLI: one transporter per client, held by another process")
     strict = c.start_daemon("strict", "memory:16M", extra=["--max-client-transporters", "1"])
-    held = Lines(c, "transporter_probe hold (strict)", [bslib.program("tests/tools/transporter_probe"), "hold",
+    held = lines(c, "transporter_probe hold (strict)", [harness.program("tests/tools/transporter_probe"), "hold",
                                                          "--naming", c.naming, "--store", "strict"])
     check_equal(held.read(), {"opened": True}, "first line of transporter_probe hold")
     small = c.path("small")
-    bslib.write_random(small, 1000)
+    harness.write_random(small, 1000)
     c.blob("push", small, "CT.refused", store="strict").error(
         EXIT["limit_reached"], 'push "CT.refused": store "strict": openTransporter: client 127.0.0.1 has '
                                'reached its limit of open transporters (1, --max-client-transporters)')
@@ -203,4 +173,4 @@ def test(c):
 
 
 if __name__ == "__main__":
-    bslib.main(test)
+    harness.main(test)

@@ -19,7 +19,7 @@ the RTT, the middleware share, the targets met or missed), OUT/summary.md,
 OUT/rtt-samples.json and, with Debian's python3-matplotlib, OUT/rtt.png
 (every round trip), OUT/per100.png (medians of each 100, the paper's Fig. 6),
 OUT/box.png (box plots) and OUT/breakdown.png (the paper's Fig. 5). The
-sdc11073 pairs and the XSD series need the test venv (sdc/tests/sdclib.py);
+sdc11073 pairs and the XSD series need the test venv (sdc/tests/sdclib.py, on tests/harness);
 without PyPI they are left out with a message.
 """
 
@@ -36,8 +36,10 @@ import urllib.parse
 import uuid
 
 sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.join(os.environ.get("BS_SRCDIR", os.path.join(os.path.dirname(__file__), "..", "..")),
-                                "sdc", "tests"))
+SRC = os.environ.get("BS_SRCDIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(SRC, "sdc", "tests"))
+sys.path.insert(0, os.path.join(SRC, "tests"))
+import harness  # noqa: E402
 import sdclib  # noqa: E402
 
 MDIB = "mdib.xml"
@@ -92,7 +94,7 @@ def breakdown(samples):
 
 
 def run_ours(env, rounds, pause_ms, provider):
-    result = env.run([sdclib.program("sdc/sdc-bench"), "--url", provider.ready["url"], "--handle", HANDLE,
+    result = env.run([harness.program("sdc/sdc-bench"), "--url", provider.ready["url"], "--handle", HANDLE,
                       "--rounds", str(rounds), "--pause-ms", str(pause_ms)],
                      timeout=rounds * (pause_ms / 1000 + 0.05) + 120)
     samples = json.loads(result.stdout)["samples"]
@@ -101,7 +103,7 @@ def run_ours(env, rounds, pause_ms, provider):
 
 
 def run_raw(env, rounds, pause_ms, sizes):
-    result = env.run([sdclib.program("sdc/sdc-bench"), "--raw", f"{sizes[0]}:{sizes[1]}", "--rounds", str(rounds),
+    result = env.run([harness.program("sdc/sdc-bench"), "--raw", f"{sizes[0]}:{sizes[1]}", "--rounds", str(rounds),
                       "--pause-ms", str(pause_ms)], timeout=rounds * (pause_ms / 1000 + 0.05) + 120)
     return json.loads(result.stdout)["rtt_ns"], {"request_bytes": sizes[0], "response_bytes": sizes[1]}
 
@@ -117,7 +119,7 @@ def recent_provider_times(provider, n):
     finally:
         conn.close()
     if response.status != 200:
-        raise sdclib.TestFailure(f"GET /timestamps?last={n}: {response.status} {body[:200]!r}")
+        raise harness.TestFailure(f"GET /timestamps?last={n}: {response.status} {body[:200]!r}")
     return json.loads(body)["timestamps"]
 
 
@@ -359,7 +361,7 @@ def main():
             try:
                 python = sdclib.sdc11073_python()
                 schemas = sdclib.biceps_schema_dir()
-            except sdclib.TestSkipped as e:
+            except harness.TestSkipped as e:
                 print(f"sdc11073 pairs and the XSD series left out: {e}", flush=True)
                 pairs = [p for p in pairs if not p.startswith("sdc11073") and p != "ours-ours-xsd"]
         mdib = sdclib.mdib_file(MDIB)
@@ -378,7 +380,7 @@ def main():
         for pair in pairs:
             for pause in (args.pause_ms, 0.0):
                 n = overrides.get((pair, pause), peer_rounds if pair.startswith("sdc11073") else rounds)
-                sdclib.step(f"{pair}: {n} GetMdState, pause {pause:g} ms")
+                harness.step(f"{pair}: {n} GetMdState, pause {pause:g} ms")
                 started = time.monotonic()
                 if pair in OURS:
                     rtt, extra = run_ours(env, n, pause, providers[pair])
@@ -389,11 +391,11 @@ def main():
                                           providers["ours-ours"])
                 else:
                     rtt, extra = run_peer(env, python, theirs.ready["url"], n, pause)
-                sdclib.check(len(rtt) == n, f"{pair}: {len(rtt)} round trips measured, {n} asked")
+                harness.check(len(rtt) == n, f"{pair}: {len(rtt)} round trips measured, {n} asked")
                 r = {"pair": pair, "pause_ms": pause, "rounds": n, "stats": stats_us(rtt),
                      "seconds": time.monotonic() - started, "rtt_ns": rtt, **extra}
                 s = r["stats"]
-                sdclib.step(f"  median {s['median_us']:.1f} µs, mean {s['mean_us']:.1f}, stdev {s['stdev_us']:.1f}, "
+                harness.step(f"  median {s['median_us']:.1f} µs, mean {s['mean_us']:.1f}, stdev {s['stdev_us']:.1f}, "
                             f"p99 {s['p99_us']:.1f}, p99.9 {s['p99_9_us']:.1f}, max {s['max_us']:.1f}")
                 results.append(r)
     finally:

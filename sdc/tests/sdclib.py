@@ -2,36 +2,28 @@
 peers (a Python SDC stack from PyPI) as real processes on 127.0.0.1 with
 ephemeral ports, in one temporary directory.
 
-Builds on tests/bslib.py (step, check, wait_for, Process). The sdc11073 peers
-run in a venv in the build tree (sdc/tests/venv) with sdc11073==3.0.0,
-created on first use under a lock; when PyPI is unreachable the tests that
-need it are skipped (exit 77) with a message. SDC11073_PYTHON may name the
-interpreter of an existing environment that has sdc11073 3.0.0.
+Builds on tests/harness (Workspace, Service and its ready line, step, check,
+wait_for). The sdc11073 peers run in a venv in the build tree
+(sdc/tests/venv) with sdc11073==3.0.0, created on first use under a lock;
+when PyPI is unreachable the tests that need it are skipped (exit 77) with a
+message. SDC11073_PYTHON may name the interpreter of an existing environment
+that has sdc11073 3.0.0.
 """
 
 import fcntl
 import json
 import os
-import queue
 import shutil
 import socket
 import subprocess
 import sys
-import tempfile
-import threading
-import time
 
 sys.path.insert(0, os.path.join(os.environ.get("BS_SRCDIR", os.path.join(os.path.dirname(__file__), "..", "..")),
                                 "tests"))
-from bslib import (SKIP, Process, TestFailure, TestSkipped, build_dir, check, check_equal,  # noqa: E402,F401
-                   program, run, step, wait_for)
+from harness import (SKIP, Process, TestFailure, TestSkipped, Workspace, build_dir, check,  # noqa: E402,F401
+                     check_equal, program, run, src_dir, start_service, step, wait_for)
 
 SDC11073 = "sdc11073==3.0.0"
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def src_dir():
-    return os.environ.get("BS_SRCDIR") or os.path.abspath(os.path.join(HERE, "..", ".."))
 
 
 def mdib_file(name):
@@ -94,63 +86,23 @@ def biceps_schema_dir():
     return out
 
 
-class Service(Process):
-    """A started server; `ready` holds the key=value fields of its ready line."""
-
-    def __init__(self, name, popen, log_paths):
-        super().__init__(name, popen, log_paths)
-        self.ready = {}
-        self.lines = queue.Queue()
-
-
-class SdcEnv:
+class SdcEnv(Workspace):
     """The processes and files of one test; everything is stopped by PID."""
 
-    def __init__(self, test_name):
-        self.test_name = test_name
-        self.root = tempfile.mkdtemp(prefix=f"bs-{test_name}-", dir=os.environ.get("BS_TEST_TMPDIR") or None)
-        self.processes = []
-        self.env = dict(os.environ)
-        self.env["LC_ALL"] = "C"
-        self.env["PYTHONUNBUFFERED"] = "1"
+    stop_timeout = 30
 
-    def path(self, *parts):
-        return os.path.join(self.root, *parts)
+    def __init__(self, test_name):
+        super().__init__(test_name)
+        self.env["PYTHONUNBUFFERED"] = "1"
 
     def start(self, name, argv, ready_word, timeout=60):
         """Starts `argv`, pumps its stdout to a log and waits (deadline
         `timeout`) for a line starting with `ready_word`."""
-        out_path = self.path(f"{name}.out")
-        err_path = self.path(f"{name}.err")
-        err = open(err_path, "w")
-        popen = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=self.env, text=True,
-                                 start_new_session=True)
-        err.close()
-        proc = Service(name, popen, [out_path, err_path])
-        self.processes.append(proc)
-
-        def pump():
-            with open(out_path, "w") as log:
-                for line in popen.stdout:
-                    log.write(line)
-                    log.flush()
-                    proc.lines.put(line)
-        threading.Thread(target=pump, daemon=True).start()
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TestFailure(f"{name} printed no '{ready_word}' line within {timeout} s")
-            try:
-                line = proc.lines.get(timeout=min(left, 0.5))
-            except queue.Empty:
-                if popen.poll() is not None:
-                    raise TestFailure(f"{name} exited with {popen.returncode} before it was ready")
-                continue
-            if line.startswith(ready_word):
-                proc.ready = dict(f.split("=", 1) for f in line.split() if "=" in f)
-                step(f"{name} ready (pid {popen.pid}): {line.strip()}")
-                return proc
+        proc = start_service(name, argv, ready_word, timeout, env=self.env, out_path=self.path(f"{name}.out"),
+                             err_path=self.path(f"{name}.err"), text=True, start_new_session=True,
+                             track=self.processes)
+        step(f"{name} ready (pid {proc.pid}): {proc.ready_line}")
+        return proc
 
     def start_provider(self, mdib, *extra, name="sdc-provider"):
         return self.start(name, [program("sdc/sdc-provider"), "--mdib", mdib, "--address", "127.0.0.1:0", *extra],
@@ -168,21 +120,6 @@ class SdcEnv:
     def sdc_get(self, *args, expect=0, timeout=60):
         result = self.run([program("sdc/sdc-get"), *args], timeout=timeout, expect=expect)
         return json.loads(result.stdout) if "--json" in args and expect == 0 else result
-
-    def dump_logs(self):
-        for proc in self.processes:
-            for path in proc.log_paths:
-                try:
-                    with open(path, errors="replace") as f:
-                        text = f.read()
-                except OSError:
-                    continue
-                print(f"----- {os.path.basename(path)} (last 6000 chars) -----\n{text[-6000:]}", flush=True)
-
-    def close(self):
-        for proc in reversed(self.processes):
-            proc.stop(timeout=30)
-        shutil.rmtree(self.root, ignore_errors=True)
 
 
 def main(test):

@@ -4,13 +4,14 @@ transfer's throughput) and sees them change after a push; the store is
 found by WS-Discovery too."""
 
 import os
+import subprocess
 import sys
 
 sys.dont_write_bytecode = True  # keeps the source tree free of __pycache__
 sys.path.insert(0, os.path.join(os.environ.get("BS_SRCDIR", os.path.join(os.path.dirname(__file__), "..", "..")),
                                 "tests"))
-import bslib  # noqa: E402
-from bslib import check, check_equal, program, step, wait_for  # noqa: E402
+import harness  # noqa: E402
+from harness import check, check_equal, program, step, wait_for  # noqa: E402
 
 
 def sdc_get(*args):
@@ -40,7 +41,7 @@ def test(c):
     check_equal(before.get("blobstore.last_transfer_mb_per_s"), "", "throughput before any transfer (no value)")
 
     source = c.path("one.bin")
-    bslib.write_random(source, 1 << 20)
+    harness.write_random(source, 1 << 20)
     c.blob("push", source, "CT.1", store="sdcstore").ok()
     after = wait_for(lambda: (lambda v: v if v.get("blobstore.blob_count") == "1" else None)(values(url)), 20,
                      "the SDC blob count to become 1 after a push")
@@ -56,4 +57,4 @@ def test(c):
 
 
 if __name__ == "__main__":
-    bslib.main(test)
+    harness.main(test)

@@ -1,0 +1,45 @@
+"""What the benchmark runs: the plans (blob sizes, series, socket buffers,
+runs per point), the variants and the points of a plan."""
+
+from bench_schema import NO_VERIFY, MiB, buffer_bytes
+
+
+def _plan(sizes, buffers, runs, iperf3_runs, iperf3_seconds, dcmtk_runs):
+    return {"sizes": sizes, "series": [(MiB // 2, 200)], "buffers": buffers, "runs": runs,
+            "iperf3_runs": iperf3_runs, "iperf3_seconds": iperf3_seconds, "dcmtk_runs": dcmtk_runs}
+
+
+PLANS = {
+    "full": _plan([MiB // 2, MiB, 8 * MiB, 16 * MiB, 32 * MiB, 256 * MiB], ["8K", "64K", "256K", "4M", "auto"],
+                  runs=20, iperf3_runs=3, iperf3_seconds=2, dcmtk_runs=20),
+    "quick": _plan([MiB // 2, 32 * MiB], ["auto", "64K"], runs=3, iperf3_runs=1, iperf3_seconds=1, dcmtk_runs=1),
+    # Links between namespaces are slower (155 Mbit/s) or delayed (20 ms
+    # RTT): fewer points, so that `make bench` stays within about 1.5 hours.
+    "net": _plan([MiB // 2, 32 * MiB], ["256K", "auto"], runs=3, iperf3_runs=3, iperf3_seconds=3, dcmtk_runs=1),
+}
+SOCKET_VARIANTS = ["raw-c", "ace", "corba"]
+STORE_TARGETS = ["memory", "file"]
+VARIANTS = SOCKET_VARIANTS + ["blobstreaming-" + t + s for t in STORE_TARGETS for s in ("", NO_VERIFY)] + \
+    ["iperf3", "dcmtk"]
+DEFAULT_VARIANTS = ["raw-c", "ace", "corba", "blobstreaming-memory", "blobstreaming-file",
+                    "blobstreaming-file" + NO_VERIFY, "iperf3", "dcmtk"]
+
+
+def make_plan(name, runs=None, sizes=None, buffers=None, no_series=False):
+    """The plan `name` with the command line's overrides applied."""
+    plan = dict(PLANS[name])
+    if runs:
+        plan["runs"] = runs
+        plan["dcmtk_runs"] = min(plan["dcmtk_runs"], runs)
+    if sizes:
+        plan["sizes"] = [buffer_bytes(s) for s in sizes.split(",")]
+    if buffers:
+        plan["buffers"] = buffers.split(",")
+    if no_series:
+        plan["series"] = []
+    return plan
+
+
+def points(plan):
+    """(blob size, count) of every point: single blobs, then the series."""
+    return [(size, 1) for size in plan["sizes"]] + list(plan["series"])

@@ -1,0 +1,289 @@
+"""Runs the benchmark's points with the test harness (tests/harness): one
+bsbench server per socket variant, omniNames and blobstored daemons for the
+blobstreaming variants, iperf3 and DCMTK as references, every process
+stopped by its PID. Results are iperf3-shaped records (bench_schema)."""
+
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+import bench_link  # noqa: E402
+import dcmtk_peer  # noqa: E402
+import harness  # noqa: E402
+from bench_plan import SOCKET_VARIANTS, STORE_TARGETS, buffer_bytes, points  # noqa: E402
+from bench_schema import MiB, NO_VERIFY, megabytes_per_second  # noqa: E402
+from harness.daemons import READY as BLOBSTORED_READY, blobstored_argv  # noqa: E402
+from harness.naming import naming_url, nameclt_answers, omninames_argv  # noqa: E402
+
+BSBENCH_READY = "bsbench server ready"
+
+
+def log(message):
+    print("run_bench: " + message, file=sys.stderr, flush=True)
+
+
+def peak_rss_kib(pid):
+    """VmHWM of a running process in KiB, or None when /proc cannot tell."""
+    try:
+        return harness.peak_rss_kib(pid)
+    except (OSError, harness.TestFailure):
+        return None
+
+
+class Suite:
+    def __init__(self, args, plan):
+        self.args = args
+        self.plan = plan
+        self.results = []
+        self.failures = []
+        self.rss = []
+        self.tmp = tempfile.mkdtemp(prefix="bsbench.")
+        self.processes = []
+        self.link = bench_link.loopback()
+        self.skipped = None
+        self.host = self.link.server_host
+
+    # ---- processes ------------------------------------------------------
+    def start(self, name, argv, ready=None, timeout=30.0, env=None):
+        """Starts a tracked process (stdout and stderr logged under the
+        suite's directory); with `ready`, waits for its line starting so."""
+        base = os.path.join(self.tmp, "%s-%d" % (re.sub(r"[^A-Za-z0-9.-]+", "-", name), len(self.processes)))
+        try:
+            p = harness.start_service(name, argv, ready, timeout, env=env, out_path=base + ".out",
+                                      err_path=base + ".err", text=True, track=self.processes)
+        except harness.TestFailure as e:
+            raise RuntimeError("%s: %s" % (e, self.stderr_tail(self.processes[-1]))) from None
+        return p
+
+    @staticmethod
+    def stderr_tail(p):
+        with open(p.log_paths[1], errors="replace") as f:  # [stdout, stderr] (start_service)
+            return f.read()[-2000:]
+
+    def stop(self, p):
+        p.stop(timeout=10)
+        self.processes.remove(p)
+
+    def stop_all(self):
+        for p in list(reversed(self.processes)):
+            if p in self.processes:
+                self.stop(p)
+        self.link.close()
+
+    def start_naming(self):
+        port = harness.free_port()
+        data = os.path.join(self.tmp, "ns")
+        os.makedirs(data, exist_ok=True)
+        p = self.start("omniNames", self.link.srv + omninames_argv(self.args.omninames, port, data, self.host))
+        url = naming_url(self.host, port)
+        for _ in range(100):
+            if nameclt_answers(url, prefix=self.link.cli):
+                return p, port
+            if not p.running():
+                break
+            time.sleep(0.1)
+        raise RuntimeError("omniNames on port %d did not answer" % port)
+
+    def start_store(self, target, buffer_text, ns_port, capacity):
+        name = "bench-%s-%s" % (target, buffer_text.lower())
+        store = "memory:%d" % capacity if target == "memory" else "file:" + os.path.join(self.tmp, name)
+        extra = ["-q"]
+        if buffer_bytes(buffer_text):
+            extra += ["--socket-buffer", str(buffer_bytes(buffer_text))]
+        argv = self.link.srv + blobstored_argv(self.args.blobstored, name, store, naming_url(self.host, ns_port),
+                                               self.host, extra=extra)
+        return self.start("blobstored " + name, argv, ready=BLOBSTORED_READY.strip(), timeout=30), name
+
+    def start_bsbench_server(self, variant, buffer_text, corrupt=False):
+        if corrupt:  # on loopback, without the link: the self-test
+            argv = [self.args.bsbench, "-s", "-p", "0", "--variant", variant, "--corrupt"]
+        else:
+            argv = self.link.srv + [self.args.bsbench, "-s", "-B", self.host, "-p", "0", "--variant", variant,
+                                    "--socket-buffer", buffer_text, "--chunk", self.args.chunk]
+        p = self.start("bsbench %sserver %s" % ("corrupting " if corrupt else "", variant), argv,
+                       ready=BSBENCH_READY, timeout=30)
+        return p, int(p.ready["address"].rsplit(":", 1)[1])
+
+    def fail(self, message):
+        self.failures.append(message)
+        log("FAIL " + message)
+
+    # ---- clients --------------------------------------------------------
+    def client(self, variant, port, direction, size, count, buffer_text, store=None, verify=True):
+        argv = self.link.cli + [self.args.bsbench, "-c", self.host, "-p", str(port), "--variant", variant,
+                                "--direction", direction, "--size", str(size), "--count", str(count),
+                                "--runs", str(self.plan["runs"]), "--socket-buffer", buffer_text,
+                                "--chunk", self.args.chunk, "--link", self.link.label, "-J"]
+        if store:
+            argv += ["--store", store]
+        if not verify:
+            argv.append("--no-verify")
+        label = "%s%s%s %s %d x%d buffer %s" % (variant, "/" + store if store else "", "" if verify else NO_VERIFY,
+                                                direction, size, count, buffer_text)
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=self.args.point_timeout)
+        except subprocess.TimeoutExpired:
+            return self.fail(label + ": timed out after %d s" % self.args.point_timeout)
+        records = [json.loads(line.strip()) for line in r.stdout.splitlines() if line.strip().startswith("{")]
+        bad = [rec for rec in records if "error" in rec or not rec.get("end", {}).get("sha256_verified", False)]
+        self.results += [rec for rec in records if "start" in rec]
+        if r.returncode != 0 or bad or len([x for x in records if "start" in x]) != self.plan["runs"]:
+            why = bad[0].get("error") if bad else (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]
+            return self.fail("%s: exit %d: %s" % (label, r.returncode, why))
+        log("%-55s median %9.1f MB/s" % (label, statistics.median(megabytes_per_second(rec) for rec in records)))
+
+    def iperf3(self, direction, buffer_text):
+        for run in range(1, self.plan["iperf3_runs"] + 1):
+            port = harness.free_port()
+            server = self.start("iperf3 -s", self.link.srv + ["iperf3", "-s", "-1", "-p", str(port), "-B", self.host])
+            argv = self.link.cli + ["iperf3", "-c", self.host, "-p", str(port), "-J",
+                                    "-t", str(self.plan["iperf3_seconds"])]
+            if direction == "pull":
+                argv.append("-R")
+            if buffer_bytes(buffer_text):
+                argv += ["-w", str(buffer_bytes(buffer_text))]
+            rec = None
+            for _attempt in range(50):  # the server may not listen yet
+                r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+                try:
+                    rec = json.loads(r.stdout)
+                except ValueError:
+                    rec = {"error": r.stderr.strip() or "no JSON"}
+                if "error" not in rec or "connect" not in rec["error"] or not server.running():
+                    break
+                time.sleep(0.1)
+            self.stop(server)
+            if "error" in rec:
+                return self.fail("iperf3 %s buffer %s: %s" % (direction, buffer_text, rec["error"]))
+            rec.update({"variant": "iperf3", "target": "none", "direction": direction, "blob_bytes": 0,
+                        "count": 0, "socket_buffer": buffer_bytes(buffer_text) or "auto", "link": self.link.label,
+                        "run": run})
+            self.results.append(rec)
+        log("%-55s %9.1f MB/s" % ("iperf3 %s buffer %s" % (direction, buffer_text), megabytes_per_second(rec)))
+
+    def check_the_checks(self):
+        """Runs each socket variant against a server that flips a byte of every
+        blob: every run must then fail its digest (exit 24), or the digest
+        check itself is broken."""
+        for variant in SOCKET_VARIANTS:
+            if variant not in self.args.variants:
+                continue
+            p, port = self.start_bsbench_server(variant, None, corrupt=True)
+            for direction in self.args.directions:
+                r = subprocess.run([self.args.bsbench, "-c", "127.0.0.1", "-p", str(port), "--variant", variant,
+                                    "--direction", direction, "--size", "64K", "--runs", "2", "-J"],
+                                   capture_output=True, text=True, timeout=60)
+                recs = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]
+                caught = (r.returncode == 24 and len(recs) == 2 and
+                          all(not x["end"]["sha256_verified"] and "wrong bytes" in x.get("error", "") for x in recs))
+                if caught:
+                    log("self-test %s %s: corrupted bytes detected (exit 24), as they must be" % (variant, direction))
+                else:
+                    self.fail("self-test %s %s: corrupted bytes NOT detected (exit %d)" % (
+                        variant, direction, r.returncode))
+            self.stop(p)
+
+    def dcmtk(self):
+        """storescu -> storescp on the same points (push only), out of the box
+        and tuned, on files of 512x512x16-bit frames."""
+        missing = [t for t in ("storescu", "storescp", "echoscu") if shutil.which(t) is None]
+        if missing:
+            log("SKIP dcmtk: %s not found (Debian package dcmtk)" % ", ".join(missing))
+            return
+        if "push" not in self.args.directions:
+            return
+        frame = 512 * 512 * 2
+        studies = []
+        for size, count in points(self.plan):
+            if size % frame == 0:
+                paths, digests = dcmtk_peer.make_study(os.path.join(self.tmp, "dicom"), "p%dx%d" % (size, count),
+                                                       count, frame, size // frame)
+                studies.append((size, count, paths, digests))
+        for tuned in (False, True):
+            port = harness.free_port()
+            out_dir = os.path.join(self.tmp, "storescp-%s" % ("tuned" if tuned else "default"))
+            os.makedirs(out_dir, exist_ok=True)
+            p = self.start("storescp", self.link.srv + dcmtk_peer.storescp_argv(port, out_dir, tuned),
+                           env=dcmtk_peer.storescp_env(tuned))
+            if not dcmtk_peer.wait_ready(self.link.cli, self.host, port):
+                self.failures.append("storescp on port %d did not answer C-ECHO: %s" % (port, self.stderr_tail(p)))
+                self.stop(p)
+                return
+            for size, count, paths, digests in studies:
+                label = "dcmtk/%s push %d x%d" % ("tuned" if tuned else "default", size, count)
+                values = []
+                for run in range(1, self.plan["dcmtk_runs"] + 1):
+                    seconds, total, error = dcmtk_peer.send(self.link.cli, self.host, port, paths, out_dir, digests,
+                                                            tuned, self.args.point_timeout)
+                    rec = dcmtk_peer.record(seconds, total, error, size, count, tuned, self.link.label, run)
+                    self.results.append(rec)
+                    if error:
+                        self.fail(label + ": " + error)
+                        break
+                    values.append(megabytes_per_second(rec))
+                if values:
+                    log("%-55s median %9.1f MB/s" % (label, statistics.median(values)))
+            self.stop(p)
+        shutil.rmtree(os.path.join(self.tmp, "dicom"), ignore_errors=True)
+
+    # ---- the suite ------------------------------------------------------
+    def run(self):
+        if self.args.quick:
+            self.check_the_checks()
+        if self.args.link != "loopback":
+            try:
+                self.link = bench_link.namespaces(
+                    self.args.rate, self.args.rtt_ms,
+                    lambda name, argv, ready: self.start(name, argv, ready=ready, timeout=30),
+                    os.path.join(os.path.dirname(os.path.abspath(__file__)), "tun_delay.py"))
+            except bench_link.LinkUnavailable as e:
+                log("SKIP link %s: %s" % (self.args.link, e))
+                self.skipped = str(e)
+                return
+            self.host = self.link.server_host
+            log("link %s: servers on %s" % (self.link.label, self.host))
+        variants = self.args.variants
+        biggest = max(size * count for size, count in points(self.plan))
+        if "dcmtk" in variants:
+            self.dcmtk()
+        _, ns_port = self.start_naming()
+        for buffer_text in self.plan["buffers"]:
+            if "iperf3" in variants:
+                for direction in self.args.directions:
+                    self.iperf3(direction, buffer_text)
+            for variant in SOCKET_VARIANTS:
+                if variant not in variants:
+                    continue
+                server, port = self.start_bsbench_server(variant, buffer_text)
+                for size, count in points(self.plan):
+                    for direction in self.args.directions:
+                        self.client(variant, port, direction, size, count, buffer_text)
+                self.stop(server)
+            for target in STORE_TARGETS:
+                self.store_points(target, buffer_text, ns_port, 2 * biggest + 64 * MiB)
+
+    def store_points(self, target, buffer_text, ns_port, capacity):
+        """The blobstreaming variants of one store target, then its daemon's peak RSS."""
+        variants = self.args.variants
+        verified = "blobstreaming-" + target in variants
+        unverified = "blobstreaming-" + target + NO_VERIFY in variants and "pull" in self.args.directions
+        if not verified and not unverified:
+            return
+        daemon, store = self.start_store(target, buffer_text, ns_port, capacity)
+        for size, count in points(self.plan):
+            for direction in self.args.directions:
+                if verified:
+                    self.client("blobstreaming", ns_port, direction, size, count, buffer_text, store)
+            if unverified:
+                self.client("blobstreaming", ns_port, "pull", size, count, buffer_text, store, verify=False)
+        self.rss.append({"target": target, "socket_buffer": buffer_text,
+                         "largest_blob_bytes": max(s for s, _ in points(self.plan)),
+                         "peak_rss_kib": peak_rss_kib(daemon.pid)})
+        self.stop(daemon)
