@@ -37,7 +37,7 @@ int get_buffer(const ACE_SOCK& socket, int option)
 
 /// Owns an ACE_SOCK_Stream (closed on destruction); moves bytes with
 /// send_n/recv_n in calls of at most `chunk` bytes.
-class AceStream {
+class AceStream : public wire::ReceiveCalls<AceStream> {
 public:
     explicit AceStream(std::size_t chunk) : chunk_(chunk) {}
     ~AceStream() { stream_.close(); }
@@ -65,15 +65,9 @@ public:
         }
     }
 
-    void recv_all(void* data, std::size_t size)
-    {
-        if (!recv_loop(data, size, false))
-            throw Error(Errc::transfer_failed, "ace: recv_n: the peer closed the connection");
-    }
-
-    bool recv_first(void* data, std::size_t size) { return recv_loop(data, size, true); }
-
 private:
+    friend class wire::ReceiveCalls<AceStream>;
+
     bool recv_loop(void* data, std::size_t size, bool eof_ok)
     {
         auto p = static_cast<char*>(data);

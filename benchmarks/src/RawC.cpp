@@ -44,7 +44,7 @@ int get_buffer(int fd, int option)
 }
 
 /// A connected socket, read and written in chunks of at most `chunk` bytes.
-class RawStream {
+class RawStream : public wire::ReceiveCalls<RawStream> {
 public:
     RawStream(UniqueFd fd, std::size_t chunk) : fd_(std::move(fd)), chunk_(chunk)
     {
@@ -65,15 +65,9 @@ public:
         }
     }
 
-    void recv_all(void* data, std::size_t size)
-    {
-        if (!recv_loop(data, size, false))
-            throw Error(Errc::transfer_failed, "raw-c: recv: the peer closed the connection");
-    }
-
-    bool recv_first(void* data, std::size_t size) { return recv_loop(data, size, true); }
-
 private:
+    friend class wire::ReceiveCalls<RawStream>;
+
     bool recv_loop(void* data, std::size_t size, bool eof_ok)
     {
         auto p = static_cast<char*>(data);
