@@ -168,49 +168,7 @@ int ServerConnection::on_request()
     progress();
     arm_timer();
 
-    if (request.type == protocol::FrameType::push) {
-        try {
-            reservation_ = server_->reservations.claim(binding_.reservation);
-        } catch (const Error& e) {
-            spdlog::warn("data connection {}: refused: {}", peer_, e.what());
-            end_transfer(false, e.what());
-            return refuse(Errc::refused, e.what());
-        }
-        if (reservation_->written() != request.offset) {
-            // Another connection resumed this reservation since the ticket was issued.
-            const std::string moved = "push " + quote_name(binding_.blob) + " at byte " +
-                                      std::to_string(request.offset) + ": the reservation now holds " +
-                                      std::to_string(reservation_->written()) + " bytes";
-            spdlog::warn("data connection {}: refused: {}", peer_, moved);
-            server_->reservations.park(binding_.reservation, std::move(reservation_));
-            end_transfer(false, moved);
-            return refuse(Errc::refused, moved);
-        }
-        spdlog::debug("data connection {}: push {} of {} bytes (ticket {}) started", peer_,
-                      quote_name(binding_.blob), request.length, protocol::ticket_tag(request.ticket));
-        phase_ = Phase::push_body;
-        return read_push_body();
-    }
-
-    protocol::Response response;
-    try {
-        range_ = read_ticket_version();
-    } catch (const Error& e) {
-        range_ = BlobRange{};
-        spdlog::warn("data connection {}: pull {} failed: {}", peer_, quote_name(binding_.blob), e.what());
-        end_transfer(false, e.what());
-        response.status = e.code();
-        response.message = e.what();
-        return start_sending(protocol::encode(response), false);
-    }
-    spdlog::debug("data connection {}: pull {} [{}, +{}) (ticket {}) started, {}", peer_,
-                  quote_name(binding_.blob), request.offset, request.length, protocol::ticket_tag(request.ticket),
-                  range_.fd() >= 0 ? "sendfile" : "from memory");
-    response.length = range_.size();
-    response.blob_size = range_.blob().size;
-    response.digest = range_.blob().digest;
-    send_body_ = true;
-    return start_sending(protocol::encode(response), false);
+    return request.type == protocol::FrameType::push ? start_push() : start_pull();
 }
 int ServerConnection::drain_input()
 {

@@ -41,6 +41,31 @@ std::string store_error_text(const Reservation& r, const std::error_code& ec)
 
 }  // namespace
 
+int ServerConnection::start_push()
+{
+    try {
+        reservation_ = server_->reservations.claim(binding_.reservation);
+    } catch (const Error& e) {
+        spdlog::warn("data connection {}: refused: {}", peer_, e.what());
+        end_transfer(false, e.what());
+        return refuse(Errc::refused, e.what());
+    }
+    if (reservation_->written() != request_.offset) {
+        // Another connection resumed this reservation since the ticket was issued.
+        const std::string moved = "push " + quote_name(binding_.blob) + " at byte " +
+                                  std::to_string(request_.offset) + ": the reservation now holds " +
+                                  std::to_string(reservation_->written()) + " bytes";
+        spdlog::warn("data connection {}: refused: {}", peer_, moved);
+        server_->reservations.park(binding_.reservation, std::move(reservation_));
+        end_transfer(false, moved);
+        return refuse(Errc::refused, moved);
+    }
+    spdlog::debug("data connection {}: push {} of {} bytes (ticket {}) started", peer_,
+                  quote_name(binding_.blob), request_.length, protocol::ticket_tag(request_.ticket));
+    phase_ = Phase::push_body;
+    return read_push_body();
+}
+
 int ServerConnection::read_push_body()
 {
     std::uint64_t budget = kDispatchBudget;

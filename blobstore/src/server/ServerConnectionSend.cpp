@@ -26,6 +26,29 @@ using data_path::kChunk;
 using data_path::kDispatchBudget;
 using data_path::would_block;
 
+int ServerConnection::start_pull()
+{
+    protocol::Response response;
+    try {
+        range_ = read_ticket_version();
+    } catch (const Error& e) {
+        range_ = BlobRange{};
+        spdlog::warn("data connection {}: pull {} failed: {}", peer_, quote_name(binding_.blob), e.what());
+        end_transfer(false, e.what());
+        response.status = e.code();
+        response.message = e.what();
+        return start_sending(protocol::encode(response), false);
+    }
+    spdlog::debug("data connection {}: pull {} [{}, +{}) (ticket {}) started, {}", peer_,
+                  quote_name(binding_.blob), request_.offset, request_.length, protocol::ticket_tag(request_.ticket),
+                  range_.fd() >= 0 ? "sendfile" : "from memory");
+    response.length = range_.size();
+    response.blob_size = range_.blob().size;
+    response.digest = range_.blob().digest;
+    send_body_ = true;
+    return start_sending(protocol::encode(response), false);
+}
+
 BlobRange ServerConnection::read_ticket_version() const
 {
     const std::uint64_t offset = request_.offset;
