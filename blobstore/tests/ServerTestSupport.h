@@ -43,12 +43,7 @@ std::string message_of(F f, Errc expected, const std::string& otherwise)
 inline protocol::Request request_for(const protocol::TicketId& id, protocol::FrameType type, std::uint64_t offset,
                                      std::uint64_t length)
 {
-    protocol::Request r;
-    r.type = type;
-    r.ticket = id;
-    r.offset = offset;
-    r.length = length;
-    return r;
+    return protocol::Request{type, id, offset, length};
 }
 
 inline TicketBinding pull_binding(std::string blob, std::uint64_t offset, std::uint64_t length)

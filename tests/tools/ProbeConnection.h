@@ -109,13 +109,8 @@ public:
     void send_request(protocol::FrameType type, const protocol::TicketId& ticket, std::uint64_t offset,
                       std::uint64_t length)
     {
-        protocol::Request request;
-        request.type = type;
-        request.ticket = ticket;
-        request.offset = offset;
-        request.length = length;
         std::uint8_t frame[protocol::kRequestSize];
-        protocol::encode(request, frame);
+        protocol::encode(protocol::Request{type, ticket, offset, length}, frame);
         send_all(frame, sizeof frame);
     }
 
