@@ -42,6 +42,41 @@ struct OpenBlob {
     MappedRegion map;
 };
 
+/// Gives a new reservation file (`fd`, at `path`) the room for a Blob of
+/// `size` bytes and its header: fallocate; on a file system without it
+/// (ext2, vfat, ...) the blocks are allocated as the bytes are written
+/// (pwrite, never into a mapping), so the free space is checked now, so that
+/// a full file system still fails here, and the bytes are counted in
+/// State::promised (`promised`, `sparse` set). Returns 0 or the errno of the
+/// failed allocation; throws out_of_space (file removed, reservation closed)
+/// when the free space is too small.
+int allocate_file(FileStore::State& state, int fd, const fs::path& path, std::string_view name, std::uint64_t size,
+             bool& sparse, std::uint64_t& promised)
+{
+    constexpr std::uint64_t kHeaderSize = FileStore::kHeaderSize;
+    const std::uint64_t need = kHeaderSize + size;
+    const auto total = static_cast<off_t>(need);
+    if (::fallocate(fd, 0, 0, total) == 0) return 0;
+    if (errno != EOPNOTSUPP && errno != ENOSYS) return errno;
+    sparse = true;
+    std::lock_guard lock(state.mutex);
+    const auto free = free_bytes_of(state.tmp);
+    const std::uint64_t others = state.promised;
+    if (free && (*free < others || *free - others < need)) {
+        ::unlink(path.c_str());
+        state.index.close_reservation(std::string(name), size);
+        throw Error(Errc::out_of_space, "no room for blob " + quote_name(name) + ": the file system of " +
+                                            state.root.string() + " has " + std::to_string(*free) +
+                                            " bytes free (" + std::to_string(others) +
+                                            " promised to other reservations), need " + std::to_string(need) +
+                                            " (" + std::to_string(size) + " and a " +
+                                            std::to_string(kHeaderSize) + "-byte header)");
+    }
+    promised = need;
+    state.promised += need;
+    return ::ftruncate(fd, total) == 0 ? 0 : errno;
+}
+
 }  // namespace
 
 FileStore::FileStore(const fs::path& directory) : FileStore(directory, Options{}) {}
@@ -165,34 +200,10 @@ std::unique_ptr<Reservation> FileStore::reserve(std::string_view name, std::uint
         release();
         throw_io_error(what + ": create " + path.string(), err);
     }
-    const std::uint64_t need = kHeaderSize + size;
-    const auto total = static_cast<off_t>(need);
     bool sparse = false;
-    int rc = ::fallocate(fd.get(), 0, 0, total);
-    if (rc != 0 && (errno == EOPNOTSUPP || errno == ENOSYS)) {
-        // No fallocate (ext2, vfat, ...): the blocks are allocated as the
-        // bytes are written (pwrite, never into a mapping). Check the free
-        // space now so that a full file system still fails here.
-        sparse = true;
-        std::lock_guard lock(state_->mutex);
-        const auto free = free_bytes_of(state_->tmp);
-        const std::uint64_t others = state_->promised;
-        if (free && (*free < others || *free - others < need)) {
-            ::unlink(path.c_str());
-            state_->index.close_reservation(std::string(name), size);
-            throw Error(Errc::out_of_space, "no room for blob " + quote_name(name) + ": the file system of " +
-                                                state_->root.string() + " has " + std::to_string(*free) +
-                                                " bytes free (" + std::to_string(others) +
-                                                " promised to other reservations), need " + std::to_string(need) +
-                                                " (" + std::to_string(size) + " and a " +
-                                                std::to_string(kHeaderSize) + "-byte header)");
-        }
-        promised = need;
-        state_->promised += need;
-        rc = ::ftruncate(fd.get(), total);
-    }
+    const int rc = allocate_file(*state_, fd.get(), path, name, size, sparse, promised);
     if (rc != 0) {
-        const int err = errno;
+        const int err = rc;
         ::unlink(path.c_str());
         release();
         if (is_no_space(err))
