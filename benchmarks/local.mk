@@ -40,6 +40,7 @@ benchmarks_bsbench_SOURCES = \
 	benchmarks/src/Variant.h \
 	benchmarks/src/Workload.cpp \
 	benchmarks/src/Workload.h \
+	benchmarks/src/WireClient.h \
 	benchmarks/src/WireSession.h \
 	benchmarks/src/RawC.cpp \
 	benchmarks/src/Ace.cpp \

@@ -9,7 +9,15 @@
 # server and servants form libblobserver, which only the daemon links.
 lib_LTLIBRARIES += blobstore/libblobstore.la
 blobstore_libblobstore_la_SOURCES = \
+	blobstore/src/store/FileHeader.cpp \
+	blobstore/src/store/FileHeader.h \
+	blobstore/src/store/FileReservation.cpp \
+	blobstore/src/store/FileReservation.h \
 	blobstore/src/store/FileStore.cpp \
+	blobstore/src/store/FileStoreState.cpp \
+	blobstore/src/store/FileStoreState.h \
+	blobstore/src/store/FileSystem.cpp \
+	blobstore/src/store/FileSystem.h \
 	blobstore/src/store/MemoryStore.cpp \
 	blobstore/src/store/Reservation.cpp \
 	blobstore/src/store/Store.cpp \
@@ -65,8 +73,12 @@ blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/server/ConnectionLimits.h \
 	blobstore/src/server/DataAcceptor.cpp \
 	blobstore/src/server/DataAcceptor.h \
+	blobstore/src/server/DataPath.h \
 	blobstore/src/server/ServerConnection.cpp \
 	blobstore/src/server/ServerConnection.h \
+	blobstore/src/server/ServerConnectionPush.cpp \
+	blobstore/src/server/ServerConnectionSend.cpp \
+	blobstore/src/server/ServerConnectionTimers.cpp \
 	blobstore/src/server/DataServer.cpp \
 	blobstore/src/server/DataServer.h \
 	blobstore/src/server/DataServerImpl.h \
@@ -84,7 +96,9 @@ blobstore_libblobserver_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/blobstore/s
 	$(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
 $(blobstore_libblobserver_la_OBJECTS): idl/BlobStreaming.hh
 
-# Unit tests of the server pieces.
+# Unit tests of the server pieces: every program takes the same flags and
+# libraries (automake wants them per program; they name these two).
+server_test_cppflags = $(blobstore_libblobserver_la_CPPFLAGS) -DBOOST_TEST_DYN_LINK
 server_test_ldadd = blobstore/libblobserver.la transporter/libblobtransporter.la blobstore/libblobstore.la common/libblobcommon.la \
 	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 server_tests = \
@@ -97,31 +111,31 @@ server_tests = \
 	blobstore/tests/TransporterRegistryTest
 check_PROGRAMS += $(server_tests)
 TESTS += $(server_tests)
-blobstore_tests_AccessListTest_SOURCES = blobstore/tests/AccessListTest.cpp
-blobstore_tests_AccessListTest_CPPFLAGS = $(blobstore_libblobserver_la_CPPFLAGS) -DBOOST_TEST_DYN_LINK
+blobstore_tests_AccessListTest_SOURCES = blobstore/tests/AccessListTest.cpp blobstore/tests/ServerTestSupport.h
+blobstore_tests_AccessListTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_AccessListTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_AccessListTest_OBJECTS): idl/BlobStreaming.hh
 blobstore_tests_ConnectionLimitsTest_SOURCES = blobstore/tests/ConnectionLimitsTest.cpp
-blobstore_tests_ConnectionLimitsTest_CPPFLAGS = $(blobstore_libblobserver_la_CPPFLAGS) -DBOOST_TEST_DYN_LINK
+blobstore_tests_ConnectionLimitsTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_ConnectionLimitsTest_LDADD = $(server_test_ldadd)
-blobstore_tests_TicketRegistryTest_SOURCES = blobstore/tests/TicketRegistryTest.cpp
-blobstore_tests_TicketRegistryTest_CPPFLAGS = $(blobstore_libblobserver_la_CPPFLAGS) -DBOOST_TEST_DYN_LINK
+blobstore_tests_TicketRegistryTest_SOURCES = blobstore/tests/TicketRegistryTest.cpp blobstore/tests/ServerTestSupport.h
+blobstore_tests_TicketRegistryTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_TicketRegistryTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_TicketRegistryTest_OBJECTS): idl/BlobStreaming.hh
 blobstore_tests_ReservationTableTest_SOURCES = blobstore/tests/ReservationTableTest.cpp
-blobstore_tests_ReservationTableTest_CPPFLAGS = $(blobstore_libblobserver_la_CPPFLAGS) -DBOOST_TEST_DYN_LINK
+blobstore_tests_ReservationTableTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_ReservationTableTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_ReservationTableTest_OBJECTS): idl/BlobStreaming.hh
-blobstore_tests_DataServerTest_SOURCES = blobstore/tests/DataServerTest.cpp
-blobstore_tests_DataServerTest_CPPFLAGS = $(blobstore_libblobserver_la_CPPFLAGS) -DBOOST_TEST_DYN_LINK
+blobstore_tests_DataServerTest_SOURCES = blobstore/tests/DataServerTest.cpp blobstore/tests/ServerTestSupport.h
+blobstore_tests_DataServerTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_DataServerTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_DataServerTest_OBJECTS): idl/BlobStreaming.hh
 blobstore_tests_NoticeDispatcherTest_SOURCES = blobstore/tests/NoticeDispatcherTest.cpp
-blobstore_tests_NoticeDispatcherTest_CPPFLAGS = $(blobstore_libblobserver_la_CPPFLAGS) -DBOOST_TEST_DYN_LINK
+blobstore_tests_NoticeDispatcherTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_NoticeDispatcherTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_NoticeDispatcherTest_OBJECTS): idl/BlobStreaming.hh
-blobstore_tests_TransporterRegistryTest_SOURCES = blobstore/tests/TransporterRegistryTest.cpp
-blobstore_tests_TransporterRegistryTest_CPPFLAGS = $(blobstore_libblobserver_la_CPPFLAGS) -DBOOST_TEST_DYN_LINK
+blobstore_tests_TransporterRegistryTest_SOURCES = blobstore/tests/TransporterRegistryTest.cpp blobstore/tests/ServerTestSupport.h
+blobstore_tests_TransporterRegistryTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_TransporterRegistryTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_TransporterRegistryTest_OBJECTS): idl/BlobStreaming.hh
 

@@ -37,12 +37,17 @@ EXTRA_DIST += tests/harness/__init__.py tests/harness/checks.py tests/harness/cl
 	tests/harness/processes.py tests/harness/script.py tests/harness/workspace.py \
 	tests/README.md tests/tsan.supp tests/lsan.supp
 
+# The test tools that speak CORBA (ticket_probe, idl_probe, corba_call,
+# transporter_probe) build alike: automake wants per-program flags, these name them.
+corba_tool_cppflags = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
+corba_tool_ldadd = transporter/libblobtransporter.la common/libblobcommon.la \
+	$(OMNIORB_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
+
 # Obtains real tickets on the control plane and misuses them on the data port.
 check_PROGRAMS += tests/tools/ticket_probe
 tests_tools_ticket_probe_SOURCES = tests/tools/ticket_probe.cpp tests/tools/ProbeConnection.h
-tests_tools_ticket_probe_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
-tests_tools_ticket_probe_LDADD = transporter/libblobtransporter.la common/libblobcommon.la \
-	$(OMNIORB_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
+tests_tools_ticket_probe_CPPFLAGS = $(corba_tool_cppflags)
+tests_tools_ticket_probe_LDADD = $(corba_tool_ldadd)
 $(tests_tools_ticket_probe_OBJECTS): idl/BlobStreaming.hh
 
 include $(srcdir)/tests/fuzz/local.mk
@@ -50,9 +55,8 @@ include $(srcdir)/tests/fuzz/local.mk
 # Calls the CORBA interface directly with malformed arguments.
 check_PROGRAMS += tests/tools/idl_probe
 tests_tools_idl_probe_SOURCES = tests/tools/idl_probe.cpp
-tests_tools_idl_probe_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
-tests_tools_idl_probe_LDADD = transporter/libblobtransporter.la common/libblobcommon.la \
-	$(OMNIORB_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
+tests_tools_idl_probe_CPPFLAGS = $(corba_tool_cppflags)
+tests_tools_idl_probe_LDADD = $(corba_tool_ldadd)
 $(tests_tools_idl_probe_OBJECTS): idl/BlobStreaming.hh
 
 # libblobclient Sessions under test control: the load test and a long-lived
@@ -74,9 +78,8 @@ check-load: $(check_PROGRAMS) $(bin_PROGRAMS)
 # outcome (tests/test_tls.py, tests/test_tls_access.py).
 check_PROGRAMS += tests/tools/corba_call
 tests_tools_corba_call_SOURCES = tests/tools/corba_call.cpp
-tests_tools_corba_call_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
-tests_tools_corba_call_LDADD = transporter/libblobtransporter.la common/libblobcommon.la \
-	$(OMNIORB_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
+tests_tools_corba_call_CPPFLAGS = $(corba_tool_cppflags)
+tests_tools_corba_call_LDADD = $(corba_tool_ldadd)
 $(tests_tools_corba_call_OBJECTS): idl/BlobStreaming.hh
 
 # Drives BlobTransporter objects directly: observers nobody answers,
@@ -84,7 +87,6 @@ $(tests_tools_corba_call_OBJECTS): idl/BlobStreaming.hh
 # reclaims it.
 check_PROGRAMS += tests/tools/transporter_probe
 tests_tools_transporter_probe_SOURCES = tests/tools/transporter_probe.cpp tests/tools/ProbeConnection.h
-tests_tools_transporter_probe_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
-tests_tools_transporter_probe_LDADD = transporter/libblobtransporter.la common/libblobcommon.la \
-	$(OMNIORB_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
+tests_tools_transporter_probe_CPPFLAGS = $(corba_tool_cppflags)
+tests_tools_transporter_probe_LDADD = $(corba_tool_ldadd)
 $(tests_tools_transporter_probe_OBJECTS): idl/BlobStreaming.hh

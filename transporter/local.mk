@@ -11,7 +11,9 @@ transporter_libblobtransporter_la_SOURCES = \
 	transporter/src/SocketOptions.cpp \
 	transporter/src/Tls.cpp \
 	transporter/src/corba/Exceptions.cpp \
+	transporter/src/corba/InstallInterceptor.h \
 	transporter/src/corba/Orb.cpp \
+	transporter/src/corba/References.cpp \
 	transporter/src/corba/Security.cpp
 transporter_libblobtransporter_la_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
 transporter_libblobtransporter_la_LIBADD = idl/libblobstreaming_idl.la common/libblobcommon.la \
@@ -24,6 +26,7 @@ EXTRA_DIST += \
 	transporter/include/blobstreaming/transporter/Tls.h \
 	transporter/include/blobstreaming/transporter/corba/Exceptions.h \
 	transporter/include/blobstreaming/transporter/corba/Orb.h \
+	transporter/include/blobstreaming/transporter/corba/References.h \
 	transporter/include/blobstreaming/transporter/corba/Security.h
 
 transporter_test_cppflags = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS) -DBOOST_TEST_DYN_LINK

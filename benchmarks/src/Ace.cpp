@@ -1,7 +1,6 @@
 // ace: ACE_SOCK_Stream send_n()/recv_n() of --chunk bytes per call,
 // ACE_SOCK_Connector / ACE_SOCK_Acceptor for the connection.
-#include "Variant.h"
-#include "WireSession.h"
+#include "WireClient.h"
 
 #include <ace/INET_Addr.h>
 #include <ace/SOCK_Acceptor.h>
@@ -14,7 +13,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 
 namespace blobstreaming::bench {
@@ -39,7 +37,7 @@ int get_buffer(const ACE_SOCK& socket, int option)
 
 /// Owns an ACE_SOCK_Stream (closed on destruction); moves bytes with
 /// send_n/recv_n in calls of at most `chunk` bytes.
-class AceStream {
+class AceStream : public wire::ReceiveCalls<AceStream> {
 public:
     explicit AceStream(std::size_t chunk) : chunk_(chunk) {}
     ~AceStream() { stream_.close(); }
@@ -67,15 +65,9 @@ public:
         }
     }
 
-    void recv_all(void* data, std::size_t size)
-    {
-        if (!recv_loop(data, size, false))
-            throw Error(Errc::transfer_failed, "ace: recv_n: the peer closed the connection");
-    }
-
-    bool recv_first(void* data, std::size_t size) { return recv_loop(data, size, true); }
-
 private:
+    friend class wire::ReceiveCalls<AceStream>;
+
     bool recv_loop(void* data, std::size_t size, bool eof_ok)
     {
         auto p = static_cast<char*>(data);
@@ -99,42 +91,26 @@ private:
     std::size_t chunk_;
 };
 
-class AceClient : public ClientTransport {
+class AceClient : public wire::StreamClient<AceStream> {
 public:
     void open(const Config& config) override
     {
-        stream_ = std::make_unique<AceStream>(config.chunk);
+        auto stream = std::make_unique<AceStream>(config.chunk);
         // open() the socket first so that the buffers are set before the SYN.
-        if (stream_->peer().open(SOCK_STREAM, AF_INET, 0, 0) == -1)
+        if (stream->peer().open(SOCK_STREAM, AF_INET, 0, 0) == -1)
             throw Error(Errc::transfer_failed, "ace: open socket: " + errno_text());
-        set_buffers(stream_->peer(), config.socket_buffer);
+        set_buffers(stream->peer(), config.socket_buffer);
         ACE_INET_Addr address(config.port, config.host.c_str(), AF_INET);
         ACE_SOCK_Connector connector;
         ACE_Time_Value timeout(10);
-        if (connector.connect(stream_->peer(), address, &timeout) == -1)
+        if (connector.connect(stream->peer(), address, &timeout) == -1)
             throw Error(Errc::unreachable, "ace: connect to " + config.host + ":" + std::to_string(config.port) +
                                                ": " + errno_text());
-        stream_->no_delay();
-        info_.send_buffer = get_buffer(stream_->peer(), SO_SNDBUF);
-        info_.receive_buffer = get_buffer(stream_->peer(), SO_RCVBUF);
-        session_ = std::make_unique<wire::ClientSession<AceStream>>(*stream_);
-        session_->hello(config.direction == Direction::pull, config.size, config.count);
+        stream->no_delay();
+        info_.send_buffer = get_buffer(stream->peer(), SO_SNDBUF);
+        info_.receive_buffer = get_buffer(stream->peer(), SO_RCVBUF);
+        start(std::move(stream), config);
     }
-    void push(std::uint32_t index, const std::uint8_t* data, std::uint64_t size) override
-    {
-        session_->push(index, data, size);
-    }
-    void pull(std::uint32_t index, std::uint64_t offset, std::uint64_t length, std::uint8_t* out) override
-    {
-        session_->pull(index, offset, length, out);
-    }
-    std::vector<Digest> stored_digests() override { return session_->digests(); }
-    TransportInfo info() const override { return info_; }
-
-private:
-    std::unique_ptr<AceStream> stream_;
-    std::unique_ptr<wire::ClientSession<AceStream>> session_;
-    TransportInfo info_;
 };
 
 }  // namespace
@@ -158,12 +134,8 @@ void serve_ace(const Config& config)
             if (errno == EINTR) continue;
             throw Error(Errc::transfer_failed, "ace server: accept: " + errno_text());
         }
-        try {
-            stream.no_delay();
-            wire::serve_connection(stream, config.corrupt);
-        } catch (const Error& e) {
-            std::fprintf(stderr, "bsbench: ace server: client dropped: %s\n", e.what());
-        }
+        stream.no_delay();
+        wire::serve_reporting(stream, config.corrupt, "ace");
     } while (!config.one_off);
     acceptor.close();
 }

@@ -1,6 +1,5 @@
 // raw-c: plain BSD sockets, a read()/write() loop of --chunk bytes per call.
-#include "Variant.h"
-#include "WireSession.h"
+#include "WireClient.h"
 
 #include <blobstreaming/common/UniqueFd.h>
 
@@ -12,7 +11,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 
 namespace blobstreaming::bench {
@@ -46,7 +44,7 @@ int get_buffer(int fd, int option)
 }
 
 /// A connected socket, read and written in chunks of at most `chunk` bytes.
-class RawStream {
+class RawStream : public wire::ReceiveCalls<RawStream> {
 public:
     RawStream(UniqueFd fd, std::size_t chunk) : fd_(std::move(fd)), chunk_(chunk)
     {
@@ -67,15 +65,9 @@ public:
         }
     }
 
-    void recv_all(void* data, std::size_t size)
-    {
-        if (!recv_loop(data, size, false))
-            throw Error(Errc::transfer_failed, "raw-c: recv: the peer closed the connection");
-    }
-
-    bool recv_first(void* data, std::size_t size) { return recv_loop(data, size, true); }
-
 private:
+    friend class wire::ReceiveCalls<RawStream>;
+
     bool recv_loop(void* data, std::size_t size, bool eof_ok)
     {
         auto p = static_cast<char*>(data);
@@ -98,7 +90,7 @@ private:
     std::size_t chunk_;
 };
 
-class RawCClient : public ClientTransport {
+class RawCClient : public wire::StreamClient<RawStream> {
 public:
     void open(const Config& config) override
     {
@@ -109,27 +101,11 @@ public:
         if (connect(fd.get(), reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0)
             throw Error(Errc::unreachable, "raw-c: connect to " + config.host + ":" + std::to_string(config.port) +
                                                ": " + errno_text(errno));
-        stream_.emplace(std::move(fd), config.chunk);
-        info_.send_buffer = get_buffer(stream_->fd(), SO_SNDBUF);
-        info_.receive_buffer = get_buffer(stream_->fd(), SO_RCVBUF);
-        session_.emplace(*stream_);
-        session_->hello(config.direction == Direction::pull, config.size, config.count);
+        auto stream = std::make_unique<RawStream>(std::move(fd), config.chunk);
+        info_.send_buffer = get_buffer(stream->fd(), SO_SNDBUF);
+        info_.receive_buffer = get_buffer(stream->fd(), SO_RCVBUF);
+        start(std::move(stream), config);
     }
-    void push(std::uint32_t index, const std::uint8_t* data, std::uint64_t size) override
-    {
-        session_->push(index, data, size);
-    }
-    void pull(std::uint32_t index, std::uint64_t offset, std::uint64_t length, std::uint8_t* out) override
-    {
-        session_->pull(index, offset, length, out);
-    }
-    std::vector<Digest> stored_digests() override { return session_->digests(); }
-    TransportInfo info() const override { return info_; }
-
-private:
-    std::optional<RawStream> stream_;
-    std::optional<wire::ClientSession<RawStream>> session_;
-    TransportInfo info_;
 };
 
 }  // namespace
@@ -156,12 +132,8 @@ void serve_raw_c(const Config& config)
             if (errno == EINTR) continue;
             throw Error(Errc::transfer_failed, "raw-c server: accept: " + errno_text(errno));
         }
-        try {
-            RawStream stream(std::move(fd), config.chunk);
-            wire::serve_connection(stream, config.corrupt);
-        } catch (const Error& e) {
-            std::fprintf(stderr, "bsbench: raw-c server: client dropped: %s\n", e.what());
-        }
+        RawStream stream(std::move(fd), config.chunk);
+        wire::serve_reporting(stream, config.corrupt, "raw-c");
     } while (!config.one_off);
 }
 

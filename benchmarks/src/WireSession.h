@@ -30,6 +30,18 @@
 
 namespace blobstreaming::bench::wire {
 
+/// recv_all() and recv_first() of the Stream contract over the variant's
+/// `bool recv_loop(void* data, std::size_t size, bool eof_ok)`, which fills
+/// `data` (throwing Error(transfer_failed) on an error or an EOF after the
+/// first byte) and returns false only for a clean EOF before it when
+/// `eof_ok`.
+template <class Derived>
+class ReceiveCalls {
+public:
+    void recv_all(void* data, std::size_t size) { static_cast<Derived*>(this)->recv_loop(data, size, false); }
+    bool recv_first(void* data, std::size_t size) { return static_cast<Derived*>(this)->recv_loop(data, size, true); }
+};
+
 constexpr std::size_t kHelloSize = 24;
 constexpr std::size_t kControlSize = 24;
 constexpr std::uint32_t kPush = 1, kPull = 2, kDigests = 3;

@@ -5,35 +5,26 @@
 #define BOOST_TEST_MODULE AccessListTest
 #include <boost/test/unit_test.hpp>
 
+#include "ServerTestSupport.h"
+
 #include <string>
 
 using namespace blobstreaming;
 using server::AccessList;
 using server::Permission;
+using server::test::message_of;
 
 namespace {
 
 std::string refusal(const AccessList& acl, const std::string& subject, Permission p)
 {
-    try {
-        acl.require(subject, p);
-    } catch (const Error& e) {
-        BOOST_CHECK(e.code() == Errc::refused);
-        return e.what();
-    }
-    return "";
+    return message_of([&] { acl.require(subject, p); }, Errc::refused, "");
 }
 
 std::string bad_entry(const std::string& subject)
 {
     AccessList acl;
-    try {
-        acl.allow(Permission::read, subject, "--allow-read");
-    } catch (const Error& e) {
-        BOOST_CHECK(e.code() == Errc::invalid_argument);
-        return e.what();
-    }
-    return "";
+    return message_of([&] { acl.allow(Permission::read, subject, "--allow-read"); }, Errc::invalid_argument, "");
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 #define BOOST_TEST_MODULE DataServer
 #include <boost/test/unit_test.hpp>
 
+#include "ServerTestSupport.h"
+
 #include <atomic>
 
 #include <arpa/inet.h>
@@ -27,6 +29,7 @@
 
 using namespace blobstreaming;
 using namespace blobstreaming::server;
+using namespace blobstreaming::server::test;
 using namespace std::chrono_literals;
 
 namespace {
@@ -76,12 +79,7 @@ struct Fixture {
     }
     protocol::TicketId pull_ticket(const std::string& name, std::uint64_t offset, std::uint64_t length)
     {
-        TicketBinding b;
-        b.direction = protocol::FrameType::pull;
-        b.blob = name;
-        b.offset = offset;
-        b.length = length;
-        return tickets.issue(b);
+        return tickets.issue(pull_binding(name, offset, length));
     }
 };
 
@@ -111,13 +109,8 @@ bool recv_all(int fd, void* data, std::size_t size)
 void send_request(int fd, protocol::FrameType type, const protocol::TicketId& id, std::uint64_t offset,
                   std::uint64_t length)
 {
-    protocol::Request r;
-    r.type = type;
-    r.ticket = id;
-    r.offset = offset;
-    r.length = length;
     std::uint8_t frame[protocol::kRequestSize];
-    protocol::encode(r, frame);
+    protocol::encode(request_for(id, type, offset, length), frame);
     send_all(fd, frame, sizeof frame);
 }
 

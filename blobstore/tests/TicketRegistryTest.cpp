@@ -5,55 +5,22 @@
 #define BOOST_TEST_MODULE TicketRegistry
 #include <boost/test/unit_test.hpp>
 
+#include "ServerTestSupport.h"
+
 #include <chrono>
 #include <string>
 
 using namespace blobstreaming;
 using namespace blobstreaming::server;
+using namespace blobstreaming::server::test;
 using namespace std::chrono_literals;
 
 namespace {
 
-/// A clock the test moves by hand.
-struct FakeClock {
-    std::chrono::steady_clock::time_point now{std::chrono::hours(1000)};
-    TicketRegistry::Clock fn()
-    {
-        return [this] { return now; };
-    }
-};
-
-TicketBinding pull_binding(std::string blob, std::uint64_t offset, std::uint64_t length)
-{
-    TicketBinding b;
-    b.direction = protocol::FrameType::pull;
-    b.blob = std::move(blob);
-    b.offset = offset;
-    b.length = length;
-    return b;
-}
-
-protocol::Request request_for(const protocol::TicketId& id, protocol::FrameType type, std::uint64_t offset,
-                              std::uint64_t length)
-{
-    protocol::Request r;
-    r.type = type;
-    r.ticket = id;
-    r.offset = offset;
-    r.length = length;
-    return r;
-}
-
 /// The reason of the refusal of `request`, or "accepted".
 std::string refusal(TicketRegistry& registry, const protocol::Request& request)
 {
-    try {
-        registry.consume(request);
-        return "accepted";
-    } catch (const Error& e) {
-        BOOST_CHECK(e.code() == Errc::refused);
-        return e.what();
-    }
+    return message_of([&] { registry.consume(request); }, Errc::refused, "accepted");
 }
 
 }  // namespace

@@ -7,24 +7,18 @@
 #define BOOST_TEST_MODULE TransporterRegistry
 #include <boost/test/unit_test.hpp>
 
+#include "ServerTestSupport.h"
+
 #include <chrono>
 #include <string>
 #include <vector>
 
 using namespace blobstreaming;
 using namespace blobstreaming::server;
+using namespace blobstreaming::server::test;
 using namespace std::chrono_literals;
 
 namespace {
-
-/// A clock the test moves by hand.
-struct FakeClock {
-    std::chrono::steady_clock::time_point now{std::chrono::hours(1000)};
-    TransporterActivity::ClockFn fn()
-    {
-        return [this] { return now; };
-    }
-};
 
 TransporterLimits limits(std::size_t total, std::size_t per_client, std::chrono::milliseconds idle = 10s)
 {
@@ -37,13 +31,7 @@ TransporterLimits limits(std::size_t total, std::size_t per_client, std::chrono:
 
 std::string refusal(TransporterRegistry& r, const std::string& client)
 {
-    try {
-        r.admit(client);
-    } catch (const Error& e) {
-        BOOST_CHECK(e.code() == Errc::limit_reached);
-        return e.what();
-    }
-    return "admitted";
+    return message_of([&] { r.admit(client); }, Errc::limit_reached, "admitted");
 }
 
 }  // namespace

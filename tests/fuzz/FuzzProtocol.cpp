@@ -23,18 +23,33 @@ void require(bool condition)
     if (!condition) std::abort();
 }
 
+/// Copies the next N bytes from `at` into `out` and moves past them; false
+/// when fewer than N are left.
+template <std::size_t N>
+bool take(const std::uint8_t* data, std::size_t size, std::size_t& at, std::uint8_t (&out)[N])
+{
+    if (size - at < N) return false;
+    std::memcpy(out, data + at, N);
+    at += N;
+    return true;
+}
+
+/// A frame that does not decode is a protocol error that says why.
+void require_refusal(const std::error_code& ec, const std::string& why)
+{
+    require(ec == make_error_code(Errc::protocol_error) && !why.empty());
+}
+
 /// A store's view: Request · (push: `length` bytes · trailer) · Request ...
 void frame_requests(const std::uint8_t* data, std::size_t size)
 {
     std::size_t at = 0;
-    while (size - at >= kRequestSize) {
-        std::uint8_t frame[kRequestSize];
-        std::memcpy(frame, data + at, kRequestSize);
-        at += kRequestSize;
+    std::uint8_t frame[kRequestSize];
+    while (take(data, size, at, frame)) {
         Request request;
         std::string why;
         if (const std::error_code ec = decode(frame, request, why)) {
-            require(ec == make_error_code(Errc::protocol_error) && !why.empty());
+            require_refusal(ec, why);
             return;  // refused: the store closes the connection
         }
         require(request.type == FrameType::push || request.type == FrameType::pull);
@@ -53,15 +68,13 @@ void frame_requests(const std::uint8_t* data, std::size_t size)
 void frame_responses(const std::uint8_t* data, std::size_t size)
 {
     std::size_t at = 0;
-    while (size - at >= kResponseHeaderSize) {
-        std::uint8_t header[kResponseHeaderSize];
-        std::memcpy(header, data + at, kResponseHeaderSize);
-        at += kResponseHeaderSize;
+    std::uint8_t header[kResponseHeaderSize];
+    while (take(data, size, at, header)) {
         Response response;
         std::size_t message_size = 0;
         std::string why;
         if (const std::error_code ec = decode(header, response, message_size, why)) {
-            require(ec == make_error_code(Errc::protocol_error) && !why.empty());
+            require_refusal(ec, why);
             return;
         }
         require(message_size <= kMaxMessageSize);

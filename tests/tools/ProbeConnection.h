@@ -1,24 +1,50 @@
 #pragma once
 /// One blocking TCP connection to a daemon's data port with send/receive
 /// timeouts, for the test tools that speak the data protocol by hand
-/// (ticket_probe, transporter_probe).
+/// (ticket_probe, transporter_probe): Requests, Responses and pull bodies,
+/// and the ticket conversions those tools share.
 
 #include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/Sha256.h>
 #include <blobstreaming/common/UniqueFd.h>
 #include <blobstreaming/transporter/Protocol.h>
+
+#include <BlobStreaming.hh>
 
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace blobstreaming {
+
+/// The data protocol's id of a ticket issued on the control plane.
+inline protocol::TicketId ticket_of(const BlobStreaming::TicketId id)
+{
+    protocol::TicketId out{};
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = id[i];
+    return out;
+}
+
+/// A ticket id in full, as lower-case hex (32 characters).
+inline std::string hex_of(const protocol::TicketId& id)
+{
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    for (const std::uint8_t b : id) {
+        out += kHex[b >> 4];
+        out += kHex[b & 0xf];
+    }
+    return out;
+}
 
 /// One blocking TCP connection to a data port with send/receive timeouts.
 class ProbeConnection {
@@ -77,6 +103,39 @@ public:
             p += n;
             size -= static_cast<std::size_t>(n);
         }
+    }
+
+    /// Sends one Request frame (nothing else: a push body follows separately).
+    void send_request(protocol::FrameType type, const protocol::TicketId& ticket, std::uint64_t offset,
+                      std::uint64_t length)
+    {
+        std::uint8_t frame[protocol::kRequestSize];
+        protocol::encode(protocol::Request{type, ticket, offset, length}, frame);
+        send_all(frame, sizeof frame);
+    }
+
+    /// Reads a pull body of `length` bytes, feeding them to `hash` if given.
+    void receive_body(std::uint64_t length, Sha256* hash = nullptr)
+    {
+        std::vector<std::uint8_t> buffer(1 << 16);
+        for (std::uint64_t left = length; left > 0;) {
+            const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left, buffer.size()));
+            recv_exact(buffer.data(), n);
+            if (hash) hash->update(buffer.data(), n);
+            left -= n;
+        }
+    }
+
+    /// Presents `ticket` for a pull and reads the whole body; returns its
+    /// size. A refusal is Error(its status) with the daemon's message.
+    std::uint64_t pull(const BlobStreaming::TransferTicket& ticket)
+    {
+        send_request(protocol::FrameType::pull, ticket_of(ticket.id), ticket.offset, ticket.length);
+        const protocol::Response response = read_response();
+        if (response.status != Errc::ok)
+            throw Error(response.status, "pull refused by the data port: " + response.message);
+        receive_body(response.length);
+        return response.length;
     }
 
     protocol::Response read_response()

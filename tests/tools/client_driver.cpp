@@ -48,17 +48,6 @@ std::string json_string(const std::string& text)
     return nlohmann::json(text).dump();
 }
 
-std::string hex(const Digest& d)
-{
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string out;
-    for (const std::uint8_t b : d) {
-        out += kHex[b >> 4];
-        out += kHex[b & 0xf];
-    }
-    return out;
-}
-
 /// Deterministic pseudo-random bytes (xorshift64*), hashed as produced.
 class Generator {
 public:
@@ -119,7 +108,7 @@ Digest push_generated(Session& session, const std::string& name, std::uint64_t s
     const Digest produced = generator->finish();
     if (result.info.digest != produced)
         throw Error(Errc::digest_mismatch, "push " + name + ": the store acknowledged sha256 " +
-                                               hex(result.info.digest) + ", the bytes sent hash to " + hex(produced));
+                                               to_hex(result.info.digest) + ", the bytes sent hash to " + to_hex(produced));
     return produced;
 }
 
@@ -138,8 +127,8 @@ Digest pull_hashed(Session& session, const std::string& name, std::uint64_t& byt
     bytes = *received;
     const Digest got = hash->finish();
     if (got != result.info.digest)
-        throw Error(Errc::digest_mismatch, "pull " + name + ": received bytes hash to " + hex(got) +
-                                               ", the store says " + hex(result.info.digest));
+        throw Error(Errc::digest_mismatch, "pull " + name + ": received bytes hash to " + to_hex(got) +
+                                               ", the store says " + to_hex(result.info.digest));
     return got;
 }
 
@@ -232,11 +221,11 @@ int shell(const std::map<std::string, std::string>& flags)
         try {
             if (command == "push") {
                 const Digest d = push_generated(session, name, size, size + name.size());
-                out += ",\"ok\":true,\"sha256\":" + json_string(hex(d));
+                out += ",\"ok\":true,\"sha256\":" + json_string(to_hex(d));
             } else if (command == "pull") {
                 std::uint64_t n = 0;
                 const Digest d = pull_hashed(session, name, n);
-                out += ",\"ok\":true,\"bytes\":" + std::to_string(n) + ",\"sha256\":" + json_string(hex(d));
+                out += ",\"ok\":true,\"bytes\":" + std::to_string(n) + ",\"sha256\":" + json_string(to_hex(d));
             } else if (command == "ls") {
                 out += ",\"ok\":true,\"blobs\":" + std::to_string(session.list().size());
             } else {

@@ -80,12 +80,6 @@ std::string json_string(const std::string& text)
     return out + "\"";
 }
 
-/// The data connection of this probe: ProbeConnection with its timeout.
-class DataConnection : public ProbeConnection {
-public:
-    DataConnection(const std::string& host, unsigned short port) : ProbeConnection(host, port, kIoTimeoutSeconds) {}
-};
-
 BlobStreaming::TransferTicket_var pull_ticket(BlobStreaming::BlobTransporter_ptr transporter,
                                               const Options& options, std::uint64_t offset, std::uint64_t length)
 {
@@ -96,37 +90,6 @@ BlobStreaming::TransferTicket_var pull_ticket(BlobStreaming::BlobTransporter_ptr
     } catch (...) {
         corba::rethrow_as_error("ticket for pull " + quote_name(options.blob), options.store, "");
     }
-}
-
-std::string hex_of(const protocol::TicketId& id)
-{
-    static const char kHex[] = "0123456789abcdef";
-    std::string out;
-    for (const std::uint8_t b : id) {
-        out += kHex[b >> 4];
-        out += kHex[b & 0xf];
-    }
-    return out;
-}
-
-protocol::TicketId ticket_of(const BlobStreaming::TransferTicket& ticket)
-{
-    protocol::TicketId id{};
-    for (std::size_t i = 0; i < id.size(); ++i) id[i] = ticket.id[i];
-    return id;
-}
-
-void send_request(DataConnection& connection, protocol::FrameType type, const protocol::TicketId& ticket,
-                  std::uint64_t offset, std::uint64_t length)
-{
-    protocol::Request request;
-    request.type = type;
-    request.ticket = ticket;
-    request.offset = offset;
-    request.length = length;
-    std::uint8_t frame[protocol::kRequestSize];
-    protocol::encode(request, frame);
-    connection.send_all(frame, sizeof frame);
 }
 
 std::string response_fields(const protocol::Response& response)
@@ -140,20 +103,14 @@ std::string response_fields(const protocol::Response& response)
 
 /// A well-formed pull with a valid ticket: the bytes are read and hashed, so
 /// that the first use of a ticket is known to have worked.
-std::string first_use(DataConnection& connection, const BlobStreaming::TransferTicket& ticket)
+std::string first_use(ProbeConnection& connection, const BlobStreaming::TransferTicket& ticket)
 {
-    send_request(connection, protocol::FrameType::pull, ticket_of(ticket), ticket.offset, ticket.length);
+    connection.send_request(protocol::FrameType::pull, ticket_of(ticket.id), ticket.offset, ticket.length);
     const protocol::Response response = connection.read_response();
     std::string out = "{" + response_fields(response);
     if (response.status == Errc::ok) {
         Sha256 hash;
-        std::vector<std::uint8_t> buffer(1 << 16);
-        for (std::uint64_t left = response.length; left > 0;) {
-            const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left, buffer.size()));
-            connection.recv_exact(buffer.data(), n);
-            hash.update(buffer.data(), n);
-            left -= n;
-        }
+        connection.receive_body(response.length, &hash);
         out += ",\"sha256\":" + json_string(to_hex(response.digest)) +
                ",\"received_sha256\":" + json_string(to_hex(hash.finish()));
     }
@@ -177,18 +134,18 @@ int run(const Options& options)
     std::string extra;
     protocol::Response refusal;
     protocol::TicketId presented{};
-    const auto connect = [&] { return DataConnection(endpoint->host.in(), endpoint->port); };
-    std::unique_ptr<DataConnection> connection;
+    const auto connect = [&] { return std::make_unique<ProbeConnection>(endpoint->host.in(), endpoint->port, kIoTimeoutSeconds); };
+    std::unique_ptr<ProbeConnection> connection;
     const std::string& mode = options.mode;
     if (mode == "reuse") {
         BlobStreaming::TransferTicket_var ticket = pull_ticket(transporter, options, 0, 0);
         {
-            DataConnection first = connect();
-            extra = ",\"first\":" + first_use(first, ticket.in());
+            const auto first = connect();
+            extra = ",\"first\":" + first_use(*first, ticket.in());
         }
-        connection = std::make_unique<DataConnection>(connect());
-        presented = ticket_of(ticket.in());
-        send_request(*connection, protocol::FrameType::pull, presented, ticket->offset, ticket->length);
+        connection = connect();
+        presented = ticket_of(ticket->id);
+        connection->send_request(protocol::FrameType::pull, presented, ticket->offset, ticket->length);
     } else if (mode == "expire") {
         BlobStreaming::TransferTicket_var ticket = pull_ticket(transporter, options, 0, 0);
         const auto received = std::chrono::steady_clock::now();
@@ -199,19 +156,19 @@ int run(const Options& options)
         // `received + lifetime` on it is expired: wait for exactly that point.
         std::this_thread::sleep_until(received + lifetime);
         extra = ",\"lifetime_seconds\":" + std::to_string(ticket->lifetime.seconds);
-        connection = std::make_unique<DataConnection>(connect());
-        presented = ticket_of(ticket.in());
-        send_request(*connection, protocol::FrameType::pull, presented, ticket->offset, ticket->length);
+        connection = connect();
+        presented = ticket_of(ticket->id);
+        connection->send_request(protocol::FrameType::pull, presented, ticket->offset, ticket->length);
     } else if (mode == "wrong-direction") {
         BlobStreaming::TransferTicket_var ticket = pull_ticket(transporter, options, 0, 0);
-        connection = std::make_unique<DataConnection>(connect());
-        presented = ticket_of(ticket.in());
-        send_request(*connection, protocol::FrameType::push, presented, ticket->offset, ticket->length);
+        connection = connect();
+        presented = ticket_of(ticket->id);
+        connection->send_request(protocol::FrameType::push, presented, ticket->offset, ticket->length);
     } else if (mode == "wrong-range") {
         BlobStreaming::TransferTicket_var ticket = pull_ticket(transporter, options, 0, 10);
-        connection = std::make_unique<DataConnection>(connect());
-        presented = ticket_of(ticket.in());
-        send_request(*connection, protocol::FrameType::pull, presented, 0, 20);
+        connection = connect();
+        presented = ticket_of(ticket->id);
+        connection->send_request(protocol::FrameType::pull, presented, 0, 20);
     } else if (mode == "bad-digest") {
         constexpr std::uint64_t kSize = 1000;
         BlobStreaming::TransferTicket_var ticket;
@@ -223,9 +180,9 @@ int run(const Options& options)
             corba::rethrow_as_error("reserve and ticket for push " + quote_name(options.blob), options.store,
                                     corba::endpoint_of(store));
         }
-        connection = std::make_unique<DataConnection>(connect());
-        presented = ticket_of(ticket.in());
-        send_request(*connection, protocol::FrameType::push, presented, 0, kSize);
+        connection = connect();
+        presented = ticket_of(ticket->id);
+        connection->send_request(protocol::FrameType::push, presented, 0, kSize);
         std::vector<std::uint8_t> body(kSize);
         for (std::size_t i = 0; i < body.size(); ++i) body[i] = static_cast<std::uint8_t>(i * 7 + 1);
         Digest wrong = Sha256::of(body.data(), body.size());
@@ -241,15 +198,15 @@ int run(const Options& options)
         std::cout << "{\"issued\":true,\"version_size\":" << ticket->version.size << "}" << std::endl;
         std::string go;
         std::getline(std::cin, go);
-        connection = std::make_unique<DataConnection>(connect());
-        presented = ticket_of(ticket.in());
-        send_request(*connection, protocol::FrameType::pull, presented, ticket->offset, ticket->length);
+        connection = connect();
+        presented = ticket_of(ticket->id);
+        connection->send_request(protocol::FrameType::pull, presented, ticket->offset, ticket->length);
     } else if (mode == "random") {
-        connection = std::make_unique<DataConnection>(connect());
+        connection = connect();
         presented = protocol::random_ticket();
-        send_request(*connection, protocol::FrameType::pull, presented, 0, 0);
+        connection->send_request(protocol::FrameType::pull, presented, 0, 0);
     } else if (mode == "garbage") {
-        connection = std::make_unique<DataConnection>(connect());
+        connection = connect();
         std::uint8_t junk[protocol::kRequestSize] = {};
         const char http[] = "GET / HTTP/1.1\r\nHost: blobstored\r\n\r\n";
         std::memcpy(junk, http, std::min(sizeof junk, sizeof http - 1));

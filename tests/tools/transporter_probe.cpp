@@ -64,46 +64,6 @@ double seconds_since(Clock::time_point t0)
     return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-/// A data connection that pulls whole tickets.
-class DataConnection : public ProbeConnection {
-public:
-    DataConnection(const std::string& host, unsigned short port) : ProbeConnection(host, port, kIoTimeoutSeconds) {}
-
-    /// Presents `ticket` for a pull and reads the whole body; returns its size.
-    std::uint64_t pull(const BlobStreaming::TransferTicket& ticket)
-    {
-        protocol::Request request;
-        request.type = protocol::FrameType::pull;
-        std::memcpy(request.ticket.data(), ticket.id, request.ticket.size());
-        request.offset = ticket.offset;
-        request.length = ticket.length;
-        std::uint8_t frame[protocol::kRequestSize];
-        protocol::encode(request, frame);
-        send_all(frame, sizeof frame);
-        const protocol::Response response = read_response();
-        if (response.status != Errc::ok)
-            throw Error(response.status, "pull refused by the data port: " + response.message);
-        std::vector<std::uint8_t> buffer(1 << 16);
-        for (std::uint64_t left = response.length; left > 0;) {
-            const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left, buffer.size()));
-            recv_exact(buffer.data(), n);
-            left -= n;
-        }
-        return response.length;
-    }
-};
-
-std::string hex_of(const BlobStreaming::TicketId id)
-{
-    static const char kHex[] = "0123456789abcdef";
-    std::string out;
-    for (std::size_t i = 0; i < 16; ++i) {
-        out += kHex[id[i] >> 4];
-        out += kHex[id[i] & 0xf];
-    }
-    return out;
-}
-
 struct Options {
     std::string mode;
     std::map<std::string, std::string> flags;
@@ -145,13 +105,13 @@ int notices(CORBA::ORB_ptr orb, const Options& options)
         transporter->observe(observer);
     }
 
-    DataConnection data(endpoint->host.in(), endpoint->port);
+    ProbeConnection data(endpoint->host.in(), endpoint->port, kIoTimeoutSeconds);
     const BlobStreaming::TimeValue no_timeout{0, 0};
     std::vector<std::string> issued;
     const auto t0 = Clock::now();
     for (unsigned long i = 1; i <= count; ++i) {
         BlobStreaming::TransferTicket_var ticket = transporter->send(blob.c_str(), 0, 0, false, no_timeout, semantics);
-        issued.push_back(hex_of(ticket->id));
+        issued.push_back(hex_of(ticket_of(ticket->id)));
         data.pull(ticket.in());
         std::cout << json{{"pulled", i}, {"seconds", seconds_since(t0)}}.dump() << std::endl;
     }
@@ -164,7 +124,7 @@ int notices(CORBA::ORB_ptr orb, const Options& options)
         while (got.size() < count && Clock::now() < deadline) {
             BlobStreaming::TransferNoticeSeq_var seq = transporter->poll();
             for (CORBA::ULong k = 0; k < seq->length(); ++k)
-                got.push_back(json{{"ticket", hex_of(seq[k].id)},
+                got.push_back(json{{"ticket", hex_of(ticket_of(seq[k].id))},
                                    {"succeeded", static_cast<bool>(seq[k].succeeded)},
                                    {"bytes", seq[k].bytes},
                                    {"reason", seq[k].reason.in()}});

@@ -123,6 +123,20 @@ void BlobTransporter_i::require_opener(const char* operation) const
     throw CORBA::NO_PERMISSION(static_cast<CORBA::ULong>(kNoPermissionMinor), CORBA::COMPLETED_NO);
 }
 
+void BlobTransporter_i::require_issuer(const char* operation, server::Permission permission) const
+{
+    require_opener(operation);
+    require_permission(context_, permission, operation);
+}
+
+void BlobTransporter_i::set_transfer_options(server::TicketBinding& binding, CORBA::Boolean use_timeout,
+                                             const BlobStreaming::TimeValue& timeout,
+                                             BlobStreaming::NotificationSemantics semantics)
+{
+    if (use_timeout) binding.inactivity_timeout = to_milliseconds(timeout);
+    binding.control = make_control(semantics);
+}
+
 BlobTransporter_i::~BlobTransporter_i()
 {
     withdraw_all();
@@ -199,8 +213,7 @@ BlobStreaming::TransferTicket* BlobTransporter_i::send(const char* blob, BlobStr
                                                        const BlobStreaming::TimeValue& timeout,
                                                        BlobStreaming::NotificationSemantics semantics)
 {
-    require_opener("send");
-    require_permission(context_, server::Permission::read, "send");
+    require_issuer("send", server::Permission::read);
     const std::string name = blob;
     if (auto problem = blob_name_problem(name))
         throw BlobStreaming::InvalidName(("send " + quote_name(name) + ": " + *problem).c_str(), blob);
@@ -220,8 +233,7 @@ BlobStreaming::TransferTicket* BlobTransporter_i::send(const char* blob, BlobStr
         binding.offset = absoluteOffset;
         binding.length = resolved;
         binding.version = info;
-        if (useTimeout) binding.inactivity_timeout = to_milliseconds(timeout);
-        binding.control = make_control(semantics);
+        set_transfer_options(binding, useTimeout, timeout, semantics);
         return issue(std::move(binding));
     } catch (...) {
         IdlContext c;
@@ -239,8 +251,7 @@ BlobStreaming::TransferTicket* BlobTransporter_i::recv(BlobStreaming::Reservatio
                                                        const BlobStreaming::TimeValue& timeout,
                                                        BlobStreaming::NotificationSemantics semantics)
 {
-    require_opener("recv");
-    require_permission(context_, server::Permission::write, "recv");
+    require_issuer("recv", server::Permission::write);
     require_reservation_owner(context_, reservation, "recv into");
     server::ReservationTable::Summary summary;
     try {
@@ -269,8 +280,7 @@ BlobStreaming::TransferTicket* BlobTransporter_i::recv(BlobStreaming::Reservatio
         binding.reservation = reservation;
         binding.offset = summary.received;
         binding.length = rest;
-        if (useTimeout) binding.inactivity_timeout = to_milliseconds(timeout);
-        binding.control = make_control(semantics);
+        set_transfer_options(binding, useTimeout, timeout, semantics);
         context_.reservations->attach(reservation, binding.control);
         return issue(std::move(binding));
     } catch (...) {

@@ -69,6 +69,13 @@ private:
     /// Throws CORBA::NO_PERMISSION unless the current caller opened this
     /// transporter.
     void require_opener(const char* operation) const;
+    /// The checks of an operation that issues a ticket: the caller opened
+    /// this transporter (require_opener) and holds `permission`.
+    void require_issuer(const char* operation, server::Permission permission) const;
+    /// What every ticket request sets alike: the client's own inactivity
+    /// timeout when it asks for one, and how it learns of the end.
+    void set_transfer_options(server::TicketBinding& binding, CORBA::Boolean use_timeout,
+                              const BlobStreaming::TimeValue& timeout, BlobStreaming::NotificationSemantics semantics);
 
     void release() noexcept;
 

@@ -71,6 +71,10 @@ private:
 
     int continue_handshake();
     int on_request();
+    /// The admitted push: claims its reservation where the ticket left it.
+    int start_push();
+    /// The admitted pull: its Response, then the bytes.
+    int start_pull();
     /// The pull's range from exactly the version its ticket names;
     /// Error(blob_changed) when the Blob was replaced or removed since.
     BlobRange read_ticket_version() const;

@@ -1,5 +1,7 @@
 #include <blobstreaming/transporter/corba/Security.h>
 
+#include "InstallInterceptor.h"
+
 #include <blobstreaming/common/Error.h>
 
 #include <omniORB4/CORBA.h>
@@ -143,14 +145,9 @@ void install_caller_identity()
 {
     server_side = true;
     omni::omniInterceptors* interceptors = omniORB::getInterceptors();
-    // remove() first: idempotent within one ORB, and a new ORB (whose lists
-    // omniORB emptied when the last one was destroyed) gets them again.
-    interceptors->serverReceiveRequest.remove(&on_receive_request);
-    interceptors->serverReceiveRequest.add(&on_receive_request);
-    interceptors->serverSendReply.remove(&on_send_reply);
-    interceptors->serverSendReply.add(&on_send_reply);
-    interceptors->serverSendException.remove(&on_send_exception);
-    interceptors->serverSendException.add(&on_send_exception);
+    install_interceptor(interceptors->serverReceiveRequest, &on_receive_request);
+    install_interceptor(interceptors->serverSendReply, &on_send_reply);
+    install_interceptor(interceptors->serverSendException, &on_send_exception);
 }
 
 std::string caller_subject() { return current_subject; }

@@ -46,11 +46,18 @@ public:
     ~FileStore() override;
 
     std::string_view kind() const noexcept override { return "file"; }
+    /// The index answers; the Blob's file confirms it is still there.
     BlobInfo stat(std::string_view name) const override;
     std::vector<BlobInfo> list() const override;
+    /// A view of the file actually opened, by its own header: a Blob
+    /// replaced since the lookup is seen whole in its new version. The view
+    /// holds the file open (usable by sendfile) and maps [start, end).
     BlobRange read(std::string_view name, std::uint64_t start, std::uint64_t end) const override;
+    /// Creates the reservation file in tmp/ at its full size (fallocate; on
+    /// a file system without it, after checking the free space).
     std::unique_ptr<Reservation> reserve(std::string_view name, std::uint64_t size,
                                          ReserveMode mode = ReserveMode::create) override;
+    /// Unlinks the Blob's file (and, with sync, fsyncs its directory).
     void remove(std::string_view name) override;
     StoreUsage usage() const override;
 

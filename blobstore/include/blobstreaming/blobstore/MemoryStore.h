@@ -27,7 +27,12 @@ public:
     std::string_view kind() const noexcept override { return "memory"; }
     BlobInfo stat(std::string_view name) const override;
     std::vector<BlobInfo> list() const override;
+    /// Counts as use (eviction order). The view shares the Blob's buffer,
+    /// which outlives its eviction or removal.
     BlobRange read(std::string_view name, std::uint64_t start, std::uint64_t end) const override;
+    /// With `evict`, first drops least recently used Blobs until `size`
+    /// fits (none when it could not fit even in an empty store);
+    /// Errc::out_of_space also when the memory cannot be allocated.
     std::unique_ptr<Reservation> reserve(std::string_view name, std::uint64_t size,
                                          ReserveMode mode = ReserveMode::create) override;
     void remove(std::string_view name) override;

@@ -2,6 +2,7 @@
 /// The one boundary between IDL exceptions and our Error type.
 
 #include <blobstreaming/common/Error.h>
+#include <blobstreaming/transporter/corba/References.h>
 
 #include <BlobStreaming.hh>
 
@@ -90,19 +91,5 @@ void install_error_context();
 /// `what` names the operation, e.g. `push "CT.1"`.
 [[noreturn]] void rethrow_as_error(const std::string& what, const std::string& store,
                                    const std::string& endpoint);
-
-/// Host:port of the first IIOP profile of an object reference, for messages.
-std::string endpoint_of(CORBA::Object_ptr ref);
-
-/// Whether `ref` can be reached over TLS only (giop:ssl, no giop:tcp).
-bool ssl_only(CORBA::Object_ptr ref);
-
-/// Whether every way into `ref` is TLS that its server insists on: every
-/// profile is IIOP with port 0 (no plain TCP), no alternate or Unix-socket
-/// address, and a TAG_SSL_SEC_TRANS component whose "requires" holds
-/// integrity, confidentiality and trust in the client. A client that uses
-/// TLS sends nothing to a reference that fails this (a plaintext impostor
-/// registered under a store's name, or a misconfigured store). Nil: false.
-bool requires_tls(CORBA::Object_ptr ref);
 
 }  // namespace blobstreaming::corba

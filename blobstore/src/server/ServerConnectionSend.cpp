@@ -1,0 +1,185 @@
+/// ServerConnection's send path: a Response and, for a pull, the bytes of
+/// exactly the version its ticket names (sendfile for file-backed Blobs;
+/// under TLS SSL_write from the Blob's mapping, sendfile cannot encrypt);
+/// then back to reading Requests, or draining after a refusal.
+#include "ServerConnection.h"
+
+#include "DataPath.h"
+
+#include <blobstreaming/common/BlobName.h>
+#include <blobstreaming/common/Error.h>
+#include <blobstreaming/blobstore/Store.h>
+
+#include <ace/Reactor.h>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include <sys/sendfile.h>
+
+namespace blobstreaming::server {
+
+using data_path::bytes_of;
+using data_path::kChunk;
+using data_path::kDispatchBudget;
+using data_path::would_block;
+
+int ServerConnection::start_pull()
+{
+    protocol::Response response;
+    try {
+        range_ = read_ticket_version();
+    } catch (const Error& e) {
+        range_ = BlobRange{};
+        spdlog::warn("data connection {}: pull {} failed: {}", peer_, quote_name(binding_.blob), e.what());
+        end_transfer(false, e.what());
+        response.status = e.code();
+        response.message = e.what();
+        return start_sending(protocol::encode(response), false);
+    }
+    spdlog::debug("data connection {}: pull {} [{}, +{}) (ticket {}) started, {}", peer_,
+                  quote_name(binding_.blob), request_.offset, request_.length, protocol::ticket_tag(request_.ticket),
+                  range_.fd() >= 0 ? "sendfile" : "from memory");
+    response.length = range_.size();
+    response.blob_size = range_.blob().size;
+    response.digest = range_.blob().digest;
+    send_body_ = true;
+    return start_sending(protocol::encode(response), false);
+}
+
+BlobRange ServerConnection::read_ticket_version() const
+{
+    const std::uint64_t offset = request_.offset;
+    const std::uint64_t length = request_.length;
+    if (!binding_.version) return server_->store.read_at(binding_.blob, offset, length);
+    const BlobInfo& want = *binding_.version;
+    const std::string changed = "pull " + quote_name(binding_.blob) + ": the Blob changed since ticket " +
+                                protocol::ticket_tag(request_.ticket) + "... was issued for its version of " +
+                                describe_version(want);
+    const auto replaced = [&](const BlobInfo& now) {
+        return Error(Errc::blob_changed, changed + "; the store now holds " + describe_version(now) +
+                                             "; pull again for the current version");
+    };
+    const Error removed(Errc::blob_changed, changed + "; it was removed since");
+    BlobRange range;
+    try {
+        range = server_->store.read_at(binding_.blob, offset, length);
+    } catch (const Error& e) {
+        // The range was checked against that version when the ticket was
+        // issued: a Blob that is gone or now too short was removed or replaced.
+        if (e.code() == Errc::no_such_blob) throw removed;
+        if (e.code() != Errc::invalid_range) throw;
+        BlobInfo now;
+        try {
+            now = server_->store.stat(binding_.blob);
+        } catch (const Error& gone) {
+            if (gone.code() == Errc::no_such_blob) throw removed;
+            throw;
+        }
+        throw replaced(now);
+    }
+    // The view re-read the Blob's own header: it is one version throughout.
+    if (!same_version(range.blob(), want)) throw replaced(range.blob());
+    return range;
+}
+int ServerConnection::start_sending(std::string header, bool close_after)
+{
+    out_ = std::move(header);
+    out_done_ = 0;
+    close_after_send_ = close_after;
+    phase_ = Phase::sending;
+    switch (pump_send()) {
+    case Pump::failed: return -1;
+    case Pump::again: return set_mask(ACE_Event_Handler::WRITE_MASK) ? 0 : -1;
+    case Pump::done: break;
+    }
+    return after_send();
+}
+
+ServerConnection::Pump ServerConnection::pump_send()
+{
+    while (out_done_ < out_.size()) {
+        const long n = io_->write(out_.data() + out_done_, out_.size() - out_done_);
+        if (n > 0) {
+            out_done_ += static_cast<std::size_t>(n);
+            progress();
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && would_block(errno)) return Pump::again;
+        const std::string why = "cannot send the Response: " + (n < 0 ? io_->error_text(errno) : std::string());
+        if (in_transfer_)
+            fail_transfer(Errc::transfer_failed, why, false);
+        else
+            spdlog::warn("data connection {}: {}", peer_, why);
+        return Pump::failed;
+    }
+    if (!send_body_) return Pump::done;
+    std::uint64_t budget = kDispatchBudget;
+    const std::uint64_t total = range_.size();
+    while (body_done_ < total) {
+        if (binding_.control && binding_.control->cancelled) {
+            fail_transfer(Errc::cancelled, "cancelled on the control plane after " + bytes_of(body_done_, total),
+                          false);
+            return Pump::failed;
+        }
+        if (budget == 0) return Pump::again;
+        const auto want = static_cast<std::size_t>(std::min<std::uint64_t>({kChunk, total - body_done_, budget}));
+        long n;
+        if (range_.fd() >= 0 && !io_->tls()) {
+            auto off = static_cast<off_t>(range_.file_offset() + body_done_);
+            n = ::sendfile(get_handle(), range_.fd(), &off, want);
+        } else {  // memory, or TLS (sendfile cannot encrypt): from the mapping
+            n = io_->write(range_.data() + body_done_, want);
+        }
+        if (n > 0) {
+            body_done_ += static_cast<std::uint64_t>(n);
+            budget -= std::min<std::uint64_t>(budget, static_cast<std::uint64_t>(n));
+            progress();
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && would_block(errno)) return Pump::again;
+        fail_transfer(Errc::transfer_failed,
+                      "send failed after " + bytes_of(body_done_, total) + ": " +
+                          (n < 0 ? io_->error_text(errno) : std::string("the Blob's file ended early")),
+                      false);
+        return Pump::failed;
+    }
+    return Pump::done;
+}
+
+int ServerConnection::after_send()
+{
+    out_.clear();
+    out_done_ = 0;
+    if (send_body_) {
+        send_body_ = false;
+        const Throughput t = record_throughput(body_done_);
+        spdlog::info("pull {} {} bytes in {:.3f} s ({:.2f} MB/s) to {}", quote_name(binding_.blob), body_done_,
+                     t.seconds, t.mbps, peer_);
+        end_transfer(true, "");
+        range_ = BlobRange{};
+    }
+    if (close_after_send_) {
+        // Shut our side and read to EOF: closing with unread bytes (the body
+        // of a refused push) would reset the connection and could destroy
+        // the Response before the peer reads it. TLS: close_notify first.
+        io_->close_notify();
+        peer().close_writer();
+        phase_ = Phase::draining;
+        drained_ = 0;
+        progress();
+        arm_timer();
+        return set_mask(ACE_Event_Handler::READ_MASK) ? 0 : -1;
+    }
+    phase_ = Phase::request;
+    request_got_ = 0;
+    arm_timer();  // now for the idle timeout
+    if (!set_mask(ACE_Event_Handler::READ_MASK)) return -1;
+    return io_->pending() > 0 ? handle_input(get_handle()) : 0;
+}
+
+}  // namespace blobstreaming::server

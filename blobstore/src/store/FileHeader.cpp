@@ -1,0 +1,87 @@
+/// The FileStore Blob file header (FileHeader.h): layout and version check.
+#include "FileHeader.h"
+
+#include <blobstreaming/blobstore/FileStore.h>
+#include <blobstreaming/common/BlobName.h>
+#include <blobstreaming/common/LittleEndian.h>
+#include <blobstreaming/common/Sha256.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace blobstreaming::detail {
+
+namespace {
+
+constexpr std::uint64_t kHeaderSize = FileStore::kHeaderSize;
+constexpr char kMagic[8] = {'B', 'L', 'O', 'B', 'S', 'T', 'R', '1'};
+constexpr std::uint32_t kVersion = 1;
+/// Offset of the header's own SHA-256 (over the bytes before it).
+constexpr std::size_t kHeaderDigestAt = kHeaderSize - 32;
+
+// ---- header encoding (little-endian, fixed layout) ------------------------
+//   0  magic[8]       8  version u32   12  header size u32
+//  16  blob size u64 24  commit ns u64 32  digest[32]
+//  64  name length u16, 66 name bytes; 4064 SHA-256 of bytes [0, 4064)
+
+std::int64_t to_ns(std::chrono::system_clock::time_point t)
+{
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+}  // namespace
+
+void encode_header(const BlobInfo& info, std::uint8_t* h)
+{
+    std::memset(h, 0, kHeaderSize);
+    std::memcpy(h, kMagic, sizeof kMagic);
+    le::put<std::uint32_t>(h + 8, kVersion);
+    le::put<std::uint32_t>(h + 12, static_cast<std::uint32_t>(kHeaderSize));
+    le::put<std::uint64_t>(h + 16, info.size);
+    le::put<std::uint64_t>(h + 24, static_cast<std::uint64_t>(to_ns(info.committed)));
+    std::memcpy(h + 32, info.digest.data(), 32);
+    le::put<std::uint16_t>(h + 64, static_cast<std::uint16_t>(info.name.size()));
+    std::memcpy(h + 66, info.name.data(), info.name.size());
+    const Digest self = Sha256::of(h, kHeaderDigestAt);
+    std::memcpy(h + kHeaderDigestAt, self.data(), 32);
+}
+
+/// Decodes a header; nullopt with `why` set when it is not a valid one.
+std::optional<BlobInfo> decode_header(const std::uint8_t* h, std::string& why)
+{
+    if (std::memcmp(h, kMagic, sizeof kMagic) != 0) return why = "no blob header", std::nullopt;
+    if (le::get<std::uint32_t>(h + 8) != kVersion) return why = "unknown header version", std::nullopt;
+    const Digest self = Sha256::of(h, kHeaderDigestAt);
+    if (std::memcmp(self.data(), h + kHeaderDigestAt, 32) != 0)
+        return why = "header checksum mismatch", std::nullopt;
+    const std::size_t name_len = le::get<std::uint16_t>(h + 64);
+    if (name_len == 0 || name_len > kMaxBlobNameLength) return why = "bad name length", std::nullopt;
+    BlobInfo info;
+    info.name.assign(reinterpret_cast<const char*>(h + 66), name_len);
+    info.size = le::get<std::uint64_t>(h + 16);
+    info.committed = std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            std::chrono::nanoseconds(static_cast<std::int64_t>(le::get<std::uint64_t>(h + 24)))));
+    std::memcpy(info.digest.data(), h + 32, 32);
+    return info;
+}
+
+/// Reads and validates the header of an open blob file against its size.
+std::optional<BlobInfo> read_header(int fd, std::string& why)
+{
+    std::uint8_t h[kHeaderSize];
+    const ssize_t n = ::pread(fd, h, sizeof h, 0);
+    if (n != static_cast<ssize_t>(sizeof h)) return why = "file shorter than a header", std::nullopt;
+    auto info = decode_header(h, why);
+    if (!info) return info;
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return why = std::strerror(errno), std::nullopt;
+    if (static_cast<std::uint64_t>(st.st_size) != kHeaderSize + info->size)
+        return why = "file size does not match the header (truncated or extended)", std::nullopt;
+    return info;
+}
+
+}  // namespace blobstreaming::detail

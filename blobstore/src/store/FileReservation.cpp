@@ -1,0 +1,232 @@
+/// FileReservation (FileReservation.h): the push window over a reservation
+/// file, its commit and abort.
+#include "FileReservation.h"
+
+#include "FileHeader.h"
+#include "FileSystem.h"
+
+#include <blobstreaming/common/BlobName.h>
+#include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/MappedRegion.h>
+#include <blobstreaming/common/UniqueFd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace blobstreaming::detail {
+
+namespace {
+
+constexpr std::uint64_t kHeaderSize = FileStore::kHeaderSize;
+/// Size of the writable mapping a reservation slides over the file: bounds
+/// the daemon's resident memory whatever the Blob size.
+constexpr std::uint64_t kWindowSize = 16u << 20;
+/// Buffer of a reservation on a file system without fallocate, written out
+/// with pwrite: its pages could not be backed if the disk filled up, so
+/// bytes are never received into a mapping of such a file.
+constexpr std::size_t kBounceSize = 1u << 20;
+
+class FileReservation final : public Reservation {
+public:
+    /// `sparse`: the file system could not allocate the file's blocks at
+    /// reserve time; `promised` bytes of State::promised are this one's.
+    FileReservation(std::shared_ptr<FileStore::State> state, std::string name, std::uint64_t size,
+                    ReserveMode mode, fs::path path, bool sparse)
+        : Reservation(std::move(name), size), state_(std::move(state)), mode_(mode), path_(std::move(path)),
+          sparse_(sparse), promised_(sparse ? kHeaderSize + size : 0)
+    {
+    }
+    ~FileReservation() override { abort(); }
+
+private:
+    /// Opens the reservation file (again, after suspend()).
+    bool open_file(std::error_code& ec)
+    {
+        if (fd_) return true;
+        fd_.reset(::open(path_.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+        if (fd_) return true;
+        const int err = errno;
+        ec = fail(std::error_code(err, std::generic_category()),
+                  "push " + quote_name(name()) + ": cannot open the reservation file " + path_.string() + ": " +
+                      std::strerror(err));
+        return false;
+    }
+
+    Window do_window(std::uint64_t offset, std::size_t max, std::error_code& ec) override
+    {
+        if (!open_file(ec)) return {};
+        if (sparse_) {
+            if (bounce_.empty())
+                bounce_.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kBounceSize, size())));
+            return {bounce_.data(), std::min(max, bounce_.size())};
+        }
+        const std::uint64_t file_offset = kHeaderSize + offset;
+        if (!map_ || file_offset < map_start_ || file_offset >= map_start_ + map_.size()) {
+            map_.reset();
+            const std::uint64_t start = file_offset / kWindowSize * kWindowSize;
+            const std::uint64_t file_end = kHeaderSize + size();
+            const auto length = static_cast<std::size_t>(std::min(kWindowSize, file_end - start));
+            std::error_code map_error;
+            map_ = MappedRegion::of_file(fd_.get(), start, length, MappedRegion::Access::read_write, map_error);
+            if (map_error) {
+                ec = fail(map_error, "push " + quote_name(name()) + ": cannot map " + path_.string() + ": " +
+                                         map_error.message());
+                return {};
+            }
+            map_start_ = start;
+        }
+        const std::uint64_t in_map = file_offset - map_start_;
+        const auto available = static_cast<std::size_t>(map_.size() - in_map);
+        return {map_.data() + in_map, std::min(max, available)};
+    }
+
+    /// Sparse file: the bytes are in the buffer; write them, so that a full
+    /// disk is an error here and never a SIGBUS (or EFAULT) on a mapping.
+    std::error_code do_advance(const std::uint8_t* data, std::size_t n, std::uint64_t offset) override
+    {
+        if (!sparse_) return {};
+        std::size_t done = 0;
+        while (done < n) {
+            const ssize_t w = ::pwrite(fd_.get(), data + done, n - done,
+                                       static_cast<off_t>(kHeaderSize + offset + done));
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) {
+                const int err = w < 0 ? errno : ENOSPC;
+                if (is_no_space(err))
+                    return fail(Errc::out_of_space,
+                                "no room for blob " + quote_name(name()) + " in file store " +
+                                    state_->root.string() + ": its file system filled up after " +
+                                    std::to_string(offset + done) + " of " + std::to_string(size()) +
+                                    " bytes (need " + std::to_string(size() - offset - done) + " more, " +
+                                    free_text(state_->tmp) + "; it cannot reserve space in advance): " +
+                                    std::strerror(err));
+                return fail(std::error_code(err, std::generic_category()),
+                            "push " + quote_name(name()) + ": write to " + path_.string() + " failed at byte " +
+                                std::to_string(offset + done) + ": " + std::strerror(err));
+            }
+            done += static_cast<std::size_t>(w);
+        }
+        settle(n);
+        return {};
+    }
+
+    void do_suspend() noexcept override
+    {
+        map_.reset();
+        fd_.reset();
+        std::vector<std::uint8_t>().swap(bounce_);
+    }
+
+    /// `n` promised bytes are on disk now (or will never be written).
+    void settle(std::uint64_t n) noexcept
+    {
+        n = std::min(n, promised_);
+        if (n == 0) return;
+        promised_ -= n;
+        std::lock_guard lock(state_->mutex);
+        state_->promised -= std::min(n, state_->promised);
+    }
+
+    [[noreturn]] void throw_write_error(const std::string& what, int err)
+    {
+        if (is_no_space(err))
+            throw Error(Errc::out_of_space, "commit " + quote_name(name()) + ": no room in file store " +
+                                                state_->root.string() + " (" + free_text(state_->tmp) + "): " +
+                                                what + " " + path_.string() + ": " + std::strerror(err));
+        throw_io_error("commit " + quote_name(name()) + ": " + what + " " + path_.string(), err);
+    }
+
+    BlobInfo do_commit(const Digest& digest) override
+    {
+        map_.reset();
+        std::vector<std::uint8_t>().swap(bounce_);
+        state_->check_directories("commit " + quote_name(name()));
+        std::error_code ec;
+        if (!open_file(ec)) throw Error(Errc::io_error, "commit " + quote_name(name()) + ": " + error_message());
+        BlobInfo info{name(), size(), digest, std::chrono::system_clock::now()};
+        std::uint8_t header[kHeaderSize];
+        encode_header(info, header);
+        const ssize_t w = ::pwrite(fd_.get(), header, sizeof header, 0);
+        if (w != static_cast<ssize_t>(sizeof header)) throw_write_error("write header to", w < 0 ? errno : ENOSPC);
+        settle(promised_);
+        if (state_->sync && ::fdatasync(fd_.get()) != 0) throw_write_error("fsync", errno);
+        fd_.reset();
+
+        const fs::path final_path = state_->path_of(name());
+        const fs::path dir = final_path.parent_path();
+        fs::create_directory(dir, ec);
+        if (ec) throw Error(Errc::io_error, "commit " + quote_name(name()) + ": cannot create " + dir.string() + ": " + ec.message());
+        {
+            std::lock_guard lock(state_->mutex);
+            if (mode_ == ReserveMode::create && state_->index.find(name()))
+                throw Error(Errc::already_exists, "commit " + quote_name(name()) +
+                                                      ": a blob of that name was committed meanwhile");
+            if (::rename(path_.c_str(), final_path.c_str()) != 0)
+                throw_io_error("commit " + quote_name(name()) + ": rename " + path_.string() + " into " +
+                                   final_path.string(),
+                               errno);
+            state_->index.close_reservation(name(), size());
+            closed_ = true;
+            state_->index.publish({info, {}});
+        }
+        if (state_->sync) {
+            try {
+                fsync_dir(dir);
+            } catch (const Error& e) {
+                // The rename may not survive a crash: withdraw the Blob, so
+                // that a failed commit never leaves it visible.
+                std::lock_guard lock(state_->mutex);
+                const auto* entry = state_->index.find(name());
+                if (entry && entry->info.committed == info.committed && entry->info.digest == info.digest) {
+                    state_->index.erase(name());
+                    ::unlink(final_path.c_str());
+                }
+                throw Error(Errc::io_error, "commit " + quote_name(name()) + ": " + e.what() +
+                                                "; the blob was withdrawn" +
+                                                (mode_ == ReserveMode::replace ? " (the version it replaced is gone)"
+                                                                               : ""));
+            }
+        }
+        return info;
+    }
+
+    void do_abort() noexcept override
+    {
+        do_suspend();
+        settle(promised_);
+        if (closed_) return;
+        ::unlink(path_.c_str());
+        std::lock_guard lock(state_->mutex);
+        state_->index.close_reservation(name(), size());
+        closed_ = true;
+    }
+
+    std::shared_ptr<FileStore::State> state_;
+    ReserveMode mode_;
+    fs::path path_;
+    bool sparse_;
+    std::uint64_t promised_;  ///< of State::promised, not yet written
+    UniqueFd fd_;             ///< open only while being filled or committed
+    MappedRegion map_;
+    std::uint64_t map_start_ = 0;
+    std::vector<std::uint8_t> bounce_;  ///< sparse_ only
+    bool closed_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Reservation> make_file_reservation(std::shared_ptr<FileStore::State> state, std::string name,
+                                                   std::uint64_t size, ReserveMode mode, fs::path path, bool sparse)
+{
+    return std::make_unique<FileReservation>(std::move(state), std::move(name), size, mode, std::move(path), sparse);
+}
+
+}  // namespace blobstreaming::detail

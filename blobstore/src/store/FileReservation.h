@@ -1,0 +1,26 @@
+#pragma once
+/// A FileStore reservation: a file in tmp/ filled in place through a sliding
+/// writable mapping (or, without fallocate, a bounce buffer written with
+/// pwrite), committed by writing its header, fsync and rename into blobs/.
+
+#include "FileStoreState.h"
+
+#include <blobstreaming/blobstore/Reservation.h>
+#include <blobstreaming/blobstore/Store.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+namespace blobstreaming::detail {
+
+/// The reservation of `size` bytes for blob `name` in the file at `path`,
+/// already created at its full size (and counted in the index). `sparse`:
+/// the file system could not allocate the file's blocks at reserve time;
+/// its header and bytes are already counted in State::promised.
+std::unique_ptr<Reservation> make_file_reservation(std::shared_ptr<FileStore::State> state, std::string name,
+                                                   std::uint64_t size, ReserveMode mode,
+                                                   std::filesystem::path path, bool sparse);
+
+}  // namespace blobstreaming::detail
