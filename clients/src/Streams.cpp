@@ -1,4 +1,5 @@
 #include "Streams.h"
+#include "UserCallback.h"
 
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/MappedRegion.h>
@@ -186,7 +187,7 @@ private:
     std::size_t produce(std::size_t limit)
     {
         const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(limit, size_ - produced_));
-        const std::size_t got = producer_(buffer_.data(), want);
+        const std::size_t got = call_user("producer", what_, producer_, buffer_.data(), want);
         if (got == 0 || got > want)
             throw Error(Errc::io_error, what_ + ": the producer returned " + std::to_string(got) + " bytes after " +
                                             std::to_string(produced_) + " of " + std::to_string(size_) +
@@ -450,18 +451,21 @@ private:
 
 class ConsumerSink final : public Sink {
 public:
-    explicit ConsumerSink(PullSink::Consumer consumer) : consumer_(std::move(consumer)) {}
+    ConsumerSink(PullSink::Consumer consumer, std::string what) : consumer_(std::move(consumer)), what_(std::move(what))
+    {
+    }
     void open(std::uint64_t length) override { buffer_.resize(bounce_size(length)); }
     std::pair<std::uint8_t*, std::size_t> window() override { return {buffer_.data(), buffer_.size()}; }
     void commit(std::size_t n) override
     {
-        consumer_(buffer_.data(), n, offset_);
+        call_user("consumer", what_, consumer_, buffer_.data(), n, offset_);
         offset_ += n;
     }
     void finish() override {}
 
 private:
     PullSink::Consumer consumer_;
+    std::string what_;
     std::vector<std::uint8_t> buffer_;
     std::uint64_t offset_ = 0;
 };
@@ -493,7 +497,7 @@ std::unique_ptr<Sink> make_sink(const PullSink& sink, const std::string& what, s
         return std::make_unique<DescriptorSink>(sink.fd(), sink.path(), what);
     case PullSink::Kind::memory: return std::make_unique<MemorySink>(sink.vector(), nullptr, 0, what);
     case PullSink::Kind::buffer: return std::make_unique<MemorySink>(nullptr, sink.data(), sink.capacity(), what);
-    case PullSink::Kind::consumer: return std::make_unique<ConsumerSink>(sink.consumer_function());
+    case PullSink::Kind::consumer: return std::make_unique<ConsumerSink>(sink.consumer_function(), what);
     }
     throw Error(Errc::invalid_argument, what + ": unknown sink kind");
 }
