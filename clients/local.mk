@@ -13,9 +13,18 @@ clients_libblobclient_la_SOURCES = \
 	clients/src/HashPipeline.h \
 	clients/src/LocalRead.cpp \
 	clients/src/LocalRead.h \
+	clients/src/PullOperation.cpp \
+	clients/src/PullOperation.h \
+	clients/src/PushOperation.cpp \
+	clients/src/PushOperation.h \
 	clients/src/Session.cpp \
+	clients/src/SessionImpl.h \
+	clients/src/StoreChoice.cpp \
+	clients/src/StoreChoice.h \
 	clients/src/Streams.cpp \
 	clients/src/Streams.h \
+	clients/src/TransferResult.cpp \
+	clients/src/TransferResult.h \
 	clients/src/UserCallback.cpp \
 	clients/src/UserCallback.h
 clients_libblobclient_la_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)

@@ -346,13 +346,6 @@ BlobStreaming::TimeValue time_value(std::chrono::milliseconds ms)
 
 }  // namespace
 
-std::string ControlPlane::store_or_default(const std::string& store, const std::string& what) const
-{
-    if (!store.empty()) return store;
-    if (!options_.default_store.empty()) return options_.default_store;
-    throw Error(Errc::invalid_argument, what + ": no store given (use --store NAME or Options::default_store)");
-}
-
 PushGrant ControlPlane::begin_push(const std::string& store, const std::string& name, std::uint64_t size,
                                    bool replace)
 {

@@ -64,8 +64,6 @@ public:
 
     // ---- the worker thread (and the loop while the Session closes; serialised
     // by an internal mutex); all throw Error with a specific message ----------
-    /// `store`, or the default store; Errc::invalid_argument when neither.
-    std::string store_or_default(const std::string& store, const std::string& what) const;
     PushGrant begin_push(const std::string& store, const std::string& name, std::uint64_t size, bool replace);
     /// Continues the interrupted push of `name` the store still holds a
     /// reservation for: the ticket starts at the bytes it already has.
