@@ -1,6 +1,8 @@
 # clients/: libblobclient (public API), client data plane, the blob CLI, examples.
 lib_LTLIBRARIES += clients/libblobclient.la
 clients_libblobclient_la_SOURCES = \
+	clients/src/CallExecutor.cpp \
+	clients/src/CallExecutor.h \
 	clients/src/ConnectionPool.cpp \
 	clients/src/ConnectionPool.h \
 	clients/src/ControlPlane.cpp \
@@ -11,8 +13,12 @@ clients_libblobclient_la_SOURCES = \
 	clients/src/EventLoop.h \
 	clients/src/HashPipeline.cpp \
 	clients/src/HashPipeline.h \
+	clients/src/IdlConversion.cpp \
+	clients/src/IdlConversion.h \
 	clients/src/LocalRead.cpp \
 	clients/src/LocalRead.h \
+	clients/src/OrbHandle.cpp \
+	clients/src/OrbHandle.h \
 	clients/src/PullOperation.cpp \
 	clients/src/PullOperation.h \
 	clients/src/PushOperation.cpp \
@@ -23,6 +29,7 @@ clients_libblobclient_la_SOURCES = \
 	clients/src/StoreChoice.h \
 	clients/src/Streams.cpp \
 	clients/src/Streams.h \
+	clients/src/Ticket.h \
 	clients/src/TransferResult.cpp \
 	clients/src/TransferResult.h \
 	clients/src/UserCallback.cpp \
