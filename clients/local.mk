@@ -27,9 +27,11 @@ clients_libblobclient_la_SOURCES = \
 	clients/src/SessionImpl.h \
 	clients/src/StoreChoice.cpp \
 	clients/src/StoreChoice.h \
-	clients/src/Streams.cpp \
+	clients/src/Sinks.cpp \
+	clients/src/Sources.cpp \
 	clients/src/Streams.h \
 	clients/src/Ticket.h \
+	clients/src/Transfer.cpp \
 	clients/src/TransferResult.cpp \
 	clients/src/TransferResult.h \
 	clients/src/UserCallback.cpp \
