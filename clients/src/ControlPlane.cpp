@@ -114,81 +114,107 @@ void refuse_plaintext(CORBA::Object_ptr ref, const std::string& what, const std:
                                                "impostor or a misconfigured store)");
 }
 
+/// `store`'s reference as the Naming Service names it now, with the call timeout set.
+BlobStreaming::BlobStore_var fresh_reference(ControlPlane::Refs& refs, const SessionOptions& options,
+                                             const std::string& store)
+{
+    BlobStreaming::BlobStore_var ref = with_naming(refs, options, [&](CosNaming::NamingContext_ptr root) {
+        return corba::resolve_store(root, store, options.naming_url);
+    });
+    omniORB::setClientCallTimeout(ref, static_cast<CORBA::ULong>(options.timeout.count()));
+    return ref;
+}
+
+/// `store`'s reference: the cached one (`cached`), or resolved now and
+/// cached. Either way checked against this client's TLS policy before the
+/// first byte goes to it.
+BlobStreaming::BlobStore_ptr store_reference(ControlPlane::Refs& refs, const SessionOptions& options,
+                                             const std::string& store, const std::string& what, bool& cached)
+{
+    auto it = refs.stores.find(store);
+    cached = it != refs.stores.end();
+    if (!cached) {
+        try {
+            it = refs.stores.emplace(store, fresh_reference(refs, options, store)).first;
+        } catch (const Error& e) {
+            throw Error(e.code(), what + ": " + e.what());
+        } catch (const CORBA::Exception& e) {
+            throw Error(Errc::unreachable, what + ": cannot resolve store \"" + store + "\" in the naming service at " +
+                                               options.naming_url + " (" + e._name() + ")");
+        }
+    }
+    BlobStreaming::BlobStore_ptr ref = it->second.in();
+    try {
+        // Whatever the Naming Service (plaintext, unauthenticated) names.
+        refuse_plaintext(ref, what, store, "its reference");
+    } catch (const InsecureReference&) {
+        refs.stores.erase(store);
+        refs.transporters.erase(store);
+        throw;
+    }
+    if (!corba::ssl_configured() && corba::ssl_only(ref))
+        throw Error(Errc::unreachable, what + ": store \"" + store + "\" at " + corba::endpoint_of(ref) +
+                                           " accepts TLS connections only: give this client a certificate, key "
+                                           "and CA (--tls-cert, --tls-key, --tls-ca)");
+    return ref;
+}
+
+/// The retry policy after the system exception `e` from a call on `store`'s
+/// reference `ref`; called only from the handler of `e`. Drops the cached
+/// references, then returns when the call may be made once more: on the
+/// first attempt (`first_on_cached`) with a cached reference that turned out
+/// stale (TRANSIENT, OBJECT_NOT_EXIST: the call did not run), or whose
+/// connection broke (COMM_FAILURE: the daemon restarted) when the call did
+/// not run or the Naming Service now names another daemon. Otherwise throws
+/// `e` as Error.
+void recover_or_rethrow(ControlPlane::Refs& refs, const SessionOptions& options, const std::string& store,
+                        const std::string& what, const std::string& endpoint, const CORBA::SystemException& e,
+                        BlobStreaming::BlobStore_ptr ref, bool first_on_cached)
+{
+    const bool stale = dynamic_cast<const CORBA::TRANSIENT*>(&e) != nullptr ||
+                       dynamic_cast<const CORBA::OBJECT_NOT_EXIST*>(&e) != nullptr;
+    const bool lost = dynamic_cast<const CORBA::COMM_FAILURE*>(&e) != nullptr;
+    const BlobStreaming::BlobStore_var old = BlobStreaming::BlobStore::_duplicate(ref);
+    refs.stores.erase(store);
+    refs.transporters.erase(store);
+    if (!(first_on_cached && (stale || lost))) corba::rethrow_as_error(what, store, endpoint);
+    if (!lost || e.completed() == CORBA::COMPLETED_NO) return;
+    // The call may have run on the old daemon: repeated only on another one.
+    const Error failure = [&] {
+        try {
+            corba::rethrow_as_error(what, store, endpoint);
+        } catch (const Error& error) {
+            return error;
+        }
+    }();
+    BlobStreaming::BlobStore_var fresh;
+    try {
+        fresh = fresh_reference(refs, options, store);
+    } catch (const Error&) {
+        throw failure;
+    }
+    if (fresh->_is_equivalent(old.in())) throw failure;
+    refs.stores.emplace(store, fresh);
+}
+
 /// Runs `body(store_ref)`; CORBA exceptions become Error. A cached reference
-/// that turned out stale (daemon restarted) is resolved again once.
+/// that turned out stale (daemon restarted) is resolved again once
+/// (recover_or_rethrow).
 template <class Body>
 auto with_store(ControlPlane::Refs& refs, const SessionOptions& options, const std::string& store,
                 const std::string& what, Body body)
 {
     for (int attempt = 0;; ++attempt) {
-        auto it = refs.stores.find(store);
-        const bool cached = it != refs.stores.end();
-        if (!cached) {
-            BlobStreaming::BlobStore_var ref;
-            try {
-                ref = with_naming(refs, options, [&](CosNaming::NamingContext_ptr root) {
-                    return corba::resolve_store(root, store, options.naming_url);
-                });
-            } catch (const Error& e) {
-                throw Error(e.code(), what + ": " + e.what());
-            } catch (const CORBA::Exception& e) {
-                throw Error(Errc::unreachable, what + ": cannot resolve store \"" + store +
-                                                   "\" in the naming service at " + options.naming_url + " (" +
-                                                   e._name() + ")");
-            }
-            omniORB::setClientCallTimeout(ref, static_cast<CORBA::ULong>(options.timeout.count()));
-            it = refs.stores.emplace(store, ref).first;
-        }
-        BlobStreaming::BlobStore_ptr ref = it->second.in();
+        bool cached = false;
+        BlobStreaming::BlobStore_ptr ref = store_reference(refs, options, store, what, cached);
         const std::string endpoint = corba::endpoint_of(ref);
-        try {
-            // Whatever the Naming Service (plaintext, unauthenticated) names:
-            // checked before the first byte goes to it.
-            refuse_plaintext(ref, what, store, "its reference");
-        } catch (const InsecureReference&) {
-            refs.stores.erase(store);
-            refs.transporters.erase(store);
-            throw;
-        }
-        if (!corba::ssl_configured() && corba::ssl_only(ref))
-            throw Error(Errc::unreachable, what + ": store \"" + store + "\" at " + endpoint +
-                                               " accepts TLS connections only: give this client a certificate, key "
-                                               "and CA (--tls-cert, --tls-key, --tls-ca)");
         try {
             return body(ref);
         } catch (const CORBA::TIMEOUT&) {
             throw Error(Errc::timeout, what + ": store \"" + store + "\" at " + endpoint + " did not answer within " +
                                            seconds_text(options.timeout) + " s");
         } catch (const CORBA::SystemException& e) {
-            const bool stale = dynamic_cast<const CORBA::TRANSIENT*>(&e) != nullptr ||
-                               dynamic_cast<const CORBA::OBJECT_NOT_EXIST*>(&e) != nullptr;
-            // A connection to the daemon broke (it was restarted): the call
-            // may have run there, so it is repeated only on another daemon.
-            const bool lost = dynamic_cast<const CORBA::COMM_FAILURE*>(&e) != nullptr;
-            const BlobStreaming::BlobStore_var old = BlobStreaming::BlobStore::_duplicate(ref);
-            refs.stores.erase(store);
-            refs.transporters.erase(store);
-            if (!(cached && (stale || lost) && attempt == 0)) corba::rethrow_as_error(what, store, endpoint);
-            if (lost && e.completed() != CORBA::COMPLETED_NO) {
-                const Error failure = [&] {
-                    try {
-                        corba::rethrow_as_error(what, store, endpoint);
-                    } catch (const Error& error) {
-                        return error;
-                    }
-                }();
-                BlobStreaming::BlobStore_var fresh;
-                try {
-                    fresh = with_naming(refs, options, [&](CosNaming::NamingContext_ptr root) {
-                        return corba::resolve_store(root, store, options.naming_url);
-                    });
-                } catch (const Error&) {
-                    throw failure;
-                }
-                if (fresh->_is_equivalent(old.in())) throw failure;
-                omniORB::setClientCallTimeout(fresh, static_cast<CORBA::ULong>(options.timeout.count()));
-                refs.stores.emplace(store, fresh);
-            }
+            recover_or_rethrow(refs, options, store, what, endpoint, e, ref, cached && attempt == 0);
         } catch (...) {
             corba::rethrow_as_error(what, store, endpoint);
         }
