@@ -177,30 +177,34 @@ void query(Session::Impl& impl, const std::string& what, Completion done, Body b
         [&impl, done, what] { impl.complete(done, failure(Error(Errc::cancelled, what + ": the session is closing"))); });
 }
 
-}  // namespace
-
-void Session::stat(std::string name, std::string store, Mode mode, Completion done)
+/// A query on the Blob `name` (`verb` names it in messages) in the store
+/// StoreChoice picks; `act(control, name, r)` runs on the control thread
+/// once r.store is chosen.
+template <class Act>
+void blob_query(Session::Impl& impl, const std::string& verb, std::string name, std::string store, Mode mode,
+                Completion done, Act act)
 {
-    impl_->run(mode, std::move(done), [&](Completion c) {
-        query(*impl_, "stat", std::move(c), [impl = impl_.get(), name, store](Result& r) {
+    impl.run(mode, std::move(done), [&](Completion c) {
+        query(impl, verb, std::move(c), [&impl, verb, name, store, act](Result& r) {
             validate_blob_name(name);
-            r.store = store_holding(*impl->control, store, impl->options.default_store, name,
-                                    "stat " + quote_name(name));
-            r.info = impl->control->stat(r.store, name);
+            r.store = store_holding(*impl.control, store, impl.options.default_store, name, verb + " " + quote_name(name));
+            act(*impl.control, name, r);
         });
     });
 }
 
+}  // namespace
+
+void Session::stat(std::string name, std::string store, Mode mode, Completion done)
+{
+    blob_query(*impl_, "stat", std::move(name), std::move(store), mode, std::move(done),
+               [](ControlPlane& control, const std::string& n, Result& r) { r.info = control.stat(r.store, n); });
+}
+
 void Session::verify(std::string name, std::string store, Mode mode, Completion done)
 {
-    impl_->run(mode, std::move(done), [&](Completion c) {
-        query(*impl_, "verify", std::move(c), [impl = impl_.get(), name, store](Result& r) {
-            validate_blob_name(name);
-            r.store = store_holding(*impl->control, store, impl->options.default_store, name,
-                                    "verify " + quote_name(name));
-            r.info = impl->control->verify(r.store, name);
-        });
-    });
+    blob_query(*impl_, "verify", std::move(name), std::move(store), mode, std::move(done),
+               [](ControlPlane& control, const std::string& n, Result& r) { r.info = control.verify(r.store, n); });
 }
 
 void Session::list(std::string store, Mode mode, Completion done)
@@ -218,15 +222,11 @@ void Session::list(std::string store, Mode mode, Completion done)
 
 void Session::remove(std::string name, std::string store, Mode mode, Completion done)
 {
-    impl_->run(mode, std::move(done), [&](Completion c) {
-        query(*impl_, "rm", std::move(c), [impl = impl_.get(), name, store](Result& r) {
-            validate_blob_name(name);
-            r.store = store_holding(*impl->control, store, impl->options.default_store, name,
-                                    "rm " + quote_name(name));
-            impl->control->remove(r.store, name);
-            r.info.name = name;
-        });
-    });
+    blob_query(*impl_, "rm", std::move(name), std::move(store), mode, std::move(done),
+               [](ControlPlane& control, const std::string& n, Result& r) {
+                   control.remove(r.store, n);
+                   r.info.name = n;
+               });
 }
 
 void Session::locate(std::string name, Mode mode, Completion done)
