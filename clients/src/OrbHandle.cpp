@@ -15,11 +15,18 @@ namespace blobstreaming::client {
 
 namespace {
 
-/// Guards the three below.
+/// Guards the ORB, its users and its TLS files.
 std::mutex orb_mutex;
-CORBA::ORB_var orb_instance;
 unsigned orb_users = 0;
 TlsFiles orb_tls;  ///< what the live ORB was initialised with
+
+/// The live ORB (nil when none). Never destroyed: a Session still open when
+/// the process exits must not have its ORB released by a static destructor.
+CORBA::ORB_var& live_orb()
+{
+    static auto* orb = new CORBA::ORB_var;
+    return *orb;
+}
 
 }  // namespace
 
@@ -30,7 +37,7 @@ OrbHandle::OrbHandle(const SessionOptions& options)
     if (orb_users == 0) {
         tls.check("tls_");
         if (tls.enabled()) corba::configure_ssl(tls);
-        orb_instance = corba::init_orb({{"clientCallTimeOutPeriod", std::to_string(options.timeout.count())}});
+        live_orb() = corba::init_orb({{"clientCallTimeOutPeriod", std::to_string(options.timeout.count())}});
         orb_tls = tls;
     } else if (tls.cert != orb_tls.cert || tls.key != orb_tls.key || tls.ca != orb_tls.ca) {
         throw Error(Errc::invalid_argument,
@@ -38,7 +45,7 @@ OrbHandle::OrbHandle(const SessionOptions& options)
                     "TLS identity per process)");
     }
     ++orb_users;
-    orb_ = CORBA::ORB::_duplicate(orb_instance.in());
+    orb_ = CORBA::ORB::_duplicate(live_orb().in());
 }
 
 OrbHandle::~OrbHandle()
@@ -47,11 +54,11 @@ OrbHandle::~OrbHandle()
     std::lock_guard<std::mutex> lock(orb_mutex);
     if (--orb_users > 0) return;
     try {
-        orb_instance->destroy();
+        live_orb()->destroy();
     } catch (const CORBA::Exception& e) {
         spdlog::warn("ORB destroy: {}", e._name());
     }
-    orb_instance = CORBA::ORB::_nil();
+    live_orb() = CORBA::ORB::_nil();
 }
 
 }  // namespace blobstreaming::client
