@@ -1,6 +1,8 @@
 # clients/: libblobclient (public API), client data plane, the blob CLI, examples.
 lib_LTLIBRARIES += clients/libblobclient.la
 clients_libblobclient_la_SOURCES = \
+	clients/src/CallExecutor.cpp \
+	clients/src/CallExecutor.h \
 	clients/src/ConnectionPool.cpp \
 	clients/src/ConnectionPool.h \
 	clients/src/ControlPlane.cpp \
@@ -11,11 +13,29 @@ clients_libblobclient_la_SOURCES = \
 	clients/src/EventLoop.h \
 	clients/src/HashPipeline.cpp \
 	clients/src/HashPipeline.h \
+	clients/src/IdlConversion.cpp \
+	clients/src/IdlConversion.h \
 	clients/src/LocalRead.cpp \
 	clients/src/LocalRead.h \
+	clients/src/OrbHandle.cpp \
+	clients/src/OrbHandle.h \
+	clients/src/PullOperation.cpp \
+	clients/src/PullOperation.h \
+	clients/src/PushOperation.cpp \
+	clients/src/PushOperation.h \
 	clients/src/Session.cpp \
-	clients/src/Streams.cpp \
-	clients/src/Streams.h
+	clients/src/SessionImpl.h \
+	clients/src/StoreChoice.cpp \
+	clients/src/StoreChoice.h \
+	clients/src/Sinks.cpp \
+	clients/src/Sources.cpp \
+	clients/src/Streams.h \
+	clients/src/Ticket.h \
+	clients/src/Transfer.cpp \
+	clients/src/TransferResult.cpp \
+	clients/src/TransferResult.h \
+	clients/src/UserCallback.cpp \
+	clients/src/UserCallback.h
 clients_libblobclient_la_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
 clients_libblobclient_la_LIBADD = transporter/libblobtransporter.la blobstore/libblobstore.la common/libblobcommon.la \
 	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
@@ -54,11 +74,15 @@ clients_examples_single_threaded_LDADD = clients/libblobclient.la common/libblob
 # Tests: the data plane against a fake data port (no CORBA); Session against
 # a real omniNames ($OMNINAMES); Session transfers against real blobstored
 # daemons ($BS_BUILDDIR/blobstore/blobstored).
-clients_tests = clients/tests/DataPlaneTest clients/tests/HashPipelineTest clients/tests/SessionTest \
-	clients/tests/StreamsTest clients/tests/TransferTest
+clients_tests = clients/tests/CallbackTest clients/tests/DataPlaneTest clients/tests/HashPipelineTest \
+	clients/tests/SessionTest clients/tests/StreamsTest clients/tests/TransferTest
 check_PROGRAMS += $(clients_tests)
 TESTS += $(clients_tests)
 clients_test_public_ldadd = clients/libblobclient.la common/libblobcommon.la $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
+
+clients_tests_CallbackTest_SOURCES = clients/tests/CallbackTest.cpp clients/tests/TestProcesses.h
+clients_tests_CallbackTest_CPPFLAGS = $(AM_CPPFLAGS) -DBOOST_TEST_DYN_LINK
+clients_tests_CallbackTest_LDADD = $(clients_test_public_ldadd)
 
 clients_tests_DataPlaneTest_SOURCES = clients/tests/DataPlaneTest.cpp
 clients_tests_DataPlaneTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/src $(OMNIORB_CFLAGS) $(ACE_CFLAGS) \

@@ -1,4 +1,5 @@
 #include "ClientConnection.h"
+#include "UserCallback.h"
 
 #include <blobstreaming/common/Error.h>
 
@@ -381,7 +382,7 @@ void ClientConnection::report_progress(bool force)
     const auto now = std::chrono::steady_clock::now();
     if (!force && now - last_report_ < kProgressInterval) return;
     last_report_ = now;
-    job_->progress(done_bytes_, total_);
+    call_user("progress callback", job_->what, job_->progress, done_bytes_, total_);
 }
 
 void ClientConnection::complete(bool reusable)

@@ -3,7 +3,7 @@
 /// a non-blocking state machine that runs one transfer at a time
 /// (docs/PROTOCOL.md) and can be reused for the next.
 
-#include "ControlPlane.h"
+#include "Ticket.h"
 #include "EventLoop.h"
 #include "Streams.h"
 

@@ -1,4 +1,8 @@
+// The control-plane operations and their retry policy (ControlPlane.h).
 #include "ControlPlane.h"
+
+#include "IdlConversion.h"
+#include "OrbHandle.h"
 
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
@@ -17,86 +21,14 @@
 
 namespace blobstreaming::client {
 
-namespace {
-
-// One ORB per process, shared by every Session and destroyed with the last.
-std::mutex orb_mutex;
-CORBA::ORB_ptr orb_instance = CORBA::ORB::_nil();
-unsigned orb_users = 0;
-TlsFiles orb_tls;  // what the live ORB was initialised with
-
-CORBA::ORB_ptr acquire_orb(const SessionOptions& options)
-{
-    std::lock_guard<std::mutex> lock(orb_mutex);
-    const TlsFiles tls{options.tls_cert, options.tls_key, options.tls_ca};
-    if (orb_users == 0) {
-        tls.check("tls_");
-        if (tls.enabled()) corba::configure_ssl(tls);
-        orb_instance = corba::init_orb({{"clientCallTimeOutPeriod", std::to_string(options.timeout.count())}});
-        orb_tls = tls;
-    } else if (tls.cert != orb_tls.cert || tls.key != orb_tls.key || tls.ca != orb_tls.ca) {
-        throw Error(Errc::invalid_argument,
-                    "a Session with other TLS files than the Sessions already open in this process (one ORB, one "
-                    "TLS identity per process)");
-    }
-    ++orb_users;
-    return CORBA::ORB::_duplicate(orb_instance);
-}
-
-void release_orb() noexcept
-{
-    std::lock_guard<std::mutex> lock(orb_mutex);
-    if (--orb_users > 0) return;
-    try {
-        orb_instance->destroy();
-    } catch (const CORBA::Exception& e) {
-        spdlog::warn("ORB destroy: {}", e._name());
-    }
-    CORBA::release(orb_instance);
-    orb_instance = CORBA::ORB::_nil();
-}
-
-Tier tier_of(BlobStreaming::StoreTier tier)
-{
-    switch (tier) {
-    case BlobStreaming::TIER_MEMORY: return Tier::memory;
-    case BlobStreaming::TIER_WORKSTATION: return Tier::workstation;
-    case BlobStreaming::TIER_CLUSTER: return Tier::cluster;
-    default: return Tier::central;
-    }
-}
-
-BlobInfo info_of(const BlobStreaming::BlobInfo& in)
-{
-    BlobInfo out;
-    out.name = in.name.in();
-    out.size = in.size;
-    std::copy(in.digest, in.digest + 32, out.digest.begin());
-    out.committed = std::chrono::system_clock::time_point(
-        std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(in.committedNs)));
-    return out;
-}
-
-Ticket ticket_of(const BlobStreaming::TransferTicket& in)
-{
-    Ticket out;
-    std::copy(in.id, in.id + 16, out.id.begin());
-    out.offset = in.offset;
-    out.length = in.length;
-    out.host = in.endpoint.host.in();
-    out.port = in.endpoint.port;
-    if (in.direction == BlobStreaming::PULL) out.version = info_of(in.version);
-    return out;
-}
-
-}  // namespace
-
 class ControlPlane::Refs {
 public:
     /// Calls normally come from the worker only; while a Session closes, the
     /// loop thread may abort reservations: this keeps the caches consistent.
     std::recursive_mutex mutex;
-    CORBA::ORB_var orb;
+    explicit Refs(const SessionOptions& options) : handle(options), orb(handle.orb()) {}
+    OrbHandle handle;
+    CORBA::ORB_ptr orb;  ///< handle's
     CosNaming::NamingContext_var root;
     std::map<std::string, BlobStreaming::BlobStore_var> stores;
     std::map<std::string, BlobStreaming::BlobTransporter_var> transporters;
@@ -113,28 +45,13 @@ const std::string& boot_id()
     return id;
 }
 
-ControlPlane::ControlPlane(const SessionOptions& options) : options_(options), refs_(std::make_unique<Refs>())
+ControlPlane::ControlPlane(const SessionOptions& options)
+    : options_(options), refs_(std::make_unique<Refs>(options_))
 {
-    refs_->orb = acquire_orb(options_);
-    try {
-        refs_->root = corba::naming_context(refs_->orb, options_.naming_url);
-    } catch (...) {
-        refs_.reset();
-        release_orb();
-        throw;
-    }
-    worker_ = std::thread([this] { work(); });
+    refs_->root = corba::naming_context(refs_->orb, options_.naming_url);
 }
 
-void ControlPlane::stop()
-{
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        stopping_ = true;
-    }
-    ready_.notify_all();
-    if (worker_.joinable()) worker_.join();
-}
+void ControlPlane::stop() { calls_.stop(); }
 
 ControlPlane::~ControlPlane()
 {
@@ -146,33 +63,9 @@ ControlPlane::~ControlPlane()
             // The store is gone: its transporter went with it.
         }
     }
-    refs_.reset();
-    release_orb();
 }
 
-void ControlPlane::submit(std::function<void()> call)
-{
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        calls_.push_back(std::move(call));
-    }
-    ready_.notify_one();
-}
-
-void ControlPlane::work()
-{
-    for (;;) {
-        std::function<void()> call;
-        {
-            std::unique_lock<std::mutex> lock(mutex_);
-            ready_.wait(lock, [this] { return stopping_ || !calls_.empty(); });
-            if (calls_.empty()) return;  // stopping, nothing left
-            call = std::move(calls_.front());
-            calls_.pop_front();
-        }
-        call();
-    }
-}
+void ControlPlane::submit(std::function<void()> call) { calls_.submit(std::move(call)); }
 
 namespace {
 
@@ -221,81 +114,107 @@ void refuse_plaintext(CORBA::Object_ptr ref, const std::string& what, const std:
                                                "impostor or a misconfigured store)");
 }
 
+/// `store`'s reference as the Naming Service names it now, with the call timeout set.
+BlobStreaming::BlobStore_var fresh_reference(ControlPlane::Refs& refs, const SessionOptions& options,
+                                             const std::string& store)
+{
+    BlobStreaming::BlobStore_var ref = with_naming(refs, options, [&](CosNaming::NamingContext_ptr root) {
+        return corba::resolve_store(root, store, options.naming_url);
+    });
+    omniORB::setClientCallTimeout(ref, static_cast<CORBA::ULong>(options.timeout.count()));
+    return ref;
+}
+
+/// `store`'s reference: the cached one (`cached`), or resolved now and
+/// cached. Either way checked against this client's TLS policy before the
+/// first byte goes to it.
+BlobStreaming::BlobStore_ptr store_reference(ControlPlane::Refs& refs, const SessionOptions& options,
+                                             const std::string& store, const std::string& what, bool& cached)
+{
+    auto it = refs.stores.find(store);
+    cached = it != refs.stores.end();
+    if (!cached) {
+        try {
+            it = refs.stores.emplace(store, fresh_reference(refs, options, store)).first;
+        } catch (const Error& e) {
+            throw Error(e.code(), what + ": " + e.what());
+        } catch (const CORBA::Exception& e) {
+            throw Error(Errc::unreachable, what + ": cannot resolve store \"" + store + "\" in the naming service at " +
+                                               options.naming_url + " (" + e._name() + ")");
+        }
+    }
+    BlobStreaming::BlobStore_ptr ref = it->second.in();
+    try {
+        // Whatever the Naming Service (plaintext, unauthenticated) names.
+        refuse_plaintext(ref, what, store, "its reference");
+    } catch (const InsecureReference&) {
+        refs.stores.erase(store);
+        refs.transporters.erase(store);
+        throw;
+    }
+    if (!corba::ssl_configured() && corba::ssl_only(ref))
+        throw Error(Errc::unreachable, what + ": store \"" + store + "\" at " + corba::endpoint_of(ref) +
+                                           " accepts TLS connections only: give this client a certificate, key "
+                                           "and CA (--tls-cert, --tls-key, --tls-ca)");
+    return ref;
+}
+
+/// The retry policy after the system exception `e` from a call on `store`'s
+/// reference `ref`; called only from the handler of `e`. Drops the cached
+/// references, then returns when the call may be made once more: on the
+/// first attempt (`first_on_cached`) with a cached reference that turned out
+/// stale (TRANSIENT, OBJECT_NOT_EXIST: the call did not run), or whose
+/// connection broke (COMM_FAILURE: the daemon restarted) when the call did
+/// not run or the Naming Service now names another daemon. Otherwise throws
+/// `e` as Error.
+void recover_or_rethrow(ControlPlane::Refs& refs, const SessionOptions& options, const std::string& store,
+                        const std::string& what, const std::string& endpoint, const CORBA::SystemException& e,
+                        BlobStreaming::BlobStore_ptr ref, bool first_on_cached)
+{
+    const bool stale = dynamic_cast<const CORBA::TRANSIENT*>(&e) != nullptr ||
+                       dynamic_cast<const CORBA::OBJECT_NOT_EXIST*>(&e) != nullptr;
+    const bool lost = dynamic_cast<const CORBA::COMM_FAILURE*>(&e) != nullptr;
+    const BlobStreaming::BlobStore_var old = BlobStreaming::BlobStore::_duplicate(ref);
+    refs.stores.erase(store);
+    refs.transporters.erase(store);
+    if (!(first_on_cached && (stale || lost))) corba::rethrow_as_error(what, store, endpoint);
+    if (!lost || e.completed() == CORBA::COMPLETED_NO) return;
+    // The call may have run on the old daemon: repeated only on another one.
+    const Error failure = [&] {
+        try {
+            corba::rethrow_as_error(what, store, endpoint);
+        } catch (const Error& error) {
+            return error;
+        }
+    }();
+    BlobStreaming::BlobStore_var fresh;
+    try {
+        fresh = fresh_reference(refs, options, store);
+    } catch (const Error&) {
+        throw failure;
+    }
+    if (fresh->_is_equivalent(old.in())) throw failure;
+    refs.stores.emplace(store, fresh);
+}
+
 /// Runs `body(store_ref)`; CORBA exceptions become Error. A cached reference
-/// that turned out stale (daemon restarted) is resolved again once.
+/// that turned out stale (daemon restarted) is resolved again once
+/// (recover_or_rethrow).
 template <class Body>
 auto with_store(ControlPlane::Refs& refs, const SessionOptions& options, const std::string& store,
                 const std::string& what, Body body)
 {
     for (int attempt = 0;; ++attempt) {
-        auto it = refs.stores.find(store);
-        const bool cached = it != refs.stores.end();
-        if (!cached) {
-            BlobStreaming::BlobStore_var ref;
-            try {
-                ref = with_naming(refs, options, [&](CosNaming::NamingContext_ptr root) {
-                    return corba::resolve_store(root, store, options.naming_url);
-                });
-            } catch (const Error& e) {
-                throw Error(e.code(), what + ": " + e.what());
-            } catch (const CORBA::Exception& e) {
-                throw Error(Errc::unreachable, what + ": cannot resolve store \"" + store +
-                                                   "\" in the naming service at " + options.naming_url + " (" +
-                                                   e._name() + ")");
-            }
-            omniORB::setClientCallTimeout(ref, static_cast<CORBA::ULong>(options.timeout.count()));
-            it = refs.stores.emplace(store, ref).first;
-        }
-        BlobStreaming::BlobStore_ptr ref = it->second.in();
+        bool cached = false;
+        BlobStreaming::BlobStore_ptr ref = store_reference(refs, options, store, what, cached);
         const std::string endpoint = corba::endpoint_of(ref);
-        try {
-            // Whatever the Naming Service (plaintext, unauthenticated) names:
-            // checked before the first byte goes to it.
-            refuse_plaintext(ref, what, store, "its reference");
-        } catch (const InsecureReference&) {
-            refs.stores.erase(store);
-            refs.transporters.erase(store);
-            throw;
-        }
-        if (!corba::ssl_configured() && corba::ssl_only(ref))
-            throw Error(Errc::unreachable, what + ": store \"" + store + "\" at " + endpoint +
-                                               " accepts TLS connections only: give this client a certificate, key "
-                                               "and CA (--tls-cert, --tls-key, --tls-ca)");
         try {
             return body(ref);
         } catch (const CORBA::TIMEOUT&) {
             throw Error(Errc::timeout, what + ": store \"" + store + "\" at " + endpoint + " did not answer within " +
                                            seconds_text(options.timeout) + " s");
         } catch (const CORBA::SystemException& e) {
-            const bool stale = dynamic_cast<const CORBA::TRANSIENT*>(&e) != nullptr ||
-                               dynamic_cast<const CORBA::OBJECT_NOT_EXIST*>(&e) != nullptr;
-            // A connection to the daemon broke (it was restarted): the call
-            // may have run there, so it is repeated only on another daemon.
-            const bool lost = dynamic_cast<const CORBA::COMM_FAILURE*>(&e) != nullptr;
-            const BlobStreaming::BlobStore_var old = BlobStreaming::BlobStore::_duplicate(ref);
-            refs.stores.erase(store);
-            refs.transporters.erase(store);
-            if (!(cached && (stale || lost) && attempt == 0)) corba::rethrow_as_error(what, store, endpoint);
-            if (lost && e.completed() != CORBA::COMPLETED_NO) {
-                const Error failure = [&] {
-                    try {
-                        corba::rethrow_as_error(what, store, endpoint);
-                    } catch (const Error& error) {
-                        return error;
-                    }
-                }();
-                BlobStreaming::BlobStore_var fresh;
-                try {
-                    fresh = with_naming(refs, options, [&](CosNaming::NamingContext_ptr root) {
-                        return corba::resolve_store(root, store, options.naming_url);
-                    });
-                } catch (const Error&) {
-                    throw failure;
-                }
-                if (fresh->_is_equivalent(old.in())) throw failure;
-                omniORB::setClientCallTimeout(fresh, static_cast<CORBA::ULong>(options.timeout.count()));
-                refs.stores.emplace(store, fresh);
-            }
+            recover_or_rethrow(refs, options, store, what, endpoint, e, ref, cached && attempt == 0);
         } catch (...) {
             corba::rethrow_as_error(what, store, endpoint);
         }
@@ -336,22 +255,7 @@ auto with_transporter(ControlPlane::Refs& refs, const std::string& store, BlobSt
     return call(transporter(refs, store, ref, options, what));
 }
 
-BlobStreaming::TimeValue time_value(std::chrono::milliseconds ms)
-{
-    BlobStreaming::TimeValue tv;
-    tv.seconds = static_cast<CORBA::ULongLong>(ms.count() / 1000);
-    tv.microseconds = static_cast<CORBA::ULong>((ms.count() % 1000) * 1000);
-    return tv;
-}
-
 }  // namespace
-
-std::string ControlPlane::store_or_default(const std::string& store, const std::string& what) const
-{
-    if (!store.empty()) return store;
-    if (!options_.default_store.empty()) return options_.default_store;
-    throw Error(Errc::invalid_argument, what + ": no store given (use --store NAME or Options::default_store)");
-}
 
 PushGrant ControlPlane::begin_push(const std::string& store, const std::string& name, std::uint64_t size,
                                    bool replace)
@@ -454,7 +358,7 @@ std::optional<LocalFile> ControlPlane::find_local(const std::string& store, cons
                           BlobStreaming::LocalFile_var file;
                           if (!ref->findLocalFile(name.c_str(), file.out())) return std::nullopt;
                           if (boot_id().empty() || boot_id() != file->host.in()) return std::nullopt;
-                          return LocalFile{file->path.in(), file->dataOffset, info_of(file->info)};
+                          return local_file_of(file.in());
                       });
 }
 
@@ -481,10 +385,7 @@ std::vector<BlobInfo> ControlPlane::list(const std::string& store)
     std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
     return with_store(*refs_, options_, store, "list", [&](BlobStreaming::BlobStore_ptr ref) {
         BlobStreaming::BlobInfoSeq_var seq = ref->list();
-        std::vector<BlobInfo> out;
-        for (CORBA::ULong i = 0; i < seq->length(); ++i) out.push_back(info_of(seq[i]));
-        std::sort(out.begin(), out.end(), [](const BlobInfo& a, const BlobInfo& b) { return a.name < b.name; });
-        return out;
+        return infos_of(seq.in());
     });
 }
 
@@ -569,13 +470,7 @@ std::vector<StoreStatus> ControlPlane::stores()
             with_store(*refs_, options_, name, "stores", [&](BlobStreaming::BlobStore_ptr ref) {
                 BlobStreaming::StoreStatus_var st = ref->status();
                 BlobStreaming::DataEndpoint_var data = ref->dataAddress();
-                s.kind = st->kind.in();
-                s.tier = tier_of(st->tier);
-                s.capacity = st->capacity;
-                s.used = st->used;
-                s.reserved = st->reserved;
-                s.blobs = st->blobCount;
-                s.data_endpoint = std::string(data->host.in()) + ":" + std::to_string(data->port);
+                fill_status(s, st.in(), data.in());
                 return 0;
             });
             s.reachable = true;

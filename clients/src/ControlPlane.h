@@ -1,51 +1,27 @@
 #pragma once
-/// The control plane of a Session: the process-wide ORB, the Naming
-/// Service, cached store and transporter references, and one worker thread
-/// that makes the (blocking) CORBA calls so that the reactor never waits on
-/// them. All CORBA types stay in ControlPlane.cpp.
+/// The control plane of a Session: the operations on the Naming Service and
+/// the stores, with their retry policy (a restarted Naming Service or
+/// daemon, a reclaimed transporter) and cached store and transporter
+/// references. Its parts are files of their own: the process-wide ORB
+/// (OrbHandle), the worker thread that makes the blocking CORBA calls so that
+/// the reactor never waits on them (CallExecutor), and the conversion of IDL
+/// types (IdlConversion). This header has no CORBA type.
+
+#include "CallExecutor.h"
+#include "Ticket.h"
 
 #include <blobstreaming/common/BlobInfo.h>
 #include <blobstreaming/client/Options.h>
 #include <blobstreaming/client/Result.h>
 
-#include <array>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace blobstreaming::client {
-
-/// Permission for one data-connection transfer.
-struct Ticket {
-    std::array<std::uint8_t, 16> id{};
-    std::uint64_t offset = 0;
-    std::uint64_t length = 0;
-    std::string host;
-    std::uint16_t port = 0;
-    /// Pull: the committed version the store delivers (or fails with
-    /// Errc::blob_changed); nullopt for a push.
-    std::optional<BlobInfo> version;
-    std::string endpoint() const { return host + ":" + std::to_string(port); }
-};
-
-struct PushGrant {
-    std::uint64_t reservation = 0;
-    Ticket ticket;
-};
-
-/// A same-host Blob file (the local fast path).
-struct LocalFile {
-    std::string path;
-    std::uint64_t data_offset = 0;
-    BlobInfo info;
-};
 
 class ControlPlane {
 public:
@@ -64,8 +40,6 @@ public:
 
     // ---- the worker thread (and the loop while the Session closes; serialised
     // by an internal mutex); all throw Error with a specific message ----------
-    /// `store`, or the default store; Errc::invalid_argument when neither.
-    std::string store_or_default(const std::string& store, const std::string& what) const;
     PushGrant begin_push(const std::string& store, const std::string& name, std::uint64_t size, bool replace);
     /// Continues the interrupted push of `name` the store still holds a
     /// reservation for: the ticket starts at the bytes it already has.
@@ -98,17 +72,12 @@ public:
     class Refs;
 
 private:
-    void work();
     /// locate() with `what` naming the operation in messages.
     std::vector<Location> locate_as(const std::string& name, const std::string& what);
 
     SessionOptions options_;
-    std::unique_ptr<Refs> refs_;
-    std::mutex mutex_;
-    std::condition_variable ready_;
-    std::deque<std::function<void()>> calls_;
-    bool stopping_ = false;
-    std::thread worker_;
+    std::unique_ptr<Refs> refs_;  ///< holds the ORB: destroyed after the worker stopped
+    CallExecutor calls_;
 };
 
 /// This machine's /proc/sys/kernel/random/boot_id ("" when unreadable).

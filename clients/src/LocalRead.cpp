@@ -1,4 +1,5 @@
 #include "LocalRead.h"
+#include "UserCallback.h"
 
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/blobstore/FileStore.h>
@@ -72,7 +73,7 @@ std::uint64_t copy_local(const LocalRange& range, Sink& sink, bool verify, const
         if (whole) hash.update(range.data() + done, n);
         sink.commit(n);
         done += n;
-        if (progress) progress(done, length);
+        if (progress) call_user("progress callback", what, progress, done, length);
     }
     if (whole) {
         const Digest read = hash.finish();

@@ -8,7 +8,7 @@
 /// already have written bytes, e.g. to standard output or a FIFO, so the
 /// pull must fail rather than start again over another path).
 
-#include "ControlPlane.h"
+#include "Ticket.h"
 #include "Streams.h"
 
 #include <blobstreaming/common/BlobInfo.h>

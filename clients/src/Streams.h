@@ -2,7 +2,7 @@
 /// Internal byte sources (push) and sinks (pull) behind PushSource and
 /// PullSink. Sources hash what they send; sinks supply the receive buffer
 /// late (window()), so bytes land straight in the destination when it is
-/// memory.
+/// memory. The sources are in Sources.cpp, the sinks in Sinks.cpp.
 
 #include "HashPipeline.h"
 
@@ -15,9 +15,26 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <sys/stat.h>
 #include <utility>
 
 namespace blobstreaming::client {
+
+/// The buffers streams copy through (a producer's, a sink's bounce buffer)
+/// hold at most this many bytes.
+constexpr std::size_t kStreamChunk = 1 << 20;
+
+/// "a FIFO", "a character device", ... (of a stat(2) st_mode) for messages.
+inline const char* file_kind(mode_t mode) noexcept
+{
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISLNK(mode)) return "a symbolic link";
+    return "not a regular file";
+}
 
 class Source {
 public:

@@ -80,7 +80,9 @@ using Completion = std::function<void(const Result&)>;
 
 /// Transfer progress on the reactor thread: bytes so far and the total.
 /// Called when bytes move (not per byte; at most a few hundred times per
-/// second for a busy transfer).
+/// second for a busy transfer). An exception it throws fails that transfer:
+/// a blobstreaming::Error with its own code and message, anything else with
+/// Errc::io_error "<op>: the progress callback threw: <what()>".
 using Progress = std::function<void(std::uint64_t done, std::uint64_t total)>;
 
 }  // namespace blobstreaming::client

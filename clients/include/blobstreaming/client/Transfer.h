@@ -20,9 +20,10 @@ public:
     /// Blob and returns how many it wrote; returning 0 before `size` bytes
     /// were produced fails the push (Errc::io_error). To fail it with a code
     /// and message of its own (the input ended early, a read error) it
-    /// throws blobstreaming::Error; nothing else may be thrown. Either way
-    /// the reservation is aborted and nothing is stored. Runs on the reactor
-    /// thread.
+    /// throws blobstreaming::Error; anything else it throws fails the push
+    /// with Errc::io_error `push "N": the producer threw: <what()>`. Either
+    /// way the reservation is aborted and nothing is stored. Runs on the
+    /// reactor thread.
     using Producer = std::function<std::size_t(std::uint8_t* buffer, std::size_t capacity)>;
 
     /// The whole regular file at `path`, sent with sendfile(2). Its size is
@@ -61,7 +62,10 @@ class PullSink {
 public:
     /// Receives each piece of the range in order as it arrives (`offset` is
     /// relative to the start of the range). Runs on the reactor thread; the
-    /// bytes are valid only during the call; must not throw.
+    /// bytes are valid only during the call. An exception fails the pull and
+    /// the consumer is not called again: a blobstreaming::Error with its own
+    /// code and message, anything else with Errc::io_error
+    /// `pull "N": store "S": the consumer threw: <what()>`.
     using Consumer = std::function<void(const std::uint8_t* data, std::size_t size, std::uint64_t offset)>;
 
     /// The file at `path`:

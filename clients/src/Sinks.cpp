@@ -1,7 +1,12 @@
+// The destinations of a pull (Streams.h): files (through a temporary file
+// renamed into place, or in place: devices, FIFOs, a resume), inherited and
+// caller's descriptors, memory, and a consumer callback; and the hash of a
+// file a pull resumes.
 #include "Streams.h"
 
+#include "UserCallback.h"
+
 #include <blobstreaming/common/Error.h>
-#include <blobstreaming/common/MappedRegion.h>
 #include <blobstreaming/common/UniqueFd.h>
 
 #include <algorithm>
@@ -14,9 +19,6 @@
 #include <optional>
 #include <poll.h>
 #include <random>
-#include <sys/mman.h>
-#include <sys/sendfile.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
@@ -25,186 +27,6 @@ namespace blobstreaming::client {
 
 namespace {
 
-constexpr std::size_t kChunk = 1 << 20;
-
-/// "a FIFO", "a character device", ... for messages.
-const char* file_kind(mode_t mode) noexcept
-{
-    if (S_ISFIFO(mode)) return "a FIFO";
-    if (S_ISCHR(mode)) return "a character device";
-    if (S_ISBLK(mode)) return "a block device";
-    if (S_ISSOCK(mode)) return "a socket";
-    if (S_ISDIR(mode)) return "a directory";
-    if (S_ISLNK(mode)) return "a symbolic link";
-    return "not a regular file";
-}
-
-/// sendfile(2) from the file (TLS: SSL_write from the mapping, sendfile
-/// cannot encrypt); the digest is taken from the mapping. The size is the
-/// one at open: later appends are not sent; a file that shrinks fails the
-/// push when the bytes it lost are due (sendfile then finds the end early).
-class FileSource final : public Source {
-public:
-    FileSource(const std::string& path, const std::string& what) : path_(path), what_(what)
-    {
-        // O_NONBLOCK: a FIFO opens at once instead of waiting for a writer
-        // (and is refused below); regular files ignore it.
-        fd_.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-        if (!fd_) throw Error(Errc::io_error, what + ": cannot open " + path + ": " + std::strerror(errno));
-        struct stat st {};
-        if (::fstat(fd_.get(), &st) != 0)
-            throw Error(Errc::io_error, what + ": cannot stat " + path + ": " + std::strerror(errno));
-        if (!S_ISREG(st.st_mode))
-            throw Error(Errc::io_error, what + ": " + path + " is " + file_kind(st.st_mode) +
-                                            ", not a regular file (stream it: a producer source, or `blob push` "
-                                            "with --size)");
-        size_ = static_cast<std::uint64_t>(st.st_size);
-        std::error_code ec;
-        map_ = MappedRegion::of_file(fd_.get(), 0, static_cast<std::size_t>(size_), MappedRegion::Access::read, ec);
-        if (ec) throw Error(Errc::io_error, what + ": " + path + ": mmap: " + ec.message());
-        map_.advise(MADV_SEQUENTIAL);
-    }
-    std::uint64_t size() const noexcept override { return size_; }
-    long send(Channel& channel, std::size_t max, HashPipeline& hash) override
-    {
-        const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(max, size_ - offset_));
-        if (want == 0) return 0;
-        // The mapping must not be read past the file's end (SIGBUS): TLS
-        // encrypts from it, so check first; sendfile reads the file itself
-        // and reports the early end as 0.
-        if (channel.tls()) check_not_shrunk(offset_ + want);
-        off_t off = static_cast<off_t>(offset_);
-        const long n = channel.tls() ? channel.write(map_.data() + offset_, want)
-                                     : ::sendfile(channel.fd(), fd_.get(), &off, want);
-        if (n < 0) return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
-        if (n == 0 && !channel.tls()) {
-            check_not_shrunk(size_);
-            throw_shrunk(size_);  // not seen by fstat yet: sendfile knows better
-        }
-        hash.update(map_.data() + offset_, static_cast<std::size_t>(n));
-        offset_ += static_cast<std::uint64_t>(n);
-        return n;
-    }
-    void skip(std::uint64_t offset, Sha256& hash) override
-    {
-        check_not_shrunk(offset);
-        hash.update(map_.data(), static_cast<std::size_t>(offset));
-        offset_ = offset;
-    }
-    bool stable() const noexcept override { return true; }  // the mapped file
-
-private:
-    /// Throws Errc::io_error when the file now ends before byte `end`.
-    void check_not_shrunk(std::uint64_t end) const
-    {
-        struct stat st {};
-        if (::fstat(fd_.get(), &st) != 0)
-            throw Error(Errc::io_error, what_ + ": cannot stat " + path_ + ": " + std::strerror(errno));
-        if (static_cast<std::uint64_t>(st.st_size) < end) throw_shrunk(static_cast<std::uint64_t>(st.st_size));
-    }
-    [[noreturn]] void throw_shrunk(std::uint64_t now) const
-    {
-        throw Error(Errc::io_error, what_ + ": " + path_ + " shrank while it was being pushed: it has " +
-                                        std::to_string(now) + " bytes, " + std::to_string(size_) +
-                                        " when the push started (" + std::to_string(offset_) + " were sent)");
-    }
-
-    std::string path_;
-    std::string what_;
-    UniqueFd fd_;
-    std::uint64_t size_ = 0;
-    std::uint64_t offset_ = 0;
-    MappedRegion map_;
-};
-
-long send_bytes(Channel& channel, const std::uint8_t* data, std::size_t size)
-{
-    const long n = channel.write(data, size);
-    if (n < 0) return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
-    return n;
-}
-
-class MemorySource final : public Source {
-public:
-    MemorySource(const std::uint8_t* data, std::uint64_t size) : data_(data), size_(size) {}
-    std::uint64_t size() const noexcept override { return size_; }
-    long send(Channel& channel, std::size_t max, HashPipeline& hash) override
-    {
-        const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(max, size_ - offset_));
-        const long n = send_bytes(channel, data_ + offset_, want);
-        if (n > 0) {
-            hash.update(data_ + offset_, static_cast<std::size_t>(n));
-            offset_ += static_cast<std::uint64_t>(n);
-        }
-        return n;
-    }
-    void skip(std::uint64_t offset, Sha256& hash) override
-    {
-        hash.update(data_, static_cast<std::size_t>(offset));
-        offset_ = offset;
-    }
-    bool stable() const noexcept override { return true; }  // the caller's buffer
-
-private:
-    const std::uint8_t* data_;
-    std::uint64_t size_;
-    std::uint64_t offset_ = 0;
-};
-
-class ProducerSource final : public Source {
-public:
-    ProducerSource(std::uint64_t size, PushSource::Producer producer, std::string what)
-        : size_(size), producer_(std::move(producer)), what_(std::move(what)),
-          buffer_(static_cast<std::size_t>(std::min<std::uint64_t>(size, kChunk)))
-    {
-    }
-    std::uint64_t size() const noexcept override { return size_; }
-    long send(Channel& channel, std::size_t max, HashPipeline& hash) override
-    {
-        if (begin_ == end_) {
-            end_ = produce(buffer_.size());
-            hash.update(buffer_.data(), end_);
-            begin_ = 0;
-        }
-        const long n = send_bytes(channel, buffer_.data() + begin_, std::min(max, end_ - begin_));
-        if (n > 0) begin_ += static_cast<std::size_t>(n);
-        return n;
-    }
-    /// The producer has no random access: the bytes before `offset` are
-    /// produced again and only hashed.
-    void skip(std::uint64_t offset, Sha256& hash) override
-    {
-        while (produced_ < offset) {
-            const std::size_t got =
-                produce(static_cast<std::size_t>(std::min<std::uint64_t>(buffer_.size(), offset - produced_)));
-            hash.update(buffer_.data(), got);
-        }
-    }
-
-private:
-    /// Fills the buffer with up to `limit` next bytes.
-    std::size_t produce(std::size_t limit)
-    {
-        const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(limit, size_ - produced_));
-        const std::size_t got = producer_(buffer_.data(), want);
-        if (got == 0 || got > want)
-            throw Error(Errc::io_error, what_ + ": the producer returned " + std::to_string(got) + " bytes after " +
-                                            std::to_string(produced_) + " of " + std::to_string(size_) +
-                                            " (asked for up to " + std::to_string(want) + ")");
-        produced_ += got;
-        return got;
-    }
-
-    std::uint64_t size_;
-    PushSource::Producer producer_;
-    std::string what_;
-    std::vector<std::uint8_t> buffer_;
-    std::uint64_t produced_ = 0;
-    std::size_t begin_ = 0;
-    std::size_t end_ = 0;
-};
-
-/// Writes all `n` bytes at `data` to `fd` (blocking; a descriptor left in
 /// non-blocking mode by whoever passed it is waited for). Throws
 /// Errc::io_error "<what>: cannot write <label>: <reason>".
 void write_all(int fd, const std::uint8_t* data, std::size_t n, const std::string& what, const std::string& label)
@@ -231,7 +53,7 @@ bool set_blocking(int fd) noexcept
 
 std::size_t bounce_size(std::uint64_t length)
 {
-    return static_cast<std::size_t>(std::min<std::uint64_t>(std::max<std::uint64_t>(length, 1), kChunk));
+    return static_cast<std::size_t>(std::min<std::uint64_t>(std::max<std::uint64_t>(length, 1), kStreamChunk));
 }
 
 /// "-", "/dev/stdout", "/dev/stderr", "/dev/fd/N", "/proc/self/fd/N": the
@@ -450,34 +272,26 @@ private:
 
 class ConsumerSink final : public Sink {
 public:
-    explicit ConsumerSink(PullSink::Consumer consumer) : consumer_(std::move(consumer)) {}
+    ConsumerSink(PullSink::Consumer consumer, std::string what) : consumer_(std::move(consumer)), what_(std::move(what))
+    {
+    }
     void open(std::uint64_t length) override { buffer_.resize(bounce_size(length)); }
     std::pair<std::uint8_t*, std::size_t> window() override { return {buffer_.data(), buffer_.size()}; }
     void commit(std::size_t n) override
     {
-        consumer_(buffer_.data(), n, offset_);
+        call_user("consumer", what_, consumer_, buffer_.data(), n, offset_);
         offset_ += n;
     }
     void finish() override {}
 
 private:
     PullSink::Consumer consumer_;
+    std::string what_;
     std::vector<std::uint8_t> buffer_;
     std::uint64_t offset_ = 0;
 };
 
 }  // namespace
-
-std::unique_ptr<Source> open_source(const PushSource& source, const std::string& what)
-{
-    switch (source.kind()) {
-    case PushSource::Kind::file: return std::make_unique<FileSource>(source.path(), what);
-    case PushSource::Kind::memory: return std::make_unique<MemorySource>(source.data(), source.size());
-    case PushSource::Kind::producer:
-        return std::make_unique<ProducerSource>(source.size(), source.producer_function(), what);
-    }
-    throw Error(Errc::invalid_argument, what + ": unknown source kind");
-}
 
 std::unique_ptr<Sink> make_sink(const PullSink& sink, const std::string& what, std::optional<std::uint64_t> resume_at)
 {
@@ -493,7 +307,7 @@ std::unique_ptr<Sink> make_sink(const PullSink& sink, const std::string& what, s
         return std::make_unique<DescriptorSink>(sink.fd(), sink.path(), what);
     case PullSink::Kind::memory: return std::make_unique<MemorySink>(sink.vector(), nullptr, 0, what);
     case PullSink::Kind::buffer: return std::make_unique<MemorySink>(nullptr, sink.data(), sink.capacity(), what);
-    case PullSink::Kind::consumer: return std::make_unique<ConsumerSink>(sink.consumer_function());
+    case PullSink::Kind::consumer: return std::make_unique<ConsumerSink>(sink.consumer_function(), what);
     }
     throw Error(Errc::invalid_argument, what + ": unknown sink kind");
 }
@@ -512,7 +326,7 @@ std::pair<std::uint64_t, Sha256> hash_existing_file(const std::string& path, con
     if (!S_ISREG(st.st_mode))
         throw Error(Errc::invalid_argument, what + ": resume needs a regular file to continue: " + path + " is " +
                                                 file_kind(st.st_mode));
-    std::vector<std::uint8_t> buffer(kChunk);
+    std::vector<std::uint8_t> buffer(kStreamChunk);
     for (;;) {
         const ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
         if (n < 0 && errno == EINTR) continue;
@@ -521,86 +335,6 @@ std::pair<std::uint64_t, Sha256> hash_existing_file(const std::string& path, con
         out.second.update(buffer.data(), static_cast<std::size_t>(n));
         out.first += static_cast<std::uint64_t>(n);
     }
-}
-
-// ---- the public value types ------------------------------------------------
-
-PushSource PushSource::file(std::string path)
-{
-    PushSource s;
-    s.kind_ = Kind::file;
-    s.path_ = std::move(path);
-    return s;
-}
-
-PushSource PushSource::memory(const void* data, std::size_t size)
-{
-    PushSource s;
-    s.kind_ = Kind::memory;
-    s.data_ = static_cast<const std::uint8_t*>(data);
-    s.size_ = size;
-    return s;
-}
-
-PushSource PushSource::owned(std::vector<std::uint8_t> bytes)
-{
-    PushSource s;
-    s.kind_ = Kind::memory;
-    s.owned_ = std::make_shared<const std::vector<std::uint8_t>>(std::move(bytes));
-    s.data_ = s.owned_->data();
-    s.size_ = s.owned_->size();
-    return s;
-}
-
-PushSource PushSource::producer(std::uint64_t size, Producer producer)
-{
-    PushSource s;
-    s.kind_ = Kind::producer;
-    s.size_ = size;
-    s.producer_ = std::move(producer);
-    return s;
-}
-
-PullSink PullSink::file(std::string path)
-{
-    PullSink s;
-    s.kind_ = Kind::file;
-    s.path_ = std::move(path);
-    return s;
-}
-
-PullSink PullSink::descriptor(int fd, std::string name)
-{
-    PullSink s;
-    s.kind_ = Kind::descriptor;
-    s.fd_ = fd;
-    s.path_ = name.empty() ? "descriptor " + std::to_string(fd) : std::move(name);
-    return s;
-}
-
-PullSink PullSink::memory(std::vector<std::uint8_t>* out)
-{
-    PullSink s;
-    s.kind_ = Kind::memory;
-    s.vector_ = out;
-    return s;
-}
-
-PullSink PullSink::buffer(void* data, std::size_t capacity)
-{
-    PullSink s;
-    s.kind_ = Kind::buffer;
-    s.data_ = static_cast<std::uint8_t*>(data);
-    s.capacity_ = capacity;
-    return s;
-}
-
-PullSink PullSink::consumer(Consumer consumer)
-{
-    PullSink s;
-    s.kind_ = Kind::consumer;
-    s.consumer_ = std::move(consumer);
-    return s;
 }
 
 }  // namespace blobstreaming::client

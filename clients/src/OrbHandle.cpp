@@ -1,0 +1,64 @@
+// The process-wide ORB and its reference count (OrbHandle.h).
+#include "OrbHandle.h"
+
+#include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/TlsFiles.h>
+#include <blobstreaming/transporter/corba/Orb.h>
+#include <blobstreaming/transporter/corba/Security.h>
+
+#include <spdlog/spdlog.h>
+
+#include <mutex>
+#include <string>
+
+namespace blobstreaming::client {
+
+namespace {
+
+/// Guards the ORB, its users and its TLS files.
+std::mutex orb_mutex;
+unsigned orb_users = 0;
+TlsFiles orb_tls;  ///< what the live ORB was initialised with
+
+/// The live ORB (nil when none). Never destroyed: a Session still open when
+/// the process exits must not have its ORB released by a static destructor.
+CORBA::ORB_var& live_orb()
+{
+    static auto* orb = new CORBA::ORB_var;
+    return *orb;
+}
+
+}  // namespace
+
+OrbHandle::OrbHandle(const SessionOptions& options)
+{
+    std::lock_guard<std::mutex> lock(orb_mutex);
+    const TlsFiles tls{options.tls_cert, options.tls_key, options.tls_ca};
+    if (orb_users == 0) {
+        tls.check("tls_");
+        if (tls.enabled()) corba::configure_ssl(tls);
+        live_orb() = corba::init_orb({{"clientCallTimeOutPeriod", std::to_string(options.timeout.count())}});
+        orb_tls = tls;
+    } else if (tls.cert != orb_tls.cert || tls.key != orb_tls.key || tls.ca != orb_tls.ca) {
+        throw Error(Errc::invalid_argument,
+                    "a Session with other TLS files than the Sessions already open in this process (one ORB, one "
+                    "TLS identity per process)");
+    }
+    ++orb_users;
+    orb_ = CORBA::ORB::_duplicate(live_orb().in());
+}
+
+OrbHandle::~OrbHandle()
+{
+    orb_ = CORBA::ORB::_nil();
+    std::lock_guard<std::mutex> lock(orb_mutex);
+    if (--orb_users > 0) return;
+    try {
+        live_orb()->destroy();
+    } catch (const CORBA::Exception& e) {
+        spdlog::warn("ORB destroy: {}", e._name());
+    }
+    live_orb() = CORBA::ORB::_nil();
+}
+
+}  // namespace blobstreaming::client

@@ -1,0 +1,179 @@
+// One pull across the caller, control and loop threads (PullOperation.h).
+#include "PullOperation.h"
+
+#include "LocalRead.h"
+#include "StoreChoice.h"
+#include "Streams.h"
+#include "TransferResult.h"
+
+#include <blobstreaming/common/BlobName.h>
+#include <blobstreaming/common/Error.h>
+
+#include <spdlog/spdlog.h>
+
+namespace blobstreaming::client {
+
+PullOperation::PullOperation(Session::Impl& session, std::string name, PullSink sink, PullOptions options,
+                             Completion done)
+    : session_(session), name_(std::move(name)), sink_(std::move(sink)), options_(std::move(options)),
+      done_(std::move(done)), what_("pull " + quote_name(name_))
+{
+}
+
+void PullOperation::start(Session::Impl& session, std::string name, PullSink sink, PullOptions options,
+                          Completion done)
+{
+    std::shared_ptr<PullOperation> op(
+        new PullOperation(session, std::move(name), std::move(sink), std::move(options), std::move(done)));
+    op->on_control_thread(&PullOperation::on_control_thread_choose);
+}
+
+void PullOperation::on_control_thread(void (PullOperation::*step)(), std::optional<Result> if_closed)
+{
+    if (!if_closed) if_closed = failure(Error(Errc::cancelled, what_ + ": the session is closing"));
+    session_.control_call([op = shared_from_this(), step] { ((*op).*step)(); },
+                          [op = shared_from_this(), r = std::move(*if_closed)] { op->session_.complete(op->done_, r); });
+}
+
+void PullOperation::fail(const Error& e)
+{
+    session_.complete(done_, failure(e, store_));
+}
+
+void PullOperation::on_control_thread_choose()
+{
+    try {
+        validate_blob_name(name_);
+        store_ = store_holding(*session_.control, options_.store, session_.options.default_store, name_, what_);
+        if (options_.resume) return on_control_thread_resume();
+        if (session_.options.local_fast_path) {
+            auto local = session_.control->find_local(store_, name_);
+            if (local && local_file_readable(local->path)) {
+                session_.loop.post([op = shared_from_this(), local = *local] { op->on_loop_thread_read_local(local); });
+                return;
+            }
+        }
+    } catch (const Error& e) {
+        return fail(e);
+    }
+    on_control_thread_ticket();
+}
+
+void PullOperation::on_loop_thread_read_local(const LocalFile& local)
+{
+    Result r;
+    r.store = store_;
+    r.local = true;
+    r.info = local.info;
+    r.offset = options_.offset;
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string where = what_ + ": store \"" + store_ + "\"";
+    try {
+        LocalRange range;
+        try {
+            range = open_local(local, options_.offset, options_.length, where);
+        } catch (const Error& e) {
+            if (e.code() != Errc::io_error && e.code() != Errc::blob_changed) throw;
+            // The file cannot be used, or it holds another version now;
+            // nothing was written: take the socket.
+            spdlog::debug("{}; pulling over the network instead", e.what());
+            return on_control_thread(&PullOperation::on_control_thread_ticket, failure(e));
+        }
+        // From here a failure is the destination's or the digest's: bytes
+        // may be out already (a FIFO, standard output), so the pull fails
+        // instead of starting over on another path.
+        auto sink = make_sink(sink_, where);
+        try {
+            r.bytes = copy_local(range, *sink, options_.verify, where, options_.progress);
+        } catch (...) {
+            sink->abandon();
+            throw;
+        }
+        r.length = r.bytes;
+    } catch (const Error& e) {
+        r.error = e.error_code();
+        r.message = e.what();
+    }
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (r.ok()) log_transfer("pulled", "from", name_, store_, r, "local file " + local.path);
+    session_.complete(done_, std::move(r));
+}
+
+void PullOperation::on_control_thread_ticket()
+{
+    try {
+        const Ticket ticket = session_.control->begin_pull(store_, name_, options_.offset, options_.length);
+        const bool retry = !retried_ && options_.offset == 0 && options_.length == 0;
+        session_.loop.post([op = shared_from_this(), ticket, retry] {
+            op->on_loop_thread_transfer(ticket, std::nullopt, retry);
+        });
+    } catch (const Error& e) {
+        fail(e);
+    }
+}
+
+void PullOperation::on_control_thread_resume()
+{
+    const std::string what = what_ + ": store \"" + store_ + "\"";
+    if (sink_.kind() != PullSink::Kind::file || sink_.path() == "-")
+        throw Error(Errc::invalid_argument,
+                    what + ": resume needs a file to continue (not standard output, memory or a consumer)");
+    if (options_.offset != 0 || options_.length != 0)
+        throw Error(Errc::invalid_argument, what + ": resume continues a whole-Blob pull; it cannot be combined "
+                                                   "with an offset or a length");
+    auto [have, prefix] = hash_existing_file(sink_.path(), what);
+    const BlobInfo info = session_.control->stat(store_, name_);
+    if (have > info.size)
+        throw Error(Errc::invalid_range, what + ": cannot resume: " + sink_.path() + " holds " +
+                                             std::to_string(have) + " bytes, more than the " +
+                                             std::to_string(info.size) + " of the Blob (not a partial copy of it)");
+    const Ticket ticket = session_.control->begin_pull(store_, name_, have, 0);
+    session_.loop.post([op = shared_from_this(), ticket, prefix = std::make_shared<Sha256>(std::move(prefix))] {
+        op->on_loop_thread_transfer(ticket, std::move(*prefix), false);
+    });
+}
+
+void PullOperation::on_loop_thread_transfer(const Ticket& ticket, std::optional<Sha256> prefix,
+                                            bool retry_if_changed)
+{
+    auto job = std::make_unique<TransferJob>();
+    job->type = protocol::FrameType::pull;
+    job->ticket = ticket;
+    job->what = what_ + ": store \"" + store_ + "\"";
+    const bool resumed = prefix.has_value();
+    try {
+        job->sink = make_sink(sink_, job->what, resumed ? std::optional<std::uint64_t>(ticket.offset) : std::nullopt);
+    } catch (const Error& e) {
+        return fail(e);
+    }
+    job->prefix_hash = std::move(prefix);
+    job->verify = options_.verify;
+    job->whole = options_.offset == 0 && options_.length == 0;
+    job->progress = options_.progress;
+    job->done = [op = shared_from_this(), ticket, retry_if_changed](JobOutcome o) {
+        op->on_loop_thread_finished(ticket, retry_if_changed, o);
+    };
+    session_.pool.submit(std::move(job));
+}
+
+void PullOperation::on_loop_thread_finished(const Ticket& ticket, bool retry_if_changed, const JobOutcome& o)
+{
+    if (retry_if_changed && o.error == make_error_code(Errc::blob_changed)) {
+        spdlog::info("pull {}: store \"{}\": the Blob changed since the ticket was issued; pulling the current version",
+                     quote_name(name_), store_);
+        retried_ = true;
+        return on_control_thread(&PullOperation::on_control_thread_ticket);
+    }
+    Result r = result_of(o, store_, ticket);
+    if (!o.error) {
+        // The data connection checked the Response against the version.
+        if (ticket.version) r.info = *ticket.version;
+        r.info.name = name_;
+        r.info.size = o.response.blob_size;
+        r.info.digest = o.response.digest;
+        log_transfer("pulled", "from", name_, store_, r, ticket.endpoint());
+    }
+    session_.complete(done_, std::move(r));
+}
+
+}  // namespace blobstreaming::client

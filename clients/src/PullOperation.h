@@ -1,0 +1,71 @@
+#pragma once
+/// One pull, from the caller's call to its completion. Each step is a
+/// member function named by the thread that runs it; the operation keeps
+/// itself alive (shared_from_this) while a step is queued or its transfer
+/// runs:
+///   caller:  start()
+///   control: on_control_thread_choose()        validate, choose the store and the path
+///   loop:    on_loop_thread_read_local()       the same-host fast path: copy from the store's file
+///   control: on_control_thread_ticket()        a ticket for the data connection
+///   control: on_control_thread_resume()        a ticket for the bytes a file still lacks
+///   loop:    on_loop_thread_transfer()         queue the transfer on a data connection
+///   loop:    on_loop_thread_finished()         the data connection's outcome
+
+#include "ClientConnection.h"
+#include "SessionImpl.h"
+
+#include <blobstreaming/client/Transfer.h>
+#include <blobstreaming/common/Sha256.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace blobstreaming::client {
+
+class PullOperation : public std::enable_shared_from_this<PullOperation> {
+public:
+    /// Caller thread: queues the pull on the control thread (or completes
+    /// it with Errc::cancelled when the Session is closing).
+    static void start(Session::Impl& session, std::string name, PullSink sink, PullOptions options, Completion done);
+
+private:
+    PullOperation(Session::Impl& session, std::string name, PullSink sink, PullOptions options, Completion done);
+
+    /// Any thread: runs `step` on the control thread; when the Session is
+    /// closing, completes with `if_closed` (default: Errc::cancelled).
+    void on_control_thread(void (PullOperation::*step)(), std::optional<Result> if_closed = std::nullopt);
+    /// Control thread: checks the name, chooses the store (StoreChoice.h)
+    /// and the path: a resume, the same-host file, or a data connection.
+    void on_control_thread_choose();
+    /// Loop thread: copies the range from the store's file on this host.
+    /// A file that cannot be used (or holds another version now) sends the
+    /// pull to on_control_thread_ticket() before any byte was written.
+    void on_loop_thread_read_local(const LocalFile& local);
+    /// Control thread: obtains a ticket and posts on_loop_thread_transfer().
+    void on_control_thread_ticket();
+    /// Control thread: a resume into a file: hashes what it holds, then a
+    /// ticket for the rest.
+    void on_control_thread_resume();
+    /// Loop thread: opens the sink and queues the transfer; a resumed pull
+    /// passes the hash of the bytes the file holds (`prefix`).
+    /// `retry_if_changed`: a Blob replaced or removed since the ticket
+    /// (Errc::blob_changed) is pulled once more, for the version current then.
+    void on_loop_thread_transfer(const Ticket& ticket, std::optional<Sha256> prefix, bool retry_if_changed);
+    /// Loop thread: the data connection's outcome.
+    void on_loop_thread_finished(const Ticket& ticket, bool retry_if_changed, const JobOutcome& outcome);
+    /// Any thread: completes with `e`.
+    void fail(const Error& e);
+
+    Session::Impl& session_;
+    std::string name_;
+    PullSink sink_;
+    PullOptions options_;
+    Completion done_;
+    std::string what_;   ///< `pull "N"`
+    std::string store_;  ///< once chosen
+    bool retried_ = false;  ///< the ticket was obtained once more after Errc::blob_changed
+};
+
+}  // namespace blobstreaming::client

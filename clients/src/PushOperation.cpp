@@ -1,0 +1,105 @@
+// One push across the caller, control and loop threads (PushOperation.h).
+#include "PushOperation.h"
+
+#include "StoreChoice.h"
+#include "Streams.h"
+#include "TransferResult.h"
+
+#include <blobstreaming/common/BlobName.h>
+#include <blobstreaming/common/Error.h>
+
+namespace blobstreaming::client {
+
+PushOperation::PushOperation(Session::Impl& session, PushSource source, std::string name, PushOptions options,
+                             Completion done)
+    : session_(session), source_(std::move(source)), name_(std::move(name)), options_(std::move(options)),
+      done_(std::move(done)), what_("push " + quote_name(name_))
+{
+}
+
+void PushOperation::start(Session::Impl& session, PushSource source, std::string name, PushOptions options,
+                          Completion done)
+{
+    std::shared_ptr<PushOperation> op(
+        new PushOperation(session, std::move(source), std::move(name), std::move(options), std::move(done)));
+    session.control_call([op] { op->on_control_thread_reserve(); },
+                         [op] {
+                             op->session_.complete(op->done_,
+                                                   failure(Error(Errc::cancelled, op->what_ + ": the session is closing")));
+                         });
+}
+
+void PushOperation::on_control_thread_reserve()
+{
+    ControlPlane& control = *session_.control;
+    auto job = std::make_shared<TransferJob>();
+    try {
+        validate_blob_name(name_);
+        store_ = store_to_write(options_.store, session_.options.default_store, what_);
+        job->source = open_source(source_, what_);
+        const std::uint64_t size = job->source->size();
+        std::optional<PushGrant> resumed;
+        if (options_.resume) resumed = control.resume_push(store_, name_, size);
+        grant_ = resumed ? std::move(*resumed) : control.begin_push(store_, name_, size, options_.replace);
+    } catch (const Error& e) {
+        return session_.complete(done_, failure(e, store_));
+    }
+    job->type = protocol::FrameType::push;
+    job->ticket = grant_.ticket;
+    job->what = what_ + ": store \"" + store_ + "\"";
+    job->progress = options_.progress;
+    job->done = [op = shared_from_this()](JobOutcome o) { op->on_loop_thread_finished(o); };
+    session_.loop.post([op = shared_from_this(), job] { op->on_loop_thread_send(job); });
+}
+
+void PushOperation::on_loop_thread_send(std::shared_ptr<TransferJob> job)
+{
+    if (job->ticket.offset > 0) {
+        // Resumed: the store has the first bytes; hash them here so that
+        // the trailer covers the whole Blob.
+        try {
+            Sha256 prefix;
+            job->source->skip(job->ticket.offset, prefix);
+            job->prefix_hash = std::move(prefix);
+        } catch (const Error& e) {
+            JobOutcome o;
+            o.error = e.error_code();
+            o.message = e.what();
+            job->done(std::move(o));
+            return;
+        }
+    }
+    session_.pool.submit(std::make_unique<TransferJob>(std::move(*job)));
+}
+
+void PushOperation::on_loop_thread_finished(const JobOutcome& o)
+{
+    Result r = result_of(o, store_, grant_.ticket);
+    if (o.error) {
+        const auto code = static_cast<Errc>(o.error.value());
+        if (options_.resume && o.error.category() == error_category() &&
+            (code == Errc::transfer_failed || code == Errc::timeout || code == Errc::unreachable)) {
+            // The store keeps what it received for its grace period.
+            r.message += "; the store keeps the bytes it received for a while: push again with resume to continue";
+            return session_.complete(done_, std::move(r));
+        }
+        // Nothing partial may stay. Closing: the worker is gone but the
+        // references live until the loop has drained, so abort from the loop.
+        auto abort = [op = shared_from_this(), r] { op->on_control_thread_abort(r); };
+        return session_.control_call(abort, abort);
+    }
+    r.info.name = name_;
+    r.info.size = o.response.blob_size;
+    r.info.digest = o.response.digest;
+    r.info.committed = std::chrono::system_clock::now();
+    log_transfer("pushed", "to", name_, store_, r, grant_.ticket.endpoint());
+    session_.complete(done_, std::move(r));
+}
+
+void PushOperation::on_control_thread_abort(const Result& r)
+{
+    session_.control->abort(store_, grant_.reservation);
+    session_.complete(done_, r);
+}
+
+}  // namespace blobstreaming::client

@@ -1,0 +1,57 @@
+#pragma once
+/// One push, from the caller's call to its completion. Each step is a
+/// member function named by the thread that runs it; the operation keeps
+/// itself alive (shared_from_this) while a step is queued or its transfer
+/// runs:
+///   caller:  start()
+///   control: on_control_thread_reserve()   validate, open the source, reserve
+///   loop:    on_loop_thread_send()         skip what a resume need not send, queue the transfer
+///   loop:    on_loop_thread_finished()     the data connection's outcome
+///   control: on_control_thread_abort()     a failed push leaves nothing: abort, then complete
+
+#include "ClientConnection.h"
+#include "SessionImpl.h"
+
+#include <blobstreaming/client/Transfer.h>
+
+#include <memory>
+#include <string>
+
+namespace blobstreaming::client {
+
+class PushOperation : public std::enable_shared_from_this<PushOperation> {
+public:
+    /// Caller thread: queues the push on the control thread (or completes
+    /// it with Errc::cancelled when the Session is closing).
+    static void start(Session::Impl& session, PushSource source, std::string name, PushOptions options,
+                      Completion done);
+
+private:
+    PushOperation(Session::Impl& session, PushSource source, std::string name, PushOptions options, Completion done);
+
+    /// Control thread: checks the name, chooses the store, opens the source
+    /// and obtains a reservation and ticket (a resumed one with `resume`),
+    /// then posts on_loop_thread_send(). Failures complete the push.
+    void on_control_thread_reserve();
+    /// Loop thread: a resumed push hashes the bytes the store already has
+    /// (a producer must run on this thread), then the transfer is queued on
+    /// a data connection.
+    void on_loop_thread_send(std::shared_ptr<TransferJob> job);
+    /// Loop thread: the data connection's outcome. Success completes; a
+    /// failure aborts the reservation first, unless `resume` keeps it.
+    void on_loop_thread_finished(const JobOutcome& outcome);
+    /// Control thread (the loop thread while the Session closes): aborts
+    /// the reservation, then completes with `r`.
+    void on_control_thread_abort(const Result& r);
+
+    Session::Impl& session_;
+    PushSource source_;  ///< kept until the completion: an owned buffer lives here
+    std::string name_;
+    PushOptions options_;
+    Completion done_;
+    std::string what_;   ///< `push "N"`
+    std::string store_;  ///< once chosen
+    PushGrant grant_;
+};
+
+}  // namespace blobstreaming::client

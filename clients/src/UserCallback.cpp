@@ -1,0 +1,21 @@
+// The one place where exceptions from application callbacks become Errors.
+#include "UserCallback.h"
+
+#include <exception>
+
+namespace blobstreaming::client {
+
+void rethrow_from_callback(const char* role, const std::string& what)
+{
+    try {
+        throw;
+    } catch (const Error&) {
+        throw;
+    } catch (const std::exception& e) {
+        throw Error(Errc::io_error, what + ": the " + role + " threw: " + e.what());
+    } catch (...) {
+        throw Error(Errc::io_error, what + ": the " + role + " threw an exception that is not a std::exception");
+    }
+}
+
+}  // namespace blobstreaming::client
