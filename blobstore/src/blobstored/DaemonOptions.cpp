@@ -211,6 +211,7 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
     }
 
     DaemonOptions o;
+    o.log_level = cli::log_level(vm, spdlog::level::info);
     o.name = value_of(vm, "name");
     if (o.name.empty()) usage("--name is required (the store's name in the naming service)");
     if (o.name.find('/') != std::string::npos || o.name.find('.') == 0)
@@ -275,7 +276,6 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
     }
     o.local_fast_path = !vm["no-local"].as<bool>();
     o.sync = !vm["no-sync"].as<bool>();
-    o.log_level = cli::log_level(vm, spdlog::level::info);
 
     o.tls.cert = value_of(vm, "tls-cert");
     o.tls.key = value_of(vm, "tls-key");
