@@ -48,8 +48,8 @@ benchmarks_bsbench_SOURCES = \
 	benchmarks/src/BlobStreamingVariant.cpp
 benchmarks_bsbench_CPPFLAGS = $(AM_CPPFLAGS) -isystem $(top_builddir)/benchmarks/idl \
 	$(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
-benchmarks_bsbench_LDADD = benchmarks/libbsbench_idl.la clients/libblobclient.la common/libblobcommon.la \
-	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
+benchmarks_bsbench_LDADD = benchmarks/libbsbench_idl.la clients/libblobclient.la transporter/libblobtransporter.la common/libblobcli.la \
+	common/libblobcommon.la $(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS)
 $(benchmarks_bsbench_OBJECTS): benchmarks/idl/BsBench.hh
 
 # The driver starts omniNames, blobstored, the bsbench servers, iperf3 and

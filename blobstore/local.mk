@@ -151,7 +151,7 @@ blobstore_blobstored_SOURCES = \
 	blobstore/src/blobstored/SdcStatus.h \
 	blobstore/src/blobstored/main.cpp
 blobstore_blobstored_CPPFLAGS = $(blobstore_libblobserver_la_CPPFLAGS) -I$(top_srcdir)/sdc/include
-blobstore_blobstored_LDADD = blobstore/libblobserver.la transporter/libblobtransporter.la blobstore/libblobstore.la \
+blobstore_blobstored_LDADD = blobstore/libblobserver.la transporter/libblobtransporter.la blobstore/libblobstore.la common/libblobcli.la \
 	common/libblobcommon.la sdc/libblobsdc.la $(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS)
 $(blobstore_blobstored_OBJECTS): idl/BlobStreaming.hh
 

@@ -26,14 +26,30 @@ commonhdr_HEADERS = \
 	common/include/blobstreaming/common/TlsFiles.h \
 	common/include/blobstreaming/common/UniqueFd.h
 
+# libblobcli (not installed): what every program's command line shares —
+# sizes, durations, the logging flags, --version, no abbreviated options
+# (docs/CLI.md). Programs link it with $(BOOST_PROGRAM_OPTIONS_LIBS) and
+# $(SPDLOG_LIBS).
+noinst_LTLIBRARIES += common/libblobcli.la
+common_libblobcli_la_SOURCES = \
+	common/include/blobstreaming/cli/CommandLine.h \
+	common/include/blobstreaming/cli/Values.h \
+	common/src/cli/CommandLine.cpp \
+	common/src/cli/Values.cpp
+common_libblobcli_la_CPPFLAGS = $(AM_CPPFLAGS) $(SPDLOG_CFLAGS)
+common_libblobcli_la_LIBADD = common/libblobcommon.la $(BOOST_PROGRAM_OPTIONS_LIBS) $(SPDLOG_LIBS)
+
 common_test_cppflags = $(AM_CPPFLAGS) -I$(top_srcdir)/common/tests $(OPENSSL_CFLAGS) -DBOOST_TEST_DYN_LINK
 common_test_ldadd = common/libblobcommon.la $(OPENSSL_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
-common_tests = common/tests/BlobNameTest common/tests/Sha256Test
+common_tests = common/tests/BlobNameTest common/tests/CliTest common/tests/Sha256Test
 check_PROGRAMS += $(common_tests)
 TESTS += $(common_tests)
 common_tests_BlobNameTest_SOURCES = common/tests/BlobNameTest.cpp
 common_tests_BlobNameTest_CPPFLAGS = $(common_test_cppflags)
 common_tests_BlobNameTest_LDADD = $(common_test_ldadd)
+common_tests_CliTest_SOURCES = common/tests/CliTest.cpp
+common_tests_CliTest_CPPFLAGS = $(common_test_cppflags) $(SPDLOG_CFLAGS)
+common_tests_CliTest_LDADD = common/libblobcli.la $(common_test_ldadd) $(BOOST_PROGRAM_OPTIONS_LIBS) $(SPDLOG_LIBS)
 common_tests_Sha256Test_SOURCES = common/tests/Sha256Test.cpp
 common_tests_Sha256Test_CPPFLAGS = $(common_test_cppflags)
 common_tests_Sha256Test_LDADD = $(common_test_ldadd)

@@ -18,9 +18,9 @@ sdc_libblobsdc_la_SOURCES = \
 	sdc/src/Uuid.h \
 	sdc/src/Xml.cpp \
 	sdc/src/Xml.h
-sdc_cppflags = $(AM_CPPFLAGS) -I$(top_srcdir)/sdc/include -I$(top_srcdir)/sdc/src $(LIBXML2_CFLAGS)
+sdc_cppflags = $(AM_CPPFLAGS) -I$(top_srcdir)/sdc/include -I$(top_srcdir)/sdc/src $(LIBXML2_CFLAGS) $(SPDLOG_CFLAGS)
 sdc_libblobsdc_la_CPPFLAGS = $(sdc_cppflags)
-sdc_libblobsdc_la_LIBADD = $(LIBXML2_LIBS) -lpthread
+sdc_libblobsdc_la_LIBADD = common/libblobcommon.la $(LIBXML2_LIBS) -lpthread
 sdc_libblobsdc_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0
 if SANITIZERS
 # GCC 12 with -fsanitize reports a false -Wmaybe-uninitialized inside
@@ -38,10 +38,10 @@ sdchdr_HEADERS = \
 bin_PROGRAMS += sdc/sdc-provider sdc/sdc-get
 sdc_sdc_provider_SOURCES = sdc/src/sdc-provider/main.cpp
 sdc_sdc_provider_CPPFLAGS = $(sdc_cppflags)
-sdc_sdc_provider_LDADD = sdc/libblobsdc.la $(BOOST_PROGRAM_OPTIONS_LIBS)
+sdc_sdc_provider_LDADD = sdc/libblobsdc.la common/libblobcli.la $(BOOST_PROGRAM_OPTIONS_LIBS) $(SPDLOG_LIBS)
 sdc_sdc_get_SOURCES = sdc/src/sdc-get/main.cpp
 sdc_sdc_get_CPPFLAGS = $(sdc_cppflags)
-sdc_sdc_get_LDADD = sdc/libblobsdc.la $(BOOST_PROGRAM_OPTIONS_LIBS)
+sdc_sdc_get_LDADD = sdc/libblobsdc.la common/libblobcli.la $(BOOST_PROGRAM_OPTIONS_LIBS) $(SPDLOG_LIBS)
 
 # Unit tests (Boost.Test): SOAP/addressing parsing, MDIB loading and lookup.
 sdc_test_cppflags = $(sdc_cppflags) -DBOOST_TEST_DYN_LINK -DSDC_TEST_DATA='"$(abs_top_srcdir)/sdc/tests/data"'
@@ -79,7 +79,7 @@ clean-local-sdc:
 EXTRA_PROGRAMS += sdc/sdc-bench
 sdc_sdc_bench_SOURCES = sdc/bench/sdc-bench.cpp
 sdc_sdc_bench_CPPFLAGS = $(sdc_cppflags)
-sdc_sdc_bench_LDADD = sdc/libblobsdc.la $(BOOST_PROGRAM_OPTIONS_LIBS)
+sdc_sdc_bench_LDADD = sdc/libblobsdc.la common/libblobcli.la $(BOOST_PROGRAM_OPTIONS_LIBS) $(SPDLOG_LIBS)
 CLEANFILES += sdc/sdc-bench$(EXEEXT)
 EXTRA_DIST += sdc/bench/run_sdc_bench.py
 SDC_BENCH_OUT = bench-results/sdc

@@ -294,9 +294,9 @@ def options(c):
     daemon = harness.program("blobstore/blobstored")
     cases = [
         (["--handshake-timeout", "0"], '--handshake-timeout: "0" is out of range (allowed: 0.1 to 3600 seconds)'),
-        (["--handshake-timeout", "5s"], '--handshake-timeout: "5s" is not a number of seconds'),
+        (["--handshake-timeout", "5x"], '--handshake-timeout: "5x" is not a duration (a number of seconds, or a number with ms, s, m or h)'),
         (["--idle-timeout", "86401"], '--idle-timeout: "86401" is out of range (allowed: 0.1 to 86400 seconds)'),
-        (["--idle-timeout", "abc"], '--idle-timeout: "abc" is not a number of seconds'),
+        (["--idle-timeout", "abc"], '--idle-timeout: "abc" is not a duration (a number of seconds, or a number with ms, s, m or h)'),
         (["--max-unauthenticated", "0"], '--max-unauthenticated: "0" is out of range (allowed: 1 to 1000000)'),
         (["--max-unauthenticated", "1000001"],
          '--max-unauthenticated: "1000001" is out of range (allowed: 1 to 1000000)'),

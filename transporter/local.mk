@@ -7,6 +7,7 @@
 # internal: none is installed.
 lib_LTLIBRARIES += transporter/libblobtransporter.la
 transporter_libblobtransporter_la_SOURCES = \
+	transporter/src/LibraryVersions.cpp \
 	transporter/src/Protocol.cpp \
 	transporter/src/SocketOptions.cpp \
 	transporter/src/Tls.cpp \
@@ -21,6 +22,7 @@ transporter_libblobtransporter_la_LIBADD = idl/libblobstreaming_idl.la common/li
 transporter_libblobtransporter_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0
 $(transporter_libblobtransporter_la_OBJECTS): idl/BlobStreaming.hh
 EXTRA_DIST += \
+	transporter/include/blobstreaming/transporter/LibraryVersions.h \
 	transporter/include/blobstreaming/transporter/Protocol.h \
 	transporter/include/blobstreaming/transporter/SocketOptions.h \
 	transporter/include/blobstreaming/transporter/Tls.h \

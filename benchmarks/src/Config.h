@@ -44,7 +44,4 @@ struct Config {
 /// exit(0).
 Config parse_command_line(int argc, char** argv);
 
-/// "512K", "64M", "2G" (x1024) or plain bytes. Throws Error(invalid_argument).
-std::uint64_t parse_size(const std::string& option, const std::string& text);
-
 }  // namespace blobstreaming::bench

@@ -15,6 +15,9 @@ public:
         case Errc::invalid_argument: return "invalid argument";
         case Errc::invalid_name: return "invalid blob name";
         case Errc::invalid_range: return "invalid range";
+        case Errc::invalid_mdib: return "invalid MDIB";
+        case Errc::unknown_handle: return "unknown handle";
+        case Errc::not_a_metric: return "not a metric";
         case Errc::no_such_blob: return "no such blob";
         case Errc::already_exists: return "blob already exists";
         case Errc::reservation_closed: return "reservation already committed or aborted";
@@ -34,6 +37,8 @@ public:
         case Errc::refused: return "refused";
         case Errc::protocol_error: return "protocol error";
         case Errc::cancelled: return "cancelled";
+        case Errc::peer_fault: return "the peer answered with a fault";
+        case Errc::no_provider: return "no provider found";
         }
         return "unknown blobstreaming error " + std::to_string(value);
     }

@@ -11,8 +11,12 @@
 #include "blobstreaming/sdc/Consumer.h"
 #include "blobstreaming/sdc/SdcError.h"
 
+#include <blobstreaming/cli/CommandLine.h>
+
 #include <boost/program_options.hpp>
+#include <libxml/xmlversion.h>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -29,6 +33,7 @@
 #include <vector>
 
 namespace po = boost::program_options;
+using namespace blobstreaming;
 using namespace blobstreaming::sdc;
 
 namespace {
@@ -122,34 +127,36 @@ int main(int argc, char** argv)
     po::options_description desc("Usage: sdc-bench --url URL [options]\n\nOptions");
     desc.add_options()
         ("help,h", "show this help and exit")
+        ("version", "show the versions of sdc-bench and its libraries and exit")
         ("url,u", po::value(&url), "the provider's device URL (required)")
         ("handle", po::value(&handle), "HandleRef of each GetMdState (default: all states)")
         ("rounds,n", po::value(&rounds)->default_value(rounds), "round trips (1..1000000)")
         ("pause-ms", po::value(&pause_ms)->default_value(pause_ms), "pause between round trips, ms")
         ("no-provider-times", "do not fetch t2..t4 from the provider")
-        ("raw", po::value<std::string>(), "REQ:RESP: t_net, plain TCP exchanges of REQ and RESP bytes (no --url)");
+        ("raw", po::value<std::string>(), "REQ:RESP: t_net, plain TCP exchanges of REQ and RESP bytes, sizes with K, M (x1024) allowed (no --url)");
+    cli::add_logging_options(desc, spdlog::level::warn);
     po::variables_map vm;
     try {
-        po::store(po::parse_command_line(argc, argv, desc), vm);
+        po::store(cli::command_line_parser(argc, argv).options(desc).run(), vm);
         po::notify(vm);
         if (vm.count("help")) {
             std::cout << desc << "\n";
             return 0;
         }
+        if (vm.count("version")) {
+            std::cout << cli::version_text("sdc-bench", {{"libxml2", LIBXML_DOTTED_VERSION}});
+            return 0;
+        }
+        spdlog::set_level(cli::log_level(vm, spdlog::level::warn));
         if (vm.count("raw")) {
             const std::string spec = vm["raw"].as<std::string>();
             const auto colon = spec.find(':');
-            std::size_t request = 0, response = 0;
-            try {
-                if (colon == std::string::npos) throw std::invalid_argument(spec);
-                request = std::stoul(spec.substr(0, colon));
-                response = std::stoul(spec.substr(colon + 1));
-            } catch (const std::exception&) {
+            if (colon == std::string::npos)
                 throw po::error("--raw \"" + spec + "\": expected REQUEST_BYTES:RESPONSE_BYTES, e.g. 900:1400");
-            }
-            if (request < 1 || response < 1 || request > (64u << 20) || response > (64u << 20) || rounds < 1 ||
-                rounds > 1000000 || pause_ms < 0 || pause_ms > 10000)
-                throw po::error("--raw sizes 1..64 MiB; --rounds 1..1000000; --pause-ms 0..10000");
+            const std::size_t request = cli::parse_size("--raw (request)", spec.substr(0, colon), 1, 64u << 20);
+            const std::size_t response = cli::parse_size("--raw (response)", spec.substr(colon + 1), 1, 64u << 20);
+            if (rounds < 1 || rounds > 1000000 || pause_ms < 0 || pause_ms > 10000)
+                throw po::error("--rounds 1..1000000; --pause-ms 0..10000");
             std::signal(SIGPIPE, SIG_IGN);
             try {
                 const auto rtt = raw_round_trips(rounds, pause_ms, request, response);
@@ -167,6 +174,9 @@ int main(int argc, char** argv)
     } catch (const po::error& e) {
         std::cerr << "sdc-bench: " << e.what() << " (try --help)\n";
         return 1;
+    } catch (const cli::UsageError& e) {
+        std::cerr << "sdc-bench: " << e.what() << " (try --help)\n";
+        return 1;
     }
     std::signal(SIGPIPE, SIG_IGN);
     try {
@@ -178,7 +188,7 @@ int main(int argc, char** argv)
         for (long r = 0; r < rounds; ++r) {
             const auto states = consumer.get_md_state(handles);
             if (states.empty())
-                throw SdcError(SdcErrc::protocol_error, "GetMdState returned no state");
+                throw SdcError(Errc::protocol_error, "GetMdState returned no state");
             calls.push_back(consumer.last_call());
             if (pause_ms > 0)
                 std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(pause_ms));
@@ -210,7 +220,7 @@ int main(int argc, char** argv)
         std::cout << nlohmann::json{{"url", url}, {"rounds", rounds}, {"pause_ms", pause_ms}, {"handle", handle},
                                     {"samples", samples}}.dump()
                   << "\n";
-    } catch (const SdcError& e) {
+    } catch (const Error& e) {
         std::cerr << "sdc-bench: " << e.what() << "\n";
         return static_cast<int>(e.code());
     }

@@ -33,7 +33,7 @@ Url parse_url(const std::string& url)
 {
     const std::string scheme = "http://";
     if (url.compare(0, scheme.size(), scheme) != 0)
-        throw SdcError(SdcErrc::invalid_argument, "URL \"" + url + "\": only http:// is supported");
+        throw SdcError(Errc::invalid_argument, "URL \"" + url + "\": only http:// is supported");
     const auto host_end = url.find('/', scheme.size());
     const std::string netloc = url.substr(scheme.size(), host_end - scheme.size());
     Url u;
@@ -42,7 +42,7 @@ Url parse_url(const std::string& url)
     u.port = colon == std::string::npos ? "80" : netloc.substr(colon + 1);
     u.path = host_end == std::string::npos ? "/" : url.substr(host_end);
     if (u.host.empty())
-        throw SdcError(SdcErrc::invalid_argument, "URL \"" + url + "\": no host");
+        throw SdcError(Errc::invalid_argument, "URL \"" + url + "\": no host");
     return u;
 }
 
@@ -95,7 +95,7 @@ public:
             } catch (const SdcError& e) {
                 disconnect();
                 // A kept-alive connection that the provider closed: retry once, fresh.
-                if (!reused || attempt > 0 || e.code() == SdcErrc::timeout)
+                if (!reused || attempt > 0 || e.code() == Errc::timeout)
                     throw SdcError(e.code(), std::string(what) + " " + url + ": " + e.what());
             }
         }
@@ -105,16 +105,16 @@ public:
         SoapMessage message;
         SoapFault fault;
         if (!parse_soap(response.body(), false, message, fault))
-            throw SdcError(SdcErrc::protocol_error, std::string(what) + " " + url + ": HTTP "
+            throw SdcError(Errc::protocol_error, std::string(what) + " " + url + ": HTTP "
                                                         + std::to_string(response.result_int()) + ", " + fault.reason);
         if (message.body_is(ns::kSoap, "Fault"))
-            throw SdcError(SdcErrc::fault, std::string(what) + " " + url + ": the provider answered with a Fault: "
+            throw SdcError(Errc::peer_fault, std::string(what) + " " + url + ": the provider answered with a Fault: "
                                                + fault_reason(message.body));
         if (response.result_int() >= 300)
-            throw SdcError(SdcErrc::protocol_error, std::string(what) + " " + url + ": HTTP "
+            throw SdcError(Errc::protocol_error, std::string(what) + " " + url + ": HTTP "
                                                         + std::to_string(response.result_int()));
         if (!message.relates_to.empty() && message.relates_to != times_.message_id)
-            throw SdcError(SdcErrc::protocol_error, std::string(what) + " " + url + ": RelatesTo "
+            throw SdcError(Errc::protocol_error, std::string(what) + " " + url + ": RelatesTo "
                                                         + message.relates_to + " does not match the request "
                                                         + times_.message_id);
         return message;
@@ -130,12 +130,12 @@ public:
         boost::system::error_code ec;
         const auto endpoints = resolver.resolve(u.host, u.port, ec);
         if (ec)
-            throw SdcError(SdcErrc::unreachable, "cannot resolve " + key + ": " + ec.message());
+            throw SdcError(Errc::unreachable, "cannot resolve " + key + ": " + ec.message());
         stream_.expires_after(options_.timeout);
         stream_.async_connect(endpoints, [&ec](beast::error_code e, const tcp::endpoint&) { ec = e; });
         run();
         if (ec)
-            throw SdcError(ec == beast::error::timeout ? SdcErrc::timeout : SdcErrc::unreachable,
+            throw SdcError(ec == beast::error::timeout ? Errc::timeout : Errc::unreachable,
                            "cannot connect to " + key + ": " + ec.message());
         stream_.socket().set_option(tcp::no_delay(true), ec);
         connected_to_ = key;
@@ -149,7 +149,7 @@ public:
         http::async_write(stream_, request, [&ec](beast::error_code e, std::size_t) { ec = e; });
         run();
         if (ec)
-            throw SdcError(ec == beast::error::timeout ? SdcErrc::timeout : SdcErrc::unreachable,
+            throw SdcError(ec == beast::error::timeout ? Errc::timeout : Errc::unreachable,
                            "sending the request: " + ec.message());
         http::response_parser<http::string_body> parser;
         parser.body_limit(256 * 1024 * 1024);
@@ -161,7 +161,7 @@ public:
         if (!ec)
             run();
         if (ec)
-            throw SdcError(ec == beast::error::timeout ? SdcErrc::timeout : SdcErrc::unreachable,
+            throw SdcError(ec == beast::error::timeout ? Errc::timeout : Errc::unreachable,
                            "receiving the response: " + ec.message());
         response = parser.release();
     }
@@ -187,7 +187,7 @@ public:
     {
         SoapMessage reply = call(device_url, ns::kTransferGet, {}, {}, "WS-Transfer Get");
         if (!xml::is(reply.body, ns::kWsx, "Metadata"))
-            throw SdcError(SdcErrc::protocol_error, "WS-Transfer Get " + device_url + ": the Body holds no wsx:Metadata");
+            throw SdcError(Errc::protocol_error, "WS-Transfer Get " + device_url + ": the Body holds no wsx:Metadata");
         for (xmlNode* section = xml::first_element(reply.body); section != nullptr; section = xml::next_element(section)) {
             if (xml::attribute(section, "Dialect") != ns::kDialectRelationship)
                 continue;
@@ -208,7 +208,7 @@ public:
                 }
             }
         }
-        throw SdcError(SdcErrc::protocol_error, "WS-Transfer Get " + device_url + ": the metadata hosts no sdc:GetService");
+        throw SdcError(Errc::protocol_error, "WS-Transfer Get " + device_url + ": the metadata hosts no sdc:GetService");
     }
 
     std::string handle_refs(const std::vector<std::string>& handles) const
@@ -259,7 +259,7 @@ std::vector<State> Consumer::get_md_state(const std::vector<std::string>& handle
     SoapMessage reply = i.call(i.get_url_, std::string(ns::kGetService) + "GetMdState",
                                "<msg:GetMdState>" + i.handle_refs(handles) + "</msg:GetMdState>", kMsgNs, "GetMdState");
     if (!reply.body_is(ns::kMsg, "GetMdStateResponse"))
-        throw SdcError(SdcErrc::protocol_error, "GetMdState " + i.get_url_ + ": the Body holds no msg:GetMdStateResponse");
+        throw SdcError(Errc::protocol_error, "GetMdState " + i.get_url_ + ": the Body holds no msg:GetMdStateResponse");
     i.read_version(reply.body);
     std::vector<State> states;
     for (xmlNode* s = xml::first_element(xml::child(reply.body, ns::kMsg, "MdState")); s != nullptr; s = xml::next_element(s)) {
@@ -296,7 +296,7 @@ std::string Consumer::get_md_description(const std::vector<std::string>& handles
                                "<msg:GetMdDescription>" + i.handle_refs(handles) + "</msg:GetMdDescription>", kMsgNs,
                                "GetMdDescription");
     if (!reply.body_is(ns::kMsg, "GetMdDescriptionResponse"))
-        throw SdcError(SdcErrc::protocol_error, "GetMdDescription " + i.get_url_
+        throw SdcError(Errc::protocol_error, "GetMdDescription " + i.get_url_
                                                     + ": the Body holds no msg:GetMdDescriptionResponse");
     i.read_version(reply.body);
     std::string text = xml::serialize_scoped(reply.body);
@@ -309,7 +309,7 @@ std::string Consumer::get_mdib()
     Impl& i = *impl_;
     SoapMessage reply = i.call(i.get_url_, std::string(ns::kGetService) + "GetMdib", "<msg:GetMdib/>", kMsgNs, "GetMdib");
     if (!reply.body_is(ns::kMsg, "GetMdibResponse"))
-        throw SdcError(SdcErrc::protocol_error, "GetMdib " + i.get_url_ + ": the Body holds no msg:GetMdibResponse");
+        throw SdcError(Errc::protocol_error, "GetMdib " + i.get_url_ + ": the Body holds no msg:GetMdibResponse");
     i.read_version(reply.body);
     std::string text = xml::serialize_scoped(reply.body);
     i.times_.t6 = monotonic_ns();
@@ -345,7 +345,7 @@ ProviderTimes Consumer::provider_times(const std::string& message_id)
     }
     i.times_ = saved;
     if (response.result_int() != 200)
-        throw SdcError(SdcErrc::protocol_error, "GET /timestamps from " + u.host + ":" + u.port + ": HTTP "
+        throw SdcError(Errc::protocol_error, "GET /timestamps from " + u.host + ":" + u.port + ": HTTP "
                                                     + std::to_string(response.result_int()) + " " + response.body());
     const std::string& body = response.body();
     const auto field = [&body](const char* name) {
@@ -369,10 +369,10 @@ std::vector<DiscoveredProvider> probe_for(const std::string& interface_ip, std::
 {
     UdpFd fd;
     if (fd.get() < 0)
-        throw SdcError(SdcErrc::unreachable, "WS-Discovery: cannot open a UDP socket");
+        throw SdcError(Errc::unreachable, "WS-Discovery: cannot open a UDP socket");
     in_addr iface{};
     if (inet_pton(AF_INET, interface_ip.c_str(), &iface) != 1)
-        throw SdcError(SdcErrc::invalid_argument, "WS-Discovery: \"" + interface_ip + "\" is not an IPv4 address");
+        throw SdcError(Errc::invalid_argument, "WS-Discovery: \"" + interface_ip + "\" is not an IPv4 address");
     sockaddr_in local{};
     local.sin_family = AF_INET;
     local.sin_addr = iface;
@@ -382,7 +382,7 @@ std::vector<DiscoveredProvider> probe_for(const std::string& interface_ip, std::
         || setsockopt(fd.get(), IPPROTO_IP, IP_MULTICAST_IF, &iface, sizeof iface) != 0
         || setsockopt(fd.get(), IPPROTO_IP, IP_MULTICAST_TTL, &ttl, sizeof ttl) != 0
         || setsockopt(fd.get(), IPPROTO_IP, IP_MULTICAST_LOOP, &loop, sizeof loop) != 0)
-        throw SdcError(SdcErrc::unreachable, "WS-Discovery: cannot prepare a multicast socket on " + interface_ip);
+        throw SdcError(Errc::unreachable, "WS-Discovery: cannot prepare a multicast socket on " + interface_ip);
     const std::string id = make_urn_uuid();
     const std::string message = make_envelope(
         ns::kProbe, id, {}, ns::kDiscoveryTo,
@@ -455,7 +455,7 @@ Consumer Consumer::discover(const std::string& interface_ip, std::chrono::millis
         if ((epr.empty() || p.epr == epr) && !p.xaddrs.empty())
             return connect(p.xaddrs.front(), options);
     }
-    throw SdcError(SdcErrc::not_found, "WS-Discovery: no provider" + (epr.empty() ? std::string() : " " + epr)
+    throw SdcError(Errc::no_provider, "WS-Discovery: no provider" + (epr.empty() ? std::string() : " " + epr)
                                            + " answered a Probe on " + interface_ip + " within "
                                            + std::to_string(wait.count()) + " ms");
 }

@@ -74,7 +74,7 @@ std::string read_file(const std::string& path)
 {
     std::ifstream in(path, std::ios::binary);
     if (!in)
-        throw SdcError(SdcErrc::invalid_mdib, "MDIB " + path + ": cannot open the file");
+        throw SdcError(Errc::invalid_mdib, "MDIB " + path + ": cannot open the file");
     std::ostringstream content;
     content << in.rdbuf();
     return content.str();
@@ -124,7 +124,7 @@ struct Mdib::Impl {
 
     [[noreturn]] void fail(const std::string& why) const
     {
-        throw SdcError(SdcErrc::invalid_mdib, "MDIB " + what + ": " + why);
+        throw SdcError(Errc::invalid_mdib, "MDIB " + what + ": " + why);
     }
 
     void index_descriptors(xmlNode* node, std::size_t mds, int depth)
@@ -244,11 +244,11 @@ struct Mdib::Impl {
     {
         const auto found = by_descriptor.find(handle);
         if (found == by_descriptor.end() || found->second.size() != 1)
-            throw SdcError(SdcErrc::unknown_handle, "MDIB " + what + ": no single state with descriptor handle \""
+            throw SdcError(Errc::unknown_handle, "MDIB " + what + ": no single state with descriptor handle \""
                                                         + handle + "\"");
         State& s = states[found->second.front()];
         if (s.type != kind && !(std::string(kind) == "StringMetricState" && s.type == "EnumStringMetricState"))
-            throw SdcError(SdcErrc::not_a_metric, "MDIB " + what + ": state \"" + handle + "\" is a " + s.type
+            throw SdcError(Errc::not_a_metric, "MDIB " + what + ": state \"" + handle + "\" is a " + s.type
                                                       + ", not a " + kind);
         return s;
     }
@@ -374,7 +374,7 @@ std::string Mdib::states_xml(const std::vector<std::string>& handles, std::uint6
             if (seen.insert(s->second).second)
                 out += impl_->state_text(impl_->states[s->second]);
         } else if (impl_->descriptors.count(h) == 0) {
-            throw SdcError(SdcErrc::unknown_handle, "unknown handle \"" + h + "\": no descriptor or state has it");
+            throw SdcError(Errc::unknown_handle, "unknown handle \"" + h + "\": no descriptor or state has it");
         }
     }
     return out;
@@ -396,7 +396,7 @@ std::string Mdib::mds_xml(const std::vector<std::string>& handles, std::uint64_t
     for (const auto& h : handles) {
         const auto d = impl_->descriptors.find(h);
         if (d == impl_->descriptors.end())
-            throw SdcError(SdcErrc::unknown_handle, "unknown handle \"" + h + "\": no descriptor has it");
+            throw SdcError(Errc::unknown_handle, "unknown handle \"" + h + "\": no descriptor has it");
         wanted.insert(d->second.mds);
     }
     for (const std::size_t i : wanted)

@@ -137,7 +137,7 @@ std::pair<std::string, unsigned short> split_address(const std::string& address)
 {
     const auto colon = address.rfind(':');
     if (colon == std::string::npos || colon == 0)
-        throw SdcError(SdcErrc::invalid_argument, "address \"" + address + "\": expected HOST:PORT");
+        throw SdcError(Errc::invalid_argument, "address \"" + address + "\": expected HOST:PORT");
     std::string host = address.substr(0, colon);
     if (host == "localhost")
         host = "127.0.0.1";
@@ -148,7 +148,7 @@ std::pair<std::string, unsigned short> split_address(const std::string& address)
         if (used != address.size() - colon - 1 || port > 65535)
             throw std::out_of_range("port");
     } catch (const std::exception&) {
-        throw SdcError(SdcErrc::invalid_argument, "address \"" + address + "\": the port must be 0..65535");
+        throw SdcError(Errc::invalid_argument, "address \"" + address + "\": the port must be 0..65535");
     }
     return {host, static_cast<unsigned short>(port)};
 }
@@ -165,7 +165,7 @@ public:
         boost::system::error_code ec;
         const auto ip = net::ip::make_address(host, ec);
         if (ec)
-            throw SdcError(SdcErrc::invalid_argument, "address \"" + options_.address + "\": \"" + host
+            throw SdcError(Errc::invalid_argument, "address \"" + options_.address + "\": \"" + host
                                                           + "\" is not an IP address");
         const tcp::endpoint endpoint(ip, port);
         acceptor_.open(endpoint.protocol(), ec);
@@ -176,7 +176,7 @@ public:
         if (!ec)
             acceptor_.listen(net::socket_base::max_listen_connections, ec);
         if (ec)
-            throw SdcError(SdcErrc::unreachable, "cannot listen on " + options_.address + ": " + ec.message());
+            throw SdcError(Errc::unreachable, "cannot listen on " + options_.address + ": " + ec.message());
         const auto bound = acceptor_.local_endpoint();
         address_ = bound.address().to_string() + ":" + std::to_string(bound.port());
         handler_.set_base_url("http://" + address_);

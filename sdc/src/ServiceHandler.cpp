@@ -106,7 +106,7 @@ HttpReply ServiceHandler::post(std::string_view body, long long t2)
     try {
         reply = dispatch(request, t3);
     } catch (const SdcError& e) {
-        fault.sender = e.code() == SdcErrc::unknown_handle || e.code() == SdcErrc::invalid_argument;
+        fault.sender = e.code() == Errc::unknown_handle || e.code() == Errc::invalid_argument;
         fault.reason = e.what();
         reply = fault_reply(fault, request.message_id);
     } catch (const std::exception& e) {
@@ -128,7 +128,7 @@ HttpReply ServiceHandler::dispatch(const SoapMessage& request, long long& t3)
         if (options_.validate && !request.body_is(ns_uri, local)) {
             const std::string found = request.body != nullptr
                 ? std::string(reinterpret_cast<const char*>(request.body->name)) : std::string("an empty Body");
-            throw SdcError(SdcErrc::invalid_argument, "action " + action + " needs a " + local + " element ("
+            throw SdcError(Errc::invalid_argument, "action " + action + " needs a " + local + " element ("
                                                           + ns_uri + ") in the Body, found " + found);
         }
     };

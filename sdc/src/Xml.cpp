@@ -254,7 +254,7 @@ BicepsSchema::BicepsSchema(const std::string& directory) : impl_(std::make_uniqu
         const fs::path file = fs::path(directory) / files[i];
         std::error_code ec;
         if (!fs::is_regular_file(file, ec))
-            throw SdcError(SdcErrc::invalid_argument, "BICEPS schema directory \"" + directory + "\": " +
+            throw SdcError(Errc::invalid_argument, "BICEPS schema directory \"" + directory + "\": " +
                                                           files[i] + " is missing (it needs " + files[0] + ", " +
                                                           files[1] + " and " + files[2] + ")");
         wrapper += std::string("<xsd:import namespace=\"") + namespaces[i] + "\" schemaLocation=\"" +
@@ -271,7 +271,7 @@ BicepsSchema::BicepsSchema(const std::string& directory) : impl_(std::make_uniqu
     if (impl_->schema) impl_->context = xmlSchemaNewValidCtxt(impl_->schema);
     if (!impl_->context) {
         if (impl_->schema) xmlSchemaFree(impl_->schema);
-        throw SdcError(SdcErrc::invalid_argument, "BICEPS schemas in \"" + directory + "\" cannot be used: " +
+        throw SdcError(Errc::invalid_argument, "BICEPS schemas in \"" + directory + "\" cannot be used: " +
                                                       (error.empty() ? std::string("out of memory") : error));
     }
     xmlSchemaSetValidStructuredErrors(impl_->context, first_error, &impl_->error);

@@ -6,6 +6,7 @@
 #include <boost/test/unit_test.hpp>
 
 using namespace blobstreaming::sdc;
+using blobstreaming::Errc;
 
 namespace {
 
@@ -25,7 +26,7 @@ const std::string kSmall =
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 template <class F>
-std::string error_of(F&& f, SdcErrc expected)
+std::string error_of(F&& f, Errc expected)
 {
     try {
         f();
@@ -70,9 +71,9 @@ BOOST_AUTO_TEST_CASE(unknown_handles_are_named)
 {
     const Mdib mdib = Mdib::load_string(kSmall, "small");
     std::uint64_t version = 0;
-    const std::string why = error_of([&] { mdib.states_xml({"n", "nope"}, version); }, SdcErrc::unknown_handle);
+    const std::string why = error_of([&] { mdib.states_xml({"n", "nope"}, version); }, Errc::unknown_handle);
     BOOST_TEST(why == "unknown handle \"nope\": no descriptor or state has it");
-    error_of([&] { mdib.mds_xml({"nope"}, version); }, SdcErrc::unknown_handle);
+    error_of([&] { mdib.mds_xml({"nope"}, version); }, Errc::unknown_handle);
 }
 
 BOOST_AUTO_TEST_CASE(description_by_handle_is_its_mds)
@@ -97,18 +98,18 @@ BOOST_AUTO_TEST_CASE(set_metric_updates_value_and_versions)
     BOOST_TEST(contains(n, "StateVersion=\"2\""), n);
     BOOST_TEST(contains(n, "<pm:MetricQuality Validity=\"Vld\"/>"), n);
     BOOST_TEST(contains(mdib.states_xml({"s"}, version), "Value=\"ok\""));
-    BOOST_TEST(error_of([&] { mdib.set_metric("c", 1.0); }, SdcErrc::not_a_metric)
+    BOOST_TEST(error_of([&] { mdib.set_metric("c", 1.0); }, Errc::not_a_metric)
                == "MDIB small: state \"c\" is a ChannelState, not a NumericMetricState");
-    error_of([&] { mdib.set_metric("x", 1.0); }, SdcErrc::unknown_handle);
+    error_of([&] { mdib.set_metric("x", 1.0); }, Errc::unknown_handle);
 }
 
 BOOST_AUTO_TEST_CASE(bad_mdibs_are_rejected_with_reasons)
 {
-    BOOST_TEST(contains(error_of([] { Mdib::load_string("<a>", "t1"); }, SdcErrc::invalid_mdib), "MDIB t1: not well-formed XML"));
-    BOOST_TEST(contains(error_of([] { Mdib::load_string("<a/>", "t2"); }, SdcErrc::invalid_mdib), "no pm:MdDescription"));
+    BOOST_TEST(contains(error_of([] { Mdib::load_string("<a>", "t1"); }, Errc::invalid_mdib), "MDIB t1: not well-formed XML"));
+    BOOST_TEST(contains(error_of([] { Mdib::load_string("<a/>", "t2"); }, Errc::invalid_mdib), "no pm:MdDescription"));
     std::string no_type = kSmall;
     no_type.erase(no_type.find("xsi:type=\"pm:NumericMetricDescriptor\" "), 38);
-    BOOST_TEST(error_of([&] { Mdib::load_string(no_type, "t3"); }, SdcErrc::invalid_mdib)
+    BOOST_TEST(error_of([&] { Mdib::load_string(no_type, "t3"); }, Errc::invalid_mdib)
                == "MDIB t3: descriptor \"n\" (pm:Metric) has no xsi:type");
-    BOOST_TEST(contains(error_of([] { Mdib::load_file("/nonexistent.xml"); }, SdcErrc::invalid_mdib), "cannot open"));
+    BOOST_TEST(contains(error_of([] { Mdib::load_file("/nonexistent.xml"); }, Errc::invalid_mdib), "cannot open"));
 }

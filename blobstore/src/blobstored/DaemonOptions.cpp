@@ -1,41 +1,25 @@
 #include "DaemonOptions.h"
 
+#include <blobstreaming/cli/CommandLine.h>
 #include <blobstreaming/common/Error.h>
+#include <blobstreaming/transporter/LibraryVersions.h>
 
 #include <boost/program_options.hpp>
 
 #include <cerrno>
-#include <cmath>
 #include <cstdlib>
 #include <fstream>
-#include <limits>
 #include <sstream>
 
 namespace po = boost::program_options;
+using namespace std::chrono_literals;
 
 namespace blobstreaming::daemon {
 namespace {
 
-constexpr const char* kVersionText = "blobstored (Blob Streaming) " VERSION "\n";
-
 [[noreturn]] void usage(const std::string& message) { throw Error(Errc::invalid_argument, message); }
 
 std::string quoted(const std::string& s) { return "\"" + s + "\""; }
-
-std::chrono::milliseconds parse_seconds(const std::string& option, const std::string& text, double min, double max)
-{
-    char* end = nullptr;
-    errno = 0;
-    const double v = std::strtod(text.c_str(), &end);
-    if (text.empty() || end == nullptr || *end != '\0' || errno != 0 || !std::isfinite(v))
-        usage("--" + option + ": " + quoted(text) + " is not a number of seconds");
-    if (v < min || v > max) {
-        std::ostringstream allowed;
-        allowed << min << " to " << max;
-        usage("--" + option + ": " + quoted(text) + " is out of range (allowed: " + allowed.str() + " seconds)");
-    }
-    return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(v * 1000.0)));
-}
 
 std::size_t parse_count(const std::string& option, const std::string& text, std::size_t min, std::size_t max)
 {
@@ -78,16 +62,6 @@ BlobStreaming::StoreTier parse_tier(const std::string& text)
     usage("--tier: " + quoted(text) + " is not one of memory, workstation, cluster, central");
 }
 
-spdlog::level::level_enum parse_level(const std::string& text)
-{
-    static const std::pair<const char*, spdlog::level::level_enum> kLevels[] = {
-        {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug}, {"info", spdlog::level::info},
-        {"warn", spdlog::level::warn},   {"error", spdlog::level::err},   {"off", spdlog::level::off}};
-    for (const auto& [name, level] : kLevels)
-        if (text == name) return level;
-    usage("--log-level: " + quoted(text) + " is not one of trace, debug, info, warn, error, off");
-}
-
 po::options_description describe()
 {
     po::options_description d("blobstored: serves one Blob store on the control plane (CORBA) and the data plane "
@@ -98,25 +72,25 @@ po::options_description describe()
         ("help,h", "show this help and exit")
         ("version", "show the version and exit")
         ("name,n", po::value<std::string>()->value_name("NAME"), "store name, registered as BlobStreaming/Stores/NAME (required)")
-        ("store,s", po::value<std::string>()->value_name("SPEC"), "file:DIR (a FileStore in DIR, created if missing) or memory:SIZE (a MemoryStore of SIZE bytes) (required)")
+        ("store,s", po::value<std::string>()->value_name("SPEC"), "file:DIR (a FileStore in DIR, created if missing) or memory:SIZE (a MemoryStore of SIZE bytes, e.g. 512M) (required)")
         ("naming", po::value<std::string>()->value_name("URL"), "Naming Service, corbaname::HOST:PORT (default: $BLOBSTREAMING_NAMING, else corbaname::127.0.0.1:2809)")
-        ("capacity", po::value<std::string>()->value_name("BYTES"), "limit of a FileStore, e.g. 64G (default: 0 = the file system's)")
+        ("capacity", po::value<std::string>()->value_name("BYTES"), "limit of a FileStore, e.g. 64G or 2T (K, M, G, T: x1024; default: 0 = the file system's)")
         ("evict", po::bool_switch(), "memory store: drop least recently used Blobs to make room (cache tier)")
         ("tier", po::value<std::string>()->value_name("TIER"), "memory|workstation|cluster|central (default: memory for a memory store, else workstation)")
         ("control-address", po::value<std::string>()->value_name("HOST:PORT")->default_value("0.0.0.0:0"), "CORBA endpoint; port 0: ephemeral")
         ("data-address", po::value<std::string>()->value_name("HOST:PORT")->default_value("0.0.0.0:0"), "data port; port 0: ephemeral")
         ("sdc-address", po::value<std::string>()->value_name("HOST:PORT"), "serve the store's status as an IEEE 11073 SDC provider (docs/SDC.md); port 0: ephemeral")
-        ("ticket-lifetime", po::value<std::string>()->value_name("SECONDS")->default_value("30"), "unused transfer tickets expire after this")
-        ("timeout", po::value<std::string>()->value_name("SECONDS")->default_value("30"), "inactivity timeout of a transfer")
-        ("handshake-timeout", po::value<std::string>()->value_name("SECONDS")->default_value("5"), "a data connection that has not presented a valid transfer Request (after its TLS handshake) this long after connecting is closed")
-        ("idle-timeout", po::value<std::string>()->value_name("SECONDS")->default_value("60"), "a data connection idle between transfers (a client's pooled connection) is closed after this")
+        ("ticket-lifetime", po::value<std::string>()->value_name("DURATION")->default_value("30"), "unused transfer tickets expire after this (durations: seconds unless a unit is given: 500ms, 2m, 1h)")
+        ("timeout", po::value<std::string>()->value_name("DURATION")->default_value("30"), "inactivity timeout of a transfer")
+        ("handshake-timeout", po::value<std::string>()->value_name("DURATION")->default_value("5"), "a data connection that has not presented a valid transfer Request (after its TLS handshake) this long after connecting is closed")
+        ("idle-timeout", po::value<std::string>()->value_name("DURATION")->default_value("60"), "a data connection idle between transfers (a client's pooled connection) is closed after this")
         ("max-unauthenticated", po::value<std::string>()->value_name("N")->default_value("1024"), "data connections that have not presented a valid ticket yet; above it the oldest is closed for the newcomer (lowered to fit the descriptor limit)")
         ("max-unauthenticated-per-peer", po::value<std::string>()->value_name("N")->default_value("64"), "the same from one IP address; above it a new connection is closed at once")
-        ("reservation-grace", po::value<std::string>()->value_name("SECONDS")->default_value("60"), "an unused reservation is aborted after this")
-        ("naming-check", po::value<std::string>()->value_name("SECONDS")->default_value("2"), "how often the store checks its Naming Service entry and registers again when it is missing (a restarted Naming Service)")
+        ("reservation-grace", po::value<std::string>()->value_name("DURATION")->default_value("60"), "an unused reservation is aborted after this")
+        ("naming-check", po::value<std::string>()->value_name("DURATION")->default_value("2"), "how often the store checks its Naming Service entry and registers again when it is missing (a restarted Naming Service)")
         ("max-reservations", po::value<std::string>()->value_name("N")->default_value("1024"), "open reservations (reserved, not yet committed or aborted) the store holds at most; more are refused with LimitReached (1 to 1000000)")
         ("max-reservations-per-client", po::value<std::string>()->value_name("N")->default_value("64"), "open reservations one client holds at most: its certificate subject with TLS, else its IP address (1 to 1000000)")
-        ("transporter-idle", po::value<std::string>()->value_name("SECONDS")->default_value("300"), "a transporter neither called nor transferring for this long is reclaimed (its client died or never closed it); checked every --naming-check")
+        ("transporter-idle", po::value<std::string>()->value_name("DURATION")->default_value("300"), "a transporter neither called nor transferring for this long is reclaimed (its client died or never closed it); checked every --naming-check")
         ("max-transporters", po::value<std::string>()->value_name("N")->default_value("4096"), "open transporters in all; more are refused with limit_reached")
         ("max-client-transporters", po::value<std::string>()->value_name("N")->default_value("256"), "open transporters of one client (its host, or its certificate subject with TLS)")
         ("socket-buffer", po::value<std::string>()->value_name("BYTES"), "SO_SNDBUF and SO_RCVBUF of data connections (default: unset = Linux autotuning)")
@@ -129,11 +103,9 @@ po::options_description describe()
         ("allow-write", po::value<std::vector<std::string>>()->composing()->value_name("SUBJECT"), "TLS: ... that may push; repeatable")
         ("allow-delete", po::value<std::vector<std::string>>()->composing()->value_name("SUBJECT"), "TLS: ... that may remove; repeatable. With TLS on, whatever is not allowed is denied")
         ("config", po::value<std::string>()->value_name("FILE"), "read `option = value` lines (long option names) from FILE; the command line wins")
-        ("log-level", po::value<std::string>()->value_name("LEVEL"), "trace|debug|info|warn|error|off (default: info)")
-        ("quiet,q", po::bool_switch(), "log warnings and errors only")
-        ("verbose,v", po::bool_switch(), "log information (the default)")
-        ("debug,d", po::bool_switch(), "log debug detail");
+        ;
     // clang-format on
+    cli::add_logging_options(d, spdlog::level::info);
     return d;
 }
 
@@ -173,29 +145,6 @@ const char* tier_name(BlobStreaming::StoreTier tier)
     }
 }
 
-std::uint64_t parse_size(const std::string& option, const std::string& text)
-{
-    std::size_t digits = 0;
-    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-    const std::string suffix = text.substr(digits);
-    unsigned shift = 0;
-    if (suffix == "K" || suffix == "k")
-        shift = 10;
-    else if (suffix == "M" || suffix == "m")
-        shift = 20;
-    else if (suffix == "G" || suffix == "g")
-        shift = 30;
-    else if (!suffix.empty())
-        digits = 0;
-    if (digits == 0)
-        usage("--" + option + ": " + quoted(text) + " is not a size (a number of bytes, optionally with K, M or G)");
-    errno = 0;
-    const unsigned long long n = std::strtoull(text.substr(0, digits).c_str(), nullptr, 10);
-    if (errno != 0 || n > (std::numeric_limits<std::uint64_t>::max() >> shift))
-        usage("--" + option + ": " + quoted(text) + " is too large");
-    return std::uint64_t{n} << shift;
-}
-
 namespace {
 
 ParsedCommandLine interpret(const po::options_description& desc, const po::variables_map& vm);
@@ -208,7 +157,7 @@ ParsedCommandLine parse_command_line(int argc, char** argv)
     po::variables_map vm;
     for (int i = 1; i < argc; ++i) refuse_percent("argument " + quoted(argv[i]), argv[i]);
     try {
-        po::store(po::parse_command_line(argc, argv, desc), vm);
+        po::store(cli::command_line_parser(argc, argv).options(desc).run(), vm);
         if (vm.count("config")) {
             const std::string file = vm["config"].as<std::string>();
             std::ifstream in(file, std::ios::binary);
@@ -234,7 +183,7 @@ ParsedCommandLine parse_options(const std::vector<std::string>& args, const std:
     for (const auto& arg : args) refuse_percent("argument " + quoted(arg), arg);
     check_config_text("configuration", config_text);
     try {
-        po::store(po::command_line_parser(args).options(desc).run(), vm);
+        po::store(cli::command_line_parser(args).options(desc).run(), vm);
         std::istringstream in(config_text);
         po::store(po::parse_config_file(in, desc), vm);
         po::notify(vm);
@@ -257,11 +206,12 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
         return out;
     }
     if (vm.count("version")) {
-        out.text = kVersionText;
+        out.text = cli::version_text("blobstored", transporter_library_versions());
         return out;
     }
 
     DaemonOptions o;
+    o.log_level = cli::log_level(vm, spdlog::level::info);
     o.name = value_of(vm, "name");
     if (o.name.empty()) usage("--name is required (the store's name in the naming service)");
     if (o.name.find('/') != std::string::npos || o.name.find('.') == 0)
@@ -274,9 +224,9 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
     } else if (store.rfind("memory:", 0) == 0) {
         o.store_kind = "memory";
         try {
-            o.memory_size = parse_size("store", store.substr(7));
+            o.memory_size = cli::parse_size("--store", store.substr(7));
         } catch (const Error&) {
-            usage("--store: " + quoted(store) + " is not memory:SIZE with a size such as 512M (K, M, G: x1024)");
+            usage("--store: " + quoted(store) + " is not memory:SIZE with a size such as 512M (K, M, G, T: x1024)");
         }
         if (o.memory_size == 0) usage("--store: " + quoted(store) + ": the memory size must be greater than 0");
     } else if (store.empty()) {
@@ -292,7 +242,7 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
     }
     if (vm.count("capacity")) {
         if (o.store_kind != "file") usage("--capacity applies to a file store; a memory store's size is in --store");
-        o.capacity = parse_size("capacity", value_of(vm, "capacity"));
+        o.capacity = cli::parse_size("--capacity", value_of(vm, "capacity"));
     }
     o.evict = vm["evict"].as<bool>();
     if (o.evict && o.store_kind != "memory") usage("--evict applies to a memory store only");
@@ -304,35 +254,28 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
         const HostPort sdc = parse_host_port("sdc-address", vm["sdc-address"].as<std::string>());
         o.sdc_address = sdc.host + ":" + std::to_string(sdc.port);
     }
-    o.ticket_lifetime = parse_seconds("ticket-lifetime", value_of(vm, "ticket-lifetime"), 0.001, 86400);
-    o.timeout = parse_seconds("timeout", value_of(vm, "timeout"), 0.001, 86400);
-    o.handshake_timeout = parse_seconds("handshake-timeout", value_of(vm, "handshake-timeout"), 0.1, 3600);
-    o.idle_timeout = parse_seconds("idle-timeout", value_of(vm, "idle-timeout"), 0.1, 86400);
+    o.ticket_lifetime = cli::parse_duration("--ticket-lifetime", value_of(vm, "ticket-lifetime"), 1ms, 86400s);
+    o.timeout = cli::parse_duration("--timeout", value_of(vm, "timeout"), 1ms, 86400s);
+    o.handshake_timeout = cli::parse_duration("--handshake-timeout", value_of(vm, "handshake-timeout"), 100ms, 3600s);
+    o.idle_timeout = cli::parse_duration("--idle-timeout", value_of(vm, "idle-timeout"), 100ms, 86400s);
     o.max_unauthenticated = parse_count("max-unauthenticated", value_of(vm, "max-unauthenticated"), 1, 1000000);
     o.max_unauthenticated_per_peer =
         parse_count("max-unauthenticated-per-peer", value_of(vm, "max-unauthenticated-per-peer"), 1, 1000000);
-    o.reservation_grace = parse_seconds("reservation-grace", value_of(vm, "reservation-grace"), 0.001, 604800);
-    o.naming_check = parse_seconds("naming-check", value_of(vm, "naming-check"), 0.1, 3600);
+    o.reservation_grace = cli::parse_duration("--reservation-grace", value_of(vm, "reservation-grace"), 1ms, 604800s);
+    o.naming_check = cli::parse_duration("--naming-check", value_of(vm, "naming-check"), 100ms, 3600s);
     o.max_reservations = parse_count("max-reservations", value_of(vm, "max-reservations"), 1, 1000000);
     o.max_reservations_per_client =
         parse_count("max-reservations-per-client", value_of(vm, "max-reservations-per-client"), 1, 1000000);
-    o.transporter_idle = parse_seconds("transporter-idle", value_of(vm, "transporter-idle"), 0.1, 604800);
+    o.transporter_idle = cli::parse_duration("--transporter-idle", value_of(vm, "transporter-idle"), 100ms, 604800s);
     o.max_transporters = parse_count("max-transporters", value_of(vm, "max-transporters"), 1, 1000000);
     o.max_client_transporters =
         parse_count("max-client-transporters", value_of(vm, "max-client-transporters"), 1, 1000000);
     if (vm.count("socket-buffer")) {
-        const std::uint64_t b = parse_size("socket-buffer", value_of(vm, "socket-buffer"));
-        if (b < 4096 || b > (std::uint64_t{1} << 30))
-            usage("--socket-buffer: " + quoted(value_of(vm, "socket-buffer")) +
-                  " is out of range (allowed: 4K to 1G)");
-        o.socket_buffer = static_cast<int>(b);
+        o.socket_buffer =
+            static_cast<int>(cli::parse_size("--socket-buffer", value_of(vm, "socket-buffer"), 4096, 1ULL << 30));
     }
     o.local_fast_path = !vm["no-local"].as<bool>();
     o.sync = !vm["no-sync"].as<bool>();
-    if (vm["quiet"].as<bool>()) o.log_level = spdlog::level::warn;
-    if (vm["verbose"].as<bool>()) o.log_level = spdlog::level::info;
-    if (vm["debug"].as<bool>()) o.log_level = spdlog::level::debug;
-    if (vm.count("log-level")) o.log_level = parse_level(value_of(vm, "log-level"));
 
     o.tls.cert = value_of(vm, "tls-cert");
     o.tls.key = value_of(vm, "tls-key");

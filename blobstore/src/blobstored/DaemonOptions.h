@@ -72,10 +72,6 @@ ParsedCommandLine parse_command_line(int argc, char** argv);
 /// `config_text` holds `option = value` lines. Same errors.
 ParsedCommandLine parse_options(const std::vector<std::string>& args, const std::string& config_text);
 
-/// "512K", "64M", "2G", "1048576" -> bytes (x1024 suffixes). Throws
-/// Error(invalid_argument) naming `option`.
-std::uint64_t parse_size(const std::string& option, const std::string& text);
-
 /// The name of a tier as on the command line ("memory", ...).
 const char* tier_name(BlobStreaming::StoreTier tier);
 

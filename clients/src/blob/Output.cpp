@@ -34,34 +34,13 @@ const char* errc_name(Errc code) noexcept
     case Errc::refused: return "refused";
     case Errc::protocol_error: return "protocol_error";
     case Errc::cancelled: return "cancelled";
+    case Errc::invalid_mdib: return "invalid_mdib";
+    case Errc::unknown_handle: return "unknown_handle";
+    case Errc::not_a_metric: return "not_a_metric";
+    case Errc::peer_fault: return "peer_fault";
+    case Errc::no_provider: return "no_provider";
     }
     return "unknown";
-}
-
-std::optional<std::uint64_t> parse_size(const std::string& text)
-{
-    if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return std::nullopt;
-    std::size_t end = 0;
-    unsigned long long value = 0;
-    try {
-        value = std::stoull(text, &end);
-    } catch (const std::exception&) {
-        return std::nullopt;
-    }
-    std::uint64_t scale = 1;
-    if (end + 1 == text.size()) {
-        switch (text[end]) {
-        case 'K': case 'k': scale = 1ULL << 10; break;
-        case 'M': case 'm': scale = 1ULL << 20; break;
-        case 'G': case 'g': scale = 1ULL << 30; break;
-        case 'T': case 't': scale = 1ULL << 40; break;
-        default: return std::nullopt;
-        }
-    } else if (end != text.size()) {
-        return std::nullopt;
-    }
-    if (value > UINT64_MAX / scale) return std::nullopt;
-    return value * scale;
 }
 
 std::string rfc3339(std::chrono::system_clock::time_point t)

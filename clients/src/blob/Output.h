@@ -18,8 +18,6 @@ namespace blobstreaming::cli {
 /// "no_such_blob" for Errc::no_such_blob.
 const char* errc_name(Errc code) noexcept;
 
-/// Parses "4096", "512K", "64M", "2G" (x1024); nullopt when malformed.
-std::optional<std::uint64_t> parse_size(const std::string& text);
 
 /// RFC 3339 UTC with milliseconds: 2026-11-22T05:31:52.123Z.
 std::string rfc3339(std::chrono::system_clock::time_point t);

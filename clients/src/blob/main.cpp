@@ -3,8 +3,10 @@
 #include "Io.h"
 #include "Output.h"
 
+#include <blobstreaming/cli/CommandLine.h>
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/TlsFiles.h>
+#include <blobstreaming/transporter/LibraryVersions.h>
 
 #include <boost/program_options.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -20,14 +22,10 @@
 
 namespace po = boost::program_options;
 using namespace blobstreaming;
+using namespace std::chrono_literals;
+using cli::UsageError;
 
 namespace {
-
-constexpr const char* kVersion = "blob (Blob Streaming) 0.1.0";
-
-struct UsageError : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
 
 int fail(Errc code, const std::string& message, bool json, bool data_on_stdout)
 {
@@ -53,12 +51,7 @@ int check_stdout(int rc)
 
 std::uint64_t size_option(const po::variables_map& vm, const char* option)
 {
-    const auto text = vm[option].as<std::string>();
-    const auto value = cli::parse_size(text);
-    if (!value)
-        throw UsageError(std::string("--") + option + " " + text +
-                         ": expected a byte count, optionally with K, M, G or T (x1024)");
-    return *value;
+    return cli::parse_size(std::string("--") + option, vm[option].as<std::string>());
 }
 
 po::options_description describe()
@@ -84,9 +77,9 @@ po::options_description describe()
          "Naming Service URL (env BLOBSTREAMING_NAMING)")
         ("store,s", po::value<std::string>()->default_value(""), "store name (pull/stat/rm: default nearest holder)")
         ("json,j", "one JSON object on stdout")
-        ("socket-buffer,b", po::value<std::string>()->default_value("0"), "SO_SNDBUF/SO_RCVBUF (0: autotuning)")
-        ("timeout,t", po::value<std::string>()->default_value("30"), "inactivity timeout in seconds (0.001-86400): the data connection, "
-         "a FIFO's writer or reader, a stream's next byte")
+        ("socket-buffer,b", po::value<std::string>()->default_value("0"), "SO_SNDBUF/SO_RCVBUF, bytes or K, M, G (0: autotuning; at most 1G)")
+        ("timeout,t", po::value<std::string>()->default_value("30"), "inactivity timeout, seconds unless a unit is given "
+         "(500ms, 2m; 0.001 to 86400 s): the data connection, a FIFO's writer or reader, a stream's next byte")
         ("no-local", "never read a same-host store's file directly")
         ("tls-cert", po::value<std::string>()->value_name("FILE"), "TLS on both planes: this client's certificate (PEM); needs --tls-key and --tls-ca")
         ("tls-key", po::value<std::string>()->value_name("FILE"), "the certificate's private key (PEM, unencrypted)")
@@ -94,17 +87,14 @@ po::options_description describe()
         ("replace,r", "push: overwrite an existing Blob")
         ("size", po::value<std::string>()->value_name("BYTES"),
          "push: stream exactly BYTES from FILE ('-', a FIFO, a device) instead of reading it to its end first; "
-         "fewer fail the push (exit 23); a regular FILE must have this size")
+         "fewer fail the push (exit 23); a regular FILE must have this size (K, M, G, T: x1024)")
         ("offset,o", po::value<std::string>()->default_value("0"), "pull: first byte of the range")
         ("length,l", po::value<std::string>()->default_value("0"), "pull: bytes of the range (0: to the end)")
         ("resume", "push/pull: continue an interrupted transfer where it stopped (push: the store's kept "
                    "reservation; pull: the bytes FILE already holds)")
         ("verify", "pull: check the whole Blob's SHA-256 against the store's (the default for whole-Blob pulls)")
-        ("no-verify", "pull: skip the check of the whole Blob's SHA-256")
-        ("quiet,q", "errors only")
-        ("verbose,v", "log at info level")
-        ("debug,d", "log at debug level")
-        ("log-level", po::value<std::string>(), "trace|debug|info|warn|error|off (default: warn)");
+        ("no-verify", "pull: skip the check of the whole Blob's SHA-256");
+    cli::add_logging_options(o, spdlog::level::warn);
     return o;
 }
 
@@ -115,7 +105,7 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
     all.add_options()("command", po::value<std::string>())("args", po::value<std::vector<std::string>>());
     po::positional_options_description positional;
     positional.add("command", 1).add("args", -1);
-    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
+    po::store(cli::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
     po::notify(vm);
     if (vm.count("help") || vm.count("version")) return {};
 
@@ -134,15 +124,9 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
     call.store = vm["store"].as<std::string>();
     if (call.command == "push" && call.store.empty()) throw UsageError("push: no store given (use --store NAME)");
     call.json = vm.count("json") != 0;
-    const auto buffer = size_option(vm, "socket-buffer");
-    if (buffer > (1ULL << 30)) throw UsageError("--socket-buffer " + std::to_string(buffer) + ": at most 1G");
-    call.socket_buffer = static_cast<int>(buffer);
-    const std::string timeout_text = vm["timeout"].as<std::string>();
-    char* end = nullptr;
-    const double timeout = std::strtod(timeout_text.c_str(), &end);
-    if (end == timeout_text.c_str() || *end != '\0' || !(timeout >= 0.001 && timeout <= 86400))
-        throw UsageError("--timeout " + timeout_text + ": expected seconds between 0.001 and 86400");
-    call.timeout = std::chrono::milliseconds(static_cast<long long>(timeout * 1000));
+    call.socket_buffer =
+        static_cast<int>(cli::parse_size("--socket-buffer", vm["socket-buffer"].as<std::string>(), 0, 1ULL << 30));
+    call.timeout = cli::parse_duration("--timeout", vm["timeout"].as<std::string>(), 1ms, 86400s);
     call.local = vm.count("no-local") == 0;
     const char* tls_names[] = {"tls-cert", "tls-key", "tls-ca"};
     std::string* tls_values[] = {&call.tls_cert, &call.tls_key, &call.tls_ca};
@@ -156,7 +140,7 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
     } catch (const Error& e) {
         throw UsageError(e.what());
     }
-    call.quiet = vm.count("quiet") != 0;
+    call.quiet = cli::quiet(vm);
     call.replace = vm.count("replace") != 0;
     call.offset = size_option(vm, "offset");
     call.length = size_option(vm, "length");
@@ -183,17 +167,7 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
 void set_up_logging(const po::variables_map& vm)
 {
     spdlog::set_default_logger(spdlog::stderr_color_mt("blob"));
-    spdlog::level::level_enum level = spdlog::level::warn;
-    if (vm.count("quiet")) level = spdlog::level::off;
-    if (vm.count("verbose")) level = spdlog::level::info;
-    if (vm.count("debug")) level = spdlog::level::debug;
-    if (vm.count("log-level")) {
-        const auto name = vm["log-level"].as<std::string>();
-        level = spdlog::level::from_str(name);
-        if (level == spdlog::level::off && name != "off")
-            throw UsageError("--log-level " + name + ": expected trace, debug, info, warn, error or off");
-    }
-    spdlog::set_level(level);
+    spdlog::set_level(cli::log_level(vm, spdlog::level::warn));
 }
 
 }  // namespace
@@ -210,7 +184,7 @@ int main(int argc, char** argv)
             return 0;
         }
         if (vm.count("version")) {
-            std::cout << kVersion << std::endl;
+            std::cout << cli::version_text("blob", transporter_library_versions()) << std::flush;
             return 0;
         }
         set_up_logging(vm);

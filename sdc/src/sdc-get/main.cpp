@@ -4,14 +4,20 @@
 #include "blobstreaming/sdc/Consumer.h"
 #include "blobstreaming/sdc/SdcError.h"
 
+#include <blobstreaming/cli/CommandLine.h>
+
 #include <boost/program_options.hpp>
+#include <libxml/xmlversion.h>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include <csignal>
 #include <iostream>
 
 namespace po = boost::program_options;
+using namespace blobstreaming;
 using namespace blobstreaming::sdc;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -29,25 +35,30 @@ int main(int argc, char** argv)
     std::string epr;
     std::string command = "state";
     std::vector<std::string> handles;
-    long long wait_ms = 2000;
-    long long timeout_ms = 10000;
+    std::chrono::milliseconds wait{2000};
+    std::chrono::milliseconds timeout{10000};
     bool json = false;
     po::options_description desc(
         "Usage: sdc-get (--url URL | --discover) [options] [state|description|mdib|probe] [HANDLE...]\n\n"
         "  state        GetMdState (all states, or those of HANDLEs)\n"
         "  description  GetMdDescription (XML)\n"
         "  mdib         GetMdib (XML)\n"
-        "  probe        list the providers that answer a WS-Discovery Probe\n\nOptions");
+        "  probe        list the providers that answer a WS-Discovery Probe\n\n"
+        "Exit codes: 0, 1 usage, otherwise the failure's code (docs/CLI.md): 13 invalid MDIB, 14 unknown handle,\n"
+        "51 timed out, 52 unreachable, 54 protocol error, 56 SOAP Fault, 57 no provider found\n\nOptions");
     desc.add_options()
         ("help,h", "show this help and exit")
-        ("version", "show the version and exit")
+        ("version", "show the versions of sdc-get and its libraries and exit")
         ("url,u", po::value(&url), "the provider's device URL (XAddr), http://HOST:PORT/PATH")
-        ("discover,d", "find the provider by WS-Discovery Probe")
+        ("discover", "find the provider by WS-Discovery Probe")
         ("interface,i", po::value(&interface_ip)->default_value(interface_ip), "IPv4 address to probe from")
         ("epr,e", po::value(&epr), "with --discover: only this endpoint reference")
-        ("wait,w", po::value(&wait_ms)->default_value(wait_ms), "ms to collect ProbeMatches")
-        ("timeout,t", po::value(&timeout_ms)->default_value(timeout_ms), "ms bound on connect, request, response")
+        ("wait,w", po::value<std::string>()->value_name("DURATION")->default_value("2000"),
+         "time to collect ProbeMatches; milliseconds unless a unit is given (ms, s, m, h)")
+        ("timeout,t", po::value<std::string>()->value_name("DURATION")->default_value("10"),
+         "bound on connect, request, response: seconds unless a unit is given (500ms; 0.001 to 86400 s)")
         ("json,j", "print JSON (states, MdibVersion, timestamps t0 t1 t5 t6)");
+    cli::add_logging_options(desc, spdlog::level::warn);
     po::options_description hidden;
     hidden.add_options()("args", po::value<std::vector<std::string>>(), "command and handles");
     po::options_description all;
@@ -56,16 +67,17 @@ int main(int argc, char** argv)
     positional.add("args", -1);
     po::variables_map vm;
     try {
-        po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
+        po::store(cli::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
         po::notify(vm);
         if (vm.count("help")) {
             std::cout << desc << "\n";
             return 0;
         }
         if (vm.count("version")) {
-            std::cout << "sdc-get " << PACKAGE_VERSION << "\n";
+            std::cout << cli::version_text("sdc-get", {{"libxml2", LIBXML_DOTTED_VERSION}});
             return 0;
         }
+        spdlog::set_level(cli::log_level(vm, spdlog::level::warn));
         if (vm.count("args")) {
             handles = vm["args"].as<std::vector<std::string>>();
             command = handles.front();
@@ -75,10 +87,13 @@ int main(int argc, char** argv)
             throw po::error("unknown command \"" + command + "\"");
         if (command != "probe" && url.empty() == (vm.count("discover") == 0))
             throw po::error("give exactly one of --url and --discover");
-        if (wait_ms <= 0 || timeout_ms <= 0)
-            throw po::error("--wait and --timeout must be positive");
+        wait = cli::parse_duration("--wait", vm["wait"].as<std::string>(), 1ms, 3600s, cli::DefaultUnit::milliseconds);
+        timeout = cli::parse_duration("--timeout", vm["timeout"].as<std::string>(), 1ms, 86400s);
         json = vm.count("json") != 0;
     } catch (const po::error& e) {
+        std::cerr << "sdc-get: " << e.what() << " (try --help)\n";
+        return 1;
+    } catch (const cli::UsageError& e) {
         std::cerr << "sdc-get: " << e.what() << " (try --help)\n";
         return 1;
     }
@@ -87,7 +102,7 @@ int main(int argc, char** argv)
     try {
         if (command == "probe") {
             nlohmann::json out = nlohmann::json::array();
-            for (const auto& p : Consumer::probe(interface_ip, std::chrono::milliseconds(wait_ms))) {
+            for (const auto& p : Consumer::probe(interface_ip, wait)) {
                 out.push_back({{"epr", p.epr}, {"xaddrs", p.xaddrs}});
                 if (!json)
                     std::cout << p.epr << " " << (p.xaddrs.empty() ? "-" : p.xaddrs.front()) << "\n";
@@ -97,9 +112,9 @@ int main(int argc, char** argv)
             return 0;
         }
         ConsumerOptions options;
-        options.timeout = std::chrono::milliseconds(timeout_ms);
+        options.timeout = timeout;
         Consumer consumer = url.empty()
-            ? Consumer::discover(interface_ip, std::chrono::milliseconds(wait_ms), epr, options)
+            ? Consumer::discover(interface_ip, wait, epr, options)
             : Consumer::connect(url, options);
         if (command == "state") {
             const auto states = consumer.get_md_state(handles);
@@ -130,7 +145,7 @@ int main(int argc, char** argv)
             else
                 std::cout << xml << "\n";
         }
-    } catch (const SdcError& e) {
+    } catch (const Error& e) {
         std::cerr << "sdc-get: " << e.what() << "\n";
         return static_cast<int>(e.code());
     } catch (const std::exception& e) {

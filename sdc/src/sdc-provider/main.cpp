@@ -5,24 +5,31 @@
 #include "blobstreaming/sdc/Provider.h"
 #include "blobstreaming/sdc/SdcError.h"
 
+#include <blobstreaming/cli/CommandLine.h>
+
 #include <boost/program_options.hpp>
+#include <libxml/xmlversion.h>
+#include <spdlog/spdlog.h>
 
 #include <csignal>
 #include <iostream>
+#include <limits>
 
 namespace po = boost::program_options;
+using namespace blobstreaming;
 using namespace blobstreaming::sdc;
+using namespace std::chrono_literals;
 
 int main(int argc, char** argv)
 {
     ProviderOptions options;
     std::string mdib_path;
-    long long header_ms = 0;
-    long long idle_ms = 0;
-    po::options_description desc("Usage: sdc-provider --mdib FILE [options]\n\nOptions");
+    po::options_description desc("Usage: sdc-provider --mdib FILE [options]\n\n"
+                                 "Exit codes: 0 after SIGTERM/SIGINT, 1 usage, otherwise the failure's code "
+                                 "(docs/CLI.md)\n\nOptions");
     desc.add_options()
         ("help,h", "show this help and exit")
-        ("version", "show the version and exit")
+        ("version", "show the versions of sdc-provider and its libraries and exit")
         ("mdib,m", po::value(&mdib_path), "BICEPS 2017 MDIB XML file to serve (required)")
         ("address,a", po::value(&options.address)->default_value(options.address), "listen on HOST:PORT (port 0: ephemeral)")
         ("epr", po::value(&options.epr), "endpoint reference urn:uuid:... (default: random)")
@@ -31,30 +38,39 @@ int main(int argc, char** argv)
                                                        "schemas in DIR (BICEPS_MessageModel.xsd, "
                                                        "BICEPS_ParticipantModel.xsd, ExtensionPoint.xsd)")
         ("no-discovery", "do not join WS-Discovery (no Hello, Bye, ProbeMatches)")
-        ("max-body", po::value(&options.max_body_bytes)->default_value(options.max_body_bytes), "largest request body in bytes")
-        ("header-timeout", po::value(&header_ms)->default_value(options.header_timeout.count()), "ms to receive a complete request header")
-        ("idle-timeout", po::value(&idle_ms)->default_value(options.idle_timeout.count()), "ms before an idle connection is closed");
+        ("max-body", po::value<std::string>()->value_name("SIZE")->default_value("4M"), "largest request body (bytes, or with K, M, G, T: x1024)")
+        ("header-timeout", po::value<std::string>()->value_name("DURATION")->default_value("10000"),
+         "time to receive a complete request header; milliseconds unless a unit is given (ms, s, m, h)")
+        ("idle-timeout", po::value<std::string>()->value_name("DURATION")->default_value("300000"),
+         "time before an idle connection is closed; milliseconds unless a unit is given");
+    cli::add_logging_options(desc, spdlog::level::warn);
     try {
         po::variables_map vm;
-        po::store(po::parse_command_line(argc, argv, desc), vm);
+        po::store(cli::command_line_parser(argc, argv).options(desc).run(), vm);
         po::notify(vm);
         if (vm.count("help")) {
             std::cout << desc << "\n";
             return 0;
         }
         if (vm.count("version")) {
-            std::cout << "sdc-provider " << PACKAGE_VERSION << "\n";
+            std::cout << cli::version_text("sdc-provider", {{"libxml2", LIBXML_DOTTED_VERSION}});
             return 0;
         }
+        spdlog::set_level(cli::log_level(vm, spdlog::level::warn));
         if (mdib_path.empty())
             throw po::error("--mdib FILE is required");
-        if (header_ms <= 0 || idle_ms <= 0)
-            throw po::error("timeouts must be positive");
+        options.max_body_bytes = cli::parse_size("--max-body", vm["max-body"].as<std::string>(), 1,
+                                                 std::numeric_limits<std::uint64_t>::max());
+        options.header_timeout = cli::parse_duration("--header-timeout", vm["header-timeout"].as<std::string>(), 1ms,
+                                                     86400s, cli::DefaultUnit::milliseconds);
+        options.idle_timeout = cli::parse_duration("--idle-timeout", vm["idle-timeout"].as<std::string>(), 1ms,
+                                                   86400s, cli::DefaultUnit::milliseconds);
         options.validate = vm.count("no-validate") == 0;
         options.discovery = vm.count("no-discovery") == 0;
-        options.header_timeout = std::chrono::milliseconds(header_ms);
-        options.idle_timeout = std::chrono::milliseconds(idle_ms);
     } catch (const po::error& e) {
+        std::cerr << "sdc-provider: " << e.what() << " (try --help)\n";
+        return 1;
+    } catch (const cli::UsageError& e) {
         std::cerr << "sdc-provider: " << e.what() << " (try --help)\n";
         return 1;
     }
@@ -79,7 +95,7 @@ int main(int argc, char** argv)
         sigwait(&stop_signals, &signal);
         provider.stop();
         std::cerr << "sdc-provider: stopped by signal " << signal << ", Bye sent\n";
-    } catch (const SdcError& e) {
+    } catch (const Error& e) {
         std::cerr << "sdc-provider: " << e.what() << "\n";
         return static_cast<int>(e.code());
     } catch (const std::exception& e) {

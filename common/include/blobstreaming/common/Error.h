@@ -3,8 +3,11 @@
 /// that carries one with a specific message.
 ///
 /// Setup and control paths throw `Error`; data paths return
-/// `std::error_code` in `error_category()`. The numeric groups double as the
-/// `blob` CLI's exit-code classes (see docs/CLI.md).
+/// `std::error_code` in `error_category()`. The values double as the exit
+/// codes of every program (blob, blobstored, bsbench, sdc-get, sdc-provider,
+/// sdc-bench; docs/CLI.md, "Exit codes"), so that a status means the same in
+/// all of them: 0 success, 1 usage, then these. The SDC codes (13-15, 56-57)
+/// live here too; a new code takes a free value in its range.
 
 #include <stdexcept>
 #include <string>
@@ -18,6 +21,12 @@ enum class Errc {
     invalid_argument = 10,
     invalid_name = 11,
     invalid_range = 12,
+    /// SDC: an MDIB document that is not well-formed or not a BICEPS MDIB.
+    invalid_mdib = 13,
+    /// SDC: a descriptor or state handle the MDIB does not have.
+    unknown_handle = 14,
+    /// SDC: a handle that names something other than a metric.
+    not_a_metric = 15,
     // 20-29: the Blob's or the reservation's state
     no_such_blob = 20,
     already_exists = 21,
@@ -44,6 +53,10 @@ enum class Errc {
     refused = 53,
     protocol_error = 54,
     cancelled = 55,
+    /// SDC: the peer answered with a SOAP Fault.
+    peer_fault = 56,
+    /// SDC: WS-Discovery found no matching provider.
+    no_provider = 57,
 };
 
 /// The category of `Errc`; its name is "blobstreaming".
