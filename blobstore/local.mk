@@ -98,7 +98,7 @@ $(blobstore_libblobserver_la_OBJECTS): idl/BlobStreaming.hh
 
 # Unit tests of the server pieces: every program takes the same flags and
 # libraries (automake wants them per program; they name these two).
-server_test_cppflags = $(blobstore_libblobserver_la_CPPFLAGS) -DBOOST_TEST_DYN_LINK
+server_test_cppflags = $(blobstore_libblobserver_la_CPPFLAGS) -I$(top_srcdir)/common/tests -DBOOST_TEST_DYN_LINK
 server_test_ldadd = blobstore/libblobserver.la transporter/libblobtransporter.la blobstore/libblobstore.la common/libblobcommon.la \
 	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 server_tests = \

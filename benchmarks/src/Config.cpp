@@ -90,12 +90,8 @@ Config parse_command_line(int argc, char** argv)
     } catch (const po::error& e) {
         throw cli::UsageError(std::string(e.what()) + " (see bsbench --help)");
     }
-    if (vm.count("help")) {
-        std::cout << desc << std::endl;
-        std::exit(0);
-    }
-    if (vm.count("version")) {
-        std::cout << cli::version_text("bsbench", transporter_library_versions()) << std::flush;
+    if (const auto text = cli::help_or_version(vm, desc, "bsbench", transporter_library_versions())) {
+        std::cout << *text << std::flush;
         std::exit(0);
     }
     spdlog::set_level(cli::log_level(vm, spdlog::level::warn));

@@ -13,6 +13,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "ServerTestSupport.h"
+#include "TestSupport.h"
 
 #include <atomic>
 
@@ -83,28 +84,9 @@ struct Fixture {
     }
 };
 
-void send_all(int fd, const void* data, std::size_t size)
-{
-    const auto* p = static_cast<const char*>(data);
-    while (size > 0) {
-        const ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL);
-        BOOST_REQUIRE(n > 0);
-        p += n;
-        size -= static_cast<std::size_t>(n);
-    }
-}
+void send_all(int fd, const void* data, std::size_t size) { BOOST_REQUIRE(blobstreaming::test::write_all(fd, data, size)); }
 
-bool recv_all(int fd, void* data, std::size_t size)
-{
-    auto* p = static_cast<char*>(data);
-    while (size > 0) {
-        const ssize_t n = ::recv(fd, p, size, 0);
-        if (n <= 0) return false;
-        p += n;
-        size -= static_cast<std::size_t>(n);
-    }
-    return true;
-}
+using blobstreaming::test::read_all;
 
 void send_request(int fd, protocol::FrameType type, const protocol::TicketId& id, std::uint64_t offset,
                   std::uint64_t length)
@@ -117,13 +99,13 @@ void send_request(int fd, protocol::FrameType type, const protocol::TicketId& id
 protocol::Response read_response(int fd)
 {
     std::uint8_t header[protocol::kResponseHeaderSize];
-    BOOST_REQUIRE(recv_all(fd, header, sizeof header));
+    BOOST_REQUIRE(read_all(fd, header, sizeof header));
     protocol::Response r;
     std::size_t message_size = 0;
     std::string why;
     BOOST_REQUIRE_MESSAGE(!protocol::decode(header, r, message_size, why), why);
     r.message.resize(message_size);
-    BOOST_REQUIRE(recv_all(fd, r.message.data(), message_size));
+    BOOST_REQUIRE(read_all(fd, r.message.data(), message_size));
     return r;
 }
 
@@ -165,7 +147,7 @@ BOOST_FIXTURE_TEST_CASE(push_then_pull_on_one_connection, Fixture)
     BOOST_CHECK_EQUAL(head.blob_size, data.size());
     BOOST_CHECK(head.digest == digest);
     std::vector<std::uint8_t> part(5000);
-    BOOST_REQUIRE(recv_all(fd.get(), part.data(), part.size()));
+    BOOST_REQUIRE(read_all(fd.get(), part.data(), part.size()));
     BOOST_CHECK(std::equal(part.begin(), part.end(), data.begin() + 1000));
     // The pull ends on the server just after its last byte left: wait, bounded.
     for (int i = 0; i < 200 && server.active_transfers() != 0; ++i) std::this_thread::sleep_for(5ms);
@@ -190,7 +172,7 @@ BOOST_FIXTURE_TEST_CASE(garbage_gets_protocol_error_and_close, Fixture)
     send_request(other.get(), protocol::FrameType::pull, pull_ticket("A", 0, 3), 0, 3);
     BOOST_CHECK(read_response(other.get()).status == Errc::ok);
     char bytes[3] = {};
-    BOOST_REQUIRE(recv_all(other.get(), bytes, 3));
+    BOOST_REQUIRE(read_all(other.get(), bytes, 3));
     BOOST_CHECK_EQUAL(std::string(bytes, 3), "abc");
 }
 

@@ -7,6 +7,7 @@
 #include "ClientConnection.h"
 #include "EventLoop.h"
 #include "Streams.h"
+#include "TestSupport.h"
 
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/Sha256.h>
@@ -30,6 +31,8 @@
 
 using namespace blobstreaming;
 using namespace blobstreaming::client;
+using blobstreaming::test::read_all;
+using blobstreaming::test::write_all;
 
 namespace {
 
@@ -99,28 +102,6 @@ private:
         std::vector<std::uint8_t> content;
     };
 
-    static bool read_all(int fd, void* data, std::size_t size)
-    {
-        auto* p = static_cast<std::uint8_t*>(data);
-        while (size > 0) {
-            const ssize_t n = ::recv(fd, p, size, 0);
-            if (n <= 0) return false;
-            p += n;
-            size -= static_cast<std::size_t>(n);
-        }
-        return true;
-    }
-    static bool write_all(int fd, const void* data, std::size_t size)
-    {
-        const auto* p = static_cast<const std::uint8_t*>(data);
-        while (size > 0) {
-            const ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL);
-            if (n <= 0) return false;
-            p += n;
-            size -= static_cast<std::size_t>(n);
-        }
-        return true;
-    }
     static void respond(int fd, Errc status, std::uint64_t length, const Digest& digest, const std::string& message,
                         std::optional<std::uint64_t> blob_size = std::nullopt)
     {

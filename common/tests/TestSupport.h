@@ -1,6 +1,7 @@
 #pragma once
-// Helpers shared by the unit tests of common/ and blobstore/: a private temporary directory,
-// reproducible random bytes, and an assertion on an Error's code and text.
+// Helpers shared by the unit tests of common/, blobstore/ and clients/: a
+// private temporary directory, reproducible random bytes, whole reads and
+// writes on a socket, and an assertion on an Error's code and text.
 
 #include <blobstreaming/common/Error.h>
 
@@ -12,6 +13,9 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include <sys/socket.h>
+#include <sys/types.h>
 
 namespace blobstreaming::test {
 
@@ -43,6 +47,33 @@ inline std::vector<std::uint8_t> random_bytes(std::size_t n, std::uint32_t seed 
     std::vector<std::uint8_t> out(n);
     for (auto& b : out) b = static_cast<std::uint8_t>(rng());
     return out;
+}
+
+/// send(2) all of `size` bytes to a blocking socket; false when the peer
+/// is gone (never SIGPIPE).
+inline bool write_all(int fd, const void* data, std::size_t size)
+{
+    const auto* p = static_cast<const std::uint8_t*>(data);
+    while (size > 0) {
+        const ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL);
+        if (n <= 0) return false;
+        p += n;
+        size -= static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+/// recv(2) exactly `size` bytes from a blocking socket; false on EOF or error.
+inline bool read_all(int fd, void* data, std::size_t size)
+{
+    auto* p = static_cast<std::uint8_t*>(data);
+    while (size > 0) {
+        const ssize_t n = ::recv(fd, p, size, 0);
+        if (n <= 0) return false;
+        p += n;
+        size -= static_cast<std::size_t>(n);
+    }
+    return true;
 }
 
 }  // namespace blobstreaming::test

@@ -198,15 +198,11 @@ namespace {
 ParsedCommandLine interpret(const po::options_description& desc, const po::variables_map& vm)
 {
     ParsedCommandLine out;
-    if (vm.count("help")) {
-        std::ostringstream text;
-        text << desc << "\nExit codes: 0 clean shutdown, 1 usage, 52 the naming service is unreachable, "
-                        "otherwise the blobstreaming::Errc of the failure (docs/CLI.md).\n";
-        out.text = text.str();
-        return out;
-    }
-    if (vm.count("version")) {
-        out.text = cli::version_text("blobstored", transporter_library_versions());
+    if (auto text = cli::help_or_version(vm, desc, "blobstored", transporter_library_versions(),
+                                         "Exit codes: 0 clean shutdown, 1 usage, 52 the naming service is "
+                                         "unreachable, otherwise the blobstreaming::Errc of the failure "
+                                         "(docs/CLI.md).\n")) {
+        out.text = std::move(*text);
         return out;
     }
 

@@ -179,12 +179,8 @@ int main(int argc, char** argv)
     cli::Invocation call;
     try {
         call = parse(argc, argv, visible, vm);
-        if (vm.count("help")) {
-            std::cout << visible << std::endl;
-            return 0;
-        }
-        if (vm.count("version")) {
-            std::cout << cli::version_text("blob", transporter_library_versions()) << std::flush;
+        if (const auto text = cli::help_or_version(vm, visible, "blob", transporter_library_versions())) {
+            std::cout << *text << std::flush;
             return 0;
         }
         set_up_logging(vm);

@@ -88,4 +88,17 @@ std::string version_text(const std::string& program, const std::vector<LinkedLib
     return text;
 }
 
+std::optional<std::string> help_or_version(const po::variables_map& vm, const po::options_description& options,
+                                           const std::string& program, const std::vector<LinkedLibrary>& libraries,
+                                           const std::string& epilogue)
+{
+    if (vm.count("help")) {
+        std::ostringstream text;
+        text << options << "\n" << epilogue;
+        return text.str();
+    }
+    if (vm.count("version")) return version_text(program, libraries);
+    return std::nullopt;
+}
+
 }  // namespace blobstreaming::cli

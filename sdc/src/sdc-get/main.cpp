@@ -69,12 +69,8 @@ int main(int argc, char** argv)
     try {
         po::store(cli::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
         po::notify(vm);
-        if (vm.count("help")) {
-            std::cout << desc << "\n";
-            return 0;
-        }
-        if (vm.count("version")) {
-            std::cout << cli::version_text("sdc-get", {{"libxml2", LIBXML_DOTTED_VERSION}});
+        if (const auto text = cli::help_or_version(vm, desc, "sdc-get", {{"libxml2", LIBXML_DOTTED_VERSION}})) {
+            std::cout << *text;
             return 0;
         }
         spdlog::set_level(cli::log_level(vm, spdlog::level::warn));

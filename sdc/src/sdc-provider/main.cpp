@@ -48,12 +48,9 @@ int main(int argc, char** argv)
         po::variables_map vm;
         po::store(cli::command_line_parser(argc, argv).options(desc).run(), vm);
         po::notify(vm);
-        if (vm.count("help")) {
-            std::cout << desc << "\n";
-            return 0;
-        }
-        if (vm.count("version")) {
-            std::cout << cli::version_text("sdc-provider", {{"libxml2", LIBXML_DOTTED_VERSION}});
+        if (const auto text =
+                cli::help_or_version(vm, desc, "sdc-provider", {{"libxml2", LIBXML_DOTTED_VERSION}})) {
+            std::cout << *text;
             return 0;
         }
         spdlog::set_level(cli::log_level(vm, spdlog::level::warn));

@@ -17,6 +17,7 @@
 #include <boost/program_options.hpp>
 #include <spdlog/common.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,5 +54,13 @@ struct LinkedLibrary {
 /// line per library, `libraries` first, then what this library links
 /// itself (Boost, spdlog). Ends in a newline.
 std::string version_text(const std::string& program, const std::vector<LinkedLibrary>& libraries);
+
+/// What a program prints and then exits 0 with when `vm` has --help (the
+/// options, then `epilogue`) or --version (version_text()); nullopt
+/// otherwise.
+std::optional<std::string> help_or_version(const boost::program_options::variables_map& vm,
+                                           const boost::program_options::options_description& options,
+                                           const std::string& program, const std::vector<LinkedLibrary>& libraries,
+                                           const std::string& epilogue = {});
 
 }  // namespace blobstreaming::cli
