@@ -104,8 +104,8 @@ public:
         ACE_SOCK_Connector connector;
         ACE_Time_Value timeout(10);
         if (connector.connect(stream->peer(), address, &timeout) == -1)
-            throw Error(Errc::unreachable, "ace: connect to " + config.host + ":" + std::to_string(config.port) +
-                                               ": " + errno_text());
+            throw Error(Errc::unreachable,
+                        "ace: connect to " + config.host + ":" + std::to_string(config.port) + ": " + errno_text());
         stream->no_delay();
         info_.send_buffer = get_buffer(stream->peer(), SO_SNDBUF);
         info_.receive_buffer = get_buffer(stream->peer(), SO_RCVBUF);
@@ -122,8 +122,8 @@ void serve_ace(const Config& config)
     ACE_INET_Addr address(config.port, config.host.c_str(), AF_INET);
     ACE_SOCK_Acceptor acceptor;
     if (acceptor.open(address, 1, AF_INET) == -1)
-        throw Error(Errc::transfer_failed, "ace server: listen on " + config.host + ":" +
-                                               std::to_string(config.port) + ": " + errno_text());
+        throw Error(Errc::transfer_failed,
+                    "ace server: listen on " + config.host + ":" + std::to_string(config.port) + ": " + errno_text());
     set_buffers(acceptor, config.socket_buffer);  // inherited by accepted sockets
     ACE_INET_Addr bound;
     acceptor.get_local_addr(bound);

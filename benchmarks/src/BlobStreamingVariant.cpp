@@ -5,8 +5,8 @@
 #include "Variant.h"
 #include "Workload.h"
 
-#include <blobstreaming/common/Error.h>
 #include <blobstreaming/client/Session.h>
+#include <blobstreaming/common/Error.h>
 
 #include <unistd.h>
 

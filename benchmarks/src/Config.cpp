@@ -28,6 +28,7 @@ po::options_description describe()
 {
     po::options_description d(kUsage);
     // clang-format off
+    // clang-format off
     d.add_options()
         ("server,s", "serve clients one after another (until SIGTERM, or one with -1)")
         ("client,c", po::value<std::string>()->value_name("HOST"), "run transactions against the server at HOST "
@@ -53,6 +54,7 @@ po::options_description describe()
         ("help,h", "this text")
         ("version", "the versions of bsbench and its libraries");
     // clang-format on
+    // clang-format on
     cli::add_logging_options(d, spdlog::level::warn);
     return d;
 }
@@ -62,8 +64,7 @@ po::options_description describe()
     throw Error(Errc::invalid_argument, "option " + option + " \"" + value + "\": " + allowed);
 }
 
-std::uint64_t parse_number(const std::string& option, const std::string& text, std::uint64_t low,
-                           std::uint64_t high)
+std::uint64_t parse_number(const std::string& option, const std::string& text, std::uint64_t low, std::uint64_t high)
 {
     char* end = nullptr;
     errno = 0;
@@ -75,10 +76,7 @@ std::uint64_t parse_number(const std::string& option, const std::string& text, s
 
 }  // namespace
 
-const char* direction_name(Direction direction) noexcept
-{
-    return direction == Direction::push ? "push" : "pull";
-}
+const char* direction_name(Direction direction) noexcept { return direction == Direction::push ? "push" : "pull"; }
 
 Config parse_command_line(int argc, char** argv)
 {
@@ -122,8 +120,10 @@ Config parse_command_line(int argc, char** argv)
     if (vm.count("count")) config.count = static_cast<std::uint32_t>(parse_number("--count", text("count"), 1, 100000));
     if (vm.count("runs")) config.runs = static_cast<std::uint32_t>(parse_number("--runs", text("runs"), 1, 100000));
     if (vm.count("socket-buffer") && text("socket-buffer") != "auto")
-        config.socket_buffer = static_cast<int>(cli::parse_size("--socket-buffer", text("socket-buffer"), 1024, 1ULL << 30));
-    if (vm.count("chunk")) config.chunk = static_cast<std::uint32_t>(cli::parse_size("--chunk", text("chunk"), 1024, 1ULL << 30));
+        config.socket_buffer =
+            static_cast<int>(cli::parse_size("--socket-buffer", text("socket-buffer"), 1024, 1ULL << 30));
+    if (vm.count("chunk"))
+        config.chunk = static_cast<std::uint32_t>(cli::parse_size("--chunk", text("chunk"), 1024, 1ULL << 30));
     config.warmup = vm.count("no-warmup") == 0;
     if (vm.count("store")) config.store = text("store");
     config.local_fast_path = vm.count("local-fast-path") != 0;
@@ -139,7 +139,8 @@ Config parse_command_line(int argc, char** argv)
         throw Error(Errc::invalid_argument, "--variant blobstreaming: --store NAME is required");
     if (!config.verify && config.variant != "blobstreaming")
         throw Error(Errc::invalid_argument, "--no-verify: only with --variant blobstreaming (it switches off the "
-                                            "client library's pull check), not with --variant " + config.variant);
+                                            "client library's pull check), not with --variant " +
+                                                config.variant);
     return config;
 }
 

@@ -34,7 +34,8 @@ CORBA::ORB_ptr init_orb(const Config& config, const std::string& endpoint)
     std::vector<std::string> args = {"bsbench", "-ORBgiopMaxMsgSize",
                                      std::to_string(std::max<std::uint64_t>(2U << 20, largest + (1U << 20)))};
     if (!endpoint.empty()) args.insert(args.end(), {"-ORBendPoint", endpoint});
-    if (config.socket_buffer > 0) args.insert(args.end(), {"-ORBsocketSendBuffer", std::to_string(config.socket_buffer)});
+    if (config.socket_buffer > 0)
+        args.insert(args.end(), {"-ORBsocketSendBuffer", std::to_string(config.socket_buffer)});
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -71,7 +72,8 @@ public:
     void prepare(CORBA::Boolean pull, CORBA::ULongLong size, CORBA::ULong count) override
     {
         std::lock_guard<std::mutex> lock(mutex_);
-        if (size == 0 || count == 0 || size > (8ULL << 30) / count) throw BsBench::Failed("prepare: size x count out of range");
+        if (size == 0 || count == 0 || size > (8ULL << 30) / count)
+            throw BsBench::Failed("prepare: size x count out of range");
         blobs_.reset();
         blobs_.emplace(count, size, pull);
         pulling_ = pull;
@@ -180,7 +182,8 @@ public:
             const std::uint64_t acked = server_->push_end(index);
             if (acked != size)
                 throw Error(Errc::transfer_failed, "corba: push blob " + std::to_string(index) + ": acknowledged " +
-                                                       std::to_string(acked) + " of " + std::to_string(size) + " bytes");
+                                                       std::to_string(acked) + " of " + std::to_string(size) +
+                                                       " bytes");
         } catch (const CORBA::SystemException& e) {
             rethrow_corba("push blob " + std::to_string(index), e);
         } catch (const BsBench::Failed& e) {

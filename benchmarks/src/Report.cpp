@@ -58,28 +58,32 @@ std::string run_json(const Config& config, const TransportInfo& info, const RunR
     json j = labels(config);
     j["target"] = info.target;
     j["run"] = record.run;
-    j["start"] = {
-        {"version", "bsbench " PACKAGE_VERSION},
-        {"system_info", system_info()},
-        {"timestamp", {{"time", when}, {"timesecs", static_cast<long long>(t)}}},
-        {"connecting_to", {{"host", config.host}, {"port", config.port}}},
-        {"test_start",
-         {{"protocol", "TCP"}, {"num_streams", 1}, {"blksize", config.chunk}, {"omit", 0}, {"duration", 0},
-          {"bytes", config.size * config.count}, {"blocks", config.count}, {"reverse", client_sends ? 0 : 1}}},
-        {"sock_bufsize", config.socket_buffer},
-        {"sndbuf_actual", info.send_buffer},
-        {"rcvbuf_actual", info.receive_buffer}};
+    j["start"] = {{"version", "bsbench " PACKAGE_VERSION},
+                  {"system_info", system_info()},
+                  {"timestamp", {{"time", when}, {"timesecs", static_cast<long long>(t)}}},
+                  {"connecting_to", {{"host", config.host}, {"port", config.port}}},
+                  {"test_start",
+                   {{"protocol", "TCP"},
+                    {"num_streams", 1},
+                    {"blksize", config.chunk},
+                    {"omit", 0},
+                    {"duration", 0},
+                    {"bytes", config.size * config.count},
+                    {"blocks", config.count},
+                    {"reverse", client_sends ? 0 : 1}}},
+                  {"sock_bufsize", config.socket_buffer},
+                  {"sndbuf_actual", info.send_buffer},
+                  {"rcvbuf_actual", info.receive_buffer}};
     json sum = interval(record.seconds, record.bytes, client_sends);
     j["intervals"] = json::array({{{"streams", json::array({sum})}, {"sum", sum}}});
     const double wall = record.seconds > 0 ? record.seconds : 1.0;
-    j["end"] = {
-        {"sum_sent", interval(record.seconds, record.bytes, true)},
-        {"sum_received", interval(record.seconds, record.bytes, false)},
-        {"cpu_utilization_percent",
-         {{"host_total", 100.0 * (record.cpu_user + record.cpu_system) / wall},
-          {"host_user", 100.0 * record.cpu_user / wall},
-          {"host_system", 100.0 * record.cpu_system / wall}}},
-        {"sha256_verified", record.verified}};
+    j["end"] = {{"sum_sent", interval(record.seconds, record.bytes, true)},
+                {"sum_received", interval(record.seconds, record.bytes, false)},
+                {"cpu_utilization_percent",
+                 {{"host_total", 100.0 * (record.cpu_user + record.cpu_system) / wall},
+                  {"host_user", 100.0 * record.cpu_user / wall},
+                  {"host_system", 100.0 * record.cpu_system / wall}}},
+                {"sha256_verified", record.verified}};
     if (!record.error.empty()) j["error"] = record.error;
     return j.dump();
 }
@@ -90,8 +94,8 @@ std::string run_text(const Config& config, const RunRecord& record)
     char line[512];
     std::snprintf(line, sizeof line, "bsbench %s %s %llu B x%u run %u/%u: %.6f s  %.3f Gbit/s  %.1f MB/s  sha256 %s",
                   config.variant.c_str(), direction_name(config.direction),
-                  static_cast<unsigned long long>(config.size), config.count, record.run, config.runs,
-                  record.seconds, gbit, gbit * 1e3 / 8.0, record.verified ? "ok" : "FAILED");
+                  static_cast<unsigned long long>(config.size), config.count, record.run, config.runs, record.seconds,
+                  gbit, gbit * 1e3 / 8.0, record.verified ? "ok" : "FAILED");
     std::string out = line;
     if (!record.error.empty()) out += ": " + record.error;
     return out;

@@ -13,14 +13,14 @@
 namespace blobstreaming::bench {
 
 struct RunRecord {
-    std::uint32_t run = 0;                      ///< 1-based
+    std::uint32_t run = 0;  ///< 1-based
     std::chrono::system_clock::time_point started;
-    double seconds = 0;                         ///< wall time of the `count` transactions
-    std::uint64_t bytes = 0;                    ///< payload bytes moved
-    double cpu_user = 0;                        ///< this process's CPU seconds during the run
+    double seconds = 0;       ///< wall time of the `count` transactions
+    std::uint64_t bytes = 0;  ///< payload bytes moved
+    double cpu_user = 0;      ///< this process's CPU seconds during the run
     double cpu_system = 0;
-    bool verified = false;                      ///< every digest matched
-    std::string error;                          ///< "" or what went wrong (digest or transfer)
+    bool verified = false;  ///< every digest matched
+    std::string error;      ///< "" or what went wrong (digest or transfer)
 };
 
 /// One line of JSON (no newline).

@@ -15,8 +15,8 @@ namespace blobstreaming::bench {
 
 /// What a transport knows about itself once open, recorded in the JSON.
 struct TransportInfo {
-    int send_buffer = 0;      ///< SO_SNDBUF the kernel granted (0: unknown / not applicable)
-    int receive_buffer = 0;   ///< SO_RCVBUF the kernel granted
+    int send_buffer = 0;            ///< SO_SNDBUF the kernel granted (0: unknown / not applicable)
+    int receive_buffer = 0;         ///< SO_RCVBUF the kernel granted
     std::string target = "memory";  ///< where the server keeps blobs: memory | file
 };
 

@@ -85,8 +85,7 @@ BOOST_AUTO_TEST_CASE(bad_entries_are_refused_with_the_rule)
     BOOST_CHECK_EQUAL(bad_entry(""), "--allow-read: \"\" " + rule);
     BOOST_CHECK_EQUAL(bad_entry("=ws1"), "--allow-read: \"=ws1\" " + rule);
     BOOST_CHECK_EQUAL(bad_entry("CN="), "--allow-read: \"CN=\" " + rule);
-    BOOST_CHECK_EQUAL(bad_entry("CN=a\nCN=b"),
-                      "--allow-read: a subject is one line of at most 1024 characters");
+    BOOST_CHECK_EQUAL(bad_entry("CN=a\nCN=b"), "--allow-read: a subject is one line of at most 1024 characters");
     BOOST_CHECK_EQUAL(bad_entry("CN=" + std::string(2000, 'x')),
                       "--allow-read: a subject is one line of at most 1024 characters");
 }

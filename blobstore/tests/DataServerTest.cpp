@@ -3,8 +3,8 @@
 #include "server/ReservationTable.h"
 #include "server/TicketRegistry.h"
 
-#include <blobstreaming/common/Error.h>
 #include <blobstreaming/blobstore/MemoryStore.h>
+#include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/Sha256.h>
 #include <blobstreaming/common/UniqueFd.h>
 #include <blobstreaming/transporter/Protocol.h>
@@ -41,9 +41,8 @@ struct Fixture {
     TicketRegistry tickets{30s};
     /// Moves the reservation table's clock forward (read on the data-plane thread).
     std::atomic<std::int64_t> skew_ms{0};
-    ReservationTable reservations{60s, [this] {
-        return std::chrono::steady_clock::now() + std::chrono::milliseconds(skew_ms.load());
-    }};
+    ReservationTable reservations{
+        60s, [this] { return std::chrono::steady_clock::now() + std::chrono::milliseconds(skew_ms.load()); }};
     DataServer server{store, tickets, reservations, config()};
 
     static DataServerConfig config()
@@ -84,7 +83,10 @@ struct Fixture {
     }
 };
 
-void send_all(int fd, const void* data, std::size_t size) { BOOST_REQUIRE(blobstreaming::test::write_all(fd, data, size)); }
+void send_all(int fd, const void* data, std::size_t size)
+{
+    BOOST_REQUIRE(blobstreaming::test::write_all(fd, data, size));
+}
 
 using blobstreaming::test::read_all;
 

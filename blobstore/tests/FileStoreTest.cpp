@@ -57,14 +57,16 @@ BOOST_AUTO_TEST_CASE(second_open_of_a_directory_is_busy)
 {
     test::TempDir dir;
     FileStore first(dir.path());
-    BS_CHECK_ERROR(FileStore second(dir.path()), Errc::store_busy,
-                   "is in use by another process or store object");
+    BS_CHECK_ERROR(FileStore second(dir.path()), Errc::store_busy, "is in use by another process or store object");
 }
 
 BOOST_AUTO_TEST_CASE(reservation_of_a_killed_process_is_removed_on_reopen)
 {
     test::TempDir dir;
-    { FileStore store(dir.path()); put(store, "kept", random_bytes(1000)); }
+    {
+        FileStore store(dir.path());
+        put(store, "kept", random_bytes(1000));
+    }
 
     const pid_t child = ::fork();
     BOOST_REQUIRE(child >= 0);
@@ -272,7 +274,8 @@ BOOST_AUTO_TEST_CASE(a_blob_file_removed_behind_the_store_is_gone)
     const fs::path one = file_of(dir.path(), "CT.1");
     fs::remove(one);
     BS_CHECK_ERROR(store.stat("CT.1"), Errc::no_such_blob,
-                   "stat \"CT.1\": blob \"CT.1\" not found: its file " + one.string() + " was removed outside the store");
+                   "stat \"CT.1\": blob \"CT.1\" not found: its file " + one.string() +
+                       " was removed outside the store");
     BOOST_TEST(store.list().size() == 2u);
     BOOST_TEST(store.usage().used == 5000u);
     BS_CHECK_ERROR(store.stat("CT.1"), Errc::no_such_blob, "blob \"CT.1\" not found");

@@ -42,8 +42,7 @@ class RecordingSink : public NoticeSink {
 public:
     RecordingSink(std::string endpoint, std::string name, std::vector<std::string>* journal, std::mutex* journal_mutex)
         : endpoint_(std::move(endpoint)), name_(std::move(name)), journal_(journal), journal_mutex_(journal_mutex)
-    {
-    }
+    {}
 
     std::string deliver(const TransferOutcome& n) noexcept override
     {
@@ -105,8 +104,8 @@ private:
     std::vector<std::uint64_t> got_;
 };
 
-std::shared_ptr<RecordingSink> sink(std::string endpoint, std::string name = "", std::vector<std::string>* journal = nullptr,
-                                    std::mutex* journal_mutex = nullptr)
+std::shared_ptr<RecordingSink> sink(std::string endpoint, std::string name = "",
+                                    std::vector<std::string>* journal = nullptr, std::mutex* journal_mutex = nullptr)
 {
     return std::make_shared<RecordingSink>(std::move(endpoint), std::move(name), journal, journal_mutex);
 }
@@ -237,8 +236,8 @@ BOOST_AUTO_TEST_CASE(stop_waits_for_the_delivery_in_progress_and_drops_the_rest)
     BOOST_CHECK_EQUAL(st.queued, 0u);
     BOOST_CHECK(!d->post(s, notice(11)));
     BOOST_CHECK_EQUAL(d->stats().dropped_stopped, 10u);
-    d->stop();  // idempotent
-    d.reset();  // the destructor after stop()
+    d->stop();                            // idempotent
+    d.reset();                            // the destructor after stop()
     BOOST_CHECK_EQUAL(s.use_count(), 1);  // the dispatcher let go of the sink
 }
 

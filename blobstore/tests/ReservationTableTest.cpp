@@ -1,7 +1,7 @@
 #include "server/ReservationTable.h"
 
-#include <blobstreaming/common/Error.h>
 #include <blobstreaming/blobstore/MemoryStore.h>
+#include <blobstreaming/common/Error.h>
 
 #define BOOST_TEST_MODULE ReservationTable
 #include <boost/test/unit_test.hpp>
@@ -79,7 +79,8 @@ BOOST_FIXTURE_TEST_CASE(abort_of_a_waiting_reservation_releases_space, Fixture)
     table.abort(id);
     BOOST_CHECK_EQUAL(store.usage().reserved, 0u);
     BOOST_CHECK_EQUAL(message_of([&] { table.claim(id); }),
-                      "reservation " + std::to_string(id) + " of this ticket was committed, aborted or expired meanwhile");
+                      "reservation " + std::to_string(id) +
+                          " of this ticket was committed, aborted or expired meanwhile");
     BOOST_CHECK(code_of([&] { table.claim(id); }) == Errc::refused);
 }
 

@@ -33,8 +33,7 @@ struct FileStoreFactory {
 struct MemoryStoreFactory {
     std::unique_ptr<Store> make(std::uint64_t capacity = 0)
     {
-        return std::make_unique<MemoryStore>(
-            MemoryStore::Options{capacity ? capacity : std::uint64_t{1} << 30, false});
+        return std::make_unique<MemoryStore>(MemoryStore::Options{capacity ? capacity : std::uint64_t{1} << 30, false});
     }
 };
 
@@ -188,8 +187,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(offset_plus_length_overflow_is_rejected, F, Factor
     const auto max = std::numeric_limits<std::uint64_t>::max();
     BS_CHECK_ERROR(store->read_at("x", max, 2), Errc::invalid_range,
                    "read \"x\": offset 18446744073709551615 + length 2 overflows 64 bits");
-    BS_CHECK_ERROR(store->read_at("x", 1ULL << 63, 1ULL << 63), Errc::invalid_range,
-                   "overflows 64 bits");
+    BS_CHECK_ERROR(store->read_at("x", 1ULL << 63, 1ULL << 63), Errc::invalid_range, "overflows 64 bits");
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(unknown_blob_is_reported, F, Factories)
@@ -206,7 +204,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(invalid_names_are_rejected_by_every_operation, F, 
     F f;
     auto store = f.make();
     for (const std::string& bad : {std::string("../x"), std::string("/etc/passwd"), std::string(),
-                                  std::string("a\0b", 3), std::string(201, 'n')}) {
+                                   std::string("a\0b", 3), std::string(201, 'n')}) {
         BS_CHECK_ERROR(store->reserve(bad, 1), Errc::invalid_name, "invalid blob name");
         BS_CHECK_ERROR(store->stat(bad), Errc::invalid_name, "invalid blob name");
         BS_CHECK_ERROR(store->read(bad, 0, 0), Errc::invalid_name, "invalid blob name");
@@ -237,8 +235,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(commit_twice_is_rejected, F, Factories)
     auto r = store->reserve("x", 3);
     BOOST_REQUIRE(!r->write("abc", 3));
     r->commit();
-    BS_CHECK_ERROR(r->commit(), Errc::reservation_closed,
-                   "commit \"x\": the reservation was already committed");
+    BS_CHECK_ERROR(r->commit(), Errc::reservation_closed, "commit \"x\": the reservation was already committed");
     BOOST_TEST(r->write("a", 1) == make_error_code(Errc::reservation_closed));
     BOOST_TEST(get(*store, "x") == std::vector<std::uint8_t>({'a', 'b', 'c'}));
 }
@@ -432,8 +429,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(concurrent_readers_and_writers, F, Factories)
                 const BlobRange v = store->read_all("shared");
                 const std::string d = to_hex(Sha256::of(v.data(), v.size()));
                 if (d != da && d != db) ++failures;
-                if (v.blob().digest != (v.size() == a.size() ? openssl_sha256(a) : openssl_sha256(b)))
-                    ++failures;
+                if (v.blob().digest != (v.size() == a.size() ? openssl_sha256(a) : openssl_sha256(b))) ++failures;
                 ++reads;
             } while (!done);
         });

@@ -7,9 +7,9 @@
 //                --concurrency K [--prefix P] [--no-local] [--json]
 //
 // Exit status 0 only when every Blob came back identical.
+#include <blobstreaming/client/Session.h>
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/Sha256.h>
-#include <blobstreaming/client/Session.h>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -87,8 +87,7 @@ class Window {
 public:
     Window(std::size_t count, std::size_t limit, std::function<void(std::size_t, std::function<void()>)> start)
         : count_(count), limit_(limit), start_(std::move(start))
-    {
-    }
+    {}
     void begin()
     {
         while (next_ < count_ && next_ - finished_ < limit_) launch();
@@ -183,9 +182,8 @@ int main(int argc, char** argv)
         std::printf("{\"pushed\":%zu,\"pulled\":%zu,\"mismatches\":%zu,\"errors\":%zu,\"connections_opened\":%llu,"
                     "\"count\":%zu,\"size\":%zu,\"concurrency\":%zu,\"push_seconds\":%.6f,\"pull_seconds\":%.6f,"
                     "\"push_mbps\":%.2f,\"pull_mbps\":%.2f}\n",
-                    pushed, pulled, mismatches, errors,
-                    static_cast<unsigned long long>(session.connections_opened()), args.count, args.size,
-                    args.concurrency, push_s, pull_s, push_s > 0 ? total / push_s / 1e6 : 0.0,
+                    pushed, pulled, mismatches, errors, static_cast<unsigned long long>(session.connections_opened()),
+                    args.count, args.size, args.concurrency, push_s, pull_s, push_s > 0 ? total / push_s / 1e6 : 0.0,
                     pull_s > 0 ? total / pull_s / 1e6 : 0.0);
         if (!args.json)
             std::fprintf(stderr, "async_series: %zu pushed, %zu pulled, %zu mismatches, %zu errors\n", pushed, pulled,

@@ -5,9 +5,9 @@
 // memory and one through a consumer that hashes bytes as they arrive.
 //
 //   single_threaded NAMING_URL STORE
+#include <blobstreaming/client/Session.h>
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/Sha256.h>
-#include <blobstreaming/client/Session.h>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>

@@ -30,10 +30,9 @@ double seconds_since(std::chrono::steady_clock::time_point t)
 }  // namespace
 
 ClientConnection::ClientConnection(EventLoop& loop, std::string endpoint, const SocketOptions& options,
-                               Released released, const TlsContext* tls)
+                                   Released released, const TlsContext* tls)
     : loop_(loop), endpoint_(std::move(endpoint)), options_(options), released_(std::move(released)), tls_(tls)
-{
-}
+{}
 
 ClientConnection::~ClientConnection()
 {
@@ -46,8 +45,7 @@ void ClientConnection::failed_io(const char* how, int err)
 {
     if (io_ && io_->tls() && err == EPROTO)
         fail(Errc::transfer_failed, lost_message(how) + ": " + io_->error_text(err));
-    else
-        fail(Errc::transfer_failed, lost_message(how));
+    else fail(Errc::transfer_failed, lost_message(how));
 }
 
 std::string ClientConnection::lost_message(const char* how) const
@@ -72,8 +70,7 @@ void ClientConnection::start(std::unique_ptr<TransferJob> job)
     message_size_ = 0;
     hash_.reset(job_->prefix_hash ? std::move(*job_->prefix_hash) : Sha256());
     total_ = job_->ticket.length;
-    if (job_->type == protocol::FrameType::push && job_->source->stable() &&
-        total_ >= HashPipeline::kBackgroundFrom)
+    if (job_->type == protocol::FrameType::push && job_->source->stable() && total_ >= HashPipeline::kBackgroundFrom)
         hash_.run_in_background();
     done_bytes_ = 0;
     started_ = std::chrono::steady_clock::now();
@@ -161,10 +158,8 @@ void ClientConnection::on_event(short revents)
             // The store answers before the end of a push: a refusal. Read it.
             phase_ = Phase::response;
         }
-        if (phase_ == Phase::request || phase_ == Phase::body || phase_ == Phase::trailer)
-            advance_send();
-        else
-            advance_receive();
+        if (phase_ == Phase::request || phase_ == Phase::body || phase_ == Phase::trailer) advance_send();
+        else advance_receive();
     } catch (const Error& e) {
         fail(e.code(), e.what());
     }
@@ -190,8 +185,8 @@ void ClientConnection::advance_handshake()
     case Channel::Handshake::want_read: loop_.modify(fd_.get(), POLLIN); return;
     case Channel::Handshake::want_write: loop_.modify(fd_.get(), POLLOUT); return;
     case Channel::Handshake::failed:
-        fail(Errc::unreachable, job_->what + ": TLS handshake with data endpoint " + endpoint_ +
-                                    " failed: " + io_->handshake_error());
+        fail(Errc::unreachable,
+             job_->what + ": TLS handshake with data endpoint " + endpoint_ + " failed: " + io_->handshake_error());
         return;
     case Channel::Handshake::done: break;
     }
@@ -266,7 +261,8 @@ void ClientConnection::advance_receive()
             if (header_pos_ < sizeof header_) continue;
             std::string why;
             if (auto ec = protocol::decode(header_, response_, message_size_, why)) {
-                fail(Errc::protocol_error, job_->what + ": bad response on data connection to " + endpoint_ + ": " + why);
+                fail(Errc::protocol_error,
+                     job_->what + ": bad response on data connection to " + endpoint_ + ": " + why);
                 return;
             }
             phase_ = Phase::message;
@@ -332,7 +328,8 @@ void ClientConnection::advance_receive()
 void ClientConnection::handle_response()
 {
     if (response_.status != Errc::ok) {
-        const std::string text = response_.message.empty() ? std::string("refused without a reason") : response_.message;
+        const std::string text =
+            response_.message.empty() ? std::string("refused without a reason") : response_.message;
         fail(response_.status, job_->what + ": " + text);
         return;
     }
@@ -425,9 +422,8 @@ void ClientConnection::check_progress(std::chrono::steady_clock::time_point now,
     if (!job_ || now - last_progress_ < limit) return;
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.3f", static_cast<double>(limit.count()) / 1000.0);
-    fail(Errc::timeout, job_->what + ": no progress for " + seconds +
-                            " s on data connection to " + endpoint_ + " (" + std::to_string(done_bytes_) + " of " +
-                            std::to_string(total_) + " bytes)");
+    fail(Errc::timeout, job_->what + ": no progress for " + seconds + " s on data connection to " + endpoint_ + " (" +
+                            std::to_string(done_bytes_) + " of " + std::to_string(total_) + " bytes)");
 }
 
 }  // namespace blobstreaming::client

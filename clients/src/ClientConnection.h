@@ -3,9 +3,9 @@
 /// a non-blocking state machine that runs one transfer at a time
 /// (docs/PROTOCOL.md) and can be reused for the next.
 
-#include "Ticket.h"
 #include "EventLoop.h"
 #include "Streams.h"
+#include "Ticket.h"
 
 #include <blobstreaming/common/Sha256.h>
 #include <blobstreaming/common/UniqueFd.h>
@@ -62,7 +62,7 @@ public:
     /// store's certificate must then verify against its CA and name the
     /// endpoint's host.
     ClientConnection(EventLoop& loop, std::string endpoint, const SocketOptions& options, Released released,
-                   const TlsContext* tls = nullptr);
+                     const TlsContext* tls = nullptr);
     ~ClientConnection();
     ClientConnection(const ClientConnection&) = delete;
     ClientConnection& operator=(const ClientConnection&) = delete;

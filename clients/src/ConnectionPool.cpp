@@ -59,10 +59,8 @@ void ConnectionPool::released(ClientConnection* connection, bool reusable)
     if (e.waiting.empty()) return;
     auto next = std::move(e.waiting.front());
     e.waiting.pop_front();
-    if (reusable)
-        connection->start(std::move(next));
-    else
-        submit(std::move(next));
+    if (reusable) connection->start(std::move(next));
+    else submit(std::move(next));
 }
 
 void ConnectionPool::tick()

@@ -45,8 +45,7 @@ const std::string& boot_id()
     return id;
 }
 
-ControlPlane::ControlPlane(const SessionOptions& options)
-    : options_(options), refs_(std::make_unique<Refs>(options_))
+ControlPlane::ControlPlane(const SessionOptions& options) : options_(options), refs_(std::make_unique<Refs>(options_))
 {
     refs_->root = corba::naming_context(refs_->orb, options_.naming_url);
 }
@@ -257,8 +256,7 @@ auto with_transporter(ControlPlane::Refs& refs, const std::string& store, BlobSt
 
 }  // namespace
 
-PushGrant ControlPlane::begin_push(const std::string& store, const std::string& name, std::uint64_t size,
-                                   bool replace)
+PushGrant ControlPlane::begin_push(const std::string& store, const std::string& name, std::uint64_t size, bool replace)
 {
     std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
     const std::string what = "push " + quote_name(name);
@@ -299,10 +297,10 @@ std::optional<PushGrant> ControlPlane::resume_push(const std::string& store, con
             return std::nullopt;
         }
         if (r->size != size)
-            throw Error(Errc::invalid_argument,
-                        what + ": store \"" + store + "\": cannot resume: the interrupted push was of " +
-                            std::to_string(r->size) + " bytes, the source has " + std::to_string(size) +
-                            " (push without resuming to start over)");
+            throw Error(Errc::invalid_argument, what + ": store \"" + store +
+                                                    "\": cannot resume: the interrupted push was of " +
+                                                    std::to_string(r->size) + " bytes, the source has " +
+                                                    std::to_string(size) + " (push without resuming to start over)");
         PushGrant grant;
         grant.reservation = r->id;
         BlobStreaming::TransferTicket_var ticket =
@@ -326,10 +324,8 @@ void ControlPlane::abort(const std::string& store, std::uint64_t reservation) no
                    });
     } catch (const Error& e) {
         // Unreachable: the store drops the reservation of a broken connection itself.
-        if (e.code() == Errc::unreachable || e.code() == Errc::timeout)
-            spdlog::info("{}", e.what());
-        else if (e.code() != Errc::no_such_reservation)
-            spdlog::warn("{}", e.what());
+        if (e.code() == Errc::unreachable || e.code() == Errc::timeout) spdlog::info("{}", e.what());
+        else if (e.code() != Errc::no_such_reservation) spdlog::warn("{}", e.what());
     } catch (const std::exception& e) {
         spdlog::warn("abort reservation {} in store \"{}\": {}", reservation, store, e.what());
     }
@@ -407,8 +403,8 @@ std::vector<std::string> ControlPlane::store_names()
     } catch (const Error&) {
         throw;
     } catch (const CORBA::Exception& e) {
-        throw Error(Errc::unreachable, "cannot list the stores in the naming service at " + options_.naming_url +
-                                           " (" + e._name() + ")");
+        throw Error(Errc::unreachable,
+                    "cannot list the stores in the naming service at " + options_.naming_url + " (" + e._name() + ")");
     }
 }
 

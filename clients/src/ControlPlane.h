@@ -10,9 +10,9 @@
 #include "CallExecutor.h"
 #include "Ticket.h"
 
-#include <blobstreaming/common/BlobInfo.h>
 #include <blobstreaming/client/Options.h>
 #include <blobstreaming/client/Result.h>
+#include <blobstreaming/common/BlobInfo.h>
 
 #include <cstdint>
 #include <functional>
@@ -49,8 +49,7 @@ public:
     /// Aborts a reservation; failures are logged (the store also drops
     /// reservations whose data connection failed).
     void abort(const std::string& store, std::uint64_t reservation) noexcept;
-    Ticket begin_pull(const std::string& store, const std::string& name, std::uint64_t offset,
-                      std::uint64_t length);
+    Ticket begin_pull(const std::string& store, const std::string& name, std::uint64_t offset, std::uint64_t length);
     /// The Blob's file when the store offers one on this very host.
     std::optional<LocalFile> find_local(const std::string& store, const std::string& name);
     BlobInfo stat(const std::string& store, const std::string& name);

@@ -2,16 +2,16 @@
 
 #include <blobstreaming/common/Error.h>
 
+#include <ace/Dev_Poll_Reactor.h>
 #include <ace/Event_Handler.h>
 #include <ace/Init_ACE.h>
-#include <ace/Dev_Poll_Reactor.h>
 #include <ace/Reactor.h>
 
 #include <sys/resource.h>
 
-#include <algorithm>
 #include <ace/Thread.h>
 #include <ace/Time_Value.h>
+#include <algorithm>
 
 #include <cerrno>
 #include <poll.h>

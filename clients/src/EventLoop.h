@@ -7,6 +7,7 @@
 /// reports the descriptor readable (which includes errors and hang-ups),
 /// POLLOUT when writable.
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -15,7 +16,6 @@
 #include <map>
 #include <mutex>
 #include <thread>
-#include <atomic>
 
 #include <blobstreaming/common/UniqueFd.h>
 

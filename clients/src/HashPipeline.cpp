@@ -41,10 +41,8 @@ void HashPipeline::update(const std::uint8_t* data, std::size_t size)
     {
         std::lock_guard lock(mutex_);
         // A buffer filled front to back arrives as adjacent ranges: one entry.
-        if (!queue_.empty() && queue_.back().first + queue_.back().second == data)
-            queue_.back().second += size;
-        else
-            queue_.emplace_back(data, size);
+        if (!queue_.empty() && queue_.back().first + queue_.back().second == data) queue_.back().second += size;
+        else queue_.emplace_back(data, size);
     }
     wake_.notify_one();
 }

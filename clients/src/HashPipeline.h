@@ -55,8 +55,8 @@ private:
     std::mutex mutex_;
     std::condition_variable wake_;
     std::deque<Range> queue_;
-    bool closing_ = false;   ///< no more ranges: drain the queue and end
-    bool abandon_ = false;   ///< end now, leave the queue
+    bool closing_ = false;  ///< no more ranges: drain the queue and end
+    bool abandon_ = false;  ///< end now, leave the queue
 };
 
 }  // namespace blobstreaming::client

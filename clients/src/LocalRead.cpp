@@ -1,8 +1,8 @@
 #include "LocalRead.h"
 #include "UserCallback.h"
 
-#include <blobstreaming/common/Error.h>
 #include <blobstreaming/blobstore/FileStore.h>
+#include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/Sha256.h>
 
 #include <algorithm>
@@ -23,8 +23,8 @@ LocalRange open_local(const LocalFile& file, std::uint64_t offset, std::uint64_t
     const std::uint64_t size = file.info.size;
     if (offset > size || (length != 0 && length > size - offset)) {
         // Same wording as the store's own range errors.
-        const std::string end = length > ~std::uint64_t{0} - offset ? std::string("beyond 2^64")
-                                                                     : std::to_string(offset + length);
+        const std::string end =
+            length > ~std::uint64_t{0} - offset ? std::string("beyond 2^64") : std::to_string(offset + length);
         throw Error(Errc::invalid_range, what + ": range [" + std::to_string(offset) + ", " + end +
                                              ") is outside the blob of " + std::to_string(size) + " bytes");
     }

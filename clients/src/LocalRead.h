@@ -8,8 +8,8 @@
 /// already have written bytes, e.g. to standard output or a FIFO, so the
 /// pull must fail rather than start again over another path).
 
-#include "Ticket.h"
 #include "Streams.h"
+#include "Ticket.h"
 
 #include <blobstreaming/common/BlobInfo.h>
 #include <blobstreaming/common/MappedRegion.h>

@@ -17,11 +17,9 @@ PullOperation::PullOperation(Session::Impl& session, std::string name, PullSink 
                              Completion done)
     : session_(session), name_(std::move(name)), sink_(std::move(sink)), options_(std::move(options)),
       done_(std::move(done)), what_("pull " + quote_name(name_))
-{
-}
+{}
 
-void PullOperation::start(Session::Impl& session, std::string name, PullSink sink, PullOptions options,
-                          Completion done)
+void PullOperation::start(Session::Impl& session, std::string name, PullSink sink, PullOptions options, Completion done)
 {
     std::shared_ptr<PullOperation> op(
         new PullOperation(session, std::move(name), std::move(sink), std::move(options), std::move(done)));
@@ -31,14 +29,12 @@ void PullOperation::start(Session::Impl& session, std::string name, PullSink sin
 void PullOperation::on_control_thread(void (PullOperation::*step)(), std::optional<Result> if_closed)
 {
     if (!if_closed) if_closed = failure(Error(Errc::cancelled, what_ + ": the session is closing"));
-    session_.control_call([op = shared_from_this(), step] { ((*op).*step)(); },
-                          [op = shared_from_this(), r = std::move(*if_closed)] { op->session_.complete(op->done_, r); });
+    session_.control_call(
+        [op = shared_from_this(), step] { ((*op).*step)(); },
+        [op = shared_from_this(), r = std::move(*if_closed)] { op->session_.complete(op->done_, r); });
 }
 
-void PullOperation::fail(const Error& e)
-{
-    session_.complete(done_, failure(e, store_));
-}
+void PullOperation::fail(const Error& e) { session_.complete(done_, failure(e, store_)); }
 
 void PullOperation::on_control_thread_choose()
 {
@@ -104,9 +100,8 @@ void PullOperation::on_control_thread_ticket()
     try {
         const Ticket ticket = session_.control->begin_pull(store_, name_, options_.offset, options_.length);
         const bool retry = !retried_ && options_.offset == 0 && options_.length == 0;
-        session_.loop.post([op = shared_from_this(), ticket, retry] {
-            op->on_loop_thread_transfer(ticket, std::nullopt, retry);
-        });
+        session_.loop.post(
+            [op = shared_from_this(), ticket, retry] { op->on_loop_thread_transfer(ticket, std::nullopt, retry); });
     } catch (const Error& e) {
         fail(e);
     }
@@ -124,17 +119,16 @@ void PullOperation::on_control_thread_resume()
     auto [have, prefix] = hash_existing_file(sink_.path(), what);
     const BlobInfo info = session_.control->stat(store_, name_);
     if (have > info.size)
-        throw Error(Errc::invalid_range, what + ": cannot resume: " + sink_.path() + " holds " +
-                                             std::to_string(have) + " bytes, more than the " +
-                                             std::to_string(info.size) + " of the Blob (not a partial copy of it)");
+        throw Error(Errc::invalid_range, what + ": cannot resume: " + sink_.path() + " holds " + std::to_string(have) +
+                                             " bytes, more than the " + std::to_string(info.size) +
+                                             " of the Blob (not a partial copy of it)");
     const Ticket ticket = session_.control->begin_pull(store_, name_, have, 0);
     session_.loop.post([op = shared_from_this(), ticket, prefix = std::make_shared<Sha256>(std::move(prefix))] {
         op->on_loop_thread_transfer(ticket, std::move(*prefix), false);
     });
 }
 
-void PullOperation::on_loop_thread_transfer(const Ticket& ticket, std::optional<Sha256> prefix,
-                                            bool retry_if_changed)
+void PullOperation::on_loop_thread_transfer(const Ticket& ticket, std::optional<Sha256> prefix, bool retry_if_changed)
 {
     auto job = std::make_unique<TransferJob>();
     job->type = protocol::FrameType::pull;

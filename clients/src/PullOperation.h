@@ -63,8 +63,8 @@ private:
     PullSink sink_;
     PullOptions options_;
     Completion done_;
-    std::string what_;   ///< `pull "N"`
-    std::string store_;  ///< once chosen
+    std::string what_;      ///< `pull "N"`
+    std::string store_;     ///< once chosen
     bool retried_ = false;  ///< the ticket was obtained once more after Errc::blob_changed
 };
 

@@ -14,8 +14,7 @@ PushOperation::PushOperation(Session::Impl& session, PushSource source, std::str
                              Completion done)
     : session_(session), source_(std::move(source)), name_(std::move(name)), options_(std::move(options)),
       done_(std::move(done)), what_("push " + quote_name(name_))
-{
-}
+{}
 
 void PushOperation::start(Session::Impl& session, PushSource source, std::string name, PushOptions options,
                           Completion done)
@@ -24,8 +23,8 @@ void PushOperation::start(Session::Impl& session, PushSource source, std::string
         new PushOperation(session, std::move(source), std::move(name), std::move(options), std::move(done)));
     session.control_call([op] { op->on_control_thread_reserve(); },
                          [op] {
-                             op->session_.complete(op->done_,
-                                                   failure(Error(Errc::cancelled, op->what_ + ": the session is closing")));
+                             op->session_.complete(
+                                 op->done_, failure(Error(Errc::cancelled, op->what_ + ": the session is closing")));
                          });
 }
 

@@ -31,8 +31,7 @@ Session::Impl::Impl(Options o)
     if (options.reactor == ReactorMode::Thread) {
         thread_ = std::thread([this] {
             while (!stop_thread_.load()) loop.run_once(std::chrono::milliseconds(500));
-            for (int i = 0; i < 1000 && loop.run_once(std::chrono::milliseconds(0)) > 0; ++i) {
-            }
+            for (int i = 0; i < 1000 && loop.run_once(std::chrono::milliseconds(0)) > 0; ++i) {}
         });
     }
 }
@@ -54,8 +53,7 @@ Session::Impl::~Impl()
     if (thread_.joinable()) {
         thread_.join();
     } else {
-        for (int i = 0; i < 1000 && loop.run_once(std::chrono::milliseconds(0)) > 0; ++i) {
-        }
+        for (int i = 0; i < 1000 && loop.run_once(std::chrono::milliseconds(0)) > 0; ++i) {}
     }
     control.reset();
 }
@@ -82,10 +80,8 @@ void Session::Impl::complete(const Completion& done, Result r)
 void Session::Impl::control_call(std::function<void()> call, std::function<void()> if_closed)
 {
     std::lock_guard<std::mutex> lock(control_mutex_);
-    if (closing_)
-        loop.post(std::move(if_closed));
-    else
-        control->submit(std::move(call));
+    if (closing_) loop.post(std::move(if_closed));
+    else control->submit(std::move(call));
 }
 
 void Session::Impl::run(Mode mode, Completion done, const std::function<void(Completion)>& start)
@@ -174,7 +170,9 @@ void query(Session::Impl& impl, const std::string& what, Completion done, Body b
             }
             impl.complete(done, std::move(r));
         },
-        [&impl, done, what] { impl.complete(done, failure(Error(Errc::cancelled, what + ": the session is closing"))); });
+        [&impl, done, what] {
+            impl.complete(done, failure(Error(Errc::cancelled, what + ": the session is closing")));
+        });
 }
 
 /// A query on the Blob `name` (`verb` names it in messages) in the store
@@ -187,7 +185,8 @@ void blob_query(Session::Impl& impl, const std::string& verb, std::string name, 
     impl.run(mode, std::move(done), [&](Completion c) {
         query(impl, verb, std::move(c), [&impl, verb, name, store, act](Result& r) {
             validate_blob_name(name);
-            r.store = store_holding(*impl.control, store, impl.options.default_store, name, verb + " " + quote_name(name));
+            r.store =
+                store_holding(*impl.control, store, impl.options.default_store, name, verb + " " + quote_name(name));
             act(*impl.control, name, r);
         });
     });
@@ -268,9 +267,8 @@ BlobInfo Session::push_file(const std::string& path, const std::string& name, co
 
 BlobInfo Session::push_memory(const void* data, std::size_t size, const std::string& name, const PushOptions& options)
 {
-    return wait_for([&](Completion c) {
-               push(PushSource::memory(data, size), name, options, Mode::Sync, std::move(c));
-           })
+    return wait_for(
+               [&](Completion c) { push(PushSource::memory(data, size), name, options, Mode::Sync, std::move(c)); })
         .info;
 }
 

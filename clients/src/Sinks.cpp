@@ -80,8 +80,7 @@ class DescriptorSink final : public Sink {
 public:
     DescriptorSink(int fd, std::string label, std::string what)
         : fd_(fd), label_(std::move(label)), what_(std::move(what))
-    {
-    }
+    {}
     void open(std::uint64_t length) override { buffer_.resize(bounce_size(length)); }
     std::pair<std::uint8_t*, std::size_t> window() override { return {buffer_.data(), buffer_.size()}; }
     void commit(std::size_t n) override { write_all(fd_, buffer_.data(), n, what_, label_); }
@@ -104,8 +103,7 @@ class FileSink final : public Sink {
 public:
     FileSink(std::string path, std::string what, std::optional<std::uint64_t> resume_at)
         : path_(std::move(path)), what_(std::move(what)), resume_at_(resume_at)
-    {
-    }
+    {}
     ~FileSink() override { remove_temporary(); }
     void open(std::uint64_t length) override
     {
@@ -122,8 +120,8 @@ public:
             if (err == ENOENT) return open_temporary(nullptr);
             struct stat st {};
             if (err == ENXIO && ::stat(path_.c_str(), &st) == 0 && S_ISFIFO(st.st_mode))
-                throw Error(Errc::io_error, what_ + ": cannot write the FIFO " + path_ +
-                                                ": no process has it open for reading");
+                throw Error(Errc::io_error,
+                            what_ + ": cannot write the FIFO " + path_ + ": no process has it open for reading");
             if (err == ENXIO && ::stat(path_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode))
                 throw Error(Errc::io_error, what_ + ": cannot write " + path_ +
                                                 ": it is a socket (pull to standard output and redirect that)");
@@ -151,8 +149,8 @@ public:
             if (::rename(temporary_.c_str(), target_.c_str()) != 0) {
                 const int err = errno;
                 remove_temporary();
-                throw Error(Errc::io_error, what_ + ": cannot rename " + temporary_ + " to " + target_ + ": " +
-                                                std::strerror(err));
+                throw Error(Errc::io_error,
+                            what_ + ": cannot rename " + temporary_ + " to " + target_ + ": " + std::strerror(err));
             }
             temporary_.clear();
         }
@@ -169,8 +167,7 @@ private:
         if (fd_ && ::fstat(fd_.get(), &st) == 0 && !S_ISREG(st.st_mode))
             throw Error(Errc::invalid_argument, what_ + ": cannot resume into " + path_ + ": it is " +
                                                     file_kind(st.st_mode) + ", not a regular file");
-        if (!fd_ || !set_blocking(fd_.get()) ||
-            ::ftruncate(fd_.get(), static_cast<off_t>(*resume_at_)) != 0 ||
+        if (!fd_ || !set_blocking(fd_.get()) || ::ftruncate(fd_.get(), static_cast<off_t>(*resume_at_)) != 0 ||
             ::lseek(fd_.get(), static_cast<off_t>(*resume_at_), SEEK_SET) < 0)
             throw Error(Errc::io_error, what_ + ": cannot continue " + path_ + " at byte " +
                                             std::to_string(*resume_at_) + ": " + std::strerror(errno));
@@ -188,8 +185,8 @@ private:
         } else {
             struct stat link {};
             if (::lstat(path_.c_str(), &link) == 0 && S_ISLNK(link.st_mode))
-                throw Error(Errc::io_error, what_ + ": cannot write " + path_ +
-                                                ": it is a symbolic link to a missing file");
+                throw Error(Errc::io_error,
+                            what_ + ": cannot write " + path_ + ": it is a symbolic link to a missing file");
         }
         const auto slash = target_.rfind('/');
         const std::string dir = slash == std::string::npos ? "." : target_.substr(0, std::max<std::size_t>(slash, 1));
@@ -200,8 +197,8 @@ private:
             char suffix[16];
             std::snprintf(suffix, sizeof suffix, "%08x", static_cast<unsigned>(random() ^ counter++));
             const std::string name = dir + "/." + base.substr(0, 200) + ".pull-" + suffix;
-            fd_.reset(::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY,
-                             old != nullptr ? 0600 : 0666));
+            fd_.reset(
+                ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, old != nullptr ? 0600 : 0666));
             if (fd_) {
                 temporary_ = name;
             } else if (errno != EEXIST) {
@@ -243,8 +240,7 @@ class MemorySink final : public Sink {
 public:
     MemorySink(std::vector<std::uint8_t>* vector, std::uint8_t* data, std::size_t capacity, std::string what)
         : vector_(vector), data_(data), capacity_(capacity), what_(std::move(what))
-    {
-    }
+    {}
     void open(std::uint64_t length) override
     {
         if (vector_ != nullptr) {
@@ -273,8 +269,7 @@ private:
 class ConsumerSink final : public Sink {
 public:
     ConsumerSink(PullSink::Consumer consumer, std::string what) : consumer_(std::move(consumer)), what_(std::move(what))
-    {
-    }
+    {}
     void open(std::uint64_t length) override { buffer_.resize(bounce_size(length)); }
     std::pair<std::uint8_t*, std::size_t> window() override { return {buffer_.data(), buffer_.size()}; }
     void commit(std::size_t n) override
@@ -298,13 +293,13 @@ std::unique_ptr<Sink> make_sink(const PullSink& sink, const std::string& what, s
     switch (sink.kind()) {
     case PullSink::Kind::file:
         if (const auto fd = inherited_descriptor(sink.path()); fd && !resume_at) {
-            const char* label = *fd == STDOUT_FILENO ? "standard output"
-                                : *fd == STDERR_FILENO ? "standard error" : nullptr;
+            const char* label = *fd == STDOUT_FILENO   ? "standard output"
+                                : *fd == STDERR_FILENO ? "standard error"
+                                                       : nullptr;
             return std::make_unique<DescriptorSink>(*fd, label != nullptr ? label : sink.path(), what);
         }
         return std::make_unique<FileSink>(sink.path(), what, resume_at);
-    case PullSink::Kind::descriptor:
-        return std::make_unique<DescriptorSink>(sink.fd(), sink.path(), what);
+    case PullSink::Kind::descriptor: return std::make_unique<DescriptorSink>(sink.fd(), sink.path(), what);
     case PullSink::Kind::memory: return std::make_unique<MemorySink>(sink.vector(), nullptr, 0, what);
     case PullSink::Kind::buffer: return std::make_unique<MemorySink>(nullptr, sink.data(), sink.capacity(), what);
     case PullSink::Kind::consumer: return std::make_unique<ConsumerSink>(sink.consumer_function(), what);
@@ -324,8 +319,8 @@ std::pair<std::uint64_t, Sha256> hash_existing_file(const std::string& path, con
     if (::fstat(fd.get(), &st) != 0)
         throw Error(Errc::io_error, what + ": cannot stat " + path + " to resume: " + std::strerror(errno));
     if (!S_ISREG(st.st_mode))
-        throw Error(Errc::invalid_argument, what + ": resume needs a regular file to continue: " + path + " is " +
-                                                file_kind(st.st_mode));
+        throw Error(Errc::invalid_argument,
+                    what + ": resume needs a regular file to continue: " + path + " is " + file_kind(st.st_mode));
     std::vector<std::uint8_t> buffer(kStreamChunk);
     for (;;) {
         const ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());

@@ -139,8 +139,7 @@ public:
     ProducerSource(std::uint64_t size, PushSource::Producer producer, std::string what)
         : size_(size), producer_(std::move(producer)), what_(std::move(what)),
           buffer_(static_cast<std::size_t>(std::min<std::uint64_t>(size, kStreamChunk)))
-    {
-    }
+    {}
     std::uint64_t size() const noexcept override { return size_; }
     long send(Channel& channel, std::size_t max, HashPipeline& hash) override
     {

@@ -6,8 +6,8 @@
 
 #include "HashPipeline.h"
 
-#include <blobstreaming/common/Sha256.h>
 #include <blobstreaming/client/Transfer.h>
+#include <blobstreaming/common/Sha256.h>
 #include <blobstreaming/transporter/Tls.h>
 
 #include <cstddef>

@@ -82,5 +82,4 @@ PullSink PullSink::consumer(Consumer consumer)
     return s;
 }
 
-
 }  // namespace blobstreaming::client

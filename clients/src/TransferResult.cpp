@@ -29,12 +29,12 @@ Result result_of(const JobOutcome& outcome, const std::string& store, const Tick
     return r;
 }
 
-void log_transfer(const char* verb, const char* dir, const std::string& name, const std::string& store,
-                  const Result& r, const std::string& peer)
+void log_transfer(const char* verb, const char* dir, const std::string& name, const std::string& store, const Result& r,
+                  const std::string& peer)
 {
     const double mbps = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds / 1e6 : 0.0;
-    spdlog::info("{} {} {} store \"{}\": {} bytes in {:.3f} s ({:.2f} MB/s) via {}", verb, quote_name(name), dir,
-                 store, r.bytes, r.seconds, mbps, peer);
+    spdlog::info("{} {} {} store \"{}\": {} bytes in {:.3f} s ({:.2f} MB/s) via {}", verb, quote_name(name), dir, store,
+                 r.bytes, r.seconds, mbps, peer);
 }
 
 }  // namespace blobstreaming::client

@@ -21,7 +21,7 @@ Result failure(const Error& e, const std::string& store = {});
 Result result_of(const JobOutcome& outcome, const std::string& store, const Ticket& ticket);
 
 /// "pushed "N" to store "S": B bytes in T s (R MB/s) via PEER" at INFO.
-void log_transfer(const char* verb, const char* dir, const std::string& name, const std::string& store,
-                  const Result& r, const std::string& peer);
+void log_transfer(const char* verb, const char* dir, const std::string& name, const std::string& store, const Result& r,
+                  const std::string& peer);
 
 }  // namespace blobstreaming::client

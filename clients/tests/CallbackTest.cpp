@@ -173,7 +173,8 @@ BOOST_AUTO_TEST_CASE(a_consumer_that_throws_fails_its_pull, *boost::unit_test::t
             Session session(options(v.reactor, local));
             int calls = 0;
             const Result r = outcome_of(session, v.mode, [&](Mode mode, Completion done) {
-                session.pull("consumed.1", PullSink::consumer([&calls](const std::uint8_t*, std::size_t, std::uint64_t) {
+                session.pull("consumed.1",
+                             PullSink::consumer([&calls](const std::uint8_t*, std::size_t, std::uint64_t) {
                                  if (++calls > 1) throw std::runtime_error("the viewer closed");
                              }),
                              PullOptions{}, mode, done);

@@ -7,7 +7,6 @@
 #include "ClientConnection.h"
 #include "EventLoop.h"
 #include "Streams.h"
-#include "TestSupport.h"
 
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/Sha256.h>
@@ -15,6 +14,8 @@
 
 #define BOOST_TEST_MODULE DataPlaneTest
 #include <boost/test/unit_test.hpp>
+
+#include "TestSupport.h"  // after the module definition: it includes Boost.Test
 
 #include <arpa/inet.h>
 #include <atomic>
@@ -400,8 +401,8 @@ BOOST_FIXTURE_TEST_CASE(connection_lost_mid_push_says_how_far_it_got, Fixture)
     const auto bytes = pattern(8 * 1024 * 1024, 4);
     const auto out = run(push_job(bytes, Behaviour::drop_midway));
     BOOST_TEST(out.error == make_error_code(Errc::transfer_failed));
-    const std::string expected = "push \"T\": store \"fake\": data connection to 127.0.0.1:" +
-                                 std::to_string(port.port()) + " closed after ";
+    const std::string expected =
+        "push \"T\": store \"fake\": data connection to 127.0.0.1:" + std::to_string(port.port()) + " closed after ";
     BOOST_TEST(out.message.find(expected) == 0u, out.message);
     BOOST_TEST(out.message.find("of 8388608 bytes") != std::string::npos, out.message);
 }

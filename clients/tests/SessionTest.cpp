@@ -91,10 +91,8 @@ BOOST_AUTO_TEST_CASE(control_plane_errors_without_stores)
         inside_start = false;
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
         while (session.pending() > 0 && std::chrono::steady_clock::now() < deadline) {
-            if (mode == ReactorMode::Caller)
-                session.run_once(std::chrono::milliseconds(100));
-            else
-                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            if (mode == ReactorMode::Caller) session.run_once(std::chrono::milliseconds(100));
+            else std::this_thread::sleep_for(std::chrono::milliseconds(5));
         }
         BOOST_TEST(completions == 1);
         BOOST_REQUIRE(nested.has_value());

@@ -63,10 +63,7 @@ struct TempDir {
     std::string path;
 };
 
-void write_file(const std::string& path, const std::string& bytes)
-{
-    std::ofstream(path, std::ios::binary) << bytes;
-}
+void write_file(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 
 std::string read_file(const std::string& path)
 {
@@ -300,9 +297,8 @@ BOOST_AUTO_TEST_CASE(a_file_source_refuses_a_fifo_without_waiting_for_a_writer, 
     TempDir dir;
     const std::string fifo = dir / "in.fifo";
     BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-    auto opened = std::async(std::launch::async, [&] {
-        return error_of([&] { open_source(PushSource::file(fifo), "push \"A\""); });
-    });
+    auto opened = std::async(std::launch::async,
+                             [&] { return error_of([&] { open_source(PushSource::file(fifo), "push \"A\""); }); });
     if (opened.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
         const int writer = ::open(fifo.c_str(), O_WRONLY);  // releases the blocked open
         opened.wait();
@@ -331,12 +327,12 @@ BOOST_AUTO_TEST_CASE(a_file_source_that_shrinks_fails_and_one_that_grows_sends_i
         const auto e = error_of([&] { source->send(channel, 1 << 20, hash); });
         BOOST_REQUIRE(e.has_value());
         BOOST_TEST(static_cast<int>(e->code()) == static_cast<int>(Errc::io_error));
-        BOOST_TEST(e->what() == "push \"A\": " + path + " shrank while it was being pushed: it has 1000 bytes, "
-                                "1048576 when the push started (1000 were sent)");
+        BOOST_TEST(e->what() == "push \"A\": " + path +
+                                    " shrank while it was being pushed: it has 1000 bytes, "
+                                    "1048576 when the push started (1000 were sent)");
     }
     char sink[4096];
-    while (::read(pair[1], sink, sizeof sink) > 0) {
-    }
+    while (::read(pair[1], sink, sizeof sink) > 0) {}
     {
         Channel channel(pair[0]);
         HashPipeline hash;

@@ -2,8 +2,8 @@
 // Processes the client tests run for real: omniNames and blobstored on
 // 127.0.0.1 with ephemeral ports and temporary directories, stopped by PID.
 
-#include <blobstreaming/common/Error.h>
 #include <blobstreaming/client/Session.h>
+#include <blobstreaming/common/Error.h>
 
 #include <boost/test/unit_test.hpp>
 
@@ -109,9 +109,9 @@ public:
             ::dup2(out[1], STDOUT_FILENO);
             ::close(out[0]);
             ::close(out[1]);
-            ::execl(program.c_str(), program.c_str(), "--name", name.c_str(), "--store", store_spec.c_str(),
-                    "--naming", url.c_str(), "--control-address", "127.0.0.1:0", "--data-address", "127.0.0.1:0",
-                    "-q", static_cast<char*>(nullptr));
+            ::execl(program.c_str(), program.c_str(), "--name", name.c_str(), "--store", store_spec.c_str(), "--naming",
+                    url.c_str(), "--control-address", "127.0.0.1:0", "--data-address", "127.0.0.1:0", "-q",
+                    static_cast<char*>(nullptr));
             ::_exit(127);
         }
         ::close(out[1]);

@@ -105,8 +105,8 @@ BOOST_AUTO_TEST_CASE(file_producer_and_consumer)
     const auto bytes = pattern(5 * 1024 * 1024, 2);
     const std::string in = stores().ns.dir() + "/in.bin";
     const std::string out = stores().ns.dir() + "/out.bin";
-    std::ofstream(in, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                              static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(in, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     PushOptions replace;
     replace.replace = true;
     session.push_file(in, "file.1", replace);
@@ -133,8 +133,7 @@ BOOST_AUTO_TEST_CASE(file_producer_and_consumer)
     std::uint64_t expected_offset = 0;
     bool in_order = true;
     Result pulled;
-    session.pull("gen.1",
-                 PullSink::consumer([&](const std::uint8_t* data, std::size_t size, std::uint64_t offset) {
+    session.pull("gen.1", PullSink::consumer([&](const std::uint8_t* data, std::size_t size, std::uint64_t offset) {
                      in_order = in_order && offset == expected_offset;
                      expected_offset += size;
                      hash.update(data, size);
@@ -189,12 +188,11 @@ BOOST_AUTO_TEST_CASE(caller_mode_runs_completions_in_run_once)
     for (int i = 0; i < 10; ++i) {
         PushOptions replace;
         replace.replace = true;
-        session.push(PushSource::owned(bytes), "c." + std::to_string(i), replace, Mode::Async,
-                     [&](const Result& r) {
-                         BOOST_TEST(r.ok(), r.message);
-                         on_caller = on_caller && std::this_thread::get_id() == me;
-                         ++done;
-                     });
+        session.push(PushSource::owned(bytes), "c." + std::to_string(i), replace, Mode::Async, [&](const Result& r) {
+            BOOST_TEST(r.ok(), r.message);
+            on_caller = on_caller && std::this_thread::get_id() == me;
+            ++done;
+        });
     }
     BOOST_TEST(done == 0);  // nothing completes before the loop runs
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -260,8 +258,7 @@ BOOST_AUTO_TEST_CASE(destroying_a_session_completes_everything_once)
                 // session on its own time, and a name still being written is refused.
                 session.push(PushSource::owned(bytes),
                              "gone." + std::to_string(static_cast<int>(mode)) + "." + std::to_string(i), replace,
-                             Mode::Async,
-                             [&](const Result& r) {
+                             Mode::Async, [&](const Result& r) {
                                  ++completions;
                                  if (r.errc() == Errc::cancelled) ++cancelled;
                                  if (r.ok()) ++succeeded;
@@ -286,8 +283,8 @@ BOOST_AUTO_TEST_CASE(a_source_that_fails_midway_stores_nothing)
     const std::string in = stores().ns.dir() + "/shrinking.bin";
     {
         const auto bytes = pattern(64 << 20, 7);
-        std::ofstream(in, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                                  static_cast<std::streamsize>(bytes.size()));
+        std::ofstream(in, std::ios::binary)
+            .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     }
     std::uint64_t truncated_at = 0;
     PushOptions push;

@@ -7,13 +7,12 @@
 namespace blobstreaming {
 namespace {
 
-constexpr const char* kRule =
-    "allowed: 1 to 200 characters of A-Z a-z 0-9 '.' '_' '-', not starting with '.'";
+constexpr const char* kRule = "allowed: 1 to 200 characters of A-Z a-z 0-9 '.' '_' '-', not starting with '.'";
 
 bool allowed(char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '_' || c == '-';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+           c == '-';
 }
 
 std::string describe(char c)
@@ -50,12 +49,10 @@ std::string quote_name(std::string_view name)
 std::optional<std::string> blob_name_problem(std::string_view name)
 {
     if (name.empty()) return std::string("the name is empty");
-    if (name.size() > kMaxBlobNameLength)
-        return "the name is " + std::to_string(name.size()) + " characters long";
+    if (name.size() > kMaxBlobNameLength) return "the name is " + std::to_string(name.size()) + " characters long";
     if (name.front() == '.') return std::string("the name starts with '.'");
     for (std::size_t i = 0; i < name.size(); ++i) {
-        if (!allowed(name[i]))
-            return describe(name[i]) + " at position " + std::to_string(i) + " is not allowed";
+        if (!allowed(name[i])) return describe(name[i]) + " at position " + std::to_string(i) + " is not allowed";
     }
     return std::nullopt;
 }
@@ -63,8 +60,7 @@ std::optional<std::string> blob_name_problem(std::string_view name)
 void validate_blob_name(std::string_view name)
 {
     if (auto problem = blob_name_problem(name))
-        throw Error(Errc::invalid_name,
-                    "invalid blob name " + quote_name(name) + ": " + *problem + " (" + kRule + ")");
+        throw Error(Errc::invalid_name, "invalid blob name " + quote_name(name) + ": " + *problem + " (" + kRule + ")");
 }
 
 }  // namespace blobstreaming

@@ -52,9 +52,6 @@ const std::error_category& error_category() noexcept
     return category;
 }
 
-void throw_io_error(const std::string& what, int err)
-{
-    throw Error(Errc::io_error, what + ": " + std::strerror(err));
-}
+void throw_io_error(const std::string& what, int err) { throw Error(Errc::io_error, what + ": " + std::strerror(err)); }
 
 }  // namespace blobstreaming

@@ -10,8 +10,7 @@ namespace blobstreaming {
 
 MappedRegion::MappedRegion(void* base, std::size_t mapped, std::size_t lead, std::size_t size) noexcept
     : base_(base), mapped_(mapped), data_(static_cast<std::uint8_t*>(base) + lead), size_(size)
-{
-}
+{}
 
 MappedRegion MappedRegion::of_file(int fd, std::uint64_t offset, std::size_t length, Access access,
                                    std::error_code& ec) noexcept
@@ -46,8 +45,7 @@ MappedRegion MappedRegion::anonymous(std::size_t length, std::error_code& ec) no
 MappedRegion::MappedRegion(MappedRegion&& other) noexcept
     : base_(std::exchange(other.base_, nullptr)), mapped_(std::exchange(other.mapped_, 0)),
       data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0))
-{
-}
+{}
 
 MappedRegion& MappedRegion::operator=(MappedRegion&& other) noexcept
 {

@@ -23,8 +23,7 @@ BOOST_AUTO_TEST_CASE(parent_directory_path_is_rejected)
 {
     BS_CHECK_ERROR(validate_blob_name("../x"), Errc::invalid_name,
                    "invalid blob name \"../x\": the name starts with '.'");
-    BS_CHECK_ERROR(validate_blob_name("a/../x"), Errc::invalid_name,
-                   "character '/' at position 1 is not allowed");
+    BS_CHECK_ERROR(validate_blob_name("a/../x"), Errc::invalid_name, "character '/' at position 1 is not allowed");
 }
 
 BOOST_AUTO_TEST_CASE(absolute_path_is_rejected)

@@ -119,8 +119,9 @@ BOOST_AUTO_TEST_CASE(logging_flags_and_their_precedence)
     BOOST_TEST(level_of({"-d", "--log-level", "warning"}) == spdlog::level::warn);
     BOOST_TEST(level_of({"--log-level=warn"}) == spdlog::level::warn);
     BOOST_TEST(level_of({"--log-level", "off"}) == spdlog::level::off);
-    BOOST_TEST(usage_error_of([&] { level_of({"--log-level", "loud"}); }) ==
-               "--log-level: \"loud\" is not one of trace, debug, info, warning (warn), error, critical, off");
+    BOOST_TEST(usage_error_of([&] {
+                   level_of({"--log-level", "loud"});
+               }) == "--log-level: \"loud\" is not one of trace, debug, info, warning (warn), error, critical, off");
 }
 
 BOOST_AUTO_TEST_CASE(abbreviated_options_are_refused)

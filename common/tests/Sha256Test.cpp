@@ -10,10 +10,8 @@ using namespace blobstreaming;
 BOOST_AUTO_TEST_CASE(known_answers)
 {
     // FIPS 180-2 test vectors.
-    BOOST_TEST(to_hex(Sha256::of("abc", 3)) ==
-               "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-    BOOST_TEST(to_hex(Sha256::of(nullptr, 0)) ==
-               "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    BOOST_TEST(to_hex(Sha256::of("abc", 3)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    BOOST_TEST(to_hex(Sha256::of(nullptr, 0)) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 }
 
 BOOST_AUTO_TEST_CASE(streamed_equals_one_shot_openssl_on_random_data)

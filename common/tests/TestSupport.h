@@ -80,15 +80,14 @@ inline bool read_all(int fd, void* data, std::size_t size)
 
 /// Asserts that `statement` throws blobstreaming::Error with code `errc`
 /// and a message containing `text`.
-#define BS_CHECK_ERROR(statement, errc, text)                                            \
-    do {                                                                                 \
-        try {                                                                            \
-            statement;                                                                   \
-            BOOST_ERROR("expected Error(" #errc ") from: " #statement);                  \
-        } catch (const ::blobstreaming::Error& e_) {                                     \
-            BOOST_CHECK_MESSAGE(e_.code() == (errc), "code " << static_cast<int>(e_.code()) \
-                                                             << ": " << e_.what());       \
-            BOOST_CHECK_MESSAGE(std::string(e_.what()).find(text) != std::string::npos, \
-                                "message \"" << e_.what() << "\" lacks \"" << (text) << "\""); \
-        }                                                                                \
+#define BS_CHECK_ERROR(statement, errc, text)                                                                          \
+    do {                                                                                                               \
+        try {                                                                                                          \
+            statement;                                                                                                 \
+            BOOST_ERROR("expected Error(" #errc ") from: " #statement);                                                \
+        } catch (const ::blobstreaming::Error& e_) {                                                                   \
+            BOOST_CHECK_MESSAGE(e_.code() == (errc), "code " << static_cast<int>(e_.code()) << ": " << e_.what());     \
+            BOOST_CHECK_MESSAGE(std::string(e_.what()).find(text) != std::string::npos,                                \
+                                "message \"" << e_.what() << "\" lacks \"" << (text) << "\"");                         \
+        }                                                                                                              \
     } while (0)

@@ -92,8 +92,7 @@ std::vector<long long> raw_round_trips(long rounds, double pause_ms, std::size_t
         std::vector<char> in(request), out(response, 'r');
         try {
             while (read_all(fd, in.data(), in.size())) write_all(fd, out.data(), out.size());
-        } catch (const std::exception&) {
-        }
+        } catch (const std::exception&) {}
         ::close(fd);
     });
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -125,6 +124,7 @@ int main(int argc, char** argv)
     long rounds = 300;
     double pause_ms = 0;
     po::options_description desc("Usage: sdc-bench --url URL [options]\n\nOptions");
+    // clang-format off
     desc.add_options()
         ("help,h", "show this help and exit")
         ("version", "show the versions of sdc-bench and its libraries and exit")
@@ -134,6 +134,7 @@ int main(int argc, char** argv)
         ("pause-ms", po::value(&pause_ms)->default_value(pause_ms), "pause between round trips, ms")
         ("no-provider-times", "do not fetch t2..t4 from the provider")
         ("raw", po::value<std::string>(), "REQ:RESP: t_net, plain TCP exchanges of REQ and RESP bytes, sizes with K, M (x1024) allowed (no --url)");
+    // clang-format on
     cli::add_logging_options(desc, spdlog::level::warn);
     po::variables_map vm;
     try {
@@ -157,7 +158,10 @@ int main(int argc, char** argv)
             try {
                 const auto rtt = raw_round_trips(rounds, pause_ms, request, response);
                 std::cout << nlohmann::json{{"raw", {{"request_bytes", request}, {"response_bytes", response}}},
-                                            {"rounds", rounds}, {"pause_ms", pause_ms}, {"rtt_ns", rtt}}.dump()
+                                            {"rounds", rounds},
+                                            {"pause_ms", pause_ms},
+                                            {"rtt_ns", rtt}}
+                                 .dump()
                           << "\n";
             } catch (const std::exception& e) {
                 std::cerr << "sdc-bench: raw exchange: " << e.what() << "\n";
@@ -177,21 +181,18 @@ int main(int argc, char** argv)
     std::signal(SIGPIPE, SIG_IGN);
     try {
         Consumer consumer = Consumer::connect(url);
-        const std::vector<std::string> handles = handle.empty() ? std::vector<std::string>{}
-                                                                : std::vector<std::string>{handle};
+        const std::vector<std::string> handles =
+            handle.empty() ? std::vector<std::string>{} : std::vector<std::string>{handle};
         std::vector<CallTimes> calls;
         calls.reserve(static_cast<std::size_t>(rounds));
         for (long r = 0; r < rounds; ++r) {
             const auto states = consumer.get_md_state(handles);
-            if (states.empty())
-                throw SdcError(Errc::protocol_error, "GetMdState returned no state");
+            if (states.empty()) throw SdcError(Errc::protocol_error, "GetMdState returned no state");
             calls.push_back(consumer.last_call());
-            if (pause_ms > 0)
-                std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(pause_ms));
+            if (pause_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(pause_ms));
         }
         nlohmann::json samples;
-        for (const char* k : {"t0", "t1", "t2", "t3", "t4", "t5", "t6"})
-            samples[k] = nlohmann::json::array();
+        for (const char* k : {"t0", "t1", "t2", "t3", "t4", "t5", "t6"}) samples[k] = nlohmann::json::array();
         bool provider_times = vm.count("no-provider-times") == 0;
         for (const auto& c : calls) {
             samples["t0"].push_back(c.t0);
@@ -211,10 +212,13 @@ int main(int argc, char** argv)
             }
         }
         if (!provider_times)
-            for (const char* k : {"t2", "t3", "t4"})
-                samples[k] = nullptr;
-        std::cout << nlohmann::json{{"url", url}, {"rounds", rounds}, {"pause_ms", pause_ms}, {"handle", handle},
-                                    {"samples", samples}}.dump()
+            for (const char* k : {"t2", "t3", "t4"}) samples[k] = nullptr;
+        std::cout << nlohmann::json{{"url", url},
+                                    {"rounds", rounds},
+                                    {"pause_ms", pause_ms},
+                                    {"handle", handle},
+                                    {"samples", samples}}
+                         .dump()
                   << "\n";
     } catch (const Error& e) {
         std::cerr << "sdc-bench: " << e.what() << "\n";

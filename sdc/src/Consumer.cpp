@@ -6,7 +6,6 @@
 #include "Uuid.h"
 #include "blobstreaming/sdc/SdcError.h"
 
-
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -41,8 +40,7 @@ Url parse_url(const std::string& url)
     u.host = netloc.substr(0, colon);
     u.port = colon == std::string::npos ? "80" : netloc.substr(colon + 1);
     u.path = host_end == std::string::npos ? "/" : url.substr(host_end);
-    if (u.host.empty())
-        throw SdcError(Errc::invalid_argument, "URL \"" + url + "\": no host");
+    if (u.host.empty()) throw SdcError(Errc::invalid_argument, "URL \"" + url + "\": no host");
     return u;
 }
 
@@ -52,8 +50,7 @@ public:
     UdpFd() : fd_(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) {}
     ~UdpFd()
     {
-        if (fd_ >= 0)
-            ::close(fd_);
+        if (fd_ >= 0) ::close(fd_);
     }
     UdpFd(const UdpFd&) = delete;
     UdpFd& operator=(const UdpFd&) = delete;
@@ -63,7 +60,7 @@ private:
     int fd_;
 };
 
-} // namespace
+}  // namespace
 
 class Consumer::Impl {
 public:
@@ -99,38 +96,34 @@ public:
                     throw SdcError(e.code(), std::string(what) + " " + url + ": " + e.what());
             }
         }
-        if (!response.keep_alive())
-            disconnect();
+        if (!response.keep_alive()) disconnect();
 
         SoapMessage message;
         SoapFault fault;
         if (!parse_soap(response.body(), false, message, fault))
-            throw SdcError(Errc::protocol_error, std::string(what) + " " + url + ": HTTP "
-                                                        + std::to_string(response.result_int()) + ", " + fault.reason);
+            throw SdcError(Errc::protocol_error, std::string(what) + " " + url + ": HTTP " +
+                                                     std::to_string(response.result_int()) + ", " + fault.reason);
         if (message.body_is(ns::kSoap, "Fault"))
-            throw SdcError(Errc::peer_fault, std::string(what) + " " + url + ": the provider answered with a Fault: "
-                                               + fault_reason(message.body));
+            throw SdcError(Errc::peer_fault, std::string(what) + " " + url +
+                                                 ": the provider answered with a Fault: " + fault_reason(message.body));
         if (response.result_int() >= 300)
-            throw SdcError(Errc::protocol_error, std::string(what) + " " + url + ": HTTP "
-                                                        + std::to_string(response.result_int()));
+            throw SdcError(Errc::protocol_error,
+                           std::string(what) + " " + url + ": HTTP " + std::to_string(response.result_int()));
         if (!message.relates_to.empty() && message.relates_to != times_.message_id)
-            throw SdcError(Errc::protocol_error, std::string(what) + " " + url + ": RelatesTo "
-                                                        + message.relates_to + " does not match the request "
-                                                        + times_.message_id);
+            throw SdcError(Errc::protocol_error, std::string(what) + " " + url + ": RelatesTo " + message.relates_to +
+                                                     " does not match the request " + times_.message_id);
         return message;
     }
 
     void ensure_connected(const Url& u)
     {
         const std::string key = u.host + ":" + u.port;
-        if (connected_to_ == key)
-            return;
+        if (connected_to_ == key) return;
         disconnect();
         tcp::resolver resolver(io_);
         boost::system::error_code ec;
         const auto endpoints = resolver.resolve(u.host, u.port, ec);
-        if (ec)
-            throw SdcError(Errc::unreachable, "cannot resolve " + key + ": " + ec.message());
+        if (ec) throw SdcError(Errc::unreachable, "cannot resolve " + key + ": " + ec.message());
         stream_.expires_after(options_.timeout);
         stream_.async_connect(endpoints, [&ec](beast::error_code e, const tcp::endpoint&) { ec = e; });
         run();
@@ -156,10 +149,8 @@ public:
         http::async_read_header(stream_, buffer_, parser, [&ec](beast::error_code e, std::size_t) { ec = e; });
         run();
         times_.t5 = monotonic_ns();
-        if (!ec)
-            http::async_read(stream_, buffer_, parser, [&ec](beast::error_code e, std::size_t) { ec = e; });
-        if (!ec)
-            run();
+        if (!ec) http::async_read(stream_, buffer_, parser, [&ec](beast::error_code e, std::size_t) { ec = e; });
+        if (!ec) run();
         if (ec)
             throw SdcError(ec == beast::error::timeout ? Errc::timeout : Errc::unreachable,
                            "receiving the response: " + ec.message());
@@ -174,8 +165,7 @@ public:
 
     void disconnect()
     {
-        if (connected_to_.empty())
-            return;
+        if (connected_to_.empty()) return;
         beast::error_code ec;
         stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
         stream_.close();
@@ -188,34 +178,35 @@ public:
         SoapMessage reply = call(device_url, ns::kTransferGet, {}, {}, "WS-Transfer Get");
         if (!xml::is(reply.body, ns::kWsx, "Metadata"))
             throw SdcError(Errc::protocol_error, "WS-Transfer Get " + device_url + ": the Body holds no wsx:Metadata");
-        for (xmlNode* section = xml::first_element(reply.body); section != nullptr; section = xml::next_element(section)) {
-            if (xml::attribute(section, "Dialect") != ns::kDialectRelationship)
-                continue;
+        for (xmlNode* section = xml::first_element(reply.body); section != nullptr;
+             section = xml::next_element(section)) {
+            if (xml::attribute(section, "Dialect") != ns::kDialectRelationship) continue;
             xmlNode* relationship = xml::child(section, ns::kDpws, "Relationship");
-            epr_ = xml::text(xml::child(xml::child(xml::child(relationship, ns::kDpws, "Host"), ns::kWsa, "EndpointReference"),
-                                        ns::kWsa, "Address"));
+            epr_ = xml::text(
+                xml::child(xml::child(xml::child(relationship, ns::kDpws, "Host"), ns::kWsa, "EndpointReference"),
+                           ns::kWsa, "Address"));
             for (xmlNode* h = xml::first_element(relationship); h != nullptr; h = xml::next_element(h)) {
-                if (!xml::is(h, ns::kDpws, "Hosted"))
-                    continue;
+                if (!xml::is(h, ns::kDpws, "Hosted")) continue;
                 xmlNode* types = xml::child(h, ns::kDpws, "Types");
                 std::istringstream words(xml::text(types));
                 std::string qname;
                 while (words >> qname) {
                     if (xml::qname_namespace(types, qname) == ns::kSdc && xml::qname_local(qname) == "GetService") {
-                        get_url_ = xml::text(xml::child(xml::child(h, ns::kWsa, "EndpointReference"), ns::kWsa, "Address"));
+                        get_url_ =
+                            xml::text(xml::child(xml::child(h, ns::kWsa, "EndpointReference"), ns::kWsa, "Address"));
                         return;
                     }
                 }
             }
         }
-        throw SdcError(Errc::protocol_error, "WS-Transfer Get " + device_url + ": the metadata hosts no sdc:GetService");
+        throw SdcError(Errc::protocol_error,
+                       "WS-Transfer Get " + device_url + ": the metadata hosts no sdc:GetService");
     }
 
     std::string handle_refs(const std::vector<std::string>& handles) const
     {
         std::string refs;
-        for (const auto& h : handles)
-            refs += "<msg:HandleRef>" + xml::escape(h) + "</msg:HandleRef>";
+        for (const auto& h : handles) refs += "<msg:HandleRef>" + xml::escape(h) + "</msg:HandleRef>";
         return refs;
     }
 
@@ -262,27 +253,25 @@ std::vector<State> Consumer::get_md_state(const std::vector<std::string>& handle
         throw SdcError(Errc::protocol_error, "GetMdState " + i.get_url_ + ": the Body holds no msg:GetMdStateResponse");
     i.read_version(reply.body);
     std::vector<State> states;
-    for (xmlNode* s = xml::first_element(xml::child(reply.body, ns::kMsg, "MdState")); s != nullptr; s = xml::next_element(s)) {
+    for (xmlNode* s = xml::first_element(xml::child(reply.body, ns::kMsg, "MdState")); s != nullptr;
+         s = xml::next_element(s)) {
         State state;
         for (xmlAttr* a = s->properties; a != nullptr; a = a->next) {
             const std::string name = reinterpret_cast<const char*>(a->name);
             xmlChar* value = xmlNodeListGetString(s->doc, a->children, 1);
             const std::string v = value != nullptr ? reinterpret_cast<const char*>(value) : "";
             xmlFree(value);
-            if (name == "type" && a->ns != nullptr && std::string(reinterpret_cast<const char*>(a->ns->href)) == ns::kXsi) {
+            if (name == "type" && a->ns != nullptr &&
+                std::string(reinterpret_cast<const char*>(a->ns->href)) == ns::kXsi) {
                 state.type = xml::qname_local(v);
                 continue;
             }
-            if (name == "DescriptorHandle")
-                state.descriptor_handle = v;
-            else if (name == "Handle")
-                state.handle = v;
-            else if (name == "StateVersion")
-                state.state_version = v;
+            if (name == "DescriptorHandle") state.descriptor_handle = v;
+            else if (name == "Handle") state.handle = v;
+            else if (name == "StateVersion") state.state_version = v;
             state.attributes.emplace_back(name, v);
         }
-        if (const xmlNode* mv = xml::child(s, ns::kPm, "MetricValue"))
-            state.value = xml::attribute(mv, "Value");
+        if (const xmlNode* mv = xml::child(s, ns::kPm, "MetricValue")) state.value = xml::attribute(mv, "Value");
         states.push_back(std::move(state));
     }
     i.times_.t6 = monotonic_ns();
@@ -296,8 +285,8 @@ std::string Consumer::get_md_description(const std::vector<std::string>& handles
                                "<msg:GetMdDescription>" + i.handle_refs(handles) + "</msg:GetMdDescription>", kMsgNs,
                                "GetMdDescription");
     if (!reply.body_is(ns::kMsg, "GetMdDescriptionResponse"))
-        throw SdcError(Errc::protocol_error, "GetMdDescription " + i.get_url_
-                                                    + ": the Body holds no msg:GetMdDescriptionResponse");
+        throw SdcError(Errc::protocol_error,
+                       "GetMdDescription " + i.get_url_ + ": the Body holds no msg:GetMdDescriptionResponse");
     i.read_version(reply.body);
     std::string text = xml::serialize_scoped(reply.body);
     i.times_.t6 = monotonic_ns();
@@ -307,7 +296,8 @@ std::string Consumer::get_md_description(const std::vector<std::string>& handles
 std::string Consumer::get_mdib()
 {
     Impl& i = *impl_;
-    SoapMessage reply = i.call(i.get_url_, std::string(ns::kGetService) + "GetMdib", "<msg:GetMdib/>", kMsgNs, "GetMdib");
+    SoapMessage reply =
+        i.call(i.get_url_, std::string(ns::kGetService) + "GetMdib", "<msg:GetMdib/>", kMsgNs, "GetMdib");
     if (!reply.body_is(ns::kMsg, "GetMdibResponse"))
         throw SdcError(Errc::protocol_error, "GetMdib " + i.get_url_ + ": the Body holds no msg:GetMdibResponse");
     i.read_version(reply.body);
@@ -345,8 +335,8 @@ ProviderTimes Consumer::provider_times(const std::string& message_id)
     }
     i.times_ = saved;
     if (response.result_int() != 200)
-        throw SdcError(Errc::protocol_error, "GET /timestamps from " + u.host + ":" + u.port + ": HTTP "
-                                                    + std::to_string(response.result_int()) + " " + response.body());
+        throw SdcError(Errc::protocol_error, "GET /timestamps from " + u.host + ":" + u.port + ": HTTP " +
+                                                 std::to_string(response.result_int()) + " " + response.body());
     const std::string& body = response.body();
     const auto field = [&body](const char* name) {
         const auto at = body.find(std::string("\"") + name + "\":");
@@ -368,8 +358,7 @@ std::vector<DiscoveredProvider> probe_for(const std::string& interface_ip, std::
                                           const std::string& epr, bool first)
 {
     UdpFd fd;
-    if (fd.get() < 0)
-        throw SdcError(Errc::unreachable, "WS-Discovery: cannot open a UDP socket");
+    if (fd.get() < 0) throw SdcError(Errc::unreachable, "WS-Discovery: cannot open a UDP socket");
     in_addr iface{};
     if (inet_pton(AF_INET, interface_ip.c_str(), &iface) != 1)
         throw SdcError(Errc::invalid_argument, "WS-Discovery: \"" + interface_ip + "\" is not an IPv4 address");
@@ -378,16 +367,17 @@ std::vector<DiscoveredProvider> probe_for(const std::string& interface_ip, std::
     local.sin_addr = iface;
     const unsigned char ttl = 1;
     const unsigned char loop = 1;
-    if (bind(fd.get(), reinterpret_cast<sockaddr*>(&local), sizeof local) != 0
-        || setsockopt(fd.get(), IPPROTO_IP, IP_MULTICAST_IF, &iface, sizeof iface) != 0
-        || setsockopt(fd.get(), IPPROTO_IP, IP_MULTICAST_TTL, &ttl, sizeof ttl) != 0
-        || setsockopt(fd.get(), IPPROTO_IP, IP_MULTICAST_LOOP, &loop, sizeof loop) != 0)
+    if (bind(fd.get(), reinterpret_cast<sockaddr*>(&local), sizeof local) != 0 ||
+        setsockopt(fd.get(), IPPROTO_IP, IP_MULTICAST_IF, &iface, sizeof iface) != 0 ||
+        setsockopt(fd.get(), IPPROTO_IP, IP_MULTICAST_TTL, &ttl, sizeof ttl) != 0 ||
+        setsockopt(fd.get(), IPPROTO_IP, IP_MULTICAST_LOOP, &loop, sizeof loop) != 0)
         throw SdcError(Errc::unreachable, "WS-Discovery: cannot prepare a multicast socket on " + interface_ip);
     const std::string id = make_urn_uuid();
-    const std::string message = make_envelope(
-        ns::kProbe, id, {}, ns::kDiscoveryTo,
-        "<wsd:Probe><wsd:Types>dpws:Device mdpws:MedicalDevice</wsd:Types></wsd:Probe>",
-        std::string(" xmlns:wsd=\"") + ns::kWsd + "\" xmlns:dpws=\"" + ns::kDpws + "\" xmlns:mdpws=\"" + ns::kMdpws + "\"");
+    const std::string message =
+        make_envelope(ns::kProbe, id, {}, ns::kDiscoveryTo,
+                      "<wsd:Probe><wsd:Types>dpws:Device mdpws:MedicalDevice</wsd:Types></wsd:Probe>",
+                      std::string(" xmlns:wsd=\"") + ns::kWsd + "\" xmlns:dpws=\"" + ns::kDpws + "\" xmlns:mdpws=\"" +
+                          ns::kMdpws + "\"");
     sockaddr_in group{};
     group.sin_family = AF_INET;
     group.sin_port = htons(3702);
@@ -398,50 +388,42 @@ std::vector<DiscoveredProvider> probe_for(const std::string& interface_ip, std::
     int sends = 0;
     for (int round = 0; round < 10000; ++round) {
         const auto now = std::chrono::steady_clock::now();
-        if (now >= deadline)
-            break;
+        if (now >= deadline) break;
         if (sends < 2 && (sends == 0 || (found.empty() && now >= deadline - wait / 2))) {
             sendto(fd.get(), message.data(), message.size(), 0, reinterpret_cast<sockaddr*>(&group), sizeof group);
             ++sends;
         }
         pollfd p{fd.get(), POLLIN, 0};
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
-        if (poll(&p, 1, static_cast<int>(std::min<long long>(left, 50) + 1)) <= 0)
-            continue;
+        if (poll(&p, 1, static_cast<int>(std::min<long long>(left, 50) + 1)) <= 0) continue;
         char buffer[65536];
         const ssize_t n = recv(fd.get(), buffer, sizeof buffer, 0);
-        if (n <= 0)
-            continue;
+        if (n <= 0) continue;
         SoapMessage reply;
         SoapFault fault;
-        if (!parse_soap(std::string_view(buffer, static_cast<std::size_t>(n)), false, reply, fault)
-            || reply.action != ns::kProbeMatches || reply.relates_to != id)
+        if (!parse_soap(std::string_view(buffer, static_cast<std::size_t>(n)), false, reply, fault) ||
+            reply.action != ns::kProbeMatches || reply.relates_to != id)
             continue;
         for (xmlNode* m = xml::first_element(reply.body); m != nullptr; m = xml::next_element(m)) {
-            if (!xml::is(m, ns::kWsd, "ProbeMatch"))
-                continue;
+            if (!xml::is(m, ns::kWsd, "ProbeMatch")) continue;
             DiscoveredProvider p2;
             p2.epr = xml::text(xml::child(xml::child(m, ns::kWsa, "EndpointReference"), ns::kWsa, "Address"));
             std::istringstream words(xml::text(xml::child(m, ns::kWsd, "XAddrs")));
             std::string addr;
-            while (words >> addr)
-                p2.xaddrs.push_back(addr);
+            while (words >> addr) p2.xaddrs.push_back(addr);
             bool duplicate = false;
-            for (const auto& f : found)
-                duplicate = duplicate || f.epr == p2.epr;
-            if (!duplicate)
-                found.push_back(std::move(p2));
+            for (const auto& f : found) duplicate = duplicate || f.epr == p2.epr;
+            if (!duplicate) found.push_back(std::move(p2));
         }
         if (first) {
             for (const auto& f : found)
-                if ((epr.empty() || f.epr == epr) && !f.xaddrs.empty())
-                    return found;
+                if ((epr.empty() || f.epr == epr) && !f.xaddrs.empty()) return found;
         }
     }
     return found;
 }
 
-} // namespace
+}  // namespace
 
 std::vector<DiscoveredProvider> Consumer::probe(const std::string& interface_ip, std::chrono::milliseconds wait)
 {
@@ -452,12 +434,11 @@ Consumer Consumer::discover(const std::string& interface_ip, std::chrono::millis
                             ConsumerOptions options)
 {
     for (const auto& p : probe_for(interface_ip, wait, epr, true)) {
-        if ((epr.empty() || p.epr == epr) && !p.xaddrs.empty())
-            return connect(p.xaddrs.front(), options);
+        if ((epr.empty() || p.epr == epr) && !p.xaddrs.empty()) return connect(p.xaddrs.front(), options);
     }
-    throw SdcError(Errc::no_provider, "WS-Discovery: no provider" + (epr.empty() ? std::string() : " " + epr)
-                                           + " answered a Probe on " + interface_ip + " within "
-                                           + std::to_string(wait.count()) + " ms");
+    throw SdcError(Errc::no_provider, "WS-Discovery: no provider" + (epr.empty() ? std::string() : " " + epr) +
+                                          " answered a Probe on " + interface_ip + " within " +
+                                          std::to_string(wait.count()) + " ms");
 }
 
-} // namespace blobstreaming::sdc
+}  // namespace blobstreaming::sdc

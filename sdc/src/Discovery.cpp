@@ -4,7 +4,6 @@
 #include "Namespaces.h"
 #include "SoapMessage.h"
 
-
 #include <algorithm>
 #include <chrono>
 #include <iostream>
@@ -21,8 +20,8 @@ constexpr unsigned short kPort = 3702;
 
 std::string discovery_ns()
 {
-    return std::string(" xmlns:wsd=\"") + ns::kWsd + "\" xmlns:dpws=\"" + ns::kDpws + "\" xmlns:mdpws=\"" + ns::kMdpws
-        + "\"";
+    return std::string(" xmlns:wsd=\"") + ns::kWsd + "\" xmlns:dpws=\"" + ns::kDpws + "\" xmlns:mdpws=\"" + ns::kMdpws +
+           "\"";
 }
 
 /// Every QName of a Types list must be one of ours (dpws:Device, mdpws:MedicalDevice).
@@ -34,13 +33,12 @@ bool types_match(const xmlNode* types)
         const std::string uri = xml::qname_namespace(types, qname);
         const std::string local = xml::qname_local(qname);
         const bool ours = (uri == ns::kDpws && local == "Device") || (uri == ns::kMdpws && local == "MedicalDevice");
-        if (!ours)
-            return false;
+        if (!ours) return false;
     }
     return true;
 }
 
-} // namespace
+}  // namespace
 
 Discovery::Discovery(net::io_context& io, const std::string& interface_ip, std::string epr, std::string xaddrs)
     : multicast_(io), unicast_(io), epr_(std::move(epr)), xaddrs_(std::move(xaddrs)),
@@ -70,18 +68,16 @@ void Discovery::receive(udp::socket& socket, std::array<char, 65536>& buffer, ud
 {
     socket.async_receive_from(net::buffer(buffer), from,
                               [this, &socket, &buffer, &from](const boost::system::error_code& ec, std::size_t n) {
-                                  if (ec == net::error::operation_aborted || !socket.is_open())
-                                      return;
-                                  if (!ec)
-                                      handle(std::string(buffer.data(), n), from);
+                                  if (ec == net::error::operation_aborted || !socket.is_open()) return;
+                                  if (!ec) handle(std::string(buffer.data(), n), from);
                                   receive(socket, buffer, from);
                               });
 }
 
 std::string Discovery::app_sequence()
 {
-    return "<wsd:AppSequence InstanceId=\"" + std::to_string(instance_id_) + "\" MessageNumber=\""
-        + std::to_string(++message_number_) + "\"/>";
+    return "<wsd:AppSequence InstanceId=\"" + std::to_string(instance_id_) + "\" MessageNumber=\"" +
+           std::to_string(++message_number_) + "\"/>";
 }
 
 void Discovery::handle(const std::string& datagram, const udp::endpoint& from)
@@ -93,36 +89,41 @@ void Discovery::handle(const std::string& datagram, const udp::endpoint& from)
     if (std::find(recent_probes_.begin(), recent_probes_.end(), probe.message_id) != recent_probes_.end())
         return;  // a repetition of a Probe already answered
     recent_probes_.push_back(probe.message_id);
-    if (recent_probes_.size() > 64)
-        recent_probes_.pop_front();
+    if (recent_probes_.size() > 64) recent_probes_.pop_front();
     if (const xmlNode* types = xml::child(probe.body, ns::kWsd, "Types"); types != nullptr && !types_match(types))
         return;
-    if (const xmlNode* scopes = xml::child(probe.body, ns::kWsd, "Scopes"); scopes != nullptr && !xml::text(scopes).empty())
+    if (const xmlNode* scopes = xml::child(probe.body, ns::kWsd, "Scopes");
+        scopes != nullptr && !xml::text(scopes).empty())
         return;  // we advertise no scopes
-    const std::string body = "<wsd:ProbeMatches><wsd:ProbeMatch><wsa:EndpointReference><wsa:Address>"
-        + xml::escape(epr_) + "</wsa:Address></wsa:EndpointReference>"
-        "<wsd:Types>dpws:Device mdpws:MedicalDevice</wsd:Types><wsd:XAddrs>" + xml::escape(xaddrs_)
-        + "</wsd:XAddrs><wsd:MetadataVersion>1</wsd:MetadataVersion></wsd:ProbeMatch></wsd:ProbeMatches>";
-    const std::string reply = make_envelope(ns::kProbeMatches, {}, probe.message_id, ns::kAnonymous, body,
-                                            discovery_ns(), app_sequence());
+    const std::string body =
+        "<wsd:ProbeMatches><wsd:ProbeMatch><wsa:EndpointReference><wsa:Address>" + xml::escape(epr_) +
+        "</wsa:Address></wsa:EndpointReference>"
+        "<wsd:Types>dpws:Device mdpws:MedicalDevice</wsd:Types><wsd:XAddrs>" +
+        xml::escape(xaddrs_) +
+        "</wsd:XAddrs><wsd:MetadataVersion>1</wsd:MetadataVersion></wsd:ProbeMatch></wsd:ProbeMatches>";
+    const std::string reply =
+        make_envelope(ns::kProbeMatches, {}, probe.message_id, ns::kAnonymous, body, discovery_ns(), app_sequence());
     boost::system::error_code ec;
     unicast_.send_to(net::buffer(reply), from, 0, ec);
 }
 
 void Discovery::send_hello()
 {
-    const std::string body = "<wsd:Hello><wsa:EndpointReference><wsa:Address>" + xml::escape(epr_)
-        + "</wsa:Address></wsa:EndpointReference><wsd:Types>dpws:Device mdpws:MedicalDevice</wsd:Types>"
-        "<wsd:XAddrs>" + xml::escape(xaddrs_) + "</wsd:XAddrs><wsd:MetadataVersion>1</wsd:MetadataVersion></wsd:Hello>";
-    const std::string message = make_envelope(ns::kHello, {}, {}, ns::kDiscoveryTo, body, discovery_ns(), app_sequence());
+    const std::string body =
+        "<wsd:Hello><wsa:EndpointReference><wsa:Address>" + xml::escape(epr_) +
+        "</wsa:Address></wsa:EndpointReference><wsd:Types>dpws:Device mdpws:MedicalDevice</wsd:Types>"
+        "<wsd:XAddrs>" +
+        xml::escape(xaddrs_) + "</wsd:XAddrs><wsd:MetadataVersion>1</wsd:MetadataVersion></wsd:Hello>";
+    const std::string message =
+        make_envelope(ns::kHello, {}, {}, ns::kDiscoveryTo, body, discovery_ns(), app_sequence());
     boost::system::error_code ec;
     unicast_.send_to(net::buffer(message), udp::endpoint(net::ip::make_address_v4(kGroup), kPort), 0, ec);
 }
 
 void Discovery::send_bye()
 {
-    const std::string body = "<wsd:Bye><wsa:EndpointReference><wsa:Address>" + xml::escape(epr_)
-        + "</wsa:Address></wsa:EndpointReference></wsd:Bye>";
+    const std::string body = "<wsd:Bye><wsa:EndpointReference><wsa:Address>" + xml::escape(epr_) +
+                             "</wsa:Address></wsa:EndpointReference></wsd:Bye>";
     const std::string message = make_envelope(ns::kBye, {}, {}, ns::kDiscoveryTo, body, discovery_ns(), app_sequence());
     boost::system::error_code ec;
     unicast_.send_to(net::buffer(message), udp::endpoint(net::ip::make_address_v4(kGroup), kPort), 0, ec);
@@ -135,4 +136,4 @@ void Discovery::close()
     unicast_.close(ec);
 }
 
-} // namespace blobstreaming::sdc
+}  // namespace blobstreaming::sdc

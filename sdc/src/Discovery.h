@@ -2,7 +2,6 @@
 // WS-Discovery (SOAP-over-UDP) for the provider: answers Probe with
 // ProbeMatches, sends Hello and Bye. Runs on the provider's io_context.
 
-
 #include "Asio.h"
 
 #include <array>
@@ -45,4 +44,4 @@ private:
     std::deque<std::string> recent_probes_;
 };
 
-} // namespace blobstreaming::sdc
+}  // namespace blobstreaming::sdc

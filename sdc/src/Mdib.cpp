@@ -65,16 +65,14 @@ std::string decimal(double value)
     std::snprintf(text, sizeof text, "%.9f", value);
     std::string s = text;
     s.erase(s.find_last_not_of('0') + 1);
-    if (!s.empty() && s.back() == '.')
-        s.pop_back();
+    if (!s.empty() && s.back() == '.') s.pop_back();
     return s;
 }
 
 std::string read_file(const std::string& path)
 {
     std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw SdcError(Errc::invalid_mdib, "MDIB " + path + ": cannot open the file");
+    if (!in) throw SdcError(Errc::invalid_mdib, "MDIB " + path + ": cannot open the file");
     std::ostringstream content;
     content << in.rdbuf();
     return content.str();
@@ -82,17 +80,14 @@ std::string read_file(const std::string& path)
 
 xmlNode* find_descendant(xmlNode* node, const char* ns_uri, const char* local, int depth = 0)
 {
-    if (xml::is(node, ns_uri, local))
-        return node;
-    if (depth > 8)
-        return nullptr;
+    if (xml::is(node, ns_uri, local)) return node;
+    if (depth > 8) return nullptr;
     for (xmlNode* c = xml::first_element(node); c != nullptr; c = xml::next_element(c))
-        if (xmlNode* found = find_descendant(c, ns_uri, local, depth + 1))
-            return found;
+        if (xmlNode* found = find_descendant(c, ns_uri, local, depth + 1)) return found;
     return nullptr;
 }
 
-} // namespace
+}  // namespace
 
 struct Mdib::Impl {
     struct Descriptor {
@@ -102,7 +97,7 @@ struct Mdib::Impl {
     };
     struct State {
         std::string descriptor_handle;
-        std::string type;     ///< local part of xsi:type
+        std::string type;  ///< local part of xsi:type
         xmlNode* node = nullptr;
         std::string cache;
         bool dirty = true;
@@ -110,7 +105,7 @@ struct Mdib::Impl {
 
     std::string what;
     xml::DocPtr doc;
-    xml::DocPtr generated;    ///< default states, when the file had none
+    xml::DocPtr generated;  ///< default states, when the file had none
     xmlNode* description = nullptr;
     std::vector<xmlNode*> mds_nodes;
     std::vector<std::string> mds_cache;
@@ -129,23 +124,18 @@ struct Mdib::Impl {
 
     void index_descriptors(xmlNode* node, std::size_t mds, int depth)
     {
-        if (depth > 64)
-            fail("descriptor tree deeper than 64 levels");
+        if (depth > 64) fail("descriptor tree deeper than 64 levels");
         for (xmlNode* c = xml::first_element(node); c != nullptr; c = xml::next_element(c)) {
-            if (c->ns == nullptr || std::string(chars(c->ns->href)) != ns::kPm)
-                continue;
+            if (c->ns == nullptr || std::string(chars(c->ns->href)) != ns::kPm) continue;
             const auto known = descriptor_elements().find(chars(c->name));
-            if (known == descriptor_elements().end())
-                continue;
+            if (known == descriptor_elements().end()) continue;
             const std::string handle = xml::attribute(c, "Handle");
             if (handle.empty())
-                fail(std::string("a pm:") + chars(c->name) + " descriptor on line " + std::to_string(c->line)
-                     + " has no Handle");
+                fail(std::string("a pm:") + chars(c->name) + " descriptor on line " + std::to_string(c->line) +
+                     " has no Handle");
             std::string type = xml::qname_local(xml::attribute_ns(c, "type", ns::kXsi));
-            if (type.empty())
-                type = known->second;
-            if (type.empty())
-                fail("descriptor \"" + handle + "\" (pm:" + chars(c->name) + ") has no xsi:type");
+            if (type.empty()) type = known->second;
+            if (type.empty()) fail("descriptor \"" + handle + "\" (pm:" + chars(c->name) + ") has no xsi:type");
             std::size_t owner = mds;
             if (known->first == "Mds") {
                 owner = mds_nodes.size();
@@ -169,8 +159,7 @@ struct Mdib::Impl {
             fail("state of unknown descriptor \"" + s.descriptor_handle + "\"");
         const std::string handle = xml::attribute(node, "Handle");
         const std::size_t index = states.size();
-        if (!handle.empty())
-            by_state_handle.emplace(handle, index);
+        if (!handle.empty()) by_state_handle.emplace(handle, index);
         else if (!by_descriptor[s.descriptor_handle].empty())
             fail("two single states of descriptor \"" + s.descriptor_handle + "\"");
         by_descriptor[s.descriptor_handle].push_back(index);
@@ -189,11 +178,10 @@ struct Mdib::Impl {
         xmlSetNs(root, pm);
         // Document order, so that GetMdState lists states as the file lists descriptors.
         std::vector<const std::pair<const std::string, Descriptor>*> all;
-        for (const auto& d : descriptors)
-            all.push_back(&d);
+        for (const auto& d : descriptors) all.push_back(&d);
         std::sort(all.begin(), all.end(), [](const auto* a, const auto* b) {
-            return xmlGetLineNo(a->second.node) < xmlGetLineNo(b->second.node)
-                || (xmlGetLineNo(a->second.node) == xmlGetLineNo(b->second.node) && a->first < b->first);
+            return xmlGetLineNo(a->second.node) < xmlGetLineNo(b->second.node) ||
+                   (xmlGetLineNo(a->second.node) == xmlGetLineNo(b->second.node) && a->first < b->first);
         });
         for (const auto* d : all) {
             const std::string& type = d->second.type;
@@ -216,16 +204,13 @@ struct Mdib::Impl {
                 xmlNewProp(s, x("OperatingMode"), x("En"));
             } else if (!ends_with(state_type, "MetricState")) {
                 xmlNewProp(s, x("ActivationState"), x("On"));
-                if (ends_with(state_type, "AlertConditionState"))
-                    xmlNewProp(s, x("Presence"), x("false"));
+                if (ends_with(state_type, "AlertConditionState")) xmlNewProp(s, x("Presence"), x("false"));
                 if (state_type == "LimitAlertConditionState") {
                     xmlNewProp(s, x("MonitoredAlertLimits"), x("None"));
                     xmlNewChild(s, pm, x("Limits"), nullptr);  // required by the schema
                 }
-                if (state_type == "AlertSignalState")
-                    xmlNewProp(s, x("Presence"), x("Off"));
-                if (state_type == "ClockState")
-                    xmlNewProp(s, x("RemoteSync"), x("false"));
+                if (state_type == "AlertSignalState") xmlNewProp(s, x("Presence"), x("Off"));
+                if (state_type == "ClockState") xmlNewProp(s, x("RemoteSync"), x("false"));
             }
             add_state(s);
         }
@@ -244,12 +229,12 @@ struct Mdib::Impl {
     {
         const auto found = by_descriptor.find(handle);
         if (found == by_descriptor.end() || found->second.size() != 1)
-            throw SdcError(Errc::unknown_handle, "MDIB " + what + ": no single state with descriptor handle \""
-                                                        + handle + "\"");
+            throw SdcError(Errc::unknown_handle,
+                           "MDIB " + what + ": no single state with descriptor handle \"" + handle + "\"");
         State& s = states[found->second.front()];
         if (s.type != kind && !(std::string(kind) == "StringMetricState" && s.type == "EnumStringMetricState"))
-            throw SdcError(Errc::not_a_metric, "MDIB " + what + ": state \"" + handle + "\" is a " + s.type
-                                                      + ", not a " + kind);
+            throw SdcError(Errc::not_a_metric,
+                           "MDIB " + what + ": state \"" + handle + "\" is a " + s.type + ", not a " + kind);
         return s;
     }
 
@@ -257,20 +242,21 @@ struct Mdib::Impl {
     {
         xmlNode* node = s.node;
         xmlNs* pm = xmlSearchNsByHref(node->doc, node, x(ns::kPm));
-        if (pm == nullptr)
-            pm = xmlNewNs(node, x(ns::kPm), x("pm"));
+        if (pm == nullptr) pm = xmlNewNs(node, x(ns::kPm), x("pm"));
         xmlNode* fresh = xmlNewNode(pm, x("MetricValue"));
         xmlNewProp(fresh, x("Value"), x(value.c_str()));
-        const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                std::chrono::system_clock::now().time_since_epoch()).count();
+        const auto now_ms =
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+                .count();
         xmlNewProp(fresh, x("DeterminationTime"), x(std::to_string(now_ms).c_str()));
         xmlNode* quality = xmlNewChild(fresh, pm, x("MetricQuality"), nullptr);
         xmlNewProp(quality, x("Validity"), x("Vld"));
         if (xmlNode* old = xml::child(node, ns::kPm, "MetricValue")) {
             xmlReplaceNode(old, fresh);
             xmlFreeNode(old);
-        } else if (xmlNode* first = xml::first_element(node); first != nullptr && !xml::is(first, ns::kPm, "MetricValue")
-                   && first->ns != nullptr && std::string(chars(first->name)) == "Extension") {
+        } else if (xmlNode* first = xml::first_element(node);
+                   first != nullptr && !xml::is(first, ns::kPm, "MetricValue") && first->ns != nullptr &&
+                   std::string(chars(first->name)) == "Extension") {
             xmlAddNextSibling(first, fresh);
         } else if (first != nullptr) {
             xmlAddPrevSibling(first, fresh);
@@ -290,10 +276,7 @@ Mdib::Mdib(Mdib&&) noexcept = default;
 Mdib& Mdib::operator=(Mdib&&) noexcept = default;
 Mdib::~Mdib() = default;
 
-Mdib Mdib::load_file(const std::string& path)
-{
-    return load_string(read_file(path), path);
-}
+Mdib Mdib::load_file(const std::string& path) { return load_string(read_file(path), path); }
 
 Mdib Mdib::load_string(const std::string& text, const std::string& what)
 {
@@ -301,20 +284,17 @@ Mdib Mdib::load_string(const std::string& text, const std::string& what)
     impl->what = what;
     std::string error;
     impl->doc = xml::parse(text, error);
-    if (!impl->doc)
-        impl->fail("not well-formed XML: " + error);
+    if (!impl->doc) impl->fail("not well-formed XML: " + error);
     xmlNode* root = xmlDocGetRootElement(impl->doc.get());
     impl->description = find_descendant(root, ns::kPm, "MdDescription");
     if (impl->description == nullptr)
         impl->fail("no pm:MdDescription element (namespace " + std::string(ns::kPm) + ")");
     impl->index_descriptors(impl->description, 0, 0);
-    if (impl->mds_nodes.empty())
-        impl->fail("pm:MdDescription holds no pm:Mds");
+    if (impl->mds_nodes.empty()) impl->fail("pm:MdDescription holds no pm:Mds");
     xmlNode* md_state = find_descendant(root, ns::kPm, "MdState");
     if (md_state != nullptr) {
         for (xmlNode* s = xml::first_element(md_state); s != nullptr; s = xml::next_element(s))
-            if (xml::is(s, ns::kPm, "State"))
-                impl->add_state(s);
+            if (xml::is(s, ns::kPm, "State")) impl->add_state(s);
     } else {
         impl->generate_states();
     }
@@ -360,19 +340,16 @@ std::string Mdib::states_xml(const std::vector<std::string>& handles, std::uint6
     version = impl_->version;
     std::string out;
     if (handles.empty()) {
-        for (auto& s : impl_->states)
-            out += impl_->state_text(s);
+        for (auto& s : impl_->states) out += impl_->state_text(s);
         return out;
     }
     std::set<std::size_t> seen;
     for (const auto& h : handles) {
         if (const auto d = impl_->by_descriptor.find(h); d != impl_->by_descriptor.end()) {
             for (const std::size_t i : d->second)
-                if (seen.insert(i).second)
-                    out += impl_->state_text(impl_->states[i]);
+                if (seen.insert(i).second) out += impl_->state_text(impl_->states[i]);
         } else if (const auto s = impl_->by_state_handle.find(h); s != impl_->by_state_handle.end()) {
-            if (seen.insert(s->second).second)
-                out += impl_->state_text(impl_->states[s->second]);
+            if (seen.insert(s->second).second) out += impl_->state_text(impl_->states[s->second]);
         } else if (impl_->descriptors.count(h) == 0) {
             throw SdcError(Errc::unknown_handle, "unknown handle \"" + h + "\": no descriptor or state has it");
         }
@@ -388,8 +365,7 @@ std::string Mdib::mds_xml(const std::vector<std::string>& handles, std::uint64_t
     }
     std::string out;
     if (handles.empty()) {
-        for (const auto& m : impl_->mds_cache)
-            out += m;
+        for (const auto& m : impl_->mds_cache) out += m;
         return out;
     }
     std::set<std::size_t> wanted;
@@ -399,8 +375,7 @@ std::string Mdib::mds_xml(const std::vector<std::string>& handles, std::uint64_t
             throw SdcError(Errc::unknown_handle, "unknown handle \"" + h + "\": no descriptor has it");
         wanted.insert(d->second.mds);
     }
-    for (const std::size_t i : wanted)
-        out += impl_->mds_cache[i];
+    for (const std::size_t i : wanted) out += impl_->mds_cache[i];
     return out;
 }
 
@@ -422,4 +397,4 @@ void Mdib::set_metric(const std::string& handle, const std::string& value)
     impl_->set_value(impl_->metric_state(handle, "StringMetricState"), value);
 }
 
-} // namespace blobstreaming::sdc
+}  // namespace blobstreaming::sdc

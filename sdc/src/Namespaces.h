@@ -31,4 +31,4 @@ inline constexpr const char* kDialectThisDevice = "http://docs.oasis-open.org/ws
 inline constexpr const char* kDialectRelationship = "http://docs.oasis-open.org/ws-dd/ns/dpws/2009/01/Relationship";
 inline constexpr const char* kRelationshipHost = "http://docs.oasis-open.org/ws-dd/ns/dpws/2009/01/host";
 
-} // namespace blobstreaming::sdc::ns
+}  // namespace blobstreaming::sdc::ns

@@ -6,7 +6,6 @@
 #include "Uuid.h"
 #include "blobstreaming/sdc/SdcError.h"
 
-
 #include <atomic>
 #include <iostream>
 #include <optional>
@@ -23,8 +22,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 public:
     HttpSession(tcp::socket socket, ServiceHandler& handler, const ProviderOptions& options)
         : stream_(std::move(socket)), handler_(handler), options_(options)
-    {
-    }
+    {}
 
     void start() { wait_for_request(); }
 
@@ -41,8 +39,7 @@ private:
         stream_.expires_after(options_.idle_timeout);
         stream_.async_read_some(buffer_.prepare(16 * 1024),
                                 [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-                                    if (ec)
-                                        return self->close();
+                                    if (ec) return self->close();
                                     self->buffer_.commit(n);
                                     self->read_header();
                                 });
@@ -51,47 +48,42 @@ private:
     void read_header()
     {
         stream_.expires_after(options_.header_timeout);
-        http::async_read_header(stream_, buffer_, *parser_,
-                                [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                                    self->on_header(ec);
-                                });
+        http::async_read_header(
+            stream_, buffer_, *parser_,
+            [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
     }
 
     void on_header(beast::error_code ec)
     {
         t2_ = monotonic_ns();
         if (ec == http::error::body_limit)
-            return respond(handler_.reject(413, "request body larger than the limit of "
-                                                    + std::to_string(options_.max_body_bytes) + " bytes"));
+            return respond(handler_.reject(413, "request body larger than the limit of " +
+                                                    std::to_string(options_.max_body_bytes) + " bytes"));
         if (ec == http::error::header_limit)
             return respond(handler_.reject(431, "request header larger than 16384 bytes"));
         if (ec) {
-            if (ec != beast::error::timeout && ec != http::error::end_of_stream && ec != net::error::eof
-                && ec != net::error::connection_reset)
+            if (ec != beast::error::timeout && ec != http::error::end_of_stream && ec != net::error::eof &&
+                ec != net::error::connection_reset)
                 return respond(handler_.reject(400, "malformed HTTP request: " + ec.message()));
             return close();
         }
-        http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code e, std::size_t) {
-            self->on_request(e);
-        });
+        http::async_read(stream_, buffer_, *parser_,
+                         [self = shared_from_this()](beast::error_code e, std::size_t) { self->on_request(e); });
     }
 
     void on_request(beast::error_code ec)
     {
         if (ec == http::error::body_limit)
-            return respond(handler_.reject(413, "request body larger than the limit of "
-                                                    + std::to_string(options_.max_body_bytes) + " bytes"));
-        if (ec)
-            return close();
+            return respond(handler_.reject(413, "request body larger than the limit of " +
+                                                    std::to_string(options_.max_body_bytes) + " bytes"));
+        if (ec) return close();
         http::request<http::string_body> request = parser_->release();
         keep_alive_ = request.keep_alive();
         HttpReply reply;
-        if (request.method() == http::verb::post)
-            reply = handler_.post(request.body(), t2_);
+        if (request.method() == http::verb::post) reply = handler_.post(request.body(), t2_);
         else if (request.method() == http::verb::get)
             reply = handler_.get(std::string_view(request.target().data(), request.target().size()));
-        else
-            reply = handler_.reject(405, "HTTP method " + std::string(request.method_string()) + " is not served");
+        else reply = handler_.reject(405, "HTTP method " + std::string(request.method_string()) + " is not served");
         respond(std::move(reply));
     }
 
@@ -109,8 +101,7 @@ private:
         stream_.expires_after(options_.header_timeout);
         handler_.record_sent(reply.request_id, monotonic_ns());
         http::async_write(stream_, response_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-            if (ec || self->close_after_)
-                return self->close();
+            if (ec || self->close_after_) return self->close();
             self->wait_for_request();
         });
     }
@@ -139,21 +130,19 @@ std::pair<std::string, unsigned short> split_address(const std::string& address)
     if (colon == std::string::npos || colon == 0)
         throw SdcError(Errc::invalid_argument, "address \"" + address + "\": expected HOST:PORT");
     std::string host = address.substr(0, colon);
-    if (host == "localhost")
-        host = "127.0.0.1";
+    if (host == "localhost") host = "127.0.0.1";
     unsigned long port = 0;
     try {
         std::size_t used = 0;
         port = std::stoul(address.substr(colon + 1), &used);
-        if (used != address.size() - colon - 1 || port > 65535)
-            throw std::out_of_range("port");
+        if (used != address.size() - colon - 1 || port > 65535) throw std::out_of_range("port");
     } catch (const std::exception&) {
         throw SdcError(Errc::invalid_argument, "address \"" + address + "\": the port must be 0..65535");
     }
     return {host, static_cast<unsigned short>(port)};
 }
 
-} // namespace
+}  // namespace
 
 class Provider::Impl {
 public:
@@ -165,18 +154,14 @@ public:
         boost::system::error_code ec;
         const auto ip = net::ip::make_address(host, ec);
         if (ec)
-            throw SdcError(Errc::invalid_argument, "address \"" + options_.address + "\": \"" + host
-                                                          + "\" is not an IP address");
+            throw SdcError(Errc::invalid_argument,
+                           "address \"" + options_.address + "\": \"" + host + "\" is not an IP address");
         const tcp::endpoint endpoint(ip, port);
         acceptor_.open(endpoint.protocol(), ec);
-        if (!ec)
-            acceptor_.set_option(net::socket_base::reuse_address(true), ec);
-        if (!ec)
-            acceptor_.bind(endpoint, ec);
-        if (!ec)
-            acceptor_.listen(net::socket_base::max_listen_connections, ec);
-        if (ec)
-            throw SdcError(Errc::unreachable, "cannot listen on " + options_.address + ": " + ec.message());
+        if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+        if (!ec) acceptor_.bind(endpoint, ec);
+        if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
+        if (ec) throw SdcError(Errc::unreachable, "cannot listen on " + options_.address + ": " + ec.message());
         const auto bound = acceptor_.local_endpoint();
         address_ = bound.address().to_string() + ":" + std::to_string(bound.port());
         handler_.set_base_url("http://" + address_);
@@ -199,11 +184,9 @@ public:
 
     void stop()
     {
-        if (stopped_.exchange(true))
-            return;
+        if (stopped_.exchange(true)) return;
         io_.stop();
-        if (thread_.joinable())
-            thread_.join();
+        if (thread_.joinable()) thread_.join();
         if (discovery_) {
             discovery_->send_bye();
             discovery_->close();
@@ -227,14 +210,12 @@ private:
     void accept()
     {
         acceptor_.async_accept([this](beast::error_code ec, tcp::socket socket) {
-            if (ec == net::error::operation_aborted)
-                return;
+            if (ec == net::error::operation_aborted) return;
             if (ec) {
                 // Out of descriptors or memory: try again a little later rather than spin.
                 accept_retry_.expires_after(std::chrono::milliseconds(50));
                 accept_retry_.async_wait([this](beast::error_code e) {
-                    if (!e)
-                        accept();
+                    if (!e) accept();
                 });
                 return;
             }
@@ -248,8 +229,7 @@ private:
 
 Provider::Provider(Mdib mdib, ProviderOptions options)
     : impl_(std::make_unique<Impl>(std::move(mdib), std::move(options)))
-{
-}
+{}
 
 Provider::~Provider() = default;
 
@@ -257,8 +237,11 @@ std::string Provider::address() const { return impl_->address_; }
 std::string Provider::epr() const { return impl_->handler_.epr(); }
 std::string Provider::device_url() const { return impl_->device_url(); }
 void Provider::set_metric(const std::string& handle, double value) { impl_->mdib_.set_metric(handle, value); }
-void Provider::set_metric(const std::string& handle, const std::string& value) { impl_->mdib_.set_metric(handle, value); }
+void Provider::set_metric(const std::string& handle, const std::string& value)
+{
+    impl_->mdib_.set_metric(handle, value);
+}
 const Mdib& Provider::mdib() const { return impl_->mdib_; }
 void Provider::stop() { impl_->stop(); }
 
-} // namespace blobstreaming::sdc
+}  // namespace blobstreaming::sdc

@@ -15,15 +15,15 @@ namespace blobstreaming::sdc {
 namespace {
 
 const std::string kBicepsNs = std::string(" xmlns:msg=\"") + ns::kMsg + "\" xmlns:pm=\"" + ns::kPm + "\"";
-const std::string kDpwsNs = std::string(" xmlns:wsx=\"") + ns::kWsx + "\" xmlns:dpws=\"" + ns::kDpws
-    + "\" xmlns:mdpws=\"" + ns::kMdpws + "\" xmlns:sdc=\"" + ns::kSdc + "\"";
+const std::string kDpwsNs = std::string(" xmlns:wsx=\"") + ns::kWsx + "\" xmlns:dpws=\"" + ns::kDpws +
+                            "\" xmlns:mdpws=\"" + ns::kMdpws + "\" xmlns:sdc=\"" + ns::kSdc + "\"";
 
 std::string url_decode(std::string_view s)
 {
     std::string out;
     for (std::size_t i = 0; i < s.size(); ++i) {
-        if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1]))
-            && std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+        if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+            std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
             out += static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16));
             i += 2;
         } else {
@@ -49,38 +49,54 @@ HttpReply fault_reply(const SoapFault& fault, const std::string& relates_to)
     return r;
 }
 
-} // namespace
+}  // namespace
 
 ServiceHandler::ServiceHandler(Mdib& mdib, const ProviderOptions& options, std::string epr)
     : mdib_(mdib), options_(options), epr_(std::move(epr))
 {
     std::string hex;
     for (const char c : epr_.substr(epr_.rfind(':') + 1))
-        if (c != '-')
-            hex += c;
+        if (c != '-') hex += c;
     device_path_ = "/" + hex;
-    if (!options_.schema_dir.empty())
-        schema_ = std::make_unique<xml::BicepsSchema>(options_.schema_dir);
+    if (!options_.schema_dir.empty()) schema_ = std::make_unique<xml::BicepsSchema>(options_.schema_dir);
 }
 
 std::string ServiceHandler::metadata_body(bool full) const
 {
     std::string b = "<wsx:Metadata>";
     if (full) {
-        b += "<wsx:MetadataSection Dialect=\"" + std::string(ns::kDialectThisModel) + "\"><dpws:ThisModel>"
-            "<dpws:Manufacturer>" + xml::escape(options_.manufacturer) + "</dpws:Manufacturer>"
-            "<dpws:ModelName>" + xml::escape(options_.model_name) + "</dpws:ModelName>"
-            "</dpws:ThisModel></wsx:MetadataSection>";
-        b += "<wsx:MetadataSection Dialect=\"" + std::string(ns::kDialectThisDevice) + "\"><dpws:ThisDevice>"
-            "<dpws:FriendlyName>" + xml::escape(options_.friendly_name) + "</dpws:FriendlyName>"
-            "<dpws:SerialNumber>" + xml::escape(options_.serial_number) + "</dpws:SerialNumber>"
-            "</dpws:ThisDevice></wsx:MetadataSection>";
+        b += "<wsx:MetadataSection Dialect=\"" + std::string(ns::kDialectThisModel) +
+             "\"><dpws:ThisModel>"
+             "<dpws:Manufacturer>" +
+             xml::escape(options_.manufacturer) +
+             "</dpws:Manufacturer>"
+             "<dpws:ModelName>" +
+             xml::escape(options_.model_name) +
+             "</dpws:ModelName>"
+             "</dpws:ThisModel></wsx:MetadataSection>";
+        b += "<wsx:MetadataSection Dialect=\"" + std::string(ns::kDialectThisDevice) +
+             "\"><dpws:ThisDevice>"
+             "<dpws:FriendlyName>" +
+             xml::escape(options_.friendly_name) +
+             "</dpws:FriendlyName>"
+             "<dpws:SerialNumber>" +
+             xml::escape(options_.serial_number) +
+             "</dpws:SerialNumber>"
+             "</dpws:ThisDevice></wsx:MetadataSection>";
     }
-    b += "<wsx:MetadataSection Dialect=\"" + std::string(ns::kDialectRelationship) + "\">"
-        "<dpws:Relationship Type=\"" + std::string(ns::kRelationshipHost) + "\">"
-        "<dpws:Host><wsa:EndpointReference><wsa:Address>" + xml::escape(epr_) + "</wsa:Address></wsa:EndpointReference>"
+    b +=
+        "<wsx:MetadataSection Dialect=\"" + std::string(ns::kDialectRelationship) +
+        "\">"
+        "<dpws:Relationship Type=\"" +
+        std::string(ns::kRelationshipHost) +
+        "\">"
+        "<dpws:Host><wsa:EndpointReference><wsa:Address>" +
+        xml::escape(epr_) +
+        "</wsa:Address></wsa:EndpointReference>"
         "<dpws:Types>dpws:Device mdpws:MedicalDevice</dpws:Types></dpws:Host>"
-        "<dpws:Hosted><wsa:EndpointReference><wsa:Address>" + xml::escape(base_url_ + device_path_) + "/Get</wsa:Address>"
+        "<dpws:Hosted><wsa:EndpointReference><wsa:Address>" +
+        xml::escape(base_url_ + device_path_) +
+        "/Get</wsa:Address>"
         "</wsa:EndpointReference><dpws:Types>sdc:GetService</dpws:Types><dpws:ServiceId>Get</dpws:ServiceId></dpws:Hosted>"
         "</dpws:Relationship></wsx:MetadataSection></wsx:Metadata>";
     return b;
@@ -90,10 +106,9 @@ HttpReply ServiceHandler::post(std::string_view body, long long t2)
 {
     SoapMessage request;
     SoapFault fault;
-    if (!parse_soap(body, options_.validate, request, fault))
-        return fault_reply(fault, request.message_id);
-    if (schema_ && request.body && request.body->ns && request.body->ns->href
-        && std::string_view(reinterpret_cast<const char*>(request.body->ns->href)) == ns::kMsg) {
+    if (!parse_soap(body, options_.validate, request, fault)) return fault_reply(fault, request.message_id);
+    if (schema_ && request.body && request.body->ns && request.body->ns->href &&
+        std::string_view(reinterpret_cast<const char*>(request.body->ns->href)) == ns::kMsg) {
         const std::string violation = schema_->validate(request.body);
         if (!violation.empty()) {
             fault.sender = true;
@@ -115,8 +130,7 @@ HttpReply ServiceHandler::post(std::string_view body, long long t2)
         reply = fault_reply(fault, request.message_id);
     }
     reply.request_id = request.message_id;
-    if (!request.message_id.empty())
-        record(request.message_id, Stamps{t2, t3 != 0 ? t3 : monotonic_ns(), 0});
+    if (!request.message_id.empty()) record(request.message_id, Stamps{t2, t3 != 0 ? t3 : monotonic_ns(), 0});
     return reply;
 }
 
@@ -127,9 +141,10 @@ HttpReply ServiceHandler::dispatch(const SoapMessage& request, long long& t3)
     const auto require_body = [&](const char* ns_uri, const char* local) {
         if (options_.validate && !request.body_is(ns_uri, local)) {
             const std::string found = request.body != nullptr
-                ? std::string(reinterpret_cast<const char*>(request.body->name)) : std::string("an empty Body");
-            throw SdcError(Errc::invalid_argument, "action " + action + " needs a " + local + " element ("
-                                                          + ns_uri + ") in the Body, found " + found);
+                                          ? std::string(reinterpret_cast<const char*>(request.body->name))
+                                          : std::string("an empty Body");
+            throw SdcError(Errc::invalid_argument, "action " + action + " needs a " + local + " element (" + ns_uri +
+                                                       ") in the Body, found " + found);
         }
     };
     if (action == ns::kTransferGet) {
@@ -151,8 +166,9 @@ HttpReply ServiceHandler::dispatch(const SoapMessage& request, long long& t3)
             t3 = monotonic_ns();
             const std::string v = " MdibVersion=\"" + std::to_string(version) + "\"" + seq;
             reply.body = make_envelope(prefix + "GetMdStateResponse", {}, request.message_id, {},
-                                       "<msg:GetMdStateResponse" + v + "><msg:MdState>" + states
-                                           + "</msg:MdState></msg:GetMdStateResponse>", kBicepsNs);
+                                       "<msg:GetMdStateResponse" + v + "><msg:MdState>" + states +
+                                           "</msg:MdState></msg:GetMdStateResponse>",
+                                       kBicepsNs);
             return reply;
         }
         if (op == "GetMdDescription") {
@@ -161,9 +177,10 @@ HttpReply ServiceHandler::dispatch(const SoapMessage& request, long long& t3)
             t3 = monotonic_ns();
             const std::string v = " MdibVersion=\"" + std::to_string(version) + "\"" + seq;
             reply.body = make_envelope(prefix + "GetMdDescriptionResponse", {}, request.message_id, {},
-                                       "<msg:GetMdDescriptionResponse" + v + "><msg:MdDescription"
-                                           + mdib_.description_attributes() + ">" + mds
-                                           + "</msg:MdDescription></msg:GetMdDescriptionResponse>", kBicepsNs);
+                                       "<msg:GetMdDescriptionResponse" + v + "><msg:MdDescription" +
+                                           mdib_.description_attributes() + ">" + mds +
+                                           "</msg:MdDescription></msg:GetMdDescriptionResponse>",
+                                       kBicepsNs);
             return reply;
         }
         if (op == "GetMdib") {
@@ -173,18 +190,20 @@ HttpReply ServiceHandler::dispatch(const SoapMessage& request, long long& t3)
             const std::string mds = mdib_.mds_xml({}, version);
             t3 = monotonic_ns();
             const std::string v = " MdibVersion=\"" + std::to_string(state_version) + "\"" + seq;
-            reply.body = make_envelope(prefix + "GetMdibResponse", {}, request.message_id, {},
-                                       "<msg:GetMdibResponse" + v + "><msg:Mdib" + v + "><pm:MdDescription"
-                                           + mdib_.description_attributes() + ">" + mds
-                                           + "</pm:MdDescription><pm:MdState>" + states
-                                           + "</pm:MdState></msg:Mdib></msg:GetMdibResponse>", kBicepsNs);
+            reply.body =
+                make_envelope(prefix + "GetMdibResponse", {}, request.message_id, {},
+                              "<msg:GetMdibResponse" + v + "><msg:Mdib" + v + "><pm:MdDescription" +
+                                  mdib_.description_attributes() + ">" + mds + "</pm:MdDescription><pm:MdState>" +
+                                  states + "</pm:MdState></msg:Mdib></msg:GetMdibResponse>",
+                              kBicepsNs);
             return reply;
         }
     }
     SoapFault fault;
     fault.subcode = "wsa:ActionNotSupported";
-    fault.reason = "unknown action " + action + ": this provider serves WS-Transfer Get, WS-MetadataExchange "
-                                                "GetMetadata and GetService GetMdib, GetMdState, GetMdDescription";
+    fault.reason = "unknown action " + action +
+                   ": this provider serves WS-Transfer Get, WS-MetadataExchange "
+                   "GetMetadata and GetService GetMdib, GetMdState, GetMdDescription";
     return fault_reply(fault, request.message_id);
 }
 
@@ -196,7 +215,8 @@ HttpReply ServiceHandler::get(std::string_view target)
     if (path != "/timestamps") {
         reply.status = 404;
         reply.content_type = "text/plain";
-        reply.body = "no such resource: " + std::string(path) + " (GET serves /timestamps?id=MessageID and /timestamps?last=N only)\n";
+        reply.body = "no such resource: " + std::string(path) +
+                     " (GET serves /timestamps?id=MessageID and /timestamps?last=N only)\n";
         return reply;
     }
     const std::string_view query = target.substr(std::min(path.size() + 1, target.size()));
@@ -216,8 +236,7 @@ HttpReply ServiceHandler::get(std::string_view target)
     }
     std::string id;
     const auto q = target.find("id=");
-    if (q != std::string_view::npos)
-        id = url_decode(target.substr(q + 3, target.find('&', q) - (q + 3)));
+    if (q != std::string_view::npos) id = url_decode(target.substr(q + 3, target.find('&', q) - (q + 3)));
     std::lock_guard<std::mutex> lock(stamps_mutex_);
     const auto found = stamps_.find(id);
     if (found == stamps_.end()) {
@@ -247,8 +266,7 @@ HttpReply ServiceHandler::reject(unsigned status, const std::string& reason)
 void ServiceHandler::record(const std::string& id, const Stamps& stamps)
 {
     std::lock_guard<std::mutex> lock(stamps_mutex_);
-    if (stamps_.insert_or_assign(id, stamps).second)
-        stamp_order_.push_back(id);
+    if (stamps_.insert_or_assign(id, stamps).second) stamp_order_.push_back(id);
     while (stamp_order_.size() > options_.timestamp_history) {
         stamps_.erase(stamp_order_.front());
         stamp_order_.pop_front();
@@ -257,11 +275,9 @@ void ServiceHandler::record(const std::string& id, const Stamps& stamps)
 
 void ServiceHandler::record_sent(const std::string& request_id, long long t4)
 {
-    if (request_id.empty())
-        return;
+    if (request_id.empty()) return;
     std::lock_guard<std::mutex> lock(stamps_mutex_);
-    if (const auto found = stamps_.find(request_id); found != stamps_.end())
-        found->second.t4 = t4;
+    if (const auto found = stamps_.find(request_id); found != stamps_.end()) found->second.t4 = t4;
 }
 
-} // namespace blobstreaming::sdc
+}  // namespace blobstreaming::sdc

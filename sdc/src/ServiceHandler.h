@@ -3,9 +3,9 @@
 // in, one HTTP reply out. Records the provider-side timestamps t2..t4 per
 // request MessageID. Thread-safe.
 
+#include "Xml.h"
 #include "blobstreaming/sdc/Mdib.h"
 #include "blobstreaming/sdc/Provider.h"
-#include "Xml.h"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -73,4 +73,4 @@ private:
     std::unique_ptr<xml::BicepsSchema> schema_;  ///< null: no XSD validation
 };
 
-} // namespace blobstreaming::sdc
+}  // namespace blobstreaming::sdc

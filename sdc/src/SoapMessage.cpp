@@ -9,15 +9,11 @@ std::vector<std::string> SoapMessage::handle_refs() const
 {
     std::vector<std::string> refs;
     for (xmlNode* c = xml::first_element(body); c != nullptr; c = xml::next_element(c))
-        if (xml::is(c, ns::kMsg, "HandleRef"))
-            refs.push_back(xml::text(c));
+        if (xml::is(c, ns::kMsg, "HandleRef")) refs.push_back(xml::text(c));
     return refs;
 }
 
-bool SoapMessage::body_is(const char* ns_uri, const char* local) const
-{
-    return xml::is(body, ns_uri, local);
-}
+bool SoapMessage::body_is(const char* ns_uri, const char* local) const { return xml::is(body, ns_uri, local); }
 
 bool parse_soap(std::string_view text, bool require_message_id, SoapMessage& out, SoapFault& fault)
 {
@@ -32,12 +28,12 @@ bool parse_soap(std::string_view text, bool require_message_id, SoapMessage& out
     xmlNode* envelope = xmlDocGetRootElement(out.doc.get());
     if (!xml::is(envelope, ns::kSoap, "Envelope")) {
         const std::string found = envelope != nullptr && envelope->ns != nullptr
-            ? std::string("{") + reinterpret_cast<const char*>(envelope->ns->href) + "}"
-            : std::string();
+                                      ? std::string("{") + reinterpret_cast<const char*>(envelope->ns->href) + "}"
+                                      : std::string();
         fault.subcode = "s12:VersionMismatch";
-        fault.reason = "the root element is " + found
-            + (envelope != nullptr ? reinterpret_cast<const char*>(envelope->name) : "") + ", not a SOAP 1.2 Envelope ("
-            + ns::kSoap + ")";
+        fault.reason = "the root element is " + found +
+                       (envelope != nullptr ? reinterpret_cast<const char*>(envelope->name) : "") +
+                       ", not a SOAP 1.2 Envelope (" + ns::kSoap + ")";
         return false;
     }
     xmlNode* header = xml::child(envelope, ns::kSoap, "Header");
@@ -81,12 +77,10 @@ std::string make_envelope(const std::string& action, const std::string& message_
     out += '"';
     out += extra_ns;
     out += "><s12:Header>";
-    if (!to.empty())
-        out += "<wsa:To>" + xml::escape(to) + "</wsa:To>";
+    if (!to.empty()) out += "<wsa:To>" + xml::escape(to) + "</wsa:To>";
     out += "<wsa:Action>" + xml::escape(action) + "</wsa:Action>";
     out += "<wsa:MessageID>" + xml::escape(message_id.empty() ? make_urn_uuid() : message_id) + "</wsa:MessageID>";
-    if (!relates_to.empty())
-        out += "<wsa:RelatesTo>" + xml::escape(relates_to) + "</wsa:RelatesTo>";
+    if (!relates_to.empty()) out += "<wsa:RelatesTo>" + xml::escape(relates_to) + "</wsa:RelatesTo>";
     out += extra_headers;
     out += "</s12:Header>";
     if (body.empty()) {
@@ -107,15 +101,14 @@ std::string make_fault(const SoapFault& fault, const std::string& relates_to)
     body += "</s12:Value>";
     if (!fault.subcode.empty())
         body += "<s12:Subcode><s12:Value>" + xml::escape(fault.subcode) + "</s12:Value></s12:Subcode>";
-    body += "</s12:Code><s12:Reason><s12:Text xml:lang=\"en\">" + xml::escape_text(fault.reason)
-        + "</s12:Text></s12:Reason></s12:Fault>";
+    body += "</s12:Code><s12:Reason><s12:Text xml:lang=\"en\">" + xml::escape_text(fault.reason) +
+            "</s12:Text></s12:Reason></s12:Fault>";
     return make_envelope(ns::kFaultAction, {}, relates_to, {}, body);
 }
 
 std::string fault_reason(const xmlNode* body)
 {
-    if (!xml::is(body, ns::kSoap, "Fault"))
-        return {};
+    if (!xml::is(body, ns::kSoap, "Fault")) return {};
     const xmlNode* reason = xml::child(body, ns::kSoap, "Reason");
     std::string text = xml::text(xml::child(reason, ns::kSoap, "Text"));
     const xmlNode* code = xml::child(body, ns::kSoap, "Code");
@@ -124,4 +117,4 @@ std::string fault_reason(const xmlNode* body)
     return text + " (" + value + (sub.empty() ? "" : ", " + sub) + ")";
 }
 
-} // namespace blobstreaming::sdc
+}  // namespace blobstreaming::sdc

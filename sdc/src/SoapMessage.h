@@ -53,4 +53,4 @@ std::string make_fault(const SoapFault& fault, const std::string& relates_to);
 /// Extracts the fault reason text from a parsed Fault body (empty if `body` is not s12:Fault).
 std::string fault_reason(const xmlNode* body);
 
-} // namespace blobstreaming::sdc
+}  // namespace blobstreaming::sdc

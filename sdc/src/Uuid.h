@@ -12,4 +12,4 @@ std::string make_urn_uuid();
 /// process of the machine, so provider and consumer timestamps compare).
 long long monotonic_ns();
 
-} // namespace blobstreaming::sdc
+}  // namespace blobstreaming::sdc

@@ -1,8 +1,8 @@
 #include "Xml.h"
 
 #include <libxml/parser.h>
-#include <libxml/xmlschemas.h>
 #include <libxml/xmlerror.h>
+#include <libxml/xmlschemas.h>
 
 #include <blobstreaming/sdc/SdcError.h>
 
@@ -21,12 +21,11 @@ std::string trim(std::string s)
 {
     const char* ws = " \t\r\n";
     const auto begin = s.find_first_not_of(ws);
-    if (begin == std::string::npos)
-        return {};
+    if (begin == std::string::npos) return {};
     return s.substr(begin, s.find_last_not_of(ws) - begin + 1);
 }
 
-} // namespace
+}  // namespace
 
 DocPtr parse(std::string_view text, std::string& error)
 {
@@ -44,9 +43,8 @@ DocPtr parse(std::string_view text, std::string& error)
     DocPtr doc(xmlCtxtReadMemory(ctxt, text.data(), static_cast<int>(text.size()), nullptr, nullptr, options));
     if (!doc || !ctxt->wellFormed) {
         const xmlError* e = xmlCtxtGetLastError(ctxt);
-        error = e != nullptr && e->message != nullptr
-            ? "line " + std::to_string(e->line) + ": " + trim(e->message)
-            : std::string("not well-formed XML");
+        error = e != nullptr && e->message != nullptr ? "line " + std::to_string(e->line) + ": " + trim(e->message)
+                                                      : std::string("not well-formed XML");
         doc.reset();
     } else if (doc->intSubset != nullptr) {
         error = "DTDs are not accepted";
@@ -58,38 +56,34 @@ DocPtr parse(std::string_view text, std::string& error)
 
 bool is(const xmlNode* node, const char* ns_uri, const char* local)
 {
-    return node != nullptr && node->type == XML_ELEMENT_NODE && node->ns != nullptr
-        && std::strcmp(chars(node->ns->href), ns_uri) == 0 && std::strcmp(chars(node->name), local) == 0;
+    return node != nullptr && node->type == XML_ELEMENT_NODE && node->ns != nullptr &&
+           std::strcmp(chars(node->ns->href), ns_uri) == 0 && std::strcmp(chars(node->name), local) == 0;
 }
 
 xmlNode* first_element(const xmlNode* node)
 {
     for (xmlNode* c = node != nullptr ? node->children : nullptr; c != nullptr; c = c->next)
-        if (c->type == XML_ELEMENT_NODE)
-            return c;
+        if (c->type == XML_ELEMENT_NODE) return c;
     return nullptr;
 }
 
 xmlNode* next_element(const xmlNode* node)
 {
     for (xmlNode* c = node->next; c != nullptr; c = c->next)
-        if (c->type == XML_ELEMENT_NODE)
-            return c;
+        if (c->type == XML_ELEMENT_NODE) return c;
     return nullptr;
 }
 
 xmlNode* child(const xmlNode* node, const char* ns_uri, const char* local)
 {
     for (xmlNode* c = first_element(node); c != nullptr; c = next_element(c))
-        if (is(c, ns_uri, local))
-            return c;
+        if (is(c, ns_uri, local)) return c;
     return nullptr;
 }
 
 std::string text(const xmlNode* node)
 {
-    if (node == nullptr)
-        return {};
+    if (node == nullptr) return {};
     xmlChar* content = xmlNodeGetContent(node);
     std::string s = content != nullptr ? chars(content) : "";
     xmlFree(content);
@@ -106,8 +100,8 @@ std::string attribute(const xmlNode* node, const char* name)
 
 std::string attribute_ns(const xmlNode* node, const char* name, const char* ns_uri)
 {
-    xmlChar* value = xmlGetNsProp(node, reinterpret_cast<const xmlChar*>(name),
-                                  reinterpret_cast<const xmlChar*>(ns_uri));
+    xmlChar* value =
+        xmlGetNsProp(node, reinterpret_cast<const xmlChar*>(name), reinterpret_cast<const xmlChar*>(ns_uri));
     std::string s = value != nullptr ? chars(value) : "";
     xmlFree(value);
     return s;
@@ -142,8 +136,7 @@ std::string serialize_scoped(xmlNode* node)
     if (xmlNs** list = xmlGetNsList(node->doc, node)) {
         for (xmlNs** n = list; *n != nullptr; ++n) {
             const std::string prefix = (*n)->prefix != nullptr ? chars((*n)->prefix) : "";
-            if (prefix == "xml" || !declared.insert(prefix).second)
-                continue;
+            if (prefix == "xml" || !declared.insert(prefix).second) continue;
             declarations += prefix.empty() ? " xmlns=\"" : " xmlns:" + prefix + "=\"";
             declarations += escape(chars((*n)->href));
             declarations += '"';
@@ -151,8 +144,7 @@ std::string serialize_scoped(xmlNode* node)
         xmlFree(list);
     }
     const auto name_end = out.find_first_of(" \t\r\n/>", 1);
-    if (name_end != std::string::npos)
-        out.insert(name_end, declarations);
+    if (name_end != std::string::npos) out.insert(name_end, declarations);
     return out;
 }
 
@@ -254,9 +246,9 @@ BicepsSchema::BicepsSchema(const std::string& directory) : impl_(std::make_uniqu
         const fs::path file = fs::path(directory) / files[i];
         std::error_code ec;
         if (!fs::is_regular_file(file, ec))
-            throw SdcError(Errc::invalid_argument, "BICEPS schema directory \"" + directory + "\": " +
-                                                          files[i] + " is missing (it needs " + files[0] + ", " +
-                                                          files[1] + " and " + files[2] + ")");
+            throw SdcError(Errc::invalid_argument, "BICEPS schema directory \"" + directory + "\": " + files[i] +
+                                                       " is missing (it needs " + files[0] + ", " + files[1] + " and " +
+                                                       files[2] + ")");
         wrapper += std::string("<xsd:import namespace=\"") + namespaces[i] + "\" schemaLocation=\"" +
                    escape(fs::absolute(file, ec).string()) + "\"/>";
     }
@@ -272,7 +264,7 @@ BicepsSchema::BicepsSchema(const std::string& directory) : impl_(std::make_uniqu
     if (!impl_->context) {
         if (impl_->schema) xmlSchemaFree(impl_->schema);
         throw SdcError(Errc::invalid_argument, "BICEPS schemas in \"" + directory + "\" cannot be used: " +
-                                                      (error.empty() ? std::string("out of memory") : error));
+                                                   (error.empty() ? std::string("out of memory") : error));
     }
     xmlSchemaSetValidStructuredErrors(impl_->context, first_error, &impl_->error);
 }
@@ -292,4 +284,4 @@ std::string BicepsSchema::validate(xmlNode* element) const
     return impl_->error.empty() ? "schema validation failed (libxml2 code " + std::to_string(rc) + ")" : impl_->error;
 }
 
-} // namespace blobstreaming::sdc::xml
+}  // namespace blobstreaming::sdc::xml

@@ -71,4 +71,4 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
-} // namespace blobstreaming::sdc::xml
+}  // namespace blobstreaming::sdc::xml

@@ -38,7 +38,7 @@ std::string error_of(F&& f, Errc expected)
     return {};
 }
 
-} // namespace
+}  // namespace
 
 BOOST_AUTO_TEST_CASE(loads_both_sdc11073_test_mdibs)
 {
@@ -59,7 +59,8 @@ BOOST_AUTO_TEST_CASE(state_lookup_by_handle_carries_its_namespaces)
     BOOST_TEST(version == 7u);
     BOOST_TEST(contains(state, "DescriptorHandle=\"n\""), state);
     BOOST_TEST(contains(state, "xsi:type=\"pm:NumericMetricState\""), state);
-    BOOST_TEST(contains(state, "xmlns:pm=\"http://standards.ieee.org/downloads/11073/11073-10207-2017/participant\""), state);
+    BOOST_TEST(contains(state, "xmlns:pm=\"http://standards.ieee.org/downloads/11073/11073-10207-2017/participant\""),
+               state);
     BOOST_TEST(contains(state, "xmlns:xsi="), state);
     BOOST_TEST(!contains(state, "DescriptorHandle=\"s\""));
     const std::string all = mdib.states_xml({}, version);
@@ -98,18 +99,19 @@ BOOST_AUTO_TEST_CASE(set_metric_updates_value_and_versions)
     BOOST_TEST(contains(n, "StateVersion=\"2\""), n);
     BOOST_TEST(contains(n, "<pm:MetricQuality Validity=\"Vld\"/>"), n);
     BOOST_TEST(contains(mdib.states_xml({"s"}, version), "Value=\"ok\""));
-    BOOST_TEST(error_of([&] { mdib.set_metric("c", 1.0); }, Errc::not_a_metric)
-               == "MDIB small: state \"c\" is a ChannelState, not a NumericMetricState");
+    BOOST_TEST(error_of([&] { mdib.set_metric("c", 1.0); }, Errc::not_a_metric) ==
+               "MDIB small: state \"c\" is a ChannelState, not a NumericMetricState");
     error_of([&] { mdib.set_metric("x", 1.0); }, Errc::unknown_handle);
 }
 
 BOOST_AUTO_TEST_CASE(bad_mdibs_are_rejected_with_reasons)
 {
-    BOOST_TEST(contains(error_of([] { Mdib::load_string("<a>", "t1"); }, Errc::invalid_mdib), "MDIB t1: not well-formed XML"));
+    BOOST_TEST(
+        contains(error_of([] { Mdib::load_string("<a>", "t1"); }, Errc::invalid_mdib), "MDIB t1: not well-formed XML"));
     BOOST_TEST(contains(error_of([] { Mdib::load_string("<a/>", "t2"); }, Errc::invalid_mdib), "no pm:MdDescription"));
     std::string no_type = kSmall;
     no_type.erase(no_type.find("xsi:type=\"pm:NumericMetricDescriptor\" "), 38);
-    BOOST_TEST(error_of([&] { Mdib::load_string(no_type, "t3"); }, Errc::invalid_mdib)
-               == "MDIB t3: descriptor \"n\" (pm:Metric) has no xsi:type");
+    BOOST_TEST(error_of([&] { Mdib::load_string(no_type, "t3"); }, Errc::invalid_mdib) ==
+               "MDIB t3: descriptor \"n\" (pm:Metric) has no xsi:type");
     BOOST_TEST(contains(error_of([] { Mdib::load_file("/nonexistent.xml"); }, Errc::invalid_mdib), "cannot open"));
 }

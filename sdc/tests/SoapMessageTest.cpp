@@ -25,7 +25,7 @@ bool parse(const std::string& text, SoapMessage& message, SoapFault& fault)
     return parse_soap(text, true, message, fault);
 }
 
-} // namespace
+}  // namespace
 
 BOOST_AUTO_TEST_CASE(parses_a_captured_get_md_state)
 {
@@ -68,7 +68,8 @@ BOOST_AUTO_TEST_CASE(malformed_xml_is_a_sender_fault_with_the_parser_message)
 BOOST_AUTO_TEST_CASE(soap_11_is_a_version_mismatch)
 {
     std::string soap11 = kGetMdState;
-    soap11.replace(soap11.find("http://www.w3.org/2003/05/soap-envelope"), 39, "http://schemas.xmlsoap.org/soap/envelope/");
+    soap11.replace(soap11.find("http://www.w3.org/2003/05/soap-envelope"), 39,
+                   "http://schemas.xmlsoap.org/soap/envelope/");
     SoapMessage m;
     SoapFault f;
     BOOST_TEST(!parse(soap11, m, f));
@@ -79,8 +80,8 @@ BOOST_AUTO_TEST_CASE(soap_11_is_a_version_mismatch)
 BOOST_AUTO_TEST_CASE(missing_action_and_message_id)
 {
     std::string no_action = kGetMdState;
-    no_action.replace(no_action.find("<wsa:Action>"), 12, "<wsa:Actio2>").replace(no_action.find("</wsa:Action>"), 13,
-                                                                                    "</wsa:Actio2>");
+    no_action.replace(no_action.find("<wsa:Action>"), 12, "<wsa:Actio2>")
+        .replace(no_action.find("</wsa:Action>"), 13, "</wsa:Actio2>");
     SoapMessage m;
     SoapFault f;
     BOOST_TEST(!parse(no_action, m, f));
@@ -105,7 +106,8 @@ BOOST_AUTO_TEST_CASE(dtds_are_refused)
 
 BOOST_AUTO_TEST_CASE(envelope_round_trip_with_relates_to)
 {
-    const std::string text = make_envelope(ns::kTransferGetResponse, "urn:uuid:1", "urn:uuid:0", {}, "<x:Y xmlns:x=\"urn:x\"/>");
+    const std::string text =
+        make_envelope(ns::kTransferGetResponse, "urn:uuid:1", "urn:uuid:0", {}, "<x:Y xmlns:x=\"urn:x\"/>");
     SoapMessage m;
     SoapFault f;
     BOOST_REQUIRE_MESSAGE(parse(text, m, f), f.reason);
@@ -133,7 +135,8 @@ BOOST_AUTO_TEST_CASE(a_fault_quoting_bytes_that_are_not_utf8_is_well_formed)
     // The parser's message quotes the request; its bytes need not be UTF-8
     // or XML characters (found by the sdc_request fuzz target).
     const std::string body = std::string("<?xml version='1.0'?>\n<s12:Envelope xmlns:s12='http://www.w3.org/2003/"
-                                         "05/soap-\xff\xfe\x01") + "envelope'/>";
+                                         "05/soap-\xff\xfe\x01") +
+                             "envelope'/>";
     SoapMessage request;
     SoapFault fault;
     BOOST_REQUIRE(!parse_soap(body, true, request, fault));
@@ -148,6 +151,7 @@ BOOST_AUTO_TEST_CASE(a_fault_quoting_bytes_that_are_not_utf8_is_well_formed)
     SoapMessage m;
     SoapFault again;
     BOOST_REQUIRE(parse_soap(make_fault(about_bytes, "urn:uuid:9"), false, m, again));
-    BOOST_TEST(fault_reason(m.body).find("bad \xEF\xBF\xBD\xEF\xBF\xBD \xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD \xEF\xBF\xBD "
-                                         "text, kept: \xC3\xA9") == 0);
+    BOOST_TEST(
+        fault_reason(m.body).find("bad \xEF\xBF\xBD\xEF\xBF\xBD \xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD \xEF\xBF\xBD "
+                                  "text, kept: \xC3\xA9") == 0);
 }

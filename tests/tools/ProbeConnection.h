@@ -93,13 +93,14 @@ public:
         while (size > 0) {
             const ssize_t n = ::recv(fd_.get(), p, size, 0);
             if (n < 0 && errno == EINTR) continue;
-            if (n == 0) throw Error(Errc::transfer_failed, "receive from " + where_ + ": connection closed by the daemon");
+            if (n == 0)
+                throw Error(Errc::transfer_failed, "receive from " + where_ + ": connection closed by the daemon");
             if (n < 0)
                 throw Error(errno == EAGAIN || errno == EWOULDBLOCK ? Errc::timeout : Errc::transfer_failed,
                             "receive from " + where_ + ": " +
-                                (errno == EAGAIN || errno == EWOULDBLOCK ? std::string("no answer within ") +
-                                                                               std::to_string(io_timeout_seconds_) + " s"
-                                                                         : std::string(std::strerror(errno))));
+                                (errno == EAGAIN || errno == EWOULDBLOCK
+                                     ? std::string("no answer within ") + std::to_string(io_timeout_seconds_) + " s"
+                                     : std::string(std::strerror(errno))));
             p += n;
             size -= static_cast<std::size_t>(n);
         }

@@ -17,9 +17,9 @@
 /// command: {"command","ok","code","message","sha256"}. It lets a test change
 /// the world (restart the Naming Service) under a client that keeps running.
 
+#include <blobstreaming/client/Session.h>
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/Sha256.h>
-#include <blobstreaming/client/Session.h>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -43,10 +43,7 @@ namespace {
 
 using client::Session;
 
-std::string json_string(const std::string& text)
-{
-    return nlohmann::json(text).dump();
-}
+std::string json_string(const std::string& text) { return nlohmann::json(text).dump(); }
 
 /// Deterministic pseudo-random bytes (xorshift64*), hashed as produced.
 class Generator {
@@ -58,7 +55,8 @@ public:
         std::size_t i = 0;
         for (; i + 8 <= capacity; i += 8) {
             const std::uint64_t v = next();
-            for (int k = 0; k < 8; ++k) buffer[i + static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(v >> (8 * k));
+            for (int k = 0; k < 8; ++k)
+                buffer[i + static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(v >> (8 * k));
         }
         for (; i < capacity; ++i) buffer[i] = static_cast<std::uint8_t>(next());
         hash_.update(buffer, capacity);
@@ -108,7 +106,8 @@ Digest push_generated(Session& session, const std::string& name, std::uint64_t s
     const Digest produced = generator->finish();
     if (result.info.digest != produced)
         throw Error(Errc::digest_mismatch, "push " + name + ": the store acknowledged sha256 " +
-                                               to_hex(result.info.digest) + ", the bytes sent hash to " + to_hex(produced));
+                                               to_hex(result.info.digest) + ", the bytes sent hash to " +
+                                               to_hex(produced));
     return produced;
 }
 

@@ -156,11 +156,11 @@ json transporter_call(BlobStreaming::BlobTransporter_ptr t, const Call& call)
     const BlobStreaming::TimeValue no_timeout{0, 0};
     const auto none = BlobStreaming::IGNORE_NOTIFICATIONS;
     if (op == "send")
-        return ticket_json(BlobStreaming::TransferTicket_var(t->send(arg(call, 0).c_str(), 0, 0, false, no_timeout,
-                                                                     none)).in());
+        return ticket_json(
+            BlobStreaming::TransferTicket_var(t->send(arg(call, 0).c_str(), 0, 0, false, no_timeout, none)).in());
     if (op == "recv")
-        return ticket_json(BlobStreaming::TransferTicket_var(t->recv(std::stoull(arg(call, 0)), 0, 0, false,
-                                                                     no_timeout, none)).in());
+        return ticket_json(
+            BlobStreaming::TransferTicket_var(t->recv(std::stoull(arg(call, 0)), 0, 0, false, no_timeout, none)).in());
     if (op == "poll") return {{"notices", BlobStreaming::TransferNoticeSeq_var(t->poll())->length()}};
     if (op == "observe") {
         t->observe(BlobStreaming::TransferObserver::_nil());
@@ -189,9 +189,10 @@ json locator_call(BlobStreaming::BlobLocator_ptr l, const Call& call, const std:
     BlobStreaming::LocationSeq_var found = l->locate(arg(call, 0).c_str());
     json out = json::array();
     for (CORBA::ULong i = 0; i < found->length(); ++i) {
-        refuse_plaintext(found[i].ref.in(), what, "the reference the locator returned for store \"" +
-                                                      std::string(found[i].store.in()) + "\"");
-        out.push_back({{"store", found[i].store.in()}, {"tier", static_cast<int>(found[i].tier)},
+        refuse_plaintext(found[i].ref.in(), what,
+                         "the reference the locator returned for store \"" + std::string(found[i].store.in()) + "\"");
+        out.push_back({{"store", found[i].store.in()},
+                       {"tier", static_cast<int>(found[i].tier)},
                        {"endpoint", corba::endpoint_of(found[i].ref.in())}});
     }
     return out;
@@ -221,7 +222,7 @@ int run(const Call& call)
         };
         if (on_locator) {
             CORBA::Object_var obj = call.locator_ior.empty() ? root->resolve(corba::locator_path())
-                                                              : orb->string_to_object(call.locator_ior.c_str());
+                                                             : orb->string_to_object(call.locator_ior.c_str());
             endpoint = corba::endpoint_of(obj);
             refuse_plaintext(obj, what + ": locator", "its reference");
             BlobStreaming::BlobLocator_var locator = BlobStreaming::BlobLocator::_unchecked_narrow(obj);
@@ -275,9 +276,13 @@ int main(int argc, char** argv)
     using namespace blobstreaming;
     Call call;
     std::string cert, key, ca;
-    const std::map<std::string, std::string*> options = {
-        {"--naming", &call.naming}, {"--cert", &cert},   {"--key", &key}, {"--ca", &ca},
-        {"--store", &call.store},   {"--transporter", &call.transporter_ior}, {"--locator", &call.locator_ior}};
+    const std::map<std::string, std::string*> options = {{"--naming", &call.naming},
+                                                         {"--cert", &cert},
+                                                         {"--key", &key},
+                                                         {"--ca", &ca},
+                                                         {"--store", &call.store},
+                                                         {"--transporter", &call.transporter_ior},
+                                                         {"--locator", &call.locator_ior}};
     int i = 1;
     for (; i < argc; ++i) {
         auto it = options.find(argv[i]);
@@ -290,7 +295,8 @@ int main(int argc, char** argv)
     }
     if (i >= argc || call.naming.empty()) {
         std::cerr << "usage: corba_call --naming URL [--cert FILE --key FILE --ca FILE] [--store NAME] "
-                     "[--transporter IOR] [--locator IOR] OP [ARG...]" << std::endl;
+                     "[--transporter IOR] [--locator IOR] OP [ARG...]"
+                  << std::endl;
         return 1;
     }
     call.op = argv[i++];

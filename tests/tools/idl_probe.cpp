@@ -55,10 +55,7 @@ namespace {
 constexpr std::uint64_t kMax = ~std::uint64_t{0};
 constexpr std::uint64_t kHalf = std::uint64_t{1} << 63;
 
-std::string json_string(const std::string& text)
-{
-    return nlohmann::json(text).dump();
-}
+std::string json_string(const std::string& text) { return nlohmann::json(text).dump(); }
 
 /// Runs `call` and prints what it raised; returns whether it returned.
 bool probe(const std::string& name, const std::function<void()>& call)
@@ -95,8 +92,7 @@ bool probe(const std::string& name, const std::function<void()>& call)
     }
     const auto sent = raised == "returned" ? std::nullopt : corba::reply_error();
     std::cout << "{\"case\":" << json_string(name) << ",\"raised\":" << json_string(raised)
-              << ",\"message\":" << json_string(message)
-              << ",\"code\":" << (sent ? static_cast<int>(sent->code) : 0)
+              << ",\"message\":" << json_string(message) << ",\"code\":" << (sent ? static_cast<int>(sent->code) : 0)
               << ",\"detail\":" << json_string(sent ? sent->message : std::string()) << "}" << std::endl;
     return raised == "returned";
 }
@@ -125,9 +121,8 @@ int flood(const std::string& naming, const std::string& store_name, std::uint64_
     std::uint64_t reserved = 0;
     for (std::uint64_t i = 0; i < count; ++i) {
         const std::string name = prefix + "." + std::to_string(i);
-        if (probe("reserve-" + std::to_string(i), [&] {
-                BlobStreaming::Reservation_var r = store->reserve(name.c_str(), size, false);
-            }))
+        if (probe("reserve-" + std::to_string(i),
+                  [&] { BlobStreaming::Reservation_var r = store->reserve(name.c_str(), size, false); }))
             ++reserved;
     }
     std::cout << "{\"reserved\":" << reserved << ",\"refused\":" << count - reserved << "}" << std::endl;
@@ -168,9 +163,8 @@ int each_op(const std::string& naming, const std::string& store_name, const std:
         probe("send", [&] {
             BlobStreaming::TransferTicket_var t = transporter->send(blob.c_str(), 0, 0, false, no_timeout, none);
         });
-        probe("recv", [&] {
-            BlobStreaming::TransferTicket_var t = transporter->recv(id, 10, 0, false, no_timeout, none);
-        });
+        probe("recv",
+              [&] { BlobStreaming::TransferTicket_var t = transporter->recv(id, 10, 0, false, no_timeout, none); });
         probe("poll", [&] { BlobStreaming::TransferNoticeSeq_var n = transporter->poll(); });
         probe("observe", [&] { transporter->observe(BlobStreaming::TransferObserver::_nil()); });
         probe("cancel", [&] {
@@ -282,16 +276,14 @@ int main(int argc, char** argv)
     try {
         if (tls.enabled()) blobstreaming::corba::configure_ssl(tls);
         if (!leave.empty()) return blobstreaming::leave_reservation(naming, store, std::stoull(leave));
-        if (!flood.empty())
-            return blobstreaming::flood(naming, store, std::stoull(flood), std::stoull(size), prefix);
+        if (!flood.empty()) return blobstreaming::flood(naming, store, std::stoull(flood), std::stoull(size), prefix);
         if (!each.empty()) return blobstreaming::each_op(naming, store, each);
         return blobstreaming::run(naming, store, blob);
     } catch (const std::exception& e) {
         std::cout << "{\"error\":" << blobstreaming::json_string(e.what()) << "}" << std::endl;
         return 2;
     } catch (const CORBA::Exception& e) {
-        std::cout << "{\"error\":" << blobstreaming::json_string(std::string("CORBA ") + e._name()) << "}"
-                  << std::endl;
+        std::cout << "{\"error\":" << blobstreaming::json_string(std::string("CORBA ") + e._name()) << "}" << std::endl;
         return 2;
     }
 }

@@ -62,26 +62,26 @@ std::string json_string(const std::string& text)
     std::string out = "\"";
     for (const char c : text) {
         switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            default:
-                if (static_cast<unsigned char>(c) < 0x20) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-                    out += buf;
-                } else {
-                    out += c;
-                }
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default:
+            if (static_cast<unsigned char>(c) < 0x20) {
+                char buf[8];
+                std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+                out += buf;
+            } else {
+                out += c;
+            }
         }
     }
     return out + "\"";
 }
 
-BlobStreaming::TransferTicket_var pull_ticket(BlobStreaming::BlobTransporter_ptr transporter,
-                                              const Options& options, std::uint64_t offset, std::uint64_t length)
+BlobStreaming::TransferTicket_var pull_ticket(BlobStreaming::BlobTransporter_ptr transporter, const Options& options,
+                                              std::uint64_t offset, std::uint64_t length)
 {
     try {
         BlobStreaming::TimeValue no_timeout{0, 0};
@@ -95,10 +95,10 @@ BlobStreaming::TransferTicket_var pull_ticket(BlobStreaming::BlobTransporter_ptr
 std::string response_fields(const protocol::Response& response)
 {
     const int status = static_cast<int>(response.status);
-    return "\"status\":" + std::to_string(status) + ",\"status_name\":" +
-           json_string(error_category().message(status)) + ",\"message\":" + json_string(response.message) +
-           ",\"length\":" + std::to_string(response.length) + ",\"blob_size\":" +
-           std::to_string(response.blob_size);
+    return "\"status\":" + std::to_string(status) +
+           ",\"status_name\":" + json_string(error_category().message(status)) +
+           ",\"message\":" + json_string(response.message) + ",\"length\":" + std::to_string(response.length) +
+           ",\"blob_size\":" + std::to_string(response.blob_size);
 }
 
 /// A well-formed pull with a valid ticket: the bytes are read and hashed, so
@@ -134,7 +134,9 @@ int run(const Options& options)
     std::string extra;
     protocol::Response refusal;
     protocol::TicketId presented{};
-    const auto connect = [&] { return std::make_unique<ProbeConnection>(endpoint->host.in(), endpoint->port, kIoTimeoutSeconds); };
+    const auto connect = [&] {
+        return std::make_unique<ProbeConnection>(endpoint->host.in(), endpoint->port, kIoTimeoutSeconds);
+    };
     std::unique_ptr<ProbeConnection> connection;
     const std::string& mode = options.mode;
     if (mode == "reuse") {
@@ -149,8 +151,8 @@ int run(const Options& options)
     } else if (mode == "expire") {
         BlobStreaming::TransferTicket_var ticket = pull_ticket(transporter, options, 0, 0);
         const auto received = std::chrono::steady_clock::now();
-        const auto lifetime = std::chrono::seconds(ticket->lifetime.seconds) +
-                              std::chrono::microseconds(ticket->lifetime.microseconds);
+        const auto lifetime =
+            std::chrono::seconds(ticket->lifetime.seconds) + std::chrono::microseconds(ticket->lifetime.microseconds);
         // The daemon issued the ticket before the call returned and checks
         // expiry on the same CLOCK_MONOTONIC (steady_clock), so from
         // `received + lifetime` on it is expired: wait for exactly that point.
@@ -175,7 +177,8 @@ int run(const Options& options)
         try {
             BlobStreaming::Reservation_var reservation = store->reserve(options.blob.c_str(), kSize, false);
             BlobStreaming::TimeValue no_timeout{0, 0};
-            ticket = transporter->recv(reservation->id, kSize, 0, false, no_timeout, BlobStreaming::IGNORE_NOTIFICATIONS);
+            ticket =
+                transporter->recv(reservation->id, kSize, 0, false, no_timeout, BlobStreaming::IGNORE_NOTIFICATIONS);
         } catch (...) {
             corba::rethrow_as_error("reserve and ticket for push " + quote_name(options.blob), options.store,
                                     corba::endpoint_of(store));
@@ -212,8 +215,10 @@ int run(const Options& options)
         std::memcpy(junk, http, std::min(sizeof junk, sizeof http - 1));
         connection->send_all(junk, sizeof junk);
     } else {
-        throw Error(Errc::invalid_argument, "unknown --mode \"" + mode +
-                                                "\" (allowed: reuse, expire, wrong-direction, wrong-range, random, garbage, bad-digest, stale, stale-range)");
+        throw Error(
+            Errc::invalid_argument,
+            "unknown --mode \"" + mode +
+                "\" (allowed: reuse, expire, wrong-direction, wrong-range, random, garbage, bad-digest, stale, stale-range)");
     }
     refusal = connection->read_response();
     // A refused or garbled Request must close the connection; after other
@@ -271,8 +276,8 @@ int main(int argc, char** argv)
         return blobstreaming::run(options);
     } catch (const blobstreaming::Error& e) {
         std::cout << "{\"mode\":" << blobstreaming::json_string(options.mode)
-                  << ",\"error\":" << blobstreaming::json_string(e.what())
-                  << ",\"code\":" << static_cast<int>(e.code()) << "}" << std::endl;
+                  << ",\"error\":" << blobstreaming::json_string(e.what()) << ",\"code\":" << static_cast<int>(e.code())
+                  << "}" << std::endl;
         return 2;
     } catch (const std::exception& e) {
         std::cout << "{\"mode\":" << blobstreaming::json_string(options.mode)

@@ -59,10 +59,7 @@ constexpr int kIoTimeoutSeconds = 60;
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
-double seconds_since(Clock::time_point t0)
-{
-    return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 struct Options {
     std::string mode;
@@ -88,12 +85,9 @@ int notices(CORBA::ORB_ptr orb, const Options& options)
     const std::string& blob = options.need("--blob");
     const std::string& semantics_name = options.need("--semantics");
     BlobStreaming::NotificationSemantics semantics;
-    if (semantics_name == "send")
-        semantics = BlobStreaming::SEND_NOTIFICATIONS;
-    else if (semantics_name == "queue")
-        semantics = BlobStreaming::QUEUE_NOTIFICATIONS;
-    else
-        throw Error(Errc::invalid_argument, "--semantics: \"" + semantics_name + "\" is not send or queue");
+    if (semantics_name == "send") semantics = BlobStreaming::SEND_NOTIFICATIONS;
+    else if (semantics_name == "queue") semantics = BlobStreaming::QUEUE_NOTIFICATIONS;
+    else throw Error(Errc::invalid_argument, "--semantics: \"" + semantics_name + "\" is not send or queue");
     const unsigned long count = options.count();
 
     BlobStreaming::BlobStore_var store = open_store(orb, options);
@@ -212,14 +206,10 @@ int main(int argc, char** argv)
     try {
         orb = blobstreaming::corba::init_orb({{"clientCallTimeOutPeriod", "60000"}});
         int rc = 1;
-        if (options.mode == "notices")
-            rc = blobstreaming::notices(orb, options);
-        else if (options.mode == "open")
-            rc = blobstreaming::open_many(orb, options);
-        else if (options.mode == "hold")
-            rc = blobstreaming::hold(orb, options);
-        else
-            std::cerr << "transporter_probe: unknown mode \"" << options.mode << "\" (allowed: notices, open, hold)\n";
+        if (options.mode == "notices") rc = blobstreaming::notices(orb, options);
+        else if (options.mode == "open") rc = blobstreaming::open_many(orb, options);
+        else if (options.mode == "hold") rc = blobstreaming::hold(orb, options);
+        else std::cerr << "transporter_probe: unknown mode \"" << options.mode << "\" (allowed: notices, open, hold)\n";
         orb->destroy();
         return rc;
     } catch (const Error& e) {

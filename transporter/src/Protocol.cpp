@@ -9,7 +9,6 @@
 namespace blobstreaming::protocol {
 namespace {
 
-
 std::error_code check_preamble(const std::uint8_t* in, std::string& why)
 {
     if (le::get<std::uint32_t>(in) != kMagic) {
@@ -60,8 +59,7 @@ void encode(const Request& r, std::uint8_t (&out)[kRequestSize])
 std::error_code decode(const std::uint8_t (&in)[kRequestSize], Request& r, std::string& why)
 {
     if (auto ec = check_preamble(in, why)) return ec;
-    if (in[5] != static_cast<std::uint8_t>(FrameType::push) &&
-        in[5] != static_cast<std::uint8_t>(FrameType::pull)) {
+    if (in[5] != static_cast<std::uint8_t>(FrameType::push) && in[5] != static_cast<std::uint8_t>(FrameType::pull)) {
         why = "unknown request type " + std::to_string(in[5]) + " (allowed: 1 push, 2 pull)";
         return Errc::protocol_error;
     }
@@ -95,8 +93,8 @@ std::string encode(const Response& r)
     return out;
 }
 
-std::error_code decode(const std::uint8_t (&in)[kResponseHeaderSize], Response& r,
-                       std::size_t& message_size, std::string& why)
+std::error_code decode(const std::uint8_t (&in)[kResponseHeaderSize], Response& r, std::size_t& message_size,
+                       std::string& why)
 {
     if (auto ec = check_preamble(in, why)) return ec;
     if (in[5] != static_cast<std::uint8_t>(FrameType::response)) {
@@ -105,8 +103,8 @@ std::error_code decode(const std::uint8_t (&in)[kResponseHeaderSize], Response& 
     }
     message_size = le::get<std::uint32_t>(in + 8);
     if (message_size > kMaxMessageSize) {
-        why = "response message of " + std::to_string(message_size) + " bytes exceeds " +
-              std::to_string(kMaxMessageSize);
+        why =
+            "response message of " + std::to_string(message_size) + " bytes exceeds " + std::to_string(kMaxMessageSize);
         return Errc::protocol_error;
     }
     r.status = static_cast<Errc>(le::get<std::uint16_t>(in + 6));

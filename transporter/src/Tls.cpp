@@ -67,13 +67,13 @@ TlsContext::TlsContext(Role role, const TlsFiles& files) : role_(role)
         if (SSL_CTX_use_PrivateKey_file(ctx_, files.key.c_str(), SSL_FILETYPE_PEM) != 1) {
             const std::string why = openssl_errors();
             if (why.find("key values mismatch") != std::string::npos)
-                throw Error(Errc::invalid_argument, "TLS key \"" + files.key + "\" does not match the certificate \"" +
-                                                        files.cert + "\"");
+                throw Error(Errc::invalid_argument,
+                            "TLS key \"" + files.key + "\" does not match the certificate \"" + files.cert + "\"");
             throw Error(Errc::invalid_argument, "TLS key \"" + files.key + "\": " + why);
         }
         if (SSL_CTX_check_private_key(ctx_) != 1)
-            throw Error(Errc::invalid_argument, "TLS key \"" + files.key + "\" does not match the certificate \"" +
-                                                    files.cert + "\"");
+            throw Error(Errc::invalid_argument,
+                        "TLS key \"" + files.key + "\" does not match the certificate \"" + files.cert + "\"");
         if (SSL_CTX_load_verify_locations(ctx_, files.ca.c_str(), nullptr) != 1) fail_file("CA file", files.ca);
         SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
     } catch (...) {
@@ -103,12 +103,10 @@ Channel::Channel(int fd, const TlsContext& context, const std::string& peer_host
     if (!peer_host.empty()) {
         X509_VERIFY_PARAM* param = SSL_get0_param(ssl_);
         unsigned char addr[16];
-        const bool ip = ::inet_pton(AF_INET, peer_host.c_str(), addr) == 1 ||
-                        ::inet_pton(AF_INET6, peer_host.c_str(), addr) == 1;
-        if (ip)
-            X509_VERIFY_PARAM_set1_ip_asc(param, peer_host.c_str());
-        else
-            X509_VERIFY_PARAM_set1_host(param, peer_host.c_str(), 0);
+        const bool ip =
+            ::inet_pton(AF_INET, peer_host.c_str(), addr) == 1 || ::inet_pton(AF_INET6, peer_host.c_str(), addr) == 1;
+        if (ip) X509_VERIFY_PARAM_set1_ip_asc(param, peer_host.c_str());
+        else X509_VERIFY_PARAM_set1_host(param, peer_host.c_str(), 0);
         if (!ip) {  // SNI carries names only
             std::string name = peer_host;
             SSL_ctrl(ssl_, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name, name.data());
@@ -127,7 +125,10 @@ long Channel::result(int rc)
     const int err = SSL_get_error(ssl_, rc);
     switch (err) {
     case SSL_ERROR_WANT_READ: errno = EAGAIN; return -1;
-    case SSL_ERROR_WANT_WRITE: want_write_ = true; errno = EAGAIN; return -1;
+    case SSL_ERROR_WANT_WRITE:
+        want_write_ = true;
+        errno = EAGAIN;
+        return -1;
     case SSL_ERROR_ZERO_RETURN: return 0;
     case SSL_ERROR_SYSCALL:
         if (ERR_peek_error() == 0) {
@@ -210,10 +211,7 @@ long Channel::probe()
     return result(n);
 }
 
-std::size_t Channel::pending() const noexcept
-{
-    return ssl_ ? static_cast<std::size_t>(SSL_pending(ssl_)) : 0;
-}
+std::size_t Channel::pending() const noexcept { return ssl_ ? static_cast<std::size_t>(SSL_pending(ssl_)) : 0; }
 
 void Channel::close_notify() noexcept
 {

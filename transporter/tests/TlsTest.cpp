@@ -41,18 +41,20 @@ struct Certificates {
         };
         auto cert = [&](const std::string& ca_name, const std::string& name, const std::string& subject,
                         const std::string& ext) {
-            return "printf '" + ext + "' > " + d + "/" + name + ".ext && openssl req -new -newkey rsa:2048 -nodes -subj " +
-                   subject + " -keyout " + d + "/" + name + ".key -out " + d + "/" + name + ".csr" + q +
-                   " && openssl x509 -req -in " + d + "/" + name + ".csr -CA " + d + "/" + ca_name + ".pem -CAkey " +
-                   d + "/" + ca_name + ".key -CAcreateserial -days 1 -extfile " + d + "/" + name + ".ext -out " + d +
-                   "/" + name + ".pem" + q;
+            return "printf '" + ext + "' > " + d + "/" + name +
+                   ".ext && openssl req -new -newkey rsa:2048 -nodes -subj " + subject + " -keyout " + d + "/" + name +
+                   ".key -out " + d + "/" + name + ".csr" + q + " && openssl x509 -req -in " + d + "/" + name +
+                   ".csr -CA " + d + "/" + ca_name + ".pem -CAkey " + d + "/" + ca_name +
+                   ".key -CAcreateserial -days 1 -extfile " + d + "/" + name + ".ext -out " + d + "/" + name + ".pem" +
+                   q;
         };
-        ok = std::system(ca("ca").c_str()) == 0 && std::system(ca("rogue-ca").c_str()) == 0 &&
-             std::system(cert("ca", "store", "/CN=store",
-                              "extendedKeyUsage=serverAuth\\nsubjectAltName=IP:127.0.0.1\\n").c_str()) == 0 &&
-             std::system(cert("ca", "client", "/CN=client/O=Radiology", "extendedKeyUsage=clientAuth\\n").c_str()) ==
-                 0 &&
-             std::system(cert("rogue-ca", "rogue", "/CN=rogue", "extendedKeyUsage=clientAuth\\n").c_str()) == 0;
+        ok =
+            std::system(ca("ca").c_str()) == 0 && std::system(ca("rogue-ca").c_str()) == 0 &&
+            std::system(cert("ca", "store", "/CN=store", "extendedKeyUsage=serverAuth\\nsubjectAltName=IP:127.0.0.1\\n")
+                            .c_str()) == 0 &&
+            std::system(cert("ca", "client", "/CN=client/O=Radiology", "extendedKeyUsage=clientAuth\\n").c_str()) ==
+                0 &&
+            std::system(cert("rogue-ca", "rogue", "/CN=rogue", "extendedKeyUsage=clientAuth\\n").c_str()) == 0;
     }
     ~Certificates()
     {
@@ -72,10 +74,10 @@ const Certificates& certificates()
     return c;
 }
 
-#define REQUIRE_CERTIFICATES()                                                             \
-    if (!certificates().ok) {                                                              \
-        BOOST_TEST_MESSAGE("openssl could not make test certificates: test skipped");      \
-        return;                                                                            \
+#define REQUIRE_CERTIFICATES()                                                                                         \
+    if (!certificates().ok) {                                                                                          \
+        BOOST_TEST_MESSAGE("openssl could not make test certificates: test skipped");                                  \
+        return;                                                                                                        \
     }
 
 struct Pair {
@@ -151,8 +153,8 @@ BOOST_AUTO_TEST_CASE(unusable_files_are_named)
         TlsContext ctx(TlsContext::Role::server, mismatch);
         BOOST_FAIL("no error");
     } catch (const Error& e) {
-        BOOST_CHECK_EQUAL(std::string(e.what()), "TLS key \"" + mismatch.key + "\" does not match the certificate \"" +
-                                                     mismatch.cert + "\"");
+        BOOST_CHECK_EQUAL(std::string(e.what()),
+                          "TLS key \"" + mismatch.key + "\" does not match the certificate \"" + mismatch.cert + "\"");
     }
 }
 
@@ -251,8 +253,7 @@ BOOST_AUTO_TEST_CASE(a_client_of_another_ca_is_refused)
     Channel::Handshake c, s;
     handshake(client, server, c, s);
     BOOST_REQUIRE(s == Channel::Handshake::failed);
-    BOOST_CHECK_EQUAL(server.handshake_error(),
-                      "certificate verify failed (unable to get local issuer certificate)");
+    BOOST_CHECK_EQUAL(server.handshake_error(), "certificate verify failed (unable to get local issuer certificate)");
     if (c == Channel::Handshake::done) {  // TLS 1.3: the client learns it on its next read
         char byte;
         pollfd p{client.fd(), POLLIN, 0};

@@ -1,9 +1,8 @@
 #include "Daemon.h"
 
-
-#include <blobstreaming/common/Error.h>
 #include <blobstreaming/blobstore/FileStore.h>
 #include <blobstreaming/blobstore/MemoryStore.h>
+#include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Orb.h>
 #include <blobstreaming/transporter/corba/Security.h>
@@ -23,7 +22,8 @@ namespace {
 std::string endpoint(const HostPort& hp, bool tls)
 {
     const std::string host = hp.host == "0.0.0.0" ? "" : hp.host;
-    return std::string(tls ? "giop:ssl:" : "giop:tcp:") + host + ":" + (hp.port == 0 ? std::string() : std::to_string(hp.port));
+    return std::string(tls ? "giop:ssl:" : "giop:tcp:") + host + ":" +
+           (hp.port == 0 ? std::string() : std::to_string(hp.port));
 }
 
 bool is_wildcard(const std::string& host) { return host == "0.0.0.0" || host == "::" || host.empty(); }
@@ -52,8 +52,7 @@ void raise_descriptor_limit()
     if (::setrlimit(RLIMIT_NOFILE, &rl) != 0)
         spdlog::warn("cannot raise the descriptor limit from {} to {}: {}", text(before), text(rl.rlim_max),
                      std::strerror(errno));
-    else
-        spdlog::info("descriptor limit raised from {} to {}", text(before), text(rl.rlim_max));
+    else spdlog::info("descriptor limit raised from {} to {}", text(before), text(rl.rlim_max));
 }
 
 }  // namespace
@@ -191,12 +190,14 @@ void Daemon::maintain() noexcept
         const auto swept = transporters_->sweep();
         if (swept.reclaimed > 0)
             spdlog::info("transporters: reclaimed {} idle for {} s or more (never closed, or their client is "
-                         "gone); {} open by {} client(s)", swept.reclaimed,
-                         static_cast<double>(options_.transporter_idle.count()) / 1000.0, swept.open, swept.clients);
+                         "gone); {} open by {} client(s)",
+                         swept.reclaimed, static_cast<double>(options_.transporter_idle.count()) / 1000.0, swept.open,
+                         swept.clients);
         if (swept.refused > 0)
             spdlog::warn("transporters: refused {} openTransporter call(s) since the previous check (limits: {} per "
-                         "client, {} in all); {} open by {} client(s)", swept.refused,
-                         options_.max_client_transporters, options_.max_transporters, swept.open, swept.clients);
+                         "client, {} in all); {} open by {} client(s)",
+                         swept.refused, options_.max_client_transporters, options_.max_transporters, swept.open,
+                         swept.clients);
     }
     if (sdc_) {
         try {
@@ -212,7 +213,8 @@ void Daemon::maintain() noexcept
             corba::bind_store(naming_, options_.name, store_ref_);
             bound_ = true;
             spdlog::info("store \"{}\" registered again in the naming service at {} (its entry was missing or "
-                         "named a store that is gone)", options_.name, options_.naming);
+                         "named a store that is gone)",
+                         options_.name, options_.naming);
         }
         if (!corba::locator_is_alive(naming_)) {
             corba::bind_locator(naming_, locator_ref_);
@@ -255,7 +257,8 @@ void Daemon::naming_unreachable(const std::string& why) noexcept
 {
     if (!naming_lost_)
         spdlog::warn("naming service at {} unreachable ({}); store \"{}\" keeps serving and registers again "
-                     "when it is back", options_.naming, why, options_.name);
+                     "when it is back",
+                     options_.naming, why, options_.name);
     naming_lost_ = true;
 }
 

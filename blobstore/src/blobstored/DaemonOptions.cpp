@@ -25,8 +25,7 @@ std::size_t parse_count(const std::string& option, const std::string& text, std:
 {
     std::size_t digits = 0;
     while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-    if (text.empty() || digits != text.size())
-        usage("--" + option + ": " + quoted(text) + " is not a whole number");
+    if (text.empty() || digits != text.size()) usage("--" + option + ": " + quoted(text) + " is not a whole number");
     errno = 0;
     const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
     if (errno != 0 || v < min || v > max)
@@ -42,7 +41,8 @@ HostPort parse_host_port(const std::string& option, const std::string& text)
         usage("--" + option + ": " + quoted(text) + " is not HOST:PORT (e.g. 127.0.0.1:0; port 0 = ephemeral)");
     HostPort hp;
     hp.host = text.substr(0, colon);
-    if (hp.host.size() > 2 && hp.host.front() == '[' && hp.host.back() == ']') hp.host = hp.host.substr(1, hp.host.size() - 2);
+    if (hp.host.size() > 2 && hp.host.front() == '[' && hp.host.back() == ']')
+        hp.host = hp.host.substr(1, hp.host.size() - 2);
     const std::string port = text.substr(colon + 1);
     char* end = nullptr;
     errno = 0;
@@ -67,6 +67,7 @@ po::options_description describe()
     po::options_description d("blobstored: serves one Blob store on the control plane (CORBA) and the data plane "
                               "(TCP)\n\nUsage: blobstored --name NAME --store file:DIR|memory:SIZE --naming URL "
                               "[options]\n\nOptions");
+    // clang-format off
     // clang-format off
     d.add_options()
         ("help,h", "show this help and exit")
@@ -105,6 +106,7 @@ po::options_description describe()
         ("config", po::value<std::string>()->value_name("FILE"), "read `option = value` lines (long option names) from FILE; the command line wins")
         ;
     // clang-format on
+    // clang-format on
     cli::add_logging_options(d, spdlog::level::info);
     return d;
 }
@@ -114,8 +116,7 @@ po::options_description describe()
 /// such a token makes it loop forever. We refuse '%' before it gets there.
 void refuse_percent(const std::string& where, const std::string& text)
 {
-    if (text.find('%') != std::string::npos)
-        usage(where + ": '%' is not allowed in option names and values");
+    if (text.find('%') != std::string::npos) usage(where + ": '%' is not allowed in option names and values");
 }
 
 void check_config_text(const std::string& source, const std::string& text)
@@ -242,8 +243,9 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
     }
     o.evict = vm["evict"].as<bool>();
     if (o.evict && o.store_kind != "memory") usage("--evict applies to a memory store only");
-    o.tier = vm.count("tier") ? parse_tier(value_of(vm, "tier"))
-                              : (o.store_kind == "memory" ? BlobStreaming::TIER_MEMORY : BlobStreaming::TIER_WORKSTATION);
+    o.tier = vm.count("tier")
+                 ? parse_tier(value_of(vm, "tier"))
+                 : (o.store_kind == "memory" ? BlobStreaming::TIER_MEMORY : BlobStreaming::TIER_WORKSTATION);
     o.control = parse_host_port("control-address", value_of(vm, "control-address"));
     o.data = parse_host_port("data-address", value_of(vm, "data-address"));
     if (vm.count("sdc-address")) {
@@ -283,8 +285,9 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
     for (const auto& [option, permission] : lists) {
         if (!vm.count(option)) continue;
         if (!o.tls.enabled())
-            usage(std::string("--") + option + " needs TLS (--tls-cert, --tls-key, --tls-ca): without TLS clients "
-                                               "have no identity to check");
+            usage(std::string("--") + option +
+                  " needs TLS (--tls-cert, --tls-key, --tls-ca): without TLS clients "
+                  "have no identity to check");
         for (const auto& subject : vm[option].as<std::vector<std::string>>())
             o.access.allow(permission, subject, std::string("--") + option);
     }

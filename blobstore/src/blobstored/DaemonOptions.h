@@ -25,35 +25,35 @@ struct HostPort {
 
 struct DaemonOptions {
     std::string name;
-    std::string store_kind;           ///< "file" or "memory"
-    std::string store_directory;      ///< file
-    std::uint64_t memory_size = 0;    ///< memory
-    std::uint64_t capacity = 0;       ///< file: 0 = file system only
+    std::string store_kind;         ///< "file" or "memory"
+    std::string store_directory;    ///< file
+    std::uint64_t memory_size = 0;  ///< memory
+    std::uint64_t capacity = 0;     ///< file: 0 = file system only
     bool evict = false;
     BlobStreaming::StoreTier tier = BlobStreaming::TIER_WORKSTATION;
     std::string naming;
     HostPort control{"0.0.0.0", 0};
     HostPort data{"0.0.0.0", 0};
-    std::string sdc_address;          ///< HOST:PORT of the SDC status provider; empty: none
+    std::string sdc_address;  ///< HOST:PORT of the SDC status provider; empty: none
     std::chrono::milliseconds ticket_lifetime{30000};
     std::chrono::milliseconds timeout{30000};
     std::chrono::milliseconds handshake_timeout{5000};  ///< data connection: accepted to first valid Request
     std::chrono::milliseconds idle_timeout{60000};      ///< data connection: idle between transfers
-    std::size_t max_unauthenticated = 1024;            ///< data connections without a valid ticket yet
-    std::size_t max_unauthenticated_per_peer = 64;     ///< ... from one IP address
+    std::size_t max_unauthenticated = 1024;             ///< data connections without a valid ticket yet
+    std::size_t max_unauthenticated_per_peer = 64;      ///< ... from one IP address
     std::chrono::milliseconds reservation_grace{60000};
-    std::chrono::milliseconds naming_check{2000};  ///< period of the Naming Service upkeep
-    std::size_t max_reservations = 1024;           ///< open reservations in total
-    std::size_t max_reservations_per_client = 64;  ///< ... of one client (certificate subject, else address)
+    std::chrono::milliseconds naming_check{2000};        ///< period of the Naming Service upkeep
+    std::size_t max_reservations = 1024;                 ///< open reservations in total
+    std::size_t max_reservations_per_client = 64;        ///< ... of one client (certificate subject, else address)
     std::chrono::milliseconds transporter_idle{300000};  ///< an unused transporter is reclaimed after this
-    std::size_t max_transporters = 4096;         ///< open transporters in all
-    std::size_t max_client_transporters = 256;   ///< open transporters of one client (host, or TLS subject)
-    int socket_buffer = 0;            ///< 0: autotuning
+    std::size_t max_transporters = 4096;                 ///< open transporters in all
+    std::size_t max_client_transporters = 256;           ///< open transporters of one client (host, or TLS subject)
+    int socket_buffer = 0;                               ///< 0: autotuning
     bool local_fast_path = true;
     bool sync = true;
     spdlog::level::level_enum log_level = spdlog::level::info;
-    TlsFiles tls;                     ///< enabled(): TLS on both planes
-    server::AccessList access;        ///< enforced when TLS is on
+    TlsFiles tls;               ///< enabled(): TLS on both planes
+    server::AccessList access;  ///< enforced when TLS is on
 };
 
 /// What the command line asks for.

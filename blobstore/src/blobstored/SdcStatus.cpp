@@ -27,9 +27,11 @@ std::string metric(const char* handle, const char* unit, const char* what)
 {
     return std::string("<pm:Metric xsi:type=\"pm:NumericMetricDescriptor\" Handle=\"") + handle +
            "\" MetricCategory=\"Msrmt\" MetricAvailability=\"Cont\" Resolution=\"1\">"
-           "<pm:Type Code=\"0\"><pm:ConceptDescription Lang=\"en\">" + what + "</pm:ConceptDescription></pm:Type>"
-           "<pm:Unit Code=\"262656\"><pm:ConceptDescription Lang=\"en\">" + unit +
-           "</pm:ConceptDescription></pm:Unit></pm:Metric>";
+           "<pm:Type Code=\"0\"><pm:ConceptDescription Lang=\"en\">" +
+           what +
+           "</pm:ConceptDescription></pm:Type>"
+           "<pm:Unit Code=\"262656\"><pm:ConceptDescription Lang=\"en\">" +
+           unit + "</pm:ConceptDescription></pm:Unit></pm:Metric>";
 }
 
 std::string store_mdib(const std::string& store_name)
@@ -69,14 +71,12 @@ void SdcStatus::update(const StoreUsage& usage, std::uint32_t active_transfers, 
 {
     if (!published_ || usage.capacity != last_.capacity)
         provider_->set_metric(kSdcCapacity, static_cast<double>(usage.capacity));
-    if (!published_ || usage.used != last_.used)
-        provider_->set_metric(kSdcUsed, static_cast<double>(usage.used));
+    if (!published_ || usage.used != last_.used) provider_->set_metric(kSdcUsed, static_cast<double>(usage.used));
     if (!published_ || usage.blob_count != last_.blob_count)
         provider_->set_metric(kSdcBlobCount, static_cast<double>(usage.blob_count));
     if (!published_ || active_transfers != last_active_)
         provider_->set_metric(kSdcActiveTransfers, static_cast<double>(active_transfers));
-    if (last_mbps > 0 && last_mbps != last_mbps_)
-        provider_->set_metric(kSdcThroughput, last_mbps);
+    if (last_mbps > 0 && last_mbps != last_mbps_) provider_->set_metric(kSdcThroughput, last_mbps);
     last_ = usage;
     last_active_ = active_transfers;
     last_mbps_ = last_mbps;

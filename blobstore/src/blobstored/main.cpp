@@ -87,7 +87,8 @@ int main(int argc, char** argv)
     while (signal < 0) {
         const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(
             std::max(next_check - Clock::now(), Clock::duration::zero()));
-        const timespec wait{static_cast<time_t>(left.count() / 1000000000), static_cast<long>(left.count() % 1000000000)};
+        const timespec wait{static_cast<time_t>(left.count() / 1000000000),
+                            static_cast<long>(left.count() % 1000000000)};
         signal = ::sigtimedwait(&shutdown_signals, nullptr, &wait);
         if (signal >= 0 || Clock::now() < next_check) continue;
         next_check = Clock::now() + check;

@@ -2,9 +2,9 @@
 
 #include "server/AccessList.h"
 
+#include <blobstreaming/blobstore/Store.h>
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
-#include <blobstreaming/blobstore/Store.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Orb.h>
 #include <blobstreaming/transporter/corba/Security.h>
@@ -27,12 +27,9 @@ struct Found {
 
 BlobLocator_i::BlobLocator_i(CosNaming::NamingContext_ptr naming, std::string naming_url, const ServantContext& own,
                              CORBA::Object_ptr own_ref)
-    : naming_(CosNaming::NamingContext::_duplicate(naming)),
-      naming_url_(std::move(naming_url)),
-      own_(own),
+    : naming_(CosNaming::NamingContext::_duplicate(naming)), naming_url_(std::move(naming_url)), own_(own),
       own_ref_(BlobStreaming::BlobStore::_unchecked_narrow(own_ref))
-{
-}
+{}
 
 BlobStreaming::LocationSeq* BlobLocator_i::locate(const char* name)
 {
@@ -134,8 +131,7 @@ void unbind_locator(CosNaming::NamingContext_ptr root, CORBA::Object_ptr locator
         CORBA::Object_var current = root->resolve(locator_path());
         if (current->_is_equivalent(locator)) root->unbind(locator_path());
     } catch (const CORBA::Exception&) {
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
 }
 
 }  // namespace blobstreaming::corba

@@ -8,10 +8,10 @@
 #include "server/ReservationTable.h"
 #include "server/TransporterRegistry.h"
 
-#include <blobstreaming/common/BlobName.h>
-#include <blobstreaming/common/Error.h>
 #include <blobstreaming/blobstore/FileStore.h>
 #include <blobstreaming/blobstore/Store.h>
+#include <blobstreaming/common/BlobName.h>
+#include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Security.h>
 
@@ -41,8 +41,8 @@ void require_permission(const ServantContext& context, server::Permission permis
         context.access->require(subject, permission);
     } catch (const Error& e) {
         spdlog::warn("store \"{}\": {} refused: {}", context.store_name, operation, e.what());
-        throw CORBA::NO_PERMISSION(static_cast<CORBA::ULong>(kNoPermissionMinor + 1 + static_cast<unsigned>(permission)),
-                                   CORBA::COMPLETED_NO);
+        throw CORBA::NO_PERMISSION(
+            static_cast<CORBA::ULong>(kNoPermissionMinor + 1 + static_cast<unsigned>(permission)), CORBA::COMPLETED_NO);
     }
 }
 
@@ -139,8 +139,7 @@ BlobStreaming::Reservation* BlobStore_i::reserve(const char* name, BlobStreaming
         const std::string client = caller_client();
         context_.reservations->check_limits(client, "reserve " + quote_name(name));
         context_.reservations->abort_parked(name);
-        auto reservation =
-            context_.store->reserve(name, size, overwrite ? ReserveMode::replace : ReserveMode::create);
+        auto reservation = context_.store->reserve(name, size, overwrite ? ReserveMode::replace : ReserveMode::create);
         const std::uint64_t id = context_.reservations->add(std::move(reservation), client);
         spdlog::debug("reservation {} of {} ({} bytes) opened", id, quote_name(name), size);
         auto* out = new BlobStreaming::Reservation;

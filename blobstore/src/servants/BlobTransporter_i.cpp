@@ -7,9 +7,9 @@
 #include "server/ReservationTable.h"
 #include "server/TicketRegistry.h"
 
+#include <blobstreaming/blobstore/Store.h>
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
-#include <blobstreaming/blobstore/Store.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Security.h>
 
@@ -31,8 +31,8 @@ constexpr CORBA::ULong kObserverCallTimeoutMs = 2000;
 
 std::string range_text(std::uint64_t offset, std::uint64_t length)
 {
-    const std::string end = length > ~std::uint64_t{0} - offset ? std::string("beyond 2^64")
-                                                                 : std::to_string(offset + length);
+    const std::string end =
+        length > ~std::uint64_t{0} - offset ? std::string("beyond 2^64") : std::to_string(offset + length);
     return "[" + std::to_string(offset) + ", " + end + ")";
 }
 
@@ -111,8 +111,7 @@ BlobStreaming::TimeValue to_time_value(std::chrono::milliseconds ms)
 BlobTransporter_i::BlobTransporter_i(const ServantContext& context,
                                      std::shared_ptr<server::TransporterActivity> activity)
     : context_(context), opener_(caller_subject()), activity_(std::move(activity))
-{
-}
+{}
 
 void BlobTransporter_i::require_opener(const char* operation) const
 {
@@ -151,8 +150,7 @@ void BlobTransporter_i::release() noexcept
 // Runs on the reactor thread when the transfer ends: it only queues, never
 // calls out (a oneway call still connects and writes, and an observer that
 // does not answer would hold up every transfer of the daemon).
-std::shared_ptr<server::TransferControl> BlobTransporter_i::make_control(
-    BlobStreaming::NotificationSemantics semantics)
+std::shared_ptr<server::TransferControl> BlobTransporter_i::make_control(BlobStreaming::NotificationSemantics semantics)
 {
     auto control = std::make_shared<server::TransferControl>();
     if (activity_) activity_->track(control);  // busy until the transfer ends
@@ -186,14 +184,14 @@ BlobStreaming::TransferTicket* BlobTransporter_i::issue(server::TicketBinding bi
     const protocol::TicketId id = context_.tickets->issue(binding);
     {
         std::lock_guard<std::mutex> lock(mutex_);
-        for (auto it = issued_.begin(); it != issued_.end();) it = it->second.expired() ? issued_.erase(it) : std::next(it);
+        for (auto it = issued_.begin(); it != issued_.end();)
+            it = it->second.expired() ? issued_.erase(it) : std::next(it);
         issued_.emplace(id, binding.control);
     }
     auto* ticket = new BlobStreaming::TransferTicket;
     std::memcpy(ticket->id, id.data(), id.size());
     ticket->blob = binding.blob.c_str();
-    ticket->direction =
-        binding.direction == protocol::FrameType::push ? BlobStreaming::PUSH : BlobStreaming::PULL;
+    ticket->direction = binding.direction == protocol::FrameType::push ? BlobStreaming::PUSH : BlobStreaming::PULL;
     ticket->offset = binding.offset;
     ticket->length = binding.length;
     ticket->lifetime = to_time_value(context_.tickets->lifetime());
@@ -244,12 +242,9 @@ BlobStreaming::TransferTicket* BlobTransporter_i::send(const char* blob, BlobStr
     }
 }
 
-BlobStreaming::TransferTicket* BlobTransporter_i::recv(BlobStreaming::ReservationId reservation,
-                                                       BlobStreaming::ByteCount length,
-                                                       BlobStreaming::ByteOffset absoluteOffset,
-                                                       CORBA::Boolean useTimeout,
-                                                       const BlobStreaming::TimeValue& timeout,
-                                                       BlobStreaming::NotificationSemantics semantics)
+BlobStreaming::TransferTicket* BlobTransporter_i::recv(
+    BlobStreaming::ReservationId reservation, BlobStreaming::ByteCount length, BlobStreaming::ByteOffset absoluteOffset,
+    CORBA::Boolean useTimeout, const BlobStreaming::TimeValue& timeout, BlobStreaming::NotificationSemantics semantics)
 {
     require_issuer("recv", server::Permission::write);
     require_reservation_owner(context_, reservation, "recv into");
@@ -307,7 +302,8 @@ BlobStreaming::TransferNoticeSeq* BlobTransporter_i::poll()
         }
         if (dropped > 0)
             spdlog::info("transporter poll: {} oldest notices were dropped since the previous poll (at most {} are "
-                         "kept)", dropped, kMaxQueuedNotices);
+                         "kept)",
+                         dropped, kMaxQueuedNotices);
         auto* out = new BlobStreaming::TransferNoticeSeq;
         out->length(static_cast<CORBA::ULong>(taken.size()));
         for (CORBA::ULong i = 0; i < out->length(); ++i) (*out)[i] = taken[i];

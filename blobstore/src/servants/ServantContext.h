@@ -30,10 +30,10 @@ struct ServantContext {
     server::TicketRegistry* tickets = nullptr;
     server::ReservationTable* reservations = nullptr;
     server::DataServer* data = nullptr;
-    std::string data_host;              ///< advertised in tickets and dataAddress()
+    std::string data_host;  ///< advertised in tickets and dataAddress()
     std::uint16_t data_port = 0;
-    bool local_fast_path = true;        ///< findLocalFile answers for a FileStore
-    PortableServer::POA_ptr poa = nullptr;  ///< where transporters are activated (not owned)
+    bool local_fast_path = true;                 ///< findLocalFile answers for a FileStore
+    PortableServer::POA_ptr poa = nullptr;       ///< where transporters are activated (not owned)
     const server::AccessList* access = nullptr;  ///< null: everything permitted
     /// Delivers SEND_NOTIFICATIONS notices off the data plane's thread (not
     /// owned; null: such notices are dropped).

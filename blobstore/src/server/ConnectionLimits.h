@@ -16,9 +16,9 @@
 namespace blobstreaming::server {
 
 struct ConnectionCaps {
-    std::size_t connections = 1024;               ///< open data connections, authenticated or not
-    std::size_t unauthenticated = 1024;           ///< connections without a valid ticket yet
-    std::size_t unauthenticated_per_peer = 64;    ///< the same, from one peer IP address
+    std::size_t connections = 1024;             ///< open data connections, authenticated or not
+    std::size_t unauthenticated = 1024;         ///< connections without a valid ticket yet
+    std::size_t unauthenticated_per_peer = 64;  ///< the same, from one peer IP address
 };
 
 /// The bookkeeping of the caps for connections of type `Connection` (the

@@ -33,8 +33,7 @@ std::string ip_of(const sockaddr_storage& a)
         const auto& a6 = reinterpret_cast<const sockaddr_in6&>(a);
         if (IN6_IS_ADDR_V4MAPPED(&a6.sin6_addr))  // one peer, one key, whichever family it came by
             ::inet_ntop(AF_INET, &a6.sin6_addr.s6_addr[12], text, sizeof text);
-        else
-            ::inet_ntop(AF_INET6, &a6.sin6_addr, text, sizeof text);
+        else ::inet_ntop(AF_INET6, &a6.sin6_addr, text, sizeof text);
     }
     return text[0] ? text : "unknown";
 }
@@ -44,9 +43,17 @@ std::string ip_of(const sockaddr_storage& a)
 bool connection_gone(int err)
 {
     switch (err) {
-    case EINTR: case ECONNABORTED: case EPROTO: case ENOPROTOOPT: case EHOSTDOWN: case ENONET:
-    case EHOSTUNREACH: case EOPNOTSUPP: case ENETDOWN: case ENETUNREACH: case EPERM:
-        return true;
+    case EINTR:
+    case ECONNABORTED:
+    case EPROTO:
+    case ENOPROTOOPT:
+    case EHOSTDOWN:
+    case ENONET:
+    case EHOSTUNREACH:
+    case EOPNOTSUPP:
+    case ENETDOWN:
+    case ENETUNREACH:
+    case EPERM: return true;
     default: return false;
     }
 }
@@ -150,8 +157,8 @@ void DataAcceptor::admit(UniqueFd fd, const std::string& ip)
         return;  // closes fd
     case ConnectionLimits<ServerConnection>::Verdict::refuse_full:
         if (server_.refused_log.allow())
-            spdlog::warn("data connection from {}: refused: all {} data connection slots are taken by transfers",
-                         ip, limits.caps().connections);
+            spdlog::warn("data connection from {}: refused: all {} data connection slots are taken by transfers", ip,
+                         limits.caps().connections);
         return;
     case ConnectionLimits<ServerConnection>::Verdict::admit_after_eviction:
         limits.oldest_unauthenticated()->evict(ip);
@@ -175,10 +182,8 @@ void DataAcceptor::out_of_descriptors(int err)
         for (int i = 0; i < kAcceptBurst; ++i) {
             sockaddr_storage from{};
             const UniqueFd fd(accept_one(listener_.get(), &from));
-            if (fd)
-                ++dropped;
-            else if (!connection_gone(errno))
-                break;
+            if (fd) ++dropped;
+            else if (!connection_gone(errno)) break;
         }
         reserve_.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
     }

@@ -1,16 +1,16 @@
 #include "DataServer.h"
 
 #include "DataAcceptor.h"
-#include "ServerConnection.h"
 #include "DataServerImpl.h"
 #include "ReservationTable.h"
+#include "ServerConnection.h"
 #include "TicketRegistry.h"
 
 #include <blobstreaming/common/Error.h>
 
-#include <ace/Init_ACE.h>
 #include <ace/Dev_Poll_Reactor.h>
 #include <ace/INET_Addr.h>
+#include <ace/Init_ACE.h>
 
 #include <spdlog/spdlog.h>
 
@@ -89,8 +89,7 @@ ConnectionCaps caps_for(std::size_t handles, const DataServerConfig& config)
 
 DataServer::Impl::Impl(Store& s, TicketRegistry& t, ReservationTable& r, DataServerConfig c)
     : store(s), tickets(t), reservations(r), config(std::move(c))
-{
-}
+{}
 
 DataServer::Impl::~Impl() = default;
 
@@ -128,8 +127,8 @@ void DataServer::Impl::run_reactor() noexcept
         // signal handler. Not an end: wait again.
         if (err == EINTR) continue;
         if (++failures >= kMaxReactorFailures) {
-            const std::string why = "the reactor failed " + std::to_string(failures) + " times in a row (last: " +
-                                    (err ? std::strerror(err) : "an exception") + ")";
+            const std::string why = "the reactor failed " + std::to_string(failures) +
+                                    " times in a row (last: " + (err ? std::strerror(err) : "an exception") + ")";
             spdlog::critical("data plane stopped: {}", why);
             set_failure(why);
             return;
@@ -141,8 +140,7 @@ void DataServer::Impl::run_reactor() noexcept
 
 DataServer::DataServer(Store& store, TicketRegistry& tickets, ReservationTable& reservations, DataServerConfig config)
     : impl_(std::make_unique<Impl>(store, tickets, reservations, std::move(config)))
-{
-}
+{}
 
 DataServer::~DataServer() { stop(); }
 

@@ -25,7 +25,7 @@ struct DataServerConfig {
     std::uint16_t port = 0;        ///< 0: ephemeral
     /// Default inactivity timeout of a transfer; a ticket may carry its own.
     std::chrono::milliseconds inactivity_timeout{30000};
-    SocketOptions socket;          ///< applied to every accepted connection
+    SocketOptions socket;  ///< applied to every accepted connection
     /// How often expired tickets and abandoned reservations are purged.
     std::chrono::milliseconds housekeeping_period{1000};
     /// A new connection must present a valid Request (after its TLS

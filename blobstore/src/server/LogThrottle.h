@@ -22,8 +22,7 @@ public:
     /// connections".
     explicit LogThrottle(std::string what, unsigned burst = 5, std::chrono::seconds window = std::chrono::seconds(10))
         : what_(std::move(what)), burst_(burst), window_(window)
-    {
-    }
+    {}
 
     /// True: log this line now. False: it was counted for the summary.
     bool allow(Clock::time_point now = Clock::now())

@@ -71,7 +71,8 @@ void NoticeDispatcher::fail_locked(const std::shared_ptr<NoticeSink>& sink, cons
     s.until = now + s.period;
     s.why = why;
     spdlog::warn("transfer notices: the observer at {} did not take a notice ({}): notices to it are dropped "
-                 "for {} s", endpoint, why, seconds(s.period));
+                 "for {} s",
+                 endpoint, why, seconds(s.period));
     // What is queued for the same endpoint would fail the same way.
     std::uint64_t dropped = 0;
     for (auto it = channels_.begin(); it != channels_.end();) {
@@ -102,8 +103,8 @@ void NoticeDispatcher::report_locked(Clock::time_point now, bool all)
             ++it;
             continue;
         }
-        spdlog::warn("transfer notices: {} not delivered to the observer at {}: {}", it->second.count,
-                     it->first.first, it->first.second);
+        spdlog::warn("transfer notices: {} not delivered to the observer at {}: {}", it->second.count, it->first.first,
+                     it->first.second);
         last_report_[it->first] = now;
         it = unreported_.erase(it);
     }
@@ -128,10 +129,8 @@ void NoticeDispatcher::run() noexcept
                 auto last = last_report_.find(key);
                 if (last != last_report_.end()) due = std::min(due, last->second + limits_.report_every);
             }
-            if (due == Clock::time_point::max())
-                wake_.wait(lock);
-            else
-                wake_.wait_until(lock, due);
+            if (due == Clock::time_point::max()) wake_.wait(lock);
+            else wake_.wait_until(lock, due);
             continue;
         }
         const NoticeSink* key = turns_.front();
@@ -149,10 +148,8 @@ void NoticeDispatcher::run() noexcept
             suspended_.erase(sink->endpoint());
             // Its next notice waits for the turns of those that came meanwhile.
             auto it = channels_.find(key);
-            if (it->second.queue.empty())
-                channels_.erase(it);
-            else
-                turns_.push_back(key);
+            if (it->second.queue.empty()) channels_.erase(it);
+            else turns_.push_back(key);
         } else {
             fail_locked(sink, why, Clock::now());  // drops its channel too
         }

@@ -108,8 +108,8 @@ private:
     mutable std::mutex mutex_;
     std::condition_variable wake_;
     std::map<const NoticeSink*, Channel> channels_;  ///< sinks with queued notices, or in flight
-    std::deque<const NoticeSink*> turns_;            ///< round robin over channels_ but the one whose notice is being delivered
-    std::map<std::string, Suspension> suspended_;    ///< by endpoint
+    std::deque<const NoticeSink*> turns_;  ///< round robin over channels_ but the one whose notice is being delivered
+    std::map<std::string, Suspension> suspended_;  ///< by endpoint
     std::map<std::pair<std::string, std::string>, Unreported> unreported_;
     std::map<std::pair<std::string, std::string>, Clock::time_point> last_report_;
     NoticeStats stats_;

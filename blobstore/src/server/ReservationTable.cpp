@@ -11,8 +11,7 @@ namespace blobstreaming::server {
 
 ReservationTable::ReservationTable(std::chrono::milliseconds grace, Clock clock, ReservationLimits limits)
     : grace_(grace), clock_(std::move(clock)), limits_(limits)
-{
-}
+{}
 
 ReservationTable::~ReservationTable() { abort_all(); }
 
@@ -39,10 +38,9 @@ void ReservationTable::check_limits_locked(const std::string& client, const std:
                             "); commit or abort them, or wait until unused ones expire");
     }
     if (limits_.total > 0 && entries_.size() >= limits_.total)
-        throw Error(Errc::limit_reached,
-                    what + ": the store already holds " + std::to_string(entries_.size()) +
-                        " open reservations, its limit (max-reservations " + std::to_string(limits_.total) +
-                        "); try again when some have ended");
+        throw Error(Errc::limit_reached, what + ": the store already holds " + std::to_string(entries_.size()) +
+                                             " open reservations, its limit (max-reservations " +
+                                             std::to_string(limits_.total) + "); try again when some have ended");
 }
 
 void ReservationTable::check_limits(const std::string& client, const std::string& what) const
@@ -189,8 +187,7 @@ void ReservationTable::abort(std::uint64_t id)
     {
         std::lock_guard<std::mutex> lock(mutex_);
         auto it = entries_.find(id);
-        if (it == entries_.end())
-            throw_missing(id, "is not open (never reserved, committed, aborted or expired)");
+        if (it == entries_.end()) throw_missing(id, "is not open (never reserved, committed, aborted or expired)");
         if (!it->second.reservation) {
             if (it->second.control) it->second.control->cancelled = true;
             return;
@@ -217,8 +214,8 @@ std::size_t ReservationTable::purge()
         }
     }
     for (auto& r : victims) {
-        spdlog::warn("reservation of {} ({} bytes) unused for {} s: aborted, space released",
-                     quote_name(r->name()), r->size(), grace_.count() / 1000.0);
+        spdlog::warn("reservation of {} ({} bytes) unused for {} s: aborted, space released", quote_name(r->name()),
+                     r->size(), grace_.count() / 1000.0);
         r->abort();
     }
     return victims.size();
@@ -230,10 +227,8 @@ void ReservationTable::abort_all() noexcept
     {
         std::lock_guard<std::mutex> lock(mutex_);
         for (auto& [id, e] : entries_) {
-            if (e.reservation)
-                victims.push_back(std::move(e.reservation));
-            else if (e.control)
-                e.control->cancelled = true;
+            if (e.reservation) victims.push_back(std::move(e.reservation));
+            else if (e.control) e.control->cancelled = true;
         }
         entries_.clear();
         per_client_.clear();

@@ -21,8 +21,8 @@ namespace blobstreaming::server {
 /// client reserving without ever filling could otherwise exhaust the daemon.
 /// 0 means unbounded.
 struct ReservationLimits {
-    std::size_t total = 1024;      ///< --max-reservations
-    std::size_t per_client = 64;   ///< --max-reservations-per-client
+    std::size_t total = 1024;     ///< --max-reservations
+    std::size_t per_client = 64;  ///< --max-reservations-per-client
 };
 
 /// Thread-safe. A reservation is in one of two places: here, waiting (for a

@@ -41,8 +41,7 @@ using Base = ACE_Svc_Handler<ACE_SOCK_Stream, ACE_NULL_SYNCH>;
 // daemon holds more than 1024 descriptors.
 ServerConnection::ServerConnection(DataServer::Impl* server, std::string peer_ip)
     : Base(nullptr, nullptr, server ? server->reactor.get() : nullptr), server_(server), peer_ip_(std::move(peer_ip))
-{
-}
+{}
 
 ServerConnection::~ServerConnection() = default;
 
@@ -122,8 +121,7 @@ int ServerConnection::handle_input(ACE_HANDLE)
             continue;
         }
         if (n == 0) {
-            if (request_got_ == 0)
-                spdlog::debug("data connection {}: closed by the peer", peer_);
+            if (request_got_ == 0) spdlog::debug("data connection {}: closed by the peer", peer_);
             else
                 spdlog::warn("data connection {}: closed by the peer after {} of {} bytes of a Request", peer_,
                              request_got_, protocol::kRequestSize);

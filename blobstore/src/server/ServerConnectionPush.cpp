@@ -52,16 +52,15 @@ int ServerConnection::start_push()
     }
     if (reservation_->written() != request_.offset) {
         // Another connection resumed this reservation since the ticket was issued.
-        const std::string moved = "push " + quote_name(binding_.blob) + " at byte " +
-                                  std::to_string(request_.offset) + ": the reservation now holds " +
-                                  std::to_string(reservation_->written()) + " bytes";
+        const std::string moved = "push " + quote_name(binding_.blob) + " at byte " + std::to_string(request_.offset) +
+                                  ": the reservation now holds " + std::to_string(reservation_->written()) + " bytes";
         spdlog::warn("data connection {}: refused: {}", peer_, moved);
         server_->reservations.park(binding_.reservation, std::move(reservation_));
         end_transfer(false, moved);
         return refuse(Errc::refused, moved);
     }
-    spdlog::debug("data connection {}: push {} of {} bytes (ticket {}) started", peer_,
-                  quote_name(binding_.blob), request_.length, protocol::ticket_tag(request_.ticket));
+    spdlog::debug("data connection {}: push {} of {} bytes (ticket {}) started", peer_, quote_name(binding_.blob),
+                  request_.length, protocol::ticket_tag(request_.ticket));
     phase_ = Phase::push_body;
     return read_push_body();
 }
@@ -71,8 +70,8 @@ int ServerConnection::read_push_body()
     std::uint64_t budget = kDispatchBudget;
     while (body_done_ < request_.length) {
         if (binding_.control && binding_.control->cancelled) {
-            fail_transfer(Errc::cancelled, "cancelled on the control plane after " +
-                                               bytes_of(body_done_, request_.length), true);
+            fail_transfer(Errc::cancelled,
+                          "cancelled on the control plane after " + bytes_of(body_done_, request_.length), true);
             return -1;
         }
         // More later, after the other connections; but bytes already
@@ -83,10 +82,11 @@ int ServerConnection::read_push_body()
         const std::uint64_t want = std::min<std::uint64_t>({kChunk, request_.length - body_done_, allowance});
         const Reservation::Window w = reservation_->window(static_cast<std::size_t>(want), ec);
         if (ec || w.size == 0) {
-            fail_transfer(ec ? store_errc(ec) : Errc::transfer_failed,
-                          "the store cannot take byte " + std::to_string(body_done_) + ": " +
-                              (ec ? store_error_text(*reservation_, ec) : std::string("no room left in the reservation")),
-                          true);
+            fail_transfer(
+                ec ? store_errc(ec) : Errc::transfer_failed,
+                "the store cannot take byte " + std::to_string(body_done_) + ": " +
+                    (ec ? store_error_text(*reservation_, ec) : std::string("no room left in the reservation")),
+                true);
             return -1;
         }
         const long n = io_->read(w.data, w.size);
@@ -117,8 +117,9 @@ int ServerConnection::read_push_body()
             ::setsockopt(get_handle(), IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
             return 0;
         }
-        fail_transfer(Errc::transfer_failed, "receive failed after " + bytes_of(body_done_, request_.length) +
-                                                 ": " + io_->error_text(errno), false);
+        fail_transfer(Errc::transfer_failed,
+                      "receive failed after " + bytes_of(body_done_, request_.length) + ": " + io_->error_text(errno),
+                      false);
         return -1;
     }
     phase_ = Phase::push_trailer;
@@ -144,8 +145,7 @@ int ServerConnection::read_trailer()
         }
         if (errno == EINTR) continue;
         if (would_block(errno)) return 0;
-        fail_transfer(Errc::transfer_failed, "receive of the SHA-256 trailer failed: " + io_->error_text(errno),
-                      false);
+        fail_transfer(Errc::transfer_failed, "receive of the SHA-256 trailer failed: " + io_->error_text(errno), false);
         return -1;
     }
     return finish_push();
@@ -174,8 +174,8 @@ int ServerConnection::finish_push()
     reservation_.reset();
     server_->reservations.release(binding_.reservation);
     const Throughput t = record_throughput(request_.length);
-    spdlog::info("push {} {} bytes in {:.3f} s ({:.2f} MB/s) from {}", quote_name(binding_.blob),
-                 request_.length, t.seconds, t.mbps, peer_);
+    spdlog::info("push {} {} bytes in {:.3f} s ({:.2f} MB/s) from {}", quote_name(binding_.blob), request_.length,
+                 t.seconds, t.mbps, peer_);
     end_transfer(true, "");
     return start_sending(protocol::encode(response), false);
 }

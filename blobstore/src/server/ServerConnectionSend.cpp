@@ -6,9 +6,9 @@
 
 #include "DataPath.h"
 
+#include <blobstreaming/blobstore/Store.h>
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
-#include <blobstreaming/blobstore/Store.h>
 
 #include <ace/Reactor.h>
 
@@ -39,8 +39,8 @@ int ServerConnection::start_pull()
         response.message = e.what();
         return start_sending(protocol::encode(response), false);
     }
-    spdlog::debug("data connection {}: pull {} [{}, +{}) (ticket {}) started, {}", peer_,
-                  quote_name(binding_.blob), request_.offset, request_.length, protocol::ticket_tag(request_.ticket),
+    spdlog::debug("data connection {}: pull {} [{}, +{}) (ticket {}) started, {}", peer_, quote_name(binding_.blob),
+                  request_.offset, request_.length, protocol::ticket_tag(request_.ticket),
                   range_.fd() >= 0 ? "sendfile" : "from memory");
     response.length = range_.size();
     response.blob_size = range_.blob().size;
@@ -110,10 +110,8 @@ ServerConnection::Pump ServerConnection::pump_send()
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && would_block(errno)) return Pump::again;
         const std::string why = "cannot send the Response: " + (n < 0 ? io_->error_text(errno) : std::string());
-        if (in_transfer_)
-            fail_transfer(Errc::transfer_failed, why, false);
-        else
-            spdlog::warn("data connection {}: {}", peer_, why);
+        if (in_transfer_) fail_transfer(Errc::transfer_failed, why, false);
+        else spdlog::warn("data connection {}: {}", peer_, why);
         return Pump::failed;
     }
     if (!send_body_) return Pump::done;

@@ -48,8 +48,8 @@ void ServerConnection::end_transfer(bool succeeded, const std::string& reason)
 void ServerConnection::fail_transfer(Errc status, const std::string& reason, bool tell_peer)
 {
     const bool push = request_.type == protocol::FrameType::push;
-    spdlog::warn("{} {} {} {}: abandoned: {}", push ? "push" : "pull", quote_name(binding_.blob),
-                 push ? "from" : "to", peer_, reason);
+    spdlog::warn("{} {} {} {}: abandoned: {}", push ? "push" : "pull", quote_name(binding_.blob), push ? "from" : "to",
+                 peer_, reason);
     if (reservation_) {
         if (status == Errc::transfer_failed || status == Errc::timeout) {
             // The connection broke or stalled: keep what arrived for the
@@ -134,8 +134,8 @@ int ServerConnection::handle_timeout(const ACE_Time_Value&, const void*)
     timer_id_ = -1;
     if (closed_) return 0;
     if (in_transfer_ && binding_.control && binding_.control->cancelled) {
-        fail_transfer(Errc::cancelled, "cancelled on the control plane after " + std::to_string(body_done_) +
-                                           " bytes", true);
+        fail_transfer(Errc::cancelled, "cancelled on the control plane after " + std::to_string(body_done_) + " bytes",
+                      true);
         return -1;
     }
     using namespace std::chrono;
@@ -147,8 +147,8 @@ int ServerConnection::handle_timeout(const ACE_Time_Value&, const void*)
     }
     const auto seconds_of = [](auto d) { return duration_cast<duration<double>>(d).count(); };
     const auto idle = now - last_progress_;
-    const std::string why = fmt::format("no progress for {:.1f} s (inactivity timeout {:.1f} s)", seconds_of(idle),
-                                        seconds_of(timeout()));
+    const std::string why =
+        fmt::format("no progress for {:.1f} s (inactivity timeout {:.1f} s)", seconds_of(idle), seconds_of(timeout()));
     if (in_transfer_) {
         fail_transfer(Errc::timeout, why + " after " + std::to_string(body_done_) + " bytes", true);
         return -1;
@@ -160,9 +160,9 @@ int ServerConnection::handle_timeout(const ACE_Time_Value&, const void*)
                          "timeout; {})",
                          peer_, seconds_of(server_->config.handshake_timeout),
                          phase_ == Phase::handshake ? std::string("still in the TLS handshake")
-                         : request_got_ > 0 ? fmt::format("{} of {} bytes of a Request received", request_got_,
-                                                          protocol::kRequestSize)
-                                            : std::string("nothing received"));
+                         : request_got_ > 0
+                             ? fmt::format("{} of {} bytes of a Request received", request_got_, protocol::kRequestSize)
+                             : std::string("nothing received"));
         break;
     case Deadline::Kind::idle:
         // The reactor runs expired timers before ready sockets: a Request
@@ -172,8 +172,8 @@ int ServerConnection::handle_timeout(const ACE_Time_Value&, const void*)
             arm_timer();
             return handle_input(get_handle());
         }
-        spdlog::info("data connection {}: closed after {:.1f} s idle between transfers (idle timeout {:.1f} s)",
-                     peer_, seconds_of(idle), seconds_of(server_->config.idle_timeout));
+        spdlog::info("data connection {}: closed after {:.1f} s idle between transfers (idle timeout {:.1f} s)", peer_,
+                     seconds_of(idle), seconds_of(server_->config.idle_timeout));
         break;
     case Deadline::Kind::inactivity:
         if (phase_ != Phase::draining) spdlog::warn("data connection {}: closed: {} within a Request", peer_, why);

@@ -8,15 +8,12 @@
 namespace blobstreaming::server {
 namespace {
 
-const char* direction_name(protocol::FrameType type)
-{
-    return type == protocol::FrameType::push ? "push" : "pull";
-}
+const char* direction_name(protocol::FrameType type) { return type == protocol::FrameType::push ? "push" : "pull"; }
 
 std::string range_text(std::uint64_t offset, std::uint64_t length)
 {
-    const std::string end = length > ~std::uint64_t{0} - offset ? std::string("beyond 2^64")
-                                                                 : std::to_string(offset + length);
+    const std::string end =
+        length > ~std::uint64_t{0} - offset ? std::string("beyond 2^64") : std::to_string(offset + length);
     return "[" + std::to_string(offset) + ", " + end + ")";
 }
 
@@ -24,8 +21,7 @@ std::string range_text(std::uint64_t offset, std::uint64_t length)
 
 TicketRegistry::TicketRegistry(std::chrono::milliseconds lifetime, Clock clock)
     : lifetime_(lifetime), clock_(std::move(clock))
-{
-}
+{}
 
 std::chrono::steady_clock::time_point TicketRegistry::now() const
 {
@@ -90,8 +86,7 @@ bool TicketRegistry::withdraw(const protocol::TicketId& ticket)
     const auto t = now();
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = entries_.find(ticket);
-    if (it == entries_.end() || it->second.state != State::issued || t >= it->second.issued + lifetime_)
-        return false;
+    if (it == entries_.end() || it->second.state != State::issued || t >= it->second.issued + lifetime_) return false;
     it->second.state = State::withdrawn;
     it->second.closed = t;
     it->second.binding.control.reset();

@@ -20,8 +20,8 @@ namespace blobstreaming::server {
 /// What a ticket permits: one direction, one Blob (or reservation), one range.
 struct TicketBinding {
     protocol::FrameType direction = protocol::FrameType::pull;  ///< push or pull
-    std::string blob;                   ///< the Blob (pull) or the reservation's name (push)
-    std::uint64_t reservation = 0;      ///< push: the reservation id in the ReservationTable
+    std::string blob;                                           ///< the Blob (pull) or the reservation's name (push)
+    std::uint64_t reservation = 0;                              ///< push: the reservation id in the ReservationTable
     std::uint64_t offset = 0;
     std::uint64_t length = 0;
     /// Pull: the committed version the ticket was issued for. The data
@@ -29,7 +29,7 @@ struct TicketBinding {
     /// size, digest and commit time) and otherwise answers blob_changed.
     std::optional<BlobInfo> version;
     std::chrono::milliseconds inactivity_timeout{0};  ///< 0: the data server's default
-    std::shared_ptr<TransferControl> control;  ///< never null once issued
+    std::shared_ptr<TransferControl> control;         ///< never null once issued
     /// The certificate subject of the client the ticket was issued to (TLS
     /// only; "" otherwise): the data connection must present the same.
     std::string client;

@@ -27,8 +27,7 @@ std::string seconds_text(std::chrono::milliseconds ms)
 
 TransporterActivity::TransporterActivity(std::string client, ClockFn clock)
     : client_(std::move(client)), clock_(or_steady(std::move(clock))), last_use_(clock_())
-{
-}
+{}
 
 void TransporterActivity::touch() noexcept
 {
@@ -44,7 +43,8 @@ void TransporterActivity::track(const std::shared_ptr<TransferControl>& control)
     last_use_ = now;
     // Forget transfers whose controls are gone, so that a transporter used
     // for many transfers keeps a short list.
-    for (auto it = running_.begin(); it != running_.end();) it = it->second.expired() ? running_.erase(it) : std::next(it);
+    for (auto it = running_.begin(); it != running_.end();)
+        it = it->second.expired() ? running_.erase(it) : std::next(it);
     running_[control.get()] = control;
 }
 
@@ -60,20 +60,20 @@ bool TransporterActivity::idle(std::chrono::milliseconds lifetime)
 {
     const auto now = clock_();
     std::lock_guard<std::mutex> lock(mutex_);
-    for (auto it = running_.begin(); it != running_.end();) it = it->second.expired() ? running_.erase(it) : std::next(it);
+    for (auto it = running_.begin(); it != running_.end();)
+        it = it->second.expired() ? running_.erase(it) : std::next(it);
     return running_.empty() && now - last_use_ >= lifetime;
 }
 
 TransporterRegistry::TransporterRegistry(TransporterLimits limits, TransporterActivity::ClockFn clock)
     : limits_(limits), clock_(or_steady(std::move(clock)))
-{
-}
+{}
 
 std::shared_ptr<TransporterActivity> TransporterRegistry::admit(const std::string& client)
 {
     const std::string who = client.empty() ? std::string("(unidentified)") : client;
-    const std::string reclaimed = "; transporters left idle are reclaimed after " + seconds_text(limits_.idle) +
-                                  " (--transporter-idle)";
+    const std::string reclaimed =
+        "; transporters left idle are reclaimed after " + seconds_text(limits_.idle) + " (--transporter-idle)";
     auto activity = std::make_shared<TransporterActivity>(client, clock_);
     std::lock_guard<std::mutex> lock(mutex_);
     std::size_t& mine = per_client_[client];
@@ -89,8 +89,11 @@ std::shared_ptr<TransporterActivity> TransporterRegistry::admit(const std::strin
         ++refused_;
         if (mine == 0) per_client_.erase(client);
         throw Error(Errc::limit_reached, "openTransporter: the store has reached its limit of open transporters "
-                                             "(" + std::to_string(limits_.total) + " in all, --max-transporters): "
-                                             "try again later" + reclaimed);
+                                         "(" +
+                                             std::to_string(limits_.total) +
+                                             " in all, --max-transporters): "
+                                             "try again later" +
+                                             reclaimed);
     }
     entries_.emplace(activity.get(), Entry{activity, {}});
     ++mine;

@@ -55,15 +55,14 @@ std::optional<BlobInfo> decode_header(const std::uint8_t* h, std::string& why)
     if (std::memcmp(h, kMagic, sizeof kMagic) != 0) return why = "no blob header", std::nullopt;
     if (le::get<std::uint32_t>(h + 8) != kVersion) return why = "unknown header version", std::nullopt;
     const Digest self = Sha256::of(h, kHeaderDigestAt);
-    if (std::memcmp(self.data(), h + kHeaderDigestAt, 32) != 0)
-        return why = "header checksum mismatch", std::nullopt;
+    if (std::memcmp(self.data(), h + kHeaderDigestAt, 32) != 0) return why = "header checksum mismatch", std::nullopt;
     const std::size_t name_len = le::get<std::uint16_t>(h + 64);
     if (name_len == 0 || name_len > kMaxBlobNameLength) return why = "bad name length", std::nullopt;
     BlobInfo info;
     info.name.assign(reinterpret_cast<const char*>(h + 66), name_len);
     info.size = le::get<std::uint64_t>(h + 16);
-    info.committed = std::chrono::system_clock::time_point(
-        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+    info.committed =
+        std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
             std::chrono::nanoseconds(static_cast<std::int64_t>(le::get<std::uint64_t>(h + 24)))));
     std::memcpy(info.digest.data(), h + 32, 32);
     return info;

@@ -38,12 +38,11 @@ class FileReservation final : public Reservation {
 public:
     /// `sparse`: the file system could not allocate the file's blocks at
     /// reserve time; `promised` bytes of State::promised are this one's.
-    FileReservation(std::shared_ptr<FileStore::State> state, std::string name, std::uint64_t size,
-                    ReserveMode mode, fs::path path, bool sparse)
+    FileReservation(std::shared_ptr<FileStore::State> state, std::string name, std::uint64_t size, ReserveMode mode,
+                    fs::path path, bool sparse)
         : Reservation(std::move(name), size), state_(std::move(state)), mode_(mode), path_(std::move(path)),
           sparse_(sparse), promised_(sparse ? kHeaderSize + size : 0)
-    {
-    }
+    {}
     ~FileReservation() override { abort(); }
 
 private:
@@ -54,9 +53,9 @@ private:
         fd_.reset(::open(path_.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
         if (fd_) return true;
         const int err = errno;
-        ec = fail(std::error_code(err, std::generic_category()),
-                  "push " + quote_name(name()) + ": cannot open the reservation file " + path_.string() + ": " +
-                      std::strerror(err));
+        ec = fail(std::error_code(err, std::generic_category()), "push " + quote_name(name()) +
+                                                                     ": cannot open the reservation file " +
+                                                                     path_.string() + ": " + std::strerror(err));
         return false;
     }
 
@@ -64,8 +63,7 @@ private:
     {
         if (!open_file(ec)) return {};
         if (sparse_) {
-            if (bounce_.empty())
-                bounce_.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kBounceSize, size())));
+            if (bounce_.empty()) bounce_.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kBounceSize, size())));
             return {bounce_.data(), std::min(max, bounce_.size())};
         }
         const std::uint64_t file_offset = kHeaderSize + offset;
@@ -77,8 +75,8 @@ private:
             std::error_code map_error;
             map_ = MappedRegion::of_file(fd_.get(), start, length, MappedRegion::Access::read_write, map_error);
             if (map_error) {
-                ec = fail(map_error, "push " + quote_name(name()) + ": cannot map " + path_.string() + ": " +
-                                         map_error.message());
+                ec = fail(map_error,
+                          "push " + quote_name(name()) + ": cannot map " + path_.string() + ": " + map_error.message());
                 return {};
             }
             map_start_ = start;
@@ -95,19 +93,18 @@ private:
         if (!sparse_) return {};
         std::size_t done = 0;
         while (done < n) {
-            const ssize_t w = ::pwrite(fd_.get(), data + done, n - done,
-                                       static_cast<off_t>(kHeaderSize + offset + done));
+            const ssize_t w =
+                ::pwrite(fd_.get(), data + done, n - done, static_cast<off_t>(kHeaderSize + offset + done));
             if (w < 0 && errno == EINTR) continue;
             if (w <= 0) {
                 const int err = w < 0 ? errno : ENOSPC;
                 if (is_no_space(err))
                     return fail(Errc::out_of_space,
-                                "no room for blob " + quote_name(name()) + " in file store " +
-                                    state_->root.string() + ": its file system filled up after " +
-                                    std::to_string(offset + done) + " of " + std::to_string(size()) +
-                                    " bytes (need " + std::to_string(size() - offset - done) + " more, " +
-                                    free_text(state_->tmp) + "; it cannot reserve space in advance): " +
-                                    std::strerror(err));
+                                "no room for blob " + quote_name(name()) + " in file store " + state_->root.string() +
+                                    ": its file system filled up after " + std::to_string(offset + done) + " of " +
+                                    std::to_string(size()) + " bytes (need " + std::to_string(size() - offset - done) +
+                                    " more, " + free_text(state_->tmp) +
+                                    "; it cannot reserve space in advance): " + std::strerror(err));
                 return fail(std::error_code(err, std::generic_category()),
                             "push " + quote_name(name()) + ": write to " + path_.string() + " failed at byte " +
                                 std::to_string(offset + done) + ": " + std::strerror(err));
@@ -139,8 +136,8 @@ private:
     {
         if (is_no_space(err))
             throw Error(Errc::out_of_space, "commit " + quote_name(name()) + ": no room in file store " +
-                                                state_->root.string() + " (" + free_text(state_->tmp) + "): " +
-                                                what + " " + path_.string() + ": " + std::strerror(err));
+                                                state_->root.string() + " (" + free_text(state_->tmp) + "): " + what +
+                                                " " + path_.string() + ": " + std::strerror(err));
         throw_io_error("commit " + quote_name(name()) + ": " + what + " " + path_.string(), err);
     }
 
@@ -163,12 +160,14 @@ private:
         const fs::path final_path = state_->path_of(name());
         const fs::path dir = final_path.parent_path();
         fs::create_directory(dir, ec);
-        if (ec) throw Error(Errc::io_error, "commit " + quote_name(name()) + ": cannot create " + dir.string() + ": " + ec.message());
+        if (ec)
+            throw Error(Errc::io_error,
+                        "commit " + quote_name(name()) + ": cannot create " + dir.string() + ": " + ec.message());
         {
             std::lock_guard lock(state_->mutex);
             if (mode_ == ReserveMode::create && state_->index.find(name()))
-                throw Error(Errc::already_exists, "commit " + quote_name(name()) +
-                                                      ": a blob of that name was committed meanwhile");
+                throw Error(Errc::already_exists,
+                            "commit " + quote_name(name()) + ": a blob of that name was committed meanwhile");
             if (::rename(path_.c_str(), final_path.c_str()) != 0)
                 throw_io_error("commit " + quote_name(name()) + ": rename " + path_.string() + " into " +
                                    final_path.string(),
@@ -189,10 +188,9 @@ private:
                     state_->index.erase(name());
                     ::unlink(final_path.c_str());
                 }
-                throw Error(Errc::io_error, "commit " + quote_name(name()) + ": " + e.what() +
-                                                "; the blob was withdrawn" +
-                                                (mode_ == ReserveMode::replace ? " (the version it replaced is gone)"
-                                                                               : ""));
+                throw Error(Errc::io_error,
+                            "commit " + quote_name(name()) + ": " + e.what() + "; the blob was withdrawn" +
+                                (mode_ == ReserveMode::replace ? " (the version it replaced is gone)" : ""));
             }
         }
         return info;

@@ -51,7 +51,7 @@ struct OpenBlob {
 /// failed allocation; throws out_of_space (file removed, reservation closed)
 /// when the free space is too small.
 int allocate_file(FileStore::State& state, int fd, const fs::path& path, std::string_view name, std::uint64_t size,
-             bool& sparse, std::uint64_t& promised)
+                  bool& sparse, std::uint64_t& promised)
 {
     constexpr std::uint64_t kHeaderSize = FileStore::kHeaderSize;
     const std::uint64_t need = kHeaderSize + size;
@@ -66,10 +66,9 @@ int allocate_file(FileStore::State& state, int fd, const fs::path& path, std::st
         ::unlink(path.c_str());
         state.index.close_reservation(std::string(name), size);
         throw Error(Errc::out_of_space, "no room for blob " + quote_name(name) + ": the file system of " +
-                                            state.root.string() + " has " + std::to_string(*free) +
-                                            " bytes free (" + std::to_string(others) +
-                                            " promised to other reservations), need " + std::to_string(need) +
-                                            " (" + std::to_string(size) + " and a " +
+                                            state.root.string() + " has " + std::to_string(*free) + " bytes free (" +
+                                            std::to_string(others) + " promised to other reservations), need " +
+                                            std::to_string(need) + " (" + std::to_string(size) + " and a " +
                                             std::to_string(kHeaderSize) + "-byte header)");
     }
     promised = need;
@@ -81,8 +80,7 @@ int allocate_file(FileStore::State& state, int fd, const fs::path& path, std::st
 
 FileStore::FileStore(const fs::path& directory) : FileStore(directory, Options{}) {}
 
-FileStore::FileStore(const fs::path& directory, Options options)
-    : state_(std::make_shared<State>(directory, options))
+FileStore::FileStore(const fs::path& directory, Options options) : state_(std::make_shared<State>(directory, options))
 {
     state_->open();
     spdlog::info("file store {}: {} blob(s), {} bytes", directory.string(), state_->index.count(),
@@ -171,13 +169,12 @@ BlobRange FileStore::read(std::string_view name, std::uint64_t start, std::uint6
     return BlobRange(std::move(*info), start, end, std::move(blob), data, fd, kHeaderSize + start);
 }
 
-std::unique_ptr<Reservation> FileStore::reserve(std::string_view name, std::uint64_t size,
-                                                ReserveMode mode)
+std::unique_ptr<Reservation> FileStore::reserve(std::string_view name, std::uint64_t size, ReserveMode mode)
 {
     validate_blob_name(name);
     if (size > static_cast<std::uint64_t>(INT64_MAX) - kHeaderSize)
-        throw Error(Errc::out_of_space, "no room for blob " + quote_name(name) + ": " +
-                                            std::to_string(size) + " bytes exceeds the largest file size");
+        throw Error(Errc::out_of_space, "no room for blob " + quote_name(name) + ": " + std::to_string(size) +
+                                            " bytes exceeds the largest file size");
     const std::string what = "reserve " + quote_name(name);
     {
         std::lock_guard lock(state_->mutex);
@@ -192,8 +189,8 @@ std::unique_ptr<Reservation> FileStore::reserve(std::string_view name, std::uint
         state_->index.close_reservation(std::string(name), size);
         state_->promised -= std::min(promised, state_->promised);
     };
-    const fs::path path = state_->tmp / (std::to_string(::getpid()) + "-" +
-                                         std::to_string(state_->tmp_counter++) + ".part");
+    const fs::path path =
+        state_->tmp / (std::to_string(::getpid()) + "-" + std::to_string(state_->tmp_counter++) + ".part");
     UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
     if (!fd) {
         const int err = errno;
@@ -208,9 +205,8 @@ std::unique_ptr<Reservation> FileStore::reserve(std::string_view name, std::uint
         release();
         if (is_no_space(err))
             throw Error(Errc::out_of_space, "no room for blob " + quote_name(name) + ": the file system of " +
-                                                state_->root.string() + " cannot hold " +
-                                                std::to_string(size) + " more bytes (" +
-                                                std::strerror(err) + ")");
+                                                state_->root.string() + " cannot hold " + std::to_string(size) +
+                                                " more bytes (" + std::strerror(err) + ")");
         throw_io_error(what + ": allocate " + path.string(), err);
     }
     // The descriptor closes here: a reservation holds one only while a

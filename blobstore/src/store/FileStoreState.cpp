@@ -34,7 +34,8 @@ void FileStore::State::check_directories(const std::string& what) const
 {
     struct stat st {};
     if (::stat(root.c_str(), &st) != 0)
-        throw_io_error(what + ": file store " + root.string() + ": cannot access its directory " + root.string(), errno);
+        throw_io_error(what + ": file store " + root.string() + ": cannot access its directory " + root.string(),
+                       errno);
     if (st.st_dev != root_dev || st.st_ino != root_ino)
         throw Error(Errc::io_error, what + ": file store " + root.string() + ": the directory " + root.string() +
                                         " was replaced since the store opened it (restart the daemon to use it)");
@@ -42,8 +43,8 @@ void FileStore::State::check_directories(const std::string& what) const
         if (::stat(dir.c_str(), &st) != 0)
             throw_io_error(what + ": file store " + root.string() + ": cannot access " + dir.string(), errno);
         if (!S_ISDIR(st.st_mode))
-            throw Error(Errc::io_error, what + ": file store " + root.string() + ": " + dir.string() +
-                                            " is not a directory");
+            throw Error(Errc::io_error,
+                        what + ": file store " + root.string() + ": " + dir.string() + " is not a directory");
     }
 }
 
@@ -55,8 +56,8 @@ void FileStore::State::forget_missing(const std::string& what, std::string_view 
         index.erase(name);
         spdlog::warn("file store {}: {} was removed outside the store: blob {} dropped from the index", root.string(),
                      path.string(), quote_name(name));
-        throw Error(Errc::no_such_blob, what + ": blob " + quote_name(name) + " not found: its file " +
-                                            path.string() + " was removed outside the store");
+        throw Error(Errc::no_such_blob, what + ": blob " + quote_name(name) + " not found: its file " + path.string() +
+                                            " was removed outside the store");
     }
     throw Error(Errc::no_such_blob, "blob " + quote_name(name) + " not found (removed meanwhile)");
 }
@@ -74,8 +75,8 @@ void FileStore::State::open()
     if (::flock(lock_fd.get(), LOCK_EX | LOCK_NB) != 0) {
         if (errno == EWOULDBLOCK)
             throw Error(Errc::store_busy, "file store " + root.string() +
-                                              " is in use by another process or store object (" +
-                                              lock_path.string() + " is locked)");
+                                              " is in use by another process or store object (" + lock_path.string() +
+                                              " is locked)");
         throw_io_error("file store: cannot lock " + lock_path.string(), errno);
     }
     struct stat st {};
@@ -91,14 +92,15 @@ void FileStore::State::recover()
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(tmp, ec)) {
         fs::remove(entry.path(), ec);
-        if (ec) throw Error(Errc::io_error, "file store: cannot remove leftover reservation " +
-                                                entry.path().string() + ": " + ec.message());
+        if (ec)
+            throw Error(Errc::io_error, "file store: cannot remove leftover reservation " + entry.path().string() +
+                                            ": " + ec.message());
         ++recovered;
     }
     if (ec) throw Error(Errc::io_error, "file store: cannot list " + tmp.string() + ": " + ec.message());
     if (recovered > 0) {
-        spdlog::warn("file store {}: removed {} reservation(s) left by an interrupted process",
-                     root.string(), recovered);
+        spdlog::warn("file store {}: removed {} reservation(s) left by an interrupted process", root.string(),
+                     recovered);
         if (sync) detail::fsync_dir(tmp);
     }
 }

@@ -48,10 +48,12 @@ struct FileStore::State {
 
     State(const std::filesystem::path& dir, const Options& o)
         : root(dir), blobs(dir / "blobs"), tmp(dir / "tmp"), sync(o.sync), index(o.capacity)
-    {
-    }
+    {}
 
-    std::filesystem::path path_of(std::string_view name) const { return blobs / detail::fanout(name) / std::string(name); }
+    std::filesystem::path path_of(std::string_view name) const
+    {
+        return blobs / detail::fanout(name) / std::string(name);
+    }
 
     void open();
     void recover();

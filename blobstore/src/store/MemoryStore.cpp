@@ -30,8 +30,8 @@ Buffer allocate(std::size_t size)
     if (size < kHugePage) return Buffer(new std::uint8_t[size]);
     if (size > SIZE_MAX - kHugePage) throw std::bad_alloc();
     std::error_code ec;
-    auto region = std::make_shared<MappedRegion>(
-        MappedRegion::anonymous((size + kHugePage - 1) / kHugePage * kHugePage, ec));
+    auto region =
+        std::make_shared<MappedRegion>(MappedRegion::anonymous((size + kHugePage - 1) / kHugePage * kHugePage, ec));
     if (ec) throw std::bad_alloc();
     return Buffer(region, region->data());  // aliases the region, which it keeps alive
 }
@@ -74,12 +74,10 @@ namespace {
 
 class MemoryReservation final : public Reservation {
 public:
-    MemoryReservation(std::shared_ptr<MemoryStore::State> state, std::string name,
-                      std::uint64_t size, ReserveMode mode, Buffer bytes)
-        : Reservation(std::move(name), size), state_(std::move(state)), mode_(mode),
-          bytes_(std::move(bytes))
-    {
-    }
+    MemoryReservation(std::shared_ptr<MemoryStore::State> state, std::string name, std::uint64_t size, ReserveMode mode,
+                      Buffer bytes)
+        : Reservation(std::move(name), size), state_(std::move(state)), mode_(mode), bytes_(std::move(bytes))
+    {}
     ~MemoryReservation() override { abort(); }
 
 private:
@@ -95,8 +93,8 @@ private:
         index.close_reservation(name(), size());
         closed_ = true;
         if (mode_ == ReserveMode::create && index.find(name()))
-            throw Error(Errc::already_exists, "commit " + quote_name(name()) +
-                                                  ": a blob of that name was committed meanwhile");
+            throw Error(Errc::already_exists,
+                        "commit " + quote_name(name()) + ": a blob of that name was committed meanwhile");
         BlobInfo info{name(), size(), digest, std::chrono::system_clock::now()};
         Extra old;
         if (index.publish({info, {std::move(bytes_), {}}}, &old)) state_->lru.erase(old.lru);
@@ -155,8 +153,7 @@ BlobRange MemoryStore::read(std::string_view name, std::uint64_t start, std::uin
     return BlobRange(entry.info, start, end, entry.extra.bytes, data, -1, 0);
 }
 
-std::unique_ptr<Reservation> MemoryStore::reserve(std::string_view name, std::uint64_t size,
-                                                  ReserveMode mode)
+std::unique_ptr<Reservation> MemoryStore::reserve(std::string_view name, std::uint64_t size, ReserveMode mode)
 {
     validate_blob_name(name);
     Buffer bytes;
@@ -176,8 +173,7 @@ std::unique_ptr<Reservation> MemoryStore::reserve(std::string_view name, std::ui
         throw Error(Errc::out_of_space, "no room for blob " + quote_name(name) + ": cannot allocate " +
                                             std::to_string(size) + " bytes of memory");
     }
-    return std::make_unique<MemoryReservation>(state_, std::string(name), size, mode,
-                                               std::move(bytes));
+    return std::make_unique<MemoryReservation>(state_, std::string(name), size, mode, std::move(bytes));
 }
 
 void MemoryStore::remove(std::string_view name)

@@ -60,20 +60,17 @@ std::error_code Reservation::write(const void* data, std::size_t size)
 BlobInfo Reservation::commit(const Digest* expected)
 {
     if (state_ != State::open)
-        throw Error(Errc::reservation_closed,
-                    "commit " + quote_name(name_) + ": the reservation was already " +
-                        (state_ == State::committed ? "committed" : "aborted"));
+        throw Error(Errc::reservation_closed, "commit " + quote_name(name_) + ": the reservation was already " +
+                                                  (state_ == State::committed ? "committed" : "aborted"));
     if (written_ != size_)
-        throw Error(Errc::incomplete, "commit " + quote_name(name_) + ": " +
-                                          std::to_string(written_) + " of " +
+        throw Error(Errc::incomplete, "commit " + quote_name(name_) + ": " + std::to_string(written_) + " of " +
                                           std::to_string(size_) + " bytes written");
     const Digest digest = sha_.finish();
     if (expected && *expected != digest) {
         abort();
-        throw Error(Errc::digest_mismatch, "commit " + quote_name(name_) +
-                                               ": SHA-256 of the received bytes is " +
-                                               to_hex(digest) + ", the sender announced " +
-                                               to_hex(*expected) + "; nothing was stored");
+        throw Error(Errc::digest_mismatch, "commit " + quote_name(name_) + ": SHA-256 of the received bytes is " +
+                                               to_hex(digest) + ", the sender announced " + to_hex(*expected) +
+                                               "; nothing was stored");
     }
     try {
         BlobInfo info = do_commit(digest);

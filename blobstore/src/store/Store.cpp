@@ -29,17 +29,13 @@ BlobRange Store::read_at(std::string_view name, std::uint64_t offset, std::uint6
 {
     if (length > std::numeric_limits<std::uint64_t>::max() - offset) {
         validate_blob_name(name);
-        throw Error(Errc::invalid_range, "read " + quote_name(name) + ": offset " +
-                                             std::to_string(offset) + " + length " +
-                                             std::to_string(length) + " overflows 64 bits");
+        throw Error(Errc::invalid_range, "read " + quote_name(name) + ": offset " + std::to_string(offset) +
+                                             " + length " + std::to_string(length) + " overflows 64 bits");
     }
     return read(name, offset, offset + length);
 }
 
-BlobRange Store::read_all(std::string_view name) const
-{
-    return read(name, 0, kToEnd);
-}
+BlobRange Store::read_all(std::string_view name) const { return read(name, 0, kToEnd); }
 
 BlobInfo Store::verify(std::string_view name) const
 {
@@ -60,14 +56,13 @@ BlobInfo Store::verify(std::string_view name) const
                 const std::string link = "/proc/self/fd/" + std::to_string(range.fd());
                 const ssize_t len = ::readlink(link.c_str(), path, sizeof path - 1);
                 throw_io_error("verify " + quote_name(name) + ": read " +
-                                   (len > 0 ? std::string(path, static_cast<std::size_t>(len)) : link) +
-                                   " at byte " + std::to_string(done),
+                                   (len > 0 ? std::string(path, static_cast<std::size_t>(len)) : link) + " at byte " +
+                                   std::to_string(done),
                                err);
             }
             if (n == 0)
                 throw Error(Errc::corrupt, "verify " + quote_name(name) + ": the stored file ends after " +
-                                               std::to_string(done) + " of " + std::to_string(range.size()) +
-                                               " bytes");
+                                               std::to_string(done) + " of " + std::to_string(range.size()) + " bytes");
             hash.update(buffer.data(), static_cast<std::size_t>(n));
             done += static_cast<std::uint64_t>(n);
         }
@@ -77,8 +72,8 @@ BlobInfo Store::verify(std::string_view name) const
     const Digest actual = hash.finish();
     if (actual != range.blob().digest)
         throw Error(Errc::corrupt, "verify " + quote_name(name) + ": the " + std::to_string(range.size()) +
-                                       " stored bytes have SHA-256 " + to_hex(actual) + ", recorded at commit: " +
-                                       to_hex(range.blob().digest));
+                                       " stored bytes have SHA-256 " + to_hex(actual) +
+                                       ", recorded at commit: " + to_hex(range.blob().digest));
     return range.blob();
 }
 

@@ -3,10 +3,10 @@
 // names with an open reservation, capacity accounting, and the errors those
 // rules produce. Not thread-safe: the owning store holds its mutex.
 
+#include <blobstreaming/blobstore/Store.h>
 #include <blobstreaming/common/BlobInfo.h>
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
-#include <blobstreaming/blobstore/Store.h>
 
 #include <map>
 #include <set>
@@ -41,8 +41,7 @@ public:
         auto it = committed_.find(name);
         if (it == committed_.end()) {
             std::string msg = "blob " + quote_name(name) + " not found";
-            if (reserving_.count(name))
-                msg += " (it is being written; it becomes visible at commit)";
+            if (reserving_.count(name)) msg += " (it is being written; it becomes visible at commit)";
             throw Error(Errc::no_such_blob, msg);
         }
         return it->second;
@@ -66,23 +65,20 @@ public:
     {
         if (reserving_.count(name))
             throw Error(Errc::already_exists,
-                        "blob " + quote_name(name) +
-                            " is already being written by another reservation");
+                        "blob " + quote_name(name) + " is already being written by another reservation");
         if (mode == ReserveMode::create && committed_.count(name))
             throw Error(Errc::already_exists,
-                        "blob " + quote_name(name) +
-                            " already exists (remove it first, or reserve with replace)");
+                        "blob " + quote_name(name) + " already exists (remove it first, or reserve with replace)");
     }
 
     bool fits(std::uint64_t size) const { return capacity_ == 0 || size <= free_bytes(); }
 
     [[noreturn]] void throw_out_of_space(std::string_view name, std::uint64_t size) const
     {
-        throw Error(Errc::out_of_space,
-                    "no room for blob " + quote_name(name) + ": need " + std::to_string(size) +
-                        " bytes, " + std::to_string(free_bytes()) + " free of capacity " +
-                        std::to_string(capacity_) + " (" + std::to_string(used_) + " used, " +
-                        std::to_string(reserved_) + " reserved)");
+        throw Error(Errc::out_of_space, "no room for blob " + quote_name(name) + ": need " + std::to_string(size) +
+                                            " bytes, " + std::to_string(free_bytes()) + " free of capacity " +
+                                            std::to_string(capacity_) + " (" + std::to_string(used_) + " used, " +
+                                            std::to_string(reserved_) + " reserved)");
     }
 
     void open_reservation(std::string_view name, std::uint64_t size)
@@ -138,14 +134,12 @@ private:
 };
 
 /// Throws invalid_range unless start <= end <= size; resolves kToEnd.
-inline std::uint64_t checked_end(std::string_view name, std::uint64_t size, std::uint64_t start,
-                                 std::uint64_t end)
+inline std::uint64_t checked_end(std::string_view name, std::uint64_t size, std::uint64_t start, std::uint64_t end)
 {
     if (end == Store::kToEnd) end = size;
     if (start > end || end > size)
-        throw Error(Errc::invalid_range, "read " + quote_name(name) + ": range [" +
-                                             std::to_string(start) + ", " + std::to_string(end) +
-                                             ") is outside the blob of " + std::to_string(size) +
+        throw Error(Errc::invalid_range, "read " + quote_name(name) + ": range [" + std::to_string(start) + ", " +
+                                             std::to_string(end) + ") is outside the blob of " + std::to_string(size) +
                                              " bytes");
     return end;
 }

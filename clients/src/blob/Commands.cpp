@@ -3,10 +3,10 @@
 #include "Io.h"
 #include "Output.h"
 
+#include <blobstreaming/client/Session.h>
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/Sha256.h>
-#include <blobstreaming/client/Session.h>
 
 #include <cstdio>
 #include <iostream>
@@ -23,8 +23,8 @@ using client::Session;
 const std::map<std::string, std::pair<std::size_t, std::size_t>>& commands()
 {
     static const std::map<std::string, std::pair<std::size_t, std::size_t>> table = {
-        {"push", {1, 2}}, {"pull", {1, 2}},   {"stat", {1, 1}},   {"verify", {1, 1}},
-        {"ls", {0, 0}},   {"rm", {1, 1}},     {"locate", {1, 1}}, {"stores", {0, 0}},
+        {"push", {1, 2}}, {"pull", {1, 2}}, {"stat", {1, 1}},   {"verify", {1, 1}},
+        {"ls", {0, 0}},   {"rm", {1, 1}},   {"locate", {1, 1}}, {"stores", {0, 0}},
     };
     return table;
 }
@@ -38,8 +38,7 @@ std::string base_name(const std::string& path)
 void print_summary(const char* verb, const char* dir, const std::string& name, const Result& r, bool resume)
 {
     const double mbps = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds / 1e6 : 0.0;
-    const std::string resumed =
-        resume && r.offset > 0 ? " (resumed at byte " + std::to_string(r.offset) + ")" : "";
+    const std::string resumed = resume && r.offset > 0 ? " (resumed at byte " + std::to_string(r.offset) + ")" : "";
     std::fprintf(stderr, "%s %s %s store \"%s\": %llu bytes in %.3f s (%.2f MB/s) sha256 %s%s%s\n", verb,
                  quote_name(name).c_str(), dir, r.store.c_str(), static_cast<unsigned long long>(r.bytes), r.seconds,
                  mbps, to_hex(r.info.digest).c_str(), r.local ? " (local)" : "", resumed.c_str());
@@ -63,10 +62,8 @@ int push(Session& session, const Invocation& call)
     session.push(source, name, options, Mode::Sync, [&result](const Result& r) { result = r; });
     bar.clear();
     result.throw_if_error();
-    if (call.json)
-        std::cout << transfer_json("push", name, result).dump() << '\n';
-    else if (!call.quiet)
-        print_summary("pushed", "to", name, result, call.resume);
+    if (call.json) std::cout << transfer_json("push", name, result).dump() << '\n';
+    else if (!call.quiet) print_summary("pushed", "to", name, result, call.resume);
     return 0;
 }
 
@@ -90,8 +87,7 @@ int pull(Session& session, const Invocation& call)
     result.throw_if_error();
     if (call.json)
         (is_standard_output(file) ? std::cerr : std::cout) << transfer_json("pull", name, result).dump() << '\n';
-    else if (!call.quiet)
-        print_summary("pulled", "from", name, result, call.resume);
+    else if (!call.quiet) print_summary("pulled", "from", name, result, call.resume);
     return 0;
 }
 
@@ -174,8 +170,8 @@ int stores(Session& session, const Invocation& call)
     if (call.json) {
         nlohmann::json list = nlohmann::json::array();
         for (const auto& s : all) {
-            nlohmann::json j = {{"name", s.name},         {"kind", s.kind},   {"tier", client::tier_name(s.tier)},
-                                {"capacity", s.capacity}, {"used", s.used},   {"reserved", s.reserved},
+            nlohmann::json j = {{"name", s.name},         {"kind", s.kind},         {"tier", client::tier_name(s.tier)},
+                                {"capacity", s.capacity}, {"used", s.used},         {"reserved", s.reserved},
                                 {"blobs", s.blobs},       {"data", s.data_endpoint}};
             if (!s.reachable) j = {{"name", s.name}, {"error", s.error}};
             list.push_back(j);

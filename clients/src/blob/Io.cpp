@@ -33,8 +33,7 @@ public:
            bool size_given, milliseconds timeout)
         : owned_(std::move(owned)), fd_(fd), label_(std::move(label)), what_(std::move(what)), size_(size),
           size_given_(size_given), timeout_(timeout)
-    {
-    }
+    {}
 
     std::optional<std::uint64_t> size() const noexcept { return size_; }
 
@@ -49,7 +48,8 @@ public:
             const int rc = ::poll(&p, 1, static_cast<int>(std::max<long long>(left, 0)));
             if (rc > 0) return;
             if (rc < 0 && errno == EINTR) continue;
-            if (rc < 0) throw Error(Errc::io_error, what_ + ": cannot wait for " + label_ + ": " + std::strerror(errno));
+            if (rc < 0)
+                throw Error(Errc::io_error, what_ + ": cannot wait for " + label_ + ": " + std::strerror(errno));
             throw Error(Errc::timeout, what_ + ": no bytes from " + label_ + " for " + seconds_text(timeout_) +
                                            " s (--timeout) after " + progress() + " bytes");
         }
@@ -183,8 +183,8 @@ bool is_standard_output(const std::string& file) noexcept
     return file == "-" || file == "/dev/stdout" || file == "/dev/fd/1" || file == "/proc/self/fd/1";
 }
 
-client::PushSource open_push_input(const std::string& file, const std::string& what,
-                                   std::optional<std::uint64_t> size, milliseconds timeout)
+client::PushSource open_push_input(const std::string& file, const std::string& what, std::optional<std::uint64_t> size,
+                                   milliseconds timeout)
 {
     if (file == "-") {
         std::optional<std::uint64_t> bytes = size;

@@ -4,8 +4,8 @@
 /// waits longer than --timeout for a peer process: a FIFO's writer or
 /// reader, or the next byte of a stream.
 
-#include <blobstreaming/common/UniqueFd.h>
 #include <blobstreaming/client/Transfer.h>
+#include <blobstreaming/common/UniqueFd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -27,8 +27,8 @@ namespace blobstreaming::cli {
 /// later one, is awaited for at most `timeout` (Errc::timeout). A read error
 /// fails the push (Errc::io_error naming the input and the reason). Throws
 /// Error.
-client::PushSource open_push_input(const std::string& file, const std::string& what,
-                                   std::optional<std::uint64_t> size, std::chrono::milliseconds timeout);
+client::PushSource open_push_input(const std::string& file, const std::string& what, std::optional<std::uint64_t> size,
+                                   std::chrono::milliseconds timeout);
 
 /// The most a push without --size holds in memory.
 constexpr std::uint64_t kSpoolLimit = std::uint64_t{1} << 30;

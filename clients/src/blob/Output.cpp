@@ -50,17 +50,18 @@ std::string rfc3339(std::chrono::system_clock::time_point t)
     std::tm tm{};
     ::gmtime_r(&secs, &tm);
     char buf[96];
-    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                  tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
     return buf;
 }
 
 nlohmann::json transfer_json(const char* command, const std::string& name, const client::Result& r)
 {
     const double mbps = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds / 1e6 : 0.0;
-    return {{"command", command}, {"store", r.store},     {"name", name},   {"offset", r.offset},
-            {"length", r.length}, {"bytes", r.bytes},     {"seconds", r.seconds}, {"mbps", mbps},
-            {"sha256", to_hex(r.info.digest)}, {"local", r.local}};
+    return {{"command", command},   {"store", r.store},   {"name", name},
+            {"offset", r.offset},   {"length", r.length}, {"bytes", r.bytes},
+            {"seconds", r.seconds}, {"mbps", mbps},       {"sha256", to_hex(r.info.digest)},
+            {"local", r.local}};
 }
 
 nlohmann::json blob_json(const std::string& store, const BlobInfo& info)
@@ -79,8 +80,7 @@ nlohmann::json error_json(Errc code, const std::string& message)
 
 ProgressBar::ProgressBar(std::FILE* out, bool enabled, std::string label)
     : out_(out), active_(enabled && ::isatty(::fileno(out)) != 0), label_(std::move(label))
-{
-}
+{}
 
 ProgressBar::~ProgressBar() { clear(); }
 

@@ -2,8 +2,8 @@
 /// Formatting for the blob CLI: sizes, times, JSON shapes of docs/CLI.md,
 /// human-readable tables and the progress bar.
 
-#include <blobstreaming/common/Error.h>
 #include <blobstreaming/client/Result.h>
+#include <blobstreaming/common/Error.h>
 
 #include <nlohmann/json.hpp>
 
@@ -17,7 +17,6 @@ namespace blobstreaming::cli {
 
 /// "no_such_blob" for Errc::no_such_blob.
 const char* errc_name(Errc code) noexcept;
-
 
 /// RFC 3339 UTC with milliseconds: 2026-11-22T05:31:52.123Z.
 std::string rfc3339(std::chrono::system_clock::time_point t);

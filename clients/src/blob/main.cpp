@@ -44,8 +44,7 @@ int check_stdout(int rc)
     const int err = errno;
     if (flushed && !std::ferror(stdout) && std::cout.good()) return rc;
     if (rc != 0) return rc;  // the command's own failure was reported already
-    std::cerr << "blob: cannot write standard output: " << (err != 0 ? std::strerror(err) : "write error")
-              << std::endl;
+    std::cerr << "blob: cannot write standard output: " << (err != 0 ? std::strerror(err) : "write error") << std::endl;
     return static_cast<int>(Errc::io_error);
 }
 
@@ -70,6 +69,7 @@ po::options_description describe()
         "  locate NAME        stores holding NAME, nearest tier first\n"
         "  stores             registered stores with tier, usage and data endpoint\n"
         "Options");
+    // clang-format off
     o.add_options()
         ("help,h", "show this help and exit")
         ("version", "show the version and exit")
@@ -94,6 +94,7 @@ po::options_description describe()
                    "reservation; pull: the bytes FILE already holds)")
         ("verify", "pull: check the whole Blob's SHA-256 against the store's (the default for whole-Blob pulls)")
         ("no-verify", "pull: skip the check of the whole Blob's SHA-256");
+    // clang-format on
     cli::add_logging_options(o, spdlog::level::warn);
     return o;
 }

@@ -11,8 +11,8 @@ namespace blobstreaming::cli {
 namespace {
 
 constexpr std::pair<const char*, spdlog::level::level_enum> kLevels[] = {
-    {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug},      {"info", spdlog::level::info},
-    {"warning", spdlog::level::warn}, {"warn", spdlog::level::warn},       {"error", spdlog::level::err},
+    {"trace", spdlog::level::trace},       {"debug", spdlog::level::debug}, {"info", spdlog::level::info},
+    {"warning", spdlog::level::warn},      {"warn", spdlog::level::warn},   {"error", spdlog::level::err},
     {"critical", spdlog::level::critical}, {"off", spdlog::level::off}};
 
 const char* level_name(spdlog::level::level_enum level)
@@ -22,10 +22,7 @@ const char* level_name(spdlog::level::level_enum level)
     return "?";
 }
 
-bool given(const po::variables_map& vm, const char* name)
-{
-    return vm.count(name) != 0 && vm[name].as<bool>();
-}
+bool given(const po::variables_map& vm, const char* name) { return vm.count(name) != 0 && vm[name].as<bool>(); }
 
 }  // namespace
 
@@ -52,11 +49,13 @@ void add_logging_options(po::options_description& options, spdlog::level::level_
 {
     const std::string levels = std::string("trace|debug|info|warning|error|critical|off (default: ") +
                                level_name(default_level) + "); wins over -q, -v, -d";
+    // clang-format off
     options.add_options()
         ("quiet,q", po::bool_switch(), "log errors only")
         ("verbose,v", po::bool_switch(), "log information (level info)")
         ("debug,d", po::bool_switch(), "log debug detail (level debug)")
         ("log-level", po::value<std::string>()->value_name("LEVEL"), levels.c_str());
+    // clang-format on
 }
 
 spdlog::level::level_enum log_level(const po::variables_map& vm, spdlog::level::level_enum default_level)

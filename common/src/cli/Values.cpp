@@ -29,15 +29,18 @@ std::size_t number_length(const std::string& text, bool fraction)
 
 unsigned size_shift(std::string suffix)
 {
-    if (suffix.size() == 3 && (suffix.compare(1, 2, "iB") == 0 || suffix.compare(1, 2, "ib") == 0))
-        suffix.resize(1);
+    if (suffix.size() == 3 && (suffix.compare(1, 2, "iB") == 0 || suffix.compare(1, 2, "ib") == 0)) suffix.resize(1);
     if (suffix.empty()) return 0;
     if (suffix.size() != 1) return ~0u;
     switch (suffix[0]) {
-    case 'K': case 'k': return 10;
-    case 'M': case 'm': return 20;
-    case 'G': case 'g': return 30;
-    case 'T': case 't': return 40;
+    case 'K':
+    case 'k': return 10;
+    case 'M':
+    case 'm': return 20;
+    case 'G':
+    case 'g': return 30;
+    case 'T':
+    case 't': return 40;
     default: return ~0u;
     }
 }
@@ -92,22 +95,16 @@ std::string format_size(std::uint64_t bytes)
 }
 
 std::chrono::milliseconds parse_duration(const std::string& option, const std::string& text,
-                                         std::chrono::milliseconds min, std::chrono::milliseconds max,
-                                         DefaultUnit unit)
+                                         std::chrono::milliseconds min, std::chrono::milliseconds max, DefaultUnit unit)
 {
     const std::size_t length = number_length(text, true);
     const std::string suffix = text.substr(length);
     double scale = 0;  // milliseconds per unit
-    if (suffix.empty())
-        scale = unit == DefaultUnit::seconds ? 1000.0 : 1.0;
-    else if (suffix == "ms")
-        scale = 1.0;
-    else if (suffix == "s")
-        scale = 1000.0;
-    else if (suffix == "m")
-        scale = 60000.0;
-    else if (suffix == "h")
-        scale = 3600000.0;
+    if (suffix.empty()) scale = unit == DefaultUnit::seconds ? 1000.0 : 1.0;
+    else if (suffix == "ms") scale = 1.0;
+    else if (suffix == "s") scale = 1000.0;
+    else if (suffix == "m") scale = 60000.0;
+    else if (suffix == "h") scale = 3600000.0;
     if (length == 0 || scale == 0) {
         const char* plain = unit == DefaultUnit::seconds ? "a number of seconds" : "a number of milliseconds";
         throw UsageError(option + ": " + quoted(text) + " is not a duration (" + plain + ", or " + kDurationSyntax +

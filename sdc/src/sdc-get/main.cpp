@@ -26,7 +26,7 @@ nlohmann::json times_json(const CallTimes& t)
     return {{"message_id", t.message_id}, {"t0", t.t0}, {"t1", t.t1}, {"t5", t.t5}, {"t6", t.t6}};
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv)
 {
@@ -46,6 +46,7 @@ int main(int argc, char** argv)
         "  probe        list the providers that answer a WS-Discovery Probe\n\n"
         "Exit codes: 0, 1 usage, otherwise the failure's code (docs/CLI.md): 13 invalid MDIB, 14 unknown handle,\n"
         "51 timed out, 52 unreachable, 54 protocol error, 56 SOAP Fault, 57 no provider found\n\nOptions");
+    // clang-format off
     desc.add_options()
         ("help,h", "show this help and exit")
         ("version", "show the versions of sdc-get and its libraries and exit")
@@ -58,6 +59,7 @@ int main(int argc, char** argv)
         ("timeout,t", po::value<std::string>()->value_name("DURATION")->default_value("10"),
          "bound on connect, request, response: seconds unless a unit is given (500ms; 0.001 to 86400 s)")
         ("json,j", "print JSON (states, MdibVersion, timestamps t0 t1 t5 t6)");
+    // clang-format on
     cli::add_logging_options(desc, spdlog::level::warn);
     po::options_description hidden;
     hidden.add_options()("args", po::value<std::vector<std::string>>(), "command and handles");
@@ -100,31 +102,33 @@ int main(int argc, char** argv)
             nlohmann::json out = nlohmann::json::array();
             for (const auto& p : Consumer::probe(interface_ip, wait)) {
                 out.push_back({{"epr", p.epr}, {"xaddrs", p.xaddrs}});
-                if (!json)
-                    std::cout << p.epr << " " << (p.xaddrs.empty() ? "-" : p.xaddrs.front()) << "\n";
+                if (!json) std::cout << p.epr << " " << (p.xaddrs.empty() ? "-" : p.xaddrs.front()) << "\n";
             }
-            if (json)
-                std::cout << out.dump() << "\n";
+            if (json) std::cout << out.dump() << "\n";
             return 0;
         }
         ConsumerOptions options;
         options.timeout = timeout;
-        Consumer consumer = url.empty()
-            ? Consumer::discover(interface_ip, wait, epr, options)
-            : Consumer::connect(url, options);
+        Consumer consumer =
+            url.empty() ? Consumer::discover(interface_ip, wait, epr, options) : Consumer::connect(url, options);
         if (command == "state") {
             const auto states = consumer.get_md_state(handles);
             if (json) {
                 nlohmann::json list = nlohmann::json::array();
                 for (const auto& s : states) {
                     nlohmann::json attributes = nlohmann::json::object();
-                    for (const auto& [k, v] : s.attributes)
-                        attributes[k] = v;
-                    list.push_back({{"descriptor_handle", s.descriptor_handle}, {"handle", s.handle}, {"type", s.type},
-                                    {"state_version", s.state_version}, {"value", s.value}, {"attributes", attributes}});
+                    for (const auto& [k, v] : s.attributes) attributes[k] = v;
+                    list.push_back({{"descriptor_handle", s.descriptor_handle},
+                                    {"handle", s.handle},
+                                    {"type", s.type},
+                                    {"state_version", s.state_version},
+                                    {"value", s.value},
+                                    {"attributes", attributes}});
                 }
-                std::cout << nlohmann::json{{"epr", consumer.epr()}, {"mdib_version", consumer.mdib_version()},
-                                            {"states", list}, {"times", times_json(consumer.last_call())}}
+                std::cout << nlohmann::json{{"epr", consumer.epr()},
+                                            {"mdib_version", consumer.mdib_version()},
+                                            {"states", list},
+                                            {"times", times_json(consumer.last_call())}}
                                  .dump()
                           << "\n";
             } else {
@@ -134,12 +138,13 @@ int main(int argc, char** argv)
         } else {
             const std::string xml = command == "mdib" ? consumer.get_mdib() : consumer.get_md_description(handles);
             if (json)
-                std::cout << nlohmann::json{{"epr", consumer.epr()}, {"mdib_version", consumer.mdib_version()},
-                                            {"xml", xml}, {"times", times_json(consumer.last_call())}}
+                std::cout << nlohmann::json{{"epr", consumer.epr()},
+                                            {"mdib_version", consumer.mdib_version()},
+                                            {"xml", xml},
+                                            {"times", times_json(consumer.last_call())}}
                                  .dump()
                           << "\n";
-            else
-                std::cout << xml << "\n";
+            else std::cout << xml << "\n";
         }
     } catch (const Error& e) {
         std::cerr << "sdc-get: " << e.what() << "\n";

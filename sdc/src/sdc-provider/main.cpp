@@ -27,6 +27,7 @@ int main(int argc, char** argv)
     po::options_description desc("Usage: sdc-provider --mdib FILE [options]\n\n"
                                  "Exit codes: 0 after SIGTERM/SIGINT, 1 usage, otherwise the failure's code "
                                  "(docs/CLI.md)\n\nOptions");
+    // clang-format off
     desc.add_options()
         ("help,h", "show this help and exit")
         ("version", "show the versions of sdc-provider and its libraries and exit")
@@ -43,25 +44,24 @@ int main(int argc, char** argv)
          "time to receive a complete request header; milliseconds unless a unit is given (ms, s, m, h)")
         ("idle-timeout", po::value<std::string>()->value_name("DURATION")->default_value("300000"),
          "time before an idle connection is closed; milliseconds unless a unit is given");
+    // clang-format on
     cli::add_logging_options(desc, spdlog::level::warn);
     try {
         po::variables_map vm;
         po::store(cli::command_line_parser(argc, argv).options(desc).run(), vm);
         po::notify(vm);
-        if (const auto text =
-                cli::help_or_version(vm, desc, "sdc-provider", {{"libxml2", LIBXML_DOTTED_VERSION}})) {
+        if (const auto text = cli::help_or_version(vm, desc, "sdc-provider", {{"libxml2", LIBXML_DOTTED_VERSION}})) {
             std::cout << *text;
             return 0;
         }
         spdlog::set_level(cli::log_level(vm, spdlog::level::warn));
-        if (mdib_path.empty())
-            throw po::error("--mdib FILE is required");
+        if (mdib_path.empty()) throw po::error("--mdib FILE is required");
         options.max_body_bytes = cli::parse_size("--max-body", vm["max-body"].as<std::string>(), 1,
                                                  std::numeric_limits<std::uint64_t>::max());
         options.header_timeout = cli::parse_duration("--header-timeout", vm["header-timeout"].as<std::string>(), 1ms,
                                                      86400s, cli::DefaultUnit::milliseconds);
-        options.idle_timeout = cli::parse_duration("--idle-timeout", vm["idle-timeout"].as<std::string>(), 1ms,
-                                                   86400s, cli::DefaultUnit::milliseconds);
+        options.idle_timeout = cli::parse_duration("--idle-timeout", vm["idle-timeout"].as<std::string>(), 1ms, 86400s,
+                                                   cli::DefaultUnit::milliseconds);
         options.validate = vm.count("no-validate") == 0;
         options.discovery = vm.count("no-discovery") == 0;
     } catch (const po::error& e) {

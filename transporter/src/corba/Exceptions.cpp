@@ -10,9 +10,12 @@
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/transporter/corba/Security.h>
 
+// omniORB's internal headers depend on this order.
+// clang-format off
 #include <omniORB4/internal/giopStrand.h>
 #include <omniORB4/internal/giopStream.h>
 #include <omniORB4/internal/GIOP_S.h>
+// clang-format on
 #include <omniORB4/minorCode.h>
 #include <omniORB4/omniInterceptors.h>
 
@@ -147,8 +150,7 @@ CORBA::Boolean on_send_exception(omni::omniInterceptors::serverSendException_T::
         cdrEncapsulationStream s(CORBA::ULong(0), CORBA::Boolean(1));
         CORBA::ULong(static_cast<unsigned>(p.code)) >>= s;
         CORBA::ULong(p.message.size()) >>= s;
-        s.put_octet_array(reinterpret_cast<const CORBA::Octet*>(p.message.data()),
-                          static_cast<int>(p.message.size()));
+        s.put_octet_array(reinterpret_cast<const CORBA::Octet*>(p.message.data()), static_cast<int>(p.message.size()));
         IOP::ServiceContextList& list = info.giop_s.service_contexts();
         const CORBA::ULong n = list.length();
         list.length(n + 1);
@@ -224,9 +226,10 @@ void rethrow_declared(unsigned declared, const std::string& store, const IdlCont
         if (is_declared(declared, e._rep_id())) throw;
         raise_system(Errc::transfer_failed, std::string("unexpected CORBA exception ") + e._name());
     } catch (const std::bad_alloc&) {
-        raise_with(CORBA::NO_MEMORY(static_cast<CORBA::ULong>(kErrorMinor + static_cast<unsigned>(Errc::transfer_failed)),
-                                    CORBA::COMPLETED_NO),
-                   Errc::transfer_failed, "the store ran out of memory");
+        raise_with(
+            CORBA::NO_MEMORY(static_cast<CORBA::ULong>(kErrorMinor + static_cast<unsigned>(Errc::transfer_failed)),
+                             CORBA::COMPLETED_NO),
+            Errc::transfer_failed, "the store ran out of memory");
     } catch (const std::exception& e) {
         raise_system(Errc::transfer_failed, std::string("internal error: ") + e.what());
     } catch (...) {
@@ -337,12 +340,12 @@ void rethrow_as_error(const std::string& what, const std::string& store, const s
         throw Error(Errc::unreachable, what + ": store \"" + store + "\" unreachable at " + endpoint +
                                            (tls.empty() ? std::string(" (connection lost)") : tls));
     } catch (const CORBA::OBJECT_NOT_EXIST&) {
-        throw Error(Errc::unreachable, what + ": store \"" + store + "\" unreachable at " + endpoint +
-                                           " (no longer exists there)");
+        throw Error(Errc::unreachable,
+                    what + ": store \"" + store + "\" unreachable at " + endpoint + " (no longer exists there)");
     } catch (const CORBA::SystemException& e) {
         if (sent) throw Error(sent->code, prefix + sent->message);
-        throw Error(Errc::transfer_failed, prefix + "CORBA " + e._name() + " (minor " +
-                                               std::to_string(e.minor()) + ")");
+        throw Error(Errc::transfer_failed,
+                    prefix + "CORBA " + e._name() + " (minor " + std::to_string(e.minor()) + ")");
     } catch (const CORBA::UserException& e) {
         throw Error(Errc::transfer_failed, prefix + "unexpected " + e._name());
     }

@@ -18,7 +18,7 @@ CORBA::ORB_ptr init_orb(const std::vector<std::pair<std::string, std::string>>& 
         flat.push_back(key.c_str());
         flat.push_back(value.c_str());
     }
-    auto table = std::make_unique<const char* [][2]>(options.size() + 1);
+    auto table = std::make_unique<const char*[][2]>(options.size() + 1);
     for (std::size_t i = 0; i < options.size(); ++i) {
         table[i][0] = flat[2 * i];
         table[i][1] = flat[2 * i + 1];
@@ -58,9 +58,8 @@ CosNaming::NamingContext_ptr naming_context(CORBA::ORB_ptr orb, const std::strin
         ctx->_non_existent();  // contact it now, so that "not running" is reported here
         return ctx._retn();
     } catch (const CORBA::BAD_PARAM&) {
-        throw Error(Errc::invalid_argument,
-                    "invalid naming service address " + url +
-                        " (expected corbaname::HOST:PORT or corbaloc::HOST:PORT/NameService)");
+        throw Error(Errc::invalid_argument, "invalid naming service address " + url +
+                                                " (expected corbaname::HOST:PORT or corbaloc::HOST:PORT/NameService)");
     } catch (const CORBA::SystemException& e) {
         throw Error(Errc::unreachable, where + " (" + e._name() + "; is omniNames running?)");
     }
@@ -115,8 +114,7 @@ void unbind_store(CosNaming::NamingContext_ptr root, const std::string& store)
 {
     try {
         root->unbind(store_path(store));
-    } catch (const CosNaming::NamingContext::NotFound&) {
-    }
+    } catch (const CosNaming::NamingContext::NotFound&) {}
 }
 
 std::vector<std::string> list_stores(CosNaming::NamingContext_ptr root)

@@ -33,10 +33,8 @@ std::atomic<bool> server_side{false};
 void record_failure(std::string text)
 {
     // A daemon says who was refused; a client reports it in its error.
-    if (server_side)
-        spdlog::warn("control connection: {}", text);
-    else
-        spdlog::debug("control connection: {}", text);
+    if (server_side) spdlog::warn("control connection: {}", text);
+    else spdlog::debug("control connection: {}", text);
     std::lock_guard<std::mutex> lock(failure_mutex);
     failure = std::move(text);
 }
@@ -65,10 +63,7 @@ void on_info(const SSL*, int where, int ret)
 /// nothing older than TLS 1.2.
 class Context final : public sslContext {
 public:
-    explicit Context(TlsFiles files)
-        : sslContext(nullptr, nullptr, nullptr), files_(std::move(files))
-    {
-    }
+    explicit Context(TlsFiles files) : sslContext(nullptr, nullptr, nullptr), files_(std::move(files)) {}
 
 protected:
     void set_supported_versions() override
@@ -77,10 +72,7 @@ protected:
         SSL_CTX_set_options(get_SSL_CTX(), SSL_OP_NO_RENEGOTIATION);
     }
     void set_certificate() override { SSL_CTX_use_certificate_chain_file(get_SSL_CTX(), files_.cert.c_str()); }
-    void set_privatekey() override
-    {
-        SSL_CTX_use_PrivateKey_file(get_SSL_CTX(), files_.key.c_str(), SSL_FILETYPE_PEM);
-    }
+    void set_privatekey() override { SSL_CTX_use_PrivateKey_file(get_SSL_CTX(), files_.key.c_str(), SSL_FILETYPE_PEM); }
     void set_CA() override { SSL_CTX_load_verify_locations(get_SSL_CTX(), files_.ca.c_str(), nullptr); }
     int set_verify_mode() override { return SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT; }
 

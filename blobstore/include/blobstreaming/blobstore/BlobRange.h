@@ -20,13 +20,11 @@ namespace blobstreaming {
 class BlobRange {
 public:
     BlobRange() = default;
-    BlobRange(BlobInfo info, std::uint64_t start, std::uint64_t end,
-              std::shared_ptr<const void> keep_alive, const std::uint8_t* data,
-              int fd, std::uint64_t file_offset)
-        : info_(std::move(info)), start_(start), end_(end),
-          keep_alive_(std::move(keep_alive)), data_(data), fd_(fd), file_offset_(file_offset)
-    {
-    }
+    BlobRange(BlobInfo info, std::uint64_t start, std::uint64_t end, std::shared_ptr<const void> keep_alive,
+              const std::uint8_t* data, int fd, std::uint64_t file_offset)
+        : info_(std::move(info)), start_(start), end_(end), keep_alive_(std::move(keep_alive)), data_(data), fd_(fd),
+          file_offset_(file_offset)
+    {}
 
     const BlobInfo& blob() const noexcept { return info_; }
     std::uint64_t start() const noexcept { return start_; }

@@ -1,8 +1,8 @@
 #pragma once
 
-#include <blobstreaming/common/BlobInfo.h>
 #include <blobstreaming/blobstore/BlobRange.h>
 #include <blobstreaming/blobstore/Reservation.h>
+#include <blobstreaming/common/BlobInfo.h>
 
 #include <cstdint>
 #include <memory>

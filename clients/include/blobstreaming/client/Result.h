@@ -38,10 +38,10 @@ struct Location {
 struct StoreStatus {
     std::string name;
     bool reachable = false;
-    std::string error;          ///< why it is not reachable
-    std::string kind;           ///< "file" or "memory"
+    std::string error;  ///< why it is not reachable
+    std::string kind;   ///< "file" or "memory"
     Tier tier = Tier::central;
-    std::uint64_t capacity = 0; ///< 0: bounded only by its file system
+    std::uint64_t capacity = 0;  ///< 0: bounded only by its file system
     std::uint64_t used = 0;
     std::uint64_t reserved = 0;
     std::uint64_t blobs = 0;
@@ -55,16 +55,16 @@ struct Result {
     std::error_code error;
     std::string message;
 
-    std::string store;           ///< the store that served the operation
-    BlobInfo info;               ///< push, pull, stat: the whole Blob as stored
-    std::uint64_t offset = 0;    ///< pull: first byte of the range; push/pull: where a resumed transfer continued
-    std::uint64_t length = 0;    ///< push, pull: bytes of the range
-    std::uint64_t bytes = 0;     ///< bytes moved (on failure: how far it got)
-    double seconds = 0;          ///< wall time of the transfer
-    bool local = false;          ///< pull served by the same-host fast path
-    std::vector<StoredBlob> blobs;       ///< list
-    std::vector<Location> locations;     ///< locate, nearest tier first
-    std::vector<StoreStatus> stores;     ///< stores
+    std::string store;                ///< the store that served the operation
+    BlobInfo info;                    ///< push, pull, stat: the whole Blob as stored
+    std::uint64_t offset = 0;         ///< pull: first byte of the range; push/pull: where a resumed transfer continued
+    std::uint64_t length = 0;         ///< push, pull: bytes of the range
+    std::uint64_t bytes = 0;          ///< bytes moved (on failure: how far it got)
+    double seconds = 0;               ///< wall time of the transfer
+    bool local = false;               ///< pull served by the same-host fast path
+    std::vector<StoredBlob> blobs;    ///< list
+    std::vector<Location> locations;  ///< locate, nearest tier first
+    std::vector<StoreStatus> stores;  ///< stores
 
     bool ok() const noexcept { return !error; }
     /// Errc::ok on success.

@@ -89,8 +89,7 @@ public:
 
     // ---- Throwing wrappers (wait on the operations above) -------------------
     BlobInfo push_file(const std::string& path, const std::string& name, const PushOptions& options = {});
-    BlobInfo push_memory(const void* data, std::size_t size, const std::string& name,
-                         const PushOptions& options = {});
+    BlobInfo push_memory(const void* data, std::size_t size, const std::string& name, const PushOptions& options = {});
     Result pull_file(const std::string& name, const std::string& path, const PullOptions& options = {});
     std::vector<std::uint8_t> pull_memory(const std::string& name, const PullOptions& options = {});
     BlobInfo stat(const std::string& name, const std::string& store = {});

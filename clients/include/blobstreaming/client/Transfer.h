@@ -119,9 +119,9 @@ private:
 };
 
 struct PushOptions {
-    std::string store;       ///< "" : the Session's default store
-    bool replace = false;    ///< overwrite an existing Blob of that name
-    Progress progress;       ///< optional
+    std::string store;     ///< "" : the Session's default store
+    bool replace = false;  ///< overwrite an existing Blob of that name
+    Progress progress;     ///< optional
     /// Continue an interrupted push of this name where the store's
     /// reservation stopped (the store keeps it for its reservation grace
     /// period), or start one when there is none. Only the missing bytes
@@ -137,11 +137,11 @@ struct PullOptions {
     /// store that holds the Blob.
     std::string store;
     std::uint64_t offset = 0;
-    std::uint64_t length = 0;   ///< 0: up to the end of the Blob
+    std::uint64_t length = 0;  ///< 0: up to the end of the Blob
     /// Compare the whole-Blob SHA-256 when the whole Blob was pulled (also
     /// when it was completed by a resume).
     bool verify = true;
-    Progress progress;          ///< optional
+    Progress progress;  ///< optional
     /// PullSink::file of a regular (or missing) file only, whole Blob only
     /// (offset and length 0): the file's bytes are taken as the Blob's first
     /// bytes and only the rest is pulled and appended in place; a failure

@@ -33,8 +33,7 @@ boost::program_options::command_line_parser command_line_parser(const std::vecto
 
 /// Adds -q, -v, -d (switches) and --log-level LEVEL to `options`;
 /// `default_level` is only shown in the help text.
-void add_logging_options(boost::program_options::options_description& options,
-                         spdlog::level::level_enum default_level);
+void add_logging_options(boost::program_options::options_description& options, spdlog::level::level_enum default_level);
 
 /// The level the logging options in `vm` ask for (precedence above), else
 /// `default_level`. Throws UsageError for an unknown --log-level.

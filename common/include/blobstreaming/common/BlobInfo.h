@@ -26,9 +26,9 @@ std::string describe_version(const BlobInfo& info);
 
 /// A store's space accounting.
 struct StoreUsage {
-    std::uint64_t capacity = 0;   ///< 0: no limit of its own
-    std::uint64_t used = 0;       ///< committed bytes
-    std::uint64_t reserved = 0;   ///< bytes held by open reservations
+    std::uint64_t capacity = 0;  ///< 0: no limit of its own
+    std::uint64_t used = 0;      ///< committed bytes
+    std::uint64_t reserved = 0;  ///< bytes held by open reservations
     std::uint64_t blob_count = 0;
 };
 

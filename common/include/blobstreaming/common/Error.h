@@ -62,10 +62,7 @@ enum class Errc {
 /// The category of `Errc`; its name is "blobstreaming".
 const std::error_category& error_category() noexcept;
 
-inline std::error_code make_error_code(Errc e) noexcept
-{
-    return {static_cast<int>(e), error_category()};
-}
+inline std::error_code make_error_code(Errc e) noexcept { return {static_cast<int>(e), error_category()}; }
 
 /// An `Errc` with a message that says what failed, on which object, and why.
 /// `what()` is the message alone (the code's generic text is not appended).

@@ -44,8 +44,8 @@ public:
 private:
     MappedRegion(void* base, std::size_t mapped, std::size_t lead, std::size_t size) noexcept;
 
-    void* base_ = nullptr;       ///< what mmap returned
-    std::size_t mapped_ = 0;     ///< what mmap mapped
+    void* base_ = nullptr;    ///< what mmap returned
+    std::size_t mapped_ = 0;  ///< what mmap mapped
     std::uint8_t* data_ = nullptr;
     std::size_t size_ = 0;
 };

@@ -15,10 +15,10 @@ namespace blobstreaming::sdc {
 /// One BICEPS state as received.
 struct State {
     std::string descriptor_handle;
-    std::string handle;          ///< context states only
-    std::string type;            ///< xsi:type, local part ("NumericMetricState")
-    std::string state_version;   ///< as sent; empty if absent (= 0)
-    std::string value;           ///< MetricValue/@Value of metric states, else empty
+    std::string handle;                                           ///< context states only
+    std::string type;                                             ///< xsi:type, local part ("NumericMetricState")
+    std::string state_version;                                    ///< as sent; empty if absent (= 0)
+    std::string value;                                            ///< MetricValue/@Value of metric states, else empty
     std::vector<std::pair<std::string, std::string>> attributes;  ///< all attributes except xsi:type
 };
 
@@ -96,4 +96,4 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
-} // namespace blobstreaming::sdc
+}  // namespace blobstreaming::sdc

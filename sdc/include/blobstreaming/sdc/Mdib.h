@@ -63,4 +63,4 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
-} // namespace blobstreaming::sdc
+}  // namespace blobstreaming::sdc

@@ -18,4 +18,4 @@ public:
     SdcError(Errc code, const std::string& message) : Error(code, message) {}
 };
 
-} // namespace blobstreaming::sdc
+}  // namespace blobstreaming::sdc

@@ -63,7 +63,7 @@ inline constexpr std::size_t kMaxMessageSize = 4096;
 /// Header followed by the message bytes (truncated to kMaxMessageSize).
 std::string encode(const Response& response);
 /// Decodes the fixed header; `message_size` bytes of message follow it.
-std::error_code decode(const std::uint8_t (&in)[kResponseHeaderSize], Response& response,
-                       std::size_t& message_size, std::string& why);
+std::error_code decode(const std::uint8_t (&in)[kResponseHeaderSize], Response& response, std::size_t& message_size,
+                       std::string& why);
 
 }  // namespace blobstreaming::protocol

@@ -29,11 +29,11 @@ enum Raises : unsigned {
 
 /// The typed context an IDL exception carries besides its message.
 struct IdlContext {
-    std::string name;              ///< the Blob's name
-    std::uint64_t requested = 0;   ///< OutOfSpace: bytes asked for
-    std::uint64_t id = 0;          ///< NoSuchReservation: the reservation
-    std::uint64_t offset = 0;      ///< InvalidRange
-    std::uint64_t length = 0;      ///< InvalidRange
+    std::string name;             ///< the Blob's name
+    std::uint64_t requested = 0;  ///< OutOfSpace: bytes asked for
+    std::uint64_t id = 0;         ///< NoSuchReservation: the reservation
+    std::uint64_t offset = 0;     ///< InvalidRange
+    std::uint64_t length = 0;     ///< InvalidRange
 };
 
 /// Servant side: call from a `catch (...)` block of an operation whose IDL
@@ -89,7 +89,6 @@ void install_error_context();
 /// exception that came with the store's error becomes that error; other
 /// system exceptions become Errc::transfer_failed naming the operation.
 /// `what` names the operation, e.g. `push "CT.1"`.
-[[noreturn]] void rethrow_as_error(const std::string& what, const std::string& store,
-                                   const std::string& endpoint);
+[[noreturn]] void rethrow_as_error(const std::string& what, const std::string& store, const std::string& endpoint);
 
 }  // namespace blobstreaming::corba
