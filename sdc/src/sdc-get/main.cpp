@@ -13,6 +13,7 @@
 
 #include <csignal>
 #include <iostream>
+#include <optional>
 
 namespace po = boost::program_options;
 using namespace blobstreaming;
@@ -26,10 +27,8 @@ nlohmann::json times_json(const CallTimes& t)
     return {{"message_id", t.message_id}, {"t0", t.t0}, {"t1", t.t1}, {"t5", t.t5}, {"t6", t.t6}};
 }
 
-}  // namespace
-
-int main(int argc, char** argv)
-{
+/// What the command line asks for.
+struct Invocation {
     std::string url;
     std::string interface_ip = "127.0.0.1";
     std::string epr;
@@ -38,6 +37,12 @@ int main(int argc, char** argv)
     std::chrono::milliseconds wait{2000};
     std::chrono::milliseconds timeout{10000};
     bool json = false;
+};
+
+/// Parses the command line into `call`; an exit status when the program is
+/// done already (--help, --version: 0; a usage error, printed: 1).
+std::optional<int> parse(int argc, char** argv, Invocation& call)
+{
     po::options_description desc(
         "Usage: sdc-get (--url URL | --discover) [options] [state|description|mdib|probe] [HANDLE...]\n\n"
         "  state        GetMdState (all states, or those of HANDLEs)\n"
@@ -50,10 +55,10 @@ int main(int argc, char** argv)
     desc.add_options()
         ("help,h", "show this help and exit")
         ("version", "show the versions of sdc-get and its libraries and exit")
-        ("url,u", po::value(&url), "the provider's device URL (XAddr), http://HOST:PORT/PATH")
+        ("url,u", po::value(&call.url), "the provider's device URL (XAddr), http://HOST:PORT/PATH")
         ("discover", "find the provider by WS-Discovery Probe")
-        ("interface,i", po::value(&interface_ip)->default_value(interface_ip), "IPv4 address to probe from")
-        ("epr,e", po::value(&epr), "with --discover: only this endpoint reference")
+        ("interface,i", po::value(&call.interface_ip)->default_value(call.interface_ip), "IPv4 address to probe from")
+        ("epr,e", po::value(&call.epr), "with --discover: only this endpoint reference")
         ("wait,w", po::value<std::string>()->value_name("DURATION")->default_value("2000"),
          "time to collect ProbeMatches; milliseconds unless a unit is given (ms, s, m, h)")
         ("timeout,t", po::value<std::string>()->value_name("DURATION")->default_value("10"),
@@ -77,17 +82,19 @@ int main(int argc, char** argv)
         }
         spdlog::set_level(cli::log_level(vm, spdlog::level::warn));
         if (vm.count("args")) {
-            handles = vm["args"].as<std::vector<std::string>>();
-            command = handles.front();
-            handles.erase(handles.begin());
+            call.handles = vm["args"].as<std::vector<std::string>>();
+            call.command = call.handles.front();
+            call.handles.erase(call.handles.begin());
         }
+        const std::string& command = call.command;
         if (command != "state" && command != "description" && command != "mdib" && command != "probe")
             throw po::error("unknown command \"" + command + "\"");
-        if (command != "probe" && url.empty() == (vm.count("discover") == 0))
+        if (command != "probe" && call.url.empty() == (vm.count("discover") == 0))
             throw po::error("give exactly one of --url and --discover");
-        wait = cli::parse_duration("--wait", vm["wait"].as<std::string>(), 1ms, 3600s, cli::DefaultUnit::milliseconds);
-        timeout = cli::parse_duration("--timeout", vm["timeout"].as<std::string>(), 1ms, 86400s);
-        json = vm.count("json") != 0;
+        call.wait =
+            cli::parse_duration("--wait", vm["wait"].as<std::string>(), 1ms, 3600s, cli::DefaultUnit::milliseconds);
+        call.timeout = cli::parse_duration("--timeout", vm["timeout"].as<std::string>(), 1ms, 86400s);
+        call.json = vm.count("json") != 0;
     } catch (const po::error& e) {
         std::cerr << "sdc-get: " << e.what() << " (try --help)\n";
         return 1;
@@ -95,55 +102,74 @@ int main(int argc, char** argv)
         std::cerr << "sdc-get: " << e.what() << " (try --help)\n";
         return 1;
     }
-    std::signal(SIGPIPE, SIG_IGN);
+    return std::nullopt;
+}
 
+void print_probe(const Invocation& call)
+{
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& p : Consumer::probe(call.interface_ip, call.wait)) {
+        out.push_back({{"epr", p.epr}, {"xaddrs", p.xaddrs}});
+        if (!call.json) std::cout << p.epr << " " << (p.xaddrs.empty() ? "-" : p.xaddrs.front()) << "\n";
+    }
+    if (call.json) std::cout << out.dump() << "\n";
+}
+
+/// One JSON object: the provider, its MdibVersion, `field` and the call's timestamps.
+void print_json(Consumer& consumer, const char* field, const nlohmann::json& value)
+{
+    std::cout << nlohmann::json{{"epr", consumer.epr()},
+                                {"mdib_version", consumer.mdib_version()},
+                                {field, value},
+                                {"times", times_json(consumer.last_call())}}
+                     .dump()
+              << "\n";
+}
+
+void print_states(const Invocation& call, Consumer& consumer)
+{
+    const auto states = consumer.get_md_state(call.handles);
+    if (!call.json) {
+        for (const auto& s : states)
+            std::cout << s.descriptor_handle << " " << s.type << (s.value.empty() ? "" : " " + s.value) << "\n";
+        return;
+    }
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& s : states) {
+        nlohmann::json attributes = nlohmann::json::object();
+        for (const auto& [k, v] : s.attributes) attributes[k] = v;
+        list.push_back({{"descriptor_handle", s.descriptor_handle},
+                        {"handle", s.handle},
+                        {"type", s.type},
+                        {"state_version", s.state_version},
+                        {"value", s.value},
+                        {"attributes", attributes}});
+    }
+    print_json(consumer, "states", list);
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    Invocation call;
+    if (const auto status = parse(argc, argv, call)) return *status;
+    std::signal(SIGPIPE, SIG_IGN);
     try {
-        if (command == "probe") {
-            nlohmann::json out = nlohmann::json::array();
-            for (const auto& p : Consumer::probe(interface_ip, wait)) {
-                out.push_back({{"epr", p.epr}, {"xaddrs", p.xaddrs}});
-                if (!json) std::cout << p.epr << " " << (p.xaddrs.empty() ? "-" : p.xaddrs.front()) << "\n";
-            }
-            if (json) std::cout << out.dump() << "\n";
+        if (call.command == "probe") {
+            print_probe(call);
             return 0;
         }
         ConsumerOptions options;
-        options.timeout = timeout;
-        Consumer consumer =
-            url.empty() ? Consumer::discover(interface_ip, wait, epr, options) : Consumer::connect(url, options);
-        if (command == "state") {
-            const auto states = consumer.get_md_state(handles);
-            if (json) {
-                nlohmann::json list = nlohmann::json::array();
-                for (const auto& s : states) {
-                    nlohmann::json attributes = nlohmann::json::object();
-                    for (const auto& [k, v] : s.attributes) attributes[k] = v;
-                    list.push_back({{"descriptor_handle", s.descriptor_handle},
-                                    {"handle", s.handle},
-                                    {"type", s.type},
-                                    {"state_version", s.state_version},
-                                    {"value", s.value},
-                                    {"attributes", attributes}});
-                }
-                std::cout << nlohmann::json{{"epr", consumer.epr()},
-                                            {"mdib_version", consumer.mdib_version()},
-                                            {"states", list},
-                                            {"times", times_json(consumer.last_call())}}
-                                 .dump()
-                          << "\n";
-            } else {
-                for (const auto& s : states)
-                    std::cout << s.descriptor_handle << " " << s.type << (s.value.empty() ? "" : " " + s.value) << "\n";
-            }
+        options.timeout = call.timeout;
+        Consumer consumer = call.url.empty() ? Consumer::discover(call.interface_ip, call.wait, call.epr, options)
+                                             : Consumer::connect(call.url, options);
+        if (call.command == "state") {
+            print_states(call, consumer);
         } else {
-            const std::string xml = command == "mdib" ? consumer.get_mdib() : consumer.get_md_description(handles);
-            if (json)
-                std::cout << nlohmann::json{{"epr", consumer.epr()},
-                                            {"mdib_version", consumer.mdib_version()},
-                                            {"xml", xml},
-                                            {"times", times_json(consumer.last_call())}}
-                                 .dump()
-                          << "\n";
+            const std::string xml =
+                call.command == "mdib" ? consumer.get_mdib() : consumer.get_md_description(call.handles);
+            if (call.json) print_json(consumer, "xml", xml);
             else std::cout << xml << "\n";
         }
     } catch (const Error& e) {
