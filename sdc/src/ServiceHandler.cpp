@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <initializer_list>
 
 #include <nlohmann/json.hpp>
 
@@ -61,45 +62,48 @@ ServiceHandler::ServiceHandler(Mdib& mdib, const ProviderOptions& options, std::
     if (!options_.schema_dir.empty()) schema_ = std::make_unique<xml::BicepsSchema>(options_.schema_dir);
 }
 
+namespace {
+
+/// `<dpws:NAME>VALUE</dpws:NAME>` for each field, VALUE escaped.
+std::string dpws_fields(std::initializer_list<std::pair<const char*, const std::string*>> fields)
+{
+    std::string out;
+    for (const auto& [name, value] : fields)
+        out += std::string("<dpws:") + name + ">" + xml::escape(*value) + "</dpws:" + name + ">";
+    return out;
+}
+
+/// One `<wsx:MetadataSection>` of `dialect` holding `body`.
+std::string metadata_section(const char* dialect, const std::string& body)
+{
+    return "<wsx:MetadataSection Dialect=\"" + std::string(dialect) + "\">" + body + "</wsx:MetadataSection>";
+}
+
+}  // namespace
+
 std::string ServiceHandler::metadata_body(bool full) const
 {
     std::string b = "<wsx:Metadata>";
     if (full) {
-        b += "<wsx:MetadataSection Dialect=\"" + std::string(ns::kDialectThisModel) +
-             "\"><dpws:ThisModel>"
-             "<dpws:Manufacturer>" +
-             xml::escape(options_.manufacturer) +
-             "</dpws:Manufacturer>"
-             "<dpws:ModelName>" +
-             xml::escape(options_.model_name) +
-             "</dpws:ModelName>"
-             "</dpws:ThisModel></wsx:MetadataSection>";
-        b += "<wsx:MetadataSection Dialect=\"" + std::string(ns::kDialectThisDevice) +
-             "\"><dpws:ThisDevice>"
-             "<dpws:FriendlyName>" +
-             xml::escape(options_.friendly_name) +
-             "</dpws:FriendlyName>"
-             "<dpws:SerialNumber>" +
-             xml::escape(options_.serial_number) +
-             "</dpws:SerialNumber>"
-             "</dpws:ThisDevice></wsx:MetadataSection>";
+        b += metadata_section(ns::kDialectThisModel, "<dpws:ThisModel>" +
+                                                         dpws_fields({{"Manufacturer", &options_.manufacturer},
+                                                                      {"ModelName", &options_.model_name}}) +
+                                                         "</dpws:ThisModel>");
+        b += metadata_section(ns::kDialectThisDevice, "<dpws:ThisDevice>" +
+                                                          dpws_fields({{"FriendlyName", &options_.friendly_name},
+                                                                       {"SerialNumber", &options_.serial_number}}) +
+                                                          "</dpws:ThisDevice>");
     }
-    b +=
-        "<wsx:MetadataSection Dialect=\"" + std::string(ns::kDialectRelationship) +
-        "\">"
-        "<dpws:Relationship Type=\"" +
-        std::string(ns::kRelationshipHost) +
-        "\">"
-        "<dpws:Host><wsa:EndpointReference><wsa:Address>" +
-        xml::escape(epr_) +
-        "</wsa:Address></wsa:EndpointReference>"
-        "<dpws:Types>dpws:Device mdpws:MedicalDevice</dpws:Types></dpws:Host>"
-        "<dpws:Hosted><wsa:EndpointReference><wsa:Address>" +
-        xml::escape(base_url_ + device_path_) +
-        "/Get</wsa:Address>"
-        "</wsa:EndpointReference><dpws:Types>sdc:GetService</dpws:Types><dpws:ServiceId>Get</dpws:ServiceId></dpws:Hosted>"
-        "</dpws:Relationship></wsx:MetadataSection></wsx:Metadata>";
-    return b;
+    const std::string host = "<dpws:Host><wsa:EndpointReference><wsa:Address>" + xml::escape(epr_) +
+                             "</wsa:Address></wsa:EndpointReference>"
+                             "<dpws:Types>dpws:Device mdpws:MedicalDevice</dpws:Types></dpws:Host>";
+    const std::string hosted = "<dpws:Hosted><wsa:EndpointReference><wsa:Address>" +
+                               xml::escape(base_url_ + device_path_) +
+                               "/Get</wsa:Address></wsa:EndpointReference><dpws:Types>sdc:GetService</dpws:Types>"
+                               "<dpws:ServiceId>Get</dpws:ServiceId></dpws:Hosted>";
+    b += metadata_section(ns::kDialectRelationship, "<dpws:Relationship Type=\"" + std::string(ns::kRelationshipHost) +
+                                                        "\">" + host + hosted + "</dpws:Relationship>");
+    return b + "</wsx:Metadata>";
 }
 
 HttpReply ServiceHandler::post(std::string_view body, long long t2)
