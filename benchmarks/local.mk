@@ -43,6 +43,8 @@ benchmarks_bsbench_SOURCES = \
 	benchmarks/src/WireClient.h \
 	benchmarks/src/WireSession.h \
 	benchmarks/src/RawC.cpp \
+	benchmarks/src/DurableFiles.cpp \
+	benchmarks/src/DurableFiles.h \
 	benchmarks/src/Ace.cpp \
 	benchmarks/src/Corba.cpp \
 	benchmarks/src/BlobStreamingVariant.cpp
