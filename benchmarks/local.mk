@@ -85,7 +85,7 @@ bench: $(bench_programs)
 	    $(bench_plot) $$dir/results.json --out $$dir; fi; \
 	done
 
-# Smoke run for CI (< 2 minutes): few sizes and runs, loopback only; fails
+# Smoke run for CI (2-3 minutes on a busy 2-vCPU VM): few sizes and runs, loopback only; fails
 # when any variant moved wrong bytes (SHA-256) or the digest check itself
 # misses a corrupted byte, never on speed.
 # It also checks that contradictory options (--no-verify with raw-c, a
