@@ -17,11 +17,14 @@ PLANS = {
     # RTT): fewer points, so that `make bench` stays within about 1.5 hours.
     "net": _plan([MiB // 2, 32 * MiB], ["256K", "auto"], runs=3, iperf3_runs=3, iperf3_seconds=3, dcmtk_runs=1),
 }
-SOCKET_VARIANTS = ["raw-c", "ace", "corba"]
+SOCKET_VARIANTS = ["raw-c", "raw-c-durable", "ace", "corba"]
+# raw-c-durable (raw-c whose receiver fdatasync()s a file per blob before its
+# Ack, the promise of a FileStore push) and DCMTK run at push points only.
+PUSH_ONLY = ("raw-c-durable", "dcmtk")
 STORE_TARGETS = ["memory", "file"]
 VARIANTS = SOCKET_VARIANTS + ["blobstreaming-" + t + s for t in STORE_TARGETS for s in ("", NO_VERIFY)] + \
     ["iperf3", "dcmtk"]
-DEFAULT_VARIANTS = ["raw-c", "ace", "corba", "blobstreaming-memory", "blobstreaming-file",
+DEFAULT_VARIANTS = ["raw-c", "raw-c-durable", "ace", "corba", "blobstreaming-memory", "blobstreaming-file",
                     "blobstreaming-file" + NO_VERIFY, "iperf3", "dcmtk"]
 
 
@@ -38,6 +41,11 @@ def make_plan(name, runs=None, sizes=None, buffers=None, no_series=False):
     if no_series:
         plan["series"] = []
     return plan
+
+
+def directions_of(variant, directions):
+    """The directions of `directions` that `variant` runs (PUSH_ONLY)."""
+    return [d for d in directions if d == "push" or variant not in PUSH_ONLY]
 
 
 def points(plan):

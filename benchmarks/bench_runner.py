@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 import bench_link  # noqa: E402
 import dcmtk_peer  # noqa: E402
 import harness  # noqa: E402
-from bench_plan import SOCKET_VARIANTS, STORE_TARGETS, buffer_bytes, points  # noqa: E402
+from bench_plan import SOCKET_VARIANTS, STORE_TARGETS, buffer_bytes, directions_of, points  # noqa: E402
 from bench_schema import MiB, NO_VERIFY, megabytes_per_second  # noqa: E402
 from harness.daemons import READY as BLOBSTORED_READY, blobstored_argv  # noqa: E402
 from harness.naming import naming_url, nameclt_answers, omninames_argv  # noqa: E402
@@ -107,6 +107,8 @@ class Suite:
         else:
             argv = self.link.srv + [self.args.bsbench, "-s", "-B", self.host, "-p", "0", "--variant", variant,
                                     "--socket-buffer", buffer_text, "--chunk", self.args.chunk]
+        if variant == "raw-c-durable":  # its files on the FileStores' file system
+            argv += ["--dir", self.tmp]
         p = self.start("bsbench %sserver %s" % ("corrupting " if corrupt else "", variant), argv,
                        ready=BSBENCH_READY, timeout=30)
         return p, int(p.ready["address"].rsplit(":", 1)[1])
@@ -176,7 +178,7 @@ class Suite:
             if variant not in self.args.variants:
                 continue
             p, port = self.start_bsbench_server(variant, None, corrupt=True)
-            for direction in self.args.directions:
+            for direction in directions_of(variant, self.args.directions):
                 r = subprocess.run([self.args.bsbench, "-c", "127.0.0.1", "-p", str(port), "--variant", variant,
                                     "--direction", direction, "--size", "64K", "--runs", "2", "-J"],
                                    capture_output=True, text=True, timeout=60)
@@ -220,9 +222,12 @@ class Suite:
                 label = "dcmtk/%s push %d x%d" % ("tuned" if tuned else "default", size, count)
                 values = []
                 for run in range(1, self.plan["dcmtk_runs"] + 1):
-                    seconds, total, error = dcmtk_peer.send(self.link.cli, self.host, port, paths, out_dir, digests,
-                                                            tuned, self.args.point_timeout)
-                    rec = dcmtk_peer.record(seconds, total, error, size, count, tuned, self.link.label, run)
+                    seconds, total, error, timed = dcmtk_peer.send(self.link.cli, self.host, port, paths, out_dir,
+                                                                   digests, tuned, self.args.point_timeout)
+                    rec = dcmtk_peer.record(seconds, total, error, size, count, tuned, self.link.label, run, timed)
+                    if timed != "association":
+                        log("%s run %d: storescu's log did not show its association; timed the whole process "
+                            "(start-up included)" % (label, run))
                     self.results.append(rec)
                     if error:
                         self.fail(label + ": " + error)
@@ -261,9 +266,12 @@ class Suite:
             for variant in SOCKET_VARIANTS:
                 if variant not in variants:
                     continue
+                directions = directions_of(variant, self.args.directions)
+                if not directions:
+                    continue
                 server, port = self.start_bsbench_server(variant, buffer_text)
                 for size, count in points(self.plan):
-                    for direction in self.args.directions:
+                    for direction in directions:
                         self.client(variant, port, direction, size, count, buffer_text)
                 self.stop(server)
             for target in STORE_TARGETS:

@@ -22,11 +22,36 @@ RECORD_FIELDS = ("variant", "target", "direction", "blob_bytes", "count", "socke
 # A point of the summary: records with equal values of these are one group.
 POINT_FIELDS = ("link", "variant", "direction", "blob_bytes", "count", "socket_buffer")
 # Per point: number of runs, throughput in MB/s (10^6 bytes per second),
-# ratios (None when the reference was not measured).
+# ratios of medians (None when the reference was not measured at that point:
+# raw-c-durable and DCMTK push only). Fields are only ever added here, never
+# renamed, so that older readers of summary.json keep working.
 ROW_FIELDS = ("runs", "median_MBps", "min_MBps", "max_MBps", "ratio_to_raw_c", "ratio_to_iperf3",
-              "ratio_to_dcmtk_default")
+              "ratio_to_dcmtk_default", "ratio_to_corba", "ratio_to_raw_c_durable")
 # Peak resident set size (VmHWM, KiB) of each blobstored after its points.
 RSS_FIELDS = ("target", "socket_buffer", "largest_blob_bytes", "peak_rss_kib")
+
+
+# One colour per series (series_name), the same in every panel of every
+# plot, so that one legend is right for all of them.
+SERIES_COLOURS = {
+    "raw-c": "#1f77b4",
+    "raw-c-durable": "#17becf",
+    "ace": "#ff7f0e",
+    "corba": "#2ca02c",
+    "blobstreaming/memory": "#d62728",
+    "blobstreaming/memory" + NO_VERIFY: "#ff9896",
+    "blobstreaming/file": "#9467bd",
+    "blobstreaming/file" + NO_VERIFY: "#c5b0d5",
+    "dcmtk/default": "#8c564b",
+    "dcmtk/tuned": "#e377c2",
+    "iperf3": "#7f7f7f",
+}
+OTHER_COLOUR = "#000000"  # a series this table does not know yet
+
+
+def series_colour(name):
+    """The fixed colour of a series (SERIES_COLOURS), black when unknown."""
+    return SERIES_COLOURS.get(name, OTHER_COLOUR)
 
 
 def buffer_bytes(text):

@@ -11,7 +11,11 @@ CLEANFILES += $(bsbench_idl_generated) benchmarks/idl/.stamp benchmarks/bsbench$
 	benchmarks/libbsbench_idl.la
 EXTRA_DIST += benchmarks/BsBench.idl benchmarks/run_bench.py benchmarks/plot.py benchmarks/dcmtk_peer.py \
 	benchmarks/bench_link.py benchmarks/tun_delay.py benchmarks/bench_plan.py benchmarks/bench_runner.py \
-	benchmarks/bench_summary.py benchmarks/bench_schema.py
+	benchmarks/bench_summary.py benchmarks/bench_schema.py benchmarks/tests/test_plot.py
+
+# plot.py's colours and legend, on a made-up results.json (no network, no
+# bsbench; skips with 77 when no python3 has matplotlib).
+TESTS += benchmarks/tests/test_plot.py
 
 $(bsbench_idl_generated): benchmarks/idl/.stamp
 	@test -f $@ || { rm -f benchmarks/idl/.stamp; $(MAKE) $(AM_MAKEFLAGS) benchmarks/idl/.stamp; }
@@ -43,6 +47,8 @@ benchmarks_bsbench_SOURCES = \
 	benchmarks/src/WireClient.h \
 	benchmarks/src/WireSession.h \
 	benchmarks/src/RawC.cpp \
+	benchmarks/src/DurableFiles.cpp \
+	benchmarks/src/DurableFiles.h \
 	benchmarks/src/Ace.cpp \
 	benchmarks/src/Corba.cpp \
 	benchmarks/src/BlobStreamingVariant.cpp
@@ -79,14 +85,18 @@ bench: $(bench_programs)
 	    $(bench_plot) $$dir/results.json --out $$dir; fi; \
 	done
 
-# Smoke run for CI (< 2 minutes): few sizes and runs, loopback only; fails
+# Smoke run for CI (2-3 minutes on a busy 2-vCPU VM): few sizes and runs, loopback only; fails
 # when any variant moved wrong bytes (SHA-256) or the digest check itself
 # misses a corrupted byte, never on speed.
-# It also checks that contradictory options are refused with the exact error.
+# It also checks that contradictory options (--no-verify with raw-c, a
+# raw-c-durable pull, an unknown --variants name) are refused with the exact error.
 bench-quick: $(bench_programs)
 	@out=`$(abs_top_builddir)/benchmarks/bsbench$(EXEEXT) -c 127.0.0.1 -p 1 --variant raw-c --no-verify 2>&1`; \
 	  rc=$$?; if test $$rc != 1 || ! echo "$$out" | grep -q -e '--no-verify: only with --variant blobstreaming'; \
 	  then echo "bench-quick: bsbench --variant raw-c --no-verify: exit $$rc: $$out" >&2; exit 1; fi
+	@out=`$(abs_top_builddir)/benchmarks/bsbench$(EXEEXT) -c 127.0.0.1 -p 1 --variant raw-c-durable --direction pull 2>&1`; \
+	  rc=$$?; if test $$rc != 1 || ! echo "$$out" | grep -q -e '--variant raw-c-durable is push-only'; \
+	  then echo "bench-quick: bsbench --variant raw-c-durable --direction pull: exit $$rc: $$out" >&2; exit 1; fi
 	@out=`$(bench_driver) --variants raw-c,no-such-variant 2>&1`; \
 	  rc=$$?; if test $$rc != 2 || ! echo "$$out" | grep -q -e '--variants: unknown no-such-variant; allowed: raw-c,'; \
 	  then echo "bench-quick: run_bench.py --variants raw-c,no-such-variant: exit $$rc: $$out" >&2; exit 1; fi

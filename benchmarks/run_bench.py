@@ -2,7 +2,7 @@
 """Runs the push/pull benchmark suite and writes its results.
 
 Starts, on 127.0.0.1 with ephemeral ports, one bsbench server per socket
-variant (raw-c, ace, corba), omniNames and two blobstored daemons (a
+variant (raw-c, raw-c-durable for pushes, ace, corba), omniNames and two blobstored daemons (a
 MemoryStore and a FileStore) for the blobstreaming variant, and iperf3 as
 the single-stream ceiling; runs every variant over every point (blob size or
 series, direction, socket buffer) in this one invocation; stops every process
@@ -12,7 +12,8 @@ Writes into --out:
   results.json  {"machine": ..., "config": ..., "results": [one iperf3-shaped
                 object per run, with variant, target, direction, blob_bytes,
                 count, socket_buffer, link, run]}
-  summary.json  median/min/max per point and the ratios to raw-c and iperf3
+  summary.json  median/min/max per point and the ratios to raw-c, raw-c-durable
+                (push), corba, iperf3 and DCMTK (push)
   summary.md    the same as a Markdown table
 
 Exit status: 0 when every run of every variant moved the right bytes
@@ -87,6 +88,7 @@ def write(out, suite, plan, args):
                    "failures": suite.failures}, f, indent=1)
     with open(os.path.join(out, "summary.md"), "w") as f:
         f.write(bench_summary.markdown(rows, suite.rss))
+        f.write(bench_summary.dcmtk_timing_note(suite.results))
         f.write("\nGoals of the issue (default buffers; reported, not asserted):\n\n" +
                 bench_summary.targets(rows, suite.rss))
 

@@ -36,7 +36,7 @@ po::options_description describe()
         ("port,p", po::value<std::string>()->value_name("PORT"), "server port; server default 0 = ephemeral, printed when ready")
         ("bind,B", po::value<std::string>()->value_name("ADDRESS"), "server address (default 127.0.0.1)")
         ("one-off,1", "server: handle one client, then exit")
-        ("variant", po::value<std::string>()->value_name("V"), "raw-c | ace | corba | blobstreaming (default raw-c)")
+        ("variant", po::value<std::string>()->value_name("V"), "raw-c | raw-c-durable | ace | corba | blobstreaming (default raw-c)")
         ("direction", po::value<std::string>()->value_name("D"), "push | pull (default push)")
         ("size", po::value<std::string>()->value_name("BYTES"), "bytes per blob, K M G T (x1024) allowed, 1 to 1T (default 1M)")
         ("count", po::value<std::string>()->value_name("N"), "blobs per timed run, e.g. 200 slices (default 1)")
@@ -48,6 +48,8 @@ po::options_description describe()
         ("local-fast-path", "blobstreaming: allow same-host file pulls (default off)")
         ("no-verify", "blobstreaming pull: the library does not hash while receiving "
                       "(bsbench still checks every blob's digest after the timed runs)")
+        ("dir", po::value<std::string>()->value_name("DIR"), "raw-c-durable server: directory for the received files, "
+                                                            "each fdatasync()ed before its Ack (default $TMPDIR, else /tmp)")
         ("link", po::value<std::string>()->value_name("NAME"), "label recorded in the JSON (default loopback)")
         ("corrupt", "server: flip one byte of every blob moved (tests the digest check)")
         ("json,J", "one JSON object per run, one per line")
@@ -106,9 +108,9 @@ Config parse_command_line(int argc, char** argv)
     config.json = vm.count("json") != 0;
     if (vm.count("variant")) {
         config.variant = text("variant");
-        if (config.variant != "raw-c" && config.variant != "ace" && config.variant != "corba" &&
-            config.variant != "blobstreaming")
-            bad("--variant", config.variant, "expected raw-c, ace, corba or blobstreaming");
+        if (config.variant != "raw-c" && config.variant != "raw-c-durable" && config.variant != "ace" &&
+            config.variant != "corba" && config.variant != "blobstreaming")
+            bad("--variant", config.variant, "expected raw-c, raw-c-durable, ace, corba or blobstreaming");
     }
     if (vm.count("direction")) {
         const std::string value = text("direction");
@@ -129,6 +131,8 @@ Config parse_command_line(int argc, char** argv)
     config.local_fast_path = vm.count("local-fast-path") != 0;
     config.verify = vm.count("no-verify") == 0;
     if (vm.count("link")) config.link = text("link");
+    const char* tmpdir = std::getenv("TMPDIR");
+    config.durable_dir = vm.count("dir") ? text("dir") : tmpdir && *tmpdir ? tmpdir : "/tmp";
     config.corrupt = vm.count("corrupt") != 0;
     if (server == client) throw Error(Errc::invalid_argument, "must either be a client (-c) or server (-s)");
     config.role = server ? Role::server : Role::client;
@@ -141,6 +145,13 @@ Config parse_command_line(int argc, char** argv)
         throw Error(Errc::invalid_argument, "--no-verify: only with --variant blobstreaming (it switches off the "
                                             "client library's pull check), not with --variant " +
                                                 config.variant);
+    if (config.variant == "raw-c-durable" && config.direction == Direction::pull)
+        bad("--direction", "pull",
+            "--variant raw-c-durable is push-only (it measures writing what it receives "
+            "to disk); pull from raw-c");
+    if (vm.count("dir") && (config.variant != "raw-c-durable" || !server))
+        throw Error(Errc::invalid_argument, "--dir: only for a --variant raw-c-durable server, not for a " +
+                                                config.variant + (server ? " server" : " client"));
     return config;
 }
 

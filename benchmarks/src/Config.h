@@ -17,7 +17,7 @@ struct Config {
     Role role = Role::client;
     std::string host = "127.0.0.1";  ///< -c HOST (server: address to bind)
     std::uint16_t port = 0;          ///< 0: ephemeral (server), required (client)
-    std::string variant = "raw-c";   ///< raw-c | ace | corba | blobstreaming
+    std::string variant = "raw-c";   ///< raw-c | raw-c-durable | ace | corba | blobstreaming
     Direction direction = Direction::push;
     std::uint64_t size = 1U << 20;   ///< bytes per blob
     std::uint32_t count = 1;         ///< blobs per timed run (a series)
@@ -34,6 +34,9 @@ struct Config {
     /// check after the timed interval runs either way.
     bool verify = true;
     std::string link = "loopback";  ///< recorded in the JSON as `link`
+    /// raw-c-durable server: where its directory of received files goes
+    /// (--dir; default $TMPDIR, else /tmp).
+    std::string durable_dir;
     /// Server, for checking the checks: flips one byte of every blob it
     /// receives or sends, so that every client run must fail its digest.
     bool corrupt = false;

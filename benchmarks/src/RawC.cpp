@@ -1,4 +1,7 @@
 // raw-c: plain BSD sockets, a read()/write() loop of --chunk bytes per call.
+// raw-c-durable: the same client and server, the server also storing every
+// pushed blob as a durable file before its Ack (DurableFiles.h).
+#include "DurableFiles.h"
 #include "WireClient.h"
 
 #include <blobstreaming/common/UniqueFd.h>
@@ -112,29 +115,43 @@ public:
 
 std::unique_ptr<ClientTransport> make_raw_c_client() { return std::make_unique<RawCClient>(); }
 
-void serve_raw_c(const Config& config)
+namespace {
+
+/// The raw-c server loop; `sink` (may be null) also stores pushed blobs.
+void serve_raw(const Config& config, const char* variant, wire::PushSink* sink)
 {
+    const std::string who = std::string(variant) + " server";
     UniqueFd listener(socket(AF_INET, SOCK_STREAM, 0));
-    if (!listener) throw Error(Errc::transfer_failed, "raw-c server: socket: " + errno_text(errno));
+    if (!listener) throw Error(Errc::transfer_failed, who + ": socket: " + errno_text(errno));
     const int one = 1;
     setsockopt(listener.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     set_buffers(listener.get(), config.socket_buffer);  // inherited by accepted sockets
     sockaddr_in a = make_address(config.host, config.port);
     if (bind(listener.get(), reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0 || listen(listener.get(), 8) != 0)
-        throw Error(Errc::transfer_failed, "raw-c server: bind/listen on " + config.host + ":" +
-                                               std::to_string(config.port) + ": " + errno_text(errno));
+        throw Error(Errc::transfer_failed, who + ": bind/listen on " + config.host + ":" + std::to_string(config.port) +
+                                               ": " + errno_text(errno));
     socklen_t len = sizeof a;
     getsockname(listener.get(), reinterpret_cast<sockaddr*>(&a), &len);
-    announce_ready("raw-c", config.host, ntohs(a.sin_port));
+    announce_ready(variant, config.host, ntohs(a.sin_port));
     do {
         UniqueFd fd(accept(listener.get(), nullptr, nullptr));
         if (!fd) {
             if (errno == EINTR) continue;
-            throw Error(Errc::transfer_failed, "raw-c server: accept: " + errno_text(errno));
+            throw Error(Errc::transfer_failed, who + ": accept: " + errno_text(errno));
         }
         RawStream stream(std::move(fd), config.chunk);
-        wire::serve_reporting(stream, config.corrupt, "raw-c");
+        wire::serve_reporting(stream, config.corrupt, variant, sink);
     } while (!config.one_off);
+}
+
+}  // namespace
+
+void serve_raw_c(const Config& config) { serve_raw(config, "raw-c", nullptr); }
+
+void serve_raw_c_durable(const Config& config)
+{
+    DurableFiles files(config.durable_dir);
+    serve_raw(config, "raw-c-durable", &files);
 }
 
 }  // namespace blobstreaming::bench

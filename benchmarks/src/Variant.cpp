@@ -8,6 +8,7 @@ const Variant* find_variant(const std::string& name)
 {
     static const Variant kVariants[] = {
         {"raw-c", make_raw_c_client, serve_raw_c},
+        {"raw-c-durable", make_raw_c_client, serve_raw_c_durable},
         {"ace", make_ace_client, serve_ace},
         {"corba", make_corba_client, serve_corba},
         {"blobstreaming", make_blobstreaming_client, nullptr},

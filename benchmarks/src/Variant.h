@@ -56,6 +56,9 @@ const Variant* find_variant(const std::string& name);
 
 std::unique_ptr<ClientTransport> make_raw_c_client();
 void serve_raw_c(const Config& config);
+/// raw-c's server, storing every pushed blob as a durable file under
+/// Config::durable_dir before its Ack; push only. Its client is raw-c's.
+void serve_raw_c_durable(const Config& config);
 std::unique_ptr<ClientTransport> make_ace_client();
 void serve_ace(const Config& config);
 std::unique_ptr<ClientTransport> make_corba_client();

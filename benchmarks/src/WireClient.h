@@ -47,10 +47,10 @@ private:
 /// Serves one accepted connection of `variant`: a client that misbehaves or
 /// drops is reported on stderr and the server goes on.
 template <class Stream>
-void serve_reporting(Stream& stream, bool corrupt, const char* variant)
+void serve_reporting(Stream& stream, bool corrupt, const char* variant, PushSink* sink = nullptr)
 {
     try {
-        serve_connection(stream, corrupt);
+        serve_connection(stream, corrupt, sink);
     } catch (const Error& e) {
         std::fprintf(stderr, "bsbench: %s server: client dropped: %s\n", variant, e.what());
     }

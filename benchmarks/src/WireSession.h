@@ -15,6 +15,10 @@
 /// Stream: `void send_all(const void*, std::size_t)`, `void recv_all(void*, std::size_t)`
 /// (both throw Error(transfer_failed) on failure or EOF), and
 /// `bool recv_first(void*, std::size_t)` (false on a clean EOF before the first byte).
+///
+/// A server may be given a PushSink (raw-c-durable): every pushed blob is
+/// then handed to it after its last byte arrived and before the Ack, and the
+/// digests after a push run are those of what the sink holds.
 
 #include "Workload.h"
 
@@ -90,6 +94,22 @@ inline Control decode_control(const std::uint8_t* b)
     return {get_u32(b), get_u32(b + 4), get_u64(b + 8), get_u64(b + 16)};
 }
 
+/// Where a server puts pushed blobs besides its memory (e.g. durable files).
+class PushSink {
+public:
+    virtual ~PushSink() = default;
+    /// Called once per push, after its last byte arrived and before the
+    /// Ack: when it returns, the blob is stored as the sink promises.
+    /// Throws Error; the connection then ends without an Ack.
+    virtual void store(std::uint32_t index, const std::uint8_t* data, std::uint64_t size) = 0;
+    /// Untimed, after a push run: SHA-256 of blobs 0..count-1 as the sink
+    /// holds them (of no bytes for one never stored); then forgets them, so
+    /// that the next run must store its own.
+    virtual std::vector<Digest> digests_then_clear(std::uint32_t count) = 0;
+    /// The variant's name in messages.
+    virtual const char* name() const noexcept = 0;
+};
+
 /// Client side of one connection.
 template <class Stream>
 class ClientSession {
@@ -148,9 +168,11 @@ private:
 
 /// Server side of one connection: returns when the client closes it; throws
 /// Error when it misbehaves or the connection breaks. `corrupt`: flip a byte
-/// of every blob received or sent (Config::corrupt).
+/// of every blob received or sent (Config::corrupt). `sink` (may be null):
+/// also stores every pushed blob there before the Ack; such a server serves
+/// push only.
 template <class Stream>
-void serve_connection(Stream& stream, bool corrupt)
+void serve_connection(Stream& stream, bool corrupt, PushSink* sink = nullptr)
 {
     std::array<std::uint8_t, kHelloSize> hello{};
     if (!stream.recv_first(hello.data(), hello.size())) return;
@@ -160,6 +182,9 @@ void serve_connection(Stream& stream, bool corrupt)
     const std::uint32_t count = get_u32(hello.data() + 16);
     if (size == 0 || count == 0 || size > (8ULL << 30) / count)
         throw Error(Errc::invalid_argument, "hello: size x count out of range");
+    if (pull && sink != nullptr)
+        throw Error(Errc::invalid_argument,
+                    std::string("hello: a pull; the ") + sink->name() + " server serves push only");
     BlobSet blobs(count, size, pull);
     stream.send_all(kMagic, 4);
 
@@ -167,7 +192,8 @@ void serve_connection(Stream& stream, bool corrupt)
     while (stream.recv_first(cb.data(), cb.size())) {
         const Control c = decode_control(cb.data());
         if (c.op == kDigests) {
-            for (const auto& d : blobs.digests()) stream.send_all(d.data(), d.size());
+            const auto digests = sink != nullptr ? sink->digests_then_clear(count) : blobs.digests();
+            for (const auto& d : digests) stream.send_all(d.data(), d.size());
             if (!pull) blobs.clear();  // the next run must deliver its own bytes
             continue;
         }
@@ -178,6 +204,13 @@ void serve_connection(Stream& stream, bool corrupt)
         if (c.op == kPush) {
             stream.recv_all(blobs.data(c.index) + c.offset, c.length);
             if (corrupt && c.length > 0) blobs.data(c.index)[c.offset] ^= 0x01;
+            if (sink != nullptr) {
+                if (c.offset != 0 || c.length != size)
+                    throw Error(Errc::invalid_range, std::string("control: ") + sink->name() +
+                                                         " stores whole blobs only, not a range " +
+                                                         std::to_string(c.offset) + "+" + std::to_string(c.length));
+                sink->store(c.index, blobs.data(c.index), size);
+            }
             std::uint8_t ack[8];
             put_u64(ack, c.length);
             stream.send_all(ack, sizeof ack);
