@@ -18,6 +18,7 @@ faster) and, with --json, one JSON object.
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -35,15 +36,25 @@ def parse_size(text):
     return int(text)
 
 
+def cpu_of_children():
+    u = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return u.ru_utime + u.ru_stime
+
+
 def time_file_pulls(c, name, store, runs):
-    times = {"tcp": [], "local": []}
+    """Wall time of each `blob pull` process, its `seconds` (the transfer as
+    the library timed it) and its CPU time (user + system: what a loaded
+    machine does not hide)."""
+    times = {"tcp": [], "local": [], "tcp_transfer": [], "local_transfer": [], "tcp_cpu": [], "local_cpu": []}
     out = c.path("pulled")
     for _ in range(runs):
         for mode in ("tcp", "local"):
             args = (["--no-local"] if mode == "tcp" else []) + ["pull", name, out]
-            t0 = time.monotonic()
+            cpu0, t0 = cpu_of_children(), time.monotonic()
             r = c.blob(*args, store=store).ok()
             times[mode].append(time.monotonic() - t0)
+            times[mode + "_cpu"].append(cpu_of_children() - cpu0)
+            times[mode + "_transfer"].append(r["seconds"])
             check(r.get("local") == (mode == "local"), f"blob {' '.join(args)}: local is {r.get('local')}")
             os.unlink(out)
     return times
@@ -69,10 +80,16 @@ def time_memory_pulls(c, store, size, runs):
 
 def summary(times, size):
     tcp, local = statistics.median(times["tcp"]), statistics.median(times["local"])
-    return {"tcp_s": [round(t, 3) for t in times["tcp"]], "local_s": [round(t, 3) for t in times["local"]],
-            "tcp_median_s": round(tcp, 3), "local_median_s": round(local, 3),
-            "tcp_mb_s": round(size / tcp / 1e6), "local_mb_s": round(size / local / 1e6),
-            "ratio_local_to_tcp": round(local / tcp, 2)}
+    out = {"tcp_s": [round(t, 3) for t in times["tcp"]], "local_s": [round(t, 3) for t in times["local"]],
+           "tcp_median_s": round(tcp, 3), "local_median_s": round(local, 3),
+           "tcp_mb_s": round(size / tcp / 1e6), "local_mb_s": round(size / local / 1e6),
+           "ratio_local_to_tcp": round(local / tcp, 2)}
+    for extra in ("transfer", "cpu"):
+        if times.get("tcp_" + extra):
+            t, l = statistics.median(times["tcp_" + extra]), statistics.median(times["local_" + extra])
+            out.update({f"tcp_{extra}_median_s": round(t, 3), f"local_{extra}_median_s": round(l, 3),
+                        f"ratio_{extra}_local_to_tcp": round(l / t, 2)})
+    return out
 
 
 def main():
