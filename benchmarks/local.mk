@@ -11,7 +11,7 @@ CLEANFILES += $(bsbench_idl_generated) benchmarks/idl/.stamp benchmarks/bsbench$
 	benchmarks/libbsbench_idl.la
 EXTRA_DIST += benchmarks/BsBench.idl benchmarks/run_bench.py benchmarks/plot.py benchmarks/dcmtk_peer.py \
 	benchmarks/bench_link.py benchmarks/tun_delay.py benchmarks/bench_plan.py benchmarks/bench_runner.py \
-	benchmarks/bench_summary.py benchmarks/bench_schema.py benchmarks/tests/test_plot.py
+	benchmarks/bench_summary.py benchmarks/bench_schema.py benchmarks/local_pull.py benchmarks/tests/test_plot.py
 
 # plot.py's colours and legend, on a made-up results.json (no network, no
 # bsbench; skips with 77 when no python3 has matplotlib).

@@ -1,4 +1,5 @@
 #include "LocalRead.h"
+#include "HashPipeline.h"
 #include "UserCallback.h"
 
 #include <blobstreaming/blobstore/FileStore.h>
@@ -57,6 +58,26 @@ LocalRange open_local(const LocalFile& file, std::uint64_t offset, std::uint64_t
     return range;
 }
 
+namespace {
+
+/// Reads exactly `n` bytes of `fd` at `offset` into `out`. Throws
+/// Errc::io_error (a read error, or the file ended early).
+void read_exact(const LocalRange& range, std::uint64_t offset, std::uint8_t* out, std::size_t n,
+                const std::string& what)
+{
+    std::size_t done = 0;
+    while (done < n) {
+        const ssize_t r = ::pread(range.fd(), out + done, n - done, static_cast<off_t>(offset + done));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0)
+            throw Error(Errc::io_error, what + ": cannot read local file " + range.file().path + ": " +
+                                            (r < 0 ? std::strerror(errno) : "it ended early"));
+        done += static_cast<std::size_t>(r);
+    }
+}
+
+}  // namespace
+
 std::uint64_t copy_local(const LocalRange& range, Sink& sink, bool verify, const std::string& what,
                          const Progress& progress)
 {
@@ -64,14 +85,25 @@ std::uint64_t copy_local(const LocalRange& range, Sink& sink, bool verify, const
     const BlobInfo& info = range.file().info;
     sink.open(length);
     const bool whole = verify && range.offset() == 0 && length == info.size;
-    Sha256 hash;
+    // The mapping stays until this returns, and `hash` (declared after the
+    // range it reads) stops its helper first on every way out.
+    HashPipeline hash;
+    if (whole) {
+        if (length >= HashPipeline::kBackgroundFrom) hash.run_in_background();
+        hash.update(range.data(), static_cast<std::size_t>(length));
+    }
+    const std::uint64_t base = range.file().data_offset + range.offset();
     std::uint64_t done = 0;
     while (done < length) {
-        auto [window, room] = sink.window();
-        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(room, length - done));
-        std::memcpy(window, range.data() + done, n);
-        if (whole) hash.update(range.data() + done, n);
-        sink.commit(n);
+        auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kLocalSlice, length - done));
+        if (const std::size_t moved = sink.copy_from_file(range.fd(), base + done, n); moved > 0) {
+            n = moved;
+        } else {
+            auto [window, room] = sink.window();
+            n = std::min(n, room);
+            read_exact(range, base + done, window, n, what);
+            sink.commit(n);
+        }
         done += n;
         if (progress) call_user("progress callback", what, progress, done, length);
     }

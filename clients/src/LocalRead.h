@@ -32,6 +32,9 @@ public:
     std::uint64_t length() const noexcept { return length_; }
     /// The range's first byte (nullptr when the range is empty).
     const std::uint8_t* data() const noexcept { return map_.data(); }
+    /// The store's file, open for reading; the range starts at byte
+    /// file().data_offset + offset() of it.
+    int fd() const noexcept { return fd_.get(); }
 
 private:
     friend LocalRange open_local(const LocalFile&, std::uint64_t, std::uint64_t, const std::string&);
@@ -52,9 +55,16 @@ LocalRange open_local(const LocalFile& file, std::uint64_t offset, std::uint64_t
 /// Opens `sink`, copies the range into it, checks the whole Blob's digest
 /// when the range is the whole Blob and `verify` is set, then finishes the
 /// sink (on success only: the caller abandons it on failure). Returns the
-/// bytes delivered. Throws Error: the sink's (Errc::io_error: its
+/// bytes delivered. The bytes move by slices of kLocalSlice: inside the
+/// kernel when the sink takes it (Sink::copy_from_file: a regular file),
+/// else read(2) straight into the sink's window (memory, a bounce buffer);
+/// from 4 MiB on the digest is computed from the mapping on a HashPipeline
+/// helper thread at the same time. `progress` is called after each slice. Throws Error: the sink's (Errc::io_error: its
 /// destination failed, possibly after bytes were written),
 /// Errc::digest_mismatch. Not to be retried over the network.
+/// Bytes moved between two progress calls.
+constexpr std::size_t kLocalSlice = std::size_t{8} << 20;
+
 std::uint64_t copy_local(const LocalRange& range, Sink& sink, bool verify, const std::string& what,
                          const Progress& progress);
 

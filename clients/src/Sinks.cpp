@@ -51,6 +51,41 @@ bool set_blocking(int fd) noexcept
     return flags >= 0 && ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0;
 }
 
+/// copy_file_range from a store's file into a destination that is a
+/// regular file, written at its current offset. Off for good at the first
+/// refusal (not the same kind of file system on an old kernel, an O_APPEND
+/// descriptor, no such call): the bytes then go through the bounce buffer,
+/// after what was copied (the destination's offset moved with it).
+class KernelCopy {
+public:
+    /// Decides from what `fd` is: on for a regular file only.
+    void arm(int fd) noexcept
+    {
+        struct stat st {};
+        on_ = fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    }
+    std::size_t copy(int from, std::uint64_t offset, std::size_t n, int to, const std::string& what,
+                     const std::string& label)
+    {
+        auto in = static_cast<loff_t>(offset);
+        while (on_) {
+            const ssize_t c = ::copy_file_range(from, &in, to, nullptr, n, 0);
+            if (c > 0) return static_cast<std::size_t>(c);
+            if (c < 0 && errno == EINTR) continue;
+            if (c == 0 || errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP ||
+                errno == EBADF) {
+                on_ = false;
+                break;
+            }
+            throw Error(Errc::io_error, what + ": cannot write " + label + ": " + std::strerror(errno));
+        }
+        return 0;
+    }
+
+private:
+    bool on_ = false;
+};
+
 std::size_t bounce_size(std::uint64_t length)
 {
     return static_cast<std::size_t>(std::min<std::uint64_t>(std::max<std::uint64_t>(length, 1), kStreamChunk));
@@ -81,16 +116,25 @@ public:
     DescriptorSink(int fd, std::string label, std::string what)
         : fd_(fd), label_(std::move(label)), what_(std::move(what))
     {}
-    void open(std::uint64_t length) override { buffer_.resize(bounce_size(length)); }
+    void open(std::uint64_t length) override
+    {
+        buffer_.resize(bounce_size(length));
+        copy_.arm(fd_);
+    }
     std::pair<std::uint8_t*, std::size_t> window() override { return {buffer_.data(), buffer_.size()}; }
     void commit(std::size_t n) override { write_all(fd_, buffer_.data(), n, what_, label_); }
     void finish() override {}
+    std::size_t copy_from_file(int fd, std::uint64_t offset, std::size_t n) override
+    {
+        return copy_.copy(fd, offset, n, fd_, what_, label_);
+    }
 
 private:
     int fd_;
     std::string label_;
     std::string what_;
     std::vector<std::uint8_t> buffer_;
+    KernelCopy copy_;
 };
 
 /// A named file (PullSink::file), through a bounce buffer. What open()
@@ -109,6 +153,37 @@ public:
     {
         buffer_.resize(bounce_size(length));
         if (path_.empty()) throw Error(Errc::invalid_argument, what_ + ": the output file name is empty");
+        open_destination();
+        copy_.arm(fd_.get());
+    }
+    std::pair<std::uint8_t*, std::size_t> window() override { return {buffer_.data(), buffer_.size()}; }
+    void commit(std::size_t n) override { write_all(fd_.get(), buffer_.data(), n, what_, path_); }
+    std::size_t copy_from_file(int fd, std::uint64_t offset, std::size_t n) override
+    {
+        return copy_.copy(fd, offset, n, fd_.get(), what_, path_);
+    }
+    void finish() override
+    {
+        if (fd_ && ::close(fd_.release()) != 0) {
+            const int err = errno;
+            remove_temporary();
+            throw Error(Errc::io_error, what_ + ": cannot write " + path_ + ": " + std::strerror(err));
+        }
+        if (!temporary_.empty()) {
+            if (::rename(temporary_.c_str(), target_.c_str()) != 0) {
+                const int err = errno;
+                remove_temporary();
+                throw Error(Errc::io_error,
+                            what_ + ": cannot rename " + temporary_ + " to " + target_ + ": " + std::strerror(err));
+            }
+            temporary_.clear();
+        }
+    }
+    void abandon() noexcept override { remove_temporary(); }
+
+private:
+    void open_destination()
+    {
         if (resume_at_) return open_to_resume();
         // Opened without O_CREAT or O_TRUNC: this changes nothing, checks
         // that the caller may write there, and tells what is there.
@@ -136,28 +211,7 @@ public:
             throw Error(Errc::io_error, what_ + ": cannot use " + path_ + ": " + std::strerror(errno));
         fd_ = std::move(fd);
     }
-    std::pair<std::uint8_t*, std::size_t> window() override { return {buffer_.data(), buffer_.size()}; }
-    void commit(std::size_t n) override { write_all(fd_.get(), buffer_.data(), n, what_, path_); }
-    void finish() override
-    {
-        if (fd_ && ::close(fd_.release()) != 0) {
-            const int err = errno;
-            remove_temporary();
-            throw Error(Errc::io_error, what_ + ": cannot write " + path_ + ": " + std::strerror(err));
-        }
-        if (!temporary_.empty()) {
-            if (::rename(temporary_.c_str(), target_.c_str()) != 0) {
-                const int err = errno;
-                remove_temporary();
-                throw Error(Errc::io_error,
-                            what_ + ": cannot rename " + temporary_ + " to " + target_ + ": " + std::strerror(err));
-            }
-            temporary_.clear();
-        }
-    }
-    void abandon() noexcept override { remove_temporary(); }
 
-private:
     /// Resuming: the bytes already there stay, the rest is appended; a
     /// failure keeps what the file holds for the next resume.
     void open_to_resume()
@@ -233,6 +287,7 @@ private:
     std::string target_;     ///< what finish() replaces: path_ with its links followed
     std::string temporary_;  ///< the file written, until finish() renamed it
     std::vector<std::uint8_t> buffer_;
+    KernelCopy copy_;
 };
 
 /// Receives straight into contiguous memory (the caller's vector or buffer).

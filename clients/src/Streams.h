@@ -88,6 +88,13 @@ public:
     /// Bytes received into window() stay unchanged in place until the
     /// transfer ends (no bounce buffer), so a helper thread may hash them.
     virtual bool stable() const noexcept { return false; }
+    /// The same-host path: moves up to `n` bytes of the file `fd` from
+    /// `offset` into the destination inside the kernel (copy_file_range, no
+    /// pass through user space) and returns how many; 0 when this
+    /// destination takes no kernel copy (not a regular file, a file system
+    /// that refuses it), and then the bytes go through window() and commit().
+    /// Throws Error (Errc::io_error naming the destination) when it fails.
+    virtual std::size_t copy_from_file(int /*fd*/, std::uint64_t /*offset*/, std::size_t /*n*/) { return 0; }
 };
 
 /// `resume_at` (file sinks only): the file's first bytes are already the

@@ -271,6 +271,80 @@ BOOST_AUTO_TEST_CASE(inherited_descriptors_are_written_where_they_stand)
     BOOST_TEST(read_file(path) == kOld + kNew + kNew + kNew);
 }
 
+/// Copies [offset, offset + n) of `from` into `sink` as the same-host path
+/// does: kernel copy where the sink takes it, else its window. Returns how
+/// many bytes went by kernel copy.
+std::size_t deliver_from_file(Sink& sink, int from, std::uint64_t offset, std::size_t n)
+{
+    sink.open(n);
+    std::size_t done = 0;
+    std::size_t kernel = 0;
+    while (done < n) {
+        std::size_t moved = sink.copy_from_file(from, offset + done, n - done);
+        kernel += moved;
+        if (moved == 0) {
+            auto [window, room] = sink.window();
+            moved = std::min(room, n - done);
+            BOOST_REQUIRE(::pread(from, window, moved, static_cast<off_t>(offset + done)) ==
+                          static_cast<ssize_t>(moved));
+            sink.commit(moved);
+        }
+        done += moved;
+    }
+    sink.finish();
+    return kernel;
+}
+
+BOOST_AUTO_TEST_CASE(kernel_copies_go_to_regular_files_and_other_destinations_fall_back)
+{
+    TempDir dir;
+    const std::string source = dir / "store-file";
+    write_file(source, kOld + kNew);
+    const int from = ::open(source.c_str(), O_RDONLY);
+    BOOST_REQUIRE(from >= 0);
+
+    // A new regular file (through its temporary file): copied in the kernel.
+    const std::string path = dir / "new.dcm";
+    auto file = make_sink(PullSink::file(path), "pull");
+    BOOST_TEST(deliver_from_file(*file, from, kOld.size(), kNew.size()) == kNew.size());
+    BOOST_TEST(read_file(path) == kNew);
+
+    // A pipe takes no kernel copy: every byte through the bounce buffer.
+    int pipe_fds[2];
+    BOOST_REQUIRE(::pipe(pipe_fds) == 0);
+    auto drained = std::async(std::launch::async, [fd = pipe_fds[0]] {
+        std::string got;
+        char buf[65536];
+        ssize_t n = 0;
+        while ((n = ::read(fd, buf, sizeof buf)) > 0) got.append(buf, static_cast<std::size_t>(n));
+        ::close(fd);
+        return got;
+    });
+    auto piped = make_sink(PullSink::descriptor(pipe_fds[1], "pipe"), "pull");
+    BOOST_TEST(deliver_from_file(*piped, from, kOld.size(), kNew.size()) == 0u);
+    piped.reset();
+    ::close(pipe_fds[1]);
+    BOOST_TEST(drained.get() == kNew);
+
+    // copy_file_range refuses an O_APPEND descriptor (EBADF): the bytes are
+    // appended through the bounce buffer instead.
+    const std::string appended = dir / "appended";
+    write_file(appended, kOld);
+    const int fd = ::open(appended.c_str(), O_WRONLY | O_APPEND);
+    BOOST_REQUIRE(fd >= 0);
+    auto append = make_sink(PullSink::descriptor(fd, "out"), "pull");
+    BOOST_TEST(deliver_from_file(*append, from, kOld.size(), kNew.size()) == 0u);
+    ::close(fd);
+    BOOST_TEST(read_file(appended) == kOld + kNew);
+
+    // Memory takes no kernel copy either.
+    std::vector<std::uint8_t> memory;
+    auto vector = make_sink(PullSink::memory(&memory), "pull");
+    BOOST_TEST(deliver_from_file(*vector, from, 0, kOld.size()) == 0u);
+    BOOST_TEST(std::string(memory.begin(), memory.end()) == kOld);
+    ::close(from);
+}
+
 BOOST_AUTO_TEST_CASE(resuming_needs_a_regular_file, *boost::unit_test::timeout(60))
 {
     TempDir dir;

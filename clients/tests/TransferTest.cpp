@@ -99,6 +99,56 @@ BOOST_AUTO_TEST_CASE(memory_round_trip_with_ranges)
     }
 }
 
+BOOST_AUTO_TEST_CASE(same_host_pulls_to_files_memory_and_a_consumer)
+{
+    // 20 MiB + 5: several slices of the local path, hashed on the helper
+    // thread; to a file (kernel copy), to memory, to a consumer (bounce
+    // buffer), whole and as a range, with progress on the reactor thread.
+    Session session(options("ws"));
+    const auto bytes = pattern(20 * 1024 * 1024 + 5, 7);
+    PushOptions replace;
+    replace.replace = true;
+    session.push_memory(bytes.data(), bytes.size(), "local.1", replace);
+    const std::string out = stores().ns.dir() + "/local-out.bin";
+    const auto read_back = [&out] {
+        std::ifstream in(out, std::ios::binary);
+        return std::vector<std::uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    };
+    std::vector<std::uint64_t> seen;
+    PullOptions whole;
+    whole.progress = [&seen](std::uint64_t done, std::uint64_t total) {
+        BOOST_TEST(total == 20u * 1024 * 1024 + 5);
+        seen.push_back(done);
+    };
+    const Result r = session.pull_file("local.1", out, whole);
+    BOOST_TEST(r.ok(), r.message);
+    BOOST_TEST(r.local);
+    BOOST_TEST((read_back() == bytes));
+    BOOST_REQUIRE(!seen.empty());
+    BOOST_TEST(std::is_sorted(seen.begin(), seen.end()));
+    BOOST_TEST(seen.back() == bytes.size());
+
+    PullOptions range;
+    range.offset = 4097;
+    range.length = 9 * 1024 * 1024;
+    BOOST_TEST(session.pull_file("local.1", out, range).ok());
+    BOOST_TEST(
+        (read_back() == std::vector<std::uint8_t>(bytes.begin() + 4097, bytes.begin() + 4097 + 9 * 1024 * 1024)));
+    BOOST_TEST((session.pull_memory("local.1") == bytes));
+
+    std::vector<std::uint8_t> consumed;
+    Result c;
+    session.pull("local.1",
+                 PullSink::consumer([&consumed](const std::uint8_t* data, std::size_t n, std::uint64_t offset) {
+                     BOOST_TEST(offset == consumed.size());
+                     consumed.insert(consumed.end(), data, data + n);
+                 }),
+                 PullOptions{}, Mode::Sync, [&c](const Result& x) { c = x; });
+    BOOST_TEST(c.ok(), c.message);
+    BOOST_TEST(c.local);
+    BOOST_TEST((consumed == bytes));
+}
+
 BOOST_AUTO_TEST_CASE(file_producer_and_consumer)
 {
     Session session(options("ws"));
