@@ -1,7 +1,8 @@
 #pragma once
-/// A FileStore reservation: a file in tmp/ filled in place through a sliding
-/// writable mapping (or, without fallocate, a bounce buffer written with
-/// pwrite), committed by writing its header, fsync and rename into blobs/.
+/// A FileStore reservation: a file in tmp/ filled with pwrite from a small
+/// reused buffer (its writeback started as the bytes arrive), committed by
+/// writing its header, fdatasync, rename into blobs/ and a directory fsync
+/// shared with concurrent commits.
 
 #include "FileStoreState.h"
 

@@ -30,7 +30,6 @@ namespace fs = std::filesystem;
 namespace blobstreaming {
 
 using detail::free_bytes_of;
-using detail::fsync_dir;
 using detail::is_no_space;
 using detail::read_header;
 
@@ -45,7 +44,7 @@ struct OpenBlob {
 /// Gives a new reservation file (`fd`, at `path`) the room for a Blob of
 /// `size` bytes and its header: fallocate; on a file system without it
 /// (ext2, vfat, ...) the blocks are allocated as the bytes are written
-/// (pwrite, never into a mapping), so the free space is checked now, so that
+/// (by pwrite), so the free space is checked now, so that
 /// a full file system still fails here, and the bytes are counted in
 /// State::promised (`promised`, `sparse` set). Returns 0 or the errno of the
 /// failed allocation; throws out_of_space (file removed, reservation closed)
@@ -94,6 +93,8 @@ std::optional<BlobInfo> FileStore::file_info(int fd, std::string& why) { return 
 const fs::path& FileStore::directory() const noexcept { return state_->root; }
 
 std::size_t FileStore::recovered_reservations() const noexcept { return state_->recovered; }
+
+std::uint64_t FileStore::directory_syncs() const { return state_->directory_sync.count(); }
 
 BlobInfo FileStore::stat(std::string_view name) const
 {
@@ -233,7 +234,7 @@ void FileStore::remove(std::string_view name)
     }
     if (state_->sync) {
         try {
-            fsync_dir(path.parent_path());
+            state_->directory_sync.sync(path.parent_path());
         } catch (const Error& e) {
             // Removed, as everyone now sees; only its durability is in doubt.
             spdlog::warn("file store {}: {}: {} (the removal may not survive a crash)", state_->root.string(), what,

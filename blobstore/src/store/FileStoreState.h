@@ -4,6 +4,7 @@
 /// opening: recovery of a crashed process's reservations and the scan that
 /// rebuilds the index. Shared by the store and its reservations.
 
+#include "FileSystem.h"
 #include "StoreIndex.h"
 
 #include <blobstreaming/blobstore/FileStore.h>
@@ -45,6 +46,9 @@ struct FileStore::State {
     /// Bytes that open reservations on a file system without fallocate will
     /// still write (guarded by `mutex`): the free space they are counting on.
     std::uint64_t promised = 0;
+    /// fsyncs of blobs/<fan-out>/ after renames and unlinks, shared by
+    /// concurrent commits and removals.
+    detail::DirectorySync directory_sync;
 
     State(const std::filesystem::path& dir, const Options& o)
         : root(dir), blobs(dir / "blobs"), tmp(dir / "tmp"), sync(o.sync), index(o.capacity)

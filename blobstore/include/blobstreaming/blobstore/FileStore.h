@@ -16,18 +16,20 @@ namespace blobstreaming {
 /// fan-out of 256 sub-directories chosen by a hash of the name; each file is
 /// a 4 KiB header (size, SHA-256, commit time, name) followed by the bytes,
 /// so that byte i of the Blob is at file offset 4096 + i (page aligned for
-/// mmap, usable by sendfile). Reservations are files in `tmp/`, filled in
-/// place, then fsync'ed and renamed into `blobs/` (and the directory fsync'ed).
+/// mmap, usable by sendfile). Reservations are files in `tmp/`, filled with
+/// pwrite from a small buffer (writeback started as the bytes arrive), then
+/// fsync'ed and renamed into `blobs/` (and the directory fsync'ed, shared by
+/// concurrent commits).
 ///
 /// Opening takes an exclusive lock on the directory (Errc::store_busy if
 /// another process or object holds it), removes leftover reservations of a
 /// crashed process and indexes the committed Blobs; files without a valid
 /// header are never listed.
 ///
-/// A reservation holds its file by path: a descriptor (and mapping) only
-/// while a transfer fills it. Without fallocate (ext2, vfat) it is filled
-/// with pwrite, never through a mapping, so that a full disk is
-/// Errc::out_of_space and never SIGBUS.
+/// A reservation holds its file by path: a descriptor (and buffer) only
+/// while a transfer fills it. It is never mapped, so that a full disk on a
+/// file system without fallocate (ext2, vfat) is Errc::out_of_space and
+/// never SIGBUS.
 ///
 /// The file system changed behind the store's back: a missing or replaced
 /// store directory (or blobs/, tmp/) is Errc::io_error naming the path for
@@ -82,6 +84,12 @@ public:
 
     /// How many leftover reservations the last open removed.
     std::size_t recovered_reservations() const noexcept;
+
+    /// How many directory fsyncs commits and removals made so far: commits
+    /// into one fan-out directory that arrive while its fsync is in flight
+    /// share the next one (group commit), so this can be lower than their
+    /// count.
+    std::uint64_t directory_syncs() const;
 
     struct State;
 
