@@ -74,8 +74,8 @@ clients_examples_single_threaded_LDADD = clients/libblobclient.la common/libblob
 # Tests: the data plane against a fake data port (no CORBA); Session against
 # a real omniNames ($OMNINAMES); Session transfers against real blobstored
 # daemons ($BS_BUILDDIR/blobstore/blobstored).
-clients_tests = clients/tests/CallbackTest clients/tests/DataPlaneTest clients/tests/HashPipelineTest \
-	clients/tests/SessionTest clients/tests/StreamsTest clients/tests/TransferTest
+clients_tests = clients/tests/CallbackTest clients/tests/ControlCallTest clients/tests/DataPlaneTest \
+	clients/tests/HashPipelineTest clients/tests/SessionTest clients/tests/StreamsTest clients/tests/TransferTest
 check_PROGRAMS += $(clients_tests)
 TESTS += $(clients_tests)
 clients_test_public_ldadd = clients/libblobclient.la common/libblobcommon.la $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
@@ -83,6 +83,10 @@ clients_test_public_ldadd = clients/libblobclient.la common/libblobcommon.la $(B
 clients_tests_CallbackTest_SOURCES = clients/tests/CallbackTest.cpp clients/tests/TestProcesses.h
 clients_tests_CallbackTest_CPPFLAGS = $(AM_CPPFLAGS) -DBOOST_TEST_DYN_LINK
 clients_tests_CallbackTest_LDADD = $(clients_test_public_ldadd)
+
+clients_tests_ControlCallTest_SOURCES = clients/tests/ControlCallTest.cpp clients/tests/TestProcesses.h
+clients_tests_ControlCallTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/src -DBOOST_TEST_DYN_LINK
+clients_tests_ControlCallTest_LDADD = $(clients_test_public_ldadd)
 
 clients_tests_DataPlaneTest_SOURCES = clients/tests/DataPlaneTest.cpp
 clients_tests_DataPlaneTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/src -I$(top_srcdir)/common/tests $(OMNIORB_CFLAGS) $(ACE_CFLAGS) \

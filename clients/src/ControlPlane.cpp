@@ -21,17 +21,38 @@
 
 namespace blobstreaming::client {
 
+/// The cached references. Calls come from the workers (several at once) and,
+/// while a Session closes, from the loop thread. `mutex` guards the caches
+/// only and is never held across a CORBA call: the calls of concurrent
+/// operations overlap. A caller works on its own duplicate of a reference.
 class ControlPlane::Refs {
 public:
-    /// Calls normally come from the worker only; while a Session closes, the
-    /// loop thread may abort reservations: this keeps the caches consistent.
-    std::recursive_mutex mutex;
     explicit Refs(const SessionOptions& options) : handle(options), orb(handle.orb()) {}
     OrbHandle handle;
     CORBA::ORB_ptr orb;  ///< handle's
+    std::mutex mutex;
+    /// Serialises opening transporters, so that concurrent first calls open
+    /// one per store (the daemon caps the transporters of a client).
+    std::mutex opening;
     CosNaming::NamingContext_var root;
     std::map<std::string, BlobStreaming::BlobStore_var> stores;
     std::map<std::string, BlobStreaming::BlobTransporter_var> transporters;
+
+    CosNaming::NamingContext_var naming_root()
+    {
+        std::lock_guard<std::mutex> lock(mutex);
+        return root;  // duplicates
+    }
+    /// Drops `store`'s reference and transporter when the cached reference
+    /// still is `ref` (another call may have replaced it meanwhile).
+    void forget(const std::string& store, BlobStreaming::BlobStore_ptr ref)
+    {
+        std::lock_guard<std::mutex> lock(mutex);
+        const auto it = stores.find(store);
+        if (it == stores.end() || it->second.in() != ref) return;
+        stores.erase(it);
+        transporters.erase(store);
+    }
 };
 
 const std::string& boot_id()
@@ -64,7 +85,10 @@ ControlPlane::~ControlPlane()
     }
 }
 
-void ControlPlane::submit(std::function<void()> call) { calls_.submit(std::move(call)); }
+void ControlPlane::submit(std::function<void()> call, std::string key)
+{
+    calls_.submit(std::move(call), std::move(key));
+}
 
 namespace {
 
@@ -83,15 +107,20 @@ template <class Call>
 auto with_naming(ControlPlane::Refs& refs, const SessionOptions& options, Call call)
 {
     try {
-        return call(refs.root.in());
+        const CosNaming::NamingContext_var root = refs.naming_root();
+        return call(root.in());
     } catch (const CORBA::COMM_FAILURE&) {
     } catch (const CORBA::TRANSIENT&) {
     } catch (const CORBA::OBJECT_NOT_EXIST&) {
     } catch (const Error& e) {
         if (e.code() != Errc::unreachable) throw;
     }
-    refs.root = corba::naming_context(refs.orb, options.naming_url);
-    return call(refs.root.in());
+    const CosNaming::NamingContext_var root = corba::naming_context(refs.orb, options.naming_url);
+    {
+        std::lock_guard<std::mutex> lock(refs.mutex);
+        refs.root = root;
+    }
+    return call(root.in());
 }
 
 /// A store reference that a TLS client refuses before sending anything to it:
@@ -127,14 +156,21 @@ BlobStreaming::BlobStore_var fresh_reference(ControlPlane::Refs& refs, const Ses
 /// `store`'s reference: the cached one (`cached`), or resolved now and
 /// cached. Either way checked against this client's TLS policy before the
 /// first byte goes to it.
-BlobStreaming::BlobStore_ptr store_reference(ControlPlane::Refs& refs, const SessionOptions& options,
+BlobStreaming::BlobStore_var store_reference(ControlPlane::Refs& refs, const SessionOptions& options,
                                              const std::string& store, const std::string& what, bool& cached)
 {
-    auto it = refs.stores.find(store);
-    cached = it != refs.stores.end();
+    BlobStreaming::BlobStore_var ref;
+    {
+        std::lock_guard<std::mutex> lock(refs.mutex);
+        const auto it = refs.stores.find(store);
+        cached = it != refs.stores.end();
+        if (cached) ref = it->second;  // duplicates
+    }
     if (!cached) {
         try {
-            it = refs.stores.emplace(store, fresh_reference(refs, options, store)).first;
+            ref = fresh_reference(refs, options, store);
+            std::lock_guard<std::mutex> lock(refs.mutex);
+            refs.stores[store] = ref;
         } catch (const Error& e) {
             throw Error(e.code(), what + ": " + e.what());
         } catch (const CORBA::Exception& e) {
@@ -142,13 +178,11 @@ BlobStreaming::BlobStore_ptr store_reference(ControlPlane::Refs& refs, const Ses
                                                options.naming_url + " (" + e._name() + ")");
         }
     }
-    BlobStreaming::BlobStore_ptr ref = it->second.in();
     try {
         // Whatever the Naming Service (plaintext, unauthenticated) names.
         refuse_plaintext(ref, what, store, "its reference");
     } catch (const InsecureReference&) {
-        refs.stores.erase(store);
-        refs.transporters.erase(store);
+        refs.forget(store, ref.in());
         throw;
     }
     if (!corba::ssl_configured() && corba::ssl_only(ref))
@@ -174,8 +208,7 @@ void recover_or_rethrow(ControlPlane::Refs& refs, const SessionOptions& options,
                        dynamic_cast<const CORBA::OBJECT_NOT_EXIST*>(&e) != nullptr;
     const bool lost = dynamic_cast<const CORBA::COMM_FAILURE*>(&e) != nullptr;
     const BlobStreaming::BlobStore_var old = BlobStreaming::BlobStore::_duplicate(ref);
-    refs.stores.erase(store);
-    refs.transporters.erase(store);
+    refs.forget(store, ref);
     if (!(first_on_cached && (stale || lost))) corba::rethrow_as_error(what, store, endpoint);
     if (!lost || e.completed() == CORBA::COMPLETED_NO) return;
     // The call may have run on the old daemon: repeated only on another one.
@@ -193,7 +226,8 @@ void recover_or_rethrow(ControlPlane::Refs& refs, const SessionOptions& options,
         throw failure;
     }
     if (fresh->_is_equivalent(old.in())) throw failure;
-    refs.stores.emplace(store, fresh);
+    std::lock_guard<std::mutex> lock(refs.mutex);
+    refs.stores[store] = fresh;
 }
 
 /// Runs `body(store_ref)`; CORBA exceptions become Error. A cached reference
@@ -205,33 +239,43 @@ auto with_store(ControlPlane::Refs& refs, const SessionOptions& options, const s
 {
     for (int attempt = 0;; ++attempt) {
         bool cached = false;
-        BlobStreaming::BlobStore_ptr ref = store_reference(refs, options, store, what, cached);
+        const BlobStreaming::BlobStore_var ref = store_reference(refs, options, store, what, cached);
         const std::string endpoint = corba::endpoint_of(ref);
         try {
-            return body(ref);
+            return body(ref.in());
         } catch (const CORBA::TIMEOUT&) {
             throw Error(Errc::timeout, what + ": store \"" + store + "\" at " + endpoint + " did not answer within " +
                                            seconds_text(options.timeout) + " s");
         } catch (const CORBA::SystemException& e) {
-            recover_or_rethrow(refs, options, store, what, endpoint, e, ref, cached && attempt == 0);
+            recover_or_rethrow(refs, options, store, what, endpoint, e, ref.in(), cached && attempt == 0);
         } catch (...) {
             corba::rethrow_as_error(what, store, endpoint);
         }
     }
 }
 
-BlobStreaming::BlobTransporter_ptr transporter(ControlPlane::Refs& refs, const std::string& store,
+/// The cached transporter of `store`, or a new one (`ref`'s).
+BlobStreaming::BlobTransporter_var transporter(ControlPlane::Refs& refs, const std::string& store,
                                                BlobStreaming::BlobStore_ptr ref, const SessionOptions& options,
                                                const std::string& what)
 {
-    auto it = refs.transporters.find(store);
-    if (it == refs.transporters.end()) {
-        BlobStreaming::BlobTransporter_var t = ref->openTransporter();
-        refuse_plaintext(t, what, store, "the transporter reference it returned");
-        omniORB::setClientCallTimeout(t, static_cast<CORBA::ULong>(options.timeout.count()));
-        it = refs.transporters.emplace(store, t).first;
-    }
-    return it->second.in();
+    auto cached = [&]() -> BlobStreaming::BlobTransporter_var {
+        std::lock_guard<std::mutex> lock(refs.mutex);
+        const auto it = refs.transporters.find(store);
+        if (it == refs.transporters.end()) return BlobStreaming::BlobTransporter::_nil();
+        return it->second;  // duplicates
+    };
+    BlobStreaming::BlobTransporter_var t = cached();
+    if (!CORBA::is_nil(t)) return t;
+    std::lock_guard<std::mutex> opening(refs.opening);
+    t = cached();  // opened by another call meanwhile
+    if (!CORBA::is_nil(t)) return t;
+    t = ref->openTransporter();
+    refuse_plaintext(t, what, store, "the transporter reference it returned");
+    omniORB::setClientCallTimeout(t, static_cast<CORBA::ULong>(options.timeout.count()));
+    std::lock_guard<std::mutex> lock(refs.mutex);
+    refs.transporters[store] = t;
+    return t;
 }
 
 /// Runs `call(transporter)` on the store's cached transporter. The daemon
@@ -243,51 +287,47 @@ template <class Call>
 auto with_transporter(ControlPlane::Refs& refs, const std::string& store, BlobStreaming::BlobStore_ptr ref,
                       const SessionOptions& options, const std::string& what, Call call)
 {
-    const bool cached = refs.transporters.count(store) != 0;
+    bool cached = false;
+    {
+        std::lock_guard<std::mutex> lock(refs.mutex);
+        cached = refs.transporters.count(store) != 0;
+    }
+    const BlobStreaming::BlobTransporter_var t = transporter(refs, store, ref, options, what);
     try {
-        return call(transporter(refs, store, ref, options, what));
+        return call(t.in());
     } catch (const CORBA::OBJECT_NOT_EXIST&) {
         if (!cached) throw;
         spdlog::debug("store \"{}\": the cached transporter was reclaimed; opening a new one", store);
-        refs.transporters.erase(store);
+        std::lock_guard<std::mutex> lock(refs.mutex);
+        const auto it = refs.transporters.find(store);
+        if (it != refs.transporters.end() && it->second.in() == t.in()) refs.transporters.erase(it);
     }
-    return call(transporter(refs, store, ref, options, what));
+    const BlobStreaming::BlobTransporter_var fresh = transporter(refs, store, ref, options, what);
+    return call(fresh.in());
 }
 
 }  // namespace
 
 PushGrant ControlPlane::begin_push(const std::string& store, const std::string& name, std::uint64_t size, bool replace)
 {
-    std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
     const std::string what = "push " + quote_name(name);
-    PushGrant grant;
-    bool reserved = false;
-    try {
-        with_store(*refs_, options_, store, what, [&](BlobStreaming::BlobStore_ptr ref) {
-            if (!reserved) {
-                BlobStreaming::Reservation_var r = ref->reserve(name.c_str(), size, replace);
-                grant.reservation = r->id;
-                reserved = true;
-            }
-            BlobStreaming::TransferTicket_var ticket =
-                with_transporter(*refs_, store, ref, options_, what, [&](BlobStreaming::BlobTransporter_ptr t) {
-                    return t->recv(grant.reservation, size, 0, true, time_value(options_.timeout),
-                                   BlobStreaming::IGNORE_NOTIFICATIONS);
-                });
-            grant.ticket = ticket_of(ticket.in());
-            return 0;
-        });
-    } catch (...) {
-        if (reserved) abort(store, grant.reservation);
-        throw;
-    }
-    return grant;
+    // One round trip: the reservation and its ticket together.
+    return with_store(*refs_, options_, store, what, [&](BlobStreaming::BlobStore_ptr ref) {
+        BlobStreaming::PushGrant_var granted =
+            with_transporter(*refs_, store, ref, options_, what, [&](BlobStreaming::BlobTransporter_ptr t) {
+                return t->push(name.c_str(), size, replace, true, time_value(options_.timeout),
+                               BlobStreaming::IGNORE_NOTIFICATIONS);
+            });
+        PushGrant grant;
+        grant.reservation = granted->space.id;
+        grant.ticket = ticket_of(granted->ticket);
+        return grant;
+    });
 }
 
 std::optional<PushGrant> ControlPlane::resume_push(const std::string& store, const std::string& name,
                                                    std::uint64_t size)
 {
-    std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
     const std::string what = "push " + quote_name(name);
     return with_store(*refs_, options_, store, what, [&](BlobStreaming::BlobStore_ptr ref) -> std::optional<PushGrant> {
         BlobStreaming::Reservation_var r;
@@ -315,7 +355,6 @@ std::optional<PushGrant> ControlPlane::resume_push(const std::string& store, con
 
 void ControlPlane::abort(const std::string& store, std::uint64_t reservation) noexcept
 {
-    std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
     try {
         with_store(*refs_, options_, store, "abort reservation " + std::to_string(reservation),
                    [&](BlobStreaming::BlobStore_ptr ref) {
@@ -334,7 +373,6 @@ void ControlPlane::abort(const std::string& store, std::uint64_t reservation) no
 Ticket ControlPlane::begin_pull(const std::string& store, const std::string& name, std::uint64_t offset,
                                 std::uint64_t length)
 {
-    std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
     const std::string what = "pull " + quote_name(name);
     return with_store(*refs_, options_, store, what, [&](BlobStreaming::BlobStore_ptr ref) {
         BlobStreaming::TransferTicket_var ticket =
@@ -348,7 +386,6 @@ Ticket ControlPlane::begin_pull(const std::string& store, const std::string& nam
 
 std::optional<LocalFile> ControlPlane::find_local(const std::string& store, const std::string& name)
 {
-    std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
     return with_store(*refs_, options_, store, "pull " + quote_name(name),
                       [&](BlobStreaming::BlobStore_ptr ref) -> std::optional<LocalFile> {
                           BlobStreaming::LocalFile_var file;
@@ -360,7 +397,6 @@ std::optional<LocalFile> ControlPlane::find_local(const std::string& store, cons
 
 BlobInfo ControlPlane::stat(const std::string& store, const std::string& name)
 {
-    std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
     return with_store(*refs_, options_, store, "stat " + quote_name(name), [&](BlobStreaming::BlobStore_ptr ref) {
         BlobStreaming::BlobInfo_var info = ref->stat(name.c_str());
         return info_of(info.in());
@@ -369,7 +405,6 @@ BlobInfo ControlPlane::stat(const std::string& store, const std::string& name)
 
 BlobInfo ControlPlane::verify(const std::string& store, const std::string& name)
 {
-    std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
     return with_store(*refs_, options_, store, "verify " + quote_name(name), [&](BlobStreaming::BlobStore_ptr ref) {
         BlobStreaming::BlobInfo_var info = ref->verify(name.c_str());
         return info_of(info.in());
@@ -378,7 +413,6 @@ BlobInfo ControlPlane::verify(const std::string& store, const std::string& name)
 
 std::vector<BlobInfo> ControlPlane::list(const std::string& store)
 {
-    std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
     return with_store(*refs_, options_, store, "list", [&](BlobStreaming::BlobStore_ptr ref) {
         BlobStreaming::BlobInfoSeq_var seq = ref->list();
         return infos_of(seq.in());
@@ -387,7 +421,6 @@ std::vector<BlobInfo> ControlPlane::list(const std::string& store)
 
 void ControlPlane::remove(const std::string& store, const std::string& name)
 {
-    std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
     with_store(*refs_, options_, store, "rm " + quote_name(name), [&](BlobStreaming::BlobStore_ptr ref) {
         ref->remove(name.c_str());
         return 0;
@@ -396,7 +429,6 @@ void ControlPlane::remove(const std::string& store, const std::string& name)
 
 std::vector<std::string> ControlPlane::store_names()
 {
-    std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
     try {
         return with_naming(*refs_, options_,
                            [](CosNaming::NamingContext_ptr root) { return corba::list_stores(root); });
@@ -415,7 +447,6 @@ std::vector<Location> ControlPlane::locate(const std::string& name)
 
 std::vector<Location> ControlPlane::locate_as(const std::string& name, const std::string& what)
 {
-    std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
     validate_blob_name(name);
     std::vector<Location> out;
     std::optional<Error> insecure;
@@ -444,7 +475,6 @@ std::vector<Location> ControlPlane::locate_as(const std::string& name, const std
 
 std::string ControlPlane::nearest_holder(const std::string& name, const std::string& what)
 {
-    std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
     const auto where = locate_as(name, what);
     if (where.empty()) {
         std::string asked;
@@ -457,7 +487,6 @@ std::string ControlPlane::nearest_holder(const std::string& name, const std::str
 
 std::vector<StoreStatus> ControlPlane::stores()
 {
-    std::lock_guard<std::recursive_mutex> lock(refs_->mutex);
     std::vector<StoreStatus> out;
     for (const auto& name : store_names()) {
         StoreStatus s;

@@ -3,9 +3,9 @@
 /// the stores, with their retry policy (a restarted Naming Service or
 /// daemon, a reclaimed transporter) and cached store and transporter
 /// references. Its parts are files of their own: the process-wide ORB
-/// (OrbHandle), the worker thread that makes the blocking CORBA calls so that
-/// the reactor never waits on them (CallExecutor), and the conversion of IDL
-/// types (IdlConversion). This header has no CORBA type.
+/// (OrbHandle), the small pool of worker threads that make the blocking CORBA
+/// calls so that the reactor never waits on them (CallExecutor), and the
+/// conversion of IDL types (IdlConversion). This header has no CORBA type.
 
 #include "CallExecutor.h"
 #include "Ticket.h"
@@ -27,19 +27,24 @@ class ControlPlane {
 public:
     /// Joins the process-wide ORB and contacts the Naming Service (throws Error).
     explicit ControlPlane(const SessionOptions& options);
-    /// Finishes queued calls, stops the worker, releases the references.
+    /// Finishes queued calls, stops the workers, releases the references.
     ~ControlPlane();
     ControlPlane(const ControlPlane&) = delete;
     ControlPlane& operator=(const ControlPlane&) = delete;
 
-    /// Thread-safe: `call` runs on the worker thread, in order.
-    void submit(std::function<void()> call);
-    /// Runs the calls already submitted, then stops the worker (idempotent).
+    /// Thread-safe: `call` runs on a worker thread (CallExecutor), after the
+    /// calls submitted before with the same non-empty `key` (a Blob name).
+    void submit(std::function<void()> call, std::string key = {});
+    /// Runs the calls already submitted, then stops the workers (idempotent).
     /// The references stay valid until destruction.
     void stop();
+    /// The most control calls that ran at the same time so far.
+    std::size_t max_in_flight() const { return calls_.max_in_flight(); }
 
-    // ---- the worker thread (and the loop while the Session closes; serialised
-    // by an internal mutex); all throw Error with a specific message ----------
+    // ---- the worker threads, several at once (and the loop while the Session
+    // closes); the cached references are shared under an internal mutex that
+    // no CORBA call holds. All throw Error with a specific message ----------
+    /// One round trip (BlobTransporter::push): the reservation and its ticket.
     PushGrant begin_push(const std::string& store, const std::string& name, std::uint64_t size, bool replace);
     /// Continues the interrupted push of `name` the store still holds a
     /// reservation for: the ticket starts at the bytes it already has.
@@ -75,7 +80,7 @@ private:
     std::vector<Location> locate_as(const std::string& name, const std::string& what);
 
     SessionOptions options_;
-    std::unique_ptr<Refs> refs_;  ///< holds the ORB: destroyed after the worker stopped
+    std::unique_ptr<Refs> refs_;  ///< holds the ORB: destroyed after the workers stopped
     CallExecutor calls_;
 };
 

@@ -29,9 +29,9 @@ void PullOperation::start(Session::Impl& session, std::string name, PullSink sin
 void PullOperation::on_control_thread(void (PullOperation::*step)(), std::optional<Result> if_closed)
 {
     if (!if_closed) if_closed = failure(Error(Errc::cancelled, what_ + ": the session is closing"));
-    session_.control_call(
-        [op = shared_from_this(), step] { ((*op).*step)(); },
-        [op = shared_from_this(), r = std::move(*if_closed)] { op->session_.complete(op->done_, r); });
+    session_.control_call([op = shared_from_this(), step] { ((*op).*step)(); },
+                          [op = shared_from_this(), r = std::move(*if_closed)] { op->session_.complete(op->done_, r); },
+                          name_);
 }
 
 void PullOperation::fail(const Error& e) { session_.complete(done_, failure(e, store_)); }

@@ -19,13 +19,25 @@ PushOperation::PushOperation(Session::Impl& session, PushSource source, std::str
 void PushOperation::start(Session::Impl& session, PushSource source, std::string name, PushOptions options,
                           Completion done)
 {
+    // The slot is given back when the completion runs, whatever the path.
+    Completion released = [&session, done = std::move(done)](const Result& r) {
+        session.release_push();
+        if (done) done(r);
+    };
     std::shared_ptr<PushOperation> op(
-        new PushOperation(session, std::move(source), std::move(name), std::move(options), std::move(done)));
-    session.control_call([op] { op->on_control_thread_reserve(); },
-                         [op] {
-                             op->session_.complete(
-                                 op->done_, failure(Error(Errc::cancelled, op->what_ + ": the session is closing")));
-                         });
+        new PushOperation(session, std::move(source), std::move(name), std::move(options), std::move(released)));
+    session.admit_push([op] { op->reserve(); });
+}
+
+void PushOperation::reserve()
+{
+    auto op = shared_from_this();
+    session_.control_call([op] { op->on_control_thread_reserve(); },
+                          [op] {
+                              op->session_.complete(
+                                  op->done_, failure(Error(Errc::cancelled, op->what_ + ": the session is closing")));
+                          },
+                          op->name_);
 }
 
 void PushOperation::on_control_thread_reserve()
@@ -85,7 +97,7 @@ void PushOperation::on_loop_thread_finished(const JobOutcome& o)
         // Nothing partial may stay. Closing: the worker is gone but the
         // references live until the loop has drained, so abort from the loop.
         auto abort = [op = shared_from_this(), r] { op->on_control_thread_abort(r); };
-        return session_.control_call(abort, abort);
+        return session_.control_call(abort, abort, name_);
     }
     r.info.name = name_;
     r.info.size = o.response.blob_size;

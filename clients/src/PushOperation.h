@@ -3,7 +3,8 @@
 /// member function named by the thread that runs it; the operation keeps
 /// itself alive (shared_from_this) while a step is queued or its transfer
 /// runs:
-///   caller:  start()
+///   caller:  start()                     waits for a slot (admit_push) when 16 pushes are ahead
+///   any:     reserve()                   queues the control step
 ///   control: on_control_thread_reserve()   validate, open the source, reserve
 ///   loop:    on_loop_thread_send()         skip what a resume need not send, queue the transfer
 ///   loop:    on_loop_thread_finished()     the data connection's outcome
@@ -29,8 +30,13 @@ public:
 private:
     PushOperation(Session::Impl& session, PushSource source, std::string name, PushOptions options, Completion done);
 
+    /// Any thread, once admitted (Session::Impl::admit_push): queues
+    /// on_control_thread_reserve().
+    void reserve();
+
     /// Control thread: checks the name, chooses the store, opens the source
-    /// and obtains a reservation and ticket (a resumed one with `resume`),
+    /// and obtains a reservation and ticket in one round trip (a resumed one
+    /// with `resume`: resumable + recv),
     /// then posts on_loop_thread_send(). Failures complete the push.
     void on_control_thread_reserve();
     /// Loop thread: a resumed push hashes the bytes the store already has

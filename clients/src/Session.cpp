@@ -1,5 +1,5 @@
 // The public Session API and its wiring: the reactor thread, the control
-// worker, Sync as a wait on Async, the control-plane queries, and the
+// workers, Sync as a wait on Async, the control-plane queries, and the
 // throwing wrappers. Pushes and pulls are PushOperation and PullOperation.
 #include <blobstreaming/client/Session.h>
 
@@ -77,11 +77,39 @@ void Session::Impl::complete(const Completion& done, Result r)
     });
 }
 
-void Session::Impl::control_call(std::function<void()> call, std::function<void()> if_closed)
+void Session::Impl::control_call(std::function<void()> call, std::function<void()> if_closed, std::string blob)
 {
     std::lock_guard<std::mutex> lock(control_mutex_);
     if (closing_) loop.post(std::move(if_closed));
-    else control->submit(std::move(call));
+    else control->submit(std::move(call), std::move(blob));
+}
+
+void Session::Impl::admit_push(std::function<void()> start)
+{
+    {
+        std::lock_guard<std::mutex> lock(pushes_mutex_);
+        if (pushes_ahead_ >= kPushesAhead) {
+            pushes_waiting_.push_back(std::move(start));
+            return;
+        }
+        ++pushes_ahead_;
+    }
+    start();
+}
+
+void Session::Impl::release_push()
+{
+    std::function<void()> next;
+    {
+        std::lock_guard<std::mutex> lock(pushes_mutex_);
+        if (pushes_waiting_.empty()) {
+            --pushes_ahead_;
+            return;
+        }
+        next = std::move(pushes_waiting_.front());
+        pushes_waiting_.pop_front();
+    }
+    next();  // takes over the slot
 }
 
 void Session::Impl::run(Mode mode, Completion done, const std::function<void(Completion)>& start)
@@ -156,9 +184,10 @@ void Session::pull(std::string name, PullSink sink, PullOptions options, Mode mo
 
 namespace {
 
-/// A control-plane query: `body` runs on the worker and fills the Result.
+/// A control-plane query: `body` runs on a control thread (after the
+/// earlier operations on `blob`, when given) and fills the Result.
 template <class Body>
-void query(Session::Impl& impl, const std::string& what, Completion done, Body body)
+void query(Session::Impl& impl, const std::string& what, Completion done, Body body, std::string blob = {})
 {
     impl.control_call(
         [&impl, done, body] {
@@ -172,7 +201,8 @@ void query(Session::Impl& impl, const std::string& what, Completion done, Body b
         },
         [&impl, done, what] {
             impl.complete(done, failure(Error(Errc::cancelled, what + ": the session is closing")));
-        });
+        },
+        std::move(blob));
 }
 
 /// A query on the Blob `name` (`verb` names it in messages) in the store
@@ -183,12 +213,15 @@ void blob_query(Session::Impl& impl, const std::string& verb, std::string name, 
                 Completion done, Act act)
 {
     impl.run(mode, std::move(done), [&](Completion c) {
-        query(impl, verb, std::move(c), [&impl, verb, name, store, act](Result& r) {
-            validate_blob_name(name);
-            r.store =
-                store_holding(*impl.control, store, impl.options.default_store, name, verb + " " + quote_name(name));
-            act(*impl.control, name, r);
-        });
+        query(
+            impl, verb, std::move(c),
+            [&impl, verb, name, store, act](Result& r) {
+                validate_blob_name(name);
+                r.store = store_holding(*impl.control, store, impl.options.default_store, name,
+                                        verb + " " + quote_name(name));
+                act(*impl.control, name, r);
+            },
+            name);
     });
 }
 
@@ -231,10 +264,13 @@ void Session::remove(std::string name, std::string store, Mode mode, Completion 
 void Session::locate(std::string name, Mode mode, Completion done)
 {
     impl_->run(mode, std::move(done), [&](Completion c) {
-        query(*impl_, "locate", std::move(c), [impl = impl_.get(), name](Result& r) {
-            r.info.name = name;
-            r.locations = impl->control->locate(name);
-        });
+        query(
+            *impl_, "locate", std::move(c),
+            [impl = impl_.get(), name](Result& r) {
+                r.info.name = name;
+                r.locations = impl->control->locate(name);
+            },
+            name);
     });
 }
 

@@ -1,11 +1,13 @@
 #pragma once
 /// What a Session is made of, shared by the operations it runs: the event
 /// loop and its data connections (the loop thread), the control plane and
-/// its worker (the control thread), and the rules for handing work between
+/// its workers (the control threads), and the rules for handing work between
 /// them and to the caller. Three threads take part in an operation:
 /// - the caller's, which starts it (Session.cpp) and, in Mode::Sync, waits;
-/// - the control thread (ControlPlane's worker), which makes the blocking
-///   CORBA calls;
+/// - a control thread (one of ControlPlane's few workers, CallExecutor), which
+///   makes the blocking CORBA calls; the calls of different operations run
+///   concurrently, those of operations on one Blob name in the order the
+///   operations were started;
 /// - the loop thread (the Session's own thread, or the caller inside
 ///   run_once()), which moves the bytes and runs every completion.
 /// The member functions are defined in Session.cpp.
@@ -18,6 +20,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -34,9 +37,22 @@ public:
     /// Any thread: delivers `r` to `done` on the loop thread, later. What
     /// `done` throws is logged and dropped.
     void complete(const Completion& done, Result r);
-    /// Any thread: runs `call` on the control thread; `if_closed` on the loop
-    /// thread instead when the Session is closing.
-    void control_call(std::function<void()> call, std::function<void()> if_closed);
+    /// Any thread: runs `call` on a control thread, after the calls queued
+    /// before with the same non-empty `blob` (a Blob name); `if_closed` on
+    /// the loop thread instead when the Session is closing.
+    void control_call(std::function<void()> call, std::function<void()> if_closed, std::string blob = {});
+    /// Any thread: runs `start` now when fewer than kPushesAhead pushes hold
+    /// a reservation, else once one ends (release()). The control calls run
+    /// concurrently, so without this bound a long series of async pushes
+    /// would reserve far ahead of its data connections, into the store's
+    /// per-client reservation limit and past its tickets' lifetime.
+    void admit_push(std::function<void()> start);
+    /// Any thread: a push admitted by admit_push() has ended.
+    void release_push();
+    /// Pushes that may hold a reservation at once: twice the data
+    /// connections per endpoint by default, enough to keep them all busy.
+    static constexpr std::size_t kPushesAhead = 16;
+
     /// Caller thread: starts an operation in `mode`; `start` receives the
     /// completion to use. Mode::Sync returns once it has run.
     void run(Mode mode, Completion done, const std::function<void(Completion)>& start);
@@ -52,6 +68,9 @@ private:
 
     std::mutex control_mutex_;
     bool closing_ = false;
+    std::mutex pushes_mutex_;
+    std::size_t pushes_ahead_ = 0;
+    std::deque<std::function<void()>> pushes_waiting_;
     std::thread thread_;
     std::atomic<bool> stop_thread_{false};
 };

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <string>
@@ -93,10 +94,13 @@ private:
 };
 
 /// blobstored serving `store_spec` under `name`, registered with `ns`;
-/// ready once it printed its "blobstored ready" line (within 10 s).
+/// ready once it printed its "blobstored ready" line (within 10 s). With a
+/// `trace_file`, its ORB logs every request it dispatches there (omniORB's
+/// traceInvocations: "Dispatching remote call 'OP' to: ...").
 class StoreDaemon {
 public:
-    StoreDaemon(const NameServer& ns, const std::string& name, const std::string& store_spec)
+    StoreDaemon(const NameServer& ns, const std::string& name, const std::string& store_spec,
+                const std::string& trace_file = "")
     {
         const char* build = std::getenv("BS_BUILDDIR");
         const std::string program = std::string(build != nullptr ? build : ".") + "/blobstore/blobstored";
@@ -109,6 +113,13 @@ public:
             ::dup2(out[1], STDOUT_FILENO);
             ::close(out[0]);
             ::close(out[1]);
+            if (!trace_file.empty()) {
+                const int err = ::open(trace_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+                if (err < 0) ::_exit(126);
+                ::dup2(err, STDERR_FILENO);
+                ::close(err);
+                ::setenv("ORBtraceInvocations", "1", 1);
+            }
             ::execl(program.c_str(), program.c_str(), "--name", name.c_str(), "--store", store_spec.c_str(), "--naming",
                     url.c_str(), "--control-address", "127.0.0.1:0", "--data-address", "127.0.0.1:0", "-q",
                     static_cast<char*>(nullptr));

@@ -65,6 +65,41 @@ void require_reservation_owner(const ServantContext& context, BlobStreaming::Res
     throw BlobStreaming::NoSuchReservation(msg.c_str(), id);
 }
 
+std::uint64_t open_reservation(const ServantContext& context, const char* name, std::uint64_t size, bool overwrite)
+{
+    context.reservations->purge();
+    validate_blob_name(name);
+    // Bounded per client and in total: checked before the store does any
+    // work, and again when the reservation is added.
+    const std::string client = caller_client();
+    context.reservations->check_limits(client, "reserve " + quote_name(name));
+    context.reservations->abort_parked(name);
+    auto reservation = context.store->reserve(name, size, overwrite ? ReserveMode::replace : ReserveMode::create);
+    const std::uint64_t id = context.reservations->add(std::move(reservation), client);
+    spdlog::debug("reservation {} of {} ({} bytes) opened", id, quote_name(name), size);
+    return id;
+}
+
+void rethrow_reserve_failure(const ServantContext& context, const char* name, std::uint64_t size,
+                             bool also_transfer_failed)
+{
+    IdlContext c;
+    c.name = name;
+    c.requested = size;
+    rethrow_declared(kInvalidName | kOutOfSpace | kAlreadyExists | kLimitReached |
+                         (also_transfer_failed ? kTransferFailed : kRaisesNothing),
+                     context.store_name, c);
+}
+
+void to_idl_reservation(std::uint64_t id, const std::string& name, std::uint64_t size, std::uint64_t received,
+                        BlobStreaming::Reservation& out)
+{
+    out.id = id;
+    out.name = name.c_str();
+    out.size = size;
+    out.received = received;
+}
+
 BlobStore_i::BlobStore_i(const ServantContext& context) : context_(context) {}
 
 // Permissions (docs/PROTOCOL.md, "Access list"): name, status, dataAddress
@@ -132,27 +167,12 @@ BlobStreaming::Reservation* BlobStore_i::reserve(const char* name, BlobStreaming
 {
     require_permission(context_, server::Permission::write, "reserve");
     try {
-        context_.reservations->purge();
-        validate_blob_name(name);
-        // Bounded per client and in total: checked before the store does
-        // any work, and again when the reservation is added.
-        const std::string client = caller_client();
-        context_.reservations->check_limits(client, "reserve " + quote_name(name));
-        context_.reservations->abort_parked(name);
-        auto reservation = context_.store->reserve(name, size, overwrite ? ReserveMode::replace : ReserveMode::create);
-        const std::uint64_t id = context_.reservations->add(std::move(reservation), client);
-        spdlog::debug("reservation {} of {} ({} bytes) opened", id, quote_name(name), size);
+        const std::uint64_t id = open_reservation(context_, name, size, overwrite);
         auto* out = new BlobStreaming::Reservation;
-        out->id = id;
-        out->name = name;
-        out->size = size;
-        out->received = 0;
+        to_idl_reservation(id, name, size, 0, *out);
         return out;
     } catch (...) {
-        IdlContext c;
-        c.name = name;
-        c.requested = size;
-        rethrow_declared(kInvalidName | kOutOfSpace | kAlreadyExists | kLimitReached, context_.store_name, c);
+        rethrow_reserve_failure(context_, name, size);
     }
 }
 
@@ -197,10 +217,7 @@ BlobStreaming::Reservation* BlobStore_i::resumable(const char* name)
         const auto r = context_.reservations->resumable(name, caller_client());
         spdlog::info("push {} resumes reservation {} at byte {} of {}", quote_name(name), r.id, r.received, r.size);
         auto* out = new BlobStreaming::Reservation;
-        out->id = r.id;
-        out->name = name;
-        out->size = r.size;
-        out->received = r.received;
+        to_idl_reservation(r.id, name, r.size, r.received, *out);
         return out;
     } catch (...) {
         rethrow_declared(kInvalidName | kNoSuchReservation, context_.store_name, {name});

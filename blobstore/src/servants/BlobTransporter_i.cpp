@@ -269,15 +269,7 @@ BlobStreaming::TransferTicket* BlobTransporter_i::recv(
         throw BlobStreaming::InvalidRange(msg.c_str(), summary.name.c_str(), absoluteOffset, length);
     }
     try {
-        server::TicketBinding binding;
-        binding.direction = protocol::FrameType::push;
-        binding.blob = summary.name;
-        binding.reservation = reservation;
-        binding.offset = summary.received;
-        binding.length = rest;
-        set_transfer_options(binding, useTimeout, timeout, semantics);
-        context_.reservations->attach(reservation, binding.control);
-        return issue(std::move(binding));
+        return issue_push(reservation, summary.name, summary.received, rest, useTimeout, timeout, semantics);
     } catch (...) {
         IdlContext c;
         c.name = summary.name;
@@ -285,6 +277,55 @@ BlobStreaming::TransferTicket* BlobTransporter_i::recv(
         c.offset = absoluteOffset;
         c.length = length;
         rethrow_declared(kNoSuchReservation | kInvalidRange | kTransferFailed, context_.store_name, c);
+    }
+}
+
+BlobStreaming::TransferTicket* BlobTransporter_i::issue_push(std::uint64_t reservation, const std::string& blob,
+                                                             std::uint64_t offset, std::uint64_t length,
+                                                             CORBA::Boolean use_timeout,
+                                                             const BlobStreaming::TimeValue& timeout,
+                                                             BlobStreaming::NotificationSemantics semantics)
+{
+    server::TicketBinding binding;
+    binding.direction = protocol::FrameType::push;
+    binding.blob = blob;
+    binding.reservation = reservation;
+    binding.offset = offset;
+    binding.length = length;
+    set_transfer_options(binding, use_timeout, timeout, semantics);
+    context_.reservations->attach(reservation, binding.control);
+    return issue(std::move(binding));
+}
+
+// reserve + recv in one upcall: the checks of both (the opener, the write
+// permission, then open_reservation's), nothing of its own.
+BlobStreaming::PushGrant* BlobTransporter_i::push(const char* name, BlobStreaming::ByteCount size,
+                                                  CORBA::Boolean overwrite, CORBA::Boolean useTimeout,
+                                                  const BlobStreaming::TimeValue& timeout,
+                                                  BlobStreaming::NotificationSemantics semantics)
+{
+    require_issuer("push", server::Permission::write);
+    std::uint64_t id = 0;
+    try {
+        id = open_reservation(context_, name, size, overwrite);
+    } catch (...) {
+        rethrow_reserve_failure(context_, name, size, true);
+    }
+    try {
+        BlobStreaming::TransferTicket_var ticket = issue_push(id, name, 0, size, useTimeout, timeout, semantics);
+        BlobStreaming::PushGrant_var grant = new BlobStreaming::PushGrant;
+        to_idl_reservation(id, name, size, 0, grant->space);
+        grant->ticket = ticket.in();
+        return grant._retn();
+    } catch (...) {
+        // Nothing half-done stays behind: the client never learns this id.
+        try {
+            context_.reservations->abort(id);
+        } catch (const std::exception& e) {
+            spdlog::warn("push {}: cannot abort reservation {} after the ticket failed: {}", quote_name(name), id,
+                         e.what());
+        }
+        rethrow_reserve_failure(context_, name, size, true);
     }
 }
 

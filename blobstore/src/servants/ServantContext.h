@@ -54,6 +54,24 @@ void require_permission(const ServantContext& context, server::Permission permis
 /// another client reserved it; NoSuchReservation too when `id` is not open.
 void require_reservation_owner(const ServantContext& context, BlobStreaming::ReservationId id, const char* operation);
 
+/// The checks and work of BlobStore::reserve after its permission check,
+/// shared with BlobTransporter::push: purges expired reservations, checks
+/// `name`, the caller's and the total reservation limits, aborts a parked
+/// reservation of `name`, reserves in the store and records the caller as
+/// the reservation's client. Returns its id; throws what the store and the
+/// table throw (map them with rethrow_reserve_failure()).
+std::uint64_t open_reservation(const ServantContext& context, const char* name, std::uint64_t size, bool overwrite);
+
+/// From the `catch (...)` of a reservation opened as in open_reservation():
+/// rethrows as InvalidName, OutOfSpace, AlreadyExists or LimitReached (and
+/// TransferFailed when `also_transfer_failed`, for BlobTransporter::push).
+[[noreturn]] void rethrow_reserve_failure(const ServantContext& context, const char* name, std::uint64_t size,
+                                          bool also_transfer_failed = false);
+
+/// An IDL Reservation.
+void to_idl_reservation(std::uint64_t id, const std::string& name, std::uint64_t size, std::uint64_t received,
+                        BlobStreaming::Reservation& out);
+
 /// Converts an IDL relative time to milliseconds, saturating.
 std::chrono::milliseconds to_milliseconds(const BlobStreaming::TimeValue& t);
 /// Milliseconds to an IDL relative time.
