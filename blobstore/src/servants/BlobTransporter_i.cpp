@@ -36,6 +36,18 @@ std::string range_text(std::uint64_t offset, std::uint64_t length)
     return "[" + std::to_string(offset) + ", " + end + ")";
 }
 
+/// A ticket's binding to `blob`, [offset, offset + length), in `direction`.
+server::TicketBinding binding_for(protocol::FrameType direction, const std::string& blob, std::uint64_t offset,
+                                  std::uint64_t length)
+{
+    server::TicketBinding binding;
+    binding.direction = direction;
+    binding.blob = blob;
+    binding.offset = offset;
+    binding.length = length;
+    return binding;
+}
+
 protocol::TicketId ticket_of(const BlobStreaming::TicketId id)
 {
     protocol::TicketId out{};
@@ -225,11 +237,7 @@ BlobStreaming::TransferTicket* BlobTransporter_i::send(const char* blob, BlobStr
                                     " is outside the blob of " + std::to_string(info.size) + " bytes";
             throw BlobStreaming::InvalidRange(msg.c_str(), blob, absoluteOffset, length);
         }
-        server::TicketBinding binding;
-        binding.direction = protocol::FrameType::pull;
-        binding.blob = name;
-        binding.offset = absoluteOffset;
-        binding.length = resolved;
+        server::TicketBinding binding = binding_for(protocol::FrameType::pull, name, absoluteOffset, resolved);
         binding.version = info;
         set_transfer_options(binding, useTimeout, timeout, semantics);
         return issue(std::move(binding));
@@ -286,12 +294,8 @@ BlobStreaming::TransferTicket* BlobTransporter_i::issue_push(std::uint64_t reser
                                                              const BlobStreaming::TimeValue& timeout,
                                                              BlobStreaming::NotificationSemantics semantics)
 {
-    server::TicketBinding binding;
-    binding.direction = protocol::FrameType::push;
-    binding.blob = blob;
+    server::TicketBinding binding = binding_for(protocol::FrameType::push, blob, offset, length);
     binding.reservation = reservation;
-    binding.offset = offset;
-    binding.length = length;
     set_transfer_options(binding, use_timeout, timeout, semantics);
     context_.reservations->attach(reservation, binding.control);
     return issue(std::move(binding));
