@@ -51,8 +51,8 @@ LocalRange open_local(const LocalFile& file, std::uint64_t offset, std::uint64_t
         throw Error(Errc::io_error, what + ": local file " + file.path + " is shorter than the Blob");
     if (length == 0) return range;
     std::error_code ec;
-    range.map_ = MappedRegion::of_file(range.fd_.get(), file.data_offset + offset, static_cast<std::size_t>(length),
-                                       MappedRegion::Access::read, ec);
+    range.map_ =
+        MappedRegion::of_file(range.fd_.get(), file.data_offset + offset, static_cast<std::size_t>(length), ec);
     if (ec) throw Error(Errc::io_error, what + ": cannot map " + file.path + ": " + ec.message());
     range.map_.advise(MADV_SEQUENTIAL);
     return range;

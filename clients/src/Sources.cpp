@@ -43,7 +43,7 @@ public:
                                             "with --size)");
         size_ = static_cast<std::uint64_t>(st.st_size);
         std::error_code ec;
-        map_ = MappedRegion::of_file(fd_.get(), 0, static_cast<std::size_t>(size_), MappedRegion::Access::read, ec);
+        map_ = MappedRegion::of_file(fd_.get(), 0, static_cast<std::size_t>(size_), ec);
         if (ec) throw Error(Errc::io_error, what + ": " + path + ": mmap: " + ec.message());
         map_.advise(MADV_SEQUENTIAL);
     }

@@ -12,16 +12,14 @@ MappedRegion::MappedRegion(void* base, std::size_t mapped, std::size_t lead, std
     : base_(base), mapped_(mapped), data_(static_cast<std::uint8_t*>(base) + lead), size_(size)
 {}
 
-MappedRegion MappedRegion::of_file(int fd, std::uint64_t offset, std::size_t length, Access access,
-                                   std::error_code& ec) noexcept
+MappedRegion MappedRegion::of_file(int fd, std::uint64_t offset, std::size_t length, std::error_code& ec) noexcept
 {
     ec.clear();
     if (length == 0) return {};
     static const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
     const std::uint64_t start = offset - offset % page;
     const auto lead = static_cast<std::size_t>(offset - start);
-    const int prot = access == Access::read ? PROT_READ : PROT_READ | PROT_WRITE;
-    void* p = ::mmap(nullptr, lead + length, prot, MAP_SHARED, fd, static_cast<off_t>(start));
+    void* p = ::mmap(nullptr, lead + length, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(start));
     if (p == MAP_FAILED) {
         ec = std::error_code(errno, std::generic_category());
         return {};

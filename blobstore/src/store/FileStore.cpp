@@ -162,7 +162,7 @@ BlobRange FileStore::read(std::string_view name, std::uint64_t start, std::uint6
     if (end > start) {
         std::error_code map_error;
         blob->map = MappedRegion::of_file(blob->fd.get(), kHeaderSize + start, static_cast<std::size_t>(end - start),
-                                          MappedRegion::Access::read, map_error);
+                                          map_error);
         if (map_error) throw_io_error("read " + quote_name(name) + ": mmap " + path.string(), map_error.value());
         data = blob->map.data();
     }

@@ -1,7 +1,7 @@
 #pragma once
 /// One mmap(2) region, unmapped on destruction: the only owner of a mapping
-/// in the tree (file windows of a FileStore, read views, client sources and
-/// same-host reads, MemoryStore's large buffers).
+/// in the tree (a FileStore's read views, client file sources and same-host
+/// reads, MemoryStore's large buffers).
 
 #include <cstddef>
 #include <cstdint>
@@ -11,15 +11,12 @@ namespace blobstreaming {
 
 class MappedRegion {
 public:
-    enum class Access { read, read_write };
-
-    /// Maps bytes [offset, offset + length) of the open file `fd`, shared
-    /// with the file. `offset` need not be page-aligned: the mapping starts
+    /// Maps bytes [offset, offset + length) of the open file `fd`, read-only
+    /// and shared with the file. `offset` need not be page-aligned: the mapping starts
     /// at the page that holds it and data() points at `offset`. A `length`
     /// of 0 gives an empty region and maps nothing. On failure sets `ec`
     /// (errno of mmap) and returns an empty region.
-    static MappedRegion of_file(int fd, std::uint64_t offset, std::size_t length, Access access,
-                                std::error_code& ec) noexcept;
+    static MappedRegion of_file(int fd, std::uint64_t offset, std::size_t length, std::error_code& ec) noexcept;
     /// `length` > 0 bytes of private zero-filled memory (huge pages
     /// advised). On failure sets `ec` and returns an empty region.
     static MappedRegion anonymous(std::size_t length, std::error_code& ec) noexcept;
