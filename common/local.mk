@@ -1,24 +1,26 @@
 # common/: the vocabulary every layer speaks (libblobcommon): error codes and
 # their category (Error.h), Blob names, a Blob's committed version (BlobInfo),
-# SHA-256, file descriptors. It depends on nothing of ours; every other
+# checksums (CRC32C, SHA-256), file descriptors. It depends on nothing of ours; every other
 # folder may use it.
 lib_LTLIBRARIES += common/libblobcommon.la
 common_libblobcommon_la_SOURCES = \
 	common/src/BlobInfo.cpp \
 	common/src/BlobName.cpp \
+	common/src/Checksum.cpp \
 	common/src/Error.cpp \
 	common/src/MappedRegion.cpp \
 	common/src/Sha256.cpp \
 	common/src/TlsFiles.cpp \
 	common/src/UniqueFd.cpp
-common_libblobcommon_la_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS)
-common_libblobcommon_la_LIBADD = $(OPENSSL_LIBS)
+common_libblobcommon_la_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS) $(ISAL_CFLAGS)
+common_libblobcommon_la_LIBADD = $(OPENSSL_LIBS) $(ISAL_LIBS)
 common_libblobcommon_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0
 
 commonhdrdir = $(includedir)/blobstreaming/common
 commonhdr_HEADERS = \
 	common/include/blobstreaming/common/BlobInfo.h \
 	common/include/blobstreaming/common/BlobName.h \
+	common/include/blobstreaming/common/Checksum.h \
 	common/include/blobstreaming/common/Error.h \
 	common/include/blobstreaming/common/LittleEndian.h \
 	common/include/blobstreaming/common/MappedRegion.h \
@@ -41,12 +43,15 @@ common_libblobcli_la_LIBADD = common/libblobcommon.la $(BOOST_PROGRAM_OPTIONS_LI
 
 common_test_cppflags = $(AM_CPPFLAGS) -I$(top_srcdir)/common/tests $(OPENSSL_CFLAGS) -DBOOST_TEST_DYN_LINK
 common_test_ldadd = common/libblobcommon.la $(OPENSSL_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
-common_tests = common/tests/BlobNameTest common/tests/CliTest common/tests/Sha256Test
+common_tests = common/tests/BlobNameTest common/tests/ChecksumTest common/tests/CliTest common/tests/Sha256Test
 check_PROGRAMS += $(common_tests)
 TESTS += $(common_tests)
 common_tests_BlobNameTest_SOURCES = common/tests/BlobNameTest.cpp
 common_tests_BlobNameTest_CPPFLAGS = $(common_test_cppflags)
 common_tests_BlobNameTest_LDADD = $(common_test_ldadd)
+common_tests_ChecksumTest_SOURCES = common/tests/ChecksumTest.cpp
+common_tests_ChecksumTest_CPPFLAGS = $(common_test_cppflags)
+common_tests_ChecksumTest_LDADD = $(common_test_ldadd)
 common_tests_CliTest_SOURCES = common/tests/CliTest.cpp
 common_tests_CliTest_CPPFLAGS = $(common_test_cppflags) $(SPDLOG_CFLAGS)
 common_tests_CliTest_LDADD = common/libblobcli.la $(common_test_ldadd) $(BOOST_PROGRAM_OPTIONS_LIBS) $(SPDLOG_LIBS)

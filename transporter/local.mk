@@ -26,6 +26,7 @@ EXTRA_DIST += \
 	transporter/include/blobstreaming/transporter/Protocol.h \
 	transporter/include/blobstreaming/transporter/SocketOptions.h \
 	transporter/include/blobstreaming/transporter/Tls.h \
+	transporter/include/blobstreaming/transporter/corba/ChecksumIdl.h \
 	transporter/include/blobstreaming/transporter/corba/Exceptions.h \
 	transporter/include/blobstreaming/transporter/corba/Orb.h \
 	transporter/include/blobstreaming/transporter/corba/References.h \

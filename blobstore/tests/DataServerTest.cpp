@@ -5,7 +5,6 @@
 
 #include <blobstreaming/blobstore/MemoryStore.h>
 #include <blobstreaming/common/Error.h>
-#include <blobstreaming/common/Sha256.h>
 #include <blobstreaming/common/UniqueFd.h>
 #include <blobstreaming/transporter/Protocol.h>
 
@@ -98,6 +97,13 @@ void send_request(int fd, protocol::FrameType type, const protocol::TicketId& id
     send_all(fd, frame, sizeof frame);
 }
 
+void send_trailer(int fd, const Checksum& checksum)
+{
+    std::uint8_t frame[protocol::kTrailerSize];
+    protocol::encode(protocol::Trailer{checksum}, frame);
+    send_all(fd, frame, sizeof frame);
+}
+
 protocol::Response read_response(int fd)
 {
     std::uint8_t header[protocol::kResponseHeaderSize];
@@ -129,17 +135,17 @@ std::vector<std::uint8_t> pattern(std::size_t size)
 BOOST_FIXTURE_TEST_CASE(push_then_pull_on_one_connection, Fixture)
 {
     const auto data = pattern(3u << 20);
-    const Digest digest = Sha256::of(data.data(), data.size());
+    const Checksum checksum = blobstreaming::test::reference_checksum(data);
     UniqueFd fd = connect();
 
     send_request(fd.get(), protocol::FrameType::push, push_ticket("CT.1", data.size()), 0, data.size());
     send_all(fd.get(), data.data(), data.size());
-    send_all(fd.get(), digest.data(), digest.size());
+    send_trailer(fd.get(), checksum);
     protocol::Response ack = read_response(fd.get());
     BOOST_CHECK(ack.status == Errc::ok);
     BOOST_CHECK_EQUAL(ack.length, data.size());
     BOOST_CHECK_EQUAL(ack.blob_size, data.size());
-    BOOST_CHECK(ack.digest == digest);
+    BOOST_CHECK(ack.checksum == checksum);
     BOOST_CHECK(store.contains("CT.1"));  // visible when acknowledged
 
     send_request(fd.get(), protocol::FrameType::pull, pull_ticket("CT.1", 1000, 5000), 1000, 5000);
@@ -147,7 +153,7 @@ BOOST_FIXTURE_TEST_CASE(push_then_pull_on_one_connection, Fixture)
     BOOST_CHECK(head.status == Errc::ok);
     BOOST_CHECK_EQUAL(head.length, 5000u);
     BOOST_CHECK_EQUAL(head.blob_size, data.size());
-    BOOST_CHECK(head.digest == digest);
+    BOOST_CHECK(head.checksum == checksum);
     std::vector<std::uint8_t> part(5000);
     BOOST_REQUIRE(read_all(fd.get(), part.data(), part.size()));
     BOOST_CHECK(std::equal(part.begin(), part.end(), data.begin() + 1000));
@@ -197,12 +203,12 @@ BOOST_FIXTURE_TEST_CASE(unknown_ticket_is_refused_even_with_a_push_body, Fixture
 BOOST_FIXTURE_TEST_CASE(digest_mismatch_stores_nothing, Fixture)
 {
     const auto data = pattern(100000);
-    Digest wrong = Sha256::of(data.data(), data.size());
-    wrong[5] ^= 0xff;
+    Checksum wrong = blobstreaming::test::reference_checksum(data);
+    wrong.value[2] ^= 0xff;
     UniqueFd fd = connect();
     send_request(fd.get(), protocol::FrameType::push, push_ticket("CT.2", data.size()), 0, data.size());
     send_all(fd.get(), data.data(), data.size());
-    send_all(fd.get(), wrong.data(), wrong.size());
+    send_trailer(fd.get(), wrong);
     protocol::Response r = read_response(fd.get());
     BOOST_CHECK(r.status == Errc::digest_mismatch);
     BOOST_CHECK(r.message.find("nothing was stored") != std::string::npos);

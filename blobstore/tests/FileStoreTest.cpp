@@ -7,6 +7,9 @@
 #include "../src/store/FileStoreState.h"
 #include "../src/store/FileSystem.h"
 
+#include <blobstreaming/common/LittleEndian.h>
+#include <blobstreaming/common/Sha256.h>
+
 #include <condition_variable>
 #include <csignal>
 #include <cstdlib>
@@ -54,7 +57,7 @@ BOOST_AUTO_TEST_CASE(blobs_persist_across_reopen)
     FileStore store(dir.path());
     const BlobInfo again = store.stat("CT.1");
     BOOST_TEST(again.size == committed.size);
-    BOOST_TEST(to_hex(again.digest) == to_hex(committed.digest));
+    BOOST_TEST(again.checksum.text() == committed.checksum.text());
     BOOST_TEST((again.committed == committed.committed));
     const BlobRange v = store.read_all("CT.1");
     BOOST_TEST(std::memcmp(v.data(), bytes.data(), bytes.size()) == 0);
@@ -156,9 +159,9 @@ BOOST_AUTO_TEST_CASE(verify_detects_a_byte_changed_on_disk)
         const char flipped = static_cast<char>(bytes[123456] ^ 0x01);
         f.write(&flipped, 1);
     }
-    BS_CHECK_ERROR(store.verify("US.9"), Errc::corrupt, "200000 stored bytes have SHA-256");
-    BS_CHECK_ERROR(store.verify("US.9"), Errc::corrupt, to_hex(store.stat("US.9").digest));
-    BOOST_TEST(to_hex(store.verify("US.10").digest) == to_hex(store.stat("US.10").digest));
+    BS_CHECK_ERROR(store.verify("US.9"), Errc::corrupt, "200000 stored bytes have checksum crc32c:");
+    BS_CHECK_ERROR(store.verify("US.9"), Errc::corrupt, "recorded at commit: " + store.stat("US.9").checksum.text());
+    BOOST_TEST(store.verify("US.10").checksum.text() == store.stat("US.10").checksum.text());
 }
 
 BOOST_AUTO_TEST_CASE(read_view_exposes_a_descriptor_range_for_sendfile)
@@ -205,7 +208,7 @@ BOOST_AUTO_TEST_CASE(blob_larger_than_the_receive_buffer)
     auto r = store.reserve("big", size);
     fill_by_windows(*r, bytes);
     const BlobInfo info = r->commit();
-    BOOST_TEST(to_hex(info.digest) == to_hex(Sha256::of(bytes.data(), bytes.size())));
+    BOOST_TEST(info.checksum.text() == test::reference_checksum(bytes).text());
     const BlobRange v = store.read("big", (16u << 20) - 10, (32u << 20) + 10);
     BOOST_TEST(std::memcmp(v.data(), bytes.data() + (16u << 20) - 10, v.size()) == 0);
 }
@@ -508,4 +511,52 @@ BOOST_AUTO_TEST_CASE(writeback_on_a_file_system_without_fallocate)
     BOOST_REQUIRE(v.size() == size);
     BOOST_TEST(std::memcmp(v.data(), bytes.data(), size) == 0);
     BOOST_TEST(count_files(root / "tmp") == 0u);
+}
+
+// A Blob file written by a release before CRC32C (header format version 1:
+// SHA-256 only, the name at byte 66) stays readable and verifiable. The
+// header is written here by hand from that format's description.
+BOOST_AUTO_TEST_CASE(files_of_the_sha256_only_format_stay_readable_and_verifiable)
+{
+    test::TempDir dir;
+    const auto bytes = random_bytes(100000, 4);
+    const std::string name = "CT.old";
+    FileStore::Location loc;
+    {
+        FileStore store(dir.path());
+        put(store, name, bytes);
+        loc = store.locate(name);
+    }
+    const Digest sha = Sha256::of(bytes.data(), bytes.size());
+    std::uint8_t h[FileStore::kHeaderSize] = {};
+    std::memcpy(h, "BLOBSTR1", 8);
+    le::put<std::uint32_t>(h + 8, 1);
+    le::put<std::uint32_t>(h + 12, static_cast<std::uint32_t>(FileStore::kHeaderSize));
+    le::put<std::uint64_t>(h + 16, bytes.size());
+    le::put<std::uint64_t>(h + 24, 1700000000123456789ULL);
+    std::memcpy(h + 32, sha.data(), 32);
+    le::put<std::uint16_t>(h + 64, static_cast<std::uint16_t>(name.size()));
+    std::memcpy(h + 66, name.data(), name.size());
+    const Digest self = Sha256::of(h, FileStore::kHeaderSize - 32);
+    std::memcpy(h + FileStore::kHeaderSize - 32, self.data(), 32);
+    {
+        std::fstream f(loc.path, std::ios::binary | std::ios::in | std::ios::out);
+        f.write(reinterpret_cast<const char*>(h), sizeof h);
+    }
+    FileStore store(dir.path());
+    const BlobInfo info = store.stat(name);
+    BOOST_TEST(info.checksum.text() == Checksum::sha256(sha).text());
+    BOOST_TEST(info.size == bytes.size());
+    BOOST_TEST(store.verify(name).checksum.text() == Checksum::sha256(sha).text());
+    const BlobRange v = store.read_all(name);
+    BOOST_TEST(std::memcmp(v.data(), bytes.data(), bytes.size()) == 0);
+
+    // A flipped byte is found with the SHA-256 the old file records.
+    {
+        std::fstream f(loc.path, std::ios::binary | std::ios::in | std::ios::out);
+        f.seekp(static_cast<std::streamoff>(loc.data_offset + 777));
+        const char flipped = static_cast<char>(bytes[777] ^ 0x10);
+        f.write(&flipped, 1);
+    }
+    BS_CHECK_ERROR(store.verify(name), Errc::corrupt, "recorded at commit: " + Checksum::sha256(sha).text());
 }

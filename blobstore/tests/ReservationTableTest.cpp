@@ -129,7 +129,7 @@ namespace {
 /// filling resources.
 class CountingReservation final : public Reservation {
 public:
-    explicit CountingReservation(int& suspended) : Reservation("C.1", 4), suspended_(suspended) {}
+    explicit CountingReservation(int& suspended) : Reservation("C.1", 4, kDefaultChecksum), suspended_(suspended) {}
     ~CountingReservation() override { abort(); }
 
 private:
@@ -137,7 +137,7 @@ private:
     {
         return {bytes_ + offset, std::min<std::size_t>(max, 4 - static_cast<std::size_t>(offset))};
     }
-    BlobInfo do_commit(const Digest& digest) override { return {name(), size(), digest, {}}; }
+    BlobInfo do_commit(const Checksum& checksum) override { return {name(), size(), checksum, {}}; }
     void do_abort() noexcept override {}
     void do_suspend() noexcept override { ++suspended_; }
 

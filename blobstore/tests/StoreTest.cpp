@@ -71,6 +71,9 @@ Digest openssl_sha256(const std::vector<std::uint8_t>& bytes)
     return d;
 }
 
+/// The default checksum (CRC32C) of `bytes`, from the tests' reference.
+Checksum crc_of(const std::vector<std::uint8_t>& bytes) { return test::reference_checksum(bytes); }
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(round_trip_with_digest_and_stat, F, Factories)
@@ -81,12 +84,12 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(round_trip_with_digest_and_stat, F, Factories)
     const auto before = std::chrono::system_clock::now();
     const BlobInfo info = put(*store, "CT.1.2.840.10008.1", bytes);
     BOOST_TEST(info.size == bytes.size());
-    BOOST_TEST(to_hex(info.digest) == to_hex(openssl_sha256(bytes)));
+    BOOST_TEST(info.checksum.text() == crc_of(bytes).text());
     BOOST_TEST((info.committed >= before));
 
     const BlobInfo st = store->stat("CT.1.2.840.10008.1");
     BOOST_TEST(st.size == bytes.size());
-    BOOST_TEST(to_hex(st.digest) == to_hex(info.digest));
+    BOOST_TEST(st.checksum.text() == info.checksum.text());
     BOOST_TEST((st.committed == info.committed));
     BOOST_TEST(get(*store, "CT.1.2.840.10008.1") == bytes);
     BOOST_TEST(store->contains("CT.1.2.840.10008.1"));
@@ -108,7 +111,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(sizes_around_two_mebibytes_round_trip, F, Factorie
     for (const std::size_t size : {two_mib - 1, two_mib, two_mib + 1, 5 * two_mib + 3}) {
         const std::string name = "MR.size." + std::to_string(size);
         const auto bytes = random_bytes(size);
-        BOOST_TEST(to_hex(put(*store, name, bytes).digest) == to_hex(openssl_sha256(bytes)));
+        BOOST_TEST(put(*store, name, bytes).checksum.text() == crc_of(bytes).text());
         const BlobRange view = store->read_all(name);
         store->remove(name);
         BOOST_TEST(!store->contains(name));
@@ -125,7 +128,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(verify_rereads_and_confirms_the_digest, F, Factori
     const auto bytes = random_bytes(3 * 1024 * 1024 + 7);
     const BlobInfo info = put(*store, "CR.7", bytes);
     const BlobInfo checked = store->verify("CR.7");
-    BOOST_TEST(to_hex(checked.digest) == to_hex(openssl_sha256(bytes)));
+    BOOST_TEST(checked.checksum.text() == crc_of(bytes).text());
     BOOST_TEST(checked.size == info.size);
     put(*store, "empty", {});
     BOOST_TEST(store->verify("empty").size == 0u);
@@ -139,7 +142,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(zero_byte_blob, F, Factories)
     auto store = f.make();
     const BlobInfo info = put(*store, "empty", {});
     BOOST_TEST(info.size == 0u);
-    BOOST_TEST(to_hex(info.digest) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    BOOST_TEST(info.checksum.text() == "crc32c:00000000");
     const BlobRange v = store->read_all("empty");
     BOOST_TEST(v.size() == 0u);
     BOOST_TEST(v.data() == nullptr);
@@ -339,18 +342,44 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(digest_mismatch_stores_nothing, F, Factories)
     const auto bytes = random_bytes(4096);
     auto r = store->reserve("x", bytes.size());
     BOOST_REQUIRE(!r->write(bytes.data(), bytes.size()));
-    Digest wrong = openssl_sha256(bytes);
-    wrong[0] ^= 1;
+    Checksum wrong = crc_of(bytes);
+    wrong.value[0] ^= 1;
     BS_CHECK_ERROR(r->commit(&wrong), Errc::digest_mismatch,
-                   "commit \"x\": SHA-256 of the received bytes is " + to_hex(openssl_sha256(bytes)) +
-                       ", the sender announced " + to_hex(wrong) + "; nothing was stored");
+                   "commit \"x\": the received bytes have checksum " + crc_of(bytes).text() +
+                       ", the sender announced " + wrong.text() + "; nothing was stored");
     BOOST_TEST(!store->contains("x"));
     BOOST_TEST(store->usage().reserved == 0u);
 
+    // The right value in another algorithm is refused as well, and says so.
+    auto other = store->reserve("x", bytes.size());
+    BOOST_REQUIRE(!other->write(bytes.data(), bytes.size()));
+    const Checksum sha = Checksum::sha256(openssl_sha256(bytes));
+    BS_CHECK_ERROR(other->commit(&sha), Errc::digest_mismatch,
+                   "commit \"x\": the sender announced a sha256 checksum, the push was granted for crc32c; "
+                   "nothing was stored");
+    BOOST_TEST(!store->contains("x"));
+
     auto ok = store->reserve("x", bytes.size());
     BOOST_REQUIRE(!ok->write(bytes.data(), bytes.size()));
-    const Digest right = openssl_sha256(bytes);
-    BOOST_TEST(to_hex(ok->commit(&right).digest) == to_hex(right));
+    const Checksum right = crc_of(bytes);
+    BOOST_TEST(ok->commit(&right).checksum.text() == right.text());
+}
+
+// A Blob reserved with SHA-256 is checksummed, stored, listed and verified
+// with SHA-256 (OpenSSL's one-shot digest as the reference).
+BOOST_AUTO_TEST_CASE_TEMPLATE(sha256_blobs_keep_their_algorithm, F, Factories)
+{
+    F f;
+    auto store = f.make();
+    const auto bytes = random_bytes(2 * 1024 * 1024 + 5, 3);
+    auto r = store->reserve("US.sha", bytes.size(), ReserveMode::create, ChecksumAlgorithm::sha256);
+    BOOST_TEST((r->checksum_algorithm() == ChecksumAlgorithm::sha256));
+    BOOST_REQUIRE(!r->write(bytes.data(), bytes.size()));
+    const Checksum expected = Checksum::sha256(openssl_sha256(bytes));
+    BOOST_TEST(r->commit(&expected).checksum.text() == expected.text());
+    BOOST_TEST(store->stat("US.sha").checksum.text() == expected.text());
+    BOOST_TEST(store->verify("US.sha").checksum.text() == expected.text());
+    BOOST_TEST(store->list().at(0).checksum.text() == expected.text());
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(remove_keeps_readers_views, F, Factories)
@@ -408,7 +437,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(concurrent_readers_and_writers, F, Factories)
                 const auto bytes = random_bytes(20000 + 1000 * i, 100 * w + i);
                 auto r = store->reserve("w" + std::to_string(w) + "-" + std::to_string(i), bytes.size());
                 if (r->write(bytes.data(), bytes.size())) ++failures;
-                if (r->commit().digest != openssl_sha256(bytes)) ++failures;
+                if (r->commit().checksum != crc_of(bytes)) ++failures;
             }
         });
     }
@@ -429,7 +458,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(concurrent_readers_and_writers, F, Factories)
                 const BlobRange v = store->read_all("shared");
                 const std::string d = to_hex(Sha256::of(v.data(), v.size()));
                 if (d != da && d != db) ++failures;
-                if (v.blob().digest != (v.size() == a.size() ? openssl_sha256(a) : openssl_sha256(b))) ++failures;
+                if (v.blob().checksum != (v.size() == a.size() ? crc_of(a) : crc_of(b))) ++failures;
                 ++reads;
             } while (!done);
         });

@@ -8,8 +8,8 @@
 //
 // Exit status 0 only when every Blob came back identical.
 #include <blobstreaming/client/Session.h>
+#include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/common/Error.h>
-#include <blobstreaming/common/Sha256.h>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -128,12 +128,10 @@ int main(int argc, char** argv)
     options.local_fast_path = args.local;
 
     std::vector<std::vector<std::uint8_t>> blobs(args.count);
-    std::vector<Digest> digests(args.count);
     std::mt19937_64 random(std::random_device{}());
     for (std::size_t i = 0; i < args.count; ++i) {
         blobs[i].resize(args.size);
         for (auto& b : blobs[i]) b = static_cast<std::uint8_t>(random());
-        digests[i] = Sha256::of(blobs[i].data(), blobs[i].size());
     }
     auto name = [&](std::size_t i) { return args.prefix + "." + std::to_string(i); };
 
@@ -153,7 +151,11 @@ int main(int argc, char** argv)
             session.push(PushSource::memory(blobs[i].data(), blobs[i].size()), name(i), push_options, Mode::Async,
                          [&, i, done](const Result& r) {
                              if (!r.ok()) note_error(r);
-                             else if (r.info.digest != digests[i]) ++mismatches;
+                             // The store's checksum of what it received, in the
+                             // Blob's algorithm, against the bytes sent.
+                             else if (r.info.checksum !=
+                                      ChecksumState::of(r.info.checksum.algorithm, blobs[i].data(), blobs[i].size()))
+                                 ++mismatches;
                              else ++pushed;
                              done();
                          });
@@ -167,7 +169,7 @@ int main(int argc, char** argv)
             session.pull(name(i), PullSink::memory(&back[i]), PullOptions{}, Mode::Async,
                          [&, i, done](const Result& r) {
                              if (!r.ok()) note_error(r);
-                             else if (Sha256::of(back[i].data(), back[i].size()) != digests[i]) ++mismatches;
+                             else if (back[i] != blobs[i]) ++mismatches;
                              else ++pulled;
                              done();
                          });

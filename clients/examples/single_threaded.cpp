@@ -6,8 +6,8 @@
 //
 //   single_threaded NAMING_URL STORE
 #include <blobstreaming/client/Session.h>
+#include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/common/Error.h>
-#include <blobstreaming/common/Sha256.h>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -68,7 +68,9 @@ int main(int argc, char** argv)
 
         // 2. Pull both back: one into memory, one processed while receiving.
         std::vector<std::uint8_t> copy;
-        Sha256 streamed;
+        // The consumer sees the bytes before the Blob's algorithm is known:
+        // both are computed, the Blob's is compared.
+        ChecksumState streamed_crc(ChecksumAlgorithm::crc32c), streamed_sha(ChecksumAlgorithm::sha256);
         std::uint64_t pieces = 0;
         session.pull("example.memory", PullSink::memory(&copy), PullOptions{}, Mode::Async, [&](const Result& r) {
             check("pull example.memory", r);
@@ -79,13 +81,15 @@ int main(int argc, char** argv)
         });
         session.pull("example.generated",
                      PullSink::consumer([&](const std::uint8_t* data, std::size_t size, std::uint64_t) {
-                         streamed.update(data, size);
+                         streamed_crc.update(data, size);
+                         streamed_sha.update(data, size);
                          ++pieces;
                      }),
                      PullOptions{}, Mode::Async, [&](const Result& r) {
                          check("pull example.generated", r);
-                         if (r.ok() && streamed.finish() != r.info.digest) {
-                             std::printf("pull example.generated: digest differs\n");
+                         const bool sha = r.info.checksum.algorithm == ChecksumAlgorithm::sha256;
+                         if (r.ok() && (sha ? streamed_sha : streamed_crc).finish() != r.info.checksum) {
+                             std::printf("pull example.generated: checksum differs\n");
                              ++failures;
                          }
                      });

@@ -68,7 +68,7 @@ void ClientConnection::start(std::unique_ptr<TransferJob> job)
     header_pos_ = 0;
     message_.clear();
     message_size_ = 0;
-    hash_.reset(job_->prefix_hash ? std::move(*job_->prefix_hash) : Sha256());
+    hash_.reset(job_->prefix_hash ? std::move(*job_->prefix_hash) : ChecksumState(job_->ticket.checksum));
     total_ = job_->ticket.length;
     if (job_->type == protocol::FrameType::push && job_->source->stable() && total_ >= HashPipeline::kBackgroundFrom)
         hash_.run_in_background();
@@ -234,8 +234,9 @@ void ClientConnection::advance_send()
             touch();
         }
         report_progress(true);
-        const Digest digest = hash_.finish();
-        out_.assign(reinterpret_cast<const char*>(digest.data()), digest.size());
+        out_.assign(protocol::kTrailerSize, '\0');
+        protocol::encode(protocol::Trailer{hash_.finish()},
+                         reinterpret_cast<std::uint8_t(&)[protocol::kTrailerSize]>(out_[0]));
         out_pos_ = 0;
         phase_ = Phase::trailer;
     }
@@ -304,16 +305,15 @@ void ClientConnection::advance_receive()
             // Checked before the sink finishes: a mismatch abandons the
             // output (a file this pull created is removed), never shows it.
             if (job_->verify) {
-                const Digest received = hash_.finish();
-                if (received != response_.digest) {
+                const Checksum received = hash_.finish();
+                if (received != *response_.checksum) {
                     const std::string kept = job_->ticket.offset == 0
                                                  ? std::string()
                                                  : " together with the " + std::to_string(job_->ticket.offset) +
                                                        " bytes the file already held (not a copy of this Blob?)";
                     fail(Errc::digest_mismatch, job_->what + ": the " + std::to_string(total_) + " bytes received" +
-                                                    kept + " have SHA-256 " + to_hex(received) +
-                                                    ", not the Blob's SHA-256 " + to_hex(response_.digest) +
-                                                    "; nothing was kept");
+                                                    kept + " have checksum " + received.text() + ", not the Blob's " +
+                                                    response_.checksum->text() + "; nothing was kept");
                     return;
                 }
             }
@@ -346,11 +346,19 @@ void ClientConnection::handle_response()
                                        " bytes, the ticket " + std::to_string(job_->ticket.length));
         return;
     }
+    if (!response_.checksum || response_.checksum->algorithm != hash_.algorithm()) {
+        fail(Errc::protocol_error,
+             job_->what + ": the store's answer carries " +
+                 (response_.checksum ? "a " + std::string(to_string(response_.checksum->algorithm)) + " checksum"
+                                     : std::string("no checksum")) +
+                 ", the ticket names " + std::string(to_string(hash_.algorithm())));
+        return;
+    }
     if (const auto& version = job_->ticket.version;
-        version && (response_.blob_size != version->size || response_.digest != version->digest)) {
+        version && (response_.blob_size != version->size || *response_.checksum != version->checksum)) {
         fail(Errc::blob_changed, job_->what + ": the store announced a version of " +
-                                     std::to_string(response_.blob_size) + " bytes with SHA-256 " +
-                                     to_hex(response_.digest) + ", not the version of the ticket (" +
+                                     std::to_string(response_.blob_size) + " bytes with checksum " +
+                                     response_.checksum->text() + ", not the version of the ticket (" +
                                      describe_version(*version) + ")");
         return;
     }
@@ -363,7 +371,7 @@ void ClientConnection::handle_response()
         return;
     }
     job_->sink->open(total_);
-    // The whole Blob's digest is checked for a whole-Blob pull, and for a
+    // The whole Blob's checksum is checked for a whole-Blob pull, and for a
     // range that happens to cover the Blob (from byte 0, or after the bytes
     // a resumed pull hashed).
     const std::uint64_t hashed_before = job_->prefix_hash ? job_->ticket.offset : 0;

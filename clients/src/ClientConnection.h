@@ -7,7 +7,7 @@
 #include "Streams.h"
 #include "Ticket.h"
 
-#include <blobstreaming/common/Sha256.h>
+#include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/common/UniqueFd.h>
 #include <blobstreaming/transporter/Protocol.h>
 #include <blobstreaming/transporter/SocketOptions.h>
@@ -38,15 +38,17 @@ struct TransferJob {
     std::string what;                ///< message prefix: `push "N": store "S"`
     std::unique_ptr<Source> source;  ///< push
     std::unique_ptr<Sink> sink;      ///< pull
-    bool verify = false;             ///< pull: compare the whole-Blob digest
+    bool verify = false;             ///< pull: compare the whole-Blob checksum
     /// Pull: the whole Blob was asked for (offset 0, length 0; or resumed
     /// with `prefix_hash`): the store must deliver all of the ticket's
-    /// version, and with `verify` its digest is checked whatever the lengths.
+    /// version, and with `verify` its checksum is checked whatever the
+    /// lengths.
     bool whole = false;
-    /// Resuming: SHA-256 of the Blob's bytes [0, ticket.offset) that need not
-    /// move again (push: the store has them; pull: the file has them). The
-    /// trailer (push) or the check (pull) then covers the whole Blob.
-    std::optional<Sha256> prefix_hash;
+    /// Resuming: the checksum state (the ticket's algorithm) of the Blob's
+    /// bytes [0, ticket.offset) that need not move again (push: the store
+    /// has them; pull: the file has them). The trailer (push) or the check
+    /// (pull) then covers the whole Blob.
+    std::optional<ChecksumState> prefix_hash;
     Progress progress;
     /// Runs once on the loop thread.
     std::function<void(JobOutcome)> done;

@@ -308,14 +308,17 @@ auto with_transporter(ControlPlane::Refs& refs, const std::string& store, BlobSt
 
 }  // namespace
 
-PushGrant ControlPlane::begin_push(const std::string& store, const std::string& name, std::uint64_t size, bool replace)
+PushGrant ControlPlane::begin_push(const std::string& store, const std::string& name, std::uint64_t size, bool replace,
+                                   std::optional<ChecksumAlgorithm> checksum)
 {
+    const BlobStreaming::ChecksumAlgorithm algorithm =
+        checksum ? corba::to_idl(*checksum) : BlobStreaming::CHECKSUM_STORE_DEFAULT;
     const std::string what = "push " + quote_name(name);
     // One round trip: the reservation and its ticket together.
     return with_store(*refs_, options_, store, what, [&](BlobStreaming::BlobStore_ptr ref) {
         BlobStreaming::PushGrant_var granted =
             with_transporter(*refs_, store, ref, options_, what, [&](BlobStreaming::BlobTransporter_ptr t) {
-                return t->push(name.c_str(), size, replace, true, time_value(options_.timeout),
+                return t->push(name.c_str(), size, replace, algorithm, true, time_value(options_.timeout),
                                BlobStreaming::IGNORE_NOTIFICATIONS);
             });
         PushGrant grant;
@@ -326,7 +329,7 @@ PushGrant ControlPlane::begin_push(const std::string& store, const std::string& 
 }
 
 std::optional<PushGrant> ControlPlane::resume_push(const std::string& store, const std::string& name,
-                                                   std::uint64_t size)
+                                                   std::uint64_t size, std::optional<ChecksumAlgorithm> checksum)
 {
     const std::string what = "push " + quote_name(name);
     return with_store(*refs_, options_, store, what, [&](BlobStreaming::BlobStore_ptr ref) -> std::optional<PushGrant> {
@@ -341,6 +344,11 @@ std::optional<PushGrant> ControlPlane::resume_push(const std::string& store, con
                                                     "\": cannot resume: the interrupted push was of " +
                                                     std::to_string(r->size) + " bytes, the source has " +
                                                     std::to_string(size) + " (push without resuming to start over)");
+        if (const auto held = corba::algorithm_of(r->checksum); checksum && held && *held != *checksum)
+            throw Error(Errc::invalid_argument,
+                        what + ": store \"" + store + "\": cannot resume: the interrupted push was checksummed with " +
+                            std::string(to_string(*held)) + ", this one asks for " + std::string(to_string(*checksum)) +
+                            " (push without resuming to start over)");
         PushGrant grant;
         grant.reservation = r->id;
         BlobStreaming::TransferTicket_var ticket =

@@ -45,12 +45,16 @@ public:
     // closes); the cached references are shared under an internal mutex that
     // no CORBA call holds. All throw Error with a specific message ----------
     /// One round trip (BlobTransporter::push): the reservation and its ticket.
-    PushGrant begin_push(const std::string& store, const std::string& name, std::uint64_t size, bool replace);
+    /// `checksum`: the Blob's algorithm (nullopt: the store's default).
+    PushGrant begin_push(const std::string& store, const std::string& name, std::uint64_t size, bool replace,
+                         std::optional<ChecksumAlgorithm> checksum);
     /// Continues the interrupted push of `name` the store still holds a
     /// reservation for: the ticket starts at the bytes it already has.
     /// nullopt when there is none; Errc::invalid_argument when that
-    /// reservation is for a Blob of another size than `size`.
-    std::optional<PushGrant> resume_push(const std::string& store, const std::string& name, std::uint64_t size);
+    /// reservation is for a Blob of another size than `size`, or computes
+    /// another checksum than `checksum` (when given).
+    std::optional<PushGrant> resume_push(const std::string& store, const std::string& name, std::uint64_t size,
+                                         std::optional<ChecksumAlgorithm> checksum);
     /// Aborts a reservation; failures are logged (the store also drops
     /// reservations whose data connection failed).
     void abort(const std::string& store, std::uint64_t reservation) noexcept;

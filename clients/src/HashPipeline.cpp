@@ -12,15 +12,15 @@ constexpr std::size_t kPiece = std::size_t{1} << 20;
 
 }  // namespace
 
-void HashPipeline::reset(Sha256 initial)
+void HashPipeline::reset(ChecksumState initial)
 {
     stop();
-    sha_ = std::move(initial);
+    state_ = std::move(initial);
 }
 
 void HashPipeline::run_in_background() noexcept
 {
-    if (worker_.joinable()) return;
+    if (worker_.joinable() || state_.algorithm() != ChecksumAlgorithm::sha256) return;
     closing_ = false;
     abandon_ = false;
     queue_.clear();
@@ -35,7 +35,7 @@ void HashPipeline::update(const std::uint8_t* data, std::size_t size)
 {
     if (size == 0) return;
     if (!worker_.joinable()) {
-        sha_.update(data, size);
+        state_.update(data, size);
         return;
     }
     {
@@ -47,7 +47,7 @@ void HashPipeline::update(const std::uint8_t* data, std::size_t size)
     wake_.notify_one();
 }
 
-Digest HashPipeline::finish()
+Checksum HashPipeline::finish()
 {
     if (worker_.joinable()) {
         {
@@ -57,7 +57,7 @@ Digest HashPipeline::finish()
         wake_.notify_one();
         worker_.join();
     }
-    return sha_.finish();
+    return state_.finish();
 }
 
 void HashPipeline::stop() noexcept
@@ -85,7 +85,7 @@ void HashPipeline::work()
         front.second -= n;
         if (front.second == 0) queue_.pop_front();
         lock.unlock();
-        sha_.update(data, n);
+        state_.update(data, n);
         lock.lock();
     }
 }

@@ -21,7 +21,7 @@ BlobInfo info_of(const BlobStreaming::BlobInfo& in)
     BlobInfo out;
     out.name = in.name.in();
     out.size = in.size;
-    std::copy(in.digest, in.digest + 32, out.digest.begin());
+    out.checksum = corba::checksum_of(in.checksum, "the store's answer for " + out.name);
     out.committed = std::chrono::system_clock::time_point(
         std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(in.committedNs)));
     return out;
@@ -45,6 +45,11 @@ Ticket ticket_of(const BlobStreaming::TransferTicket& in)
     out.host = in.endpoint.host.in();
     out.port = in.endpoint.port;
     if (in.direction == BlobStreaming::PULL) out.version = info_of(in.version);
+    const auto algorithm = corba::algorithm_of(in.checksum);
+    if (!algorithm)
+        throw Error(Errc::protocol_error, "the store's ticket for " + std::string(in.blob.in()) +
+                                              " names no checksum algorithm (a store of another release?)");
+    out.checksum = *algorithm;
     return out;
 }
 

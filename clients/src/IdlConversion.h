@@ -6,6 +6,7 @@
 
 #include <blobstreaming/client/Result.h>
 #include <blobstreaming/common/BlobInfo.h>
+#include <blobstreaming/transporter/corba/ChecksumIdl.h>
 
 #include <BlobStreaming.hh>
 

@@ -3,8 +3,8 @@
 #include "UserCallback.h"
 
 #include <blobstreaming/blobstore/FileStore.h>
+#include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/common/Error.h>
-#include <blobstreaming/common/Sha256.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -88,6 +88,7 @@ std::uint64_t copy_local(const LocalRange& range, Sink& sink, bool verify, const
     // The mapping stays until this returns, and `hash` (declared after the
     // range it reads) stops its helper first on every way out.
     HashPipeline hash;
+    hash.reset(ChecksumState(info.checksum.algorithm));
     if (whole) {
         if (length >= HashPipeline::kBackgroundFrom) hash.run_in_background();
         hash.update(range.data(), static_cast<std::size_t>(length));
@@ -108,12 +109,11 @@ std::uint64_t copy_local(const LocalRange& range, Sink& sink, bool verify, const
         if (progress) call_user("progress callback", what, progress, done, length);
     }
     if (whole) {
-        const Digest read = hash.finish();
-        if (read != info.digest)
+        const Checksum read = hash.finish();
+        if (read != info.checksum)
             throw Error(Errc::digest_mismatch, what + ": the " + std::to_string(length) + " bytes of local file " +
-                                                   range.file().path + " have SHA-256 " + to_hex(read) +
-                                                   ", not the Blob's SHA-256 " + to_hex(info.digest) +
-                                                   "; nothing was kept");
+                                                   range.file().path + " have checksum " + read.text() +
+                                                   ", not the Blob's " + info.checksum.text() + "; nothing was kept");
     }
     sink.finish();
     return done;

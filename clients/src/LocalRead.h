@@ -4,7 +4,7 @@
 ///
 /// Two steps, so that a caller can tell "the store's file cannot be used
 /// here" (open_local: take the network instead, nothing was written) from a
-/// failure of the destination or of the digest (copy_local: the sink may
+/// failure of the destination or of the checksum (copy_local: the sink may
 /// already have written bytes, e.g. to standard output or a FIFO, so the
 /// pull must fail rather than start again over another path).
 
@@ -52,14 +52,14 @@ private:
 /// the network instead for both).
 LocalRange open_local(const LocalFile& file, std::uint64_t offset, std::uint64_t length, const std::string& what);
 
-/// Opens `sink`, copies the range into it, checks the whole Blob's digest
+/// Opens `sink`, copies the range into it, checks the whole Blob's checksum
 /// when the range is the whole Blob and `verify` is set, then finishes the
 /// sink (on success only: the caller abandons it on failure). Returns the
 /// bytes delivered. The bytes move by slices of kLocalSlice: inside the
 /// kernel when the sink takes it (Sink::copy_from_file: a regular file),
 /// else read(2) straight into the sink's window (memory, a bounce buffer);
-/// from 4 MiB on the digest is computed from the mapping on a HashPipeline
-/// helper thread at the same time. `progress` is called after each slice. Throws Error: the sink's (Errc::io_error: its
+/// the checksum is computed from the mapping (SHA-256 from 4 MiB on on a
+/// HashPipeline helper thread at the same time). `progress` is called after each slice. Throws Error: the sink's (Errc::io_error: its
 /// destination failed, possibly after bytes were written),
 /// Errc::digest_mismatch. Not to be retried over the network.
 /// Bytes moved between two progress calls.

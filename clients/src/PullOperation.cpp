@@ -75,7 +75,7 @@ void PullOperation::on_loop_thread_read_local(const LocalFile& local)
             spdlog::debug("{}; pulling over the network instead", e.what());
             return on_control_thread(&PullOperation::on_control_thread_ticket, failure(e));
         }
-        // From here a failure is the destination's or the digest's: bytes
+        // From here a failure is the destination's or the checksum's: bytes
         // may be out already (a FIFO, standard output), so the pull fails
         // instead of starting over on another path.
         auto sink = make_sink(sink_, where);
@@ -116,19 +116,24 @@ void PullOperation::on_control_thread_resume()
     if (options_.offset != 0 || options_.length != 0)
         throw Error(Errc::invalid_argument, what + ": resume continues a whole-Blob pull; it cannot be combined "
                                                    "with an offset or a length");
-    auto [have, prefix] = hash_existing_file(sink_.path(), what);
     const BlobInfo info = session_.control->stat(store_, name_);
+    auto [have, prefix] = hash_existing_file(sink_.path(), info.checksum.algorithm, what);
     if (have > info.size)
         throw Error(Errc::invalid_range, what + ": cannot resume: " + sink_.path() + " holds " + std::to_string(have) +
                                              " bytes, more than the " + std::to_string(info.size) +
                                              " of the Blob (not a partial copy of it)");
     const Ticket ticket = session_.control->begin_pull(store_, name_, have, 0);
-    session_.loop.post([op = shared_from_this(), ticket, prefix = std::make_shared<Sha256>(std::move(prefix))] {
+    if (ticket.checksum != prefix.algorithm())
+        throw Error(Errc::blob_changed, what + ": the Blob was replaced (now with a " +
+                                            std::string(to_string(ticket.checksum)) +
+                                            " checksum) while the pull was resuming; pull it again");
+    session_.loop.post([op = shared_from_this(), ticket, prefix = std::make_shared<ChecksumState>(std::move(prefix))] {
         op->on_loop_thread_transfer(ticket, std::move(*prefix), false);
     });
 }
 
-void PullOperation::on_loop_thread_transfer(const Ticket& ticket, std::optional<Sha256> prefix, bool retry_if_changed)
+void PullOperation::on_loop_thread_transfer(const Ticket& ticket, std::optional<ChecksumState> prefix,
+                                            bool retry_if_changed)
 {
     auto job = std::make_unique<TransferJob>();
     job->type = protocol::FrameType::pull;
@@ -164,7 +169,7 @@ void PullOperation::on_loop_thread_finished(const Ticket& ticket, bool retry_if_
         if (ticket.version) r.info = *ticket.version;
         r.info.name = name_;
         r.info.size = o.response.blob_size;
-        r.info.digest = o.response.digest;
+        if (o.response.checksum) r.info.checksum = *o.response.checksum;
         log_transfer("pulled", "from", name_, store_, r, ticket.endpoint());
     }
     session_.complete(done_, std::move(r));

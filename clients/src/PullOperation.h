@@ -15,7 +15,7 @@
 #include "SessionImpl.h"
 
 #include <blobstreaming/client/Transfer.h>
-#include <blobstreaming/common/Sha256.h>
+#include <blobstreaming/common/Checksum.h>
 
 #include <functional>
 #include <memory>
@@ -52,7 +52,7 @@ private:
     /// passes the hash of the bytes the file holds (`prefix`).
     /// `retry_if_changed`: a Blob replaced or removed since the ticket
     /// (Errc::blob_changed) is pulled once more, for the version current then.
-    void on_loop_thread_transfer(const Ticket& ticket, std::optional<Sha256> prefix, bool retry_if_changed);
+    void on_loop_thread_transfer(const Ticket& ticket, std::optional<ChecksumState> prefix, bool retry_if_changed);
     /// Loop thread: the data connection's outcome.
     void on_loop_thread_finished(const Ticket& ticket, bool retry_if_changed, const JobOutcome& outcome);
     /// Any thread: completes with `e`.

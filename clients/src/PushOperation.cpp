@@ -50,8 +50,9 @@ void PushOperation::on_control_thread_reserve()
         job->source = open_source(source_, what_);
         const std::uint64_t size = job->source->size();
         std::optional<PushGrant> resumed;
-        if (options_.resume) resumed = control.resume_push(store_, name_, size);
-        grant_ = resumed ? std::move(*resumed) : control.begin_push(store_, name_, size, options_.replace);
+        if (options_.resume) resumed = control.resume_push(store_, name_, size, options_.checksum);
+        grant_ = resumed ? std::move(*resumed)
+                         : control.begin_push(store_, name_, size, options_.replace, options_.checksum);
     } catch (const Error& e) {
         return session_.complete(done_, failure(e, store_));
     }
@@ -69,7 +70,7 @@ void PushOperation::on_loop_thread_send(std::shared_ptr<TransferJob> job)
         // Resumed: the store has the first bytes; hash them here so that
         // the trailer covers the whole Blob.
         try {
-            Sha256 prefix;
+            ChecksumState prefix(job->ticket.checksum);
             job->source->skip(job->ticket.offset, prefix);
             job->prefix_hash = std::move(prefix);
         } catch (const Error& e) {
@@ -101,7 +102,7 @@ void PushOperation::on_loop_thread_finished(const JobOutcome& o)
     }
     r.info.name = name_;
     r.info.size = o.response.blob_size;
-    r.info.digest = o.response.digest;
+    if (o.response.checksum) r.info.checksum = *o.response.checksum;
     r.info.committed = std::chrono::system_clock::now();
     log_transfer("pushed", "to", name_, store_, r, grant_.ticket.endpoint());
     session_.complete(done_, std::move(r));

@@ -362,9 +362,10 @@ std::unique_ptr<Sink> make_sink(const PullSink& sink, const std::string& what, s
     throw Error(Errc::invalid_argument, what + ": unknown sink kind");
 }
 
-std::pair<std::uint64_t, Sha256> hash_existing_file(const std::string& path, const std::string& what)
+std::pair<std::uint64_t, ChecksumState> hash_existing_file(const std::string& path, ChecksumAlgorithm algorithm,
+                                                           const std::string& what)
 {
-    std::pair<std::uint64_t, Sha256> out{0, Sha256()};
+    std::pair<std::uint64_t, ChecksumState> out{0, ChecksumState(algorithm)};
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
     if (!fd) {
         if (errno == ENOENT) return out;

@@ -68,7 +68,7 @@ public:
         offset_ += static_cast<std::uint64_t>(n);
         return n;
     }
-    void skip(std::uint64_t offset, Sha256& hash) override
+    void skip(std::uint64_t offset, ChecksumState& hash) override
     {
         check_not_shrunk(offset);
         hash.update(map_.data(), static_cast<std::size_t>(offset));
@@ -121,7 +121,7 @@ public:
         }
         return n;
     }
-    void skip(std::uint64_t offset, Sha256& hash) override
+    void skip(std::uint64_t offset, ChecksumState& hash) override
     {
         hash.update(data_, static_cast<std::size_t>(offset));
         offset_ = offset;
@@ -154,7 +154,7 @@ public:
     }
     /// The producer has no random access: the bytes before `offset` are
     /// produced again and only hashed.
-    void skip(std::uint64_t offset, Sha256& hash) override
+    void skip(std::uint64_t offset, ChecksumState& hash) override
     {
         while (produced_ < offset) {
             const std::size_t got =

@@ -7,7 +7,7 @@
 #include "HashPipeline.h"
 
 #include <blobstreaming/client/Transfer.h>
-#include <blobstreaming/common/Sha256.h>
+#include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/transporter/Tls.h>
 
 #include <cstddef>
@@ -49,7 +49,7 @@ public:
     /// Resuming a push: adds bytes [0, offset) to `hash` without sending
     /// them and continues at `offset`. Called before the first send().
     /// Throws Error (Errc::io_error) when the source fails.
-    virtual void skip(std::uint64_t offset, Sha256& hash) = 0;
+    virtual void skip(std::uint64_t offset, ChecksumState& hash) = 0;
     /// The bytes handed to `hash` stay unchanged in place until the
     /// transfer ends, so a helper thread may hash them later.
     virtual bool stable() const noexcept { return false; }
@@ -104,9 +104,11 @@ std::unique_ptr<Sink> make_sink(const PullSink& sink, const std::string& what,
                                 std::optional<std::uint64_t> resume_at = std::nullopt);
 
 /// Resuming a pull into `path`: the bytes it already holds and their
-/// SHA-256 (size 0 and an empty hash when it does not exist). Throws Error:
+/// checksum in `algorithm` (size 0 and an empty state when it does not
+/// exist). Throws Error:
 /// Errc::invalid_argument when it is not a regular file (a FIFO, a device:
 /// nothing to continue), Errc::io_error when it cannot be read.
-std::pair<std::uint64_t, Sha256> hash_existing_file(const std::string& path, const std::string& what);
+std::pair<std::uint64_t, ChecksumState> hash_existing_file(const std::string& path, ChecksumAlgorithm algorithm,
+                                                           const std::string& what);
 
 }  // namespace blobstreaming::client

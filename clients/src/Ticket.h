@@ -21,6 +21,10 @@ struct Ticket {
     /// Pull: the committed version the store delivers (or fails with
     /// Errc::blob_changed); nullopt for a push.
     std::optional<BlobInfo> version;
+    /// The checksum the data connection uses: the algorithm the store
+    /// computes over a push's bytes and expects in its trailer; a pulled
+    /// Blob's.
+    ChecksumAlgorithm checksum = kDefaultChecksum;
     std::string endpoint() const { return host + ":" + std::to_string(port); }
 };
 

@@ -8,8 +8,8 @@
 #include "EventLoop.h"
 #include "Streams.h"
 
+#include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/common/Error.h>
-#include <blobstreaming/common/Sha256.h>
 #include <blobstreaming/transporter/Protocol.h>
 
 #define BOOST_TEST_MODULE DataPlaneTest
@@ -76,16 +76,17 @@ public:
     int accepted() const { return accepted_.load(); }
 
     Ticket ticket(protocol::FrameType type, std::uint64_t length, Behaviour behaviour,
-                  std::vector<std::uint8_t> content = {})
+                  std::vector<std::uint8_t> content = {}, ChecksumAlgorithm algorithm = kDefaultChecksum)
     {
         Ticket t;
+        t.checksum = algorithm;
         const auto id = protocol::random_ticket();
         std::copy(id.begin(), id.end(), t.id.begin());
         t.length = length;
         t.host = "127.0.0.1";
         t.port = port_;
         std::lock_guard<std::mutex> lock(mutex_);
-        tickets_[id] = Entry{type, behaviour, std::move(content)};
+        tickets_[id] = Entry{type, behaviour, std::move(content), algorithm};
         return t;
     }
     std::vector<std::uint8_t> stored(const Ticket& t)
@@ -101,16 +102,17 @@ private:
         protocol::FrameType type;
         Behaviour behaviour;
         std::vector<std::uint8_t> content;
+        ChecksumAlgorithm algorithm;
     };
 
-    static void respond(int fd, Errc status, std::uint64_t length, const Digest& digest, const std::string& message,
-                        std::optional<std::uint64_t> blob_size = std::nullopt)
+    static void respond(int fd, Errc status, std::uint64_t length, std::optional<Checksum> checksum,
+                        const std::string& message, std::optional<std::uint64_t> blob_size = std::nullopt)
     {
         protocol::Response r;
         r.status = status;
         r.length = length;
         r.blob_size = blob_size.value_or(length);
-        r.digest = digest;
+        r.checksum = checksum;
         r.message = message;
         const std::string bytes = protocol::encode(r);
         write_all(fd, bytes.data(), bytes.size());
@@ -166,10 +168,11 @@ private:
                 std::vector<std::uint8_t> bytes(request.length);
                 const std::size_t take = entry->behaviour == Behaviour::drop_midway ? bytes.size() / 2 : bytes.size();
                 if (!read_all(fd, bytes.data(), take) || entry->behaviour == Behaviour::drop_midway) break;
-                Digest trailer;
-                if (!read_all(fd, trailer.data(), trailer.size())) break;
-                const Digest digest = Sha256::of(bytes.data(), bytes.size());
-                if (digest != trailer) {
+                std::uint8_t trailer_frame[protocol::kTrailerSize];
+                if (!read_all(fd, trailer_frame, sizeof trailer_frame)) break;
+                protocol::Trailer trailer;
+                const Checksum checksum = ChecksumState::of(entry->algorithm, bytes.data(), bytes.size());
+                if (protocol::decode(trailer_frame, trailer, why) || trailer.checksum != checksum) {
                     respond(fd, Errc::digest_mismatch, 0, {}, "trailer does not match");
                     break;
                 }
@@ -177,18 +180,19 @@ private:
                     std::lock_guard<std::mutex> lock(mutex_);
                     received_[request.ticket] = bytes;
                 }
-                respond(fd, Errc::ok, bytes.size(), digest, "");
+                respond(fd, Errc::ok, bytes.size(), checksum, "");
             } else {
                 const auto& c = entry->content;
                 if (entry->behaviour == Behaviour::replaced) {
                     std::vector<std::uint8_t> now(c.size() + 1000, 0x5a);
                     std::copy(c.begin(), c.end(), now.begin());
                     now[0] ^= 0xff;
-                    respond(fd, Errc::ok, c.size(), Sha256::of(now.data(), now.size()), "", now.size());
+                    respond(fd, Errc::ok, c.size(), ChecksumState::of(entry->algorithm, now.data(), now.size()), "",
+                            now.size());
                     if (!write_all(fd, now.data(), c.size())) break;
                     continue;
                 }
-                respond(fd, Errc::ok, c.size(), Sha256::of(c.data(), c.size()), "");
+                respond(fd, Errc::ok, c.size(), ChecksumState::of(entry->algorithm, c.data(), c.size()), "");
                 if (entry->behaviour == Behaviour::drop_midway) {
                     write_all(fd, c.data(), c.size() / 2);
                     break;
@@ -250,21 +254,22 @@ struct Fixture {
         BOOST_REQUIRE(out.has_value());
         return *out;
     }
-    std::unique_ptr<TransferJob> push_job(const std::vector<std::uint8_t>& bytes, Behaviour b)
+    std::unique_ptr<TransferJob> push_job(const std::vector<std::uint8_t>& bytes, Behaviour b,
+                                          ChecksumAlgorithm algorithm = kDefaultChecksum)
     {
         auto job = std::make_unique<TransferJob>();
         job->type = protocol::FrameType::push;
-        job->ticket = port.ticket(protocol::FrameType::push, bytes.size(), b);
+        job->ticket = port.ticket(protocol::FrameType::push, bytes.size(), b, {}, algorithm);
         job->what = "push \"T\": store \"fake\"";
         job->source = open_source(PushSource::memory(bytes.data(), bytes.size()), job->what);
         return job;
     }
     std::unique_ptr<TransferJob> pull_job(const std::vector<std::uint8_t>& content, std::vector<std::uint8_t>* out,
-                                          Behaviour b)
+                                          Behaviour b, ChecksumAlgorithm algorithm = kDefaultChecksum)
     {
         auto job = std::make_unique<TransferJob>();
         job->type = protocol::FrameType::pull;
-        job->ticket = port.ticket(protocol::FrameType::pull, content.size(), b, content);
+        job->ticket = port.ticket(protocol::FrameType::pull, content.size(), b, content, algorithm);
         job->what = "pull \"T\": store \"fake\"";
         job->sink = make_sink(PullSink::memory(out), job->what);
         job->verify = true;
@@ -282,7 +287,7 @@ BOOST_FIXTURE_TEST_CASE(push_sends_bytes_and_trailer_and_gets_the_ack, Fixture)
     const auto out = run(std::move(job));
     BOOST_TEST(!out.error, out.message);
     BOOST_TEST(out.bytes == bytes.size());
-    BOOST_TEST(to_hex(out.response.digest) == to_hex(Sha256::of(bytes.data(), bytes.size())));
+    BOOST_TEST(out.response.checksum.value().text() == test::reference_checksum(bytes).text());
     BOOST_TEST((port.stored(t) == bytes));
 }
 
@@ -295,35 +300,42 @@ BOOST_FIXTURE_TEST_CASE(pull_lands_in_memory_and_is_verified, Fixture)
     BOOST_TEST((got == content));
 }
 
-// From HashPipeline::kBackgroundFrom on, a helper thread hashes the bytes
-// behind the connection (the caller's buffer stays in place); below, inline.
-BOOST_FIXTURE_TEST_CASE(large_transfers_hash_in_the_background_and_match, Fixture)
+// SHA-256 from HashPipeline::kBackgroundFrom on: a helper thread hashes the
+// bytes behind the connection (the caller's buffer stays in place).
+BOOST_FIXTURE_TEST_CASE(large_sha256_transfers_hash_in_the_background_and_match, Fixture)
 {
     for (const std::size_t size : {std::size_t{4} << 20, (std::size_t{9} << 20) + 7}) {
         const auto bytes = pattern(size, 11);
-        auto job = push_job(bytes, Behaviour::serve);
+        auto job = push_job(bytes, Behaviour::serve, ChecksumAlgorithm::sha256);
         const Ticket t = job->ticket;
         const auto pushed = run(std::move(job));
         BOOST_TEST(!pushed.error, pushed.message);
         BOOST_TEST((port.stored(t) == bytes));
         std::vector<std::uint8_t> got;
-        const auto pulled = run(pull_job(bytes, &got, Behaviour::serve));
+        const auto pulled = run(pull_job(bytes, &got, Behaviour::serve, ChecksumAlgorithm::sha256));
         BOOST_TEST(!pulled.error, pulled.message);
         BOOST_TEST((got == bytes));
+        BOOST_TEST((pulled.response.checksum.value() ==
+                    ChecksumState::of(ChecksumAlgorithm::sha256, bytes.data(), bytes.size())));
     }
 }
 
 BOOST_FIXTURE_TEST_CASE(pulled_bytes_that_differ_from_the_digest_fail_the_pull, Fixture)
 {
-    for (const std::size_t size : {std::size_t{64} << 10, std::size_t{8} << 20}) {  // inline, background
+    // CRC32C (inline), SHA-256 inline and on the helper thread.
+    const std::pair<std::size_t, ChecksumAlgorithm> cases[] = {{std::size_t{8} << 20, ChecksumAlgorithm::crc32c},
+                                                               {std::size_t{64} << 10, ChecksumAlgorithm::sha256},
+                                                               {std::size_t{8} << 20, ChecksumAlgorithm::sha256}};
+    for (const auto& [size, algorithm] : cases) {
         const auto content = pattern(size, 12);
         std::vector<std::uint8_t> got;
-        const auto out = run(pull_job(content, &got, Behaviour::corrupt));
+        const auto out = run(pull_job(content, &got, Behaviour::corrupt, algorithm));
         BOOST_TEST(out.error == make_error_code(Errc::digest_mismatch), size << ": " << out.message);
         auto sent = content;  // as the fake store corrupts it
         sent[sent.size() * 3 / 4] ^= 0x20;
-        const std::string both = "have SHA-256 " + to_hex(Sha256::of(sent.data(), sent.size())) +
-                                 ", not the Blob's SHA-256 " + to_hex(Sha256::of(content.data(), content.size()));
+        const std::string both = "have checksum " + ChecksumState::of(algorithm, sent.data(), sent.size()).text() +
+                                 ", not the Blob's " +
+                                 ChecksumState::of(algorithm, content.data(), content.size()).text();
         BOOST_TEST(out.message.find(both) != std::string::npos, out.message);
     }
 }
@@ -337,7 +349,7 @@ BOOST_FIXTURE_TEST_CASE(a_whole_pull_answered_with_another_version_fails, Fixtur
     auto job = pull_job(content, &got, Behaviour::replaced);
     BlobInfo version;
     version.size = content.size();
-    version.digest = Sha256::of(content.data(), content.size());
+    version.checksum = test::reference_checksum(content);
     job->ticket.version = version;
     job->whole = true;
     auto out = run(std::move(job));

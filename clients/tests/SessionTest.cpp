@@ -69,7 +69,9 @@ BOOST_AUTO_TEST_CASE(control_plane_errors_without_stores)
         BOOST_REQUIRE(e.has_value());
         BOOST_TEST(static_cast<int>(e->code()) == static_cast<int>(Errc::no_such_blob));
 
-        e = error_of([&] { session.push_memory("x", 1, "bad/name", PushOptions{"ws1", false, {}}); });
+        e = error_of([&] {
+            session.push_memory("x", 1, "bad/name", PushOptions{"ws1", false, {}, false, std::nullopt});
+        });
         BOOST_REQUIRE(e.has_value());
         BOOST_TEST(static_cast<int>(e->code()) == static_cast<int>(Errc::invalid_name));
 

@@ -7,8 +7,8 @@
 
 #include "ErrorOf.h"
 
+#include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/common/Error.h>
-#include <blobstreaming/common/Sha256.h>
 
 #define BOOST_TEST_MODULE StreamsTest
 #include <boost/test/unit_test.hpp>
@@ -351,7 +351,7 @@ BOOST_AUTO_TEST_CASE(resuming_needs_a_regular_file, *boost::unit_test::timeout(6
     const std::string fifo = dir / "in.fifo";
     BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
     for (const std::string& path : {fifo, full_device(dir)}) {
-        const auto e = error_of([&] { hash_existing_file(path, "pull \"A\""); });
+        const auto e = error_of([&] { hash_existing_file(path, kDefaultChecksum, "pull \"A\""); });
         BOOST_REQUIRE(e.has_value());
         BOOST_TEST(static_cast<int>(e->code()) == static_cast<int>(Errc::invalid_argument));
         BOOST_TEST(std::string(e->what()).find("pull \"A\": resume needs a regular file to continue: " + path +
@@ -416,7 +416,8 @@ BOOST_AUTO_TEST_CASE(a_file_source_that_shrinks_fails_and_one_that_grows_sends_i
         long sent = 0;
         for (int i = 0; i < 100 && sent < 1000; ++i) sent += source->send(channel, 1 << 20, hash);
         BOOST_TEST(sent == 1000);
-        BOOST_TEST(to_hex(hash.finish()) == to_hex(Sha256::of(std::string(1000, 's').data(), 1000)));
+        BOOST_TEST(hash.finish().text() ==
+                   ChecksumState::of(kDefaultChecksum, std::string(1000, 's').data(), 1000).text());
         std::string got;
         ssize_t n = 0;
         while ((n = ::read(pair[1], sink, sizeof sink)) > 0) got.append(sink, static_cast<std::size_t>(n));

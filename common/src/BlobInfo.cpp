@@ -7,7 +7,7 @@ namespace blobstreaming {
 
 bool same_version(const BlobInfo& a, const BlobInfo& b) noexcept
 {
-    return a.size == b.size && a.digest == b.digest && a.committed == b.committed;
+    return a.size == b.size && a.checksum == b.checksum && a.committed == b.committed;
 }
 
 std::string describe_version(const BlobInfo& info)
@@ -20,7 +20,7 @@ std::string describe_version(const BlobInfo& info)
     char when[64];
     std::snprintf(when, sizeof when, "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ", utc.tm_year + 1900, utc.tm_mon + 1,
                   utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<long long>(ns % 1000000000));
-    return std::to_string(info.size) + " bytes, SHA-256 " + to_hex(info.digest).substr(0, 16) + "…, committed " + when;
+    return std::to_string(info.size) + " bytes, " + info.checksum.brief() + ", committed " + when;
 }
 
 }  // namespace blobstreaming

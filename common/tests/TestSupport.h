@@ -1,8 +1,10 @@
 #pragma once
 // Helpers shared by the unit tests of common/, blobstore/ and clients/: a
-// private temporary directory, reproducible random bytes, whole reads and
-// writes on a socket, and an assertion on an Error's code and text.
+// private temporary directory, reproducible random bytes, an independent
+// CRC32C, whole reads and writes on a socket, and an assertion on an Error's
+// code and text.
 
+#include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/common/Error.h>
 
 #include <boost/test/unit_test.hpp>
@@ -47,6 +49,24 @@ inline std::vector<std::uint8_t> random_bytes(std::size_t n, std::uint32_t seed 
     std::vector<std::uint8_t> out(n);
     for (auto& b : out) b = static_cast<std::uint8_t>(rng());
     return out;
+}
+
+/// The textbook bitwise CRC32C, independent of ISA-L: the reference the
+/// library's checksums are compared with.
+inline std::uint32_t reference_crc32c(const std::uint8_t* p, std::size_t n)
+{
+    std::uint32_t crc = 0xFFFFFFFFu;
+    for (std::size_t i = 0; i < n; ++i) {
+        crc ^= p[i];
+        for (int k = 0; k < 8; ++k) crc = (crc & 1) ? (crc >> 1) ^ 0x82F63B78u : crc >> 1;
+    }
+    return ~crc;
+}
+
+/// The CRC32C checksum of `bytes`, computed by the reference.
+inline Checksum reference_checksum(const std::vector<std::uint8_t>& bytes)
+{
+    return Checksum::crc32c(reference_crc32c(bytes.data(), bytes.size()));
 }
 
 /// send(2) all of `size` bytes to a blocking socket; false when the peer

@@ -59,7 +59,18 @@ void frame_requests(const std::uint8_t* data, std::size_t size)
         if (request.type == FrameType::push) {
             const std::uint64_t left = size - at;
             if (request.length > left || left - request.length < kTrailerSize) return;
-            at += static_cast<std::size_t>(request.length) + kTrailerSize;
+            at += static_cast<std::size_t>(request.length);
+            std::uint8_t trailer_frame[kTrailerSize];
+            take(data, size, at, trailer_frame);
+            Trailer trailer;
+            if (const std::error_code ec = decode(trailer_frame, trailer, why)) {
+                require_refusal(ec, why);
+                return;
+            }
+            // A trailer that decodes encodes back to the same bytes.
+            std::uint8_t again_trailer[kTrailerSize];
+            encode(trailer, again_trailer);
+            require(std::memcmp(trailer_frame, again_trailer, kTrailerSize) == 0);
         }
     }
 }
@@ -91,7 +102,7 @@ void frame_responses(const std::uint8_t* data, std::size_t size)
         require(!decode(again, decoded, decoded_size, why));
         require(decoded_size == message_size && decoded.status == response.status &&
                 decoded.length == response.length && decoded.blob_size == response.blob_size &&
-                decoded.digest == response.digest);
+                decoded.checksum == response.checksum);
         require(wire.compare(kResponseHeaderSize, std::string::npos, response.message) == 0);
 
         if (response.status == Errc::ok && response.length > 0) {

@@ -4,8 +4,8 @@
 /// (ticket_probe, transporter_probe): Requests, Responses and pull bodies,
 /// and the ticket conversions those tools share.
 
+#include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/common/Error.h>
-#include <blobstreaming/common/Sha256.h>
 #include <blobstreaming/common/UniqueFd.h>
 #include <blobstreaming/transporter/Protocol.h>
 
@@ -116,7 +116,7 @@ public:
     }
 
     /// Reads a pull body of `length` bytes, feeding them to `hash` if given.
-    void receive_body(std::uint64_t length, Sha256* hash = nullptr)
+    void receive_body(std::uint64_t length, ChecksumState* hash = nullptr)
     {
         std::vector<std::uint8_t> buffer(1 << 16);
         for (std::uint64_t left = length; left > 0;) {

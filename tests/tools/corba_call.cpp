@@ -28,6 +28,7 @@
 
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/Tls.h>
+#include <blobstreaming/transporter/corba/ChecksumIdl.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Orb.h>
 #include <blobstreaming/transporter/corba/Security.h>
@@ -48,7 +49,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kEmptySha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+constexpr const char* kEmptyCrc32c = "crc32c:00000000";
 
 std::string hex(const CORBA::Octet* bytes, std::size_t n)
 {
@@ -63,7 +64,9 @@ std::string hex(const CORBA::Octet* bytes, std::size_t n)
 
 json info_json(const BlobStreaming::BlobInfo& info)
 {
-    return {{"name", info.name.in()}, {"size", info.size}, {"sha256", hex(info.digest, 32)}};
+    return {{"name", info.name.in()},
+            {"size", info.size},
+            {"checksum", corba::checksum_of(info.checksum, "the store's answer").text()}};
 }
 
 json ticket_json(const BlobStreaming::TransferTicket& t)
@@ -122,11 +125,11 @@ json store_call(BlobStreaming::BlobStore_ptr s, const Call& call)
         return reservation_json(r.in());
     }
     if (op == "commit") {
-        const std::string digest = call.args.size() > 1 ? call.args[1] : kEmptySha256;
-        if (digest.size() != 64) throw std::invalid_argument("commit: SHA256 is 64 hex digits");
-        BlobStreaming::Sha256 expected;
-        for (int i = 0; i < 32; ++i)
-            expected[i] = static_cast<CORBA::Octet>(std::stoul(digest.substr(2 * i, 2), nullptr, 16));
+        const std::string text = call.args.size() > 1 ? call.args[1] : kEmptyCrc32c;
+        const auto checksum = Checksum::parse(text);
+        if (!checksum) throw std::invalid_argument("commit: CHECKSUM is crc32c:HEX or sha256:HEX");
+        BlobStreaming::BlobChecksum expected;
+        corba::to_idl(*checksum, expected);
         return info_json(BlobStreaming::BlobInfo_var(s->commit(std::stoull(arg(call, 0)), expected)).in());
     }
     if (op == "abort") {

@@ -34,6 +34,7 @@
 
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/Tls.h>
+#include <blobstreaming/transporter/corba/ChecksumIdl.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Orb.h>
 #include <blobstreaming/transporter/corba/Security.h>
@@ -138,7 +139,8 @@ int each_op(const std::string& naming, const std::string& store_name, const std:
     const BlobStreaming::TimeValue no_timeout{0, 0};
     const auto none = BlobStreaming::IGNORE_NOTIFICATIONS;
     const std::string fresh = blob + ".new";
-    BlobStreaming::Sha256 zero_digest = {};
+    BlobStreaming::BlobChecksum zero_digest;
+    corba::to_idl(Checksum::crc32c(0), zero_digest);
     BlobStreaming::BlobTransporter_var transporter;
     BlobStreaming::ReservationId id = 0;
 
@@ -195,7 +197,8 @@ int run(const std::string& naming, const std::string& store_name, const std::str
     const BlobStreaming::TimeValue no_timeout{0, 0};
     const auto none = BlobStreaming::IGNORE_NOTIFICATIONS;
     const std::string long_name(100000, 'a');
-    BlobStreaming::Sha256 zero_digest = {};
+    BlobStreaming::BlobChecksum zero_digest;
+    corba::to_idl(Checksum::crc32c(0), zero_digest);
 
     probe("stat-empty", [&] { store->stat(""); });
     probe("stat-traversal", [&] { store->stat("../../etc/passwd"); });

@@ -5,7 +5,7 @@
 ///   ticket_probe --naming URL --store NAME --blob NAME --mode MODE
 ///
 /// Modes: reuse, expire, wrong-direction, wrong-range, random, garbage,
-/// bad-digest (a push of 1000 bytes to a new Blob named --blob whose SHA-256
+/// bad-digest (a push of 1000 bytes to a new Blob named --blob whose checksum
 /// trailer is wrong: the store must answer digest_mismatch and keep nothing),
 /// and stale / stale-range (a whole-Blob / [1, 11) pull ticket, presented
 /// only after a line arrives on stdin, so that the test can replace or remove
@@ -16,8 +16,8 @@
 /// 1 on usage errors, 2 when the probe itself could not run.
 
 #include <blobstreaming/common/BlobName.h>
+#include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/common/Error.h>
-#include <blobstreaming/common/Sha256.h>
 #include <blobstreaming/common/UniqueFd.h>
 #include <blobstreaming/transporter/Protocol.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
@@ -109,10 +109,10 @@ std::string first_use(ProbeConnection& connection, const BlobStreaming::Transfer
     const protocol::Response response = connection.read_response();
     std::string out = "{" + response_fields(response);
     if (response.status == Errc::ok) {
-        Sha256 hash;
+        ChecksumState hash(response.checksum ? response.checksum->algorithm : kDefaultChecksum);
         connection.receive_body(response.length, &hash);
-        out += ",\"sha256\":" + json_string(to_hex(response.digest)) +
-               ",\"received_sha256\":" + json_string(to_hex(hash.finish()));
+        out += ",\"checksum\":" + json_string(response.checksum ? response.checksum->text() : std::string()) +
+               ",\"received_checksum\":" + json_string(hash.finish().text());
     }
     return out + "}";
 }
@@ -188,10 +188,12 @@ int run(const Options& options)
         connection->send_request(protocol::FrameType::push, presented, 0, kSize);
         std::vector<std::uint8_t> body(kSize);
         for (std::size_t i = 0; i < body.size(); ++i) body[i] = static_cast<std::uint8_t>(i * 7 + 1);
-        Digest wrong = Sha256::of(body.data(), body.size());
-        wrong[0] = static_cast<std::uint8_t>(wrong[0] ^ 0xff);
+        Checksum wrong = ChecksumState::of(kDefaultChecksum, body.data(), body.size());
+        wrong.value[0] = static_cast<std::uint8_t>(wrong.value[0] ^ 0xff);
+        std::uint8_t trailer[protocol::kTrailerSize];
+        protocol::encode(protocol::Trailer{wrong}, trailer);
         connection->send_all(body.data(), body.size());
-        connection->send_all(wrong.data(), wrong.size());
+        connection->send_all(trailer, sizeof trailer);
     } else if (mode == "stale" || mode == "stale-range") {
         // A ticket for the version committed now, presented after the test
         // replaced or removed the Blob: the probe says "issued" on stdout and

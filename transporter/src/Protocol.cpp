@@ -74,8 +74,36 @@ std::error_code decode(const std::uint8_t (&in)[kRequestSize], Request& r, std::
     return {};
 }
 
-// Response: magic u32 | version u8 | type u8 | status u16 | message size u32 | reserved u32
-//           | length u64 | blob size u64 | digest[32]
+// Trailer: algorithm u8 | reserved[7] | value[32] (zero beyond the algorithm's size)
+void encode(const Trailer& t, std::uint8_t (&out)[kTrailerSize])
+{
+    std::memset(out, 0, kTrailerSize);
+    out[0] = static_cast<std::uint8_t>(t.checksum.algorithm);
+    std::memcpy(out + 8, t.checksum.value.data(), t.checksum.size());
+}
+
+std::error_code decode(const std::uint8_t (&in)[kTrailerSize], Trailer& t, std::string& why)
+{
+    const auto algorithm = checksum_algorithm_from_code(in[0]);
+    if (!algorithm) {
+        why = "unknown checksum algorithm " + std::to_string(in[0]) +
+              " in the push trailer (allowed: 1 sha256, 2 crc32c)";
+        return Errc::protocol_error;
+    }
+    t.checksum = Checksum{};
+    t.checksum.algorithm = *algorithm;
+    const std::size_t size = t.checksum.size();
+    for (std::size_t i = 1; i < kTrailerSize; ++i)
+        if (in[i] != 0 && (i < 8 || i >= 8 + size)) {
+            why = "reserved bytes of the push trailer are set";
+            return Errc::protocol_error;
+        }
+    std::memcpy(t.checksum.value.data(), in + 8, size);
+    return {};
+}
+
+// Response: magic u32 | version u8 | type u8 | status u16 | message size u32 | checksum algorithm u8
+//           | reserved[3] | length u64 | blob size u64 | checksum value[32]
 std::string encode(const Response& r)
 {
     const std::size_t msg = std::min(r.message.size(), kMaxMessageSize);
@@ -88,7 +116,10 @@ std::string encode(const Response& r)
     le::put<std::uint32_t>(p + 8, static_cast<std::uint32_t>(msg));
     le::put<std::uint64_t>(p + 16, r.length);
     le::put<std::uint64_t>(p + 24, r.blob_size);
-    std::memcpy(p + 32, r.digest.data(), 32);
+    if (r.checksum) {
+        p[12] = static_cast<std::uint8_t>(r.checksum->algorithm);
+        std::memcpy(p + 32, r.checksum->value.data(), r.checksum->size());
+    }
     std::memcpy(p + kResponseHeaderSize, r.message.data(), msg);
     return out;
 }
@@ -110,7 +141,18 @@ std::error_code decode(const std::uint8_t (&in)[kResponseHeaderSize], Response& 
     r.status = static_cast<Errc>(le::get<std::uint16_t>(in + 6));
     r.length = le::get<std::uint64_t>(in + 16);
     r.blob_size = le::get<std::uint64_t>(in + 24);
-    std::memcpy(r.digest.data(), in + 32, 32);
+    r.checksum.reset();
+    if (in[12] != 0) {
+        const auto algorithm = checksum_algorithm_from_code(in[12]);
+        if (!algorithm) {
+            why = "unknown checksum algorithm " + std::to_string(in[12]) + " in a response";
+            return Errc::protocol_error;
+        }
+        Checksum c;
+        c.algorithm = *algorithm;
+        std::memcpy(c.value.data(), in + 32, c.size());
+        r.checksum = c;
+    }
     return {};
 }
 

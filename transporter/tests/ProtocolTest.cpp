@@ -39,7 +39,7 @@ BOOST_AUTO_TEST_CASE(garbage_requests_are_rejected_with_a_reason)
     encode(Request{}, wire);
     wire[4] = 9;
     BOOST_TEST(decode(wire, out, why) == make_error_code(Errc::protocol_error));
-    BOOST_TEST(why == "unsupported protocol version 9 (this store speaks 1)");
+    BOOST_TEST(why == "unsupported protocol version 9 (this store speaks 2)");
 
     encode(Request{}, wire);
     wire[5] = 3;
@@ -53,7 +53,7 @@ BOOST_AUTO_TEST_CASE(response_round_trip_and_message_limit)
     in.status = Errc::digest_mismatch;
     in.length = 7;
     in.blob_size = 9;
-    in.digest = Sha256::of("abc", 3);
+    in.checksum = ChecksumState::of(ChecksumAlgorithm::sha256, "abc", 3);
     in.message = std::string(kMaxMessageSize + 100, 'm');
     const std::string wire = encode(in);
     BOOST_TEST(wire.size() == kResponseHeaderSize + kMaxMessageSize);
@@ -67,7 +67,44 @@ BOOST_AUTO_TEST_CASE(response_round_trip_and_message_limit)
     BOOST_TEST(out.length == 7u);
     BOOST_TEST(out.blob_size == 9u);
     BOOST_TEST(message_size == kMaxMessageSize);
-    BOOST_TEST(to_hex(out.digest) == to_hex(in.digest));
+    BOOST_TEST(out.checksum.value().text() == in.checksum.value().text());
+
+    // An error Response carries no checksum; a CRC32C one only its 4 bytes.
+    Response none;
+    none.status = Errc::blob_changed;
+    std::memcpy(header, encode(none).data(), sizeof header);
+    BOOST_TEST(!decode(header, out, message_size, why));
+    BOOST_TEST(!out.checksum);
+    Response crc;
+    crc.checksum = Checksum::crc32c(0xE3069283u);
+    std::memcpy(header, encode(crc).data(), sizeof header);
+    BOOST_TEST(!decode(header, out, message_size, why));
+    BOOST_TEST(out.checksum.value().text() == "crc32c:e3069283");
+    header[12] = 7;
+    BOOST_TEST(decode(header, out, message_size, why) == make_error_code(Errc::protocol_error));
+    BOOST_TEST(why == "unknown checksum algorithm 7 in a response");
+}
+
+BOOST_AUTO_TEST_CASE(trailer_round_trip_and_checks)
+{
+    std::uint8_t wire[kTrailerSize];
+    Trailer in{ChecksumState::of(ChecksumAlgorithm::crc32c, "123456789", 9)}, out;
+    encode(in, wire);
+    std::string why;
+    BOOST_TEST(!decode(wire, out, why));
+    BOOST_TEST((out.checksum == in.checksum));
+    in.checksum = ChecksumState::of(ChecksumAlgorithm::sha256, "abc", 3);
+    encode(in, wire);
+    BOOST_TEST(!decode(wire, out, why));
+    BOOST_TEST((out.checksum == in.checksum));
+
+    wire[0] = 0;
+    BOOST_TEST(decode(wire, out, why) == make_error_code(Errc::protocol_error));
+    BOOST_TEST(why == "unknown checksum algorithm 0 in the push trailer (allowed: 1 sha256, 2 crc32c)");
+    encode(Trailer{Checksum::crc32c(1)}, wire);
+    wire[20] = 1;  // beyond CRC32C's 4 bytes
+    BOOST_TEST(decode(wire, out, why) == make_error_code(Errc::protocol_error));
+    BOOST_TEST(why == "reserved bytes of the push trailer are set");
 }
 
 BOOST_AUTO_TEST_CASE(tickets_are_random_and_tags_are_short)

@@ -130,6 +130,7 @@ std::string Daemon::start()
     context_.data = data_.get();
     context_.data_port = data_->port();
     context_.local_fast_path = options_.local_fast_path;
+    context_.default_checksum = options_.checksum;
     context_.poa = poa_.in();
     context_.access = &options_.access;
     context_.notices = notices_.get();

@@ -3,6 +3,7 @@
 
 #include "server/AccessList.h"
 
+#include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/transporter/Tls.h>
 
 #include <BlobStreaming.hh>
@@ -50,6 +51,7 @@ struct DaemonOptions {
     std::size_t max_client_transporters = 256;           ///< open transporters of one client (host, or TLS subject)
     int socket_buffer = 0;                               ///< 0: autotuning
     bool local_fast_path = true;
+    ChecksumAlgorithm checksum = kDefaultChecksum;  ///< of pushes that ask for the store's default
     bool sync = true;
     spdlog::level::level_enum log_level = spdlog::level::info;
     TlsFiles tls;               ///< enabled(): TLS on both planes

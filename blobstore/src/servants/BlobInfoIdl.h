@@ -3,6 +3,7 @@
 /// of the boundary; the client library has its own in ControlPlane.cpp).
 
 #include <blobstreaming/common/BlobInfo.h>
+#include <blobstreaming/transporter/corba/ChecksumIdl.h>
 
 #include <BlobStreaming.hh>
 
@@ -15,7 +16,7 @@ inline void to_idl(const blobstreaming::BlobInfo& in, BlobStreaming::BlobInfo& o
 {
     out.name = in.name.c_str();
     out.size = in.size;
-    std::memcpy(out.digest, in.digest.data(), in.digest.size());
+    to_idl(in.checksum, out.checksum);
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(in.committed.time_since_epoch()).count();
     out.committedNs = static_cast<CORBA::ULongLong>(ns < 0 ? 0 : ns);
 }

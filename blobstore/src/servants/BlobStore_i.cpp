@@ -65,7 +65,8 @@ void require_reservation_owner(const ServantContext& context, BlobStreaming::Res
     throw BlobStreaming::NoSuchReservation(msg.c_str(), id);
 }
 
-std::uint64_t open_reservation(const ServantContext& context, const char* name, std::uint64_t size, bool overwrite)
+std::uint64_t open_reservation(const ServantContext& context, const char* name, std::uint64_t size, bool overwrite,
+                               ChecksumAlgorithm checksum)
 {
     context.reservations->purge();
     validate_blob_name(name);
@@ -74,7 +75,8 @@ std::uint64_t open_reservation(const ServantContext& context, const char* name, 
     const std::string client = caller_client();
     context.reservations->check_limits(client, "reserve " + quote_name(name));
     context.reservations->abort_parked(name);
-    auto reservation = context.store->reserve(name, size, overwrite ? ReserveMode::replace : ReserveMode::create);
+    auto reservation =
+        context.store->reserve(name, size, overwrite ? ReserveMode::replace : ReserveMode::create, checksum);
     const std::uint64_t id = context.reservations->add(std::move(reservation), client);
     spdlog::debug("reservation {} of {} ({} bytes) opened", id, quote_name(name), size);
     return id;
@@ -92,8 +94,9 @@ void rethrow_reserve_failure(const ServantContext& context, const char* name, st
 }
 
 void to_idl_reservation(std::uint64_t id, const std::string& name, std::uint64_t size, std::uint64_t received,
-                        BlobStreaming::Reservation& out)
+                        ChecksumAlgorithm checksum, BlobStreaming::Reservation& out)
 {
+    out.checksum = corba::to_idl(checksum);
     out.id = id;
     out.name = name.c_str();
     out.size = size;
@@ -167,16 +170,17 @@ BlobStreaming::Reservation* BlobStore_i::reserve(const char* name, BlobStreaming
 {
     require_permission(context_, server::Permission::write, "reserve");
     try {
-        const std::uint64_t id = open_reservation(context_, name, size, overwrite);
+        const std::uint64_t id = open_reservation(context_, name, size, overwrite, context_.default_checksum);
         auto* out = new BlobStreaming::Reservation;
-        to_idl_reservation(id, name, size, 0, *out);
+        to_idl_reservation(id, name, size, 0, context_.default_checksum, *out);
         return out;
     } catch (...) {
         rethrow_reserve_failure(context_, name, size);
     }
 }
 
-BlobStreaming::BlobInfo* BlobStore_i::commit(BlobStreaming::ReservationId id, const BlobStreaming::Sha256 expected)
+BlobStreaming::BlobInfo* BlobStore_i::commit(BlobStreaming::ReservationId id,
+                                             const BlobStreaming::BlobChecksum& expected)
 {
     require_permission(context_, server::Permission::write, "commit");
     require_reservation_owner(context_, id, "commit");
@@ -184,11 +188,10 @@ BlobStreaming::BlobInfo* BlobStore_i::commit(BlobStreaming::ReservationId id, co
     IdlContext c;
     c.id = id;
     try {
+        const Checksum checksum = corba::checksum_of(expected, "commit reservation " + std::to_string(id));
         reservation = context_.reservations->take(id);
         c.name = reservation->name();
-        Digest digest{};
-        std::memcpy(digest.data(), expected, digest.size());
-        return to_idl(reservation->commit(&digest));
+        return to_idl(reservation->commit(&checksum));
     } catch (...) {
         rethrow_declared(kNoSuchReservation | kTransferFailed, context_.store_name, c);
     }
@@ -217,7 +220,7 @@ BlobStreaming::Reservation* BlobStore_i::resumable(const char* name)
         const auto r = context_.reservations->resumable(name, caller_client());
         spdlog::info("push {} resumes reservation {} at byte {} of {}", quote_name(name), r.id, r.received, r.size);
         auto* out = new BlobStreaming::Reservation;
-        to_idl_reservation(r.id, name, r.size, r.received, *out);
+        to_idl_reservation(r.id, name, r.size, r.received, r.checksum, *out);
         return out;
     } catch (...) {
         rethrow_declared(kInvalidName | kNoSuchReservation, context_.store_name, {name});
@@ -233,7 +236,8 @@ BlobStreaming::BlobInfo* BlobStore_i::verify(const char* name)
         const auto t0 = std::chrono::steady_clock::now();
         const blobstreaming::BlobInfo info = context_.store->verify(name);
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        spdlog::info("verified {}: {} bytes in {:.3f} s, SHA-256 matches", quote_name(name), info.size, seconds);
+        spdlog::info("verified {}: {} bytes in {:.3f} s, {} matches", quote_name(name), info.size, seconds,
+                     info.checksum.text());
         return to_idl(info);
     } catch (const Error& e) {
         if (e.code() == Errc::corrupt) spdlog::error("{}", e.what());

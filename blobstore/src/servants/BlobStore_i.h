@@ -21,7 +21,8 @@ public:
     BlobStreaming::BlobInfoSeq* list() override;
     BlobStreaming::Reservation* reserve(const char* name, BlobStreaming::ByteCount size,
                                         CORBA::Boolean overwrite) override;
-    BlobStreaming::BlobInfo* commit(BlobStreaming::ReservationId id, const BlobStreaming::Sha256 expected) override;
+    BlobStreaming::BlobInfo* commit(BlobStreaming::ReservationId id,
+                                    const BlobStreaming::BlobChecksum& expected) override;
     void abort(BlobStreaming::ReservationId id) override;
     BlobStreaming::Reservation* resumable(const char* name) override;
     BlobStreaming::BlobInfo* verify(const char* name) override;

@@ -209,8 +209,9 @@ BlobStreaming::TransferTicket* BlobTransporter_i::issue(server::TicketBinding bi
     ticket->lifetime = to_time_value(context_.tickets->lifetime());
     ticket->endpoint.host = context_.data_host.c_str();
     ticket->endpoint.port = context_.data_port;
-    // A push ticket names no version: size 0, zero digest, time 0.
+    // A push ticket names no version: size 0, zero checksum, time 0.
     to_idl(binding.version.value_or(BlobInfo{}), ticket->version);
+    ticket->checksum = corba::to_idl(binding.checksum);
     spdlog::debug("ticket {} issued: {} {} {}", protocol::ticket_tag(id),
                   binding.direction == protocol::FrameType::push ? "push" : "pull", quote_name(binding.blob),
                   range_text(binding.offset, binding.length));
@@ -239,6 +240,7 @@ BlobStreaming::TransferTicket* BlobTransporter_i::send(const char* blob, BlobStr
         }
         server::TicketBinding binding = binding_for(protocol::FrameType::pull, name, absoluteOffset, resolved);
         binding.version = info;
+        binding.checksum = info.checksum.algorithm;
         set_transfer_options(binding, useTimeout, timeout, semantics);
         return issue(std::move(binding));
     } catch (...) {
@@ -277,7 +279,8 @@ BlobStreaming::TransferTicket* BlobTransporter_i::recv(
         throw BlobStreaming::InvalidRange(msg.c_str(), summary.name.c_str(), absoluteOffset, length);
     }
     try {
-        return issue_push(reservation, summary.name, summary.received, rest, useTimeout, timeout, semantics);
+        return issue_push(reservation, summary.name, summary.received, rest, summary.checksum, useTimeout, timeout,
+                          semantics);
     } catch (...) {
         IdlContext c;
         c.name = summary.name;
@@ -290,12 +293,13 @@ BlobStreaming::TransferTicket* BlobTransporter_i::recv(
 
 BlobStreaming::TransferTicket* BlobTransporter_i::issue_push(std::uint64_t reservation, const std::string& blob,
                                                              std::uint64_t offset, std::uint64_t length,
-                                                             CORBA::Boolean use_timeout,
+                                                             ChecksumAlgorithm checksum, CORBA::Boolean use_timeout,
                                                              const BlobStreaming::TimeValue& timeout,
                                                              BlobStreaming::NotificationSemantics semantics)
 {
     server::TicketBinding binding = binding_for(protocol::FrameType::push, blob, offset, length);
     binding.reservation = reservation;
+    binding.checksum = checksum;
     set_transfer_options(binding, use_timeout, timeout, semantics);
     context_.reservations->attach(reservation, binding.control);
     return issue(std::move(binding));
@@ -304,21 +308,23 @@ BlobStreaming::TransferTicket* BlobTransporter_i::issue_push(std::uint64_t reser
 // reserve + recv in one upcall: the checks of both (the opener, the write
 // permission, then open_reservation's), nothing of its own.
 BlobStreaming::PushGrant* BlobTransporter_i::push(const char* name, BlobStreaming::ByteCount size,
-                                                  CORBA::Boolean overwrite, CORBA::Boolean useTimeout,
-                                                  const BlobStreaming::TimeValue& timeout,
+                                                  CORBA::Boolean overwrite, BlobStreaming::ChecksumAlgorithm checksum,
+                                                  CORBA::Boolean useTimeout, const BlobStreaming::TimeValue& timeout,
                                                   BlobStreaming::NotificationSemantics semantics)
 {
     require_issuer("push", server::Permission::write);
+    const ChecksumAlgorithm algorithm = corba::algorithm_of(checksum).value_or(context_.default_checksum);
     std::uint64_t id = 0;
     try {
-        id = open_reservation(context_, name, size, overwrite);
+        id = open_reservation(context_, name, size, overwrite, algorithm);
     } catch (...) {
         rethrow_reserve_failure(context_, name, size, true);
     }
     try {
-        BlobStreaming::TransferTicket_var ticket = issue_push(id, name, 0, size, useTimeout, timeout, semantics);
+        BlobStreaming::TransferTicket_var ticket =
+            issue_push(id, name, 0, size, algorithm, useTimeout, timeout, semantics);
         BlobStreaming::PushGrant_var grant = new BlobStreaming::PushGrant;
-        to_idl_reservation(id, name, size, 0, grant->space);
+        to_idl_reservation(id, name, size, 0, algorithm, grant->space);
         grant->ticket = ticket.in();
         return grant._retn();
     } catch (...) {

@@ -46,7 +46,8 @@ public:
                                         const BlobStreaming::TimeValue& timeout,
                                         BlobStreaming::NotificationSemantics semantics) override;
     BlobStreaming::PushGrant* push(const char* name, BlobStreaming::ByteCount size, CORBA::Boolean overwrite,
-                                   CORBA::Boolean useTimeout, const BlobStreaming::TimeValue& timeout,
+                                   BlobStreaming::ChecksumAlgorithm checksum, CORBA::Boolean useTimeout,
+                                   const BlobStreaming::TimeValue& timeout,
                                    BlobStreaming::NotificationSemantics semantics) override;
     BlobStreaming::TransferNoticeSeq* poll() override;
     void observe(BlobStreaming::TransferObserver_ptr observer) override;
@@ -69,12 +70,13 @@ private:
     std::shared_ptr<server::TransferControl> make_control(BlobStreaming::NotificationSemantics semantics);
     BlobStreaming::TransferTicket* issue(server::TicketBinding binding);
     /// The ticket that fills reservation `reservation` (of Blob `blob`)
-    /// from `offset` for `length` bytes, the rest of the Blob: what recv and
-    /// push issue once their checks passed. Throws what attach() and the
-    /// ticket registry throw.
+    /// from `offset` for `length` bytes, the rest of the Blob, checksummed
+    /// with the reservation's `checksum`: what recv and push issue once
+    /// their checks passed. Throws what attach() and the ticket registry
+    /// throw.
     BlobStreaming::TransferTicket* issue_push(std::uint64_t reservation, const std::string& blob, std::uint64_t offset,
-                                              std::uint64_t length, CORBA::Boolean use_timeout,
-                                              const BlobStreaming::TimeValue& timeout,
+                                              std::uint64_t length, ChecksumAlgorithm checksum,
+                                              CORBA::Boolean use_timeout, const BlobStreaming::TimeValue& timeout,
                                               BlobStreaming::NotificationSemantics semantics);
     void withdraw_all() noexcept;
     /// Throws CORBA::NO_PERMISSION unless the current caller opened this

@@ -2,6 +2,8 @@
 /// What the control-plane servants of one daemon share. Owned by the daemon;
 /// outlives every servant (the ORB is destroyed first).
 
+#include <blobstreaming/common/Checksum.h>
+
 #include <BlobStreaming.hh>
 
 #include <chrono>
@@ -32,7 +34,10 @@ struct ServantContext {
     server::DataServer* data = nullptr;
     std::string data_host;  ///< advertised in tickets and dataAddress()
     std::uint16_t data_port = 0;
-    bool local_fast_path = true;                 ///< findLocalFile answers for a FileStore
+    bool local_fast_path = true;  ///< findLocalFile answers for a FileStore
+    /// The checksum of pushes that ask for the store's default (blobstored
+    /// --checksum).
+    ChecksumAlgorithm default_checksum = kDefaultChecksum;
     PortableServer::POA_ptr poa = nullptr;       ///< where transporters are activated (not owned)
     const server::AccessList* access = nullptr;  ///< null: everything permitted
     /// Delivers SEND_NOTIFICATIONS notices off the data plane's thread (not
@@ -57,10 +62,12 @@ void require_reservation_owner(const ServantContext& context, BlobStreaming::Res
 /// The checks and work of BlobStore::reserve after its permission check,
 /// shared with BlobTransporter::push: purges expired reservations, checks
 /// `name`, the caller's and the total reservation limits, aborts a parked
-/// reservation of `name`, reserves in the store and records the caller as
-/// the reservation's client. Returns its id; throws what the store and the
-/// table throw (map them with rethrow_reserve_failure()).
-std::uint64_t open_reservation(const ServantContext& context, const char* name, std::uint64_t size, bool overwrite);
+/// reservation of `name`, reserves in the store (checksummed with
+/// `checksum`) and records the caller as the reservation's client. Returns
+/// its id; throws what the store and the table throw (map them with
+/// rethrow_reserve_failure()).
+std::uint64_t open_reservation(const ServantContext& context, const char* name, std::uint64_t size, bool overwrite,
+                               ChecksumAlgorithm checksum);
 
 /// From the `catch (...)` of a reservation opened as in open_reservation():
 /// rethrows as InvalidName, OutOfSpace, AlreadyExists or LimitReached (and
@@ -70,7 +77,7 @@ std::uint64_t open_reservation(const ServantContext& context, const char* name, 
 
 /// An IDL Reservation.
 void to_idl_reservation(std::uint64_t id, const std::string& name, std::uint64_t size, std::uint64_t received,
-                        BlobStreaming::Reservation& out);
+                        ChecksumAlgorithm checksum, BlobStreaming::Reservation& out);
 
 /// Converts an IDL relative time to milliseconds, saturating.
 std::chrono::milliseconds to_milliseconds(const BlobStreaming::TimeValue& t);

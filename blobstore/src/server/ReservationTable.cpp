@@ -78,7 +78,7 @@ ReservationTable::Summary ReservationTable::find(std::uint64_t id) const
     if (it == entries_.end()) throw_missing(id, "is not open (never reserved, committed, aborted or expired)");
     if (!it->second.reservation) throw_missing(id, "is already being filled by a data connection");
     const Reservation& r = *it->second.reservation;
-    return {id, r.name(), r.size(), r.written(), it->second.client};
+    return {id, r.name(), r.size(), r.written(), it->second.client, r.checksum_algorithm()};
 }
 
 ReservationTable::Summary ReservationTable::resumable(const std::string& name, const std::string& client) const
@@ -86,7 +86,8 @@ ReservationTable::Summary ReservationTable::resumable(const std::string& name, c
     std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& [id, e] : entries_) {
         if (!e.reservation || e.reservation->name() != name || e.client != client) continue;
-        return {id, name, e.reservation->size(), e.reservation->written(), e.client};
+        return {
+            id, name, e.reservation->size(), e.reservation->written(), e.client, e.reservation->checksum_algorithm()};
     }
     throw Error(Errc::no_such_reservation,
                 "no interrupted push of " + quote_name(name) +

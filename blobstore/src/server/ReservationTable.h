@@ -61,8 +61,9 @@ public:
         std::uint64_t id = 0;
         std::string name;
         std::uint64_t size = 0;
-        std::uint64_t received = 0;  ///< bytes already written into it
-        std::string client;          ///< who reserved it (add())
+        std::uint64_t received = 0;                     ///< bytes already written into it
+        std::string client;                             ///< who reserved it (add())
+        ChecksumAlgorithm checksum = kDefaultChecksum;  ///< what it computes over its bytes
     };
     /// A waiting reservation. Error(no_such_reservation).
     Summary find(std::uint64_t id) const;

@@ -139,13 +139,14 @@ int ServerConnection::read_trailer()
         if (n == 0) {
             fail_transfer(Errc::transfer_failed,
                           "the peer closed the connection after all " + std::to_string(request_.length) +
-                              " bytes but before the SHA-256 trailer",
+                              " bytes but before the checksum trailer",
                           false);
             return -1;
         }
         if (errno == EINTR) continue;
         if (would_block(errno)) return 0;
-        fail_transfer(Errc::transfer_failed, "receive of the SHA-256 trailer failed: " + io_->error_text(errno), false);
+        fail_transfer(Errc::transfer_failed, "receive of the checksum trailer failed: " + io_->error_text(errno),
+                      false);
         return -1;
     }
     return finish_push();
@@ -153,14 +154,17 @@ int ServerConnection::read_trailer()
 
 int ServerConnection::finish_push()
 {
-    Digest expected{};
-    std::memcpy(expected.data(), trailer_buf_, expected.size());
     protocol::Response response;
     response.length = request_.length;
     try {
-        const BlobInfo info = reservation_->commit(&expected);
+        protocol::Trailer trailer;
+        std::string why;
+        if (auto ec = protocol::decode(trailer_buf_, trailer, why))
+            throw Error(Errc::protocol_error,
+                        "push " + quote_name(binding_.blob) + ": " + why + "; nothing was stored");
+        const BlobInfo info = reservation_->commit(&trailer.checksum);
         response.blob_size = info.size;
-        response.digest = info.digest;
+        response.checksum = info.checksum;
     } catch (const Error& e) {
         reservation_->abort();
         reservation_.reset();

@@ -44,7 +44,7 @@ int ServerConnection::start_pull()
                   range_.fd() >= 0 ? "sendfile" : "from memory");
     response.length = range_.size();
     response.blob_size = range_.blob().size;
-    response.digest = range_.blob().digest;
+    response.checksum = range_.blob().checksum;
     send_body_ = true;
     return start_sending(protocol::encode(response), false);
 }

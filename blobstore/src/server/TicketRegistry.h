@@ -26,8 +26,11 @@ struct TicketBinding {
     std::uint64_t length = 0;
     /// Pull: the committed version the ticket was issued for. The data
     /// connection serves the range only from exactly this version (same
-    /// size, digest and commit time) and otherwise answers blob_changed.
+    /// size, checksum and commit time) and otherwise answers blob_changed.
     std::optional<BlobInfo> version;
+    /// Push: the reservation's checksum algorithm (the trailer must use it);
+    /// pull: the Blob's.
+    ChecksumAlgorithm checksum = kDefaultChecksum;
     std::chrono::milliseconds inactivity_timeout{0};  ///< 0: the data server's default
     std::shared_ptr<TransferControl> control;         ///< never null once issued
     /// The certificate subject of the client the ticket was issued to (TLS

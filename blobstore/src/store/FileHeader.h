@@ -1,7 +1,8 @@
 #pragma once
 /// The on-disk format of a FileStore Blob file: the 4 KiB header (magic,
-/// format version, size, commit time, SHA-256, name, and the header's own
-/// SHA-256) in front of the Blob's bytes. Writing it, and reading it back
+/// format version, size, commit time, checksum and its algorithm, name, and
+/// the header's own SHA-256) in front of the Blob's bytes. Files of format
+/// version 1 (SHA-256 only, before CRC32C) are read as well. Writing it, and reading it back
 /// with every check (magic, version, checksum, name, file size).
 
 #include <blobstreaming/common/BlobInfo.h>

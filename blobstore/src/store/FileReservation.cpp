@@ -39,8 +39,8 @@ public:
     /// `sparse`: the file system could not allocate the file's blocks at
     /// reserve time; `promised` bytes of State::promised are this one's.
     FileReservation(std::shared_ptr<FileStore::State> state, std::string name, std::uint64_t size, ReserveMode mode,
-                    fs::path path, bool sparse)
-        : Reservation(std::move(name), size), state_(std::move(state)), mode_(mode), path_(std::move(path)),
+                    ChecksumAlgorithm checksum, fs::path path, bool sparse)
+        : Reservation(std::move(name), size, checksum), state_(std::move(state)), mode_(mode), path_(std::move(path)),
           sparse_(sparse), promised_(sparse ? kHeaderSize + size : 0)
     {}
     ~FileReservation() override { abort(); }
@@ -120,13 +120,13 @@ private:
         throw_io_error("commit " + quote_name(name()) + ": " + what + " " + path_.string(), err);
     }
 
-    BlobInfo do_commit(const Digest& digest) override
+    BlobInfo do_commit(const Checksum& checksum) override
     {
         std::vector<std::uint8_t>().swap(buffer_);
         state_->check_directories("commit " + quote_name(name()));
         std::error_code ec;
         if (!open_file(ec)) throw Error(Errc::io_error, "commit " + quote_name(name()) + ": " + error_message());
-        BlobInfo info{name(), size(), digest, std::chrono::system_clock::now()};
+        BlobInfo info{name(), size(), checksum, std::chrono::system_clock::now()};
         std::uint8_t header[kHeaderSize];
         encode_header(info, header);
         const ssize_t w = ::pwrite(fd_.get(), header, sizeof header, 0);
@@ -162,7 +162,7 @@ private:
                 // that a failed commit never leaves it visible.
                 std::lock_guard lock(state_->mutex);
                 const auto* entry = state_->index.find(name());
-                if (entry && entry->info.committed == info.committed && entry->info.digest == info.digest) {
+                if (entry && entry->info.committed == info.committed && entry->info.checksum == info.checksum) {
                     state_->index.erase(name());
                     ::unlink(final_path.c_str());
                 }
@@ -199,9 +199,11 @@ private:
 }  // namespace
 
 std::unique_ptr<Reservation> make_file_reservation(std::shared_ptr<FileStore::State> state, std::string name,
-                                                   std::uint64_t size, ReserveMode mode, fs::path path, bool sparse)
+                                                   std::uint64_t size, ReserveMode mode, ChecksumAlgorithm checksum,
+                                                   fs::path path, bool sparse)
 {
-    return std::make_unique<FileReservation>(std::move(state), std::move(name), size, mode, std::move(path), sparse);
+    return std::make_unique<FileReservation>(std::move(state), std::move(name), size, mode, checksum, std::move(path),
+                                             sparse);
 }
 
 }  // namespace blobstreaming::detail

@@ -21,7 +21,7 @@ namespace blobstreaming::detail {
 /// the file system could not allocate the file's blocks at reserve time;
 /// its header and bytes are already counted in State::promised.
 std::unique_ptr<Reservation> make_file_reservation(std::shared_ptr<FileStore::State> state, std::string name,
-                                                   std::uint64_t size, ReserveMode mode, std::filesystem::path path,
-                                                   bool sparse);
+                                                   std::uint64_t size, ReserveMode mode, ChecksumAlgorithm checksum,
+                                                   std::filesystem::path path, bool sparse);
 
 }  // namespace blobstreaming::detail

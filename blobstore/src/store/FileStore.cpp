@@ -170,7 +170,8 @@ BlobRange FileStore::read(std::string_view name, std::uint64_t start, std::uint6
     return BlobRange(std::move(*info), start, end, std::move(blob), data, fd, kHeaderSize + start);
 }
 
-std::unique_ptr<Reservation> FileStore::reserve(std::string_view name, std::uint64_t size, ReserveMode mode)
+std::unique_ptr<Reservation> FileStore::reserve(std::string_view name, std::uint64_t size, ReserveMode mode,
+                                                ChecksumAlgorithm checksum)
 {
     validate_blob_name(name);
     if (size > static_cast<std::uint64_t>(INT64_MAX) - kHeaderSize)
@@ -212,7 +213,7 @@ std::unique_ptr<Reservation> FileStore::reserve(std::string_view name, std::uint
     }
     // The descriptor closes here: a reservation holds one only while a
     // transfer fills it (a client reserving without filling costs no fd).
-    return detail::make_file_reservation(state_, std::string(name), size, mode, path, sparse);
+    return detail::make_file_reservation(state_, std::string(name), size, mode, checksum, path, sparse);
 }
 
 void FileStore::remove(std::string_view name)

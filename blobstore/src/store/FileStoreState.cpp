@@ -52,7 +52,7 @@ void FileStore::State::forget_missing(const std::string& what, std::string_view 
                                       const fs::path& path)
 {
     const auto* entry = index.find(name);
-    if (entry && entry->info.committed == seen.committed && entry->info.digest == seen.digest) {
+    if (entry && entry->info.committed == seen.committed && entry->info.checksum == seen.checksum) {
         index.erase(name);
         spdlog::warn("file store {}: {} was removed outside the store: blob {} dropped from the index", root.string(),
                      path.string(), quote_name(name));

@@ -75,8 +75,8 @@ namespace {
 class MemoryReservation final : public Reservation {
 public:
     MemoryReservation(std::shared_ptr<MemoryStore::State> state, std::string name, std::uint64_t size, ReserveMode mode,
-                      Buffer bytes)
-        : Reservation(std::move(name), size), state_(std::move(state)), mode_(mode), bytes_(std::move(bytes))
+                      ChecksumAlgorithm checksum, Buffer bytes)
+        : Reservation(std::move(name), size, checksum), state_(std::move(state)), mode_(mode), bytes_(std::move(bytes))
     {}
     ~MemoryReservation() override { abort(); }
 
@@ -86,7 +86,7 @@ private:
         return {bytes_.get() + offset, max};
     }
 
-    BlobInfo do_commit(const Digest& digest) override
+    BlobInfo do_commit(const Checksum& checksum) override
     {
         std::lock_guard lock(state_->mutex);
         auto& index = state_->index;
@@ -95,7 +95,7 @@ private:
         if (mode_ == ReserveMode::create && index.find(name()))
             throw Error(Errc::already_exists,
                         "commit " + quote_name(name()) + ": a blob of that name was committed meanwhile");
-        BlobInfo info{name(), size(), digest, std::chrono::system_clock::now()};
+        BlobInfo info{name(), size(), checksum, std::chrono::system_clock::now()};
         Extra old;
         if (index.publish({info, {std::move(bytes_), {}}}, &old)) state_->lru.erase(old.lru);
         state_->lru.push_front(name());
@@ -153,7 +153,8 @@ BlobRange MemoryStore::read(std::string_view name, std::uint64_t start, std::uin
     return BlobRange(entry.info, start, end, entry.extra.bytes, data, -1, 0);
 }
 
-std::unique_ptr<Reservation> MemoryStore::reserve(std::string_view name, std::uint64_t size, ReserveMode mode)
+std::unique_ptr<Reservation> MemoryStore::reserve(std::string_view name, std::uint64_t size, ReserveMode mode,
+                                                  ChecksumAlgorithm checksum)
 {
     validate_blob_name(name);
     Buffer bytes;
@@ -173,7 +174,7 @@ std::unique_ptr<Reservation> MemoryStore::reserve(std::string_view name, std::ui
         throw Error(Errc::out_of_space, "no room for blob " + quote_name(name) + ": cannot allocate " +
                                             std::to_string(size) + " bytes of memory");
     }
-    return std::make_unique<MemoryReservation>(state_, std::string(name), size, mode, std::move(bytes));
+    return std::make_unique<MemoryReservation>(state_, std::string(name), size, mode, checksum, std::move(bytes));
 }
 
 void MemoryStore::remove(std::string_view name)

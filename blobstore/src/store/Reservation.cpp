@@ -33,7 +33,7 @@ std::error_code Reservation::advance(std::size_t n)
             return ec;
         }
     }
-    sha_.update(last_.data, n);
+    checksum_.update(last_.data, n);
     written_ += n;
     last_.data += n;
     last_.size -= n;
@@ -57,7 +57,7 @@ std::error_code Reservation::write(const void* data, std::size_t size)
     return {};
 }
 
-BlobInfo Reservation::commit(const Digest* expected)
+BlobInfo Reservation::commit(const Checksum* expected)
 {
     if (state_ != State::open)
         throw Error(Errc::reservation_closed, "commit " + quote_name(name_) + ": the reservation was already " +
@@ -65,15 +65,22 @@ BlobInfo Reservation::commit(const Digest* expected)
     if (written_ != size_)
         throw Error(Errc::incomplete, "commit " + quote_name(name_) + ": " + std::to_string(written_) + " of " +
                                           std::to_string(size_) + " bytes written");
-    const Digest digest = sha_.finish();
-    if (expected && *expected != digest) {
+    const Checksum checksum = checksum_.finish();
+    if (expected && expected->algorithm != checksum.algorithm) {
         abort();
-        throw Error(Errc::digest_mismatch, "commit " + quote_name(name_) + ": SHA-256 of the received bytes is " +
-                                               to_hex(digest) + ", the sender announced " + to_hex(*expected) +
+        throw Error(Errc::digest_mismatch, "commit " + quote_name(name_) + ": the sender announced a " +
+                                               std::string(to_string(expected->algorithm)) +
+                                               " checksum, the push was granted for " +
+                                               std::string(to_string(checksum.algorithm)) + "; nothing was stored");
+    }
+    if (expected && *expected != checksum) {
+        abort();
+        throw Error(Errc::digest_mismatch, "commit " + quote_name(name_) + ": the received bytes have checksum " +
+                                               checksum.text() + ", the sender announced " + expected->text() +
                                                "; nothing was stored");
     }
     try {
-        BlobInfo info = do_commit(digest);
+        BlobInfo info = do_commit(checksum);
         state_ = State::committed;
         return info;
     } catch (...) {

@@ -3,7 +3,7 @@
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
 
-#include <blobstreaming/common/Sha256.h>
+#include <blobstreaming/common/Checksum.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -40,7 +40,7 @@ BlobRange Store::read_all(std::string_view name) const { return read(name, 0, kT
 BlobInfo Store::verify(std::string_view name) const
 {
     const BlobRange range = read_all(name);
-    Sha256 hash;
+    ChecksumState hash(range.blob().checksum.algorithm);
     if (range.fd() >= 0) {
         constexpr std::size_t kBuffer = 1 << 20;
         std::vector<std::uint8_t> buffer(static_cast<std::size_t>(std::min<std::uint64_t>(range.size(), kBuffer)));
@@ -69,11 +69,11 @@ BlobInfo Store::verify(std::string_view name) const
     } else if (range.size() > 0) {
         hash.update(range.data(), static_cast<std::size_t>(range.size()));
     }
-    const Digest actual = hash.finish();
-    if (actual != range.blob().digest)
+    const Checksum actual = hash.finish();
+    if (actual != range.blob().checksum)
         throw Error(Errc::corrupt, "verify " + quote_name(name) + ": the " + std::to_string(range.size()) +
-                                       " stored bytes have SHA-256 " + to_hex(actual) +
-                                       ", recorded at commit: " + to_hex(range.blob().digest));
+                                       " stored bytes have checksum " + actual.text() +
+                                       ", recorded at commit: " + range.blob().checksum.text());
     return range.blob();
 }
 

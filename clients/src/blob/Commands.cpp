@@ -5,12 +5,19 @@
 
 #include <blobstreaming/client/Session.h>
 #include <blobstreaming/common/BlobName.h>
+#include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/common/Error.h>
-#include <blobstreaming/common/Sha256.h>
+#include <blobstreaming/common/UniqueFd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <map>
+#include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace blobstreaming::cli {
 
@@ -23,8 +30,8 @@ using client::Session;
 const std::map<std::string, std::pair<std::size_t, std::size_t>>& commands()
 {
     static const std::map<std::string, std::pair<std::size_t, std::size_t>> table = {
-        {"push", {1, 2}}, {"pull", {1, 2}}, {"stat", {1, 1}},   {"verify", {1, 1}},
-        {"ls", {0, 0}},   {"rm", {1, 1}},   {"locate", {1, 1}}, {"stores", {0, 0}},
+        {"push", {1, 2}}, {"pull", {1, 2}},   {"stat", {1, 1}},   {"verify", {1, 1}},    {"ls", {0, 0}},
+        {"rm", {1, 1}},   {"locate", {1, 1}}, {"stores", {0, 0}}, {"checksum", {1, 64}},
     };
     return table;
 }
@@ -39,9 +46,9 @@ void print_summary(const char* verb, const char* dir, const std::string& name, c
 {
     const double mbps = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds / 1e6 : 0.0;
     const std::string resumed = resume && r.offset > 0 ? " (resumed at byte " + std::to_string(r.offset) + ")" : "";
-    std::fprintf(stderr, "%s %s %s store \"%s\": %llu bytes in %.3f s (%.2f MB/s) sha256 %s%s%s\n", verb,
+    std::fprintf(stderr, "%s %s %s store \"%s\": %llu bytes in %.3f s (%.2f MB/s) %s%s%s\n", verb,
                  quote_name(name).c_str(), dir, r.store.c_str(), static_cast<unsigned long long>(r.bytes), r.seconds,
-                 mbps, to_hex(r.info.digest).c_str(), r.local ? " (local)" : "", resumed.c_str());
+                 mbps, r.info.checksum.text().c_str(), r.local ? " (local)" : "", resumed.c_str());
 }
 
 int push(Session& session, const Invocation& call)
@@ -57,6 +64,7 @@ int push(Session& session, const Invocation& call)
     options.store = call.store;
     options.replace = call.replace;
     options.resume = call.resume;
+    options.checksum = call.checksum;
     options.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
     Result result;
     session.push(source, name, options, Mode::Sync, [&result](const Result& r) { result = r; });
@@ -100,8 +108,8 @@ int stat(Session& session, const Invocation& call)
         std::cout << blob_json(r.store, r.info).dump() << '\n';
         return 0;
     }
-    std::printf("store:     %s\nname:      %s\nsize:      %llu\nsha256:    %s\ncommitted: %s\n", r.store.c_str(),
-                r.info.name.c_str(), static_cast<unsigned long long>(r.info.size), to_hex(r.info.digest).c_str(),
+    std::printf("store:     %s\nname:      %s\nsize:      %llu\nchecksum:  %s\ncommitted: %s\n", r.store.c_str(),
+                r.info.name.c_str(), static_cast<unsigned long long>(r.info.size), r.info.checksum.text().c_str(),
                 rfc3339(r.info.committed).c_str());
     return 0;
 }
@@ -116,8 +124,8 @@ int verify(Session& session, const Invocation& call)
         j["verified"] = true;
         std::cout << j.dump() << '\n';
     } else if (!call.quiet) {
-        std::printf("verified %s in store \"%s\": %llu bytes, sha256 %s\n", quote_name(r.info.name).c_str(),
-                    r.store.c_str(), static_cast<unsigned long long>(r.info.size), to_hex(r.info.digest).c_str());
+        std::printf("verified %s in store \"%s\": %llu bytes, %s\n", quote_name(r.info.name).c_str(), r.store.c_str(),
+                    static_cast<unsigned long long>(r.info.size), r.info.checksum.text().c_str());
     }
     return 0;
 }
@@ -133,7 +141,7 @@ int ls(Session& session, const Invocation& call)
     }
     for (const auto& b : blobs)
         std::printf("%-12s %14llu  %s  %s  %s\n", b.store.c_str(), static_cast<unsigned long long>(b.info.size),
-                    rfc3339(b.info.committed).c_str(), to_hex(b.info.digest).c_str(), b.info.name.c_str());
+                    rfc3339(b.info.committed).c_str(), b.info.checksum.text().c_str(), b.info.name.c_str());
     return 0;
 }
 
@@ -192,6 +200,48 @@ int stores(Session& session, const Invocation& call)
     return 0;
 }
 
+/// The checksum of a local file ("-": standard input), read through a 1 MiB
+/// buffer: what a stored Blob's checksum is compared with, without a store.
+std::pair<std::uint64_t, Checksum> checksum_of_file(const std::string& path, ChecksumAlgorithm algorithm)
+{
+    const bool stdin_input = path == "-";
+    UniqueFd owned;
+    if (!stdin_input) {
+        owned.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+        if (!owned) throw Error(Errc::io_error, "checksum: cannot open " + path + ": " + std::strerror(errno));
+    }
+    const int fd = stdin_input ? STDIN_FILENO : owned.get();
+    ChecksumState state(algorithm);
+    std::vector<std::uint8_t> buffer(std::size_t{1} << 20);
+    std::uint64_t size = 0;
+    for (;;) {
+        const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0)
+            throw Error(Errc::io_error, "checksum: cannot read " +
+                                            (stdin_input ? std::string("standard input") : path) + " after " +
+                                            std::to_string(size) + " bytes: " + std::strerror(errno));
+        if (n == 0) break;
+        state.update(buffer.data(), static_cast<std::size_t>(n));
+        size += static_cast<std::uint64_t>(n);
+    }
+    return {size, state.finish()};
+}
+
+/// Needs no store: every FILE's checksum, as `sha256sum` prints it.
+int checksum(const Invocation& call)
+{
+    const ChecksumAlgorithm algorithm = call.checksum.value_or(kDefaultChecksum);
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& path : call.args) {
+        const auto [size, sum] = checksum_of_file(path, algorithm);
+        if (call.json) list.push_back({{"path", path}, {"size", size}, {"checksum", sum.text()}});
+        else std::printf("%s  %s\n", sum.text().c_str(), path.c_str());
+    }
+    if (call.json) std::cout << nlohmann::json{{"files", list}}.dump() << '\n';
+    return 0;
+}
+
 }  // namespace
 
 bool known_command(const std::string& command) { return commands().count(command) != 0; }
@@ -200,6 +250,7 @@ std::pair<std::size_t, std::size_t> arity(const std::string& command) { return c
 
 int run(const Invocation& call)
 {
+    if (call.command == "checksum") return checksum(call);
     client::SessionOptions options;
     options.naming_url = call.naming;
     options.default_store = call.command == "push" ? call.store : std::string();

@@ -2,6 +2,8 @@
 /// The commands of the blob CLI (docs/CLI.md), one function each, over a
 /// client::Session.
 
+#include <blobstreaming/common/Checksum.h>
+
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -25,7 +27,8 @@ struct Invocation {
     bool verify = true;
     std::uint64_t offset = 0;
     std::uint64_t length = 0;
-    std::optional<std::uint64_t> size;  ///< push: the bytes a stream must deliver (--size)
+    std::optional<std::uint64_t> size;          ///< push: the bytes a stream must deliver (--size)
+    std::optional<ChecksumAlgorithm> checksum;  ///< push, checksum: --checksum
     std::string command;
     std::vector<std::string> args;
 };

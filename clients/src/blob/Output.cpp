@@ -1,6 +1,6 @@
 #include "Output.h"
 
-#include <blobstreaming/common/Sha256.h>
+#include <blobstreaming/common/Checksum.h>
 
 #include <cctype>
 #include <ctime>
@@ -60,7 +60,7 @@ nlohmann::json transfer_json(const char* command, const std::string& name, const
     const double mbps = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds / 1e6 : 0.0;
     return {{"command", command},   {"store", r.store},   {"name", name},
             {"offset", r.offset},   {"length", r.length}, {"bytes", r.bytes},
-            {"seconds", r.seconds}, {"mbps", mbps},       {"sha256", to_hex(r.info.digest)},
+            {"seconds", r.seconds}, {"mbps", mbps},       {"checksum", r.info.checksum.text()},
             {"local", r.local}};
 }
 
@@ -69,7 +69,7 @@ nlohmann::json blob_json(const std::string& store, const BlobInfo& info)
     return {{"store", store},
             {"name", info.name},
             {"size", info.size},
-            {"sha256", to_hex(info.digest)},
+            {"checksum", info.checksum.text()},
             {"committed", rfc3339(info.committed)}};
 }
 

@@ -62,12 +62,13 @@ po::options_description describe()
         "  push FILE [NAME]   store FILE ('-': stdin; a FIFO, a device) as NAME (default: FILE's base name)\n"
         "  pull NAME [FILE]   retrieve NAME to FILE (default: ./NAME; '-': stdout; a FIFO, a device);\n"
         "                     a regular FILE is replaced only once every byte is in and checked\n"
-        "  stat NAME          size, SHA-256, commit time\n"
-        "  verify NAME        the store rereads NAME and checks its SHA-256\n"
+        "  stat NAME          size, checksum (crc32c:... or sha256:...), commit time\n"
+        "  verify NAME        the store rereads NAME and checks its checksum\n"
         "  ls                 Blobs of --store, or of every registered store\n"
         "  rm NAME            remove NAME\n"
         "  locate NAME        stores holding NAME, nearest tier first\n"
         "  stores             registered stores with tier, usage and data endpoint\n"
+        "  checksum FILE...   the checksum of local files ('-': stdin), to compare with a Blob's; no store\n"
         "Options");
     // clang-format off
     o.add_options()
@@ -85,6 +86,9 @@ po::options_description describe()
         ("tls-key", po::value<std::string>()->value_name("FILE"), "the certificate's private key (PEM, unencrypted)")
         ("tls-ca", po::value<std::string>()->value_name("FILE"), "CA certificates (PEM) that stores' certificates must chain to")
         ("replace,r", "push: overwrite an existing Blob")
+        ("checksum", po::value<std::string>()->value_name("ALGORITHM"),
+         "push: the Blob's checksum, crc32c (fast) or sha256 (cryptographic), default: the store's (crc32c unless "
+         "blobstored --checksum says otherwise); checksum: the algorithm (default crc32c)")
         ("size", po::value<std::string>()->value_name("BYTES"),
          "push: stream exactly BYTES from FILE ('-', a FIFO, a device) instead of reading it to its end first; "
          "fewer fail the push (exit 23); a regular FILE must have this size (K, M, G, T: x1024)")
@@ -92,8 +96,8 @@ po::options_description describe()
         ("length,l", po::value<std::string>()->default_value("0"), "pull: bytes of the range (0: to the end)")
         ("resume", "push/pull: continue an interrupted transfer where it stopped (push: the store's kept "
                    "reservation; pull: the bytes FILE already holds)")
-        ("verify", "pull: check the whole Blob's SHA-256 against the store's (the default for whole-Blob pulls)")
-        ("no-verify", "pull: skip the check of the whole Blob's SHA-256");
+        ("verify", "pull: check the whole Blob's checksum against the store's (the default for whole-Blob pulls)")
+        ("no-verify", "pull: skip the check of the whole Blob's checksum");
     // clang-format on
     cli::add_logging_options(o, spdlog::level::warn);
     return o;
@@ -114,7 +118,8 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
     if (!vm.count("command")) throw UsageError("no command given (try --help)");
     call.command = vm["command"].as<std::string>();
     if (!cli::known_command(call.command))
-        throw UsageError("unknown command " + call.command + " (push, pull, stat, verify, ls, rm, locate, stores)");
+        throw UsageError("unknown command " + call.command +
+                         " (push, pull, stat, verify, ls, rm, locate, stores, checksum)");
     if (vm.count("args")) call.args = vm["args"].as<std::vector<std::string>>();
     const auto [low, high] = cli::arity(call.command);
     if (call.args.size() < low || call.args.size() > high)
@@ -150,14 +155,20 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
         if (call.command != "push") throw UsageError("--size applies to push only, not " + call.command);
         call.size = size_option(vm, "size");
     }
+    if (vm.count("checksum")) {
+        if (call.command != "push" && call.command != "checksum")
+            throw UsageError("--checksum applies to push and checksum only, not " + call.command +
+                             " (a Blob keeps the checksum it was pushed with)");
+        call.checksum = cli::parse_checksum_algorithm("--checksum", vm["checksum"].as<std::string>());
+    }
     call.verify = vm.count("no-verify") == 0;
     if (vm.count("verify") && vm.count("no-verify")) throw UsageError("--verify and --no-verify contradict each other");
     if ((vm.count("verify") || vm.count("no-verify")) && call.command != "pull")
         throw UsageError(std::string("--") + (vm.count("verify") ? "verify" : "no-verify") +
                          " applies to pull only, not " + call.command + " (a push is always verified by the store)");
     if (vm.count("verify") && (call.offset != 0 || call.length != 0))
-        throw UsageError("--verify checks the whole Blob's SHA-256: a range (--offset, --length) has no recorded "
-                         "digest to check; use `blob verify NAME` to have the store check the stored Blob");
+        throw UsageError("--verify checks the whole Blob's checksum: a range (--offset, --length) has no recorded "
+                         "checksum to check; use `blob verify NAME` to have the store check the stored Blob");
     if (call.resume && call.command != "push" && call.command != "pull")
         throw UsageError("--resume applies to push and pull only, not " + call.command);
     if (call.resume && (call.offset != 0 || call.length != 0))

@@ -117,4 +117,11 @@ std::chrono::milliseconds parse_duration(const std::string& option, const std::s
     return std::chrono::milliseconds(std::llround(ms));
 }
 
+ChecksumAlgorithm parse_checksum_algorithm(const std::string& option, const std::string& text)
+{
+    if (const auto algorithm = checksum_algorithm_from(text)) return *algorithm;
+    throw UsageError(option + ": " + quoted(text) +
+                     " is not a checksum algorithm (allowed: " + kChecksumAlgorithmNames + ")");
+}
+
 }  // namespace blobstreaming::cli

@@ -58,7 +58,8 @@ public:
     /// Creates the reservation file in tmp/ at its full size (fallocate; on
     /// a file system without it, after checking the free space).
     std::unique_ptr<Reservation> reserve(std::string_view name, std::uint64_t size,
-                                         ReserveMode mode = ReserveMode::create) override;
+                                         ReserveMode mode = ReserveMode::create,
+                                         ChecksumAlgorithm checksum = kDefaultChecksum) override;
     /// Unlinks the Blob's file (and, with sync, fsyncs its directory).
     void remove(std::string_view name) override;
     StoreUsage usage() const override;

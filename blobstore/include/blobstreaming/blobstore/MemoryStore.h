@@ -34,7 +34,8 @@ public:
     /// fits (none when it could not fit even in an empty store);
     /// Errc::out_of_space also when the memory cannot be allocated.
     std::unique_ptr<Reservation> reserve(std::string_view name, std::uint64_t size,
-                                         ReserveMode mode = ReserveMode::create) override;
+                                         ReserveMode mode = ReserveMode::create,
+                                         ChecksumAlgorithm checksum = kDefaultChecksum) override;
     void remove(std::string_view name) override;
     StoreUsage usage() const override;
 

@@ -1,7 +1,7 @@
 #pragma once
 
 #include <blobstreaming/common/BlobInfo.h>
-#include <blobstreaming/common/Sha256.h>
+#include <blobstreaming/common/Checksum.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -15,7 +15,8 @@ namespace blobstreaming {
 /// Bytes are appended in order. The zero-copy way is `window()` (a region of
 /// the store's own memory or mapped file to receive into, e.g. with recv())
 /// followed by `advance(n)`; `write()` copies from a caller's buffer. The
-/// SHA-256 is computed as bytes are advanced over, never in a second pass.
+/// checksum (the reservation's algorithm) is computed as bytes are advanced
+/// over, while they are hot in cache, never in a second pass.
 ///
 /// Exactly one of commit() or abort() ends a reservation; the destructor
 /// aborts one that is still open. A reservation may outlive its Store object.
@@ -40,6 +41,8 @@ public:
     std::uint64_t written() const noexcept { return written_; }
     std::uint64_t remaining() const noexcept { return size_ - written_; }
     bool is_open() const noexcept { return state_ == State::open; }
+    /// The algorithm the Blob's checksum is computed and committed with.
+    ChecksumAlgorithm checksum_algorithm() const noexcept { return checksum_.algorithm(); }
 
     /// Where the next bytes go: at most `max` bytes (fewer at the end of the
     /// reservation or of an internal mapping window). size 0 only when the
@@ -64,22 +67,25 @@ public:
     const std::string& error_message() const noexcept { return error_message_; }
 
     /// Gives back the resources used only while filling (see above). No-op
-    /// when closed. The bytes written so far and the digest state stay.
+    /// when closed. The bytes written so far and the checksum state stay.
     void suspend() noexcept;
 
     /// Makes the Blob visible, durably and atomically, and returns what the
     /// store now holds. Throws Error: Errc::incomplete when not all bytes
     /// were written, Errc::digest_mismatch when `expected` is given and
-    /// differs (the reservation is then aborted), Errc::reservation_closed
+    /// differs, also in its algorithm (the reservation is then aborted),
+    /// Errc::reservation_closed
     /// after commit() or abort(), Errc::already_exists when the name was
     /// committed meanwhile and the reservation does not replace.
-    BlobInfo commit(const Digest* expected = nullptr);
+    BlobInfo commit(const Checksum* expected = nullptr);
 
     /// Discards the bytes and releases the space. No-op when already closed.
     void abort() noexcept;
 
 protected:
-    Reservation(std::string name, std::uint64_t size) : name_(std::move(name)), size_(size) {}
+    Reservation(std::string name, std::uint64_t size, ChecksumAlgorithm checksum)
+        : name_(std::move(name)), size_(size), checksum_(checksum)
+    {}
 
     /// A writable region for bytes starting at `offset` (< size()), at most
     /// `max` bytes. On failure sets `ec` through fail().
@@ -91,8 +97,8 @@ protected:
     virtual void do_suspend() noexcept {}
     /// Records `message` for error_message() and returns `ec`.
     std::error_code fail(std::error_code ec, std::string message);
-    /// Publishes the complete Blob with its digest.
-    virtual BlobInfo do_commit(const Digest& digest) = 0;
+    /// Publishes the complete Blob with its checksum.
+    virtual BlobInfo do_commit(const Checksum& checksum) = 0;
     virtual void do_abort() noexcept = 0;
 
 private:
@@ -102,7 +108,7 @@ private:
     std::uint64_t size_;
     std::uint64_t written_ = 0;
     Window last_{};
-    Sha256 sha_;
+    ChecksumState checksum_;
     std::string error_message_;
     State state_ = State::open;
 };

@@ -58,18 +58,22 @@ public:
     /// The whole Blob.
     BlobRange read_all(std::string_view name) const;
 
-    /// Rereads every stored byte of the Blob and compares its SHA-256 with
-    /// the digest recorded at commit (bit rot, a damaged disk, a file changed
-    /// behind the store's back). Returns the Blob's info when they agree.
-    /// Errc::corrupt naming both digests when they differ; Errc::invalid_name,
+    /// Rereads every stored byte of the Blob and compares its checksum with
+    /// the one recorded at commit, in the Blob's algorithm (bit rot, a
+    /// damaged disk, a file changed behind the store's back). Returns the
+    /// Blob's info when they agree. Errc::corrupt naming both when they
+    /// differ; Errc::invalid_name,
     /// Errc::no_such_blob. Reads through a bounded buffer (file-backed Blobs)
     /// so that resident memory does not grow with the Blob.
     BlobInfo verify(std::string_view name) const;
 
-    /// Space for a new Blob of `size` bytes. Errc::invalid_name,
-    /// Errc::already_exists, Errc::out_of_space (with need and free bytes).
+    /// Space for a new Blob of `size` bytes, whose bytes are checksummed
+    /// with `checksum` as they arrive (the Blob keeps that algorithm).
+    /// Errc::invalid_name, Errc::already_exists, Errc::out_of_space (with
+    /// need and free bytes).
     virtual std::unique_ptr<Reservation> reserve(std::string_view name, std::uint64_t size,
-                                                 ReserveMode mode = ReserveMode::create) = 0;
+                                                 ReserveMode mode = ReserveMode::create,
+                                                 ChecksumAlgorithm checksum = kDefaultChecksum) = 0;
 
     /// Errc::invalid_name, Errc::no_such_blob. Readers of the Blob keep
     /// their views.

@@ -20,7 +20,7 @@
 /// reactor thread, which also moves every byte: keep them short.
 ///
 /// Transfers: a push is reserve -> ticket -> data connection (bytes and a
-/// SHA-256 trailer) -> the store's durable acknowledgement; a pull is ticket
+/// checksum trailer) -> the store's durable acknowledgement; a pull is ticket
 /// -> data connection, or the store's own file when it is on this host
 /// (Options::local_fast_path). Data connections are kept per data endpoint
 /// and reused (Options::max_connections_per_endpoint at once, the rest wait).
@@ -74,8 +74,8 @@ public:
     void pull(std::string name, PullSink sink, PullOptions options, Mode mode, Completion done);
     /// Result: store, info. `store` "" : default store, else nearest holder.
     void stat(std::string name, std::string store, Mode mode, Completion done);
-    /// The store rereads the Blob and compares it with the SHA-256 recorded
-    /// at commit. Result: store, info; Errc::corrupt naming both digests.
+    /// The store rereads the Blob and compares it with the checksum recorded
+    /// at commit. Result: store, info; Errc::corrupt naming both checksums.
     /// `store` as for stat().
     void verify(std::string name, std::string store, Mode mode, Completion done);
     /// Result: blobs of `store` ("" : of every registered store).

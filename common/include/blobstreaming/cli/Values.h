@@ -1,8 +1,9 @@
 #pragma once
 /// The value syntax every Blob Streaming program shares on its command line
-/// (docs/CLI.md, "Values"): sizes and durations. Each parser names the
+/// (docs/CLI.md, "Values"): sizes, durations, checksum algorithms. Each parser names the
 /// option, the value and what is allowed when it refuses one.
 
+#include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/common/Error.h>
 
 #include <chrono>
@@ -43,5 +44,9 @@ enum class DefaultUnit { seconds, milliseconds };
 std::chrono::milliseconds parse_duration(const std::string& option, const std::string& text,
                                          std::chrono::milliseconds min, std::chrono::milliseconds max,
                                          DefaultUnit unit = DefaultUnit::seconds);
+
+/// A checksum algorithm by name ("crc32c", "sha256"). Throws UsageError
+/// naming the option, the value and the allowed names otherwise.
+ChecksumAlgorithm parse_checksum_algorithm(const std::string& option, const std::string& text);
 
 }  // namespace blobstreaming::cli

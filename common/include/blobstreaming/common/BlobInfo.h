@@ -1,6 +1,6 @@
 #pragma once
 
-#include <blobstreaming/common/Sha256.h>
+#include <blobstreaming/common/Checksum.h>
 
 #include <chrono>
 #include <cstdint>
@@ -12,16 +12,16 @@ namespace blobstreaming {
 struct BlobInfo {
     std::string name;
     std::uint64_t size = 0;
-    Digest digest{};                                  ///< SHA-256 of all bytes
+    Checksum checksum;                                ///< of all bytes, with its algorithm
     std::chrono::system_clock::time_point committed;  ///< when it became visible
 };
 
 /// Whether `a` and `b` are the same committed version of a Blob: same size,
-/// digest and commit time (a replacement with equal bytes is another
+/// checksum and commit time (a replacement with equal bytes is another
 /// version, but serving either delivers the same bytes).
 bool same_version(const BlobInfo& a, const BlobInfo& b) noexcept;
 
-/// "1048576 bytes, SHA-256 9f86d081884c7d65…, committed 2026-11-23T10:15:02.123456789Z"
+/// "1048576 bytes, crc32c:e3069283, committed 2026-11-23T10:15:02.123456789Z"
 std::string describe_version(const BlobInfo& info);
 
 /// A store's space accounting.

@@ -8,8 +8,8 @@
 /// Every Request carries a single-use ticket issued on the control plane;
 /// a refused Request gets an error Response and the connection is closed.
 
+#include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/common/Error.h>
-#include <blobstreaming/common/Sha256.h>
 
 #include <array>
 #include <cstddef>
@@ -20,7 +20,9 @@
 namespace blobstreaming::protocol {
 
 inline constexpr std::uint32_t kMagic = 0x31445342;  ///< "BSD1" on the wire
-inline constexpr std::uint8_t kVersion = 1;
+/// 2: the trailer and the Response carry the checksum's algorithm (1 had
+/// SHA-256 only).
+inline constexpr std::uint8_t kVersion = 2;
 
 using TicketId = std::array<std::uint8_t, 16>;
 
@@ -45,8 +47,16 @@ void encode(const Request& request, std::uint8_t (&out)[kRequestSize]);
 /// Errc::protocol_error with `why` (bad magic, version, or type) on garbage.
 std::error_code decode(const std::uint8_t (&in)[kRequestSize], Request& request, std::string& why);
 
-/// Client -> store after the bytes of a push: SHA-256 of the whole Blob.
-inline constexpr std::size_t kTrailerSize = 32;
+/// Client -> store after the bytes of a push: the checksum of the whole
+/// Blob, in the algorithm the push ticket names.
+struct Trailer {
+    Checksum checksum;
+};
+inline constexpr std::size_t kTrailerSize = 40;
+
+void encode(const Trailer& trailer, std::uint8_t (&out)[kTrailerSize]);
+/// Errc::protocol_error with `why` (unknown algorithm, reserved bytes set).
+std::error_code decode(const std::uint8_t (&in)[kTrailerSize], Trailer& trailer, std::string& why);
 
 /// Store -> client: the outcome of a push (the end-to-end acknowledgement:
 /// sent after the commit is durable) or the start of a pull's bytes.
@@ -54,8 +64,10 @@ struct Response {
     Errc status = Errc::ok;
     std::uint64_t length = 0;     ///< push: bytes received; pull: bytes that follow
     std::uint64_t blob_size = 0;  ///< size of the whole Blob
-    Digest digest{};              ///< SHA-256 of the whole Blob
-    std::string message;          ///< why, when status != ok
+    /// The whole Blob's checksum (a pull, or a committed push); none in an
+    /// error Response.
+    std::optional<Checksum> checksum;
+    std::string message;  ///< why, when status != ok
 };
 inline constexpr std::size_t kResponseHeaderSize = 64;
 inline constexpr std::size_t kMaxMessageSize = 4096;
