@@ -11,8 +11,6 @@ clients_libblobclient_la_SOURCES = \
 	clients/src/ClientConnection.h \
 	clients/src/EventLoop.cpp \
 	clients/src/EventLoop.h \
-	clients/src/HashPipeline.cpp \
-	clients/src/HashPipeline.h \
 	clients/src/IdlConversion.cpp \
 	clients/src/IdlConversion.h \
 	clients/src/LocalRead.cpp \
@@ -75,7 +73,7 @@ clients_examples_single_threaded_LDADD = clients/libblobclient.la common/libblob
 # a real omniNames ($OMNINAMES); Session transfers against real blobstored
 # daemons ($BS_BUILDDIR/blobstore/blobstored).
 clients_tests = clients/tests/CallbackTest clients/tests/ControlCallTest clients/tests/DataPlaneTest \
-	clients/tests/HashPipelineTest clients/tests/SessionTest clients/tests/StreamsTest clients/tests/TransferTest
+	clients/tests/SessionTest clients/tests/StreamsTest clients/tests/TransferTest
 check_PROGRAMS += $(clients_tests)
 TESTS += $(clients_tests)
 clients_test_public_ldadd = clients/libblobclient.la common/libblobcommon.la $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
@@ -94,11 +92,6 @@ clients_tests_DataPlaneTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/sr
 clients_tests_DataPlaneTest_LDADD = clients/libblobclient.la transporter/libblobtransporter.la common/libblobcommon.la \
 	$(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 $(clients_tests_DataPlaneTest_OBJECTS): idl/BlobStreaming.hh
-
-clients_tests_HashPipelineTest_SOURCES = clients/tests/HashPipelineTest.cpp
-clients_tests_HashPipelineTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/src -DBOOST_TEST_DYN_LINK
-clients_tests_HashPipelineTest_LDADD = clients/libblobclient.la common/libblobcommon.la \
-	$(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 
 clients_tests_StreamsTest_SOURCES = clients/tests/StreamsTest.cpp clients/tests/ErrorOf.h
 clients_tests_StreamsTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/src $(OPENSSL_CFLAGS) -DBOOST_TEST_DYN_LINK

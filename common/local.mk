@@ -1,13 +1,14 @@
 # common/: the vocabulary every layer speaks (libblobcommon): error codes and
 # their category (Error.h), Blob names, a Blob's committed version (BlobInfo),
-# checksums (CRC32C, SHA-256), file descriptors. It depends on nothing of ours; every other
-# folder may use it.
+# checksums (CRC32C, SHA-256; HashPipeline hashes on a helper thread), file
+# descriptors. It depends on nothing of ours; every other folder may use it.
 lib_LTLIBRARIES += common/libblobcommon.la
 common_libblobcommon_la_SOURCES = \
 	common/src/BlobInfo.cpp \
 	common/src/BlobName.cpp \
 	common/src/Checksum.cpp \
 	common/src/Error.cpp \
+	common/src/HashPipeline.cpp \
 	common/src/MappedRegion.cpp \
 	common/src/Sha256.cpp \
 	common/src/TlsFiles.cpp \
@@ -22,6 +23,7 @@ commonhdr_HEADERS = \
 	common/include/blobstreaming/common/BlobName.h \
 	common/include/blobstreaming/common/Checksum.h \
 	common/include/blobstreaming/common/Error.h \
+	common/include/blobstreaming/common/HashPipeline.h \
 	common/include/blobstreaming/common/LittleEndian.h \
 	common/include/blobstreaming/common/MappedRegion.h \
 	common/include/blobstreaming/common/Sha256.h \
@@ -43,7 +45,8 @@ common_libblobcli_la_LIBADD = common/libblobcommon.la $(BOOST_PROGRAM_OPTIONS_LI
 
 common_test_cppflags = $(AM_CPPFLAGS) -I$(top_srcdir)/common/tests $(OPENSSL_CFLAGS) -DBOOST_TEST_DYN_LINK
 common_test_ldadd = common/libblobcommon.la $(OPENSSL_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
-common_tests = common/tests/BlobNameTest common/tests/ChecksumTest common/tests/CliTest common/tests/Sha256Test
+common_tests = common/tests/BlobNameTest common/tests/ChecksumTest common/tests/CliTest common/tests/HashPipelineTest \
+	common/tests/Sha256Test
 check_PROGRAMS += $(common_tests)
 TESTS += $(common_tests)
 common_tests_BlobNameTest_SOURCES = common/tests/BlobNameTest.cpp
@@ -55,6 +58,9 @@ common_tests_ChecksumTest_LDADD = $(common_test_ldadd)
 common_tests_CliTest_SOURCES = common/tests/CliTest.cpp
 common_tests_CliTest_CPPFLAGS = $(common_test_cppflags) $(SPDLOG_CFLAGS)
 common_tests_CliTest_LDADD = common/libblobcli.la $(common_test_ldadd) $(BOOST_PROGRAM_OPTIONS_LIBS) $(SPDLOG_LIBS)
+common_tests_HashPipelineTest_SOURCES = common/tests/HashPipelineTest.cpp
+common_tests_HashPipelineTest_CPPFLAGS = $(common_test_cppflags)
+common_tests_HashPipelineTest_LDADD = $(common_test_ldadd)
 common_tests_Sha256Test_SOURCES = common/tests/Sha256Test.cpp
 common_tests_Sha256Test_CPPFLAGS = $(common_test_cppflags)
 common_tests_Sha256Test_LDADD = $(common_test_ldadd)

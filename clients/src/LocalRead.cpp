@@ -1,10 +1,10 @@
 #include "LocalRead.h"
-#include "HashPipeline.h"
 #include "UserCallback.h"
 
 #include <blobstreaming/blobstore/FileStore.h>
 #include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/HashPipeline.h>
 
 #include <algorithm>
 #include <cerrno>

@@ -4,10 +4,9 @@
 /// late (window()), so bytes land straight in the destination when it is
 /// memory. The sources are in Sources.cpp, the sinks in Sinks.cpp.
 
-#include "HashPipeline.h"
-
 #include <blobstreaming/client/Transfer.h>
 #include <blobstreaming/common/Checksum.h>
+#include <blobstreaming/common/HashPipeline.h>
 #include <blobstreaming/transporter/Tls.h>
 
 #include <cstddef>

@@ -1,13 +1,14 @@
-#include "HashPipeline.h"
+#include <blobstreaming/common/HashPipeline.h>
 
 #include <algorithm>
 #include <system_error>
 
-namespace blobstreaming::client {
+namespace blobstreaming {
 
 namespace {
 
-/// The helper looks at its stop flag between pieces of this size (~0.5 ms).
+/// The helper looks at its stop flag, and reports progress to
+/// wait_hashed(), between pieces of this size (~0.5 ms).
 constexpr std::size_t kPiece = std::size_t{1} << 20;
 
 }  // namespace
@@ -16,6 +17,8 @@ void HashPipeline::reset(ChecksumState initial)
 {
     stop();
     state_ = std::move(initial);
+    submitted_ = 0;
+    hashed_count_ = 0;
 }
 
 void HashPipeline::run_in_background() noexcept
@@ -34,8 +37,11 @@ void HashPipeline::run_in_background() noexcept
 void HashPipeline::update(const std::uint8_t* data, std::size_t size)
 {
     if (size == 0) return;
+    submitted_ += size;
     if (!worker_.joinable()) {
         state_.update(data, size);
+        hashed_count_ = submitted_;
+        hashed_on_ = std::this_thread::get_id();
         return;
     }
     {
@@ -47,29 +53,43 @@ void HashPipeline::update(const std::uint8_t* data, std::size_t size)
     wake_.notify_one();
 }
 
+void HashPipeline::wait_hashed(std::uint64_t position)
+{
+    if (!worker_.joinable()) return;
+    position = std::min(position, submitted_);
+    std::unique_lock lock(mutex_);
+    hashed_.wait(lock, [&] { return hashed_count_ >= position; });
+}
+
+std::thread::id HashPipeline::hashed_on() const
+{
+    std::lock_guard lock(mutex_);
+    return hashed_on_;
+}
+
+void HashPipeline::settle() noexcept { end_worker(true); }
+
 Checksum HashPipeline::finish()
 {
-    if (worker_.joinable()) {
-        {
-            std::lock_guard lock(mutex_);
-            closing_ = true;
-        }
-        wake_.notify_one();
-        worker_.join();
-    }
+    end_worker(true);
     return state_.finish();
 }
 
 void HashPipeline::stop() noexcept
 {
+    end_worker(false);
+    queue_.clear();
+}
+
+void HashPipeline::end_worker(bool drain) noexcept
+{
     if (!worker_.joinable()) return;
     {
         std::lock_guard lock(mutex_);
-        abandon_ = true;
+        (drain ? closing_ : abandon_) = true;
     }
     wake_.notify_one();
     worker_.join();
-    queue_.clear();
 }
 
 void HashPipeline::work()
@@ -87,7 +107,10 @@ void HashPipeline::work()
         lock.unlock();
         state_.update(data, n);
         lock.lock();
+        hashed_count_ += n;
+        hashed_on_ = std::this_thread::get_id();
+        hashed_.notify_all();
     }
 }
 
-}  // namespace blobstreaming::client
+}  // namespace blobstreaming
