@@ -34,15 +34,16 @@ blobstorehdr_HEADERS = \
 	blobstore/include/blobstreaming/blobstore/Reservation.h \
 	blobstore/include/blobstreaming/blobstore/Store.h
 
-# Unit tests of the stores: one program per class; StoreTest runs the same
-# suite on both stores.
+# Unit tests of the stores: one program per class; StoreTest and
+# ReservationTest run the same suite on both stores.
 blobstore_test_cppflags = $(AM_CPPFLAGS) -I$(top_srcdir)/common/tests $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS) -DBOOST_TEST_DYN_LINK
 blobstore_test_ldadd = blobstore/libblobstore.la common/libblobcommon.la $(OPENSSL_LIBS) $(SPDLOG_LIBS) \
 	$(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 blobstore_tests = \
 	blobstore/tests/StoreTest \
 	blobstore/tests/FileStoreTest \
-	blobstore/tests/MemoryStoreTest
+	blobstore/tests/MemoryStoreTest \
+	blobstore/tests/ReservationTest
 check_PROGRAMS += $(blobstore_tests)
 TESTS += $(blobstore_tests)
 blobstore_tests_StoreTest_SOURCES = blobstore/tests/StoreTest.cpp
@@ -54,6 +55,9 @@ blobstore_tests_FileStoreTest_LDADD = $(blobstore_test_ldadd)
 blobstore_tests_MemoryStoreTest_SOURCES = blobstore/tests/MemoryStoreTest.cpp
 blobstore_tests_MemoryStoreTest_CPPFLAGS = $(blobstore_test_cppflags)
 blobstore_tests_MemoryStoreTest_LDADD = $(blobstore_test_ldadd)
+blobstore_tests_ReservationTest_SOURCES = blobstore/tests/ReservationTest.cpp
+blobstore_tests_ReservationTest_CPPFLAGS = $(blobstore_test_cppflags)
+blobstore_tests_ReservationTest_LDADD = $(blobstore_test_ldadd)
 
 #
 # libblobserver: the data plane (ticket registry, reservations, ACE acceptor

@@ -33,6 +33,12 @@ constexpr std::uint64_t kHeaderSize = FileStore::kHeaderSize;
 /// mapping also means a full disk (file systems without fallocate) is an
 /// error from pwrite, never a SIGBUS or EFAULT.
 constexpr std::size_t kBufferSize = 1u << 20;
+/// While SHA-256 is hashed on the helper thread, the buffer is this many
+/// such slots, filled in turn front to back: the helper hashes one while the
+/// next receives, and a slot is handed out again only once the helper let
+/// go of it, so that its bytes never change while being hashed. Inline
+/// (CRC32C): one slot, every window at its start.
+constexpr std::size_t kSlots = 2;
 
 class FileReservation final : public Reservation {
 public:
@@ -62,8 +68,23 @@ private:
     Window do_window(std::uint64_t /*offset*/, std::size_t max, std::error_code& ec) override
     {
         if (!open_file(ec)) return {};
-        if (buffer_.empty()) buffer_.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kBufferSize, size())));
-        return {buffer_.data(), std::min(max, buffer_.size())};
+        const auto slot = static_cast<std::size_t>(std::min<std::uint64_t>(kBufferSize, size()));
+        const std::size_t slots = hashes_in_background() ? kSlots : 1;
+        if (buffer_.size() != slot * slots) {
+            // Allocated, or grown as the helper starts: nothing in it is
+            // queued for hashing yet.
+            buffer_.resize(slot * slots);
+            current_ = 0;
+            fill_ = 0;
+            std::fill(std::begin(slot_end_), std::end(slot_end_), 0);
+        }
+        if (slots == 1) return {buffer_.data(), std::min(max, slot)};
+        if (fill_ == slot) {
+            current_ = (current_ + 1) % kSlots;
+            fill_ = 0;
+            wait_hashed(slot_end_[current_]);
+        }
+        return {buffer_.data() + current_ * slot + fill_, std::min(max, slot - fill_)};
     }
 
     /// The bytes are in the buffer: write them (a full disk is an error
@@ -92,9 +113,14 @@ private:
         }
         settle(n);
         if (state_->sync) writeback_.written(fd_.get(), kHeaderSize + offset + n);
+        if (hashes_in_background()) {  // slots in turn (do_window)
+            fill_ += n;
+            slot_end_[current_] = offset + n;
+        }
         return {};
     }
 
+    /// The helper has let go of the buffer (Reservation::suspend(), abort()).
     void do_suspend() noexcept override
     {
         fd_.reset();
@@ -189,9 +215,12 @@ private:
     ReserveMode mode_;
     fs::path path_;
     bool sparse_;
-    std::uint64_t promised_;  ///< of State::promised, not yet written
-    UniqueFd fd_;             ///< open only while being filled or committed
-    std::vector<std::uint8_t> buffer_;
+    std::uint64_t promised_;            ///< of State::promised, not yet written
+    UniqueFd fd_;                       ///< open only while being filled or committed
+    std::vector<std::uint8_t> buffer_;  ///< one slot, or kSlots (see there)
+    std::size_t current_ = 0;           ///< slots in turn: the slot being filled
+    std::size_t fill_ = 0;              ///< bytes advanced over in it
+    std::uint64_t slot_end_[kSlots]{};  ///< each slot's last bytes end before this Blob offset
     Writeback writeback_{kHeaderSize};
     bool closed_ = false;
 };

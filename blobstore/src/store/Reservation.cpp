@@ -17,6 +17,10 @@ Reservation::Window Reservation::window(std::size_t max, std::error_code& ec)
         return {};
     }
     if (remaining() == 0 || max == 0) return {};
+    if (hash_.algorithm() == ChecksumAlgorithm::sha256) {
+        hash_.run_in_background();  // a no-op when running, inline when no thread can be had
+        if (written_ > kMaxHashLag) hash_.wait_hashed(written_ - kMaxHashLag);
+    }
     const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(max, remaining()));
     last_ = do_window(written_, want, ec);
     if (ec) last_ = {};
@@ -33,7 +37,7 @@ std::error_code Reservation::advance(std::size_t n)
             return ec;
         }
     }
-    checksum_.update(last_.data, n);
+    hash_.update(last_.data, n);
     written_ += n;
     last_.data += n;
     last_.size -= n;
@@ -65,7 +69,7 @@ BlobInfo Reservation::commit(const Checksum* expected)
     if (written_ != size_)
         throw Error(Errc::incomplete, "commit " + quote_name(name_) + ": " + std::to_string(written_) + " of " +
                                           std::to_string(size_) + " bytes written");
-    const Checksum checksum = checksum_.finish();
+    const Checksum checksum = hash_.finish();
     if (expected && expected->algorithm != checksum.algorithm) {
         abort();
         throw Error(Errc::digest_mismatch, "commit " + quote_name(name_) + ": the sender announced a " +
@@ -101,6 +105,7 @@ void Reservation::suspend() noexcept
 {
     if (state_ != State::open) return;
     last_ = {};
+    hash_.settle();
     do_suspend();
 }
 
@@ -109,6 +114,7 @@ void Reservation::abort() noexcept
     if (state_ != State::open) return;
     state_ = State::aborted;
     last_ = {};
+    hash_.stop();
     do_abort();
 }
 
