@@ -62,7 +62,7 @@ private:
         handshake,     ///< TLS handshake (TLS only; before the first Request)
         request,       ///< reading the 40-byte Request (idle between transfers)
         push_body,     ///< receiving push bytes into the reservation
-        push_trailer,  ///< reading the 32-byte SHA-256 trailer
+        push_trailer,  ///< reading the checksum trailer (protocol::kTrailerSize bytes)
         sending,       ///< sending a Response and, for a pull, the bytes
         draining,      ///< refused: write side shut, reading to EOF before closing
     };

@@ -1,5 +1,5 @@
 /// ServerConnection's push receive path: the body straight into the
-/// reservation's window, the SHA-256 trailer, the commit and its Response.
+/// reservation's window, the checksum trailer, the commit and its Response.
 #include "ServerConnection.h"
 
 #include "DataPath.h"
