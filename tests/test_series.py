@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""A series of slices: 200 x 0.5 MB through async_series with one transfer
-in flight (pulls over TCP too: --no-local; connections reused: one or two
-TCP handshakes for 400 transfers), 16 concurrent transfers from one
-single-threaded client, and the synchronous path through the blob CLI
-(sequential pushes and pulls)."""
+"""A series of slices: 200 x 0.5 MB through async_series (the series API,
+Session::push_series/pull_series) over one data connection, the next
+slice's ticket obtained while one streams (pulls over TCP too: --no-local;
+connections reused: one or two TCP handshakes for 400 transfers), 16
+concurrent transfers from one single-threaded client, and the synchronous
+path through the blob CLI (sequential pushes and pulls)."""
 
 import os
 import sys
@@ -50,7 +51,7 @@ def test(c):
     c.start_daemon("seq", "file", tier="workstation", extra=["--no-sync"])
     c.start_daemon("par", "memory:64M", tier="memory")
 
-    step("200 x 0.5 MB, one in flight: connections are reused")
+    step("200 x 0.5 MB over one data connection: it is reused")
     summary = run_series(c, "seq", 200, 1)
     check(1 <= summary["connections_opened"] <= 2,
           f"200 sequential slices opened {summary['connections_opened']} data connections; "
