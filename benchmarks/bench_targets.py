@@ -114,7 +114,7 @@ def why_no_point(doc, series, what):
     config = doc.get("config", {})
     step = config.get("skipped_steps", {}).get("points")
     if step:
-        return "points " + step
+        return "the points " + step
     variant = series.replace("/", "-")
     if config.get("variants") is not None and variant not in config["variants"]:
         return "variant %s not run (--variants)" % variant
@@ -162,8 +162,8 @@ def corba_targets(docs):
 
 
 def why_no_step(step):
-    return lambda doc: (doc.get("config", {}).get("skipped_steps", {}).get(step) or
-                        "the %s step failed (see failures)" % step)
+    return lambda doc: "the %s step %s" % (step, doc.get("config", {}).get("skipped_steps", {}).get(step) or
+                                           "failed (see failures)")
 
 
 def step_row(docs, step, key, field, value):

@@ -36,9 +36,12 @@
 enum { kChunk = 1 << 20, kHeader = 9 };
 static const char kAck = 'A';
 
+/* Prints "plain_pair: WHAT: DETAIL" (default: errno's text; errno 0: an
+ * early end of stream) and returns the exit status 1. */
 static int fail(const char* what, const char* detail)
 {
-    fprintf(stderr, "plain_pair: %s: %s\n", what, detail ? detail : strerror(errno));
+    if (!detail) detail = errno ? strerror(errno) : "the peer closed the connection";
+    fprintf(stderr, "plain_pair: %s: %s\n", what, detail);
     return 1;
 }
 
@@ -108,7 +111,7 @@ static int receive_file(int out, int in, uint64_t n, char* buf)
         ssize_t got = read(in, buf, n > kChunk ? kChunk : n);
         if (got < 0 && errno == EINTR) continue;
         if (got <= 0) {
-            if (got == 0) errno = ECONNRESET;
+            if (got == 0) errno = 0;
             return -1;
         }
         for (ssize_t done = 0; done < got;) {
