@@ -21,6 +21,7 @@ class Cluster(Workspace):
     def __init__(self, test_name):
         super().__init__(test_name)
         self.naming = None
+        self.blob_program = None  # `blob` of the build tree (program()), or this path
         self.env.pop("BLOBSTREAMING_NAMING", None)
         self.env.pop("OMNIORB_CONFIG", None)
 
@@ -107,7 +108,7 @@ class Cluster(Workspace):
     def blob(self, *args, store=None, json_out=True, timeout=300, stdin=None, binary=False, naming=None):
         """Runs `blob [--naming URL] [--store S] [--json] ARGS...` (cli.run_blob)."""
         return run_blob(args, naming or self.naming, self.env, store=store, json_out=json_out, timeout=timeout,
-                        stdin=stdin, binary=binary)
+                        stdin=stdin, binary=binary, blob=self.blob_program)
 
     def pull_checksum(self, name, store, out, algorithm="crc32c"):
         """Pulls `name` over TCP (--no-local) into `out`; the checksum of what came."""
