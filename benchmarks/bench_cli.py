@@ -49,7 +49,7 @@ def same_host_pull(suite, ns_port, size, runs):
     records = []
     try:
         src = c.path("blob.bin")
-        harness.write_random(src, size)
+        harness.write_random(src, size, algorithm=None)
         c.blob("push", src, "bench.local", store=store).ok()
         os.unlink(src)
         times = {"file": local_pull.time_file_pulls(c, "bench.local", store, runs),
@@ -95,7 +95,7 @@ def cli_transfers(suite, ns_port, size, runs):
     records = []
     label = "cli %s" % size_text(size)
     try:
-        harness.write_random(src, size)
+        harness.write_random(src, size, algorithm=None)
         for run in range(runs + 1):  # round 0: untimed (page cache, program start-up)
             programs = ("plain_pair", "blob") if run % 2 else ("blob", "plain_pair")
             for direction in ("push", "pull"):

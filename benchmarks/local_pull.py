@@ -106,7 +106,7 @@ def main():
         c.start_daemon("bench", "file", extra=["--no-sync"])
         if args.only != "memory":
             src = c.path("blob.bin")
-            harness.write_random(src, size)
+            harness.write_random(src, size, algorithm=None)
             c.blob("push", src, "bench.local", store="bench").ok()
             os.unlink(src)
             results["file"] = summary(time_file_pulls(c, "bench.local", "bench", args.runs), size)

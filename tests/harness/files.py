@@ -59,7 +59,8 @@ def checksum_bytes(data, algorithm="crc32c"):
 
 def write_random(path, size, seed_block=MiB, algorithm="crc32c"):
     """A file of `size` pseudo-random bytes, fast: one random block, rotated
-    between writes so that no two blocks are equal. Returns its checksum."""
+    between writes so that no two blocks are equal. Returns its checksum
+    (None with algorithm=None: no checksum, no `blob` program needed)."""
     block = os.urandom(seed_block)
     with open(path, "wb") as f:
         left = size
@@ -70,7 +71,7 @@ def write_random(path, size, seed_block=MiB, algorithm="crc32c"):
             left -= n
             block = block[shift:] + block[:shift]
             shift = shift % 4093 + 1
-    return checksum_file(path, algorithm)
+    return checksum_file(path, algorithm) if algorithm else None
 
 
 def read_range(path, offset, length):
