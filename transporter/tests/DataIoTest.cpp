@@ -6,6 +6,8 @@
 #define BOOST_TEST_MODULE DataIoTest
 #include <boost/test/unit_test.hpp>
 
+#include "SocketPair.h"
+
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -22,23 +24,7 @@ using Status = IoResult::Status;
 
 namespace {
 
-/// A connected pair of non-blocking stream sockets; `buffer` > 0 shrinks
-/// their buffers so that writes stop part way.
-struct Pair {
-    UniqueFd a, b;
-    explicit Pair(int buffer = 0)
-    {
-        int fds[2];
-        BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) == 0);
-        a.reset(fds[0]);
-        b.reset(fds[1]);
-        if (buffer > 0)
-            for (int fd : fds) {
-                ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof buffer);
-                ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
-            }
-    }
-};
+using Pair = test::SocketPair;
 
 void put(int fd, const void* data, std::size_t size)
 {

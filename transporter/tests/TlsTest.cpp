@@ -8,6 +8,8 @@
 #define BOOST_TEST_MODULE TlsTest
 #include <boost/test/unit_test.hpp>
 
+#include "SocketPair.h"
+
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -82,21 +84,7 @@ const Certificates& certificates()
         return;                                                                                                        \
     }
 
-struct Pair {
-    UniqueFd a, b;
-    explicit Pair(int buffer = 0)
-    {
-        int fds[2];
-        BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) == 0);
-        a.reset(fds[0]);
-        b.reset(fds[1]);
-        if (buffer > 0)
-            for (int fd : fds) {
-                ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof buffer);
-                ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
-            }
-    }
-};
+using Pair = test::SocketPair;
 
 /// Drives both handshakes until neither wants more (bounded).
 void handshake(Channel& client, Channel& server, Channel::Handshake& c, Channel::Handshake& s)
@@ -160,6 +148,22 @@ BOOST_AUTO_TEST_CASE(unusable_files_are_named)
     }
 }
 
+/// A store and a client channel over a socket pair, handshaken (the
+/// certificates must exist: REQUIRE_CERTIFICATES() first).
+struct Connected {
+    const TlsContext server_ctx{TlsContext::Role::server, certificates().files("store")};
+    const TlsContext client_ctx{TlsContext::Role::client, certificates().files("client")};
+    Pair pair;
+    Channel client{pair.a.get(), client_ctx, "127.0.0.1"};
+    Channel server{pair.b.get(), server_ctx};
+    explicit Connected(int buffer) : pair(buffer)
+    {
+        Channel::Handshake c, s;
+        handshake(client, server, c, s);
+        BOOST_REQUIRE(c == Channel::Handshake::done && s == Channel::Handshake::done);
+    }
+};
+
 BOOST_AUTO_TEST_CASE(mutual_handshake_and_subjects)
 {
     REQUIRE_CERTIFICATES();
@@ -204,14 +208,9 @@ BOOST_AUTO_TEST_CASE(mutual_handshake_and_subjects)
 BOOST_AUTO_TEST_CASE(partial_writes_through_small_buffers_keep_every_byte)
 {
     REQUIRE_CERTIFICATES();
-    const TlsContext server_ctx(TlsContext::Role::server, certificates().files("store"));
-    const TlsContext client_ctx(TlsContext::Role::client, certificates().files("client"));
-    Pair pair(16384);
-    Channel client(pair.a.get(), client_ctx, "127.0.0.1");
-    Channel server(pair.b.get(), server_ctx);
-    Channel::Handshake c, s;
-    handshake(client, server, c, s);
-    BOOST_REQUIRE(c == Channel::Handshake::done && s == Channel::Handshake::done);
+    Connected link(16384);
+    Channel& client = link.client;
+    Channel& server = link.server;
 
     std::vector<std::uint8_t> sent(3 * 1024 * 1024 + 7);
     for (std::size_t i = 0; i < sent.size(); ++i) sent[i] = static_cast<std::uint8_t>(i * 31 + (i >> 12));
@@ -251,14 +250,9 @@ BOOST_AUTO_TEST_CASE(partial_writes_through_small_buffers_keep_every_byte)
 BOOST_AUTO_TEST_CASE(the_io_layer_takes_pending_bytes_and_retries_writes_under_tls)
 {
     REQUIRE_CERTIFICATES();
-    const TlsContext server_ctx(TlsContext::Role::server, certificates().files("store"));
-    const TlsContext client_ctx(TlsContext::Role::client, certificates().files("client"));
-    Pair pair(16384);
-    Channel client(pair.a.get(), client_ctx, "127.0.0.1");
-    Channel server(pair.b.get(), server_ctx);
-    Channel::Handshake c, s;
-    handshake(client, server, c, s);
-    BOOST_REQUIRE(c == Channel::Handshake::done && s == Channel::Handshake::done);
+    Connected link(16384);
+    Channel& client = link.client;
+    Channel& server = link.server;
 
     std::uint8_t request[protocol::kRequestSize];
     protocol::encode(protocol::Request{protocol::FrameType::push, {}, 0, 5}, request);
