@@ -10,12 +10,13 @@
 
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/Sha256.h>
+#include <blobstreaming/common/UniqueFd.h>
 #include <blobstreaming/transporter/Protocol.h>
 
 #define BOOST_TEST_MODULE DataPlaneTest
 #include <boost/test/unit_test.hpp>
 
-#include "TestSupport.h"  // after the module definition: it includes Boost.Test
+#include "ProtocolPeer.h"
 
 #include <arpa/inet.h>
 #include <atomic>
@@ -32,8 +33,7 @@
 
 using namespace blobstreaming;
 using namespace blobstreaming::client;
-using blobstreaming::test::read_all;
-using blobstreaming::test::write_all;
+using blobstreaming::test::ProtocolPeer;
 
 namespace {
 
@@ -43,7 +43,8 @@ namespace {
 /// the new Blob's size and digest, and the new Blob's first bytes.
 enum class Behaviour { serve, refuse, drop_midway, stall, corrupt, replaced };
 
-/// A fake store data port on 127.0.0.1:ephemeral, one thread per connection.
+/// A fake store data port on 127.0.0.1:ephemeral, one thread per
+/// connection, each a ProtocolPeer in the store's role.
 class FakeDataPort {
 public:
     FakeDataPort()
@@ -103,8 +104,8 @@ private:
         std::vector<std::uint8_t> content;
     };
 
-    static void respond(int fd, Errc status, std::uint64_t length, const Digest& digest, const std::string& message,
-                        std::optional<std::uint64_t> blob_size = std::nullopt)
+    static void respond(ProtocolPeer& peer, Errc status, std::uint64_t length, const Digest& digest,
+                        const std::string& message, std::optional<std::uint64_t> blob_size = std::nullopt)
     {
         protocol::Response r;
         r.status = status;
@@ -112,8 +113,7 @@ private:
         r.blob_size = blob_size.value_or(length);
         r.digest = digest;
         r.message = message;
-        const std::string bytes = protocol::encode(r);
-        write_all(fd, bytes.data(), bytes.size());
+        peer.send_response(r);
     }
 
     void accept_loop()
@@ -133,14 +133,25 @@ private:
 
     void serve(int fd)
     {
+        ProtocolPeer peer(UniqueFd(fd), "the client", std::chrono::seconds(20));
+        try {
+            serve(peer);
+        } catch (const Error&) {
+            // The client closed the connection or broke it: done with it.
+        }
+        std::lock_guard<std::mutex> lock(mutex_);
+        ::shutdown(fd, SHUT_RDWR);
+        open_.erase(std::remove(open_.begin(), open_.end(), fd), open_.end());
+    }  // closes fd
+
+    void serve(ProtocolPeer& peer)
+    {
         for (;;) {
-            std::uint8_t frame[protocol::kRequestSize];
-            if (!read_all(fd, frame, sizeof frame)) break;
             protocol::Request request;
             std::string why;
-            if (protocol::decode(frame, request, why)) {
-                respond(fd, Errc::protocol_error, 0, {}, why);
-                break;
+            if (!peer.receive_request(request, why)) {
+                respond(peer, Errc::protocol_error, 0, {}, why);
+                return;
             }
             std::optional<Entry> entry;
             {
@@ -152,60 +163,55 @@ private:
                 }
             }
             if (!entry || entry->type != request.type || entry->behaviour == Behaviour::refuse) {
-                respond(fd, Errc::refused, 0, {}, "unknown ticket " + protocol::ticket_tag(request.ticket));
-                break;
+                respond(peer, Errc::refused, 0, {}, "unknown ticket " + protocol::ticket_tag(request.ticket));
+                return;
             }
             if (entry->behaviour == Behaviour::stall) {
-                std::uint8_t sink[4096];
-                while (::recv(fd, sink, sizeof sink, 0) > 0) {
-                    // Swallow everything, never answer: the client must give up.
-                }
-                break;
+                peer.swallow();  // never answer: the client must give up
+                return;
             }
             if (request.type == protocol::FrameType::push) {
                 std::vector<std::uint8_t> bytes(request.length);
-                const std::size_t take = entry->behaviour == Behaviour::drop_midway ? bytes.size() / 2 : bytes.size();
-                if (!read_all(fd, bytes.data(), take) || entry->behaviour == Behaviour::drop_midway) break;
-                Digest trailer;
-                if (!read_all(fd, trailer.data(), trailer.size())) break;
+                if (entry->behaviour == Behaviour::drop_midway) {
+                    peer.receive(bytes.data(), bytes.size() / 2);
+                    return;
+                }
+                peer.receive(bytes.data(), bytes.size());
+                const Digest trailer = peer.receive_trailer();
                 const Digest digest = Sha256::of(bytes.data(), bytes.size());
                 if (digest != trailer) {
-                    respond(fd, Errc::digest_mismatch, 0, {}, "trailer does not match");
-                    break;
+                    respond(peer, Errc::digest_mismatch, 0, {}, "trailer does not match");
+                    return;
                 }
                 {
                     std::lock_guard<std::mutex> lock(mutex_);
                     received_[request.ticket] = bytes;
                 }
-                respond(fd, Errc::ok, bytes.size(), digest, "");
-            } else {
-                const auto& c = entry->content;
-                if (entry->behaviour == Behaviour::replaced) {
-                    std::vector<std::uint8_t> now(c.size() + 1000, 0x5a);
-                    std::copy(c.begin(), c.end(), now.begin());
-                    now[0] ^= 0xff;
-                    respond(fd, Errc::ok, c.size(), Sha256::of(now.data(), now.size()), "", now.size());
-                    if (!write_all(fd, now.data(), c.size())) break;
-                    continue;
-                }
-                respond(fd, Errc::ok, c.size(), Sha256::of(c.data(), c.size()), "");
-                if (entry->behaviour == Behaviour::drop_midway) {
-                    write_all(fd, c.data(), c.size() / 2);
-                    break;
-                }
-                if (entry->behaviour == Behaviour::corrupt) {
-                    std::vector<std::uint8_t> bad = c;
-                    bad[bad.size() * 3 / 4] ^= 0x20;
-                    if (!write_all(fd, bad.data(), bad.size())) break;
-                    continue;
-                }
-                if (!write_all(fd, c.data(), c.size())) break;
+                respond(peer, Errc::ok, bytes.size(), digest, "");
+                continue;
             }
+            const auto& c = entry->content;
+            if (entry->behaviour == Behaviour::replaced) {
+                std::vector<std::uint8_t> now(c.size() + 1000, 0x5a);
+                std::copy(c.begin(), c.end(), now.begin());
+                now[0] ^= 0xff;
+                respond(peer, Errc::ok, c.size(), Sha256::of(now.data(), now.size()), "", now.size());
+                peer.send(now.data(), c.size());
+                continue;
+            }
+            respond(peer, Errc::ok, c.size(), Sha256::of(c.data(), c.size()), "");
+            if (entry->behaviour == Behaviour::drop_midway) {
+                peer.send(c.data(), c.size() / 2);
+                return;
+            }
+            if (entry->behaviour == Behaviour::corrupt) {
+                std::vector<std::uint8_t> bad = c;
+                bad[bad.size() * 3 / 4] ^= 0x20;
+                peer.send(bad.data(), bad.size());
+                continue;
+            }
+            peer.send(c.data(), c.size());
         }
-        std::lock_guard<std::mutex> lock(mutex_);
-        ::shutdown(fd, SHUT_RDWR);
-        open_.erase(std::remove(open_.begin(), open_.end(), fd), open_.end());
-        ::close(fd);
     }
 
     int listener_ = -1;
