@@ -92,8 +92,8 @@ clients_tests_ControlCallTest_SOURCES = clients/tests/ControlCallTest.cpp client
 clients_tests_ControlCallTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/src -DBOOST_TEST_DYN_LINK
 clients_tests_ControlCallTest_LDADD = $(clients_test_public_ldadd)
 
-clients_tests_DataPlaneTest_SOURCES = clients/tests/DataPlaneTest.cpp
-clients_tests_DataPlaneTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/src -I$(top_srcdir)/common/tests $(OMNIORB_CFLAGS) $(ACE_CFLAGS) \
+clients_tests_DataPlaneTest_SOURCES = clients/tests/DataPlaneTest.cpp transporter/tests/ProtocolPeer.h
+clients_tests_DataPlaneTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/src -I$(top_srcdir)/transporter/tests $(OMNIORB_CFLAGS) $(ACE_CFLAGS) \
 	$(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS) -DBOOST_TEST_DYN_LINK
 clients_tests_DataPlaneTest_LDADD = clients/libblobclient.la transporter/libblobtransporter.la common/libblobcommon.la \
 	$(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
