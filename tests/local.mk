@@ -24,6 +24,7 @@ system_tests = \
 	tests/test_descriptor_flood.py \
 	tests/test_cli_io.py \
 	tests/test_checksum_cli.py \
+	tests/test_checksum_compat.py \
 	tests/test_reservation_flood.py \
 	tests/test_store_dir_removed.py \
 	tests/test_full_disk.py \
