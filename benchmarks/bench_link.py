@@ -88,7 +88,6 @@ def namespaces(rate, rtt_ms, start_process, tun_delay_script):
                                         (ns_c, dev_c, client_host, link.server_host)):
                 _ip("ip", "-n", ns, "addr", "add", mine, "peer", peer, "dev", dev)
                 _ip("ip", "-n", ns, "link", "set", dev, "mtu", str(TUN_MTU), "up")
-            kind = "tun"
         else:
             dev_s, dev_c = "bsbvs" + tag, "bsbvc" + tag
             _ip("ip", "link", "add", dev_s, "type", "veth", "peer", "name", dev_c)
@@ -98,7 +97,6 @@ def namespaces(rate, rtt_ms, start_process, tun_delay_script):
             for ns, dev, mine in ((ns_s, dev_s, "10.77.0.1/24"), (ns_c, dev_c, "10.77.0.2/24")):
                 _ip("ip", "-n", ns, "addr", "add", mine, "dev", dev)
                 _ip("ip", "-n", ns, "link", "set", dev, "up")
-            kind = "veth"
         if rate:
             for ns, dev in ((ns_s, dev_s), (ns_c, dev_c)):
                 _ip("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate,
@@ -108,5 +106,12 @@ def namespaces(rate, rtt_ms, start_process, tun_delay_script):
         raise
     link.srv = ["ip", "netns", "exec", ns_s]
     link.cli = ["ip", "netns", "exec", ns_c]
-    link.label = kind + ("-" + rate if rate else "") + ("-rtt%gms" % rtt_ms if rtt_ms > 0 else "")
+    link.label = namespaces_label(rate, rtt_ms)
     return link
+
+
+def namespaces_label(rate, rtt_ms):
+    """The label of namespaces(rate, rtt_ms), also for a run that skipped
+    it: veth or tun (with a delay), the rate, the round trip."""
+    return (("tun" if rtt_ms > 0 else "veth") + ("-" + rate if rate else "") +
+            ("-rtt%gms" % rtt_ms if rtt_ms > 0 else ""))

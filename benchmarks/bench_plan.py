@@ -1,20 +1,28 @@
 """What the benchmark runs: the plans (blob sizes, series, socket buffers,
-runs per point), the variants and the points of a plan."""
+runs per point, the whole-program steps), the variants and the points of a
+plan."""
 
 from bench_schema import NO_VERIFY, MiB, buffer_bytes
 
 
-def _plan(sizes, buffers, runs, iperf3_runs, iperf3_seconds, dcmtk_runs):
+def _plan(sizes, buffers, runs, iperf3_runs, iperf3_seconds, dcmtk_runs, same_host=None, cli=None):
+    """same_host, cli: (blob bytes, runs) of the whole-program steps
+    (bench_cli.py), None when the plan has none."""
     return {"sizes": sizes, "series": [(MiB // 2, 200)], "buffers": buffers, "runs": runs,
-            "iperf3_runs": iperf3_runs, "iperf3_seconds": iperf3_seconds, "dcmtk_runs": dcmtk_runs}
+            "iperf3_runs": iperf3_runs, "iperf3_seconds": iperf3_seconds, "dcmtk_runs": dcmtk_runs,
+            "same-host": same_host, "cli": cli}
 
 
 PLANS = {
     "full": _plan([MiB // 2, MiB, 8 * MiB, 16 * MiB, 32 * MiB, 256 * MiB], ["8K", "64K", "256K", "4M", "auto"],
-                  runs=20, iperf3_runs=3, iperf3_seconds=2, dcmtk_runs=20),
-    "quick": _plan([MiB // 2, 32 * MiB], ["auto", "64K"], runs=3, iperf3_runs=1, iperf3_seconds=1, dcmtk_runs=1),
+                  runs=20, iperf3_runs=3, iperf3_seconds=2, dcmtk_runs=20, same_host=(256 * MiB, 10),
+                  cli=(1 << 30, 10)),
+    # CI: the whole-program steps small, so that they add well under a minute.
+    "quick": _plan([MiB // 2, 32 * MiB], ["auto", "64K"], runs=3, iperf3_runs=1, iperf3_seconds=1, dcmtk_runs=1,
+                   same_host=(32 * MiB, 3), cli=(64 * MiB, 3)),
     # Links between namespaces are slower (155 Mbit/s) or delayed (20 ms
     # RTT): fewer points, so that `make bench` stays within about 1.5 hours.
+    # The whole-program steps are loopback only.
     "net": _plan([MiB // 2, 32 * MiB], ["256K", "auto"], runs=3, iperf3_runs=3, iperf3_seconds=3, dcmtk_runs=1),
 }
 SOCKET_VARIANTS = ["raw-c", "raw-c-durable", "ace", "corba"]
@@ -28,9 +36,14 @@ DEFAULT_VARIANTS = ["raw-c", "raw-c-durable", "ace", "corba", "blobstreaming-mem
                     "blobstreaming-file" + NO_VERIFY, "iperf3", "dcmtk"]
 
 
-def make_plan(name, runs=None, sizes=None, buffers=None, no_series=False):
-    """The plan `name` with the command line's overrides applied."""
+def make_plan(name, runs=None, sizes=None, buffers=None, no_series=False, step_sizes=None):
+    """The plan `name` with the command line's overrides applied;
+    step_sizes: {step: (bytes or None, runs or None)} for the whole-program
+    steps (None: the plan's)."""
     plan = dict(PLANS[name])
+    for step, (size, step_runs) in (step_sizes or {}).items():
+        default = plan[step] or PLANS["full"][step]
+        plan[step] = (size or default[0], step_runs or default[1]) if plan[step] or size or step_runs else None
     if runs:
         plan["runs"] = runs
         plan["dcmtk_runs"] = min(plan["dcmtk_runs"], runs)

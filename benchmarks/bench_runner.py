@@ -1,7 +1,8 @@
 """Runs the benchmark's points with the test harness (tests/harness): one
 bsbench server per socket variant, omniNames and blobstored daemons for the
 blobstreaming variants, iperf3 and DCMTK as references, every process
-stopped by its PID. Results are iperf3-shaped records (bench_schema)."""
+stopped by its PID. Results are iperf3-shaped records (bench_schema). Then
+the whole-program steps of bench_cli.py on the same Naming Service."""
 
 import json
 import os
@@ -14,11 +15,13 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+import bench_cli  # noqa: E402
 import bench_link  # noqa: E402
+import bench_summary  # noqa: E402
 import dcmtk_peer  # noqa: E402
 import harness  # noqa: E402
 from bench_plan import SOCKET_VARIANTS, STORE_TARGETS, buffer_bytes, directions_of, points  # noqa: E402
-from bench_schema import MiB, NO_VERIFY, megabytes_per_second  # noqa: E402
+from bench_schema import MiB, NO_VERIFY, megabytes_per_second, size_text  # noqa: E402
 from harness.daemons import READY as BLOBSTORED_READY, blobstored_argv  # noqa: E402
 from harness.naming import naming_url, nameclt_answers, omninames_argv  # noqa: E402
 
@@ -47,7 +50,12 @@ class Suite:
         self.tmp = tempfile.mkdtemp(prefix="bsbench.")
         self.processes = []
         self.link = bench_link.loopback()
+        self.link_label = self.link.label  # also when a netns link could not be built
         self.skipped = None
+        self.skipped_steps = {}  # {step: why} (bench_schema.STEPS)
+        self.same_host = []  # bench_schema SAME_HOST records
+        self.cli = []  # CLI records
+        self.cli_rss = None  # CLI_RSS record
         self.host = self.link.server_host
 
     # ---- processes ------------------------------------------------------
@@ -91,10 +99,12 @@ class Suite:
             time.sleep(0.1)
         raise RuntimeError("omniNames on port %d did not answer" % port)
 
-    def start_store(self, target, buffer_text, ns_port, capacity):
-        name = "bench-%s-%s" % (target, buffer_text.lower())
+    def start_store(self, target, buffer_text, ns_port, capacity, name=None, extra=()):
+        """A blobstored (-q) named `name` (default after target and buffer),
+        its FileStore in the suite's directory; returns (Service, name)."""
+        name = name or "bench-%s-%s" % (target, buffer_text.lower())
         store = "memory:%d" % capacity if target == "memory" else "file:" + os.path.join(self.tmp, name)
-        extra = ["-q"]
+        extra = ["-q"] + list(extra)
         if buffer_bytes(buffer_text):
             extra += ["--socket-buffer", str(buffer_bytes(buffer_text))]
         argv = self.link.srv + blobstored_argv(self.args.blobstored, name, store, naming_url(self.host, ns_port),
@@ -240,9 +250,10 @@ class Suite:
 
     # ---- the suite ------------------------------------------------------
     def run(self):
-        if self.args.quick:
+        if self.args.quick and "points" in self.args.steps:
             self.check_the_checks()
         if self.args.link != "loopback":
+            self.link_label = bench_link.namespaces_label(self.args.rate, self.args.rtt_ms)
             try:
                 self.link = bench_link.namespaces(
                     self.args.rate, self.args.rtt_ms,
@@ -254,11 +265,20 @@ class Suite:
                 return
             self.host = self.link.server_host
             log("link %s: servers on %s" % (self.link.label, self.host))
+        _, ns_port = self.start_naming()
+        if "points" in self.args.steps:
+            self.run_points(ns_port)
+        else:
+            self.skipped_steps["points"] = "not run (--steps)"
+        for step in ("same-host", "cli"):
+            self.program_step(step, ns_port)
+
+    def run_points(self, ns_port):
+        """Every variant at every point of the plan."""
         variants = self.args.variants
         biggest = max(size * count for size, count in points(self.plan))
         if "dcmtk" in variants:
             self.dcmtk()
-        _, ns_port = self.start_naming()
         for buffer_text in self.plan["buffers"]:
             if "iperf3" in variants:
                 for direction in self.args.directions:
@@ -295,3 +315,38 @@ class Suite:
                          "largest_blob_bytes": max(s for s, _ in points(self.plan)),
                          "peak_rss_kib": peak_rss_kib(daemon.pid)})
         self.stop(daemon)
+
+    def program_step(self, step, ns_port):
+        """One whole-program step of bench_cli.py, when the plan, --steps,
+        the link and the programs allow it (else why not, in skipped_steps);
+        a failure fails the run and ends this step only."""
+        programs = {"same-host": [self.args.blob, self.args.bsbench], "cli": [self.args.blob, self.args.plain_pair]}
+        missing = [p for p in programs[step] if not os.access(p, os.X_OK)]
+        why = ("not run (--steps)" if step not in self.args.steps else
+               "not in the %s plan" % self.args.plan if not self.plan[step] else
+               "loopback only (this run: link %s)" % self.link_label if self.link_label != "loopback" else
+               "%s not built (make bench builds it)" % ", ".join(missing) if missing else None)
+        if why:
+            log("SKIP step %s: %s" % (step, why))
+            self.skipped_steps[step] = why
+            return
+        size, runs = self.plan[step]
+        started = time.monotonic()
+        try:
+            if step == "same-host":
+                self.same_host = bench_cli.same_host_pull(self, ns_port, size, runs)
+            else:
+                self.cli, self.cli_rss = bench_cli.cli_transfers(self, ns_port, size, runs)
+        except (RuntimeError, OSError, subprocess.SubprocessError, harness.TestFailure) as e:
+            return self.fail("step %s: %s" % (step, e))
+        log("step %s: %s x %d runs in %.0f s" % (step, size_text(size), runs, time.monotonic() - started))
+        if step == "same-host":
+            for r in bench_summary.same_host_rows(self.same_host):
+                log("same-host pull to %-6s %s: TCP %.3f s, same-host %.3f s (medians): %.2f x TCP" % (
+                    r["destination"], size_text(size), r["tcp_median_s"], r["local_median_s"], r["ratio_to_tcp"]))
+        else:
+            for r in bench_summary.cli_rows(self.cli):
+                log("blob %s %s: %.3f s, plain_pair %.3f s (medians, whole processes): %.2f x plain_pair" % (
+                    r["direction"], size_text(size), r["blob_median_s"], r["plain_pair_median_s"],
+                    r["ratio_to_plain_pair"]))
+            log("blobstored (FileStore) peak RSS after the cli step: %.1f MiB" % (self.cli_rss["peak_rss_kib"] / 1024))

@@ -7,8 +7,17 @@ results.json  {"machine": MACHINE, "config": {...}, "results": [RECORD, ...]}
   end.sum_received.bits_per_second, end.sha256_verified) plus the fields of
   RECORD_FIELDS; a blobstreaming record also has "verify" (false: pulled
   with bsbench --no-verify).
-summary.json  {"machine": ..., "summary": [ROW, ...], "blobstored_peak_rss": [RSS, ...], "failures": [...]}
-  ROW: POINT_FIELDS + ROW_FIELDS; RSS: RSS_FIELDS.
+  Besides "results" (which plot.py reads), the whole-program steps
+  (bench_cli.py), loopback only: "same_host_pull": [SAME_HOST, ...],
+  "cli": [CLI, ...], "cli_peak_rss": CLI_RSS or null.
+summary.json  {"machine": ..., "link": LABEL, "config": {...}, "summary": [ROW, ...],
+               "blobstored_peak_rss": [RSS, ...], "same_host_pull": [SAME_HOST_ROW, ...],
+               "cli": [CLI_ROW, ...], "cli_peak_rss": CLI_RSS or null, "targets": [TARGET, ...],
+               "failures": [...]}
+  ROW: POINT_FIELDS + ROW_FIELDS; RSS: RSS_FIELDS; the others: the fields
+  named so below. "config" holds what the targets need to say why a row was
+  not measured: "variants", "plan", "skipped" (the link could not be built),
+  "skipped_steps" ({step: why}).
 """
 
 MiB = 1 << 20
@@ -29,6 +38,33 @@ ROW_FIELDS = ("runs", "median_MBps", "min_MBps", "max_MBps", "ratio_to_raw_c", "
               "ratio_to_dcmtk_default", "ratio_to_corba", "ratio_to_raw_c_durable")
 # Peak resident set size (VmHWM, KiB) of each blobstored after its points.
 RSS_FIELDS = ("target", "socket_buffer", "largest_blob_bytes", "peak_rss_kib")
+
+# The steps of a run: the points above, and the whole-program steps of
+# bench_cli.py (127.0.0.1 only).
+STEPS = ("points", "same-host", "cli")
+# One pull of the same-host step: destination "file" (`blob pull`, seconds
+# from fork to exit; also the library's transfer_seconds and the client's
+# cpu_seconds) or "memory" (bsbench's timed run); mode "tcp" or "local".
+SAME_HOST_FIELDS = ("destination", "mode", "blob_bytes", "run", "seconds", "link")
+# Per destination: medians, MB/s, and ratio_to_tcp = TCP's median time / the
+# same-host path's (above 1: the same-host path is faster).
+SAME_HOST_ROW_FIELDS = ("destination", "blob_bytes", "runs", "tcp_median_s", "local_median_s", "tcp_MBps",
+                        "local_MBps", "ratio_to_tcp")
+# One whole process of the cli step: program "blob" or "plain_pair",
+# seconds from fork to exit.
+CLI_FIELDS = ("program", "direction", "blob_bytes", "run", "seconds", "link")
+# Per direction: medians, MB/s, ratio_to_plain_pair = plain_pair's median
+# time / blob's (1: as fast as the plain pair).
+CLI_ROW_FIELDS = ("direction", "blob_bytes", "runs", "blob_median_s", "plain_pair_median_s", "blob_MBps",
+                  "plain_pair_MBps", "ratio_to_plain_pair")
+# VmHWM of the cli step's blobstored (fresh, FileStore) after `rounds`
+# pushes and pulls of blob_bytes (one round untimed).
+CLI_RSS_FIELDS = ("target", "blob_bytes", "rounds", "peak_rss_kib")
+# One goal of the issue as measured (bench_targets.py): measured is a ratio
+# (unit "× REFERENCE") or MiB; met is None when not measured (not_measured
+# says why); note names a size other than the goal's (a quick run).
+TARGET_FIELDS = ("target", "link", "measured", "unit", "comparison", "goal", "runs", "met", "note",
+                 "not_measured")
 
 
 # One colour per series (series_name), the same in every panel of every
@@ -52,6 +88,17 @@ OTHER_COLOUR = "#000000"  # a series this table does not know yet
 def series_colour(name):
     """The fixed colour of a series (SERIES_COLOURS), black when unknown."""
     return SERIES_COLOURS.get(name, OTHER_COLOUR)
+
+
+def size_text(n):
+    """Bytes as a table shows them: 32 MiB, 0.5 MiB, 1 GiB; 0 as "-"."""
+    if n == 0:
+        return "-"
+    if n >= 1 << 30 and n % (1 << 30) == 0:
+        return "%d GiB" % (n >> 30)
+    if n % MiB == 0:
+        return "%d MiB" % (n // MiB)
+    return "%g MiB" % (n / MiB)
 
 
 def buffer_bytes(text):

@@ -1,13 +1,15 @@
 """What the benchmark reports: per point the median/min/max and the ratios
 to raw-c, iperf3, DCMTK, corba and raw-c-durable (summary.json), the same as
-Markdown tables (summary.md), and the issue's goals as measured."""
+Markdown tables (summary.md), and the medians of the whole-program steps
+(same-host pulls, blob against plain_pair). The issue's goals are in
+bench_targets.py."""
 
 import os
 import platform
 import statistics
 import time
 
-from bench_schema import MiB, NO_VERIFY, group_by_point
+from bench_schema import group_by_point, size_text
 
 
 def summarize(results):
@@ -35,14 +37,6 @@ def summarize(results):
         r["ratio_to_corba"] = ratio(r, same_point(r, "corba"))
         r["ratio_to_raw_c_durable"] = ratio(r, same_point(r, "raw-c-durable"))  # push only
     return rows
-
-
-def size_text(n):
-    if n == 0:
-        return "-"
-    if n % MiB == 0:
-        return "%d MiB" % (n // MiB)
-    return "%g MiB" % (n / MiB)
 
 
 # The ratio columns of the Markdown table: (header, ROW_FIELDS key).
@@ -81,55 +75,65 @@ def markdown(rows, rss):
     return "\n".join(out) + "\n"
 
 
-# The issue's goals, reported (never asserted): (label, variant, direction,
-# blob_bytes, count, ratio key, goal).
-TARGETS = [
-    ("push 32 MiB, MemoryStore", "blobstreaming/memory", "push", 32 * MiB, 1, "ratio_to_raw_c", 0.95),
-    ("pull 32 MiB, MemoryStore", "blobstreaming/memory", "pull", 32 * MiB, 1, "ratio_to_raw_c", 0.95),
-    ("push 32 MiB, FileStore", "blobstreaming/file", "push", 32 * MiB, 1, "ratio_to_raw_c", 0.95),
-    ("push 32 MiB, FileStore vs the same durability promise", "blobstreaming/file", "push", 32 * MiB, 1,
-     "ratio_to_raw_c_durable", 0.95),
-    ("pull 32 MiB, FileStore (sendfile)", "blobstreaming/file", "pull", 32 * MiB, 1, "ratio_to_raw_c", 1.0),
-    ("pull 32 MiB, FileStore (sendfile), library's SHA-256 check off", "blobstreaming/file" + NO_VERIFY, "pull",
-     32 * MiB, 1, "ratio_to_raw_c", 1.0),
-    ("push 200 x 0.5 MiB, MemoryStore", "blobstreaming/memory", "push", MiB // 2, 200, "ratio_to_raw_c", 0.8),
-    ("pull 200 x 0.5 MiB, MemoryStore", "blobstreaming/memory", "pull", MiB // 2, 200, "ratio_to_raw_c", 0.8),
-    ("push 200 x 0.5 MiB, FileStore", "blobstreaming/file", "push", MiB // 2, 200, "ratio_to_raw_c", 0.8),
-    ("push 200 x 0.5 MiB, FileStore vs the same durability promise", "blobstreaming/file", "push", MiB // 2, 200,
-     "ratio_to_raw_c_durable", 0.8),
-    ("push 200 x 0.5 MiB, MemoryStore vs DCMTK out of the box", "blobstreaming/memory", "push", MiB // 2, 200,
-     "ratio_to_dcmtk_default", 20.0),
-    ("push 200 x 0.5 MiB, FileStore vs DCMTK out of the box", "blobstreaming/file", "push", MiB // 2, 200,
-     "ratio_to_dcmtk_default", 20.0),
-    ("push 32 MiB, MemoryStore vs iperf3 (delayed links)", "blobstreaming/memory", "push", 32 * MiB, 1,
-     "ratio_to_iperf3", 0.9),
-    ("pull 32 MiB, MemoryStore vs iperf3 (delayed links)", "blobstreaming/memory", "pull", 32 * MiB, 1,
-     "ratio_to_iperf3", 0.9),
-]
+def _paired_rows(records, group_field, side_field, reference, measured, ratio_field):
+    """Per (group_field, blob_bytes) of records that time `measured` and
+    `reference` (values of side_field): runs, the median seconds and MB/s of
+    each (named after the side: tcp_median_s, local_MBps…) and ratio_field,
+    the reference's median time / the measured one's (above 1: faster)."""
+    groups = {}
+    for rec in records:
+        sides = groups.setdefault((rec[group_field], rec["blob_bytes"]), {reference: [], measured: []})
+        sides[rec[side_field]].append(rec["seconds"])
+    rows = []
+    for (group, blob), times in sorted(groups.items(), key=lambda kv: (kv[0][0] != "push", kv[0])):
+        if not times[reference] or not times[measured]:
+            continue
+        row = {group_field: group, "blob_bytes": blob, "runs": min(len(t) for t in times.values())}
+        for side in (reference, measured):
+            row[side + "_median_s"] = statistics.median(times[side])
+            row[side + "_MBps"] = blob / row[side + "_median_s"] / 1e6
+        row[ratio_field] = row[reference + "_median_s"] / row[measured + "_median_s"]
+        rows.append(row)
+    return rows
 
 
-def targets(rows, rss):
-    """Markdown: each goal of the issue at default ("auto") buffers, as measured."""
-    out = ["| goal | link | measured | goal | met |", "|---|---|---|---|---|"]
-    for label, variant, direction, blob, count, key, goal in TARGETS:
-        for r in rows:
-            if (r["variant"], r["direction"], r["blob_bytes"], r["count"], r["socket_buffer"]) != \
-                    (variant, direction, blob, count, "auto"):
-                continue
-            if key == "ratio_to_iperf3" and "rtt" not in r["link"]:
-                continue
-            if r.get(key) is None:
-                continue
-            out.append("| %s | %s | %.3f × %s | ≥ %g | %s |" % (
-                label, r["link"], r[key], key[len("ratio_to_"):].replace("_", "-"), goal,
-                "yes" if r[key] >= goal else "**no**"))
-    for x in rss:
-        if x["target"] == "file" and x["socket_buffer"] == "auto" and x["peak_rss_kib"]:
-            mib = x["peak_rss_kib"] / 1024
-            out.append("| blobstored (FileStore) peak RSS, largest blob %s | - | %.1f MiB | ≤ 64 MiB for 256 MiB | %s |" % (
-                size_text(x["largest_blob_bytes"]), mib,
-                ("yes" if mib <= 64 else "**no**") if x["largest_blob_bytes"] >= 256 * MiB else "not measured (no 256 MiB blob)"))
-    return "\n".join(out) + "\n"
+def same_host_rows(records):
+    """SAME_HOST_ROW per destination (bench_schema), from the step's records."""
+    return _paired_rows(records, "destination", "mode", "tcp", "local", "ratio_to_tcp")
+
+
+def cli_rows(records):
+    """CLI_ROW per direction, push first (bench_schema), from the cli step's records."""
+    return _paired_rows(records, "direction", "program", "plain_pair", "blob", "ratio_to_plain_pair")
+
+
+def _paired_table(title, rows, group_field, reference, measured, names, ratio_field):
+    """Markdown of _paired_rows' rows; names: how the table calls
+    (reference, measured)."""
+    out = ["", title, "", "| %s | blob | runs | %s median s | %s median s | %s MB/s | %s MB/s | ×%s |" % (
+        (group_field,) + names * 2 + names[:1]), "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append("| %s | %s | %d | %.3f | %.3f | %.1f | %.1f | %.2f |" % (
+            r[group_field], size_text(r["blob_bytes"]), r["runs"], r[reference + "_median_s"],
+            r[measured + "_median_s"], r[reference + "_MBps"], r[measured + "_MBps"], r[ratio_field]))
+    return out
+
+
+def programs_markdown(same_host, cli, cli_rss):
+    """The whole-program steps as tables (empty when neither ran)."""
+    out = []
+    if same_host:
+        out += _paired_table("Same-host pulls against TCP (one FileStore Blob, alternately; file: `blob pull` from "
+                             "fork to exit, memory: bsbench's timed run):", same_host, "destination", "tcp", "local",
+                             ("TCP", "same-host"), "ratio_to_tcp")
+    if cli:
+        out += _paired_table("`blob push` / `blob pull --no-local` against plain_pair (plain C), whole processes "
+                             "(fork to exit), FileStore:", cli, "direction", "plain_pair", "blob",
+                             ("plain_pair", "blob"), "ratio_to_plain_pair")
+    if cli_rss:
+        out += ["", "Peak RSS (VmHWM) of the cli step's blobstored (FileStore, fresh) after %d pushes and pulls of %s: "
+                "%.1f MiB." % (cli_rss["rounds"], size_text(cli_rss["blob_bytes"]), cli_rss["peak_rss_kib"] / 1024)]
+    return "\n".join(out) + "\n" if out else ""
 
 
 def machine():

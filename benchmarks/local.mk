@@ -2,20 +2,22 @@
 # See docs/BENCHMARKS.md. bsbench and its IDL stubs are built only by the
 # bench targets (EXTRA_*), so that `make` and `make check` do not pay for them.
 
-EXTRA_PROGRAMS = benchmarks/bsbench
+EXTRA_PROGRAMS = benchmarks/bsbench benchmarks/plain_pair
 EXTRA_LTLIBRARIES = benchmarks/libbsbench_idl.la
 
 # omniidl stubs of the corba variant, into the build tree only.
 bsbench_idl_generated = benchmarks/idl/BsBench.hh benchmarks/idl/BsBenchSK.cc
 CLEANFILES += $(bsbench_idl_generated) benchmarks/idl/.stamp benchmarks/bsbench$(EXEEXT) \
-	benchmarks/libbsbench_idl.la
+	benchmarks/libbsbench_idl.la benchmarks/plain_pair$(EXEEXT)
 EXTRA_DIST += benchmarks/BsBench.idl benchmarks/run_bench.py benchmarks/plot.py benchmarks/dcmtk_peer.py \
 	benchmarks/bench_link.py benchmarks/tun_delay.py benchmarks/bench_plan.py benchmarks/bench_runner.py \
-	benchmarks/bench_summary.py benchmarks/bench_schema.py benchmarks/local_pull.py benchmarks/tests/test_plot.py
+	benchmarks/bench_summary.py benchmarks/bench_schema.py benchmarks/local_pull.py benchmarks/tests/test_plot.py \
+	benchmarks/bench_cli.py benchmarks/bench_targets.py benchmarks/tests/test_targets.py
 
 # plot.py's colours and legend, on a made-up results.json (no network, no
-# bsbench; skips with 77 when no python3 has matplotlib).
-TESTS += benchmarks/tests/test_plot.py
+# bsbench; skips with 77 when no python3 has matplotlib); the goals table
+# (bench_targets.py) on made-up summaries.
+TESTS += benchmarks/tests/test_plot.py benchmarks/tests/test_targets.py
 
 $(bsbench_idl_generated): benchmarks/idl/.stamp
 	@test -f $@ || { rm -f benchmarks/idl/.stamp; $(MAKE) $(AM_MAKEFLAGS) benchmarks/idl/.stamp; }
@@ -64,38 +66,56 @@ benchmarks_bsbench_LDADD = benchmarks/libbsbench_idl.la clients/libblobclient.la
 	common/libblobcommon.la $(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS)
 $(benchmarks_bsbench_OBJECTS): benchmarks/idl/BsBench.hh
 
+# The plain C client/server pair that `blob push`/`blob pull` are timed
+# against as whole processes (bench_cli.py): sendfile out, a read loop in,
+# fdatasync and one Ack byte (WARN_CFLAGS: the C subset of our warnings).
+benchmarks_plain_pair_SOURCES = benchmarks/plain_pair.c
+benchmarks_plain_pair_CFLAGS = $(WARN_CFLAGS) $(SANITIZER_FLAGS)
+
 # The driver starts omniNames, blobstored, the bsbench servers, iperf3 and
 # DCMTK's storescp (on 127.0.0.1 with ephemeral ports, or inside two network
 # namespaces for the netns links), runs every variant, stops what it started
 # by PID and writes $(BENCH_OUT)/<link>/{results.json,summary.json,summary.md}.
 BENCH_OUT = bench-results
 BENCH_FLAGS =
-bench_programs = benchmarks/bsbench$(EXEEXT) blobstore/blobstored$(EXEEXT)
+bench_programs = benchmarks/bsbench$(EXEEXT) benchmarks/plain_pair$(EXEEXT) blobstore/blobstored$(EXEEXT) \
+	clients/blob$(EXEEXT)
 bench_driver = $(PYTHON) $(abs_top_srcdir)/benchmarks/run_bench.py \
 	--bsbench $(abs_top_builddir)/benchmarks/bsbench$(EXEEXT) \
 	--blobstored $(abs_top_builddir)/blobstore/blobstored$(EXEEXT) \
+	--blob $(abs_top_builddir)/clients/blob$(EXEEXT) \
+	--plain-pair $(abs_top_builddir)/benchmarks/plain_pair$(EXEEXT) \
 	--omninames '$(OMNINAMES)'
 bench_plot = $(PYTHON) $(abs_top_srcdir)/benchmarks/plot.py
+bench_links = "1gbit 0" "155mbit 0" "1gbit 2" "1gbit 20"
 
-# Full suite: loopback (every size and buffer, 20 runs per point), then the
-# namespace links (root only; skipped with a message otherwise): veth at
-# 1 Gbit/s and 155 Mbit/s, and 1 Gbit/s with 2 ms and 20 ms round trips.
-# Plots from each results.json.
+# Full suite: loopback (every size and buffer, 20 runs per point; then
+# same-host against TCP pulls of 256 MiB and blob against plain_pair with
+# 1 GiB, 10 runs each), then the namespace links (root only; skipped with a
+# message otherwise): veth at 1 Gbit/s and 155 Mbit/s, and 1 Gbit/s with
+# 2 ms and 20 ms round trips. Plots from each results.json; last, the
+# issue's goals from every link's summary.json, printed and written to
+# $(BENCH_OUT)/targets.{md,json}.
 bench: $(bench_programs)
 	$(bench_driver) --out $(BENCH_OUT)/loopback $(BENCH_FLAGS)
 	$(bench_plot) $(BENCH_OUT)/loopback/results.json --out $(BENCH_OUT)/loopback
-	@set -e; for link in "1gbit 0" "155mbit 0" "1gbit 2" "1gbit 20"; do \
+	@set -e; for link in $(bench_links); do \
 	  set -- $$link; dir=$(BENCH_OUT)/netns-$$1-rtt$$2ms; \
 	  $(bench_driver) --plan net --link netns --rate $$1 --rtt-ms $$2 --out $$dir $(BENCH_FLAGS); \
 	  if test -s $$dir/results.json && grep -q '"start"' $$dir/results.json; then \
 	    $(bench_plot) $$dir/results.json --out $$dir; fi; \
 	done
+	@set -e; dirs=$(BENCH_OUT)/loopback; for link in $(bench_links); do \
+	  set -- $$link; dirs="$$dirs $(BENCH_OUT)/netns-$$1-rtt$$2ms"; done; \
+	  $(PYTHON) $(abs_top_srcdir)/benchmarks/bench_targets.py $$dirs --out $(BENCH_OUT)
 
-# Smoke run for CI (2-3 minutes on a busy 2-vCPU VM): few sizes and runs, loopback only; fails
-# when any variant moved wrong bytes (SHA-256) or the digest check itself
-# misses a corrupted byte, never on speed.
+# Smoke run for CI (2-3 minutes on a busy 2-vCPU VM): few sizes and runs, loopback only, the
+# whole-program steps small (32 MiB same-host pulls, 64 MiB blob against
+# plain_pair, 3 runs); fails when any variant moved wrong bytes (SHA-256, or
+# files compared) or the digest check itself misses a corrupted byte, never
+# on speed. Prints the goals table (rows of other links: not measured).
 # It also checks that contradictory options (--no-verify with raw-c, a
-# raw-c-durable pull, an unknown --variants name) are refused with the exact error.
+# raw-c-durable pull, an unknown --variants or --steps name) are refused with the exact error.
 bench-quick: $(bench_programs)
 	@out=`$(abs_top_builddir)/benchmarks/bsbench$(EXEEXT) -c 127.0.0.1 -p 1 --variant raw-c --no-verify 2>&1`; \
 	  rc=$$?; if test $$rc != 1 || ! echo "$$out" | grep -q -e '--no-verify: only with --variant blobstreaming'; \
@@ -106,6 +126,9 @@ bench-quick: $(bench_programs)
 	@out=`$(bench_driver) --variants raw-c,no-such-variant 2>&1`; \
 	  rc=$$?; if test $$rc != 2 || ! echo "$$out" | grep -q -e '--variants: unknown no-such-variant; allowed: raw-c,'; \
 	  then echo "bench-quick: run_bench.py --variants raw-c,no-such-variant: exit $$rc: $$out" >&2; exit 1; fi
+	@out=`$(bench_driver) --steps points,no-such-step 2>&1`; \
+	  rc=$$?; if test $$rc != 2 || ! echo "$$out" | grep -q -e '--steps: unknown no-such-step; allowed: points,same-host,cli'; \
+	  then echo "bench-quick: run_bench.py --steps points,no-such-step: exit $$rc: $$out" >&2; exit 1; fi
 	$(bench_driver) --quick --out $(BENCH_OUT)/quick $(BENCH_FLAGS)
 
 .PHONY: bench bench-quick

@@ -13,7 +13,8 @@ Prints the medians and the ratio same-host / TCP (below 1: same-host is
 faster) and, with --json, one JSON object.
 
   BS_BUILDDIR=_build python3 benchmarks/local_pull.py [--size 256M] [--runs 5]
-(bsbench is built by `make benchmarks/bsbench`.)"""
+(bsbench is built by `make benchmarks/bsbench`.) `make bench` runs the same
+measurement as one of its steps (bench_cli.py)."""
 
 import argparse
 import json
@@ -60,8 +61,7 @@ def time_file_pulls(c, name, store, runs):
     return times
 
 
-def time_memory_pulls(c, store, size, runs):
-    bsbench = harness.program("benchmarks/bsbench")
+def time_memory_pulls(c, store, size, runs, bsbench):
     host, port = "127.0.0.1", c.naming.rsplit(":", 1)[1].split("/")[0]
     times = {"tcp": [], "local": []}
     for _ in range(runs):
@@ -106,13 +106,14 @@ def main():
         c.start_daemon("bench", "file", extra=["--no-sync"])
         if args.only != "memory":
             src = c.path("blob.bin")
-            harness.write_random(src, size)
+            harness.write_random(src, size, algorithm=None)
             c.blob("push", src, "bench.local", store="bench").ok()
             os.unlink(src)
             results["file"] = summary(time_file_pulls(c, "bench.local", "bench", args.runs), size)
             step(f"to a file: {results['file']}")
         if args.only != "file":
-            results["memory"] = summary(time_memory_pulls(c, "bench", size, args.runs), size)
+            results["memory"] = summary(time_memory_pulls(c, "bench", size, args.runs,
+                                                          harness.program("benchmarks/bsbench")), size)
             step(f"to memory: {results['memory']}")
         if args.json:
             print(json.dumps(results), flush=True)

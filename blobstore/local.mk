@@ -130,8 +130,9 @@ blobstore_tests_ReservationTableTest_SOURCES = blobstore/tests/ReservationTableT
 blobstore_tests_ReservationTableTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_ReservationTableTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_ReservationTableTest_OBJECTS): idl/BlobStreaming.hh
-blobstore_tests_DataServerTest_SOURCES = blobstore/tests/DataServerTest.cpp blobstore/tests/ServerTestSupport.h
-blobstore_tests_DataServerTest_CPPFLAGS = $(server_test_cppflags)
+blobstore_tests_DataServerTest_SOURCES = blobstore/tests/DataServerTest.cpp blobstore/tests/ServerTestSupport.h \
+	transporter/tests/ProtocolPeer.h
+blobstore_tests_DataServerTest_CPPFLAGS = $(server_test_cppflags) -I$(top_srcdir)/transporter/tests
 blobstore_tests_DataServerTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_DataServerTest_OBJECTS): idl/BlobStreaming.hh
 blobstore_tests_NoticeDispatcherTest_SOURCES = blobstore/tests/NoticeDispatcherTest.cpp

@@ -21,6 +21,8 @@ clients_libblobclient_la_SOURCES = \
 	clients/src/PullOperation.h \
 	clients/src/PushOperation.cpp \
 	clients/src/PushOperation.h \
+	clients/src/SeriesOperation.cpp \
+	clients/src/SeriesOperation.h \
 	clients/src/Session.cpp \
 	clients/src/SessionImpl.h \
 	clients/src/StoreChoice.cpp \
@@ -44,6 +46,7 @@ clienthdrdir = $(includedir)/blobstreaming/client
 clienthdr_HEADERS = \
 	clients/include/blobstreaming/client/Options.h \
 	clients/include/blobstreaming/client/Result.h \
+	clients/include/blobstreaming/client/Series.h \
 	clients/include/blobstreaming/client/Session.h \
 	clients/include/blobstreaming/client/Transfer.h
 
@@ -73,7 +76,7 @@ clients_examples_single_threaded_LDADD = clients/libblobclient.la common/libblob
 # a real omniNames ($OMNINAMES); Session transfers against real blobstored
 # daemons ($BS_BUILDDIR/blobstore/blobstored).
 clients_tests = clients/tests/CallbackTest clients/tests/ControlCallTest clients/tests/DataPlaneTest \
-	clients/tests/SessionTest clients/tests/StreamsTest clients/tests/TransferTest
+	clients/tests/SeriesTest clients/tests/SessionTest clients/tests/StreamsTest clients/tests/TransferTest
 check_PROGRAMS += $(clients_tests)
 TESTS += $(clients_tests)
 clients_test_public_ldadd = clients/libblobclient.la common/libblobcommon.la $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
@@ -86,12 +89,16 @@ clients_tests_ControlCallTest_SOURCES = clients/tests/ControlCallTest.cpp client
 clients_tests_ControlCallTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/src -DBOOST_TEST_DYN_LINK
 clients_tests_ControlCallTest_LDADD = $(clients_test_public_ldadd)
 
-clients_tests_DataPlaneTest_SOURCES = clients/tests/DataPlaneTest.cpp
-clients_tests_DataPlaneTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/src -I$(top_srcdir)/common/tests $(OMNIORB_CFLAGS) $(ACE_CFLAGS) \
+clients_tests_DataPlaneTest_SOURCES = clients/tests/DataPlaneTest.cpp transporter/tests/ProtocolPeer.h
+clients_tests_DataPlaneTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/src -I$(top_srcdir)/transporter/tests $(OMNIORB_CFLAGS) $(ACE_CFLAGS) \
 	$(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS) -DBOOST_TEST_DYN_LINK
 clients_tests_DataPlaneTest_LDADD = clients/libblobclient.la transporter/libblobtransporter.la common/libblobcommon.la \
 	$(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 $(clients_tests_DataPlaneTest_OBJECTS): idl/BlobStreaming.hh
+
+clients_tests_SeriesTest_SOURCES = clients/tests/SeriesTest.cpp clients/tests/TestProcesses.h clients/tests/ErrorOf.h
+clients_tests_SeriesTest_CPPFLAGS = $(AM_CPPFLAGS) -DBOOST_TEST_DYN_LINK
+clients_tests_SeriesTest_LDADD = $(clients_test_public_ldadd)
 
 clients_tests_StreamsTest_SOURCES = clients/tests/StreamsTest.cpp clients/tests/ErrorOf.h
 clients_tests_StreamsTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/src $(OPENSSL_CFLAGS) -DBOOST_TEST_DYN_LINK

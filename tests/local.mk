@@ -23,6 +23,8 @@ system_tests = \
 	tests/test_replace_race.py \
 	tests/test_descriptor_flood.py \
 	tests/test_cli_io.py \
+	tests/test_checksum_cli.py \
+	tests/test_checksum_compat.py \
 	tests/test_reservation_flood.py \
 	tests/test_store_dir_removed.py \
 	tests/test_full_disk.py \
@@ -48,8 +50,8 @@ corba_tool_ldadd = transporter/libblobtransporter.la common/libblobcommon.la \
 
 # Obtains real tickets on the control plane and misuses them on the data port.
 check_PROGRAMS += tests/tools/ticket_probe
-tests_tools_ticket_probe_SOURCES = tests/tools/ticket_probe.cpp tests/tools/ProbeConnection.h
-tests_tools_ticket_probe_CPPFLAGS = $(corba_tool_cppflags)
+tests_tools_ticket_probe_SOURCES = tests/tools/ticket_probe.cpp tests/tools/ProbeTickets.h transporter/tests/ProtocolPeer.h
+tests_tools_ticket_probe_CPPFLAGS = $(corba_tool_cppflags) -I$(top_srcdir)/transporter/tests
 tests_tools_ticket_probe_LDADD = $(corba_tool_ldadd)
 $(tests_tools_ticket_probe_OBJECTS): idl/BlobStreaming.hh
 
@@ -89,7 +91,7 @@ $(tests_tools_corba_call_OBJECTS): idl/BlobStreaming.hh
 # transporters opened and never closed, a transporter held while the daemon
 # reclaims it.
 check_PROGRAMS += tests/tools/transporter_probe
-tests_tools_transporter_probe_SOURCES = tests/tools/transporter_probe.cpp tests/tools/ProbeConnection.h
-tests_tools_transporter_probe_CPPFLAGS = $(corba_tool_cppflags)
+tests_tools_transporter_probe_SOURCES = tests/tools/transporter_probe.cpp tests/tools/ProbeTickets.h transporter/tests/ProtocolPeer.h
+tests_tools_transporter_probe_CPPFLAGS = $(corba_tool_cppflags) -I$(top_srcdir)/transporter/tests
 tests_tools_transporter_probe_LDADD = $(corba_tool_ldadd)
 $(tests_tools_transporter_probe_OBJECTS): idl/BlobStreaming.hh

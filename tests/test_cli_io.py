@@ -169,7 +169,7 @@ def pull_to_fifo(c, blob):
         reader.join(30)
         check(reader.data is not None, "the FIFO's reader got no EOF")
         check_equal(len(reader.data), BLOB, "bytes the FIFO's reader got")
-        check_equal(harness.sha256_bytes(reader.data), blob["digest"], "SHA-256 of what the FIFO's reader got")
+        check_equal(harness.checksum_bytes(reader.data), blob["digest"], "checksum of what the FIFO's reader got")
         check(stat.S_ISFIFO(os.lstat(fifo).st_mode), f"{fifo} is no longer a FIFO")
     step("a FIFO nobody reads: exit 51 after --timeout")
     run_blob(c, "--timeout", 1, "pull", blob["name"], fifo).error(
@@ -207,7 +207,7 @@ def pull_failing_midway(c, blob):
     step("a pull that succeeds replaces the bytes and keeps the mode")
     for local in PATHS:
         run_blob(c, *local, "pull", blob["name"], old).ok()
-        check_equal(harness.sha256_file(old), blob["digest"], f"SHA-256 of {old}")
+        check_equal(harness.checksum_file(old), blob["digest"], f"checksum of {old}")
         check_equal(stat.S_IMODE(os.stat(old).st_mode), 0o640, f"mode of {old} after the pull")
         check_equal(sorted(os.listdir(outdir)), ["old.dcm"], "files in the output directory")
 
@@ -224,7 +224,7 @@ def pull_to_stdout(c, blob):
                 data = f.read()
             check_equal(data[:5], b"HEAD\n", f"what standard output (O_APPEND) held before `pull {target}`")
             check_equal(len(data), 5 + BLOB, f"bytes on standard output after `pull {target}`")
-            check_equal(harness.sha256_bytes(data[5:]), blob["digest"], f"SHA-256 of `pull {target}`")
+            check_equal(harness.checksum_bytes(data[5:]), blob["digest"], f"checksum of `pull {target}`")
 
 
 def stdout_errors(c, blob):
@@ -275,8 +275,8 @@ def push_from_fifo(c, blob):
         pushed = run_blob(c, "--json", "push", *size, fifo, name, stdout=subprocess.PIPE)
         writer.join(30)
         pushed.ok()
-        check_equal(c.blob("stat", name, store="ws").ok()["sha256"], harness.sha256_bytes(data),
-                    f"SHA-256 of {name} pushed from a FIFO")
+        check_equal(c.blob("stat", name, store="ws").ok()["checksum"], harness.checksum_bytes(data),
+                    f"checksum of {name} pushed from a FIFO")
     step("a writer that stalls mid-way: exit 51")
     release = threading.Event()
     writer = FifoWriter(fifo, data[:100], release)
@@ -290,8 +290,8 @@ def push_from_fifo(c, blob):
     check_not_stored(c, "CT.fifo.stall")
     step("a character device with --size")
     run_blob(c, "push", "--size", "1M", "/dev/zero", "CT.zero").ok()
-    check_equal(c.blob("stat", "CT.zero", store="ws").ok()["sha256"], harness.sha256_bytes(bytes(MiB)),
-                "SHA-256 of 1 MiB of /dev/zero")
+    check_equal(c.blob("stat", "CT.zero", store="ws").ok()["checksum"], harness.checksum_bytes(bytes(MiB)),
+                "checksum of 1 MiB of /dev/zero")
 
 
 def push_from_stdin(c, blob):
@@ -320,12 +320,12 @@ def push_from_stdin(c, blob):
         writer.wait(30)
     r.ok()
     info = c.blob("stat", "CT.eof", store="ws").ok()
-    check_equal((info["size"], info["sha256"]), (1000, harness.sha256_bytes(first[:1000])), "CT.eof")
+    check_equal((info["size"], info["checksum"]), (1000, harness.checksum_bytes(first[:1000])), "CT.eof")
     step("--size takes exactly that many bytes of a longer stream")
     r = run_blob(c, "push", "--size", 4096, "-", "CT.exact", stdin=open(src, "rb"))
     r.ok()
     info = c.blob("stat", "CT.exact", store="ws").ok()
-    check_equal((info["size"], info["sha256"]), (4096, harness.sha256_bytes(first[:4096])), "CT.exact")
+    check_equal((info["size"], info["checksum"]), (4096, harness.checksum_bytes(first[:4096])), "CT.exact")
     step("a read error on standard input fails the push")
     for size in ([], ["--size", 10]):
         fd = os.open(c.root, os.O_RDONLY)

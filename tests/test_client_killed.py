@@ -127,9 +127,9 @@ def test(c):
 
     step("the daemon still serves; the interrupted name can be pushed")
     pushed = c.blob("push", earlier, "MG.interrupted", store="central").ok()
-    check_equal(pushed["sha256"], digest, "sha256 of MG.interrupted pushed afterwards")
-    check_equal(c.pull_sha256("CT.earlier", "central", c.path("earlier.pulled")), digest,
-                "sha256 of CT.earlier pulled afterwards")
+    check_equal(pushed["checksum"], digest, "checksum of MG.interrupted pushed afterwards")
+    check_equal(c.pull_checksum("CT.earlier", "central", c.path("earlier.pulled")), digest,
+                "checksum of CT.earlier pulled afterwards")
 
 
 if __name__ == "__main__":

@@ -3,9 +3,9 @@
 points: after k acknowledged pushes for several k (the next push is then
 usually in flight) and in the middle of a large Blob. After each restart on
 the same directory:
-- every push that was acknowledged is listed with its size and SHA-256, and
-  pulls back with that digest (the acknowledgement means durable);
-- every listed Blob is complete (its size and digest are those of a source
+- every push that was acknowledged is listed with its size and checksum,
+  and pulls back with that checksum (the acknowledgement means durable);
+- every listed Blob is complete (its size and checksum are those of a source
   pushed to that name: a push committed just before the kill but not yet
   acknowledged may be there, whole, or not at all);
 - no reservation is left in tmp/.
@@ -33,8 +33,8 @@ class Pusher(threading.Thread):
     def __init__(self, c, round_name, sources, limit=40):
         super().__init__(daemon=True)
         self.c, self.round, self.sources, self.limit = c, round_name, sources, limit
-        self.acked = {}          # name -> (size, sha256)
-        self.attempted = {}      # name -> (size, sha256) of every push started
+        self.acked = {}          # name -> (size, checksum)
+        self.attempted = {}      # name -> (size, checksum) of every push started
         self.cond = threading.Condition()
         self.failure = None
 
@@ -50,7 +50,7 @@ class Pusher(threading.Thread):
                     self.failure = r
                     self.cond.notify_all()
                     return
-                check_equal(r.json.get("sha256"), digest, f"sha256 acknowledged for {name}")
+                check_equal(r.json.get("checksum"), digest, f"checksum acknowledged for {name}")
                 self.acked[name] = (size, digest)
                 self.cond.notify_all()
 
@@ -65,19 +65,19 @@ class Pusher(threading.Thread):
 def verify(c, daemon, acked, attempted):
     tmp_dir = os.path.join(daemon.store_dir, "tmp")
     check_equal(os.listdir(tmp_dir), [], f"reservations left in {tmp_dir} after the restart")
-    listed = {b["name"]: (b["size"], b["sha256"]) for b in c.blob("ls", store="central").ok()["blobs"]}
+    listed = {b["name"]: (b["size"], b["checksum"]) for b in c.blob("ls", store="central").ok()["blobs"]}
     for name, expected in acked.items():
         check(name in listed, f"acknowledged push {name} is missing after the restart")
-        check_equal(listed[name], expected, f"size and sha256 of acknowledged {name} after the restart")
+        check_equal(listed[name], expected, f"size and checksum of acknowledged {name} after the restart")
     for name, got in listed.items():
         check(name in attempted, f"{name} is listed but was never pushed")
-        check_equal(got, attempted[name], f"size and sha256 of listed {name} (a partial Blob?)")
+        check_equal(got, attempted[name], f"size and checksum of listed {name} (a partial Blob?)")
     extra = sorted(set(listed) - set(acked))
     step(f"{len(acked)} acknowledged Blobs intact; committed but unacknowledged: {extra or 'none'}")
     sample = sorted(acked)[-1]
     out = c.path("sample.pulled")
     c.blob("--no-local", "pull", sample, out, store="central").ok()
-    check_equal(harness.sha256_file(out), acked[sample][1], f"sha256 of {sample} pulled after the restart")
+    check_equal(harness.checksum_file(out), acked[sample][1], f"checksum of {sample} pulled after the restart")
     os.unlink(out)
 
 

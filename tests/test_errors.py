@@ -57,14 +57,14 @@ def test(c):
     check_equal(names, ["CT.first", "CT.small"], "Blobs of central after the refused push")
     out = c.path("small.pulled")
     c.blob("--no-local", "pull", "CT.small", out, store="central").ok()
-    check_equal(harness.sha256_file(out), small_digest, "CT.small after the refused push")
+    check_equal(harness.checksum_file(out), small_digest, "CT.small after the refused push")
     leftovers = os.listdir(os.path.join(central.store_dir, "tmp"))
     check_equal(leftovers, [], "reservation files left in central's tmp/ after the refused push")
 
     step("existing name: 21; --replace overwrites")
     c.blob("push", small, "CT.first", store="central").error(EXIT["already_exists"], 'blob "CT.first" already exists')
     replaced = c.blob("push", small, "CT.first", "--replace", store="central").ok()
-    check_equal(replaced.get("sha256"), small_digest, "push --replace: sha256")
+    check_equal(replaced.get("checksum"), small_digest, "push --replace: checksum")
     check_equal(c.blob("stat", "CT.first", store="central").ok().get("size"), 1000, "size of CT.first after --replace")
 
     step("unknown store: 26")
@@ -91,7 +91,7 @@ def test(c):
         check(elapsed < 15, f"blob --timeout 1 took {elapsed:.1f} s to give up on a stopped store")
     finally:
         os.kill(central.pid, signal.SIGCONT)
-    check_equal(c.blob("stat", "CT.small", store="central").ok().get("sha256"), small_digest,
+    check_equal(c.blob("stat", "CT.small", store="central").ok().get("checksum"), small_digest,
                 "stat CT.small after the store answers again")
 
     step("invalid Blob names: 11")

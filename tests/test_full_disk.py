@@ -121,17 +121,17 @@ def scenario(c, label, tls_daemon=(), tls_client=()):
         check_equal(os.listdir(tmp_dir), [], "tmp/ after the push that hit the full disk")
         listed = {b["name"]: b for b in blob("ls").ok()["blobs"]}
         check_equal(sorted(listed), ["CT.earlier"], "Blobs listed after the full disk")
-        check_equal(listed["CT.earlier"]["sha256"], one_digest, "sha256 of the earlier Blob")
+        check_equal(listed["CT.earlier"]["checksum"], one_digest, "checksum of the earlier Blob")
         out_path = c.path(f"earlier-{label}")
         blob("--no-local", "pull", "CT.earlier", out_path).ok()
-        check_equal(harness.sha256_file(out_path), one_digest, "sha256 of the earlier Blob pulled")
+        check_equal(harness.checksum_file(out_path), one_digest, "checksum of the earlier Blob pulled")
         usage = [s for s in c.blob(*tls_client, "stores").ok()["stores"] if s["name"] == store][0]
         check_equal(usage["reserved"], 0, "bytes still reserved after the full disk")
 
         step(f"{label}: with the filler gone, the push fits")
         os.unlink(filler)
         pushed = blob("push", two, "CT.after").ok()
-        check_equal(pushed["sha256"], harness.sha256_file(two), "sha256 of the push after the filler was removed")
+        check_equal(pushed["checksum"], harness.checksum_file(two), "checksum of the push after the filler was removed")
     finally:
         if daemon is not None:
             daemon.stop()

@@ -85,7 +85,7 @@ def probe(c, daemon, store):
     check_equal(names, ["CT.probe"], f"Blobs listed by {store} after the probe")
     out_path = c.path(f"pulled-{store}")
     c.blob("--no-local", "pull", "CT.probe", out_path, store=store).ok()
-    check_equal(harness.sha256_file(out_path), digest, f"SHA-256 of CT.probe pulled from {store} after the probe")
+    check_equal(harness.checksum_file(out_path), digest, f"checksum of CT.probe pulled from {store} after the probe")
 
 
 # operation -> the IDL exceptions of its raises clause (idl/BlobStreaming.idl)

@@ -39,10 +39,10 @@ def test(c):
 
     step("without --store, stat and pull use the nearest store")
     stat = c.blob("stat", "CT.all").ok()
-    check_equal((stat.get("store"), stat.get("sha256")), ("z-cache", near_digest), "stat CT.all without --store")
+    check_equal((stat.get("store"), stat.get("checksum")), ("z-cache", near_digest), "stat CT.all without --store")
     out = c.path("pulled")
     c.blob("--no-local", "pull", "CT.all", out).ok()
-    check_equal(harness.sha256_file(out), near_digest, "pull CT.all without --store: content of the memory tier")
+    check_equal(harness.checksum_file(out), near_digest, "pull CT.all without --store: content of the memory tier")
 
     step("a Blob in one store is listed once")
     c.blob("push", far, "CT.archived", store="a-archive").ok()
@@ -51,7 +51,8 @@ def test(c):
     c.blob("push", far, "CT.two", store="z-cache").ok()
     check_equal(locations(c, "CT.two"), [("z-cache", "memory"), ("a-archive", "central")], "locate CT.two")
     stat = c.blob("stat", "CT.archived").ok()
-    check_equal((stat.get("store"), stat.get("sha256")), ("a-archive", far_digest), "stat CT.archived without --store")
+    check_equal((stat.get("store"), stat.get("checksum")), ("a-archive", far_digest),
+                "stat CT.archived without --store")
 
     step("an unknown Blob has no location")
     r = c.blob("locate", "CT.unknown")
@@ -67,7 +68,7 @@ def test(c):
     check_equal(locations(c, "CT.all"), [("m-ws", "workstation"), ("a-archive", "central")],
                 "locate CT.all after rm in z-cache")
     stat = c.blob("stat", "CT.all").ok()
-    check_equal((stat.get("store"), stat.get("sha256")), ("m-ws", far_digest), "stat CT.all after rm in z-cache")
+    check_equal((stat.get("store"), stat.get("checksum")), ("m-ws", far_digest), "stat CT.all after rm in z-cache")
 
     step("a stopped store is no longer listed")
     ws = next(p for p in c.processes if p.name.startswith("blobstored m-ws"))

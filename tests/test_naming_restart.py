@@ -32,7 +32,7 @@ def test(c):
     os.kill(naming.pid, signal.SIGKILL)
     naming.popen.wait(timeout=20)
     pulled = shell.ok("pull CT.before")
-    check_equal(pulled["sha256"], first["sha256"], "sha256 pulled while the Naming Service is down")
+    check_equal(pulled["checksum"], first["checksum"], "checksum pulled while the Naming Service is down")
     c.blob("ls", store="central", timeout=120).error(EXIT["unreachable"], f"naming service at {url}")
 
     step("omniNames restarted on the same port with an empty data directory")
@@ -54,7 +54,7 @@ def test(c):
     check_equal(daemon.stop(), 0, "exit status of blobstored after SIGTERM")
     daemon = c.restart_daemon(daemon)
     again = shell.ok("pull CT.before")
-    check_equal(again["sha256"], first["sha256"], "sha256 pulled after the daemon's restart")
+    check_equal(again["checksum"], first["checksum"], "checksum pulled after the daemon's restart")
     shell.ok("push CT.after2 300000")
 
     step("omniNames restarted on its own data directory: the entries survive")

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Push and pull through two daemons (a FileStore and a MemoryStore): whole
-Blobs of 0 B, 1 B, 0.5 MB, 32 MB and (FileStore only) 1 GB with SHA-256
-equality between the source, `push --json`, `stat --json` and the pulled
-copy; ranged reads to files and to stdout; ls, stores, rm; a clean SIGTERM."""
+Blobs of 0 B, 1 B, 0.5 MB, 32 MB and (FileStore only) 1 GB with checksum
+(CRC32C, the default) equality between the source, `push --json`, `stat
+--json` and the pulled copy; ranged reads to files and to stdout; a Blob
+pushed with `--checksum sha256`, and the usage errors of --checksum; ls,
+stores, rm; a clean SIGTERM."""
 
 import os
 import sys
@@ -22,12 +24,12 @@ def push_and_verify(c, store, name, source, size, digest):
     check_equal(pushed.get("store"), store, f"push {name}: store")
     check_equal(pushed.get("name"), name, f"push {name}: name")
     check_equal(pushed.get("bytes"), size, f"push {name}: bytes")
-    check_equal(pushed.get("sha256"), digest, f"push {name}: sha256 against hashlib of the source")
+    check_equal(pushed.get("checksum"), digest, f"push {name}: checksum against `blob checksum` of the source")
     stat = c.blob("stat", name, store=store).ok()
     check_equal(stat.get("store"), store, f"stat {name}: store")
     check_equal(stat.get("name"), name, f"stat {name}: name")
     check_equal(stat.get("size"), size, f"stat {name}: size")
-    check_equal(stat.get("sha256"), digest, f"stat {name}: sha256 against hashlib of the source")
+    check_equal(stat.get("checksum"), digest, f"stat {name}: checksum against `blob checksum` of the source")
     check(isinstance(stat.get("committed"), str) and stat["committed"].endswith("Z"),
           f"stat {name}: committed is not an RFC 3339 UTC time: {stat.get('committed')!r}")
 
@@ -38,10 +40,11 @@ def pull_and_verify(c, store, name, size, digest, local, store_kind):
     pulled = c.blob(*args, store=store).ok()
     check_equal(pulled.get("command"), "pull", f"pull {name}: command")
     check_equal(pulled.get("bytes"), size, f"pull {name} from {store}: bytes")
-    check_equal(pulled.get("sha256"), digest, f"pull {name} from {store}: sha256 reported")
+    check_equal(pulled.get("checksum"), digest, f"pull {name} from {store}: checksum reported")
     check(os.path.exists(out), f"pull {name} from {store} wrote no file {out}")
     check_equal(os.path.getsize(out), size, f"pull {name} from {store}: size of the pulled file")
-    check_equal(harness.sha256_file(out), digest, f"pull {name} from {store}: SHA-256 of the pulled file")
+    check_equal(harness.checksum_file(out, digest.split(":")[0]), digest,
+                f"pull {name} from {store}: checksum of the pulled file")
     if not local:
         check(pulled.get("local") is False, f"pull --no-local {name} used the local fast path: {pulled}")
     elif store_kind == "file":
@@ -64,12 +67,12 @@ def ranges(c, store, name, source, size, digest):
         want = harness.read_range(source, offset, length)
         check(r.stdout == want,
               f"pull {name} [{offset}, {offset + length}) ({what}) to stdout from {store}: "
-              f"got {len(r.stdout)} bytes (sha256 {harness.sha256_bytes(r.stdout)[:16]}), expected {len(want)} "
-              f"(sha256 {harness.sha256_bytes(want)[:16]})")
+              f"got {len(r.stdout)} bytes ({harness.checksum_bytes(r.stdout, 'sha256')[:23]}), expected {len(want)} "
+              f"({harness.checksum_bytes(want, 'sha256')[:23]})")
         check(r.json is not None, f"pull {name} - --json printed no JSON object on stderr: {r.stderr!r}")
         check_equal((r.json.get("offset"), r.json.get("length"), r.json.get("bytes")), (offset, length, length),
                     f"pull {name} - ({what}): JSON offset, length, bytes")
-        check_equal(r.json.get("sha256"), digest, f"pull {name} - ({what}): sha256 is the whole Blob's digest")
+        check_equal(r.json.get("checksum"), digest, f"pull {name} - ({what}): checksum is the whole Blob's")
     offset, length = size // 2, size // 8
     out = c.path(f"range-{store}-{name}")
     c.blob("--no-local", "pull", name, out, "--offset", offset, "--length", length, store=store).ok()
@@ -78,6 +81,44 @@ def ranges(c, store, name, source, size, digest):
     check(got == harness.read_range(source, offset, length),
           f"pull {name} [{offset}, {offset + length}) to a file from {store}: content differs from the source")
     os.unlink(out)
+
+
+def checksum_algorithms(c, kinds, source, size, crc):
+    """A Blob keeps the algorithm it was pushed with: `--checksum sha256`
+    gives hashlib's SHA-256 in push, stat (JSON and text), ls and pull;
+    without --checksum (or with crc32c) the store's default, CRC32C, equal to
+    `blob checksum` of the source (`crc`). --checksum with another algorithm,
+    or on a command other than push, is a usage error."""
+    sha = harness.checksum_file(source, "sha256")
+    check(crc.startswith("crc32c:") and len(crc) == len("crc32c:") + 8, f"checksum of {source}: {crc!r}")
+    for store, kind in kinds.items():
+        name = "CT.sha256"
+        pushed = c.blob("push", "--checksum", "sha256", source, name, store=store).ok()
+        check_equal(pushed.get("checksum"), sha, f"push --checksum sha256 to {store}: checksum against hashlib")
+        check_equal(c.blob("stat", name, store=store).ok().get("checksum"), sha, f"stat {name} in {store}")
+        text = c.blob("stat", name, store=store, json_out=False)
+        text.ok()
+        check(f"\nchecksum:  {sha}\n" in text.stdout, f"`blob stat {name}` prints no line `checksum:  {sha}`: "
+              + text.describe())
+        listed = c.blob("ls", store=store, json_out=False)
+        listed.ok()
+        check(f"  {sha}  {name}\n" in listed.stdout, f"`blob ls` shows no {sha} for {name}: " + listed.describe())
+        pull_and_verify(c, store, name, size, sha, local=False, store_kind=kind)
+        pull_and_verify(c, store, name, size, sha, local=True, store_kind=kind)
+        c.blob("rm", name, store=store).ok()
+        for extra in ([], ["--checksum", "crc32c"]):
+            pushed = c.blob("push", *extra, source, "CT.crc32c", "--replace", store=store).ok()
+            check_equal(pushed.get("checksum"), crc, f"push {' '.join(extra)} to {store}: the `blob checksum` CRC32C")
+            check_equal(c.blob("stat", "CT.crc32c", store=store).ok().get("checksum"), crc,
+                        f"stat CT.crc32c in {store}")
+        c.blob("rm", "CT.crc32c", store=store).ok()
+
+    c.blob("push", "--checksum", "md5", source, "CT.md5", store="central", json_out=False).error(
+        harness.EXIT["usage"], 'blob: --checksum: "md5" is not a checksum algorithm (allowed: crc32c, sha256)')
+    c.blob("stat", "CT.md5", store="central").error(harness.EXIT["no_such_blob"], 'blob "CT.md5" not found')
+    c.blob("stat", "--checksum", "sha256", "CT.1.2.840.1", store="central", json_out=False).error(
+        harness.EXIT["usage"],
+        "--checksum applies to push and checksum only, not stat (a Blob keeps the checksum it was pushed with)")
 
 
 def test(c):
@@ -105,6 +146,10 @@ def test(c):
             if size >= 132:
                 ranges(c, store, name, source, size, digest)
 
+    step("push --checksum sha256 and the default CRC32C; --checksum usage errors")
+    source, size, digest = sources[f"CT.1.2.840.{512 * 1024}"]
+    checksum_algorithms(c, kinds, source, size, digest)
+
     step("1 GB through the FileStore")
     big_name, big_source = "MG.big", c.path("src-big")
     big_digest = harness.write_random(big_source, BIG)
@@ -119,8 +164,8 @@ def test(c):
         expected = {n for n in sources if store == "central" or n != big_name}
         check_equal(sorted(listed), sorted(expected), f"ls --store {store}: names")
         for n in expected:
-            check_equal((listed[n].get("size"), listed[n].get("sha256")), sources[n][1:],
-                        f"ls --store {store}: size and sha256 of {n}")
+            check_equal((listed[n].get("size"), listed[n].get("checksum")), sources[n][1:],
+                        f"ls --store {store}: size and checksum of {n}")
             check_equal(listed[n].get("store"), store, f"ls --store {store}: store of {n}")
     everywhere = c.blob("ls").ok().get("blobs", [])
     check_equal(sorted((b.get("store"), b.get("name")) for b in everywhere),

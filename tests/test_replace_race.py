@@ -71,10 +71,10 @@ def deterministic(c, store, versions):
 
 def race(c, store, versions, local):
     """Pullers and replacers for RACE_SECONDS; returns (ok, changed) counts."""
-    digests = {d for _, d in versions}
-    ranges = set()
-    for path, _ in versions:
-        ranges.add(harness.sha256_bytes(harness.read_range(path, *RANGE)))
+    # A pulled file is told apart by its SHA-256 (hashlib: no process per
+    # pull); a whole pull must then report that version's checksum.
+    checksum_of = {harness.checksum_file(path, "sha256"): checksum for path, checksum in versions}
+    ranges = {harness.checksum_bytes(harness.read_range(path, *RANGE), "sha256") for path, _ in versions}
     c.blob("push", "--replace", versions[0][0], BLOB, store=store).ok()
     stop_at = time.monotonic() + RACE_SECONDS
     errors = []
@@ -107,13 +107,14 @@ def race(c, store, versions, local):
                 args += ["--offset", RANGE[0], "--length", RANGE[1]]
             r = c.blob(*args, store=store, timeout=120)
             if r.code == 0:
-                got = harness.sha256_file(out)
-                expected = ranges if ranged else digests
+                got = harness.checksum_file(out, "sha256")
+                expected = ranges if ranged else checksum_of
                 if got not in expected:
                     errors.append(f"pull exited 0 but wrote bytes of no version ({os.path.getsize(out)} bytes, "
-                                  f"sha256 {got}): " + r.describe())
-                elif not ranged and r.json.get("sha256") != got:
-                    errors.append(f"pull reported sha256 {r.json.get('sha256')} but wrote {got}: " + r.describe())
+                                  f"{got}): " + r.describe())
+                elif not ranged and r.json.get("checksum") != checksum_of[got]:
+                    errors.append(f"pull reported checksum {r.json.get('checksum')} but wrote the bytes of the "
+                                  f"version with checksum {checksum_of[got]}: " + r.describe())
                 with lock:
                     counts["range_ok" if ranged else "ok"] += 1
                 os.unlink(out)

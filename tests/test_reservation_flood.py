@@ -72,8 +72,8 @@ def check_descriptors(c):
                                "unused reservations: they hold a descriptor each")
     step("the same client pushes and pulls while the reservations are held")
     pushed = c.blob("push", source, "CT.during", store="fds").ok()
-    check_equal(pushed["sha256"], digest, "sha256 of a push during the flood")
-    check_equal(c.pull_sha256("CT.during", "fds", c.path("pulled")), digest, "sha256 of a pull during the flood")
+    check_equal(pushed["checksum"], digest, "checksum of a push during the flood")
+    check_equal(c.pull_checksum("CT.during", "fds", c.path("pulled")), digest, "checksum of a pull during the flood")
     usage = [s for s in c.blob("stores").ok()["stores"] if s["name"] == "fds"][0]
     check_equal(usage["reserved"], FLOOD, "bytes reserved by the flood")
     check_equal(listed(c, "fds"), ["CT.before", "CT.during"], "Blobs listed during the flood")
@@ -130,9 +130,9 @@ def check_limits_tls(c, source):
                 ("LimitReached", per_client_message(f"probe.flood.{PER_CLIENT}", "CN=flooder")),
                 f"reservation {PER_CLIENT + 1} of CN=flooder")
     step("another certificate pushes during the flood")
-    digest = harness.sha256_file(source)
+    digest = harness.checksum_file(source)
     pushed = c.blob(*as_writer, "push", source, "CT.other", store="tlscaps").ok()
-    check_equal(pushed["sha256"], digest, "sha256 of CN=modality1's push during the flood")
+    check_equal(pushed["checksum"], digest, "checksum of CN=modality1's push during the flood")
     c.blob(*as_flooder, "push", source, "CT.flooder", store="tlscaps").error(
         EXIT["limit_reached"], per_client_message("CT.flooder", "CN=flooder"))
     step(f"the store's total of {TOTAL} open reservations")

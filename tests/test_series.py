@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""A series of slices: 200 x 0.5 MB through async_series with one transfer
-in flight (pulls over TCP too: --no-local; connections reused: one or two
-TCP handshakes for 400 transfers), 16 concurrent transfers from one
-single-threaded client, and the synchronous path through the blob CLI
-(sequential pushes and pulls)."""
+"""A series of slices: 200 x 0.5 MB through async_series (the series API,
+Session::push_series/pull_series) over one data connection, the next
+slice's ticket obtained while one streams (pulls over TCP too: --no-local;
+connections reused: one or two TCP handshakes for 400 transfers), 16
+concurrent transfers from one single-threaded client, and the synchronous
+path through the blob CLI (sequential pushes and pulls)."""
 
 import os
 import sys
@@ -25,7 +26,7 @@ def run_series(c, store, count, concurrency, size=SLICE):
     check(summary is not None, f"async_series --json printed no JSON object: {out!r}")
     step(f"async_series --count {count} --concurrency {concurrency}: {summary}")
     check_equal(summary.get("pushed"), count, f"async_series --count {count}: slices pushed")
-    check_equal(summary.get("pulled"), count, f"async_series --count {count}: slices pulled (SHA-256 checked)")
+    check_equal(summary.get("pulled"), count, f"async_series --count {count}: slices pulled (checksums checked)")
     check_equal((summary.get("mismatches"), summary.get("errors")), (0, 0),
                 f"async_series --count {count}: (mismatches, errors)")
     check(isinstance(summary.get("connections_opened"), int),
@@ -35,11 +36,12 @@ def run_series(c, store, count, concurrency, size=SLICE):
     check_equal(len(blobs), count, f"number of Blobs in {store} after the series")
     check(all(b.get("size") == size for b in blobs),
           f"Blobs in {store} not all of {size} bytes: {sorted({b.get('size') for b in blobs})}")
-    # Pull two slices back with the CLI: the digest on the wire matches the stored one.
+    # Pull two slices back with the CLI: the checksum on the wire matches the stored one.
     for b in (blobs[0], blobs[-1]):
         out_path = c.path(f"check-{b['name']}")
         pulled = c.blob("--no-local", "pull", b["name"], out_path, store=store).ok()
-        check_equal(harness.sha256_file(out_path), b.get("sha256"), f"SHA-256 of slice {b['name']} pulled from {store}")
+        check_equal(harness.checksum_file(out_path), b.get("checksum"),
+                    f"checksum of slice {b['name']} pulled from {store}")
         check_equal(pulled.get("bytes"), size, f"bytes of slice {b['name']}")
         os.unlink(out_path)
     return summary
@@ -49,7 +51,7 @@ def test(c):
     c.start_daemon("seq", "file", tier="workstation", extra=["--no-sync"])
     c.start_daemon("par", "memory:64M", tier="memory")
 
-    step("200 x 0.5 MB, one in flight: connections are reused")
+    step("200 x 0.5 MB over one data connection: it is reused")
     summary = run_series(c, "seq", 200, 1)
     check(1 <= summary["connections_opened"] <= 2,
           f"200 sequential slices opened {summary['connections_opened']} data connections; "
@@ -68,12 +70,12 @@ def test(c):
         path = c.path(f"slice-{i}")
         sources[name] = (path, harness.write_random(path, SLICE + i))
         pushed = c.blob("push", path, name, store="seq").ok()
-        check_equal(pushed.get("sha256"), sources[name][1], f"push {name}: sha256")
+        check_equal(pushed.get("checksum"), sources[name][1], f"push {name}: checksum")
     for name, (path, digest) in sources.items():
         out_path = path + ".pulled"
         pulled = c.blob("--no-local", "pull", name, out_path, store="seq").ok()
         check_equal(pulled.get("bytes"), os.path.getsize(path), f"pull {name}: bytes")
-        check_equal(harness.sha256_file(out_path), digest, f"pull {name}: SHA-256 of the pulled file")
+        check_equal(harness.checksum_file(out_path), digest, f"pull {name}: checksum of the pulled file")
 
 
 if __name__ == "__main__":

@@ -70,16 +70,16 @@ def test(c):
     check_equal(len(winners), 2, f"racing pushes listed ({sorted(listed)})")
     for name in ["CT.a", "CT.b"] + winners:
         expected = three_digest if name in ("CT.a", "CT.b") else one_digest
-        check_equal(listed[name]["sha256"], expected, f"sha256 of {name} in the full store")
+        check_equal(listed[name]["checksum"], expected, f"checksum of {name} in the full store")
     out = c.path("a.pulled")
     c.blob("--no-local", "pull", "CT.a", out, store="full").ok()
-    check_equal(harness.sha256_file(out), three_digest, "sha256 of CT.a pulled from the full store")
+    check_equal(harness.checksum_file(out), three_digest, "checksum of CT.a pulled from the full store")
 
     step("removing a Blob makes room")
     c.blob("rm", "CT.b", store="full").ok()
     check_equal(usage(c), (5 * MiB, 0, CAPACITY), "used after rm")
     pushed = c.blob("push", three, "CT.c", store="full").ok()
-    check_equal(pushed["sha256"], three_digest, "sha256 of CT.c pushed after rm")
+    check_equal(pushed["checksum"], three_digest, "checksum of CT.c pushed after rm")
     check(daemon.running(), "blobstored exited")
 
 

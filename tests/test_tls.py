@@ -24,6 +24,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import EXIT, check, check_equal, step  # noqa: E402
 
+PROTOCOL_VERSION = 2  # of the data connection's frames (docs/PROTOCOL.md)
+
 
 def openssl(c, *args):
     r = subprocess.run(["openssl", *args], capture_output=True, text=True, timeout=60, cwd=c.path())
@@ -97,7 +99,7 @@ def present_ticket(c, ticket, cert):
     context.load_cert_chain(*cert)
     context.load_verify_locations(c.path("ca.pem"))
     context.check_hostname = False
-    request = (b"BSD1" + struct.pack("<BBH", 1, 2, 0) + bytes.fromhex(ticket["ticket"]) +
+    request = (b"BSD1" + struct.pack("<BBH", PROTOCOL_VERSION, 2, 0) + bytes.fromhex(ticket["ticket"]) +
                struct.pack("<QQ", ticket["offset"], ticket["length"]))
     with socket.create_connection((ticket["host"], ticket["port"]), timeout=20) as raw:
         with context.wrap_socket(raw) as s:
@@ -153,10 +155,10 @@ def test(c):
     digest = harness.write_random(src, 9 * harness.MiB + 123)
     for store in ("central", "mem"):
         info = c.blob(*as_writer, "push", src, "CT.1", store=store).ok()
-        check_equal(info.get("sha256"), digest, f"digest acknowledged by {store}")
+        check_equal(info.get("checksum"), digest, f"digest acknowledged by {store}")
         out = c.path(f"ct.{store}.pulled")
         c.blob(*as_reader, "--no-local", "pull", "CT.1", out, store=store).ok()
-        check_equal(harness.sha256_file(out), digest, f"pulled from {store} over TLS")
+        check_equal(harness.checksum_file(out), digest, f"pulled from {store} over TLS")
     step("over TLS: 40 MiB (more than one dispatch budget), and 2 MiB through 16K socket buffers")
     big = c.path("big.bin")
     big_digest = harness.write_random(big, 40 * harness.MiB + 3)
@@ -167,7 +169,7 @@ def test(c):
         c.blob(*as_admin, *extra, "push", path, name, store="central").ok()
         out = path + ".pulled"
         c.blob(*as_admin, *extra, "--no-local", "pull", name, out, store="central").ok()
-        check_equal(harness.sha256_file(out), want, f"{name} pulled over TLS")
+        check_equal(harness.checksum_file(out), want, f"{name} pulled over TLS")
     ranged = c.blob(*as_reader, "--no-local", "pull", "CT.1", "-", "--offset", 5, "--length", 4096,
                     store="central", binary=True)
     ranged.ok()

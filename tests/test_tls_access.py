@@ -111,7 +111,7 @@ def test(c):
             refused(who, op, *args, permission="read")
         ok("reader", op, *args)
     check_equal(ok("reader", "contains", "CT.1"), True, "contains")
-    check_equal(ok("reader", "verify", "CT.1")["sha256"], digest, "verify")
+    check_equal(ok("reader", "verify", "CT.1")["checksum"], digest, "verify")
     for who in ("writer", "nobody"):
         refused(who, "locate", "CT.1", permission="read", label="locator", locator=alpha_locator)
     check_equal(ok("reader", "locate", "CT.1", locator=alpha_locator),

@@ -154,7 +154,7 @@ def test(c):
     check(after.get("ok"), f"push of the long-lived client after its transporter was reclaimed: {after}")
     pulled = shell.do("pull CT.before")
     check(pulled.get("ok"), f"pull of the long-lived client: {pulled}")
-    check_equal(pulled["sha256"], first["sha256"], "SHA-256 pulled by the long-lived client")
+    check_equal(pulled["checksum"], first["checksum"], "checksum pulled by the long-lived client")
     names = sorted(b["name"] for b in c.blob("ls", store="central").ok()["blobs"])
     check_equal(names, ["CT.after", "CT.before"], "Blobs listed")
     check(daemon.running(), "blobstored died")

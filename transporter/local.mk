@@ -1,12 +1,14 @@
 # transporter/: what both ends of a transfer share, and all that clients
 # link of it (libblobtransporter): the data-plane wire protocol (Protocol),
-# socket tuning (SocketOptions), TLS streams over ACE (Tls), and the ORB
+# socket tuning (SocketOptions), TLS streams over ACE (Tls), the data-plane
+# I/O layer both connections are written on (DataIo), and the ORB
 # helpers of the control plane (corba/: ORB start-up and naming, IDL
 # exceptions <-> Errc, TLS identities). It knows nothing of stores: the
 # servants and the daemon's data plane are in blobstore/. Its headers are
 # internal: none is installed.
 lib_LTLIBRARIES += transporter/libblobtransporter.la
 transporter_libblobtransporter_la_SOURCES = \
+	transporter/src/DataIo.cpp \
 	transporter/src/LibraryVersions.cpp \
 	transporter/src/Protocol.cpp \
 	transporter/src/SocketOptions.cpp \
@@ -22,6 +24,7 @@ transporter_libblobtransporter_la_LIBADD = idl/libblobstreaming_idl.la common/li
 transporter_libblobtransporter_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0
 $(transporter_libblobtransporter_la_OBJECTS): idl/BlobStreaming.hh
 EXTRA_DIST += \
+	transporter/include/blobstreaming/transporter/DataIo.h \
 	transporter/include/blobstreaming/transporter/LibraryVersions.h \
 	transporter/include/blobstreaming/transporter/Protocol.h \
 	transporter/include/blobstreaming/transporter/SocketOptions.h \
@@ -35,12 +38,15 @@ EXTRA_DIST += \
 transporter_test_cppflags = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS) -DBOOST_TEST_DYN_LINK
 transporter_test_ldadd = transporter/libblobtransporter.la common/libblobcommon.la \
 	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
-transporter_tests = transporter/tests/ProtocolTest transporter/tests/TlsTest
+transporter_tests = transporter/tests/DataIoTest transporter/tests/ProtocolTest transporter/tests/TlsTest
 check_PROGRAMS += $(transporter_tests)
 TESTS += $(transporter_tests)
+transporter_tests_DataIoTest_SOURCES = transporter/tests/DataIoTest.cpp transporter/tests/SocketPair.h
+transporter_tests_DataIoTest_CPPFLAGS = $(transporter_test_cppflags)
+transporter_tests_DataIoTest_LDADD = $(transporter_test_ldadd)
 transporter_tests_ProtocolTest_SOURCES = transporter/tests/ProtocolTest.cpp
 transporter_tests_ProtocolTest_CPPFLAGS = $(transporter_test_cppflags)
 transporter_tests_ProtocolTest_LDADD = $(transporter_test_ldadd)
-transporter_tests_TlsTest_SOURCES = transporter/tests/TlsTest.cpp
+transporter_tests_TlsTest_SOURCES = transporter/tests/TlsTest.cpp transporter/tests/SocketPair.h
 transporter_tests_TlsTest_CPPFLAGS = $(transporter_test_cppflags)
 transporter_tests_TlsTest_LDADD = $(transporter_test_ldadd)

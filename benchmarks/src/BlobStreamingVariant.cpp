@@ -1,17 +1,23 @@
 // blobstreaming: the real libblobclient against a real blobstored (the
 // MemoryStore or FileStore named by --store). -c HOST -p PORT name the
 // Naming Service. The same-host file fast path is off unless
-// --local-fast-path, so that bytes cross the data connection.
+// --local-fast-path, so that bytes cross the data connection. A run of
+// --count > 1 is one series (Session::push_series / pull_series, Mode::Sync,
+// as an application loads a study): pipelined by the library, not one
+// control round trip after the other.
 #include "Variant.h"
 #include "Workload.h"
 
 #include <blobstreaming/client/Session.h>
+#include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/Sha256.h>
 
 #include <unistd.h>
 
 #include <cstdio>
 #include <optional>
+#include <vector>
 
 namespace blobstreaming::bench {
 namespace {
@@ -49,7 +55,8 @@ public:
         for (const auto& s : session_->stores())
             if (s.name == store_) info_.target = s.kind;
         count_ = config.count;
-        digests_.assign(count_, Digest{});
+        size_ = config.size;
+        checksums_.assign(count_, Checksum{});
         pushed_.assign(count_, false);
         pull_mode_ = config.direction == Direction::pull;
         if (pull_mode_) {
@@ -63,42 +70,67 @@ public:
 
     void push(std::uint32_t index, const std::uint8_t* data, std::uint64_t size) override
     {
-        PushOptions options;
-        options.store = store_;
-        options.replace = true;
         Result result;
-        session_->push(PushSource::memory(data, size), name(index), options, Mode::Sync,
+        session_->push(PushSource::memory(data, size), name(index), push_options(), Mode::Sync,
                        [&](const Result& r) { result = r; });
         result.throw_if_error();
-        digests_[index] = result.info.digest;
-        pushed_[index] = true;
+        pushed(index, result);
     }
 
     void pull(std::uint32_t index, std::uint64_t offset, std::uint64_t length, std::uint8_t* out) override
     {
-        PullOptions options;
-        options.store = store_;
-        options.offset = offset;
-        options.length = length;
-        options.verify = verify_;
         Result result;
-        session_->pull(name(index), PullSink::buffer(out, length), options, Mode::Sync,
+        session_->pull(name(index), PullSink::buffer(out, length), pull_options(offset, length), Mode::Sync,
                        [&](const Result& r) { result = r; });
         result.throw_if_error();
-        if (result.bytes != length)
-            throw Error(Errc::transfer_failed, "blobstreaming: pull " + name(index) + ": " +
-                                                   std::to_string(result.bytes) + " of " + std::to_string(length) +
-                                                   " bytes");
+        check_pulled(index, result, length);
     }
 
-    /// The digests the store computed while receiving (and checked against
-    /// the sender's trailer) before it acknowledged each push; all zero for
-    /// a blob not pushed since the last end_run().
+    void push_series(const BlobSet& blobs, std::uint32_t& done) override
+    {
+        if (blobs.count() == 1) return ClientTransport::push_series(blobs, done);
+        std::vector<PushSlice> slices;
+        for (std::uint32_t i = 0; i < blobs.count(); ++i)
+            slices.push_back(PushSlice{PushSource::memory(blobs.data(i), blobs.size()), name(i)});
+        SeriesResult series;
+        session_->push_series(std::move(slices), push_options(), Mode::Sync,
+                              [&](const SeriesResult& r) { series = r; });
+        done = static_cast<std::uint32_t>(series.succeeded);
+        for (std::uint32_t i = 0; i < blobs.count(); ++i)
+            if (series.slices[i].ok()) pushed(i, series.slices[i]);
+        series.throw_if_error();
+    }
+
+    void pull_series(BlobSet& blobs, std::uint32_t& done) override
+    {
+        if (blobs.count() == 1) return ClientTransport::pull_series(blobs, done);
+        std::vector<PullSlice> slices;
+        for (std::uint32_t i = 0; i < blobs.count(); ++i)
+            slices.push_back(PullSlice{name(i), PullSink::buffer(blobs.data(i), blobs.size())});
+        SeriesResult series;
+        session_->pull_series(std::move(slices), pull_options(0, blobs.size()), Mode::Sync,
+                              [&](const SeriesResult& r) { series = r; });
+        done = static_cast<std::uint32_t>(series.succeeded);
+        series.throw_if_error();
+        for (std::uint32_t i = 0; i < blobs.count(); ++i) check_pulled(i, series.slices[i], blobs.size());
+    }
+
+    /// For each blob pushed since the last end_run(), the SHA-256 of the
+    /// bytes the store holds: the store acknowledged a checksum (its own
+    /// algorithm, computed while receiving and checked against the sender's
+    /// trailer); when it equals that of the blob as fill_blob() makes it,
+    /// the store holds the expected bytes and their SHA-256 is reported,
+    /// otherwise an all-zero digest. Runs after the timed runs.
     std::vector<Digest> stored_digests() override
     {
         std::vector<Digest> out(count_, Digest{});
-        for (std::uint32_t i = 0; i < count_; ++i)
-            if (pushed_[i]) out[i] = digests_[i];
+        std::vector<std::uint8_t> blob(static_cast<std::size_t>(size_));
+        for (std::uint32_t i = 0; i < count_; ++i) {
+            if (!pushed_[i]) continue;
+            fill_blob(i, blob.data(), size_);
+            if (ChecksumState::of(checksums_[i].algorithm, blob.data(), blob.size()) == checksums_[i])
+                out[i] = Sha256::of(blob.data(), blob.size());
+        }
         return out;
     }
 
@@ -119,13 +151,48 @@ public:
 private:
     std::string name(std::uint32_t index) const { return prefix_ + std::to_string(index); }
 
+    PushOptions push_options() const
+    {
+        PushOptions options;
+        options.store = store_;
+        options.replace = true;
+        return options;
+    }
+
+    PullOptions pull_options(std::uint64_t offset, std::uint64_t length) const
+    {
+        PullOptions options;
+        options.store = store_;
+        options.offset = offset;
+        options.length = length;
+        options.verify = verify_;
+        return options;
+    }
+
+    /// Blob `index` was pushed: what the store computed is kept for
+    /// stored_digests().
+    void pushed(std::uint32_t index, const Result& result)
+    {
+        checksums_[index] = result.info.checksum;
+        pushed_[index] = true;
+    }
+
+    void check_pulled(std::uint32_t index, const Result& result, std::uint64_t length) const
+    {
+        if (result.bytes != length)
+            throw Error(Errc::transfer_failed, "blobstreaming: pull " + name(index) + ": " +
+                                                   std::to_string(result.bytes) + " of " + std::to_string(length) +
+                                                   " bytes");
+    }
+
     std::optional<Session> session_;
     std::string store_;
     bool verify_ = true;
     std::string prefix_;
     std::uint32_t count_ = 0;
     bool pull_mode_ = false;
-    std::vector<Digest> digests_;
+    std::uint64_t size_ = 0;
+    std::vector<Checksum> checksums_;
     std::vector<bool> pushed_;
     TransportInfo info_;
 };

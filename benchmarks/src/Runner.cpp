@@ -66,7 +66,8 @@ int run_client(const Config& config)
         const auto t0 = std::chrono::steady_clock::now();
         std::uint32_t done = 0;
         try {
-            for (; done < config.count; ++done) transaction(done);
+            if (push) client->push_series(blobs, done);
+            else client->pull_series(blobs, done);
         } catch (const Error& e) {
             record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             record.bytes = done * config.size;

@@ -1,7 +1,8 @@
 #pragma once
 /// The client side of bsbench: open the variant's transport, one untimed
-/// warm-up transaction, then `runs` timed runs of `count` transactions, each
-/// checked by SHA-256 outside the timed interval.
+/// warm-up transaction, then `runs` timed runs of `count` transactions (the
+/// transport's push_series/pull_series), each checked by SHA-256 outside the
+/// timed interval.
 
 #include "Config.h"
 

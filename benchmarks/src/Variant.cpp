@@ -4,6 +4,16 @@
 
 namespace blobstreaming::bench {
 
+void ClientTransport::push_series(const BlobSet& blobs, std::uint32_t& done)
+{
+    for (done = 0; done < blobs.count(); ++done) push(done, blobs.data(done), blobs.size());
+}
+
+void ClientTransport::pull_series(BlobSet& blobs, std::uint32_t& done)
+{
+    for (done = 0; done < blobs.count(); ++done) pull(done, 0, blobs.size(), blobs.data(done));
+}
+
 const Variant* find_variant(const std::string& name)
 {
     static const Variant kVariants[] = {

@@ -3,6 +3,7 @@
 /// process) and a server loop, plugged in like iperf3's protocol table.
 
 #include "Config.h"
+#include "Workload.h"
 
 #include <blobstreaming/common/Sha256.h>
 
@@ -21,7 +22,8 @@ struct TransportInfo {
 };
 
 /// One client of one variant. Every call throws Error on failure (the data
-/// was not moved, or not acknowledged); calls are sequential, one thread.
+/// was not moved, or not acknowledged); calls are sequential, one thread
+/// (a series may use more inside, as the library it measures does).
 class ClientTransport {
 public:
     virtual ~ClientTransport() = default;
@@ -34,6 +36,13 @@ public:
     /// One pull transaction: control message (name, offset, length), then
     /// exactly `length` bytes into `out`.
     virtual void pull(std::uint32_t index, std::uint64_t offset, std::uint64_t length, std::uint8_t* out) = 0;
+    /// One timed run: blobs 0..count-1 pushed from `blobs`, as an application
+    /// moves a study. Default: push() once per blob, in order. On a failure
+    /// throws Error with `done` = the blobs moved.
+    virtual void push_series(const BlobSet& blobs, std::uint32_t& done);
+    /// One timed run: blobs 0..count-1 pulled whole into `blobs`. Default:
+    /// pull() once per blob, in order. Failures as push_series().
+    virtual void pull_series(BlobSet& blobs, std::uint32_t& done);
     /// Untimed, after a push run: SHA-256 of blobs 0..count-1 as the server
     /// holds them.
     virtual std::vector<Digest> stored_digests() = 0;

@@ -3,7 +3,9 @@
 in every panel, and its one legend names every series of every panel: checked
 on a results.json in which `ace` is missing from one panel (the case in which
 colours assigned per panel used to shift and the legend, drawn from the last
-panel, mislabelled them). Skips (77) when no interpreter has matplotlib."""
+panel, mislabelled them), and beside it the records of the whole-program
+steps, which plot.py leaves alone. Skips (77) when no interpreter has
+matplotlib."""
 
 import json
 import os
@@ -71,7 +73,15 @@ def main():
     with tempfile.TemporaryDirectory(prefix="test_plot.") as tmp:
         path = os.path.join(tmp, "results.json")
         with open(path, "w") as f:
-            json.dump({"machine": {}, "config": {}, "results": results()}, f)
+            # With the records of the whole-program steps beside "results",
+            # which plot.py does not read (bench_schema).
+            json.dump({"machine": {}, "config": {}, "results": results(),
+                       "same_host_pull": [{"destination": "file", "mode": "tcp", "blob_bytes": 32 * MiB, "run": 1,
+                                           "seconds": 0.3, "link": "loopback"}],
+                       "cli": [{"program": "blob", "direction": "push", "blob_bytes": 64 * MiB, "run": 1,
+                                "seconds": 0.5, "link": "loopback"}],
+                       "cli_peak_rss": {"target": "file", "blob_bytes": 64 * MiB, "rounds": 4,
+                                        "peak_rss_kib": 20000}}, f)
         stats = plot.medians(results())
 
         panels = plot.throughput_figure(plt, stats, "loopback", "push", os.path.join(tmp, "push.png"))

@@ -4,25 +4,19 @@
 #include "server/TicketRegistry.h"
 
 #include <blobstreaming/blobstore/MemoryStore.h>
+#include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/common/Error.h>
-#include <blobstreaming/common/UniqueFd.h>
 #include <blobstreaming/transporter/Protocol.h>
 
 #define BOOST_TEST_MODULE DataServer
 #include <boost/test/unit_test.hpp>
 
+#include "ProtocolPeer.h"
 #include "ServerTestSupport.h"
-#include "TestSupport.h"
 
+#include <algorithm>
 #include <atomic>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-
 #include <chrono>
-#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,6 +24,7 @@
 using namespace blobstreaming;
 using namespace blobstreaming::server;
 using namespace blobstreaming::server::test;
+using blobstreaming::test::ProtocolPeer;
 using namespace std::chrono_literals;
 
 namespace {
@@ -53,19 +48,8 @@ struct Fixture {
     }
     Fixture() { server.start(); }
 
-    UniqueFd connect() const
-    {
-        UniqueFd fd(::socket(AF_INET, SOCK_STREAM, 0));
-        timeval tv{10, 0};  // no test waits forever
-        ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_port = htons(server.port());
-        ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-        BOOST_REQUIRE(::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-        return fd;
-    }
+    /// A client's data connection; no test waits more than 10 s for anything.
+    ProtocolPeer connect() const { return ProtocolPeer::connect("127.0.0.1", server.port(), 10s); }
 
     protocol::TicketId push_ticket(const std::string& name, std::uint64_t size)
     {
@@ -82,47 +66,6 @@ struct Fixture {
     }
 };
 
-void send_all(int fd, const void* data, std::size_t size)
-{
-    BOOST_REQUIRE(blobstreaming::test::write_all(fd, data, size));
-}
-
-using blobstreaming::test::read_all;
-
-void send_request(int fd, protocol::FrameType type, const protocol::TicketId& id, std::uint64_t offset,
-                  std::uint64_t length)
-{
-    std::uint8_t frame[protocol::kRequestSize];
-    protocol::encode(request_for(id, type, offset, length), frame);
-    send_all(fd, frame, sizeof frame);
-}
-
-void send_trailer(int fd, const Checksum& checksum)
-{
-    std::uint8_t frame[protocol::kTrailerSize];
-    protocol::encode(protocol::Trailer{checksum}, frame);
-    send_all(fd, frame, sizeof frame);
-}
-
-protocol::Response read_response(int fd)
-{
-    std::uint8_t header[protocol::kResponseHeaderSize];
-    BOOST_REQUIRE(read_all(fd, header, sizeof header));
-    protocol::Response r;
-    std::size_t message_size = 0;
-    std::string why;
-    BOOST_REQUIRE_MESSAGE(!protocol::decode(header, r, message_size, why), why);
-    r.message.resize(message_size);
-    BOOST_REQUIRE(read_all(fd, r.message.data(), message_size));
-    return r;
-}
-
-bool closed_by_peer(int fd)
-{
-    char c;
-    return ::recv(fd, &c, 1, 0) == 0;
-}
-
 std::vector<std::uint8_t> pattern(std::size_t size)
 {
     std::vector<std::uint8_t> v(size);
@@ -135,27 +78,27 @@ std::vector<std::uint8_t> pattern(std::size_t size)
 BOOST_FIXTURE_TEST_CASE(push_then_pull_on_one_connection, Fixture)
 {
     const auto data = pattern(3u << 20);
-    const Checksum checksum = blobstreaming::test::reference_checksum(data);
-    UniqueFd fd = connect();
+    const Checksum checksum = ChecksumState::of(ChecksumAlgorithm::crc32c, data.data(), data.size());
+    ProtocolPeer peer = connect();
 
-    send_request(fd.get(), protocol::FrameType::push, push_ticket("CT.1", data.size()), 0, data.size());
-    send_all(fd.get(), data.data(), data.size());
-    send_trailer(fd.get(), checksum);
-    protocol::Response ack = read_response(fd.get());
+    peer.send_request(protocol::FrameType::push, push_ticket("CT.1", data.size()), 0, data.size());
+    peer.send(data.data(), data.size());
+    peer.send_trailer(checksum);
+    protocol::Response ack = peer.receive_response();
     BOOST_CHECK(ack.status == Errc::ok);
     BOOST_CHECK_EQUAL(ack.length, data.size());
     BOOST_CHECK_EQUAL(ack.blob_size, data.size());
     BOOST_CHECK(ack.checksum == checksum);
     BOOST_CHECK(store.contains("CT.1"));  // visible when acknowledged
 
-    send_request(fd.get(), protocol::FrameType::pull, pull_ticket("CT.1", 1000, 5000), 1000, 5000);
-    protocol::Response head = read_response(fd.get());
+    peer.send_request(protocol::FrameType::pull, pull_ticket("CT.1", 1000, 5000), 1000, 5000);
+    protocol::Response head = peer.receive_response();
     BOOST_CHECK(head.status == Errc::ok);
     BOOST_CHECK_EQUAL(head.length, 5000u);
     BOOST_CHECK_EQUAL(head.blob_size, data.size());
     BOOST_CHECK(head.checksum == checksum);
     std::vector<std::uint8_t> part(5000);
-    BOOST_REQUIRE(read_all(fd.get(), part.data(), part.size()));
+    peer.receive(part.data(), part.size());
     BOOST_CHECK(std::equal(part.begin(), part.end(), data.begin() + 1000));
     // The pull ends on the server just after its last byte left: wait, bounded.
     for (int i = 0; i < 200 && server.active_transfers() != 0; ++i) std::this_thread::sleep_for(5ms);
@@ -164,38 +107,38 @@ BOOST_FIXTURE_TEST_CASE(push_then_pull_on_one_connection, Fixture)
 
 BOOST_FIXTURE_TEST_CASE(garbage_gets_protocol_error_and_close, Fixture)
 {
-    UniqueFd fd = connect();
+    ProtocolPeer peer = connect();
     const std::string junk(protocol::kRequestSize, 'x');
-    send_all(fd.get(), junk.data(), junk.size());
-    protocol::Response r = read_response(fd.get());
+    peer.send(junk.data(), junk.size());
+    protocol::Response r = peer.receive_response();
     BOOST_CHECK(r.status == Errc::protocol_error);
     BOOST_CHECK_EQUAL(r.message, "not a Blob Streaming data connection (bad magic)");
-    BOOST_CHECK(closed_by_peer(fd.get()));
+    BOOST_CHECK(peer.closed_by_peer());
 
     // The server keeps serving.
     auto reservation = store.reserve("A", 3);
     BOOST_REQUIRE(!reservation->write("abc", 3));
     reservation->commit();
-    UniqueFd other = connect();
-    send_request(other.get(), protocol::FrameType::pull, pull_ticket("A", 0, 3), 0, 3);
-    BOOST_CHECK(read_response(other.get()).status == Errc::ok);
+    ProtocolPeer other = connect();
+    other.send_request(protocol::FrameType::pull, pull_ticket("A", 0, 3), 0, 3);
+    BOOST_CHECK(other.receive_response().status == Errc::ok);
     char bytes[3] = {};
-    BOOST_REQUIRE(read_all(other.get(), bytes, 3));
+    other.receive(bytes, 3);
     BOOST_CHECK_EQUAL(std::string(bytes, 3), "abc");
 }
 
 BOOST_FIXTURE_TEST_CASE(unknown_ticket_is_refused_even_with_a_push_body, Fixture)
 {
-    UniqueFd fd = connect();
+    ProtocolPeer peer = connect();
     protocol::TicketId bogus{};
     bogus[0] = 0x12;
     bogus[1] = 0x34;
     bogus[2] = 0x56;
     bogus[3] = 0x78;
-    send_request(fd.get(), protocol::FrameType::push, bogus, 0, 1u << 20);
+    peer.send_request(protocol::FrameType::push, bogus, 0, 1u << 20);
     const auto body = pattern(1u << 20);
-    send_all(fd.get(), body.data(), body.size());  // the refusal must survive the unread body
-    protocol::Response r = read_response(fd.get());
+    peer.send(body.data(), body.size());  // the refusal must survive the unread body
+    protocol::Response r = peer.receive_response();
     BOOST_CHECK(r.status == Errc::refused);
     BOOST_CHECK_EQUAL(r.message, "unknown ticket 12345678");
 }
@@ -203,13 +146,13 @@ BOOST_FIXTURE_TEST_CASE(unknown_ticket_is_refused_even_with_a_push_body, Fixture
 BOOST_FIXTURE_TEST_CASE(digest_mismatch_stores_nothing, Fixture)
 {
     const auto data = pattern(100000);
-    Checksum wrong = blobstreaming::test::reference_checksum(data);
+    Checksum wrong = ChecksumState::of(ChecksumAlgorithm::crc32c, data.data(), data.size());
     wrong.value[2] ^= 0xff;
-    UniqueFd fd = connect();
-    send_request(fd.get(), protocol::FrameType::push, push_ticket("CT.2", data.size()), 0, data.size());
-    send_all(fd.get(), data.data(), data.size());
-    send_trailer(fd.get(), wrong);
-    protocol::Response r = read_response(fd.get());
+    ProtocolPeer peer = connect();
+    peer.send_request(protocol::FrameType::push, push_ticket("CT.2", data.size()), 0, data.size());
+    peer.send(data.data(), data.size());
+    peer.send_trailer(wrong);
+    protocol::Response r = peer.receive_response();
     BOOST_CHECK(r.status == Errc::digest_mismatch);
     BOOST_CHECK(r.message.find("nothing was stored") != std::string::npos);
     BOOST_CHECK(!store.contains("CT.2"));
@@ -219,13 +162,13 @@ BOOST_FIXTURE_TEST_CASE(digest_mismatch_stores_nothing, Fixture)
 BOOST_FIXTURE_TEST_CASE(stalled_push_times_out_and_leaves_nothing, Fixture)
 {
     const auto data = pattern(200000);
-    UniqueFd fd = connect();
-    send_request(fd.get(), protocol::FrameType::push, push_ticket("CT.3", data.size()), 0, data.size());
-    send_all(fd.get(), data.data(), data.size() / 2);
-    protocol::Response r = read_response(fd.get());  // after the 500 ms inactivity timeout
+    ProtocolPeer peer = connect();
+    peer.send_request(protocol::FrameType::push, push_ticket("CT.3", data.size()), 0, data.size());
+    peer.send(data.data(), data.size() / 2);
+    protocol::Response r = peer.receive_response();  // after the 500 ms inactivity timeout
     BOOST_CHECK(r.status == Errc::timeout);
     BOOST_CHECK(r.message.find("no progress for") != std::string::npos);
-    BOOST_CHECK(closed_by_peer(fd.get()));
+    BOOST_CHECK(peer.closed_by_peer());
     BOOST_CHECK(!store.contains("CT.3"));
     // The reservation waits, with the half received, to be resumed ...
     BOOST_CHECK_EQUAL(reservations.resumable("CT.3").received, data.size() / 2);
@@ -246,11 +189,11 @@ BOOST_FIXTURE_TEST_CASE(a_client_cannot_lengthen_the_inactivity_timeout, Fixture
     b.reservation = reservations.add(store.reserve(b.blob, data.size()));
     b.length = data.size();
     b.inactivity_timeout = std::chrono::hours(24 * 365);  // what a hostile client asks for
-    UniqueFd fd = connect();
+    ProtocolPeer peer = connect();
     const auto t0 = std::chrono::steady_clock::now();
-    send_request(fd.get(), protocol::FrameType::push, tickets.issue(b), 0, data.size());
-    send_all(fd.get(), data.data(), 1000);
-    protocol::Response r = read_response(fd.get());  // after the server's 500 ms, not a year
+    peer.send_request(protocol::FrameType::push, tickets.issue(b), 0, data.size());
+    peer.send(data.data(), 1000);
+    protocol::Response r = peer.receive_response();  // after the server's 500 ms, not a year
     BOOST_CHECK(r.status == Errc::timeout);
     BOOST_CHECK(std::chrono::steady_clock::now() - t0 < 9s);
     BOOST_CHECK(!store.contains("CT.slow"));
@@ -261,9 +204,9 @@ BOOST_FIXTURE_TEST_CASE(push_cut_by_the_client_is_parked_until_superseded, Fixtu
 {
     const auto data = pattern(200000);
     {
-        UniqueFd fd = connect();
-        send_request(fd.get(), protocol::FrameType::push, push_ticket("CT.4", data.size()), 0, data.size());
-        send_all(fd.get(), data.data(), 1000);
+        ProtocolPeer peer = connect();
+        peer.send_request(protocol::FrameType::push, push_ticket("CT.4", data.size()), 0, data.size());
+        peer.send(data.data(), 1000);
     }
     // Wait, bounded, for the server to notice the EOF and park the reservation.
     auto parked = [this] {
@@ -285,9 +228,9 @@ BOOST_FIXTURE_TEST_CASE(push_cut_by_the_client_is_parked_until_superseded, Fixtu
 BOOST_FIXTURE_TEST_CASE(stop_aborts_a_push_in_flight, Fixture)
 {
     const auto data = pattern(200000);
-    UniqueFd fd = connect();
-    send_request(fd.get(), protocol::FrameType::push, push_ticket("CT.5", data.size()), 0, data.size());
-    send_all(fd.get(), data.data(), 1000);
+    ProtocolPeer peer = connect();
+    peer.send_request(protocol::FrameType::push, push_ticket("CT.5", data.size()), 0, data.size());
+    peer.send(data.data(), 1000);
     for (int i = 0; i < 200 && server.active_transfers() == 0; ++i) std::this_thread::sleep_for(10ms);
     BOOST_REQUIRE_EQUAL(server.active_transfers(), 1u);
     server.stop();

@@ -1,14 +1,19 @@
-// Pushes a series of random Blobs and pulls them back, all asynchronously
-// from one thread (ReactorMode::Caller), with K operations in flight; then
-// checks every byte through SHA-256 and reports how many data connections
+// Pushes a study of random slices and pulls it back as two series
+// (Session::push_series, pull_series), asynchronously from one thread
+// (ReactorMode::Caller); the library pipelines each series, obtaining the
+// tickets of the next slices while the current ones stream. Compares every
+// byte pulled with what was pushed and reports how many data connections
 // the session needed.
 //
 //   async_series --naming URL --store NAME --count N --size BYTES
 //                --concurrency K [--prefix P] [--no-local] [--json]
 //
+// --concurrency K: data connections to the store at most
+// (Options::max_connections_per_endpoint); each series keeps up to 2K
+// slices in flight (16 at most).
+//
 // Exit status 0 only when every Blob came back identical.
 #include <blobstreaming/client/Session.h>
-#include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/common/Error.h>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -18,7 +23,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <random>
 #include <string>
 #include <unistd.h>
@@ -81,36 +85,12 @@ Arguments parse(int argc, char** argv)
     return a;
 }
 
-/// Runs `count` operations with at most `limit` in flight; `start(i, done)`
-/// starts operation i and `done` must be called from its completion.
-class Window {
-public:
-    Window(std::size_t count, std::size_t limit, std::function<void(std::size_t, std::function<void()>)> start)
-        : count_(count), limit_(limit), start_(std::move(start))
-    {}
-    void begin()
-    {
-        while (next_ < count_ && next_ - finished_ < limit_) launch();
-    }
-    bool finished() const { return finished_ == count_; }
-
-private:
-    void launch()
-    {
-        const std::size_t i = next_++;
-        start_(i, [this] {
-            ++finished_;
-            begin();
-        });
-    }
-    std::size_t count_, limit_, next_ = 0, finished_ = 0;
-    std::function<void(std::size_t, std::function<void()>)> start_;
-};
-
-void drive(Session& session, const Window& window)
+/// Waits for a series started in Mode::Async: runs the Session's loop on
+/// this thread until `done`. Bounded: every slice ends by its inactivity
+/// timeout at the latest.
+void drive(Session& session, const bool& done)
 {
-    // Bounded: every operation ends by its inactivity timeout at the latest.
-    while (!window.finished()) session.run_once(std::chrono::milliseconds(1000));
+    while (!done) session.run_once(std::chrono::milliseconds(1000));
 }
 
 }  // namespace
@@ -126,56 +106,53 @@ int main(int argc, char** argv)
     options.default_store = args.store;
     options.reactor = ReactorMode::Caller;
     options.local_fast_path = args.local;
+    options.max_connections_per_endpoint = static_cast<unsigned>(args.concurrency);
 
     std::vector<std::vector<std::uint8_t>> blobs(args.count);
     std::mt19937_64 random(std::random_device{}());
-    for (std::size_t i = 0; i < args.count; ++i) {
-        blobs[i].resize(args.size);
-        for (auto& b : blobs[i]) b = static_cast<std::uint8_t>(random());
+    for (auto& blob : blobs) {
+        blob.resize(args.size);
+        for (auto& b : blob) b = static_cast<std::uint8_t>(random());
     }
     auto name = [&](std::size_t i) { return args.prefix + "." + std::to_string(i); };
 
     std::size_t pushed = 0, pulled = 0, mismatches = 0, errors = 0;
-    std::string first_error;
-    auto note_error = [&](const Result& r) {
-        ++errors;
-        if (first_error.empty()) first_error = r.message;
-        std::fprintf(stderr, "async_series: %s\n", r.message.c_str());
+    auto note_errors = [&](const SeriesResult& r) {
+        errors += r.failed;
+        for (const Result& slice : r.slices)
+            if (!slice.ok()) std::fprintf(stderr, "async_series: %s\n", slice.message.c_str());
     };
     try {
         Session session(options);
         const auto t0 = std::chrono::steady_clock::now();
+        std::vector<PushSlice> study;
+        for (std::size_t i = 0; i < args.count; ++i)
+            study.push_back(PushSlice{PushSource::memory(blobs[i].data(), blobs[i].size()), name(i)});
         PushOptions push_options;
         push_options.replace = true;
-        Window pushes(args.count, args.concurrency, [&](std::size_t i, std::function<void()> done) {
-            session.push(PushSource::memory(blobs[i].data(), blobs[i].size()), name(i), push_options, Mode::Async,
-                         [&, i, done](const Result& r) {
-                             if (!r.ok()) note_error(r);
-                             // The store's checksum of what it received, in the
-                             // Blob's algorithm, against the bytes sent.
-                             else if (r.info.checksum !=
-                                      ChecksumState::of(r.info.checksum.algorithm, blobs[i].data(), blobs[i].size()))
-                                 ++mismatches;
-                             else ++pushed;
-                             done();
-                         });
+        bool pushes_done = false;
+        session.push_series(std::move(study), push_options, Mode::Async, [&](const SeriesResult& r) {
+            pushed = r.succeeded;
+            note_errors(r);
+            pushes_done = true;
         });
-        pushes.begin();
-        drive(session, pushes);
+        drive(session, pushes_done);
         const auto t1 = std::chrono::steady_clock::now();
 
         std::vector<std::vector<std::uint8_t>> back(args.count);
-        Window pulls(args.count, args.concurrency, [&](std::size_t i, std::function<void()> done) {
-            session.pull(name(i), PullSink::memory(&back[i]), PullOptions{}, Mode::Async,
-                         [&, i, done](const Result& r) {
-                             if (!r.ok()) note_error(r);
-                             else if (back[i] != blobs[i]) ++mismatches;
-                             else ++pulled;
-                             done();
-                         });
+        std::vector<PullSlice> slices;
+        for (std::size_t i = 0; i < args.count; ++i) slices.push_back(PullSlice{name(i), PullSink::memory(&back[i])});
+        bool pulls_done = false;
+        session.pull_series(std::move(slices), PullOptions{}, Mode::Async, [&](const SeriesResult& r) {
+            note_errors(r);
+            for (std::size_t i = 0; i < r.slices.size(); ++i) {
+                if (!r.slices[i].ok()) continue;
+                if (back[i] == blobs[i]) ++pulled;
+                else ++mismatches;
+            }
+            pulls_done = true;
         });
-        pulls.begin();
-        drive(session, pulls);
+        drive(session, pulls_done);
         const auto t2 = std::chrono::steady_clock::now();
 
         const double push_s = std::chrono::duration<double>(t1 - t0).count();

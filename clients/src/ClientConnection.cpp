@@ -3,17 +3,13 @@
 
 #include <blobstreaming/common/Error.h>
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 namespace blobstreaming::client {
 
@@ -41,13 +37,6 @@ ClientConnection::~ClientConnection()
     if (fd_) loop_.unwatch(fd_.get());
 }
 
-void ClientConnection::failed_io(const char* how, int err)
-{
-    if (io_ && io_->tls() && err == EPROTO)
-        fail(Errc::transfer_failed, lost_message(how) + ": " + io_->error_text(err));
-    else fail(Errc::transfer_failed, lost_message(how));
-}
-
 std::string ClientConnection::lost_message(const char* how) const
 {
     return job_->what + ": data connection to " + endpoint_ + " " + how + " after " + std::to_string(done_bytes_) +
@@ -57,17 +46,17 @@ std::string ClientConnection::lost_message(const char* how) const
 void ClientConnection::start(std::unique_ptr<TransferJob> job)
 {
     job_ = std::move(job);
-    out_.assign(protocol::kRequestSize, '\0');
     protocol::Request request;
     request.type = job_->type;
     std::copy(job_->ticket.id.begin(), job_->ticket.id.end(), request.ticket.begin());
     request.offset = job_->ticket.offset;
     request.length = job_->ticket.length;
-    protocol::encode(request, reinterpret_cast<std::uint8_t(&)[protocol::kRequestSize]>(out_[0]));
-    out_pos_ = 0;
-    header_pos_ = 0;
-    message_.clear();
-    message_size_ = 0;
+    std::uint8_t frame[protocol::kRequestSize];
+    protocol::encode(request, frame);
+    out_.clear();
+    out_.append(frame, sizeof frame);
+    in_.expect(protocol::kResponseHeaderSize);
+    header_in_ = false;
     hash_.reset(job_->prefix_hash ? std::move(*job_->prefix_hash) : ChecksumState(job_->ticket.checksum));
     total_ = job_->ticket.length;
     if (job_->type == protocol::FrameType::push && job_->source->stable() && total_ >= HashPipeline::kBackgroundFrom)
@@ -79,14 +68,14 @@ void ClientConnection::start(std::unique_ptr<TransferJob> job)
 
     if (fd_) {
         phase_ = Phase::request;
-        try {
-            advance_send();
-        } catch (const Error& e) {  // the source failed (e.g. a producer)
-            fail(e.code(), e.what());
-        }
+        drive();
         return;
     }
-    // First job: connect.
+    open_socket();  // the first job: connect
+}
+
+void ClientConnection::open_socket()
+{
     const auto colon = endpoint_.rfind(':');
     const std::string host = endpoint_.substr(0, colon);
     const std::string port = endpoint_.substr(colon + 1);
@@ -116,260 +105,196 @@ void ClientConnection::start(std::unique_ptr<TransferJob> job)
     loop_.watch(fd_.get(), POLLOUT, [this](short revents) { on_event(revents); });
 }
 
-void ClientConnection::update_interest()
-{
-    short events = POLLIN;
-    if (phase_ == Phase::connecting || phase_ == Phase::request || phase_ == Phase::body || phase_ == Phase::trailer)
-        events = static_cast<short>(POLLOUT | POLLIN);
-    loop_.modify(fd_.get(), events);
-}
-
 void ClientConnection::on_event(short revents)
 {
+    if (phase_ == Phase::idle) {
+        watch_idle(revents);
+        return;
+    }
+    // The store answers before the end of a push: a refusal. Read it.
+    const bool sending = phase_ == Phase::request || phase_ == Phase::push_body || phase_ == Phase::push_trailer;
+    if (sending && (revents & POLLIN)) phase_ = Phase::response;
+    drive();
+}
+
+void ClientConnection::drive()
+{
     try {
-        if (phase_ == Phase::connecting) {
-            int err = 0;
-            socklen_t len = sizeof err;
-            ::getsockopt(fd_.get(), SOL_SOCKET, SO_ERROR, &err, &len);
-            if (err != 0) {
-                fail(Errc::unreachable,
-                     job_->what + ": cannot connect to data endpoint " + endpoint_ + ": " + std::strerror(err));
-                return;
-            }
-            on_connected();
-            return;
-        }
-        if (phase_ == Phase::handshake) {
-            advance_handshake();
-            return;
-        }
-        if (phase_ == Phase::idle) {
-            // The store closed an idle connection (or sent garbage): drop it.
-            // TLS: a record without application data is not a close.
-            const long n = io_->probe();
-            if (n == 0 || (n < 0 && errno != EAGAIN) || (revents & (POLLERR | POLLHUP))) {
-                phase_ = Phase::closed;
-                released_(this, false);
-            }
-            return;
-        }
-        const bool sending = phase_ == Phase::request || phase_ == Phase::body || phase_ == Phase::trailer;
-        if (sending && (revents & POLLIN)) {
-            // The store answers before the end of a push: a refusal. Read it.
-            phase_ = Phase::response;
-        }
-        if (phase_ == Phase::request || phase_ == Phase::body || phase_ == Phase::trailer) advance_send();
-        else advance_receive();
-    } catch (const Error& e) {
+        run();
+    } catch (const Error& e) {  // the source or sink failed (e.g. a producer, a full disk)
         fail(e.code(), e.what());
     }
 }
 
-void ClientConnection::on_connected()
+void ClientConnection::run()
 {
+    for (;;) {
+        Step step = Step::stop;
+        switch (phase_) {
+        case Phase::connecting: step = finish_connect(); break;
+        case Phase::handshake: step = step_handshake(); break;
+        case Phase::request:
+            step = send_queued(job_->type == protocol::FrameType::push ? Phase::push_body : Phase::response);
+            break;
+        case Phase::push_body: step = send_push_body(); break;
+        case Phase::push_trailer: step = send_queued(Phase::response); break;
+        case Phase::response: step = read_response(); break;
+        case Phase::pull_body: step = read_pull_body(); break;
+        case Phase::idle:
+        case Phase::closed: return;
+        }
+        if (step == Step::stop) return;
+        if (step == Step::wait) {
+            loop_.modify(fd_.get(), interest());
+            return;
+        }
+    }
+}
+
+short ClientConnection::interest() const noexcept
+{
+    switch (phase_) {
+    case Phase::connecting: return POLLOUT;
+    case Phase::handshake: return io_->wants_write() ? POLLOUT : POLLIN;
+    case Phase::request:
+    case Phase::push_body:
+    case Phase::push_trailer: return POLLOUT | POLLIN;  // POLLIN: a refusal before the end
+    case Phase::response:
+    case Phase::pull_body:
+    case Phase::idle:
+    case Phase::closed: break;
+    }
+    return POLLIN;
+}
+
+ClientConnection::Step ClientConnection::finish_connect()
+{
+    int err = 0;
+    socklen_t len = sizeof err;
+    ::getsockopt(fd_.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err != 0)
+        return failed(Errc::unreachable,
+                      job_->what + ": cannot connect to data endpoint " + endpoint_ + ": " + std::strerror(err));
     touch();
     if (tls_) {
         io_ = std::make_unique<Channel>(fd_.get(), *tls_, endpoint_.substr(0, endpoint_.rfind(':')));
         phase_ = Phase::handshake;
-        advance_handshake();
-        return;
+    } else {
+        io_ = std::make_unique<Channel>(fd_.get());
+        phase_ = Phase::request;
     }
-    io_ = std::make_unique<Channel>(fd_.get());
-    phase_ = Phase::request;
-    advance_send();  // Error: caught by on_event
+    return Step::next;
 }
 
-void ClientConnection::advance_handshake()
+ClientConnection::Step ClientConnection::step_handshake()
 {
     switch (io_->handshake()) {
-    case Channel::Handshake::want_read: loop_.modify(fd_.get(), POLLIN); return;
-    case Channel::Handshake::want_write: loop_.modify(fd_.get(), POLLOUT); return;
+    case Channel::Handshake::want_read:
+    case Channel::Handshake::want_write: return Step::wait;
     case Channel::Handshake::failed:
-        fail(Errc::unreachable,
-             job_->what + ": TLS handshake with data endpoint " + endpoint_ + " failed: " + io_->handshake_error());
-        return;
+        return failed(Errc::unreachable, job_->what + ": TLS handshake with data endpoint " + endpoint_ +
+                                             " failed: " + io_->handshake_error());
     case Channel::Handshake::done: break;
     }
     touch();
     phase_ = Phase::request;
-    advance_send();
+    return Step::next;
 }
 
-bool ClientConnection::send_pending()
+ClientConnection::Step ClientConnection::send_queued(Phase then)
 {
-    while (out_pos_ < out_.size()) {
-        const long n = io_->write(out_.data() + out_pos_, out_.size() - out_pos_);
-        if (n < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
-            if (errno == EINTR) continue;
-            phase_ = Phase::response;  // perhaps the store said why
-            advance_receive();
-            return false;
+    const IoResult r = out_.drain(*io_);
+    if (r.bytes() > 0) touch();
+    if (r.blocked()) return Step::wait;
+    // Sent; or the connection failed: perhaps the store said why.
+    phase_ = r.done() ? then : Phase::response;
+    return Step::next;
+}
+
+ClientConnection::Step ClientConnection::send_push_body()
+{
+    while (done_bytes_ < total_) {
+        const long n = job_->source->send(*io_, kSendChunk, hash_);
+        if (n == 0) {
+            report_progress(false);
+            return Step::wait;
         }
-        out_pos_ += static_cast<std::size_t>(n);
+        if (n < 0) {
+            phase_ = Phase::response;  // the store may have answered why
+            return Step::next;
+        }
+        done_bytes_ += static_cast<std::uint64_t>(n);
         touch();
     }
-    return true;
+    report_progress(true);
+    queue_trailer();
+    phase_ = Phase::push_trailer;
+    return Step::next;
 }
 
-void ClientConnection::advance_send()
+void ClientConnection::queue_trailer()
 {
-    if (phase_ == Phase::request) {
-        if (!send_pending()) return update_interest();
-        phase_ = job_->type == protocol::FrameType::push ? Phase::body : Phase::response;
-    }
-    if (phase_ == Phase::body) {
-        while (done_bytes_ < total_) {
-            const long n = job_->source->send(*io_, kSendChunk, hash_);
-            if (n == 0) {
-                report_progress(false);
-                return update_interest();
-            }
-            if (n < 0) {
-                phase_ = Phase::response;  // the store may have answered why
-                advance_receive();
-                return;
-            }
-            done_bytes_ += static_cast<std::uint64_t>(n);
-            touch();
-        }
-        report_progress(true);
-        out_.assign(protocol::kTrailerSize, '\0');
-        protocol::encode(protocol::Trailer{hash_.finish()},
-                         reinterpret_cast<std::uint8_t(&)[protocol::kTrailerSize]>(out_[0]));
-        out_pos_ = 0;
-        phase_ = Phase::trailer;
-    }
-    if (phase_ == Phase::trailer) {
-        if (!send_pending()) return update_interest();
-        phase_ = Phase::response;
-    }
-    update_interest();
+    std::uint8_t frame[protocol::kTrailerSize];
+    protocol::encode(protocol::Trailer{hash_.finish()}, frame);
+    out_.append(frame, sizeof frame);
 }
 
-void ClientConnection::advance_receive()
+ClientConnection::Step ClientConnection::read_response()
 {
-    for (;;) {
-        if (phase_ == Phase::response) {
-            const long n = io_->read(header_ + header_pos_, sizeof header_ - header_pos_);
-            if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-                failed_io("closed", n == 0 ? 0 : errno);
-                return;
-            }
-            if (n < 0) return update_interest();
-            header_pos_ += static_cast<std::size_t>(n);
-            touch();
-            if (header_pos_ < sizeof header_) continue;
-            std::string why;
-            if (auto ec = protocol::decode(header_, response_, message_size_, why)) {
-                fail(Errc::protocol_error,
-                     job_->what + ": bad response on data connection to " + endpoint_ + ": " + why);
-                return;
-            }
-            phase_ = Phase::message;
-        }
-        if (phase_ == Phase::message) {
-            while (message_.size() < message_size_) {
-                char buf[protocol::kMaxMessageSize];
-                const long n = io_->read(buf, message_size_ - message_.size());
-                if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-                    failed_io("closed", n == 0 ? 0 : errno);
-                    return;
-                }
-                if (n < 0) return update_interest();
-                message_.append(buf, static_cast<std::size_t>(n));
-            }
-            response_.message = message_;
-            handle_response();
-            return;
-        }
-        if (phase_ == Phase::pull_body) {
-            while (done_bytes_ < total_) {
-                auto [data, room] = job_->sink->window();
-                const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(room, total_ - done_bytes_));
-                const long n = io_->read(data, want);
-                if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-                    failed_io("closed", n == 0 ? 0 : errno);
-                    return;
-                }
-                if (n < 0) {
-                    report_progress(false);
-                    return update_interest();
-                }
-                if (job_->verify) hash_.update(data, static_cast<std::size_t>(n));
-                job_->sink->commit(static_cast<std::size_t>(n));
-                done_bytes_ += static_cast<std::uint64_t>(n);
-                touch();
-            }
-            report_progress(true);
-            // Checked before the sink finishes: a mismatch abandons the
-            // output (a file this pull created is removed), never shows it.
-            if (job_->verify) {
-                const Checksum received = hash_.finish();
-                if (received != *response_.checksum) {
-                    const std::string kept = job_->ticket.offset == 0
-                                                 ? std::string()
-                                                 : " together with the " + std::to_string(job_->ticket.offset) +
-                                                       " bytes the file already held (not a copy of this Blob?)";
-                    fail(Errc::digest_mismatch, job_->what + ": the " + std::to_string(total_) + " bytes received" +
-                                                    kept + " have checksum " + received.text() + ", not the Blob's " +
-                                                    response_.checksum->text() + "; nothing was kept");
-                    return;
-                }
-            }
-            job_->sink->finish();
-            complete(true);
-            return;
-        }
-        return;
+    const IoResult r = in_.fill(*io_);
+    if (r.bytes() > 0) touch();
+    if (r.blocked()) return Step::wait;
+    if (!r.done()) return lost("closed", r);
+    if (header_in_) {
+        const auto* message = reinterpret_cast<const char*>(in_.data()) + protocol::kResponseHeaderSize;
+        response_.message.assign(message, in_.size() - protocol::kResponseHeaderSize);
+        return on_response();
     }
+    std::size_t message_size = 0;
+    std::string why;
+    if (protocol::decode(in_.first<protocol::kResponseHeaderSize>(), response_, message_size, why))
+        return failed(Errc::protocol_error,
+                      job_->what + ": bad response on data connection to " + endpoint_ + ": " + why);
+    header_in_ = true;
+    in_.extend(message_size);
+    return Step::next;  // its message (none: complete at once)
 }
 
-void ClientConnection::handle_response()
+ClientConnection::Step ClientConnection::on_response()
 {
     if (response_.status != Errc::ok) {
         const std::string text =
             response_.message.empty() ? std::string("refused without a reason") : response_.message;
-        fail(response_.status, job_->what + ": " + text);
-        return;
+        return failed(response_.status, job_->what + ": " + text);
     }
     if (job_->type == protocol::FrameType::push) {
-        if (phase_ != Phase::message || done_bytes_ < total_) {
-            fail(Errc::protocol_error, job_->what + ": store acknowledged before all bytes were sent");
-            return;
-        }
+        if (done_bytes_ < total_)
+            return failed(Errc::protocol_error, job_->what + ": store acknowledged before all bytes were sent");
         complete(true);
-        return;
+        return Step::stop;
     }
-    if (response_.length != job_->ticket.length) {
-        fail(Errc::protocol_error, job_->what + ": the store announced " + std::to_string(response_.length) +
-                                       " bytes, the ticket " + std::to_string(job_->ticket.length));
-        return;
-    }
-    if (!response_.checksum || response_.checksum->algorithm != hash_.algorithm()) {
-        fail(Errc::protocol_error,
-             job_->what + ": the store's answer carries " +
-                 (response_.checksum ? "a " + std::string(to_string(response_.checksum->algorithm)) + " checksum"
-                                     : std::string("no checksum")) +
-                 ", the ticket names " + std::string(to_string(hash_.algorithm())));
-        return;
-    }
+    if (response_.length != job_->ticket.length)
+        return failed(Errc::protocol_error, job_->what + ": the store announced " + std::to_string(response_.length) +
+                                                " bytes, the ticket " + std::to_string(job_->ticket.length));
+    if (!response_.checksum || response_.checksum->algorithm != hash_.algorithm())
+        return failed(Errc::protocol_error,
+                      job_->what + ": the store's answer carries " +
+                          (response_.checksum
+                               ? "a " + std::string(to_string(response_.checksum->algorithm)) + " checksum"
+                               : std::string("no checksum")) +
+                          ", the ticket names " + std::string(to_string(hash_.algorithm())));
     if (const auto& version = job_->ticket.version;
-        version && (response_.blob_size != version->size || *response_.checksum != version->checksum)) {
-        fail(Errc::blob_changed, job_->what + ": the store announced a version of " +
-                                     std::to_string(response_.blob_size) + " bytes with checksum " +
-                                     response_.checksum->text() + ", not the version of the ticket (" +
-                                     describe_version(*version) + ")");
-        return;
-    }
+        version && (response_.blob_size != version->size || *response_.checksum != version->checksum))
+        return failed(Errc::blob_changed, job_->what + ": the store announced a version of " +
+                                              std::to_string(response_.blob_size) + " bytes with checksum " +
+                                              response_.checksum->text() + ", not the version of the ticket (" +
+                                              describe_version(*version) + ")");
     const bool reaches_end = job_->ticket.offset + total_ == response_.blob_size;
-    if (job_->whole && !reaches_end) {
-        fail(Errc::protocol_error, job_->what + ": a whole-Blob pull was answered with bytes [" +
-                                       std::to_string(job_->ticket.offset) + ", " +
-                                       std::to_string(job_->ticket.offset + total_) + ") of a Blob of " +
-                                       std::to_string(response_.blob_size) + " bytes");
-        return;
-    }
+    if (job_->whole && !reaches_end)
+        return failed(Errc::protocol_error, job_->what + ": a whole-Blob pull was answered with bytes [" +
+                                                std::to_string(job_->ticket.offset) + ", " +
+                                                std::to_string(job_->ticket.offset + total_) + ") of a Blob of " +
+                                                std::to_string(response_.blob_size) + " bytes");
     job_->sink->open(total_);
     // The whole Blob's checksum is checked for a whole-Blob pull, and for a
     // range that happens to cover the Blob (from byte 0, or after the bytes
@@ -378,7 +303,69 @@ void ClientConnection::handle_response()
     job_->verify = job_->verify && (job_->whole || (job_->ticket.offset == hashed_before && reaches_end));
     if (job_->verify && job_->sink->stable() && total_ >= HashPipeline::kBackgroundFrom) hash_.run_in_background();
     phase_ = Phase::pull_body;
-    advance_receive();
+    return Step::next;
+}
+
+ClientConnection::Step ClientConnection::read_pull_body()
+{
+    while (done_bytes_ < total_) {
+        auto [data, room] = job_->sink->window();
+        const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(room, total_ - done_bytes_));
+        const IoResult r = read_some(*io_, data, want);
+        if (r.blocked()) {
+            report_progress(false);
+            return Step::wait;
+        }
+        if (!r.done()) return lost("closed", r);
+        if (job_->verify) hash_.update(data, r.bytes());
+        job_->sink->commit(r.bytes());
+        done_bytes_ += r.bytes();
+        touch();
+    }
+    report_progress(true);
+    // Checked before the sink finishes: a mismatch abandons the output (a
+    // file this pull created is removed), never shows it.
+    if (job_->verify && !pull_checksum_matches()) return Step::stop;
+    job_->sink->finish();
+    complete(true);
+    return Step::stop;
+}
+
+bool ClientConnection::pull_checksum_matches()
+{
+    const Checksum received = hash_.finish();
+    if (received == *response_.checksum) return true;
+    const std::string kept = job_->ticket.offset == 0 ? std::string()
+                                                      : " together with the " + std::to_string(job_->ticket.offset) +
+                                                            " bytes the file already held (not a copy of this Blob?)";
+    fail(Errc::digest_mismatch, job_->what + ": the " + std::to_string(total_) + " bytes received" + kept +
+                                    " have checksum " + received.text() + ", not the Blob's " +
+                                    response_.checksum->text() + "; nothing was kept");
+    return false;
+}
+
+void ClientConnection::watch_idle(short revents)
+{
+    // The store closed an idle connection (or sent garbage): drop it.
+    // TLS: a record without application data is not a close.
+    const IoResult r = peek(*io_);
+    if (r.eof() || r.failed() || (revents & (POLLERR | POLLHUP))) {
+        phase_ = Phase::closed;
+        released_(this, false);
+    }
+}
+
+ClientConnection::Step ClientConnection::lost(const char* how, const IoResult& result)
+{
+    if (io_ && io_->tls() && result.error_number() == EPROTO)
+        return failed(Errc::transfer_failed, lost_message(how) + ": " + result.text());
+    return failed(Errc::transfer_failed, lost_message(how));
+}
+
+ClientConnection::Step ClientConnection::failed(Errc code, const std::string& message)
+{
+    fail(code, message);
+    return Step::stop;
 }
 
 void ClientConnection::report_progress(bool force)

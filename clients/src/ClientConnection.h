@@ -1,7 +1,8 @@
 #pragma once
 /// One TCP data connection to a store's data port, driven by the EventLoop:
 /// a non-blocking state machine that runs one transfer at a time
-/// (docs/PROTOCOL.md) and can be reused for the next.
+/// (docs/PROTOCOL.md) and can be reused for the next. All its I/O goes
+/// through the data plane's I/O layer (DataIo.h), as the store's does.
 
 #include "EventLoop.h"
 #include "Streams.h"
@@ -9,6 +10,7 @@
 
 #include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/common/UniqueFd.h>
+#include <blobstreaming/transporter/DataIo.h>
 #include <blobstreaming/transporter/Protocol.h>
 #include <blobstreaming/transporter/SocketOptions.h>
 #include <blobstreaming/transporter/Tls.h>
@@ -79,21 +81,53 @@ public:
     void fail(Errc code, const std::string& message);
 
 private:
-    enum class Phase { connecting, handshake, request, body, trailer, response, message, pull_body, idle, closed };
+    /// One state machine: each phase is one step below, run() moves from
+    /// phase to phase as far as the socket allows. The phases of
+    /// docs/PROTOCOL.md are named as the store's (ServerConnection) are;
+    /// `connecting`, `idle` and `closed` are the client's own.
+    enum class Phase {
+        connecting,    ///< the non-blocking connect of the first job
+        handshake,     ///< TLS handshake (TLS only; before the first Request)
+        request,       ///< sending the Request
+        push_body,     ///< sending the push's bytes from the source
+        push_trailer,  ///< sending the push's trailer (the Blob's checksum)
+        response,      ///< reading the Response (header, then its message)
+        pull_body,     ///< receiving the pull's bytes into the sink
+        idle,          ///< between jobs: watching for the store closing
+        closed,        ///< failed or dropped: the pool discards it
+    };
+    /// What a step leaves to run(): go on with the (new) phase, wait for the
+    /// socket, or stop (the job ended: complete() or fail() ran, and the
+    /// pool may already have given this connection its next job).
+    enum class Step { next, wait, stop };
 
+    void open_socket();
     void on_event(short revents);
-    void on_connected();
-    void advance_handshake();
-    void failed_io(const char* how, int err);
-    bool send_pending();  // false: would block or failed
-    void advance_send();
-    void advance_receive();
-    void handle_response();
+    /// Runs the steps, turning an Error (the source or sink failed) into fail().
+    void drive();
+    void run();
+    Step finish_connect();
+    Step step_handshake();
+    /// request, push_trailer: drains out_, then goes to `then`.
+    Step send_queued(Phase then);
+    Step send_push_body();
+    Step read_response();
+    Step on_response();
+    Step read_pull_body();
+    /// The push's trailer, queued after the body.
+    void queue_trailer();
+    /// A pull that covers the whole Blob: its bytes against the announced
+    /// checksum; false (and the job failed) when they differ.
+    bool pull_checksum_matches();
+    void watch_idle(short revents);
+    short interest() const noexcept;
+    /// fail() for a lost connection (`how`: "closed"), with the TLS reason.
+    Step lost(const char* how, const IoResult& result);
+    Step failed(Errc code, const std::string& message);
     void complete(bool reusable);
     void touch() noexcept { last_progress_ = std::chrono::steady_clock::now(); }
     void report_progress(bool force);
     std::string lost_message(const char* how) const;
-    void update_interest();
 
     EventLoop& loop_;
     std::string endpoint_;
@@ -104,12 +138,9 @@ private:
     std::unique_ptr<Channel> io_;
     Phase phase_ = Phase::connecting;
     std::unique_ptr<TransferJob> job_;
-    std::string out_;
-    std::size_t out_pos_ = 0;
-    std::uint8_t header_[protocol::kResponseHeaderSize] = {};
-    std::size_t header_pos_ = 0;
-    std::string message_;
-    std::size_t message_size_ = 0;
+    OutputBuffer out_;                                                           ///< the Request, then a push's trailer
+    FrameReader in_{protocol::kResponseHeaderSize + protocol::kMaxMessageSize};  ///< the Response
+    bool header_in_ = false;  ///< the Response's header is decoded, in_ now waits for its message
     protocol::Response response_;
     HashPipeline hash_;  ///< after job_: stopped before the job's buffers go
     std::uint64_t total_ = 0;

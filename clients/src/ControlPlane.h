@@ -62,7 +62,7 @@ public:
     /// The Blob's file when the store offers one on this very host.
     std::optional<LocalFile> find_local(const std::string& store, const std::string& name);
     BlobInfo stat(const std::string& store, const std::string& name);
-    /// The store rereads the Blob and checks its digest (Errc::corrupt).
+    /// The store rereads the Blob and checks its checksum (Errc::corrupt).
     BlobInfo verify(const std::string& store, const std::string& name);
     std::vector<BlobInfo> list(const std::string& store);
     void remove(const std::string& store, const std::string& name);

@@ -76,6 +76,22 @@ void read_exact(const LocalRange& range, std::uint64_t offset, std::uint8_t* out
     }
 }
 
+/// Maps the page tables of [data, data + n) of a file mapping in one call
+/// (MADV_POPULATE_READ, Linux 5.14): reading it then takes no page fault
+/// per 4 KiB. Best effort: an older kernel just faults as before.
+void populate(const std::uint8_t* data, std::size_t n) noexcept
+{
+#ifdef MADV_POPULATE_READ
+    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto start = reinterpret_cast<std::uintptr_t>(data) & ~(page - 1);
+    const auto end = reinterpret_cast<std::uintptr_t>(data) + n;
+    ::madvise(reinterpret_cast<void*>(start), end - start, MADV_POPULATE_READ);
+#else
+    (void)data;
+    (void)n;
+#endif
+}
+
 }  // namespace
 
 std::uint64_t copy_local(const LocalRange& range, Sink& sink, bool verify, const std::string& what,
@@ -89,7 +105,12 @@ std::uint64_t copy_local(const LocalRange& range, Sink& sink, bool verify, const
     // range it reads) stops its helper first on every way out.
     HashPipeline hash;
     hash.reset(ChecksumState(info.checksum.algorithm));
-    if (whole) {
+    // SHA-256 runs behind the copy on a helper thread, over the mapping.
+    // CRC32C follows the copy slice by slice: from the sink's window where
+    // the bytes were just read (hot in cache), else from the mapping with
+    // its page tables populated in one call.
+    const bool by_slice = whole && info.checksum.algorithm != ChecksumAlgorithm::sha256;
+    if (whole && !by_slice) {
         if (length >= HashPipeline::kBackgroundFrom) hash.run_in_background();
         hash.update(range.data(), static_cast<std::size_t>(length));
     }
@@ -99,10 +120,15 @@ std::uint64_t copy_local(const LocalRange& range, Sink& sink, bool verify, const
         auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kLocalSlice, length - done));
         if (const std::size_t moved = sink.copy_from_file(range.fd(), base + done, n); moved > 0) {
             n = moved;
+            if (by_slice) {
+                populate(range.data() + done, n);
+                hash.update(range.data() + done, n);
+            }
         } else {
             auto [window, room] = sink.window();
             n = std::min(n, room);
             read_exact(range, base + done, window, n, what);
+            if (by_slice) hash.update(window, n);
             sink.commit(n);
         }
         done += n;

@@ -1,19 +1,20 @@
 // The public Session API and its wiring: the reactor thread, the control
 // workers, Sync as a wait on Async, the control-plane queries, and the
-// throwing wrappers. Pushes and pulls are PushOperation and PullOperation.
+// throwing wrappers. Pushes and pulls are PushOperation and PullOperation,
+// series SeriesOperation.
 #include <blobstreaming/client/Session.h>
 
 #include "PullOperation.h"
 #include "PushOperation.h"
+#include "SeriesOperation.h"
 #include "SessionImpl.h"
 #include "StoreChoice.h"
 #include "TransferResult.h"
+#include "UserCallback.h"
 
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/SocketOptions.h>
-
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -66,13 +67,7 @@ std::chrono::milliseconds Session::Impl::tick_period(std::chrono::milliseconds t
 void Session::Impl::complete(const Completion& done, Result r)
 {
     loop.post([this, done, r = std::move(r)] {
-        try {
-            if (done) done(r);
-        } catch (const std::exception& e) {
-            spdlog::error("completion callback threw: {}", e.what());
-        } catch (...) {
-            spdlog::error("completion callback threw");
-        }
+        if (done) call_logged("completion callback", [&] { done(r); });
         --pending;
     });
 }
@@ -82,6 +77,17 @@ void Session::Impl::control_call(std::function<void()> call, std::function<void(
     std::lock_guard<std::mutex> lock(control_mutex_);
     if (closing_) loop.post(std::move(if_closed));
     else control->submit(std::move(call), std::move(blob));
+}
+
+std::size_t Session::Impl::series_window() const noexcept
+{
+    return std::min<std::size_t>(kPushesAhead, 2 * std::max(1u, options.max_connections_per_endpoint));
+}
+
+bool Session::Impl::closing()
+{
+    std::lock_guard<std::mutex> lock(control_mutex_);
+    return closing_;
 }
 
 void Session::Impl::admit_push(std::function<void()> start)
@@ -180,6 +186,18 @@ void Session::pull(std::string name, PullSink sink, PullOptions options, Mode mo
     impl_->run(mode, std::move(done), [&](Completion c) {
         PullOperation::start(*impl_, std::move(name), std::move(sink), std::move(options), std::move(c));
     });
+}
+
+void Session::push_series(std::vector<PushSlice> slices, PushOptions options, Mode mode, SeriesCompletion done,
+                          SliceCompletion slice_done)
+{
+    SeriesOperation::push(*impl_, std::move(slices), std::move(options), mode, std::move(done), std::move(slice_done));
+}
+
+void Session::pull_series(std::vector<PullSlice> slices, PullOptions options, Mode mode, SeriesCompletion done,
+                          SliceCompletion slice_done)
+{
+    SeriesOperation::pull(*impl_, std::move(slices), std::move(options), mode, std::move(done), std::move(slice_done));
 }
 
 namespace {

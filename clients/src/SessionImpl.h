@@ -52,6 +52,12 @@ public:
     /// Pushes that may hold a reservation at once: twice the data
     /// connections per endpoint by default, enough to keep them all busy.
     static constexpr std::size_t kPushesAhead = 16;
+    /// Slices of one series in flight at once: two per data connection (one
+    /// streaming, one with its ticket ready), at most kPushesAhead.
+    std::size_t series_window() const noexcept;
+    /// Any thread: whether the Session is being destroyed (operations
+    /// started now complete with Errc::cancelled).
+    bool closing();
 
     /// Caller thread: starts an operation in `mode`; `start` receives the
     /// completion to use. Mode::Sync returns once it has run.

@@ -23,7 +23,7 @@ namespace blobstreaming::client {
 namespace {
 
 /// sendfile(2) from the file (TLS: SSL_write from the mapping, sendfile
-/// cannot encrypt); the digest is taken from the mapping. The size is the
+/// cannot encrypt); the checksum is taken from the mapping. The size is the
 /// one at open: later appends are not sent; a file that shrinks fails the
 /// push when the bytes it lost are due (sendfile then finds the end early).
 class FileSource final : public Source {

@@ -60,7 +60,7 @@ std::unique_ptr<Source> open_source(const PushSource& source, const std::string&
 /// Where the bytes of a pull go. Life cycle, driven by one transfer:
 /// open(), then window()/commit() until every byte is in, then either
 /// finish() (success) or abandon() (failure, also before open()), at most
-/// one of the two. The transfer checks the digest before finish(), so that
+/// one of the two. The transfer checks the checksum before finish(), so that
 /// a Blob that does not match is never made visible.
 class Sink {
 public:

@@ -1,6 +1,8 @@
 // The one place where exceptions from application callbacks become Errors.
 #include "UserCallback.h"
 
+#include <spdlog/spdlog.h>
+
 #include <exception>
 
 namespace blobstreaming::client {
@@ -15,6 +17,17 @@ void rethrow_from_callback(const char* role, const std::string& what)
         throw Error(Errc::io_error, what + ": the " + role + " threw: " + e.what());
     } catch (...) {
         throw Error(Errc::io_error, what + ": the " + role + " threw an exception that is not a std::exception");
+    }
+}
+
+void call_logged(const char* role, const std::function<void()>& callback) noexcept
+{
+    try {
+        callback();
+    } catch (const std::exception& e) {
+        spdlog::error("{} threw: {}", role, e.what());
+    } catch (...) {
+        spdlog::error("{} threw", role);
     }
 }
 

@@ -7,6 +7,7 @@
 
 #include <blobstreaming/common/Error.h>
 
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -18,6 +19,11 @@ namespace blobstreaming::client {
 /// <its what()>" (or "... threw an exception that is not a std::exception").
 /// Call only from a catch block.
 [[noreturn]] void rethrow_from_callback(const char* role, const std::string& what);
+
+/// Runs `callback()`, a callback whose exceptions can no longer fail
+/// anything (a completion: its operation has ended); logs what it throws as
+/// "<role> threw: <what()>" and drops it.
+void call_logged(const char* role, const std::function<void()>& callback) noexcept;
 
 /// Runs `callback(args...)`; what it throws becomes an Error as
 /// rethrow_from_callback() says. `role` names the callback in messages

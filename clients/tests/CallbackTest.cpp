@@ -116,15 +116,7 @@ constexpr std::uint64_t kSize = 3 * 1024 * 1024;  // more than one producer call
 void check_nothing_stored(Session& session, const std::string& name)
 {
     for (const auto& blob : session.list("ws")) BOOST_TEST(blob.info.name != name);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    std::uint64_t reserved = 0;
-    do {
-        reserved = 0;
-        for (const auto& store : session.stores()) reserved += store.reserved;
-        if (reserved == 0) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    } while (std::chrono::steady_clock::now() < deadline);
-    BOOST_TEST(reserved == 0u, name << ": bytes still reserved");
+    BOOST_TEST(reserved_once_settled(session) == 0u, name << ": bytes still reserved");
 }
 
 /// A Blob of kSize bytes to pull.

@@ -15,7 +15,6 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <fstream>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -55,21 +54,6 @@ private:
     int running_ = 0;
     int peak_ = 0;
 };
-
-/// The requests the daemon dispatched, in order, from its trace file.
-std::vector<std::string> dispatched(const std::string& trace_file)
-{
-    std::ifstream in(trace_file);
-    std::vector<std::string> ops;
-    const std::string marker = "Dispatching remote call '";
-    for (std::string line; std::getline(in, line);) {
-        const auto at = line.find(marker);
-        if (at == std::string::npos) continue;
-        const auto begin = at + marker.size();
-        ops.push_back(line.substr(begin, line.find('\'', begin) - begin));
-    }
-    return ops;
-}
 
 }  // namespace
 
@@ -140,12 +124,9 @@ BOOST_AUTO_TEST_CASE(threads_start_lazily_up_to_the_bound)
 
 BOOST_AUTO_TEST_CASE(a_push_is_one_control_call)
 {
-    NameServer ns;
-    const std::string trace = ns.dir() + "/daemon.trace";
-    StoreDaemon daemon(ns, "traced", "memory:64M", trace);
-    Session::Options o = options_for(ns.url());
-    o.default_store = "traced";
-    Session session(o);
+    TracedStore traced;
+    const std::string& trace = traced.trace;
+    Session session(traced.options());
     const std::vector<std::uint8_t> bytes(100000, 7);
     session.push_memory(bytes.data(), bytes.size(), "first");  // opens the transporter
     const std::size_t before = dispatched(trace).size();

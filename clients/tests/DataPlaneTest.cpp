@@ -10,12 +10,13 @@
 
 #include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/UniqueFd.h>
 #include <blobstreaming/transporter/Protocol.h>
 
 #define BOOST_TEST_MODULE DataPlaneTest
 #include <boost/test/unit_test.hpp>
 
-#include "TestSupport.h"  // after the module definition: it includes Boost.Test
+#include "ProtocolPeer.h"
 
 #include <arpa/inet.h>
 #include <atomic>
@@ -32,8 +33,7 @@
 
 using namespace blobstreaming;
 using namespace blobstreaming::client;
-using blobstreaming::test::read_all;
-using blobstreaming::test::write_all;
+using blobstreaming::test::ProtocolPeer;
 
 namespace {
 
@@ -43,7 +43,8 @@ namespace {
 /// the new Blob's size and digest, and the new Blob's first bytes.
 enum class Behaviour { serve, refuse, drop_midway, stall, corrupt, replaced };
 
-/// A fake store data port on 127.0.0.1:ephemeral, one thread per connection.
+/// A fake store data port on 127.0.0.1:ephemeral, one thread per
+/// connection, each a ProtocolPeer in the store's role.
 class FakeDataPort {
 public:
     FakeDataPort()
@@ -105,7 +106,7 @@ private:
         ChecksumAlgorithm algorithm;
     };
 
-    static void respond(int fd, Errc status, std::uint64_t length, std::optional<Checksum> checksum,
+    static void respond(ProtocolPeer& peer, Errc status, std::uint64_t length, std::optional<Checksum> checksum,
                         const std::string& message, std::optional<std::uint64_t> blob_size = std::nullopt)
     {
         protocol::Response r;
@@ -114,8 +115,7 @@ private:
         r.blob_size = blob_size.value_or(length);
         r.checksum = checksum;
         r.message = message;
-        const std::string bytes = protocol::encode(r);
-        write_all(fd, bytes.data(), bytes.size());
+        peer.send_response(r);
     }
 
     void accept_loop()
@@ -135,14 +135,25 @@ private:
 
     void serve(int fd)
     {
+        ProtocolPeer peer(UniqueFd(fd), "the client", std::chrono::seconds(20));
+        try {
+            serve(peer);
+        } catch (const Error&) {
+            // The client closed the connection or broke it: done with it.
+        }
+        std::lock_guard<std::mutex> lock(mutex_);
+        ::shutdown(fd, SHUT_RDWR);
+        open_.erase(std::remove(open_.begin(), open_.end(), fd), open_.end());
+    }  // closes fd
+
+    void serve(ProtocolPeer& peer)
+    {
         for (;;) {
-            std::uint8_t frame[protocol::kRequestSize];
-            if (!read_all(fd, frame, sizeof frame)) break;
             protocol::Request request;
             std::string why;
-            if (protocol::decode(frame, request, why)) {
-                respond(fd, Errc::protocol_error, 0, {}, why);
-                break;
+            if (!peer.receive_request(request, why)) {
+                respond(peer, Errc::protocol_error, 0, {}, why);
+                return;
             }
             std::optional<Entry> entry;
             {
@@ -154,62 +165,57 @@ private:
                 }
             }
             if (!entry || entry->type != request.type || entry->behaviour == Behaviour::refuse) {
-                respond(fd, Errc::refused, 0, {}, "unknown ticket " + protocol::ticket_tag(request.ticket));
-                break;
+                respond(peer, Errc::refused, 0, {}, "unknown ticket " + protocol::ticket_tag(request.ticket));
+                return;
             }
             if (entry->behaviour == Behaviour::stall) {
-                std::uint8_t sink[4096];
-                while (::recv(fd, sink, sizeof sink, 0) > 0) {
-                    // Swallow everything, never answer: the client must give up.
-                }
-                break;
+                peer.swallow();  // never answer: the client must give up
+                return;
             }
             if (request.type == protocol::FrameType::push) {
                 std::vector<std::uint8_t> bytes(request.length);
-                const std::size_t take = entry->behaviour == Behaviour::drop_midway ? bytes.size() / 2 : bytes.size();
-                if (!read_all(fd, bytes.data(), take) || entry->behaviour == Behaviour::drop_midway) break;
-                std::uint8_t trailer_frame[protocol::kTrailerSize];
-                if (!read_all(fd, trailer_frame, sizeof trailer_frame)) break;
-                protocol::Trailer trailer;
+                if (entry->behaviour == Behaviour::drop_midway) {
+                    peer.receive(bytes.data(), bytes.size() / 2);
+                    return;
+                }
+                peer.receive(bytes.data(), bytes.size());
+                std::string trailer_why;
+                const auto trailer = peer.receive_trailer(trailer_why);
                 const Checksum checksum = ChecksumState::of(entry->algorithm, bytes.data(), bytes.size());
-                if (protocol::decode(trailer_frame, trailer, why) || trailer.checksum != checksum) {
-                    respond(fd, Errc::digest_mismatch, 0, {}, "trailer does not match");
-                    break;
+                if (!trailer || *trailer != checksum) {
+                    respond(peer, Errc::digest_mismatch, 0, {}, "trailer does not match");
+                    return;
                 }
                 {
                     std::lock_guard<std::mutex> lock(mutex_);
                     received_[request.ticket] = bytes;
                 }
-                respond(fd, Errc::ok, bytes.size(), checksum, "");
-            } else {
-                const auto& c = entry->content;
-                if (entry->behaviour == Behaviour::replaced) {
-                    std::vector<std::uint8_t> now(c.size() + 1000, 0x5a);
-                    std::copy(c.begin(), c.end(), now.begin());
-                    now[0] ^= 0xff;
-                    respond(fd, Errc::ok, c.size(), ChecksumState::of(entry->algorithm, now.data(), now.size()), "",
-                            now.size());
-                    if (!write_all(fd, now.data(), c.size())) break;
-                    continue;
-                }
-                respond(fd, Errc::ok, c.size(), ChecksumState::of(entry->algorithm, c.data(), c.size()), "");
-                if (entry->behaviour == Behaviour::drop_midway) {
-                    write_all(fd, c.data(), c.size() / 2);
-                    break;
-                }
-                if (entry->behaviour == Behaviour::corrupt) {
-                    std::vector<std::uint8_t> bad = c;
-                    bad[bad.size() * 3 / 4] ^= 0x20;
-                    if (!write_all(fd, bad.data(), bad.size())) break;
-                    continue;
-                }
-                if (!write_all(fd, c.data(), c.size())) break;
+                respond(peer, Errc::ok, bytes.size(), checksum, "");
+                continue;
             }
+            const auto& c = entry->content;
+            if (entry->behaviour == Behaviour::replaced) {
+                std::vector<std::uint8_t> now(c.size() + 1000, 0x5a);
+                std::copy(c.begin(), c.end(), now.begin());
+                now[0] ^= 0xff;
+                respond(peer, Errc::ok, c.size(), ChecksumState::of(entry->algorithm, now.data(), now.size()), "",
+                        now.size());
+                peer.send(now.data(), c.size());
+                continue;
+            }
+            respond(peer, Errc::ok, c.size(), ChecksumState::of(entry->algorithm, c.data(), c.size()), "");
+            if (entry->behaviour == Behaviour::drop_midway) {
+                peer.send(c.data(), c.size() / 2);
+                return;
+            }
+            if (entry->behaviour == Behaviour::corrupt) {
+                std::vector<std::uint8_t> bad = c;
+                bad[bad.size() * 3 / 4] ^= 0x20;
+                peer.send(bad.data(), bad.size());
+                continue;
+            }
+            peer.send(c.data(), c.size());
         }
-        std::lock_guard<std::mutex> lock(mutex_);
-        ::shutdown(fd, SHUT_RDWR);
-        open_.erase(std::remove(open_.begin(), open_.end(), fd), open_.end());
-        ::close(fd);
     }
 
     int listener_ = -1;
@@ -287,7 +293,8 @@ BOOST_FIXTURE_TEST_CASE(push_sends_bytes_and_trailer_and_gets_the_ack, Fixture)
     const auto out = run(std::move(job));
     BOOST_TEST(!out.error, out.message);
     BOOST_TEST(out.bytes == bytes.size());
-    BOOST_TEST(out.response.checksum.value().text() == test::reference_checksum(bytes).text());
+    BOOST_TEST(out.response.checksum.value().text() ==
+               ChecksumState::of(ChecksumAlgorithm::crc32c, bytes.data(), bytes.size()).text());
     BOOST_TEST((port.stored(t) == bytes));
 }
 
@@ -349,7 +356,7 @@ BOOST_FIXTURE_TEST_CASE(a_whole_pull_answered_with_another_version_fails, Fixtur
     auto job = pull_job(content, &got, Behaviour::replaced);
     BlobInfo version;
     version.size = content.size();
-    version.checksum = test::reference_checksum(content);
+    version.checksum = ChecksumState::of(ChecksumAlgorithm::crc32c, content.data(), content.size());
     job->ticket.version = version;
     job->whole = true;
     auto out = run(std::move(job));

@@ -13,6 +13,7 @@
 #include "TestProcesses.h"
 
 #include <arpa/inet.h>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -81,12 +82,17 @@ BOOST_AUTO_TEST_CASE(control_plane_errors_without_stores)
 
         // Async: exactly one completion, never inside the starting call; a
         // Sync call from inside a completion is refused.
-        int completions = 0;
-        bool inside_start = true;
+        // (Thread mode: the completion runs on the Session's thread, maybe
+        // before locate() has returned here, never on this one; Caller
+        // mode: on this thread, in run_once() after locate() returned.)
+        std::atomic<int> completions{0};
+        std::atomic<bool> inside_start{true};
+        const auto caller = std::this_thread::get_id();
         std::optional<Error> nested;
         session.locate("CT.1", Mode::Async, [&](const Result& r) {
             ++completions;
-            BOOST_TEST(!inside_start);
+            if (mode == ReactorMode::Thread) BOOST_TEST((std::this_thread::get_id() != caller));
+            else BOOST_TEST(!inside_start.load());
             BOOST_TEST(r.ok());
             nested = error_of([&] { session.stores(); });
         });
@@ -96,7 +102,7 @@ BOOST_AUTO_TEST_CASE(control_plane_errors_without_stores)
             if (mode == ReactorMode::Caller) session.run_once(std::chrono::milliseconds(100));
             else std::this_thread::sleep_for(std::chrono::milliseconds(5));
         }
-        BOOST_TEST(completions == 1);
+        BOOST_TEST(completions.load() == 1);
         BOOST_REQUIRE(nested.has_value());
         BOOST_TEST(static_cast<int>(nested->code()) == static_cast<int>(Errc::invalid_argument));
     }

@@ -1,6 +1,8 @@
 #pragma once
 // Processes the client tests run for real: omniNames and blobstored on
-// 127.0.0.1 with ephemeral ports and temporary directories, stopped by PID.
+// 127.0.0.1 with ephemeral ports and temporary directories, stopped by PID;
+// and what the tests read back from them (a daemon's request trace, the
+// stores' reservations).
 
 #include <blobstreaming/client/Session.h>
 #include <blobstreaming/common/Error.h>
@@ -12,6 +14,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <fcntl.h>
+#include <fstream>
 #include <netinet/in.h>
 #include <poll.h>
 #include <string>
@@ -19,6 +22,7 @@
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 namespace blobstreaming::client::test {
 
@@ -149,5 +153,67 @@ public:
 private:
     pid_t pid_ = -1;
 };
+
+/// omniNames, a FileStore "ws" and a MemoryStore "mem", started once per
+/// test program (at the first call) and shared by its cases.
+struct SharedStores {
+    NameServer ns;
+    StoreDaemon ws{ns, "ws", "file:" + ns.dir() + "/ws"};
+    StoreDaemon mem{ns, "mem", "memory:64M"};
+};
+
+inline SharedStores& shared_stores()
+{
+    static SharedStores s;
+    return s;
+}
+
+/// omniNames and a MemoryStore "traced" whose ORB logs every request it
+/// dispatches to `trace` (read it with dispatched()).
+struct TracedStore {
+    NameServer ns;
+    std::string trace = ns.dir() + "/daemon.trace";
+    StoreDaemon daemon{ns, "traced", "memory:64M", trace};
+
+    /// Session options for it, "traced" as the default store.
+    Session::Options options() const
+    {
+        Session::Options o = options_for(ns.url());
+        o.default_store = "traced";
+        return o;
+    }
+};
+
+/// The requests a StoreDaemon started with a `trace_file` dispatched, in
+/// order (the operation names: "push", "send", ...).
+inline std::vector<std::string> dispatched(const std::string& trace_file)
+{
+    std::ifstream in(trace_file);
+    std::vector<std::string> ops;
+    const std::string marker = "Dispatching remote call '";
+    for (std::string line; std::getline(in, line);) {
+        const auto at = line.find(marker);
+        if (at == std::string::npos) continue;
+        const auto begin = at + marker.size();
+        ops.push_back(line.substr(begin, line.find('\'', begin) - begin));
+    }
+    return ops;
+}
+
+/// The bytes reserved in every store, once that is 0 or after 10 s: a
+/// failed push's reservation is dropped by the daemon when its data
+/// connection sees the end, which may come just after the completion.
+inline std::uint64_t reserved_once_settled(Session& session)
+{
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    std::uint64_t reserved = 0;
+    do {
+        reserved = 0;
+        for (const auto& store : session.stores()) reserved += store.reserved;
+        if (reserved == 0) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    } while (std::chrono::steady_clock::now() < deadline);
+    return reserved;
+}
 
 }  // namespace blobstreaming::client::test

@@ -42,18 +42,7 @@ std::vector<std::uint8_t> pattern(std::size_t size, unsigned seed)
     return v;
 }
 
-/// omniNames, a FileStore "ws" and a MemoryStore "mem", shared by all cases.
-struct Stores {
-    NameServer ns;
-    StoreDaemon ws{ns, "ws", "file:" + ns.dir() + "/ws"};
-    StoreDaemon mem{ns, "mem", "memory:64M"};
-};
-
-Stores& stores()
-{
-    static Stores s;
-    return s;
-}
+SharedStores& stores() { return shared_stores(); }
 
 Session::Options options(const std::string& store, ReactorMode mode = ReactorMode::Thread)
 {

@@ -4,7 +4,7 @@ ephemeral ports, each stopped by PID; every wait on a condition with a
 deadline, every subprocess call with a timeout.
 
   checks     exit codes, TestFailure/TestSkipped, step, check, wait_for, program
-  files      random files and digests, byte ranges, FileStore reservations
+  files      random files and their checksums, byte ranges, FileStore reservations
   ports      free_port (for programs without a port 0 mode)
   processes  Process (stop by PID), Service (ready line), JsonLines, /proc
   naming     omniNames command line and readiness (nameclt)
@@ -28,7 +28,7 @@ from .checks import (EXIT, SKIP, MiB, TestFailure, TestSkipped, build_dir, check
 from .cli import BlobResult, DriverShell, run_blob  # noqa: E402
 from .cluster import Cluster  # noqa: E402
 from .daemons import Daemon  # noqa: E402
-from .files import (FILE_HEADER, read_range, reservation_written_past, sha256_bytes, sha256_file,  # noqa: E402
+from .files import (FILE_HEADER, checksum_bytes, checksum_file, read_range, reservation_written_past,  # noqa: E402
                     write_random)
 from .ports import free_port  # noqa: E402
 from .processes import JsonLines, Process, Service, peak_rss_kib, proc_status, start_service  # noqa: E402
@@ -37,6 +37,6 @@ from .workspace import Workspace  # noqa: E402
 
 __all__ = ["EXIT", "SKIP", "MiB", "TestFailure", "TestSkipped", "build_dir", "check", "check_equal", "program",
            "src_dir", "step", "wait_for", "BlobResult", "DriverShell", "run_blob", "Cluster", "Daemon",
-           "FILE_HEADER", "read_range", "reservation_written_past", "sha256_bytes", "sha256_file", "write_random",
+           "FILE_HEADER", "checksum_bytes", "checksum_file", "read_range", "reservation_written_past", "write_random",
            "free_port", "JsonLines", "Process", "Service", "peak_rss_kib", "proc_status", "start_service", "main",
            "run", "Workspace"]

@@ -64,11 +64,11 @@ class BlobResult:
         return self
 
 
-def run_blob(args, naming, env, store=None, json_out=True, timeout=300, stdin=None, binary=False):
-    """Runs `blob --naming URL [--store S] [--json] ARGS...`. With
-    binary=True, stdout is kept as bytes (pull NAME -) and the JSON object
-    is read from stderr."""
-    argv = [program("clients/blob"), "--naming", naming]
+def run_blob(args, naming, env, store=None, json_out=True, timeout=300, stdin=None, binary=False, blob=None):
+    """Runs `blob --naming URL [--store S] [--json] ARGS...` (`blob`: the
+    program's path, default the build tree's). With binary=True, stdout is
+    kept as bytes (pull NAME -) and the JSON object is read from stderr."""
+    argv = [blob or program("clients/blob"), "--naming", naming]
     if store:
         argv += ["--store", store]
     if json_out:

@@ -7,7 +7,7 @@ import subprocess
 
 from .checks import TestFailure, check, check_equal, program, step, wait_for
 from .cli import run_blob
-from .files import sha256_file
+from .files import checksum_file
 from .daemons import READY, Daemon, blobstored_argv
 from .naming import naming_url, nameclt_answers, omninames_argv, omninames_program
 from .ports import free_port
@@ -21,6 +21,7 @@ class Cluster(Workspace):
     def __init__(self, test_name):
         super().__init__(test_name)
         self.naming = None
+        self.blob_program = None  # `blob` of the build tree (program()), or this path
         self.env.pop("BLOBSTREAMING_NAMING", None)
         self.env.pop("OMNIORB_CONFIG", None)
 
@@ -107,12 +108,12 @@ class Cluster(Workspace):
     def blob(self, *args, store=None, json_out=True, timeout=300, stdin=None, binary=False, naming=None):
         """Runs `blob [--naming URL] [--store S] [--json] ARGS...` (cli.run_blob)."""
         return run_blob(args, naming or self.naming, self.env, store=store, json_out=json_out, timeout=timeout,
-                        stdin=stdin, binary=binary)
+                        stdin=stdin, binary=binary, blob=self.blob_program)
 
-    def pull_sha256(self, name, store, out):
-        """Pulls `name` over TCP (--no-local) into `out`; the SHA-256 of what came."""
+    def pull_checksum(self, name, store, out, algorithm="crc32c"):
+        """Pulls `name` over TCP (--no-local) into `out`; the checksum of what came."""
         self.blob("--no-local", "pull", name, out, store=store).ok()
-        return sha256_file(out)
+        return checksum_file(out, algorithm)
 
     def run(self, argv, timeout=300):
         """Runs a program to completion: (exit code, stdout, stderr)."""

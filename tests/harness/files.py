@@ -1,43 +1,77 @@
-"""Test data on disk: random files with their digests, byte ranges, and the
-FileStore's reservation files."""
+"""Test data on disk: random files with their checksums, byte ranges, and
+the FileStore's reservation files.
+
+A checksum is in the text form of the blob CLI and its JSON: `crc32c:` and 8
+hex digits (the default algorithm of every store) or `sha256:` and 64. CRC32C
+is computed by the built `blob checksum` (Python has none; tests/
+test_checksum_cli.py holds that tool to an independent implementation),
+SHA-256 by hashlib."""
 
 import hashlib
+import json
 import os
+import subprocess
 
-from .checks import MiB
+from .checks import MiB, TestFailure, program
 
 FILE_HEADER = 4096  # FileStore: byte i of a Blob is at file offset 4096 + i
+ALGORITHMS = ("crc32c", "sha256")
 
 
-def sha256_file(path):
+def _blob_checksum(args, algorithm, stdin=None):
+    """`blob checksum --json --checksum ALGORITHM ARGS...`: the checksum texts
+    of its files, in order."""
+    argv = [program("clients/blob"), "checksum", "--json", "--checksum", algorithm] + list(args)
+    io = {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}
+    try:
+        r = subprocess.run(argv, capture_output=True, timeout=300, **io)
+    except subprocess.TimeoutExpired:
+        raise TestFailure(f"`{' '.join(argv)}` did not finish within 300 s") from None
+    if r.returncode != 0:
+        raise TestFailure(f"`{' '.join(argv)}` exited {r.returncode}: {r.stderr.decode('utf-8', 'replace').strip()}")
+    return [f["checksum"] for f in json.loads(r.stdout)["files"]]
+
+
+def _check_algorithm(algorithm):
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"checksum algorithm {algorithm!r} (allowed: {', '.join(ALGORITHMS)})")
+
+
+def checksum_file(path, algorithm="crc32c"):
+    """The checksum of the file at `path` as text (`crc32c:e3069283`)."""
+    _check_algorithm(algorithm)
+    if algorithm == "crc32c":
+        return _blob_checksum([path], algorithm)[0]
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(4 * MiB), b""):
             h.update(chunk)
-    return h.hexdigest()
+    return "sha256:" + h.hexdigest()
 
 
-def sha256_bytes(data):
-    return hashlib.sha256(data).hexdigest()
+def checksum_bytes(data, algorithm="crc32c"):
+    """The checksum of `data` as text (`crc32c:e3069283`)."""
+    _check_algorithm(algorithm)
+    if algorithm == "crc32c":
+        return _blob_checksum(["-"], algorithm, stdin=bytes(data))[0]
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def write_random(path, size, seed_block=MiB):
+def write_random(path, size, seed_block=MiB, algorithm="crc32c"):
     """A file of `size` pseudo-random bytes, fast: one random block, rotated
-    between writes so that no two blocks are equal. Returns its SHA-256."""
+    between writes so that no two blocks are equal. Returns its checksum
+    (None with algorithm=None: no checksum, no `blob` program needed)."""
     block = os.urandom(seed_block)
-    h = hashlib.sha256()
     with open(path, "wb") as f:
         left = size
         shift = 1
         while left:
             n = min(left, len(block))
-            chunk = block[:n]
-            f.write(chunk)
-            h.update(chunk)
+            f.write(block[:n])
             left -= n
             block = block[shift:] + block[:shift]
             shift = shift % 4093 + 1
-    return h.hexdigest()
+    return checksum_file(path, algorithm) if algorithm else None
 
 
 def read_range(path, offset, length):

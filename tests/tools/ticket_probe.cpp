@@ -18,23 +18,17 @@
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/common/Error.h>
-#include <blobstreaming/common/UniqueFd.h>
 #include <blobstreaming/transporter/Protocol.h>
+#include <blobstreaming/transporter/corba/ChecksumIdl.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Orb.h>
 
-#include "ProbeConnection.h"
+#include "ProbeTickets.h"
+#include "ProtocolPeer.h"
 
 #include <BlobStreaming.hh>
 
-#include <netdb.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -103,17 +97,14 @@ std::string response_fields(const protocol::Response& response)
 
 /// A well-formed pull with a valid ticket: the bytes are read and hashed, so
 /// that the first use of a ticket is known to have worked.
-std::string first_use(ProbeConnection& connection, const BlobStreaming::TransferTicket& ticket)
+std::string first_use(test::ProtocolPeer& connection, const BlobStreaming::TransferTicket& ticket)
 {
-    connection.send_request(protocol::FrameType::pull, ticket_of(ticket.id), ticket.offset, ticket.length);
-    const protocol::Response response = connection.read_response();
+    ChecksumState hash(corba::algorithm_of(ticket.checksum).value_or(kDefaultChecksum));
+    const protocol::Response response = connection.pull(ticket_of(ticket.id), ticket.offset, ticket.length, &hash);
     std::string out = "{" + response_fields(response);
-    if (response.status == Errc::ok) {
-        ChecksumState hash(response.checksum ? response.checksum->algorithm : kDefaultChecksum);
-        connection.receive_body(response.length, &hash);
+    if (response.status == Errc::ok)
         out += ",\"checksum\":" + json_string(response.checksum ? response.checksum->text() : std::string()) +
                ",\"received_checksum\":" + json_string(hash.finish().text());
-    }
     return out + "}";
 }
 
@@ -135,9 +126,10 @@ int run(const Options& options)
     protocol::Response refusal;
     protocol::TicketId presented{};
     const auto connect = [&] {
-        return std::make_unique<ProbeConnection>(endpoint->host.in(), endpoint->port, kIoTimeoutSeconds);
+        return std::make_unique<test::ProtocolPeer>(
+            test::ProtocolPeer::connect(endpoint->host.in(), endpoint->port, std::chrono::seconds(kIoTimeoutSeconds)));
     };
-    std::unique_ptr<ProbeConnection> connection;
+    std::unique_ptr<test::ProtocolPeer> connection;
     const std::string& mode = options.mode;
     if (mode == "reuse") {
         BlobStreaming::TransferTicket_var ticket = pull_ticket(transporter, options, 0, 0);
@@ -190,10 +182,8 @@ int run(const Options& options)
         for (std::size_t i = 0; i < body.size(); ++i) body[i] = static_cast<std::uint8_t>(i * 7 + 1);
         Checksum wrong = ChecksumState::of(kDefaultChecksum, body.data(), body.size());
         wrong.value[0] = static_cast<std::uint8_t>(wrong.value[0] ^ 0xff);
-        std::uint8_t trailer[protocol::kTrailerSize];
-        protocol::encode(protocol::Trailer{wrong}, trailer);
-        connection->send_all(body.data(), body.size());
-        connection->send_all(trailer, sizeof trailer);
+        connection->send(body.data(), body.size());
+        connection->send_trailer(wrong);
     } else if (mode == "stale" || mode == "stale-range") {
         // A ticket for the version committed now, presented after the test
         // replaced or removed the Blob: the probe says "issued" on stdout and
@@ -215,14 +205,14 @@ int run(const Options& options)
         std::uint8_t junk[protocol::kRequestSize] = {};
         const char http[] = "GET / HTTP/1.1\r\nHost: blobstored\r\n\r\n";
         std::memcpy(junk, http, std::min(sizeof junk, sizeof http - 1));
-        connection->send_all(junk, sizeof junk);
+        connection->send(junk, sizeof junk);
     } else {
         throw Error(
             Errc::invalid_argument,
             "unknown --mode \"" + mode +
                 "\" (allowed: reuse, expire, wrong-direction, wrong-range, random, garbage, bad-digest, stale, stale-range)");
     }
-    refusal = connection->read_response();
+    refusal = connection->receive_response();
     // A refused or garbled Request must close the connection; after other
     // outcomes the daemon may keep it for the next transfer.
     const bool must_close = refusal.status == Errc::refused || refusal.status == Errc::protocol_error;

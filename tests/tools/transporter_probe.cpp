@@ -26,25 +26,19 @@
 /// Exit 0 when the mode ran, 1 on usage errors, 2 when the probe could not run.
 
 #include <blobstreaming/common/Error.h>
-#include <blobstreaming/common/UniqueFd.h>
 #include <blobstreaming/transporter/Protocol.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Orb.h>
 
-#include "ProbeConnection.h"
+#include "ProbeTickets.h"
+#include "ProtocolPeer.h"
 
 #include <BlobStreaming.hh>
 
 #include <nlohmann/json.hpp>
 
-#include <netdb.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -99,14 +93,17 @@ int notices(CORBA::ORB_ptr orb, const Options& options)
         transporter->observe(observer);
     }
 
-    ProbeConnection data(endpoint->host.in(), endpoint->port, kIoTimeoutSeconds);
+    auto data =
+        test::ProtocolPeer::connect(endpoint->host.in(), endpoint->port, std::chrono::seconds(kIoTimeoutSeconds));
     const BlobStreaming::TimeValue no_timeout{0, 0};
     std::vector<std::string> issued;
     const auto t0 = Clock::now();
     for (unsigned long i = 1; i <= count; ++i) {
         BlobStreaming::TransferTicket_var ticket = transporter->send(blob.c_str(), 0, 0, false, no_timeout, semantics);
         issued.push_back(hex_of(ticket_of(ticket->id)));
-        data.pull(ticket.in());
+        const protocol::Response response = data.pull(ticket_of(ticket->id), ticket->offset, ticket->length);
+        if (response.status != Errc::ok)
+            throw Error(response.status, "pull refused by the data port: " + response.message);
         std::cout << json{{"pulled", i}, {"seconds", seconds_since(t0)}}.dump() << std::endl;
     }
     json summary{{"done", true}, {"pulls", count}, {"seconds", seconds_since(t0)}, {"tickets", issued}};

@@ -2,9 +2,13 @@
 
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/UniqueFd.h>
+#include <blobstreaming/transporter/DataIo.h>
+#include <blobstreaming/transporter/Protocol.h>
 
 #define BOOST_TEST_MODULE TlsTest
 #include <boost/test/unit_test.hpp>
+
+#include "SocketPair.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -80,21 +84,7 @@ const Certificates& certificates()
         return;                                                                                                        \
     }
 
-struct Pair {
-    UniqueFd a, b;
-    explicit Pair(int buffer = 0)
-    {
-        int fds[2];
-        BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) == 0);
-        a.reset(fds[0]);
-        b.reset(fds[1]);
-        if (buffer > 0)
-            for (int fd : fds) {
-                ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof buffer);
-                ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
-            }
-    }
-};
+using Pair = test::SocketPair;
 
 /// Drives both handshakes until neither wants more (bounded).
 void handshake(Channel& client, Channel& server, Channel::Handshake& c, Channel::Handshake& s)
@@ -158,6 +148,22 @@ BOOST_AUTO_TEST_CASE(unusable_files_are_named)
     }
 }
 
+/// A store and a client channel over a socket pair, handshaken (the
+/// certificates must exist: REQUIRE_CERTIFICATES() first).
+struct Connected {
+    const TlsContext server_ctx{TlsContext::Role::server, certificates().files("store")};
+    const TlsContext client_ctx{TlsContext::Role::client, certificates().files("client")};
+    Pair pair;
+    Channel client{pair.a.get(), client_ctx, "127.0.0.1"};
+    Channel server{pair.b.get(), server_ctx};
+    explicit Connected(int buffer) : pair(buffer)
+    {
+        Channel::Handshake c, s;
+        handshake(client, server, c, s);
+        BOOST_REQUIRE(c == Channel::Handshake::done && s == Channel::Handshake::done);
+    }
+};
+
 BOOST_AUTO_TEST_CASE(mutual_handshake_and_subjects)
 {
     REQUIRE_CERTIFICATES();
@@ -202,14 +208,9 @@ BOOST_AUTO_TEST_CASE(mutual_handshake_and_subjects)
 BOOST_AUTO_TEST_CASE(partial_writes_through_small_buffers_keep_every_byte)
 {
     REQUIRE_CERTIFICATES();
-    const TlsContext server_ctx(TlsContext::Role::server, certificates().files("store"));
-    const TlsContext client_ctx(TlsContext::Role::client, certificates().files("client"));
-    Pair pair(16384);
-    Channel client(pair.a.get(), client_ctx, "127.0.0.1");
-    Channel server(pair.b.get(), server_ctx);
-    Channel::Handshake c, s;
-    handshake(client, server, c, s);
-    BOOST_REQUIRE(c == Channel::Handshake::done && s == Channel::Handshake::done);
+    Connected link(16384);
+    Channel& client = link.client;
+    Channel& server = link.server;
 
     std::vector<std::uint8_t> sent(3 * 1024 * 1024 + 7);
     for (std::size_t i = 0; i < sent.size(); ++i) sent[i] = static_cast<std::uint8_t>(i * 31 + (i >> 12));
@@ -238,6 +239,65 @@ BOOST_AUTO_TEST_CASE(partial_writes_through_small_buffers_keep_every_byte)
         }
     }
     BOOST_CHECK_GT(would_block, 0);
+    BOOST_REQUIRE_EQUAL(got.size(), sent.size());
+    BOOST_CHECK(got == sent);
+}
+
+// The data-plane I/O layer over TLS: a frame whose record also carried the
+// next bytes leaves them decrypted inside TLS (the socket will not become
+// readable for them), and an OutputBuffer keeps the retry rule through
+// small socket buffers while more is appended.
+BOOST_AUTO_TEST_CASE(the_io_layer_takes_pending_bytes_and_retries_writes_under_tls)
+{
+    REQUIRE_CERTIFICATES();
+    Connected link(16384);
+    Channel& client = link.client;
+    Channel& server = link.server;
+
+    std::uint8_t request[protocol::kRequestSize];
+    protocol::encode(protocol::Request{protocol::FrameType::push, {}, 0, 5}, request);
+    std::string record(reinterpret_cast<const char*>(request), sizeof request);
+    record += "12345";
+    BOOST_REQUIRE_EQUAL(write_some(client, record.data(), record.size()).bytes(), record.size());  // one record
+    pollfd p{server.fd(), POLLIN, 0};
+    BOOST_REQUIRE_EQUAL(::poll(&p, 1, 5000), 1);
+    FrameReader frame(protocol::kRequestSize);
+    frame.expect(protocol::kRequestSize);
+    BOOST_REQUIRE(frame.fill(server).done());
+    BOOST_CHECK_EQUAL(server.pending(), 5u);
+    char body[8];
+    const IoResult r = read_some(server, body, sizeof body);
+    BOOST_REQUIRE(r.done());
+    BOOST_CHECK_EQUAL(std::string(body, r.bytes()), "12345");
+
+    std::vector<std::uint8_t> sent(2 * 1024 * 1024 + 3);
+    for (std::size_t i = 0; i < sent.size(); ++i) sent[i] = static_cast<std::uint8_t>(i * 17 + (i >> 11));
+    OutputBuffer out;
+    const std::size_t half = sent.size() / 2;
+    out.append(sent.data(), half);
+    std::vector<std::uint8_t> got;
+    std::uint8_t buf[5000];  // smaller than a record: leaves bytes pending
+    int stopped = 0;
+    bool appended = false;
+    for (int round = 0; round < 100000 && got.size() < sent.size(); ++round) {
+        const IoResult w = out.drain(client);
+        BOOST_REQUIRE_MESSAGE(w.done() || w.blocked(), w.text());
+        if (w.blocked()) ++stopped;
+        if (!appended) {  // the second half while (most of) the first waits
+            out.append(sent.data() + half, sent.size() - half);
+            appended = true;
+        }
+        for (;;) {
+            const IoResult in = read_some(server, buf, sizeof buf);
+            if (!in.done()) {
+                BOOST_REQUIRE(in.blocked());
+                break;
+            }
+            got.insert(got.end(), buf, buf + in.bytes());
+        }
+    }
+    BOOST_CHECK_GT(stopped, 0);
+    BOOST_CHECK(out.empty());
     BOOST_REQUIRE_EQUAL(got.size(), sent.size());
     BOOST_CHECK(got == sent);
 }

@@ -262,6 +262,9 @@ CORBA::Boolean BlobStore_i::findLocalFile(const char* name, BlobStreaming::Local
 {
     require_permission(context_, server::Permission::read, "findLocalFile");
     file = new BlobStreaming::LocalFile;
+    // Every field is marshalled, also in a `false` answer: an enum left
+    // uninitialised would fail the reply (MARSHAL).
+    to_idl(blobstreaming::BlobInfo{}, file->info);
     try {
         validate_blob_name(name);
         const auto* fs = dynamic_cast<const FileStore*>(context_.store);

@@ -3,7 +3,6 @@
 /// (ServerConnection.cpp, ServerConnectionPush.cpp, ServerConnectionSend.cpp,
 /// ServerConnectionTimers.cpp): private to the connection, not an interface.
 
-#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -16,8 +15,6 @@ inline constexpr std::size_t kChunk = std::size_t{4} << 20;
 inline constexpr std::uint64_t kDispatchBudget = std::uint64_t{32} << 20;
 /// Bytes read and discarded after a refusal before giving up on a clean close.
 inline constexpr std::uint64_t kMaxDrain = std::uint64_t{64} << 20;
-
-inline bool would_block(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
 
 /// "`done` of `total` bytes", for the messages of an abandoned transfer.
 inline std::string bytes_of(std::uint64_t done, std::uint64_t total)

@@ -27,7 +27,6 @@
 namespace blobstreaming::server {
 
 using data_path::kMaxDrain;
-using data_path::would_block;
 
 namespace {
 
@@ -41,7 +40,9 @@ using Base = ACE_Svc_Handler<ACE_SOCK_Stream, ACE_NULL_SYNCH>;
 // daemon holds more than 1024 descriptors.
 ServerConnection::ServerConnection(DataServer::Impl* server, std::string peer_ip)
     : Base(nullptr, nullptr, server ? server->reactor.get() : nullptr), server_(server), peer_ip_(std::move(peer_ip))
-{}
+{
+    frame_.expect(protocol::kRequestSize);
+}
 
 ServerConnection::~ServerConnection() = default;
 
@@ -106,42 +107,43 @@ int ServerConnection::handle_input(ACE_HANDLE)
     if (closed_) return -1;
     switch (phase_) {
     case Phase::handshake: return continue_handshake();
-    case Phase::request: break;
+    case Phase::request: return read_request();
     case Phase::push_body: return read_push_body();
     case Phase::push_trailer: return read_trailer();
     case Phase::draining: return drain_input();
-    case Phase::sending: return 0;  // input is masked while sending
+    case Phase::response:
+    case Phase::pull_body: return 0;  // input is masked while sending
     }
-    while (request_got_ < protocol::kRequestSize) {
-        const long n = io_->read(request_buf_ + request_got_, protocol::kRequestSize - request_got_);
-        if (n > 0) {
-            request_got_ += static_cast<std::size_t>(n);
-            progress();
-            arm_timer();
-            continue;
-        }
-        if (n == 0) {
-            if (request_got_ == 0) spdlog::debug("data connection {}: closed by the peer", peer_);
-            else
-                spdlog::warn("data connection {}: closed by the peer after {} of {} bytes of a Request", peer_,
-                             request_got_, protocol::kRequestSize);
-            return -1;
-        }
-        if (errno == EINTR) continue;
-        if (would_block(errno)) return 0;
-        spdlog::warn("data connection {}: receive failed while waiting for a Request: {}", peer_,
-                     io_->error_text(errno));
+    return 0;
+}
+
+int ServerConnection::read_request()
+{
+    const IoResult r = frame_.fill(*io_);
+    if (r.bytes() > 0) {
+        progress();
+        arm_timer();
+    }
+    if (r.done()) return on_request();
+    if (r.blocked()) return 0;
+    if (r.eof()) {
+        if (frame_.got() == 0) spdlog::debug("data connection {}: closed by the peer", peer_);
+        else
+            spdlog::warn("data connection {}: closed by the peer after {} of {} bytes of a Request", peer_,
+                         frame_.got(), protocol::kRequestSize);
         return -1;
     }
-    return on_request();
+    spdlog::warn("data connection {}: receive failed while waiting for a Request: {}", peer_, r.text());
+    return -1;
 }
 
 int ServerConnection::on_request()
 {
-    request_got_ = 0;
     protocol::Request request;
     std::string why;
-    if (protocol::decode(request_buf_, request, why)) {
+    const std::error_code bad = protocol::decode(frame_.first<protocol::kRequestSize>(), request, why);
+    frame_.expect(protocol::kRequestSize);  // taken: nothing of a next Request is in yet
+    if (bad) {
         spdlog::warn("data connection {}: protocol error: {}", peer_, why);
         return refuse(Errc::protocol_error, why);
     }
@@ -170,19 +172,12 @@ int ServerConnection::on_request()
 }
 int ServerConnection::drain_input()
 {
-    thread_local std::uint8_t sink[65536];
-    for (;;) {
-        const long n = io_->read(sink, sizeof sink);
-        if (n > 0) {
-            drained_ += static_cast<std::uint64_t>(n);
-            progress();
-            if (drained_ > kMaxDrain) return -1;
-            continue;
-        }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && would_block(errno)) return 0;
-        return -1;  // EOF or error: the refusal is delivered, close
-    }
+    const IoResult r = discard(*io_, kMaxDrain + 1 - drained_);
+    drained_ += r.bytes();
+    if (r.bytes() > 0) progress();
+    // Done: more than kMaxDrain, give up on a clean close. EOF or error: the
+    // refusal is delivered, close.
+    return r.blocked() ? 0 : -1;
 }
 
 int ServerConnection::refuse(Errc status, const std::string& reason)
@@ -190,20 +185,22 @@ int ServerConnection::refuse(Errc status, const std::string& reason)
     protocol::Response response;
     response.status = status;
     response.message = reason;
-    return start_sending(protocol::encode(response), true);
+    return send_response(protocol::encode(response), Then::drain);
 }
 
 int ServerConnection::handle_output(ACE_HANDLE)
 {
     if (closed_) return -1;
-    if (phase_ == Phase::handshake) return continue_handshake();
-    if (phase_ != Phase::sending) return set_mask(ACE_Event_Handler::READ_MASK) ? 0 : -1;
-    switch (pump_send()) {
-    case Pump::failed: return -1;
-    case Pump::again: return 0;
-    case Pump::done: break;
+    switch (phase_) {
+    case Phase::handshake: return continue_handshake();
+    case Phase::response:
+    case Phase::pull_body: return continue_sending();
+    case Phase::request:
+    case Phase::push_body:
+    case Phase::push_trailer:
+    case Phase::draining: break;
     }
-    return after_send();
+    return set_mask(ACE_Event_Handler::READ_MASK) ? 0 : -1;
 }
 
 bool ServerConnection::set_mask(ACE_Reactor_Mask mask)

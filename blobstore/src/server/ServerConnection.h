@@ -7,12 +7,14 @@
 
 #include <blobstreaming/blobstore/BlobRange.h>
 #include <blobstreaming/blobstore/Reservation.h>
+#include <blobstreaming/transporter/DataIo.h>
 #include <blobstreaming/transporter/Protocol.h>
 #include <blobstreaming/transporter/Tls.h>
 
 #include <ace/SOCK_Stream.h>
 #include <ace/Svc_Handler.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -25,7 +27,8 @@ namespace blobstreaming::server {
 /// input. handle_input() frames Requests and receives push bytes straight
 /// into the reservation's window; handle_output() sends Responses and pull
 /// bytes (sendfile for file-backed Blobs; under TLS SSL_write from the
-/// Blob's mapping, sendfile cannot encrypt); handle_timeout() abandons a
+/// Blob's mapping, sendfile cannot encrypt); all of it through the data
+/// plane's I/O layer (DataIo.h), as the client does; handle_timeout() abandons a
 /// transfer without progress for its inactivity timeout, and closes a
 /// connection that presented no valid Request within the handshake timeout
 /// of being accepted or sat idle between transfers for the idle timeout
@@ -58,18 +61,24 @@ public:
     void evict(const std::string& newcomer) noexcept;
 
 private:
+    /// The phases of docs/PROTOCOL.md a connection goes through, named as
+    /// the client's (ClientConnection) are; `draining` is the store's own.
     enum class Phase {
         handshake,     ///< TLS handshake (TLS only; before the first Request)
-        request,       ///< reading the 40-byte Request (idle between transfers)
+        request,       ///< reading a Request (idle between transfers)
         push_body,     ///< receiving push bytes into the reservation
-        push_trailer,  ///< reading the 32-byte SHA-256 trailer
-        sending,       ///< sending a Response and, for a pull, the bytes
+        push_trailer,  ///< reading the push's trailer (the Blob's checksum)
+        response,      ///< sending a Response (a push's outcome, a refusal, a pull's header)
+        pull_body,     ///< sending a pull's bytes
         draining,      ///< refused: write side shut, reading to EOF before closing
     };
+    /// Where a connection goes once its Response is sent.
+    enum class Then { next_request, pull_body, drain };
     enum class Pump { done, again, failed };
     using SteadyTime = std::chrono::steady_clock::time_point;
 
     int continue_handshake();
+    int read_request();
     int on_request();
     /// The admitted push: claims its reservation where the ticket left it.
     int start_push();
@@ -82,9 +91,14 @@ private:
     int read_trailer();
     int finish_push();
     int drain_input();
-    int start_sending(std::string header, bool close_after);
-    Pump pump_send();
-    int after_send();
+    /// Sends `frame` (an encoded Response), then goes on as `then` says.
+    int send_response(const std::string& frame, Then then);
+    /// Sends what the phase (response, pull_body) has left.
+    int continue_sending();
+    Pump send_pull_body();
+    int finish_pull();
+    int next_request();
+    int start_draining();
     int refuse(Errc status, const std::string& reason);
     void end_transfer(bool succeeded, const std::string& reason);
     struct Throughput {
@@ -121,10 +135,10 @@ private:
     Phase phase_ = Phase::request;
     bool closed_ = false;
 
-    std::uint8_t request_buf_[protocol::kRequestSize] = {};
-    std::size_t request_got_ = 0;
-    std::uint8_t trailer_buf_[protocol::kTrailerSize] = {};
-    std::size_t trailer_got_ = 0;
+    /// The Request or the trailer being read.
+    FrameReader frame_{std::max(protocol::kRequestSize, protocol::kTrailerSize)};
+    OutputBuffer out_;  ///< the Response being sent
+    Then then_ = Then::next_request;
 
     // The transfer in progress (valid from a consumed ticket to its end).
     bool in_transfer_ = false;
@@ -134,12 +148,6 @@ private:
     BlobRange range_;                           ///< pull
     std::uint64_t body_done_ = 0;               ///< bytes received (push) or sent (pull)
     SteadyTime started_{};
-
-    // What is being sent: `out_` then, for a pull, `range_` bytes.
-    std::string out_;
-    std::size_t out_done_ = 0;
-    bool send_body_ = false;
-    bool close_after_send_ = false;
 
     SteadyTime last_progress_{};
     long timer_id_ = -1;

@@ -1,5 +1,5 @@
 /// ServerConnection's push receive path: the body straight into the
-/// reservation's window, the SHA-256 trailer, the commit and its Response.
+/// reservation's window, the checksum trailer, the commit and its Response.
 #include "ServerConnection.h"
 
 #include "DataPath.h"
@@ -11,7 +11,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 
 #include <netinet/in.h>
@@ -23,7 +22,6 @@ namespace blobstreaming::server {
 using data_path::bytes_of;
 using data_path::kChunk;
 using data_path::kDispatchBudget;
-using data_path::would_block;
 
 namespace {
 
@@ -89,26 +87,20 @@ int ServerConnection::read_push_body()
                 true);
             return -1;
         }
-        const long n = io_->read(w.data, w.size);
-        if (n > 0) {
-            if (auto adv = reservation_->advance(static_cast<std::size_t>(n))) {
+        const IoResult r = read_some(*io_, w.data, w.size);
+        if (r.done()) {
+            if (auto adv = reservation_->advance(r.bytes())) {
                 // The store writes the bytes out here on some file systems: a
                 // full disk is out_of_space (and the reservation is aborted).
                 fail_transfer(store_errc(adv), store_error_text(*reservation_, adv), true);
                 return -1;
             }
-            body_done_ += static_cast<std::uint64_t>(n);
-            budget -= std::min<std::uint64_t>(budget, static_cast<std::uint64_t>(n));
+            body_done_ += r.bytes();
+            budget -= std::min<std::uint64_t>(budget, r.bytes());
             progress();
             continue;
         }
-        if (n == 0) {
-            fail_transfer(Errc::transfer_failed,
-                          "the peer closed the connection after " + bytes_of(body_done_, request_.length), false);
-            return -1;
-        }
-        if (errno == EINTR) continue;
-        if (would_block(errno)) {
+        if (r.blocked()) {
             // Everything received so far is consumed: acknowledge it now. A
             // sender with a send buffer smaller than the MSS (64 KiB on
             // loopback) otherwise waits for the delayed ACK, ~40 ms per
@@ -118,38 +110,28 @@ int ServerConnection::read_push_body()
             return 0;
         }
         fail_transfer(Errc::transfer_failed,
-                      "receive failed after " + bytes_of(body_done_, request_.length) + ": " + io_->error_text(errno),
+                      r.eof() ? "the peer closed the connection after " + bytes_of(body_done_, request_.length)
+                              : "receive failed after " + bytes_of(body_done_, request_.length) + ": " + r.text(),
                       false);
         return -1;
     }
     phase_ = Phase::push_trailer;
-    trailer_got_ = 0;
+    frame_.expect(protocol::kTrailerSize);
     return read_trailer();
 }
 
 int ServerConnection::read_trailer()
 {
-    while (trailer_got_ < protocol::kTrailerSize) {
-        const long n = io_->read(trailer_buf_ + trailer_got_, protocol::kTrailerSize - trailer_got_);
-        if (n > 0) {
-            trailer_got_ += static_cast<std::size_t>(n);
-            progress();
-            continue;
-        }
-        if (n == 0) {
-            fail_transfer(Errc::transfer_failed,
-                          "the peer closed the connection after all " + std::to_string(request_.length) +
-                              " bytes but before the checksum trailer",
-                          false);
-            return -1;
-        }
-        if (errno == EINTR) continue;
-        if (would_block(errno)) return 0;
-        fail_transfer(Errc::transfer_failed, "receive of the checksum trailer failed: " + io_->error_text(errno),
-                      false);
-        return -1;
-    }
-    return finish_push();
+    const IoResult r = frame_.fill(*io_);
+    if (r.bytes() > 0) progress();
+    if (r.done()) return finish_push();
+    if (r.blocked()) return 0;
+    fail_transfer(Errc::transfer_failed,
+                  r.eof() ? "the peer closed the connection after all " + std::to_string(request_.length) +
+                                " bytes but before the checksum trailer"
+                          : "receive of the checksum trailer failed: " + r.text(),
+                  false);
+    return -1;
 }
 
 int ServerConnection::finish_push()
@@ -159,7 +141,7 @@ int ServerConnection::finish_push()
     try {
         protocol::Trailer trailer;
         std::string why;
-        if (auto ec = protocol::decode(trailer_buf_, trailer, why))
+        if (protocol::decode(frame_.first<protocol::kTrailerSize>(), trailer, why))
             throw Error(Errc::protocol_error,
                         "push " + quote_name(binding_.blob) + ": " + why + "; nothing was stored");
         const BlobInfo info = reservation_->commit(&trailer.checksum);
@@ -173,7 +155,7 @@ int ServerConnection::finish_push()
         end_transfer(false, e.what());
         response.status = e.code();
         response.message = e.what();
-        return start_sending(protocol::encode(response), false);
+        return send_response(protocol::encode(response), Then::next_request);
     }
     reservation_.reset();
     server_->reservations.release(binding_.reservation);
@@ -181,7 +163,7 @@ int ServerConnection::finish_push()
     spdlog::info("push {} {} bytes in {:.3f} s ({:.2f} MB/s) from {}", quote_name(binding_.blob), request_.length,
                  t.seconds, t.mbps, peer_);
     end_transfer(true, "");
-    return start_sending(protocol::encode(response), false);
+    return send_response(protocol::encode(response), Then::next_request);
 }
 
 }  // namespace blobstreaming::server

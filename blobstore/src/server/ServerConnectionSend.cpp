@@ -15,16 +15,12 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cerrno>
-
-#include <sys/sendfile.h>
 
 namespace blobstreaming::server {
 
 using data_path::bytes_of;
 using data_path::kChunk;
 using data_path::kDispatchBudget;
-using data_path::would_block;
 
 int ServerConnection::start_pull()
 {
@@ -37,7 +33,7 @@ int ServerConnection::start_pull()
         end_transfer(false, e.what());
         response.status = e.code();
         response.message = e.what();
-        return start_sending(protocol::encode(response), false);
+        return send_response(protocol::encode(response), Then::next_request);
     }
     spdlog::debug("data connection {}: pull {} [{}, +{}) (ticket {}) started, {}", peer_, quote_name(binding_.blob),
                   request_.offset, request_.length, protocol::ticket_tag(request_.ticket),
@@ -45,8 +41,7 @@ int ServerConnection::start_pull()
     response.length = range_.size();
     response.blob_size = range_.blob().size;
     response.checksum = range_.blob().checksum;
-    send_body_ = true;
-    return start_sending(protocol::encode(response), false);
+    return send_response(protocol::encode(response), Then::pull_body);
 }
 
 BlobRange ServerConnection::read_ticket_version() const
@@ -84,37 +79,42 @@ BlobRange ServerConnection::read_ticket_version() const
     if (!same_version(range.blob(), want)) throw replaced(range.blob());
     return range;
 }
-int ServerConnection::start_sending(std::string header, bool close_after)
+int ServerConnection::send_response(const std::string& frame, Then then)
 {
-    out_ = std::move(header);
-    out_done_ = 0;
-    close_after_send_ = close_after;
-    phase_ = Phase::sending;
-    switch (pump_send()) {
+    out_.append(frame);
+    then_ = then;
+    phase_ = Phase::response;
+    return continue_sending();
+}
+
+int ServerConnection::continue_sending()
+{
+    if (phase_ == Phase::response) {
+        const IoResult r = out_.drain(*io_);
+        if (r.bytes() > 0) progress();
+        if (r.blocked()) return set_mask(ACE_Event_Handler::WRITE_MASK) ? 0 : -1;
+        if (!r.done()) {
+            const std::string why = "cannot send the Response: " + r.text();
+            if (in_transfer_) fail_transfer(Errc::transfer_failed, why, false);
+            else spdlog::warn("data connection {}: {}", peer_, why);
+            return -1;
+        }
+        switch (then_) {
+        case Then::next_request: return next_request();
+        case Then::drain: return start_draining();
+        case Then::pull_body: phase_ = Phase::pull_body; break;
+        }
+    }
+    switch (send_pull_body()) {
     case Pump::failed: return -1;
     case Pump::again: return set_mask(ACE_Event_Handler::WRITE_MASK) ? 0 : -1;
     case Pump::done: break;
     }
-    return after_send();
+    return finish_pull();
 }
 
-ServerConnection::Pump ServerConnection::pump_send()
+ServerConnection::Pump ServerConnection::send_pull_body()
 {
-    while (out_done_ < out_.size()) {
-        const long n = io_->write(out_.data() + out_done_, out_.size() - out_done_);
-        if (n > 0) {
-            out_done_ += static_cast<std::size_t>(n);
-            progress();
-            continue;
-        }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && would_block(errno)) return Pump::again;
-        const std::string why = "cannot send the Response: " + (n < 0 ? io_->error_text(errno) : std::string());
-        if (in_transfer_) fail_transfer(Errc::transfer_failed, why, false);
-        else spdlog::warn("data connection {}: {}", peer_, why);
-        return Pump::failed;
-    }
-    if (!send_body_) return Pump::done;
     std::uint64_t budget = kDispatchBudget;
     const std::uint64_t total = range_.size();
     while (body_done_ < total) {
@@ -125,56 +125,54 @@ ServerConnection::Pump ServerConnection::pump_send()
         }
         if (budget == 0) return Pump::again;
         const auto want = static_cast<std::size_t>(std::min<std::uint64_t>({kChunk, total - body_done_, budget}));
-        long n;
-        if (range_.fd() >= 0 && !io_->tls()) {
-            auto off = static_cast<off_t>(range_.file_offset() + body_done_);
-            n = ::sendfile(get_handle(), range_.fd(), &off, want);
-        } else {  // memory, or TLS (sendfile cannot encrypt): from the mapping
-            n = io_->write(range_.data() + body_done_, want);
-        }
-        if (n > 0) {
-            body_done_ += static_cast<std::uint64_t>(n);
-            budget -= std::min<std::uint64_t>(budget, static_cast<std::uint64_t>(n));
+        // Memory, or TLS (sendfile cannot encrypt): from the mapping.
+        const IoResult r = range_.fd() >= 0 && !io_->tls()
+                               ? send_file(*io_, range_.fd(), range_.file_offset() + body_done_, want)
+                               : write_some(*io_, range_.data() + body_done_, want);
+        if (r.done()) {
+            body_done_ += r.bytes();
+            budget -= std::min<std::uint64_t>(budget, r.bytes());
             progress();
             continue;
         }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && would_block(errno)) return Pump::again;
+        if (r.blocked()) return Pump::again;
         fail_transfer(Errc::transfer_failed,
                       "send failed after " + bytes_of(body_done_, total) + ": " +
-                          (n < 0 ? io_->error_text(errno) : std::string("the Blob's file ended early")),
+                          (r.eof() ? std::string("the Blob's file ended early") : r.text()),
                       false);
         return Pump::failed;
     }
     return Pump::done;
 }
 
-int ServerConnection::after_send()
+int ServerConnection::finish_pull()
 {
-    out_.clear();
-    out_done_ = 0;
-    if (send_body_) {
-        send_body_ = false;
-        const Throughput t = record_throughput(body_done_);
-        spdlog::info("pull {} {} bytes in {:.3f} s ({:.2f} MB/s) to {}", quote_name(binding_.blob), body_done_,
-                     t.seconds, t.mbps, peer_);
-        end_transfer(true, "");
-        range_ = BlobRange{};
-    }
-    if (close_after_send_) {
-        // Shut our side and read to EOF: closing with unread bytes (the body
-        // of a refused push) would reset the connection and could destroy
-        // the Response before the peer reads it. TLS: close_notify first.
-        io_->close_notify();
-        peer().close_writer();
-        phase_ = Phase::draining;
-        drained_ = 0;
-        progress();
-        arm_timer();
-        return set_mask(ACE_Event_Handler::READ_MASK) ? 0 : -1;
-    }
+    const Throughput t = record_throughput(body_done_);
+    spdlog::info("pull {} {} bytes in {:.3f} s ({:.2f} MB/s) to {}", quote_name(binding_.blob), body_done_, t.seconds,
+                 t.mbps, peer_);
+    end_transfer(true, "");
+    range_ = BlobRange{};
+    return next_request();
+}
+
+int ServerConnection::start_draining()
+{
+    // Shut our side and read to EOF: closing with unread bytes (the body
+    // of a refused push) would reset the connection and could destroy
+    // the Response before the peer reads it. TLS: close_notify first.
+    io_->close_notify();
+    peer().close_writer();
+    phase_ = Phase::draining;
+    drained_ = 0;
+    progress();
+    arm_timer();
+    return set_mask(ACE_Event_Handler::READ_MASK) ? 0 : -1;
+}
+
+int ServerConnection::next_request()
+{
     phase_ = Phase::request;
-    request_got_ = 0;
+    frame_.expect(protocol::kRequestSize);
     arm_timer();  // now for the idle timeout
     if (!set_mask(ACE_Event_Handler::READ_MASK)) return -1;
     return io_->pending() > 0 ? handle_input(get_handle()) : 0;

@@ -64,7 +64,6 @@ void ServerConnection::fail_transfer(Errc status, const std::string& reason, boo
         }
     }
     range_ = BlobRange{};
-    send_body_ = false;
     end_transfer(false, reason);
     if (tell_peer && push) {
         // Best effort, never blocking: the peer may be stuck sending.
@@ -73,7 +72,7 @@ void ServerConnection::fail_transfer(Errc status, const std::string& reason, boo
         response.length = body_done_;
         response.message = reason;
         const std::string frame = protocol::encode(response);
-        [[maybe_unused]] const long n = io_->write(frame.data(), frame.size());
+        [[maybe_unused]] const IoResult r = write_some(*io_, frame.data(), frame.size());
     }
 }
 
@@ -98,7 +97,7 @@ ServerConnection::Deadline ServerConnection::deadline() const noexcept
         if (phase_ == Phase::draining) at = std::min(at, last_progress_ + timeout());
         return {at, Deadline::Kind::handshake};
     }
-    if (phase_ == Phase::request && request_got_ == 0)
+    if (phase_ == Phase::request && frame_.got() == 0)
         return {last_progress_ + server_->config.idle_timeout, Deadline::Kind::idle};
     return {last_progress_ + timeout(), Deadline::Kind::inactivity};
 }
@@ -160,14 +159,14 @@ int ServerConnection::handle_timeout(const ACE_Time_Value&, const void*)
                          "timeout; {})",
                          peer_, seconds_of(server_->config.handshake_timeout),
                          phase_ == Phase::handshake ? std::string("still in the TLS handshake")
-                         : request_got_ > 0
-                             ? fmt::format("{} of {} bytes of a Request received", request_got_, protocol::kRequestSize)
+                         : frame_.got() > 0
+                             ? fmt::format("{} of {} bytes of a Request received", frame_.got(), protocol::kRequestSize)
                              : std::string("nothing received"));
         break;
     case Deadline::Kind::idle:
         // The reactor runs expired timers before ready sockets: a Request
         // that arrived with the deadline is served, not cut off.
-        if (io_ && io_->probe() > 0) {
+        if (io_ && peek(*io_).done()) {
             progress();
             arm_timer();
             return handle_input(get_handle());

@@ -11,6 +11,8 @@
 #include <mutex>
 #include <new>
 
+#include <unistd.h>
+
 namespace blobstreaming {
 
 namespace {
@@ -24,10 +26,27 @@ using Buffer = std::shared_ptr<std::uint8_t[]>;
 /// MemoryStore push on loopback.
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
 
-/// Uninitialised bytes for a Blob of `size` > 0 bytes; throws std::bad_alloc.
+/// Writes one byte per page of [data, data + size): the kernel maps and
+/// zeroes the pages now. reserve() runs on a control-plane thread, so the
+/// data plane then receives into memory that takes no page fault (a 0.5 MiB
+/// slice: 128 faults fewer on the reactor thread, while a series' earlier
+/// slices stream). Larger Blobs are left to fault while they arrive: zeroing
+/// 1 GiB up front would delay the push's first byte by the same work.
+void prefault(std::uint8_t* data, std::size_t size) noexcept
+{
+    static const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    for (std::size_t at = 0; at < size; at += page) data[at] = 0;
+}
+
+/// Bytes for a Blob of `size` > 0 bytes (below 2 MiB with their pages
+/// already mapped); throws std::bad_alloc.
 Buffer allocate(std::size_t size)
 {
-    if (size < kHugePage) return Buffer(new std::uint8_t[size]);
+    if (size < kHugePage) {
+        Buffer small(new std::uint8_t[size]);
+        prefault(small.get(), size);
+        return small;
+    }
     if (size > SIZE_MAX - kHugePage) throw std::bad_alloc();
     std::error_code ec;
     auto region =
@@ -166,7 +185,6 @@ std::unique_ptr<Reservation> MemoryStore::reserve(std::string_view name, std::ui
         state_->index.open_reservation(name, size);
     }
     try {
-        // Default-initialised: the bytes are written before anyone reads them.
         if (size > 0) bytes = allocate(static_cast<std::size_t>(size));
     } catch (const std::bad_alloc&) {
         std::lock_guard lock(state_->mutex);

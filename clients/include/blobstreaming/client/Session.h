@@ -25,12 +25,17 @@
 /// (Options::local_fast_path). Data connections are kept per data endpoint
 /// and reused (Options::max_connections_per_endpoint at once, the rest wait).
 ///
+/// A series (push_series(), pull_series()) is one operation of many
+/// transfers, pipelined: the control calls of the next slices overlap the
+/// bytes of the current ones.
+///
 /// Thread safety: operations may be started from any thread in Thread mode;
 /// in Caller mode from the thread that calls run_once(). Destroying the
 /// Session completes the operations still running with Errc::cancelled.
 
 #include <blobstreaming/client/Options.h>
 #include <blobstreaming/client/Result.h>
+#include <blobstreaming/client/Series.h>
 #include <blobstreaming/client/Transfer.h>
 
 #include <chrono>
@@ -86,6 +91,37 @@ public:
     void locate(std::string name, Mode mode, Completion done);
     /// Result: stores registered in the Naming Service, with their status.
     void stores(Mode mode, Completion done);
+
+    // ---- Series (Series.h) --------------------------------------------------
+    /// Pushes every slice as push() would, with the shared `options` (its
+    /// `progress` is called per slice, with that slice's counts). `done`
+    /// runs once, after every slice has ended, with one Result per slice in
+    /// series order; `slice_done`, when given, as each slice ends.
+    ///
+    /// Pipelined and bounded: slices start in series order, up to
+    /// 2 x Options::max_connections_per_endpoint of them (16 at most) in
+    /// flight, so the reservations and tickets of the next slices are
+    /// obtained while the current ones stream; each further slice starts as
+    /// one ends. Their bytes share the Session's data connections (at most
+    /// max_connections_per_endpoint per store).
+    ///
+    /// A slice that fails does not stop the others: every slice is tried
+    /// and reports its own Result (a failed push stores nothing of that
+    /// slice; the series' Result says how many failed). Destroying the
+    /// Session ends the slices in flight as it ends any operation
+    /// (Errc::cancelled, nothing partial stored) and reports the slices not
+    /// started yet as Errc::cancelled without starting them. Mode, threads
+    /// and Mode::Sync rules as for every operation; pending() counts the
+    /// series once and each slice in flight. Sources and sinks must stay
+    /// valid until `done` has run. An empty series completes with no slices.
+    void push_series(std::vector<PushSlice> slices, PushOptions options, Mode mode, SeriesCompletion done,
+                     SliceCompletion slice_done = {});
+    /// Pulls every slice as pull() would, with the shared `options` (a
+    /// range applies to each slice: e.g. the headers of a study). Pipelining,
+    /// failures and completions as for push_series(): a missing or
+    /// unreadable slice fails alone while the rest of the study loads.
+    void pull_series(std::vector<PullSlice> slices, PullOptions options, Mode mode, SeriesCompletion done,
+                     SliceCompletion slice_done = {});
 
     // ---- Throwing wrappers (wait on the operations above) -------------------
     BlobInfo push_file(const std::string& path, const std::string& name, const PushOptions& options = {});
