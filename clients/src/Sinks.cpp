@@ -377,15 +377,10 @@ std::pair<std::uint64_t, ChecksumState> hash_existing_file(const std::string& pa
     if (!S_ISREG(st.st_mode))
         throw Error(Errc::invalid_argument,
                     what + ": resume needs a regular file to continue: " + path + " is " + file_kind(st.st_mode));
-    std::vector<std::uint8_t> buffer(kStreamChunk);
-    for (;;) {
-        const ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) throw Error(Errc::io_error, what + ": cannot read " + path + " to resume: " + std::strerror(errno));
-        if (n == 0) return out;
-        out.second.update(buffer.data(), static_cast<std::size_t>(n));
-        out.first += static_cast<std::uint64_t>(n);
-    }
+    std::error_code ec;
+    out.first = out.second.update_from(fd.get(), ec);
+    if (ec) throw Error(Errc::io_error, what + ": cannot read " + path + " to resume: " + ec.message());
+    return out;
 }
 
 }  // namespace blobstreaming::client

@@ -3,6 +3,10 @@
 #include <isa-l/crc.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <vector>
+
+#include <unistd.h>
 
 namespace blobstreaming {
 
@@ -178,6 +182,24 @@ void ChecksumState::update(const void* data, std::size_t size)
     if (size == 0) return;
     if (sha_) sha_->update(data, size);
     else crc_ = crc32c(data, size, crc_);
+}
+
+std::uint64_t ChecksumState::update_from(int fd, std::error_code& ec)
+{
+    ec.clear();
+    std::vector<std::uint8_t> buffer(std::size_t{1} << 20);
+    std::uint64_t added = 0;
+    for (;;) {
+        const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            ec = std::error_code(errno, std::generic_category());
+            return added;
+        }
+        if (n == 0) return added;
+        update(buffer.data(), static_cast<std::size_t>(n));
+        added += static_cast<std::uint64_t>(n);
+    }
 }
 
 Checksum ChecksumState::finish()

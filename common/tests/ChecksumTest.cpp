@@ -3,6 +3,12 @@
 #define BOOST_TEST_MODULE Checksum
 #include "TestSupport.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+
 #include <vector>
 
 using namespace blobstreaming;
@@ -101,4 +107,31 @@ BOOST_AUTO_TEST_CASE(algorithm_names_and_codes)
     BOOST_TEST(!checksum_algorithm_from_code(3));
     BOOST_TEST(checksum_size(ChecksumAlgorithm::crc32c) == 4u);
     BOOST_TEST(checksum_size(ChecksumAlgorithm::sha256) == 32u);
+}
+
+BOOST_AUTO_TEST_CASE(update_from_a_descriptor_reads_to_its_end)
+{
+    test::TempDir dir;
+    const auto data = test::random_bytes((std::size_t{3} << 20) + 5, 21);
+    const std::string path = (dir.path() / "f").string();
+    {
+        std::ofstream(path, std::ios::binary)
+            .write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+    }
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    BOOST_REQUIRE(fd >= 0);
+    ChecksumState state;
+    std::error_code ec;
+    BOOST_TEST(state.update_from(fd, ec) == data.size());
+    BOOST_TEST(!ec);
+    ::close(fd);
+    BOOST_TEST(state.finish().crc() == test::reference_crc32c(data.data(), data.size()));
+
+    // A descriptor that cannot be read: nothing added, the errno in `ec`.
+    const int dir_fd = ::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    BOOST_REQUIRE(dir_fd >= 0);
+    ChecksumState other;
+    BOOST_TEST(other.update_from(dir_fd, ec) == 0u);
+    BOOST_TEST(ec.value() == EISDIR);
+    ::close(dir_fd);
 }

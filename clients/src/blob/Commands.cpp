@@ -212,19 +212,11 @@ std::pair<std::uint64_t, Checksum> checksum_of_file(const std::string& path, Che
     }
     const int fd = stdin_input ? STDIN_FILENO : owned.get();
     ChecksumState state(algorithm);
-    std::vector<std::uint8_t> buffer(std::size_t{1} << 20);
-    std::uint64_t size = 0;
-    for (;;) {
-        const ssize_t n = ::read(fd, buffer.data(), buffer.size());
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0)
-            throw Error(Errc::io_error, "checksum: cannot read " +
-                                            (stdin_input ? std::string("standard input") : path) + " after " +
-                                            std::to_string(size) + " bytes: " + std::strerror(errno));
-        if (n == 0) break;
-        state.update(buffer.data(), static_cast<std::size_t>(n));
-        size += static_cast<std::uint64_t>(n);
-    }
+    std::error_code ec;
+    const std::uint64_t size = state.update_from(fd, ec);
+    if (ec)
+        throw Error(Errc::io_error, "checksum: cannot read " + (stdin_input ? std::string("standard input") : path) +
+                                        " after " + std::to_string(size) + " bytes: " + ec.message());
     return {size, state.finish()};
 }
 

@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 namespace blobstreaming {
 
@@ -89,6 +90,10 @@ public:
 
     ChecksumAlgorithm algorithm() const noexcept { return algorithm_; }
     void update(const void* data, std::size_t size);
+    /// Adds every byte read(2) yields from `fd` until its end, through a
+    /// 1 MiB buffer. Returns the bytes added, also when a read fails (`ec`
+    /// then holds its errno; EINTR is retried).
+    std::uint64_t update_from(int fd, std::error_code& ec);
     /// The checksum of every byte so far; the state may not be updated
     /// afterwards.
     Checksum finish();
