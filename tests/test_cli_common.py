@@ -111,6 +111,10 @@ def test(_env):
     run("blobstore/blobstored", "--name", "a", "--store", "memory:1M", "--idle-timeout", "50ms", expect=1,
         says='--idle-timeout: "50ms" is out of range (allowed: 0.1 to 86400 seconds)')
 
+    step("checksum algorithms: the names allowed, in the message")
+    run("blobstore/blobstored", "--name", "a", "--store", "memory:1M", "--checksum", "md5", expect=1,
+        says='--checksum: "md5" is not a checksum algorithm (allowed: crc32c, sha256)')
+
     step("sdc-get: -d is debug, not --discover")
     run("sdc/sdc-get", "-d", "state", expect=1, says="give exactly one of --url and --discover")
 

@@ -94,6 +94,10 @@ def test(c):
     c.blob("push", "--resume", other, "MG.2", store="ws").error(
         EXIT["invalid_argument"],
         f"cannot resume: the interrupted push was of {SIZE} bytes, the source has {3 * MiB}")
+    c.blob("push", "--resume", "--checksum", "sha256", source, "MG.2", store="ws").error(
+        EXIT["invalid_argument"],
+        "cannot resume: the interrupted push was checksummed with crc32c, this one asks for sha256 "
+        "(push without resuming to start over)")
     r = c.blob("push", other, "MG.2", store="ws").ok()
     check_equal((r["offset"], r["checksum"]), (0, other_digest), "offset and checksum of a superseding push")
     check_equal(status_of(c, "ws")["reserved"], 0, "bytes reserved after the superseding push")
