@@ -74,6 +74,8 @@ blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/servants/ServantContext.h \
 	blobstore/src/server/AccessList.cpp \
 	blobstore/src/server/AccessList.h \
+	blobstore/src/server/CommitPool.cpp \
+	blobstore/src/server/CommitPool.h \
 	blobstore/src/server/ConnectionLimits.h \
 	blobstore/src/server/DataAcceptor.cpp \
 	blobstore/src/server/DataAcceptor.h \

@@ -17,9 +17,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <sys/socket.h>
 
 using namespace blobstreaming;
 using namespace blobstreaming::server;
@@ -28,6 +33,57 @@ using blobstreaming::test::ProtocolPeer;
 using namespace std::chrono_literals;
 
 namespace {
+
+/// A reservation in memory whose commit waits, as a FileStore's does for
+/// the disk, until the test opens the gate.
+struct Gate {
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool open = false;
+    int entered = 0;  ///< commits that reached the gate
+    int committed = 0;
+
+    /// Waits (at most 10 s) until `n` commits reached the gate.
+    bool wait_entered(int n)
+    {
+        std::unique_lock lock(mutex);
+        return changed.wait_for(lock, 10s, [&] { return entered >= n; });
+    }
+    void let_through()
+    {
+        std::lock_guard lock(mutex);
+        open = true;
+        changed.notify_all();
+    }
+};
+
+class GatedReservation final : public Reservation {
+public:
+    GatedReservation(std::string name, std::uint64_t size, std::shared_ptr<Gate> gate)
+        : Reservation(std::move(name), size, ChecksumAlgorithm::crc32c), bytes_(size), gate_(std::move(gate))
+    {}
+    ~GatedReservation() override { abort(); }
+
+private:
+    Window do_window(std::uint64_t offset, std::size_t max, std::error_code&) override
+    {
+        return {bytes_.data() + offset, static_cast<std::size_t>(std::min<std::uint64_t>(max, size() - offset))};
+    }
+    bool commit_syncs() const noexcept override { return true; }
+    BlobInfo do_commit(const Checksum& checksum) override
+    {
+        std::unique_lock lock(gate_->mutex);
+        ++gate_->entered;
+        gate_->changed.notify_all();
+        gate_->changed.wait(lock, [this] { return gate_->open; });
+        ++gate_->committed;
+        return BlobInfo{name(), size(), checksum, std::chrono::system_clock::now()};
+    }
+    void do_abort() noexcept override {}
+
+    std::vector<std::uint8_t> bytes_;
+    std::shared_ptr<Gate> gate_;
+};
 
 /// A data server on 127.0.0.1:0 over a MemoryStore.
 struct Fixture {
@@ -59,6 +115,22 @@ struct Fixture {
         b.reservation = reservations.add(store.reserve(name, size));
         b.length = size;
         return tickets.issue(b);
+    }
+    /// A push ticket for a GatedReservation behind `gate`.
+    protocol::TicketId gated_push_ticket(const std::string& name, std::uint64_t size, std::shared_ptr<Gate> gate)
+    {
+        TicketBinding b;
+        b.direction = protocol::FrameType::push;
+        b.blob = name;
+        b.reservation = reservations.add(std::make_unique<GatedReservation>(name, size, std::move(gate)));
+        b.length = size;
+        return tickets.issue(b);
+    }
+    /// Waits (at most 2 s) until no transfer is active.
+    bool idle() const
+    {
+        for (int i = 0; i < 400 && server.active_transfers() != 0; ++i) std::this_thread::sleep_for(5ms);
+        return server.active_transfers() == 0;
     }
     protocol::TicketId pull_ticket(const std::string& name, std::uint64_t offset, std::uint64_t length)
     {
@@ -237,4 +309,128 @@ BOOST_FIXTURE_TEST_CASE(stop_aborts_a_push_in_flight, Fixture)
     BOOST_CHECK_EQUAL(server.active_transfers(), 0u);
     BOOST_CHECK_EQUAL(store.usage().reserved, 0u);
     BOOST_CHECK(!store.contains("CT.5"));
+}
+
+// A commit that waits for the disk runs off the reactor thread: while one
+// push's commit is held at the gate, another connection's push and pull
+// are served; the held push is answered once its commit ends.
+BOOST_FIXTURE_TEST_CASE(a_commit_that_waits_does_not_stall_other_connections, Fixture)
+{
+    auto gate = std::make_shared<Gate>();
+    const auto held = pattern(1u << 20);
+    const Checksum held_checksum = ChecksumState::of(ChecksumAlgorithm::crc32c, held.data(), held.size());
+    ProtocolPeer slow = connect();
+    slow.send_request(protocol::FrameType::push, gated_push_ticket("CT.slow", held.size(), gate), 0, held.size());
+    slow.send(held.data(), held.size());
+    slow.send_trailer(held_checksum);
+    BOOST_REQUIRE(gate->wait_entered(1));
+
+    const auto data = pattern(2u << 20);
+    const Checksum checksum = ChecksumState::of(ChecksumAlgorithm::crc32c, data.data(), data.size());
+    ProtocolPeer other = connect();
+    other.send_request(protocol::FrameType::push, push_ticket("CT.fast", data.size()), 0, data.size());
+    other.send(data.data(), data.size());
+    other.send_trailer(checksum);
+    BOOST_CHECK(other.receive_response().status == Errc::ok);
+    ChecksumState pulled(ChecksumAlgorithm::crc32c);
+    BOOST_CHECK(other.pull(pull_ticket("CT.fast", 0, data.size()), 0, data.size(), &pulled).status == Errc::ok);
+    BOOST_CHECK(pulled.finish() == checksum);
+    BOOST_CHECK_EQUAL(server.active_transfers(), 1u);  // the held push only
+
+    gate->let_through();
+    const protocol::Response ack = slow.receive_response();
+    BOOST_CHECK(ack.status == Errc::ok);
+    BOOST_CHECK(ack.checksum == held_checksum);
+    BOOST_CHECK_EQUAL(ack.blob_size, held.size());
+    BOOST_CHECK(idle());
+    BOOST_CHECK_EQUAL(reservations.open(), 0u);
+    // The connection serves its next transfer after the commit.
+    ChecksumState again(ChecksumAlgorithm::crc32c);
+    BOOST_CHECK(slow.pull(pull_ticket("CT.fast", 0, data.size()), 0, data.size(), &again).status == Errc::ok);
+    BOOST_CHECK(again.finish() == checksum);
+}
+
+// Pushes committing at once each get their own answer, whatever order
+// their commits end in.
+BOOST_FIXTURE_TEST_CASE(concurrent_commits_each_answer_their_connection, Fixture)
+{
+    auto gate = std::make_shared<Gate>();
+    constexpr int kPushes = 6;
+    std::vector<ProtocolPeer> peers;
+    std::vector<Checksum> sums;
+    for (int i = 0; i < kPushes; ++i) {
+        const auto data = pattern(100000 + 4096 * static_cast<std::size_t>(i));
+        sums.push_back(ChecksumState::of(ChecksumAlgorithm::crc32c, data.data(), data.size()));
+        peers.push_back(connect());
+        peers.back().send_request(protocol::FrameType::push,
+                                  gated_push_ticket("CT.c" + std::to_string(i), data.size(), gate), 0, data.size());
+        peers.back().send(data.data(), data.size());
+        peers.back().send_trailer(sums.back());
+    }
+    // As many wait at once as the pool has threads; the rest queue.
+    BOOST_REQUIRE(gate->wait_entered(std::min<int>(kPushes, 4)));
+    gate->let_through();
+    for (int i = 0; i < kPushes; ++i) {
+        const protocol::Response ack = peers[static_cast<std::size_t>(i)].receive_response();
+        BOOST_CHECK(ack.status == Errc::ok);
+        BOOST_CHECK(ack.checksum == sums[static_cast<std::size_t>(i)]);
+    }
+    BOOST_CHECK_EQUAL(gate->committed, kPushes);
+    BOOST_CHECK(idle());
+}
+
+// The client goes away while its push commits: the commit's outcome
+// stands, the connection's object lives until it ends, the server serves on.
+BOOST_FIXTURE_TEST_CASE(a_connection_closed_during_its_commit, Fixture)
+{
+    auto gate = std::make_shared<Gate>();
+    const auto data = pattern(300000);
+    {
+        ProtocolPeer gone = connect();
+        gone.send_request(protocol::FrameType::push, gated_push_ticket("CT.gone", data.size(), gate), 0, data.size());
+        gone.send(data.data(), data.size());
+        gone.send_trailer(ChecksumState::of(ChecksumAlgorithm::crc32c, data.data(), data.size()));
+        BOOST_REQUIRE(gate->wait_entered(1));
+        const linger reset{1, 0};  // close with a reset
+        ::setsockopt(gone.fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+    }
+    // The reset is in before the commit ends (the server's socket is
+    // unwatched meanwhile, so it finds out when it answers); whichever
+    // comes first, the outcome below is the same.
+    std::this_thread::sleep_for(50ms);
+    gate->let_through();
+    BOOST_CHECK(idle());
+    BOOST_CHECK_EQUAL(gate->committed, 1);
+    BOOST_CHECK_EQUAL(reservations.open(), 0u);
+    ProtocolPeer next = connect();
+    next.send_request(protocol::FrameType::push, push_ticket("CT.next", data.size()), 0, data.size());
+    next.send(data.data(), data.size());
+    next.send_trailer(ChecksumState::of(ChecksumAlgorithm::crc32c, data.data(), data.size()));
+    BOOST_CHECK(next.receive_response().status == Errc::ok);
+}
+
+// stop() lets a commit in flight finish and answers it before closing.
+BOOST_FIXTURE_TEST_CASE(stop_answers_a_commit_in_flight, Fixture)
+{
+    auto gate = std::make_shared<Gate>();
+    const auto data = pattern(200000);
+    const Checksum checksum = ChecksumState::of(ChecksumAlgorithm::crc32c, data.data(), data.size());
+    ProtocolPeer peer = connect();
+    peer.send_request(protocol::FrameType::push, gated_push_ticket("CT.stop", data.size(), gate), 0, data.size());
+    peer.send(data.data(), data.size());
+    peer.send_trailer(checksum);
+    BOOST_REQUIRE(gate->wait_entered(1));
+    // Opened while stop() waits for the commit (or before: the same outcome).
+    std::thread opener([gate] {
+        std::this_thread::sleep_for(50ms);
+        gate->let_through();
+    });
+    server.stop();
+    opener.join();
+    BOOST_CHECK_EQUAL(gate->committed, 1);
+    const protocol::Response ack = peer.receive_response();
+    BOOST_CHECK(ack.status == Errc::ok);
+    BOOST_CHECK(ack.checksum == checksum);
+    BOOST_CHECK_EQUAL(server.active_transfers(), 0u);
+    BOOST_CHECK_EQUAL(reservations.open(), 0u);
 }

@@ -1,5 +1,6 @@
 #include "DataServer.h"
 
+#include "CommitPool.h"
 #include "DataAcceptor.h"
 #include "DataServerImpl.h"
 #include "ReservationTable.h"
@@ -155,6 +156,7 @@ void DataServer::start()
     // copes with EINTR as well).
     d.reactor = std::make_unique<ACE_Reactor>(new ACE_Dev_Poll_Reactor(handles, true), true);
     d.limits = ConnectionLimits<ServerConnection>(caps_for(handles, d.config));
+    d.commits = std::make_unique<CommitPool>(*d.reactor);
 
     ACE_INET_Addr addr;
     in_addr v4{};
@@ -198,13 +200,16 @@ void DataServer::stop() noexcept
     d.reactor->end_reactor_event_loop();
     if (d.thread.joinable()) d.thread.join();
     d.reactor->owner(ACE_Thread::self());
-    // The reactor thread has ended: the connections are ours now.
+    // The reactor thread has ended: the connections are ours now. Commits in
+    // flight finish first (their clients sent every byte) and are answered.
+    d.commits->stop();
     std::vector<ServerConnection*> open(d.connections.begin(), d.connections.end());
     if (!open.empty()) spdlog::info("data plane: closing {} connection(s)", open.size());
     for (ServerConnection* c : open) c->shutdown_now();
     d.reactor->cancel_timer(d.housekeeper.get());
     d.acceptor->close();
     d.acceptor.reset();
+    d.commits.reset();
     d.reactor->close();
     d.reactor.reset();
     d.housekeeper.reset();

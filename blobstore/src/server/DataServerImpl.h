@@ -18,6 +18,7 @@
 
 namespace blobstreaming::server {
 
+class CommitPool;
 class DataAcceptor;
 class ServerConnection;
 
@@ -49,6 +50,8 @@ struct DataServer::Impl {
     LogThrottle accept_log{"failed accepts on the data port"};
 
     std::unique_ptr<ACE_Reactor> reactor;
+    /// Runs the commits that wait for the disk off the reactor thread.
+    std::unique_ptr<CommitPool> commits;
     std::unique_ptr<DataAcceptor> acceptor;
     std::unique_ptr<ACE_Event_Handler> housekeeper;
     std::thread thread;

@@ -28,12 +28,6 @@ namespace blobstreaming::server {
 
 using data_path::kMaxDrain;
 
-namespace {
-
-using Base = ACE_Svc_Handler<ACE_SOCK_Stream, ACE_NULL_SYNCH>;
-
-}  // namespace
-
 // The data server's reactor from the start: ACE_Svc_Handler's default is
 // ACE_Reactor::instance(), a select() reactor created on first use whose
 // notification pipe aborts the process (FD_SET past FD_SETSIZE) once the
@@ -112,7 +106,8 @@ int ServerConnection::handle_input(ACE_HANDLE)
     case Phase::push_trailer: return read_trailer();
     case Phase::draining: return drain_input();
     case Phase::response:
-    case Phase::pull_body: return 0;  // input is masked while sending
+    case Phase::pull_body:
+    case Phase::committing: return 0;  // input is masked while sending or committing
     }
     return 0;
 }
@@ -198,6 +193,7 @@ int ServerConnection::handle_output(ACE_HANDLE)
     case Phase::request:
     case Phase::push_body:
     case Phase::push_trailer:
+    case Phase::committing:
     case Phase::draining: break;
     }
     return set_mask(ACE_Event_Handler::READ_MASK) ? 0 : -1;
@@ -241,13 +237,22 @@ int ServerConnection::handle_close(ACE_HANDLE handle, ACE_Reactor_Mask mask)
 {
     if (closed_) return 0;
     closed_ = true;
-    if (in_transfer_) fail_transfer(Errc::transfer_failed, "the connection was closed", false);
+    // A commit in flight goes on: its outcome stands (on_committed()).
+    if (in_transfer_ && !committing_) fail_transfer(Errc::transfer_failed, "the connection was closed", false);
     disarm_timer();
     if (io_ && phase_ != Phase::draining) io_->close_notify();
     io_.reset();
     server_->connections.erase(this);
     server_->limits.remove(this);
     spdlog::debug("data connection {}: closed", peer_);
+    if (committing_) {
+        // The CommitPool's completion still refers to this object: leave
+        // the reactor and close the socket now, delete in on_committed().
+        if (reactor())
+            reactor()->remove_handler(this, ACE_Event_Handler::ALL_EVENTS_MASK | ACE_Event_Handler::DONT_CALL);
+        peer().close();
+        return 0;
+    }
     return Base::handle_close(handle, mask);  // deletes this
 }
 }  // namespace blobstreaming::server

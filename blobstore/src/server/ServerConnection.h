@@ -32,7 +32,10 @@ namespace blobstreaming::server {
 /// transfer without progress for its inactivity timeout, and closes a
 /// connection that presented no valid Request within the handshake timeout
 /// of being accepted or sat idle between transfers for the idle timeout
-/// (docs/PROTOCOL.md, "Connections"); handle_close()
+/// (docs/PROTOCOL.md, "Connections"). A commit that waits for the disk
+/// runs on the data server's CommitPool meanwhile, the connection then
+/// neither read nor timed; its outcome comes back through on_committed()
+/// on the reactor thread. handle_close()
 /// aborts whatever is open (nothing partial becomes visible) and deletes the
 /// object. All member functions run on the reactor thread, except that
 /// DataServer::stop() calls handle_close() after that thread has ended.
@@ -61,6 +64,7 @@ public:
     void evict(const std::string& newcomer) noexcept;
 
 private:
+    using Base = ACE_Svc_Handler<ACE_SOCK_Stream, ACE_NULL_SYNCH>;
     /// The phases of docs/PROTOCOL.md a connection goes through, named as
     /// the client's (ClientConnection) are; `draining` is the store's own.
     enum class Phase {
@@ -68,6 +72,7 @@ private:
         request,       ///< reading a Request (idle between transfers)
         push_body,     ///< receiving push bytes into the reservation
         push_trailer,  ///< reading the push's trailer (the Blob's checksum)
+        committing,    ///< the store commits on a CommitPool thread (no events, no timer)
         response,      ///< sending a Response (a push's outcome, a refusal, a pull's header)
         pull_body,     ///< sending a pull's bytes
         draining,      ///< refused: write side shut, reading to EOF before closing
@@ -90,6 +95,24 @@ private:
     int read_push_body();
     int read_trailer();
     int finish_push();
+    /// How a push's commit ended.
+    struct CommitOutcome {
+        bool ok = false;
+        BlobInfo info;                      ///< ok
+        Errc code = Errc::transfer_failed;  ///< !ok
+        std::string message;                ///< !ok
+    };
+    /// Commits `r` against `expected` (any thread); a failed commit aborts it.
+    static CommitOutcome commit_reservation(Reservation& r, const Checksum& expected) noexcept;
+    /// The push's commit on the CommitPool: the connection waits unwatched.
+    int start_commit(const Checksum& expected);
+    /// The CommitPool's completion of start_commit(): answers the client, or
+    /// when the connection was closed meanwhile only records the outcome
+    /// and deletes the object.
+    void on_committed(const CommitOutcome& outcome) noexcept;
+    /// Ends the push with `outcome` (reservation slot, log, completion
+    /// notice) and returns the Response that tells the client.
+    protocol::Response record_push(const CommitOutcome& outcome);
     int drain_input();
     /// Sends `frame` (an encoded Response), then goes on as `then` says.
     int send_response(const std::string& frame, Then then);
@@ -134,6 +157,9 @@ private:
     std::string subject_;          ///< TLS: the client certificate's subject
     Phase phase_ = Phase::request;
     bool closed_ = false;
+    /// A commit of this connection's push runs on the CommitPool: the
+    /// object outlives a close until on_committed().
+    bool committing_ = false;
 
     /// The Request or the trailer being read.
     FrameReader frame_{std::max(protocol::kRequestSize, protocol::kTrailerSize)};

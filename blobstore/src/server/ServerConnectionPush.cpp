@@ -2,6 +2,7 @@
 /// reservation's window, the checksum trailer, the commit and its Response.
 #include "ServerConnection.h"
 
+#include "CommitPool.h"
 #include "DataPath.h"
 #include "ReservationTable.h"
 
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -136,34 +138,115 @@ int ServerConnection::read_trailer()
 
 int ServerConnection::finish_push()
 {
-    protocol::Response response;
-    response.length = request_.length;
-    try {
-        protocol::Trailer trailer;
-        std::string why;
-        if (protocol::decode(frame_.first<protocol::kTrailerSize>(), trailer, why))
-            throw Error(Errc::protocol_error,
-                        "push " + quote_name(binding_.blob) + ": " + why + "; nothing was stored");
-        const BlobInfo info = reservation_->commit(&trailer.checksum);
-        response.blob_size = info.size;
-        response.checksum = info.checksum;
-    } catch (const Error& e) {
+    protocol::Trailer trailer;
+    std::string why;
+    if (protocol::decode(frame_.first<protocol::kTrailerSize>(), trailer, why)) {
         reservation_->abort();
         reservation_.reset();
-        server_->reservations.release(binding_.reservation);
-        spdlog::warn("data connection {}: push {} failed: {}", peer_, quote_name(binding_.blob), e.what());
-        end_transfer(false, e.what());
-        response.status = e.code();
-        response.message = e.what();
-        return send_response(protocol::encode(response), Then::next_request);
+        CommitOutcome refused;
+        refused.code = Errc::protocol_error;
+        refused.message = "push " + quote_name(binding_.blob) + ": " + why + "; nothing was stored";
+        return send_response(protocol::encode(record_push(refused)), Then::next_request);
     }
+    if (server_->commits && reservation_->commit_waits()) return start_commit(trailer.checksum);
+    const CommitOutcome outcome = commit_reservation(*reservation_, trailer.checksum);
     reservation_.reset();
+    return send_response(protocol::encode(record_push(outcome)), Then::next_request);
+}
+
+ServerConnection::CommitOutcome ServerConnection::commit_reservation(Reservation& r, const Checksum& expected) noexcept
+{
+    CommitOutcome outcome;
+    try {
+        outcome.info = r.commit(&expected);
+        outcome.ok = true;
+    } catch (const Error& e) {
+        outcome.code = e.code();
+        outcome.message = e.what();
+    } catch (const std::exception& e) {
+        outcome.code = Errc::io_error;
+        outcome.message = "commit " + quote_name(r.name()) + ": " + e.what();
+    }
+    if (!outcome.ok) r.abort();
+    return outcome;
+}
+
+int ServerConnection::start_commit(const Checksum& expected)
+{
+    // Unwatched while the store works: no input is due before the Response
+    // (a peer's close is seen once the connection reads again), and the
+    // inactivity timeout measures the client, not the disk.
+    if (!set_mask(ACE_Event_Handler::NULL_MASK)) {
+        const CommitOutcome outcome = commit_reservation(*reservation_, expected);
+        reservation_.reset();
+        return send_response(protocol::encode(record_push(outcome)), Then::next_request);
+    }
+    disarm_timer();
+    phase_ = Phase::committing;
+    committing_ = true;
+    struct Job {
+        std::unique_ptr<Reservation> reservation;
+        Checksum expected;
+        CommitOutcome outcome;
+    };
+    auto job = std::make_shared<Job>(Job{std::move(reservation_), expected, {}});
+    server_->commits->submit(
+        [job] {
+            job->outcome = commit_reservation(*job->reservation, job->expected);
+            job->reservation.reset();  // a FileStore's descriptor and buffer go here, not on the reactor
+        },
+        [this, job] { on_committed(job->outcome); });
+    return 0;
+}
+
+void ServerConnection::on_committed(const CommitOutcome& outcome) noexcept
+{
+    committing_ = false;
+    protocol::Response response;
+    try {
+        response = record_push(outcome);
+    } catch (const std::exception& e) {  // logging, or the notice's allocation
+        spdlog::error("data connection {}: recording the commit of {} failed: {}", peer_, quote_name(binding_.blob),
+                      e.what());
+        response.status = Errc::transfer_failed;
+        response.message = e.what();
+    }
+    if (closed_) {
+        // Closed while the store committed (handle_close() kept the object):
+        // the outcome stands, nobody is left to tell.
+        Base::handle_close(ACE_INVALID_HANDLE, ACE_Event_Handler::ALL_EVENTS_MASK);  // deletes this
+        return;
+    }
+    progress();
+    int rc = -1;
+    try {
+        rc = send_response(protocol::encode(response), Then::next_request);
+    } catch (const std::exception& e) {
+        spdlog::warn("data connection {}: cannot answer the push of {}: {}", peer_, quote_name(binding_.blob),
+                     e.what());
+    }
+    if (rc == -1) handle_close(ACE_INVALID_HANDLE, ACE_Event_Handler::ALL_EVENTS_MASK);  // deletes this
+}
+
+protocol::Response ServerConnection::record_push(const CommitOutcome& outcome)
+{
     server_->reservations.release(binding_.reservation);
+    protocol::Response response;
+    response.length = request_.length;
+    if (!outcome.ok) {
+        spdlog::warn("data connection {}: push {} failed: {}", peer_, quote_name(binding_.blob), outcome.message);
+        end_transfer(false, outcome.message);
+        response.status = outcome.code;
+        response.message = outcome.message;
+        return response;
+    }
+    response.blob_size = outcome.info.size;
+    response.checksum = outcome.info.checksum;
     const Throughput t = record_throughput(request_.length);
     spdlog::info("push {} {} bytes in {:.3f} s ({:.2f} MB/s) from {}", quote_name(binding_.blob), request_.length,
                  t.seconds, t.mbps, peer_);
     end_transfer(true, "");
-    return send_response(protocol::encode(response), Then::next_request);
+    return response;
 }
 
 }  // namespace blobstreaming::server

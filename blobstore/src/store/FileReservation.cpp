@@ -200,6 +200,8 @@ private:
         return info;
     }
 
+    bool commit_syncs() const noexcept override { return state_->sync; }
+
     void do_abort() noexcept override
     {
         do_suspend();

@@ -57,6 +57,11 @@ public:
     /// until suspend(), commit() or abort(). Never for CRC32C, nor when no
     /// thread could be started (then hashing is inline).
     bool hashes_in_background() const noexcept { return hash_.background(); }
+    /// commit() may wait for more than memory: for the disk (a FileStore's
+    /// fdatasync, rename and directory fsync) or for the helper's last bytes
+    /// of SHA-256. A caller that serves others meanwhile (the daemon's
+    /// reactor thread) runs such a commit on another thread.
+    bool commit_waits() const noexcept { return hashes_in_background() || commit_syncs(); }
 
     /// Where the next bytes go: at most `max` bytes (fewer at the end of the
     /// reservation or of an internal mapping window). size 0 only when the
@@ -124,6 +129,8 @@ protected:
     std::error_code fail(std::error_code ec, std::string message);
     /// Publishes the complete Blob with its checksum (the helper has ended).
     virtual BlobInfo do_commit(const Checksum& checksum) = 0;
+    /// do_commit() waits for the disk (commit_waits()).
+    virtual bool commit_syncs() const noexcept { return false; }
     virtual void do_abort() noexcept = 0;
 
 private:
