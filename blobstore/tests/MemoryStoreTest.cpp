@@ -82,3 +82,43 @@ BOOST_AUTO_TEST_CASE(without_eviction_a_full_store_refuses)
                    "no room for blob \"b\": need 100 bytes, 50 free of capacity 200 (150 used, 0 reserved)");
     BOOST_TEST(store.contains("a"));
 }
+
+// The mapping of a removed Blob (from 2 MiB on) receives the next Blob of
+// the same size, whose bytes and checksum are its own; never while a
+// reader still holds the old Blob, and never for another size.
+BOOST_AUTO_TEST_CASE(freed_mappings_are_reused_only_once_unread)
+{
+    constexpr std::size_t kSize = (4u << 20) + 123;
+    MemoryStore store({64u << 20, false});
+    const auto first = random_bytes(kSize, 1);
+    {
+        auto r = store.reserve("a", kSize);
+        BOOST_REQUIRE(!r->write(first.data(), kSize));
+        r->commit();
+    }
+    const std::uint8_t* old_bytes = nullptr;
+    {
+        const BlobRange view = store.read_all("a");
+        old_bytes = view.data();
+        store.remove("a");
+        std::error_code ec;
+        auto held = store.reserve("b", kSize);  // "a" is still being read
+        BOOST_TEST(held->window(kSize, ec).data != old_bytes);
+        BOOST_TEST(std::memcmp(view.data(), first.data(), kSize) == 0);
+    }
+    std::error_code ec;
+    auto other_size = store.reserve("c", kSize + (2u << 20));
+    BOOST_TEST(other_size->window(1, ec).data != old_bytes);
+
+    const auto second = random_bytes(kSize, 2);
+    auto r = store.reserve("d", kSize);
+    const Reservation::Window w = r->window(kSize, ec);
+    BOOST_TEST(w.data == old_bytes);  // "a"'s mapping, mapped already
+    BOOST_REQUIRE(w.size == kSize);
+    std::memcpy(w.data, second.data(), kSize);
+    BOOST_REQUIRE(!r->advance(kSize));
+    const BlobInfo info = r->commit();
+    BOOST_TEST((info.checksum == ChecksumState::of(info.checksum.algorithm, second.data(), kSize)));
+    const BlobRange view = store.read_all("d");
+    BOOST_TEST(std::memcmp(view.data(), second.data(), kSize) == 0);
+}
