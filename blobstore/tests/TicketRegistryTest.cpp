@@ -138,6 +138,48 @@ BOOST_AUTO_TEST_CASE(old_entries_are_purged)
                       "unknown ticket " + protocol::ticket_tag(used));
 }
 
+// Each entry is forgotten exactly when it is due, in any order of issue
+// and use: a used ticket a minute after its use, an unused one a minute
+// after it expired; an unused ticket lets go of its transfer control at
+// expiry.
+BOOST_AUTO_TEST_CASE(entries_are_forgotten_when_due)
+{
+    FakeClock clock;
+    TicketRegistry registry(10s, clock.fn());  // remembered for 60 s (the minimum)
+    const auto unused = registry.issue(pull_binding("A", 0, 1));
+    auto binding = pull_binding("B", 0, 1);
+    binding.control = std::make_shared<TransferControl>();
+    const std::weak_ptr<TransferControl> control = binding.control;
+    const auto expires = registry.issue(binding);
+    binding.control.reset();
+    clock.now += 5s;
+    const auto used_late = registry.issue(pull_binding("C", 0, 1));
+    const auto used_early = registry.issue(pull_binding("D", 0, 1));
+    registry.consume(request_for(used_early, protocol::FrameType::pull, 0, 1));  // at 5 s
+    clock.now += 4s;
+    registry.consume(request_for(used_late, protocol::FrameType::pull, 0, 1));  // at 9 s
+    BOOST_CHECK(!control.expired());
+    clock.now += 1s;  // 10 s: "A" and "B" expire
+    BOOST_CHECK_EQUAL(registry.purge(), 0u);
+    BOOST_CHECK(control.expired());
+    clock.now = clock.now + 55s - 1ms;  // just before 65 s
+    BOOST_CHECK_EQUAL(registry.purge(), 0u);
+    clock.now += 1ms;  // 65 s: "D", used at 5 s
+    BOOST_CHECK_EQUAL(registry.purge(), 1u);
+    BOOST_CHECK_EQUAL(refusal(registry, request_for(used_early, protocol::FrameType::pull, 0, 1)),
+                      "unknown ticket " + protocol::ticket_tag(used_early));
+    clock.now += 4s;  // 69 s: "C", used at 9 s
+    BOOST_CHECK_EQUAL(registry.purge(), 1u);
+    BOOST_CHECK_EQUAL(registry.remembered(), 2u);
+    clock.now += 1s;  // 70 s: "A" and "B", expired at 10 s
+    BOOST_CHECK_EQUAL(registry.purge(), 2u);
+    BOOST_CHECK_EQUAL(registry.remembered(), 0u);
+    BOOST_CHECK_EQUAL(refusal(registry, request_for(unused, protocol::FrameType::pull, 0, 1)),
+                      "unknown ticket " + protocol::ticket_tag(unused));
+    BOOST_CHECK_EQUAL(refusal(registry, request_for(expires, protocol::FrameType::pull, 0, 1)),
+                      "unknown ticket " + protocol::ticket_tag(expires));
+}
+
 BOOST_AUTO_TEST_CASE(tickets_are_distinct)
 {
     TicketRegistry registry(30s);

@@ -44,8 +44,21 @@ protocol::TicketId TicketRegistry::issue(TicketBinding binding)
     Entry entry;
     entry.binding = std::move(binding);
     entry.issued = t;
+    entry.forget_at = t + lifetime_ + retention();
+    expiring_.emplace(t + lifetime_, id);
+    forget_.emplace(entry.forget_at, id);
     entries_.emplace(id, std::move(entry));
     return id;
+}
+
+void TicketRegistry::close_locked(const protocol::TicketId& id, Entry& entry, State state, TimePoint t)
+{
+    expiring_.erase({entry.issued + lifetime_, id});
+    forget_.erase({entry.forget_at, id});
+    entry.state = state;
+    entry.closed = t;
+    entry.forget_at = t + retention();
+    forget_.emplace(entry.forget_at, id);
 }
 
 TicketBinding TicketRegistry::consume(const protocol::Request& request)
@@ -66,8 +79,7 @@ TicketBinding TicketRegistry::consume(const protocol::Request& request)
         const auto late = std::chrono::duration_cast<std::chrono::milliseconds>(t - expiry).count();
         throw Error(Errc::refused, "ticket " + tag + " expired " + std::to_string(late) + " ms ago");
     }
-    entry.state = State::used;
-    entry.closed = t;
+    close_locked(request.ticket, entry, State::used, t);
     const TicketBinding& b = entry.binding;
     if (b.direction != request.type || b.offset != request.offset || b.length != request.length) {
         throw Error(Errc::refused, "ticket " + tag + " is bound to a " + direction_name(b.direction) + " of " +
@@ -87,8 +99,7 @@ bool TicketRegistry::withdraw(const protocol::TicketId& ticket)
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = entries_.find(ticket);
     if (it == entries_.end() || it->second.state != State::issued || t >= it->second.issued + lifetime_) return false;
-    it->second.state = State::withdrawn;
-    it->second.closed = t;
+    close_locked(ticket, it->second, State::withdrawn, t);
     it->second.binding.control.reset();
     return true;
 }
@@ -102,18 +113,16 @@ std::size_t TicketRegistry::purge()
 
 std::size_t TicketRegistry::purge_locked(std::chrono::steady_clock::time_point t)
 {
+    // Unused and expired: the transfer's control goes (the entry stays).
+    while (!expiring_.empty() && expiring_.begin()->first <= t) {
+        auto it = entries_.find(expiring_.begin()->second);
+        if (it != entries_.end()) it->second.binding.control.reset();
+        expiring_.erase(expiring_.begin());
+    }
     std::size_t dropped = 0;
-    const auto keep = retention();
-    for (auto it = entries_.begin(); it != entries_.end();) {
-        const Entry& e = it->second;
-        const auto since = e.state == State::issued ? e.issued + lifetime_ : e.closed;
-        if (t >= since + keep) {
-            it = entries_.erase(it);
-            ++dropped;
-        } else {
-            if (e.state == State::issued && t >= e.issued + lifetime_) it->second.binding.control.reset();
-            ++it;
-        }
+    while (!forget_.empty() && forget_.begin()->first <= t) {
+        dropped += entries_.erase(forget_.begin()->second);
+        forget_.erase(forget_.begin());
     }
     return dropped;
 }
