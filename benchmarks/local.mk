@@ -89,7 +89,7 @@ bench_driver = $(PYTHON) $(abs_top_srcdir)/benchmarks/run_bench.py \
 bench_plot = $(PYTHON) $(abs_top_srcdir)/benchmarks/plot.py
 bench_links = "1gbit 0" "155mbit 0" "1gbit 2" "1gbit 20"
 
-# Full suite: loopback (every size and buffer, 20 runs per point; then
+# Full suite: loopback (every size, buffers 64K to 4M and auto, 10 runs per point; then
 # same-host against TCP pulls of 256 MiB and blob against plain_pair with
 # 1 GiB, 10 runs each), then the namespace links (root only; skipped with a
 # message otherwise): veth at 1 Gbit/s and 155 Mbit/s, and 1 Gbit/s with

@@ -57,7 +57,7 @@ def parse_args():
     ap.add_argument("--quick", action="store_true", help="smoke run: few sizes and runs (CI)")
     ap.add_argument("--plan", choices=["full", "quick", "net"], default="full",
                     help="points to run: full (default), quick (= --quick), net (for --link netns)")
-    ap.add_argument("--runs", type=int, help="runs per point (default 20; quick 3)")
+    ap.add_argument("--runs", type=int, help="runs per point (default 10; quick 3)")
     ap.add_argument("--sizes", help="comma-separated blob sizes, e.g. 512K,32M")
     ap.add_argument("--buffers", help="comma-separated socket buffers, e.g. 64K,auto")
     ap.add_argument("--no-series", action="store_true", help="skip the 200 x 0.5 MiB series")
