@@ -93,6 +93,8 @@ blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/server/NoticeDispatcher.h \
 	blobstore/src/server/ReservationTable.cpp \
 	blobstore/src/server/ReservationTable.h \
+	blobstore/src/server/StoreRegistry.cpp \
+	blobstore/src/server/StoreRegistry.h \
 	blobstore/src/server/TicketRegistry.cpp \
 	blobstore/src/server/TicketRegistry.h \
 	blobstore/src/server/TransferControl.h \

@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         try {
             const daemon::ParsedCommandLine parsed = daemon::parse_options(*args, text);
             if (parsed.run) {
-                if (parsed.run->name.empty() || parsed.run->store_kind.empty()) std::abort();
+                if (parsed.run->name.empty() || parsed.run->store.empty()) std::abort();
             } else if (parsed.text.empty()) {
                 std::abort();
             }

@@ -22,10 +22,10 @@ tests_fuzz_replay_blob_name_CPPFLAGS = $(AM_CPPFLAGS) -DBLOBSTREAMING_FUZZ_TARGE
 tests_fuzz_replay_blob_name_LDADD = common/libblobcommon.la
 
 tests_fuzz_replay_daemon_config_SOURCES = tests/fuzz/ReplayMain.cpp tests/fuzz/FuzzDaemonConfig.cpp \
-	blobstore/src/blobstored/DaemonOptions.cpp blobstore/src/server/AccessList.cpp
+	blobstore/src/blobstored/DaemonOptions.cpp blobstore/src/server/AccessList.cpp blobstore/src/server/StoreRegistry.cpp
 tests_fuzz_replay_daemon_config_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/blobstore/src \
 	-DBLOBSTREAMING_FUZZ_TARGET='"daemon_config"' $(OMNIORB_CFLAGS) $(SPDLOG_CFLAGS)
-tests_fuzz_replay_daemon_config_LDADD = transporter/libblobtransporter.la common/libblobcli.la common/libblobcommon.la \
+tests_fuzz_replay_daemon_config_LDADD = blobstore/libblobstore.la transporter/libblobtransporter.la common/libblobcli.la common/libblobcommon.la \
 	$(OPENSSL_LIBS) $(OMNIORB_LIBS) $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS)
 $(tests_fuzz_replay_daemon_config_OBJECTS): idl/BlobStreaming.hh
 

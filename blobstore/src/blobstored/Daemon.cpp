@@ -1,7 +1,6 @@
 #include "Daemon.h"
 
-#include <blobstreaming/blobstore/FileStore.h>
-#include <blobstreaming/blobstore/MemoryStore.h>
+#include "server/StoreRegistry.h"
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Orb.h>
@@ -63,20 +62,7 @@ Daemon::~Daemon() { stop(); }
 
 std::unique_ptr<Store> Daemon::open_store() const
 {
-    if (options_.store_kind == "file") {
-        FileStore::Options o;
-        o.capacity = options_.capacity;
-        o.sync = options_.sync;
-        auto store = std::make_unique<FileStore>(options_.store_directory, o);
-        if (store->recovered_reservations() > 0)
-            spdlog::info("file store {}: removed {} reservation(s) left by an earlier process",
-                         options_.store_directory, store->recovered_reservations());
-        return store;
-    }
-    MemoryStore::Options o;
-    o.capacity = options_.memory_size;
-    o.evict = options_.evict;
-    return std::make_unique<MemoryStore>(o);
+    return StoreRegistry::builtin().open(options_.store, options_.store_settings);
 }
 
 std::string Daemon::start()

@@ -19,17 +19,17 @@ namespace {
 
 [[noreturn]] void usage(const std::string& message) { throw Error(Errc::invalid_argument, message); }
 
-std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+std::string in_quotes(const std::string& s) { return "\"" + s + "\""; }
 
 std::size_t parse_count(const std::string& option, const std::string& text, std::size_t min, std::size_t max)
 {
     std::size_t digits = 0;
     while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-    if (text.empty() || digits != text.size()) usage("--" + option + ": " + quoted(text) + " is not a whole number");
+    if (text.empty() || digits != text.size()) usage("--" + option + ": " + in_quotes(text) + " is not a whole number");
     errno = 0;
     const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
     if (errno != 0 || v < min || v > max)
-        usage("--" + option + ": " + quoted(text) + " is out of range (allowed: " + std::to_string(min) + " to " +
+        usage("--" + option + ": " + in_quotes(text) + " is out of range (allowed: " + std::to_string(min) + " to " +
               std::to_string(max) + ")");
     return static_cast<std::size_t>(v);
 }
@@ -38,7 +38,7 @@ HostPort parse_host_port(const std::string& option, const std::string& text)
 {
     const auto colon = text.rfind(':');
     if (colon == std::string::npos || colon == 0)
-        usage("--" + option + ": " + quoted(text) + " is not HOST:PORT (e.g. 127.0.0.1:0; port 0 = ephemeral)");
+        usage("--" + option + ": " + in_quotes(text) + " is not HOST:PORT (e.g. 127.0.0.1:0; port 0 = ephemeral)");
     HostPort hp;
     hp.host = text.substr(0, colon);
     if (hp.host.size() > 2 && hp.host.front() == '[' && hp.host.back() == ']')
@@ -48,7 +48,7 @@ HostPort parse_host_port(const std::string& option, const std::string& text)
     errno = 0;
     const unsigned long v = std::strtoul(port.c_str(), &end, 10);
     if (port.empty() || *end != '\0' || errno != 0 || v > 65535 || port.find('-') != std::string::npos)
-        usage("--" + option + ": port " + quoted(port) + " of " + quoted(text) + " is not a number from 0 to 65535");
+        usage("--" + option + ": port " + in_quotes(port) + " of " + in_quotes(text) + " is not a number from 0 to 65535");
     hp.port = static_cast<std::uint16_t>(v);
     return hp;
 }
@@ -59,21 +59,37 @@ BlobStreaming::StoreTier parse_tier(const std::string& text)
     if (text == "workstation") return BlobStreaming::TIER_WORKSTATION;
     if (text == "cluster") return BlobStreaming::TIER_CLUSTER;
     if (text == "central") return BlobStreaming::TIER_CENTRAL;
-    usage("--tier: " + quoted(text) + " is not one of memory, workstation, cluster, central");
+    usage("--tier: " + in_quotes(text) + " is not one of memory, workstation, cluster, central");
+}
+
+/// --store's help: every kind's syntax and description.
+std::string store_help()
+{
+    std::string out;
+    const auto& kinds = StoreRegistry::builtin().kinds();
+    for (std::size_t i = 0; i < kinds.size(); ++i)
+        out += (i == 0                  ? ""
+                : i + 1 == kinds.size() ? " or "
+                                        : ", ") +
+               kinds[i].syntax + " (" + kinds[i].description + ")";
+    return out + " (required)";
 }
 
 po::options_description describe()
 {
-    po::options_description d("blobstored: serves one Blob store on the control plane (CORBA) and the data plane "
-                              "(TCP)\n\nUsage: blobstored --name NAME --store file:DIR|memory:SIZE --naming URL "
-                              "[options]\n\nOptions");
+    static const std::string caption =
+        "blobstored: serves one Blob store on the control plane (CORBA) and the data plane (TCP)\n\nUsage: "
+        "blobstored --name NAME --store " +
+        StoreRegistry::builtin().syntaxes("|") + " --naming URL [options]\n\nOptions";
+    static const std::string store = store_help();
+    po::options_description d(caption);
     // clang-format off
     // clang-format off
     d.add_options()
         ("help,h", "show this help and exit")
         ("version", "show the version and exit")
         ("name,n", po::value<std::string>()->value_name("NAME"), "store name, registered as BlobStreaming/Stores/NAME (required)")
-        ("store,s", po::value<std::string>()->value_name("SPEC"), "file:DIR (a FileStore in DIR, created if missing) or memory:SIZE (a MemoryStore of SIZE bytes, e.g. 512M) (required)")
+        ("store,s", po::value<std::string>()->value_name("URI"), store.c_str())
         ("naming", po::value<std::string>()->value_name("URL"), "Naming Service, corbaname::HOST:PORT (default: $BLOBSTREAMING_NAMING, else corbaname::127.0.0.1:2809)")
         ("capacity", po::value<std::string>()->value_name("BYTES"), "limit of a FileStore, e.g. 64G or 2T (K, M, G, T: x1024; default: 0 = the file system's)")
         ("evict", po::bool_switch(), "memory store: drop least recently used Blobs to make room (cache tier)")
@@ -157,7 +173,7 @@ ParsedCommandLine parse_command_line(int argc, char** argv)
 {
     const po::options_description desc = describe();
     po::variables_map vm;
-    for (int i = 1; i < argc; ++i) refuse_percent("argument " + quoted(argv[i]), argv[i]);
+    for (int i = 1; i < argc; ++i) refuse_percent("argument " + in_quotes(argv[i]), argv[i]);
     try {
         po::store(cli::command_line_parser(argc, argv).options(desc).run(), vm);
         if (vm.count("config")) {
@@ -166,8 +182,8 @@ ParsedCommandLine parse_command_line(int argc, char** argv)
             std::string text;
             char buf[4096];
             while (in.read(buf, sizeof buf) || in.gcount() > 0) text.append(buf, static_cast<std::size_t>(in.gcount()));
-            if (!in.is_open() || in.bad()) usage("--config: cannot read " + quoted(file));
-            check_config_text("--config " + quoted(file), text);
+            if (!in.is_open() || in.bad()) usage("--config: cannot read " + in_quotes(file));
+            check_config_text("--config " + in_quotes(file), text);
             std::istringstream lines(text);
             po::store(po::parse_config_file(lines, desc), vm);
         }
@@ -182,7 +198,7 @@ ParsedCommandLine parse_options(const std::vector<std::string>& args, const std:
 {
     const po::options_description desc = describe();
     po::variables_map vm;
-    for (const auto& arg : args) refuse_percent("argument " + quoted(arg), arg);
+    for (const auto& arg : args) refuse_percent("argument " + in_quotes(arg), arg);
     check_config_text("configuration", config_text);
     try {
         po::store(cli::command_line_parser(args).options(desc).run(), vm);
@@ -213,24 +229,16 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
     o.name = value_of(vm, "name");
     if (o.name.empty()) usage("--name is required (the store's name in the naming service)");
     if (o.name.find('/') != std::string::npos || o.name.find('.') == 0)
-        usage("--name: " + quoted(o.name) + " may not contain '/' nor start with '.'");
+        usage("--name: " + in_quotes(o.name) + " may not contain '/' nor start with '.'");
 
-    const std::string store = value_of(vm, "store");
-    if (store.rfind("file:", 0) == 0 && store.size() > 5) {
-        o.store_kind = "file";
-        o.store_directory = store.substr(5);
-    } else if (store.rfind("memory:", 0) == 0) {
-        o.store_kind = "memory";
-        try {
-            o.memory_size = cli::parse_size("--store", store.substr(7));
-        } catch (const Error&) {
-            usage("--store: " + quoted(store) + " is not memory:SIZE with a size such as 512M (K, M, G, T: x1024)");
-        }
-        if (o.memory_size == 0) usage("--store: " + quoted(store) + ": the memory size must be greater than 0");
-    } else if (store.empty()) {
-        usage("--store is required (file:DIR or memory:SIZE)");
-    } else {
-        usage("--store: " + quoted(store) + " is not file:DIR or memory:SIZE");
+    const StoreRegistry& stores = StoreRegistry::builtin();
+    o.store = value_of(vm, "store");
+    if (o.store.empty()) usage("--store is required (" + stores.syntaxes(" or ") + ")");
+    const StoreKind* kind = nullptr;
+    try {
+        kind = &stores.check(o.store);
+    } catch (const Error& e) {
+        usage("--store: " + std::string(e.what()));
     }
 
     o.naming = value_of(vm, "naming");
@@ -239,14 +247,15 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
         o.naming = env && *env ? env : "corbaname::127.0.0.1:2809";
     }
     if (vm.count("capacity")) {
-        if (o.store_kind != "file") usage("--capacity applies to a file store; a memory store's size is in --store");
-        o.capacity = cli::parse_size("--capacity", value_of(vm, "capacity"));
+        if (!kind->takes_capacity)
+            usage("--capacity applies to a " + stores.schemes_that(&StoreKind::takes_capacity) + " store; a " +
+                  kind->scheme + " store's size is in --store");
+        o.store_settings.capacity = cli::parse_size("--capacity", value_of(vm, "capacity"));
     }
-    o.evict = vm["evict"].as<bool>();
-    if (o.evict && o.store_kind != "memory") usage("--evict applies to a memory store only");
-    o.tier = vm.count("tier")
-                 ? parse_tier(value_of(vm, "tier"))
-                 : (o.store_kind == "memory" ? BlobStreaming::TIER_MEMORY : BlobStreaming::TIER_WORKSTATION);
+    o.store_settings.evict = vm["evict"].as<bool>();
+    if (o.store_settings.evict && !kind->takes_evict)
+        usage("--evict applies to a " + stores.schemes_that(&StoreKind::takes_evict) + " store only");
+    o.tier = parse_tier(vm.count("tier") ? value_of(vm, "tier") : kind->default_tier);
     o.control = parse_host_port("control-address", value_of(vm, "control-address"));
     o.data = parse_host_port("data-address", value_of(vm, "data-address"));
     if (vm.count("sdc-address")) {
@@ -275,7 +284,7 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
     }
     o.checksum = cli::parse_checksum_algorithm("--checksum", value_of(vm, "checksum"));
     o.local_fast_path = !vm["no-local"].as<bool>();
-    o.sync = !vm["no-sync"].as<bool>();
+    o.store_settings.sync = !vm["no-sync"].as<bool>();
 
     o.tls.cert = value_of(vm, "tls-cert");
     o.tls.key = value_of(vm, "tls-key");

@@ -3,6 +3,7 @@
 
 #include "server/AccessList.h"
 
+#include "server/StoreRegistry.h"
 #include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/transporter/Tls.h>
 
@@ -19,6 +20,10 @@
 
 namespace blobstreaming::daemon {
 
+using server::StoreKind;
+using server::StoreRegistry;
+using server::StoreSettings;
+
 struct HostPort {
     std::string host;
     std::uint16_t port = 0;
@@ -26,11 +31,8 @@ struct HostPort {
 
 struct DaemonOptions {
     std::string name;
-    std::string store_kind;         ///< "file" or "memory"
-    std::string store_directory;    ///< file
-    std::uint64_t memory_size = 0;  ///< memory
-    std::uint64_t capacity = 0;     ///< file: 0 = file system only
-    bool evict = false;
+    std::string store;             ///< the store's URI (StoreRegistry): file:DIR, memory:SIZE, ...
+    StoreSettings store_settings;  ///< --capacity, --evict, --no-sync
     BlobStreaming::StoreTier tier = BlobStreaming::TIER_WORKSTATION;
     std::string naming;
     HostPort control{"0.0.0.0", 0};
@@ -52,7 +54,6 @@ struct DaemonOptions {
     int socket_buffer = 0;                               ///< 0: autotuning
     bool local_fast_path = true;
     ChecksumAlgorithm checksum = kDefaultChecksum;  ///< of pushes that ask for the store's default
-    bool sync = true;
     spdlog::level::level_enum log_level = spdlog::level::info;
     TlsFiles tls;               ///< enabled(): TLS on both planes
     server::AccessList access;  ///< enforced when TLS is on

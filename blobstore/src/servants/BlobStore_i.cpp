@@ -8,7 +8,6 @@
 #include "server/ReservationTable.h"
 #include "server/TransporterRegistry.h"
 
-#include <blobstreaming/blobstore/FileStore.h>
 #include <blobstreaming/blobstore/Store.h>
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
@@ -267,18 +266,17 @@ CORBA::Boolean BlobStore_i::findLocalFile(const char* name, BlobStreaming::Local
     to_idl(blobstreaming::BlobInfo{}, file->info);
     try {
         validate_blob_name(name);
-        const auto* fs = dynamic_cast<const FileStore*>(context_.store);
-        if (fs == nullptr || !context_.local_fast_path) {
+        if (!context_.local_fast_path) {
             context_.store->stat(name);  // NoSuchBlob still applies
             return false;
         }
-        const blobstreaming::BlobInfo info = fs->stat(name);
-        if (info.size == 0) return false;  // nothing to map (mmap of 0 bytes fails): use the socket
-        const FileStore::Location where = fs->locate(name);
+        const auto local = context_.store->local_file(name);
+        // Nothing to map (mmap of 0 bytes fails): use the socket.
+        if (!local || local->info.size == 0) return false;
         file->host = boot_id().c_str();
-        file->path = where.path.c_str();
-        file->dataOffset = where.data_offset;
-        to_idl(info, file->info);
+        file->path = local->path.c_str();
+        file->dataOffset = local->data_offset;
+        to_idl(local->info, file->info);
         return true;
     } catch (...) {
         rethrow_declared(kNoSuchBlob | kInvalidName, context_.store_name, {name});

@@ -128,6 +128,16 @@ FileStore::Location FileStore::locate(std::string_view name) const
     return {state_->path_of(name), kHeaderSize};
 }
 
+std::optional<Store::LocalFile> FileStore::local_file(std::string_view name) const
+{
+    LocalFile out;
+    out.info = stat(name);
+    const Location where = locate(name);
+    out.path = where.path;
+    out.data_offset = where.data_offset;
+    return out;
+}
+
 BlobRange FileStore::read(std::string_view name, std::uint64_t start, std::uint64_t end) const
 {
     validate_blob_name(name);

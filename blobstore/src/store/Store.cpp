@@ -14,6 +14,12 @@
 
 namespace blobstreaming {
 
+std::optional<Store::LocalFile> Store::local_file(std::string_view name) const
+{
+    stat(name);
+    return std::nullopt;
+}
+
 bool Store::contains(std::string_view name) const
 {
     try {

@@ -73,6 +73,7 @@ public:
         std::uint64_t data_offset;
     };
     Location locate(std::string_view name) const;
+    std::optional<LocalFile> local_file(std::string_view name) const override;
 
     /// Offset of byte 0 of a Blob in its file.
     static constexpr std::uint64_t kHeaderSize = 4096;

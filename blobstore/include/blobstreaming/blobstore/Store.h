@@ -5,7 +5,9 @@
 #include <blobstreaming/common/BlobInfo.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -80,6 +82,19 @@ public:
     virtual void remove(std::string_view name) = 0;
 
     virtual StoreUsage usage() const = 0;
+
+    /// A committed Blob's bytes in a file of its own, for a reader on the
+    /// same host (the same-host fast path): the file, the offset of byte 0
+    /// in it, and the Blob as that file holds it.
+    struct LocalFile {
+        std::filesystem::path path;
+        std::uint64_t data_offset = 0;
+        BlobInfo info;
+    };
+    /// Where `name`'s bytes are in a file; nullopt for a kind that keeps no
+    /// Blob in a file of its own (memory, object stores): the data port
+    /// serves it. Errc::invalid_name, Errc::no_such_blob either way.
+    virtual std::optional<LocalFile> local_file(std::string_view name) const;
 };
 
 }  // namespace blobstreaming

@@ -1,0 +1,119 @@
+/// The kinds of store (StoreRegistry.h): the list of this build's kinds.
+#include "StoreRegistry.h"
+
+#include <blobstreaming/blobstore/FileStore.h>
+#include <blobstreaming/blobstore/MemoryStore.h>
+#include <blobstreaming/cli/Values.h>
+#include <blobstreaming/common/Error.h>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace blobstreaming::server {
+namespace {
+
+std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+StoreKind file_kind()
+{
+    StoreKind k;
+    k.scheme = "file";
+    k.syntax = "file:DIR";
+    k.description = "a FileStore in DIR (created if missing)";
+    k.default_tier = "workstation";
+    k.takes_capacity = true;
+    k.check = [](std::string_view uri, std::string_view rest) {
+        if (rest.empty()) throw Error(Errc::invalid_argument, in_quotes(uri) + " names no directory: file:DIR");
+    };
+    k.open = [](std::string_view rest, const StoreSettings& settings) -> std::unique_ptr<Store> {
+        FileStore::Options o;
+        o.capacity = settings.capacity;
+        o.sync = settings.sync;
+        auto store = std::make_unique<FileStore>(std::string(rest), o);
+        if (store->recovered_reservations() > 0)
+            spdlog::info("file store {}: removed {} reservation(s) left by an earlier process", rest,
+                         store->recovered_reservations());
+        return store;
+    };
+    return k;
+}
+
+std::uint64_t memory_size(std::string_view uri, std::string_view rest)
+{
+    std::uint64_t size = 0;
+    try {
+        size = cli::parse_size("--store", std::string(rest));
+    } catch (const Error&) {
+        throw Error(Errc::invalid_argument,
+                    in_quotes(uri) + " is not memory:SIZE with a size such as 512M (K, M, G, T: x1024)");
+    }
+    if (size == 0) throw Error(Errc::invalid_argument, in_quotes(uri) + ": the memory size must be greater than 0");
+    return size;
+}
+
+StoreKind memory_kind()
+{
+    StoreKind k;
+    k.scheme = "memory";
+    k.syntax = "memory:SIZE";
+    k.description = "a MemoryStore of SIZE bytes, e.g. 512M";
+    k.default_tier = "memory";
+    k.takes_evict = true;
+    k.check = [](std::string_view uri, std::string_view rest) { memory_size(uri, rest); };
+    k.open = [](std::string_view rest, const StoreSettings& settings) -> std::unique_ptr<Store> {
+        MemoryStore::Options o;
+        o.capacity = memory_size("memory:" + std::string(rest), rest);
+        o.evict = settings.evict;
+        return std::make_unique<MemoryStore>(o);
+    };
+    return k;
+}
+
+}  // namespace
+
+const StoreRegistry& StoreRegistry::builtin()
+{
+    static const StoreRegistry registry({file_kind(), memory_kind()});
+    return registry;
+}
+
+StoreRegistry::StoreRegistry(std::vector<StoreKind> kinds) : kinds_(std::move(kinds)) {}
+
+const StoreKind& StoreRegistry::check(std::string_view uri) const
+{
+    const std::size_t colon = uri.find(':');
+    const std::string_view scheme = colon == std::string_view::npos ? std::string_view() : uri.substr(0, colon);
+    const auto kind =
+        std::find_if(kinds_.begin(), kinds_.end(), [&](const StoreKind& k) { return k.scheme == scheme; });
+    if (scheme.empty() || kind == kinds_.end())
+        throw Error(Errc::invalid_argument, in_quotes(uri) + " is not " + syntaxes(" or "));
+    kind->check(uri, uri.substr(colon + 1));
+    return *kind;
+}
+
+std::unique_ptr<Store> StoreRegistry::open(std::string_view uri, const StoreSettings& settings) const
+{
+    const StoreKind& kind = check(uri);
+    return kind.open(uri.substr(kind.scheme.size() + 1), settings);
+}
+
+std::string StoreRegistry::syntaxes(std::string_view separator) const
+{
+    std::string out;
+    for (const StoreKind& k : kinds_) out += (out.empty() ? "" : std::string(separator)) + k.syntax;
+    return out;
+}
+
+std::string StoreRegistry::schemes_that(bool StoreKind::*takes) const
+{
+    std::vector<std::string> names;
+    for (const StoreKind& k : kinds_)
+        if (k.*takes) names.push_back(k.scheme);
+    std::string out;
+    for (std::size_t i = 0; i < names.size(); ++i)
+        out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+    return out;
+}
+
+}  // namespace blobstreaming::server

@@ -1,0 +1,69 @@
+#pragma once
+/// The kinds of store a daemon can serve, chosen by the scheme of a store
+/// URI: `file:DIR`, `memory:SIZE`. A kind checks the rest of its URI when
+/// the command line is read (an error names what is wrong and what is
+/// allowed) and opens the store when the daemon starts. Adding a kind adds
+/// one entry to the list in StoreRegistry.cpp: no daemon code changes, and
+/// nothing asks a Store which class it is (Store::local_file() instead of a
+/// dynamic_cast).
+
+#include <blobstreaming/blobstore/Store.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace blobstreaming::server {
+
+/// What a daemon's options say about any kind of store.
+struct StoreSettings {
+    std::uint64_t capacity = 0;  ///< --capacity; 0: the kind's own limit
+    bool sync = true;            ///< durable commits (kinds that can choose)
+    bool evict = false;          ///< --evict: drop least recently used Blobs to make room
+};
+
+/// One kind of store.
+struct StoreKind {
+    std::string scheme;        ///< "file"
+    std::string syntax;        ///< "file:DIR"
+    std::string description;   ///< "a FileStore in DIR (created if missing)"
+    std::string default_tier;  ///< "memory", "workstation", "cluster" or "central"
+    /// The options of StoreSettings that mean something to this kind; the
+    /// daemon refuses the others naming the kinds that take them.
+    bool takes_capacity = false;
+    bool takes_evict = false;
+    /// Throws Error(invalid_argument) saying what is wrong with `rest`, the
+    /// URI `uri` after "scheme:".
+    std::function<void(std::string_view uri, std::string_view rest)> check;
+    /// Opens the store of a checked `rest`; Error as the kind's constructor.
+    std::function<std::unique_ptr<Store>(std::string_view rest, const StoreSettings&)> open;
+};
+
+class StoreRegistry {
+public:
+    /// Every kind of this build.
+    static const StoreRegistry& builtin();
+
+    explicit StoreRegistry(std::vector<StoreKind> kinds);
+
+    /// The kind of `uri`, its rest checked. Error(invalid_argument): no
+    /// scheme, an unknown one (naming the known syntaxes), or the kind's own
+    /// complaint.
+    const StoreKind& check(std::string_view uri) const;
+    /// check(), then the kind's open().
+    std::unique_ptr<Store> open(std::string_view uri, const StoreSettings& settings) const;
+
+    const std::vector<StoreKind>& kinds() const noexcept { return kinds_; }
+    /// The kinds' syntaxes joined by `separator` ("file:DIR|memory:SIZE").
+    std::string syntaxes(std::string_view separator) const;
+    /// Schemes of the kinds for which `takes` holds, as "file or memory".
+    std::string schemes_that(bool StoreKind::*takes) const;
+
+private:
+    std::vector<StoreKind> kinds_;
+};
+
+}  // namespace blobstreaming::server
