@@ -32,14 +32,15 @@ system_tests = \
 	tests/test_data_port_flood.py \
 	tests/test_notices.py \
 	tests/test_transporter_reclaim.py \
-	tests/test_cli_common.py
+	tests/test_cli_common.py \
+	tests/test_ceph_cluster.py
 TESTS += $(system_tests)
 # bsbench and sdc-bench are built by the bench targets only; this test runs them too.
 tests/test_cli_common.log: benchmarks/bsbench$(EXEEXT) sdc/sdc-bench$(EXEEXT)
 dist_check_SCRIPTS += $(system_tests)
-EXTRA_DIST += tests/harness/__init__.py tests/harness/checks.py tests/harness/cli.py tests/harness/cluster.py \
-	tests/harness/daemons.py tests/harness/files.py tests/harness/naming.py tests/harness/ports.py \
-	tests/harness/processes.py tests/harness/script.py tests/harness/workspace.py \
+EXTRA_DIST += tests/harness/__init__.py tests/harness/ceph.py tests/harness/checks.py tests/harness/cli.py \
+	tests/harness/cluster.py tests/harness/daemons.py tests/harness/files.py tests/harness/naming.py \
+	tests/harness/ports.py tests/harness/processes.py tests/harness/script.py tests/harness/workspace.py \
 	tests/README.md tests/tsan.supp tests/lsan.supp
 
 # The test tools that speak CORBA (ticket_probe, idl_probe, corba_call,

@@ -12,6 +12,7 @@ deadline, every subprocess call with a timeout.
   cli        one `blob` run (BlobResult), the client_driver shell
   workspace  the temporary directory and processes of a run, logs, sanitizers
   cluster    Cluster: omniNames + daemons + clients of a system test
+  ceph       CephCluster: a throwaway single-node Ceph cluster (mon, mgr, OSD)
   script     run()/main(): exit 0 pass, 1 fail, 77 skip
 
 A test imports it with tests/ on sys.path (`sys.path.insert(0,
@@ -26,6 +27,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree (read-only i
 from .checks import (EXIT, SKIP, MiB, TestFailure, TestSkipped, build_dir, check, check_equal,  # noqa: E402
                      program, src_dir, step, wait_for)
 from .cli import BlobResult, DriverShell, run_blob  # noqa: E402
+from .ceph import CephCluster  # noqa: E402
 from .cluster import Cluster  # noqa: E402
 from .daemons import Daemon  # noqa: E402
 from .files import (FILE_HEADER, checksum_bytes, checksum_file, read_range, reservation_written_past,  # noqa: E402
@@ -36,7 +38,7 @@ from .script import main, run  # noqa: E402
 from .workspace import Workspace  # noqa: E402
 
 __all__ = ["EXIT", "SKIP", "MiB", "TestFailure", "TestSkipped", "build_dir", "check", "check_equal", "program",
-           "src_dir", "step", "wait_for", "BlobResult", "DriverShell", "run_blob", "Cluster", "Daemon",
+           "src_dir", "step", "wait_for", "BlobResult", "DriverShell", "run_blob", "CephCluster", "Cluster", "Daemon",
            "FILE_HEADER", "checksum_bytes", "checksum_file", "read_range", "reservation_written_past", "write_random",
            "free_port", "JsonLines", "Process", "Service", "peak_rss_kib", "proc_status", "start_service", "main",
            "run", "Workspace"]
