@@ -51,6 +51,8 @@ EXPECTED = {
     "cancel-unknown-ticket": ("returned", ""),
     "recv-offset-2^63": ("InvalidRange", "a push continues at offset 0 to the end of the Blob (length 1000), not"),
     "recv-length-2^64-1": ("InvalidRange", "a push continues at offset 0 to the end of the Blob (length 1000), not"),
+    "commit-checksum-too-long": ("TransferFailed", "a crc32c checksum has 4 bytes, not 32"),
+    "commit-checksum-no-algorithm": ("TransferFailed", "the checksum names no algorithm (allowed: crc32c, sha256)"),
     "commit-incomplete": ("TransferFailed", "0 of 1000 bytes written"),
     "abort-after-failed-commit": ("NoSuchReservation", ""),
     "stat-after-probe": ("NoSuchBlob", '"probe.reserved" not found'),

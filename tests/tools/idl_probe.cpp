@@ -240,6 +240,13 @@ int run(const std::string& naming, const std::string& store_name, const std::str
     const auto id = reservation->id;
     probe("recv-offset-2^63", [&] { transporter->recv(id, kMax, kHalf, false, no_timeout, none); });
     probe("recv-length-2^64-1", [&] { transporter->recv(id, kMax, 0, false, no_timeout, none); });
+    // Malformed checksums are refused before the reservation is touched.
+    BlobStreaming::BlobChecksum too_long = zero_digest;
+    too_long.value.length(32);  // a CRC32C has 4 bytes
+    probe("commit-checksum-too-long", [&] { store->commit(id, too_long); });
+    BlobStreaming::BlobChecksum no_algorithm = zero_digest;
+    no_algorithm.algorithm = BlobStreaming::CHECKSUM_STORE_DEFAULT;
+    probe("commit-checksum-no-algorithm", [&] { store->commit(id, no_algorithm); });
     probe("commit-incomplete", [&] { store->commit(id, zero_digest); });
     probe("abort-after-failed-commit", [&] { store->abort(id); });
     probe("stat-after-probe", [&] { store->stat("probe.reserved"); });
