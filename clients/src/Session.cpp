@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <exception>
 #include <mutex>
 
 namespace blobstreaming::client {
@@ -132,12 +133,21 @@ void Session::Impl::run(Mode mode, Completion done, const std::function<void(Com
         std::mutex mutex;
         std::condition_variable cv;
         bool done = false;
+        std::exception_ptr thrown;  ///< by the completion: rethrown to the caller
     };
     auto wait = std::make_shared<Wait>();
     ++pending;
     start([done, wait](const Result& r) {
-        if (done) done(r);
+        std::exception_ptr thrown;
+        if (done) {
+            try {
+                done(r);
+            } catch (...) {
+                thrown = std::current_exception();
+            }
+        }
         std::lock_guard<std::mutex> lock(wait->mutex);
+        wait->thrown = thrown;
         wait->done = true;
         wait->cv.notify_all();
     });
@@ -153,6 +163,7 @@ void Session::Impl::run(Mode mode, Completion done, const std::function<void(Com
         std::unique_lock<std::mutex> lock(wait->mutex);
         wait->cv.wait(lock, [&] { return wait->done; });
     }
+    if (wait->thrown) std::rethrow_exception(wait->thrown);
 }
 
 // ---- Session -----------------------------------------------------------------

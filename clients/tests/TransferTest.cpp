@@ -361,4 +361,21 @@ BOOST_AUTO_TEST_CASE(a_source_that_fails_midway_stores_nothing)
     BOOST_REQUIRE(e.has_value());
     BOOST_TEST(static_cast<int>(e->code()) == static_cast<int>(Errc::no_such_blob));
     for (const auto& store : session.stores()) BOOST_TEST(store.reserved == 0u, store.name);
+
+    // A Sync completion that throws: the call returns (it hung before) and
+    // throws it; the push itself had succeeded.
+    const std::vector<std::uint8_t> small(4096, 0x11);
+    bool reached = false;
+    try {
+        session.push(PushSource::memory(small.data(), small.size()), "thrown.2", PushOptions{}, Mode::Sync,
+                     [&reached](const Result& x) {
+                         reached = x.ok();
+                         throw std::runtime_error("the completion gave up");
+                     });
+        BOOST_FAIL("the completion's exception was not rethrown");
+    } catch (const std::runtime_error& thrown) {
+        BOOST_TEST(std::string(thrown.what()) == "the completion gave up");
+    }
+    BOOST_TEST(reached);
+    BOOST_TEST(session.stat("thrown.2").size == small.size());
 }

@@ -9,9 +9,11 @@
 ///    (ReactorMode::Thread) or the thread calling run_once()
 ///    (ReactorMode::Caller); never inside the call that started an Async
 ///    operation;
-///  - Mode::Sync returns after the completion has run. It may not be used
-///    from inside a completion callback (Error, Errc::invalid_argument); in
-///    Caller mode it drives run_once() itself until the operation is done;
+///  - Mode::Sync returns after the completion has run, and throws what the
+///    completion threw (an Async completion's exception is logged and
+///    dropped: its operation has ended). It may not be used from inside a
+///    completion callback (Error, Errc::invalid_argument); in Caller mode it
+///    drives run_once() itself until the operation is done;
 ///  - a failed transfer reports how far it got (Result::bytes); a failed push
 ///    has aborted its reservation, so nothing partial is visible.
 /// The throwing wrappers at the end are waits on the same path.
