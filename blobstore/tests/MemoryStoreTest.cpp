@@ -97,23 +97,26 @@ BOOST_AUTO_TEST_CASE(freed_mappings_are_reused_only_once_unread)
         r->commit();
     }
     const std::uint8_t* old_bytes = nullptr;
+    const std::uint8_t* held_bytes = nullptr;
     {
         const BlobRange view = store.read_all("a");
         old_bytes = view.data();
         store.remove("a");
         std::error_code ec;
         auto held = store.reserve("b", kSize);  // "a" is still being read
-        BOOST_TEST(held->window(kSize, ec).data != old_bytes);
+        held_bytes = held->window(kSize, ec).data;
+        BOOST_TEST(held_bytes != old_bytes);
         BOOST_TEST(std::memcmp(view.data(), first.data(), kSize) == 0);
-    }
+    }  // "a"'s mapping and the aborted "b"'s are free now
     std::error_code ec;
     auto other_size = store.reserve("c", kSize + (2u << 20));
     BOOST_TEST(other_size->window(1, ec).data != old_bytes);
+    BOOST_TEST(other_size->window(1, ec).data != held_bytes);
 
     const auto second = random_bytes(kSize, 2);
     auto r = store.reserve("d", kSize);
     const Reservation::Window w = r->window(kSize, ec);
-    BOOST_TEST(w.data == old_bytes);  // "a"'s mapping, mapped already
+    BOOST_TEST((w.data == old_bytes || w.data == held_bytes));  // a freed mapping, mapped already
     BOOST_REQUIRE(w.size == kSize);
     std::memcpy(w.data, second.data(), kSize);
     BOOST_REQUIRE(!r->advance(kSize));
@@ -121,4 +124,31 @@ BOOST_AUTO_TEST_CASE(freed_mappings_are_reused_only_once_unread)
     BOOST_TEST((info.checksum == ChecksumState::of(info.checksum.algorithm, second.data(), kSize)));
     const BlobRange view = store.read_all("d");
     BOOST_TEST(std::memcmp(view.data(), second.data(), kSize) == 0);
+}
+
+// Below 2 MiB (from 64 KiB on) the memory of a freed Blob is reused too, for
+// a Blob of its size or up to an eighth smaller, never a larger one.
+BOOST_AUTO_TEST_CASE(freed_slices_are_reused_by_slices_of_about_their_size)
+{
+    MemoryStore store({64u << 20, false});
+    const auto put_and_remove = [&](const std::string& name, std::size_t size) {
+        auto r = store.reserve(name, size);
+        std::error_code ec;
+        const std::uint8_t* at = r->window(size, ec).data;
+        const auto bytes = random_bytes(size, 3);
+        BOOST_REQUIRE(!r->write(bytes.data(), size));
+        r->commit();
+        store.remove(name);
+        return at;
+    };
+    const std::uint8_t* slice = put_and_remove("CT.1", 600u << 10);
+    std::error_code ec;
+    auto larger = store.reserve("CT.2", (600u << 10) + 1);
+    BOOST_TEST(larger->window(1, ec).data != slice);
+    auto much_smaller = store.reserve("CT.3", 500u << 10);  // 100 KiB less: more than an eighth
+    BOOST_TEST(much_smaller->window(1, ec).data != slice);
+    auto slightly_smaller = store.reserve("CT.4", 560u << 10);
+    BOOST_TEST(slightly_smaller->window(1, ec).data == slice);
+    auto tiny = store.reserve("CT.5", 1000);  // below 64 KiB: the heap as ever
+    BOOST_TEST(tiny->window(1, ec).data != slice);
 }

@@ -38,86 +38,116 @@ void prefault(std::uint8_t* data, std::size_t size) noexcept
     for (std::size_t at = 0; at < size; at += page) data[at] = 0;
 }
 
-/// Mappings of freed Blobs (removed, replaced or evicted; from kHugePage
-/// on) kept for the next reservation of the same size: its bytes then land
-/// in pages that are mapped already, where a fresh mapping has the kernel
-/// zero 2 MiB per fault while the push streams (a 32 MiB MemoryStore push
-/// on loopback then ran at 0.4-0.9 x raw C). A workstation's cache churns
-/// series of equal slices, so exact sizes (rounded to kHugePage) match. At
-/// most kMaxBytes are kept, the least recently freed dropped first; they
-/// count in the daemon's resident memory, not in the store's use. The bytes
-/// of a pooled mapping are a former Blob's until the new push overwrites
-/// them all: a reservation is readable only once committed, that is full.
-class RegionPool {
+/// Blobs from this size on go back to the BlockPool when freed.
+constexpr std::size_t kPooledFrom = std::size_t{64} << 10;
+
+/// Memory of freed Blobs (removed, replaced or evicted; from kPooledFrom
+/// on) kept for the next reservation of about the same size: its bytes then
+/// land in pages that are mapped already, where fresh memory has the kernel
+/// map and zero every page while the push streams — 2 MiB per fault from
+/// kHugePage on (a 32 MiB MemoryStore push on loopback ran at 0.4-0.9 x raw
+/// C), 4 KiB per fault below (128 faults per 0.5 MiB slice, which also
+/// glibc's heap trimming brings back after every freed series). A
+/// workstation's cache churns series of equal slices, so a block is reused
+/// for a Blob of its size or up to an eighth smaller. At most kMaxBytes are
+/// kept, the least recently freed dropped first; they count in the daemon's
+/// resident memory, not in the store's use. The bytes of a pooled block are
+/// a former Blob's until the new push overwrites them all: a reservation is
+/// readable only once committed, that is full.
+class BlockPool {
 public:
     static constexpr std::size_t kMaxBytes = std::size_t{128} << 20;
 
-    /// A freed mapping of exactly `size` bytes, or null.
-    std::shared_ptr<MappedRegion> take(std::size_t size)
+    /// Memory that holds a Blob's bytes: `size` bytes at `data`, alive as
+    /// long as `owner`.
+    struct Block {
+        std::shared_ptr<void> owner;
+        std::uint8_t* data = nullptr;
+        std::size_t size = 0;
+    };
+
+    /// A freed block of at least `size` bytes and at most an eighth more,
+    /// or an empty one.
+    Block take(std::size_t size)
     {
         std::lock_guard lock(mutex_);
         for (auto it = free_.begin(); it != free_.end(); ++it) {
-            if ((*it)->size() != size) continue;
-            std::shared_ptr<MappedRegion> region = std::move(*it);
+            if (it->size < size || it->size - size > size / 8) continue;
+            Block block = std::move(*it);
             free_.erase(it);
-            bytes_ -= size;
-            return region;
+            bytes_ -= block.size;
+            return block;
         }
-        return nullptr;
+        return {};
     }
 
-    /// Keeps `region` (the last reference to a Blob's bytes is gone).
-    void give_back(std::shared_ptr<MappedRegion> region) noexcept
+    /// Keeps `block` (the last reference to a Blob's bytes is gone).
+    void give_back(Block block) noexcept
     {
-        if (!region || region->size() > kMaxBytes) return;
-        std::list<std::shared_ptr<MappedRegion>> dropped;  // unmapped after the lock
+        if (!block.owner || block.size > kMaxBytes) return;
+        std::list<Block> dropped;  // freed after the lock
         std::lock_guard lock(mutex_);
         try {
-            free_.push_front(std::move(region));
+            free_.push_front(std::move(block));
         } catch (const std::bad_alloc&) {
             return;
         }
-        bytes_ += free_.front()->size();
+        bytes_ += free_.front().size;
         while (bytes_ > kMaxBytes) {
-            bytes_ -= free_.back()->size();
+            bytes_ -= free_.back().size;
             dropped.splice(dropped.begin(), free_, std::prev(free_.end()));
         }
     }
 
-    std::size_t bytes() const
-    {
-        std::lock_guard lock(mutex_);
-        return bytes_;
-    }
-
 private:
     mutable std::mutex mutex_;
-    std::list<std::shared_ptr<MappedRegion>> free_;  ///< most recently freed first
+    std::list<Block> free_;  ///< most recently freed first
     std::size_t bytes_ = 0;
 };
 
-/// Bytes for a Blob of `size` > 0 bytes (below 2 MiB with their pages
-/// already mapped; from 2 MiB on a mapping from `pool` when it holds one of
-/// the size, and given back to it once the Blob's last reader is done);
-/// throws std::bad_alloc.
-Buffer allocate(std::size_t size, const std::shared_ptr<RegionPool>& pool)
+/// Fresh memory of `size` bytes (kPooledFrom <= size; whole huge pages from
+/// kHugePage on): from kHugePage on an anonymous mapping (left to fault
+/// while the bytes arrive: zeroing 1 GiB up front would delay the
+/// push's first byte by the same work), below it the heap, prefaulted.
+BlockPool::Block fresh_block(std::size_t size)
 {
+    BlockPool::Block block;
     if (size < kHugePage) {
+        std::shared_ptr<std::uint8_t[]> heap(new std::uint8_t[size]);
+        prefault(heap.get(), size);
+        block.data = heap.get();
+        block.owner = std::move(heap);
+        block.size = size;
+        return block;
+    }
+    std::error_code ec;
+    auto region = std::make_shared<MappedRegion>(MappedRegion::anonymous(size, ec));
+    if (ec) throw std::bad_alloc();
+    block.data = region->data();
+    block.size = region->size();
+    block.owner = std::move(region);
+    return block;
+}
+
+/// Bytes for a Blob of `size` > 0 bytes, with their pages mapped below
+/// kHugePage. From kPooledFrom on a block from `pool` when it holds one that
+/// fits, given back to it once the Blob's last reader is done; throws
+/// std::bad_alloc.
+Buffer allocate(std::size_t size, const std::shared_ptr<BlockPool>& pool)
+{
+    if (size < kPooledFrom) {
         Buffer small(new std::uint8_t[size]);
         prefault(small.get(), size);
         return small;
     }
     if (size > SIZE_MAX - kHugePage) throw std::bad_alloc();
-    const std::size_t mapped = (size + kHugePage - 1) / kHugePage * kHugePage;
-    std::shared_ptr<MappedRegion> region = pool->take(mapped);
-    if (!region) {
-        std::error_code ec;
-        region = std::make_shared<MappedRegion>(MappedRegion::anonymous(mapped, ec));
-        if (ec) throw std::bad_alloc();
-    }
-    std::uint8_t* data = region->data();
-    return Buffer(data, [region, home = std::weak_ptr<RegionPool>(pool)](std::uint8_t*) mutable {
-        if (auto p = home.lock()) p->give_back(std::move(region));
+    // Mappings come in whole huge pages: compare blocks by what is mapped.
+    const std::size_t want = size < kHugePage ? size : (size + kHugePage - 1) / kHugePage * kHugePage;
+    BlockPool::Block block = pool->take(want);
+    if (!block.owner) block = fresh_block(want);
+    std::uint8_t* data = block.data;
+    return Buffer(data, [block = std::move(block), home = std::weak_ptr<BlockPool>(pool)](std::uint8_t*) mutable {
+        if (auto p = home.lock()) p->give_back(std::move(block));
     });
 }
 
@@ -135,8 +165,8 @@ struct MemoryStore::State {
     mutable std::list<std::string> lru;
     bool evict;
     std::uint64_t evictions = 0;
-    /// Its own lock: Blobs' last readers give mappings back on any thread.
-    std::shared_ptr<RegionPool> pool = std::make_shared<RegionPool>();
+    /// Its own lock: Blobs' last readers give memory back on any thread.
+    std::shared_ptr<BlockPool> pool = std::make_shared<BlockPool>();
 
     explicit State(const Options& o) : index(o.capacity), evict(o.evict) {}
 
