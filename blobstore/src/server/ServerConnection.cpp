@@ -246,10 +246,9 @@ int ServerConnection::handle_close(ACE_HANDLE handle, ACE_Reactor_Mask mask)
     server_->limits.remove(this);
     spdlog::debug("data connection {}: closed", peer_);
     if (committing_) {
-        // The CommitPool's completion still refers to this object: leave
-        // the reactor and close the socket now, delete in on_committed().
-        if (reactor())
-            reactor()->remove_handler(this, ACE_Event_Handler::ALL_EVENTS_MASK | ACE_Event_Handler::DONT_CALL);
+        // The CommitPool's completion still refers to this object (which
+        // left the reactor for the commit): close the socket now, delete in
+        // on_committed().
         peer().close();
         return 0;
     }

@@ -33,8 +33,9 @@ namespace blobstreaming::server {
 /// connection that presented no valid Request within the handshake timeout
 /// of being accepted or sat idle between transfers for the idle timeout
 /// (docs/PROTOCOL.md, "Connections"). A commit that waits for the disk
-/// runs on the data server's CommitPool meanwhile, the connection then
-/// neither read nor timed; its outcome comes back through on_committed()
+/// runs on the data server's CommitPool meanwhile, the connection out of
+/// the reactor (neither read nor timed); its outcome comes back through
+/// on_committed()
 /// on the reactor thread. handle_close()
 /// aborts whatever is open (nothing partial becomes visible) and deletes the
 /// object. All member functions run on the reactor thread, except that
@@ -104,7 +105,7 @@ private:
     };
     /// Commits `r` against `expected` (any thread); a failed commit aborts it.
     static CommitOutcome commit_reservation(Reservation& r, const Checksum& expected) noexcept;
-    /// The push's commit on the CommitPool: the connection waits unwatched.
+    /// The push's commit on the CommitPool: the connection leaves the reactor meanwhile.
     int start_commit(const Checksum& expected);
     /// The CommitPool's completion of start_commit(): answers the client, or
     /// when the connection was closed meanwhile only records the outcome

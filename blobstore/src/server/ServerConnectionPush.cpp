@@ -9,9 +9,12 @@
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
 
+#include <ace/Reactor.h>
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <memory>
 
@@ -173,14 +176,19 @@ ServerConnection::CommitOutcome ServerConnection::commit_reservation(Reservation
 
 int ServerConnection::start_commit(const Checksum& expected)
 {
-    // Unwatched while the store works: no input is due before the Response
-    // (a peer's close is seen once the connection reads again), and the
-    // inactivity timeout measures the client, not the disk.
-    if (!set_mask(ACE_Event_Handler::NULL_MASK)) {
+    // Off the reactor while the store works: no input is due before the
+    // Response (a peer's close is seen once the connection is back), and the
+    // inactivity timeout measures the client, not the disk. Removed, not
+    // masked: an epoll registration without events still reports a reset,
+    // and ACE re-arms a handler after its upcall unless it is gone.
+    if (reactor()->remove_handler(this, ACE_Event_Handler::ALL_EVENTS_MASK | ACE_Event_Handler::DONT_CALL) == -1) {
+        spdlog::warn("data connection {}: cannot leave the reactor for the commit ({}): committing here", peer_,
+                     std::strerror(errno));
         const CommitOutcome outcome = commit_reservation(*reservation_, expected);
         reservation_.reset();
         return send_response(protocol::encode(record_push(outcome)), Then::next_request);
     }
+    mask_ = ACE_Event_Handler::NULL_MASK;
     disarm_timer();
     phase_ = Phase::committing;
     committing_ = true;
@@ -218,6 +226,13 @@ void ServerConnection::on_committed(const CommitOutcome& outcome) noexcept
         return;
     }
     progress();
+    if (reactor()->register_handler(this, ACE_Event_Handler::READ_MASK) == -1) {
+        spdlog::warn("data connection {}: cannot return to the reactor after the commit of {} ({}): closed", peer_,
+                     quote_name(binding_.blob), std::strerror(errno));
+        handle_close(ACE_INVALID_HANDLE, ACE_Event_Handler::ALL_EVENTS_MASK);  // deletes this
+        return;
+    }
+    mask_ = ACE_Event_Handler::READ_MASK;
     int rc = -1;
     try {
         rc = send_response(protocol::encode(response), Then::next_request);
