@@ -3,6 +3,7 @@
 
 #include <blobstreaming/blobstore/FileStore.h>
 #include <blobstreaming/blobstore/MemoryStore.h>
+#include <blobstreaming/blobstore/RadosStore.h>
 #include <blobstreaming/cli/Values.h>
 #include <blobstreaming/common/Error.h>
 
@@ -70,11 +71,34 @@ StoreKind memory_kind()
     return k;
 }
 
+StoreKind rados_kind()
+{
+    StoreKind k;
+    k.scheme = "rados";
+    k.syntax = "rados:POOL";
+    k.description = "a RadosStore in the Ceph pool POOL (which must exist; --ceph-conf, --ceph-user)";
+    k.default_tier = "central";
+    k.takes_capacity = true;
+    k.takes_ceph = true;
+    k.check = [](std::string_view uri, std::string_view rest) {
+        if (rest.empty()) throw Error(Errc::invalid_argument, in_quotes(uri) + " names no pool: rados:POOL");
+    };
+    k.open = [](std::string_view rest, const StoreSettings& settings) -> std::unique_ptr<Store> {
+        RadosStore::Options o;
+        o.conf_file = settings.ceph_conf;
+        if (!settings.ceph_user.empty()) o.user = settings.ceph_user;
+        o.capacity = settings.capacity;
+        o.grace = settings.ceph_grace;
+        return std::make_unique<RadosStore>(std::string(rest), o);
+    };
+    return k;
+}
+
 }  // namespace
 
 const StoreRegistry& StoreRegistry::builtin()
 {
-    static const StoreRegistry registry({file_kind(), memory_kind()});
+    static const StoreRegistry registry({file_kind(), memory_kind(), rados_kind()});
     return registry;
 }
 
