@@ -451,22 +451,17 @@ BOOST_AUTO_TEST_CASE(a_300_mib_blob_in_bounded_memory)
         std::ofstream("/proc/self/clear_refs") << "5";  // VmHWM := VmRSS
     }
     const std::uint64_t hwm0 = status_kib("VmHWM:");
-    std::printf("start: HWM %llu RSS %llu\n", status_kib("VmHWM:") / 1024ull, status_kib("VmRSS:") / 1024ull);
     const auto t0 = std::chrono::steady_clock::now();
     auto r = store.reserve("MG.big", size);
     const Checksum sum = fill(*r, size);
     const BlobInfo info = r->commit();
-    std::printf("after push: HWM %llu RSS %llu\n", status_kib("VmHWM:") / 1024ull, status_kib("VmRSS:") / 1024ull);
     const double push_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     BOOST_CHECK(info.checksum == sum);
     const auto t1 = std::chrono::steady_clock::now();
     BOOST_CHECK(store.verify("MG.big").checksum == sum);
-    std::printf("after verify: HWM %llu RSS %llu\n", status_kib("VmHWM:") / 1024ull, status_kib("VmRSS:") / 1024ull);
     const double verify_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
     BOOST_CHECK(is_pattern(bytes_of(store.read("MG.big", 150ull << 20, (150ull << 20) + (9 << 20))), 150ull << 20));
     const std::uint64_t growth = status_kib("VmHWM:") - hwm0;
-    BOOST_TEST_MESSAGE("300 MiB: push " << push_s << " s, verify " << verify_s << " s; VmHWM grew by " << growth / 1024
-                                        << " MiB");
     std::printf("300 MiB: push %.2f s (%.0f MB/s), verify %.2f s (%.0f MB/s); VmHWM +%llu MiB\n", push_s,
                 size / push_s / 1e6, verify_s, size / verify_s / 1e6, static_cast<unsigned long long>(growth / 1024));
     BOOST_CHECK_LT(growth, 64u * 1024);
@@ -543,6 +538,11 @@ int main(int argc, char* argv[])
         std::puts("SKIP: RadosStoreTest needs a Ceph cluster: CEPH_CONF and BS_RADOS_POOL (tests/test_rados_store.py)");
         return 77;
     }
+    // glibc raises its mmap threshold to the largest mapping freed so far
+    // (librados's 4 MiB receive buffers), after which such buffers come from
+    // per-thread arenas that keep their pages: the peak RSS of the 300 MiB
+    // test then varied from +22 to +76 MiB with which thread freed what. A
+    // fixed threshold measures what the store itself holds.
     mallopt(M_MMAP_THRESHOLD, 1 << 20);
     if (argc == 3 && std::strcmp(argv[1], "--crash-push") == 0) return crash_push(argv[2]);
     return boost::unit_test::unit_test_main(&init_unit_test, argc, argv);

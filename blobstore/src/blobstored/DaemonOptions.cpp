@@ -238,7 +238,7 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
 
     const StoreRegistry& stores = StoreRegistry::builtin();
     o.store = value_of(vm, "store");
-    if (o.store.empty()) usage("--store is required (" + stores.syntaxes(" or ") + ")");
+    if (o.store.empty()) usage("--store is required (" + stores.syntaxes("|") + ")");
     const StoreKind* kind = nullptr;
     try {
         kind = &stores.check(o.store);

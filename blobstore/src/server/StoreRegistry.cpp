@@ -16,6 +16,15 @@ namespace {
 
 std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
+/// "a", "a or b", "a, b or c".
+std::string listing(const std::vector<std::string>& items)
+{
+    std::string out;
+    for (std::size_t i = 0; i < items.size(); ++i)
+        out += (i == 0 ? "" : i + 1 == items.size() ? " or " : ", ") + items[i];
+    return out;
+}
+
 StoreKind file_kind()
 {
     StoreKind k;
@@ -76,7 +85,7 @@ StoreKind rados_kind()
     StoreKind k;
     k.scheme = "rados";
     k.syntax = "rados:POOL";
-    k.description = "a RadosStore in the Ceph pool POOL (which must exist; --ceph-conf, --ceph-user)";
+    k.description = "a RadosStore in the existing Ceph pool POOL; see --ceph-conf";
     k.default_tier = "central";
     k.takes_capacity = true;
     k.takes_ceph = true;
@@ -110,8 +119,11 @@ const StoreKind& StoreRegistry::check(std::string_view uri) const
     const std::string_view scheme = colon == std::string_view::npos ? std::string_view() : uri.substr(0, colon);
     const auto kind =
         std::find_if(kinds_.begin(), kinds_.end(), [&](const StoreKind& k) { return k.scheme == scheme; });
-    if (scheme.empty() || kind == kinds_.end())
-        throw Error(Errc::invalid_argument, in_quotes(uri) + " is not " + syntaxes(" or "));
+    if (scheme.empty() || kind == kinds_.end()) {
+        std::vector<std::string> all;
+        for (const StoreKind& k : kinds_) all.push_back(k.syntax);
+        throw Error(Errc::invalid_argument, in_quotes(uri) + " is not " + listing(all));
+    }
     kind->check(uri, uri.substr(colon + 1));
     return *kind;
 }
@@ -134,10 +146,7 @@ std::string StoreRegistry::schemes_that(bool StoreKind::*takes) const
     std::vector<std::string> names;
     for (const StoreKind& k : kinds_)
         if (k.*takes) names.push_back(k.scheme);
-    std::string out;
-    for (std::size_t i = 0; i < names.size(); ++i)
-        out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
-    return out;
+    return listing(names);
 }
 
 }  // namespace blobstreaming::server
