@@ -24,6 +24,11 @@ namespace blobstreaming {
 struct RadosStore::State {
     /// Connects (rados::Pool's errors) and makes sure the index object exists.
     State(const std::string& pool_name, const Options& options);
+    /// Stops the cleanup thread should ~RadosStore not have (a constructor
+    /// that failed after starting it).
+    ~State() { stop_keeper(); }
+    State(const State&) = delete;
+    State& operator=(const State&) = delete;
 
     Options options;
     detail::rados::Pool pool;
