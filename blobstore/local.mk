@@ -1,7 +1,7 @@
 # blobstore/: the stores and the daemon that serves them, in four layers
 # (docs/ARCHITECTURE.md):
-#   src/store      libblobstore: the Store interface, FileStore, MemoryStore
-#                  (installed; needs only common/)
+#   src/store      libblobstore: the Store interface, FileStore, MemoryStore,
+#                  RadosStore (installed; needs common/ and librados)
 #   src/server     the data plane of a daemon: ticket and reservation tables,
 #                  the ACE acceptor and connections, the reactor thread
 #   src/servants   the CORBA servants (BlobStore, BlobTransporter, BlobLocator)
@@ -19,18 +19,31 @@ blobstore_libblobstore_la_SOURCES = \
 	blobstore/src/store/FileSystem.cpp \
 	blobstore/src/store/FileSystem.h \
 	blobstore/src/store/MemoryStore.cpp \
+	blobstore/src/store/Rados.cpp \
+	blobstore/src/store/Rados.h \
+	blobstore/src/store/RadosIndex.cpp \
+	blobstore/src/store/RadosIndex.h \
+	blobstore/src/store/RadosKeeper.cpp \
+	blobstore/src/store/RadosReader.cpp \
+	blobstore/src/store/RadosReader.h \
+	blobstore/src/store/RadosReservation.cpp \
+	blobstore/src/store/RadosReservation.h \
+	blobstore/src/store/RadosStore.cpp \
+	blobstore/src/store/RadosStoreState.h \
 	blobstore/src/store/Reservation.cpp \
 	blobstore/src/store/Store.cpp \
 	blobstore/src/store/StoreIndex.h
 blobstore_libblobstore_la_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
-blobstore_libblobstore_la_LIBADD = common/libblobcommon.la $(OPENSSL_LIBS) $(SPDLOG_LIBS)
+blobstore_libblobstore_la_LIBADD = common/libblobcommon.la $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(RADOS_LIBS)
 blobstore_libblobstore_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0
 
 blobstorehdrdir = $(includedir)/blobstreaming/blobstore
 blobstorehdr_HEADERS = \
 	blobstore/include/blobstreaming/blobstore/BlobRange.h \
+	blobstore/include/blobstreaming/blobstore/BlobReader.h \
 	blobstore/include/blobstreaming/blobstore/FileStore.h \
 	blobstore/include/blobstreaming/blobstore/MemoryStore.h \
+	blobstore/include/blobstreaming/blobstore/RadosStore.h \
 	blobstore/include/blobstreaming/blobstore/Reservation.h \
 	blobstore/include/blobstreaming/blobstore/Store.h
 
@@ -58,6 +71,14 @@ blobstore_tests_MemoryStoreTest_LDADD = $(blobstore_test_ldadd)
 blobstore_tests_ReservationTest_SOURCES = blobstore/tests/ReservationTest.cpp
 blobstore_tests_ReservationTest_CPPFLAGS = $(blobstore_test_cppflags)
 blobstore_tests_ReservationTest_LDADD = $(blobstore_test_ldadd)
+
+# RadosStore against a real Ceph cluster: built by make check, run only by
+# tests/test_rados_store.py, which starts the cluster and sets CEPH_CONF and
+# BS_RADOS_POOL (alone the program exits 77, skipped).
+check_PROGRAMS += blobstore/tests/RadosStoreTest
+blobstore_tests_RadosStoreTest_SOURCES = blobstore/tests/RadosStoreTest.cpp
+blobstore_tests_RadosStoreTest_CPPFLAGS = $(blobstore_test_cppflags)
+blobstore_tests_RadosStoreTest_LDADD = $(blobstore_test_ldadd) $(RADOS_LIBS)
 
 #
 # libblobserver: the data plane (ticket registry, reservations, ACE acceptor

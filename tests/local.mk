@@ -33,10 +33,14 @@ system_tests = \
 	tests/test_notices.py \
 	tests/test_transporter_reclaim.py \
 	tests/test_cli_common.py \
-	tests/test_ceph_cluster.py
+	tests/test_ceph_cluster.py \
+	tests/test_rados_store.py \
+	tests/test_rados_daemon.py
 TESTS += $(system_tests)
 # bsbench and sdc-bench are built by the bench targets only; this test runs them too.
 tests/test_cli_common.log: benchmarks/bsbench$(EXEEXT) sdc/sdc-bench$(EXEEXT)
+# RadosStoreTest is a check program that only this script runs (on its cluster).
+tests/test_rados_store.log: blobstore/tests/RadosStoreTest$(EXEEXT)
 dist_check_SCRIPTS += $(system_tests)
 EXTRA_DIST += tests/harness/__init__.py tests/harness/ceph.py tests/harness/checks.py tests/harness/cli.py \
 	tests/harness/cluster.py tests/harness/daemons.py tests/harness/files.py tests/harness/naming.py \

@@ -55,7 +55,7 @@ def test(_env):
                          (["-n", CLOSED, "ls"], EXIT["unreachable"], "cannot contact the naming service")),
         "blobstore/blobstored": (CORBA_LIBS, ("--nam", "x"),
                                  (["--name", "a", "--store", "bogus"], 1,
-                                  '--store: "bogus" is not file:DIR or memory:SIZE')),
+                                  '--store: "bogus" is not file:DIR, memory:SIZE or rados:POOL')),
         "benchmarks/bsbench": (CORBA_LIBS, ("--serv",), ([], 1, "must either be a client (-c) or server (-s)")),
         "sdc/sdc-get": (SDC_LIBS, ("--disc",), (["state"], 1, "give exactly one of --url and --discover")),
         "sdc/sdc-provider": (SDC_LIBS, ("--mdi", "x"),
@@ -88,7 +88,7 @@ def test(_env):
     run("blobstore/blobstored", "--name", "a", "--store", "memory:1M", "--socket-buffer", "2T", expect=1,
         says='--socket-buffer: "2T" is out of range (allowed: 4K to 1G)')
     run("blobstore/blobstored", "--name", "a", "--store", "memory:1T", "--evict", "--capacity", "1G", expect=1,
-        says="--capacity applies to a file store")
+        says="--capacity applies to a file or rados store")
     run("benchmarks/bsbench", "-c", "127.0.0.1", "-p", "1", "--size", "2T", expect=1,
         says='--size: "2T" is out of range (allowed: 1 to 1T)')
     run("benchmarks/bsbench", "-c", "127.0.0.1", "-p", "1", "--size", "1T", expect=1,

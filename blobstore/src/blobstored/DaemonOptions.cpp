@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -48,7 +49,8 @@ HostPort parse_host_port(const std::string& option, const std::string& text)
     errno = 0;
     const unsigned long v = std::strtoul(port.c_str(), &end, 10);
     if (port.empty() || *end != '\0' || errno != 0 || v > 65535 || port.find('-') != std::string::npos)
-        usage("--" + option + ": port " + in_quotes(port) + " of " + in_quotes(text) + " is not a number from 0 to 65535");
+        usage("--" + option + ": port " + in_quotes(port) + " of " + in_quotes(text) +
+              " is not a number from 0 to 65535");
     hp.port = static_cast<std::uint16_t>(v);
     return hp;
 }
@@ -91,9 +93,12 @@ po::options_description describe()
         ("name,n", po::value<std::string>()->value_name("NAME"), "store name, registered as BlobStreaming/Stores/NAME (required)")
         ("store,s", po::value<std::string>()->value_name("URI"), store.c_str())
         ("naming", po::value<std::string>()->value_name("URL"), "Naming Service, corbaname::HOST:PORT (default: $BLOBSTREAMING_NAMING, else corbaname::127.0.0.1:2809)")
-        ("capacity", po::value<std::string>()->value_name("BYTES"), "limit of a FileStore, e.g. 64G or 2T (K, M, G, T: x1024; default: 0 = the file system's)")
+        ("capacity", po::value<std::string>()->value_name("BYTES"), "limit of a file or rados store, e.g. 64G or 2T (K, M, G, T: x1024; default: 0 = the file system's, or the pool's quota, else what `ceph df` says the pool can take)")
         ("evict", po::bool_switch(), "memory store: drop least recently used Blobs to make room (cache tier)")
-        ("tier", po::value<std::string>()->value_name("TIER"), "memory|workstation|cluster|central (default: memory for a memory store, else workstation)")
+        ("ceph-conf", po::value<std::string>()->value_name("FILE"), "rados store: the Ceph configuration (monitors, keyring; default: $CEPH_CONF, else /etc/ceph/ceph.conf)")
+        ("ceph-user", po::value<std::string>()->value_name("ID")->default_value("admin"), "rados store: the Ceph client id (client.ID), its key from the keyring the configuration names")
+        ("ceph-grace", po::value<std::string>()->value_name("DURATION")->default_value("600"), "rados store: a reservation nobody vouched for this long (its daemon died) and a replaced or removed version (readers may still read it) are deleted after it")
+        ("tier", po::value<std::string>()->value_name("TIER"), "memory|workstation|cluster|central (default: memory for a memory store, central for a rados store, else workstation)")
         ("control-address", po::value<std::string>()->value_name("HOST:PORT")->default_value("0.0.0.0:0"), "CORBA endpoint; port 0: ephemeral")
         ("data-address", po::value<std::string>()->value_name("HOST:PORT")->default_value("0.0.0.0:0"), "data port; port 0: ephemeral")
         ("sdc-address", po::value<std::string>()->value_name("HOST:PORT"), "serve the store's status as an IEEE 11073 SDC provider (docs/SDC.md); port 0: ephemeral")
@@ -233,7 +238,7 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
 
     const StoreRegistry& stores = StoreRegistry::builtin();
     o.store = value_of(vm, "store");
-    if (o.store.empty()) usage("--store is required (" + stores.syntaxes(" or ") + ")");
+    if (o.store.empty()) usage("--store is required (" + stores.syntaxes("|") + ")");
     const StoreKind* kind = nullptr;
     try {
         kind = &stores.check(o.store);
@@ -255,6 +260,22 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
     o.store_settings.evict = vm["evict"].as<bool>();
     if (o.store_settings.evict && !kind->takes_evict)
         usage("--evict applies to a " + stores.schemes_that(&StoreKind::takes_evict) + " store only");
+    for (const char* option : {"ceph-conf", "ceph-user", "ceph-grace"})
+        if (vm.count(option) && !vm[option].defaulted() && !kind->takes_ceph)
+            usage(std::string("--") + option + " applies to a " + stores.schemes_that(&StoreKind::takes_ceph) +
+                  " store only");
+    if (vm.count("ceph-conf")) {
+        o.store_settings.ceph_conf = value_of(vm, "ceph-conf");
+        std::ifstream conf(o.store_settings.ceph_conf);
+        if (!conf)
+            usage("--ceph-conf: cannot read " + in_quotes(o.store_settings.ceph_conf) + ": " + std::strerror(errno));
+    }
+    o.store_settings.ceph_user = value_of(vm, "ceph-user");
+    if (o.store_settings.ceph_user.rfind("client.", 0) == 0) o.store_settings.ceph_user.erase(0, 7);
+    if (o.store_settings.ceph_user.empty() || o.store_settings.ceph_user.find_first_of(" \t/") != std::string::npos)
+        usage("--ceph-user: " + in_quotes(value_of(vm, "ceph-user")) +
+              " is not a Ceph client id (e.g. admin or blobstore, for client.admin or client.blobstore)");
+    o.store_settings.ceph_grace = cli::parse_duration("--ceph-grace", value_of(vm, "ceph-grace"), 100ms, 604800s);
     o.tier = parse_tier(vm.count("tier") ? value_of(vm, "tier") : kind->default_tier);
     o.control = parse_host_port("control-address", value_of(vm, "control-address"));
     o.data = parse_host_port("data-address", value_of(vm, "data-address"));

@@ -32,7 +32,7 @@ struct HostPort {
 struct DaemonOptions {
     std::string name;
     std::string store;             ///< the store's URI (StoreRegistry): file:DIR, memory:SIZE, ...
-    StoreSettings store_settings;  ///< --capacity, --evict, --no-sync
+    StoreSettings store_settings;  ///< --capacity, --evict, --no-sync, --ceph-*
     BlobStreaming::StoreTier tier = BlobStreaming::TIER_WORKSTATION;
     std::string naming;
     HostPort control{"0.0.0.0", 0};

@@ -11,6 +11,9 @@ namespace blobstreaming::server::data_path {
 
 /// Largest single recv()/send()/sendfile() request.
 inline constexpr std::size_t kChunk = std::size_t{4} << 20;
+/// The buffer of a streamed pull (a RadosStore Blob): read from the store,
+/// then sent.
+inline constexpr std::size_t kStreamBuffer = std::size_t{1} << 20;
 /// Bytes one dispatch may move before yielding to the other connections.
 inline constexpr std::uint64_t kDispatchBudget = std::uint64_t{32} << 20;
 /// Bytes read and discarded after a refusal before giving up on a clean close.

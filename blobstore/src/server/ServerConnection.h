@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace blobstreaming::server {
 
@@ -27,7 +28,8 @@ namespace blobstreaming::server {
 /// input. handle_input() frames Requests and receives push bytes straight
 /// into the reservation's window; handle_output() sends Responses and pull
 /// bytes (sendfile for file-backed Blobs; under TLS SSL_write from the
-/// Blob's mapping, sendfile cannot encrypt); all of it through the data
+/// Blob's mapping, sendfile cannot encrypt; a streamed Blob through a
+/// bounded buffer its store's reader fills); all of it through the data
 /// plane's I/O layer (DataIo.h), as the client does; handle_timeout() abandons a
 /// transfer without progress for its inactivity timeout, and closes a
 /// connection that presented no valid Request within the handshake timeout
@@ -120,6 +122,11 @@ private:
     /// Sends what the phase (response, pull_body) has left.
     int continue_sending();
     Pump send_pull_body();
+    /// A streamed pull (BlobRange::reader()): refills stream_ from the
+    /// store once it is sent; false when the store failed (transfer failed).
+    bool fill_stream();
+    /// The pull's range and stream buffer are let go.
+    void release_range() noexcept;
     int finish_pull();
     int next_request();
     int start_draining();
@@ -173,7 +180,12 @@ private:
     TicketBinding binding_;
     std::unique_ptr<Reservation> reservation_;  ///< push
     BlobRange range_;                           ///< pull
-    std::uint64_t body_done_ = 0;               ///< bytes received (push) or sent (pull)
+    /// A streamed pull's bytes read from the store, [stream_at_, stream_end_)
+    /// not sent yet; allocated for a streamed pull only.
+    std::vector<std::uint8_t> stream_;
+    std::size_t stream_at_ = 0;
+    std::size_t stream_end_ = 0;
+    std::uint64_t body_done_ = 0;  ///< bytes received (push) or sent (pull)
     SteadyTime started_{};
 
     SteadyTime last_progress_{};

@@ -1,7 +1,9 @@
 /// ServerConnection's send path: a Response and, for a pull, the bytes of
 /// exactly the version its ticket names (sendfile for file-backed Blobs;
-/// under TLS SSL_write from the Blob's mapping, sendfile cannot encrypt);
-/// then back to reading Requests, or draining after a refusal.
+/// under TLS SSL_write from the Blob's mapping, sendfile cannot encrypt; a
+/// streamed Blob read by its store's reader into a bounded buffer, on this
+/// thread: docs/ARCHITECTURE.md, "Known limits"); then back to reading
+/// Requests, or draining after a refusal.
 #include "ServerConnection.h"
 
 #include "DataPath.h"
@@ -21,6 +23,7 @@ namespace blobstreaming::server {
 using data_path::bytes_of;
 using data_path::kChunk;
 using data_path::kDispatchBudget;
+using data_path::kStreamBuffer;
 
 int ServerConnection::start_pull()
 {
@@ -28,7 +31,7 @@ int ServerConnection::start_pull()
     try {
         range_ = read_ticket_version();
     } catch (const Error& e) {
-        range_ = BlobRange{};
+        release_range();
         spdlog::warn("data connection {}: pull {} failed: {}", peer_, quote_name(binding_.blob), e.what());
         end_transfer(false, e.what());
         response.status = e.code();
@@ -37,7 +40,9 @@ int ServerConnection::start_pull()
     }
     spdlog::debug("data connection {}: pull {} [{}, +{}) (ticket {}) started, {}", peer_, quote_name(binding_.blob),
                   request_.offset, request_.length, protocol::ticket_tag(request_.ticket),
-                  range_.fd() >= 0 ? "sendfile" : "from memory");
+                  range_.fd() >= 0 ? "sendfile"
+                  : range_.data()  ? "from memory"
+                                   : "streamed");
     response.length = range_.size();
     response.blob_size = range_.blob().size;
     response.checksum = range_.blob().checksum;
@@ -125,10 +130,17 @@ ServerConnection::Pump ServerConnection::send_pull_body()
         }
         if (budget == 0) return Pump::again;
         const auto want = static_cast<std::size_t>(std::min<std::uint64_t>({kChunk, total - body_done_, budget}));
-        // Memory, or TLS (sendfile cannot encrypt): from the mapping.
-        const IoResult r = range_.fd() >= 0 && !io_->tls()
-                               ? send_file(*io_, range_.fd(), range_.file_offset() + body_done_, want)
-                               : write_some(*io_, range_.data() + body_done_, want);
+        IoResult r;
+        if (range_.fd() >= 0 && !io_->tls()) {
+            r = send_file(*io_, range_.fd(), range_.file_offset() + body_done_, want);
+        } else if (range_.fd() < 0 && !range_.data() && range_.reader()) {
+            if (!fill_stream()) return Pump::failed;
+            r = write_some(*io_, stream_.data() + stream_at_, std::min(want, stream_end_ - stream_at_));
+            if (r.done()) stream_at_ += r.bytes();
+        } else {
+            // Memory, or TLS (sendfile cannot encrypt): from the mapping.
+            r = write_some(*io_, range_.data() + body_done_, want);
+        }
         if (r.done()) {
             body_done_ += r.bytes();
             budget -= std::min<std::uint64_t>(budget, r.bytes());
@@ -145,13 +157,42 @@ ServerConnection::Pump ServerConnection::send_pull_body()
     return Pump::done;
 }
 
+bool ServerConnection::fill_stream()
+{
+    if (stream_at_ < stream_end_) return true;
+    const std::uint64_t total = range_.size();
+    if (stream_.empty()) stream_.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kStreamBuffer, total)));
+    std::error_code ec;
+    const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(stream_.size(), total - body_done_));
+    const std::size_t n = range_.reader()->read(range_.start() + body_done_, stream_.data(), want, ec);
+    if (ec || n == 0) {
+        const Errc status = ec && ec.category() == error_category() ? static_cast<Errc>(ec.value()) : Errc::io_error;
+        fail_transfer(status,
+                      "the store cannot deliver byte " + std::to_string(range_.start() + body_done_) + " after " +
+                          bytes_of(body_done_, total) + ": " +
+                          (ec ? range_.reader()->error_message() : std::string("its reader returned nothing")),
+                      false);
+        return false;
+    }
+    stream_at_ = 0;
+    stream_end_ = n;
+    return true;
+}
+
+void ServerConnection::release_range() noexcept
+{
+    range_ = BlobRange{};
+    std::vector<std::uint8_t>().swap(stream_);
+    stream_at_ = stream_end_ = 0;
+}
+
 int ServerConnection::finish_pull()
 {
     const Throughput t = record_throughput(body_done_);
     spdlog::info("pull {} {} bytes in {:.3f} s ({:.2f} MB/s) to {}", quote_name(binding_.blob), body_done_, t.seconds,
                  t.mbps, peer_);
     end_transfer(true, "");
-    range_ = BlobRange{};
+    release_range();
     return next_request();
 }
 

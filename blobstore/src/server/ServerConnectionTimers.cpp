@@ -63,7 +63,7 @@ void ServerConnection::fail_transfer(Errc status, const std::string& reason, boo
             server_->reservations.release(binding_.reservation);
         }
     }
-    range_ = BlobRange{};
+    release_range();
     end_transfer(false, reason);
     if (tell_peer && push) {
         // Best effort, never blocking: the peer may be stuck sending.

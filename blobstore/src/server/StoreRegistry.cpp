@@ -3,6 +3,7 @@
 
 #include <blobstreaming/blobstore/FileStore.h>
 #include <blobstreaming/blobstore/MemoryStore.h>
+#include <blobstreaming/blobstore/RadosStore.h>
 #include <blobstreaming/cli/Values.h>
 #include <blobstreaming/common/Error.h>
 
@@ -14,6 +15,15 @@ namespace blobstreaming::server {
 namespace {
 
 std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+/// "a", "a or b", "a, b or c".
+std::string listing(const std::vector<std::string>& items)
+{
+    std::string out;
+    for (std::size_t i = 0; i < items.size(); ++i)
+        out += (i == 0 ? "" : i + 1 == items.size() ? " or " : ", ") + items[i];
+    return out;
+}
 
 StoreKind file_kind()
 {
@@ -70,11 +80,34 @@ StoreKind memory_kind()
     return k;
 }
 
+StoreKind rados_kind()
+{
+    StoreKind k;
+    k.scheme = "rados";
+    k.syntax = "rados:POOL";
+    k.description = "a RadosStore in the existing Ceph pool POOL; see --ceph-conf";
+    k.default_tier = "central";
+    k.takes_capacity = true;
+    k.takes_ceph = true;
+    k.check = [](std::string_view uri, std::string_view rest) {
+        if (rest.empty()) throw Error(Errc::invalid_argument, in_quotes(uri) + " names no pool: rados:POOL");
+    };
+    k.open = [](std::string_view rest, const StoreSettings& settings) -> std::unique_ptr<Store> {
+        RadosStore::Options o;
+        o.conf_file = settings.ceph_conf;
+        if (!settings.ceph_user.empty()) o.user = settings.ceph_user;
+        o.capacity = settings.capacity;
+        o.grace = settings.ceph_grace;
+        return std::make_unique<RadosStore>(std::string(rest), o);
+    };
+    return k;
+}
+
 }  // namespace
 
 const StoreRegistry& StoreRegistry::builtin()
 {
-    static const StoreRegistry registry({file_kind(), memory_kind()});
+    static const StoreRegistry registry({file_kind(), memory_kind(), rados_kind()});
     return registry;
 }
 
@@ -86,8 +119,11 @@ const StoreKind& StoreRegistry::check(std::string_view uri) const
     const std::string_view scheme = colon == std::string_view::npos ? std::string_view() : uri.substr(0, colon);
     const auto kind =
         std::find_if(kinds_.begin(), kinds_.end(), [&](const StoreKind& k) { return k.scheme == scheme; });
-    if (scheme.empty() || kind == kinds_.end())
-        throw Error(Errc::invalid_argument, in_quotes(uri) + " is not " + syntaxes(" or "));
+    if (scheme.empty() || kind == kinds_.end()) {
+        std::vector<std::string> all;
+        for (const StoreKind& k : kinds_) all.push_back(k.syntax);
+        throw Error(Errc::invalid_argument, in_quotes(uri) + " is not " + listing(all));
+    }
     kind->check(uri, uri.substr(colon + 1));
     return *kind;
 }
@@ -110,10 +146,7 @@ std::string StoreRegistry::schemes_that(bool StoreKind::*takes) const
     std::vector<std::string> names;
     for (const StoreKind& k : kinds_)
         if (k.*takes) names.push_back(k.scheme);
-    std::string out;
-    for (std::size_t i = 0; i < names.size(); ++i)
-        out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
-    return out;
+    return listing(names);
 }
 
 }  // namespace blobstreaming::server

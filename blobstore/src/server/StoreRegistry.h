@@ -1,6 +1,6 @@
 #pragma once
 /// The kinds of store a daemon can serve, chosen by the scheme of a store
-/// URI: `file:DIR`, `memory:SIZE`. A kind checks the rest of its URI when
+/// URI: `file:DIR`, `memory:SIZE`, `rados:POOL`. A kind checks the rest of its URI when
 /// the command line is read (an error names what is wrong and what is
 /// allowed) and opens the store when the daemon starts. Adding a kind adds
 /// one entry to the list in StoreRegistry.cpp: no daemon code changes, and
@@ -9,6 +9,7 @@
 
 #include <blobstreaming/blobstore/Store.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -23,6 +24,11 @@ struct StoreSettings {
     std::uint64_t capacity = 0;  ///< --capacity; 0: the kind's own limit
     bool sync = true;            ///< durable commits (kinds that can choose)
     bool evict = false;          ///< --evict: drop least recently used Blobs to make room
+    std::string ceph_conf;       ///< --ceph-conf: the Ceph configuration ("": librados' default search)
+    std::string ceph_user;       ///< --ceph-user: the client id ("": admin)
+    /// --ceph-grace: abandoned reservations and replaced versions are
+    /// deleted after this (RadosStore::Options::grace)
+    std::chrono::milliseconds ceph_grace{std::chrono::minutes(10)};
 };
 
 /// One kind of store.
@@ -35,6 +41,7 @@ struct StoreKind {
     /// daemon refuses the others naming the kinds that take them.
     bool takes_capacity = false;
     bool takes_evict = false;
+    bool takes_ceph = false;  ///< ceph_conf, ceph_user, ceph_grace
     /// Throws Error(invalid_argument) saying what is wrong with `rest`, the
     /// URI `uri` after "scheme:".
     std::function<void(std::string_view uri, std::string_view rest)> check;

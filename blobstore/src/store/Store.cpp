@@ -72,6 +72,20 @@ BlobInfo Store::verify(std::string_view name) const
             hash.update(buffer.data(), static_cast<std::size_t>(n));
             done += static_cast<std::uint64_t>(n);
         }
+    } else if (range.reader() && range.size() > 0) {
+        constexpr std::size_t kBuffer = 1 << 20;
+        std::vector<std::uint8_t> buffer(static_cast<std::size_t>(std::min<std::uint64_t>(range.size(), kBuffer)));
+        for (std::uint64_t done = 0; done < range.size();) {
+            const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), range.size() - done));
+            std::error_code ec;
+            const std::size_t n = range.reader()->read(range.start() + done, buffer.data(), want, ec);
+            if (ec) {
+                const auto code = ec.category() == error_category() ? static_cast<Errc>(ec.value()) : Errc::io_error;
+                throw Error(code, "verify " + quote_name(name) + ": " + range.reader()->error_message());
+            }
+            hash.update(buffer.data(), n);
+            done += n;
+        }
     } else if (range.size() > 0) {
         hash.update(range.data(), static_cast<std::size_t>(range.size()));
     }

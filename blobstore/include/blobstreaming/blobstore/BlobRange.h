@@ -1,5 +1,6 @@
 #pragma once
 
+#include <blobstreaming/blobstore/BlobReader.h>
 #include <blobstreaming/common/BlobInfo.h>
 
 #include <cstddef>
@@ -12,11 +13,17 @@ namespace blobstreaming {
 ///
 /// The view is a consistent snapshot: it stays valid and unchanged while the
 /// object lives, even if the Blob is replaced or removed meanwhile (it keeps
-/// the old file or buffer alive). Copies share the same bytes.
+/// the old file or buffer alive; a streamed view reads the old version's
+/// objects, which its store keeps for a grace period after the replacement
+/// or removal: RadosStore::Options::grace). Copies share the same bytes.
 ///
-/// File-backed views also expose the open file and the byte offset of
-/// `start` within it, so the data plane can `sendfile` without touching
-/// `data()` (which maps pages into the process only when used).
+/// A view has one of three forms, by where the store keeps the bytes:
+/// - memory: `data()` (MemoryStore);
+/// - file: `fd()` and the byte offset of `start` within it, so the data
+///   plane can `sendfile` without touching `data()` (which maps pages into
+///   the process only when used) (FileStore);
+/// - streamed: `data()` null, `fd()` -1, and `reader()` fetches the bytes
+///   piece by piece into the caller's buffer (RadosStore).
 class BlobRange {
 public:
     BlobRange() = default;
@@ -25,13 +32,17 @@ public:
         : info_(std::move(info)), start_(start), end_(end), keep_alive_(std::move(keep_alive)), data_(data), fd_(fd),
           file_offset_(file_offset)
     {}
+    /// A streamed view: `reader` delivers bytes [start, end) of `info`.
+    BlobRange(BlobInfo info, std::uint64_t start, std::uint64_t end, std::shared_ptr<BlobReader> reader)
+        : info_(std::move(info)), start_(start), end_(end), reader_(std::move(reader))
+    {}
 
     const BlobInfo& blob() const noexcept { return info_; }
     std::uint64_t start() const noexcept { return start_; }
     std::uint64_t end() const noexcept { return end_; }
     std::uint64_t size() const noexcept { return end_ - start_; }
 
-    /// The bytes; nullptr when size() is 0.
+    /// The bytes; nullptr when size() is 0, and for a streamed view.
     const std::uint8_t* data() const noexcept { return data_; }
 
     /// An open descriptor of the file holding the bytes, or -1 when the view
@@ -39,6 +50,10 @@ public:
     int fd() const noexcept { return fd_; }
     /// Offset of byte `start()` in `fd()`.
     std::uint64_t file_offset() const noexcept { return file_offset_; }
+
+    /// What streams the bytes of a view that has neither data() nor fd();
+    /// nullptr otherwise. Shared by copies: one reader at a time.
+    BlobReader* reader() const noexcept { return reader_.get(); }
 
 private:
     BlobInfo info_;
@@ -48,6 +63,7 @@ private:
     const std::uint8_t* data_ = nullptr;
     int fd_ = -1;
     std::uint64_t file_offset_ = 0;
+    std::shared_ptr<BlobReader> reader_;
 };
 
 }  // namespace blobstreaming

@@ -20,8 +20,8 @@ enum class ReserveMode {
     replace,  ///< commit atomically replaces it; readers keep the old bytes
 };
 
-/// A place Blobs live: a handful of operations, implemented by FileStore and
-/// MemoryStore alike, with the same semantics and errors.
+/// A place Blobs live: a handful of operations, implemented by FileStore,
+/// MemoryStore and RadosStore alike, with the same semantics and errors.
 ///
 /// - A Blob is visible (stat, list, read) only after a complete commit.
 /// - At most one open reservation per name; a second reserve() of that name
@@ -33,7 +33,7 @@ class Store {
 public:
     virtual ~Store() = default;
 
-    /// "file" or "memory".
+    /// "file", "memory" or "rados".
     virtual std::string_view kind() const noexcept = 0;
 
     /// Errc::invalid_name, Errc::no_such_blob.
@@ -65,8 +65,10 @@ public:
     /// damaged disk, a file changed behind the store's back). Returns the
     /// Blob's info when they agree. Errc::corrupt naming both when they
     /// differ; Errc::invalid_name,
-    /// Errc::no_such_blob. Reads through a bounded buffer (file-backed Blobs)
-    /// so that resident memory does not grow with the Blob.
+    /// Errc::no_such_blob. Reads through a bounded buffer (file-backed and
+    /// streamed Blobs) so that resident memory does not grow with the Blob;
+    /// a streamed Blob's reader reports missing or short objects
+    /// (Errc::corrupt) and a store that fails (Errc::io_error).
     BlobInfo verify(std::string_view name) const;
 
     /// Space for a new Blob of `size` bytes, whose bytes are checksummed

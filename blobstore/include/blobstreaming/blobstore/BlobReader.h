@@ -1,0 +1,33 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <system_error>
+
+namespace blobstreaming {
+
+/// Streams the bytes of one committed Blob version from a store that keeps
+/// them neither in memory nor in a file of its own (an object store): the
+/// third form of a BlobRange (BlobRange.h), read in pieces through a bounded
+/// buffer of the caller's.
+///
+/// One thread at a time; copies of a BlobRange share their reader. A read
+/// may block while the store fetches the bytes (an implementation reads
+/// ahead so that the next read usually does not).
+class BlobReader {
+public:
+    virtual ~BlobReader() = default;
+
+    /// Copies bytes of the Blob from Blob offset `offset` (within the
+    /// range it was made for) into `out`: at least 1 and at most `max`,
+    /// fewer at the end of the range or of a piece the store fetched.
+    /// Returns how many; 0 with `ec` set on failure (Errc::io_error,
+    /// Errc::corrupt), error_message() saying what failed and why.
+    virtual std::size_t read(std::uint64_t offset, std::uint8_t* out, std::size_t max, std::error_code& ec) = 0;
+
+    /// The message of the last failed read(); "" before any.
+    virtual const std::string& error_message() const noexcept = 0;
+};
+
+}  // namespace blobstreaming
