@@ -24,7 +24,7 @@ PLANS = {
     "quick": _plan([MiB // 2, 32 * MiB], ["auto", "64K"], runs=3, iperf3_runs=1, iperf3_seconds=1, dcmtk_runs=1,
                    same_host=(32 * MiB, 3), cli=(64 * MiB, 3)),
     # Links between namespaces are slower (155 Mbit/s) or delayed (20 ms
-    # RTT): fewer points, so that `make bench` stays within about 1.5 hours.
+    # RTT): fewer points, so that `make bench` stays within about an hour.
     # The whole-program steps are loopback only.
     "net": _plan([MiB // 2, 32 * MiB], ["256K", "auto"], runs=3, iperf3_runs=3, iperf3_seconds=3, dcmtk_runs=1),
 }
