@@ -33,6 +33,7 @@ system_tests = \
 	tests/test_notices.py \
 	tests/test_transporter_reclaim.py \
 	tests/test_cli_common.py \
+	tests/test_library_logging.py \
 	tests/test_ceph_cluster.py
 TESTS += $(system_tests)
 # bsbench and sdc-bench are built by the bench targets only; this test runs them too.
@@ -71,6 +72,12 @@ check_PROGRAMS += tests/tools/client_driver
 tests_tools_client_driver_SOURCES = tests/tools/client_driver.cpp
 tests_tools_client_driver_CPPFLAGS = $(AM_CPPFLAGS) $(SPDLOG_CFLAGS)
 tests_tools_client_driver_LDADD = clients/libblobclient.la common/libblobcommon.la $(SPDLOG_LIBS)
+
+# What libblobclient writes where: nothing on the application's stdout.
+check_PROGRAMS += tests/tools/library_logging
+tests_tools_library_logging_SOURCES = tests/tools/library_logging.cpp
+tests_tools_library_logging_CPPFLAGS = $(AM_CPPFLAGS) $(SPDLOG_CFLAGS)
+tests_tools_library_logging_LDADD = clients/libblobclient.la common/libblobcommon.la $(SPDLOG_LIBS)
 
 # The full load test (64 clients x 20 transfers of 0.5-32 MiB); make check
 # runs a smaller variant of the same script.

@@ -10,8 +10,8 @@
 #include <blobstreaming/transporter/corba/Orb.h>
 #include <blobstreaming/transporter/corba/Security.h>
 
+#include <blobstreaming/transporter/Log.h>
 #include <omniORB4/omniORB.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -297,7 +297,7 @@ auto with_transporter(ControlPlane::Refs& refs, const std::string& store, BlobSt
         return call(t.in());
     } catch (const CORBA::OBJECT_NOT_EXIST&) {
         if (!cached) throw;
-        spdlog::debug("store \"{}\": the cached transporter was reclaimed; opening a new one", store);
+        library_log()->debug("store \"{}\": the cached transporter was reclaimed; opening a new one", store);
         std::lock_guard<std::mutex> lock(refs.mutex);
         const auto it = refs.transporters.find(store);
         if (it != refs.transporters.end() && it->second.in() == t.in()) refs.transporters.erase(it);
@@ -371,10 +371,10 @@ void ControlPlane::abort(const std::string& store, std::uint64_t reservation) no
                    });
     } catch (const Error& e) {
         // Unreachable: the store drops the reservation of a broken connection itself.
-        if (e.code() == Errc::unreachable || e.code() == Errc::timeout) spdlog::info("{}", e.what());
-        else if (e.code() != Errc::no_such_reservation) spdlog::warn("{}", e.what());
+        if (e.code() == Errc::unreachable || e.code() == Errc::timeout) library_log()->info("{}", e.what());
+        else if (e.code() != Errc::no_such_reservation) library_log()->warn("{}", e.what());
     } catch (const std::exception& e) {
-        spdlog::warn("abort reservation {} in store \"{}\": {}", reservation, store, e.what());
+        library_log()->warn("abort reservation {} in store \"{}\": {}", reservation, store, e.what());
     }
 }
 
@@ -468,11 +468,11 @@ std::vector<Location> ControlPlane::locate_as(const std::string& name, const std
             if (holds.first) out.push_back(Location{store, holds.second});
         } catch (const InsecureReference& e) {
             // Not asked, so not known: said even when another store answers.
-            spdlog::warn("{}", e.what());
+            library_log()->warn("{}", e.what());
             if (!insecure) insecure = e;
         } catch (const Error& e) {
             // A store that does not answer holds nothing we can get now.
-            spdlog::debug("{}", e.what());
+            library_log()->debug("{}", e.what());
         }
     }
     // "Nowhere" would be a guess while a store was refused unasked.

@@ -5,6 +5,7 @@
 #include "DaemonOptions.h"
 
 #include <blobstreaming/common/Error.h>
+#include <blobstreaming/transporter/Log.h>
 #include <blobstreaming/transporter/SocketOptions.h>
 
 #include <spdlog/sinks/stdout_sinks.h>
@@ -41,6 +42,7 @@ void setup_logging(spdlog::level::level_enum level)
     logger->set_level(level);
     logger->flush_on(spdlog::level::trace);
     spdlog::set_default_logger(logger);
+    blobstreaming::set_library_logger(logger);  // the transporter's lines (TLS refusals) in the same log
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/TlsFiles.h>
 #include <blobstreaming/transporter/LibraryVersions.h>
+#include <blobstreaming/transporter/Log.h>
 
 #include <boost/program_options.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -178,8 +179,11 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
 
 void set_up_logging(const po::variables_map& vm)
 {
-    spdlog::set_default_logger(spdlog::stderr_color_mt("blob"));
-    spdlog::set_level(cli::log_level(vm, spdlog::level::warn));
+    // The library's lines (one per transfer at -v) go to the same stderr logger.
+    auto logger = spdlog::stderr_color_mt("blob");
+    logger->set_level(cli::log_level(vm, spdlog::level::warn));
+    spdlog::set_default_logger(logger);
+    set_library_logger(logger);
 }
 
 }  // namespace

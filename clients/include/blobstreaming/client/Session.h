@@ -35,6 +35,7 @@
 /// in Caller mode from the thread that calls run_once(). Destroying the
 /// Session completes the operations still running with Errc::cancelled.
 
+#include <blobstreaming/client/Logging.h>
 #include <blobstreaming/client/Options.h>
 #include <blobstreaming/client/Result.h>
 #include <blobstreaming/client/Series.h>
