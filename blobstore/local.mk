@@ -158,6 +158,8 @@ blobstore_blobstored_SOURCES = \
 	blobstore/src/blobstored/DaemonOptions.h \
 	blobstore/src/blobstored/SdcStatus.cpp \
 	blobstore/src/blobstored/SdcStatus.h \
+	blobstore/src/blobstored/StoreEntry.cpp \
+	blobstore/src/blobstored/StoreEntry.h \
 	blobstore/src/blobstored/main.cpp
 blobstore_blobstored_CPPFLAGS = $(blobstore_libblobserver_la_CPPFLAGS) -I$(top_srcdir)/sdc/include
 blobstore_blobstored_LDADD = blobstore/libblobserver.la transporter/libblobtransporter.la blobstore/libblobstore.la common/libblobcli.la \

@@ -278,12 +278,15 @@ def test(c):
     c.blob(*as_admin, "ls", store="central").ok()
 
     step("a plaintext impostor under a running TLS store's name: the store takes its name back, unasked")
-    squatter = start_traced(c, "mem", "memory:1M")
-    harness.wait_for(lambda: 'store "mem" registered again in the naming service' in
-                   open(mem.log_paths[0], errors="replace").read(), 30,
-                   "the TLS store registering its name again over a plaintext registrant")
-    # A plaintext daemon cannot reach a TLS one and takes the name back in
-    # turn, and unbinds it when it stops: the TLS store registers again.
+    # A plaintext daemon cannot start under the name of a TLS store that
+    # may be alive (it cannot ask it), so the squatter's reference is bound
+    # under that name by hand.
+    squatter = start_traced(c, "squat", "memory:1M")
+    c.nameclt("rebind", "BlobStreaming/Stores/mem", c.nameclt("resolve", "BlobStreaming/Stores/squat").strip())
+    harness.wait_for(lambda: 'store "mem": took over its naming service entry again from a registrant at '
+                     f'{squatter.ready["control"]} that does not require TLS (not called)' in
+                     open(mem.log_paths[0], errors="replace").read(), 30,
+                     "the TLS store registering its name again over a plaintext registrant")
     squatter.stop()
     check_equal(impostor_contacts(squatter), [], "connections and calls the plaintext squatter received")
     harness.wait_for(lambda: c.blob(*as_reader, "stat", "CT.3", store="mem").code == 0, 30,

@@ -3,6 +3,7 @@
 
 #include "DaemonOptions.h"
 #include "SdcStatus.h"
+#include "StoreEntry.h"
 
 #include "servants/BlobLocator_i.h"
 #include "servants/BlobStore_i.h"
@@ -25,7 +26,9 @@ namespace blobstreaming::daemon {
 
 /// Life cycle, on the main thread: start() (throws Error: the store cannot
 /// be opened, the data address cannot be bound, Errc::unreachable when the
-/// naming service cannot be contacted) returns the ready line; stop() (also
+/// naming service cannot be contacted, Errc::store_busy — before the store
+/// is opened — when its entry names another daemon of the same name that
+/// answers) returns the ready line; stop() (also
 /// run by the destructor) stops the data plane — in-flight pushes are
 /// aborted and leave nothing visible — then the notice thread, removes the
 /// naming bindings and destroys the ORB.
@@ -44,7 +47,8 @@ public:
     /// how many are still open, when that changes something); publishes
     /// the store's status to the SDC provider (if any); registers the store
     /// again when its Naming Service entry is missing or names a daemon that
-    /// is gone (the Naming Service was restarted without its data), and
+    /// is gone (the Naming Service was restarted without its data), never
+    /// over another daemon of the same name that answers (StoreEntry); and
     /// rebinds BlobStreaming/Locator to this daemon's locator when that
     /// binding is missing or its daemon is gone. A Naming Service that
     /// cannot be reached is logged once and tried again. Never throws.
@@ -56,7 +60,6 @@ public:
 
 private:
     std::unique_ptr<Store> open_store() const;
-    bool store_binding_alive();
     void naming_unreachable(const std::string& why) noexcept;
 
     DaemonOptions options_;
@@ -74,6 +77,7 @@ private:
     CosNaming::NamingContext_var naming_;
     CORBA::Object_var store_ref_;
     CORBA::Object_var locator_ref_;
+    StoreEntry entry_;
     bool bound_ = false;
     bool stopped_ = false;
     bool naming_lost_ = false;

@@ -48,7 +48,8 @@ HostPort parse_host_port(const std::string& option, const std::string& text)
     errno = 0;
     const unsigned long v = std::strtoul(port.c_str(), &end, 10);
     if (port.empty() || *end != '\0' || errno != 0 || v > 65535 || port.find('-') != std::string::npos)
-        usage("--" + option + ": port " + in_quotes(port) + " of " + in_quotes(text) + " is not a number from 0 to 65535");
+        usage("--" + option + ": port " + in_quotes(port) + " of " + in_quotes(text) +
+              " is not a number from 0 to 65535");
     hp.port = static_cast<std::uint16_t>(v);
     return hp;
 }
@@ -216,10 +217,11 @@ namespace {
 ParsedCommandLine interpret(const po::options_description& desc, const po::variables_map& vm)
 {
     ParsedCommandLine out;
-    if (auto text = cli::help_or_version(vm, desc, "blobstored", transporter_library_versions(),
-                                         "Exit codes: 0 clean shutdown, 1 usage, 52 the naming service is "
-                                         "unreachable, otherwise the blobstreaming::Errc of the failure "
-                                         "(docs/CLI.md).\n")) {
+    if (auto text = cli::help_or_version(
+            vm, desc, "blobstored", transporter_library_versions(),
+            "Exit codes: 0 clean shutdown, 1 usage, 31 a daemon of this --name "
+            "answers (store in use), 52 the naming service is unreachable, otherwise the blobstreaming::Errc of the failure "
+            "(docs/CLI.md).\n")) {
         out.text = std::move(*text);
         return out;
     }
