@@ -1,5 +1,7 @@
 #include "Daemon.h"
 
+#include "ConfigReload.h"
+
 #include "server/StoreRegistry.h"
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
@@ -60,7 +62,7 @@ void raise_descriptor_limit()
 }  // namespace
 
 Daemon::Daemon(DaemonOptions options)
-    : options_(std::move(options)), entry_(options_.name, options_.naming, kProbeBound)
+    : options_(std::move(options)), access_(options_.access), entry_(options_.name, options_.naming, kProbeBound)
 {}
 
 Daemon::~Daemon() { stop(); }
@@ -97,10 +99,9 @@ std::string Daemon::start()
 
     store_ = open_store();
     tickets_ = std::make_unique<server::TicketRegistry>(options_.ticket_lifetime);
-    server::ReservationLimits limits;
-    limits.total = options_.max_reservations;
-    limits.per_client = options_.max_reservations_per_client;
-    reservations_ = std::make_unique<server::ReservationTable>(options_.reservation_grace, nullptr, limits);
+    reservations_ = std::make_unique<server::ReservationTable>(
+        options_.reservation_grace, nullptr,
+        server::ReservationLimits{options_.max_reservations, options_.max_reservations_per_client});
 
     server::DataServerConfig data;
     data.host = options_.data.host;
@@ -132,7 +133,7 @@ std::string Daemon::start()
     context_.local_fast_path = options_.local_fast_path;
     context_.default_checksum = options_.checksum;
     context_.poa = poa_.in();
-    context_.access = &options_.access;
+    context_.access = &access_;
     context_.notices = notices_.get();
     context_.transporters = transporters_.get();
 
@@ -221,6 +222,35 @@ void Daemon::maintain() noexcept
         naming_unreachable(std::string("CORBA ") + e._name());
     } catch (const std::exception& e) {
         naming_unreachable(e.what());
+    }
+}
+
+void Daemon::reload(const DaemonOptions& next, const std::string& source) noexcept
+{
+    try {
+        const auto changes = changed_settings(options_, next);
+        std::size_t applied = 0;
+        for (const auto& c : changes) {
+            if (c.live) {
+                ++applied;
+                spdlog::info("SIGHUP: {}: {} -> {} (applied)", c.option, c.before, c.after);
+            } else {
+                spdlog::warn("SIGHUP: {}: {} -> {} needs a restart (still {} until then)", c.option, c.before, c.after,
+                             c.before);
+            }
+        }
+        options_ = with_live_settings(options_, next);
+        reservations_->set_limits({options_.max_reservations, options_.max_reservations_per_client});
+        transporters_->set_limits(
+            {options_.transporter_idle, options_.max_transporters, options_.max_client_transporters});
+        access_.replace(options_.access);
+        spdlog::default_logger()->set_level(options_.log_level);
+        if (changes.empty()) spdlog::info("SIGHUP: configuration reread from {}: no setting changed", source);
+        else
+            spdlog::info("SIGHUP: configuration reread from {}: {} setting(s) applied, {} need(s) a restart", source,
+                         applied, changes.size() - applied);
+    } catch (const std::exception& e) {
+        spdlog::error("SIGHUP: configuration not reloaded ({}); the running settings stay", e.what());
     }
 }
 

@@ -58,11 +58,23 @@ public:
     /// (the caller exits rather than keep issuing tickets nobody serves).
     std::string data_plane_failure() const;
 
+    /// SIGHUP, on the main thread after start(): `next` is the configuration
+    /// read again (`source` says from where, for the log). Logs every
+    /// setting that differs — applied at once, or needing a restart
+    /// (ConfigReload.h) — and applies the live ones: the log level (of
+    /// spdlog's default logger), the reservation and transporter limits,
+    /// the access list. Never throws.
+    void reload(const DaemonOptions& next, const std::string& source) noexcept;
+
+    /// The settings in force (the live ones as last reloaded).
+    const DaemonOptions& options() const noexcept { return options_; }
+
 private:
     std::unique_ptr<Store> open_store() const;
     void naming_unreachable(const std::string& why) noexcept;
 
     DaemonOptions options_;
+    server::LiveAccessList access_;  ///< options_.access, replaced by reload()
     std::unique_ptr<Store> store_;
     std::unique_ptr<server::TicketRegistry> tickets_;
     std::unique_ptr<server::ReservationTable> reservations_;
