@@ -50,8 +50,8 @@ std::string StoreEntry::in_use(const EntryHolder& h) const
             : "is registered at " + h.address + " and accepts connections but gave " + h.why + " (stopped or hung?)";
     return "store \"" + name_ + "\" is in use: the daemon registered as BlobStreaming/Stores/" + name_ +
            " in the naming service at " + naming_url_ + " " + state +
-           "; stop it first, or give this store another --name (an entry whose daemon is gone is taken over; "
-           "`blob stores --prune` removes those that do not answer)";
+           "; stop it first, or give this store another --name (the entry of a daemon that is gone is taken "
+           "over)";
 }
 
 void StoreEntry::check_free(CosNaming::NamingContext_ptr naming) const

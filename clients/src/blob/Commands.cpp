@@ -130,19 +130,38 @@ int verify(Session& session, const Invocation& call)
     return 0;
 }
 
+/// The stores that did not answer a command across every store: a line
+/// each on stderr, and the exit code of a partial result (0 when all answered).
+int report_unreachable(const std::vector<client::UnreachableStore>& unreachable)
+{
+    for (const auto& u : unreachable)
+        std::fprintf(stderr, "blob: partial result: store \"%s\" did not answer (%s)\n", u.name.c_str(),
+                     u.error.c_str());
+    return unreachable.empty() ? 0 : static_cast<int>(Errc::partial);
+}
+
+nlohmann::json unreachable_json(const std::vector<client::UnreachableStore>& unreachable)
+{
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& u : unreachable) list.push_back({{"store", u.name}, {"error", u.error}});
+    return list;
+}
+
 int ls(Session& session, const Invocation& call)
 {
-    const auto blobs = session.list(call.store);
+    Result r;
+    session.list(call.store, Mode::Sync, [&r](const Result& x) { r = x; });
+    r.throw_if_error();
     if (call.json) {
         nlohmann::json list = nlohmann::json::array();
-        for (const auto& b : blobs) list.push_back(blob_json(b.store, b.info));
-        std::cout << nlohmann::json{{"blobs", list}}.dump() << '\n';
-        return 0;
+        for (const auto& b : r.blobs) list.push_back(blob_json(b.store, b.info));
+        std::cout << nlohmann::json{{"blobs", list}, {"unreachable", unreachable_json(r.unreachable)}}.dump() << '\n';
+    } else {
+        for (const auto& b : r.blobs)
+            std::printf("%-12s %14llu  %s  %s  %s\n", b.store.c_str(), static_cast<unsigned long long>(b.info.size),
+                        rfc3339(b.info.committed).c_str(), b.info.checksum.text().c_str(), b.info.name.c_str());
     }
-    for (const auto& b : blobs)
-        std::printf("%-12s %14llu  %s  %s  %s\n", b.store.c_str(), static_cast<unsigned long long>(b.info.size),
-                    rfc3339(b.info.committed).c_str(), b.info.checksum.text().c_str(), b.info.name.c_str());
-    return 0;
+    return report_unreachable(r.unreachable);
 }
 
 int rm(Session& session, const Invocation& call)
@@ -159,22 +178,41 @@ int rm(Session& session, const Invocation& call)
 
 int locate(Session& session, const Invocation& call)
 {
-    const auto where = session.locate(call.args[0]);
-    if (where.empty())
-        throw Error(Errc::no_such_blob, "locate " + quote_name(call.args[0]) + ": no registered store holds it");
+    Result r;
+    session.locate(call.args[0], Mode::Sync, [&r](const Result& x) { r = x; });
+    r.throw_if_error();
+    if (r.locations.empty()) {
+        std::string silent;
+        for (const auto& u : r.unreachable) silent += (silent.empty() ? "" : ", ") + u.name;
+        throw Error(Errc::no_such_blob,
+                    "locate " + quote_name(call.args[0]) + ": no registered store " +
+                        (silent.empty() ? "holds it" : "that answered holds it (did not answer: " + silent + ")"));
+    }
     if (call.json) {
         nlohmann::json list = nlohmann::json::array();
-        for (const auto& l : where) list.push_back({{"store", l.store}, {"tier", client::tier_name(l.tier)}});
-        std::cout << nlohmann::json{{"name", call.args[0]}, {"locations", list}}.dump() << '\n';
+        for (const auto& l : r.locations) list.push_back({{"store", l.store}, {"tier", client::tier_name(l.tier)}});
+        std::cout << nlohmann::json{{"name", call.args[0]},
+                                    {"locations", list},
+                                    {"unreachable", unreachable_json(r.unreachable)}}
+                         .dump()
+                  << '\n';
     } else {
-        for (const auto& l : where) std::printf("%-16s %s\n", l.store.c_str(), client::tier_name(l.tier));
+        for (const auto& l : r.locations) std::printf("%-16s %s\n", l.store.c_str(), client::tier_name(l.tier));
     }
-    return 0;
+    return report_unreachable(r.unreachable);
 }
 
 int stores(Session& session, const Invocation& call)
 {
-    const auto all = session.stores();
+    Result r;
+    if (call.prune) session.prune_stores(Mode::Sync, [&r](const Result& x) { r = x; });
+    else session.stores(Mode::Sync, [&r](const Result& x) { r = x; });
+    r.throw_if_error();
+    const auto& all = r.stores;
+    for (const auto& p : r.pruned)
+        if (!call.json)
+            std::printf("pruned %s: its daemon at %s is gone (%s); entry removed\n", p.name.c_str(), p.control.c_str(),
+                        p.reason.c_str());
     if (call.json) {
         nlohmann::json list = nlohmann::json::array();
         for (const auto& s : all) {
@@ -184,7 +222,14 @@ int stores(Session& session, const Invocation& call)
             if (!s.reachable) j = {{"name", s.name}, {"error", s.error}};
             list.push_back(j);
         }
-        std::cout << nlohmann::json{{"stores", list}}.dump() << '\n';
+        nlohmann::json out{{"stores", list}};
+        if (call.prune) {
+            nlohmann::json pruned = nlohmann::json::array();
+            for (const auto& p : r.pruned)
+                pruned.push_back({{"name", p.name}, {"control", p.control}, {"reason", p.reason}});
+            out["pruned"] = pruned;
+        }
+        std::cout << out.dump() << '\n';
         return 0;
     }
     for (const auto& s : all) {

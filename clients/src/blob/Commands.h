@@ -25,6 +25,7 @@ struct Invocation {
     bool replace = false;
     bool resume = false;
     bool verify = true;
+    bool prune = false;  ///< stores --prune
     std::uint64_t offset = 0;
     std::uint64_t length = 0;
     std::optional<std::uint64_t> size;          ///< push: the bytes a stream must deliver (--size)
@@ -38,8 +39,9 @@ bool known_command(const std::string& command);
 /// The positional arguments `command` takes: {minimum, maximum}.
 std::pair<std::size_t, std::size_t> arity(const std::string& command);
 
-/// Runs the command; returns the exit code (0) or throws blobstreaming::Error
-/// (its Errc is the exit code).
+/// Runs the command; returns the exit code (0, or Errc::partial when a
+/// command across every store got no answer from some) or throws
+/// blobstreaming::Error (its Errc is the exit code).
 int run(const Invocation& call);
 
 }  // namespace blobstreaming::cli

@@ -28,6 +28,12 @@ using cli::UsageError;
 
 namespace {
 
+constexpr const char* kExitCodes =
+    "Exit codes: 0 success, 1 usage, 10-19 the input, 20-29 the Blob's state (20 no such blob), 30-39 "
+    "resources, 40-49 local storage, 50-57 transport (52 unreachable), 58 partial: ls or locate across every "
+    "store got no answer from some (named on stderr, `unreachable` in --json; the output is the others'); "
+    "docs/CLI.md has the table.\n";
+
 int fail(Errc code, const std::string& message, bool json, bool data_on_stdout)
 {
     std::cerr << "blob: " << message << std::endl;
@@ -68,7 +74,8 @@ po::options_description describe()
         "  ls                 Blobs of --store, or of every registered store\n"
         "  rm NAME            remove NAME\n"
         "  locate NAME        stores holding NAME, nearest tier first\n"
-        "  stores             registered stores with tier, usage and data endpoint\n"
+        "  stores             registered stores with tier, usage and data endpoint; --prune: first remove\n"
+        "                     the entries whose daemon is gone\n"
         "  checksum FILE...   the checksum of local files ('-': stdin), to compare with a Blob's; no store\n"
         "Options");
     // clang-format off
@@ -98,7 +105,9 @@ po::options_description describe()
         ("resume", "push/pull: continue an interrupted transfer where it stopped (push: the store's kept "
                    "reservation; pull: the bytes FILE already holds)")
         ("verify", "pull: check the whole Blob's checksum against the store's (the default for whole-Blob pulls)")
-        ("no-verify", "pull: skip the check of the whole Blob's checksum");
+        ("no-verify", "pull: skip the check of the whole Blob's checksum")
+        ("prune", "stores: remove the Naming Service entries of stores whose daemon is gone (connection refused), "
+                  "only those; each one removed is reported");
     // clang-format on
     cli::add_logging_options(o, spdlog::level::warn);
     return o;
@@ -170,6 +179,8 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
     if (vm.count("verify") && (call.offset != 0 || call.length != 0))
         throw UsageError("--verify checks the whole Blob's checksum: a range (--offset, --length) has no recorded "
                          "checksum to check; use `blob verify NAME` to have the store check the stored Blob");
+    call.prune = vm.count("prune") != 0;
+    if (call.prune && call.command != "stores") throw UsageError("--prune applies to stores only, not " + call.command);
     if (call.resume && call.command != "push" && call.command != "pull")
         throw UsageError("--resume applies to push and pull only, not " + call.command);
     if (call.resume && (call.offset != 0 || call.length != 0))
@@ -195,7 +206,7 @@ int main(int argc, char** argv)
     cli::Invocation call;
     try {
         call = parse(argc, argv, visible, vm);
-        if (const auto text = cli::help_or_version(vm, visible, "blob", transporter_library_versions())) {
+        if (const auto text = cli::help_or_version(vm, visible, "blob", transporter_library_versions(), kExitCodes)) {
             std::cout << *text << std::flush;
             return 0;
         }
