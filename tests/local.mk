@@ -11,6 +11,7 @@ system_tests = \
 	tests/test_store_in_use.py \
 	tests/test_sighup.py \
 	tests/test_dead_store.py \
+	tests/test_push_many.py \
 	tests/test_errors.py \
 	tests/test_kill_mid_push.py \
 	tests/test_data_port_abuse.py \

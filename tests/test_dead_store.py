@@ -35,7 +35,7 @@ def test(c):
     digest = harness.write_random(source, 50000)
     for store, blob in (("a-archive", "CT.a"), ("b-dead", "CT.b"), ("c-cache", "CT.c"), ("b-dead", "CT.shared"),
                         ("a-archive", "CT.shared")):
-        c.blob("push", source, blob, store=store).ok()
+        c.blob("push", "--name", blob, source, store=store).ok()
     check_equal(names(c.blob("ls").ok()), [("a-archive", "CT.a"), ("a-archive", "CT.shared"), ("b-dead", "CT.b"),
                                            ("b-dead", "CT.shared"), ("c-cache", "CT.c")], "ls with every store up")
 

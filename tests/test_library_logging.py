@@ -51,7 +51,7 @@ def test(c):
     step("the blob CLI keeps its own logging: -v shows the library's transfer line on stderr")
     source = c.path("one")
     harness.write_random(source, 4096)
-    r = c.blob("-v", "push", source, "CT.cli", store="ws", json_out=False)
+    r = c.blob("-v", "push", "--name", "CT.cli", source, store="ws", json_out=False)
     r.ok()
     check_equal(r.stdout, "", "stdout of blob -v push (without --json)")
     check('pushed "CT.cli" to store "ws"' in r.stderr and " via " in r.stderr,

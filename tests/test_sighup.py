@@ -36,7 +36,7 @@ def hup_and_wait(daemon, path, count):
 
 
 def round_trip(c, source, digest, name):
-    c.blob("push", source, name, "--replace", store="ws").ok()
+    c.blob("push", "--name", name, source, "--replace", store="ws").ok()
     check_equal(c.pull_checksum(name, "ws", c.path("out")), digest, f"checksum of {name} pulled back")
 
 
@@ -60,7 +60,7 @@ def test(c):
         hup_and_wait(plain, plain.log_paths[0], i)
     check("SIGHUP: configuration reread from the command line (no --config file): no setting changed"
           in read(plain.log_paths[0]), "plain's log does not show the reload")
-    c.blob("push", source, "CT.plain", store="plain").ok()
+    c.blob("push", "--name", "CT.plain", source, store="plain").ok()
 
     check('store "ws"' in read(log) and "registered at" in read(log), "ws's start is not in its --log-file")
 

@@ -49,14 +49,14 @@ def test(c):
     first = c.start_daemon("ws1", "file", extra=["--naming-check", "0.2"])
     source, out = c.path("source"), c.path("out")
     digest = harness.write_random(source, 100000)
-    c.blob("push", source, "CT.1", store="ws1").ok()
+    c.blob("push", "--name", "CT.1", source, store="ws1").ok()
 
     step("a second ws1 while the first answers: refused (31), before opening its store")
     second_refused(c, first, c.path("second"), "the first answers")
     check(first.running(), "the first ws1 died")
     check_equal(data_of(c, "ws1"), first.ready["data"], "the data address of ws1's entry after the refusal")
     check_equal(c.pull_checksum("CT.1", "ws1", out), digest, "CT.1 pulled through ws1's entry")
-    c.blob("push", source, "CT.2", store="ws1").ok()
+    c.blob("push", "--name", "CT.2", source, store="ws1").ok()
 
     step("a second ws1 while the first is stopped (SIGSTOP): refused too (stopped is not gone)")
     os.kill(first.pid, signal.SIGSTOP)

@@ -9,6 +9,7 @@
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/UniqueFd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -30,8 +31,9 @@ using client::Session;
 const std::map<std::string, std::pair<std::size_t, std::size_t>>& commands()
 {
     static const std::map<std::string, std::pair<std::size_t, std::size_t>> table = {
-        {"push", {1, 2}}, {"pull", {1, 2}},   {"stat", {1, 1}},   {"verify", {1, 1}},    {"ls", {0, 0}},
-        {"rm", {1, 1}},   {"locate", {1, 1}}, {"stores", {0, 0}}, {"checksum", {1, 64}},
+        {"push", {1, kMaxPushFiles}}, {"pull", {1, 2}},   {"stat", {1, 1}},
+        {"verify", {1, 1}},           {"ls", {0, 0}},     {"rm", {1, 1}},
+        {"locate", {1, 1}},           {"stores", {0, 0}}, {"checksum", {1, 64}},
     };
     return table;
 }
@@ -51,20 +53,93 @@ void print_summary(const char* verb, const char* dir, const std::string& name, c
                  mbps, r.info.checksum.text().c_str(), r.local ? " (local)" : "", resumed.c_str());
 }
 
-int push(Session& session, const Invocation& call)
+/// The Blob names of `blob push FILE...` (--name, else each FILE's base
+/// name), checked before anything is read or pushed: Errc::invalid_name,
+/// Errc::invalid_argument for standard input without --name or two FILEs
+/// of one base name.
+std::vector<std::string> push_names(const Invocation& call)
 {
-    const std::string& file = call.args[0];
-    if (file == "-" && call.args.size() < 2)
-        throw Error(Errc::invalid_argument, "push from standard input needs a NAME: blob push - NAME");
-    const std::string name = call.args.size() > 1 ? call.args[1] : base_name(file);
-    validate_blob_name(name);  // before reading a stream for it
-    const client::PushSource source = open_push_input(file, "push " + quote_name(name), call.size, call.timeout);
-    ProgressBar bar(stderr, !call.quiet && !call.json, "push " + name);
+    std::vector<std::string> names;
+    std::map<std::string, std::string> seen;  // name -> the FILE it came from
+    for (const auto& file : call.args) {
+        if (file == "-" && !call.name)
+            throw Error(Errc::invalid_argument,
+                        "push from standard input needs --name NAME (a single FILE): blob push --name NAME -");
+        names.push_back(call.name ? *call.name : base_name(file));
+        validate_blob_name(names.back());
+        const auto [it, fresh] = seen.emplace(names.back(), file);
+        if (!fresh)
+            throw Error(Errc::invalid_argument, "push: " + it->second + " and " + file + " would both be stored as " +
+                                                    quote_name(names.back()) +
+                                                    " (each FILE is stored under its base name)");
+    }
+    return names;
+}
+
+client::PushOptions push_options(const Invocation& call)
+{
     client::PushOptions options;
     options.store = call.store;
     options.replace = call.replace;
     options.resume = call.resume;
     options.checksum = call.checksum;
+    return options;
+}
+
+/// `blob push FILE FILE...`: every FILE under its base name, as one series
+/// (several in flight, Session::push_series); a line per FILE (stderr), or
+/// {"pushes":[...]} with --json. A FILE that fails does not stop the
+/// others; the exit code is the highest of the failures (0: none failed).
+int push_files(Session& session, const Invocation& call, const std::vector<std::string>& names)
+{
+    const std::size_t n = call.args.size();
+    std::vector<Result> results(n);
+    std::vector<client::PushSlice> slices;
+    std::vector<std::size_t> file_of_slice;
+    for (std::size_t i = 0; i < n; ++i) {
+        try {
+            slices.push_back(
+                {open_push_input(call.args[i], "push " + quote_name(names[i]), std::nullopt, call.timeout), names[i]});
+            file_of_slice.push_back(i);
+        } catch (const Error& e) {
+            results[i].error = e.error_code();
+            results[i].message = e.what();
+        }
+    }
+    client::SeriesResult series;
+    session.push_series(std::move(slices), push_options(call), Mode::Sync,
+                        [&series](const client::SeriesResult& r) { series = r; });
+    for (std::size_t k = 0; k < series.slices.size(); ++k) results[file_of_slice[k]] = series.slices[k];
+
+    int rc = 0;
+    nlohmann::json list = nlohmann::json::array();
+    for (std::size_t i = 0; i < n; ++i) {
+        const Result& r = results[i];
+        if (!r.ok()) rc = std::max(rc, static_cast<int>(r.errc()));
+        if (call.json) {
+            nlohmann::json j = r.ok() ? transfer_json("push", names[i], r) : error_json(r.errc(), r.message);
+            j["path"] = call.args[i];
+            if (!r.ok()) j["name"] = names[i];
+            list.push_back(j);
+        } else if (!r.ok()) {
+            std::fprintf(stderr, "blob: %s\n", r.message.c_str());
+        } else if (!call.quiet) {
+            print_summary("pushed", "to", names[i], r, call.resume);
+        }
+    }
+    if (call.json) std::cout << nlohmann::json{{"pushes", list}}.dump() << '\n';
+    return rc;
+}
+
+int push(Session& session, const Invocation& call)
+{
+    const std::vector<std::string> names = push_names(call);  // before reading a stream for them
+    if (call.args.size() > 1) return push_files(session, call, names);
+    const std::string& file = call.args[0];
+    const std::string& name = names[0];
+    const client::PushSource source = open_push_input(file, "push " + quote_name(name), call.size, call.timeout);
+    ProgressBar bar(stderr, !call.quiet && !call.json, "push " + name);
+    client::PushOptions options = push_options(call);
     options.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
     Result result;
     session.push(source, name, options, Mode::Sync, [&result](const Result& r) { result = r; });

@@ -29,10 +29,14 @@ struct Invocation {
     std::uint64_t offset = 0;
     std::uint64_t length = 0;
     std::optional<std::uint64_t> size;          ///< push: the bytes a stream must deliver (--size)
+    std::optional<std::string> name;            ///< push: --name, the Blob's name (a single FILE)
     std::optional<ChecksumAlgorithm> checksum;  ///< push, checksum: --checksum
     std::string command;
     std::vector<std::string> args;
 };
+
+/// The most FILEs one `blob push` takes.
+constexpr std::size_t kMaxPushFiles = 100000;
 
 /// Commands the CLI knows.
 bool known_command(const std::string& command);

@@ -66,7 +66,8 @@ po::options_description describe()
     po::options_description o(
         "Usage: blob [options] COMMAND ...\n"
         "Commands:\n"
-        "  push FILE [NAME]   store FILE ('-': stdin; a FIFO, a device) as NAME (default: FILE's base name)\n"
+        "  push FILE...       store each FILE ('-': stdin; a FIFO, a device) under its base name, several in\n"
+        "                     flight; --name NAME: a single FILE stored as NAME\n"
         "  pull NAME [FILE]   retrieve NAME to FILE (default: ./NAME; '-': stdout; a FIFO, a device);\n"
         "                     a regular FILE is replaced only once every byte is in and checked\n"
         "  stat NAME          size, checksum (crc32c:... or sha256:...), commit time\n"
@@ -93,6 +94,7 @@ po::options_description describe()
         ("tls-cert", po::value<std::string>()->value_name("FILE"), "TLS on both planes: this client's certificate (PEM); needs --tls-key and --tls-ca")
         ("tls-key", po::value<std::string>()->value_name("FILE"), "the certificate's private key (PEM, unencrypted)")
         ("tls-ca", po::value<std::string>()->value_name("FILE"), "CA certificates (PEM) that stores' certificates must chain to")
+        ("name", po::value<std::string>()->value_name("NAME"), "push: the Blob's name, for a single FILE (default: each FILE's base name)")
         ("replace,r", "push: overwrite an existing Blob")
         ("checksum", po::value<std::string>()->value_name("ALGORITHM"),
          "push: the Blob's checksum, crc32c (fast) or sha256 (cryptographic), default: the store's (crc32c unless "
@@ -163,7 +165,17 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
     call.resume = vm.count("resume") != 0;
     if (vm.count("size")) {
         if (call.command != "push") throw UsageError("--size applies to push only, not " + call.command);
+        if (call.args.size() > 1)
+            throw UsageError("--size applies to a single FILE, not to the " + std::to_string(call.args.size()) +
+                             " given");
         call.size = size_option(vm, "size");
+    }
+    if (vm.count("name")) {
+        if (call.command != "push") throw UsageError("--name applies to push only, not " + call.command);
+        if (call.args.size() > 1)
+            throw UsageError("--name names one Blob: give a single FILE (without --name each of the " +
+                             std::to_string(call.args.size()) + " FILEs is stored under its base name)");
+        call.name = vm["name"].as<std::string>();
     }
     if (vm.count("checksum")) {
         if (call.command != "push" && call.command != "checksum")
