@@ -12,6 +12,7 @@ system_tests = \
 	tests/test_sighup.py \
 	tests/test_dead_store.py \
 	tests/test_push_many.py \
+	tests/test_doc_snippets.py \
 	tests/test_errors.py \
 	tests/test_kill_mid_push.py \
 	tests/test_data_port_abuse.py \
@@ -42,6 +43,26 @@ system_tests = \
 TESTS += $(system_tests)
 # bsbench and sdc-bench are built by the bench targets only; this test runs them too.
 tests/test_cli_common.log: benchmarks/bsbench$(EXEEXT) sdc/sdc-bench$(EXEEXT)
+# The programs of the documentation are built against the library as
+# installed: its headers and blobstreaming.pc by `install-data` into
+# tests/snippet-root, the shared libraries copied beside them. Not `make
+# install`: libtool relinks the libraries of the build tree in place while
+# other tests run them.
+tests/test_doc_snippets.log: snippet-stage
+snippet-stage: $(lib_LTLIBRARIES) blobstreaming.pc
+	$(AM_V_GEN)rm -rf $(abs_builddir)/tests/snippet-root && \
+	$(MAKE) $(AM_MAKEFLAGS) install-data DESTDIR=$(abs_builddir)/tests/snippet-root >/dev/null && \
+	$(MKDIR_P) $(abs_builddir)/tests/snippet-root$(libdir) && \
+	for la in $(lib_LTLIBRARIES); do \
+	  for so in $$(dirname $$la)/.libs/$$(basename $$la .la).so*; do \
+	    case $$so in *T) ;; *) cp -P $$so $(abs_builddir)/tests/snippet-root$(libdir)/ || exit 1 ;; esac; \
+	  done; \
+	done
+.PHONY: snippet-stage
+clean-local: clean-snippet-root
+clean-snippet-root:
+	rm -rf $(abs_builddir)/tests/snippet-root
+.PHONY: clean-snippet-root
 dist_check_SCRIPTS += $(system_tests)
 EXTRA_DIST += tests/harness/__init__.py tests/harness/ceph.py tests/harness/checks.py tests/harness/cli.py \
 	tests/harness/cluster.py tests/harness/daemons.py tests/harness/files.py tests/harness/naming.py \

@@ -12,6 +12,14 @@
 
 namespace blobstreaming::client {
 
+/// The types of namespace blobstreaming that the client API hands out,
+/// reachable through `using namespace blobstreaming::client` as well.
+using blobstreaming::BlobInfo;
+using blobstreaming::Checksum;
+using blobstreaming::ChecksumAlgorithm;
+using blobstreaming::Errc;
+using blobstreaming::Error;
+
 /// Sync: the call returns after the completion callback has run.
 /// Async: the call returns at once; the callback runs later on the reactor
 /// thread.

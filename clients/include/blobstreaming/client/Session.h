@@ -33,7 +33,11 @@
 ///
 /// Thread safety: operations may be started from any thread in Thread mode;
 /// in Caller mode from the thread that calls run_once(). Destroying the
-/// Session completes the operations still running with Errc::cancelled.
+/// Session completes the operations still running with Errc::cancelled:
+/// wait for their completions first. A push cancelled that way may still
+/// have been committed (all its bytes had reached the store, whose
+/// acknowledgement came too late): its Blob is then whole, otherwise absent,
+/// never partial; stat() says which.
 
 #include <blobstreaming/client/Logging.h>
 #include <blobstreaming/client/Options.h>
