@@ -50,7 +50,7 @@ def same_host_pull(suite, ns_port, size, runs):
     try:
         src = c.path("blob.bin")
         harness.write_random(src, size, algorithm=None)
-        c.blob("push", src, "bench.local", store=store).ok()
+        c.blob("push", "--name", "bench.local", src, store=store).ok()
         os.unlink(src)
         times = {"file": local_pull.time_file_pulls(c, "bench.local", store, runs),
                  "memory": local_pull.time_memory_pulls(c, store, size, runs, suite.args.bsbench)}
@@ -105,7 +105,7 @@ def cli_transfers(suite, ns_port, size, runs):
                     elif direction == "push":
                         if run:
                             c.run(blob + ["rm", "bench.cli"])  # untimed: a push without --replace
-                        argv = blob + ["push", src, "bench.cli"]
+                        argv = blob + ["push", "--name", "bench.cli", src]
                     else:
                         argv = blob + ["--no-local", "pull", "bench.cli", out]
                     seconds = timed(c, argv, "%s %s %s" % (label, program, direction))

@@ -107,7 +107,7 @@ def main():
         if args.only != "memory":
             src = c.path("blob.bin")
             harness.write_random(src, size, algorithm=None)
-            c.blob("push", src, "bench.local", store="bench").ok()
+            c.blob("push", "--name", "bench.local", src, store="bench").ok()
             os.unlink(src)
             results["file"] = summary(time_file_pulls(c, "bench.local", "bench", args.runs), size)
             step(f"to a file: {results['file']}")

@@ -173,12 +173,18 @@ $(blobstore_tests_TransporterRegistryTest_OBJECTS): idl/BlobStreaming.hh
 # provider (SdcStatus, on sdc/libblobsdc).
 bin_PROGRAMS += blobstore/blobstored
 blobstore_blobstored_SOURCES = \
+	blobstore/src/blobstored/ConfigReload.cpp \
+	blobstore/src/blobstored/ConfigReload.h \
 	blobstore/src/blobstored/Daemon.cpp \
 	blobstore/src/blobstored/Daemon.h \
 	blobstore/src/blobstored/DaemonOptions.cpp \
 	blobstore/src/blobstored/DaemonOptions.h \
+	blobstore/src/blobstored/LogFile.cpp \
+	blobstore/src/blobstored/LogFile.h \
 	blobstore/src/blobstored/SdcStatus.cpp \
 	blobstore/src/blobstored/SdcStatus.h \
+	blobstore/src/blobstored/StoreEntry.cpp \
+	blobstore/src/blobstored/StoreEntry.h \
 	blobstore/src/blobstored/main.cpp
 blobstore_blobstored_CPPFLAGS = $(blobstore_libblobserver_la_CPPFLAGS) -I$(top_srcdir)/sdc/include
 blobstore_blobstored_LDADD = blobstore/libblobserver.la transporter/libblobtransporter.la blobstore/libblobstore.la common/libblobcli.la \

@@ -15,6 +15,7 @@ clients_libblobclient_la_SOURCES = \
 	clients/src/IdlConversion.h \
 	clients/src/LocalRead.cpp \
 	clients/src/LocalRead.h \
+	clients/src/Logging.cpp \
 	clients/src/OrbHandle.cpp \
 	clients/src/OrbHandle.h \
 	clients/src/PullOperation.cpp \
@@ -44,6 +45,7 @@ $(clients_libblobclient_la_OBJECTS): idl/BlobStreaming.hh
 
 clienthdrdir = $(includedir)/blobstreaming/client
 clienthdr_HEADERS = \
+	clients/include/blobstreaming/client/Logging.h \
 	clients/include/blobstreaming/client/Options.h \
 	clients/include/blobstreaming/client/Result.h \
 	clients/include/blobstreaming/client/Series.h \

@@ -142,7 +142,7 @@ def main():
         write_random(image, args.image_mb << 20)
         want = demo.checksum(image)
         print(f"Large image ({args.image_mb} MiB):")
-        pushed = demo.run_blob("push", image, "MG.image")
+        pushed = demo.run_blob("push", "--name", "MG.image", image)
         if pushed["checksum"] != want:
             raise SystemExit(f"checksum mismatch after push: {pushed['checksum']}, not {want}")
         report("push (acknowledged durable)", 1, pushed["bytes"], pushed["seconds"])

@@ -8,6 +8,11 @@ system_tests = \
 	tests/test_push_pull.py \
 	tests/test_series.py \
 	tests/test_locate.py \
+	tests/test_store_in_use.py \
+	tests/test_sighup.py \
+	tests/test_dead_store.py \
+	tests/test_push_many.py \
+	tests/test_doc_snippets.py \
 	tests/test_errors.py \
 	tests/test_kill_mid_push.py \
 	tests/test_data_port_abuse.py \
@@ -33,6 +38,7 @@ system_tests = \
 	tests/test_notices.py \
 	tests/test_transporter_reclaim.py \
 	tests/test_cli_common.py \
+	tests/test_library_logging.py \
 	tests/test_ceph_cluster.py \
 	tests/test_rados_store.py \
 	tests/test_rados_daemon.py
@@ -41,6 +47,26 @@ TESTS += $(system_tests)
 tests/test_cli_common.log: benchmarks/bsbench$(EXEEXT) sdc/sdc-bench$(EXEEXT)
 # RadosStoreTest is a check program that only this script runs (on its cluster).
 tests/test_rados_store.log: blobstore/tests/RadosStoreTest$(EXEEXT)
+# The programs of the documentation are built against the library as
+# installed: its headers and blobstreaming.pc by `install-data` into
+# tests/snippet-root, the shared libraries copied beside them. Not `make
+# install`: libtool relinks the libraries of the build tree in place while
+# other tests run them.
+tests/test_doc_snippets.log: snippet-stage
+snippet-stage: $(lib_LTLIBRARIES) blobstreaming.pc
+	$(AM_V_GEN)rm -rf $(abs_builddir)/tests/snippet-root && \
+	$(MAKE) $(AM_MAKEFLAGS) install-data DESTDIR=$(abs_builddir)/tests/snippet-root >/dev/null && \
+	$(MKDIR_P) $(abs_builddir)/tests/snippet-root$(libdir) && \
+	for la in $(lib_LTLIBRARIES); do \
+	  for so in $$(dirname $$la)/.libs/$$(basename $$la .la).so*; do \
+	    case $$so in *T) ;; *) cp -P $$so $(abs_builddir)/tests/snippet-root$(libdir)/ || exit 1 ;; esac; \
+	  done; \
+	done
+.PHONY: snippet-stage
+clean-local: clean-snippet-root
+clean-snippet-root:
+	rm -rf $(abs_builddir)/tests/snippet-root
+.PHONY: clean-snippet-root
 dist_check_SCRIPTS += $(system_tests)
 EXTRA_DIST += tests/harness/__init__.py tests/harness/ceph.py tests/harness/checks.py tests/harness/cli.py \
 	tests/harness/cluster.py tests/harness/daemons.py tests/harness/files.py tests/harness/naming.py \
@@ -75,6 +101,12 @@ check_PROGRAMS += tests/tools/client_driver
 tests_tools_client_driver_SOURCES = tests/tools/client_driver.cpp
 tests_tools_client_driver_CPPFLAGS = $(AM_CPPFLAGS) $(SPDLOG_CFLAGS)
 tests_tools_client_driver_LDADD = clients/libblobclient.la common/libblobcommon.la $(SPDLOG_LIBS)
+
+# What libblobclient writes where: nothing on the application's stdout.
+check_PROGRAMS += tests/tools/library_logging
+tests_tools_library_logging_SOURCES = tests/tools/library_logging.cpp
+tests_tools_library_logging_CPPFLAGS = $(AM_CPPFLAGS) $(SPDLOG_CFLAGS)
+tests_tools_library_logging_LDADD = clients/libblobclient.la common/libblobcommon.la $(SPDLOG_LIBS)
 
 # The full load test (64 clients x 20 transfers of 0.5-32 MiB); make check
 # runs a smaller variant of the same script.

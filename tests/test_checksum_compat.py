@@ -68,7 +68,7 @@ def test(c):
         data = f.read()
     sha = hashlib.sha256(data).digest()
     expected = "sha256:" + sha.hex()
-    pushed = c.blob("push", source, NAME, store="central").ok()
+    pushed = c.blob("push", "--name", NAME, source, store="central").ok()
     check(pushed["checksum"].startswith("crc32c:"), f"a default push is CRC32C: {pushed['checksum']}")
 
     step("stop the daemon, rewrite the Blob's header as a release before CRC32C wrote it, restart")

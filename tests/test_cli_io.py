@@ -264,7 +264,7 @@ def push_from_fifo(c, blob):
     fifo = c.path("push.fifo")
     os.mkfifo(fifo)
     step("a FIFO without a writer: exit 51 after --timeout")
-    run_blob(c, "--timeout", 1, "push", fifo, "CT.fifo.none").error(
+    run_blob(c, "--timeout", 1, "push", "--name", "CT.fifo.none", fifo).error(
         EXIT["timeout"], f'push "CT.fifo.none": no bytes from {fifo} for 1.000 s (--timeout) after 0 bytes')
     check_not_stored(c, "CT.fifo.none")
     data = os.urandom(MiB + 17)
@@ -272,7 +272,7 @@ def push_from_fifo(c, blob):
         writer = FifoWriter(fifo, data)
         writer.start()
         name = f"CT.fifo{len(size)}"
-        pushed = run_blob(c, "--json", "push", *size, fifo, name, stdout=subprocess.PIPE)
+        pushed = run_blob(c, "--json", "push", *size, "--name", name, fifo, stdout=subprocess.PIPE)
         writer.join(30)
         pushed.ok()
         check_equal(c.blob("stat", name, store="ws").ok()["checksum"], harness.checksum_bytes(data),
@@ -282,14 +282,14 @@ def push_from_fifo(c, blob):
     writer = FifoWriter(fifo, data[:100], release)
     writer.start()
     try:
-        run_blob(c, "--timeout", 1, "push", "--size", 1000, fifo, "CT.fifo.stall").error(
+        run_blob(c, "--timeout", 1, "push", "--size", 1000, "--name", "CT.fifo.stall", fifo).error(
             EXIT["timeout"], f'push "CT.fifo.stall": no bytes from {fifo} for 1.000 s (--timeout) after 100 of 1000 bytes')
     finally:
         release.set()
         writer.join(30)
     check_not_stored(c, "CT.fifo.stall")
     step("a character device with --size")
-    run_blob(c, "push", "--size", "1M", "/dev/zero", "CT.zero").ok()
+    run_blob(c, "push", "--size", "1M", "--name", "CT.zero", "/dev/zero").ok()
     check_equal(c.blob("stat", "CT.zero", store="ws").ok()["checksum"], harness.checksum_bytes(bytes(MiB)),
                 "checksum of 1 MiB of /dev/zero")
 
@@ -303,7 +303,7 @@ def push_from_stdin(c, blob):
     for size in (4096, 1001):
         writer = subprocess.Popen(killed_writer, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
         try:
-            run_blob(c, "push", "--size", size, "-", "CT.short", stdin=writer.stdout).error(
+            run_blob(c, "push", "--size", size, "--name", "CT.short", "-", stdin=writer.stdout).error(
                 EXIT["incomplete"], f'push "CT.short": standard input ended after 1000 of the {size} bytes '
                                     f'given by --size')
         finally:
@@ -314,7 +314,7 @@ def push_from_stdin(c, blob):
     step("without --size: what arrived until EOF is stored")
     writer = subprocess.Popen(killed_writer, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
     try:
-        r = run_blob(c, "--json", "push", "-", "CT.eof", stdin=writer.stdout)
+        r = run_blob(c, "--json", "push", "--name", "CT.eof", "-", stdin=writer.stdout)
     finally:
         writer.stdout.close()
         writer.wait(30)
@@ -322,7 +322,7 @@ def push_from_stdin(c, blob):
     info = c.blob("stat", "CT.eof", store="ws").ok()
     check_equal((info["size"], info["checksum"]), (1000, harness.checksum_bytes(first[:1000])), "CT.eof")
     step("--size takes exactly that many bytes of a longer stream")
-    r = run_blob(c, "push", "--size", 4096, "-", "CT.exact", stdin=open(src, "rb"))
+    r = run_blob(c, "push", "--size", 4096, "--name", "CT.exact", "-", stdin=open(src, "rb"))
     r.ok()
     info = c.blob("stat", "CT.exact", store="ws").ok()
     check_equal((info["size"], info["checksum"]), (4096, harness.checksum_bytes(first[:4096])), "CT.exact")
@@ -330,18 +330,18 @@ def push_from_stdin(c, blob):
     for size in ([], ["--size", 10]):
         fd = os.open(c.root, os.O_RDONLY)
         try:
-            run_blob(c, "push", *size, "-", "CT.dir", stdin=fd).error(
+            run_blob(c, "push", *size, "--name", "CT.dir", "-", stdin=fd).error(
                 EXIT["io_error"], 'push "CT.dir": cannot read standard input: Is a directory')
         finally:
             os.close(fd)
         check_not_stored(c, "CT.dir")
     step("--size and a regular file of another size: exit 10; --size without push: exit 1")
-    run_blob(c, "push", "--size", 1000, src, "CT.size").error(
+    run_blob(c, "push", "--size", 1000, "--name", "CT.size", src).error(
         EXIT["invalid_argument"], f'push "CT.size": {src} has {BLOB} bytes, not the 1000 given by --size')
     check_not_stored(c, "CT.size")
     run_blob(c, "pull", "--size", 1000, blob["name"], "-").error(
         EXIT["usage"], "--size applies to push only, not pull")
-    run_blob(c, "push", "--size", 4096, src, "CT.size").error(
+    run_blob(c, "push", "--size", 4096, "--name", "CT.size", src).error(
         EXIT["invalid_argument"], f"has {BLOB} bytes, not the 4096 given by --size")
 
 
@@ -349,7 +349,7 @@ def test(c):
     c.start_daemon("ws", "file", tier="workstation")
     src = c.path("src.bin")
     blob = {"name": "CT.io", "path": src, "digest": harness.write_random(src, BLOB)}
-    c.blob("push", src, blob["name"], store="ws").ok()
+    c.blob("push", "--name", blob["name"], src, store="ws").ok()
     failures = []
     for part in (pull_to_full_device, pull_to_fifo, pull_failing_midway, pull_to_stdout, stdout_errors,
                  push_from_fifo, push_from_stdin):

@@ -43,7 +43,7 @@ def start_push(c, daemon, source, tag):
     with open(err_path, "wb") as err:
         client = c.spawn(f"blob push ({tag})",
                          [harness.program("clients/blob"), "--naming", c.naming, "--store", "central", "--json",
-                          "--timeout", "60", "push", source, "MG.interrupted"],
+                          "--timeout", "60", "push", "--name", "MG.interrupted", source],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
     client.log_paths.append(err_path)
     tmp_dir = os.path.join(daemon.store_dir, "tmp")
@@ -77,7 +77,7 @@ def test(c):
                             extra=["--reservation-grace", str(GRACE), "--timeout", str(TIMEOUT)])
     earlier = c.path("earlier")
     digest = harness.write_random(earlier, MiB)
-    c.blob("push", earlier, "CT.earlier", store="central").ok()
+    c.blob("push", "--name", "CT.earlier", earlier, store="central").ok()
     used0, reserved0 = usage(c)
     check_equal((used0, reserved0), (MiB, 0), "used and reserved bytes before the interrupted pushes")
     source = c.path("big")
@@ -126,7 +126,7 @@ def test(c):
           "the daemon's log does not say the abandoned reservation was released")
 
     step("the daemon still serves; the interrupted name can be pushed")
-    pushed = c.blob("push", earlier, "MG.interrupted", store="central").ok()
+    pushed = c.blob("push", "--name", "MG.interrupted", earlier, store="central").ok()
     check_equal(pushed["checksum"], digest, "checksum of MG.interrupted pushed afterwards")
     check_equal(c.pull_checksum("CT.earlier", "central", c.path("earlier.pulled")), digest,
                 "checksum of CT.earlier pulled afterwards")

@@ -44,7 +44,7 @@ class Pusher(threading.Thread):
             name = f"{self.round}.{i}"
             with self.cond:
                 self.attempted[name] = (size, digest)
-            r = self.c.blob("push", path, name, store="central", timeout=120)
+            r = self.c.blob("push", "--name", name, path, store="central", timeout=120)
             with self.cond:
                 if r.code != 0:
                     self.failure = r
@@ -117,7 +117,7 @@ def test(c):
     err_path = c.path("big.err")
     with open(err_path, "wb") as err:
         client = c.spawn("blob push MG.big", [harness.program("clients/blob"), "--naming", c.naming, "--store",
-                                              "central", "push", big, "MG.big"],
+                                              "central", "push", "--name", "MG.big", big],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
     tmp_dir = os.path.join(daemon.store_dir, "tmp")
 

@@ -43,7 +43,7 @@ def probe(c, mode):
 
 def still_serving(c, round_no, source, digest):
     name = f"CT.after.{round_no}"
-    pushed = c.blob("push", source, name, store="central").ok()
+    pushed = c.blob("push", "--name", name, source, store="central").ok()
     check_equal(pushed.get("checksum"), digest, f"push {name} after the misuse")
     out = c.path(f"{name}.pulled")
     c.blob("--no-local", "pull", name, out, store="central").ok()
@@ -55,7 +55,7 @@ def test(c):
     daemon = c.start_daemon("central", "file", tier="central", extra=["--ticket-lifetime", "1"])
     source = c.path("probe-source")
     digest = harness.write_random(source, SIZE)
-    c.blob("push", source, BLOB, store="central").ok()
+    c.blob("push", "--name", BLOB, source, store="central").ok()
 
     for round_no, (mode, (status, reasons)) in enumerate(EXPECTED.items()):
         result = probe(c, mode)

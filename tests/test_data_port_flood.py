@@ -100,7 +100,7 @@ def limit_leaving(pid, free):
 def round_trip(c, store, name, size):
     source = c.path(f"{name}.src")
     digest = harness.write_random(source, size)
-    pushed = c.blob("--timeout", "20", "push", source, name, store=store, timeout=120).ok()
+    pushed = c.blob("--timeout", "20", "push", "--name", name, source, store=store, timeout=120).ok()
     check_equal(pushed["checksum"], digest, f"checksum reported by push {name}")
     pulled = c.path(f"{name}.pulled")
     c.blob("--timeout", "20", "--no-local", "pull", name, pulled, store=store, timeout=120).ok()
@@ -203,7 +203,7 @@ def flood(c):
           "the daemon's log does not state its descriptor limit and caps")
     seed = c.path("seed")
     seed_digest = harness.write_random(seed, MiB)
-    c.blob("push", seed, "CT.seed", store="flood").ok()
+    c.blob("push", "--name", "CT.seed", seed, store="flood").ok()
 
     step(f"flood: {PEERS} addresses x {PER_PEER} idle connections")
     t0 = time.monotonic()

@@ -47,7 +47,7 @@ def test(c):
         check(threads < MAX_THREADS,
               f"the daemon holds {threads} threads for {count} idle connections (limit {MAX_THREADS})")
         c.blob("stores", timeout=60).ok()
-        pushed = c.blob("push", source, "CT.flood", store="ws", timeout=60).ok()
+        pushed = c.blob("push", "--name", "CT.flood", source, store="ws", timeout=60).ok()
         check_equal(pushed.get("checksum"), digest, "push during the flood")
         out = c.path("pulled")
         c.blob("--no-local", "pull", "CT.flood", out, store="ws", timeout=60).ok()
@@ -63,7 +63,7 @@ def test(c):
     held = [os.open("/dev/null", os.O_RDONLY) for _ in range(1100)]
     try:
         out = c.path("pulled-by-busy-client")
-        for args in (["push", source, "CT.busy"], ["--no-local", "pull", "CT.busy", out]):
+        for args in (["push", "--name", "CT.busy", source], ["--no-local", "pull", "CT.busy", out]):
             argv = [harness.program("clients/blob"), "--naming", c.naming, "--store", "ws", "--json"] + args
             r = subprocess.run(argv, pass_fds=held, capture_output=True, text=True, timeout=60, env=c.env)
             harness.BlobResult(argv, r.returncode, r.stdout, r.stderr).ok()

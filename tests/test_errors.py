@@ -21,7 +21,7 @@ def test(c):
     c.start_daemon("mem", "memory:1M", tier="memory")
     small = c.path("small")
     small_digest = harness.write_random(small, 1000)
-    c.blob("push", small, "CT.small", store="central").ok()
+    c.blob("push", "--name", "CT.small", small, store="central").ok()
 
     step("unknown Blob: 20")
     for args in (("stat", "nope"), ("pull", "nope", c.path("nope")), ("rm", "nope")):
@@ -47,12 +47,12 @@ def test(c):
     step("store full: 30, the other Blobs intact")
     big = c.path("big")
     harness.write_random(big, 700 * 1024)
-    c.blob("push", big, "CT.first", store="central").ok()
-    c.blob("push", big, "CT.second", store="central").error(EXIT["out_of_space"], 'no room for blob "CT.second"')
+    c.blob("push", "--name", "CT.first", big, store="central").ok()
+    c.blob("push", "--name", "CT.second", big, store="central").error(EXIT["out_of_space"], 'no room for blob "CT.second"')
     c.blob("stat", "CT.second", store="central").error(EXIT["no_such_blob"], 'blob "CT.second" not found')
     two_mb = c.path("two-mb")
     harness.write_random(two_mb, 2 * harness.MiB)
-    c.blob("push", two_mb, "CT.huge", store="mem").error(EXIT["out_of_space"], 'no room for blob "CT.huge"')
+    c.blob("push", "--name", "CT.huge", two_mb, store="mem").error(EXIT["out_of_space"], 'no room for blob "CT.huge"')
     names = sorted(b["name"] for b in c.blob("ls", store="central").ok()["blobs"])
     check_equal(names, ["CT.first", "CT.small"], "Blobs of central after the refused push")
     out = c.path("small.pulled")
@@ -62,13 +62,13 @@ def test(c):
     check_equal(leftovers, [], "reservation files left in central's tmp/ after the refused push")
 
     step("existing name: 21; --replace overwrites")
-    c.blob("push", small, "CT.first", store="central").error(EXIT["already_exists"], 'blob "CT.first" already exists')
-    replaced = c.blob("push", small, "CT.first", "--replace", store="central").ok()
+    c.blob("push", "--name", "CT.first", small, store="central").error(EXIT["already_exists"], 'blob "CT.first" already exists')
+    replaced = c.blob("push", "--name", "CT.first", small, "--replace", store="central").ok()
     check_equal(replaced.get("checksum"), small_digest, "push --replace: checksum")
     check_equal(c.blob("stat", "CT.first", store="central").ok().get("size"), 1000, "size of CT.first after --replace")
 
     step("unknown store: 26")
-    for args in (("stat", "CT.small"), ("push", small, "CT.x"), ("ls",)):
+    for args in (("stat", "CT.small"), ("push", "--name", "CT.x", small), ("ls",)):
         c.blob(*args, store="zzz").error(EXIT["unknown_store"], 'no store named "zzz" is registered')
 
     step("no Naming Service: 52")
@@ -77,7 +77,7 @@ def test(c):
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as hold:
         hold.bind(("127.0.0.1", 0))
         nowhere = f"corbaname::127.0.0.1:{hold.getsockname()[1]}"
-        for args in (("ls",), ("stat", "CT.small"), ("push", small, "CT.y")):
+        for args in (("ls",), ("stat", "CT.small"), ("push", "--name", "CT.y", small)):
             c.blob(*args, store="central", naming=nowhere, timeout=60).error(
                 EXIT["unreachable"], f"cannot contact the naming service at {nowhere}")
 
@@ -96,14 +96,14 @@ def test(c):
 
     step("invalid Blob names: 11")
     for bad in ("../etc/passwd", ".hidden", "a/b", "x" * 201):
-        c.blob("push", small, bad, store="central").error(EXIT["invalid_name"], "invalid blob name")
+        c.blob("push", "--name", bad, small, store="central").error(EXIT["invalid_name"], "invalid blob name")
         c.blob("stat", bad, store="central").error(EXIT["invalid_name"], "invalid blob name")
     names = sorted(b["name"] for b in c.blob("ls", store="central").ok()["blobs"])
     check_equal(names, ["CT.first", "CT.small"], "Blobs of central after the invalid names")
 
     step("unreadable input file: 40; usage errors: 1")
     missing = c.path("does-not-exist")
-    c.blob("push", missing, "CT.z", store="central").error(EXIT["io_error"], missing)
+    c.blob("push", "--name", "CT.z", missing, store="central").error(EXIT["io_error"], missing)
     c.blob("--no-such-option", "ls", store="central").error(EXIT["usage"], "--no-such-option")
     c.blob("frobnicate", store="central").error(EXIT["usage"], "frobnicate")
     c.blob("pull", store="central").error(EXIT["usage"], "")

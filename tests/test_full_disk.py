@@ -95,12 +95,12 @@ def scenario(c, label, tls_daemon=(), tls_client=()):
         step(f"{label}: an earlier Blob")
         one = c.path(f"one-{label}")
         one_digest = harness.write_random(one, MiB)
-        blob("push", one, "CT.earlier").ok()
+        blob("push", "--name", "CT.earlier", one).ok()
 
         step(f"{label}: a push larger than the free space is refused at reserve")
         big = c.path(f"big-{label}")
         harness.write_random(big, 2 * IMAGE_SIZE)
-        r = blob("push", big, "CT.big").error(
+        r = blob("push", "--name", "CT.big", big).error(
             EXIT["out_of_space"], f'no room for blob "CT.big": the file system of {store_dir} has ')
         step(f"{label}: {r.stderr.strip()}")
         check_equal(os.listdir(tmp_dir), [], "tmp/ after the refused push")
@@ -113,7 +113,7 @@ def scenario(c, label, tls_daemon=(), tls_client=()):
         check_equal(code, 0, f"idl_probe --leave-reservation ({out!r} {err!r})")
         filler = os.path.join(mount.point, "filler")
         step(f"{label}: filler of {fill(filler)} bytes")
-        r = blob("push", "--resume", two, "probe.left").error(
+        r = blob("push", "--resume", "--name", "probe.left", two).error(
             EXIT["out_of_space"], f'no room for blob "probe.left" in file store {store_dir}: its file system filled '
                                   'up after ')
         step(f"{label}: {r.stderr.strip()}")
@@ -130,7 +130,7 @@ def scenario(c, label, tls_daemon=(), tls_client=()):
 
         step(f"{label}: with the filler gone, the push fits")
         os.unlink(filler)
-        pushed = blob("push", two, "CT.after").ok()
+        pushed = blob("push", "--name", "CT.after", two).ok()
         check_equal(pushed["checksum"], harness.checksum_file(two), "checksum of the push after the filler was removed")
     finally:
         if daemon is not None:

@@ -63,7 +63,7 @@ EXPECTED = {
 def probe(c, daemon, store):
     source = c.path(f"probe-{store}")
     digest = harness.write_random(source, 1000)
-    c.blob("push", source, "CT.probe", store=store).ok()
+    c.blob("push", "--name", "CT.probe", source, store=store).ok()
     code, out, err = c.run([harness.program("tests/tools/idl_probe"), "--naming", c.naming, "--store", store,
                             "--blob", "CT.probe"], timeout=120)
     check_equal(code, 0, f"idl_probe exit status (stdout {out.strip()!r}, stderr {err.strip()!r})")
@@ -129,7 +129,7 @@ def undeclared(c):
     broken = c.start_daemon("broken", "file")
     source = c.path("broken-source")
     harness.write_random(source, 1000)
-    c.blob("push", source, "CT.here", store="broken").ok()
+    c.blob("push", "--name", "CT.here", source, store="broken").ok()
     shutil.rmtree(broken.store_dir)
     results = each_op(c, "broken", "CT.here")
     for op in ("contains", "stat", "list", "findLocalFile", "verify", "reserve", "send", "remove"):
@@ -141,7 +141,7 @@ def undeclared(c):
 
     step("a client at its reservation limit (--max-reservations-per-client 1)")
     c.start_daemon("limited", "file", extra=["--max-reservations-per-client", "1"])
-    c.blob("push", source, "CT.here", store="limited").ok()
+    c.blob("push", "--name", "CT.here", source, store="limited").ok()
     code, out, err = c.run([harness.program("tests/tools/idl_probe"), "--naming", c.naming, "--store", "limited",
                             "--leave-reservation", "10"], timeout=60)
     check_equal(code, 0, f"idl_probe --leave-reservation ({out!r} {err!r})")

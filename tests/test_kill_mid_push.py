@@ -27,7 +27,7 @@ def interrupt_push(c, daemon, source, name, signum):
     out_path, err_path = c.path(f"push-{signum}.out"), c.path(f"push-{signum}.err")
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         client = c.spawn("blob push", [harness.program("clients/blob"), "--naming", c.naming, "--store", "central",
-                                       "--json", "--timeout", "10", "push", source, name],
+                                       "--json", "--timeout", "10", "push", "--name", name, source],
                          stdin=subprocess.DEVNULL, stdout=out, stderr=err)
     client.log_paths += [out_path, err_path]
 
@@ -79,7 +79,7 @@ def test(c):
     for i in range(2):
         path = c.path(f"earlier-{i}")
         earlier[f"CT.earlier.{i}"] = (harness.write_random(path, MiB + i), MiB + i)
-        c.blob("push", path, f"CT.earlier.{i}", store="central").ok()
+        c.blob("push", "--name", f"CT.earlier.{i}", path, store="central").ok()
     source = c.path("big")
     big_digest = harness.write_random(source, BIG)
 
@@ -102,7 +102,7 @@ def test(c):
     check_only_earlier(c, daemon, earlier)
 
     step("the interrupted name can be pushed again")
-    pushed = c.blob("push", source, "MG.big", store="central").ok()
+    pushed = c.blob("push", "--name", "MG.big", source, store="central").ok()
     check_equal(pushed.get("checksum"), big_digest, "checksum of MG.big pushed after the restarts")
     check_equal(c.blob("stat", "MG.big", store="central").ok().get("size"), BIG, "size of MG.big")
 

@@ -32,8 +32,8 @@ def test(c):
 
     step("a Blob in every store: memory, workstation, central")
     for store in ("a-archive", "m-ws"):
-        c.blob("push", far, "CT.all", store=store).ok()
-    c.blob("push", near, "CT.all", store="z-cache").ok()
+        c.blob("push", "--name", "CT.all", far, store=store).ok()
+    c.blob("push", "--name", "CT.all", near, store="z-cache").ok()
     check_equal(locations(c, "CT.all"), [("z-cache", "memory"), ("m-ws", "workstation"), ("a-archive", "central")],
                 "locate CT.all (stores, nearest tier first)")
 
@@ -45,10 +45,10 @@ def test(c):
     check_equal(harness.checksum_file(out), near_digest, "pull CT.all without --store: content of the memory tier")
 
     step("a Blob in one store is listed once")
-    c.blob("push", far, "CT.archived", store="a-archive").ok()
+    c.blob("push", "--name", "CT.archived", far, store="a-archive").ok()
     check_equal(locations(c, "CT.archived"), [("a-archive", "central")], "locate CT.archived")
-    c.blob("push", far, "CT.two", store="a-archive").ok()
-    c.blob("push", far, "CT.two", store="z-cache").ok()
+    c.blob("push", "--name", "CT.two", far, store="a-archive").ok()
+    c.blob("push", "--name", "CT.two", far, store="z-cache").ok()
     check_equal(locations(c, "CT.two"), [("z-cache", "memory"), ("a-archive", "central")], "locate CT.two")
     stat = c.blob("stat", "CT.archived").ok()
     check_equal((stat.get("store"), stat.get("checksum")), ("a-archive", far_digest),

@@ -137,7 +137,7 @@ def test(c):
     daemon = c.start_daemon("central", "memory:256M")
     small = c.path("small")
     harness.write_random(small, 4096)
-    c.blob("push", small, "CT.small", store="central").ok()
+    c.blob("push", "--name", "CT.small", small, store="central").ok()
 
     hole = Blackhole()
     ior = observer_ior("127.0.0.1", hole.port)
@@ -167,7 +167,7 @@ def test(c):
         left = BOUND - (time.monotonic() - t0)
         check(left > 0, f"only {i} of {PUSHES} pushes completed within {BOUND} s while notices were due "
                         "to an observer that never answers")
-        r = c.blob("push", small, f"CT.other.{i}", store="central", timeout=left)
+        r = c.blob("push", "--name", f"CT.other.{i}", small, store="central", timeout=left)
         r.ok()
     pushes_took = time.monotonic() - t0
     step(f"{PUSHES} pushes of another client took {pushes_took:.2f} s")

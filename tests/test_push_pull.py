@@ -18,7 +18,7 @@ BIG = 1 << 30
 
 
 def push_and_verify(c, store, name, source, size, digest):
-    pushed = c.blob("push", source, name, store=store).ok()
+    pushed = c.blob("push", "--name", name, source, store=store).ok()
     check(pushed is not None, f"push --json printed no JSON object for {name}")
     check_equal(pushed.get("command"), "push", f"push {name}: command")
     check_equal(pushed.get("store"), store, f"push {name}: store")
@@ -93,7 +93,7 @@ def checksum_algorithms(c, kinds, source, size, crc):
     check(crc.startswith("crc32c:") and len(crc) == len("crc32c:") + 8, f"checksum of {source}: {crc!r}")
     for store, kind in kinds.items():
         name = "CT.sha256"
-        pushed = c.blob("push", "--checksum", "sha256", source, name, store=store).ok()
+        pushed = c.blob("push", "--checksum", "sha256", "--name", name, source, store=store).ok()
         check_equal(pushed.get("checksum"), sha, f"push --checksum sha256 to {store}: checksum against hashlib")
         check_equal(c.blob("stat", name, store=store).ok().get("checksum"), sha, f"stat {name} in {store}")
         text = c.blob("stat", name, store=store, json_out=False)
@@ -107,13 +107,13 @@ def checksum_algorithms(c, kinds, source, size, crc):
         pull_and_verify(c, store, name, size, sha, local=True, store_kind=kind)
         c.blob("rm", name, store=store).ok()
         for extra in ([], ["--checksum", "crc32c"]):
-            pushed = c.blob("push", *extra, source, "CT.crc32c", "--replace", store=store).ok()
+            pushed = c.blob("push", *extra, "--name", "CT.crc32c", source, "--replace", store=store).ok()
             check_equal(pushed.get("checksum"), crc, f"push {' '.join(extra)} to {store}: the `blob checksum` CRC32C")
             check_equal(c.blob("stat", "CT.crc32c", store=store).ok().get("checksum"), crc,
                         f"stat CT.crc32c in {store}")
         c.blob("rm", "CT.crc32c", store=store).ok()
 
-    c.blob("push", "--checksum", "md5", source, "CT.md5", store="central", json_out=False).error(
+    c.blob("push", "--checksum", "md5", "--name", "CT.md5", source, store="central", json_out=False).error(
         harness.EXIT["usage"], 'blob: --checksum: "md5" is not a checksum algorithm (allowed: crc32c, sha256)')
     c.blob("stat", "CT.md5", store="central").error(harness.EXIT["no_such_blob"], 'blob "CT.md5" not found')
     c.blob("stat", "--checksum", "sha256", "CT.1.2.840.1", store="central", json_out=False).error(

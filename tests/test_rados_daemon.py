@@ -50,7 +50,7 @@ def data_objects(ceph):
 def push_pull(c, name, size):
     source = c.path(name)
     digest = harness.write_random(source, size)
-    pushed = c.blob("push", source, name, store=STORE).ok()
+    pushed = c.blob("push", "--name", name, source, store=STORE).ok()
     check_equal((pushed.get("bytes"), pushed.get("checksum")), (size, digest), f"push {name}: bytes, checksum")
     stat = c.blob("stat", name, store=STORE).ok()
     check_equal((stat.get("size"), stat.get("checksum")), (size, digest), f"stat {name}: size, checksum")
@@ -73,11 +73,11 @@ def push_pull(c, name, size):
 
 
 def start_push_from_pipe(c, name, size):
-    """`blob push - NAME --size SIZE` reading from a pipe the test fills."""
+    """`blob push --name NAME - --size SIZE` reading from a pipe the test fills."""
     err = c.path(f"push-{name}.err")
     with open(err, "wb") as e:
         client = c.spawn("blob push", [harness.program("clients/blob"), "--naming", c.naming, "--store", STORE,
-                                       "--json", "--timeout", "60", "push", "-", name, "--size", str(size)],
+                                       "--json", "--timeout", "60", "push", "--name", name, "-", "--size", str(size)],
                          stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=e)
     client.log_paths.append(err)
     return client, err
@@ -135,7 +135,7 @@ def killed_mid_push(c, ceph, daemon, baseline):
     step(f"abandoned data objects deleted {time.monotonic() - t0:.1f} s after the restart (grace {GRACE} s)")
     source = c.path("killed.src")
     digest = harness.write_random(source, 20 * MiB)
-    check_equal(c.blob("push", source, "MG.killed", store=STORE).ok().get("checksum"), digest,
+    check_equal(c.blob("push", "--name", "MG.killed", source, store=STORE).ok().get("checksum"), digest,
                 "checksum of MG.killed pushed again")
     c.blob("rm", "MG.killed", store=STORE).ok()
     return daemon

@@ -53,8 +53,8 @@ def probe_stale(c, store, mode, change):
 def deterministic(c, store, versions):
     (path_a, _), (path_b, _) = versions[0], versions[1]
     for mode in ("stale", "stale-range"):
-        c.blob("push", "--replace", path_a, BLOB, store=store).ok()
-        r = probe_stale(c, store, mode, lambda: c.blob("push", "--replace", path_b, BLOB, store=store).ok())
+        c.blob("push", "--replace", "--name", BLOB, path_a, store=store).ok()
+        r = probe_stale(c, store, mode, lambda: c.blob("push", "--replace", "--name", BLOB, path_b, store=store).ok())
         check_equal(r.get("status"), EXIT["blob_changed"], f"{store} {mode} after a replace: status")
         check("the Blob changed since ticket" in r.get("message", ""), f"{store} {mode}: message {r}")
         check(f"version of {os.path.getsize(path_a)} bytes" in r.get("message", ""),
@@ -63,7 +63,7 @@ def deterministic(c, store, versions):
               f"{store} {mode}: the message names the current version: {r}")
         check_equal(r.get("length"), 0, f"{store} {mode}: bytes announced")
     # Removed between ticket and connection.
-    c.blob("push", "--replace", path_a, BLOB, store=store).ok()
+    c.blob("push", "--replace", "--name", BLOB, path_a, store=store).ok()
     r = probe_stale(c, store, "stale", lambda: c.blob("rm", BLOB, store=store).ok())
     check_equal(r.get("status"), EXIT["blob_changed"], f"{store} stale after rm: status")
     check("it was removed since" in r.get("message", ""), f"{store} stale after rm: message says it is gone: {r}")
@@ -75,7 +75,7 @@ def race(c, store, versions, local):
     # pull); a whole pull must then report that version's checksum.
     checksum_of = {harness.checksum_file(path, "sha256"): checksum for path, checksum in versions}
     ranges = {harness.checksum_bytes(harness.read_range(path, *RANGE), "sha256") for path, _ in versions}
-    c.blob("push", "--replace", versions[0][0], BLOB, store=store).ok()
+    c.blob("push", "--replace", "--name", BLOB, versions[0][0], store=store).ok()
     stop_at = time.monotonic() + RACE_SECONDS
     errors = []
     counts = {"ok": 0, "changed": 0, "range_ok": 0, "replaced": 0}
@@ -85,7 +85,7 @@ def race(c, store, versions, local):
         i = k
         while time.monotonic() < stop_at and not errors:
             path, _ = versions[i % len(versions)]
-            r = c.blob("push", "--replace", path, BLOB, store=store, timeout=120)
+            r = c.blob("push", "--replace", "--name", BLOB, path, store=store, timeout=120)
             if r.code == EXIT["already_exists"] and "already being written" in r.stderr:
                 continue  # the other replacer holds the name's one reservation
             if r.code != 0:

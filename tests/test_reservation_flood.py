@@ -60,7 +60,7 @@ def check_descriptors(c):
     check_equal(r.returncode, 0, f"prlimit on the daemon ({r.stderr.strip()})")
     source = c.path("source")
     digest = harness.write_random(source, 2 * harness.MiB)
-    c.blob("push", source, "CT.before", store="fds").ok()
+    c.blob("push", "--name", "CT.before", source, store="fds").ok()
     before = open_fds(daemon.pid)
     results, summary = flood(c, "fds", FLOOD)
     refused = [r for r in results if r["raised"] != "returned"]
@@ -71,7 +71,7 @@ def check_descriptors(c):
     check(after - before < 32, f"the daemon's open descriptors grew from {before} to {after} with {FLOOD} "
                                "unused reservations: they hold a descriptor each")
     step("the same client pushes and pulls while the reservations are held")
-    pushed = c.blob("push", source, "CT.during", store="fds").ok()
+    pushed = c.blob("push", "--name", "CT.during", source, store="fds").ok()
     check_equal(pushed["checksum"], digest, "checksum of a push during the flood")
     check_equal(c.pull_checksum("CT.during", "fds", c.path("pulled")), digest, "checksum of a pull during the flood")
     usage = [s for s in c.blob("stores").ok()["stores"] if s["name"] == "fds"][0]
@@ -104,7 +104,7 @@ def check_limits(c):
     check_equal(last["code"], EXIT["limit_reached"], "Errc sent with LimitReached")
     source = c.path("small")
     harness.write_random(source, 1000)
-    c.blob("push", source, "CT.same", store="caps").error(
+    c.blob("push", "--name", "CT.same", source, store="caps").error(
         EXIT["limit_reached"], per_client_message("CT.same", "127.0.0.1"))
     check_equal(listed(c, "caps"), [], "Blobs listed after the refusals")
     check(daemon.running(), "blobstored died")
@@ -131,9 +131,9 @@ def check_limits_tls(c, source):
                 f"reservation {PER_CLIENT + 1} of CN=flooder")
     step("another certificate pushes during the flood")
     digest = harness.checksum_file(source)
-    pushed = c.blob(*as_writer, "push", source, "CT.other", store="tlscaps").ok()
+    pushed = c.blob(*as_writer, "push", "--name", "CT.other", source, store="tlscaps").ok()
     check_equal(pushed["checksum"], digest, "checksum of CN=modality1's push during the flood")
-    c.blob(*as_flooder, "push", source, "CT.flooder", store="tlscaps").error(
+    c.blob(*as_flooder, "push", "--name", "CT.flooder", source, store="tlscaps").error(
         EXIT["limit_reached"], per_client_message("CT.flooder", "CN=flooder"))
     step(f"the store's total of {TOTAL} open reservations")
     left = TOTAL - PER_CLIENT
@@ -141,7 +141,7 @@ def check_limits_tls(c, source):
     check_equal(summary, {"reserved": left, "refused": 1}, "second flood summary")
     check_equal((results[-1]["raised"], results[-1]["message"]),
                 ("LimitReached", total_message(f"probe.writer.{left}")), "reservation over the total")
-    c.blob(*as_writer, "push", source, "CT.full", store="tlscaps").error(
+    c.blob(*as_writer, "push", "--name", "CT.full", source, store="tlscaps").error(
         EXIT["limit_reached"], total_message("CT.full"))
     check_equal(listed(c, "tlscaps", as_writer), ["CT.other"], "Blobs listed after the TLS floods")
     check(daemon.running(), "blobstored died")

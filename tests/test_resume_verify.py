@@ -43,7 +43,7 @@ def killed_push(c, daemon, source, name):
     has parked the reservation (the data connection is seen closed)."""
     tmp_dir = os.path.join(daemon.store_dir, "tmp")
     client = c.spawn("blob push " + name, [harness.program("clients/blob"), "--naming", c.naming, "--store", "ws",
-                                           "--socket-buffer", "256K", "push", "--resume", source, name],
+                                           "--socket-buffer", "256K", "push", "--resume", "--name", name, source],
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def progress():
@@ -78,7 +78,7 @@ def test(c):
     check_equal(status_of(c, "ws")["reserved"], SIZE, "bytes reserved by the interrupted push")
 
     step("push --resume sends only the missing bytes; the checksum covers the whole Blob")
-    r = c.blob("push", "--resume", source, "MG.1", store="ws").ok()
+    r = c.blob("push", "--resume", "--name", "MG.1", source, store="ws").ok()
     check(PROGRESS_AT <= r["offset"] < SIZE, f"resumed at byte {r['offset']}, expected >= {PROGRESS_AT}")
     check_equal(r["bytes"], SIZE - r["offset"], "bytes sent by the resumed push")
     check_equal(r["checksum"], digest, "checksum acknowledged by the store")
@@ -91,19 +91,19 @@ def test(c):
     killed_push(c, daemon, source, "MG.2")
     other = c.path("other")
     other_digest = harness.write_random(other, 3 * MiB)
-    c.blob("push", "--resume", other, "MG.2", store="ws").error(
+    c.blob("push", "--resume", "--name", "MG.2", other, store="ws").error(
         EXIT["invalid_argument"],
         f"cannot resume: the interrupted push was of {SIZE} bytes, the source has {3 * MiB}")
-    c.blob("push", "--resume", "--checksum", "sha256", source, "MG.2", store="ws").error(
+    c.blob("push", "--resume", "--checksum", "sha256", "--name", "MG.2", source, store="ws").error(
         EXIT["invalid_argument"],
         "cannot resume: the interrupted push was checksummed with crc32c, this one asks for sha256 "
         "(push without resuming to start over)")
-    r = c.blob("push", other, "MG.2", store="ws").ok()
+    r = c.blob("push", "--name", "MG.2", other, store="ws").ok()
     check_equal((r["offset"], r["checksum"]), (0, other_digest), "offset and checksum of a superseding push")
     check_equal(status_of(c, "ws")["reserved"], 0, "bytes reserved after the superseding push")
 
     step("--resume with nothing to resume is a plain push")
-    r = c.blob("push", "--resume", other, "CT.3", store="ws").ok()
+    r = c.blob("push", "--resume", "--name", "CT.3", other, store="ws").ok()
     check_equal((r["offset"], r["bytes"], r["checksum"]), (0, 3 * MiB, other_digest), "a fresh --resume push")
 
     step("pull --resume appends the rest to a partial file and checks the whole Blob")
@@ -141,7 +141,7 @@ def test(c):
     check_equal((r["bytes"], r["checksum"]), (SIZE, digest), "bytes and checksum of pull --verify")
     c.blob("pull", "--verify", "--offset", "10", "--length", "20", "MG.1", whole, store="ws").error(
         EXIT["usage"], "a range (--offset, --length) has no recorded checksum to check")
-    c.blob("push", "--verify", other, "CT.4", store="ws").error(
+    c.blob("push", "--verify", "--name", "CT.4", other, store="ws").error(
         EXIT["usage"], "--verify applies to pull only, not push")
     c.blob("pull", "--verify", "--no-verify", "MG.1", whole, store="ws").error(
         EXIT["usage"], "--verify and --no-verify contradict each other")

@@ -69,7 +69,7 @@ def test(c):
         name = f"CT.9.{i}"
         path = c.path(f"slice-{i}")
         sources[name] = (path, harness.write_random(path, SLICE + i))
-        pushed = c.blob("push", path, name, store="seq").ok()
+        pushed = c.blob("push", "--name", name, path, store="seq").ok()
         check_equal(pushed.get("checksum"), sources[name][1], f"push {name}: checksum")
     for name, (path, digest) in sources.items():
         out_path = path + ".pulled"

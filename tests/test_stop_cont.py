@@ -47,7 +47,7 @@ def round_trip(c, name, size):
     source = c.path(f"{name}.src")
     digest = harness.write_random(source, size)
     # --timeout 10: on a dead data plane the push fails in seconds, not minutes.
-    pushed = c.blob("--timeout", "10", "push", source, name, store="central", timeout=120).ok()
+    pushed = c.blob("--timeout", "10", "push", "--name", name, source, store="central", timeout=120).ok()
     check_equal(pushed["checksum"], digest, f"checksum reported by push {name}")
     pulled = c.path(f"{name}.pulled")
     c.blob("--timeout", "10", "--no-local", "pull", name, pulled, store="central", timeout=120).ok()
@@ -82,7 +82,7 @@ def test(c):
     err_path = c.path("push-stdin.err")
     with open(err_path, "wb") as err:
         client = c.spawn("blob push -", [harness.program("clients/blob"), "--naming", c.naming, "--store", "central",
-                                         "--json", "--timeout", "30", "push", "-", "CT.piped"],
+                                         "--json", "--timeout", "30", "push", "--name", "CT.piped", "-"],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
     client.log_paths.append(err_path)
     writer_error = []

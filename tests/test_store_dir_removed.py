@@ -26,7 +26,7 @@ def test(c):
     source = c.path("source")
     digest = harness.write_random(source, 300000)
     for name in ("CT.a", "CT.b", "CT.c"):
-        c.blob("push", source, name, store="gone").ok()
+        c.blob("push", "--name", name, source, store="gone").ok()
 
     step("one Blob's file removed behind the store")
     check_equal(c.blob("stat", "CT.b", store="gone").ok()["checksum"], digest, "checksum of CT.b")
@@ -55,7 +55,7 @@ def test(c):
     shutil.rmtree(store_dir)
     gone = f"cannot access its directory {store_dir}: No such file or directory"
     io = EXIT["io_error"]
-    c.blob("push", source, "CT.new", store="gone").error(io, f'reserve "CT.new": file store {store_dir}: {gone}')
+    c.blob("push", "--name", "CT.new", source, store="gone").error(io, f'reserve "CT.new": file store {store_dir}: {gone}')
     c.blob("pull", "CT.a", c.path("x"), store="gone").error(io, f'stat "CT.a": file store {store_dir}: {gone}')
     c.blob("--no-local", "pull", "CT.a", c.path("y"), store="gone").error(
         io, f'stat "CT.a": file store {store_dir}: {gone}')

@@ -26,12 +26,12 @@ def test(c):
     daemon = c.start_daemon("full", "file", extra=["--capacity", str(CAPACITY)])
     three = c.path("three")
     three_digest = harness.write_random(three, 3 * MiB)
-    c.blob("push", three, "CT.a", store="full").ok()
-    c.blob("push", three, "CT.b", store="full").ok()
+    c.blob("push", "--name", "CT.a", three, store="full").ok()
+    c.blob("push", "--name", "CT.b", three, store="full").ok()
     check_equal(usage(c), (6 * MiB, 0, CAPACITY), "used, reserved, capacity with two Blobs")
 
     step("a push that does not fit: out_of_space with the numbers")
-    c.blob("push", three, "CT.c", store="full").error(
+    c.blob("push", "--name", "CT.c", three, store="full").error(
         EXIT["out_of_space"],
         f'no room for blob "CT.c": need {3 * MiB} bytes, {2 * MiB} free of capacity {CAPACITY} '
         f'({6 * MiB} used, 0 reserved)')
@@ -45,7 +45,7 @@ def test(c):
     procs = []
     for i in range(4):
         procs.append(subprocess.Popen(
-            [harness.program("clients/blob"), "--naming", c.naming, "--store", "full", "push", one, f"CT.race{i}"],
+            [harness.program("clients/blob"), "--naming", c.naming, "--store", "full", "push", "--name", f"CT.race{i}", one],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=c.env))
     results = []
     for p in procs:
@@ -63,7 +63,7 @@ def test(c):
     step("full to the byte: even one byte is refused; the Blobs are intact and served")
     byte = c.path("byte")
     harness.write_random(byte, 1)
-    c.blob("push", byte, "CT.byte", store="full").error(
+    c.blob("push", "--name", "CT.byte", byte, store="full").error(
         EXIT["out_of_space"], f'no room for blob "CT.byte": need 1 bytes, 0 free of capacity {CAPACITY}')
     listed = {b["name"]: b for b in c.blob("ls", store="full").ok()["blobs"]}
     winners = sorted(n for n in listed if n.startswith("CT.race"))
@@ -78,7 +78,7 @@ def test(c):
     step("removing a Blob makes room")
     c.blob("rm", "CT.b", store="full").ok()
     check_equal(usage(c), (5 * MiB, 0, CAPACITY), "used after rm")
-    pushed = c.blob("push", three, "CT.c", store="full").ok()
+    pushed = c.blob("push", "--name", "CT.c", three, store="full").ok()
     check_equal(pushed["checksum"], three_digest, "checksum of CT.c pushed after rm")
     check(daemon.running(), "blobstored exited")
 

@@ -154,7 +154,7 @@ def test(c):
     src = c.path("ct.bin")
     digest = harness.write_random(src, 9 * harness.MiB + 123)
     for store in ("central", "mem"):
-        info = c.blob(*as_writer, "push", src, "CT.1", store=store).ok()
+        info = c.blob(*as_writer, "push", "--name", "CT.1", src, store=store).ok()
         check_equal(info.get("checksum"), digest, f"digest acknowledged by {store}")
         out = c.path(f"ct.{store}.pulled")
         c.blob(*as_reader, "--no-local", "pull", "CT.1", out, store=store).ok()
@@ -166,7 +166,7 @@ def test(c):
     small_digest = harness.write_random(small, 2 * harness.MiB + 5)
     for path, want, extra in ((big, big_digest, []), (small, small_digest, ["--socket-buffer", "16K"])):
         name = os.path.basename(path)
-        c.blob(*as_admin, *extra, "push", path, name, store="central").ok()
+        c.blob(*as_admin, *extra, "push", "--name", name, path, store="central").ok()
         out = path + ".pulled"
         c.blob(*as_admin, *extra, "--no-local", "pull", name, out, store="central").ok()
         check_equal(harness.checksum_file(out), want, f"{name} pulled over TLS")
@@ -181,7 +181,7 @@ def test(c):
 
     step("reader: may stat and pull, may not push (53, names the permission)")
     c.blob(*as_reader, "stat", "CT.1", store="central").ok()
-    c.blob(*as_reader, "push", src, "CT.2", store="central").error(
+    c.blob(*as_reader, "push", "--name", "CT.2", src, store="central").error(
         EXIT["refused"], 'push "CT.2": store "central": permission denied: client "O=Radiology,CN=workstation1" '
                          'may not write')
     c.blob(*as_admin, "stat", "CT.2", store="central").error(EXIT["no_such_blob"], 'blob "CT.2" not found')
@@ -246,7 +246,7 @@ def test(c):
         check(not got.startswith(b"BSD1"), f"the TLS data port answered plaintext: {got!r}")
     harness.wait_for(lambda: "TLS handshake failed" in open(mem.log_paths[0], errors="replace").read(), 10,
                    "the daemon's log line about the plaintext data connection")
-    c.blob(*as_writer, "push", src, "CT.3", store="mem").ok()
+    c.blob(*as_writer, "push", "--name", "CT.3", src, store="mem").ok()
 
     step("usage errors: incomplete TLS options, unreadable files, an ACL without TLS")
     r = c.blob("--tls-cert", reader[0], "stat", "x", store="mem")
@@ -268,7 +268,7 @@ def test(c):
     nosan = make_cert(c, "ca", "nosan", "/CN=store.nosan", "serverAuth,clientAuth")
     nosan_daemon = c.start_daemon("nosan", "file", extra=tls_args(c, *nosan) + ["--allow-read", "*",
                                                                                 "--allow-write", "*"])
-    c.blob(*as_writer, "push", src, "CT.4", store="nosan").error(
+    c.blob(*as_writer, "push", "--name", "CT.4", src, store="nosan").error(
         EXIT["unreachable"], f'push "CT.4": store "nosan": TLS handshake with data endpoint {nosan_daemon.ready["data"]} '
                              "failed: certificate verify failed (IP address mismatch)")
     c.blob(*as_reader, "stat", "CT.4", store="nosan").error(EXIT["no_such_blob"], 'blob "CT.4" not found')
@@ -278,12 +278,15 @@ def test(c):
     c.blob(*as_admin, "ls", store="central").ok()
 
     step("a plaintext impostor under a running TLS store's name: the store takes its name back, unasked")
-    squatter = start_traced(c, "mem", "memory:1M")
-    harness.wait_for(lambda: 'store "mem" registered again in the naming service' in
-                   open(mem.log_paths[0], errors="replace").read(), 30,
-                   "the TLS store registering its name again over a plaintext registrant")
-    # A plaintext daemon cannot reach a TLS one and takes the name back in
-    # turn, and unbinds it when it stops: the TLS store registers again.
+    # A plaintext daemon cannot start under the name of a TLS store that
+    # may be alive (it cannot ask it), so the squatter's reference is bound
+    # under that name by hand.
+    squatter = start_traced(c, "squat", "memory:1M")
+    c.nameclt("rebind", "BlobStreaming/Stores/mem", c.nameclt("resolve", "BlobStreaming/Stores/squat").strip())
+    harness.wait_for(lambda: 'store "mem": took over its naming service entry again from a registrant at '
+                     f'{squatter.ready["control"]} that does not require TLS (not called)' in
+                     open(mem.log_paths[0], errors="replace").read(), 30,
+                     "the TLS store registering its name again over a plaintext registrant")
     squatter.stop()
     check_equal(impostor_contacts(squatter), [], "connections and calls the plaintext squatter received")
     harness.wait_for(lambda: c.blob(*as_reader, "stat", "CT.3", store="mem").code == 0, 30,
@@ -316,7 +319,7 @@ def test(c):
                "uses TLS and refuses it (an impostor or a misconfigured store)")
     c.blob(*as_admin, "ls", store="central").error(EXIT["refused"], "list: " + refusal)
     c.blob(*as_reader, "stat", "CT.3", store="central").error(EXIT["refused"], 'stat "CT.3": ' + refusal)
-    c.blob(*as_writer, "push", src, "CT.5", store="central").error(EXIT["refused"], 'push "CT.5": ' + refusal)
+    c.blob(*as_writer, "push", "--name", "CT.5", src, store="central").error(EXIT["refused"], 'push "CT.5": ' + refusal)
     c.blob(*as_reader, "pull", "CT.3", c.path("from-impostor"), store="central").error(
         EXIT["refused"], 'pull "CT.3": ' + refusal)
     check(not os.path.exists(c.path("from-impostor")), "a refused pull left an output file behind")

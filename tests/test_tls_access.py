@@ -45,7 +45,7 @@ def test(c):
     c.start_daemon("plain-mem", "memory:1M", tier="memory")
     c.start_daemon("plain-empty", "memory:1M", tier="workstation")
     for store in ("plain-central", "plain-mem"):
-        c.blob("push", src, "CT.plain", store=store).ok()
+        c.blob("push", "--name", "CT.plain", src, store=store).ok()
     code, out, err = corba_call(c, None, "locate", "CT.plain")
     check_equal((code, [loc["store"] for loc in out["result"]]), (0, ["plain-mem", "plain-central"]),
                 f"plaintext locate ({err!r})")
@@ -76,8 +76,8 @@ def test(c):
         return tls_args(c, *clients[who])
 
     for name in ("CT.1", "CT.del"):
-        c.blob(*cli("writer"), "push", src, name, store="alpha").ok()
-    c.blob(*cli("writer"), "push", src, "CT.secret", store="beta").ok()
+        c.blob(*cli("writer"), "push", "--name", name, src, store="alpha").ok()
+    c.blob(*cli("writer"), "push", "--name", "CT.secret", src, store="beta").ok()
 
     def call(who, op, *args, store="alpha", **kw):
         return corba_call(c, clients[who] if who else None, op, *args, store=store, **kw)

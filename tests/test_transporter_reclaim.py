@@ -126,7 +126,7 @@ def test(c):
     with open(err_path, "wb") as err:
         client = c.spawn("blob push (killed)",
                          [harness.program("clients/blob"), "--naming", c.naming, "--store", "central",
-                          "push", source, "MR.killed"],
+                          "push", "--name", "MR.killed", source],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
     tmp_dir = os.path.join(daemon.store_dir, "tmp")
 
@@ -166,7 +166,7 @@ def test(c):
     check_equal(held.read(), {"opened": True}, "first line of transporter_probe hold")
     small = c.path("small")
     harness.write_random(small, 1000)
-    c.blob("push", small, "CT.refused", store="strict").error(
+    c.blob("push", "--name", "CT.refused", small, store="strict").error(
         EXIT["limit_reached"], 'push "CT.refused": store "strict": openTransporter: client 127.0.0.1 has '
                                'reached its limit of open transporters (1, --max-client-transporters)')
     check_equal(c.blob("ls", store="strict").ok()["blobs"], [], "Blobs listed after the refused push")

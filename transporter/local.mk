@@ -10,6 +10,7 @@ lib_LTLIBRARIES += transporter/libblobtransporter.la
 transporter_libblobtransporter_la_SOURCES = \
 	transporter/src/DataIo.cpp \
 	transporter/src/LibraryVersions.cpp \
+	transporter/src/Log.cpp \
 	transporter/src/Protocol.cpp \
 	transporter/src/SocketOptions.cpp \
 	transporter/src/Tls.cpp \
@@ -26,6 +27,7 @@ $(transporter_libblobtransporter_la_OBJECTS): idl/BlobStreaming.hh
 EXTRA_DIST += \
 	transporter/include/blobstreaming/transporter/DataIo.h \
 	transporter/include/blobstreaming/transporter/LibraryVersions.h \
+	transporter/include/blobstreaming/transporter/Log.h \
 	transporter/include/blobstreaming/transporter/Protocol.h \
 	transporter/include/blobstreaming/transporter/SocketOptions.h \
 	transporter/include/blobstreaming/transporter/Tls.h \

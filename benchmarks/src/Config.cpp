@@ -3,6 +3,7 @@
 #include <blobstreaming/cli/CommandLine.h>
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/LibraryVersions.h>
+#include <blobstreaming/transporter/Log.h>
 
 #include <boost/program_options.hpp>
 #include <spdlog/spdlog.h>
@@ -95,6 +96,7 @@ Config parse_command_line(int argc, char** argv)
         std::exit(0);
     }
     spdlog::set_level(cli::log_level(vm, spdlog::level::warn));
+    set_library_logger(spdlog::default_logger());  // -v shows the library's transfer lines too
     const auto text = [&](const char* option) { return vm[option].as<std::string>(); };
 
     Config config;

@@ -100,3 +100,19 @@ BOOST_AUTO_TEST_CASE(describe_lists_every_permission)
     acl.allow(Permission::remove, "CN=admin", "x");
     BOOST_CHECK_EQUAL(acl.describe(), "read: CN=a, *; write: none; delete: CN=admin");
 }
+
+BOOST_AUTO_TEST_CASE(a_live_list_is_replaced_as_a_whole_and_a_held_one_stays_valid)
+{
+    AccessList readers;
+    readers.allow(Permission::read, "CN=ws1", "--allow-read");
+    readers.enforce(true);
+    server::LiveAccessList live(readers);
+    const auto before = live.get();
+    AccessList writers;
+    writers.allow(Permission::write, "CN=ws1", "--allow-write");
+    writers.enforce(true);
+    live.replace(writers);  // a SIGHUP reload
+    BOOST_CHECK(!live.get()->permits("CN=ws1", Permission::read));
+    BOOST_CHECK(live.get()->permits("CN=ws1", Permission::write));
+    BOOST_CHECK(before->permits("CN=ws1", Permission::read));  // a check in progress keeps its list
+}

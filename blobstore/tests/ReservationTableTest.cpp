@@ -232,3 +232,16 @@ BOOST_AUTO_TEST_CASE(a_reservation_nobody_fills_is_suspended)
     BOOST_CHECK_EQUAL(resumed->written(), 2u);
     table.park(id, std::move(resumed));
 }
+
+BOOST_FIXTURE_TEST_CASE(new_limits_apply_to_the_next_reservations_and_open_ones_stay, Limited)
+{
+    for (int i = 0; i < 3; ++i) table.add(store.reserve("A." + std::to_string(i), 1), "10.0.0.1");
+    table.set_limits(ReservationLimits{5, 4});  // a SIGHUP reload raising the per-client limit
+    table.add(store.reserve("A.3", 1), "10.0.0.1");
+    table.set_limits(ReservationLimits{5, 2});  // lowered below what the client holds
+    BOOST_CHECK_EQUAL(table.open_by("10.0.0.1"), 4u);
+    BOOST_CHECK(code_of([&] { table.check_limits("10.0.0.1", "reserve \"A.4\""); }) == Errc::limit_reached);
+    BOOST_CHECK(message_of([&] {
+                    table.check_limits("10.0.0.1", "reserve \"A.4\"");
+                }).find("(max-reservations-per-client 2)") != std::string::npos);
+}

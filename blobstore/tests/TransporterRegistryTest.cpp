@@ -157,3 +157,16 @@ BOOST_AUTO_TEST_CASE(the_host_of_an_omniorb_peer_address)
     BOOST_CHECK_EQUAL(corba::host_of_peer("giop:unix:/tmp/omni-x/000"), "local");
     BOOST_CHECK_EQUAL(corba::host_of_peer("host:1"), "host");
 }
+
+BOOST_AUTO_TEST_CASE(new_limits_apply_from_the_next_admission_and_sweep)
+{
+    FakeClock clock;
+    TransporterRegistry r(limits(5, 1, 300s), clock.fn());
+    auto first = r.admit("10.0.0.1");
+    BOOST_CHECK(!refusal(r, "10.0.0.1").empty());
+    r.set_limits(limits(5, 2, 10s));  // a SIGHUP reload
+    BOOST_CHECK_EQUAL(r.limits().per_client, 2u);
+    auto second = r.admit("10.0.0.1");
+    clock.now += 11s;
+    BOOST_CHECK_EQUAL(r.sweep().reclaimed, 2u);  // the new idle lifetime
+}

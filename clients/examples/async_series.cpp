@@ -13,11 +13,11 @@
 // slices in flight (16 at most).
 //
 // Exit status 0 only when every Blob came back identical.
+#include <blobstreaming/client/Logging.h>
 #include <blobstreaming/client/Session.h>
 #include <blobstreaming/common/Error.h>
 
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
+#include <spdlog/logger.h>
 
 #include <chrono>
 #include <cstdio>
@@ -98,9 +98,9 @@ void drive(Session& session, const bool& done)
 int main(int argc, char** argv)
 {
     const Arguments args = parse(argc, argv);
-    // Library logs go to stderr, transfer lines only when asked for.
-    spdlog::set_default_logger(spdlog::stderr_color_mt("async_series"));
-    spdlog::set_level(std::getenv("BLOBSTREAMING_LOG") ? spdlog::level::info : spdlog::level::warn);
+    // The library logs warnings to stderr by default; its transfer lines
+    // (info) only when asked for.
+    if (std::getenv("BLOBSTREAMING_LOG")) client::logger()->set_level(spdlog::level::info);
     Session::Options options;
     options.naming_url = args.naming;
     options.default_store = args.store;

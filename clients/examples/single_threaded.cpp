@@ -9,9 +9,6 @@
 #include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/common/Error.h>
 
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -27,8 +24,6 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "usage: single_threaded NAMING_URL STORE\n");
         return 1;
     }
-    spdlog::set_default_logger(spdlog::stderr_color_mt("single_threaded"));
-    spdlog::set_level(spdlog::level::warn);
     Session::Options options;
     options.naming_url = argv[1];
     options.default_store = argv[2];

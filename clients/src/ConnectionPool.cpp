@@ -2,7 +2,7 @@
 
 #include <blobstreaming/common/Error.h>
 
-#include <spdlog/spdlog.h>
+#include <blobstreaming/transporter/Log.h>
 
 #include <algorithm>
 
@@ -25,7 +25,7 @@ void ConnectionPool::submit(std::unique_ptr<TransferJob> job)
     Endpoint& e = endpoints_[endpoint];
     for (auto& c : e.connections) {
         if (!c->busy()) {
-            spdlog::debug("data connection to {}: reused", endpoint);
+            library_log()->debug("data connection to {}: reused", endpoint);
             c->start(std::move(job));
             return;
         }
@@ -35,7 +35,7 @@ void ConnectionPool::submit(std::unique_ptr<TransferJob> job)
             loop_, endpoint, socket_options_, [this](ClientConnection* c, bool reusable) { released(c, reusable); },
             tls_.get()));
         ++opened_;
-        spdlog::debug("data connection to {}: opening #{}", endpoint, e.connections.size());
+        library_log()->debug("data connection to {}: opening #{}", endpoint, e.connections.size());
         e.connections.back()->start(std::move(job));
         return;
     }

@@ -8,10 +8,11 @@
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Orb.h>
+#include <blobstreaming/transporter/corba/References.h>
 #include <blobstreaming/transporter/corba/Security.h>
 
+#include <blobstreaming/transporter/Log.h>
 #include <omniORB4/omniORB.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -297,7 +298,7 @@ auto with_transporter(ControlPlane::Refs& refs, const std::string& store, BlobSt
         return call(t.in());
     } catch (const CORBA::OBJECT_NOT_EXIST&) {
         if (!cached) throw;
-        spdlog::debug("store \"{}\": the cached transporter was reclaimed; opening a new one", store);
+        library_log()->debug("store \"{}\": the cached transporter was reclaimed; opening a new one", store);
         std::lock_guard<std::mutex> lock(refs.mutex);
         const auto it = refs.transporters.find(store);
         if (it != refs.transporters.end() && it->second.in() == t.in()) refs.transporters.erase(it);
@@ -371,10 +372,10 @@ void ControlPlane::abort(const std::string& store, std::uint64_t reservation) no
                    });
     } catch (const Error& e) {
         // Unreachable: the store drops the reservation of a broken connection itself.
-        if (e.code() == Errc::unreachable || e.code() == Errc::timeout) spdlog::info("{}", e.what());
-        else if (e.code() != Errc::no_such_reservation) spdlog::warn("{}", e.what());
+        if (e.code() == Errc::unreachable || e.code() == Errc::timeout) library_log()->info("{}", e.what());
+        else if (e.code() != Errc::no_such_reservation) library_log()->warn("{}", e.what());
     } catch (const std::exception& e) {
-        spdlog::warn("abort reservation {} in store \"{}\": {}", reservation, store, e.what());
+        library_log()->warn("abort reservation {} in store \"{}\": {}", reservation, store, e.what());
     }
 }
 
@@ -448,12 +449,15 @@ std::vector<std::string> ControlPlane::store_names()
     }
 }
 
-std::vector<Location> ControlPlane::locate(const std::string& name)
+bool did_not_answer(const Error& e) noexcept { return e.code() == Errc::unreachable || e.code() == Errc::timeout; }
+
+std::vector<Location> ControlPlane::locate(const std::string& name, std::vector<UnreachableStore>* unreachable)
 {
-    return locate_as(name, "locate " + quote_name(name));
+    return locate_as(name, "locate " + quote_name(name), unreachable);
 }
 
-std::vector<Location> ControlPlane::locate_as(const std::string& name, const std::string& what)
+std::vector<Location> ControlPlane::locate_as(const std::string& name, const std::string& what,
+                                              std::vector<UnreachableStore>* unreachable)
 {
     validate_blob_name(name);
     std::vector<Location> out;
@@ -468,11 +472,12 @@ std::vector<Location> ControlPlane::locate_as(const std::string& name, const std
             if (holds.first) out.push_back(Location{store, holds.second});
         } catch (const InsecureReference& e) {
             // Not asked, so not known: said even when another store answers.
-            spdlog::warn("{}", e.what());
+            library_log()->warn("{}", e.what());
             if (!insecure) insecure = e;
         } catch (const Error& e) {
             // A store that does not answer holds nothing we can get now.
-            spdlog::debug("{}", e.what());
+            library_log()->debug("{}", e.what());
+            if (unreachable && did_not_answer(e)) unreachable->push_back({store, e.what()});
         }
     }
     // "Nowhere" would be a guess while a store was refused unasked.
@@ -483,14 +488,63 @@ std::vector<Location> ControlPlane::locate_as(const std::string& name, const std
 
 std::string ControlPlane::nearest_holder(const std::string& name, const std::string& what)
 {
-    const auto where = locate_as(name, what);
+    std::vector<UnreachableStore> unreachable;
+    const auto where = locate_as(name, what, &unreachable);
     if (where.empty()) {
-        std::string asked;
-        for (const auto& s : store_names()) asked += (asked.empty() ? "" : ", ") + s;
-        throw Error(Errc::no_such_blob, what + ": no registered store holds it (asked: " +
-                                            (asked.empty() ? std::string("none registered") : asked) + ")");
+        std::string asked, silent;
+        for (const auto& s : store_names()) {
+            const bool answered = std::none_of(unreachable.begin(), unreachable.end(),
+                                               [&](const UnreachableStore& u) { return u.name == s; });
+            (answered ? asked : silent) += ((answered ? asked : silent).empty() ? "" : ", ") + s;
+        }
+        throw Error(Errc::no_such_blob, what + ": no registered store " + (silent.empty() ? "" : "that answered ") +
+                                            "holds it (asked: " + (asked.empty() ? std::string("none") : asked) +
+                                            (silent.empty() ? std::string() : "; did not answer: " + silent) + ")");
     }
+    if (!unreachable.empty())
+        library_log()->info("{}: store \"{}\" holds it; {} store(s) did not answer", what, where.front().store,
+                            unreachable.size());
     return where.front().store;
+}
+
+std::vector<PrunedStore> ControlPlane::prune(std::chrono::milliseconds bound)
+{
+    std::vector<PrunedStore> out;
+    for (const auto& name : store_names()) {
+        try {
+            const auto resolve = [&] {
+                return with_naming(*refs_, options_, [&](CosNaming::NamingContext_ptr root) {
+                    return CORBA::Object_var(root->resolve(corba::store_path(name)));
+                });
+            };
+            const CORBA::Object_var ref = resolve();
+            // Not asked, so not known to be gone: a TLS client sends nothing
+            // to a reference that does not require TLS.
+            if (CORBA::is_nil(ref.in()) || (corba::ssl_configured() && !corba::requires_tls(ref.in()))) continue;
+            const corba::Probe probe = corba::probe(ref.in(), bound);
+            if (probe.state != corba::Probe::gone) continue;
+            // Only the entry that was probed: a daemon may have taken it over meanwhile.
+            with_naming(*refs_, options_, [&](CosNaming::NamingContext_ptr root) {
+                CORBA::Object_var now = root->resolve(corba::store_path(name));
+                if (now->_is_equivalent(ref.in())) root->unbind(corba::store_path(name));
+                return 0;
+            });
+            {
+                std::lock_guard<std::mutex> lock(refs_->mutex);
+                refs_->stores.erase(name);
+                refs_->transporters.erase(name);
+            }
+            library_log()->info("store \"{}\": removed its naming service entry (its daemon at {} is gone: {})", name,
+                                corba::endpoint_of(ref.in()), probe.why);
+            out.push_back({name, corba::endpoint_of(ref.in()), probe.why});
+        } catch (const CosNaming::NamingContext::NotFound&) {
+            // Removed meanwhile.
+        } catch (const CORBA::Exception& e) {
+            throw Error(Errc::unreachable, "stores --prune: store \"" + name + "\": the naming service at " +
+                                               options_.naming_url + " failed (" + e._name() + ")");
+        }
+    }
+    return out;
 }
 
 std::vector<StoreStatus> ControlPlane::stores()

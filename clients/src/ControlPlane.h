@@ -14,6 +14,7 @@
 #include <blobstreaming/client/Result.h>
 #include <blobstreaming/common/BlobInfo.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -68,25 +69,38 @@ public:
     void remove(const std::string& store, const std::string& name);
     std::vector<std::string> store_names();
     /// Asks every registered store (`contains`, with this client's own
-    /// identity). A store whose reference a TLS client refuses
-    /// (Errc::refused, "does not require TLS") is logged as a warning and
-    /// skipped; when no other store holds `name`, that refusal is thrown
-    /// instead of an empty answer.
-    std::vector<Location> locate(const std::string& name);
-    /// The nearest store holding `name`; Errc::no_such_blob naming the stores asked.
+    /// identity). A store that does not answer (did_not_answer()) is skipped
+    /// and added to `unreachable` (when given). A store whose reference a
+    /// TLS client refuses (Errc::refused, "does not require TLS") is logged
+    /// as a warning and skipped; when no other store holds `name`, that
+    /// refusal is thrown instead of an empty answer.
+    std::vector<Location> locate(const std::string& name, std::vector<UnreachableStore>* unreachable = nullptr);
+    /// The nearest store that answers and holds `name`; Errc::no_such_blob
+    /// naming the stores asked and those that did not answer.
     std::string nearest_holder(const std::string& name, const std::string& what);
     std::vector<StoreStatus> stores();
+    /// Removes the Naming Service entries whose daemon is gone (corba::probe:
+    /// connection refused, object unknown to its server), each checked
+    /// within `bound`; entries whose daemon answers, is silent, or cannot be
+    /// asked (a plaintext reference for a TLS client, a TLS-only one for a
+    /// plaintext client) stay. Returns the entries removed.
+    std::vector<PrunedStore> prune(std::chrono::milliseconds bound);
 
     class Refs;
 
 private:
     /// locate() with `what` naming the operation in messages.
-    std::vector<Location> locate_as(const std::string& name, const std::string& what);
+    std::vector<Location> locate_as(const std::string& name, const std::string& what,
+                                    std::vector<UnreachableStore>* unreachable);
 
     SessionOptions options_;
     std::unique_ptr<Refs> refs_;  ///< holds the ORB: destroyed after the workers stopped
     CallExecutor calls_;
 };
+
+/// Whether `e` means that its store did not answer (Errc::unreachable,
+/// Errc::timeout): an operation across every store goes on without it.
+bool did_not_answer(const Error& e) noexcept;
 
 /// This machine's /proc/sys/kernel/random/boot_id ("" when unreadable).
 const std::string& boot_id();

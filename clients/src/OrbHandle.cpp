@@ -6,7 +6,7 @@
 #include <blobstreaming/transporter/corba/Orb.h>
 #include <blobstreaming/transporter/corba/Security.h>
 
-#include <spdlog/spdlog.h>
+#include <blobstreaming/transporter/Log.h>
 
 #include <mutex>
 #include <string>
@@ -56,7 +56,7 @@ OrbHandle::~OrbHandle()
     try {
         live_orb()->destroy();
     } catch (const CORBA::Exception& e) {
-        spdlog::warn("ORB destroy: {}", e._name());
+        library_log()->warn("ORB destroy: {}", e._name());
     }
     live_orb() = CORBA::ORB::_nil();
 }

@@ -9,7 +9,7 @@
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
 
-#include <spdlog/spdlog.h>
+#include <blobstreaming/transporter/Log.h>
 
 namespace blobstreaming::client {
 
@@ -72,7 +72,7 @@ void PullOperation::on_loop_thread_read_local(const LocalFile& local)
             if (e.code() != Errc::io_error && e.code() != Errc::blob_changed) throw;
             // The file cannot be used, or it holds another version now;
             // nothing was written: take the socket.
-            spdlog::debug("{}; pulling over the network instead", e.what());
+            library_log()->debug("{}; pulling over the network instead", e.what());
             return on_control_thread(&PullOperation::on_control_thread_ticket, failure(e));
         }
         // From here a failure is the destination's or the checksum's: bytes
@@ -158,8 +158,9 @@ void PullOperation::on_loop_thread_transfer(const Ticket& ticket, std::optional<
 void PullOperation::on_loop_thread_finished(const Ticket& ticket, bool retry_if_changed, const JobOutcome& o)
 {
     if (retry_if_changed && o.error == make_error_code(Errc::blob_changed)) {
-        spdlog::info("pull {}: store \"{}\": the Blob changed since the ticket was issued; pulling the current version",
-                     quote_name(name_), store_);
+        library_log()->info(
+            "pull {}: store \"{}\": the Blob changed since the ticket was issued; pulling the current version",
+            quote_name(name_), store_);
         retried_ = true;
         return on_control_thread(&PullOperation::on_control_thread_ticket);
     }

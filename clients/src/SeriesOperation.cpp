@@ -10,7 +10,7 @@
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
 
-#include <spdlog/spdlog.h>
+#include <blobstreaming/transporter/Log.h>
 
 namespace blobstreaming::client {
 
@@ -112,8 +112,8 @@ void SeriesOperation::finish()
         result_.bytes += r.bytes;
     }
     const double mbps = result_.seconds > 0 ? static_cast<double>(result_.bytes) / result_.seconds / 1e6 : 0.0;
-    spdlog::info("{} series of {} Blobs: {} bytes in {:.3f} s ({:.2f} MB/s), {} failed", verb_, names_.size(),
-                 result_.bytes, result_.seconds, mbps, result_.failed);
+    library_log()->info("{} series of {} Blobs: {} bytes in {:.3f} s ({:.2f} MB/s), {} failed", verb_, names_.size(),
+                        result_.bytes, result_.seconds, mbps, result_.failed);
     // Handed over, not kept: `done_` refers to this series (a cycle).
     const Completion done = std::move(done_);
     session_.complete(done, Result{});

@@ -213,6 +213,9 @@ void Session::pull_series(std::vector<PullSlice> slices, PullOptions options, Mo
 
 namespace {
 
+/// How long prune_stores() waits for each registered daemon.
+constexpr std::chrono::milliseconds kPruneBound{3000};
+
 /// A control-plane query: `body` runs on a control thread (after the
 /// earlier operations on `blob`, when given) and fills the Result.
 template <class Body>
@@ -275,8 +278,15 @@ void Session::list(std::string store, Mode mode, Completion done)
             const std::vector<std::string> names =
                 store.empty() ? impl->control->store_names() : std::vector<std::string>{store};
             r.store = store;
-            for (const auto& s : names)
-                for (auto& info : impl->control->list(s)) r.blobs.push_back(StoredBlob{s, std::move(info)});
+            for (const auto& s : names) {
+                try {
+                    for (auto& info : impl->control->list(s)) r.blobs.push_back(StoredBlob{s, std::move(info)});
+                } catch (const Error& e) {
+                    // Across every store, one that does not answer leaves the others' answer.
+                    if (!store.empty() || !did_not_answer(e)) throw;
+                    r.unreachable.push_back({s, e.what()});
+                }
+            }
         });
     });
 }
@@ -297,7 +307,7 @@ void Session::locate(std::string name, Mode mode, Completion done)
             *impl_, "locate", std::move(c),
             [impl = impl_.get(), name](Result& r) {
                 r.info.name = name;
-                r.locations = impl->control->locate(name);
+                r.locations = impl->control->locate(name, &r.unreachable);
             },
             name);
     });
@@ -307,6 +317,16 @@ void Session::stores(Mode mode, Completion done)
 {
     impl_->run(mode, std::move(done), [&](Completion c) {
         query(*impl_, "stores", std::move(c), [impl = impl_.get()](Result& r) { r.stores = impl->control->stores(); });
+    });
+}
+
+void Session::prune_stores(Mode mode, Completion done)
+{
+    impl_->run(mode, std::move(done), [&](Completion c) {
+        query(*impl_, "stores --prune", std::move(c), [impl = impl_.get()](Result& r) {
+            r.pruned = impl->control->prune(std::min<std::chrono::milliseconds>(impl->options.timeout, kPruneBound));
+            r.stores = impl->control->stores();
+        });
     });
 }
 

@@ -3,7 +3,7 @@
 
 #include <blobstreaming/common/BlobName.h>
 
-#include <spdlog/spdlog.h>
+#include <blobstreaming/transporter/Log.h>
 
 namespace blobstreaming::client {
 
@@ -33,8 +33,8 @@ void log_transfer(const char* verb, const char* dir, const std::string& name, co
                   const std::string& peer)
 {
     const double mbps = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds / 1e6 : 0.0;
-    spdlog::info("{} {} {} store \"{}\": {} bytes in {:.3f} s ({:.2f} MB/s) via {}", verb, quote_name(name), dir, store,
-                 r.bytes, r.seconds, mbps, peer);
+    library_log()->info("{} {} {} store \"{}\": {} bytes in {:.3f} s ({:.2f} MB/s) via {}", verb, quote_name(name), dir,
+                        store, r.bytes, r.seconds, mbps, peer);
 }
 
 }  // namespace blobstreaming::client

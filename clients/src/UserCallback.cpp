@@ -1,7 +1,7 @@
 // The one place where exceptions from application callbacks become Errors.
 #include "UserCallback.h"
 
-#include <spdlog/spdlog.h>
+#include <blobstreaming/transporter/Log.h>
 
 #include <exception>
 
@@ -25,9 +25,9 @@ void call_logged(const char* role, const std::function<void()>& callback) noexce
     try {
         callback();
     } catch (const std::exception& e) {
-        spdlog::error("{} threw: {}", role, e.what());
+        library_log()->error("{} threw: {}", role, e.what());
     } catch (...) {
-        spdlog::error("{} threw", role);
+        library_log()->error("{} threw", role);
     }
 }
 

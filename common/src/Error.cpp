@@ -39,6 +39,7 @@ public:
         case Errc::cancelled: return "cancelled";
         case Errc::peer_fault: return "the peer answered with a fault";
         case Errc::no_provider: return "no provider found";
+        case Errc::partial: return "partial result: some stores did not answer";
         }
         return "unknown blobstreaming error " + std::to_string(value);
     }

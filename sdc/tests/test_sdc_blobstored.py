@@ -42,7 +42,7 @@ def test(c):
 
     source = c.path("one.bin")
     harness.write_random(source, 1 << 20)
-    c.blob("push", source, "CT.1", store="sdcstore").ok()
+    c.blob("push", "--name", "CT.1", source, store="sdcstore").ok()
     after = wait_for(lambda: (lambda v: v if v.get("blobstore.blob_count") == "1" else None)(values(url)), 20,
                      "the SDC blob count to become 1 after a push")
     step(f"metrics after a push: {after}")

@@ -12,7 +12,7 @@ EXIT = {
     "no_such_blob": 20, "already_exists": 21, "incomplete": 23, "digest_mismatch": 24,
     "unknown_store": 26, "blob_changed": 27, "out_of_space": 30, "store_busy": 31, "limit_reached": 32, "io_error": 40, "corrupt": 41,
     "transfer_failed": 50, "timeout": 51, "unreachable": 52, "refused": 53, "protocol_error": 54, "cancelled": 55,
-    "invalid_mdib": 13, "unknown_handle": 14, "not_a_metric": 15, "peer_fault": 56, "no_provider": 57,
+    "invalid_mdib": 13, "unknown_handle": 14, "not_a_metric": 15, "peer_fault": 56, "no_provider": 57, "partial": 58,
 }
 
 MiB = 1 << 20

@@ -56,6 +56,15 @@ class Cluster(Workspace):
             step(f"omniNames at {url} exited with {proc.popen.returncode} (attempt {attempt} of {attempts})")
         raise TestFailure(f"omniNames did not start in {attempts} attempts; see its log above")
 
+    def nameclt(self, *args, timeout=30):
+        """Runs `nameclt -advanced OP ARGS...` on the test's Naming Service
+        (e.g. "unbind", "BlobStreaming/Stores/ws1"); its stdout. A failure
+        is a TestFailure."""
+        argv = ["nameclt", "-ORBInitRef", f"NameService={self.naming}", "-advanced", *args]
+        code, out, err = self.run(argv, timeout=timeout)
+        check(code == 0, f"`{' '.join(argv)}` exited {code}: {err.strip()!r}")
+        return out
+
     def _start_omninames(self, port=None, datadir=None):
         port = port or free_port()
         datadir = datadir or self.path(f"naming-{port}")

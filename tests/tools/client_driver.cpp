@@ -22,7 +22,6 @@
 #include <blobstreaming/common/Error.h>
 
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <atomic>
@@ -261,7 +260,7 @@ int main(int argc, char** argv)
         std::cerr << "usage: client_driver load|shell --naming URL --store NAME [options]\n";
         return 1;
     }
-    spdlog::set_level(spdlog::level::warn);  // one line per transfer would drown the result
+    // The library's default: warnings on stderr (one line per transfer would drown the result).
     try {
         return mode == "load" ? blobstreaming::load(flags) : blobstreaming::shell(flags);
     } catch (const std::exception& e) {

@@ -1,6 +1,6 @@
 #include <blobstreaming/transporter/SocketOptions.h>
 
-#include <spdlog/spdlog.h>
+#include <blobstreaming/transporter/Log.h>
 
 #include <cerrno>
 #include <csignal>
@@ -16,7 +16,7 @@ GrantedSocketOptions apply_socket_options(int fd, const SocketOptions& o, const 
 {
     auto set = [&](int level, int name, int value, const char* label) {
         if (::setsockopt(fd, level, name, &value, sizeof value) != 0)
-            spdlog::warn("data connection {}: cannot set {}={}: {}", peer, label, value, std::strerror(errno));
+            library_log()->warn("data connection {}: cannot set {}={}: {}", peer, label, value, std::strerror(errno));
     };
     if (o.send_buffer > 0) set(SOL_SOCKET, SO_SNDBUF, o.send_buffer, "SO_SNDBUF");
     if (o.receive_buffer > 0) set(SOL_SOCKET, SO_RCVBUF, o.receive_buffer, "SO_RCVBUF");
@@ -28,9 +28,9 @@ GrantedSocketOptions apply_socket_options(int fd, const SocketOptions& o, const 
     len = sizeof granted.receive_buffer;
     ::getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &granted.receive_buffer, &len);
     if (o.send_buffer > 0 || o.receive_buffer > 0)
-        spdlog::info("data connection {}: socket buffers requested send={} receive={}, kernel granted "
-                     "send={} receive={}",
-                     peer, o.send_buffer, o.receive_buffer, granted.send_buffer, granted.receive_buffer);
+        library_log()->info("data connection {}: socket buffers requested send={} receive={}, kernel granted "
+                            "send={} receive={}",
+                            peer, o.send_buffer, o.receive_buffer, granted.send_buffer, granted.receive_buffer);
     return granted;
 }
 

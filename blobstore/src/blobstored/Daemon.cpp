@@ -1,5 +1,7 @@
 #include "Daemon.h"
 
+#include "ConfigReload.h"
+
 #include "server/StoreRegistry.h"
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
@@ -30,6 +32,9 @@ bool is_wildcard(const std::string& host) { return host == "0.0.0.0" || host == 
 /// Control connections served by a thread each; omniORB's default is 10000.
 constexpr int kThreadPerConnectionLimit = 128;
 
+/// How long another daemon registered under this store's name has to answer.
+constexpr std::chrono::milliseconds kProbeBound{3000};
+
 /// Raises the soft descriptor limit to the hard one: every data connection,
 /// control-plane connection and open Blob costs a descriptor, and the usual
 /// soft default (1024) is far below what a store should serve. The data
@@ -56,7 +61,9 @@ void raise_descriptor_limit()
 
 }  // namespace
 
-Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {}
+Daemon::Daemon(DaemonOptions options)
+    : options_(std::move(options)), access_(options_.access), entry_(options_.name, options_.naming, kProbeBound)
+{}
 
 Daemon::~Daemon() { stop(); }
 
@@ -68,12 +75,33 @@ std::unique_ptr<Store> Daemon::open_store() const
 std::string Daemon::start()
 {
     raise_descriptor_limit();
+    const bool tls = options_.tls.enabled();
+    if (tls) corba::configure_ssl(options_.tls);
+    // omniORB serves each control connection on a thread of its own: idle
+    // connections (anyone may open them, no credential needed) would each
+    // hold a thread. Past kThreadPerConnectionLimit connections it watches
+    // them from its bounded thread pool instead.
+    orb_ = corba::init_orb({{"endPoint", endpoint(options_.control, tls)},
+                            {"clientCallTimeOutPeriod", "10000"},
+                            {"threadPerConnectionUpperLimit", std::to_string(kThreadPerConnectionLimit)},
+                            {"threadPerConnectionLowerLimit", std::to_string(kThreadPerConnectionLimit * 3 / 4)}});
+    corba::install_caller_identity();  // who is calling: TLS subject or address (access list, limits)
+    // Another daemon of this name that answers keeps its name (and its
+    // store: two daemons on one directory would destroy each other's
+    // reservations), so this is checked before the store is opened.
+    naming_ = corba::naming_context(orb_, options_.naming);
+    try {
+        entry_.check_free(naming_);
+    } catch (const CORBA::SystemException& e) {
+        throw Error(Errc::unreachable, "cannot look up store \"" + options_.name + "\" in the naming service at " +
+                                           options_.naming + " (CORBA " + e._name() + ")");
+    }
+
     store_ = open_store();
     tickets_ = std::make_unique<server::TicketRegistry>(options_.ticket_lifetime);
-    server::ReservationLimits limits;
-    limits.total = options_.max_reservations;
-    limits.per_client = options_.max_reservations_per_client;
-    reservations_ = std::make_unique<server::ReservationTable>(options_.reservation_grace, nullptr, limits);
+    reservations_ = std::make_unique<server::ReservationTable>(
+        options_.reservation_grace, nullptr,
+        server::ReservationLimits{options_.max_reservations, options_.max_reservations_per_client});
 
     server::DataServerConfig data;
     data.host = options_.data.host;
@@ -85,26 +113,13 @@ std::string Daemon::start()
     data.max_unauthenticated_per_peer = options_.max_unauthenticated_per_peer;
     data.socket.send_buffer = options_.socket_buffer;
     data.socket.receive_buffer = options_.socket_buffer;
-    const bool tls = options_.tls.enabled();
-    if (tls) {
-        data.tls = std::make_shared<TlsContext>(TlsContext::Role::server, options_.tls);
-        corba::configure_ssl(options_.tls);
-    }
+    if (tls) data.tls = std::make_shared<TlsContext>(TlsContext::Role::server, options_.tls);
     data_ = std::make_unique<server::DataServer>(*store_, *tickets_, *reservations_, data);
     data_->start();
     notices_ = std::make_unique<server::NoticeDispatcher>();
     transporters_ = std::make_unique<server::TransporterRegistry>(server::TransporterLimits{
         options_.transporter_idle, options_.max_transporters, options_.max_client_transporters});
 
-    // omniORB serves each control connection on a thread of its own: idle
-    // connections (anyone may open them, no credential needed) would each
-    // hold a thread. Past kThreadPerConnectionLimit connections it watches
-    // them from its bounded thread pool instead.
-    orb_ = corba::init_orb({{"endPoint", endpoint(options_.control, tls)},
-                            {"clientCallTimeOutPeriod", "10000"},
-                            {"threadPerConnectionUpperLimit", std::to_string(kThreadPerConnectionLimit)},
-                            {"threadPerConnectionLowerLimit", std::to_string(kThreadPerConnectionLimit * 3 / 4)}});
-    corba::install_caller_identity();  // who is calling: TLS subject or address (access list, limits)
     CORBA::Object_var root = orb_->resolve_initial_references("RootPOA");
     poa_ = PortableServer::POA::_narrow(root);
 
@@ -118,7 +133,7 @@ std::string Daemon::start()
     context_.local_fast_path = options_.local_fast_path;
     context_.default_checksum = options_.checksum;
     context_.poa = poa_.in();
-    context_.access = &options_.access;
+    context_.access = &access_;
     context_.notices = notices_.get();
     context_.transporters = transporters_.get();
 
@@ -134,13 +149,12 @@ std::string Daemon::start()
     const std::string control_host = control.substr(0, control.rfind(':'));
     context_.data_host = is_wildcard(options_.data.host) ? control_host : options_.data.host;
 
-    naming_ = corba::naming_context(orb_, options_.naming);
     PortableServer::Servant_var<corba::BlobLocator_i> locator_servant =
         new corba::BlobLocator_i(naming_, options_.naming, context_, store_ref_);
     PortableServer::ObjectId_var locator_id = poa_->activate_object(locator_servant);
     locator_ref_ = poa_->id_to_reference(locator_id);
     try {
-        corba::bind_store(naming_, options_.name, store_ref_);
+        entry_.claim(naming_, store_ref_);
         bound_ = true;
         corba::bind_locator(naming_, locator_ref_);
     } catch (const CORBA::SystemException& e) {
@@ -196,13 +210,8 @@ void Daemon::maintain() noexcept
     if (CORBA::is_nil(naming_)) return;
     try {
         if (naming_lost_) naming_ = corba::naming_context(orb_, options_.naming);
-        if (!store_binding_alive()) {
-            corba::bind_store(naming_, options_.name, store_ref_);
-            bound_ = true;
-            spdlog::info("store \"{}\" registered again in the naming service at {} (its entry was missing or "
-                         "named a store that is gone)",
-                         options_.name, options_.naming);
-        }
+        entry_.keep(naming_, store_ref_);
+        bound_ = true;
         if (!corba::locator_is_alive(naming_)) {
             corba::bind_locator(naming_, locator_ref_);
             spdlog::info("bound this daemon's locator as BlobStreaming/Locator (the previous one is gone)");
@@ -216,29 +225,36 @@ void Daemon::maintain() noexcept
     }
 }
 
-std::string Daemon::data_plane_failure() const { return data_ ? data_->failure() : std::string(); }
-
-bool Daemon::store_binding_alive()
+void Daemon::reload(const DaemonOptions& next, const std::string& source) noexcept
 {
-    CORBA::Object_var current;
     try {
-        current = naming_->resolve(corba::store_path(options_.name));
-    } catch (const CosNaming::NamingContext::NotFound&) {
-        return false;
-    }
-    if (CORBA::is_nil(current)) return false;
-    if (current->_is_equivalent(store_ref_)) return true;
-    // A TLS store does not call a registrant that does not require TLS (a
-    // plaintext impostor): it takes its name back at once.
-    if (corba::ssl_configured() && !corba::requires_tls(current)) return false;
-    // Another daemon of the same name registered after us: leave it alone
-    // while it lives, take the name back when it is gone.
-    try {
-        return !current->_non_existent();
-    } catch (const CORBA::SystemException&) {
-        return false;
+        const auto changes = changed_settings(options_, next);
+        std::size_t applied = 0;
+        for (const auto& c : changes) {
+            if (c.live) {
+                ++applied;
+                spdlog::info("SIGHUP: {}: {} -> {} (applied)", c.option, c.before, c.after);
+            } else {
+                spdlog::warn("SIGHUP: {}: {} -> {} needs a restart (still {} until then)", c.option, c.before, c.after,
+                             c.before);
+            }
+        }
+        options_ = with_live_settings(options_, next);
+        reservations_->set_limits({options_.max_reservations, options_.max_reservations_per_client});
+        transporters_->set_limits(
+            {options_.transporter_idle, options_.max_transporters, options_.max_client_transporters});
+        access_.replace(options_.access);
+        spdlog::default_logger()->set_level(options_.log_level);
+        if (changes.empty()) spdlog::info("SIGHUP: configuration reread from {}: no setting changed", source);
+        else
+            spdlog::info("SIGHUP: configuration reread from {}: {} setting(s) applied, {} need(s) a restart", source,
+                         applied, changes.size() - applied);
+    } catch (const std::exception& e) {
+        spdlog::error("SIGHUP: configuration not reloaded ({}); the running settings stay", e.what());
     }
 }
+
+std::string Daemon::data_plane_failure() const { return data_ ? data_->failure() : std::string(); }
 
 void Daemon::naming_unreachable(const std::string& why) noexcept
 {
@@ -258,14 +274,7 @@ void Daemon::stop() noexcept
     if (notices_) notices_->stop();  // no transfer ends any more; before the ORB goes
     if (reservations_) reservations_->abort_all();
     if (!CORBA::is_nil(naming_)) {
-        try {
-            if (bound_) corba::unbind_store(naming_, options_.name);
-        } catch (const CORBA::Exception& e) {
-            spdlog::warn("cannot remove store \"{}\" from the naming service at {}: CORBA {}", options_.name,
-                         options_.naming, e._name());
-        } catch (const std::exception& e) {
-            spdlog::warn("cannot remove store \"{}\" from the naming service: {}", options_.name, e.what());
-        }
+        if (bound_) entry_.release(naming_, store_ref_);
         if (!CORBA::is_nil(locator_ref_)) corba::unbind_locator(naming_, locator_ref_);
     }
     naming_ = CosNaming::NamingContext::_nil();

@@ -3,6 +3,7 @@
 
 #include "DaemonOptions.h"
 #include "SdcStatus.h"
+#include "StoreEntry.h"
 
 #include "servants/BlobLocator_i.h"
 #include "servants/BlobStore_i.h"
@@ -25,7 +26,9 @@ namespace blobstreaming::daemon {
 
 /// Life cycle, on the main thread: start() (throws Error: the store cannot
 /// be opened, the data address cannot be bound, Errc::unreachable when the
-/// naming service cannot be contacted) returns the ready line; stop() (also
+/// naming service cannot be contacted, Errc::store_busy — before the store
+/// is opened — when its entry names another daemon of the same name that
+/// answers) returns the ready line; stop() (also
 /// run by the destructor) stops the data plane — in-flight pushes are
 /// aborted and leave nothing visible — then the notice thread, removes the
 /// naming bindings and destroys the ORB.
@@ -44,7 +47,8 @@ public:
     /// how many are still open, when that changes something); publishes
     /// the store's status to the SDC provider (if any); registers the store
     /// again when its Naming Service entry is missing or names a daemon that
-    /// is gone (the Naming Service was restarted without its data), and
+    /// is gone (the Naming Service was restarted without its data), never
+    /// over another daemon of the same name that answers (StoreEntry); and
     /// rebinds BlobStreaming/Locator to this daemon's locator when that
     /// binding is missing or its daemon is gone. A Naming Service that
     /// cannot be reached is logged once and tried again. Never throws.
@@ -54,12 +58,23 @@ public:
     /// (the caller exits rather than keep issuing tickets nobody serves).
     std::string data_plane_failure() const;
 
+    /// SIGHUP, on the main thread after start(): `next` is the configuration
+    /// read again (`source` says from where, for the log). Logs every
+    /// setting that differs — applied at once, or needing a restart
+    /// (ConfigReload.h) — and applies the live ones: the log level (of
+    /// spdlog's default logger), the reservation and transporter limits,
+    /// the access list. Never throws.
+    void reload(const DaemonOptions& next, const std::string& source) noexcept;
+
+    /// The settings in force (the live ones as last reloaded).
+    const DaemonOptions& options() const noexcept { return options_; }
+
 private:
     std::unique_ptr<Store> open_store() const;
-    bool store_binding_alive();
     void naming_unreachable(const std::string& why) noexcept;
 
     DaemonOptions options_;
+    server::LiveAccessList access_;  ///< options_.access, replaced by reload()
     std::unique_ptr<Store> store_;
     std::unique_ptr<server::TicketRegistry> tickets_;
     std::unique_ptr<server::ReservationTable> reservations_;
@@ -74,6 +89,7 @@ private:
     CosNaming::NamingContext_var naming_;
     CORBA::Object_var store_ref_;
     CORBA::Object_var locator_ref_;
+    StoreEntry entry_;
     bool bound_ = false;
     bool stopped_ = false;
     bool naming_lost_ = false;

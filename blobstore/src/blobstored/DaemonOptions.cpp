@@ -125,7 +125,8 @@ po::options_description describe()
         ("allow-read", po::value<std::vector<std::string>>()->composing()->value_name("SUBJECT"), "TLS: a client certificate subject (RFC 2253, e.g. CN=ws1) or * that may stat, list and pull; repeatable")
         ("allow-write", po::value<std::vector<std::string>>()->composing()->value_name("SUBJECT"), "TLS: ... that may push; repeatable")
         ("allow-delete", po::value<std::vector<std::string>>()->composing()->value_name("SUBJECT"), "TLS: ... that may remove; repeatable. With TLS on, whatever is not allowed is denied")
-        ("config", po::value<std::string>()->value_name("FILE"), "read `option = value` lines (long option names) from FILE; the command line wins")
+        ("config", po::value<std::string>()->value_name("FILE"), "read `option = value` lines (long option names) from FILE; the command line wins; read again on SIGHUP")
+        ("log-file", po::value<std::string>()->value_name("FILE"), "append the log to FILE instead of standard error; opened again on SIGHUP (log rotation)")
         ;
     // clang-format on
     // clang-format on
@@ -221,16 +222,19 @@ namespace {
 ParsedCommandLine interpret(const po::options_description& desc, const po::variables_map& vm)
 {
     ParsedCommandLine out;
-    if (auto text = cli::help_or_version(vm, desc, "blobstored", transporter_library_versions(),
-                                         "Exit codes: 0 clean shutdown, 1 usage, 52 the naming service is "
-                                         "unreachable, otherwise the blobstreaming::Errc of the failure "
-                                         "(docs/CLI.md).\n")) {
+    if (auto text = cli::help_or_version(
+            vm, desc, "blobstored", transporter_library_versions(),
+            "Exit codes: 0 clean shutdown, 1 usage, 31 a daemon of this --name "
+            "answers (store in use), 52 the naming service is unreachable, otherwise the blobstreaming::Errc of the failure "
+            "(docs/CLI.md).\n")) {
         out.text = std::move(*text);
         return out;
     }
 
     DaemonOptions o;
     o.log_level = cli::log_level(vm, spdlog::level::info);
+    o.log_file = value_of(vm, "log-file");
+    o.config = value_of(vm, "config");
     o.name = value_of(vm, "name");
     if (o.name.empty()) usage("--name is required (the store's name in the naming service)");
     if (o.name.find('/') != std::string::npos || o.name.find('.') == 0)

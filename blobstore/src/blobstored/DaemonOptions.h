@@ -55,6 +55,8 @@ struct DaemonOptions {
     bool local_fast_path = true;
     ChecksumAlgorithm checksum = kDefaultChecksum;  ///< of pushes that ask for the store's default
     spdlog::level::level_enum log_level = spdlog::level::info;
+    std::string log_file;       ///< --log-file; empty: standard error
+    std::string config;         ///< --config FILE (read again on SIGHUP); empty: none
     TlsFiles tls;               ///< enabled(): TLS on both planes
     server::AccessList access;  ///< enforced when TLS is on
 };

@@ -33,7 +33,7 @@ BlobLocator_i::BlobLocator_i(CosNaming::NamingContext_ptr naming, std::string na
 
 BlobStreaming::LocationSeq* BlobLocator_i::locate(const char* name)
 {
-    if (own_.access && own_.access->enforced()) return locate_own(name);
+    if (own_.access && own_.access->get()->enforced()) return locate_own(name);
     if (auto problem = blob_name_problem(name))
         throw BlobStreaming::InvalidName(("locate " + quote_name(name) + ": " + *problem).c_str(), name);
     std::vector<Found> found;

@@ -34,10 +34,12 @@ std::string boot_id()
 
 void require_permission(const ServantContext& context, server::Permission permission, const char* operation)
 {
-    if (!context.access || !context.access->enforced()) return;
+    if (!context.access) return;
+    const auto access = context.access->get();
+    if (!access->enforced()) return;
     const std::string subject = caller_subject();
     try {
-        context.access->require(subject, permission);
+        access->require(subject, permission);
     } catch (const Error& e) {
         spdlog::warn("store \"{}\": {} refused: {}", context.store_name, operation, e.what());
         throw CORBA::NO_PERMISSION(

@@ -13,7 +13,7 @@
 namespace blobstreaming {
 class Store;
 namespace server {
-class AccessList;
+class LiveAccessList;
 class DataServer;
 class NoticeDispatcher;
 class ReservationTable;
@@ -38,8 +38,8 @@ struct ServantContext {
     /// The checksum of pushes that ask for the store's default (blobstored
     /// --checksum).
     ChecksumAlgorithm default_checksum = kDefaultChecksum;
-    PortableServer::POA_ptr poa = nullptr;       ///< where transporters are activated (not owned)
-    const server::AccessList* access = nullptr;  ///< null: everything permitted
+    PortableServer::POA_ptr poa = nullptr;           ///< where transporters are activated (not owned)
+    const server::LiveAccessList* access = nullptr;  ///< null: everything permitted
     /// Delivers SEND_NOTIFICATIONS notices off the data plane's thread (not
     /// owned; null: such notices are dropped).
     server::NoticeDispatcher* notices = nullptr;

@@ -5,6 +5,8 @@
 /// listed is denied.
 
 #include <array>
+#include <atomic>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,20 @@ public:
 private:
     bool enforced_ = false;
     std::array<std::vector<std::string>, 3> allowed_;
+};
+
+/// The access list in force: read by the servants on omniORB's threads,
+/// replaced as a whole on the daemon's main thread (a SIGHUP reload). A
+/// check uses one list from start to end.
+class LiveAccessList {
+public:
+    explicit LiveAccessList(AccessList list = {}) : current_(std::make_shared<const AccessList>(std::move(list))) {}
+
+    std::shared_ptr<const AccessList> get() const { return std::atomic_load(&current_); }
+    void replace(AccessList list) { std::atomic_store(&current_, std::make_shared<const AccessList>(std::move(list))); }
+
+private:
+    std::shared_ptr<const AccessList> current_;
 };
 
 }  // namespace blobstreaming::server

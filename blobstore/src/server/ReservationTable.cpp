@@ -43,6 +43,12 @@ void ReservationTable::check_limits_locked(const std::string& client, const std:
                                              std::to_string(limits_.total) + "); try again when some have ended");
 }
 
+void ReservationTable::set_limits(ReservationLimits limits)
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    limits_ = limits;
+}
+
 void ReservationTable::check_limits(const std::string& client, const std::string& what) const
 {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -56,6 +56,9 @@ public:
     /// so that a refused client costs no allocation. `what` names the
     /// operation in the message, e.g. `reserve "CT.1"`.
     void check_limits(const std::string& client, const std::string& what) const;
+    /// New limits (a SIGHUP reload) for the reservations added from now on;
+    /// open ones above them stay until they end.
+    void set_limits(ReservationLimits limits);
 
     struct Summary {
         std::uint64_t id = 0;
@@ -130,8 +133,8 @@ private:
 
     const std::chrono::milliseconds grace_;
     const Clock clock_;
-    const ReservationLimits limits_;
     mutable std::mutex mutex_;
+    ReservationLimits limits_;  ///< guarded by mutex_
     std::uint64_t next_id_ = 1;
     std::map<std::uint64_t, Entry> entries_;
     std::map<std::string, std::size_t> per_client_;  ///< open reservations by client

@@ -66,16 +66,28 @@ bool TransporterActivity::idle(std::chrono::milliseconds lifetime)
 }
 
 TransporterRegistry::TransporterRegistry(TransporterLimits limits, TransporterActivity::ClockFn clock)
-    : limits_(limits), clock_(or_steady(std::move(clock)))
+    : clock_(or_steady(std::move(clock))), limits_(limits)
 {}
+
+TransporterLimits TransporterRegistry::limits() const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    return limits_;
+}
+
+void TransporterRegistry::set_limits(TransporterLimits limits)
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    limits_ = limits;
+}
 
 std::shared_ptr<TransporterActivity> TransporterRegistry::admit(const std::string& client)
 {
     const std::string who = client.empty() ? std::string("(unidentified)") : client;
-    const std::string reclaimed =
-        "; transporters left idle are reclaimed after " + seconds_text(limits_.idle) + " (--transporter-idle)";
     auto activity = std::make_shared<TransporterActivity>(client, clock_);
     std::lock_guard<std::mutex> lock(mutex_);
+    const std::string reclaimed =
+        "; transporters left idle are reclaimed after " + seconds_text(limits_.idle) + " (--transporter-idle)";
     std::size_t& mine = per_client_[client];
     if (mine >= limits_.per_client) {
         ++refused_;

@@ -68,7 +68,10 @@ public:
     /// `clock` is injectable for tests; by default std::chrono::steady_clock.
     explicit TransporterRegistry(TransporterLimits limits, TransporterActivity::ClockFn clock = {});
 
-    const TransporterLimits& limits() const noexcept { return limits_; }
+    TransporterLimits limits() const;
+    /// New limits (a SIGHUP reload): admissions and sweeps from now on; open
+    /// transporters above them stay until closed or idle.
+    void set_limits(TransporterLimits limits);
 
     /// Counts a new transporter of `client` and returns its activity. Throws
     /// Error(Errc::limit_reached) saying which cap is reached, for whom, and
@@ -102,9 +105,9 @@ private:
     };
     void forget_locked(std::map<const TransporterActivity*, Entry>::iterator it);
 
-    const TransporterLimits limits_;
     const TransporterActivity::ClockFn clock_;
     mutable std::mutex mutex_;
+    TransporterLimits limits_;  ///< guarded by mutex_
     std::map<const TransporterActivity*, Entry> entries_;
     std::map<std::string, std::size_t> per_client_;
     std::size_t refused_ = 0;

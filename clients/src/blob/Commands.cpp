@@ -9,6 +9,7 @@
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/UniqueFd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -30,8 +31,9 @@ using client::Session;
 const std::map<std::string, std::pair<std::size_t, std::size_t>>& commands()
 {
     static const std::map<std::string, std::pair<std::size_t, std::size_t>> table = {
-        {"push", {1, 2}}, {"pull", {1, 2}},   {"stat", {1, 1}},   {"verify", {1, 1}},    {"ls", {0, 0}},
-        {"rm", {1, 1}},   {"locate", {1, 1}}, {"stores", {0, 0}}, {"checksum", {1, 64}},
+        {"push", {1, kMaxPushFiles}}, {"pull", {1, 2}},   {"stat", {1, 1}},
+        {"verify", {1, 1}},           {"ls", {0, 0}},     {"rm", {1, 1}},
+        {"locate", {1, 1}},           {"stores", {0, 0}}, {"checksum", {1, 64}},
     };
     return table;
 }
@@ -51,20 +53,93 @@ void print_summary(const char* verb, const char* dir, const std::string& name, c
                  mbps, r.info.checksum.text().c_str(), r.local ? " (local)" : "", resumed.c_str());
 }
 
-int push(Session& session, const Invocation& call)
+/// The Blob names of `blob push FILE...` (--name, else each FILE's base
+/// name), checked before anything is read or pushed: Errc::invalid_name,
+/// Errc::invalid_argument for standard input without --name or two FILEs
+/// of one base name.
+std::vector<std::string> push_names(const Invocation& call)
 {
-    const std::string& file = call.args[0];
-    if (file == "-" && call.args.size() < 2)
-        throw Error(Errc::invalid_argument, "push from standard input needs a NAME: blob push - NAME");
-    const std::string name = call.args.size() > 1 ? call.args[1] : base_name(file);
-    validate_blob_name(name);  // before reading a stream for it
-    const client::PushSource source = open_push_input(file, "push " + quote_name(name), call.size, call.timeout);
-    ProgressBar bar(stderr, !call.quiet && !call.json, "push " + name);
+    std::vector<std::string> names;
+    std::map<std::string, std::string> seen;  // name -> the FILE it came from
+    for (const auto& file : call.args) {
+        if (file == "-" && !call.name)
+            throw Error(Errc::invalid_argument,
+                        "push from standard input needs --name NAME (a single FILE): blob push --name NAME -");
+        names.push_back(call.name ? *call.name : base_name(file));
+        validate_blob_name(names.back());
+        const auto [it, fresh] = seen.emplace(names.back(), file);
+        if (!fresh)
+            throw Error(Errc::invalid_argument, "push: " + it->second + " and " + file + " would both be stored as " +
+                                                    quote_name(names.back()) +
+                                                    " (each FILE is stored under its base name)");
+    }
+    return names;
+}
+
+client::PushOptions push_options(const Invocation& call)
+{
     client::PushOptions options;
     options.store = call.store;
     options.replace = call.replace;
     options.resume = call.resume;
     options.checksum = call.checksum;
+    return options;
+}
+
+/// `blob push FILE FILE...`: every FILE under its base name, as one series
+/// (several in flight, Session::push_series); a line per FILE (stderr), or
+/// {"pushes":[...]} with --json. A FILE that fails does not stop the
+/// others; the exit code is the highest of the failures (0: none failed).
+int push_files(Session& session, const Invocation& call, const std::vector<std::string>& names)
+{
+    const std::size_t n = call.args.size();
+    std::vector<Result> results(n);
+    std::vector<client::PushSlice> slices;
+    std::vector<std::size_t> file_of_slice;
+    for (std::size_t i = 0; i < n; ++i) {
+        try {
+            slices.push_back(
+                {open_push_input(call.args[i], "push " + quote_name(names[i]), std::nullopt, call.timeout), names[i]});
+            file_of_slice.push_back(i);
+        } catch (const Error& e) {
+            results[i].error = e.error_code();
+            results[i].message = e.what();
+        }
+    }
+    client::SeriesResult series;
+    session.push_series(std::move(slices), push_options(call), Mode::Sync,
+                        [&series](const client::SeriesResult& r) { series = r; });
+    for (std::size_t k = 0; k < series.slices.size(); ++k) results[file_of_slice[k]] = series.slices[k];
+
+    int rc = 0;
+    nlohmann::json list = nlohmann::json::array();
+    for (std::size_t i = 0; i < n; ++i) {
+        const Result& r = results[i];
+        if (!r.ok()) rc = std::max(rc, static_cast<int>(r.errc()));
+        if (call.json) {
+            nlohmann::json j = r.ok() ? transfer_json("push", names[i], r) : error_json(r.errc(), r.message);
+            j["path"] = call.args[i];
+            if (!r.ok()) j["name"] = names[i];
+            list.push_back(j);
+        } else if (!r.ok()) {
+            std::fprintf(stderr, "blob: %s\n", r.message.c_str());
+        } else if (!call.quiet) {
+            print_summary("pushed", "to", names[i], r, call.resume);
+        }
+    }
+    if (call.json) std::cout << nlohmann::json{{"pushes", list}}.dump() << '\n';
+    return rc;
+}
+
+int push(Session& session, const Invocation& call)
+{
+    const std::vector<std::string> names = push_names(call);  // before reading a stream for them
+    if (call.args.size() > 1) return push_files(session, call, names);
+    const std::string& file = call.args[0];
+    const std::string& name = names[0];
+    const client::PushSource source = open_push_input(file, "push " + quote_name(name), call.size, call.timeout);
+    ProgressBar bar(stderr, !call.quiet && !call.json, "push " + name);
+    client::PushOptions options = push_options(call);
     options.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
     Result result;
     session.push(source, name, options, Mode::Sync, [&result](const Result& r) { result = r; });
@@ -130,19 +205,38 @@ int verify(Session& session, const Invocation& call)
     return 0;
 }
 
+/// The stores that did not answer a command across every store: a line
+/// each on stderr, and the exit code of a partial result (0 when all answered).
+int report_unreachable(const std::vector<client::UnreachableStore>& unreachable)
+{
+    for (const auto& u : unreachable)
+        std::fprintf(stderr, "blob: partial result: store \"%s\" did not answer (%s)\n", u.name.c_str(),
+                     u.error.c_str());
+    return unreachable.empty() ? 0 : static_cast<int>(Errc::partial);
+}
+
+nlohmann::json unreachable_json(const std::vector<client::UnreachableStore>& unreachable)
+{
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& u : unreachable) list.push_back({{"store", u.name}, {"error", u.error}});
+    return list;
+}
+
 int ls(Session& session, const Invocation& call)
 {
-    const auto blobs = session.list(call.store);
+    Result r;
+    session.list(call.store, Mode::Sync, [&r](const Result& x) { r = x; });
+    r.throw_if_error();
     if (call.json) {
         nlohmann::json list = nlohmann::json::array();
-        for (const auto& b : blobs) list.push_back(blob_json(b.store, b.info));
-        std::cout << nlohmann::json{{"blobs", list}}.dump() << '\n';
-        return 0;
+        for (const auto& b : r.blobs) list.push_back(blob_json(b.store, b.info));
+        std::cout << nlohmann::json{{"blobs", list}, {"unreachable", unreachable_json(r.unreachable)}}.dump() << '\n';
+    } else {
+        for (const auto& b : r.blobs)
+            std::printf("%-12s %14llu  %s  %s  %s\n", b.store.c_str(), static_cast<unsigned long long>(b.info.size),
+                        rfc3339(b.info.committed).c_str(), b.info.checksum.text().c_str(), b.info.name.c_str());
     }
-    for (const auto& b : blobs)
-        std::printf("%-12s %14llu  %s  %s  %s\n", b.store.c_str(), static_cast<unsigned long long>(b.info.size),
-                    rfc3339(b.info.committed).c_str(), b.info.checksum.text().c_str(), b.info.name.c_str());
-    return 0;
+    return report_unreachable(r.unreachable);
 }
 
 int rm(Session& session, const Invocation& call)
@@ -159,22 +253,41 @@ int rm(Session& session, const Invocation& call)
 
 int locate(Session& session, const Invocation& call)
 {
-    const auto where = session.locate(call.args[0]);
-    if (where.empty())
-        throw Error(Errc::no_such_blob, "locate " + quote_name(call.args[0]) + ": no registered store holds it");
+    Result r;
+    session.locate(call.args[0], Mode::Sync, [&r](const Result& x) { r = x; });
+    r.throw_if_error();
+    if (r.locations.empty()) {
+        std::string silent;
+        for (const auto& u : r.unreachable) silent += (silent.empty() ? "" : ", ") + u.name;
+        throw Error(Errc::no_such_blob,
+                    "locate " + quote_name(call.args[0]) + ": no registered store " +
+                        (silent.empty() ? "holds it" : "that answered holds it (did not answer: " + silent + ")"));
+    }
     if (call.json) {
         nlohmann::json list = nlohmann::json::array();
-        for (const auto& l : where) list.push_back({{"store", l.store}, {"tier", client::tier_name(l.tier)}});
-        std::cout << nlohmann::json{{"name", call.args[0]}, {"locations", list}}.dump() << '\n';
+        for (const auto& l : r.locations) list.push_back({{"store", l.store}, {"tier", client::tier_name(l.tier)}});
+        std::cout << nlohmann::json{{"name", call.args[0]},
+                                    {"locations", list},
+                                    {"unreachable", unreachable_json(r.unreachable)}}
+                         .dump()
+                  << '\n';
     } else {
-        for (const auto& l : where) std::printf("%-16s %s\n", l.store.c_str(), client::tier_name(l.tier));
+        for (const auto& l : r.locations) std::printf("%-16s %s\n", l.store.c_str(), client::tier_name(l.tier));
     }
-    return 0;
+    return report_unreachable(r.unreachable);
 }
 
 int stores(Session& session, const Invocation& call)
 {
-    const auto all = session.stores();
+    Result r;
+    if (call.prune) session.prune_stores(Mode::Sync, [&r](const Result& x) { r = x; });
+    else session.stores(Mode::Sync, [&r](const Result& x) { r = x; });
+    r.throw_if_error();
+    const auto& all = r.stores;
+    for (const auto& p : r.pruned)
+        if (!call.json)
+            std::printf("pruned %s: its daemon at %s is gone (%s); entry removed\n", p.name.c_str(), p.control.c_str(),
+                        p.reason.c_str());
     if (call.json) {
         nlohmann::json list = nlohmann::json::array();
         for (const auto& s : all) {
@@ -184,7 +297,14 @@ int stores(Session& session, const Invocation& call)
             if (!s.reachable) j = {{"name", s.name}, {"error", s.error}};
             list.push_back(j);
         }
-        std::cout << nlohmann::json{{"stores", list}}.dump() << '\n';
+        nlohmann::json out{{"stores", list}};
+        if (call.prune) {
+            nlohmann::json pruned = nlohmann::json::array();
+            for (const auto& p : r.pruned)
+                pruned.push_back({{"name", p.name}, {"control", p.control}, {"reason", p.reason}});
+            out["pruned"] = pruned;
+        }
+        std::cout << out.dump() << '\n';
         return 0;
     }
     for (const auto& s : all) {

@@ -25,21 +25,27 @@ struct Invocation {
     bool replace = false;
     bool resume = false;
     bool verify = true;
+    bool prune = false;  ///< stores --prune
     std::uint64_t offset = 0;
     std::uint64_t length = 0;
     std::optional<std::uint64_t> size;          ///< push: the bytes a stream must deliver (--size)
+    std::optional<std::string> name;            ///< push: --name, the Blob's name (a single FILE)
     std::optional<ChecksumAlgorithm> checksum;  ///< push, checksum: --checksum
     std::string command;
     std::vector<std::string> args;
 };
+
+/// The most FILEs one `blob push` takes.
+constexpr std::size_t kMaxPushFiles = 100000;
 
 /// Commands the CLI knows.
 bool known_command(const std::string& command);
 /// The positional arguments `command` takes: {minimum, maximum}.
 std::pair<std::size_t, std::size_t> arity(const std::string& command);
 
-/// Runs the command; returns the exit code (0) or throws blobstreaming::Error
-/// (its Errc is the exit code).
+/// Runs the command; returns the exit code (0, or Errc::partial when a
+/// command across every store got no answer from some) or throws
+/// blobstreaming::Error (its Errc is the exit code).
 int run(const Invocation& call);
 
 }  // namespace blobstreaming::cli

@@ -190,7 +190,7 @@ client::PushSource open_push_input(const std::string& file, const std::string& w
         std::optional<std::uint64_t> bytes = size;
         struct stat st {};
         if (!size && ::fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode)) {
-            // `blob push - NAME < FILE`: what follows the position is known.
+            // `blob push --name NAME - < FILE`: what follows the position is known.
             const off_t at = std::max<off_t>(::lseek(STDIN_FILENO, 0, SEEK_CUR), 0);
             bytes = static_cast<std::uint64_t>(std::max<off_t>(st.st_size - at, 0));
         }

@@ -39,6 +39,7 @@ const char* errc_name(Errc code) noexcept
     case Errc::not_a_metric: return "not_a_metric";
     case Errc::peer_fault: return "peer_fault";
     case Errc::no_provider: return "no_provider";
+    case Errc::partial: return "partial";
     }
     return "unknown";
 }

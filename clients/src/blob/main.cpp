@@ -7,6 +7,7 @@
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/TlsFiles.h>
 #include <blobstreaming/transporter/LibraryVersions.h>
+#include <blobstreaming/transporter/Log.h>
 
 #include <boost/program_options.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -26,6 +27,12 @@ using namespace std::chrono_literals;
 using cli::UsageError;
 
 namespace {
+
+constexpr const char* kExitCodes =
+    "Exit codes: 0 success, 1 usage, 10-19 the input, 20-29 the Blob's state (20 no such blob), 30-39 "
+    "resources, 40-49 local storage, 50-57 transport (52 unreachable), 58 partial: ls or locate across every "
+    "store got no answer from some (named on stderr, `unreachable` in --json; the output is the others'); "
+    "docs/CLI.md has the table.\n";
 
 int fail(Errc code, const std::string& message, bool json, bool data_on_stdout)
 {
@@ -59,7 +66,8 @@ po::options_description describe()
     po::options_description o(
         "Usage: blob [options] COMMAND ...\n"
         "Commands:\n"
-        "  push FILE [NAME]   store FILE ('-': stdin; a FIFO, a device) as NAME (default: FILE's base name)\n"
+        "  push FILE...       store each FILE ('-': stdin; a FIFO, a device) under its base name, several in\n"
+        "                     flight; --name NAME: a single FILE stored as NAME\n"
         "  pull NAME [FILE]   retrieve NAME to FILE (default: ./NAME; '-': stdout; a FIFO, a device);\n"
         "                     a regular FILE is replaced only once every byte is in and checked\n"
         "  stat NAME          size, checksum (crc32c:... or sha256:...), commit time\n"
@@ -67,7 +75,8 @@ po::options_description describe()
         "  ls                 Blobs of --store, or of every registered store\n"
         "  rm NAME            remove NAME\n"
         "  locate NAME        stores holding NAME, nearest tier first\n"
-        "  stores             registered stores with tier, usage and data endpoint\n"
+        "  stores             registered stores with tier, usage and data endpoint; --prune: first remove\n"
+        "                     the entries whose daemon is gone\n"
         "  checksum FILE...   the checksum of local files ('-': stdin), to compare with a Blob's; no store\n"
         "Options");
     // clang-format off
@@ -85,6 +94,7 @@ po::options_description describe()
         ("tls-cert", po::value<std::string>()->value_name("FILE"), "TLS on both planes: this client's certificate (PEM); needs --tls-key and --tls-ca")
         ("tls-key", po::value<std::string>()->value_name("FILE"), "the certificate's private key (PEM, unencrypted)")
         ("tls-ca", po::value<std::string>()->value_name("FILE"), "CA certificates (PEM) that stores' certificates must chain to")
+        ("name", po::value<std::string>()->value_name("NAME"), "push: the Blob's name, for a single FILE (default: each FILE's base name)")
         ("replace,r", "push: overwrite an existing Blob")
         ("checksum", po::value<std::string>()->value_name("ALGORITHM"),
          "push: the Blob's checksum, crc32c (fast) or sha256 (cryptographic), default: the store's (crc32c unless "
@@ -97,7 +107,9 @@ po::options_description describe()
         ("resume", "push/pull: continue an interrupted transfer where it stopped (push: the store's kept "
                    "reservation; pull: the bytes FILE already holds)")
         ("verify", "pull: check the whole Blob's checksum against the store's (the default for whole-Blob pulls)")
-        ("no-verify", "pull: skip the check of the whole Blob's checksum");
+        ("no-verify", "pull: skip the check of the whole Blob's checksum")
+        ("prune", "stores: remove the Naming Service entries of stores whose daemon is gone (connection refused), "
+                  "only those; each one removed is reported");
     // clang-format on
     cli::add_logging_options(o, spdlog::level::warn);
     return o;
@@ -153,7 +165,17 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
     call.resume = vm.count("resume") != 0;
     if (vm.count("size")) {
         if (call.command != "push") throw UsageError("--size applies to push only, not " + call.command);
+        if (call.args.size() > 1)
+            throw UsageError("--size applies to a single FILE, not to the " + std::to_string(call.args.size()) +
+                             " given");
         call.size = size_option(vm, "size");
+    }
+    if (vm.count("name")) {
+        if (call.command != "push") throw UsageError("--name applies to push only, not " + call.command);
+        if (call.args.size() > 1)
+            throw UsageError("--name names one Blob: give a single FILE (without --name each of the " +
+                             std::to_string(call.args.size()) + " FILEs is stored under its base name)");
+        call.name = vm["name"].as<std::string>();
     }
     if (vm.count("checksum")) {
         if (call.command != "push" && call.command != "checksum")
@@ -169,6 +191,8 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
     if (vm.count("verify") && (call.offset != 0 || call.length != 0))
         throw UsageError("--verify checks the whole Blob's checksum: a range (--offset, --length) has no recorded "
                          "checksum to check; use `blob verify NAME` to have the store check the stored Blob");
+    call.prune = vm.count("prune") != 0;
+    if (call.prune && call.command != "stores") throw UsageError("--prune applies to stores only, not " + call.command);
     if (call.resume && call.command != "push" && call.command != "pull")
         throw UsageError("--resume applies to push and pull only, not " + call.command);
     if (call.resume && (call.offset != 0 || call.length != 0))
@@ -178,8 +202,11 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
 
 void set_up_logging(const po::variables_map& vm)
 {
-    spdlog::set_default_logger(spdlog::stderr_color_mt("blob"));
-    spdlog::set_level(cli::log_level(vm, spdlog::level::warn));
+    // The library's lines (one per transfer at -v) go to the same stderr logger.
+    auto logger = spdlog::stderr_color_mt("blob");
+    logger->set_level(cli::log_level(vm, spdlog::level::warn));
+    spdlog::set_default_logger(logger);
+    set_library_logger(logger);
 }
 
 }  // namespace
@@ -191,7 +218,7 @@ int main(int argc, char** argv)
     cli::Invocation call;
     try {
         call = parse(argc, argv, visible, vm);
-        if (const auto text = cli::help_or_version(vm, visible, "blob", transporter_library_versions())) {
+        if (const auto text = cli::help_or_version(vm, visible, "blob", transporter_library_versions(), kExitCodes)) {
             std::cout << *text << std::flush;
             return 0;
         }

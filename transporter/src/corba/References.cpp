@@ -4,6 +4,10 @@
 #include <blobstreaming/transporter/corba/References.h>
 
 #include <omniORB4/IIOP.h>
+#include <omniORB4/minorCode.h>
+#include <omniORB4/omniORB.h>
+
+#include <cstdio>
 
 namespace blobstreaming::corba {
 namespace {
@@ -109,6 +113,27 @@ bool requires_tls(CORBA::Object_ptr ref)
     }
     ior->release();
     return tls_only;
+}
+
+Probe probe(CORBA::Object_ptr ref, std::chrono::milliseconds bound)
+{
+    if (CORBA::is_nil(ref)) return {Probe::gone, "no reference"};
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.3f", static_cast<double>(bound.count()) / 1000.0);
+    const std::string late = std::string("no answer within ") + seconds + " s";
+    try {
+        omniORB::setClientCallTimeout(ref, static_cast<CORBA::ULong>(bound.count()));
+        if (ref->_non_existent()) return {Probe::gone, "its server no longer has the object (OBJECT_NOT_EXIST)"};
+        return {Probe::answers, ""};
+    } catch (const CORBA::TIMEOUT&) {
+        return {Probe::silent, late};
+    } catch (const CORBA::TRANSIENT& e) {
+        if (e.minor() == omni::TRANSIENT_ConnectFailed) return {Probe::gone, "connection refused (TRANSIENT)"};
+        if (e.minor() == omni::TRANSIENT_CallTimedout) return {Probe::silent, late};
+        return {Probe::silent, std::string("CORBA TRANSIENT (minor ") + std::to_string(e.minor()) + ")"};
+    } catch (const CORBA::SystemException& e) {
+        return {Probe::silent, std::string("CORBA ") + e._name()};
+    }
 }
 
 }  // namespace blobstreaming::corba

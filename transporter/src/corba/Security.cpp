@@ -8,7 +8,7 @@
 #include <omniORB4/omniInterceptors.h>
 #include <omniORB4/sslContext.h>
 
-#include <spdlog/spdlog.h>
+#include <blobstreaming/transporter/Log.h>
 
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
@@ -33,8 +33,8 @@ std::atomic<bool> server_side{false};
 void record_failure(std::string text)
 {
     // A daemon says who was refused; a client reports it in its error.
-    if (server_side) spdlog::warn("control connection: {}", text);
-    else spdlog::debug("control connection: {}", text);
+    if (server_side) library_log()->warn("control connection: {}", text);
+    else library_log()->debug("control connection: {}", text);
     std::lock_guard<std::mutex> lock(failure_mutex);
     failure = std::move(text);
 }

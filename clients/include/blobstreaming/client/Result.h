@@ -12,6 +12,14 @@
 
 namespace blobstreaming::client {
 
+/// The types of namespace blobstreaming that the client API hands out,
+/// reachable through `using namespace blobstreaming::client` as well.
+using blobstreaming::BlobInfo;
+using blobstreaming::Checksum;
+using blobstreaming::ChecksumAlgorithm;
+using blobstreaming::Errc;
+using blobstreaming::Error;
+
 /// Sync: the call returns after the completion callback has run.
 /// Async: the call returns at once; the callback runs later on the reactor
 /// thread.
@@ -48,6 +56,21 @@ struct StoreStatus {
     std::string data_endpoint;  ///< HOST:PORT of its data port
 };
 
+/// A registered store that did not answer an operation across every store
+/// (list, locate, and the choice of the nearest holder): connection refused,
+/// no answer within the timeout (Errc::unreachable, Errc::timeout).
+struct UnreachableStore {
+    std::string name;
+    std::string error;  ///< what happened, e.g. `list: store "ws2" unreachable at HOST:PORT (TRANSIENT)`
+};
+
+/// A registered store's Naming Service entry as prune_stores() found it.
+struct PrunedStore {
+    std::string name;
+    std::string control;  ///< HOST:PORT of the daemon the entry named
+    std::string reason;   ///< why it is gone: "connection refused (TRANSIENT)", ...
+};
+
 /// What an operation produced. `error` is empty on success; otherwise its
 /// value is a blobstreaming::Errc and `message` says what failed, on which
 /// object and why. Fields an operation does not produce stay empty.
@@ -64,7 +87,11 @@ struct Result {
     bool local = false;               ///< pull served by the same-host fast path
     std::vector<StoredBlob> blobs;    ///< list
     std::vector<Location> locations;  ///< locate, nearest tier first
-    std::vector<StoreStatus> stores;  ///< stores
+    std::vector<StoreStatus> stores;  ///< stores; prune_stores: the entries kept
+    /// list and locate across every store: the stores that did not answer
+    /// (the operation succeeds with the others' answers: a partial result).
+    std::vector<UnreachableStore> unreachable;
+    std::vector<PrunedStore> pruned;  ///< prune_stores: the entries removed
 
     bool ok() const noexcept { return !error; }
     /// Errc::ok on success.

@@ -33,8 +33,13 @@
 ///
 /// Thread safety: operations may be started from any thread in Thread mode;
 /// in Caller mode from the thread that calls run_once(). Destroying the
-/// Session completes the operations still running with Errc::cancelled.
+/// Session completes the operations still running with Errc::cancelled:
+/// wait for their completions first. A push cancelled that way may still
+/// have been committed (all its bytes had reached the store, whose
+/// acknowledgement came too late): its Blob is then whole, otherwise absent,
+/// never partial; stat() says which.
 
+#include <blobstreaming/client/Logging.h>
 #include <blobstreaming/client/Options.h>
 #include <blobstreaming/client/Result.h>
 #include <blobstreaming/client/Series.h>
@@ -85,14 +90,28 @@ public:
     /// at commit. Result: store, info; Errc::corrupt naming both checksums.
     /// `store` as for stat().
     void verify(std::string name, std::string store, Mode mode, Completion done);
-    /// Result: blobs of `store` ("" : of every registered store).
+    /// Result: blobs of `store` ("" : of every registered store). Across
+    /// every store, one that does not answer (connection refused, timeout)
+    /// is left out and named in Result::unreachable: the list succeeds with
+    /// the others' Blobs (a partial result); any other failure fails it.
     void list(std::string store, Mode mode, Completion done);
     /// Removes `name` from `store` ("" : default store, else nearest holder).
     void remove(std::string name, std::string store, Mode mode, Completion done);
-    /// Result: locations of `name`, nearest tier first (empty: nowhere).
+    /// Result: locations of `name`, nearest tier first (empty: nowhere),
+    /// among the stores that answered; the others in Result::unreachable.
+    /// stat, verify, remove and pull without a store use the nearest of the
+    /// stores that answer.
     void locate(std::string name, Mode mode, Completion done);
-    /// Result: stores registered in the Naming Service, with their status.
+    /// Result: stores registered in the Naming Service, with their status
+    /// (StoreStatus::reachable false and why for those that do not answer).
     void stores(Mode mode, Completion done);
+    /// Removes the Naming Service entries of registered stores whose daemon
+    /// is gone (its address refuses the connection, or its server no longer
+    /// has the object; each asked for at most min(timeout, 3 s)), and only
+    /// those: a daemon that answers, is silent (stopped) or cannot be asked
+    /// keeps its entry. Result: `pruned` (the entries removed, with the
+    /// daemon's address and why), `stores` (the entries left, as stores()).
+    void prune_stores(Mode mode, Completion done);
 
     // ---- Series (Series.h) --------------------------------------------------
     /// Pushes every slice as push() would, with the shared `options` (its
@@ -132,6 +151,8 @@ public:
     std::vector<std::uint8_t> pull_memory(const std::string& name, const PullOptions& options = {});
     BlobInfo stat(const std::string& name, const std::string& store = {});
     BlobInfo verify(const std::string& name, const std::string& store = {});
+    /// The Blobs of the stores that answered (Result::unreachable is not
+    /// returned: use the form above to know whether the list is complete).
     std::vector<StoredBlob> list(const std::string& store = {});
     void remove(const std::string& name, const std::string& store = {});
     std::vector<Location> locate(const std::string& name);

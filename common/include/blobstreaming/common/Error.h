@@ -57,6 +57,9 @@ enum class Errc {
     peer_fault = 56,
     /// SDC: WS-Discovery found no matching provider.
     no_provider = 57,
+    /// An operation across every registered store answered for some of them
+    /// only: the results are those of the stores that answered.
+    partial = 58,
 };
 
 /// The category of `Errc`; its name is "blobstreaming".
