@@ -464,7 +464,13 @@ BOOST_AUTO_TEST_CASE(a_300_mib_blob_in_bounded_memory)
     const std::uint64_t growth = status_kib("VmHWM:") - hwm0;
     std::printf("300 MiB: push %.2f s (%.0f MB/s), verify %.2f s (%.0f MB/s); VmHWM +%llu MiB\n", push_s,
                 size / push_s / 1e6, verify_s, size / verify_s / 1e6, static_cast<unsigned long long>(growth / 1024));
+#if defined(__SANITIZE_ADDRESS__)
+    // AddressSanitizer keeps freed memory in quarantine (256 MiB): peak RSS
+    // says nothing about the store there.
+    BOOST_TEST_MESSAGE("peak RSS not checked under AddressSanitizer");
+#else
     BOOST_CHECK_LT(growth, 64u * 1024);
+#endif
     store.remove("MG.big");
     settle(store);  // the memstore OSD holds its bytes in RAM
 }

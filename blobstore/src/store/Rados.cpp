@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 namespace blobstreaming::detail::rados {
 
@@ -216,6 +217,17 @@ struct ReadOp {
     ~ReadOp() { rados_release_read_op(op); }
 };
 
+/// An omap iterator that an operation allocates when it is set up: ended
+/// on every path, also when the operation fails (drain() ends it itself).
+struct OmapIter {
+    rados_omap_iter_t it = nullptr;
+    ~OmapIter()
+    {
+        if (it) rados_omap_get_end(it);
+    }
+    rados_omap_iter_t take() noexcept { return std::exchange(it, nullptr); }
+};
+
 }  // namespace
 
 int omap_get(rados_ioctx_t io, const std::string& oid, const std::vector<std::string>& keys,
@@ -225,14 +237,14 @@ int omap_get(rados_ioctx_t io, const std::string& oid, const std::vector<std::st
     names.reserve(keys.size());
     for (const auto& k : keys) names.push_back(k.c_str());
     ReadOp read;
-    rados_omap_iter_t it = nullptr;
+    OmapIter iter;
     int result = 0;
-    rados_read_op_omap_get_vals_by_keys(read.op, names.data(), names.size(), &it, &result);
+    rados_read_op_omap_get_vals_by_keys(read.op, names.data(), names.size(), &iter.it, &result);
     const int rc = rados_read_op_operate(read.op, io, oid.c_str(), 0);
     if (rc < 0) return rc;
     if (result < 0) return result;
     std::vector<std::pair<std::string, std::string>> entries;
-    drain(it, entries);
+    drain(iter.take(), entries);
     for (auto& [k, v] : entries) out[std::move(k)] = std::move(v);
     return 0;
 }
@@ -241,14 +253,14 @@ int omap_scan(rados_ioctx_t io, const std::string& oid, const std::string& prefi
               unsigned max, std::vector<std::pair<std::string, std::string>>& out, bool& more)
 {
     ReadOp read;
-    rados_omap_iter_t it = nullptr;
+    OmapIter iter;
     unsigned char has_more = 0;
     int result = 0;
-    rados_read_op_omap_get_vals2(read.op, after.c_str(), prefix.c_str(), max, &it, &has_more, &result);
+    rados_read_op_omap_get_vals2(read.op, after.c_str(), prefix.c_str(), max, &iter.it, &has_more, &result);
     const int rc = rados_read_op_operate(read.op, io, oid.c_str(), 0);
     if (rc < 0) return rc;
     if (result < 0) return result;
-    drain(it, out);
+    drain(iter.take(), out);
     more = has_more != 0;
     return 0;
 }
