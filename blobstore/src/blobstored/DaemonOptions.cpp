@@ -67,14 +67,9 @@ BlobStreaming::StoreTier parse_tier(const std::string& text)
 /// --store's help: every kind's syntax and description.
 std::string store_help()
 {
-    std::string out;
-    const auto& kinds = StoreRegistry::builtin().kinds();
-    for (std::size_t i = 0; i < kinds.size(); ++i)
-        out += (i == 0                  ? ""
-                : i + 1 == kinds.size() ? " or "
-                                        : ", ") +
-               kinds[i].syntax + " (" + kinds[i].description + ")";
-    return out + " (required)";
+    std::vector<std::string> kinds;
+    for (const StoreKind& k : StoreRegistry::builtin().kinds()) kinds.push_back(k.syntax + " (" + k.description + ")");
+    return server::listing(kinds) + " (required)";
 }
 
 po::options_description describe()

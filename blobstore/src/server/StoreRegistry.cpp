@@ -16,13 +16,13 @@ namespace {
 
 std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
-/// "a", "a or b", "a, b or c".
-std::string listing(const std::vector<std::string>& items)
+/// A check for kinds whose URI names one thing (`what`) after the scheme:
+/// refuses an empty rest.
+std::function<void(std::string_view, std::string_view)> names_one(std::string what, std::string syntax)
 {
-    std::string out;
-    for (std::size_t i = 0; i < items.size(); ++i)
-        out += (i == 0 ? "" : i + 1 == items.size() ? " or " : ", ") + items[i];
-    return out;
+    return [what = std::move(what), syntax = std::move(syntax)](std::string_view uri, std::string_view rest) {
+        if (rest.empty()) throw Error(Errc::invalid_argument, in_quotes(uri) + " names no " + what + ": " + syntax);
+    };
 }
 
 StoreKind file_kind()
@@ -33,9 +33,7 @@ StoreKind file_kind()
     k.description = "a FileStore in DIR (created if missing)";
     k.default_tier = "workstation";
     k.takes_capacity = true;
-    k.check = [](std::string_view uri, std::string_view rest) {
-        if (rest.empty()) throw Error(Errc::invalid_argument, in_quotes(uri) + " names no directory: file:DIR");
-    };
+    k.check = names_one("directory", k.syntax);
     k.open = [](std::string_view rest, const StoreSettings& settings) -> std::unique_ptr<Store> {
         FileStore::Options o;
         o.capacity = settings.capacity;
@@ -89,9 +87,7 @@ StoreKind rados_kind()
     k.default_tier = "central";
     k.takes_capacity = true;
     k.takes_ceph = true;
-    k.check = [](std::string_view uri, std::string_view rest) {
-        if (rest.empty()) throw Error(Errc::invalid_argument, in_quotes(uri) + " names no pool: rados:POOL");
-    };
+    k.check = names_one("pool", k.syntax);
     k.open = [](std::string_view rest, const StoreSettings& settings) -> std::unique_ptr<Store> {
         RadosStore::Options o;
         o.conf_file = settings.ceph_conf;
@@ -104,6 +100,14 @@ StoreKind rados_kind()
 }
 
 }  // namespace
+
+std::string listing(const std::vector<std::string>& items)
+{
+    std::string out;
+    for (std::size_t i = 0; i < items.size(); ++i)
+        out += (i == 0 ? "" : i + 1 == items.size() ? " or " : ", ") + items[i];
+    return out;
+}
 
 const StoreRegistry& StoreRegistry::builtin()
 {

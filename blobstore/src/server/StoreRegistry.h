@@ -49,6 +49,9 @@ struct StoreKind {
     std::function<std::unique_ptr<Store>(std::string_view rest, const StoreSettings&)> open;
 };
 
+/// "a", "a or b", "a, b or c": the kinds named in help texts and errors.
+std::string listing(const std::vector<std::string>& items);
+
 class StoreRegistry {
 public:
     /// Every kind of this build.

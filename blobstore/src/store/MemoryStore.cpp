@@ -105,10 +105,10 @@ private:
     std::size_t bytes_ = 0;
 };
 
-/// Fresh memory of `size` bytes (kPooledFrom <= size; whole huge pages from
-/// kHugePage on): from kHugePage on an anonymous mapping (left to fault
-/// while the bytes arrive: zeroing 1 GiB up front would delay the
-/// push's first byte by the same work), below it the heap, prefaulted.
+/// Fresh memory of `size` > 0 bytes (whole huge pages from kHugePage on):
+/// from kHugePage on an anonymous mapping (left to fault while the bytes
+/// arrive: zeroing 1 GiB up front would delay the push's first byte by the
+/// same work), below it the heap, prefaulted.
 BlockPool::Block fresh_block(std::size_t size)
 {
     BlockPool::Block block;
@@ -136,9 +136,8 @@ BlockPool::Block fresh_block(std::size_t size)
 Buffer allocate(std::size_t size, const std::shared_ptr<BlockPool>& pool)
 {
     if (size < kPooledFrom) {
-        Buffer small(new std::uint8_t[size]);
-        prefault(small.get(), size);
-        return small;
+        BlockPool::Block small = fresh_block(size);  // the heap, prefaulted
+        return Buffer(small.owner, small.data);
     }
     if (size > SIZE_MAX - kHugePage) throw std::bad_alloc();
     // Mappings come in whole huge pages: compare blocks by what is mapped.
