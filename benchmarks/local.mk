@@ -12,7 +12,7 @@ CLEANFILES += $(bsbench_idl_generated) benchmarks/idl/.stamp benchmarks/bsbench$
 EXTRA_DIST += benchmarks/BsBench.idl benchmarks/run_bench.py benchmarks/plot.py benchmarks/dcmtk_peer.py \
 	benchmarks/bench_link.py benchmarks/tun_delay.py benchmarks/bench_plan.py benchmarks/bench_runner.py \
 	benchmarks/bench_summary.py benchmarks/bench_schema.py benchmarks/local_pull.py benchmarks/tests/test_plot.py \
-	benchmarks/bench_cli.py benchmarks/bench_targets.py benchmarks/tests/test_targets.py
+	benchmarks/bench_cli.py benchmarks/bench_targets.py benchmarks/tests/test_targets.py benchmarks/bench_rados.py
 
 # plot.py's colours and legend, on a made-up results.json (no network, no
 # bsbench; skips with 77 when no python3 has matplotlib); the goals table
@@ -108,6 +108,16 @@ bench: $(bench_programs)
 	@set -e; dirs=$(BENCH_OUT)/loopback; for link in $(bench_links); do \
 	  set -- $$link; dirs="$$dirs $(BENCH_OUT)/netns-$$1-rtt$$2ms"; done; \
 	  $(PYTHON) $(abs_top_srcdir)/benchmarks/bench_targets.py $$dirs --out $(BENCH_OUT)
+	$(MAKE) $(AM_MAKEFLAGS) bench-rados
+
+# RadosStore against `rados put`/`rados get` (`--striper` above 128 MiB) on one
+# throwaway single-node Ceph cluster, whole processes, 32 and 256 MiB, 10 runs:
+# $(BENCH_OUT)/rados/summary.{json,md}. Skipped with a message when Ceph is not
+# installed; fails only on wrong bytes.
+RADOS_BENCH_FLAGS =
+bench-rados: blobstore/blobstored$(EXEEXT) clients/blob$(EXEEXT)
+	$(PYTHON) $(abs_top_srcdir)/benchmarks/bench_rados.py --build $(abs_top_builddir) \
+	  --out $(BENCH_OUT)/rados $(RADOS_BENCH_FLAGS)
 
 # Smoke run for CI (2-3 minutes on a busy 2-vCPU VM): few sizes and runs, loopback only, the
 # whole-program steps small (32 MiB same-host pulls, 64 MiB blob against
@@ -131,4 +141,4 @@ bench-quick: $(bench_programs)
 	  then echo "bench-quick: run_bench.py --steps points,no-such-step: exit $$rc: $$out" >&2; exit 1; fi
 	$(bench_driver) --quick --out $(BENCH_OUT)/quick $(BENCH_FLAGS)
 
-.PHONY: bench bench-quick
+.PHONY: bench bench-quick bench-rados

@@ -120,11 +120,13 @@ class CephCluster:
     for HEALTH_OK with the OSD up and every PG active+clean (`ready_seconds`
     from the first command); leaving the block stops every daemon by PID."""
 
-    def __init__(self, workspace, objectstore="memstore", ready_timeout=90, stop_timeout=20):
+    def __init__(self, workspace, objectstore="memstore", ready_timeout=90, stop_timeout=20,
+                 memstore_bytes=1024 * MiB):
         if objectstore not in OBJECTSTORES:
             raise ValueError(f"objectstore {objectstore!r} (allowed: {', '.join(OBJECTSTORES)})")
         self.ws = workspace
         self.objectstore = objectstore
+        self.memstore_bytes = memstore_bytes  # the OSD's capacity with memstore (it holds it in RAM)
         self.ready_timeout = ready_timeout
         self.stop_timeout = stop_timeout
         self.dir = workspace.path("ceph")
@@ -327,7 +329,7 @@ mgr_stats_period = 1
 mgr_initial_modules =
 mgr_disabled_modules = {",".join(disabled)}
 osd_objectstore = {self.objectstore}
-memstore_device_bytes = {1024 * MiB}
+memstore_device_bytes = {self.memstore_bytes}
 bluestore_block_size = {10 * 1024 * MiB}
 bluestore_cache_autotune = false
 bluestore_cache_size = {64 * MiB}
