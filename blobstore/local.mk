@@ -9,6 +9,7 @@
 # server and servants form libblobserver, which only the daemon links.
 lib_LTLIBRARIES += blobstore/libblobstore.la
 blobstore_libblobstore_la_SOURCES = \
+	blobstore/src/store/EvictingStore.cpp \
 	blobstore/src/store/FileHeader.cpp \
 	blobstore/src/store/FileHeader.h \
 	blobstore/src/store/FileReservation.cpp \
@@ -41,6 +42,7 @@ blobstorehdrdir = $(includedir)/blobstreaming/blobstore
 blobstorehdr_HEADERS = \
 	blobstore/include/blobstreaming/blobstore/BlobRange.h \
 	blobstore/include/blobstreaming/blobstore/BlobReader.h \
+	blobstore/include/blobstreaming/blobstore/EvictingStore.h \
 	blobstore/include/blobstreaming/blobstore/FileStore.h \
 	blobstore/include/blobstreaming/blobstore/MemoryStore.h \
 	blobstore/include/blobstreaming/blobstore/RadosStore.h \
@@ -56,6 +58,7 @@ blobstore_tests = \
 	blobstore/tests/StoreTest \
 	blobstore/tests/FileStoreTest \
 	blobstore/tests/MemoryStoreTest \
+	blobstore/tests/EvictingStoreTest \
 	blobstore/tests/ReservationTest
 check_PROGRAMS += $(blobstore_tests)
 TESTS += $(blobstore_tests)
@@ -68,6 +71,9 @@ blobstore_tests_FileStoreTest_LDADD = $(blobstore_test_ldadd)
 blobstore_tests_MemoryStoreTest_SOURCES = blobstore/tests/MemoryStoreTest.cpp
 blobstore_tests_MemoryStoreTest_CPPFLAGS = $(blobstore_test_cppflags)
 blobstore_tests_MemoryStoreTest_LDADD = $(blobstore_test_ldadd)
+blobstore_tests_EvictingStoreTest_SOURCES = blobstore/tests/EvictingStoreTest.cpp
+blobstore_tests_EvictingStoreTest_CPPFLAGS = $(blobstore_test_cppflags)
+blobstore_tests_EvictingStoreTest_LDADD = $(blobstore_test_ldadd)
 blobstore_tests_ReservationTest_SOURCES = blobstore/tests/ReservationTest.cpp
 blobstore_tests_ReservationTest_CPPFLAGS = $(blobstore_test_cppflags)
 blobstore_tests_ReservationTest_LDADD = $(blobstore_test_ldadd)

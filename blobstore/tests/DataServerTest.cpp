@@ -87,7 +87,7 @@ private:
 
 /// A data server on 127.0.0.1:0 over a MemoryStore.
 struct Fixture {
-    MemoryStore store{MemoryStore::Options{64u << 20, false}};
+    MemoryStore store{MemoryStore::Options{64u << 20}};
     TicketRegistry tickets{30s};
     /// Moves the reservation table's clock forward (read on the data-plane thread).
     std::atomic<std::int64_t> skew_ms{0};

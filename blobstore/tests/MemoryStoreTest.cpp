@@ -18,65 +18,16 @@ void put(Store& store, const std::string& name, std::size_t size)
     r->commit();
 }
 
-std::vector<std::string> names(const Store& store)
-{
-    std::vector<std::string> out;
-    for (const auto& info : store.list()) out.push_back(info.name);
-    return out;
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(capacity_is_required)
 {
-    BS_CHECK_ERROR(MemoryStore({0, false}), Errc::invalid_argument,
-                   "memory store: capacity must be greater than 0 bytes");
+    BS_CHECK_ERROR(MemoryStore({0}), Errc::invalid_argument, "memory store: capacity must be greater than 0 bytes");
 }
 
-BOOST_AUTO_TEST_CASE(eviction_drops_least_recently_used_first)
+BOOST_AUTO_TEST_CASE(a_full_store_refuses)
 {
-    MemoryStore store({300, true});
-    put(store, "a", 100);
-    put(store, "b", 100);
-    put(store, "c", 100);
-    store.read_all("a");  // a is now more recent than b and c
-    put(store, "d", 100);
-    BOOST_TEST(names(store) == std::vector<std::string>({"a", "c", "d"}));
-    BOOST_TEST(store.evictions() == 1u);
-    put(store, "e", 200);  // least recent now: c, then a
-    BOOST_TEST(names(store) == std::vector<std::string>({"d", "e"}));
-    BOOST_TEST(store.evictions() == 3u);
-    BOOST_TEST(store.usage().used == 300u);
-}
-
-BOOST_AUTO_TEST_CASE(eviction_never_empties_the_cache_for_an_impossible_blob)
-{
-    MemoryStore store({300, true});
-    put(store, "a", 100);
-    BS_CHECK_ERROR(store.reserve("huge", 301), Errc::out_of_space,
-                   "need 301 bytes, 200 free of capacity 300 (100 used, 0 reserved)");
-    BOOST_TEST(names(store) == std::vector<std::string>({"a"}));
-    BOOST_TEST(store.evictions() == 0u);
-}
-
-BOOST_AUTO_TEST_CASE(evicted_blob_stays_valid_for_its_reader)
-{
-    MemoryStore store({100, true});
-    const auto bytes = random_bytes(100, 5);
-    {
-        auto r = store.reserve("a", 100);
-        BOOST_REQUIRE(!r->write(bytes.data(), 100));
-        r->commit();
-    }
-    const BlobRange view = store.read_all("a");
-    put(store, "b", 100);
-    BOOST_TEST(!store.contains("a"));
-    BOOST_TEST(std::memcmp(view.data(), bytes.data(), 100) == 0);
-}
-
-BOOST_AUTO_TEST_CASE(without_eviction_a_full_store_refuses)
-{
-    MemoryStore store({200, false});
+    MemoryStore store({200});
     put(store, "a", 150);
     BS_CHECK_ERROR(store.reserve("b", 100), Errc::out_of_space,
                    "no room for blob \"b\": need 100 bytes, 50 free of capacity 200 (150 used, 0 reserved)");
@@ -89,7 +40,7 @@ BOOST_AUTO_TEST_CASE(without_eviction_a_full_store_refuses)
 BOOST_AUTO_TEST_CASE(freed_mappings_are_reused_only_once_unread)
 {
     constexpr std::size_t kSize = (4u << 20) + 123;
-    MemoryStore store({64u << 20, false});
+    MemoryStore store({64u << 20});
     const auto first = random_bytes(kSize, 1);
     {
         auto r = store.reserve("a", kSize);
@@ -130,7 +81,7 @@ BOOST_AUTO_TEST_CASE(freed_mappings_are_reused_only_once_unread)
 // a Blob of its size or up to an eighth smaller, never a larger one.
 BOOST_AUTO_TEST_CASE(freed_slices_are_reused_by_slices_of_about_their_size)
 {
-    MemoryStore store({64u << 20, false});
+    MemoryStore store({64u << 20});
     const auto put_and_remove = [&](const std::string& name, std::size_t size) {
         auto r = store.reserve(name, size);
         std::error_code ec;

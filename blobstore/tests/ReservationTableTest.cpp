@@ -17,7 +17,7 @@ namespace {
 
 struct Fixture {
     std::chrono::steady_clock::time_point now{std::chrono::hours(10)};
-    MemoryStore store{MemoryStore::Options{1u << 20, false}};
+    MemoryStore store{MemoryStore::Options{1u << 20}};
     ReservationTable table{60s, [this] { return now; }};
 };
 
@@ -147,7 +147,7 @@ private:
 
 struct Limited {
     std::chrono::steady_clock::time_point now{std::chrono::hours(10)};
-    MemoryStore store{MemoryStore::Options{1u << 20, false}};
+    MemoryStore store{MemoryStore::Options{1u << 20}};
     ReservationTable table{60s, [this] { return now; }, ReservationLimits{5, 3}};
 };
 

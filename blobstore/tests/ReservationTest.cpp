@@ -39,7 +39,7 @@ struct FileStoreFactory {
 struct MemoryStoreFactory {
     std::unique_ptr<Store> make()
     {
-        return std::make_unique<MemoryStore>(MemoryStore::Options{std::uint64_t{1} << 30, false});
+        return std::make_unique<MemoryStore>(MemoryStore::Options{std::uint64_t{1} << 30});
     }
 };
 

@@ -33,7 +33,7 @@ struct FileStoreFactory {
 struct MemoryStoreFactory {
     std::unique_ptr<Store> make(std::uint64_t capacity = 0)
     {
-        return std::make_unique<MemoryStore>(MemoryStore::Options{capacity ? capacity : std::uint64_t{1} << 30, false});
+        return std::make_unique<MemoryStore>(MemoryStore::Options{capacity ? capacity : std::uint64_t{1} << 30});
     }
 };
 

@@ -89,7 +89,7 @@ po::options_description describe()
         ("store,s", po::value<std::string>()->value_name("URI"), store.c_str())
         ("naming", po::value<std::string>()->value_name("URL"), "Naming Service, corbaname::HOST:PORT (default: $BLOBSTREAMING_NAMING, else corbaname::127.0.0.1:2809)")
         ("capacity", po::value<std::string>()->value_name("BYTES"), "limit of a file or rados store, e.g. 64G or 2T (K, M, G, T: x1024; default: 0 = the file system's, or the pool's quota, else what `ceph df` says the pool can take)")
-        ("evict", po::bool_switch(), "memory store: drop least recently used Blobs to make room (cache tier)")
+        ("evict", po::bool_switch(), "a cache: drop least recently used Blobs to make room (any kind; file: and rados: need --capacity)")
         ("ceph-conf", po::value<std::string>()->value_name("FILE"), "rados store: the Ceph configuration (monitors, keyring; default: $CEPH_CONF, else /etc/ceph/ceph.conf)")
         ("ceph-user", po::value<std::string>()->value_name("ID")->default_value("admin"), "rados store: the Ceph client id (client.ID), its key from the keyring the configuration names")
         ("ceph-grace", po::value<std::string>()->value_name("DURATION")->default_value("600"), "rados store: a reservation nobody vouched for this long (its daemon died) and a replaced or removed version (readers may still read it) are deleted after it")
@@ -257,8 +257,10 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
         o.store_settings.capacity = cli::parse_size("--capacity", value_of(vm, "capacity"));
     }
     o.store_settings.evict = vm["evict"].as<bool>();
-    if (o.store_settings.evict && !kind->takes_evict)
-        usage("--evict applies to a " + stores.schemes_that(&StoreKind::takes_evict) + " store only");
+    if (o.store_settings.evict && kind->takes_capacity && !vm.count("capacity"))
+        usage("--evict on a " + kind->scheme +
+              " store needs --capacity, the bytes the cache may hold: bounded only by what its medium has left, "
+              "it would be emptied for nothing");
     for (const char* option : {"ceph-conf", "ceph-user", "ceph-grace"})
         if (vm.count(option) && !vm[option].defaulted() && !kind->takes_ceph)
             usage(std::string("--") + option + " applies to a " + stores.schemes_that(&StoreKind::takes_ceph) +

@@ -1,6 +1,7 @@
 /// The kinds of store (StoreRegistry.h): the list of this build's kinds.
 #include "StoreRegistry.h"
 
+#include <blobstreaming/blobstore/EvictingStore.h>
 #include <blobstreaming/blobstore/FileStore.h>
 #include <blobstreaming/blobstore/MemoryStore.h>
 #include <blobstreaming/blobstore/RadosStore.h>
@@ -67,12 +68,10 @@ StoreKind memory_kind()
     k.syntax = "memory:SIZE";
     k.description = "a MemoryStore of SIZE bytes, e.g. 512M";
     k.default_tier = "memory";
-    k.takes_evict = true;
     k.check = [](std::string_view uri, std::string_view rest) { memory_size(uri, rest); };
-    k.open = [](std::string_view rest, const StoreSettings& settings) -> std::unique_ptr<Store> {
+    k.open = [](std::string_view rest, const StoreSettings&) -> std::unique_ptr<Store> {
         MemoryStore::Options o;
         o.capacity = memory_size("memory:" + std::string(rest), rest);
-        o.evict = settings.evict;
         return std::make_unique<MemoryStore>(o);
     };
     return k;
@@ -135,7 +134,9 @@ const StoreKind& StoreRegistry::check(std::string_view uri) const
 std::unique_ptr<Store> StoreRegistry::open(std::string_view uri, const StoreSettings& settings) const
 {
     const StoreKind& kind = check(uri);
-    return kind.open(uri.substr(kind.scheme.size() + 1), settings);
+    auto store = kind.open(uri.substr(kind.scheme.size() + 1), settings);
+    if (settings.evict) return std::make_unique<EvictingStore>(std::move(store));  // caching: a decorator
+    return store;
 }
 
 std::string StoreRegistry::syntaxes(std::string_view separator) const

@@ -23,7 +23,7 @@ namespace blobstreaming::server {
 struct StoreSettings {
     std::uint64_t capacity = 0;  ///< --capacity; 0: the kind's own limit
     bool sync = true;            ///< durable commits (kinds that can choose)
-    bool evict = false;          ///< --evict: drop least recently used Blobs to make room
+    bool evict = false;          ///< --evict: any kind, wrapped in an EvictingStore (needs a capacity)
     std::string ceph_conf;       ///< --ceph-conf: the Ceph configuration ("": librados' default search)
     std::string ceph_user;       ///< --ceph-user: the client id ("": admin)
     /// --ceph-grace: abandoned reservations and replaced versions are
@@ -40,7 +40,6 @@ struct StoreKind {
     /// The options of StoreSettings that mean something to this kind; the
     /// daemon refuses the others naming the kinds that take them.
     bool takes_capacity = false;
-    bool takes_evict = false;
     bool takes_ceph = false;  ///< ceph_conf, ceph_user, ceph_grace
     /// Throws Error(invalid_argument) saying what is wrong with `rest`, the
     /// URI `uri` after "scheme:".

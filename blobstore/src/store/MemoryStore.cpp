@@ -152,7 +152,6 @@ Buffer allocate(std::size_t size, const std::shared_ptr<BlockPool>& pool)
 
 struct Extra {
     Buffer bytes;
-    std::list<std::string>::iterator lru;  ///< position in State::lru
 };
 
 }  // namespace
@@ -160,30 +159,10 @@ struct Extra {
 struct MemoryStore::State {
     mutable std::mutex mutex;
     detail::StoreIndex<Extra> index;
-    /// Committed names, most recently used at the front.
-    mutable std::list<std::string> lru;
-    bool evict;
-    std::uint64_t evictions = 0;
     /// Its own lock: Blobs' last readers give memory back on any thread.
     std::shared_ptr<BlockPool> pool = std::make_shared<BlockPool>();
 
-    explicit State(const Options& o) : index(o.capacity), evict(o.evict) {}
-
-    void touch(Extra& extra) const { lru.splice(lru.begin(), lru, extra.lru); }
-
-    /// Drops least recently used Blobs until `size` fits (eviction on).
-    void make_room(std::uint64_t size)
-    {
-        // Never empty the cache for a Blob that could not fit even then.
-        const std::uint64_t room = index.capacity() - index.reserved();
-        if (!evict || index.reserved() > index.capacity() || size > room) return;
-        while (!index.fits(size) && !lru.empty()) {
-            const std::string victim = lru.back();
-            lru.pop_back();
-            index.erase(victim);
-            ++evictions;
-        }
-    }
+    explicit State(const Options& o) : index(o.capacity) {}
 };
 
 namespace {
@@ -212,10 +191,7 @@ private:
             throw Error(Errc::already_exists,
                         "commit " + quote_name(name()) + ": a blob of that name was committed meanwhile");
         BlobInfo info{name(), size(), checksum, std::chrono::system_clock::now()};
-        Extra old;
-        if (index.publish({info, {std::move(bytes_), {}}}, &old)) state_->lru.erase(old.lru);
-        state_->lru.push_front(name());
-        if (auto* entry = index.find(name())) entry->extra.lru = state_->lru.begin();
+        index.publish({info, {std::move(bytes_)}});
         return info;
     }
 
@@ -262,9 +238,8 @@ BlobRange MemoryStore::read(std::string_view name, std::uint64_t start, std::uin
 {
     validate_blob_name(name);
     std::lock_guard lock(state_->mutex);
-    auto& entry = const_cast<detail::StoreIndex<Extra>::Entry&>(state_->index.get(name));
+    const auto& entry = state_->index.get(name);
     end = detail::checked_end(name, entry.info.size, start, end);
-    state_->touch(entry.extra);
     const std::uint8_t* data = end > start ? entry.extra.bytes.get() + start : nullptr;
     return BlobRange(entry.info, start, end, entry.extra.bytes, data, -1, 0);
 }
@@ -277,7 +252,6 @@ std::unique_ptr<Reservation> MemoryStore::reserve(std::string_view name, std::ui
     {
         std::lock_guard lock(state_->mutex);
         state_->index.check_reservable(name, mode);
-        state_->make_room(size);
         if (!state_->index.fits(size)) state_->index.throw_out_of_space(name, size);
         state_->index.open_reservation(name, size);
     }
@@ -296,20 +270,13 @@ void MemoryStore::remove(std::string_view name)
 {
     validate_blob_name(name);
     std::lock_guard lock(state_->mutex);
-    auto entry = state_->index.erase(name);
-    state_->lru.erase(entry.extra.lru);
+    state_->index.erase(name);
 }
 
 StoreUsage MemoryStore::usage() const
 {
     std::lock_guard lock(state_->mutex);
     return state_->index.usage();
-}
-
-std::uint64_t MemoryStore::evictions() const
-{
-    std::lock_guard lock(state_->mutex);
-    return state_->evictions;
 }
 
 }  // namespace blobstreaming
