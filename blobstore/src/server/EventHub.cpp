@@ -47,8 +47,8 @@ std::uint64_t EventHub::subscribe(std::shared_ptr<NoticeSink> sink, EventKinds k
                                              "\": " + std::to_string(kMaxSubscriptions) +
                                              " subscriptions are open, the most the store keeps; try again later");
     const std::uint64_t id = ++last_id_;
-    spdlog::info("store events: subscription {} for the subscriber at {} ({} kinds)", id, sink->endpoint(),
-                 kinds == kEveryEventKind                          ? "all"
+    spdlog::info("store events: subscription {} for the subscriber at {} (events: {})", id, sink->endpoint(),
+                 kinds == kEveryEventKind                          ? "committed, removed"
                  : kinds == event_bit(StoreEvent::Kind::committed) ? "committed"
                                                                    : "removed");
     subscriptions_.emplace(id, Subscription{std::move(sink), kinds});
