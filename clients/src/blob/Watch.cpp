@@ -18,10 +18,15 @@ namespace {
 
 nlohmann::json event_json(const client::StoreEvent& e)
 {
-    nlohmann::json j = {{"store", e.store},       {"event", client::to_string(e.kind)},
-                        {"reason", e.reason},     {"sequence", e.sequence},
-                        {"epoch_ns", e.epoch_ns}, {"time", rfc3339(e.time)},
-                        {"name", e.blob.name}};
+    nlohmann::json j = {
+        {"store", e.store},
+        {"event", client::to_string(e.kind)},
+        {"reason", e.reason},
+        {"sequence", e.sequence},
+        {"epoch_ns", e.epoch_ns},
+        {"time", rfc3339(e.time)},
+        {"time_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(e.time.time_since_epoch()).count()},
+        {"name", e.blob.name}};
     if (e.blob.committed.time_since_epoch().count() > 0) {  // known (a removal may not know it)
         j["size"] = e.blob.size;
         j["checksum"] = e.blob.checksum.text();
