@@ -102,6 +102,7 @@ blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/servants/BlobTransporter_i.h \
 	blobstore/src/servants/EventSubscription.cpp \
 	blobstore/src/servants/EventSubscription.h \
+	blobstore/src/servants/OnewayCall.h \
 	blobstore/src/servants/ServantContext.h \
 	blobstore/src/server/AccessList.cpp \
 	blobstore/src/server/AccessList.h \

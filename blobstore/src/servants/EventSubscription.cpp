@@ -1,6 +1,7 @@
 #include "EventSubscription.h"
 
 #include "BlobInfoIdl.h"
+#include "OnewayCall.h"
 #include "server/AccessList.h"
 #include "server/EventHub.h"
 
@@ -40,20 +41,10 @@ public:
 
     std::string deliver_event(const StoreEvent& event) noexcept override
     {
-        try {
-            subscriber_->event(to_idl_event(event, hub_.store(), hub_.epoch()));  // oneway: connects and writes
-            return {};
-        } catch (const CORBA::TIMEOUT&) {
-            return "CORBA TIMEOUT: no connection or no room for the event within " +
-                   std::to_string(kSubscriberCallTimeoutMs) + " ms";
-        } catch (const CORBA::Exception& e) {
-            return std::string("CORBA ") + e._name();
-        } catch (const std::exception& e) {
-            return e.what();
-        } catch (...) {
-            return "unknown failure";
-        }
+        return oneway_call([&] { subscriber_->event(to_idl_event(event, hub_.store(), hub_.epoch())); },
+                           kSubscriberCallTimeoutMs, "event");
     }
+
     const std::string& endpoint() const noexcept override { return endpoint_; }
     const char* noun() const noexcept override { return "store events"; }
     const char* recipient() const noexcept override { return "subscriber"; }
