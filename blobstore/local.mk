@@ -20,6 +20,7 @@ blobstore_libblobstore_la_SOURCES = \
 	blobstore/src/store/FileSystem.cpp \
 	blobstore/src/store/FileSystem.h \
 	blobstore/src/store/MemoryStore.cpp \
+	blobstore/src/store/ObservedStore.cpp \
 	blobstore/src/store/Rados.cpp \
 	blobstore/src/store/Rados.h \
 	blobstore/src/store/RadosIndex.cpp \
@@ -45,6 +46,7 @@ blobstorehdr_HEADERS = \
 	blobstore/include/blobstreaming/blobstore/EvictingStore.h \
 	blobstore/include/blobstreaming/blobstore/FileStore.h \
 	blobstore/include/blobstreaming/blobstore/MemoryStore.h \
+	blobstore/include/blobstreaming/blobstore/ObservedStore.h \
 	blobstore/include/blobstreaming/blobstore/RadosStore.h \
 	blobstore/include/blobstreaming/blobstore/Reservation.h \
 	blobstore/include/blobstreaming/blobstore/Store.h
@@ -98,6 +100,9 @@ blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/servants/BlobStore_i.h \
 	blobstore/src/servants/BlobTransporter_i.cpp \
 	blobstore/src/servants/BlobTransporter_i.h \
+	blobstore/src/servants/EventSubscription.cpp \
+	blobstore/src/servants/EventSubscription.h \
+	blobstore/src/servants/OnewayCall.h \
 	blobstore/src/servants/ServantContext.h \
 	blobstore/src/server/AccessList.cpp \
 	blobstore/src/server/AccessList.h \
@@ -107,6 +112,8 @@ blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/server/DataAcceptor.cpp \
 	blobstore/src/server/DataAcceptor.h \
 	blobstore/src/server/DataPath.h \
+	blobstore/src/server/EventHub.cpp \
+	blobstore/src/server/EventHub.h \
 	blobstore/src/server/ServerConnection.cpp \
 	blobstore/src/server/ServerConnection.h \
 	blobstore/src/server/ServerConnectionPush.cpp \

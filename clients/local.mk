@@ -36,7 +36,8 @@ clients_libblobclient_la_SOURCES = \
 	clients/src/TransferResult.cpp \
 	clients/src/TransferResult.h \
 	clients/src/UserCallback.cpp \
-	clients/src/UserCallback.h
+	clients/src/UserCallback.h \
+	clients/src/Watch.cpp
 clients_libblobclient_la_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
 clients_libblobclient_la_LIBADD = transporter/libblobtransporter.la blobstore/libblobstore.la common/libblobcommon.la \
 	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
@@ -50,7 +51,8 @@ clienthdr_HEADERS = \
 	clients/include/blobstreaming/client/Result.h \
 	clients/include/blobstreaming/client/Series.h \
 	clients/include/blobstreaming/client/Session.h \
-	clients/include/blobstreaming/client/Transfer.h
+	clients/include/blobstreaming/client/Transfer.h \
+	clients/include/blobstreaming/client/Watch.h
 
 # The blob command-line tool: a thin main over the commands.
 bin_PROGRAMS += clients/blob
@@ -58,6 +60,7 @@ clients_blob_SOURCES = \
 	clients/src/blob/main.cpp \
 	clients/src/blob/Commands.cpp \
 	clients/src/blob/Commands.h \
+	clients/src/blob/Watch.cpp \
 	clients/src/blob/Io.cpp \
 	clients/src/blob/Io.h \
 	clients/src/blob/Output.cpp \

@@ -37,7 +37,10 @@ OrbHandle::OrbHandle(const SessionOptions& options)
     if (orb_users == 0) {
         tls.check("tls_");
         if (tls.enabled()) corba::configure_ssl(tls);
-        live_orb() = corba::init_orb({{"clientCallTimeOutPeriod", std::to_string(options.timeout.count())}});
+        // A Watch's callback object is served by this ORB: the calls that
+        // come on one connection (a store's events) one at a time, in order.
+        live_orb() = corba::init_orb({{"clientCallTimeOutPeriod", std::to_string(options.timeout.count())},
+                                      {"maxServerThreadPerConnection", "1"}});
         orb_tls = tls;
     } else if (tls.cert != orb_tls.cert || tls.key != orb_tls.key || tls.ca != orb_tls.ca) {
         throw Error(Errc::invalid_argument,

@@ -34,6 +34,8 @@ constexpr int kThreadPerConnectionLimit = 128;
 
 /// How long another daemon registered under this store's name has to answer.
 constexpr std::chrono::milliseconds kProbeBound{3000};
+/// Delivery threads of transfer notices and store events (docs/ARCHITECTURE.md, "Events").
+constexpr unsigned kNoticeThreads = 4;
 
 /// Raises the soft descriptor limit to the hard one: every data connection,
 /// control-plane connection and open Blob costs a descriptor, and the usual
@@ -69,7 +71,9 @@ Daemon::~Daemon() { stop(); }
 
 std::unique_ptr<Store> Daemon::open_store() const
 {
-    return StoreRegistry::builtin().open(options_.store, options_.store_settings);
+    StoreSettings settings = options_.store_settings;
+    settings.listener = events_;
+    return StoreRegistry::builtin().open(options_.store, settings);
 }
 
 std::string Daemon::start()
@@ -97,6 +101,12 @@ std::string Daemon::start()
                                            options_.naming + " (CORBA " + e._name() + ")");
     }
 
+    // Transfer notices and store events (EventHub.h); each endpoint on one
+    // thread at a time, so a stuck subscriber holds one of kNoticeThreads.
+    server::NoticeLimits notice_limits;
+    notice_limits.threads = kNoticeThreads;
+    notices_ = std::make_unique<server::NoticeDispatcher>(notice_limits);
+    events_ = std::make_shared<server::EventHub>(options_.name, *notices_);
     store_ = open_store();
     tickets_ = std::make_unique<server::TicketRegistry>(options_.ticket_lifetime);
     reservations_ = std::make_unique<server::ReservationTable>(
@@ -116,7 +126,6 @@ std::string Daemon::start()
     if (tls) data.tls = std::make_shared<TlsContext>(TlsContext::Role::server, options_.tls);
     data_ = std::make_unique<server::DataServer>(*store_, *tickets_, *reservations_, data);
     data_->start();
-    notices_ = std::make_unique<server::NoticeDispatcher>();
     transporters_ = std::make_unique<server::TransporterRegistry>(server::TransporterLimits{
         options_.transporter_idle, options_.max_transporters, options_.max_client_transporters});
 
@@ -136,6 +145,7 @@ std::string Daemon::start()
     context_.access = &access_;
     context_.notices = notices_.get();
     context_.transporters = transporters_.get();
+    context_.events = events_.get();
 
     PortableServer::Servant_var<corba::BlobStore_i> store_servant = new corba::BlobStore_i(context_);
     PortableServer::ObjectId_var store_id = poa_->activate_object(store_servant);
@@ -271,6 +281,7 @@ void Daemon::stop() noexcept
     stopped_ = true;
     sdc_.reset();  // WS-Discovery Bye
     if (data_) data_->stop();
+    if (events_) events_->close();   // later commits and removals go nowhere
     if (notices_) notices_->stop();  // no transfer ends any more; before the ORB goes
     if (reservations_) reservations_->abort_all();
     if (!CORBA::is_nil(naming_)) {

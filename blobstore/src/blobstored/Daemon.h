@@ -9,6 +9,7 @@
 #include "servants/BlobStore_i.h"
 #include "servants/ServantContext.h"
 #include "server/DataServer.h"
+#include "server/EventHub.h"
 #include "server/NoticeDispatcher.h"
 #include "server/ReservationTable.h"
 #include "server/TicketRegistry.h"
@@ -80,6 +81,7 @@ private:
     std::unique_ptr<server::ReservationTable> reservations_;
     std::unique_ptr<server::DataServer> data_;
     std::unique_ptr<server::NoticeDispatcher> notices_;
+    std::shared_ptr<server::EventHub> events_;  ///< shared with the ObservedStore in store_
     std::unique_ptr<server::TransporterRegistry> transporters_;
     std::unique_ptr<SdcStatus> sdc_;
     corba::ServantContext context_;

@@ -3,6 +3,7 @@
 #include "BlobInfoIdl.h"
 
 #include "BlobTransporter_i.h"
+#include "EventSubscription.h"
 #include "server/AccessList.h"
 #include "server/DataServer.h"
 #include "server/ReservationTable.h"
@@ -318,6 +319,18 @@ BlobStreaming::BlobTransporter_ptr BlobStore_i::openTransporter()
     } catch (...) {
         rethrow_declared(kLimitReached, context_.store_name);  // admit(): Errc::limit_reached
     }
+}
+
+CORBA::ULongLong BlobStore_i::subscribe(BlobStreaming::EventSubscriber_ptr subscriber,
+                                        const BlobStreaming::StoreEventKindSeq& kinds)
+{
+    return corba::subscribe(context_, subscriber, kinds);
+}
+
+void BlobStore_i::unsubscribe(CORBA::ULongLong id)
+{
+    require_permission(context_, server::Permission::read, "unsubscribe");
+    corba::unsubscribe(context_, id);
 }
 
 }  // namespace blobstreaming::corba

@@ -30,6 +30,10 @@ public:
     CORBA::Boolean findLocalFile(const char* name, BlobStreaming::LocalFile_out file) override;
     BlobStreaming::DataEndpoint* dataAddress() override;
     BlobStreaming::BlobTransporter_ptr openTransporter() override;
+    /// EventSubscription.h
+    CORBA::ULongLong subscribe(BlobStreaming::EventSubscriber_ptr subscriber,
+                               const BlobStreaming::StoreEventKindSeq& kinds) override;
+    void unsubscribe(CORBA::ULongLong id) override;
 
 private:
     const ServantContext& context_;

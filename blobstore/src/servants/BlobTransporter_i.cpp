@@ -1,6 +1,7 @@
 #include "BlobTransporter_i.h"
 
 #include "BlobInfoIdl.h"
+#include "OnewayCall.h"
 
 #include "server/AccessList.h"
 
@@ -77,19 +78,7 @@ public:
 
     std::string deliver(const server::TransferOutcome& outcome) noexcept override
     {
-        try {
-            observer_->completed(notice_of(outcome));  // oneway: still connects and writes
-            return {};
-        } catch (const CORBA::TIMEOUT&) {
-            return "CORBA TIMEOUT: no connection or no room for the notice within " +
-                   std::to_string(kObserverCallTimeoutMs) + " ms";
-        } catch (const CORBA::Exception& e) {
-            return std::string("CORBA ") + e._name();
-        } catch (const std::exception& e) {
-            return e.what();
-        } catch (...) {
-            return "unknown failure";
-        }
+        return oneway_call([&] { observer_->completed(notice_of(outcome)); }, kObserverCallTimeoutMs, "notice");
     }
 
     const std::string& endpoint() const noexcept override { return endpoint_; }

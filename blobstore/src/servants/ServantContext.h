@@ -15,6 +15,7 @@ class Store;
 namespace server {
 class LiveAccessList;
 class DataServer;
+class EventHub;
 class NoticeDispatcher;
 class ReservationTable;
 enum class Permission;
@@ -46,6 +47,9 @@ struct ServantContext {
     /// The open transporters: caps per client and in total, reclamation of
     /// idle ones (not owned; null: no caps, nothing reclaimed).
     server::TransporterRegistry* transporters = nullptr;
+    /// The store's event subscriptions (BlobStore::subscribe; not owned;
+    /// null: subscribe fails with NO_RESOURCES).
+    server::EventHub* events = nullptr;
 };
 
 /// Checks that the client of the current request (its TLS certificate's

@@ -13,12 +13,12 @@ double seconds(std::chrono::milliseconds ms) { return static_cast<double>(ms.cou
 
 NoticeDispatcher::NoticeDispatcher(NoticeLimits limits) : limits_(limits)
 {
-    thread_ = std::thread([this] { run(); });
+    for (unsigned i = 0; i < std::max(1u, limits_.threads); ++i) threads_.emplace_back([this] { run(); });
 }
 
 NoticeDispatcher::~NoticeDispatcher() { stop(); }
 
-bool NoticeDispatcher::post(const std::shared_ptr<NoticeSink>& sink, const TransferOutcome& notice) noexcept
+bool NoticeDispatcher::post(const std::shared_ptr<NoticeSink>& sink, Notice notice) noexcept
 {
     if (!sink) return false;
     try {
@@ -26,20 +26,20 @@ bool NoticeDispatcher::post(const std::shared_ptr<NoticeSink>& sink, const Trans
         const std::string& endpoint = sink->endpoint();
         if (stopping_) {
             ++stats_.dropped_stopped;
-            return false;  // the thread is gone: nobody reports any more
+            return false;  // the threads are gone: nobody reports any more
         }
         if (suspended_locked(endpoint, Clock::now())) {
             ++stats_.dropped_unreachable;
-            drop_locked(endpoint, "unreachable (" + suspended_.at(endpoint).why + ")", 1);
+            drop_locked(*sink, "unreachable (" + suspended_.at(endpoint).why + ")", 1);
             return false;
         }
         auto it = channels_.find(sink.get());
         const std::size_t mine = it == channels_.end() ? 0 : it->second.queue.size();
         if (mine >= limits_.per_observer || stats_.queued >= limits_.total) {
             ++stats_.dropped_full;
-            drop_locked(endpoint,
-                        "its queue is full (" + std::to_string(limits_.per_observer) + " notices per observer, " +
-                            std::to_string(limits_.total) + " in all, are kept)",
+            drop_locked(*sink,
+                        "its queue is full (" + std::to_string(limits_.per_observer) + " per " + sink->recipient() +
+                            ", " + std::to_string(limits_.total) + " in all, are kept)",
                         1);
             return false;
         }
@@ -47,7 +47,7 @@ bool NoticeDispatcher::post(const std::shared_ptr<NoticeSink>& sink, const Trans
             it = channels_.emplace(sink.get(), Channel{sink, {}}).first;
             turns_.push_back(sink.get());
         }  // else: it has its turn already, or is in flight and takes the next one after it
-        it->second.queue.push_back(notice);
+        it->second.queue.push_back(std::move(notice));
         ++stats_.queued;
     } catch (...) {
         return false;  // out of memory: the notice is lost, the data plane goes on
@@ -70,10 +70,10 @@ void NoticeDispatcher::fail_locked(const std::shared_ptr<NoticeSink>& sink, cons
     s.period = s.period.count() == 0 ? limits_.retry_after : std::min(2 * s.period, limits_.max_retry_after);
     s.until = now + s.period;
     s.why = why;
-    spdlog::warn("transfer notices: the observer at {} did not take a notice ({}): notices to it are dropped "
-                 "for {} s",
-                 endpoint, why, seconds(s.period));
-    // What is queued for the same endpoint would fail the same way.
+    spdlog::warn("{}: the {} at {} did not take one ({}): those to it are dropped for {} s", sink->noun(),
+                 sink->recipient(), endpoint, why, seconds(s.period));
+    // What is queued for the same endpoint would fail the same way (no other
+    // thread is delivering to it: busy_).
     std::uint64_t dropped = 0;
     for (auto it = channels_.begin(); it != channels_.end();) {
         if (it->second.sink->endpoint() != endpoint) {
@@ -82,17 +82,19 @@ void NoticeDispatcher::fail_locked(const std::shared_ptr<NoticeSink>& sink, cons
         }
         dropped += it->second.queue.size();
         stats_.queued -= it->second.queue.size();
+        if (it->second.sink != sink)
+            drop_locked(*it->second.sink, "unreachable (" + why + ")", it->second.queue.size());
         turns_.erase(std::remove(turns_.begin(), turns_.end(), it->first), turns_.end());
         it = channels_.erase(it);
     }
     ++stats_.failed;
     stats_.dropped_unreachable += dropped;
-    drop_locked(endpoint, "unreachable (" + why + ")", 1 + dropped);
+    drop_locked(*sink, "unreachable (" + why + ")", 1 + dropped);
 }
 
-void NoticeDispatcher::drop_locked(const std::string& endpoint, const std::string& reason, std::uint64_t count)
+void NoticeDispatcher::drop_locked(const NoticeSink& sink, const std::string& reason, std::uint64_t count)
 {
-    unreported_[{endpoint, reason}].count += count;
+    if (count > 0) unreported_[{sink.endpoint(), sink.noun(), sink.recipient(), reason}].count += count;
 }
 
 void NoticeDispatcher::report_locked(Clock::time_point now, bool all)
@@ -103,8 +105,8 @@ void NoticeDispatcher::report_locked(Clock::time_point now, bool all)
             ++it;
             continue;
         }
-        spdlog::warn("transfer notices: {} not delivered to the observer at {}: {}", it->second.count, it->first.first,
-                     it->first.second);
+        const auto& [endpoint, noun, recipient, reason] = it->first;
+        spdlog::warn("{}: {} not delivered to the {} at {}: {}", noun, it->second.count, recipient, endpoint, reason);
         last_report_[it->first] = now;
         it = unreported_.erase(it);
     }
@@ -115,6 +117,17 @@ void NoticeDispatcher::report_locked(Clock::time_point now, bool all)
         it = now >= it->second.until + limits_.max_retry_after ? suspended_.erase(it) : std::next(it);
 }
 
+const NoticeSink* NoticeDispatcher::next_turn_locked()
+{
+    for (auto it = turns_.begin(); it != turns_.end(); ++it) {
+        const NoticeSink* key = *it;
+        if (busy_.count(key->endpoint()) != 0) continue;
+        turns_.erase(it);
+        return key;
+    }
+    return nullptr;
+}
+
 void NoticeDispatcher::run() noexcept
 {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -122,27 +135,34 @@ void NoticeDispatcher::run() noexcept
         const auto now = Clock::now();
         report_locked(now, false);
         if (stopping_) break;
-        if (turns_.empty()) {
-            // Sleep until a notice comes or a deferred report is due.
+        const NoticeSink* key = next_turn_locked();
+        if (!key) {
+            // Sleep until a notice comes, a delivery ends or a deferred report is due.
             auto due = Clock::time_point::max();
-            for (const auto& [key, unreported] : unreported_) {
-                auto last = last_report_.find(key);
+            for (const auto& [drop, unreported] : unreported_) {
+                auto last = last_report_.find(drop);
                 if (last != last_report_.end()) due = std::min(due, last->second + limits_.report_every);
             }
             if (due == Clock::time_point::max()) wake_.wait(lock);
             else wake_.wait_until(lock, due);
             continue;
         }
-        const NoticeSink* key = turns_.front();
-        turns_.pop_front();
         Channel& channel = channels_.at(key);
         const std::shared_ptr<NoticeSink> sink = channel.sink;
-        const TransferOutcome notice = std::move(channel.queue.front());
+        const Notice notice = std::move(channel.queue.front());
         channel.queue.pop_front();
         --stats_.queued;
+        busy_.insert(sink->endpoint());
         lock.unlock();
-        const std::string why = sink->deliver(notice);
+        const std::string why = std::visit(
+            [&sink](const auto& n) {
+                if constexpr (std::is_same_v<std::decay_t<decltype(n)>, TransferOutcome>) return sink->deliver(n);
+                else return sink->deliver_event(n);
+            },
+            notice);
+        if (!why.empty()) sink->failed(why);
         lock.lock();
+        busy_.erase(sink->endpoint());
         if (why.empty()) {
             ++stats_.delivered;
             suspended_.erase(sink->endpoint());
@@ -153,16 +173,8 @@ void NoticeDispatcher::run() noexcept
         } else {
             fail_locked(sink, why, Clock::now());  // drops its channel too
         }
+        wake_.notify_all();  // a turn skipped for this endpoint may be taken now
     }
-    // Stopping: what is still queued is not delivered any more.
-    for (auto& [key, channel] : channels_) {
-        stats_.dropped_stopped += channel.queue.size();
-        stats_.queued -= channel.queue.size();
-        drop_locked(channel.sink->endpoint(), "the daemon is stopping", channel.queue.size());
-    }
-    channels_.clear();
-    turns_.clear();
-    report_locked(Clock::now(), true);
 }
 
 void NoticeDispatcher::stop() noexcept
@@ -172,7 +184,18 @@ void NoticeDispatcher::stop() noexcept
         stopping_ = true;
     }
     wake_.notify_all();
-    if (thread_.joinable()) thread_.join();
+    for (auto& thread : threads_)
+        if (thread.joinable()) thread.join();
+    // What is still queued is not delivered any more.
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [key, channel] : channels_) {
+        stats_.dropped_stopped += channel.queue.size();
+        stats_.queued -= channel.queue.size();
+        drop_locked(*channel.sink, "the daemon is stopping", channel.queue.size());
+    }
+    channels_.clear();
+    turns_.clear();
+    report_locked(Clock::now(), true);
 }
 
 NoticeStats NoticeDispatcher::stats() const

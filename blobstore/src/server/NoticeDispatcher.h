@@ -1,9 +1,14 @@
 #pragma once
-/// Delivers transfer completion notices (SEND_NOTIFICATIONS) to observers on
-/// a thread of its own, so that a slow or unreachable observer never holds
-/// up the data plane: the reactor thread only queues.
+/// Delivers what the daemon tells clients off its data plane, on threads of
+/// its own, so that a slow or unreachable recipient never holds up the data
+/// plane nor, beyond one call timeout, another recipient: transfer
+/// completion notices (SEND_NOTIFICATIONS) to TransferObservers, and store
+/// events (committed, removed) to EventSubscribers (EventHub). The threads
+/// that post (the reactor, the commit pool, CORBA upcalls) only queue.
 
 #include "TransferControl.h"
+
+#include <blobstreaming/blobstore/ObservedStore.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -12,24 +17,42 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <variant>
+#include <vector>
 
 namespace blobstreaming::server {
 
-/// Where the notices of one observer go.
+/// What is queued: a transfer's outcome or a store's event.
+using Notice = std::variant<TransferOutcome, StoreEvent>;
+
+/// Where the notices of one recipient go.
 class NoticeSink {
 public:
     virtual ~NoticeSink() = default;
 
-    /// Delivers one notice. Runs on the dispatcher's thread only, one call at
-    /// a time; may block, but for a bounded time (its own call timeout).
-    /// Returns "" when delivered, otherwise why not (e.g. "CORBA TIMEOUT").
-    virtual std::string deliver(const TransferOutcome& notice) noexcept = 0;
+    /// Deliver one notice. Run on a dispatcher thread, one call at a time per
+    /// endpoint(); may block, but for a bounded time (the sink's own call
+    /// timeout). Return "" when delivered, otherwise why not (e.g. "CORBA
+    /// TIMEOUT"). A sink takes one kind: the other's default drops it.
+    virtual std::string deliver(const TransferOutcome&) noexcept { return {}; }
+    virtual std::string deliver_event(const StoreEvent&) noexcept { return {}; }
 
     /// Where the notices go ("127.0.0.1:4711"), for the log. Sinks with the
     /// same endpoint share its fate: a failed delivery suspends them all.
     virtual const std::string& endpoint() const noexcept = 0;
+
+    /// For the log lines: "transfer notices: 3 not delivered to the observer at ...".
+    virtual const char* noun() const noexcept { return "transfer notices"; }
+    virtual const char* recipient() const noexcept { return "observer"; }
+
+    /// After a delivery to this sink failed (`why`), on the dispatcher
+    /// thread, its lock released: a sink may end itself here (EventHub ends
+    /// the subscription). Must not throw.
+    virtual void failed(const std::string& /*why*/) noexcept {}
 };
 
 struct NoticeLimits {
@@ -43,6 +66,11 @@ struct NoticeLimits {
     /// At most one log line per endpoint and reason about dropped notices in
     /// this period (the first one at once), each with the count.
     std::chrono::milliseconds report_every{10000};
+    /// Delivery threads. Each endpoint is served by one thread at a time (its
+    /// notices stay in order), so a recipient that blocks for its call
+    /// timeout holds one thread and delays the others only when every
+    /// thread is so held.
+    unsigned threads = 1;
 };
 
 struct NoticeStats {
@@ -54,14 +82,16 @@ struct NoticeStats {
     std::size_t queued = 0;
 };
 
-/// One thread for the whole daemon. Notices of one sink are delivered in the
-/// order they were posted; sinks take turns, one notice each, so a slow sink
+/// One for the whole daemon, with `threads` threads. Notices of one sink are
+/// delivered in the order they were posted; sinks take turns, one notice
+/// each, an endpoint on one thread at a time, so with one thread a slow sink
 /// delays another's notice by at most one of its own deliveries (bounded by
-/// its call timeout), and a sink whose delivery failed is skipped until its
-/// retry period has passed. Memory is bounded by the limits. Thread-safe.
+/// its call timeout), with more not at all until that many endpoints are
+/// slow; a sink whose delivery failed is skipped until its retry period has
+/// passed. Memory is bounded by the limits. Thread-safe.
 class NoticeDispatcher {
 public:
-    /// Starts the thread.
+    /// Starts the threads.
     explicit NoticeDispatcher(NoticeLimits limits = {});
     /// stop()
     ~NoticeDispatcher();
@@ -72,10 +102,10 @@ public:
     /// reactor thread may call it. Returns false when the notice is dropped
     /// (queue full, endpoint suspended after a failure, stopped): it is
     /// counted and reported in the log.
-    bool post(const std::shared_ptr<NoticeSink>& sink, const TransferOutcome& notice) noexcept;
+    bool post(const std::shared_ptr<NoticeSink>& sink, Notice notice) noexcept;
 
     /// Lets the delivery in progress finish (bounded by the sink's timeout),
-    /// drops and reports what is still queued, joins the thread, and
+    /// drops and reports what is still queued, joins the threads, and
     /// releases every sink. Later posts are dropped. Idempotent; not to be
     /// called from two threads at once.
     void stop() noexcept;
@@ -86,7 +116,7 @@ private:
     using Clock = std::chrono::steady_clock;
     struct Channel {
         std::shared_ptr<NoticeSink> sink;
-        std::deque<TransferOutcome> queue;
+        std::deque<Notice> queue;
     };
     struct Suspension {
         Clock::time_point until;
@@ -101,20 +131,25 @@ private:
     void run() noexcept;
     bool suspended_locked(const std::string& endpoint, Clock::time_point now) const;
     void fail_locked(const std::shared_ptr<NoticeSink>& sink, const std::string& why, Clock::time_point now);
-    void drop_locked(const std::string& endpoint, const std::string& reason, std::uint64_t count);
+    /// What a drop is reported as: endpoint, noun, recipient, reason.
+    using DropKey = std::tuple<std::string, std::string, std::string, std::string>;
+    void drop_locked(const NoticeSink& sink, const std::string& reason, std::uint64_t count);
+    /// The first sink in turns_ whose endpoint is not being served; null if none.
+    const NoticeSink* next_turn_locked();
     void report_locked(Clock::time_point now, bool all);
 
     const NoticeLimits limits_;
     mutable std::mutex mutex_;
     std::condition_variable wake_;
     std::map<const NoticeSink*, Channel> channels_;  ///< sinks with queued notices, or in flight
-    std::deque<const NoticeSink*> turns_;  ///< round robin over channels_ but the one whose notice is being delivered
+    std::deque<const NoticeSink*> turns_;  ///< round robin over channels_ but those whose notice is being delivered
+    std::set<std::string> busy_;           ///< endpoints a thread is delivering to
     std::map<std::string, Suspension> suspended_;  ///< by endpoint
-    std::map<std::pair<std::string, std::string>, Unreported> unreported_;
-    std::map<std::pair<std::string, std::string>, Clock::time_point> last_report_;
+    std::map<DropKey, Unreported> unreported_;
+    std::map<DropKey, Clock::time_point> last_report_;
     NoticeStats stats_;
     bool stopping_ = false;
-    std::thread thread_;
+    std::vector<std::thread> threads_;
 };
 
 }  // namespace blobstreaming::server

@@ -135,6 +135,7 @@ std::unique_ptr<Store> StoreRegistry::open(std::string_view uri, const StoreSett
 {
     const StoreKind& kind = check(uri);
     auto store = kind.open(uri.substr(kind.scheme.size() + 1), settings);
+    if (settings.listener) store = std::make_unique<ObservedStore>(std::move(store), settings.listener);
     if (settings.evict) return std::make_unique<EvictingStore>(std::move(store));  // caching: a decorator
     return store;
 }

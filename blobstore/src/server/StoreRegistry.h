@@ -7,6 +7,7 @@
 /// nothing asks a Store which class it is (Store::local_file() instead of a
 /// dynamic_cast).
 
+#include <blobstreaming/blobstore/ObservedStore.h>
 #include <blobstreaming/blobstore/Store.h>
 
 #include <chrono>
@@ -29,6 +30,9 @@ struct StoreSettings {
     /// --ceph-grace: abandoned reservations and replaced versions are
     /// deleted after this (RadosStore::Options::grace)
     std::chrono::milliseconds ceph_grace{std::chrono::minutes(10)};
+    /// Not an option: where the store's events go (the daemon's EventHub);
+    /// null: the store is not observed.
+    std::shared_ptr<StoreListener> listener;
 };
 
 /// One kind of store.
@@ -62,7 +66,9 @@ public:
     /// scheme, an unknown one (naming the known syntaxes), or the kind's own
     /// complaint.
     const StoreKind& check(std::string_view uri) const;
-    /// check(), then the kind's open().
+    /// check(), then the kind's open(); wrapped in an ObservedStore when
+    /// `settings.listener`, that in an EvictingStore when `settings.evict`
+    /// (so that evictions are observed as such).
     std::unique_ptr<Store> open(std::string_view uri, const StoreSettings& settings) const;
 
     const std::vector<StoreKind>& kinds() const noexcept { return kinds_; }

@@ -70,7 +70,7 @@ std::unique_ptr<Reservation> EvictingStore::reserve(std::string_view name, std::
             const StoreUsage u = inner_->usage();
             const bool hopeless = u.reserved > u.capacity || size > u.capacity - u.reserved;
             if (e.code() != Errc::out_of_space || hopeless) throw;
-            while (victim != victims.end() && !evict(*victim, name, size)) ++victim;
+            while (victim != victims.end() && !evict_for(*victim, name, size)) ++victim;
             if (victim == victims.end()) throw;
         }
     }
@@ -91,10 +91,10 @@ std::vector<BlobInfo> EvictingStore::by_last_use(std::string_view keep) const
     return blobs;
 }
 
-bool EvictingStore::evict(const BlobInfo& victim, std::string_view for_name, std::uint64_t for_size)
+bool EvictingStore::evict_for(const BlobInfo& victim, std::string_view for_name, std::uint64_t for_size)
 {
     try {
-        inner_->remove(victim.name);
+        inner_->evict(victim.name);
     } catch (const Error& e) {
         if (e.code() == Errc::no_such_blob) return false;  // removed meanwhile
         throw;

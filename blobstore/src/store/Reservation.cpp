@@ -86,6 +86,7 @@ BlobInfo Reservation::commit(const Checksum* expected)
     try {
         BlobInfo info = do_commit(checksum);
         state_ = State::committed;
+        if (on_commit_) on_commit_(info);
         return info;
     } catch (...) {
         abort();

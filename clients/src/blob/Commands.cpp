@@ -31,9 +31,16 @@ using client::Session;
 const std::map<std::string, std::pair<std::size_t, std::size_t>>& commands()
 {
     static const std::map<std::string, std::pair<std::size_t, std::size_t>> table = {
-        {"push", {1, kMaxPushFiles}}, {"pull", {1, 2}},   {"stat", {1, 1}},
-        {"verify", {1, 1}},           {"ls", {0, 0}},     {"rm", {1, 1}},
-        {"locate", {1, 1}},           {"stores", {0, 0}}, {"checksum", {1, 64}},
+        {"push", {1, kMaxPushFiles}},
+        {"pull", {1, 2}},
+        {"stat", {1, 1}},
+        {"verify", {1, 1}},
+        {"ls", {0, 0}},
+        {"rm", {1, 1}},
+        {"locate", {1, 1}},
+        {"stores", {0, 0}},
+        {"checksum", {1, 64}},
+        {"watch", {0, 0}},
     };
     return table;
 }
@@ -360,9 +367,8 @@ bool known_command(const std::string& command) { return commands().count(command
 
 std::pair<std::size_t, std::size_t> arity(const std::string& command) { return commands().at(command); }
 
-int run(const Invocation& call)
+client::SessionOptions session_options(const Invocation& call)
 {
-    if (call.command == "checksum") return checksum(call);
     client::SessionOptions options;
     options.naming_url = call.naming;
     options.default_store = call.command == "push" ? call.store : std::string();
@@ -373,7 +379,14 @@ int run(const Invocation& call)
     options.tls_cert = call.tls_cert;
     options.tls_key = call.tls_key;
     options.tls_ca = call.tls_ca;
-    Session session(options);
+    return options;
+}
+
+int run(const Invocation& call)
+{
+    if (call.command == "checksum") return checksum(call);
+    if (call.command == "watch") return watch(call);
+    Session session(session_options(call));
     if (call.command == "push") return push(session, call);
     if (call.command == "pull") return pull(session, call);
     if (call.command == "stat") return stat(session, call);

@@ -2,6 +2,7 @@
 /// The commands of the blob CLI (docs/CLI.md), one function each, over a
 /// client::Session.
 
+#include <blobstreaming/client/Options.h>
 #include <blobstreaming/common/Checksum.h>
 
 #include <chrono>
@@ -31,6 +32,8 @@ struct Invocation {
     std::optional<std::uint64_t> size;          ///< push: the bytes a stream must deliver (--size)
     std::optional<std::string> name;            ///< push: --name, the Blob's name (a single FILE)
     std::optional<ChecksumAlgorithm> checksum;  ///< push, checksum: --checksum
+    std::vector<std::string> stores;            ///< watch: every --store (empty: every registered store)
+    std::vector<std::string> events;            ///< watch: --events, checked ("committed", "removed"; empty: both)
     std::string command;
     std::vector<std::string> args;
 };
@@ -47,5 +50,16 @@ std::pair<std::size_t, std::size_t> arity(const std::string& command);
 /// command across every store got no answer from some) or throws
 /// blobstreaming::Error (its Errc is the exit code).
 int run(const Invocation& call);
+
+/// The Session options the command line gives.
+client::SessionOptions session_options(const Invocation& call);
+
+/// The kinds of `--events TEXT` ("committed,removed"), checked: UsageError
+/// naming the unknown one and the known ones, or when `command` is not watch.
+std::vector<std::string> watch_events(const std::string& command, const std::string& text);
+
+/// `blob watch` (Watch.cpp): prints events until SIGINT or SIGTERM, then
+/// exits 0; Errc::io_error when standard output fails.
+int watch(const Invocation& call);
 
 }  // namespace blobstreaming::cli

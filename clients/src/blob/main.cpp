@@ -78,6 +78,8 @@ po::options_description describe()
         "  stores             registered stores with tier, usage and data endpoint; --prune: first remove\n"
         "                     the entries whose daemon is gone\n"
         "  checksum FILE...   the checksum of local files ('-': stdin), to compare with a Blob's; no store\n"
+        "  watch              print the stores' events (committed, removed) as they happen, until\n"
+        "                     interrupted; --store S (repeatable; default: every registered store)\n"
         "Options");
     // clang-format off
     o.add_options()
@@ -85,7 +87,8 @@ po::options_description describe()
         ("version", "show the version and exit")
         ("naming,n", po::value<std::string>()->default_value(env ? env : "corbaname::127.0.0.1:2809"),
          "Naming Service URL (env BLOBSTREAMING_NAMING)")
-        ("store,s", po::value<std::string>()->default_value(""), "store name (pull/stat/rm: default nearest holder)")
+        ("store,s", po::value<std::vector<std::string>>()->composing(), "store name (pull/stat/rm: default nearest holder; watch: repeatable)")
+        ("events", po::value<std::string>()->value_name("KINDS"), "watch: the kinds to print, comma-separated: committed, removed (default: both)")
         ("json,j", "one JSON object on stdout")
         ("socket-buffer,b", po::value<std::string>()->default_value("0"), "SO_SNDBUF/SO_RCVBUF, bytes or K, M, G (0: autotuning; at most 1G)")
         ("timeout,t", po::value<std::string>()->default_value("30"), "inactivity timeout, seconds unless a unit is given "
@@ -131,7 +134,7 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
     call.command = vm["command"].as<std::string>();
     if (!cli::known_command(call.command))
         throw UsageError("unknown command " + call.command +
-                         " (push, pull, stat, verify, ls, rm, locate, stores, checksum)");
+                         " (push, pull, stat, verify, ls, rm, locate, stores, checksum, watch)");
     if (vm.count("args")) call.args = vm["args"].as<std::vector<std::string>>();
     const auto [low, high] = cli::arity(call.command);
     if (call.args.size() < low || call.args.size() > high)
@@ -139,7 +142,13 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
                          (low == high ? "" : " to " + std::to_string(high)) + " argument(s), got " +
                          std::to_string(call.args.size()));
     call.naming = vm["naming"].as<std::string>();
-    call.store = vm["store"].as<std::string>();
+    if (vm.count("store")) call.stores = vm["store"].as<std::vector<std::string>>();
+    if (call.stores.size() > 1 && call.command != "watch")
+        throw UsageError("--store given " + std::to_string(call.stores.size()) + " times: only watch takes several");
+    for (const std::string& s : call.stores)
+        if (s.empty() && call.command == "watch") throw UsageError("--store: expected a store name, got \"\"");
+    if (!call.stores.empty()) call.store = call.stores.back();
+    if (vm.count("events")) call.events = cli::watch_events(call.command, vm["events"].as<std::string>());
     if (call.command == "push" && call.store.empty()) throw UsageError("push: no store given (use --store NAME)");
     call.json = vm.count("json") != 0;
     call.socket_buffer =

@@ -51,7 +51,7 @@ private:
     /// Committed Blobs but `keep`, least recently used first (room_ held).
     std::vector<BlobInfo> by_last_use(std::string_view keep) const;
     /// Removes `victim` to make room (room_ held); false when it was gone.
-    bool evict(const BlobInfo& victim, std::string_view for_name, std::uint64_t for_size);
+    bool evict_for(const BlobInfo& victim, std::string_view for_name, std::uint64_t for_size);
 
     std::unique_ptr<Store> inner_;
     std::mutex room_;           ///< held by the reservation making room

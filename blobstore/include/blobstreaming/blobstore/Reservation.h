@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <system_error>
 
@@ -100,6 +101,12 @@ public:
     /// committed meanwhile and the reservation does not replace.
     BlobInfo commit(const Checksum* expected = nullptr);
 
+    /// Runs `hook` with what commit() returns, right after a successful
+    /// commit and on its thread, whatever path committed (the data plane,
+    /// the commit pool, BlobStore::commit): how ObservedStore publishes
+    /// `committed` events. Set before commit(); must not throw, nor block.
+    void on_commit(std::function<void(const BlobInfo&)> hook) { on_commit_ = std::move(hook); }
+
     /// Discards the bytes and releases the space, the helper stopped first.
     /// No-op when already closed.
     void abort() noexcept;
@@ -143,6 +150,7 @@ private:
     /// Positions count from 0 at construction: they are the Blob's offsets.
     HashPipeline hash_;
     std::string error_message_;
+    std::function<void(const BlobInfo&)> on_commit_;
     State state_ = State::open;
 };
 

@@ -82,6 +82,10 @@ public:
     /// Errc::invalid_name, Errc::no_such_blob. Readers of the Blob keep
     /// their views.
     virtual void remove(std::string_view name) = 0;
+    /// remove() made to make room for another Blob (EvictingStore): the
+    /// same, but a decorator underneath may tell the two apart
+    /// (ObservedStore publishes "evicted").
+    virtual void evict(std::string_view name) { remove(name); }
 
     virtual StoreUsage usage() const = 0;
 

@@ -1,0 +1,114 @@
+#include "EventSubscription.h"
+
+#include "BlobInfoIdl.h"
+#include "OnewayCall.h"
+#include "server/AccessList.h"
+#include "server/EventHub.h"
+
+#include <blobstreaming/common/Error.h>
+#include <blobstreaming/transporter/corba/Exceptions.h>
+#include <blobstreaming/transporter/corba/References.h>
+
+#include <omniORB4/CORBA.h>
+
+#include <atomic>
+
+namespace blobstreaming::corba {
+namespace {
+
+/// How long a subscriber may take to accept an event (connect, and room in
+/// its socket) before its subscription is ended.
+constexpr CORBA::ULong kSubscriberCallTimeoutMs = 2000;
+
+CORBA::ULongLong ns_of(std::chrono::system_clock::time_point t)
+{
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+    return static_cast<CORBA::ULongLong>(ns < 0 ? 0 : ns);
+}
+
+/// A client's EventSubscriber, called on a NoticeDispatcher thread with a
+/// call timeout of its own; ended at its first failed delivery.
+class SubscriberSink final : public server::NoticeSink {
+public:
+    SubscriberSink(BlobStreaming::EventSubscriber_ptr subscriber, server::EventHub& hub)
+        : subscriber_(BlobStreaming::EventSubscriber::_duplicate(subscriber)), endpoint_(endpoint_of(subscriber)),
+          hub_(hub)
+    {
+        omniORB::setClientCallTimeout(subscriber_, kSubscriberCallTimeoutMs);
+    }
+
+    void set_id(std::uint64_t id) noexcept { id_ = id; }
+
+    std::string deliver_event(const StoreEvent& event) noexcept override
+    {
+        return oneway_call([&] { subscriber_->event(to_idl_event(event, hub_.store(), hub_.epoch())); },
+                           kSubscriberCallTimeoutMs, "event");
+    }
+
+    const std::string& endpoint() const noexcept override { return endpoint_; }
+    const char* noun() const noexcept override { return "store events"; }
+    const char* recipient() const noexcept override { return "subscriber"; }
+    void failed(const std::string& why) noexcept override
+    {
+        try {
+            hub_.end(id_, why);
+        } catch (...) {
+            // out of memory while logging: it is ended all the same
+        }
+    }
+
+private:
+    BlobStreaming::EventSubscriber_var subscriber_;
+    const std::string endpoint_;
+    server::EventHub& hub_;
+    std::atomic<std::uint64_t> id_{0};
+};
+
+}  // namespace
+
+BlobStreaming::StoreEvent to_idl_event(const StoreEvent& event, const std::string& store,
+                                       std::chrono::system_clock::time_point epoch)
+{
+    BlobStreaming::StoreEvent out;
+    out.store = store.c_str();
+    out.kind =
+        event.kind == StoreEvent::Kind::committed ? BlobStreaming::EVENT_COMMITTED : BlobStreaming::EVENT_REMOVED;
+    out.reason = to_string(event.reason);
+    out.seqNo = event.sequence;
+    out.epochNs = ns_of(epoch);
+    out.timeNs = ns_of(event.time);
+    to_idl(event.blob, out.blob);
+    return out;
+}
+
+CORBA::ULongLong subscribe(const ServantContext& context, BlobStreaming::EventSubscriber_ptr subscriber,
+                           const BlobStreaming::StoreEventKindSeq& kinds)
+{
+    require_permission(context, server::Permission::read, "subscribe");
+    if (!context.events) throw CORBA::NO_RESOURCES();
+    if (CORBA::is_nil(subscriber)) throw CORBA::BAD_PARAM();
+    server::EventKinds wanted = 0;
+    for (CORBA::ULong i = 0; i < kinds.length(); ++i)
+        wanted |= server::event_bit(kinds[i] == BlobStreaming::EVENT_COMMITTED ? StoreEvent::Kind::committed
+                                                                               : StoreEvent::Kind::removed);
+    if (wanted == 0) wanted = server::kEveryEventKind;
+    auto sink = std::make_shared<SubscriberSink>(subscriber, *context.events);
+    try {
+        // Events published before set_id() cannot fail yet: the sink is
+        // called on the dispatcher's thread only after post().
+        const std::uint64_t id = context.events->subscribe(sink, wanted);
+        sink->set_id(id);
+        return id;
+    } catch (const Error& e) {
+        BlobStreaming::LimitReached ex;
+        ex.message = e.what();
+        throw ex;
+    }
+}
+
+void unsubscribe(const ServantContext& context, CORBA::ULongLong id)
+{
+    if (context.events) context.events->unsubscribe(id);
+}
+
+}  // namespace blobstreaming::corba

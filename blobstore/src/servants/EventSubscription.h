@@ -1,0 +1,26 @@
+#pragma once
+/// BlobStore::subscribe and unsubscribe: a remote EventSubscriber as a
+/// subscription of the daemon's EventHub (server/EventHub.h).
+
+#include "ServantContext.h"
+
+#include <blobstreaming/blobstore/ObservedStore.h>
+
+#include <BlobStreaming.hh>
+
+#include <chrono>
+#include <string>
+
+namespace blobstreaming::corba {
+
+/// Needs read permission. LimitReached past the hub's limit; NO_RESOURCES
+/// when the daemon has no hub (events off).
+CORBA::ULongLong subscribe(const ServantContext& context, BlobStreaming::EventSubscriber_ptr subscriber,
+                           const BlobStreaming::StoreEventKindSeq& kinds);
+void unsubscribe(const ServantContext& context, CORBA::ULongLong id);
+
+/// The IDL form of `event` of `store` (epoch: the daemon's start).
+BlobStreaming::StoreEvent to_idl_event(const StoreEvent& event, const std::string& store,
+                                       std::chrono::system_clock::time_point epoch);
+
+}  // namespace blobstreaming::corba

@@ -1,0 +1,81 @@
+#pragma once
+/// The subscriptions to a daemon's store events (committed, removed): what
+/// ObservedStore publishes is queued here, per subscription, on the
+/// NoticeDispatcher, never delivered on the thread that committed.
+///
+/// Two kinds of subscriber, one path: remote ones (BlobStore::subscribe,
+/// an EventSubscriber's oneway call, servants/EventSubscription.cpp) and
+/// in-daemon ones (subscribe_local(): a function run on a dispatcher
+/// thread, e.g. an index of the Blobs' contents). Both get the same events
+/// in sequence order, with the same bounded queue and drop accounting.
+
+#include "NoticeDispatcher.h"
+
+#include <blobstreaming/blobstore/ObservedStore.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace blobstreaming::server {
+
+/// A set of StoreEvent::Kind, one bit each.
+using EventKinds = unsigned;
+constexpr EventKinds event_bit(StoreEvent::Kind kind) noexcept { return 1u << static_cast<unsigned>(kind); }
+constexpr EventKinds kEveryEventKind = event_bit(StoreEvent::Kind::committed) | event_bit(StoreEvent::Kind::removed);
+
+class EventHub final : public StoreListener {
+public:
+    /// The most subscriptions at once, remote and local together.
+    static constexpr std::size_t kMaxSubscriptions = 1000;
+
+    /// `dispatcher` must outlive the hub or its close().
+    EventHub(std::string store, NoticeDispatcher& dispatcher);
+
+    /// Sends the events of `kinds` to `sink` from now on. Throws
+    /// Error(Errc::limit_reached) past kMaxSubscriptions. Thread-safe.
+    std::uint64_t subscribe(std::shared_ptr<NoticeSink> sink, EventKinds kinds);
+
+    /// In-daemon subscriber: `on_event` runs on a dispatcher thread, one
+    /// event at a time, in sequence order; it must not throw and should be
+    /// quick (a slow one delays its own queue only, which then drops).
+    /// `who` names it in log lines ("index"). Errors as subscribe().
+    std::uint64_t subscribe_local(std::string who, EventKinds kinds, std::function<void(const StoreEvent&)> on_event);
+
+    /// Ends a subscription; false when there is none of that id.
+    bool unsubscribe(std::uint64_t id);
+
+    /// Ends subscription `id` because its subscriber failed (`why`), logged.
+    void end(std::uint64_t id, const std::string& why);
+
+    /// ObservedStore's events: queued for every subscription that takes
+    /// their kind. Never blocks beyond a mutex.
+    void published(const StoreEvent& event) noexcept override;
+
+    /// Later events go nowhere (the daemon stops; the dispatcher may go).
+    void close() noexcept;
+
+    std::size_t subscriptions() const;
+    const std::string& store() const noexcept { return store_; }
+    /// When the hub was made (the daemon's start): sequences count from here.
+    std::chrono::system_clock::time_point epoch() const noexcept { return epoch_; }
+
+private:
+    struct Subscription {
+        std::shared_ptr<NoticeSink> sink;
+        EventKinds kinds = 0;
+    };
+
+    const std::string store_;
+    const std::chrono::system_clock::time_point epoch_ = std::chrono::system_clock::now();
+    mutable std::mutex mutex_;
+    NoticeDispatcher* dispatcher_;  ///< null once closed
+    std::map<std::uint64_t, Subscription> subscriptions_;
+    std::uint64_t last_id_ = 0;
+};
+
+}  // namespace blobstreaming::server

@@ -1,0 +1,102 @@
+#pragma once
+/// Store events (committed, removed) as they happen: a Watch subscribes to
+/// stores (BlobStore::subscribe) and calls the application back per event.
+///
+/// Delivery is best effort and never slows a transfer: each store keeps a
+/// bounded queue per subscription and drops what does not fit (counted and
+/// logged by the store); `sequence` shows the gaps when every kind is
+/// watched (it counts the store's events of every kind). A subscriber that
+/// does not accept an event within the store's call timeout (2 s: a
+/// process stopped long enough for its socket to fill up, or gone) has its
+/// subscription ended by the store, which logs it; a watch is not told, and
+/// a restarted daemon (a new `epoch_ns`) knows nothing of earlier
+/// subscriptions: watch again.
+///
+/// To receive calls, the process's ORB (shared by every Session, OrbHandle)
+/// serves requests from the stores: a Watch activates its root POA. The
+/// stores connect back to the address omniORB publishes (this host's name
+/// by default; ORBendPoint in the environment or omniORB.cfg chooses).
+
+#include <blobstreaming/client/Options.h>
+#include <blobstreaming/common/BlobInfo.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace blobstreaming::client {
+
+enum class StoreEventKind { committed, removed };
+
+/// "committed", "removed".
+const char* to_string(StoreEventKind kind) noexcept;
+/// The kind named `text`; nullopt when it names none.
+std::optional<StoreEventKind> event_kind_of(std::string_view text) noexcept;
+
+struct StoreEvent {
+    std::string store;
+    StoreEventKind kind = StoreEventKind::committed;
+    /// committed: "created" or "replaced" (the Blob it replaced gets no
+    /// `removed`); removed: "removed" (a client's remove) or "evicted"
+    /// (blobstored --evict made room for another Blob).
+    std::string reason;
+    /// 1 for the store's first event since its daemon started, one more for
+    /// each event of any kind.
+    std::uint64_t sequence = 0;
+    std::uint64_t epoch_ns = 0;                  ///< the daemon's start (ns since the Unix epoch): identifies the count
+    std::chrono::system_clock::time_point time;  ///< when the store committed or removed
+    /// committed: as committed; removed: as it was (only the name when the
+    /// store could not say).
+    BlobInfo blob;
+};
+
+struct WatchOptions {
+    /// The stores to watch; empty: every store registered in the Naming
+    /// Service when the Watch is made (stores registered later are not
+    /// watched: make another Watch).
+    std::vector<std::string> stores;
+    /// The kinds to receive; empty: every kind.
+    std::vector<StoreEventKind> kinds;
+};
+
+class Watch {
+public:
+    /// Called once per event. Calls never overlap (one at a time, across
+    /// every store of the Watch); events of one store come in sequence
+    /// order. Runs on one of the ORB's threads: keep it short, do not make
+    /// the Watch's own calls from it (close() or the destructor would wait
+    /// for it), and do not throw (what it throws is logged and dropped).
+    using Callback = std::function<void(const StoreEvent&)>;
+
+    /// Subscribes to every store of `options` before returning. Throws
+    /// Error: Errc::unreachable (the Naming Service or a store does not
+    /// answer), Errc::unknown_store naming the registered ones, Errc::refused
+    /// (the store's access list), Errc::limit_reached (the store's
+    /// subscriptions). Subscriptions made before a failure are withdrawn.
+    Watch(const SessionOptions& session, WatchOptions options, Callback on_event);
+    /// close()
+    ~Watch();
+    Watch(const Watch&) = delete;
+    Watch& operator=(const Watch&) = delete;
+
+    /// The stores watched, sorted.
+    std::vector<std::string> stores() const;
+
+    /// Withdraws every subscription (a store that does not answer is
+    /// skipped: its subscription ends at its next failed delivery) and
+    /// returns once no callback runs nor will. Idempotent; not from the
+    /// callback.
+    void close() noexcept;
+
+    class Impl;
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace blobstreaming::client
