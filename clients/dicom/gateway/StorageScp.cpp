@@ -10,6 +10,8 @@
 
 #include <atomic>
 #include <cstdio>
+#include <set>
+#include <string>
 
 #include <unistd.h>
 
@@ -65,6 +67,10 @@ protected:
 
 void add_contexts(DcmSCPConfig& config)
 {
+    OFList<OFString> verification;
+    verification.push_back(UID_LittleEndianExplicitTransferSyntax);
+    verification.push_back(UID_LittleEndianImplicitTransferSyntax);
+    config.addPresentationContext(UID_VerificationSOPClass, verification);
     // Uncompressed first; then the compressed syntaxes a modality may send
     // as they are (the gateway stores the bytes it receives).
     OFList<OFString> syntaxes;
@@ -76,12 +82,18 @@ void add_contexts(DcmSCPConfig& config)
           UID_JPEG2000LosslessOnlyTransferSyntax, UID_JPEG2000TransferSyntax, UID_RLELosslessTransferSyntax,
           UID_MPEG2MainProfileAtMainLevelTransferSyntax, UID_MPEG4HighProfileLevel4_1TransferSyntax})
         syntaxes.push_back(uid);
-    for (int i = 0; i < numberOfDcmAllStorageSOPClassUIDs; ++i)
-        config.addPresentationContext(dcmAllStorageSOPClassUIDs[i], syntaxes);
-    OFList<OFString> verification;
-    verification.push_back(UID_LittleEndianExplicitTransferSyntax);
-    verification.push_back(UID_LittleEndianImplicitTransferSyntax);
-    config.addPresentationContext(UID_VerificationSOPClass, verification);
+    // DCMTK's association profile holds at most 128 presentation contexts:
+    // the storage classes a storescu proposes by default come first, then
+    // the rest of DCMTK's list while there is room (docs/DICOM.md, "Limits").
+    std::set<std::string> offered;
+    auto offer = [&](const char* uid) {
+        if (offered.size() >= 127 || !offered.insert(uid).second) return;
+        const OFCondition added = config.addPresentationContext(uid, syntaxes);
+        if (added.bad()) spdlog::warn("SOP class {} not offered: {}", uid, added.text());
+    };
+    for (int i = 0; i < numberOfDcmShortSCUStorageSOPClassUIDs; ++i) offer(dcmShortSCUStorageSOPClassUIDs[i]);
+    for (int i = 0; i < numberOfDcmAllStorageSOPClassUIDs; ++i) offer(dcmAllStorageSOPClassUIDs[i]);
+    spdlog::debug("{} of DCMTK's {} storage SOP classes offered", offered.size(), numberOfDcmAllStorageSOPClassUIDs);
 }
 
 }  // namespace

@@ -92,6 +92,9 @@ int main(int argc, char** argv)
     for (int s : {SIGTERM, SIGINT, SIGUSR1}) ::sigaddset(&handled, s);
     ::pthread_sigmask(SIG_BLOCK, &handled, nullptr);  // every later thread inherits it: only sigwait sees them
     ignore_sigpipe();
+    // DCMTK leaves Nagle on unless TCP_NODELAY=1 is in the environment: each
+    // C-STORE response would then wait ~40 ms for the peer's delayed ACK.
+    ::setenv("TCP_NODELAY", "1", 0);
 
     std::string text;
     std::optional<GatewayOptions> parsed;
