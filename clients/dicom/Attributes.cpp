@@ -1,0 +1,68 @@
+#include "Attributes.h"
+
+#include <blobstreaming/common/Error.h>
+
+namespace blobstreaming::dicom {
+
+const char* level_name(Level level) noexcept
+{
+    switch (level) {
+    case Level::patient: return "patient";
+    case Level::study: return "study";
+    case Level::series: return "series";
+    case Level::instance: return "instance";
+    }
+    return "?";
+}
+
+Level parse_level(std::string_view name)
+{
+    for (Level l : {Level::patient, Level::study, Level::series, Level::instance}) {
+        if (name == level_name(l)) return l;
+    }
+    throw Error(Errc::invalid_argument,
+                "--level: unknown level \"" + std::string(name) + "\" (patient, study, series or instance)");
+}
+
+const std::vector<Attribute>& attributes()
+{
+    // clang-format off
+    static const std::vector<Attribute> table = {
+        {"PatientID",         Level::patient,  Kind::text,   false},
+        {"PatientName",       Level::patient,  Kind::text,   false},
+        {"PatientBirthDate",  Level::patient,  Kind::date,   false},
+        {"StudyInstanceUID",  Level::study,    Kind::uid,    false},
+        {"StudyDate",         Level::study,    Kind::date,   false},
+        {"StudyTime",         Level::study,    Kind::time,   false},
+        {"AccessionNumber",   Level::study,    Kind::text,   false},
+        {"StudyDescription",  Level::study,    Kind::text,   false},
+        {"ModalitiesInStudy", Level::study,    Kind::text,   true},
+        {"SeriesInstanceUID", Level::series,   Kind::uid,    false},
+        {"Modality",          Level::series,   Kind::text,   false},
+        {"SeriesNumber",      Level::series,   Kind::number, false},
+        {"SOPInstanceUID",    Level::instance, Kind::uid,    false},
+        {"SOPClassUID",       Level::instance, Kind::uid,    false},
+        {"InstanceNumber",    Level::instance, Kind::number, false},
+        {"NumberOfFrames",    Level::instance, Kind::number, false},
+        {"TransferSyntaxUID", Level::instance, Kind::uid,    false},
+    };
+    // clang-format on
+    return table;
+}
+
+const Attribute* find_attribute(std::string_view keyword)
+{
+    for (const Attribute& a : attributes()) {
+        if (keyword == a.keyword) return &a;
+    }
+    return nullptr;
+}
+
+std::string attribute_list()
+{
+    std::string out;
+    for (const Attribute& a : attributes()) out += (out.empty() ? "" : ", ") + std::string(a.keyword);
+    return out;
+}
+
+}  // namespace blobstreaming::dicom

@@ -1,0 +1,183 @@
+#include "Matching.h"
+
+#include <blobstreaming/common/Error.h>
+
+#include <cctype>
+
+namespace blobstreaming::dicom {
+
+namespace {
+
+[[noreturn]] void refuse(const Match& m, const std::string& why)
+{
+    throw Error(Errc::invalid_argument, "find: " + std::string(m.attribute->keyword) + "=" + m.value + ": " + why);
+}
+
+bool all_digits(const std::string& s)
+{
+    for (char c : s) {
+        if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+    }
+    return !s.empty();
+}
+
+std::vector<std::string> split(const std::string& s, char sep)
+{
+    std::vector<std::string> parts;
+    std::size_t start = 0;
+    for (;;) {
+        const auto end = s.find(sep, start);
+        parts.push_back(s.substr(start, end == std::string::npos ? std::string::npos : end - start));
+        if (end == std::string::npos) return parts;
+        start = end + 1;
+    }
+}
+
+bool valid_date(const std::string& d)
+{
+    if (d.size() != 8 || !all_digits(d)) return false;
+    const int year = std::stoi(d.substr(0, 4)), month = std::stoi(d.substr(4, 2)), day = std::stoi(d.substr(6, 2));
+    static const int days[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (month < 1 || month > 12 || day < 1 || day > days[month - 1]) return false;
+    const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    return !(month == 2 && day == 29 && !leap);
+}
+
+bool valid_time(const std::string& t)
+{
+    const auto dot = t.find('.');
+    const std::string whole = t.substr(0, dot);
+    if (whole.size() != 2 && whole.size() != 4 && whole.size() != 6) return false;
+    if (!all_digits(whole)) return false;
+    if (std::stoi(whole.substr(0, 2)) > 23) return false;
+    if (whole.size() >= 4 && std::stoi(whole.substr(2, 2)) > 59) return false;
+    if (whole.size() == 6 && std::stoi(whole.substr(4, 2)) > 60) return false;  // 60: a leap second
+    if (dot == std::string::npos) return true;
+    const std::string fraction = t.substr(dot + 1);
+    return whole.size() == 6 && fraction.size() <= 6 && all_digits(fraction);
+}
+
+bool valid_uid(const std::string& u)
+{
+    if (u.empty() || u.size() > 64 || u.front() == '.' || u.back() == '.') return false;
+    for (char c : u) {
+        if (c != '.' && !std::isdigit(static_cast<unsigned char>(c))) return false;
+    }
+    return u.find("..") == std::string::npos;
+}
+
+/// `col GLOB pattern` for a value with wildcards, `col = value` otherwise.
+std::string text_condition(const std::string& column, const std::string& value, std::vector<std::string>& params)
+{
+    if (value.find_first_of("*?") == std::string::npos) {
+        params.push_back(value);
+        return column + " = ?";
+    }
+    std::string glob;
+    for (char c : value) glob += c == '[' ? std::string("[[]") : std::string(1, c);
+    params.push_back(glob);
+    return column + " GLOB ?";
+}
+
+/// A range condition for dates and times (`lo-hi`, `lo-`, `-hi`) or equality.
+std::string range_condition(const Match& m, bool (*valid)(const std::string&), const char* form,
+                            std::vector<std::string>& params)
+{
+    const std::string column = m.attribute->keyword;
+    const auto dash = m.value.find('-');
+    if (dash == std::string::npos) {
+        if (!valid(m.value)) refuse(m, std::string("expected ") + form + " or a range of them (A-B, A-, -B)");
+        params.push_back(m.value);
+        return column + " = ?";
+    }
+    const std::string lo = m.value.substr(0, dash), hi = m.value.substr(dash + 1);
+    if ((lo.empty() && hi.empty()) || (!lo.empty() && !valid(lo)) || (!hi.empty() && !valid(hi)))
+        refuse(m, std::string("expected a range of ") + form + " (A-B, A-, -B), each a valid value");
+    if (!lo.empty() && !hi.empty() && hi < lo) refuse(m, "the range ends before it starts");
+    std::string sql = "(" + column + " <> ''";
+    if (!lo.empty()) {
+        sql += " AND " + column + " >= ?";
+        params.push_back(lo);
+    }
+    if (!hi.empty()) {
+        // A time range's end covers that whole hour or minute: 10-11 ends at 11:59:59.
+        sql += " AND " + column + " <= ?";
+        params.push_back(m.attribute->kind == Kind::time ? hi + "~" : hi);
+    }
+    return sql + ")";
+}
+
+std::string condition(const Match& m, std::vector<std::string>& params)
+{
+    const std::string column = m.attribute->keyword;
+    if (m.value.empty() || m.value == "*") return {};
+    switch (m.attribute->kind) {
+    case Kind::text:
+        if (m.attribute->derived) {  // ModalitiesInStudy: studies with a series of any of these modalities
+            std::string any;
+            for (const std::string& modality : split(m.value, '\\')) {
+                if (modality.empty()) refuse(m, "an empty modality in the list");
+                any += (any.empty() ? "" : " OR ") + text_condition("Modality", modality, params);
+            }
+            return "StudyInstanceUID IN (SELECT StudyInstanceUID FROM instances WHERE " + any + ")";
+        }
+        if (m.value.find('\\') != std::string::npos)
+            refuse(m, "a list (\\) is allowed for UIDs and ModalitiesInStudy only");
+        return text_condition(column, m.value, params);
+    case Kind::uid: {
+        if (m.value.find_first_of("*?") != std::string::npos)
+            refuse(m, "UIDs match exactly: no wildcards (a list UID\\UID... matches any of them)");
+        std::string list;
+        for (const std::string& uid : split(m.value, '\\')) {
+            if (!valid_uid(uid))
+                refuse(m, "\"" + uid + "\" is not a UID (digits and single dots, at most 64 characters)");
+            list += list.empty() ? "?" : ", ?";
+            params.push_back(uid);
+        }
+        return column + " IN (" + list + ")";
+    }
+    case Kind::date: return range_condition(m, valid_date, "a date YYYYMMDD", params);
+    case Kind::time: return range_condition(m, valid_time, "a time HH, HHMM, HHMMSS or HHMMSS.FFFFFF", params);
+    case Kind::number:
+        if (!all_digits(m.value) || m.value.size() > 9) refuse(m, "expected a non-negative integer (at most 9 digits)");
+        params.push_back(m.value);
+        return column + " = ?";
+    }
+    return {};
+}
+
+}  // namespace
+
+std::vector<Match> parse_matches(const std::vector<std::string>& terms)
+{
+    std::vector<Match> matches;
+    for (const std::string& term : terms) {
+        const auto eq = term.find('=');
+        if (eq == std::string::npos)
+            throw Error(Errc::invalid_argument,
+                        "find: \"" + term + "\" is not KEY=VALUE (keys: " + attribute_list() + ")");
+        const std::string key = term.substr(0, eq);
+        const Attribute* a = find_attribute(key);
+        if (!a)
+            throw Error(Errc::invalid_argument, "find: unknown key \"" + key + "\" (keys: " + attribute_list() + ")");
+        for (const Match& m : matches) {
+            if (m.attribute == a) throw Error(Errc::invalid_argument, "find: key " + key + " given twice");
+        }
+        matches.push_back({a, term.substr(eq + 1)});
+        std::vector<std::string> ignored;
+        condition(matches.back(), ignored);  // refuses a malformed value now, before any index is opened
+    }
+    return matches;
+}
+
+std::string sql_condition(const std::vector<Match>& matches, std::vector<std::string>& params)
+{
+    std::string sql;
+    for (const Match& m : matches) {
+        const std::string c = condition(m, params);
+        if (!c.empty()) sql += (sql.empty() ? "" : " AND ") + c;
+    }
+    return sql.empty() ? "1" : sql;
+}
+
+}  // namespace blobstreaming::dicom

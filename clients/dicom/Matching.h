@@ -1,0 +1,34 @@
+#pragma once
+/// DICOM matching (PS3.4 C.2.2.2) of `KEY=VALUE` query terms, turned into
+/// an SQL condition over the study index's columns (StudyIndex).
+///
+///   text    `*` and `?` wildcards (GLOB), otherwise single value matching;
+///           ModalitiesInStudy takes a `\`-separated list (any of them)
+///   uid     one UID or a list `UID\UID\...` (any of them), no wildcards
+///   date    YYYYMMDD, or a range YYYYMMDD-YYYYMMDD, YYYYMMDD-, -YYYYMMDD
+///   time    HH, HHMM, HHMMSS or HHMMSS.FFFFFF, or a range of those
+///   number  an integer
+/// An empty value or a lone `*` matches everything (universal matching).
+/// Every malformed term is refused with Errc::invalid_argument naming the
+/// term and what is allowed.
+
+#include "Attributes.h"
+
+#include <string>
+#include <vector>
+
+namespace blobstreaming::dicom {
+
+struct Match {
+    const Attribute* attribute = nullptr;
+    std::string value;
+};
+
+/// Parses `KEY=VALUE` terms (KEY: a keyword of attributes(), once each).
+std::vector<Match> parse_matches(const std::vector<std::string>& terms);
+
+/// The SQL condition of `matches` (joined with AND; "1" when empty) with
+/// `?` placeholders whose text values are appended to `params` in order.
+std::string sql_condition(const std::vector<Match>& matches, std::vector<std::string>& params);
+
+}  // namespace blobstreaming::dicom

@@ -1,0 +1,139 @@
+#include "GatewayOptions.h"
+
+#include <blobstreaming/cli/CommandLine.h>
+#include <blobstreaming/common/BlobName.h>
+#include <blobstreaming/common/Error.h>
+#include <blobstreaming/transporter/LibraryVersions.h>
+
+#include <boost/program_options.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace po = boost::program_options;
+
+namespace blobstreaming::dicom {
+
+namespace {
+
+constexpr const char* kEpilogue =
+    "Instances are stored as Blobs named by --name-pattern; the C-STORE is answered Success only after the\n"
+    "store's durable, verified acknowledgement. Failure statuses: A700 out of resources (store full or busy),\n"
+    "0110 processing failure (store unreachable, push failed), C000 cannot understand (malformed object,\n"
+    "no SOP Instance UID), C011 the instance is stored already with another data set (--on-conflict refuse).\n"
+    "Exit codes: 0 success, 1 usage, 10-19 the input, 40 the spool or index, 52 naming service or store\n"
+    "unreachable, 26 --store not registered; docs/DICOM.md.\n";
+
+[[noreturn]] void usage(const std::string& message) { throw Error(Errc::invalid_argument, message); }
+
+po::options_description describe()
+{
+    const char* env = std::getenv("BLOBSTREAMING_NAMING");
+    const char* tmp = std::getenv("TMPDIR");
+    po::options_description d(
+        "Usage: blob-dicomd --aetitle AE --port PORT --store STORE [options]\n"
+        "A DICOM Storage SCP (C-STORE, C-ECHO) that stores each instance as a Blob and indexes it.\nOptions");
+    // clang-format off
+    d.add_options()
+        ("help,h", "show this help and exit")
+        ("version", "show the version and exit")
+        ("aetitle,a", po::value<std::string>()->value_name("AE"), "this gateway's application entity title (1-16 characters); associations to any called AE title are accepted")
+        ("port,p", po::value<unsigned>()->value_name("PORT"), "TCP port to listen on, all interfaces (1-65535)")
+        ("store,s", po::value<std::string>()->value_name("STORE"), "the Blob store receiving the instances")
+        ("naming,n", po::value<std::string>()->default_value(env ? env : "corbaname::127.0.0.1:2809"), "Naming Service URL (env BLOBSTREAMING_NAMING)")
+        ("index", po::value<std::string>()->value_name("URL"), "record every stored instance in the study index sqlite:PATH (created when missing)")
+        ("name-pattern", po::value<std::string>()->default_value("{SOPInstanceUID}.dcm"), "the Blob name of an instance: {SOPInstanceUID} (required), {SOPClassUID}, {StudyInstanceUID}, {SeriesInstanceUID}, {Modality}")
+        ("max-associations", po::value<unsigned>()->default_value(8), "associations served at once, one thread each (1-256); more are rejected (transient, local limit exceeded)")
+        ("max-pdu", po::value<unsigned>()->default_value(131072), "largest PDU received, bytes (4096-131072)")
+        ("on-conflict", po::value<std::string>()->default_value("refuse"), "an instance already stored with another data set: refuse (status C011) or replace")
+        ("spool", po::value<std::string>()->default_value(tmp ? tmp : "/tmp"), "directory holding each received instance until its push has ended (env TMPDIR)")
+        ("timeout,t", po::value<std::string>()->default_value("30"), "network and store inactivity timeout, seconds unless a unit is given (1 to 3600 s)")
+        ("config", po::value<std::string>()->value_name("FILE"), "read `option = value` lines (long option names) from FILE; the command line wins");
+    // clang-format on
+    cli::add_logging_options(d, spdlog::level::info);
+    return d;
+}
+
+std::string required(const po::variables_map& vm, const char* key)
+{
+    if (!vm.count(key)) usage(std::string("--") + key + " is required");
+    return vm[key].as<std::string>();
+}
+
+void check_name_pattern(const std::string& pattern)
+{
+    if (pattern.find("{SOPInstanceUID}") == std::string::npos)
+        usage("--name-pattern " + pattern + ": must contain {SOPInstanceUID} (one Blob per instance)");
+    const std::string sample = expand_name_pattern(pattern, [&pattern](const std::string& key) -> std::string {
+        if (key == "SOPInstanceUID" || key == "SOPClassUID" || key == "StudyInstanceUID" || key == "SeriesInstanceUID")
+            return "1.2.3";
+        if (key == "Modality") return "CT";
+        usage("--name-pattern " + pattern + ": unknown field {" + key +
+              "} (SOPInstanceUID, SOPClassUID, StudyInstanceUID, SeriesInstanceUID, Modality)");
+    });
+    if (const auto problem = blob_name_problem(sample)) usage("--name-pattern " + pattern + ": " + *problem);
+}
+
+}  // namespace
+
+std::optional<GatewayOptions> parse_gateway_options(int argc, char** argv, std::string& text)
+{
+    const po::options_description desc = describe();
+    po::variables_map vm;
+    try {
+        po::store(cli::command_line_parser(argc, argv).options(desc).run(), vm);
+        if (vm.count("config")) {
+            const std::string file = vm["config"].as<std::string>();
+            std::ifstream in(file);
+            if (!in) usage("--config: cannot read \"" + file + "\"");
+            po::store(po::parse_config_file(in, desc), vm);
+        }
+        po::notify(vm);
+    } catch (const po::error& e) {
+        usage(e.what());
+    }
+    if (auto shown = cli::help_or_version(vm, desc, "blob-dicomd", transporter_library_versions(), kEpilogue)) {
+        text = *shown;
+        return std::nullopt;
+    }
+    GatewayOptions o;
+    try {
+        o.log_level = cli::log_level(vm, spdlog::level::info);
+    } catch (const std::exception& e) {
+        usage(e.what());
+    }
+    o.aetitle = required(vm, "aetitle");
+    if (o.aetitle.empty() || o.aetitle.size() > 16 || o.aetitle.find_first_of("\\\r\n\t") != std::string::npos ||
+        o.aetitle.find_first_not_of(' ') == std::string::npos)
+        usage("--aetitle \"" + o.aetitle + "\": expected 1 to 16 characters, not all spaces, no backslash or control");
+    if (!vm.count("port")) usage("--port is required");
+    o.port = vm["port"].as<unsigned>();
+    if (o.port < 1 || o.port > 65535) usage("--port " + std::to_string(o.port) + ": expected 1 to 65535");
+    o.store = required(vm, "store");
+    if (o.store.empty()) usage("--store: expected a store name");
+    o.naming = vm["naming"].as<std::string>();
+    if (vm.count("index")) o.index = vm["index"].as<std::string>();
+    o.name_pattern = vm["name-pattern"].as<std::string>();
+    check_name_pattern(o.name_pattern);
+    o.max_associations = vm["max-associations"].as<unsigned>();
+    if (o.max_associations < 1 || o.max_associations > 256)
+        usage("--max-associations " + std::to_string(o.max_associations) + ": expected 1 to 256");
+    o.max_pdu = vm["max-pdu"].as<unsigned>();
+    if (o.max_pdu < 4096 || o.max_pdu > 131072)
+        usage("--max-pdu " + std::to_string(o.max_pdu) + ": expected 4096 to 131072");
+    const std::string conflict = vm["on-conflict"].as<std::string>();
+    if (conflict == "refuse") o.on_conflict = OnConflict::refuse;
+    else if (conflict == "replace") o.on_conflict = OnConflict::replace;
+    else usage("--on-conflict " + conflict + ": expected refuse or replace");
+    o.spool = vm["spool"].as<std::string>();
+    try {
+        using namespace std::chrono_literals;
+        o.timeout = cli::parse_duration("--timeout", vm["timeout"].as<std::string>(), 1s, 3600s);
+    } catch (const std::exception& e) {
+        usage(e.what());
+    }
+    return o;
+}
+
+}  // namespace blobstreaming::dicom

@@ -1,0 +1,57 @@
+#pragma once
+/// blob-dicomd's command line and configuration file (docs/CLI.md,
+/// "blob-dicomd"): the conventions of blobstored (long options, `--config
+/// FILE` of `option = value` lines where the command line wins, the shared
+/// logging flags, --help, --version).
+
+#include <spdlog/common.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace blobstreaming::dicom {
+
+/// What to do when an instance arrives whose Blob exists with another data set.
+enum class OnConflict { refuse, replace };
+
+struct GatewayOptions {
+    std::string aetitle;
+    unsigned port = 0;
+    std::string store;
+    std::string naming;
+    std::string index;  ///< "" : no index
+    std::string name_pattern = "{SOPInstanceUID}.dcm";
+    unsigned max_associations = 8;
+    unsigned max_pdu = 131072;
+    OnConflict on_conflict = OnConflict::refuse;
+    std::string spool;  ///< directory of received files until their push ends
+    std::chrono::milliseconds timeout{30000};
+    spdlog::level::level_enum log_level = spdlog::level::info;
+};
+
+/// The options to run with, or (nullopt) the text to print for --help or
+/// --version in `text`. Throws Error(Errc::invalid_argument) with the
+/// option, the value and what is allowed.
+std::optional<GatewayOptions> parse_gateway_options(int argc, char** argv, std::string& text);
+
+/// The Blob name of an instance: `pattern` with {SOPInstanceUID},
+/// {SOPClassUID}, {StudyInstanceUID}, {SeriesInstanceUID} and {Modality}
+/// replaced by `value(keyword)`.
+template <class Lookup>
+std::string expand_name_pattern(const std::string& pattern, Lookup value)
+{
+    std::string out;
+    for (std::size_t i = 0; i < pattern.size();) {
+        const auto close = pattern[i] == '{' ? pattern.find('}', i) : std::string::npos;
+        if (close == std::string::npos) {
+            out += pattern[i++];
+            continue;
+        }
+        out += value(pattern.substr(i + 1, close - i - 1));
+        i = close + 1;
+    }
+    return out;
+}
+
+}  // namespace blobstreaming::dicom

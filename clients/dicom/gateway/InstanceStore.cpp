@@ -1,0 +1,164 @@
+#include "InstanceStore.h"
+
+#include <blobstreaming/common/BlobName.h>
+#include <blobstreaming/common/Error.h>
+
+#include <dcmtk/dcmdata/dcdeftag.h>
+#include <dcmtk/dcmdata/dcfilefo.h>
+#include <dcmtk/dcmdata/dcmetinf.h>
+#include <dcmtk/dcmdata/dctag.h>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+namespace blobstreaming::dicom {
+
+namespace {
+
+/// Values larger than this stay in the file while it is parsed: the pixel
+/// data is checked for its length, never loaded.
+constexpr Uint32 kMaxLoadedValue = 4096;
+
+std::uint16_t status_of(Errc code)
+{
+    switch (code) {
+    case Errc::out_of_space:
+    case Errc::store_busy:
+    case Errc::limit_reached: return status::out_of_resources;
+    default: return status::processing_failure;
+    }
+}
+
+bool same_data_set(const std::vector<std::uint8_t>& stored, const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    const std::vector<std::uint8_t> received{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    const std::size_t a = data_set_offset(stored.data(), stored.size());
+    const std::size_t b = data_set_offset(received.data(), received.size());
+    return stored.size() - a == received.size() - b &&
+           std::equal(stored.begin() + static_cast<std::ptrdiff_t>(a), stored.end(),
+                      received.begin() + static_cast<std::ptrdiff_t>(b));
+}
+
+}  // namespace
+
+std::size_t data_set_offset(const std::uint8_t* bytes, std::size_t size)
+{
+    // Preamble (128), "DICM", then (0002,0000) UL 4 <length>: explicit VR little endian.
+    constexpr std::size_t start = 132, element = 12;
+    if (size < start + element || std::memcmp(bytes + 128, "DICM", 4) != 0) return 0;
+    const std::uint8_t* e = bytes + start;
+    if (e[0] != 0x02 || e[1] != 0 || e[2] != 0 || e[3] != 0 || e[4] != 'U' || e[5] != 'L') return 0;
+    const std::size_t length = e[8] | (e[9] << 8) | (e[10] << 16) | (static_cast<std::size_t>(e[11]) << 24);
+    return start + element + length <= size ? start + element + length : 0;
+}
+
+std::string read_header(const std::string& path, std::map<std::string, std::string>& values)
+{
+    DcmFileFormat file;
+    const OFCondition read = file.loadFile(path.c_str(), EXS_Unknown, EGL_noChange, kMaxLoadedValue, ERM_fileOnly);
+    DcmDataset* data = file.getDataset();
+    for (const Attribute& a : attributes()) {
+        if (a.derived) continue;
+        OFString value;
+        if (std::string(a.keyword) == "TransferSyntaxUID") {
+            file.getMetaInfo()->findAndGetOFString(DCM_TransferSyntaxUID, value);
+        } else {
+            DcmTag tag;
+            if (DcmTag::findTagFromName(a.keyword, tag).good()) data->findAndGetOFStringArray(tag, value);
+        }
+        values[a.keyword] = value.c_str();
+    }
+    if (read.bad()) return std::string("the object does not parse: ") + read.text();
+    // A truncated value that was not loaded is noticed only when it is read.
+    DcmElement* pixels = nullptr;
+    if (data->findAndGetElement(DCM_PixelData, pixels).good() && pixels->getLength() > 0) {
+        const OFCondition load = pixels->loadAllDataIntoMemory();
+        if (load.bad()) return std::string("the pixel data does not read whole: ") + load.text();
+        pixels->compact();
+    }
+    return {};
+}
+
+InstanceStore::InstanceStore(const GatewayOptions& options, client::Session& session, StudyIndex* index)
+    : options_(options), session_(session), index_(index)
+{}
+
+StoreOutcome InstanceStore::store(const ReceivedInstance& instance)
+{
+    const auto started = std::chrono::steady_clock::now();
+    InstanceRecord record;
+    const std::string problem = read_header(instance.path, record.values);
+    const std::string& uid = record.values["SOPInstanceUID"];
+    const std::string what = "instance " + (uid.empty() ? instance.sop_instance_uid : uid) + " from " + instance.peer;
+    auto refuse = [&](std::uint16_t code, const std::string& why) {
+        spdlog::error("{}: refused (status {:04X}): {}", what, code, why);
+        return StoreOutcome{code, why};
+    };
+    if (!problem.empty()) return refuse(status::cannot_understand, problem);
+    if (uid.empty()) return refuse(status::cannot_understand, "the data set has no SOP Instance UID (0008,0018)");
+    if (uid != instance.sop_instance_uid)
+        return refuse(status::cannot_understand, "the data set's SOP Instance UID " + uid +
+                                                     " differs from the request's " + instance.sop_instance_uid);
+    const std::string name =
+        expand_name_pattern(options_.name_pattern, [&record](const std::string& key) { return record.values[key]; });
+    if (const auto bad = blob_name_problem(name))
+        return refuse(status::cannot_understand, "Blob name \"" + name + "\" (--name-pattern): " + *bad);
+
+    StoreOutcome outcome = push(instance, name, record);
+    if (outcome.status != status::success) return refuse(outcome.status, outcome.comment);
+    if (index_) {
+        try {
+            index_->put(record);
+        } catch (const Error& e) {
+            // The instance is stored: the modality must not send it again.
+            spdlog::error("{}: stored as {} but not indexed: {}", what, name, e.what());
+        }
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    spdlog::info("{}: {} as {} in store \"{}\" ({} bytes, {:.3f} s{})", what,
+                 outcome.comment.empty() ? "stored" : outcome.comment, name, record.store, record.size, seconds,
+                 record.values["Modality"].empty() ? "" : ", " + record.values["Modality"]);
+    return {status::success, {}};
+}
+
+StoreOutcome InstanceStore::push(const ReceivedInstance& instance, const std::string& name, InstanceRecord& record)
+{
+    client::PushOptions push;
+    push.store = options_.store;
+    auto committed = [&](const BlobInfo& info, const std::string& how) {
+        record.blob = name;
+        record.store = options_.store;
+        record.size = info.size;
+        record.checksum = info.checksum.text();
+        return StoreOutcome{status::success, how};
+    };
+    try {
+        return committed(session_.push_file(instance.path, name, push), "");
+    } catch (const Error& e) {
+        if (e.code() != Errc::already_exists)
+            return {status_of(e.code()), "push to store \"" + options_.store + "\": " + e.what()};
+    }
+    // A resend: the same data set is a success without a second copy.
+    try {
+        client::PullOptions pull;
+        pull.store = options_.store;
+        const auto stored = session_.pull_memory(name, pull);
+        if (same_data_set(stored, instance.path))
+            return committed(session_.stat(name, options_.store), "already stored with the same data set, kept");
+        if (options_.on_conflict == OnConflict::refuse)
+            return {status::conflicting_instance,
+                    "Blob " + name + " holds another data set for this SOP Instance UID (--on-conflict refuse)"};
+        push.replace = true;
+        return committed(session_.push_file(instance.path, name, push), "replaced another data set");
+    } catch (const Error& e) {
+        return {status_of(e.code()), "store \"" + options_.store + "\": " + e.what()};
+    }
+}
+
+}  // namespace blobstreaming::dicom

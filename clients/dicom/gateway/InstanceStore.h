@@ -1,0 +1,70 @@
+#pragma once
+/// What blob-dicomd does with one received instance, apart from DICOM
+/// networking: read its header, push it as a Blob, index it, and choose the
+/// C-STORE status (docs/DICOM.md, "Statuses").
+///
+/// Thread-safe: the association threads call store() at once; they share
+/// the Session (Thread mode) and the StudyIndex.
+
+#include "../StudyIndex.h"
+#include "GatewayOptions.h"
+
+#include <blobstreaming/client/Session.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace blobstreaming::dicom {
+
+/// DIMSE statuses of a C-STORE response (PS3.4 B.2.3, PS3.7 C).
+namespace status {
+constexpr std::uint16_t success = 0x0000;
+constexpr std::uint16_t processing_failure = 0x0110;
+constexpr std::uint16_t out_of_resources = 0xA700;
+constexpr std::uint16_t cannot_understand = 0xC000;
+/// Ours, in the "cannot understand" range: another data set is stored under
+/// this SOP Instance UID (--on-conflict refuse).
+constexpr std::uint16_t conflicting_instance = 0xC011;
+}  // namespace status
+
+/// A received instance: the file DCMTK wrote (meta header + the data set as
+/// it came) and what the C-STORE request said.
+struct ReceivedInstance {
+    std::string path;
+    std::string sop_class_uid;     ///< Affected SOP Class UID of the request
+    std::string sop_instance_uid;  ///< Affected SOP Instance UID of the request
+    std::string peer;              ///< "AE@host" for the log
+};
+
+struct StoreOutcome {
+    std::uint16_t status = status::success;
+    std::string comment;  ///< why, for the Error Comment (0000,0902) and the log
+};
+
+class InstanceStore {
+public:
+    /// `index` may be null (no --index).
+    InstanceStore(const GatewayOptions& options, client::Session& session, StudyIndex* index);
+
+    /// Parses, pushes (durable, verified), indexes. Logs one line.
+    StoreOutcome store(const ReceivedInstance& instance);
+
+private:
+    StoreOutcome push(const ReceivedInstance& instance, const std::string& name, InstanceRecord& record);
+
+    const GatewayOptions& options_;
+    client::Session& session_;
+    StudyIndex* index_;
+};
+
+/// Reads the attributes of attributes() from a DICOM file, the pixel data
+/// left unread in memory. Returns "" and fills `values`, or why the file is
+/// not a whole, readable DICOM object (`values` then holds what parsed).
+std::string read_header(const std::string& path, std::map<std::string, std::string>& values);
+
+/// Where the data set starts in a DICOM file's bytes (after the preamble and
+/// the meta group, from its group length), or 0 when that cannot be told.
+std::size_t data_set_offset(const std::uint8_t* bytes, std::size_t size);
+
+}  // namespace blobstreaming::dicom

@@ -1,0 +1,151 @@
+/// blob-dicomd: the DICOM gateway (docs/DICOM.md). Parses its options, opens
+/// the Session and the index, prints one ready line, serves associations on
+/// a listener thread (StorageScp) and ends at once on SIGTERM/SIGINT: a
+/// C-STORE in progress is then not answered, and the modality sends it again
+/// (a resend of the same data set succeeds without a second copy).
+
+#include "GatewayOptions.h"
+#include "InstanceStore.h"
+#include "StorageScp.h"
+
+#include <blobstreaming/common/Error.h>
+#include <blobstreaming/transporter/Log.h>
+#include <blobstreaming/transporter/SocketOptions.h>
+
+#include <dcmtk/oflog/oflog.h>
+
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace {
+
+using namespace blobstreaming;
+using namespace blobstreaming::dicom;
+
+std::string g_listen_failure;
+
+void set_up_logging(spdlog::level::level_enum level)
+{
+    auto logger = std::make_shared<spdlog::logger>("blob-dicomd", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    logger->set_pattern("%Y-%m-%d %H:%M:%S.%e blob-dicomd %l: %v");
+    logger->set_level(level);
+    logger->flush_on(spdlog::level::trace);
+    spdlog::set_default_logger(logger);
+    set_library_logger(logger);
+    // DCMTK's own lines (association errors, rejections) on the same stderr.
+    OFLog::configure(level <= spdlog::level::trace   ? OFLogger::DEBUG_LOG_LEVEL
+                     : level <= spdlog::level::debug ? OFLogger::INFO_LOG_LEVEL
+                     : level <= spdlog::level::warn  ? OFLogger::WARN_LOG_LEVEL
+                                                     : OFLogger::ERROR_LOG_LEVEL);
+}
+
+/// DCMTK binds inside its listen loop: a taken port is found here first, so
+/// that it fails the start instead of a thread.
+void check_port(unsigned port)
+{
+    const int fd = ::socket(AF_INET6, SOCK_STREAM, 0);
+    if (fd < 0) throw_io_error("socket", errno);
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in6 address{};
+    address.sin6_family = AF_INET6;
+    address.sin6_port = htons(static_cast<std::uint16_t>(port));
+    address.sin6_addr = in6addr_any;
+    const int rc = ::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address);
+    const int err = errno;
+    ::close(fd);
+    if (rc != 0)
+        throw Error(Errc::unreachable,
+                    "cannot listen for associations on port " + std::to_string(port) + ": " + std::strerror(err));
+}
+
+/// The store must be registered: a typo is found at start, not at the first study.
+void check_store(client::Session& session, const GatewayOptions& o)
+{
+    for (const client::StoreStatus& s : session.stores()) {
+        if (s.name == o.store) return;
+    }
+    throw Error(Errc::unknown_store,
+                "store \"" + o.store + "\" is not registered in the naming service at " + o.naming);
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    sigset_t handled;
+    ::sigemptyset(&handled);
+    for (int s : {SIGTERM, SIGINT, SIGUSR1}) ::sigaddset(&handled, s);
+    ::pthread_sigmask(SIG_BLOCK, &handled, nullptr);  // every later thread inherits it: only sigwait sees them
+    ignore_sigpipe();
+    // DCMTK leaves Nagle on unless TCP_NODELAY=1 is in the environment: each
+    // C-STORE response would then wait ~40 ms for the peer's delayed ACK.
+    ::setenv("TCP_NODELAY", "1", 0);
+
+    std::string text;
+    std::optional<GatewayOptions> parsed;
+    try {
+        parsed = parse_gateway_options(argc, argv, text);
+    } catch (const Error& e) {
+        std::cerr << "blob-dicomd: " << e.what() << " (see blob-dicomd --help)\n";
+        return 1;
+    }
+    if (!parsed) {
+        std::cout << text << std::flush;
+        return 0;
+    }
+    const GatewayOptions& o = *parsed;
+    set_up_logging(o.log_level);
+
+    std::unique_ptr<client::Session> session;
+    std::unique_ptr<StudyIndex> index;
+    try {
+        check_port(o.port);
+        if (::access(o.spool.c_str(), W_OK) != 0)
+            throw Error(Errc::io_error, "--spool " + o.spool + ": not a writable directory: " + std::strerror(errno));
+        client::SessionOptions so;
+        so.naming_url = o.naming;
+        so.default_store = o.store;
+        so.timeout = o.timeout;
+        session = std::make_unique<client::Session>(so);
+        check_store(*session, o);
+        if (!o.index.empty()) index = std::make_unique<StudyIndex>(o.index, true);
+    } catch (const Error& e) {
+        std::cerr << "blob-dicomd: " << e.what() << "\n";
+        return static_cast<int>(e.code());
+    }
+    InstanceStore store(o, *session, index.get());
+    std::thread listener([&o, &store] {
+        g_listen_failure = serve_associations(o, store);
+        ::kill(::getpid(), SIGUSR1);
+    });
+    listener.detach();  // DCMTK's pool has no way to stop listening: the process ends around it
+    std::cout << "blob-dicomd ready aetitle=" << o.aetitle << " port=" << o.port << " store=" << o.store
+              << " index=" << (o.index.empty() ? "-" : o.index) << std::endl;
+
+    int signal = 0;
+    ::sigwait(&handled, &signal);
+    if (signal == SIGUSR1) {
+        spdlog::critical("{}", g_listen_failure);
+        std::_Exit(static_cast<int>(Errc::unreachable));
+    }
+    spdlog::info("{}: stopping", ::strsignal(signal));
+    spdlog::default_logger()->flush();
+    // Associations in progress answer their current C-STORE from the store's
+    // acknowledgement or not at all: a modality resends what was not answered.
+    std::_Exit(0);
+}

@@ -1,0 +1,94 @@
+#!/usr/bin/python3
+"""DICOM test objects for tests/test_dicom_gateway.py, made with pydicom
+(Debian's python3-pydicom; run with /usr/bin/python3).
+
+  dicom_objects.py study DIR SLICES PATIENT STUDY_DATE   CT slices of one study (64x64, 16 bit)
+  dicom_objects.py multiframe FILE FRAMES                 one multi-frame image (256x256, 16 bit)
+  dicom_objects.py nouid FILE                             a CT slice whose data set has no SOP Instance UID
+  dicom_objects.py truncated FILE                         a CT slice cut in the middle of its pixel data
+  dicom_objects.py variant FILE OTHER                     OTHER: FILE's instance with another pixel value
+Prints one JSON line: the files written with their SOP Instance UID and
+Study Instance UID."""
+
+import json
+import os
+import sys
+
+from pydicom.dataset import Dataset, FileMetaDataset
+from pydicom.uid import CTImageStorage, ExplicitVRLittleEndian, generate_uid, SecondaryCaptureImageStorage
+import pydicom
+
+
+def image(sop_class, rows, cols, frames=1, patient="PAT1", study_uid=None, series_uid=None, number=1,
+          study_date="20261115", modality="CT", fill=0):
+    meta = FileMetaDataset()
+    meta.MediaStorageSOPClassUID = sop_class
+    meta.MediaStorageSOPInstanceUID = generate_uid()
+    meta.TransferSyntaxUID = ExplicitVRLittleEndian
+    ds = Dataset()
+    ds.file_meta = meta
+    ds.SOPClassUID = sop_class
+    ds.SOPInstanceUID = meta.MediaStorageSOPInstanceUID
+    ds.PatientID = patient
+    ds.PatientName = "Doe^" + patient
+    ds.PatientBirthDate = "19700101"
+    ds.StudyInstanceUID = study_uid or generate_uid()
+    ds.SeriesInstanceUID = series_uid or generate_uid()
+    ds.StudyDate = study_date
+    ds.StudyTime = "101500"
+    ds.AccessionNumber = "ACC-" + patient
+    ds.StudyDescription = "Chest " + modality
+    ds.Modality = modality
+    ds.SeriesNumber = 1
+    ds.InstanceNumber = number
+    ds.Rows, ds.Columns = rows, cols
+    ds.SamplesPerPixel = 1
+    ds.PhotometricInterpretation = "MONOCHROME2"
+    ds.BitsAllocated, ds.BitsStored, ds.HighBit, ds.PixelRepresentation = 16, 12, 11, 0
+    if frames > 1:
+        ds.NumberOfFrames = frames
+    ds.PixelData = bytes(((i * 7 + number + fill) & 0xFF) for i in range(rows * cols * 2 * frames))
+    return ds
+
+
+def save(ds, path):
+    ds.is_little_endian, ds.is_implicit_VR = True, False
+    pydicom.dcmwrite(path, ds, write_like_original=False)
+    return {"path": path, "sop": ds.file_meta.MediaStorageSOPInstanceUID, "study": ds.StudyInstanceUID}
+
+
+def main(argv):
+    kind = argv[1]
+    out = []
+    if kind == "study":
+        directory, slices, patient, date = argv[2], int(argv[3]), argv[4], argv[5]
+        os.makedirs(directory, exist_ok=True)
+        study, series = generate_uid(), generate_uid()
+        for n in range(1, slices + 1):
+            ds = image(CTImageStorage, 64, 64, patient=patient, study_uid=study, series_uid=series, number=n,
+                       study_date=date)
+            out.append(save(ds, os.path.join(directory, f"slice{n:04d}.dcm")))
+    elif kind == "multiframe":
+        out.append(save(image(SecondaryCaptureImageStorage, 256, 256, frames=int(argv[3]), patient="PAT2",
+                              modality="OT"), argv[2]))
+    elif kind == "nouid":
+        ds = image(CTImageStorage, 64, 64, patient="PAT3")
+        del ds.SOPInstanceUID  # the meta header keeps it, so that a peer can still name it in its request
+        out.append(save(ds, argv[2]))
+    elif kind == "truncated":
+        entry = save(image(CTImageStorage, 64, 64, patient="PAT4"), argv[2])
+        size = os.path.getsize(argv[2])
+        with open(argv[2], "r+b") as f:
+            f.truncate(size - 4096)
+        out.append(entry)
+    elif kind == "variant":
+        ds = pydicom.dcmread(argv[2])
+        ds.PixelData = bytes((b ^ 0x55) for b in ds.PixelData)
+        out.append(save(ds, argv[3]))
+    else:
+        sys.exit(f"unknown kind {kind}")
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main(sys.argv)
