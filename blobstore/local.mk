@@ -194,13 +194,32 @@ blobstore_blobstored_SOURCES = \
 	blobstore/src/blobstored/DaemonOptions.h \
 	blobstore/src/blobstored/LogFile.cpp \
 	blobstore/src/blobstored/LogFile.h \
+	blobstore/src/blobstored/Notify.cpp \
+	blobstore/src/blobstored/Notify.h \
 	blobstore/src/blobstored/SdcStatus.cpp \
 	blobstore/src/blobstored/SdcStatus.h \
 	blobstore/src/blobstored/StoreEntry.cpp \
 	blobstore/src/blobstored/StoreEntry.h \
 	blobstore/src/blobstored/main.cpp
-blobstore_blobstored_CPPFLAGS = $(blobstore_libblobserver_la_CPPFLAGS) -I$(top_srcdir)/sdc/include
+blobstore_blobstored_CPPFLAGS = $(blobstore_libblobserver_la_CPPFLAGS) -I$(top_srcdir)/sdc/include $(SYSTEMD_CFLAGS)
 blobstore_blobstored_LDADD = blobstore/libblobserver.la transporter/libblobtransporter.la blobstore/libblobstore.la common/libblobcli.la \
-	common/libblobcommon.la sdc/libblobsdc.la $(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS)
+	common/libblobcommon.la sdc/libblobsdc.la $(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS) \
+	$(SYSTEMD_LIBS)
 $(blobstore_blobstored_OBJECTS): idl/BlobStreaming.hh
 
+
+# blobstored under systemd (docs/DEPLOYMENT.md): the template unit with this
+# install's paths, the user it runs as (sysusers.d), an annotated example
+# configuration under share/doc/blobstreaming/.
+systemdsystemunit_DATA = blobstore/systemd/blobstored@.service
+sysusers_DATA = blobstore/systemd/blobstreaming.conf
+dist_doc_DATA = blobstore/systemd/blobstored.conf.example
+EXTRA_DIST += blobstore/systemd/blobstored@.service.in blobstore/systemd/blobstreaming.sysusers
+CLEANFILES += $(systemdsystemunit_DATA) $(sysusers_DATA)
+blobstore/systemd/blobstored@.service: $(top_srcdir)/blobstore/systemd/blobstored@.service.in Makefile
+	@$(MKDIR_P) blobstore/systemd
+	$(AM_V_GEN)sed -e 's|@bindir[@]|$(bindir)|g' -e 's|@sysconfdir[@]|$(sysconfdir)|g' \
+	  -e 's|@docdir[@]|$(docdir)|g' $< >$@.tmp && mv $@.tmp $@
+blobstore/systemd/blobstreaming.conf: $(top_srcdir)/blobstore/systemd/blobstreaming.sysusers
+	@$(MKDIR_P) blobstore/systemd
+	$(AM_V_GEN)cp $< $@

@@ -5,6 +5,7 @@
 #include "Daemon.h"
 #include "DaemonOptions.h"
 #include "LogFile.h"
+#include "Notify.h"
 
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/Log.h>
@@ -53,7 +54,9 @@ std::shared_ptr<blobstreaming::daemon::LogFileSink> setup_logging(const blobstre
         sink = file;
     }
     auto logger = std::make_shared<spdlog::logger>("blobstored", sink);
-    logger->set_pattern("%Y-%m-%d %H:%M:%S.%e blobstored %l: %v");
+    if (!file && blobstreaming::daemon::stderr_is_journal())
+        logger->set_formatter(blobstreaming::daemon::journal_formatter());  // journald stamps and names the lines
+    else logger->set_pattern("%Y-%m-%d %H:%M:%S.%e blobstored %l: %v");
     logger->set_level(o.log_level);
     logger->flush_on(spdlog::level::trace);
     spdlog::set_default_logger(logger);
@@ -109,9 +112,11 @@ int main(int argc, char** argv)
     }
 
     blobstreaming::daemon::Daemon daemon(*command.run);
+    std::string ready;
     try {
-        const std::string ready = daemon.start();
-        std::cout << ready << std::endl;  // exactly one line, flushed
+        ready = daemon.start();
+        std::cout << ready << std::endl;             // exactly one line, flushed
+        blobstreaming::daemon::notify_ready(ready);  // after the Naming registration
     } catch (const Error& e) {
         std::cerr << "blobstored: " << e.what() << "\n";
         daemon.stop();
@@ -139,7 +144,9 @@ int main(int argc, char** argv)
                             static_cast<long>(left.count() % 1000000000)};
         signal = ::sigtimedwait(&handled_signals, nullptr, &wait);
         if (signal == SIGHUP) {
+            blobstreaming::daemon::notify_reloading();
             on_sighup(daemon, log_file.get(), argc, argv);
+            blobstreaming::daemon::notify_ready(ready);
             signal = -1;
             continue;
         }
@@ -155,6 +162,7 @@ int main(int argc, char** argv)
         daemon.maintain();
     }
     spdlog::info("{}: shutting down store \"{}\"", signal == SIGTERM ? "SIGTERM" : "SIGINT", command.run->name);
+    blobstreaming::daemon::notify_stopping("shutting down store \"" + command.run->name + "\"");
     daemon.stop();
     spdlog::info("store \"{}\" stopped", command.run->name);
     return 0;
