@@ -48,6 +48,7 @@ const std::vector<Setting>& settings()
         {"tier", [](const DaemonOptions& o) { return std::string(tier_name(o.tier)); }, {}},
         {"control-address", [](const DaemonOptions& o) { return host_port(o.control); }, {}},
         {"data-address", [](const DaemonOptions& o) { return host_port(o.data); }, {}},
+        {"advertise", [](const DaemonOptions& o) { return o.advertise; }, {}},
         {"sdc-address", [](const DaemonOptions& o) { return o.sdc_address; }, {}},
         {"ticket-lifetime", [](const DaemonOptions& o) { return seconds(o.ticket_lifetime); }, {}},
         {"timeout", [](const DaemonOptions& o) { return seconds(o.timeout); }, {}},

@@ -27,6 +27,14 @@ std::string endpoint(const HostPort& hp, bool tls)
            (hp.port == 0 ? std::string() : std::to_string(hp.port));
 }
 
+/// omniORB endPointPublish for --advertise HOST: the port left empty is
+/// the one the endpoint listens on.
+std::string published_endpoint(const std::string& host, bool tls)
+{
+    const bool ipv6 = host.find(':') != std::string::npos;
+    return std::string(tls ? "giop:ssl:" : "giop:tcp:") + (ipv6 ? "[" + host + "]" : host) + ":";
+}
+
 bool is_wildcard(const std::string& host) { return host == "0.0.0.0" || host == "::" || host.empty(); }
 
 /// Control connections served by a thread each; omniORB's default is 10000.
@@ -85,10 +93,14 @@ std::string Daemon::start()
     // connections (anyone may open them, no credential needed) would each
     // hold a thread. Past kThreadPerConnectionLimit connections it watches
     // them from its bounded thread pool instead.
-    orb_ = corba::init_orb({{"endPoint", endpoint(options_.control, tls)},
-                            {"clientCallTimeOutPeriod", "10000"},
-                            {"threadPerConnectionUpperLimit", std::to_string(kThreadPerConnectionLimit)},
-                            {"threadPerConnectionLowerLimit", std::to_string(kThreadPerConnectionLimit * 3 / 4)}});
+    std::vector<std::pair<std::string, std::string>> orb_options = {
+        {"endPoint", endpoint(options_.control, tls)},
+        {"clientCallTimeOutPeriod", "10000"},
+        {"threadPerConnectionUpperLimit", std::to_string(kThreadPerConnectionLimit)},
+        {"threadPerConnectionLowerLimit", std::to_string(kThreadPerConnectionLimit * 3 / 4)}};
+    if (!options_.advertise.empty())  // references name that host, with the port the endpoint listens on
+        orb_options.push_back({"endPointPublish", published_endpoint(options_.advertise, tls)});
+    orb_ = corba::init_orb(orb_options);
     corba::install_caller_identity();  // who is calling: TLS subject or address (access list, limits)
     // Another daemon of this name that answers keeps its name (and its
     // store: two daemons on one directory would destroy each other's
@@ -157,7 +169,9 @@ std::string Daemon::start()
     // address is advertised with the same host.
     const std::string control = corba::endpoint_of(store_ref_);
     const std::string control_host = control.substr(0, control.rfind(':'));
-    context_.data_host = is_wildcard(options_.data.host) ? control_host : options_.data.host;
+    context_.data_host = !options_.advertise.empty()       ? options_.advertise
+                         : is_wildcard(options_.data.host) ? control_host
+                                                           : options_.data.host;
 
     PortableServer::Servant_var<corba::BlobLocator_i> locator_servant =
         new corba::BlobLocator_i(naming_, options_.naming, context_, store_ref_);

@@ -6,11 +6,13 @@
 
 #include <boost/program_options.hpp>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <sstream>
+
+#include <arpa/inet.h>
 
 namespace po = boost::program_options;
 using namespace std::chrono_literals;
@@ -96,6 +98,7 @@ po::options_description describe()
         ("tier", po::value<std::string>()->value_name("TIER"), "memory|workstation|cluster|central (default: memory for a memory store, central for a rados store, else workstation)")
         ("control-address", po::value<std::string>()->value_name("HOST:PORT")->default_value("0.0.0.0:0"), "CORBA endpoint; port 0: ephemeral")
         ("data-address", po::value<std::string>()->value_name("HOST:PORT")->default_value("0.0.0.0:0"), "data port; port 0: ephemeral")
+        ("advertise", po::value<std::string>()->value_name("HOST"), "the host name or address clients are told to connect to, for both endpoints (NAT, a DNS name; default: the control endpoint's host, for a wildcard the first non-loopback address)")
         ("sdc-address", po::value<std::string>()->value_name("HOST:PORT"), "serve the store's status as an IEEE 11073 SDC provider (docs/SDC.md); port 0: ephemeral")
         ("ticket-lifetime", po::value<std::string>()->value_name("DURATION")->default_value("30"), "unused transfer tickets expire after this (durations: seconds unless a unit is given: 500ms, 2m, 1h)")
         ("timeout", po::value<std::string>()->value_name("DURATION")->default_value("30"), "inactivity timeout of a transfer")
@@ -135,6 +138,24 @@ po::options_description describe()
 void refuse_percent(const std::string& where, const std::string& text)
 {
     if (text.find('%') != std::string::npos) usage(where + ": '%' is not allowed in option names and values");
+}
+
+/// --advertise: a DNS name, an IPv4 address or an IPv6 address (without
+/// brackets); no port (the ports are those the endpoints listen on).
+std::string parse_advertised_host(const std::string& text)
+{
+    bool ok = !text.empty() && text.size() <= 253 && text.front() != '-' && text.front() != '.';
+    if (text.find(':') != std::string::npos) {
+        in6_addr address{};
+        ok = ::inet_pton(AF_INET6, text.c_str(), &address) == 1;
+    } else {
+        for (const char c : text) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-');
+    }
+    if (!ok)
+        usage("--advertise: " + in_quotes(text) +
+              " is not a host name or address (a DNS name, an IPv4 address, or an IPv6 address without brackets; "
+              "no port)");
+    return text;
 }
 
 void check_config_text(const std::string& source, const std::string& text)
@@ -280,6 +301,7 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
     o.tier = parse_tier(vm.count("tier") ? value_of(vm, "tier") : kind->default_tier);
     o.control = parse_host_port("control-address", value_of(vm, "control-address"));
     o.data = parse_host_port("data-address", value_of(vm, "data-address"));
+    if (vm.count("advertise")) o.advertise = parse_advertised_host(value_of(vm, "advertise"));
     if (vm.count("sdc-address")) {
         const HostPort sdc = parse_host_port("sdc-address", vm["sdc-address"].as<std::string>());
         o.sdc_address = sdc.host + ":" + std::to_string(sdc.port);

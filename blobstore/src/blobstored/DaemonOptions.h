@@ -37,6 +37,9 @@ struct DaemonOptions {
     std::string naming;
     HostPort control{"0.0.0.0", 0};
     HostPort data{"0.0.0.0", 0};
+    /// --advertise: the host clients are told to use for both endpoints
+    /// (NAT, a name in a certificate); empty: the control endpoint's own.
+    std::string advertise;
     std::string sdc_address;  ///< HOST:PORT of the SDC status provider; empty: none
     std::chrono::milliseconds ticket_lifetime{30000};
     std::chrono::milliseconds timeout{30000};
