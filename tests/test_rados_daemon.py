@@ -167,7 +167,8 @@ def osd_stopped(c, ceph, daemon, name, digest):
         check(len(got) + len(rest) < 100 * MiB, "the pull delivered every byte with the OSD stopped")
         # The client sees the connection close (no error can follow bytes
         # already under way); the daemon's log says why.
-        lines = [line for line in daemon_log(daemon).splitlines() if f'pull "{name}"' in line and "abandoned" in line]
+        lines = [line for line in daemon_log(daemon).splitlines()
+                 if f"transfer direction=pull blob={name} " in line and "outcome=failed" in line]
         check(any(f"rados:{POOL}: reading bytes" in line and "Connection timed out" in line for line in lines),
               f"the daemon's log does not say why the pull of {name} failed: {lines}")
         stores = c.blob("stores", timeout=30).ok()["stores"]

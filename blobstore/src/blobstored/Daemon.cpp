@@ -3,11 +3,13 @@
 #include "ConfigReload.h"
 
 #include "server/StoreRegistry.h"
+#include <blobstreaming/cli/CommandLine.h>
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Orb.h>
 #include <blobstreaming/transporter/corba/Security.h>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
@@ -198,6 +200,13 @@ std::string Daemon::start()
         spdlog::info("store status served over SDC at {}", sdc_->device_url());
     }
 
+    std::string metrics_field;
+    if (options_.metrics_address) {
+        metrics_ = std::make_unique<MetricsEndpoint>(*options_.metrics_address, [this] { return metrics_text(); });
+        metrics_field = " metrics=" + metrics_->address();
+        spdlog::info("Prometheus metrics at http://{}/metrics", metrics_->address());
+    }
+
     const std::string data_address = context_.data_host + ":" + std::to_string(context_.data_port);
     spdlog::info("store \"{}\" ({} store, tier {}) registered at {}; data {}, control {}", options_.name,
                  store_->kind(), tier_name(options_.tier), options_.naming, data_address, control);
@@ -205,7 +214,7 @@ std::string Daemon::start()
         spdlog::info("TLS on both planes (certificate {}, CA {}); access list: {}", options_.tls.cert, options_.tls.ca,
                      options_.access.describe());
     return "blobstored ready name=" + options_.name + " store=" + std::string(store_->kind()) +
-           " data=" + data_address + " control=" + control + sdc_field;
+           " data=" + data_address + " control=" + control + metrics_field + sdc_field;
 }
 
 void Daemon::maintain() noexcept
@@ -289,10 +298,31 @@ void Daemon::naming_unreachable(const std::string& why) noexcept
     naming_lost_ = true;
 }
 
+std::string Daemon::metrics_text() const
+{
+    std::string out = data_->metrics_text();
+    const StoreUsage u = store_->usage();
+    const auto gauge = [&out](const char* name, const char* help, std::uint64_t value) {
+        out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{} {}\n", name, help, name, name, value);
+    };
+    gauge("blobstreaming_store_capacity_bytes", "The store's capacity (0: no limit of its own).", u.capacity);
+    gauge("blobstreaming_store_used_bytes", "Bytes of committed Blobs.", u.used);
+    gauge("blobstreaming_store_reserved_bytes", "Bytes held by open reservations.", u.reserved);
+    gauge("blobstreaming_store_blobs", "Committed Blobs.", u.blob_count);
+    gauge("blobstreaming_reservations", "Open reservations (being pushed or kept for a resume).",
+          reservations_->open());
+    out += fmt::format("# HELP blobstreaming_build_info The build and the store it serves.\n"
+                       "# TYPE blobstreaming_build_info gauge\n"
+                       "blobstreaming_build_info{{version=\"{}\",store=\"{}\",kind=\"{}\",tier=\"{}\"}} 1\n",
+                       cli::package_version(), options_.name, store_->kind(), tier_name(options_.tier));
+    return out;
+}
+
 void Daemon::stop() noexcept
 {
     if (stopped_) return;
     stopped_ = true;
+    metrics_.reset();
     sdc_.reset();  // WS-Discovery Bye
     if (data_) data_->stop();
     if (events_) events_->close();   // later commits and removals go nowhere

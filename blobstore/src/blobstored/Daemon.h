@@ -2,6 +2,7 @@
 /// A running blobstored: one store, its data plane and its servants.
 
 #include "DaemonOptions.h"
+#include "MetricsEndpoint.h"
 #include "SdcStatus.h"
 #include "StoreEntry.h"
 
@@ -84,6 +85,10 @@ private:
     std::shared_ptr<server::EventHub> events_;  ///< shared with the ObservedStore in store_
     std::unique_ptr<server::TransporterRegistry> transporters_;
     std::unique_ptr<SdcStatus> sdc_;
+    std::unique_ptr<MetricsEndpoint> metrics_;
+    /// The text of a scrape: the data plane's counters, the store's use,
+    /// open reservations, the build (the metrics endpoint's thread).
+    std::string metrics_text() const;
     corba::ServantContext context_;
 
     CORBA::ORB_var orb_;

@@ -99,6 +99,7 @@ po::options_description describe()
         ("control-address", po::value<std::string>()->value_name("HOST:PORT")->default_value("0.0.0.0:0"), "CORBA endpoint; port 0: ephemeral")
         ("data-address", po::value<std::string>()->value_name("HOST:PORT")->default_value("0.0.0.0:0"), "data port; port 0: ephemeral")
         ("advertise", po::value<std::string>()->value_name("HOST"), "the host name or address clients are told to connect to, for both endpoints (NAT, a DNS name; default: the control endpoint's host, for a wildcard the first non-loopback address)")
+        ("metrics-address", po::value<std::string>()->value_name("HOST:PORT"), "serve Prometheus metrics at http://HOST:PORT/metrics (docs/DEPLOYMENT.md); port 0: ephemeral")
         ("sdc-address", po::value<std::string>()->value_name("HOST:PORT"), "serve the store's status as an IEEE 11073 SDC provider (docs/SDC.md); port 0: ephemeral")
         ("ticket-lifetime", po::value<std::string>()->value_name("DURATION")->default_value("30"), "unused transfer tickets expire after this (durations: seconds unless a unit is given: 500ms, 2m, 1h)")
         ("timeout", po::value<std::string>()->value_name("DURATION")->default_value("30"), "inactivity timeout of a transfer")
@@ -302,6 +303,8 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
     o.control = parse_host_port("control-address", value_of(vm, "control-address"));
     o.data = parse_host_port("data-address", value_of(vm, "data-address"));
     if (vm.count("advertise")) o.advertise = parse_advertised_host(value_of(vm, "advertise"));
+    if (vm.count("metrics-address"))
+        o.metrics_address = parse_host_port("metrics-address", vm["metrics-address"].as<std::string>());
     if (vm.count("sdc-address")) {
         const HostPort sdc = parse_host_port("sdc-address", vm["sdc-address"].as<std::string>());
         o.sdc_address = sdc.host + ":" + std::to_string(sdc.port);

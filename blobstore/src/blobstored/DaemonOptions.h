@@ -40,7 +40,8 @@ struct DaemonOptions {
     /// --advertise: the host clients are told to use for both endpoints
     /// (NAT, a name in a certificate); empty: the control endpoint's own.
     std::string advertise;
-    std::string sdc_address;  ///< HOST:PORT of the SDC status provider; empty: none
+    std::optional<HostPort> metrics_address;  ///< --metrics-address; none: no metrics endpoint
+    std::string sdc_address;                  ///< HOST:PORT of the SDC status provider; empty: none
     std::chrono::milliseconds ticket_lifetime{30000};
     std::chrono::milliseconds timeout{30000};
     std::chrono::milliseconds handshake_timeout{5000};  ///< data connection: accepted to first valid Request

@@ -226,4 +226,6 @@ std::uint16_t DataServer::port() const noexcept { return impl_->bound_port; }
 std::uint32_t DataServer::active_transfers() const noexcept { return impl_->active.load(); }
 double DataServer::last_transfer_mbps() const noexcept { return impl_->last_mbps.load(); }
 
+std::string DataServer::metrics_text() const { return impl_->metrics.render(impl_->active.load()); }
+
 }  // namespace blobstreaming::server

@@ -82,6 +82,8 @@ public:
     /// Throughput of the last completed push or pull in MB/s (10^6 bytes/s);
     /// 0 before the first.
     double last_transfer_mbps() const noexcept;
+    /// The data plane's counters in Prometheus' text format (any thread).
+    std::string metrics_text() const;
     /// Empty while the data plane serves; after the reactor thread gave up
     /// (repeated reactor errors), why. Any thread.
     std::string failure() const;

@@ -5,6 +5,7 @@
 #include "ConnectionLimits.h"
 #include "DataServer.h"
 #include "LogThrottle.h"
+#include "TransferMetrics.h"
 
 #include <ace/Event_Handler.h>
 #include <ace/Reactor.h>
@@ -39,6 +40,7 @@ struct DataServer::Impl {
     std::atomic<std::uint32_t> active{0};
     /// MB/s of the last completed transfer (0 before the first).
     std::atomic<double> last_mbps{0.0};
+    TransferMetrics metrics;
     /// Live connections; touched on the reactor thread only (and by stop()
     /// after the reactor thread has ended).
     std::set<ServerConnection*> connections;

@@ -65,6 +65,7 @@ int ServerConnection::open(void* acceptor)
         return -1;
     }
     server_->connections.insert(this);
+    server_->metrics.connection_opened();
     server_->limits.add(this, peer_ip_);
     spdlog::debug("data connection {}: accepted", peer_);
     if (Base::open(acceptor) == -1) {
@@ -86,6 +87,7 @@ int ServerConnection::continue_handshake()
     case Channel::Handshake::want_write: return set_mask(ACE_Event_Handler::WRITE_MASK) ? 0 : -1;
     case Channel::Handshake::failed:
         spdlog::warn("data connection {}: TLS handshake failed: {}", peer_, io_->handshake_error());
+        server_->metrics.tls_handshake_failed();
         return -1;
     case Channel::Handshake::done: break;
     }
@@ -177,6 +179,7 @@ int ServerConnection::drain_input()
 
 int ServerConnection::refuse(Errc status, const std::string& reason)
 {
+    server_->metrics.request_refused();
     protocol::Response response;
     response.status = status;
     response.message = reason;
@@ -242,7 +245,7 @@ int ServerConnection::handle_close(ACE_HANDLE handle, ACE_Reactor_Mask mask)
     disarm_timer();
     if (io_ && phase_ != Phase::draining) io_->close_notify();
     io_.reset();
-    server_->connections.erase(this);
+    if (server_->connections.erase(this)) server_->metrics.connection_closed();
     server_->limits.remove(this);
     spdlog::debug("data connection {}: closed", peer_);
     if (committing_) {

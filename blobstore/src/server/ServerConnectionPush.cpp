@@ -249,7 +249,6 @@ protocol::Response ServerConnection::record_push(const CommitOutcome& outcome)
     protocol::Response response;
     response.length = request_.length;
     if (!outcome.ok) {
-        spdlog::warn("data connection {}: push {} failed: {}", peer_, quote_name(binding_.blob), outcome.message);
         end_transfer(false, outcome.message);
         response.status = outcome.code;
         response.message = outcome.message;
@@ -257,9 +256,7 @@ protocol::Response ServerConnection::record_push(const CommitOutcome& outcome)
     }
     response.blob_size = outcome.info.size;
     response.checksum = outcome.info.checksum;
-    const Throughput t = record_throughput(request_.length);
-    spdlog::info("push {} {} bytes in {:.3f} s ({:.2f} MB/s) from {}", quote_name(binding_.blob), request_.length,
-                 t.seconds, t.mbps, peer_);
+    record_throughput(request_.length);
     end_transfer(true, "");
     return response;
 }

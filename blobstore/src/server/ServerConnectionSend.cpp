@@ -188,9 +188,7 @@ void ServerConnection::release_range() noexcept
 
 int ServerConnection::finish_pull()
 {
-    const Throughput t = record_throughput(body_done_);
-    spdlog::info("pull {} {} bytes in {:.3f} s ({:.2f} MB/s) to {}", quote_name(binding_.blob), body_done_, t.seconds,
-                 t.mbps, peer_);
+    record_throughput(body_done_);
     end_transfer(true, "");
     release_range();
     return next_request();

@@ -11,11 +11,42 @@
 
 #include <ace/Reactor.h>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
 namespace blobstreaming::server {
+
+namespace {
+
+/// A logfmt value: as it is when it needs no quoting, else in double quotes
+/// with `"` and `\` escaped and control characters as \n, \t or \xHH.
+std::string logfmt_value(const std::string& text)
+{
+    const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+        return static_cast<unsigned char>(c) > ' ' && c != '"' && c != '=' && c != '\\' && c != 0x7f;
+    });
+    if (plain) return text;
+    std::string out = "\"";
+    for (const char c : text) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (c == '\n') {
+            out += "\\n";
+        } else if (c == '\t') {
+            out += "\\t";
+        } else if (static_cast<unsigned char>(c) < ' ' || c == 0x7f) {
+            out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+        } else {
+            out += c;
+        }
+    }
+    return out + "\"";
+}
+
+}  // namespace
 
 ServerConnection::Throughput ServerConnection::record_throughput(std::uint64_t bytes) noexcept
 {
@@ -30,6 +61,19 @@ void ServerConnection::end_transfer(bool succeeded, const std::string& reason)
     if (!in_transfer_) return;
     in_transfer_ = false;
     --server_->active;
+    const bool push = request_.type == protocol::FrameType::push;
+    const double seconds =
+        std::max(1e-6, std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+    server_->metrics.transfer_ended(push ? TransferMetrics::Direction::push : TransferMetrics::Direction::pull,
+                                    succeeded, body_done_, seconds);
+    // One line per transfer in logfmt (docs/DEPLOYMENT.md, "Logs"): the
+    // fields stay, whatever the message around them becomes.
+    const std::string line =
+        fmt::format("transfer direction={} blob={} bytes={} seconds={:.3f} MBps={:.2f} peer={} outcome={}",
+                    push ? "push" : "pull", logfmt_value(binding_.blob), body_done_, seconds,
+                    static_cast<double>(body_done_) / 1e6 / seconds, logfmt_value(peer_), succeeded ? "ok" : "failed");
+    if (succeeded) spdlog::info("{}", line);
+    else spdlog::warn("{} reason={}", line, logfmt_value(reason));
     if (binding_.control && binding_.control->on_finished) {
         TransferOutcome outcome;
         outcome.ticket = request_.ticket;
@@ -48,8 +92,6 @@ void ServerConnection::end_transfer(bool succeeded, const std::string& reason)
 void ServerConnection::fail_transfer(Errc status, const std::string& reason, bool tell_peer)
 {
     const bool push = request_.type == protocol::FrameType::push;
-    spdlog::warn("{} {} {} {}: abandoned: {}", push ? "push" : "pull", quote_name(binding_.blob), push ? "from" : "to",
-                 peer_, reason);
     if (reservation_) {
         if (status == Errc::transfer_failed || status == Errc::timeout) {
             // The connection broke or stalled: keep what arrived for the

@@ -75,6 +75,8 @@ spdlog::level::level_enum log_level(const po::variables_map& vm, spdlog::level::
 
 bool quiet(const po::variables_map& vm) { return given(vm, "quiet"); }
 
+const char* package_version() noexcept { return PACKAGE_VERSION; }
+
 std::string version_text(const std::string& program, const std::vector<LinkedLibrary>& libraries)
 {
     std::string text = program + " (Blob Streaming) " PACKAGE_VERSION "\n";

@@ -54,6 +54,9 @@ struct LinkedLibrary {
 /// itself (Boost, spdlog). Ends in a newline.
 std::string version_text(const std::string& program, const std::vector<LinkedLibrary>& libraries);
 
+/// This build's version ("0.1.0").
+const char* package_version() noexcept;
+
 /// What a program prints and then exits 0 with when `vm` has --help (the
 /// options, then `epilogue`) or --version (version_text()); nullopt
 /// otherwise.

@@ -1,0 +1,36 @@
+#pragma once
+/// `blobstored --metrics-address HOST:PORT`: Prometheus' text format at
+/// GET /metrics over HTTP/1.1 (Boost.Beast), on a thread of its own, so
+/// that a scrape never waits for the data plane nor the data plane for a
+/// scrape. At most kMaxSessions connections at once (more are closed at
+/// accept), each ended after kSessionTimeout without a complete request.
+
+#include "DaemonOptions.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace blobstreaming::daemon {
+
+class MetricsEndpoint {
+public:
+    /// Binds HOST:PORT (port 0: ephemeral) and starts serving `render()`'s
+    /// text, called on the endpoint's thread once per scrape. Error
+    /// (unreachable) naming the address when it cannot be listened on.
+    MetricsEndpoint(const HostPort& address, std::function<std::string()> render);
+    /// Stops serving and joins the thread.
+    ~MetricsEndpoint();
+    MetricsEndpoint(const MetricsEndpoint&) = delete;
+    MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;
+
+    /// HOST:PORT as bound (the actual port).
+    const std::string& address() const noexcept;
+
+    struct Impl;
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace blobstreaming::daemon
