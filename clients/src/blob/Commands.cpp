@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace blobstreaming::cli {
@@ -134,7 +135,7 @@ int push_files(Session& session, const Invocation& call, const std::vector<std::
             print_summary("pushed", "to", names[i], r, call.resume);
         }
     }
-    if (call.json) std::cout << nlohmann::json{{"pushes", list}}.dump() << '\n';
+    if (call.json) std::cout << json_line({{"pushes", list}});
     return rc;
 }
 
@@ -146,13 +147,16 @@ int push(Session& session, const Invocation& call)
     const std::string& name = names[0];
     const client::PushSource source = open_push_input(file, "push " + quote_name(name), call.size, call.timeout);
     ProgressBar bar(stderr, !call.quiet && !call.json, "push " + name);
+    struct stat st {};
+    if (call.resume && ::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+        bar.set_whole(static_cast<std::uint64_t>(st.st_size));  // the store keeps the rest's start
     client::PushOptions options = push_options(call);
     options.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
     Result result;
     session.push(source, name, options, Mode::Sync, [&result](const Result& r) { result = r; });
     bar.clear();
     result.throw_if_error();
-    if (call.json) std::cout << transfer_json("push", name, result).dump() << '\n';
+    if (call.json) std::cout << json_line(transfer_json("push", name, result));
     else if (!call.quiet) print_summary("pushed", "to", name, result, call.resume);
     return 0;
 }
@@ -163,6 +167,9 @@ int pull(Session& session, const Invocation& call)
     validate_blob_name(name);  // before using it as a file name
     const std::string file = call.args.size() > 1 ? call.args[1] : name;
     ProgressBar bar(stderr, !call.quiet && !call.json, "pull " + name);
+    struct stat st {};
+    if (call.resume && ::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+        bar.set_base(static_cast<std::uint64_t>(st.st_size));  // what FILE holds already
     client::PullOptions options;
     options.store = call.store;
     options.offset = call.offset;
@@ -175,8 +182,7 @@ int pull(Session& session, const Invocation& call)
     session.pull(name, output.sink(), options, Mode::Sync, [&result](const Result& r) { result = r; });
     bar.clear();
     result.throw_if_error();
-    if (call.json)
-        (is_standard_output(file) ? std::cerr : std::cout) << transfer_json("pull", name, result).dump() << '\n';
+    if (call.json) (is_standard_output(file) ? std::cerr : std::cout) << json_line(transfer_json("pull", name, result));
     else if (!call.quiet) print_summary("pulled", "from", name, result, call.resume);
     return 0;
 }
@@ -187,7 +193,7 @@ int stat(Session& session, const Invocation& call)
     session.stat(call.args[0], call.store, Mode::Sync, [&r](const Result& x) { r = x; });
     r.throw_if_error();
     if (call.json) {
-        std::cout << blob_json(r.store, r.info).dump() << '\n';
+        std::cout << json_line(blob_json(r.store, r.info));
         return 0;
     }
     std::printf("store:     %s\nname:      %s\nsize:      %llu\nchecksum:  %s\ncommitted: %s\n", r.store.c_str(),
@@ -204,7 +210,7 @@ int verify(Session& session, const Invocation& call)
     if (call.json) {
         auto j = blob_json(r.store, r.info);
         j["verified"] = true;
-        std::cout << j.dump() << '\n';
+        std::cout << json_line(j);
     } else if (!call.quiet) {
         std::printf("verified %s in store \"%s\": %llu bytes, %s\n", quote_name(r.info.name).c_str(), r.store.c_str(),
                     static_cast<unsigned long long>(r.info.size), r.info.checksum.text().c_str());
@@ -237,7 +243,7 @@ int ls(Session& session, const Invocation& call)
     if (call.json) {
         nlohmann::json list = nlohmann::json::array();
         for (const auto& b : r.blobs) list.push_back(blob_json(b.store, b.info));
-        std::cout << nlohmann::json{{"blobs", list}, {"unreachable", unreachable_json(r.unreachable)}}.dump() << '\n';
+        std::cout << json_line({{"blobs", list}, {"unreachable", unreachable_json(r.unreachable)}});
     } else {
         for (const auto& b : r.blobs)
             std::printf("%-12s %14llu  %s  %s  %s\n", b.store.c_str(), static_cast<unsigned long long>(b.info.size),
@@ -251,8 +257,7 @@ int rm(Session& session, const Invocation& call)
     Result r;
     session.remove(call.args[0], call.store, Mode::Sync, [&r](const Result& x) { r = x; });
     r.throw_if_error();
-    if (call.json)
-        std::cout << nlohmann::json{{"store", r.store}, {"name", call.args[0]}, {"removed", true}}.dump() << '\n';
+    if (call.json) std::cout << json_line({{"store", r.store}, {"name", call.args[0]}, {"removed", true}});
     else if (!call.quiet)
         std::fprintf(stderr, "removed %s from store \"%s\"\n", quote_name(call.args[0]).c_str(), r.store.c_str());
     return 0;
@@ -273,11 +278,8 @@ int locate(Session& session, const Invocation& call)
     if (call.json) {
         nlohmann::json list = nlohmann::json::array();
         for (const auto& l : r.locations) list.push_back({{"store", l.store}, {"tier", client::tier_name(l.tier)}});
-        std::cout << nlohmann::json{{"name", call.args[0]},
-                                    {"locations", list},
-                                    {"unreachable", unreachable_json(r.unreachable)}}
-                         .dump()
-                  << '\n';
+        std::cout << json_line(
+            {{"name", call.args[0]}, {"locations", list}, {"unreachable", unreachable_json(r.unreachable)}});
     } else {
         for (const auto& l : r.locations) std::printf("%-16s %s\n", l.store.c_str(), client::tier_name(l.tier));
     }
@@ -311,7 +313,7 @@ int stores(Session& session, const Invocation& call)
                 pruned.push_back({{"name", p.name}, {"control", p.control}, {"reason", p.reason}});
             out["pruned"] = pruned;
         }
-        std::cout << out.dump() << '\n';
+        std::cout << json_line(out);
         return 0;
     }
     for (const auto& s : all) {
@@ -357,7 +359,7 @@ int checksum(const Invocation& call)
         if (call.json) list.push_back({{"path", path}, {"size", size}, {"checksum", sum.text()}});
         else std::printf("%s  %s\n", sum.text().c_str(), path.c_str());
     }
-    if (call.json) std::cout << nlohmann::json{{"files", list}}.dump() << '\n';
+    if (call.json) std::cout << json_line({{"files", list}});
     return 0;
 }
 

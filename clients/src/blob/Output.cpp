@@ -3,7 +3,9 @@
 #include <blobstreaming/common/Checksum.h>
 
 #include <cctype>
+#include <cstdio>
 #include <ctime>
+#include <iterator>
 #include <unistd.h>
 
 namespace blobstreaming::cli {
@@ -61,8 +63,14 @@ nlohmann::json transfer_json(const char* command, const std::string& name, const
     const double mbps = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds / 1e6 : 0.0;
     return {{"command", command},   {"store", r.store},   {"name", name},
             {"offset", r.offset},   {"length", r.length}, {"bytes", r.bytes},
-            {"seconds", r.seconds}, {"mbps", mbps},       {"checksum", r.info.checksum.text()},
+            {"seconds", r.seconds}, {"MBps", mbps},       {"checksum", r.info.checksum.text()},
             {"local", r.local}};
+}
+
+std::string json_line(nlohmann::json j)
+{
+    if (j.is_object()) j["version"] = kJsonVersion;
+    return j.dump() + "\n";
 }
 
 nlohmann::json blob_json(const std::string& store, const BlobInfo& info)
@@ -91,16 +99,64 @@ void ProgressBar::clear()
     drawn_ = false;
 }
 
+namespace {
+
+/// 1536 -> "1.5 KiB": bytes in binary units, as rsync's and curl's bars.
+std::string binary_units(std::uint64_t bytes)
+{
+    static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    double value = static_cast<double>(bytes);
+    std::size_t unit = 0;
+    while (value >= 1024.0 && unit + 1 < std::size(units)) {
+        value /= 1024.0;
+        ++unit;
+    }
+    char text[32];
+    std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
+    return text;
+}
+
+/// 75 -> "1:15", 3725 -> "1:02:05".
+std::string clock_time(double seconds)
+{
+    const auto s = static_cast<unsigned long long>(seconds + 0.5);
+    char text[32];
+    if (s >= 3600) std::snprintf(text, sizeof text, "%llu:%02llu:%02llu", s / 3600, s / 60 % 60, s % 60);
+    else std::snprintf(text, sizeof text, "%llu:%02llu", s / 60, s % 60);
+    return text;
+}
+
+}  // namespace
+
 void ProgressBar::update(std::uint64_t done, std::uint64_t total)
 {
     if (!active_) return;
-    constexpr int kWidth = 30;
-    const double fraction = total == 0 ? 1.0 : static_cast<double>(done) / static_cast<double>(total);
-    const int filled = static_cast<int>(fraction * kWidth);
-    std::string bar(static_cast<std::size_t>(filled), '#');
+    const auto now = std::chrono::steady_clock::now();
+    if (!started_) {
+        started_ = true;
+        start_ = now;
+        first_done_ = done;
+        if (whole_ > total && base_ == 0) base_ = whole_ - total;
+    } else if (done < total && now - last_draw_ < std::chrono::milliseconds(100)) {
+        return;
+    }
+    last_draw_ = now;
+    const std::uint64_t whole_done = base_ + done, whole_total = base_ + total;
+    constexpr int kWidth = 24;
+    const double fraction = whole_total == 0 ? 1.0 : static_cast<double>(whole_done) / static_cast<double>(whole_total);
+    std::string bar(static_cast<std::size_t>(fraction * kWidth), '#');
     bar.resize(kWidth, '.');
-    std::fprintf(out_, "\r%s [%s] %5.1f%% %llu/%llu bytes", label_.c_str(), bar.c_str(), fraction * 100.0,
-                 static_cast<unsigned long long>(done), static_cast<unsigned long long>(total));
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    std::string rate = "--- MB/s", left = "ETA --:--";
+    if (elapsed > 0.05 && done > first_done_) {
+        const double per_second = static_cast<double>(done - first_done_) / elapsed;
+        char text[32];
+        std::snprintf(text, sizeof text, "%.1f MB/s", per_second / 1e6);
+        rate = text;
+        left = "ETA " + clock_time(static_cast<double>(total - done) / per_second);
+    }
+    std::fprintf(out_, "\r\033[K%s [%s] %5.1f%% %s / %s  %s  %s", label_.c_str(), bar.c_str(), fraction * 100.0,
+                 binary_units(whole_done).c_str(), binary_units(whole_total).c_str(), rate.c_str(), left.c_str());
     std::fflush(out_);
     drawn_ = true;
 }

@@ -26,7 +26,15 @@ nlohmann::json transfer_json(const char* command, const std::string& name, const
 nlohmann::json blob_json(const std::string& store, const BlobInfo& info);
 nlohmann::json error_json(Errc code, const std::string& message);
 
-/// A one-line progress bar redrawn on a terminal; silent otherwise.
+/// The version of `--json` objects (docs/CLI.md, "JSON output"): 2 since
+/// `MBps` replaced `mbps` and every object carries it.
+constexpr int kJsonVersion = 2;
+/// `j` with its "version" (objects) as one line, newline included.
+std::string json_line(nlohmann::json j);
+
+/// A one-line progress bar redrawn on a terminal (at most 10 times a
+/// second, and at the end); silent otherwise: percentage, bytes in binary
+/// units, the rate in MB/s (10^6 bytes/s) and the time left.
 class ProgressBar {
 public:
     /// Draws on `out` only when it is a terminal and `enabled`.
@@ -34,6 +42,11 @@ public:
     ~ProgressBar();
     ProgressBar(const ProgressBar&) = delete;
     ProgressBar& operator=(const ProgressBar&) = delete;
+    /// A resumed transfer moves the rest of the Blob: with the bytes there
+    /// before (set_base), or the whole Blob's size (set_whole: the rest is
+    /// then the difference), the bar counts the whole Blob.
+    void set_base(std::uint64_t bytes_before) { base_ = bytes_before; }
+    void set_whole(std::uint64_t whole_size) { whole_ = whole_size; }
     void update(std::uint64_t done, std::uint64_t total);
     /// Erases the bar (before a summary line is printed).
     void clear();
@@ -42,6 +55,12 @@ private:
     std::FILE* out_;
     bool active_;
     std::string label_;
+    std::uint64_t base_ = 0;
+    std::uint64_t whole_ = 0;
+    bool started_ = false;
+    std::uint64_t first_done_ = 0;
+    std::chrono::steady_clock::time_point start_{};
+    std::chrono::steady_clock::time_point last_draw_{};
     bool drawn_ = false;
 };
 

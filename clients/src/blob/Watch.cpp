@@ -86,7 +86,7 @@ int watch(const Invocation& call)
     for (const std::string& kind : call.events) options.kinds.push_back(*client::event_kind_of(kind));
     std::atomic<bool> output_failed{false};
     client::Watch watch(session_options(call), options, [&](const client::StoreEvent& e) {
-        const std::string line = (call.json ? event_json(e).dump() : event_line(e)) + "\n";
+        const std::string line = call.json ? json_line(event_json(e)) : event_line(e) + "\n";
         // One event, one line, at once: a reader sees it as it happens.
         if (std::fwrite(line.data(), 1, line.size(), stdout) != line.size() || std::fflush(stdout) != 0) {
             if (!output_failed.exchange(true)) ::kill(::getpid(), SIGTERM);  // ends the wait below

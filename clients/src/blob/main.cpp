@@ -13,12 +13,16 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <optional>
+#include <set>
+#include <sstream>
 #include <unistd.h>
 
 namespace po = boost::program_options;
@@ -37,8 +41,20 @@ constexpr const char* kExitCodes =
 int fail(Errc code, const std::string& message, bool json, bool data_on_stdout)
 {
     std::cerr << "blob: " << message << std::endl;
-    if (json) (data_on_stdout ? std::cerr : std::cout) << cli::error_json(code, message).dump() << '\n';
+    if (json) (data_on_stdout ? std::cerr : std::cout) << cli::json_line(cli::error_json(code, message));
     return static_cast<int>(code);
+}
+
+/// A usage error: exit 1, the message on stderr and, when --json is on the
+/// command line (which may not have parsed), as a JSON error on stdout.
+int usage_error(const std::string& message, int argc, char** argv)
+{
+    std::cerr << "blob: " << message << std::endl;
+    const bool json = std::any_of(argv + 1, argv + argc, [](const char* a) {
+        return std::strcmp(a, "--json") == 0 || std::strcmp(a, "-j") == 0;
+    });
+    if (json) std::cout << cli::json_line({{"error", {{"code", 1}, {"name", "usage"}, {"message", message}}}});
+    return 1;
 }
 
 /// Whatever went to standard output must have arrived (a closed pipe, a
@@ -116,6 +132,67 @@ po::options_description describe()
     // clang-format on
     cli::add_logging_options(o, spdlog::level::warn);
     return o;
+}
+
+/// What `blob COMMAND --help` shows: the command's synopsis, what it does,
+/// its own options, then the options every command takes.
+struct CommandHelp {
+    const char* command;
+    const char* synopsis;
+    const char* what;
+    std::vector<const char*> options;  ///< its own (the others are everyone's)
+};
+
+const std::vector<CommandHelp>& command_help()
+{
+    static const std::vector<CommandHelp> table = {
+        {"push",
+         "push FILE... | push --name NAME FILE",
+         "Store each FILE ('-': standard input; a FIFO, a device) under its base name, several in flight, or one "
+         "FILE under --name. The store acknowledges once the Blob is committed durably and its checksum verified.",
+         {"name", "replace", "checksum", "size", "resume"}},
+        {"pull",
+         "pull NAME [FILE]",
+         "Retrieve NAME to FILE (default ./NAME; '-': standard output; a FIFO, a device), whole or a range. A "
+         "regular FILE is replaced only once every byte is in and checked.",
+         {"offset", "length", "resume", "verify", "no-verify"}},
+        {"stat", "stat NAME", "Size, checksum and commit time of NAME.", {}},
+        {"verify", "verify NAME", "Have the store reread NAME and check its checksum.", {}},
+        {"ls", "ls", "The Blobs of --store, or of every registered store.", {}},
+        {"rm", "rm NAME", "Remove NAME.", {}},
+        {"locate", "locate NAME", "The stores holding NAME, nearest tier first.", {}},
+        {"stores", "stores", "The registered stores with tier, usage and data endpoint.", {"prune"}},
+        {"checksum", "checksum FILE...", "The checksum of local files ('-': standard input); no store.", {"checksum"}},
+        {"watch",
+         "watch",
+         "Print the stores' events (committed, removed) as they happen, until interrupted; --store S (repeatable; "
+         "default: every registered store).",
+         {"events"}},
+    };
+    return table;
+}
+
+/// `blob COMMAND --help`, or nullopt for another command.
+std::optional<std::string> command_help_text(const std::string& command, const po::options_description& visible)
+{
+    const auto& table = command_help();
+    const auto it =
+        std::find_if(table.begin(), table.end(), [&](const CommandHelp& h) { return command == h.command; });
+    if (it == table.end()) return std::nullopt;
+    std::set<std::string> own(it->options.begin(), it->options.end()), anyones;
+    for (const CommandHelp& h : table) anyones.insert(h.options.begin(), h.options.end());
+    po::options_description mine(std::string("Options of ") + it->command);
+    po::options_description common("Options of every command");
+    for (const auto& option : visible.options()) {
+        const std::string& name = option->long_name();
+        if (own.count(name)) mine.add(option);
+        else if (!anyones.count(name)) common.add(option);
+    }
+    std::ostringstream text;
+    text << "Usage: blob [options] " << it->synopsis << "\n" << it->what << "\n\n";
+    if (!own.empty()) text << mine << "\n";
+    text << common << "\n" << kExitCodes;
+    return text.str();
 }
 
 cli::Invocation parse(int argc, char** argv, const po::options_description& visible, po::variables_map& vm)
@@ -227,17 +304,21 @@ int main(int argc, char** argv)
     cli::Invocation call;
     try {
         call = parse(argc, argv, visible, vm);
+        if (vm.count("help") && vm.count("command")) {
+            const auto text = command_help_text(vm["command"].as<std::string>(), visible);
+            if (!text) throw UsageError("unknown command " + vm["command"].as<std::string>() + " (try --help)");
+            std::cout << *text << std::flush;
+            return 0;
+        }
         if (const auto text = cli::help_or_version(vm, visible, "blob", transporter_library_versions(), kExitCodes)) {
             std::cout << *text << std::flush;
             return 0;
         }
         set_up_logging(vm);
     } catch (const po::error& e) {
-        std::cerr << "blob: " << e.what() << " (try --help)" << std::endl;
-        return 1;
+        return usage_error(std::string(e.what()) + " (try --help)", argc, argv);
     } catch (const UsageError& e) {
-        std::cerr << "blob: " << e.what() << std::endl;
-        return 1;
+        return usage_error(e.what(), argc, argv);
     }
     const bool data_on_stdout = call.command == "pull" && call.args.size() > 1 && cli::is_standard_output(call.args[1]);
     // A file size limit (RLIMIT_FSIZE) makes a write fail with EFBIG, reported
