@@ -109,7 +109,8 @@ def round_trip(c, store, name, size):
 
 def transfer_port(daemon, verb, name):
     """The client port of the data connection that carried `verb name`."""
-    m = re.search(rf'{verb} "{re.escape(name)}" \d+ bytes .* (?:from|to) 127\.0\.0\.1:(\d+)', log_text(daemon))
+    m = re.search(rf"transfer direction={verb} blob={re.escape(name)} .* peer=127\.0\.0\.1:(\d+) outcome=ok",
+                  log_text(daemon))
     check(m is not None, f"the daemon's log has no line for {verb} {name}")
     return int(m.group(1))
 

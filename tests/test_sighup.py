@@ -80,7 +80,7 @@ def test(c):
     before = read(log + ".1")
     round_trip(c, source, digest, "CT.rotated")
     check_equal(read(log + ".1"), before, "the rotated file after the reopen (nothing more written to it)")
-    check('"CT.rotated"' in read(log), "the transfer after the rotation is not in the new log file")
+    check("transfer direction=push blob=CT.rotated " in read(log), "the transfer after the rotation is not in the new log file")
 
     step("a changed config: log-level applied at once, capacity needs a restart")
     with open(config, "w") as f:

@@ -35,6 +35,13 @@ class BlobResult:
                 self.json = json.loads(text)
             except ValueError:
                 pass
+        # Every object `blob --json` prints carries the version of its shape
+        # (docs/CLI.md); checked here for every call, then taken out, so that
+        # tests compare the fields of the command itself.
+        if isinstance(self.json, dict) and "version" in self.json:
+            self.json_version = self.json.pop("version")
+        else:
+            self.json_version = None
 
     def describe(self):
         out = self.stdout if isinstance(self.stdout, str) else f"<{len(self.stdout)} bytes>"
@@ -42,9 +49,12 @@ class BlobResult:
                 f"  stderr: {self.stderr.strip()[:2000]!r}")
 
     def ok(self):
-        """Checks exit 0 and returns the JSON object (if --json was given)."""
+        """Checks exit 0 and returns the JSON object (if --json was given),
+        which must have carried "version": 2."""
         if self.code != 0:
             raise TestFailure("expected success of " + self.describe())
+        if self.json is not None and self.json_version != 2:
+            raise TestFailure(f"JSON version {self.json_version!r}, not 2, in " + self.describe())
         return self.json
 
     def error(self, code, text):

@@ -42,11 +42,12 @@ std::optional<Store::LocalFile> EvictingStore::local_file(std::string_view name)
     return file;
 }
 
-void EvictingStore::remove(std::string_view name)
+BlobInfo EvictingStore::remove(std::string_view name)
 {
-    inner_->remove(name);
+    BlobInfo removed = inner_->remove(name);
     std::lock_guard lock(mutex_);
     if (auto it = last_use_.find(name); it != last_use_.end()) last_use_.erase(it);
+    return removed;
 }
 
 std::unique_ptr<Reservation> EvictingStore::reserve(std::string_view name, std::uint64_t size, ReserveMode mode,

@@ -226,15 +226,16 @@ std::unique_ptr<Reservation> FileStore::reserve(std::string_view name, std::uint
     return detail::make_file_reservation(state_, std::string(name), size, mode, checksum, path, sparse);
 }
 
-void FileStore::remove(std::string_view name)
+BlobInfo FileStore::remove(std::string_view name)
 {
     validate_blob_name(name);
     const std::string what = "remove " + quote_name(name);
     const fs::path path = state_->path_of(name);
+    BlobInfo seen;
     {
         std::lock_guard lock(state_->mutex);
         state_->check_directories(what);
-        const BlobInfo seen = state_->index.get(name).info;  // no_such_blob
+        seen = state_->index.get(name).info;  // no_such_blob
         // The entry goes only with the file: a failed unlink keeps both.
         if (::unlink(path.c_str()) != 0) {
             const int err = errno;
@@ -252,6 +253,7 @@ void FileStore::remove(std::string_view name)
                          e.what());
         }
     }
+    return seen;
 }
 
 StoreUsage FileStore::usage() const

@@ -266,11 +266,11 @@ std::unique_ptr<Reservation> MemoryStore::reserve(std::string_view name, std::ui
     return std::make_unique<MemoryReservation>(state_, std::string(name), size, mode, checksum, std::move(bytes));
 }
 
-void MemoryStore::remove(std::string_view name)
+BlobInfo MemoryStore::remove(std::string_view name)
 {
     validate_blob_name(name);
     std::lock_guard lock(state_->mutex);
-    state_->index.erase(name);
+    return state_->index.erase(name).info;
 }
 
 StoreUsage MemoryStore::usage() const

@@ -72,24 +72,21 @@ std::unique_ptr<Reservation> ObservedStore::reserve(std::string_view name, std::
     return reservation;
 }
 
-void ObservedStore::removing(std::string_view name, bool evicting)
+BlobInfo ObservedStore::removing(std::string_view name, bool evicting)
 {
-    BlobInfo was;
-    try {
-        was = inner_->stat(name);
-    } catch (const Error&) {
-        was = BlobInfo{};  // remove() below says what is wrong, in its own words
-        was.name = std::string(name);
-    }
-    if (evicting) inner_->evict(name);
-    else inner_->remove(name);
+    // What the store removed, as it says: a stat() before would be a second
+    // look that another removal can race with (and a FileStore's stat()
+    // drops a Blob whose file vanished, so that remove() could no longer
+    // say so).
+    BlobInfo was = evicting ? inner_->evict(name) : inner_->remove(name);
     publisher_->publish(StoreEvent::Kind::removed, evicting ? StoreEvent::Reason::evicted : StoreEvent::Reason::removed,
                         was);
+    return was;
 }
 
-void ObservedStore::remove(std::string_view name) { removing(name, false); }
+BlobInfo ObservedStore::remove(std::string_view name) { return removing(name, false); }
 
-void ObservedStore::evict(std::string_view name) { removing(name, true); }
+BlobInfo ObservedStore::evict(std::string_view name) { return removing(name, true); }
 
 std::uint64_t ObservedStore::last_sequence() const { return publisher_->last(); }
 

@@ -225,7 +225,7 @@ std::unique_ptr<Reservation> RadosStore::reserve(std::string_view name, std::uin
     }
 }
 
-void RadosStore::remove(std::string_view name)
+BlobInfo RadosStore::remove(std::string_view name)
 {
     validate_blob_name(name);
     const std::string what = "remove " + quote_name(name);
@@ -241,7 +241,7 @@ void RadosStore::remove(std::string_view name)
         const int rc = op.operate(state_->io(), kIndexObject);
         if (rc == 0) {
             state_->count_remove(record.info.size);
-            return;
+            return record.info;
         }
         if (rc != -ECANCELED || attempt == 16) state_->fail(what + ": update the index", rc);
         // Replaced by another daemon meanwhile: remove what is there now.

@@ -88,7 +88,8 @@ nlohmann::json error_json(Errc code, const std::string& message)
 }
 
 ProgressBar::ProgressBar(std::FILE* out, bool enabled, std::string label)
-    : out_(out), active_(enabled && ::isatty(::fileno(out)) != 0), label_(std::move(label))
+    : out_(out), active_(enabled && ::isatty(::fileno(out)) != 0), label_(std::move(label)),
+      start_(std::chrono::steady_clock::now())
 {}
 
 ProgressBar::~ProgressBar() { clear(); }
@@ -134,8 +135,6 @@ void ProgressBar::update(std::uint64_t done, std::uint64_t total)
     const auto now = std::chrono::steady_clock::now();
     if (!started_) {
         started_ = true;
-        start_ = now;
-        first_done_ = done;
         if (whole_ > total && base_ == 0) base_ = whole_ - total;
     } else if (done < total && now - last_draw_ < std::chrono::milliseconds(100)) {
         return;
@@ -148,8 +147,8 @@ void ProgressBar::update(std::uint64_t done, std::uint64_t total)
     bar.resize(kWidth, '.');
     const double elapsed = std::chrono::duration<double>(now - start_).count();
     std::string rate = "--- MB/s", left = "ETA --:--";
-    if (elapsed > 0.05 && done > first_done_) {
-        const double per_second = static_cast<double>(done - first_done_) / elapsed;
+    if (elapsed > 0 && done > 0) {  // since the bar was made, just before the transfer
+        const double per_second = static_cast<double>(done) / elapsed;
         char text[32];
         std::snprintf(text, sizeof text, "%.1f MB/s", per_second / 1e6);
         rate = text;

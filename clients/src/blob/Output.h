@@ -58,8 +58,7 @@ private:
     std::uint64_t base_ = 0;
     std::uint64_t whole_ = 0;
     bool started_ = false;
-    std::uint64_t first_done_ = 0;
-    std::chrono::steady_clock::time_point start_{};
+    std::chrono::steady_clock::time_point start_;
     std::chrono::steady_clock::time_point last_draw_{};
     bool drawn_ = false;
 };

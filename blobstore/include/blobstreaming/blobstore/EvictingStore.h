@@ -37,7 +37,7 @@ public:
     std::unique_ptr<Reservation> reserve(std::string_view name, std::uint64_t size,
                                          ReserveMode mode = ReserveMode::create,
                                          ChecksumAlgorithm checksum = kDefaultChecksum) override;
-    void remove(std::string_view name) override;
+    BlobInfo remove(std::string_view name) override;
     StoreUsage usage() const override { return inner_->usage(); }
     std::optional<LocalFile> local_file(std::string_view name) const override;
 

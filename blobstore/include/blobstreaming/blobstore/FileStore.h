@@ -61,7 +61,7 @@ public:
                                          ReserveMode mode = ReserveMode::create,
                                          ChecksumAlgorithm checksum = kDefaultChecksum) override;
     /// Unlinks the Blob's file (and, with sync, fsyncs its directory).
-    void remove(std::string_view name) override;
+    BlobInfo remove(std::string_view name) override;
     StoreUsage usage() const override;
 
     const std::filesystem::path& directory() const noexcept;

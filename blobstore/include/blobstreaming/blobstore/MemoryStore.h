@@ -30,7 +30,7 @@ public:
     std::unique_ptr<Reservation> reserve(std::string_view name, std::uint64_t size,
                                          ReserveMode mode = ReserveMode::create,
                                          ChecksumAlgorithm checksum = kDefaultChecksum) override;
-    void remove(std::string_view name) override;
+    BlobInfo remove(std::string_view name) override;
     StoreUsage usage() const override;
 
     struct State;

@@ -62,8 +62,8 @@ public:
     std::unique_ptr<Reservation> reserve(std::string_view name, std::uint64_t size,
                                          ReserveMode mode = ReserveMode::create,
                                          ChecksumAlgorithm checksum = kDefaultChecksum) override;
-    void remove(std::string_view name) override;
-    void evict(std::string_view name) override;
+    BlobInfo remove(std::string_view name) override;
+    BlobInfo evict(std::string_view name) override;
     StoreUsage usage() const override { return inner_->usage(); }
     std::optional<LocalFile> local_file(std::string_view name) const override { return inner_->local_file(name); }
 
@@ -74,7 +74,7 @@ public:
     class Publisher;
 
 private:
-    void removing(std::string_view name, bool evicting);
+    BlobInfo removing(std::string_view name, bool evicting);
 
     std::unique_ptr<Store> inner_;
     std::shared_ptr<Publisher> publisher_;

@@ -60,7 +60,7 @@ public:
                                          ReserveMode mode = ReserveMode::create,
                                          ChecksumAlgorithm checksum = kDefaultChecksum) override;
     /// Moves the Blob's objects to the trash (deleted after `grace`).
-    void remove(std::string_view name) override;
+    BlobInfo remove(std::string_view name) override;
     /// From the last refresh (open, then each cleanup round; this store's
     /// own commits and removals count at once): never waits for the cluster.
     StoreUsage usage() const override;

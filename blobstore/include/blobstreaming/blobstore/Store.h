@@ -80,12 +80,13 @@ public:
                                                  ChecksumAlgorithm checksum = kDefaultChecksum) = 0;
 
     /// Errc::invalid_name, Errc::no_such_blob. Readers of the Blob keep
-    /// their views.
-    virtual void remove(std::string_view name) = 0;
+    /// their views. Returns what was removed (for events: no stat() first,
+    /// which could race with the removal or change what it reports).
+    virtual BlobInfo remove(std::string_view name) = 0;
     /// remove() made to make room for another Blob (EvictingStore): the
     /// same, but a decorator underneath may tell the two apart
     /// (ObservedStore publishes "evicted").
-    virtual void evict(std::string_view name) { remove(name); }
+    virtual BlobInfo evict(std::string_view name) { return remove(name); }
 
     virtual StoreUsage usage() const = 0;
 
