@@ -232,3 +232,20 @@ blobstore/systemd/blobstored@.service: $(top_srcdir)/blobstore/systemd/blobstore
 blobstore/systemd/blobstreaming.conf: $(top_srcdir)/blobstore/systemd/blobstreaming.sysusers
 	@$(MKDIR_P) blobstore/systemd
 	$(AM_V_GEN)cp $< $@
+
+# blob-activatord: starts configured stores on their first request
+# (docs/ACTIVATION.md): an implementation repository with LOCATION_FORWARD.
+bin_PROGRAMS += blobstore/blob-activatord
+blobstore_blob_activatord_SOURCES = \
+	blobstore/src/activator/Activator.cpp \
+	blobstore/src/activator/Activator.h \
+	blobstore/src/activator/main.cpp
+blobstore_blob_activatord_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(SPDLOG_CFLAGS)
+blobstore_blob_activatord_LDADD = transporter/libblobtransporter.la common/libblobcli.la common/libblobcommon.la \
+	$(OMNIORB_LIBS) $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS)
+$(blobstore_blob_activatord_OBJECTS): idl/BlobStreaming.hh
+if SANITIZERS
+# The same false -Warray-bounds of GCC 12 in omniidl's servant base (its
+# ServantLocator) as in clients/local.mk.
+blobstore_blob_activatord_CXXFLAGS = $(AM_CXXFLAGS) -Wno-array-bounds
+endif

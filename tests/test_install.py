@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import check, check_equal, step  # noqa: E402
 
-PROGRAMS = {"blob": "1", "blobstored": "8", "blob-dicomd": "8", "sdc-provider": "1", "sdc-get": "1"}
+PROGRAMS = {"blob": "1", "blobstored": "8", "blob-activatord": "8", "blob-dicomd": "8", "sdc-provider": "1", "sdc-get": "1"}
 
 
 def install(c):

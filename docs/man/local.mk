@@ -3,7 +3,7 @@
 # cannot drift; NAME.h2m adds what --help does not say (description, exit
 # status, files, examples). tests/test_install.py checks that each page
 # renders and names every option its --help lists.
-man_MANS = docs/man/blob.1 docs/man/blobstored.8 docs/man/blob-dicomd.8 docs/man/sdc-provider.1 docs/man/sdc-get.1
+man_MANS = docs/man/blob.1 docs/man/blobstored.8 docs/man/blob-activatord.8 docs/man/blob-dicomd.8 docs/man/sdc-provider.1 docs/man/sdc-get.1
 CLEANFILES += $(man_MANS)
 man_help2man = $(HELP2MAN) --no-info --no-discard-stderr --source="Blob Streaming $(PACKAGE_VERSION)"
 man_page = $(MKDIR_P) docs/man && $(man_help2man)
@@ -18,3 +18,5 @@ docs/man/sdc-provider.1: sdc/sdc-provider$(EXEEXT) $(top_srcdir)/docs/man/sdc-pr
 	$(AM_V_GEN)$(man_page) -s 1 -i $(top_srcdir)/docs/man/sdc-provider.h2m -o $@ ./sdc/sdc-provider$(EXEEXT)
 docs/man/sdc-get.1: sdc/sdc-get$(EXEEXT) $(top_srcdir)/docs/man/sdc-get.h2m
 	$(AM_V_GEN)$(man_page) -s 1 -i $(top_srcdir)/docs/man/sdc-get.h2m -o $@ ./sdc/sdc-get$(EXEEXT)
+docs/man/blob-activatord.8: blobstore/blob-activatord$(EXEEXT) $(top_srcdir)/docs/man/blob-activatord.h2m
+	$(AM_V_GEN)$(man_page) -s 8 -i $(top_srcdir)/docs/man/blob-activatord.h2m -o $@ ./blobstore/blob-activatord$(EXEEXT)

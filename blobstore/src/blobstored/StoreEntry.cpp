@@ -7,6 +7,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
+
 namespace blobstreaming::daemon {
 
 StoreEntry::StoreEntry(std::string name, std::string naming_url, std::chrono::milliseconds bound)
@@ -26,6 +28,14 @@ EntryHolder StoreEntry::holder(CosNaming::NamingContext_ptr naming, CORBA::Objec
     h.address = corba::endpoint_of(current);
     if (!CORBA::is_nil(self) && current->_is_equivalent(self)) {
         h.kind = EntryHolder::self;
+        return h;
+    }
+    // Started by blob-activatord (docs/ACTIVATION.md), whose entry this is:
+    // taken over without a call (the call would ask the activator to start
+    // this very daemon).
+    if (const char* activator = std::getenv("BLOBSTREAMING_ACTIVATOR_ENDPOINT"); activator && h.address == activator) {
+        h.kind = EntryHolder::gone;
+        h.why = "the entry of the activator that started this daemon";
         return h;
     }
     // A TLS store does not call a registrant that does not require TLS (a
