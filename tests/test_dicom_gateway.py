@@ -176,7 +176,11 @@ def test(c):
 
     step("--max-associations 2: a third association at once is rejected")
     held = gw.pynetdicom(python, "hold", "2")[0]
-    check_equal(held, {"held": 2, "extra": "rejected"}, "two associations held, the third")
+    # Over the bound DCMTK's pool answers A-ASSOCIATE-RJ, or, when its worker
+    # slots are all taken before it reads the request, closes the connection
+    # (pynetdicom: "failed"); either way the third is not accepted.
+    check(held.get("held") == 2 and held.get("extra") in ("rejected", "failed"),
+          f"two associations held, the third not accepted: {held}")
 
     step("a full store answers A700 (out of resources)")
     c.start_daemon("tiny", "memory:64K")
