@@ -102,6 +102,8 @@ blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/servants/BlobTransporter_i.h \
 	blobstore/src/servants/EventSubscription.cpp \
 	blobstore/src/servants/EventSubscription.h \
+	blobstore/src/servants/Fetcher.cpp \
+	blobstore/src/servants/Fetcher.h \
 	blobstore/src/servants/OnewayCall.h \
 	blobstore/src/servants/ServantContext.h \
 	blobstore/src/server/AccessList.cpp \

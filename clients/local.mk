@@ -4,6 +4,8 @@ clients_libblobclient_la_SOURCES = \
 	clients/src/CallExecutor.cpp \
 	clients/src/CallExecutor.h \
 	clients/src/ConnectionPool.cpp \
+	clients/src/CopyOperation.cpp \
+	clients/src/CopyOperation.h \
 	clients/src/ConnectionPool.h \
 	clients/src/ControlPlane.cpp \
 	clients/src/ControlPlane.h \

@@ -23,6 +23,7 @@ system_tests = \
 	tests/test_crash_consistency.py \
 	tests/test_store_full.py \
 	tests/test_evict.py \
+	tests/test_tiers.py \
 	tests/test_activation.py \
 	tests/test_cli_ux.py \
 	tests/test_metrics.py \

@@ -412,6 +412,21 @@ BlobInfo ControlPlane::stat(const std::string& store, const std::string& name)
     });
 }
 
+BlobInfo ControlPlane::fetch(const std::string& to, const std::string& name, const std::string& from, bool overwrite)
+{
+    const std::string what = "copy " + quote_name(name) + " from \"" + from + "\" to \"" + to + "\"";
+    if (to == from) throw Error(Errc::invalid_argument, what + ": the source and the destination are the same store");
+    const BlobStreaming::BlobStore_var source =
+        with_store(*refs_, options_, from, what,
+                   [](BlobStreaming::BlobStore_ptr ref) { return BlobStreaming::BlobStore::_duplicate(ref); });
+    return with_store(*refs_, options_, to, what, [&](BlobStreaming::BlobStore_ptr ref) {
+        BlobStreaming::BlobStore_var bounded = BlobStreaming::BlobStore::_duplicate(ref);
+        omniORB::setClientCallTimeout(bounded, static_cast<CORBA::ULong>(kFetchCallTimeout.count()));
+        BlobStreaming::BlobInfo_var info = bounded->fetch(name.c_str(), source.in(), overwrite);
+        return info_of(info.in());
+    });
+}
+
 BlobInfo ControlPlane::verify(const std::string& store, const std::string& name)
 {
     return with_store(*refs_, options_, store, "verify " + quote_name(name), [&](BlobStreaming::BlobStore_ptr ref) {
@@ -461,15 +476,19 @@ std::vector<Location> ControlPlane::locate_as(const std::string& name, const std
 {
     validate_blob_name(name);
     std::vector<Location> out;
+    std::vector<Location> fillers;  // read-through stores that lack it
     std::optional<Error> insecure;
     for (const auto& store : store_names()) {
         try {
-            const auto holds = with_store(*refs_, options_, store, what, [&](BlobStreaming::BlobStore_ptr ref) {
-                if (!ref->contains(name.c_str())) return std::make_pair(false, Tier::central);
+            const Location l = with_store(*refs_, options_, store, what, [&](BlobStreaming::BlobStore_ptr ref) {
                 BlobStreaming::StoreStatus_var st = ref->status();
-                return std::make_pair(true, tier_of(st->tier));
+                Location found{store, tier_of(st->tier), ref->contains(name.c_str())};
+                // Neither holds it nor fills itself: marked by an empty name.
+                if (!found.holds && !st->readThrough) found.store.clear();
+                return found;
             });
-            if (holds.first) out.push_back(Location{store, holds.second});
+            if (l.store.empty()) continue;
+            (l.holds ? out : fillers).push_back(l);
         } catch (const InsecureReference& e) {
             // Not asked, so not known: said even when another store answers.
             library_log()->warn("{}", e.what());
@@ -482,6 +501,15 @@ std::vector<Location> ControlPlane::locate_as(const std::string& name, const std
     }
     // "Nowhere" would be a guess while a store was refused unasked.
     if (out.empty() && insecure) throw *insecure;
+    // A read-through store nearer than the farthest holder fills itself
+    // from it (blobstored --read-through): a pull of its tier goes there.
+    if (!out.empty()) {
+        const Tier farthest = std::max_element(out.begin(), out.end(), [](const Location& a, const Location& b) {
+                                  return a.tier < b.tier;
+                              })->tier;
+        for (const Location& f : fillers)
+            if (f.tier < farthest) out.push_back(f);
+    }
     std::stable_sort(out.begin(), out.end(), [](const Location& a, const Location& b) { return a.tier < b.tier; });
     return out;
 }

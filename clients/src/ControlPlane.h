@@ -66,6 +66,12 @@ public:
     /// The store rereads the Blob and checks its checksum (Errc::corrupt).
     BlobInfo verify(const std::string& store, const std::string& name);
     std::vector<BlobInfo> list(const std::string& store);
+    /// Store `to` fetches `name` from store `from` (BlobStore::fetch: the
+    /// bytes go from store to store). The call may last as long as the
+    /// transfer: its bound is kFetchCallTimeout, while the destination fails
+    /// a fetch that stalls (blobstored --fetch-timeout).
+    BlobInfo fetch(const std::string& to, const std::string& name, const std::string& from, bool overwrite);
+    static constexpr std::chrono::milliseconds kFetchCallTimeout{3600 * 1000};
     void remove(const std::string& store, const std::string& name);
     std::vector<std::string> store_names();
     /// Asks every registered store (`contains`, with this client's own

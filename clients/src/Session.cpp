@@ -4,6 +4,7 @@
 // series SeriesOperation.
 #include <blobstreaming/client/Session.h>
 
+#include "CopyOperation.h"
 #include "PullOperation.h"
 #include "PushOperation.h"
 #include "SeriesOperation.h"
@@ -209,6 +210,19 @@ void Session::pull_series(std::vector<PullSlice> slices, PullOptions options, Mo
                           SliceCompletion slice_done)
 {
     SeriesOperation::pull(*impl_, std::move(slices), std::move(options), mode, std::move(done), std::move(slice_done));
+}
+
+void Session::copy(std::vector<std::string> names, CopyOptions options, Mode mode, SeriesCompletion done,
+                   SliceCompletion slice_done)
+{
+    start_copy(*impl_, std::move(names), std::move(options), mode, std::move(done), std::move(slice_done));
+}
+
+SeriesResult Session::copy(const std::vector<std::string>& names, const CopyOptions& options)
+{
+    SeriesResult out;
+    copy(names, options, Mode::Sync, [&out](const SeriesResult& r) { out = r; });
+    return out;
 }
 
 namespace {

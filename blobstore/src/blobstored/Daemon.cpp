@@ -160,6 +160,19 @@ std::string Daemon::start()
     context_.notices = notices_.get();
     context_.transporters = transporters_.get();
     context_.events = events_.get();
+    corba::FetchOptions fetch;
+    fetch.idle_timeout = options_.fetch_timeout;
+    if (tls) fetch.tls = std::make_shared<TlsContext>(TlsContext::Role::client, options_.tls);
+    fetcher_ = std::make_unique<corba::Fetcher>(*store_, fetch);
+    context_.fetcher = fetcher_.get();
+    if (options_.read_through) {
+        upstream_ = std::make_unique<corba::Upstream>();
+        upstream_->naming = CosNaming::NamingContext::_duplicate(naming_);
+        upstream_->naming_url = options_.naming;
+        upstream_->own_name = options_.name;
+        upstream_->own_tier = options_.tier;
+        context_.read_through = upstream_.get();
+    }
 
     PortableServer::Servant_var<corba::BlobStore_i> store_servant = new corba::BlobStore_i(context_);
     PortableServer::ObjectId_var store_id = poa_->activate_object(store_servant);

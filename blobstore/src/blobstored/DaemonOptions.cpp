@@ -26,15 +26,7 @@ std::string in_quotes(const std::string& s) { return "\"" + s + "\""; }
 
 std::size_t parse_count(const std::string& option, const std::string& text, std::size_t min, std::size_t max)
 {
-    std::size_t digits = 0;
-    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-    if (text.empty() || digits != text.size()) usage("--" + option + ": " + in_quotes(text) + " is not a whole number");
-    errno = 0;
-    const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
-    if (errno != 0 || v < min || v > max)
-        usage("--" + option + ": " + in_quotes(text) + " is out of range (allowed: " + std::to_string(min) + " to " +
-              std::to_string(max) + ")");
-    return static_cast<std::size_t>(v);
+    return cli::parse_count("--" + option, text, min, max);
 }
 
 HostPort parse_host_port(const std::string& option, const std::string& text)
@@ -95,6 +87,8 @@ po::options_description describe()
         ("ceph-conf", po::value<std::string>()->value_name("FILE"), "rados store: the Ceph configuration (monitors, keyring; default: $CEPH_CONF, else /etc/ceph/ceph.conf)")
         ("ceph-user", po::value<std::string>()->value_name("ID")->default_value("admin"), "rados store: the Ceph client id (client.ID), its key from the keyring the configuration names")
         ("ceph-grace", po::value<std::string>()->value_name("DURATION")->default_value("600"), "rados store: a reservation nobody vouched for this long (its daemon died) and a replaced or removed version (readers may still read it) are deleted after it")
+        ("read-through", po::bool_switch(), "a cache that fills itself: a pull of a Blob this store lacks fetches it first from the nearest store of a farther tier that holds it (verified, committed here; docs/ARCHITECTURE.md, \"Tiers\")")
+        ("fetch-timeout", po::value<std::string>()->value_name("DURATION")->default_value("30"), "a fetch from another store (read-through, blob copy) that moves no byte this long fails")
         ("tier", po::value<std::string>()->value_name("TIER"), "memory|workstation|cluster|central (default: memory for a memory store, central for a rados store, else workstation)")
         ("control-address", po::value<std::string>()->value_name("HOST:PORT")->default_value("0.0.0.0:0"), "CORBA endpoint; port 0: ephemeral")
         ("data-address", po::value<std::string>()->value_name("HOST:PORT")->default_value("0.0.0.0:0"), "data port; port 0: ephemeral")
@@ -331,6 +325,8 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
     }
     o.checksum = cli::parse_checksum_algorithm("--checksum", value_of(vm, "checksum"));
     o.local_fast_path = !vm["no-local"].as<bool>();
+    o.read_through = vm["read-through"].as<bool>();
+    o.fetch_timeout = cli::parse_duration("--fetch-timeout", value_of(vm, "fetch-timeout"), 100ms, 86400s);
     o.store_settings.sync = !vm["no-sync"].as<bool>();
 
     o.tls.cert = value_of(vm, "tls-cert");

@@ -57,7 +57,9 @@ struct DaemonOptions {
     std::size_t max_client_transporters = 256;           ///< open transporters of one client (host, or TLS subject)
     int socket_buffer = 0;                               ///< 0: autotuning
     bool local_fast_path = true;
-    ChecksumAlgorithm checksum = kDefaultChecksum;  ///< of pushes that ask for the store's default
+    bool read_through = false;                       ///< --read-through: fetch missing Blobs from farther tiers
+    std::chrono::milliseconds fetch_timeout{30000};  ///< a fetch from another store moving no byte fails
+    ChecksumAlgorithm checksum = kDefaultChecksum;   ///< of pushes that ask for the store's default
     spdlog::level::level_enum log_level = spdlog::level::info;
     std::string log_file;       ///< --log-file; empty: standard error
     std::string config;         ///< --config FILE (read again on SIGHUP); empty: none

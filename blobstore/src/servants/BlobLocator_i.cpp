@@ -19,6 +19,7 @@ namespace {
 
 struct Found {
     std::string store;
+    bool holds = true;
     BlobStreaming::StoreTier tier;
     BlobStreaming::BlobStore_var ref;
 };
@@ -37,6 +38,7 @@ BlobStreaming::LocationSeq* BlobLocator_i::locate(const char* name)
     if (auto problem = blob_name_problem(name))
         throw BlobStreaming::InvalidName(("locate " + quote_name(name) + ": " + *problem).c_str(), name);
     std::vector<Found> found;
+    std::vector<Found> fillers;  // read-through stores that lack the Blob
     std::vector<std::string> stores;
     try {
         stores = list_stores(naming_);
@@ -48,15 +50,28 @@ BlobStreaming::LocationSeq* BlobLocator_i::locate(const char* name)
             Found f;
             f.store = store;
             f.ref = resolve_store(naming_, store, naming_url_);
-            if (!f.ref->contains(name)) continue;
+            const bool holds = f.ref->contains(name);
             BlobStreaming::StoreStatus_var status = f.ref->status();
             f.tier = status->tier;
-            found.push_back(std::move(f));
+            if (holds) found.push_back(std::move(f));
+            else if (status->readThrough) {
+                f.holds = false;
+                fillers.push_back(std::move(f));
+            }
         } catch (const CORBA::Exception& e) {
             spdlog::debug("locate {}: store \"{}\" skipped: CORBA {}", quote_name(name), store, e._name());
         } catch (const std::exception& e) {
             spdlog::debug("locate {}: store \"{}\" skipped: {}", quote_name(name), store, e.what());
         }
+    }
+    // A read-through store nearer than every holder fills itself from them
+    // (Fetcher.h): it is where a client of its tier pulls, listed first.
+    if (!found.empty()) {
+        const auto farthest = std::max_element(found.begin(), found.end(), [](const Found& a, const Found& b) {
+                                  return a.tier < b.tier;
+                              })->tier;
+        for (Found& f : fillers)
+            if (f.tier < farthest) found.push_back(std::move(f));
     }
     std::stable_sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.tier < b.tier; });
     auto* out = new BlobStreaming::LocationSeq;
@@ -65,6 +80,7 @@ BlobStreaming::LocationSeq* BlobLocator_i::locate(const char* name)
         (*out)[i].store = found[i].store.c_str();
         (*out)[i].tier = found[i].tier;
         (*out)[i].ref = BlobStreaming::BlobStore::_duplicate(found[i].ref.in());
+        (*out)[i].holds = found[i].holds;
     }
     return out;
 }
@@ -83,6 +99,7 @@ BlobStreaming::LocationSeq* BlobLocator_i::locate_own(const char* name)
             out[0].store = own_.store_name.c_str();
             out[0].tier = own_.tier;
             out[0].ref = BlobStreaming::BlobStore::_duplicate(own_ref_.in());
+            out[0].holds = true;
         }
     } catch (...) {
         rethrow_declared(kInvalidName, own_.store_name, {name});

@@ -4,6 +4,7 @@
 
 #include "BlobTransporter_i.h"
 #include "EventSubscription.h"
+#include "Fetcher.h"
 #include "server/AccessList.h"
 #include "server/DataServer.h"
 #include "server/ReservationTable.h"
@@ -13,8 +14,10 @@
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
+#include <blobstreaming/transporter/corba/References.h>
 #include <blobstreaming/transporter/corba/Security.h>
 
+#include <omniORB4/omniORB.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -126,6 +129,7 @@ BlobStreaming::StoreStatus* BlobStore_i::status()
         s->reserved = usage.reserved;
         s->blobCount = static_cast<CORBA::ULong>(usage.blob_count);
         s->activeTransfers = context_.data->active_transfers();
+        s->readThrough = context_.read_through != nullptr;
         return s;
     } catch (...) {
         rethrow_declared(kRaisesNothing, context_.store_name);
@@ -260,6 +264,37 @@ void BlobStore_i::remove(const char* name)
     }
 }
 
+BlobStreaming::BlobInfo* BlobStore_i::fetch(const char* name, BlobStreaming::BlobStore_ptr source,
+                                            CORBA::Boolean overwrite)
+{
+    require_permission(context_, server::Permission::write, "fetch");
+    try {
+        validate_blob_name(name);
+        if (CORBA::is_nil(source))
+            throw Error(Errc::invalid_argument, "fetch " + quote_name(name) + ": no source store (a nil reference)");
+        if (!context_.fetcher)
+            throw Error(Errc::limit_reached, "fetch " + quote_name(name) + ": this store does not fetch");
+        std::string source_name;
+        try {
+            BlobStreaming::BlobStore_var bounded = BlobStreaming::BlobStore::_duplicate(source);
+            omniORB::setClientCallTimeout(bounded, 10000);
+            CORBA::String_var n = bounded->name();
+            source_name = n.in();
+        } catch (...) {
+            rethrow_as_error("fetch " + quote_name(name), "(source)", endpoint_of(source));
+        }
+        if (source_name == context_.store_name)
+            throw Error(Errc::invalid_argument, "fetch " + quote_name(name) + ": the source is this store, \"" +
+                                                    source_name + "\" (copy between two different stores)");
+        const BlobInfo info =
+            context_.fetcher->fetch(name, source, source_name, overwrite ? ReserveMode::replace : ReserveMode::create);
+        return to_idl(info);
+    } catch (...) {
+        rethrow_declared(kNoSuchBlob | kInvalidName | kOutOfSpace | kAlreadyExists | kLimitReached | kTransferFailed,
+                         context_.store_name, {name});
+    }
+}
+
 CORBA::Boolean BlobStore_i::findLocalFile(const char* name, BlobStreaming::LocalFile_out file)
 {
     require_permission(context_, server::Permission::read, "findLocalFile");
@@ -269,6 +304,7 @@ CORBA::Boolean BlobStore_i::findLocalFile(const char* name, BlobStreaming::Local
     to_idl(blobstreaming::BlobInfo{}, file->info);
     try {
         validate_blob_name(name);
+        if (context_.read_through) context_.fetcher->fetch_missing(name, *context_.read_through);
         if (!context_.local_fast_path) {
             context_.store->stat(name);  // NoSuchBlob still applies
             return false;

@@ -27,6 +27,9 @@ public:
     BlobStreaming::Reservation* resumable(const char* name) override;
     BlobStreaming::BlobInfo* verify(const char* name) override;
     void remove(const char* name) override;
+    /// Fetcher.h
+    BlobStreaming::BlobInfo* fetch(const char* name, BlobStreaming::BlobStore_ptr source,
+                                   CORBA::Boolean overwrite) override;
     CORBA::Boolean findLocalFile(const char* name, BlobStreaming::LocalFile_out file) override;
     BlobStreaming::DataEndpoint* dataAddress() override;
     BlobStreaming::BlobTransporter_ptr openTransporter() override;

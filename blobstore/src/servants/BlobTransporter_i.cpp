@@ -1,6 +1,7 @@
 #include "BlobTransporter_i.h"
 
 #include "BlobInfoIdl.h"
+#include "Fetcher.h"
 #include "OnewayCall.h"
 
 #include "server/AccessList.h"
@@ -218,7 +219,8 @@ BlobStreaming::TransferTicket* BlobTransporter_i::send(const char* blob, BlobStr
     if (auto problem = blob_name_problem(name))
         throw BlobStreaming::InvalidName(("send " + quote_name(name) + ": " + *problem).c_str(), blob);
     try {
-        const BlobInfo info = context_.store->stat(name);
+        const BlobInfo info = context_.read_through ? context_.fetcher->fetch_missing(name, *context_.read_through)
+                                                    : context_.store->stat(name);
         std::uint64_t resolved = length;
         if (length == 0 && absoluteOffset <= info.size) resolved = info.size - absoluteOffset;
         if (resolved > ~std::uint64_t{0} - absoluteOffset || absoluteOffset + resolved > info.size) {

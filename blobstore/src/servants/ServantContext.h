@@ -26,6 +26,9 @@ class TransporterRegistry;
 
 namespace blobstreaming::corba {
 
+class Fetcher;
+struct Upstream;
+
 struct ServantContext {
     std::string store_name;
     BlobStreaming::StoreTier tier = BlobStreaming::TIER_WORKSTATION;
@@ -50,6 +53,12 @@ struct ServantContext {
     /// The store's event subscriptions (BlobStore::subscribe; not owned;
     /// null: subscribe fails with NO_RESOURCES).
     server::EventHub* events = nullptr;
+    /// Store-to-store transfers (BlobStore::fetch, read-through; not owned;
+    /// null: fetch fails with NO_RESOURCES).
+    Fetcher* fetcher = nullptr;
+    /// Set: a pull of a missing Blob fetches it from a farther tier first
+    /// (blobstored --read-through; not owned).
+    const Upstream* read_through = nullptr;
 };
 
 /// Checks that the client of the current request (its TLS certificate's

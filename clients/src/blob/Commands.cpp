@@ -42,6 +42,7 @@ const std::map<std::string, std::pair<std::size_t, std::size_t>>& commands()
         {"stores", {0, 0}},
         {"checksum", {1, 64}},
         {"watch", {0, 0}},
+        {"copy", {1, kMaxCopyNames}},
     };
     return table;
 }
@@ -277,13 +278,84 @@ int locate(Session& session, const Invocation& call)
     }
     if (call.json) {
         nlohmann::json list = nlohmann::json::array();
-        for (const auto& l : r.locations) list.push_back({{"store", l.store}, {"tier", client::tier_name(l.tier)}});
+        for (const auto& l : r.locations)
+            list.push_back({{"store", l.store}, {"tier", client::tier_name(l.tier)}, {"holds", l.holds}});
         std::cout << json_line(
             {{"name", call.args[0]}, {"locations", list}, {"unreachable", unreachable_json(r.unreachable)}});
     } else {
-        for (const auto& l : r.locations) std::printf("%-16s %s\n", l.store.c_str(), client::tier_name(l.tier));
+        for (const auto& l : r.locations)
+            std::printf("%-16s %s%s\n", l.store.c_str(), client::tier_name(l.tier),
+                        l.holds ? "" : " (read-through: fetches it on the first pull)");
     }
     return report_unreachable(r.unreachable);
+}
+
+/// `blob copy NAME... --to A[,B...]`: Session::copy; a line per Blob and
+/// destination as each ends (stderr; with --json one object per line on
+/// stdout), then a line per destination. Exit code: the highest failure.
+int copy(Session& session, const Invocation& call)
+{
+    client::CopyOptions options;
+    options.to = call.to;
+    options.from = call.from;
+    options.overwrite = call.replace;
+    options.chain = call.chain;
+    options.window = call.window;
+    const std::size_t m = options.to.size();
+    std::vector<std::size_t> done(m, 0);
+    const std::size_t n = call.args.size();
+    const client::SeriesResult series = [&] {
+        client::SeriesResult out;
+        session.copy(
+            call.args, options, Mode::Sync, [&out](const client::SeriesResult& r) { out = r; },
+            [&](std::size_t slot, const Result& r) {
+                const std::size_t i = slot / m, k = slot % m;
+                ++done[k];
+                const std::string& name = call.args[i];
+                if (call.json) {
+                    nlohmann::json j = r.ok() ? transfer_json("copy", name, r) : error_json(r.errc(), r.message);
+                    j["name"] = name;
+                    j["store"] = options.to[k];
+                    std::cout << json_line(j);
+                } else if (!r.ok()) {
+                    std::fprintf(stderr, "blob: %s\n", r.message.c_str());
+                } else if (!call.quiet) {
+                    const double mbps = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds / 1e6 : 0.0;
+                    std::fprintf(
+                        stderr, "copied %s to store \"%s\" (%zu of %zu): %llu bytes in %.3f s (%.2f MB/s) %s\n",
+                        quote_name(name).c_str(), options.to[k].c_str(), done[k], n,
+                        static_cast<unsigned long long>(r.bytes), r.seconds, mbps, r.info.checksum.text().c_str());
+                }
+            });
+        return out;
+    }();
+    int rc = 0;
+    for (std::size_t k = 0; k < m; ++k) {
+        std::size_t ok = 0, failed = 0;
+        std::uint64_t bytes = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const Result& r = series.slices[i * m + k];
+            if (r.ok()) {
+                ++ok;
+                bytes += r.bytes;
+            } else {
+                ++failed;
+                rc = std::max(rc, static_cast<int>(r.errc()));
+            }
+        }
+        if (call.json) {
+            std::cout << json_line({{"command", "copy"},
+                                    {"store", options.to[k]},
+                                    {"copied", ok},
+                                    {"failed", failed},
+                                    {"bytes", bytes},
+                                    {"seconds", series.seconds}});
+        } else if (!call.quiet || failed > 0) {
+            std::fprintf(stderr, "store \"%s\": %zu of %zu Blob(s) copied, %llu bytes, %zu failed (%.3f s in all)\n",
+                         options.to[k].c_str(), ok, n, static_cast<unsigned long long>(bytes), failed, series.seconds);
+        }
+    }
+    return rc;
 }
 
 int stores(Session& session, const Invocation& call)
@@ -396,6 +468,7 @@ int run(const Invocation& call)
     if (call.command == "ls") return ls(session, call);
     if (call.command == "rm") return rm(session, call);
     if (call.command == "locate") return locate(session, call);
+    if (call.command == "copy") return copy(session, call);
     return stores(session, call);
 }
 

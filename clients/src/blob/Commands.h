@@ -34,9 +34,16 @@ struct Invocation {
     std::optional<ChecksumAlgorithm> checksum;  ///< push, checksum: --checksum
     std::vector<std::string> stores;            ///< watch: every --store (empty: every registered store)
     std::vector<std::string> events;            ///< watch: --events, checked ("committed", "removed"; empty: both)
+    std::vector<std::string> to;                ///< copy: --to, the destination stores
+    std::string from;                           ///< copy: --from ("" : the nearest holder)
+    bool chain = true;                          ///< copy: false with --no-chain
+    std::size_t window = 4;                     ///< copy: --window
     std::string command;
     std::vector<std::string> args;
 };
+
+/// The most Blobs one `blob copy` takes.
+constexpr std::size_t kMaxCopyNames = 100000;
 
 /// The most FILEs one `blob push` takes.
 constexpr std::size_t kMaxPushFiles = 100000;

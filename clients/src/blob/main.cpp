@@ -94,6 +94,8 @@ po::options_description describe()
         "  stores             registered stores with tier, usage and data endpoint; --prune: first remove\n"
         "                     the entries whose daemon is gone\n"
         "  checksum FILE...   the checksum of local files ('-': stdin), to compare with a Blob's; no store\n"
+        "  copy NAME...       have the --to stores fetch each NAME from --from (default: the nearest holder);\n"
+        "                     the bytes go from store to store, never through this client\n"
         "  watch              print the stores' events (committed, removed) as they happen, until\n"
         "                     interrupted; --store S (repeatable; default: every registered store)\n"
         "Options");
@@ -104,6 +106,10 @@ po::options_description describe()
         ("naming,n", po::value<std::string>()->default_value(env ? env : "corbaname::127.0.0.1:2809"),
          "Naming Service URL (env BLOBSTREAMING_NAMING)")
         ("store,s", po::value<std::vector<std::string>>()->composing(), "store name (pull/stat/rm: default nearest holder; watch: repeatable)")
+        ("to", po::value<std::string>()->value_name("STORE[,STORE...]"), "copy: the destination stores")
+        ("from", po::value<std::string>()->value_name("STORE"), "copy: the source store (default: for each Blob the nearest store holding it that is not a destination)")
+        ("no-chain", "copy: every destination fetches from the source (default: each from the one before it, so the source sends each Blob once)")
+        ("window", po::value<std::string>()->value_name("N"), "copy: copies in flight per destination (1 to 64, default 4)")
         ("events", po::value<std::string>()->value_name("KINDS"), "watch: the kinds to print, comma-separated: committed, removed (default: both)")
         ("json,j", "one JSON object on stdout")
         ("socket-buffer,b", po::value<std::string>()->default_value("0"), "SO_SNDBUF/SO_RCVBUF, bytes or K, M, G (0: autotuning; at most 1G)")
@@ -114,7 +120,7 @@ po::options_description describe()
         ("tls-key", po::value<std::string>()->value_name("FILE"), "the certificate's private key (PEM, unencrypted)")
         ("tls-ca", po::value<std::string>()->value_name("FILE"), "CA certificates (PEM) that stores' certificates must chain to")
         ("name", po::value<std::string>()->value_name("NAME"), "push: the Blob's name, for a single FILE (default: each FILE's base name)")
-        ("replace,r", "push: overwrite an existing Blob")
+        ("replace,r", "push, copy: overwrite an existing Blob (copy: at the destinations)")
         ("checksum", po::value<std::string>()->value_name("ALGORITHM"),
          "push: the Blob's checksum, crc32c (fast) or sha256 (cryptographic), default: the store's (crc32c unless "
          "blobstored --checksum says otherwise); checksum: the algorithm (default crc32c)")
@@ -163,6 +169,13 @@ const std::vector<CommandHelp>& command_help()
         {"locate", "locate NAME", "The stores holding NAME, nearest tier first.", {}},
         {"stores", "stores", "The registered stores with tier, usage and data endpoint.", {"prune"}},
         {"checksum", "checksum FILE...", "The checksum of local files ('-': standard input); no store.", {"checksum"}},
+        {"copy",
+         "copy NAME... --to STORE[,STORE...] [--from STORE]",
+         "Have each destination store fetch each NAME from the source store (a third-party transfer: the bytes go "
+         "from store to store, never through this client), verified against the source's checksum and committed "
+         "atomically. Several destinations form a chain: each fetches from the one before it while the next Blobs "
+         "flow behind, so the source sends each Blob once. --replace overwrites a Blob of the same name.",
+         {"to", "from", "no-chain", "window", "replace"}},
         {"watch",
          "watch",
          "Print the stores' events (committed, removed) as they happen, until interrupted; --store S (repeatable; "
@@ -211,7 +224,7 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
     call.command = vm["command"].as<std::string>();
     if (!cli::known_command(call.command))
         throw UsageError("unknown command " + call.command +
-                         " (push, pull, stat, verify, ls, rm, locate, stores, checksum, watch)");
+                         " (push, pull, stat, verify, ls, rm, locate, stores, checksum, watch, copy)");
     if (vm.count("args")) call.args = vm["args"].as<std::vector<std::string>>();
     const auto [low, high] = cli::arity(call.command);
     if (call.args.size() < low || call.args.size() > high)
@@ -277,6 +290,35 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
     if (vm.count("verify") && (call.offset != 0 || call.length != 0))
         throw UsageError("--verify checks the whole Blob's checksum: a range (--offset, --length) has no recorded "
                          "checksum to check; use `blob verify NAME` to have the store check the stored Blob");
+    const bool copying = call.command == "copy";
+    for (const char* option : {"to", "from", "no-chain", "window"})
+        if (vm.count(option) && !copying)
+            throw UsageError(std::string("--") + option + " applies to copy only, not " + call.command);
+    if (copying) {
+        if (!call.stores.empty()) throw UsageError("copy: give the stores with --from and --to, not --store");
+        if (!vm.count("to")) throw UsageError("copy: no destination given (use --to STORE[,STORE...])");
+        const std::string to = vm["to"].as<std::string>();
+        std::size_t start = 0;
+        for (;;) {
+            const auto comma = to.find(',', start);
+            const std::string one = to.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+            if (one.empty()) throw UsageError("--to: an empty store name in \"" + to + "\" (STORE[,STORE...])");
+            if (std::find(call.to.begin(), call.to.end(), one) != call.to.end())
+                throw UsageError("--to: store \"" + one + "\" is given twice");
+            call.to.push_back(one);
+            if (comma == std::string::npos) break;
+            start = comma + 1;
+        }
+        if (vm.count("from")) {
+            call.from = vm["from"].as<std::string>();
+            if (call.from.empty()) throw UsageError("--from: expected a store name, got \"\"");
+            if (std::find(call.to.begin(), call.to.end(), call.from) != call.to.end())
+                throw UsageError("--from: store \"" + call.from + "\" is also a destination (--to)");
+        }
+        call.chain = vm.count("no-chain") == 0;
+        if (vm.count("window"))
+            call.window = static_cast<std::size_t>(cli::parse_count("--window", vm["window"].as<std::string>(), 1, 64));
+    }
     call.prune = vm.count("prune") != 0;
     if (call.prune && call.command != "stores") throw UsageError("--prune applies to stores only, not " + call.command);
     if (call.resume && call.command != "push" && call.command != "pull")

@@ -1,5 +1,6 @@
 #include <blobstreaming/cli/Values.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -71,6 +72,20 @@ std::uint64_t parse_size(const std::string& option, const std::string& text)
     if (value > (std::numeric_limits<std::uint64_t>::max() >> shift))
         throw UsageError(option + ": " + quoted(text) + " is too large (at most 2^64-1 bytes)");
     return value << shift;
+}
+
+std::size_t parse_count(const std::string& option, const std::string& text, std::size_t min, std::size_t max)
+{
+    std::size_t digits = 0;
+    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+    if (text.empty() || digits != text.size())
+        throw UsageError(option + ": " + quoted(text) + " is not a whole number");
+    errno = 0;
+    const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
+    if (errno != 0 || v < min || v > max)
+        throw UsageError(option + ": " + quoted(text) + " is out of range (allowed: " + std::to_string(min) + " to " +
+                         std::to_string(max) + ")");
+    return static_cast<std::size_t>(v);
 }
 
 std::uint64_t parse_size(const std::string& option, const std::string& text, std::uint64_t min, std::uint64_t max)

@@ -40,6 +40,9 @@ struct StoredBlob {
 struct Location {
     std::string store;
     Tier tier = Tier::central;
+    /// false: a read-through store (blobstored --read-through) that does not
+    /// hold the Blob yet; a pull there fetches it from a farther tier first.
+    bool holds = true;
 };
 
 /// A registered store as it answered (or did not) just now.

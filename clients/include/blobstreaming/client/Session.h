@@ -144,6 +144,17 @@ public:
     void pull_series(std::vector<PullSlice> slices, PullOptions options, Mode mode, SeriesCompletion done,
                      SliceCompletion slice_done = {});
 
+    /// Copies every Blob of `names` to each store of `options.to`
+    /// (CopyOptions): each destination fetches it from its source, verifies
+    /// it against the source's checksum and commits it atomically; nothing
+    /// partial is ever visible at a destination. One slice per (Blob,
+    /// destination), the Blob's destinations next to each other: slice
+    /// `i * to.size() + k` is Blob i at destination k, its Result naming
+    /// that store, the Blob as committed there, its bytes and seconds.
+    /// Completions as for push_series().
+    void copy(std::vector<std::string> names, CopyOptions options, Mode mode, SeriesCompletion done,
+              SliceCompletion slice_done = {});
+
     // ---- Throwing wrappers (wait on the operations above) -------------------
     BlobInfo push_file(const std::string& path, const std::string& name, const PushOptions& options = {});
     BlobInfo push_memory(const void* data, std::size_t size, const std::string& name, const PushOptions& options = {});
@@ -157,6 +168,8 @@ public:
     void remove(const std::string& name, const std::string& store = {});
     std::vector<Location> locate(const std::string& name);
     std::vector<StoreStatus> stores();
+    /// Waits for copy(); failures are in the SeriesResult (throw_if_error()).
+    SeriesResult copy(const std::vector<std::string>& names, const CopyOptions& options);
 
     class Impl;
 

@@ -158,4 +158,26 @@ struct PullOptions {
     bool resume = false;
 };
 
+/// Session::copy(): Blobs copied from store to store, the bytes never
+/// passing through this client (each destination fetches from its source:
+/// BlobStore::fetch, a third-party transfer).
+struct CopyOptions {
+    /// The destination stores, at least one; a Blob is copied to each.
+    std::vector<std::string> to;
+    /// The source store; "" : for each Blob the nearest store that holds it
+    /// and is not a destination.
+    std::string from;
+    /// Replace a Blob of the same name at a destination (otherwise
+    /// Errc::already_exists there).
+    bool overwrite = false;
+    /// Fan-out as a chain: every destination after the first fetches from
+    /// the one before it, so the source is read once and each store sends
+    /// each Blob at most once; Blobs flow down the chain one after another.
+    /// A Blob whose previous hop failed is fetched from the source instead.
+    /// false: every destination fetches from the source.
+    bool chain = true;
+    /// Copies in flight per destination (1 to 64).
+    std::size_t window = 4;
+};
+
 }  // namespace blobstreaming::client

@@ -29,6 +29,10 @@ std::uint64_t parse_size(const std::string& option, const std::string& text);
 /// range in the size syntax ("allowed: 4K to 1G").
 std::uint64_t parse_size(const std::string& option, const std::string& text, std::uint64_t min, std::uint64_t max);
 
+/// A whole number of things (digits only) in [min, max]. UsageError naming
+/// `option` (with its dashes) when it is not one or out of range.
+std::size_t parse_count(const std::string& option, const std::string& text, std::size_t min, std::size_t max);
+
 /// `bytes` in the size syntax with the largest unit that divides it: 1G,
 /// 1536K, 1000.
 std::string format_size(std::uint64_t bytes);

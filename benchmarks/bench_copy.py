@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Precaching a study to several stores with `blob copy` (`make bench-copy`):
+a study of --slices Blobs of --slice-size bytes (default 200 x 0.5 MiB) in a
+central file store is copied to 1 store and to --fanout stores (default 4)
+in the same run, alternating, each copy a whole `blob copy` process timed
+from fork to exit; the destinations are memory stores (the copies measure
+the transfer, not a disk), emptied between rounds (untimed).
+
+Fan-out is a chain (each destination fetches from the one before it, the
+source sends each Blob once); `--no-chain` rounds (every destination from
+the source) are measured too, for comparison. Every copy is checked: each
+destination's `blob ls` must list every slice with the source's checksum.
+
+Writes --out/results.json (every run) and --out/summary.{json,md}: medians
+and the ratio time(fan-out) / time(one store), the issue's target being
+<= 1.5 on loopback. Exit 0 when every copy was complete and right; speed
+never fails the run."""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+import harness  # noqa: E402
+from harness import MiB  # noqa: E402
+
+TARGET = 1.5
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", required=True, help="the build tree (blobstore/blobstored, clients/blob)")
+    ap.add_argument("--out", required=True, help="directory for results.json and summary.{json,md}")
+    ap.add_argument("--slices", type=int, default=200, help="Blobs in the study (default 200)")
+    ap.add_argument("--slice-size", type=int, default=MiB // 2, help="bytes per Blob (default 524288)")
+    ap.add_argument("--fanout", type=int, default=4, help="destinations of the fan-out (default 4)")
+    ap.add_argument("--runs", type=int, default=5, help="timed rounds (default 5)")
+    args = ap.parse_args()
+    for name in ("slices", "slice_size", "fanout", "runs"):
+        if getattr(args, name) < 1:
+            ap.error(f"--{name.replace('_', '-')}: {getattr(args, name)}; allowed: 1 or more")
+    return args
+
+
+def main():
+    args = parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    os.environ["BS_BUILDDIR"] = os.path.abspath(args.build)
+    c = harness.Cluster("bench-copy")
+    records = []
+    try:
+        c.start_naming()
+        c.start_daemon("central", "file", tier="central", extra=["--no-sync"])
+        room = f"{max(64, 2 * args.slices * args.slice_size // MiB)}M"
+        dests = [f"ws{i}" for i in range(args.fanout)]
+        for d in dests:
+            c.start_daemon(d, f"memory:{room}", tier="workstation")
+        names, files = [], []
+        for i in range(args.slices):
+            names.append(f"CT.{i:04d}")
+            files.append(c.path(names[-1]))
+            harness.write_random(files[-1], args.slice_size, algorithm=None)
+        c.blob("push", *files, store="central", timeout=600).ok()
+        want = {b["name"]: b["checksum"] for b in c.blob("ls", store="central").ok()["blobs"]}
+        for f in files:
+            os.unlink(f)
+
+        cases = [("one", dests[:1], []), ("fanout", dests, []), ("fanout-no-chain", dests, ["--no-chain"])]
+        for n in range(args.runs + 1):  # round 0 untimed
+            order = cases if n % 2 == 0 else list(reversed(cases))
+            for case, to, extra in order:
+                argv = ["copy", *names, "--to", ",".join(to), "--from", "central", "-q", *extra]
+                t0 = time.monotonic()
+                c.blob(*argv, json_out=False, timeout=900).ok()
+                seconds = time.monotonic() - t0
+                for d in to:
+                    got = {b["name"]: b["checksum"] for b in c.blob("ls", store=d).ok()["blobs"]}
+                    harness.check_equal(got, want, f"{case}: the Blobs at {d}")
+                    for name in names:
+                        c.blob("rm", name, store=d, json_out=False).ok()
+                if n:
+                    records.append({"case": case, "stores": len(to), "run": n, "seconds": seconds,
+                                    "bytes": args.slices * args.slice_size * len(to)})
+    finally:
+        c.close()
+    med = {case: statistics.median(r["seconds"] for r in records if r["case"] == case)
+           for case in ("one", "fanout", "fanout-no-chain")}
+    summary = {"slices": args.slices, "slice_bytes": args.slice_size, "fanout": args.fanout, "runs": args.runs,
+               "median_s": med, "ratio_fanout_over_one": med["fanout"] / med["one"],
+               "ratio_no_chain_over_one": med["fanout-no-chain"] / med["one"], "target": TARGET,
+               "met": med["fanout"] / med["one"] <= TARGET}
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(records, f, indent=1)
+    with open(os.path.join(args.out, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    md = (f"`blob copy` of {args.slices} x {args.slice_size} bytes, medians of {args.runs} runs\n\n"
+          f"| case | stores | median s | / one store |\n|---|---|---|---|\n" +
+          "".join(f"| {case} | {1 if case == 'one' else args.fanout} | {med[case]:.3f} | {med[case] / med['one']:.2f} |\n"
+                  for case in ("one", "fanout", "fanout-no-chain")) +
+          f"\nTarget: fan-out <= {TARGET} x one store: {'met' if summary['met'] else 'not met'}.\n")
+    with open(os.path.join(args.out, "summary.md"), "w") as f:
+        f.write(md)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

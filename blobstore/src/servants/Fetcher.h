@@ -1,0 +1,100 @@
+#pragma once
+/// Store-to-store transfers: this daemon as the client of another store
+/// (docs/ARCHITECTURE.md, "Tiers"). BlobStore::fetch (a third-party copy,
+/// `blob copy`) and read-through (`blobstored --read-through`) both land
+/// here: the source issues a pull ticket, its data port sends the bytes, and
+/// they go straight into a reservation of this store, checksummed as they
+/// arrive and committed only when they match the source's checksum. Nothing
+/// of a failed fetch is ever visible.
+///
+/// Blocking: runs on the calling thread (an ORB thread), never on the data
+/// plane's reactor. Concurrent fetches of one name share one transfer.
+
+#include <blobstreaming/blobstore/Store.h>
+#include <blobstreaming/common/BlobInfo.h>
+
+#include <BlobStreaming.hh>
+#include <omniORB4/Naming.hh>
+
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace blobstreaming {
+class TlsContext;
+}
+
+namespace blobstreaming::corba {
+
+struct FetchOptions {
+    /// A transfer with no byte moving for this long fails (Errc::timeout).
+    std::chrono::milliseconds idle_timeout{30000};
+    /// Bound on each control call to the source (omniORB call timeout).
+    std::chrono::milliseconds call_timeout{10000};
+    /// Client-role TLS for the source's data port (null: plain TCP), from
+    /// the daemon's own certificate, key and CA.
+    std::shared_ptr<const TlsContext> tls;
+};
+
+/// Where read-through looks for a Blob this store lacks: the Naming
+/// Service's stores of farther tiers than `own_tier`.
+struct Upstream {
+    CosNaming::NamingContext_var naming;
+    std::string naming_url;
+    std::string own_name;
+    BlobStreaming::StoreTier own_tier = BlobStreaming::TIER_WORKSTATION;
+};
+
+class Fetcher {
+public:
+    Fetcher(Store& store, FetchOptions options);
+    Fetcher(const Fetcher&) = delete;
+    Fetcher& operator=(const Fetcher&) = delete;
+
+    /// Copies the committed Blob `name` from `source` (called `source_name`
+    /// in messages) into the store, replacing a Blob of that name when
+    /// `mode` is replace. Throws Error: the source's no_such_blob and other
+    /// errors with the source named, unreachable or timeout for the data
+    /// connection, digest_mismatch when the bytes do not match the source's
+    /// checksum, this store's own errors (out_of_space, already_exists).
+    BlobInfo fetch(const std::string& name, BlobStreaming::BlobStore_ptr source, const std::string& source_name,
+                   ReserveMode mode);
+
+    /// Read-through: `name` as the store holds it, fetched first from the
+    /// nearest store of a farther tier that holds it when the store lacks
+    /// it. no_such_blob naming the stores asked when none does.
+    BlobInfo fetch_missing(const std::string& name, const Upstream& upstream);
+
+    /// Stores of farther tiers than upstream.own_tier that hold `name`,
+    /// nearest first; `silent`: the stores that did not answer (each asked
+    /// within the call timeout). Empty when the Naming Service cannot be
+    /// reached.
+    struct Holders {
+        std::vector<std::string> stores;
+        std::vector<std::string> silent;
+    };
+    Holders holders(const std::string& name, const Upstream& upstream) const;
+
+private:
+    struct Flight {
+        bool done = false;
+        std::optional<BlobInfo> info;
+        std::exception_ptr error;
+    };
+
+    BlobInfo transfer(const std::string& name, BlobStreaming::BlobStore_ptr source, const std::string& source_name,
+                      ReserveMode mode);
+
+    Store& store_;
+    const FetchOptions options_;
+    std::mutex mutex_;
+    std::condition_variable landed_;
+    std::map<std::string, std::shared_ptr<Flight>> flights_;
+};
+
+}  // namespace blobstreaming::corba

@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Tiers that fill themselves and copies between stores, with real daemons:
+
+- read-through (`blobstored --read-through`): a workstation store that lacks
+  a Blob is offered first by `blob locate` (marked as not holding it yet);
+  `blob pull` without --store goes there, and the store fetches the Blob
+  from the central tier, verified and committed, then serves it; the next
+  pull is local (the central store sends it once). Concurrent pulls of one
+  missing Blob fetch it once. A Blob no farther tier holds is no_such_blob;
+  a central copy whose bytes rotted is refused (digest mismatch) and nothing
+  is left at the workstation; a dead central store fails the pull and the
+  workstation keeps serving;
+- `blob copy`: the destination stores fetch from the source (third-party
+  transfer), in a chain (each destination from the one before it: the
+  source sends each Blob once), bit-exact, with --json lines per copy and
+  per destination; refusals of a Blob that exists (without --replace), a
+  missing Blob, an unknown store and bad command lines."""
+
+import glob
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import EXIT, MiB, check, check_equal, step  # noqa: E402
+
+
+def log_text(daemon):
+    with open(daemon.log_paths[0], encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+def sent(daemon, name):
+    """Pulls of `name` the daemon's data plane completed (its transfer log lines)."""
+    return sum(1 for line in log_text(daemon).splitlines()
+               if "transfer direction=pull" in line and f" blob={name} " in line and "outcome=ok" in line)
+
+
+def fetched(daemon, name, source):
+    return sum(1 for line in log_text(daemon).splitlines()
+               if f'fetched "{name}"' in line and f'from store "{source}"' in line)
+
+
+def corrupt_file_blob(daemon, name):
+    [path] = glob.glob(os.path.join(daemon.store_dir, "blobs", "*", name))
+    with open(path, "r+b") as f:
+        f.seek(harness.FILE_HEADER + 1000)
+        byte = f.read(1)
+        f.seek(harness.FILE_HEADER + 1000)
+        f.write(bytes([byte[0] ^ 0x01]))
+
+
+def read_through(c):
+    central = c.start_daemon("central", "file", tier="central", extra=["--no-sync"])
+    ws = c.start_daemon("ws", "file", tier="workstation", extra=["--read-through", "--no-sync"])
+    sources = {}
+    for name, size in (("CT.1", 3 * MiB + 17), ("CT.2", 24 * MiB), ("CT.3", MiB), ("CT.4", MiB)):
+        sources[name] = c.path(f"src-{name}")
+        harness.write_random(sources[name], size, algorithm=None)
+        c.blob("push", "--name", name, sources[name], store="central").ok()
+
+    step("locate offers the read-through workstation first, marked as not holding the Blob yet")
+    loc = c.blob("locate", "CT.1").ok()["locations"]
+    check_equal([(x["store"], x["tier"], x["holds"]) for x in loc],
+                [("ws", "workstation", False), ("central", "central", True)], "locations of CT.1")
+
+    step("a pull without --store goes to the workstation, which fetches CT.1 from central and serves it")
+    out = c.path("out-CT.1")
+    r = c.blob("--no-local", "pull", "CT.1", out).ok()
+    check_equal(r["store"], "ws", "the store that served the first pull")
+    check_equal(harness.checksum_file(out), harness.checksum_file(sources["CT.1"]), "CT.1 pulled through ws")
+    check_equal(fetched(ws, "CT.1", "central"), 1, "fetches of CT.1 logged by ws")
+    check_equal(c.blob("stat", "CT.1", store="ws").ok()["size"], 3 * MiB + 17, "CT.1's size at ws")
+
+    step("the next pull is local: central does not send CT.1 again")
+    before = sent(central, "CT.1")
+    check_equal(before, 1, "pulls of CT.1 served by central so far")
+    r = c.blob("--no-local", "pull", "CT.1", out).ok()
+    check_equal(r["store"], "ws", "the store that served the second pull")
+    check_equal(sent(central, "CT.1"), before, "central's pulls of CT.1 after the second pull")
+    loc = c.blob("locate", "CT.1").ok()["locations"]
+    check_equal([(x["store"], x["holds"]) for x in loc], [("ws", True), ("central", True)], "locations afterwards")
+
+    step("four concurrent pulls of a missing Blob fetch it once")
+    blob = harness.program("clients/blob")
+    procs = []
+    for i in range(4):
+        argv = [blob, "--naming", c.naming, "--no-local", "--json", "pull", "CT.2", c.path(f"out-CT.2-{i}"),
+                "--store", "ws"]
+        procs.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=c.env))
+    want = harness.checksum_file(sources["CT.2"])
+    for i, p in enumerate(procs):
+        out_text, err_text = p.communicate(timeout=120)
+        check(p.returncode == 0, f"concurrent pull {i}: exit {p.returncode}: {err_text!r}")
+        check_equal(harness.checksum_file(c.path(f"out-CT.2-{i}")), want, f"bytes of concurrent pull {i}")
+    check_equal(sent(central, "CT.2"), 1, "pulls of CT.2 served by central for four concurrent pulls at ws")
+    check_equal(fetched(ws, "CT.2", "central"), 1, "fetches of CT.2 logged by ws")
+
+    step("a Blob no farther tier holds: no_such_blob, saying where it looked")
+    c.blob("pull", "CT.none", c.path("none"), store="ws").error(
+        EXIT["no_such_blob"], "nor in any store of a farther tier (read-through)")
+
+    step("a central copy whose bytes rotted is refused; nothing is left at the workstation")
+    corrupt_file_blob(central, "CT.3")
+    c.blob("--no-local", "pull", "CT.3", c.path("out-CT.3"), store="ws").error(
+        EXIT["digest_mismatch"], "do not match the source's checksum")
+    check(not os.path.exists(c.path("out-CT.3")), "no output file of the refused pull")
+    names = [b["name"] for b in c.blob("ls", store="ws").ok()["blobs"]]
+    check("CT.3" not in names, f"CT.3 is not listed at ws after the refused fetch: {names}")
+    check(c.blob("stat", "CT.3", store="ws").code == EXIT["no_such_blob"], "CT.3 is absent at ws")
+
+    step("central killed: a pull of a Blob only it held fails and says who did not answer; ws keeps serving")
+    central.kill()
+    c.blob("--no-local", "pull", "CT.4", c.path("out-CT.4"), store="ws").error(
+        EXIT["no_such_blob"], "did not answer: central")
+    r = c.blob("--no-local", "pull", "CT.1", out, store="ws").ok()
+    check_equal(harness.checksum_file(out), harness.checksum_file(sources["CT.1"]), "CT.1 still served by ws")
+    ws.stop()
+
+
+def copies(c):
+    src = c.start_daemon("src", "file", tier="central", extra=["--no-sync"])
+    dests = [c.start_daemon(n, "memory:256M", tier="cluster") for n in ("a", "b", "c")]
+    names = [f"MR.{i}" for i in range(12)]
+    files = []
+    for i, name in enumerate(names):
+        path = c.path(name)
+        harness.write_random(path, 256 * 1024 + i * 1000, algorithm=None)
+        files.append(path)
+    c.blob("push", *files, store="src").ok()
+
+    step("blob copy to three stores in a chain: bit-exact everywhere, the source sends each Blob once")
+    t0 = time.monotonic()
+    r = c.blob("copy", *names, "--to", "a,b,c", "--from", "src")
+    r.ok()
+    step(f"copied in {time.monotonic() - t0:.2f} s")
+    lines = [x for x in (r.stdout if isinstance(r.stdout, str) else r.stdout.decode()).splitlines() if x.strip()]
+    import json
+    objs = [json.loads(x) for x in lines]
+    per_copy = [o for o in objs if "copied" not in o]
+    summary = [o for o in objs if "copied" in o]
+    check_equal(len(per_copy), 36, "JSON lines of single copies")
+    check(all(o.get("command") == "copy" and o.get("version") == 2 and o.get("bytes", 0) > 0 for o in per_copy),
+          f"single copy lines: {per_copy[:2]}")
+    check_equal(sorted((o["store"], o["copied"], o["failed"]) for o in summary),
+                [("a", 12, 0), ("b", 12, 0), ("c", 12, 0)], "per-destination summary lines")
+    want = {b["name"]: (b["size"], b["checksum"]) for b in c.blob("ls", store="src").ok()["blobs"]}
+    for d in ("a", "b", "c"):
+        got = {b["name"]: (b["size"], b["checksum"]) for b in c.blob("ls", store=d).ok()["blobs"]}
+        check_equal(got, want, f"sizes and checksums of the Blobs at {d}")
+    for name, path in list(zip(names, files))[::5]:
+        check_equal(c.pull_checksum(name, "c", c.path("pulled")), harness.checksum_file(path), f"{name} at c")
+    for name in names:
+        check_equal(sent(src, name), 1, f"pulls of {name} served by the source")
+        check_equal(fetched(dests[0], name, "src"), 1, f"a fetched {name} from src")
+        check_equal(fetched(dests[1], name, "a"), 1, f"b fetched {name} from a")
+        check_equal(fetched(dests[2], name, "b"), 1, f"c fetched {name} from b")
+
+    step("refusals: an existing Blob without --replace, a missing Blob, an unknown store, bad command lines")
+    c.blob("copy", "MR.0", "--to", "a", "--from", "src", json_out=False).error(EXIT["already_exists"], "MR.0")
+    c.blob("copy", "MR.0", "--to", "a", "--from", "src", "--replace").ok()
+    c.blob("copy", "MR.none", "--to", "a", "--from", "src", json_out=False).error(EXIT["no_such_blob"], "MR.none")
+    c.blob("copy", "MR.none", "--to", "a", json_out=False).error(EXIT["no_such_blob"], "no registered store other than the destinations")
+    c.blob("copy", "MR.1", "--to", "nowhere", "--from", "src", json_out=False).error(EXIT["unknown_store"], "nowhere")
+    c.blob("copy", "MR.1", "--to", "a", "--from", "a", json_out=False).error(EXIT["usage"], "is also a destination")
+    c.blob("copy", "MR.1", "--to", "a,,b", json_out=False).error(EXIT["usage"], "an empty store name")
+    c.blob("copy", "MR.1", "--to", "a,a", json_out=False).error(EXIT["usage"], "given twice")
+    c.blob("copy", "MR.1", json_out=False).error(EXIT["usage"], "no destination given")
+    c.blob("copy", "MR.1", "--to", "a", "--window", "0", json_out=False).error(EXIT["usage"], "out of range (allowed: 1 to 64)")
+    c.blob("pull", "MR.1", c.path("x"), "--to", "a").error(EXIT["usage"], "--to applies to copy only")
+
+    step("a source whose bytes rotted: the copy is refused and nothing appears at the destination")
+    corrupt_file_blob(src, "MR.5")
+    c.blob("rm", "MR.5", store="c").ok()
+    c.blob("copy", "MR.5", "--to", "c", "--from", "src", json_out=False).error(EXIT["digest_mismatch"], "source's checksum")
+    check_equal(c.blob("stat", "MR.5", store="c").code, EXIT["no_such_blob"], "exit of stat MR.5 at c")
+    for d in dests:
+        check(d.running(), f"{d.name} still runs")
+
+
+def test(c):
+    read_through(c)
+    copies(c)
+
+
+if __name__ == "__main__":
+    harness.main(test)
