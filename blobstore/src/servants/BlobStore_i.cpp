@@ -276,10 +276,7 @@ BlobStreaming::BlobInfo* BlobStore_i::fetch(const char* name, BlobStreaming::Blo
             throw Error(Errc::limit_reached, "fetch " + quote_name(name) + ": this store does not fetch");
         std::string source_name;
         try {
-            BlobStreaming::BlobStore_var bounded = BlobStreaming::BlobStore::_duplicate(source);
-            omniORB::setClientCallTimeout(bounded, 10000);
-            CORBA::String_var n = bounded->name();
-            source_name = n.in();
+            source_name = context_.fetcher->source_name(source);
         } catch (...) {
             rethrow_as_error("fetch " + quote_name(name), "(source)", endpoint_of(source));
         }

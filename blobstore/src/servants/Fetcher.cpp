@@ -211,32 +211,27 @@ BlobInfo Fetcher::transfer(const std::string& name, BlobStreaming::BlobStore_ptr
 {
     const std::string what = "fetch " + quote_name(name) + " from store \"" + source_name + "\"";
     const auto started = std::chrono::steady_clock::now();
-    BlobStreaming::BlobTransporter_var transporter;
     BlobStreaming::TransferTicket_var ticket;
     const std::string source_endpoint = endpoint_of(source);
-    try {
-        BlobStreaming::BlobStore_var holder = BlobStreaming::BlobStore::_duplicate(source);
-        omniORB::setClientCallTimeout(holder, static_cast<CORBA::ULong>(options_.call_timeout.count()));
-        transporter = holder->openTransporter();
-        omniORB::setClientCallTimeout(transporter, static_cast<CORBA::ULong>(options_.call_timeout.count()));
-        BlobStreaming::TimeValue lifetime;
-        lifetime.seconds = static_cast<CORBA::ULongLong>(options_.idle_timeout.count() / 1000);
-        lifetime.microseconds = 0;
-        ticket = transporter->send(name.c_str(), 0, 0, true, lifetime, BlobStreaming::IGNORE_NOTIFICATIONS);
-    } catch (...) {
-        rethrow_as_error(what, source_name, source_endpoint);
-    }
-    // Whatever happens below, the source's transporter is closed (best
-    // effort: the source reclaims idle ones anyway).
-    struct CloseTransporter {
-        BlobStreaming::BlobTransporter_ptr t;
-        ~CloseTransporter()
-        {
-            try {
-                t->close();
-            } catch (...) {}
+    BlobStreaming::TimeValue lifetime;
+    lifetime.seconds = static_cast<CORBA::ULongLong>(options_.idle_timeout.count() / 1000);
+    lifetime.microseconds = 0;
+    for (int attempt = 0;; ++attempt) {
+        bool cached = false;
+        try {
+            BlobStreaming::BlobTransporter_var transporter = transporter_of(source, source_endpoint, cached);
+            ticket = transporter->send(name.c_str(), 0, 0, true, lifetime, BlobStreaming::IGNORE_NOTIFICATIONS);
+            break;
+        } catch (const CORBA::OBJECT_NOT_EXIST&) {
+            // The source reclaimed the cached transporter (idle too long,
+            // or the source restarted): open a new one, once.
+            forget_transporter(source_endpoint);
+            if (!cached || attempt > 0) rethrow_as_error(what, source_name, source_endpoint);
+        } catch (...) {
+            forget_transporter(source_endpoint);
+            rethrow_as_error(what, source_name, source_endpoint);
         }
-    } closer{transporter.in()};
+    }
 
     const Checksum expected = checksum_of(ticket->version.checksum, what);
     const std::uint64_t size = ticket->length;
@@ -290,6 +285,44 @@ BlobInfo Fetcher::transfer(const std::string& name, BlobStreaming::BlobStore_ptr
     spdlog::info("fetched {} ({} bytes, {}) from store \"{}\" in {:.3f} s", quote_name(name), info.size,
                  info.checksum.brief(), source_name, seconds);
     return info;
+}
+
+BlobStreaming::BlobTransporter_var Fetcher::transporter_of(BlobStreaming::BlobStore_ptr source, const std::string& key,
+                                                           bool& cached)
+{
+    {
+        std::lock_guard lock(mutex_);
+        const auto it = transporters_.find(key);
+        cached = it != transporters_.end();
+        if (cached) return it->second;  // duplicates
+    }
+    BlobStreaming::BlobStore_var holder = BlobStreaming::BlobStore::_duplicate(source);
+    omniORB::setClientCallTimeout(holder, static_cast<CORBA::ULong>(options_.call_timeout.count()));
+    BlobStreaming::BlobTransporter_var opened = holder->openTransporter();
+    omniORB::setClientCallTimeout(opened, static_cast<CORBA::ULong>(options_.call_timeout.count()));
+    std::lock_guard lock(mutex_);
+    return transporters_.emplace(key, opened)
+        .first->second;  // another thread's when it was first: this one is reclaimed by the source
+}
+
+void Fetcher::forget_transporter(const std::string& key)
+{
+    std::lock_guard lock(mutex_);
+    transporters_.erase(key);
+}
+
+std::string Fetcher::source_name(BlobStreaming::BlobStore_ptr source)
+{
+    const std::string key = endpoint_of(source);
+    {
+        std::lock_guard lock(mutex_);
+        if (const auto it = names_.find(key); it != names_.end()) return it->second;
+    }
+    BlobStreaming::BlobStore_var bounded = BlobStreaming::BlobStore::_duplicate(source);
+    omniORB::setClientCallTimeout(bounded, static_cast<CORBA::ULong>(options_.call_timeout.count()));
+    CORBA::String_var n = bounded->name();
+    std::lock_guard lock(mutex_);
+    return names_[key] = n.in();
 }
 
 Fetcher::Holders Fetcher::holders(const std::string& name, const Upstream& upstream) const
