@@ -111,10 +111,10 @@ const char* order_of(Level level)
     switch (level) {
     case Level::patient: return "PatientID";
     case Level::study: return "StudyDate, StudyTime, StudyInstanceUID";
-    case Level::series: return "StudyInstanceUID, SeriesNumber, SeriesInstanceUID";
+    case Level::series: return "StudyDate, StudyTime, StudyInstanceUID, SeriesNumber, SeriesInstanceUID";
     case Level::instance: break;
     }
-    return "StudyInstanceUID, SeriesNumber, SeriesInstanceUID, InstanceNumber, SOPInstanceUID";
+    return "StudyDate, StudyTime, StudyInstanceUID, SeriesNumber, SeriesInstanceUID, InstanceNumber, SOPInstanceUID";
 }
 
 }  // namespace
@@ -180,6 +180,24 @@ void StudyIndex::put(const InstanceRecord& record)
     Statement insert(db_, "INSERT OR REPLACE INTO instances (" + columns + ") VALUES (" + marks + ")", path_);
     for (std::size_t i = 0; i < values.size(); ++i) insert.bind(static_cast<int>(i + 1), values[i]);
     insert.step();
+}
+
+std::size_t StudyIndex::remove(const std::string& blob, const std::string& store)
+{
+    Statement del(db_, "DELETE FROM instances WHERE blob = ? AND store = ?", path_);
+    del.bind(1, blob);
+    del.bind(2, store);
+    del.step();
+    return static_cast<std::size_t>(sqlite3_changes(db_));
+}
+
+bool StudyIndex::has(const std::string& blob, const std::string& store, const std::string& checksum) const
+{
+    Statement query(db_, "SELECT 1 FROM instances WHERE blob = ? AND store = ? AND checksum = ? LIMIT 1", path_);
+    query.bind(1, blob);
+    query.bind(2, store);
+    query.bind(3, checksum);
+    return query.step();
 }
 
 std::vector<IndexRow> StudyIndex::find(Level level, const std::vector<Match>& matches) const

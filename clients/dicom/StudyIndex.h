@@ -48,8 +48,14 @@ public:
 
     /// Records (or replaces) the instance `record.values["SOPInstanceUID"]`.
     void put(const InstanceRecord& record);
+    /// Removes the entries of Blob `blob` of `store`; returns how many.
+    std::size_t remove(const std::string& blob, const std::string& store);
+    /// Whether an entry says Blob `blob` of `store` holds `checksum`
+    /// (indexed already, e.g. by the gateway that pushed it).
+    bool has(const std::string& blob, const std::string& store, const std::string& checksum) const;
     /// The matches at `level`, ordered (patients by ID, studies by date,
-    /// series by number, instances by number). Throws Error(io_error).
+    /// series by their study's date then number, instances likewise then
+    /// by number). Throws Error(io_error).
     std::vector<IndexRow> find(Level level, const std::vector<Match>& matches) const;
 
 private:

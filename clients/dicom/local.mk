@@ -20,6 +20,8 @@ clients_dicom_blob_dicomd_SOURCES = \
 	clients/dicom/gateway/GatewayOptions.h \
 	clients/dicom/gateway/InstanceStore.cpp \
 	clients/dicom/gateway/InstanceStore.h \
+	clients/dicom/gateway/QueryRetrieve.cpp \
+	clients/dicom/gateway/QueryRetrieve.h \
 	clients/dicom/gateway/StorageScp.cpp \
 	clients/dicom/gateway/StorageScp.h
 clients_dicom_blob_dicomd_CPPFLAGS = $(AM_CPPFLAGS) $(SPDLOG_CFLAGS) $(DCMTK_CFLAGS)

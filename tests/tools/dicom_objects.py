@@ -2,13 +2,14 @@
 """DICOM test objects for tests/test_dicom_gateway.py, made with pydicom
 (Debian's python3-pydicom; run with /usr/bin/python3).
 
-  dicom_objects.py study DIR SLICES PATIENT STUDY_DATE   CT slices of one study (64x64, 16 bit)
+  dicom_objects.py study DIR SLICES PATIENT STUDY_DATE [MODALITY]
+                                                          slices of one study (64x64, 16 bit; default CT)
   dicom_objects.py multiframe FILE FRAMES                 one multi-frame image (256x256, 16 bit)
   dicom_objects.py nouid FILE                             a CT slice whose data set has no SOP Instance UID
   dicom_objects.py truncated FILE                         a CT slice cut in the middle of its pixel data
   dicom_objects.py variant FILE OTHER                     OTHER: FILE's instance with another pixel value
-Prints one JSON line: the files written with their SOP Instance UID and
-Study Instance UID."""
+Prints one JSON line: the files written with their SOP Instance, Study
+Instance and Series Instance UIDs."""
 
 import json
 import os
@@ -54,7 +55,8 @@ def image(sop_class, rows, cols, frames=1, patient="PAT1", study_uid=None, serie
 def save(ds, path):
     ds.is_little_endian, ds.is_implicit_VR = True, False
     pydicom.dcmwrite(path, ds, write_like_original=False)
-    return {"path": path, "sop": ds.file_meta.MediaStorageSOPInstanceUID, "study": ds.StudyInstanceUID}
+    return {"path": path, "sop": ds.file_meta.MediaStorageSOPInstanceUID, "study": ds.StudyInstanceUID,
+            "series": ds.SeriesInstanceUID}
 
 
 def main(argv):
@@ -62,11 +64,12 @@ def main(argv):
     out = []
     if kind == "study":
         directory, slices, patient, date = argv[2], int(argv[3]), argv[4], argv[5]
+        modality = argv[6] if len(argv) > 6 else "CT"
         os.makedirs(directory, exist_ok=True)
         study, series = generate_uid(), generate_uid()
         for n in range(1, slices + 1):
             ds = image(CTImageStorage, 64, 64, patient=patient, study_uid=study, series_uid=series, number=n,
-                       study_date=date)
+                       study_date=date, modality=modality)
             out.append(save(ds, os.path.join(directory, f"slice{n:04d}.dcm")))
     elif kind == "multiframe":
         out.append(save(image(SecondaryCaptureImageStorage, 256, 256, frames=int(argv[3]), patient="PAT2",

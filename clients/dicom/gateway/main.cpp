@@ -129,8 +129,8 @@ int main(int argc, char** argv)
         return static_cast<int>(e.code());
     }
     InstanceStore store(o, *session, index.get());
-    std::thread listener([&o, &store] {
-        g_listen_failure = serve_associations(o, store);
+    std::thread listener([&o, &store, &index, &session] {
+        g_listen_failure = serve_associations(o, store, index.get(), *session);
         ::kill(::getpid(), SIGUSR1);
     });
     listener.detach();  // DCMTK's pool has no way to stop listening: the process ends around it
