@@ -4,8 +4,8 @@ DIR` and `--series UID DIR` (every instance the index lists, in parallel
 over the Session's pooled connections, verified, DIR/SOPInstanceUID.dcm)
 and the gateway's C-GET SCP driven by DCMTK's getscu (Study Root and Patient
 Root; the C-STORE sub-operations on the same association). Every instance
-comes back with the data set storescu sent, bit for bit. A removed Blob
-fails alone (exit 20, named), the rest arrive; bad arguments get clear
+comes back with the data set storescu sent, bit for bit. An instance whose
+store is down fails alone (named), the rest arrive; bad arguments get clear
 errors. Real omniNames, blobstored and blob-dicomd on 127.0.0.1."""
 
 import os
@@ -42,6 +42,7 @@ def getscu_name(entry, present):
 def test(c):
     c.env["TCP_NODELAY"] = "1"
     c.start_daemon("ws1", "file")
+    c.start_daemon("ws2", "file")
     gw = Gateway(c, "ws1", "gateway")
     index = f"sqlite:{gw.index}"
 
@@ -91,14 +92,19 @@ def test(c):
     check_equal(code, 0, f"getscu's exit code ({err[-2000:]!r})")
     check_files(mr, c.path("get-mr"), getscu_name, "C-GET of the MR series")
 
-    step("a removed Blob fails alone: pull --study exits 20 naming it, C-GET answers with a warning")
-    c.blob("rm", mr[1]["sop"] + ".dcm", store="ws1").ok()
+    step("an instance whose store is down fails alone: pull --study exits 26 naming it, C-GET warns")
+    # A copy pushed to ws2 moves the index's entry there (the last store that committed the instance).
+    c.blob("push", "--name", "copy.dcm", mr[1]["path"], store="ws2").ok()
+    harness.wait_for(lambda: c.blob("find", "--index", index, "--level", "instance",
+                                    f"SOPInstanceUID={mr[1]['sop']}").ok()["matches"][0]["store"] == "ws2",
+                     30, "the index's entry moved to ws2")
+    next(p for p in c.processes if p.name.startswith("blobstored ws2")).stop()
     r = c.blob("pull", "--index", index, "--study", mr[0]["study"], c.path("pulled-mr2"), json_out=False)
-    r.error(20, f"instance {mr[1]['sop']} (Blob \"{mr[1]['sop']}.dcm\")")
+    r.error(26, f"instance {mr[1]['sop']} (Blob \"copy.dcm\"): pull \"copy.dcm\": no store named \"ws2\"")
     check_files([mr[0], mr[2], mr[3]], c.path("pulled-mr2"), by_uid, "the instances still stored")
     code, err = gw.getscu("study", "STUDY", c.path("get-mr2"), f"StudyInstanceUID={mr[0]['study']}")
     check_files([mr[0], mr[2], mr[3]], c.path("get-mr2"), getscu_name, "C-GET with one instance missing")
-    check(f"C-GET from VIEWER@127.0.0.1: instance {mr[1]['sop']}: pulling Blob {mr[1]['sop']}.dcm" in gw.log()
+    check(f"C-GET from VIEWER@127.0.0.1: instance {mr[1]['sop']}: pulling Blob copy.dcm" in gw.log()
           and "3 instances sent, 1 failed" in gw.log(), "no log lines of the failed sub-operation")
 
     step("bad arguments")

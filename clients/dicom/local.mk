@@ -16,6 +16,8 @@ clients_dicom_libblobdicom_la_LIBADD = common/libblobcommon.la $(SQLITE_LIBS)
 bin_PROGRAMS += clients/dicom/blob-dicomd
 clients_dicom_blob_dicomd_SOURCES = \
 	clients/dicom/gateway/main.cpp \
+	clients/dicom/gateway/EventIndexer.cpp \
+	clients/dicom/gateway/EventIndexer.h \
 	clients/dicom/gateway/GatewayOptions.cpp \
 	clients/dicom/gateway/GatewayOptions.h \
 	clients/dicom/gateway/InstanceStore.cpp \

@@ -7,6 +7,7 @@
   dicom_objects.py multiframe FILE FRAMES                 one multi-frame image (256x256, 16 bit)
   dicom_objects.py nouid FILE                             a CT slice whose data set has no SOP Instance UID
   dicom_objects.py truncated FILE                         a CT slice cut in the middle of its pixel data
+  dicom_objects.py brokenheader FILE                      a CT slice cut inside its header, after PatientID
   dicom_objects.py variant FILE OTHER                     OTHER: FILE's instance with another pixel value
 Prints one JSON line: the files written with their SOP Instance, Study
 Instance and Series Instance UIDs."""
@@ -83,6 +84,14 @@ def main(argv):
         size = os.path.getsize(argv[2])
         with open(argv[2], "r+b") as f:
             f.truncate(size - 4096)
+        out.append(entry)
+    elif kind == "brokenheader":
+        entry = save(image(CTImageStorage, 64, 64, patient="PAT5"), argv[2])
+        with open(argv[2], "rb") as f:
+            data = f.read()
+        cut = data.index(b"\x20\x00\x0d\x00UI") + 10  # inside the Study Instance UID's value
+        with open(argv[2], "wb") as f:
+            f.write(data[:cut])
         out.append(entry)
     elif kind == "variant":
         ds = pydicom.dcmread(argv[2])

@@ -61,7 +61,9 @@ private:
 /// Reads the attributes of attributes() from a DICOM file, the pixel data
 /// left unread in memory. Returns "" and fills `values`, or why the file is
 /// not a whole, readable DICOM object (`values` then holds what parsed).
-std::string read_header(const std::string& path, std::map<std::string, std::string>& values);
+/// `header_only`: the file may end anywhere after the header (the first
+/// bytes of a Blob): parsing stops at the pixel data.
+std::string read_header(const std::string& path, std::map<std::string, std::string>& values, bool header_only = false);
 
 /// Where the data set starts in a DICOM file's bytes (after the preamble and
 /// the meta group, from its group length), or 0 when that cannot be told.

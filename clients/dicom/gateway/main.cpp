@@ -4,6 +4,7 @@
 /// C-STORE in progress is then not answered, and the modality sends it again
 /// (a resend of the same data set succeeds without a second copy).
 
+#include "EventIndexer.h"
 #include "GatewayOptions.h"
 #include "InstanceStore.h"
 #include "StorageScp.h"
@@ -113,6 +114,7 @@ int main(int argc, char** argv)
 
     std::unique_ptr<client::Session> session;
     std::unique_ptr<StudyIndex> index;
+    std::unique_ptr<EventIndexer> indexer;
     try {
         check_port(o.port);
         if (::access(o.spool.c_str(), W_OK) != 0)
@@ -123,7 +125,11 @@ int main(int argc, char** argv)
         so.timeout = o.timeout;
         session = std::make_unique<client::Session>(so);
         check_store(*session, o);
-        if (!o.index.empty()) index = std::make_unique<StudyIndex>(o.index, true);
+        if (!o.index.empty()) {
+            index = std::make_unique<StudyIndex>(o.index, true);
+            // Every DICOM Blob committed to any store, whoever pushed it.
+            indexer = std::make_unique<EventIndexer>(o, so, *session, *index);
+        }
     } catch (const Error& e) {
         std::cerr << "blob-dicomd: " << e.what() << "\n";
         return static_cast<int>(e.code());
@@ -135,7 +141,13 @@ int main(int argc, char** argv)
     });
     listener.detach();  // DCMTK's pool has no way to stop listening: the process ends around it
     std::cout << "blob-dicomd ready aetitle=" << o.aetitle << " port=" << o.port << " store=" << o.store
-              << " index=" << (o.index.empty() ? "-" : o.index) << std::endl;
+              << " index=" << (o.index.empty() ? "-" : o.index);
+    if (indexer) {
+        std::string watched;
+        for (const std::string& s : indexer->stores()) watched += (watched.empty() ? "" : ",") + s;
+        std::cout << " watching=" << watched;
+    }
+    std::cout << std::endl;
 
     int signal = 0;
     ::sigwait(&handled, &signal);

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -32,12 +33,46 @@ bool numeric_column(const std::string& column)
     return a && a->kind == Kind::number;
 }
 
+/// `text` when it is UTF-8; otherwise read as ISO 8859-1 (DICOM's ISO_IR
+/// 100, the most common single-byte character set) and converted.
+std::string utf8(const std::string& text)
+{
+    bool valid = true;
+    for (std::size_t i = 0; i < text.size() && valid;) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        const std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+        valid = n != 0 && i + n <= text.size();
+        for (std::size_t k = 1; valid && k < n; ++k) valid = (static_cast<unsigned char>(text[i + k]) >> 6) == 0x2;
+        i += n;
+    }
+    if (valid) return text;
+    std::string out;
+    for (char ch : text) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c < 0x80) {
+            out += ch;
+        } else {
+            out += static_cast<char>(0xC0 | (c >> 6));
+            out += static_cast<char>(0x80 | (c & 0x3F));
+        }
+    }
+    return out;
+}
+
 nlohmann::json row_json(const IndexRow& row)
 {
     nlohmann::json j = nlohmann::json::object();
     for (const auto& [column, value] : row) {
-        if (numeric_column(column)) j[column] = value.empty() ? nlohmann::json() : nlohmann::json(std::stoull(value));
-        else j[column] = value;
+        if (!numeric_column(column)) {
+            j[column] = utf8(value);
+            continue;
+        }
+        // IS values may be signed or, in a broken object, not numbers at all: those stay text.
+        char* end = nullptr;
+        const long long number = std::strtoll(value.c_str(), &end, 10);
+        j[column] = value.empty()  ? nlohmann::json()
+                    : *end == '\0' ? nlohmann::json(number)
+                                   : nlohmann::json(utf8(value));
     }
     return j;
 }
