@@ -2,8 +2,9 @@
 """DICOM test objects for tests/test_dicom_gateway.py, made with pydicom
 (Debian's python3-pydicom; run with /usr/bin/python3).
 
-  dicom_objects.py study DIR SLICES PATIENT STUDY_DATE [MODALITY]
-                                                          slices of one study (64x64, 16 bit; default CT)
+  dicom_objects.py study DIR SLICES PATIENT STUDY_DATE [MODALITY [ROWS]]
+                                                          slices of one study (ROWSxROWS, default 64, 16 bit;
+                                                          default CT)
   dicom_objects.py multiframe FILE FRAMES                 one multi-frame image (256x256, 16 bit)
   dicom_objects.py nouid FILE                             a CT slice whose data set has no SOP Instance UID
   dicom_objects.py truncated FILE                         a CT slice cut in the middle of its pixel data
@@ -49,7 +50,9 @@ def image(sop_class, rows, cols, frames=1, patient="PAT1", study_uid=None, serie
     ds.BitsAllocated, ds.BitsStored, ds.HighBit, ds.PixelRepresentation = 16, 12, 11, 0
     if frames > 1:
         ds.NumberOfFrames = frames
-    ds.PixelData = bytes(((i * 7 + number + fill) & 0xFF) for i in range(rows * cols * 2 * frames))
+    size = rows * cols * 2 * frames
+    period = bytes(((i * 7 + number + fill) & 0xFF) for i in range(256))  # the pattern repeats every 256 bytes
+    ds.PixelData = (period * (size // 256 + 1))[:size]
     return ds
 
 
@@ -66,10 +69,11 @@ def main(argv):
     if kind == "study":
         directory, slices, patient, date = argv[2], int(argv[3]), argv[4], argv[5]
         modality = argv[6] if len(argv) > 6 else "CT"
+        rows = int(argv[7]) if len(argv) > 7 else 64
         os.makedirs(directory, exist_ok=True)
         study, series = generate_uid(), generate_uid()
         for n in range(1, slices + 1):
-            ds = image(CTImageStorage, 64, 64, patient=patient, study_uid=study, series_uid=series, number=n,
+            ds = image(CTImageStorage, rows, rows, patient=patient, study_uid=study, series_uid=series, number=n,
                        study_date=date, modality=modality)
             out.append(save(ds, os.path.join(directory, f"slice{n:04d}.dcm")))
     elif kind == "multiframe":

@@ -133,8 +133,11 @@ StoreOutcome InstanceStore::store(const ReceivedInstance& instance)
     if (const auto bad = blob_name_problem(name))
         return refuse(status::cannot_understand, "Blob name \"" + name + "\" (--name-pattern): " + *bad);
 
+    using ms = std::chrono::duration<double, std::milli>;
+    const auto parsed = std::chrono::steady_clock::now();
     StoreOutcome outcome = push(instance, name, record);
     if (outcome.status != status::success) return refuse(outcome.status, outcome.comment);
+    const auto pushed = std::chrono::steady_clock::now();
     if (index_) {
         try {
             index_->put(record);
@@ -143,9 +146,12 @@ StoreOutcome InstanceStore::store(const ReceivedInstance& instance)
             spdlog::error("{}: stored as {} but not indexed: {}", what, name, e.what());
         }
     }
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    spdlog::info("{}: {} as {} in store \"{}\" ({} bytes, {:.3f} s{})", what,
-                 outcome.comment.empty() ? "stored" : outcome.comment, name, record.store, record.size, seconds,
+    const auto indexed = std::chrono::steady_clock::now();
+    const double seconds = std::chrono::duration<double>(indexed - started).count();
+    spdlog::info("{}: {} as {} in store \"{}\" ({} bytes, {:.3f} s: header {:.1f} ms, push {:.1f} ms, index "
+                 "{:.1f} ms{})",
+                 what, outcome.comment.empty() ? "stored" : outcome.comment, name, record.store, record.size, seconds,
+                 ms(parsed - started).count(), ms(pushed - parsed).count(), ms(indexed - pushed).count(),
                  record.values["Modality"].empty() ? "" : ", " + record.values["Modality"]);
     return {status::success, {}};
 }

@@ -9,7 +9,10 @@
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -97,8 +100,11 @@ int find(const Invocation& call)
 {
     const Level level = call.level.empty() ? Level::study : parse_level(call.level);
     const std::vector<Match> matches = parse_matches(call.args);  // a malformed term fails before the index opens
+    const auto started = std::chrono::steady_clock::now();
     const StudyIndex index(call.index, false);
     const std::vector<IndexRow> rows = index.find(level, matches);
+    spdlog::info("find: {} {} match(es) in {:.3f} ms (index opened and queried)", rows.size(), level_name(level),
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
     if (call.json) {
         nlohmann::json list = nlohmann::json::array();
         for (const IndexRow& row : rows) list.push_back(row_json(row));
