@@ -52,7 +52,8 @@ system_tests = \
 	tests/test_dicom_gateway.py \
 	tests/test_dicom_find.py \
 	tests/test_dicom_retrieve.py \
-	tests/test_dicom_index.py
+	tests/test_dicom_index.py \
+	tests/test_dicom_postgresql.py
 TESTS += $(system_tests)
 # bsbench and sdc-bench are built by the bench targets only; this test runs them too.
 tests/test_cli_common.log: benchmarks/bsbench$(EXEEXT) sdc/sdc-bench$(EXEEXT)

@@ -23,11 +23,13 @@ def sops(rows):
     return sorted(r["SOPInstanceUID"] for r in rows)
 
 
-def test(c):
+def test(c, index_url=None):
+    """`index_url`: the index blob-dicomd keeps (default: SQLite in the workspace); test_dicom_postgresql.py
+    runs this test on PostgreSQL."""
     c.env["TCP_NODELAY"] = "1"
     c.start_daemon("ws1", "file")
-    gw = Gateway(c, "ws1", "gateway")
-    index = f"sqlite:{gw.index}"
+    gw = Gateway(c, "ws1", "gateway", index_url=index_url)
+    index = gw.index_url
 
     step("four studies of three patients through storescu, one of them a multi-frame image")
     a = make_objects(c, "study", c.path("a"), "12", "PAT1", "20261115")
@@ -159,7 +161,7 @@ def test(c):
         python = pynetdicom_python()
     except harness.TestSkipped as e:
         step(f"pynetdicom checks skipped: {e}")
-        return
+        return gw
     step("C-FIND from pynetdicom: Study Root and Patient Root")
     out = gw.pynetdicom(python, "find", "study", "STUDY", "ModalitiesInStudy=MR\\OT", "StudyInstanceUID",
                         "PatientID")
@@ -171,6 +173,7 @@ def test(c):
                 [(mf["sop"], "PAT2")], "pynetdicom: the multi-frame image")
     out = gw.pynetdicom(python, "find", "study", "STUDY", "StudyDate=20261399", "StudyInstanceUID")
     check_equal([r["status"] for r in out], [0xC000], "pynetdicom: status of a malformed StudyDate")
+    return gw
 
 
 if __name__ == "__main__":

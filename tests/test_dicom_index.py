@@ -16,13 +16,15 @@ from harness import check, check_equal, step, wait_for  # noqa: E402
 from harness.dicom import Gateway, make_objects  # noqa: E402
 
 
-def test(c):
+def test(c, index_url=None):
+    """`index_url`: the index blob-dicomd keeps (default: SQLite in the workspace); test_dicom_postgresql.py
+    runs this test on PostgreSQL."""
     c.env["TCP_NODELAY"] = "1"
     c.start_daemon("ws1", "file")
     c.start_daemon("ws2", "file")
-    gw = Gateway(c, "ws1", "gateway")
+    gw = Gateway(c, "ws1", "gateway", index_url=index_url)
     check("watching=ws1,ws2" in gw.proc.ready_line, f"the stores watched: {gw.proc.ready_line}")
-    index = f"sqlite:{gw.index}"
+    index = gw.index_url
 
     def instances(*keys):
         return c.blob("find", "--index", index, "--level", "instance", *keys).ok()["matches"]

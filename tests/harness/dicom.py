@@ -5,8 +5,10 @@ venv of the build tree, made once under a lock; skipped when PyPI is
 unreachable), and the objects of tests/tools/dicom_objects.py (pydicom)."""
 
 import fcntl
+import glob
 import json
 import os
+import pwd
 import shutil
 import socket
 import subprocess
@@ -66,11 +68,15 @@ def data_set(data):
 
 
 class Gateway:
-    def __init__(self, c, store, name, extra=()):
+    """blob-dicomd with an index: `index_url` (default sqlite:<name>.sqlite in the workspace; self.index is then
+    that file)."""
+
+    def __init__(self, c, store, name, extra=(), index_url=None):
         self.c, self.port = c, free_port()
         self.index = c.path(f"{name}.sqlite")
+        self.index_url = index_url or f"sqlite:{self.index}"
         argv = [program("clients/dicom/blob-dicomd"), "--aetitle", AE, "--port", str(self.port), "--store", store,
-                "--naming", c.naming, "--index", f"sqlite:{self.index}", "--spool", c.root, "-v", *extra]
+                "--naming", c.naming, "--index", self.index_url, "--spool", c.root, "-v", *extra]
         self.err = c.path(f"{name}.err")
         self.proc = processes.start_service(name, argv, "blob-dicomd ready", 60, env=c.env, out_path=c.path(f"{name}.out"),
                                           err_path=self.err, track=c.processes)
@@ -122,6 +128,52 @@ class Gateway:
     def log(self):
         with open(self.err, encoding="utf-8", errors="replace") as f:
             return f.read()
+
+
+def postgresql_bin():
+    """Debian's PostgreSQL server programs (the newest installed), or skip."""
+    versions = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"))
+    if not versions:
+        raise TestSkipped("PostgreSQL's server is missing: install postgresql (scripts/install-deps)")
+    return os.path.dirname(versions[-1])
+
+
+def start_postgresql(c, databases):
+    """A throwaway PostgreSQL server on 127.0.0.1 (initdb in the workspace, C locale, trust for the local user
+    `blob`), started by the test and stopped by PID at its end (as the user postgres when the test runs as
+    root: the server refuses root). Creates `databases`; returns {database: postgresql://blob@127.0.0.1:PORT/DB}."""
+    bindir = postgresql_bin()
+    data, sockets = c.path("pg-data"), c.path("pg-sockets")
+    os.makedirs(sockets)
+    prefix = []
+    if os.geteuid() == 0:
+        os.chmod(c.root, 0o755)
+        pw = pwd.getpwnam("postgres")
+        os.makedirs(data, mode=0o700)
+        for d in (data, sockets):
+            os.chown(d, pw.pw_uid, pw.pw_gid)
+        prefix = ["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--init-groups"]
+    code, _, err = c.run(prefix + [os.path.join(bindir, "initdb"), "-D", data, "-U", "blob", "-A", "trust",
+                                   "--locale=C", "-E", "UTF8", "-N"], timeout=120)
+    check(code == 0, f"initdb exited {code}: {err[-2000:]}")
+    port = free_port()
+    log = c.path("postgresql.err")
+    with open(log, "wb") as err_file:
+        proc = c.spawn("postgres", prefix + [os.path.join(bindir, "postgres"), "-D", data, "-p", str(port), "-k",
+                                             sockets, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"],
+                       stdin=subprocess.DEVNULL, stdout=err_file, stderr=subprocess.STDOUT)
+    proc.log_paths.append(log)
+    isready = [os.path.join(bindir, "pg_isready"), "-h", "127.0.0.1", "-p", str(port), "-U", "blob"]
+    wait_for(lambda: c.run(isready, timeout=10)[0] == 0 or not proc.running(), 60, "PostgreSQL accepting connections")
+    check(proc.running(), f"postgres exited: {open(log).read()[-2000:]}")
+    step(f"PostgreSQL pid {proc.pid} on 127.0.0.1:{port}")
+    urls = {}
+    for db in databases:
+        code, _, err = c.run(["psql", "-h", "127.0.0.1", "-p", str(port), "-U", "blob", "-d", "postgres", "-q",
+                              "-c", f"CREATE DATABASE {db}"], timeout=60)
+        check(code == 0, f"CREATE DATABASE {db}: {err}")
+        urls[db] = f"postgresql://blob@127.0.0.1:{port}/{db}"
+    return urls
 
 
 _counter = [0]
