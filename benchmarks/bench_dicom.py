@@ -13,11 +13,14 @@ never asserted (docs/DICOM.md, "Figures").
    each; rows written straight into the schema blob-dicomd created), then
    --samples runs of `blob find --level study PatientID=...` for random
    patients: the whole process's wall time, and the time blob itself logs
-   for opening the index and querying it. Target: median <= 5 ms.
+   for opening the index and querying it; then the same on PostgreSQL (a
+   server the benchmark starts; skipped without Debian's postgresql).
+   Target: median <= 5 ms.
 
 Prints and writes --out/summary.json."""
 
 import argparse
+import csv
 import json
 import os
 import random
@@ -31,7 +34,7 @@ import time
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import harness  # noqa: E402
-from harness.dicom import AE, Gateway, make_objects  # noqa: E402
+from harness.dicom import AE, Gateway, make_objects, start_postgresql  # noqa: E402
 
 
 def percentile(values, p):
@@ -111,10 +114,56 @@ def ingest(c, args):
     return row, gw
 
 
+def time_find(c, index, samples, patients, rng):
+    """(whole process ms, query ms) of `samples` runs of blob find by a random PatientID."""
+    wall, inside = [], []
+    for _ in range(samples):
+        patient = f"PAT{rng.randrange(patients):06d}"
+        argv = [harness.program("clients/blob"), "-v", "find", "--index", index, "--level", "study",
+                f"PatientID={patient}"]
+        started = time.monotonic()
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        wall.append((time.monotonic() - started) * 1000)
+        if r.returncode != 0 or patient not in r.stdout:
+            raise harness.TestFailure(f"blob find {patient}: exit {r.returncode}: {r.stderr}")
+        line = next(line for line in r.stderr.splitlines() if "find: 1 study match(es) in" in line)
+        inside.append(float(line.split(" in ")[1].split(" ms")[0]))
+    return wall, inside
+
+
+def query_postgresql(c, args, rows, columns, rng):
+    """The same index and queries on PostgreSQL (skipped without its server)."""
+    try:
+        url = start_postgresql(c, ["bench"])["bench"]
+    except harness.TestSkipped as e:
+        print(f"PostgreSQL skipped: {e}", flush=True)
+        return None
+    schema = Gateway(c, "ingest", "gateway-pg", index_url=url)  # creates the schema
+    schema.proc.stop()
+    csv_path = c.path("rows.csv")
+    with open(csv_path, "w", newline="") as f:
+        writer = csv.writer(f)
+        for row in rows:
+            writer.writerow(["\\N" if v is None else v for v in row])
+    os.chmod(csv_path, 0o644)
+    port = url.split(":")[2].split("/")[0]
+    copy = (f"\\copy instances ({', '.join(chr(34) + k + chr(34) for k in columns)}) FROM '{csv_path}' "
+            "WITH (FORMAT csv, NULL '\\N')")
+    code, _, err = c.run(["psql", "-h", "127.0.0.1", "-p", port, "-U", "blob", "-d", "bench", "-q", "-v", "ON_ERROR_STOP=1", "-c", copy,
+                          "-c", "ANALYZE instances"], timeout=600)
+    if code != 0:
+        raise harness.TestFailure(f"psql \\copy: {err}")
+    wall, inside = time_find(c, url, args.samples, args.patients, rng)
+    return {"process_median_ms": statistics.median(wall), "process_p90_ms": percentile(wall, 90),
+            "query_median_ms": statistics.median(inside), "query_p90_ms": percentile(inside, 90)}
+
+
 def query(c, args, gw):
     path = c.path("big.sqlite")
-    shutil.copy(gw.index, path)  # the gateway's schema (its rows go below)
     db = sqlite3.connect(path)
+    source = sqlite3.connect(gw.index)
+    source.backup(db)  # the gateway's schema, its WAL included (its rows go below)
+    source.close()
     columns = [r[1] for r in db.execute("PRAGMA table_info(instances)")]
     db.execute("DELETE FROM instances")
     per_patient = args.instances // args.patients
@@ -137,18 +186,7 @@ def query(c, args, gw):
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()
     index = f"sqlite:{path}"
-    wall, inside = [], []
-    for _ in range(args.samples):
-        patient = f"PAT{rng.randrange(args.patients):06d}"
-        argv = [harness.program("clients/blob"), "-v", "find", "--index", index, "--level", "study",
-                f"PatientID={patient}"]
-        started = time.monotonic()
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-        wall.append((time.monotonic() - started) * 1000)
-        if r.returncode != 0 or patient not in r.stdout:
-            raise harness.TestFailure(f"blob find {patient}: exit {r.returncode}: {r.stderr}")
-        line = next(line for line in r.stderr.splitlines() if "find: 1 study match(es) in" in line)
-        inside.append(float(line.split(" in ")[1].split(" ms")[0]))
+    wall, inside = time_find(c, index, args.samples, args.patients, rng)
     row = {"instances": len(rows), "patients": args.patients, "samples": args.samples,
            "process_median_ms": statistics.median(wall), "process_p90_ms": percentile(wall, 90),
            "query_median_ms": statistics.median(inside), "query_p90_ms": percentile(inside, 90)}
@@ -156,6 +194,12 @@ def query(c, args, gw):
           f"queried) median {row['query_median_ms']:.2f} ms, p90 {row['query_p90_ms']:.2f} ms; the whole blob "
           f"process median {row['process_median_ms']:.1f} ms, p90 {row['process_p90_ms']:.1f} ms (target: median "
           f"<= 5 ms)", flush=True)
+    pg = query_postgresql(c, args, rows, columns, rng)
+    if pg:
+        row["postgresql"] = pg
+        print(f"the same on PostgreSQL (local server, C locale): the query median {pg['query_median_ms']:.2f} ms, "
+              f"p90 {pg['query_p90_ms']:.2f} ms; the whole process median {pg['process_median_ms']:.1f} ms",
+              flush=True)
     return row
 
 
