@@ -185,9 +185,11 @@ protected:
         OFStandard::strlcpy(rsp.AffectedSOPClassUID, request.AffectedSOPClassUID, sizeof rsp.AffectedSOPClassUID);
         rsp.DimseStatus = status;
         rsp.DataSetType = identifier ? DIMSE_DATASET_PRESENT : DIMSE_DATASET_NULL;
-        rsp.NumberOfRemainingSubOperations = static_cast<DIC_US>(remaining);
-        rsp.NumberOfCompletedSubOperations = static_cast<DIC_US>(completed);
-        rsp.NumberOfFailedSubOperations = static_cast<DIC_US>(failed);
+        // The counts are US (16 bits): a retrieval of more instances reports 65535.
+        auto count = [](std::size_t n) { return static_cast<DIC_US>(std::min<std::size_t>(n, 65535)); };
+        rsp.NumberOfRemainingSubOperations = count(remaining);
+        rsp.NumberOfCompletedSubOperations = count(completed);
+        rsp.NumberOfFailedSubOperations = count(failed);
         rsp.NumberOfWarningSubOperations = 0;
         rsp.opts = O_GET_AFFECTEDSOPCLASSUID | O_GET_NUMBEROFCOMPLETEDSUBOPERATIONS |
                    O_GET_NUMBEROFFAILEDSUBOPERATIONS | O_GET_NUMBEROFWARNINGSUBOPERATIONS;
