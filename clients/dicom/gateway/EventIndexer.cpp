@@ -27,8 +27,8 @@ std::atomic<unsigned long> g_counter{0};
 }  // namespace
 
 EventIndexer::EventIndexer(const GatewayOptions& options, const client::SessionOptions& session_options,
-                           client::Session& session, StudyIndex& index)
-    : options_(options), session_(session), index_(index)
+                           client::Session& session, StudyIndex& index, std::function<bool(const std::string&)> storing)
+    : options_(options), session_(session), index_(index), storing_(std::move(storing))
 {
     worker_ = std::thread([this] { run(); });
     try {
@@ -110,8 +110,8 @@ void EventIndexer::index_committed(const client::StoreEvent& event)
     const BlobInfo& blob = event.blob;
     const std::string checksum = blob.checksum.text();
     const std::string what = "index: Blob " + quote_name(blob.name) + " in store \"" + event.store + "\"";
-    if (index_.has(blob.name, event.store, checksum)) {
-        spdlog::debug("{}: indexed already", what);
+    if (index_.has(blob.name, event.store, checksum) || (event.store == options_.store && storing_(blob.name))) {
+        spdlog::debug("{}: indexed already, or by the gateway that is storing it", what);
         return;
     }
     // The Blob replaced another: whatever it was, its entry goes.

@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -27,8 +28,10 @@ class EventIndexer {
 public:
     /// Subscribes to every store registered now. Throws Error as
     /// client::Watch does.
+    /// `storing(name)`: whether the gateway itself is storing Blob `name`
+    /// of --store (and will index it): its commit is then not read.
     EventIndexer(const GatewayOptions& options, const client::SessionOptions& session_options, client::Session& session,
-                 StudyIndex& index);
+                 StudyIndex& index, std::function<bool(const std::string&)> storing);
     /// Withdraws the subscriptions, drops what is queued, joins the thread.
     ~EventIndexer();
     EventIndexer(const EventIndexer&) = delete;
@@ -49,6 +52,7 @@ private:
     const GatewayOptions& options_;
     client::Session& session_;
     StudyIndex& index_;
+    std::function<bool(const std::string&)> storing_;
     std::mutex mutex_;
     std::condition_variable wake_;
     std::deque<client::StoreEvent> queue_;

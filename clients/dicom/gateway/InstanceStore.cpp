@@ -112,6 +112,12 @@ InstanceStore::InstanceStore(const GatewayOptions& options, client::Session& ses
     : options_(options), session_(session), index_(index)
 {}
 
+bool InstanceStore::storing(const std::string& name) const
+{
+    std::lock_guard<std::mutex> lock(storing_mutex_);
+    return storing_.count(name) != 0;
+}
+
 StoreOutcome InstanceStore::store(const ReceivedInstance& instance)
 {
     const auto started = std::chrono::steady_clock::now();
@@ -135,6 +141,22 @@ StoreOutcome InstanceStore::store(const ReceivedInstance& instance)
 
     using ms = std::chrono::duration<double, std::milli>;
     const auto parsed = std::chrono::steady_clock::now();
+    struct Storing {  // from the push until the entry is written
+        InstanceStore& self;
+        std::string name;
+        Storing(InstanceStore& s, std::string n) : self(s), name(std::move(n))
+        {
+            std::lock_guard<std::mutex> lock(self.storing_mutex_);
+            self.storing_.insert(name);
+        }
+        ~Storing()
+        {
+            std::lock_guard<std::mutex> lock(self.storing_mutex_);
+            self.storing_.erase(self.storing_.find(name));
+        }
+        Storing(const Storing&) = delete;
+        Storing& operator=(const Storing&) = delete;
+    } storing(*this, name);
     StoreOutcome outcome = push(instance, name, record);
     if (outcome.status != status::success) return refuse(outcome.status, outcome.comment);
     const auto pushed = std::chrono::steady_clock::now();

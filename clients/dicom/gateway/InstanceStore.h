@@ -13,6 +13,8 @@
 
 #include <cstdint>
 #include <map>
+#include <mutex>
+#include <set>
 #include <string>
 
 namespace blobstreaming::dicom {
@@ -50,12 +52,18 @@ public:
     /// Parses, pushes (durable, verified), indexes. Logs one line.
     StoreOutcome store(const ReceivedInstance& instance);
 
+    /// Whether Blob `name` of --store is being stored (pushed, not yet
+    /// indexed) by store(): its commit event needs no header read.
+    bool storing(const std::string& name) const;
+
 private:
     StoreOutcome push(const ReceivedInstance& instance, const std::string& name, InstanceRecord& record);
 
     const GatewayOptions& options_;
     client::Session& session_;
     StudyIndex* index_;
+    mutable std::mutex storing_mutex_;
+    std::multiset<std::string> storing_;
 };
 
 /// Reads the attributes of attributes() from a DICOM file, the pixel data

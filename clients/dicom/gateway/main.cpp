@@ -115,6 +115,7 @@ int main(int argc, char** argv)
     std::unique_ptr<client::Session> session;
     std::unique_ptr<StudyIndex> index;
     std::unique_ptr<EventIndexer> indexer;
+    std::unique_ptr<InstanceStore> store;
     try {
         check_port(o.port);
         if (::access(o.spool.c_str(), W_OK) != 0)
@@ -127,16 +128,21 @@ int main(int argc, char** argv)
         check_store(*session, o);
         if (!o.index.empty()) {
             index = std::make_unique<StudyIndex>(o.index, true);
-            // Every DICOM Blob committed to any store, whoever pushed it.
-            indexer = std::make_unique<EventIndexer>(o, so, *session, *index);
+        }
+        store = std::make_unique<InstanceStore>(o, *session, index.get());
+        if (index) {
+            // Every DICOM Blob committed to any store, whoever pushed it; not
+            // those this gateway is storing and indexes itself.
+            InstanceStore* gateway = store.get();
+            indexer = std::make_unique<EventIndexer>(
+                o, so, *session, *index, [gateway](const std::string& name) { return gateway->storing(name); });
         }
     } catch (const Error& e) {
         std::cerr << "blob-dicomd: " << e.what() << "\n";
         return static_cast<int>(e.code());
     }
-    InstanceStore store(o, *session, index.get());
     std::thread listener([&o, &store, &index, &session] {
-        g_listen_failure = serve_associations(o, store, index.get(), *session);
+        g_listen_failure = serve_associations(o, *store, index.get(), *session);
         ::kill(::getpid(), SIGUSR1);
     });
     listener.detach();  // DCMTK's pool has no way to stop listening: the process ends around it
