@@ -160,10 +160,11 @@ const std::vector<CommandHelp>& command_help()
          "FILE under --name. The store acknowledges once the Blob is committed durably and its checksum verified.",
          {"name", "replace", "checksum", "size", "resume"}},
         {"pull",
-         "pull NAME [FILE]",
+         "pull NAME [FILE] | pull --study UID DIR | pull --series UID DIR",
          "Retrieve NAME to FILE (default ./NAME; '-': standard output; a FIFO, a device), whole or a range. A "
-         "regular FILE is replaced only once every byte is in and checked.",
-         {"offset", "length", "resume", "verify", "no-verify", "study", "series"}},
+         "regular FILE is replaced only once every byte is in and checked. --study/--series: every instance the "
+         "study index lists, in parallel, verified, to DIR/SOPInstanceUID.dcm.",
+         {"offset", "length", "resume", "verify", "no-verify", "study", "series", "index"}},
         {"stat", "stat NAME", "Size, checksum and commit time of NAME.", {}},
         {"verify", "verify NAME", "Have the store reread NAME and check its checksum.", {}},
         {"ls", "ls", "The Blobs of --store, or of every registered store.", {}},
