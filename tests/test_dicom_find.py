@@ -148,12 +148,17 @@ def test(c, index_url=None):
     check_equal(sorted(r["SOPInstanceUID"] for r in answers), sorted(e["sop"] for e in a), "findscu: images")
     check("C-FIND from VIEWER@127.0.0.1: instance level, 12 matches" in gw.log(), "no log line of the C-FIND")
 
-    step("C-FIND refusals: PATIENT level in Study Root (A900), a malformed date (C000)")
+    step("C-FIND refusals: PATIENT level in Study Root (A900), a malformed date, no --index (C000)")
     # findscu names the status, not its code: A900 is DataSetDoesNotMatchSOPClass, C000 UnableToProcess.
     answers, err = gw.findscu("study", "PATIENT", "PatientID")
     check(answers == [] and "Final Find Response (Error: DataSetDoesNotMatchSOPClass)" in err, f"findscu's error for PATIENT level: {err[-1500:]}")
     answers, err = gw.findscu("study", "STUDY", "StudyDate=2026-11", "StudyInstanceUID")
     check(answers == [] and "Final Find Response (Failed: UnableToProcess)" in err, f"findscu's error for a bad date: {err[-1500:]}")
+    bare = Gateway(c, "ws1", "gateway-no-index", index_url="")
+    answers, err = bare.findscu("study", "STUDY", "PatientID=PAT1", "StudyInstanceUID")
+    check(answers == [] and "Final Find Response (Failed: UnableToProcess)" in err, f"findscu without an index: {err}")
+    check("blob-dicomd runs without --index: nothing to query" in bare.log(), "no log line of the refusal")
+    bare.proc.stop()
     check("Query/Retrieve Level PATIENT is not in the Study Root model" in gw.log()
           and "StudyDate=2026-11: expected a range of a date YYYYMMDD" in gw.log(), "no log lines of the refusals")
 

@@ -69,14 +69,17 @@ def data_set(data):
 
 class Gateway:
     """blob-dicomd with an index: `index_url` (default sqlite:<name>.sqlite in the workspace; self.index is then
-    that file)."""
+    that file; "": none)."""
 
     def __init__(self, c, store, name, extra=(), index_url=None):
+        """index_url "": no --index."""
         self.c, self.port = c, free_port()
         self.index = c.path(f"{name}.sqlite")
-        self.index_url = index_url or f"sqlite:{self.index}"
+        self.index_url = f"sqlite:{self.index}" if index_url is None else index_url
         argv = [program("clients/dicom/blob-dicomd"), "--aetitle", AE, "--port", str(self.port), "--store", store,
-                "--naming", c.naming, "--index", self.index_url, "--spool", c.root, "-v", *extra]
+                "--naming", c.naming, "--spool", c.root, "-v", *extra]
+        if self.index_url:
+            argv += ["--index", self.index_url]
         self.err = c.path(f"{name}.err")
         self.proc = processes.start_service(name, argv, "blob-dicomd ready", 60, env=c.env, out_path=c.path(f"{name}.out"),
                                           err_path=self.err, track=c.processes)
