@@ -69,12 +69,13 @@ clients_blob_SOURCES = \
 	clients/src/blob/Commands.cpp \
 	clients/src/blob/Commands.h \
 	clients/src/blob/Watch.cpp \
+	clients/src/blob/Dicom.cpp \
 	clients/src/blob/Io.cpp \
 	clients/src/blob/Io.h \
 	clients/src/blob/Output.cpp \
 	clients/src/blob/Output.h
 clients_blob_CPPFLAGS = $(AM_CPPFLAGS) $(SPDLOG_CFLAGS)
-clients_blob_LDADD = clients/libblobclient.la transporter/libblobtransporter.la common/libblobcli.la common/libblobcommon.la $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS)
+clients_blob_LDADD = clients/dicom/libblobdicom.la clients/libblobclient.la transporter/libblobtransporter.la common/libblobcli.la common/libblobcommon.la $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS)
 
 # Examples of the API; async_series is also run by the system tests.
 noinst_PROGRAMS += clients/examples/async_series clients/examples/single_threaded

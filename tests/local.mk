@@ -50,7 +50,11 @@ system_tests = \
 	tests/test_ceph_cluster.py \
 	tests/test_rados_store.py \
 	tests/test_rados_daemon.py \
-	tests/test_dicom_gateway.py
+	tests/test_dicom_gateway.py \
+	tests/test_dicom_find.py \
+	tests/test_dicom_retrieve.py \
+	tests/test_dicom_index.py \
+	tests/test_dicom_postgresql.py
 TESTS += $(system_tests)
 # bsbench and sdc-bench are built by the bench targets only; this test runs them too.
 tests/test_cli_common.log: benchmarks/bsbench$(EXEEXT) sdc/sdc-bench$(EXEEXT)
@@ -77,7 +81,7 @@ clean-snippet-root:
 	rm -rf $(abs_builddir)/tests/snippet-root
 .PHONY: clean-snippet-root
 dist_check_SCRIPTS += $(system_tests)
-EXTRA_DIST += tests/tools/dicom_objects.py tests/tools/pynetdicom_peer.py
+EXTRA_DIST += tests/tools/dicom_objects.py tests/tools/pynetdicom_peer.py tests/harness/dicom.py
 EXTRA_DIST += tests/harness/__init__.py tests/harness/ceph.py tests/harness/checks.py tests/harness/cli.py \
 	tests/harness/cluster.py tests/harness/daemons.py tests/harness/files.py tests/harness/naming.py \
 	tests/harness/ports.py tests/harness/processes.py tests/harness/script.py tests/harness/workspace.py \

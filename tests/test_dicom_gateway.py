@@ -13,116 +13,16 @@ refused (C011); a full store answers A700, a dead store 0110, each with a
 log line naming the instance; a third association beyond
 --max-associations 2 is rejected."""
 
-import fcntl
-import json
 import os
-import shutil
-import socket
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import TestFailure, TestSkipped, check, check_equal, free_port, program, src_dir, step, wait_for  # noqa: E402
+from harness import TestSkipped, check, check_equal, step  # noqa: E402
+from harness.dicom import Gateway, check_pulled, make_objects, pynetdicom_python  # noqa: E402
 
-SYSTEM_PYTHON = "/usr/bin/python3"
-PYNETDICOM = "pynetdicom==3.0.4"
-AE = "BLOBGW"
 SLICES = 200
-
-
-def tool(name):
-    return os.path.join(src_dir(), "tests", "tools", name)
-
-
-def make_objects(c, *args):
-    code, out, err = c.run([SYSTEM_PYTHON, tool("dicom_objects.py"), *args])
-    if code != 0 and "No module named 'pydicom'" in err:
-        raise TestSkipped("pydicom is missing: install python3-pydicom (scripts/install-deps)")
-    check(code == 0, f"dicom_objects.py {' '.join(args)} exited {code}: {err[-2000:]}")
-    return json.loads(out)
-
-
-def pynetdicom_python():
-    """A venv over /usr/bin/python3 with pynetdicom, made once per build tree
-    under a lock; skips when PyPI is unreachable."""
-    venv = os.path.join(harness.build_dir(), "tests", "dicom-venv")
-    python = os.path.join(venv, "bin", "python")
-    marker = os.path.join(venv, ".complete")
-    os.makedirs(os.path.dirname(venv), exist_ok=True)
-    with open(venv + ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if os.path.exists(marker):
-            return python
-        try:
-            socket.create_connection(("pypi.org", 443), timeout=5).close()
-        except OSError:
-            raise TestSkipped(f"PyPI is unreachable: cannot install {PYNETDICOM} for the second peer") from None
-        step(f"creating a venv with {PYNETDICOM} in {venv} (once per build tree)")
-        shutil.rmtree(venv, ignore_errors=True)
-        subprocess.run([SYSTEM_PYTHON, "-m", "venv", "--system-site-packages", venv], check=True, timeout=300)
-        pip = subprocess.run([python, "-m", "pip", "install", "--disable-pip-version-check", "-q", "--timeout", "30",
-                              PYNETDICOM], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
-        if pip.returncode != 0:
-            raise TestFailure(f"pip install {PYNETDICOM} failed:\n{pip.stdout[-4000:]}")
-        open(marker, "w").close()
-    return python
-
-
-def data_set(data):
-    """The bytes after the preamble and the meta group (its group length)."""
-    check(data[128:132] == b"DICM", "not a DICOM file (no DICM at 128)")
-    check(data[132:138] == b"\x02\x00\x00\x00UL", "the meta group does not start with its group length")
-    return data[144 + int.from_bytes(data[140:144], "little"):]
-
-
-class Gateway:
-    def __init__(self, c, store, name, extra=()):
-        self.c, self.port = c, free_port()
-        self.index = c.path(f"{name}.sqlite")
-        argv = [program("clients/dicom/blob-dicomd"), "--aetitle", AE, "--port", str(self.port), "--store", store,
-                "--naming", c.naming, "--index", f"sqlite:{self.index}", "--spool", c.root, "-v", *extra]
-        self.err = c.path(f"{name}.err")
-        self.proc = harness.start_service(name, argv, "blob-dicomd ready", 60, env=c.env, out_path=c.path(f"{name}.out"),
-                                          err_path=self.err, track=c.processes)
-        # DCMTK binds in its listener thread just after the ready line: the first echo that answers.
-        wait_for(lambda: self.echo(expect=None) == 0, 30, f"{name} answering C-ECHO on port {self.port}", interval=0.1)
-        step(f"{name} pid {self.proc.pid} on port {self.port}: {self.proc.ready_line}")
-
-    def echo(self, expect=0):
-        code, _, err = self.c.run(["echoscu", "-aet", "MODALITY", "-aec", AE, "127.0.0.1", str(self.port)], timeout=60)
-        if expect is not None:
-            check_equal(code, expect, f"echoscu exit code ({err.strip()!r})")
-        return code
-
-    def storescu(self, *paths):
-        argv = ["storescu", "-aet", "MODALITY", "-aec", AE, "127.0.0.1", str(self.port), *paths]
-        code, out, err = self.c.run(argv, timeout=300)
-        check(code == 0, f"storescu exited {code}: {err[-2000:]}")
-        return err
-
-    def pynetdicom(self, python, *args):
-        code, out, err = self.c.run([python, tool("pynetdicom_peer.py"), args[0], "127.0.0.1", str(self.port), AE,
-                                     *args[1:]], timeout=300)
-        check(code == 0, f"pynetdicom_peer {args[0]} exited {code}: {err[-2000:]}")
-        return [json.loads(line) for line in out.splitlines()]
-
-    def log(self):
-        with open(self.err, encoding="utf-8", errors="replace") as f:
-            return f.read()
-
-
-def check_pulled(c, entry, what):
-    name = entry["sop"] + ".dcm"
-    r = c.blob("pull", name, "-", binary=True, json_out=False)
-    r.ok()
-    with open(entry["path"], "rb") as f:
-        source = f.read()
-    check(data_set(r.stdout) == data_set(source),
-          f"{what}: the data set of Blob {name} ({len(data_set(r.stdout))} bytes) differs from the one sent "
-          f"({len(data_set(source))} bytes)")
-
 
 def blob_names(c, store):
     return {b["name"] for b in c.blob("ls", store=store).ok()["blobs"]}

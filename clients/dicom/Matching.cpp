@@ -66,24 +66,32 @@ bool valid_uid(const std::string& u)
     return u.find("..") == std::string::npos;
 }
 
-/// `col GLOB pattern` for a value with wildcards, `col = value` otherwise.
-std::string text_condition(const std::string& column, const std::string& value, std::vector<std::string>& params)
+/// `col GLOB pattern` (SQLite) or `col LIKE pattern` (PostgreSQL) for a
+/// value with wildcards, `col = value` otherwise.
+std::string text_condition(const std::string& column, const std::string& value, std::vector<std::string>& params,
+                           Dialect dialect)
 {
     if (value.find_first_of("*?") == std::string::npos) {
         params.push_back(value);
         return column + " = ?";
     }
-    std::string glob;
-    for (char c : value) glob += c == '[' ? std::string("[[]") : std::string(1, c);
-    params.push_back(glob);
-    return column + " GLOB ?";
+    std::string pattern;
+    for (char c : value) {
+        if (dialect == Dialect::sqlite) pattern += c == '[' ? std::string("[[]") : std::string(1, c);
+        else if (c == '*') pattern += '%';
+        else if (c == '?') pattern += '_';
+        else if (c == '%' || c == '_' || c == '\\') pattern += std::string("\\") + c;
+        else pattern += c;
+    }
+    params.push_back(pattern);
+    return column + (dialect == Dialect::sqlite ? " GLOB ?" : " LIKE ?");
 }
 
 /// A range condition for dates and times (`lo-hi`, `lo-`, `-hi`) or equality.
 std::string range_condition(const Match& m, bool (*valid)(const std::string&), const char* form,
-                            std::vector<std::string>& params)
+                            std::vector<std::string>& params, Dialect dialect)
 {
-    const std::string column = m.attribute->keyword;
+    const std::string column = quoted(m.attribute->keyword) + (dialect == Dialect::postgresql ? " COLLATE \"C\"" : "");
     const auto dash = m.value.find('-');
     if (dash == std::string::npos) {
         if (!valid(m.value)) refuse(m, std::string("expected ") + form + " or a range of them (A-B, A-, -B)");
@@ -107,9 +115,9 @@ std::string range_condition(const Match& m, bool (*valid)(const std::string&), c
     return sql + ")";
 }
 
-std::string condition(const Match& m, std::vector<std::string>& params)
+std::string condition(const Match& m, std::vector<std::string>& params, Dialect dialect)
 {
-    const std::string column = m.attribute->keyword;
+    const std::string column = quoted(m.attribute->keyword);
     if (m.value.empty() || m.value == "*") return {};
     switch (m.attribute->kind) {
     case Kind::text:
@@ -117,13 +125,13 @@ std::string condition(const Match& m, std::vector<std::string>& params)
             std::string any;
             for (const std::string& modality : split(m.value, '\\')) {
                 if (modality.empty()) refuse(m, "an empty modality in the list");
-                any += (any.empty() ? "" : " OR ") + text_condition("Modality", modality, params);
+                any += (any.empty() ? "" : " OR ") + text_condition(quoted("Modality"), modality, params, dialect);
             }
-            return "StudyInstanceUID IN (SELECT StudyInstanceUID FROM instances WHERE " + any + ")";
+            return "\"StudyInstanceUID\" IN (SELECT \"StudyInstanceUID\" FROM instances WHERE " + any + ")";
         }
         if (m.value.find('\\') != std::string::npos)
             refuse(m, "a list (\\) is allowed for UIDs and ModalitiesInStudy only");
-        return text_condition(column, m.value, params);
+        return text_condition(column, m.value, params, dialect);
     case Kind::uid: {
         if (m.value.find_first_of("*?") != std::string::npos)
             refuse(m, "UIDs match exactly: no wildcards (a list UID\\UID... matches any of them)");
@@ -136,8 +144,8 @@ std::string condition(const Match& m, std::vector<std::string>& params)
         }
         return column + " IN (" + list + ")";
     }
-    case Kind::date: return range_condition(m, valid_date, "a date YYYYMMDD", params);
-    case Kind::time: return range_condition(m, valid_time, "a time HH, HHMM, HHMMSS or HHMMSS.FFFFFF", params);
+    case Kind::date: return range_condition(m, valid_date, "a date YYYYMMDD", params, dialect);
+    case Kind::time: return range_condition(m, valid_time, "a time HH, HHMM, HHMMSS or HHMMSS.FFFFFF", params, dialect);
     case Kind::number:
         if (!all_digits(m.value) || m.value.size() > 9) refuse(m, "expected a non-negative integer (at most 9 digits)");
         params.push_back(m.value);
@@ -165,19 +173,22 @@ std::vector<Match> parse_matches(const std::vector<std::string>& terms)
         }
         matches.push_back({a, term.substr(eq + 1)});
         std::vector<std::string> ignored;
-        condition(matches.back(), ignored);  // refuses a malformed value now, before any index is opened
+        condition(matches.back(), ignored,
+                  Dialect::sqlite);  // refuses a malformed value now, before any index is opened
     }
     return matches;
 }
 
-std::string sql_condition(const std::vector<Match>& matches, std::vector<std::string>& params)
+std::string quoted(const std::string& identifier) { return "\"" + identifier + "\""; }
+
+std::string sql_condition(const std::vector<Match>& matches, std::vector<std::string>& params, Dialect dialect)
 {
     std::string sql;
     for (const Match& m : matches) {
-        const std::string c = condition(m, params);
+        const std::string c = condition(m, params, dialect);
         if (!c.empty()) sql += (sql.empty() ? "" : " AND ") + c;
     }
-    return sql.empty() ? "1" : sql;
+    return sql.empty() ? "1=1" : sql;
 }
 
 }  // namespace blobstreaming::dicom

@@ -27,8 +27,18 @@ struct Match {
 /// Parses `KEY=VALUE` terms (KEY: a keyword of attributes(), once each).
 std::vector<Match> parse_matches(const std::vector<std::string>& terms);
 
-/// The SQL condition of `matches` (joined with AND; "1" when empty) with
+/// The SQL of the two index databases: wildcards are GLOB in SQLite, LIKE
+/// (with `\` escapes) in PostgreSQL, whose ranges compare in the "C"
+/// collation (byte order, as SQLite does).
+enum class Dialect { sqlite, postgresql };
+
+/// `"keyword"`: identifiers are quoted (PostgreSQL would fold them to lower
+/// case otherwise).
+std::string quoted(const std::string& identifier);
+
+/// The SQL condition of `matches` (joined with AND; "1=1" when empty) with
 /// `?` placeholders whose text values are appended to `params` in order.
-std::string sql_condition(const std::vector<Match>& matches, std::vector<std::string>& params);
+std::string sql_condition(const std::vector<Match>& matches, std::vector<std::string>& params,
+                          Dialect dialect = Dialect::sqlite);
 
 }  // namespace blobstreaming::dicom

@@ -2,66 +2,201 @@
 
 #include <blobstreaming/common/Error.h>
 
+#include <libpq-fe.h>
 #include <sqlite3.h>
+
+#include <mutex>
 
 #include <sys/stat.h>
 
 namespace blobstreaming::dicom {
 
+/// One database connection: statements with `?` placeholders and text
+/// parameters (an empty optional: NULL), one at a time.
+class StudyIndex::Backend {
+public:
+    virtual ~Backend() = default;
+    virtual Dialect dialect() const = 0;
+    /// Runs statements without parameters (the schema).
+    virtual void script(const std::string& sql) = 0;
+    /// Runs one statement; its rows, or for a change the rows it changed in `changed`.
+    virtual std::vector<IndexRow> run(const std::string& sql, const std::vector<std::string>& params,
+                                      std::size_t* changed = nullptr) = 0;
+};
+
 namespace {
 
 constexpr const char* kInstanceColumns[] = {"blob", "store", "size", "checksum", "problem"};
 
-/// A prepared statement, finalized on every path.
-class Statement {
+class SqliteBackend : public StudyIndex::Backend {
 public:
-    Statement(sqlite3* db, const std::string& sql, const std::string& path) : db_(db), path_(path)
+    SqliteBackend(const std::string& path, bool writable) : path_(path)
     {
-        if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK) fail("prepare");
+        struct stat st {};
+        if (!writable && ::stat(path_.c_str(), &st) != 0)
+            throw Error(Errc::invalid_argument,
+                        "index sqlite:" + path_ + ": no such file (blob-dicomd --index creates it)");
+        const int flags =
+            (writable ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY) | SQLITE_OPEN_FULLMUTEX;
+        if (sqlite3_open_v2(path_.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
+            const std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
+            sqlite3_close(db_);
+            throw Error(Errc::io_error, "index sqlite:" + path_ + ": cannot open: " + why);
+        }
+        sqlite3_busy_timeout(db_, 10000);
     }
-    ~Statement() { sqlite3_finalize(stmt_); }
-    Statement(const Statement&) = delete;
-    Statement& operator=(const Statement&) = delete;
+    ~SqliteBackend() override { sqlite3_close(db_); }
+    SqliteBackend(const SqliteBackend&) = delete;
+    SqliteBackend& operator=(const SqliteBackend&) = delete;
 
-    void bind(int index, const std::string& text)
-    {
-        if (sqlite3_bind_text(stmt_, index, text.c_str(), static_cast<int>(text.size()), SQLITE_TRANSIENT) != SQLITE_OK)
-            fail("bind");
-    }
-    /// True while there is a row.
-    bool step()
-    {
-        const int rc = sqlite3_step(stmt_);
-        if (rc == SQLITE_ROW) return true;
-        if (rc != SQLITE_DONE) fail("step");
-        return false;
-    }
-    std::string text(int column) const
-    {
-        const auto* p = sqlite3_column_text(stmt_, column);
-        return p ? std::string(reinterpret_cast<const char*>(p)) : std::string();
-    }
-    int columns() const { return sqlite3_column_count(stmt_); }
-    std::string column_name(int column) const { return sqlite3_column_name(stmt_, column); }
+    Dialect dialect() const override { return Dialect::sqlite; }
 
+    void script(const std::string& sql) override
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        char* message = nullptr;
+        if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
+            const std::string why = message ? message : "unknown error";
+            sqlite3_free(message);
+            throw Error(Errc::io_error, "index sqlite:" + path_ + ": cannot create the schema: " + why);
+        }
+    }
+
+    std::vector<IndexRow> run(const std::string& sql, const std::vector<std::string>& params,
+                              std::size_t* changed) override
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        sqlite3_stmt* raw = nullptr;
+        if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &raw, nullptr) != SQLITE_OK) fail("prepare");
+        const std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> stmt(raw, sqlite3_finalize);
+        for (std::size_t i = 0; i < params.size(); ++i) {
+            if (sqlite3_bind_text(raw, static_cast<int>(i + 1), params[i].c_str(), static_cast<int>(params[i].size()),
+                                  SQLITE_TRANSIENT) != SQLITE_OK)
+                fail("bind");
+        }
+        std::vector<IndexRow> rows;
+        for (;;) {
+            const int rc = sqlite3_step(raw);
+            if (rc == SQLITE_DONE) break;
+            if (rc != SQLITE_ROW) fail("step");
+            IndexRow row;
+            for (int c = 0; c < sqlite3_column_count(raw); ++c) {
+                const auto* p = sqlite3_column_text(raw, c);
+                row.emplace_back(sqlite3_column_name(raw, c),
+                                 p ? std::string(reinterpret_cast<const char*>(p)) : std::string());
+            }
+            rows.push_back(std::move(row));
+        }
+        if (changed) *changed = static_cast<std::size_t>(sqlite3_changes(db_));
+        return rows;
+    }
+
+private:
     [[noreturn]] void fail(const char* what) const
     {
         throw Error(Errc::io_error, "index sqlite:" + path_ + ": " + what + ": " + sqlite3_errmsg(db_));
     }
 
-private:
-    sqlite3* db_;
     std::string path_;
-    sqlite3_stmt* stmt_ = nullptr;
+    sqlite3* db_ = nullptr;
+    std::mutex mutex_;
 };
 
-std::string path_of(const std::string& url)
+class PostgresBackend : public StudyIndex::Backend {
+public:
+    explicit PostgresBackend(const std::string& url) : url_(redacted(url))
+    {
+        conn_ = PQconnectdb(url.c_str());
+        if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
+            const std::string why = conn_ ? trimmed(PQerrorMessage(conn_)) : "out of memory";
+            PQfinish(conn_);
+            throw Error(Errc::unreachable, "index " + url_ + ": cannot connect: " + why);
+        }
+        PGresult* quiet = PQexec(conn_, "SET client_min_messages = warning");
+        PQclear(quiet);
+    }
+    ~PostgresBackend() override { PQfinish(conn_); }
+    PostgresBackend(const PostgresBackend&) = delete;
+    PostgresBackend& operator=(const PostgresBackend&) = delete;
+
+    Dialect dialect() const override { return Dialect::postgresql; }
+
+    void script(const std::string& sql) override
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        PGresult* r = PQexec(conn_, sql.c_str());
+        const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
+        const std::string why = ok ? std::string() : trimmed(PQresultErrorMessage(r));
+        PQclear(r);
+        if (!ok) throw Error(Errc::io_error, "index " + url_ + ": cannot create the schema: " + why);
+    }
+
+    std::vector<IndexRow> run(const std::string& sql, const std::vector<std::string>& params,
+                              std::size_t* changed) override
+    {
+        // `?` -> `$n`: the generated SQL has no `?` but its placeholders.
+        std::string numbered;
+        int n = 0;
+        for (char c : sql) numbered += c == '?' ? "$" + std::to_string(++n) : std::string(1, c);
+        std::vector<const char*> values;
+        for (const std::string& p : params) values.push_back(p.c_str());
+        std::lock_guard<std::mutex> lock(mutex_);
+        PGresult* r = PQexecParams(conn_, numbered.c_str(), static_cast<int>(values.size()), nullptr, values.data(),
+                                   nullptr, nullptr, 0);
+        const std::unique_ptr<PGresult, void (*)(PGresult*)> result(r, PQclear);
+        const ExecStatusType status = PQresultStatus(r);
+        if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
+            const std::string why = trimmed(r ? PQresultErrorMessage(r) : PQerrorMessage(conn_));
+            throw Error(PQstatus(conn_) == CONNECTION_OK ? Errc::io_error : Errc::unreachable,
+                        "index " + url_ + ": " + why);
+        }
+        std::vector<IndexRow> rows;
+        for (int i = 0; i < PQntuples(r); ++i) {
+            IndexRow row;
+            for (int c = 0; c < PQnfields(r); ++c)
+                row.emplace_back(PQfname(r, c), PQgetisnull(r, i, c) ? std::string() : PQgetvalue(r, i, c));
+            rows.push_back(std::move(row));
+        }
+        if (changed) {
+            const char* tuples = PQcmdTuples(r);
+            *changed = tuples && *tuples ? std::stoul(tuples) : 0;
+        }
+        return rows;
+    }
+
+private:
+    static std::string trimmed(const char* text)
+    {
+        std::string s = text ? text : "";
+        while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+        for (char& c : s) c = c == '\n' ? ' ' : c;
+        return s;
+    }
+    /// The URL without its password, for messages.
+    static std::string redacted(const std::string& url)
+    {
+        const auto scheme = url.find("://");
+        const auto at = url.find('@');
+        if (scheme == std::string::npos || at == std::string::npos) return url;
+        const auto colon = url.find(':', scheme + 3);
+        if (colon == std::string::npos || colon > at) return url;
+        return url.substr(0, colon) + ":***" + url.substr(at);
+    }
+
+    std::string url_;
+    PGconn* conn_ = nullptr;
+    std::mutex mutex_;
+};
+
+std::unique_ptr<StudyIndex::Backend> open_backend(const std::string& url, bool writable)
 {
     const std::string prefix = "sqlite:";
-    if (url.rfind(prefix, 0) == 0 && url.size() > prefix.size()) return url.substr(prefix.size());
-    if (url.rfind("postgresql:", 0) == 0)
-        throw Error(Errc::invalid_argument, "--index " + url + ": PostgreSQL is not supported yet (use sqlite:PATH)");
-    throw Error(Errc::invalid_argument, "--index " + url + ": expected sqlite:PATH");
+    if (url.rfind(prefix, 0) == 0 && url.size() > prefix.size())
+        return std::make_unique<SqliteBackend>(url.substr(prefix.size()), writable);
+    if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0)
+        return std::make_unique<PostgresBackend>(url);
+    throw Error(Errc::invalid_argument,
+                "--index " + url + ": expected sqlite:PATH or postgresql://[USER@]HOST[:PORT]/DB");
 }
 
 const char* group_key(Level level)
@@ -75,132 +210,147 @@ const char* group_key(Level level)
     return nullptr;
 }
 
-/// The SELECT list of a level: its attributes and those above, then counts
-/// (or, for instances, where the Blob is).
-std::string select_list(Level level)
+/// The SELECT list of a level: its attributes and those above (grouped
+/// levels: MIN of each, the group key itself), then counts (or, for
+/// instances, where the Blob is). Every column named as it is returned.
+std::string select_list(Level level, Dialect dialect)
 {
     std::string list;
-    auto add = [&list](const std::string& expr) { list += (list.empty() ? "" : ", ") + expr; };
+    auto add = [&list](const std::string& expr, const std::string& name) {
+        list += (list.empty() ? "" : ", ") + expr + " AS " + quoted(name);
+    };
+    const char* key = group_key(level);
     for (const Attribute& a : attributes()) {
         if (a.level > level) continue;
         if (a.derived) {
-            if (level == Level::study) add("group_concat(DISTINCT Modality) AS ModalitiesInStudy");
+            if (level == Level::study)
+                add(dialect == Dialect::sqlite ? "group_concat(DISTINCT \"Modality\")"
+                                               : "string_agg(DISTINCT \"Modality\", ',' ORDER BY \"Modality\")",
+                    a.keyword);
             continue;
         }
-        add(a.keyword);
+        const bool plain = !key || std::string(a.keyword) == key;
+        add(plain ? quoted(a.keyword) : "MIN(" + quoted(a.keyword) + ")", a.keyword);
     }
     switch (level) {
     case Level::patient:
-        add("COUNT(DISTINCT StudyInstanceUID) AS NumberOfPatientRelatedStudies");
-        add("COUNT(*) AS NumberOfPatientRelatedInstances");
+        add("COUNT(DISTINCT \"StudyInstanceUID\")", "NumberOfPatientRelatedStudies");
+        add("COUNT(*)", "NumberOfPatientRelatedInstances");
         break;
     case Level::study:
-        add("COUNT(DISTINCT SeriesInstanceUID) AS NumberOfStudyRelatedSeries");
-        add("COUNT(*) AS NumberOfStudyRelatedInstances");
+        add("COUNT(DISTINCT \"SeriesInstanceUID\")", "NumberOfStudyRelatedSeries");
+        add("COUNT(*)", "NumberOfStudyRelatedInstances");
         break;
-    case Level::series: add("COUNT(*) AS NumberOfSeriesRelatedInstances"); break;
+    case Level::series: add("COUNT(*)", "NumberOfSeriesRelatedInstances"); break;
     case Level::instance:
-        for (const char* c : kInstanceColumns) add(c);
+        for (const char* c : kInstanceColumns) add(quoted(c), c);
         break;
     }
     return list;
 }
 
-const char* order_of(Level level)
+std::string order_of(Level level)
 {
+    std::vector<const char*> columns;
     switch (level) {
-    case Level::patient: return "PatientID";
-    case Level::study: return "StudyDate, StudyTime, StudyInstanceUID";
-    case Level::series: return "StudyInstanceUID, SeriesNumber, SeriesInstanceUID";
-    case Level::instance: break;
+    case Level::patient: columns = {"PatientID"}; break;
+    case Level::study: columns = {"StudyDate", "StudyTime", "StudyInstanceUID"}; break;
+    case Level::series:
+        columns = {"StudyDate", "StudyTime", "StudyInstanceUID", "SeriesNumber", "SeriesInstanceUID"};
+        break;
+    case Level::instance:
+        columns = {"StudyDate",         "StudyTime",      "StudyInstanceUID", "SeriesNumber",
+                   "SeriesInstanceUID", "InstanceNumber", "SOPInstanceUID"};
+        break;
     }
-    return "StudyInstanceUID, SeriesNumber, SeriesInstanceUID, InstanceNumber, SOPInstanceUID";
+    std::string order;
+    for (const char* c : columns) order += (order.empty() ? "" : ", ") + quoted(c);
+    return order;
 }
 
 }  // namespace
 
-StudyIndex::StudyIndex(const std::string& url, bool writable) : path_(path_of(url))
+StudyIndex::StudyIndex(const std::string& url, bool writable) : backend_(open_backend(url, writable))
 {
-    struct stat st {};
-    if (!writable && ::stat(path_.c_str(), &st) != 0)
-        throw Error(Errc::invalid_argument,
-                    "index sqlite:" + path_ + ": no such file (blob-dicomd --index creates it)");
-    const int flags =
-        (writable ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY) | SQLITE_OPEN_FULLMUTEX;
-    if (sqlite3_open_v2(path_.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
-        const std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
-        sqlite3_close(db_);
-        throw Error(Errc::io_error, "index sqlite:" + path_ + ": cannot open: " + why);
-    }
-    sqlite3_busy_timeout(db_, 10000);
     if (!writable) return;
-    std::string schema = "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; CREATE TABLE IF NOT EXISTS instances (";
+    const bool sqlite = backend_->dialect() == Dialect::sqlite;
+    std::string schema = sqlite ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; " : "";
+    schema += "CREATE TABLE IF NOT EXISTS instances (";
     for (const Attribute& a : attributes()) {
         if (a.derived) continue;
-        schema += std::string(a.keyword) + (a.kind == Kind::number ? " INTEGER" : " TEXT NOT NULL DEFAULT ''") +
+        schema += quoted(a.keyword) + (a.kind == Kind::number ? " INTEGER" : " TEXT NOT NULL DEFAULT ''") +
                   (std::string(a.keyword) == "SOPInstanceUID" ? " PRIMARY KEY" : "") + ", ";
     }
-    schema += "blob TEXT NOT NULL, store TEXT NOT NULL, size INTEGER NOT NULL, checksum TEXT NOT NULL, "
-              "problem TEXT NOT NULL DEFAULT '');";
+    schema += "\"blob\" TEXT NOT NULL, \"store\" TEXT NOT NULL, \"size\" BIGINT NOT NULL, \"checksum\" TEXT NOT NULL, "
+              "\"problem\" TEXT NOT NULL DEFAULT '');";
     for (const char* column :
          {"PatientID", "StudyInstanceUID", "SeriesInstanceUID", "StudyDate", "AccessionNumber", "blob"})
-        schema += std::string("CREATE INDEX IF NOT EXISTS instances_") + column + " ON instances(" + column + ");";
-    char* message = nullptr;
-    if (sqlite3_exec(db_, schema.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
-        const std::string why = message ? message : "unknown error";
-        sqlite3_free(message);
-        sqlite3_close(db_);
-        throw Error(Errc::io_error, "index sqlite:" + path_ + ": cannot create the schema: " + why);
-    }
+        schema +=
+            std::string("CREATE INDEX IF NOT EXISTS instances_") + column + " ON instances(" + quoted(column) + ");";
+    backend_->script(schema);
 }
 
-StudyIndex::~StudyIndex() { sqlite3_close(db_); }
+StudyIndex::~StudyIndex() = default;
 
 void StudyIndex::put(const InstanceRecord& record)
 {
-    std::string columns, marks;
+    std::string columns, marks, updates;
     std::vector<std::string> values;
-    auto add = [&](const std::string& column, const std::string& value) {
-        columns += (columns.empty() ? "" : ", ") + column;
-        marks += marks.empty() ? "?" : ", ?";
+    auto add = [&](const std::string& column, const std::string& value, const char* mark) {
+        columns += (columns.empty() ? "" : ", ") + quoted(column);
+        marks += std::string(marks.empty() ? "" : ", ") + mark;
+        if (column != "SOPInstanceUID")
+            updates += (updates.empty() ? "" : ", ") + quoted(column) + " = excluded." + quoted(column);
         values.push_back(value);
     };
     for (const Attribute& a : attributes()) {
         if (a.derived) continue;
         const auto it = record.values.find(a.keyword);
         const std::string value = it == record.values.end() ? std::string() : it->second;
-        if (a.kind == Kind::number && value.empty()) continue;  // NULL: the object has none
-        add(a.keyword, value);
+        // A number the object does not have (or not as a number): NULL.
+        add(a.keyword, value, a.kind == Kind::number ? "CAST(NULLIF(?, '') AS INTEGER)" : "?");
     }
-    add("blob", record.blob);
-    add("store", record.store);
-    add("size", std::to_string(record.size));
-    add("checksum", record.checksum);
-    add("problem", record.problem);
-    Statement insert(db_, "INSERT OR REPLACE INTO instances (" + columns + ") VALUES (" + marks + ")", path_);
-    for (std::size_t i = 0; i < values.size(); ++i) insert.bind(static_cast<int>(i + 1), values[i]);
-    insert.step();
+    add("blob", record.blob, "?");
+    add("store", record.store, "?");
+    add("size", std::to_string(record.size), "CAST(? AS BIGINT)");
+    add("checksum", record.checksum, "?");
+    add("problem", record.problem, "?");
+    backend_->run("INSERT INTO instances (" + columns + ") VALUES (" + marks +
+                      ") ON CONFLICT (\"SOPInstanceUID\") DO UPDATE SET " + updates,
+                  values);
+}
+
+std::size_t StudyIndex::remove(const std::string& blob, const std::string& store)
+{
+    std::size_t changed = 0;
+    backend_->run("DELETE FROM instances WHERE \"blob\" = ? AND \"store\" = ?", {blob, store}, &changed);
+    return changed;
+}
+
+bool StudyIndex::has(const std::string& blob, const std::string& store, const std::string& checksum) const
+{
+    return !backend_
+                ->run("SELECT 1 AS \"found\" FROM instances WHERE \"blob\" = ? AND \"store\" = ? AND "
+                      "\"checksum\" = ? LIMIT 1",
+                      {blob, store, checksum})
+                .empty();
 }
 
 std::vector<IndexRow> StudyIndex::find(Level level, const std::vector<Match>& matches) const
 {
+    const Dialect dialect = backend_->dialect();
     std::vector<std::string> params;
-    std::string sql = "SELECT " + select_list(level) + " FROM instances WHERE " + sql_condition(matches, params);
-    if (const char* key = group_key(level)) sql += std::string(" GROUP BY ") + key;
-    sql += std::string(" ORDER BY ") + order_of(level);
-    Statement query(db_, sql, path_);
-    for (std::size_t i = 0; i < params.size(); ++i) query.bind(static_cast<int>(i + 1), params[i]);
-    std::vector<IndexRow> rows;
-    while (query.step()) {
-        IndexRow row;
-        for (int c = 0; c < query.columns(); ++c) {
-            std::string value = query.text(c);
-            if (query.column_name(c) == "ModalitiesInStudy") {
+    std::string sql =
+        "SELECT " + select_list(level, dialect) + " FROM instances WHERE " + sql_condition(matches, params, dialect);
+    if (const char* key = group_key(level)) sql += " GROUP BY " + quoted(key);
+    sql += " ORDER BY " + order_of(level);
+    std::vector<IndexRow> rows = backend_->run(sql, params);
+    for (IndexRow& row : rows) {
+        for (auto& [column, value] : row) {
+            if (column == "ModalitiesInStudy") {
                 for (char& ch : value) ch = ch == ',' ? '\\' : ch;  // DICOM's multi-value separator
             }
-            row.emplace_back(query.column_name(c), std::move(value));
         }
-        rows.push_back(std::move(row));
     }
     return rows;
 }

@@ -2,13 +2,16 @@
 """DICOM test objects for tests/test_dicom_gateway.py, made with pydicom
 (Debian's python3-pydicom; run with /usr/bin/python3).
 
-  dicom_objects.py study DIR SLICES PATIENT STUDY_DATE   CT slices of one study (64x64, 16 bit)
+  dicom_objects.py study DIR SLICES PATIENT STUDY_DATE [MODALITY [ROWS]]
+                                                          slices of one study (ROWSxROWS, default 64, 16 bit;
+                                                          default CT)
   dicom_objects.py multiframe FILE FRAMES                 one multi-frame image (256x256, 16 bit)
   dicom_objects.py nouid FILE                             a CT slice whose data set has no SOP Instance UID
   dicom_objects.py truncated FILE                         a CT slice cut in the middle of its pixel data
+  dicom_objects.py brokenheader FILE                      a CT slice cut inside its header, after PatientID
   dicom_objects.py variant FILE OTHER                     OTHER: FILE's instance with another pixel value
-Prints one JSON line: the files written with their SOP Instance UID and
-Study Instance UID."""
+Prints one JSON line: the files written with their SOP Instance, Study
+Instance and Series Instance UIDs."""
 
 import json
 import os
@@ -47,14 +50,17 @@ def image(sop_class, rows, cols, frames=1, patient="PAT1", study_uid=None, serie
     ds.BitsAllocated, ds.BitsStored, ds.HighBit, ds.PixelRepresentation = 16, 12, 11, 0
     if frames > 1:
         ds.NumberOfFrames = frames
-    ds.PixelData = bytes(((i * 7 + number + fill) & 0xFF) for i in range(rows * cols * 2 * frames))
+    size = rows * cols * 2 * frames
+    period = bytes(((i * 7 + number + fill) & 0xFF) for i in range(256))  # the pattern repeats every 256 bytes
+    ds.PixelData = (period * (size // 256 + 1))[:size]
     return ds
 
 
 def save(ds, path):
     ds.is_little_endian, ds.is_implicit_VR = True, False
     pydicom.dcmwrite(path, ds, write_like_original=False)
-    return {"path": path, "sop": ds.file_meta.MediaStorageSOPInstanceUID, "study": ds.StudyInstanceUID}
+    return {"path": path, "sop": ds.file_meta.MediaStorageSOPInstanceUID, "study": ds.StudyInstanceUID,
+            "series": ds.SeriesInstanceUID}
 
 
 def main(argv):
@@ -62,11 +68,13 @@ def main(argv):
     out = []
     if kind == "study":
         directory, slices, patient, date = argv[2], int(argv[3]), argv[4], argv[5]
+        modality = argv[6] if len(argv) > 6 else "CT"
+        rows = int(argv[7]) if len(argv) > 7 else 64
         os.makedirs(directory, exist_ok=True)
         study, series = generate_uid(), generate_uid()
         for n in range(1, slices + 1):
-            ds = image(CTImageStorage, 64, 64, patient=patient, study_uid=study, series_uid=series, number=n,
-                       study_date=date)
+            ds = image(CTImageStorage, rows, rows, patient=patient, study_uid=study, series_uid=series, number=n,
+                       study_date=date, modality=modality)
             out.append(save(ds, os.path.join(directory, f"slice{n:04d}.dcm")))
     elif kind == "multiframe":
         out.append(save(image(SecondaryCaptureImageStorage, 256, 256, frames=int(argv[3]), patient="PAT2",
@@ -80,6 +88,14 @@ def main(argv):
         size = os.path.getsize(argv[2])
         with open(argv[2], "r+b") as f:
             f.truncate(size - 4096)
+        out.append(entry)
+    elif kind == "brokenheader":
+        entry = save(image(CTImageStorage, 64, 64, patient="PAT5"), argv[2])
+        with open(argv[2], "rb") as f:
+            data = f.read()
+        cut = data.index(b"\x20\x00\x0d\x00UI") + 10  # inside the Study Instance UID's value
+        with open(argv[2], "wb") as f:
+            f.write(data[:cut])
         out.append(entry)
     elif kind == "variant":
         ds = pydicom.dcmread(argv[2])

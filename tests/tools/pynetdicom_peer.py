@@ -6,19 +6,26 @@
                                                   {"file", "status"} (status -1: no response)
   pynetdicom_peer.py hold HOST PORT AE N          opens N associations, then one more; prints
                                                   {"held": N opened, "extra": "accepted"|"rejected"}
+  pynetdicom_peer.py find HOST PORT AE MODEL LEVEL KEY[=VALUE]...
+                                                  C-FIND in MODEL (patient or study root) at LEVEL; one JSON
+                                                  line per response: {"status", "identifier": {KEY: VALUE}}
 """
 
 import json
 import sys
 
 from pynetdicom import AE
-from pynetdicom.sop_class import CTImageStorage, SecondaryCaptureImageStorage, Verification
+from pydicom.dataset import Dataset
+from pynetdicom.sop_class import (CTImageStorage, PatientRootQueryRetrieveInformationModelFind,
+                                  SecondaryCaptureImageStorage, StudyRootQueryRetrieveInformationModelFind,
+                                  Verification)
 
 
 def associate(host, port, called):
     ae = AE(ae_title="PYNETDICOM")
     ae.acse_timeout = ae.dimse_timeout = ae.network_timeout = 30
-    for context in (CTImageStorage, SecondaryCaptureImageStorage, Verification):
+    for context in (CTImageStorage, SecondaryCaptureImageStorage, Verification,
+                    PatientRootQueryRetrieveInformationModelFind, StudyRootQueryRetrieveInformationModelFind):
         ae.add_requested_context(context)
     return ae.associate(host, port, ae_title=called)
 
@@ -46,10 +53,34 @@ def hold(host, port, called, n):
     print(json.dumps(result), flush=True)
 
 
+def find(host, port, called, model, level, keys):
+    identifier = Dataset()
+    identifier.QueryRetrieveLevel = level
+    for key in keys:
+        name, _, value = key.partition("=")
+        setattr(identifier, name, value)
+    information_model = {"patient": PatientRootQueryRetrieveInformationModelFind,
+                         "study": StudyRootQueryRetrieveInformationModelFind}[model]
+    assoc = associate(host, port, called)
+    if not assoc.is_established:
+        sys.exit("association not established")
+    for status, answer in assoc.send_c_find(identifier, information_model):
+        code = status.Status if status and "Status" in status else -1
+        out = {"status": code}
+        if answer is not None:
+            out["identifier"] = {e.keyword: "" if e.value is None else str(e.value) for e in answer}
+        if status and "ErrorComment" in status:
+            out["comment"] = str(status.ErrorComment)
+        print(json.dumps(out), flush=True)
+    assoc.release()
+
+
 def main(argv):
     host, port, called = argv[2], int(argv[3]), argv[4]
     if argv[1] == "store":
         store(host, port, called, argv[5:])
+    elif argv[1] == "find":
+        find(host, port, called, argv[5], argv[6], argv[7:])
     elif argv[1] == "hold":
         hold(host, port, called, int(argv[5]))
     else:

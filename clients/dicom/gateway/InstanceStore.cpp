@@ -45,6 +45,22 @@ bool same_data_set(const std::vector<std::uint8_t>& stored, const std::string& p
                       received.begin() + static_cast<std::ptrdiff_t>(b));
 }
 
+/// Whether `value` has the form of `a`'s values (character set only).
+bool plausible(const Attribute& a, const std::string& value)
+{
+    switch (a.kind) {
+    case Kind::uid: return value.find_first_not_of("0123456789.") == std::string::npos;
+    case Kind::date:
+    case Kind::number: return value.find_first_not_of("0123456789 +-") == std::string::npos;
+    case Kind::time: return value.find_first_not_of("0123456789.: ") == std::string::npos;
+    case Kind::text: break;
+    }
+    return std::none_of(value.begin(), value.end(), [](char c) {
+        const auto u = static_cast<unsigned char>(c);
+        return (u < 0x20 && u != 0x1B) || u == 0x7F;  // ESC: ISO 2022 character set switches
+    });
+}
+
 }  // namespace
 
 std::size_t data_set_offset(const std::uint8_t* bytes, std::size_t size)
@@ -58,10 +74,13 @@ std::size_t data_set_offset(const std::uint8_t* bytes, std::size_t size)
     return start + element + length <= size ? start + element + length : 0;
 }
 
-std::string read_header(const std::string& path, std::map<std::string, std::string>& values)
+std::string read_header(const std::string& path, std::map<std::string, std::string>& values, bool header_only)
 {
     DcmFileFormat file;
-    const OFCondition read = file.loadFile(path.c_str(), EXS_Unknown, EGL_noChange, kMaxLoadedValue, ERM_fileOnly);
+    const OFCondition read =
+        header_only ? file.loadFileUntilTag(path.c_str(), EXS_Unknown, EGL_noChange, kMaxLoadedValue, ERM_fileOnly,
+                                            DCM_PixelData)
+                    : file.loadFile(path.c_str(), EXS_Unknown, EGL_noChange, kMaxLoadedValue, ERM_fileOnly);
     DcmDataset* data = file.getDataset();
     for (const Attribute& a : attributes()) {
         if (a.derived) continue;
@@ -73,8 +92,12 @@ std::string read_header(const std::string& path, std::map<std::string, std::stri
             if (DcmTag::findTagFromName(a.keyword, tag).good()) data->findAndGetOFStringArray(tag, value);
         }
         values[a.keyword] = value.c_str();
+        // An object that does not parse may leave the value it stopped in
+        // half read: only a value of the attribute's form is kept.
+        if (read.bad() && !plausible(a, values[a.keyword])) values[a.keyword].clear();
     }
     if (read.bad()) return std::string("the object does not parse: ") + read.text();
+    if (header_only) return {};
     // A truncated value that was not loaded is noticed only when it is read.
     DcmElement* pixels = nullptr;
     if (data->findAndGetElement(DCM_PixelData, pixels).good() && pixels->getLength() > 0) {
@@ -88,6 +111,12 @@ std::string read_header(const std::string& path, std::map<std::string, std::stri
 InstanceStore::InstanceStore(const GatewayOptions& options, client::Session& session, StudyIndex* index)
     : options_(options), session_(session), index_(index)
 {}
+
+bool InstanceStore::storing(const std::string& name) const
+{
+    std::lock_guard<std::mutex> lock(storing_mutex_);
+    return storing_.count(name) != 0;
+}
 
 StoreOutcome InstanceStore::store(const ReceivedInstance& instance)
 {
@@ -110,8 +139,27 @@ StoreOutcome InstanceStore::store(const ReceivedInstance& instance)
     if (const auto bad = blob_name_problem(name))
         return refuse(status::cannot_understand, "Blob name \"" + name + "\" (--name-pattern): " + *bad);
 
+    using ms = std::chrono::duration<double, std::milli>;
+    const auto parsed = std::chrono::steady_clock::now();
+    struct Storing {  // from the push until the entry is written
+        InstanceStore& self;
+        std::string name;
+        Storing(InstanceStore& s, std::string n) : self(s), name(std::move(n))
+        {
+            std::lock_guard<std::mutex> lock(self.storing_mutex_);
+            self.storing_.insert(name);
+        }
+        ~Storing()
+        {
+            std::lock_guard<std::mutex> lock(self.storing_mutex_);
+            self.storing_.erase(self.storing_.find(name));
+        }
+        Storing(const Storing&) = delete;
+        Storing& operator=(const Storing&) = delete;
+    } storing(*this, name);
     StoreOutcome outcome = push(instance, name, record);
     if (outcome.status != status::success) return refuse(outcome.status, outcome.comment);
+    const auto pushed = std::chrono::steady_clock::now();
     if (index_) {
         try {
             index_->put(record);
@@ -120,9 +168,12 @@ StoreOutcome InstanceStore::store(const ReceivedInstance& instance)
             spdlog::error("{}: stored as {} but not indexed: {}", what, name, e.what());
         }
     }
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    spdlog::info("{}: {} as {} in store \"{}\" ({} bytes, {:.3f} s{})", what,
-                 outcome.comment.empty() ? "stored" : outcome.comment, name, record.store, record.size, seconds,
+    const auto indexed = std::chrono::steady_clock::now();
+    const double seconds = std::chrono::duration<double>(indexed - started).count();
+    spdlog::info("{}: {} as {} in store \"{}\" ({} bytes, {:.3f} s: header {:.1f} ms, push {:.1f} ms, index "
+                 "{:.1f} ms{})",
+                 what, outcome.comment.empty() ? "stored" : outcome.comment, name, record.store, record.size, seconds,
+                 ms(parsed - started).count(), ms(pushed - parsed).count(), ms(indexed - pushed).count(),
                  record.values["Modality"].empty() ? "" : ", " + record.values["Modality"]);
     return {status::success, {}};
 }

@@ -13,6 +13,8 @@
 
 #include <cstdint>
 #include <map>
+#include <mutex>
+#include <set>
 #include <string>
 
 namespace blobstreaming::dicom {
@@ -50,18 +52,26 @@ public:
     /// Parses, pushes (durable, verified), indexes. Logs one line.
     StoreOutcome store(const ReceivedInstance& instance);
 
+    /// Whether Blob `name` of --store is being stored (pushed, not yet
+    /// indexed) by store(): its commit event needs no header read.
+    bool storing(const std::string& name) const;
+
 private:
     StoreOutcome push(const ReceivedInstance& instance, const std::string& name, InstanceRecord& record);
 
     const GatewayOptions& options_;
     client::Session& session_;
     StudyIndex* index_;
+    mutable std::mutex storing_mutex_;
+    std::multiset<std::string> storing_;
 };
 
 /// Reads the attributes of attributes() from a DICOM file, the pixel data
 /// left unread in memory. Returns "" and fills `values`, or why the file is
 /// not a whole, readable DICOM object (`values` then holds what parsed).
-std::string read_header(const std::string& path, std::map<std::string, std::string>& values);
+/// `header_only`: the file may end anywhere after the header (the first
+/// bytes of a Blob): parsing stops at the pixel data.
+std::string read_header(const std::string& path, std::map<std::string, std::string>& values, bool header_only = false);
 
 /// Where the data set starts in a DICOM file's bytes (after the preamble and
 /// the meta group, from its group length), or 0 when that cannot be told.

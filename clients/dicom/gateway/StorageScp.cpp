@@ -1,5 +1,12 @@
 #include "StorageScp.h"
 
+#include "QueryRetrieve.h"
+
+#include <blobstreaming/common/Error.h>
+
+#include <dcmtk/dcmdata/dcdeftag.h>
+#include <dcmtk/dcmnet/dimse.h>
+
 #include <dcmtk/dcmdata/dcuid.h>
 #include <dcmtk/dcmnet/diutil.h>
 #include <dcmtk/dcmnet/scp.h>
@@ -8,8 +15,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <map>
+#include <memory>
 #include <set>
 #include <string>
 
@@ -23,20 +34,43 @@ namespace {
 /// gateway's state through this pointer, set once before listening.
 const GatewayOptions* g_options = nullptr;
 InstanceStore* g_store = nullptr;
+StudyIndex* g_index = nullptr;
+client::Session* g_session = nullptr;
 std::atomic<unsigned long> g_spool_counter{0};
 
+/// C-GET sends at most this many instances' files from the spool at once.
+constexpr std::size_t kGetBatch = 16;
+
+std::string spool_path()
+{
+    return g_options->spool + "/blob-dicomd-" + std::to_string(::getpid()) + "-" + std::to_string(++g_spool_counter) +
+           ".dcm";
+}
+
 class StorageScp : public DcmThreadSCP {
+public:
+    /// The pool hands each connection to run(): the association is kept for
+    /// C-GET's C-STORE sub-operations, sent straight from the pulled file.
+    OFCondition run(T_ASC_Association* association) override
+    {
+        association_ = association;
+        const OFCondition result = DcmThreadSCP::run(association);
+        association_ = nullptr;
+        return result;
+    }
+
 protected:
     OFCondition handleIncomingCommand(T_DIMSE_Message* message, const DcmPresentationContextInfo& context) override
     {
+        if (message->CommandField == DIMSE_C_FIND_RQ) return find(message->msg.CFindRQ, context.presentationContextID);
+        if (message->CommandField == DIMSE_C_GET_RQ) return get(message->msg.CGetRQ, context.presentationContextID);
         if (message->CommandField != DIMSE_C_STORE_RQ) return DcmThreadSCP::handleIncomingCommand(message, context);
         T_DIMSE_C_StoreRQ& request = message->msg.CStoreRQ;
         ReceivedInstance instance;
         instance.sop_class_uid = request.AffectedSOPClassUID;
         instance.sop_instance_uid = request.AffectedSOPInstanceUID;
         instance.peer = std::string(getPeerAETitle().c_str()) + "@" + getPeerIP().c_str();
-        instance.path = g_options->spool + "/blob-dicomd-" + std::to_string(::getpid()) + "-" +
-                        std::to_string(++g_spool_counter) + ".dcm";
+        instance.path = spool_path();
         const OFCondition received = receiveSTORERequest(request, context.presentationContextID, instance.path.c_str());
         if (received.bad()) {
             std::remove(instance.path.c_str());
@@ -57,12 +91,265 @@ protected:
                                  request.AffectedSOPInstanceUID, outcome.status, comment);
     }
 
+    std::string peer() { return std::string(getPeerAETitle().c_str()) + "@" + getPeerIP().c_str(); }
+
+    /// The query of a C-FIND or C-GET identifier, or a refusal's status and why.
+    bool parse_query(const char* sop_class, DcmDataset* identifier, IndexQuery& query, Uint16& status, std::string& why)
+    {
+        InformationModel model;
+        if (!information_model_of(sop_class, model)) {
+            status = 0x0122;  // SOP class not supported
+            why = std::string("SOP class ") + sop_class + " is not Patient Root or Study Root";
+            return false;
+        }
+        if (!g_index) {
+            status = 0xC000;
+            why = "blob-dicomd runs without --index: nothing to query";
+            return false;
+        }
+        if (!identifier) {
+            status = 0xA900;
+            why = "no identifier";
+            return false;
+        }
+        try {
+            query = parse_identifier(*identifier, model);
+            return true;
+        } catch (const QueryRefused& e) {
+            status = e.status;
+            why = e.what();
+            return false;
+        }
+    }
+
+    static DcmDataset* error_comment(DcmDataset& detail, const std::string& why)
+    {
+        detail.putAndInsertString(DCM_ErrorComment, why.substr(0, 64).c_str());
+        return &detail;
+    }
+
+    /// C-FIND (Patient Root, Study Root): one pending response per match of
+    /// the index, then Success; C-CANCEL is looked for between responses.
+    OFCondition find(T_DIMSE_C_FindRQ& request, T_ASC_PresentationContextID context)
+    {
+        DcmDataset* identifier = nullptr;
+        OFCondition cond = receiveFINDRequest(request, context, identifier);
+        if (cond.bad()) return cond;
+        std::unique_ptr<DcmDataset> owned(identifier);
+        const auto started = std::chrono::steady_clock::now();
+        IndexQuery query;
+        Uint16 status = 0;
+        std::string why;
+        std::vector<IndexRow> rows;
+        if (parse_query(request.AffectedSOPClassUID, identifier, query, status, why)) {
+            try {
+                rows = g_index->find(query.level, query.matches);
+            } catch (const Error& e) {
+                status = 0xC000;
+                why = e.what();
+            }
+        }
+        DcmDataset detail;
+        if (!why.empty()) {
+            spdlog::error("C-FIND from {}: refused (status {:04X}): {}", peer(), status, why);
+            return sendFINDResponse(context, request.MessageID, request.AffectedSOPClassUID, nullptr, status,
+                                    error_comment(detail, why));
+        }
+        std::size_t sent = 0;
+        for (const IndexRow& row : rows) {
+            if (checkForCANCEL(context, request.MessageID).good()) {
+                spdlog::info("C-FIND from {}: cancelled after {} of {} matches", peer(), sent, rows.size());
+                return sendFINDResponse(context, request.MessageID, request.AffectedSOPClassUID, nullptr,
+                                        STATUS_FIND_Cancel_MatchingTerminatedDueToCancelRequest);
+            }
+            DcmDataset response;
+            fill_response(query, row, response);
+            cond = sendFINDResponse(context, request.MessageID, request.AffectedSOPClassUID, &response,
+                                    STATUS_FIND_Pending_MatchesAreContinuing);
+            if (cond.bad()) return cond;
+            ++sent;
+        }
+        spdlog::info("C-FIND from {}: {} level, {} matches in {:.3f} s", peer(), level_name(query.level), sent,
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+        return sendFINDResponse(context, request.MessageID, request.AffectedSOPClassUID, nullptr, STATUS_Success);
+    }
+
+    OFCondition send_get_response(T_ASC_PresentationContextID context, const T_DIMSE_C_GetRQ& request, Uint16 status,
+                                  std::size_t remaining, std::size_t completed, std::size_t failed,
+                                  DcmDataset* identifier = nullptr, DcmDataset* detail = nullptr)
+    {
+        T_DIMSE_Message message{};
+        message.CommandField = DIMSE_C_GET_RSP;
+        T_DIMSE_C_GetRSP& rsp = message.msg.CGetRSP;
+        rsp.MessageIDBeingRespondedTo = request.MessageID;
+        OFStandard::strlcpy(rsp.AffectedSOPClassUID, request.AffectedSOPClassUID, sizeof rsp.AffectedSOPClassUID);
+        rsp.DimseStatus = status;
+        rsp.DataSetType = identifier ? DIMSE_DATASET_PRESENT : DIMSE_DATASET_NULL;
+        // The counts are US (16 bits): a retrieval of more instances reports 65535.
+        auto count = [](std::size_t n) { return static_cast<DIC_US>(std::min<std::size_t>(n, 65535)); };
+        rsp.NumberOfRemainingSubOperations = count(remaining);
+        rsp.NumberOfCompletedSubOperations = count(completed);
+        rsp.NumberOfFailedSubOperations = count(failed);
+        rsp.NumberOfWarningSubOperations = 0;
+        rsp.opts = O_GET_AFFECTEDSOPCLASSUID | O_GET_NUMBEROFCOMPLETEDSUBOPERATIONS |
+                   O_GET_NUMBEROFFAILEDSUBOPERATIONS | O_GET_NUMBEROFWARNINGSUBOPERATIONS;
+        if (status == STATUS_GET_Pending_SubOperationsAreContinuing) rsp.opts |= O_GET_NUMBEROFREMAININGSUBOPERATIONS;
+        return sendDIMSEMessage(context, &message, identifier, detail);
+    }
+
+    /// One C-STORE sub-operation of a C-GET: the file's data set as it is,
+    /// on a context of its SOP class and transfer syntax. Returns "" or why
+    /// it failed.
+    std::string store_sub_operation(const std::string& path, const std::string& sop_class, const std::string& sop,
+                                    const std::string& syntax, Uint16 message_id)
+    {
+        const T_ASC_PresentationContextID context =
+            ASC_findAcceptedPresentationContextID(association_, sop_class.c_str(), syntax.c_str());
+        T_ASC_PresentationContext accepted;
+        if (context == 0 || ASC_findAcceptedPresentationContext(association_->params, context, &accepted).bad() ||
+            syntax != accepted.acceptedTransferSyntax)
+            return "no presentation context for SOP class " + sop_class + " in transfer syntax " + syntax +
+                   " (the instance is sent as stored)";
+        T_DIMSE_Message message{};
+        message.CommandField = DIMSE_C_STORE_RQ;
+        T_DIMSE_C_StoreRQ& rq = message.msg.CStoreRQ;
+        rq.MessageID = message_id;
+        OFStandard::strlcpy(rq.AffectedSOPClassUID, sop_class.c_str(), sizeof rq.AffectedSOPClassUID);
+        OFStandard::strlcpy(rq.AffectedSOPInstanceUID, sop.c_str(), sizeof rq.AffectedSOPInstanceUID);
+        rq.DataSetType = DIMSE_DATASET_PRESENT;
+        rq.Priority = DIMSE_PRIORITY_MEDIUM;
+        OFCondition cond =
+            DIMSE_sendMessageUsingFileData(association_, context, &message, nullptr, path.c_str(), nullptr, nullptr);
+        if (cond.bad()) return std::string("sending the C-STORE failed: ") + cond.text();
+        T_DIMSE_Message response{};
+        T_ASC_PresentationContextID response_context = 0;
+        DcmDataset* detail = nullptr;
+        cond = receiveDIMSECommand(&response_context, &response, &detail);
+        delete detail;
+        if (cond.bad()) return std::string("no C-STORE response: ") + cond.text();
+        if (response.CommandField != DIMSE_C_STORE_RSP)
+            return "expected a C-STORE response, got command " + std::to_string(response.CommandField);
+        const Uint16 status = response.msg.CStoreRSP.DimseStatus;
+        if (status != STATUS_Success && (status & 0xF000) != 0xB000) {
+            char code[8];
+            std::snprintf(code, sizeof code, "%04X", status);
+            return std::string("the peer answered the C-STORE with status ") + code;
+        }
+        return {};
+    }
+
+    /// C-GET (Patient Root, Study Root): the instances the index lists for
+    /// the identifier, pulled from their stores (verified) in batches and
+    /// sent as C-STORE sub-operations on this association, bit-exact.
+    OFCondition get(T_DIMSE_C_GetRQ& request, T_ASC_PresentationContextID context)
+    {
+        DcmDataset* identifier = nullptr;
+        T_ASC_PresentationContextID data_context = context;
+        OFCondition cond = receiveDIMSEDataset(&data_context, &identifier);
+        if (cond.bad()) return cond;
+        std::unique_ptr<DcmDataset> owned(identifier);
+        const auto started = std::chrono::steady_clock::now();
+        IndexQuery query;
+        Uint16 status = 0;
+        std::string why;
+        std::vector<IndexRow> rows;
+        if (parse_query(request.AffectedSOPClassUID, identifier, query, status, why)) {
+            try {
+                rows = g_index->find(Level::instance, query.matches);
+            } catch (const Error& e) {
+                status = 0xC000;
+                why = e.what();
+            }
+        }
+        DcmDataset detail;
+        if (!why.empty()) {
+            spdlog::error("C-GET from {}: refused (status {:04X}): {}", peer(), status, why);
+            return send_get_response(context, request, status, 0, 0, 0, nullptr, error_comment(detail, why));
+        }
+        auto column = [](const IndexRow& row, const char* name) {
+            for (const auto& [c, v] : row)
+                if (c == name) return v;
+            return std::string();
+        };
+        std::size_t completed = 0, failed = 0;
+        std::vector<std::string> failed_uids;
+        Uint16 message_id = 1;
+        for (std::size_t begin = 0; begin < rows.size(); begin += kGetBatch) {
+            if (checkForCANCEL(context, request.MessageID).good()) {
+                spdlog::info("C-GET from {}: cancelled after {} of {} instances", peer(), completed + failed,
+                             rows.size());
+                return send_get_response(context, request,
+                                         STATUS_GET_Cancel_SubOperationsTerminatedDueToCancelIndication,
+                                         rows.size() - completed - failed, completed, failed);
+            }
+            const std::size_t end = std::min(rows.size(), begin + kGetBatch);
+            std::vector<std::string> paths;
+            std::map<std::string, std::vector<std::size_t>> by_store;
+            for (std::size_t i = begin; i < end; ++i) {
+                paths.push_back(spool_path());
+                by_store[column(rows[i], "store")].push_back(i);
+            }
+            std::vector<client::Result> results(end - begin);
+            for (const auto& [store, members] : by_store) {
+                std::vector<client::PullSlice> slices;
+                for (std::size_t i : members)
+                    slices.push_back({column(rows[i], "blob"), client::PullSink::file(paths[i - begin])});
+                client::PullOptions options;
+                options.store = store;
+                client::SeriesResult series;
+                g_session->pull_series(std::move(slices), options, client::Mode::Sync,
+                                       [&series](const client::SeriesResult& r) { series = r; });
+                for (std::size_t k = 0; k < series.slices.size(); ++k) results[members[k] - begin] = series.slices[k];
+            }
+            for (std::size_t i = begin; i < end; ++i) {
+                const IndexRow& row = rows[i];
+                const std::string sop = column(row, "SOPInstanceUID");
+                std::string problem = results[i - begin].ok()
+                                          ? store_sub_operation(paths[i - begin], column(row, "SOPClassUID"), sop,
+                                                                column(row, "TransferSyntaxUID"), message_id++)
+                                          : "pulling Blob " + column(row, "blob") + " from store \"" +
+                                                column(row, "store") + "\": " + results[i - begin].message;
+                std::remove(paths[i - begin].c_str());
+                if (problem.empty()) {
+                    ++completed;
+                } else {
+                    ++failed;
+                    failed_uids.push_back(sop);
+                    spdlog::error("C-GET from {}: instance {}: {}", peer(), sop, problem);
+                }
+                if (i + 1 < rows.size()) {
+                    cond = send_get_response(context, request, STATUS_GET_Pending_SubOperationsAreContinuing,
+                                             rows.size() - i - 1, completed, failed);
+                    if (cond.bad()) {
+                        for (std::size_t j = i + 1; j < end; ++j) std::remove(paths[j - begin].c_str());
+                        return cond;
+                    }
+                }
+            }
+        }
+        spdlog::info("C-GET from {}: {} level, {} instances sent, {} failed, in {:.3f} s", peer(),
+                     level_name(query.level), completed, failed,
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+        if (failed == 0) return send_get_response(context, request, STATUS_Success, 0, completed, 0);
+        DcmDataset failures;
+        std::string list;
+        for (const std::string& uid : failed_uids) list += (list.empty() ? "" : "\\") + uid;
+        failures.putAndInsertString(DCM_FailedSOPInstanceUIDList, list.c_str());
+        return send_get_response(context, request,
+                                 completed == 0 ? STATUS_GET_Refused_OutOfResourcesSubOperations
+                                                : STATUS_GET_Warning_SubOperationsCompleteOneOrMoreFailures,
+                                 0, completed, failed, &failures);
+    }
+
     void notifyAssociationRequest(const T_ASC_Parameters& params, DcmSCPActionType& action) override
     {
         DcmThreadSCP::notifyAssociationRequest(params, action);
         spdlog::debug("association request from {}@{}", params.DULparams.callingAPTitle,
                       params.DULparams.callingPresentationAddress);
     }
+
+private:
+    T_ASC_Association* association_ = nullptr;
 };
 
 void add_contexts(DcmSCPConfig& config)
@@ -71,6 +358,10 @@ void add_contexts(DcmSCPConfig& config)
     verification.push_back(UID_LittleEndianExplicitTransferSyntax);
     verification.push_back(UID_LittleEndianImplicitTransferSyntax);
     config.addPresentationContext(UID_VerificationSOPClass, verification);
+    for (const char* model :
+         {UID_FINDPatientRootQueryRetrieveInformationModel, UID_FINDStudyRootQueryRetrieveInformationModel,
+          UID_GETPatientRootQueryRetrieveInformationModel, UID_GETStudyRootQueryRetrieveInformationModel})
+        config.addPresentationContext(model, verification);
     // Uncompressed first; then the compressed syntaxes a modality may send
     // as they are (the gateway stores the bytes it receives).
     OFList<OFString> syntaxes;
@@ -82,13 +373,15 @@ void add_contexts(DcmSCPConfig& config)
           UID_JPEG2000LosslessOnlyTransferSyntax, UID_JPEG2000TransferSyntax, UID_RLELosslessTransferSyntax,
           UID_MPEG2MainProfileAtMainLevelTransferSyntax, UID_MPEG4HighProfileLevel4_1TransferSyntax})
         syntaxes.push_back(uid);
-    // DCMTK's association profile holds at most 128 presentation contexts:
-    // the storage classes a storescu proposes by default come first, then
-    // the rest of DCMTK's list while there is room (docs/DICOM.md, "Limits").
+    // DCMTK's association profile holds at most 128 presentation contexts
+    // (5 above): the storage classes a storescu proposes by default come
+    // first, then the rest of DCMTK's list while there is room (docs/DICOM.md,
+    // "Limits"). Either role: a C-GET's requestor proposes the SCP role for
+    // the classes it retrieves, a modality the SCU role.
     std::set<std::string> offered;
     auto offer = [&](const char* uid) {
-        if (offered.size() >= 127 || !offered.insert(uid).second) return;
-        const OFCondition added = config.addPresentationContext(uid, syntaxes);
+        if (offered.size() >= 123 || !offered.insert(uid).second) return;
+        const OFCondition added = config.addPresentationContext(uid, syntaxes, ASC_SC_ROLE_SCUSCP);
         if (added.bad()) spdlog::warn("SOP class {} not offered: {}", uid, added.text());
     };
     for (int i = 0; i < numberOfDcmShortSCUStorageSOPClassUIDs; ++i) offer(dcmShortSCUStorageSOPClassUIDs[i]);
@@ -98,10 +391,13 @@ void add_contexts(DcmSCPConfig& config)
 
 }  // namespace
 
-std::string serve_associations(const GatewayOptions& options, InstanceStore& store)
+std::string serve_associations(const GatewayOptions& options, InstanceStore& store, StudyIndex* index,
+                               client::Session& session)
 {
     g_options = &options;
     g_store = &store;
+    g_index = index;
+    g_session = &session;
     DcmSCPPool<StorageScp> pool;
     DcmSCPConfig& config = pool.getConfig();
     config.setAETitle(options.aetitle.c_str());

@@ -1,8 +1,9 @@
 #pragma once
 /// blob-dicomd's DICOM side: DCMTK's SCP pool (a thread per association, at
 /// most --max-associations; more are rejected "local limit exceeded"),
-/// accepting every storage SOP class of DCMTK's list with the common
-/// transfer syntaxes, and Verification (C-ECHO).
+/// accepting storage SOP classes of DCMTK's list with the common transfer
+/// syntaxes, Verification (C-ECHO), and Query/Retrieve (C-FIND, C-GET) in
+/// the Patient Root and Study Root models.
 
 #include "InstanceStore.h"
 
@@ -12,8 +13,10 @@
 namespace blobstreaming::dicom {
 
 /// Listens on options.port and serves associations until the process ends;
-/// each C-STORE goes through `store`. Returns only when listening fails
-/// (e.g. the port is taken), with why.
-std::string serve_associations(const GatewayOptions& options, InstanceStore& store);
+/// each C-STORE goes through `store`, C-FIND and C-GET through `index`
+/// (null: refused, no --index) and `session` (C-GET pulls the instances).
+/// Returns only when listening fails (e.g. the port is taken), with why.
+std::string serve_associations(const GatewayOptions& options, InstanceStore& store, StudyIndex* index,
+                               client::Session& session);
 
 }  // namespace blobstreaming::dicom

@@ -4,6 +4,7 @@
 /// C-STORE in progress is then not answered, and the modality sends it again
 /// (a resend of the same data set succeeds without a second copy).
 
+#include "EventIndexer.h"
 #include "GatewayOptions.h"
 #include "InstanceStore.h"
 #include "StorageScp.h"
@@ -113,6 +114,8 @@ int main(int argc, char** argv)
 
     std::unique_ptr<client::Session> session;
     std::unique_ptr<StudyIndex> index;
+    std::unique_ptr<EventIndexer> indexer;
+    std::unique_ptr<InstanceStore> store;
     try {
         check_port(o.port);
         if (::access(o.spool.c_str(), W_OK) != 0)
@@ -123,19 +126,34 @@ int main(int argc, char** argv)
         so.timeout = o.timeout;
         session = std::make_unique<client::Session>(so);
         check_store(*session, o);
-        if (!o.index.empty()) index = std::make_unique<StudyIndex>(o.index, true);
+        if (!o.index.empty()) {
+            index = std::make_unique<StudyIndex>(o.index, true);
+        }
+        store = std::make_unique<InstanceStore>(o, *session, index.get());
+        if (index) {
+            // Every DICOM Blob committed to any store, whoever pushed it; not
+            // those this gateway is storing and indexes itself.
+            InstanceStore* gateway = store.get();
+            indexer = std::make_unique<EventIndexer>(
+                o, so, *session, *index, [gateway](const std::string& name) { return gateway->storing(name); });
+        }
     } catch (const Error& e) {
         std::cerr << "blob-dicomd: " << e.what() << "\n";
         return static_cast<int>(e.code());
     }
-    InstanceStore store(o, *session, index.get());
-    std::thread listener([&o, &store] {
-        g_listen_failure = serve_associations(o, store);
+    std::thread listener([&o, &store, &index, &session] {
+        g_listen_failure = serve_associations(o, *store, index.get(), *session);
         ::kill(::getpid(), SIGUSR1);
     });
     listener.detach();  // DCMTK's pool has no way to stop listening: the process ends around it
     std::cout << "blob-dicomd ready aetitle=" << o.aetitle << " port=" << o.port << " store=" << o.store
-              << " index=" << (o.index.empty() ? "-" : o.index) << std::endl;
+              << " index=" << (o.index.empty() ? "-" : o.index);
+    if (indexer) {
+        std::string watched;
+        for (const std::string& s : indexer->stores()) watched += (watched.empty() ? "" : ",") + s;
+        std::cout << " watching=" << watched;
+    }
+    std::cout << std::endl;
 
     int signal = 0;
     ::sigwait(&handled, &signal);

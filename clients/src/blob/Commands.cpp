@@ -43,6 +43,7 @@ const std::map<std::string, std::pair<std::size_t, std::size_t>>& commands()
         {"checksum", {1, 64}},
         {"watch", {0, 0}},
         {"copy", {1, kMaxCopyNames}},
+        {"find", {0, 64}},
     };
     return table;
 }
@@ -460,6 +461,8 @@ int run(const Invocation& call)
 {
     if (call.command == "checksum") return checksum(call);
     if (call.command == "watch") return watch(call);
+    if (call.command == "find") return find(call);
+    if (call.command == "pull" && (!call.study.empty() || !call.series.empty())) return pull_instances(call);
     Session session(session_options(call));
     if (call.command == "push") return push(session, call);
     if (call.command == "pull") return pull(session, call);

@@ -38,6 +38,9 @@ struct Invocation {
     std::string from;                           ///< copy: --from ("" : the nearest holder)
     bool chain = true;                          ///< copy: false with --no-chain
     std::size_t window = 4;                     ///< copy: --window
+    std::string index;                          ///< find, pull --study/--series: the study index URL (--index)
+    std::string level;                          ///< find: --level ("" : study)
+    std::string study, series;                  ///< pull: --study UID, --series UID (the instances of the index)
     std::string command;
     std::vector<std::string> args;
 };
@@ -68,5 +71,14 @@ std::vector<std::string> watch_events(const std::string& command, const std::str
 /// `blob watch` (Watch.cpp): prints events until SIGINT or SIGTERM, then
 /// exits 0; Errc::io_error when standard output fails.
 int watch(const Invocation& call);
+
+/// `blob find` (Dicom.cpp): the study index's matches of the KEY=VALUE
+/// arguments at --level, as text or --json. Needs no store.
+int find(const Invocation& call);
+
+/// `blob pull --study UID DIR` / `--series UID DIR` (Dicom.cpp): every
+/// instance the index lists, pulled as one series, verified, to
+/// DIR/SOPInstanceUID.dcm.
+int pull_instances(const Invocation& call);
 
 }  // namespace blobstreaming::cli

@@ -3,6 +3,8 @@
 #include "Io.h"
 #include "Output.h"
 
+#include "../../dicom/Attributes.h"
+
 #include <blobstreaming/cli/CommandLine.h>
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/TlsFiles.h>
@@ -98,6 +100,8 @@ po::options_description describe()
         "                     the bytes go from store to store, never through this client\n"
         "  watch              print the stores' events (committed, removed) as they happen, until\n"
         "                     interrupted; --store S (repeatable; default: every registered store)\n"
+        "  find KEY=VALUE...  DICOM patients, studies, series or instances of the study index (--index)\n"
+        "                     matching every KEY=VALUE (wildcards * ?, date ranges A-B, UID lists A\\B)\n"
         "Options");
     // clang-format off
     o.add_options()
@@ -133,6 +137,10 @@ po::options_description describe()
                    "reservation; pull: the bytes FILE already holds)")
         ("verify", "pull: check the whole Blob's checksum against the store's (the default for whole-Blob pulls)")
         ("no-verify", "pull: skip the check of the whole Blob's checksum")
+        ("index", po::value<std::string>()->value_name("URL"), "find, pull --study/--series: the study index, sqlite:PATH or postgresql://... (env BLOBSTREAMING_INDEX)")
+        ("level", po::value<std::string>()->value_name("LEVEL"), "find: patient, study (default), series or instance")
+        ("study", po::value<std::string>()->value_name("UID"), "pull --study UID DIR: every instance of the study (from --index) to DIR/SOPInstanceUID.dcm")
+        ("series", po::value<std::string>()->value_name("UID"), "pull --series UID DIR: every instance of the series, likewise")
         ("prune", "stores: remove the Naming Service entries of stores whose daemon is gone (connection refused), "
                   "only those; each one removed is reported");
     // clang-format on
@@ -158,10 +166,11 @@ const std::vector<CommandHelp>& command_help()
          "FILE under --name. The store acknowledges once the Blob is committed durably and its checksum verified.",
          {"name", "replace", "checksum", "size", "resume"}},
         {"pull",
-         "pull NAME [FILE]",
+         "pull NAME [FILE] | pull --study UID DIR | pull --series UID DIR",
          "Retrieve NAME to FILE (default ./NAME; '-': standard output; a FIFO, a device), whole or a range. A "
-         "regular FILE is replaced only once every byte is in and checked.",
-         {"offset", "length", "resume", "verify", "no-verify"}},
+         "regular FILE is replaced only once every byte is in and checked. --study/--series: every instance the "
+         "study index lists, in parallel, verified, to DIR/SOPInstanceUID.dcm.",
+         {"offset", "length", "resume", "verify", "no-verify", "study", "series", "index"}},
         {"stat", "stat NAME", "Size, checksum and commit time of NAME.", {}},
         {"verify", "verify NAME", "Have the store reread NAME and check its checksum.", {}},
         {"ls", "ls", "The Blobs of --store, or of every registered store.", {}},
@@ -181,6 +190,11 @@ const std::vector<CommandHelp>& command_help()
          "Print the stores' events (committed, removed) as they happen, until interrupted; --store S (repeatable; "
          "default: every registered store).",
          {"events"}},
+        {"find",
+         "find [--level patient|study|series|instance] KEY=VALUE...",
+         "The patients, studies, series or instances of the study index (--index) matching every KEY=VALUE with "
+         "DICOM's rules: * and ? wildcards, date and time ranges A-B, A-, -B, UID lists UID\\UID. No store.",
+         {"index", "level"}},
     };
     return table;
 }
@@ -208,6 +222,39 @@ std::optional<std::string> command_help_text(const std::string& command, const p
     return text.str();
 }
 
+/// find's and pull --study/--series's options, checked against the command.
+void parse_dicom_options(const po::variables_map& vm, cli::Invocation& call)
+{
+    const char* env = std::getenv("BLOBSTREAMING_INDEX");
+    call.index = vm.count("index") ? vm["index"].as<std::string>() : env ? env : "";
+    if (vm.count("level")) {
+        if (call.command != "find") throw UsageError("--level applies to find only, not " + call.command);
+        call.level = vm["level"].as<std::string>();
+        try {
+            dicom::parse_level(call.level);
+        } catch (const Error& e) {
+            throw UsageError(e.what());
+        }
+    }
+    for (const char* key : {"study", "series"}) {
+        if (!vm.count(key)) continue;
+        if (call.command != "pull")
+            throw UsageError(std::string("--") + key + " applies to pull only, not " + call.command);
+        (std::string(key) == "study" ? call.study : call.series) = vm[key].as<std::string>();
+    }
+    if (!call.study.empty() && !call.series.empty()) throw UsageError("pull: --study and --series exclude each other");
+    const bool instances = !call.study.empty() || !call.series.empty();
+    if (instances && call.args.size() != 1)
+        throw UsageError(std::string("pull --") + (call.study.empty() ? "series" : "study") +
+                         " UID DIR: expected one argument, the directory");
+    if (instances && (call.offset != 0 || call.length != 0 || call.resume))
+        throw UsageError("pull --study/--series pulls whole instances: no --offset, --length or --resume");
+    if ((call.command == "find" || instances) && call.index.empty())
+        throw UsageError(call.command + ": no study index given (--index sqlite:PATH or BLOBSTREAMING_INDEX)");
+    if (vm.count("index") && call.command != "find" && !instances)
+        throw UsageError("--index applies to find and pull --study/--series only, not " + call.command);
+}
+
 cli::Invocation parse(int argc, char** argv, const po::options_description& visible, po::variables_map& vm)
 {
     po::options_description all;
@@ -224,7 +271,7 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
     call.command = vm["command"].as<std::string>();
     if (!cli::known_command(call.command))
         throw UsageError("unknown command " + call.command +
-                         " (push, pull, stat, verify, ls, rm, locate, stores, checksum, watch, copy)");
+                         " (push, pull, stat, verify, ls, rm, locate, stores, checksum, watch, copy, find)");
     if (vm.count("args")) call.args = vm["args"].as<std::vector<std::string>>();
     const auto [low, high] = cli::arity(call.command);
     if (call.args.size() < low || call.args.size() > high)
@@ -319,6 +366,7 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
         if (vm.count("window"))
             call.window = static_cast<std::size_t>(cli::parse_count("--window", vm["window"].as<std::string>(), 1, 64));
     }
+    parse_dicom_options(vm, call);
     call.prune = vm.count("prune") != 0;
     if (call.prune && call.command != "stores") throw UsageError("--prune applies to stores only, not " + call.command);
     if (call.resume && call.command != "push" && call.command != "pull")

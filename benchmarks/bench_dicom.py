@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""The DICOM gateway and the study index (`make bench-dicom`), reported,
+never asserted (docs/DICOM.md, "Figures").
+
+1. Ingest: a study of --slices CT slices (512x512, 16 bit: 0.5 MiB each,
+   made with pydicom by tests/tools/dicom_objects.py) sent by one storescu
+   association, alternately to DCMTK's own storescp writing to a directory
+   and to blob-dicomd pushing to a file store (durable, verified commit per
+   instance; and indexing), --runs times each, same storescu options, same
+   host and disk, TCP_NODELAY=1 for both. Timed: the storescu process. The
+   issue's target: gateway throughput >= 0.9 x storescp's.
+2. Query: an index of --instances instances (--patients patients, one study
+   each; rows written straight into the schema blob-dicomd created), then
+   --samples runs of `blob find --level study PatientID=...` for random
+   patients: the whole process's wall time, and the time blob itself logs
+   for opening the index and querying it; then the same on PostgreSQL (a
+   server the benchmark starts; skipped without Debian's postgresql).
+   Target: median <= 5 ms.
+
+Prints and writes --out/summary.json."""
+
+import argparse
+import csv
+import json
+import os
+import random
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+import harness  # noqa: E402
+from harness.dicom import AE, Gateway, make_objects, start_postgresql  # noqa: E402
+
+
+def percentile(values, p):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+def storescu(c, port, directory):
+    argv = ["storescu", "-aet", "MODALITY", "-aec", AE, "127.0.0.1", str(port), "+sd", directory]
+    started = time.monotonic()
+    code, _, err = c.run(argv, timeout=600)
+    seconds = time.monotonic() - started
+    if code != 0:
+        raise harness.TestFailure(f"storescu exited {code}: {err[-2000:]}")
+    return seconds
+
+
+def log_seconds(log, marker):
+    """The durations of the gateway's log lines with `marker`: "... in 0.004 s" (the library's push line) or
+    "(N bytes, 0.011 s" (the instance's line)."""
+    out = []
+    for line in log.splitlines():
+        if marker not in line:
+            continue
+        if marker == "pushed ":
+            out.append(float(line.split(" bytes in ")[1].split(" s")[0]))
+        else:
+            out.append(float(line.split(" bytes, ")[1].split(" s")[0]))
+    return out or [0.0]
+
+
+def ingest(c, args):
+    study_dir = c.path("study")
+    make_objects(c, "study", study_dir, str(args.slices), "BENCH", "20261126", "CT", "512")
+    total = sum(os.path.getsize(os.path.join(study_dir, f)) for f in os.listdir(study_dir))
+    c.start_daemon("ingest", "file")
+    c.start_daemon("nosync", "file", extra=("--no-sync",))
+    gw = Gateway(c, "ingest", "gateway")
+    fast = Gateway(c, "nosync", "gateway-nosync")
+    port = harness.free_port()
+    scp = c.spawn("storescp", ["storescp", "-aet", AE, "-od", c.path("storescp-out"), str(port)],
+                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.makedirs(c.path("storescp-out"), exist_ok=True)
+    harness.wait_for(lambda: c.run(["echoscu", "-aec", AE, "127.0.0.1", str(port)], timeout=30)[0] == 0, 30,
+                     "storescp answering C-ECHO")
+    times = {"storescp": [], "blob-dicomd": [], "blob-dicomd-nosync": []}
+    for run in range(args.runs):
+        shutil.rmtree(c.path("storescp-out"))
+        os.makedirs(c.path("storescp-out"))
+        times["storescp"].append(storescu(c, port, study_dir))
+        times["blob-dicomd"].append(storescu(c, gw.port, study_dir))
+        times["blob-dicomd-nosync"].append(storescu(c, fast.port, study_dir))
+        # What a gateway stored would make the next run a resend (no second copy): removed first.
+        for store in ("ingest", "nosync"):
+            for e in c.blob("ls", store=store).ok()["blobs"]:
+                c.blob("rm", e["name"], store=store).ok()
+    scp.stop()
+    for g in (gw, fast):  # per instance: header, push and index times
+        shutil.copy(g.err, os.path.join(args.out, os.path.basename(g.err)))
+    medians = {k: statistics.median(v) for k, v in times.items()}
+    row = {"slices": args.slices, "bytes": total, "runs": args.runs,
+           "storescp_s": times["storescp"], "gateway_s": times["blob-dicomd"],
+           "storescp_median_s": medians["storescp"], "gateway_median_s": medians["blob-dicomd"],
+           "storescp_MBps": total / medians["storescp"] / 1e6, "gateway_MBps": total / medians["blob-dicomd"] / 1e6,
+           "ratio": medians["storescp"] / medians["blob-dicomd"],
+           "gateway_nosync_s": times["blob-dicomd-nosync"], "gateway_nosync_median_s": medians["blob-dicomd-nosync"],
+           "ratio_nosync": medians["storescp"] / medians["blob-dicomd-nosync"],
+           "gateway_push_median_s": statistics.median(log_seconds(gw.log(), "pushed ")),
+           "gateway_instance_median_s": statistics.median(log_seconds(gw.log(), "stored as "))}
+    print(f"ingest of {args.slices} slices ({total / 2**20:.1f} MiB), median of {args.runs}: storescp "
+          f"{row['storescp_median_s']:.3f} s ({row['storescp_MBps']:.1f} MB/s), blob-dicomd "
+          f"{row['gateway_median_s']:.3f} s ({row['gateway_MBps']:.1f} MB/s): gateway/storescp throughput "
+          f"{row['ratio']:.2f} (target >= 0.9); against blobstored --no-sync {row['gateway_nosync_median_s']:.3f} s, "
+          f"ratio {row['ratio_nosync']:.2f}; per instance in the gateway: push (durable, verified) median "
+          f"{row['gateway_push_median_s'] * 1000:.1f} ms of {row['gateway_instance_median_s'] * 1000:.1f} ms",
+          flush=True)
+    return row, gw
+
+
+def time_find(c, index, samples, patients, rng):
+    """(whole process ms, query ms) of `samples` runs of blob find by a random PatientID."""
+    wall, inside = [], []
+    for _ in range(samples):
+        patient = f"PAT{rng.randrange(patients):06d}"
+        argv = [harness.program("clients/blob"), "-v", "find", "--index", index, "--level", "study",
+                f"PatientID={patient}"]
+        started = time.monotonic()
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        wall.append((time.monotonic() - started) * 1000)
+        if r.returncode != 0 or patient not in r.stdout:
+            raise harness.TestFailure(f"blob find {patient}: exit {r.returncode}: {r.stderr}")
+        line = next(line for line in r.stderr.splitlines() if "find: 1 study match(es) in" in line)
+        inside.append(float(line.split(" in ")[1].split(" ms")[0]))
+    return wall, inside
+
+
+def query_postgresql(c, args, rows, columns, rng):
+    """The same index and queries on PostgreSQL (skipped without its server)."""
+    try:
+        url = start_postgresql(c, ["bench"])["bench"]
+    except harness.TestSkipped as e:
+        print(f"PostgreSQL skipped: {e}", flush=True)
+        return None
+    schema = Gateway(c, "ingest", "gateway-pg", index_url=url)  # creates the schema
+    schema.proc.stop()
+    csv_path = c.path("rows.csv")
+    with open(csv_path, "w", newline="") as f:
+        writer = csv.writer(f)
+        for row in rows:
+            writer.writerow(["\\N" if v is None else v for v in row])
+    os.chmod(csv_path, 0o644)
+    port = url.split(":")[2].split("/")[0]
+    copy = (f"\\copy instances ({', '.join(chr(34) + k + chr(34) for k in columns)}) FROM '{csv_path}' "
+            "WITH (FORMAT csv, NULL '\\N')")
+    code, _, err = c.run(["psql", "-h", "127.0.0.1", "-p", port, "-U", "blob", "-d", "bench", "-q", "-v", "ON_ERROR_STOP=1", "-c", copy,
+                          "-c", "ANALYZE instances"], timeout=600)
+    if code != 0:
+        raise harness.TestFailure(f"psql \\copy: {err}")
+    wall, inside = time_find(c, url, args.samples, args.patients, rng)
+    return {"process_median_ms": statistics.median(wall), "process_p90_ms": percentile(wall, 90),
+            "query_median_ms": statistics.median(inside), "query_p90_ms": percentile(inside, 90)}
+
+
+def query(c, args, gw):
+    path = c.path("big.sqlite")
+    db = sqlite3.connect(path)
+    source = sqlite3.connect(gw.index)
+    source.backup(db)  # the gateway's schema, its WAL included (its rows go below)
+    source.close()
+    columns = [r[1] for r in db.execute("PRAGMA table_info(instances)")]
+    db.execute("DELETE FROM instances")
+    per_patient = args.instances // args.patients
+    rng = random.Random(16)
+    rows = []
+    for p in range(args.patients):
+        study = f"1.2.826.0.1.3680043.10.16.{p}"
+        for n in range(per_patient):
+            values = {"PatientID": f"PAT{p:06d}", "PatientName": f"Doe^{p}", "PatientBirthDate": "19700101",
+                      "StudyInstanceUID": study, "StudyDate": f"2026{rng.randint(1, 12):02d}{rng.randint(1, 28):02d}",
+                      "StudyTime": "101500", "AccessionNumber": f"ACC{p}", "StudyDescription": "Chest CT",
+                      "SeriesInstanceUID": study + ".1", "Modality": "CT", "SeriesNumber": 1,
+                      "SOPInstanceUID": f"{study}.1.{n}", "SOPClassUID": "1.2.840.10008.5.1.4.1.1.2",
+                      "InstanceNumber": n + 1, "NumberOfFrames": None, "TransferSyntaxUID": "1.2.840.10008.1.2.1",
+                      "blob": f"{study}.1.{n}.dcm", "store": "ws1", "size": 525000, "checksum": "crc32c:00000000",
+                      "problem": ""}
+            rows.append(tuple(values[k] for k in columns))
+    db.executemany(f"INSERT INTO instances ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", rows)
+    db.commit()
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    index = f"sqlite:{path}"
+    wall, inside = time_find(c, index, args.samples, args.patients, rng)
+    row = {"instances": len(rows), "patients": args.patients, "samples": args.samples,
+           "process_median_ms": statistics.median(wall), "process_p90_ms": percentile(wall, 90),
+           "query_median_ms": statistics.median(inside), "query_p90_ms": percentile(inside, 90)}
+    print(f"blob find by PatientID among {len(rows)} instances, {args.samples} runs: the query (index opened and "
+          f"queried) median {row['query_median_ms']:.2f} ms, p90 {row['query_p90_ms']:.2f} ms; the whole blob "
+          f"process median {row['process_median_ms']:.1f} ms, p90 {row['process_p90_ms']:.1f} ms (target: median "
+          f"<= 5 ms)", flush=True)
+    pg = query_postgresql(c, args, rows, columns, rng)
+    if pg:
+        row["postgresql"] = pg
+        print(f"the same on PostgreSQL (local server, C locale): the query median {pg['query_median_ms']:.2f} ms, "
+              f"p90 {pg['query_p90_ms']:.2f} ms; the whole process median {pg['process_median_ms']:.1f} ms",
+              flush=True)
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", required=True, help="the build tree")
+    ap.add_argument("--out", required=True, help="directory for summary.json")
+    ap.add_argument("--slices", type=int, default=200)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--instances", type=int, default=100000)
+    ap.add_argument("--patients", type=int, default=2000)
+    ap.add_argument("--samples", type=int, default=50)
+    args = ap.parse_args()
+    os.environ["BS_BUILDDIR"] = os.path.abspath(args.build)
+    os.makedirs(args.out, exist_ok=True)
+    c = harness.Cluster("bench-dicom")
+    c.env["TCP_NODELAY"] = "1"
+    summary = {}
+    try:
+        c.start_naming()
+        summary["ingest"], gw = ingest(c, args)
+        summary["find"] = query(c, args, gw)
+    finally:
+        c.close()
+    with open(os.path.join(args.out, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""The study index on PostgreSQL (`--index postgresql://...`): the same
+schema and behaviour as on SQLite. A throwaway Debian PostgreSQL server is
+started by the test (initdb in the workspace, 127.0.0.1, stopped by PID);
+then every query of tests/test_dicom_find.py runs against it (blob find at
+every level with every matching rule and every malformed query, findscu and
+pynetdicom's C-FIND), and the gateway's event indexing writes and removes
+entries of a Blob pushed and removed with blob. A URL that cannot be
+connected to is refused with exit 52 (blob find) or at the gateway's start."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+import test_dicom_find  # noqa: E402
+from harness import check, check_equal, free_port, program, step, wait_for  # noqa: E402
+from harness.dicom import make_objects, start_postgresql  # noqa: E402
+
+
+def test(c):
+    url = start_postgresql(c, ["dicom"])["dicom"]
+    gw = test_dicom_find.test(c, index_url=url)
+
+    step("PostgreSQL: a DICOM Blob pushed with blob is indexed from its events, and leaves on rm")
+    extra = make_objects(c, "study", c.path("extra"), "1", "PAT8", "20261124")[0]
+    c.blob("push", "--name", "extra.dcm", extra["path"], store="ws1").ok()
+
+    def rows():
+        return c.blob("find", "--index", url, "--level", "instance", f"SOPInstanceUID={extra['sop']}").ok()["matches"]
+
+    wait_for(rows, 30, "the pushed instance in the PostgreSQL index")
+    check_equal((rows()[0]["blob"], rows()[0]["PatientID"], rows()[0]["InstanceNumber"]), ("extra.dcm", "PAT8", 1),
+                "the entry")
+    c.blob("rm", "extra.dcm", store="ws1").ok()
+    wait_for(lambda: not rows(), 30, "the removed instance gone from the PostgreSQL index")
+
+    step("PostgreSQL unreachable: a clear error")
+    dead = f"postgresql://blob@127.0.0.1:{free_port()}/dicom"
+    c.blob("find", "--index", dead, "PatientID=PAT1").error(52, "cannot connect")
+    code, _, err = c.run([program("clients/dicom/blob-dicomd"), "--aetitle", "X", "--port", str(free_port()),
+                          "--store", "ws1", "--naming", c.naming, "--index", dead], timeout=60)
+    check(code == 52 and "cannot connect" in err and "postgresql://blob@127.0.0.1" in err,
+          f"blob-dicomd with an unreachable index: exit {code}, {err!r}")
+    check(gw.proc.running(), "the gateway stopped")
+
+
+if __name__ == "__main__":
+    harness.main(test)
