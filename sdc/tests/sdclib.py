@@ -258,3 +258,34 @@ class EventSink:
         else:
             self.server.shutdown()
             self.server.server_close()
+
+
+class Watch:
+    """`sdc-get watch` as a process; its stdout lines are collected."""
+
+    def __init__(self, environment, *args):
+        import threading
+        self.proc = subprocess.Popen([program("sdc/sdc-get"), *args], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, env=environment)
+        self.lines = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def wait_watching(self):
+        wait_for(lambda: self.lines or self.proc.poll() is not None, 30, "sdc-get watch to subscribe")
+        if not self.lines:
+            raise TestFailure(f"sdc-get watch exited {self.proc.poll()}: {self.proc.stderr.read()}")
+        return json.loads(self.lines[0])
+
+    def finish(self, timeout=30):
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise TestFailure("sdc-get watch did not end within its bound")
+        self.reader.join(5)
+        return code, self.proc.stderr.read()

@@ -11,43 +11,11 @@ sys.dont_write_bytecode = True  # noqa: E402 (keeps the source tree free of __py
 
 import json
 import os
-import subprocess
 import threading
 
-from sdclib import (TestFailure, check, check_equal, main, mdib_file, peer_script, program, sdc11073_python, step,
-                    wait_for)
+from sdclib import Watch, check, check_equal, main, mdib_file, peer_script, program, sdc11073_python, step
 
 HANDLE = "numeric.ch0.vmd0"
-
-
-class Watch:
-    """`sdc-get watch` as a process; its stdout lines are collected."""
-
-    def __init__(self, env, *args):
-        self.proc = subprocess.Popen([program("sdc/sdc-get"), *args], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, env=env.env)
-        self.lines = []
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self):
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
-
-    def wait_watching(self):
-        wait_for(lambda: self.lines or self.proc.poll() is not None, 30, "sdc-get watch to subscribe")
-        if not self.lines:
-            raise TestFailure(f"sdc-get watch exited {self.proc.poll()}: {self.proc.stderr.read()}")
-        return json.loads(self.lines[0])
-
-    def finish(self, timeout=30):
-        try:
-            code = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            raise TestFailure("sdc-get watch did not end within its bound")
-        self.reader.join(5)
-        return code, self.proc.stderr.read()
 
 
 def set_values(fifo_path, values):
@@ -58,7 +26,7 @@ def set_values(fifo_path, values):
 
 
 def watch_and_change(env, url, fifo, values, what):
-    w = Watch(env, "--url", url, "--json", "--count", str(len(values)), "watch", HANDLE)
+    w = Watch(env.env, "--url", url, "--json", "--count", str(len(values)), "watch", HANDLE)
     first = w.wait_watching()
     step(f"{what}: watching {first['watching']} from MdibVersion {first['mdib_version']}")
     threading.Thread(target=set_values, args=(fifo, values), daemon=True).start()
@@ -81,7 +49,7 @@ def test(env):
     watch_and_change(env, url, fifo, [301, 302, 303, 304], "ours↔ours")
 
     step("text output and --duration")
-    w = Watch(env, "--url", url, "--duration", "1500ms", "watch")
+    w = Watch(env.env, "--url", url, "--duration", "1500ms", "watch")
     code, err = w.finish()
     check_equal((code, w.lines), (0, []), f"a quiet watch with --duration 1500ms ({err.strip()})")
 
