@@ -289,3 +289,47 @@ class Watch:
             raise TestFailure("sdc-get watch did not end within its bound")
         self.reader.join(5)
         return code, self.proc.stderr.read()
+
+
+def make_pki(directory):
+    """Test certificates made with openssl in `directory` (skips without
+    openssl): a CA, a provider and a consumer certificate signed by it (both
+    serverAuth and clientAuth: SDC participants are servers and clients, SAN
+    IP:127.0.0.1), and a client of another CA. Returns a dict of paths:
+    ca, provider_cert/key, consumer_cert/key, rogue_cert/key."""
+    if shutil.which("openssl") is None:
+        raise TestSkipped("openssl is not installed")
+
+    def openssl(*args):
+        r = subprocess.run(["openssl", *args], capture_output=True, text=True, timeout=60, cwd=directory)
+        if r.returncode != 0:
+            raise TestFailure(f"openssl {' '.join(args)} failed: {r.stderr}")
+
+    def ca(name):
+        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", f"/CN={name}",
+                "-keyout", f"{name}.key", "-out", f"{name}.pem",
+                "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+
+    def cert(issuer, name):
+        with open(os.path.join(directory, f"{name}.ext"), "w") as f:
+            f.write("extendedKeyUsage=serverAuth,clientAuth\nbasicConstraints=CA:FALSE\n"
+                    "subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+        openssl("req", "-new", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}", "-keyout", f"{name}.key",
+                "-out", f"{name}.csr")
+        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{issuer}.pem", "-CAkey", f"{issuer}.key",
+                "-CAcreateserial", "-days", "2", "-extfile", f"{name}.ext", "-out", f"{name}.pem")
+
+    ca("sdc-test-ca")
+    ca("rogue-ca")
+    for name in ("provider", "consumer"):
+        cert("sdc-test-ca", name)
+    cert("rogue-ca", "rogue")
+    p = lambda f: os.path.join(directory, f)  # noqa: E731
+    return {"ca": p("sdc-test-ca.pem"), "provider_cert": p("provider.pem"), "provider_key": p("provider.key"),
+            "consumer_cert": p("consumer.pem"), "consumer_key": p("consumer.key"), "rogue_cert": p("rogue.pem"),
+            "rogue_key": p("rogue.key")}
+
+
+def tls_options(pki, who):
+    """--tls-cert/--tls-key/--tls-ca of `who` ("provider", "consumer", "rogue")."""
+    return ["--tls-cert", pki[f"{who}_cert"], "--tls-key", pki[f"{who}_key"], "--tls-ca", pki["ca"]]

@@ -19,6 +19,7 @@
 #include <iostream>
 #include <limits>
 #include <sstream>
+#include <sys/stat.h>
 #include <thread>
 #include <time.h>
 
@@ -39,32 +40,38 @@ long long now_ns()
 /// Applies `set HANDLE VALUE` lines (a number sets a NumericMetricState,
 /// anything else a string metric) from `path` until its end; each is
 /// acknowledged on stdout: `set HANDLE VALUE mdib_version=N t=NS` (t: CLOCK_MONOTONIC
-/// ns just before the change), or `error LINE: reason`.
+/// ns just before the change), or `error LINE: reason`. Runs on a detached
+/// thread for the life of the process.
 void apply_commands(Provider& provider, const std::string& path)
 {
-    std::ifstream in(path);
-    if (!in) {
-        std::cerr << "sdc-provider: --commands " << path << ": cannot open it\n";
-        return;
-    }
-    std::string line;
-    while (std::getline(in, line)) {
-        std::istringstream words(line);
-        std::string verb, handle, value;
-        words >> verb >> handle >> value;
-        if (verb.empty()) continue;
-        try {
-            if (verb != "set" || handle.empty() || value.empty())
-                throw std::invalid_argument("expected `set HANDLE VALUE`");
-            char* end = nullptr;
-            const double number = std::strtod(value.c_str(), &end);
-            const long long t = now_ns();
-            if (end != nullptr && *end == '\0') provider.set_metric(handle, number);
-            else provider.set_metric(handle, value);
-            std::cout << "set " << handle << " " << value << " mdib_version=" << provider.mdib().mdib_version()
-                      << " t=" << t << std::endl;
-        } catch (const std::exception& e) {
-            std::cout << "error " << line << ": " << e.what() << std::endl;
+    struct stat st {};
+    const bool fifo = ::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
+    // A FIFO is opened again after each writer closed it (several writers in turn); a file is read once.
+    for (int opened = 0; opened == 0 || fifo; ++opened) {
+        std::ifstream in(path);
+        if (!in) {
+            std::cerr << "sdc-provider: --commands " << path << ": cannot open it\n";
+            return;
+        }
+        std::string line;
+        while (std::getline(in, line)) {
+            std::istringstream words(line);
+            std::string verb, handle, value;
+            words >> verb >> handle >> value;
+            if (verb.empty()) continue;
+            try {
+                if (verb != "set" || handle.empty() || value.empty())
+                    throw std::invalid_argument("expected `set HANDLE VALUE`");
+                char* end = nullptr;
+                const double number = std::strtod(value.c_str(), &end);
+                const long long t = now_ns();
+                if (end != nullptr && *end == '\0') provider.set_metric(handle, number);
+                else provider.set_metric(handle, value);
+                std::cout << "set " << handle << " " << value << " mdib_version=" << provider.mdib().mdib_version()
+                          << " t=" << t << std::endl;
+            } catch (const std::exception& e) {
+                std::cout << "error " << line << ": " << e.what() << std::endl;
+            }
         }
     }
 }

@@ -3,6 +3,8 @@ WS-Discovery on 127.0.0.1). Prints one ready line
 `sdc11073-provider ready url=URL epr=EPR` and serves until SIGTERM.
 
 Runs inside the test venv (sdc11073==3.0.0). Arguments: --mdib FILE
+[--tls-key K --tls-cert C --tls-ca CA]: TLS (https, client certificates
+required) with sdc11073's ssl_context_container.
 [--commands FIFO]: apply `set HANDLE VALUE` lines (a metric state
 transaction each, so sdc11073 sends an EpisodicMetricReport), each
 acknowledged on stdout with `set HANDLE VALUE mdib_version=N`.
@@ -10,6 +12,7 @@ acknowledged on stdout with `set HANDLE VALUE mdib_version=N`.
 
 import argparse
 import decimal
+import pathlib
 import signal
 import sys
 import threading
@@ -26,6 +29,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--mdib", required=True)
     parser.add_argument("--commands")
+    parser.add_argument("--tls-key")
+    parser.add_argument("--tls-cert")
+    parser.add_argument("--tls-ca")
     args = parser.parse_args()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -38,7 +44,13 @@ def main():
                           model_name="peer", model_number="1", model_url="http://example.invalid/model",
                           presentation_url="http://example.invalid/presentation")
     device = ThisDeviceType(friendly_name="sdc11073 peer", firmware_version="1", serial_number="1")
-    provider = SdcProvider(wsd, model, device, mdib, epr=uuid.uuid4(), validate=True, ssl_context_container=None)
+    ssl_contexts = None
+    if args.tls_cert:
+        from sdc11073.certloader import mk_ssl_contexts
+        ssl_contexts = mk_ssl_contexts(pathlib.Path(args.tls_key), pathlib.Path(args.tls_cert),
+                                       pathlib.Path(args.tls_ca))
+    provider = SdcProvider(wsd, model, device, mdib, epr=uuid.uuid4(), validate=True,
+                           ssl_context_container=ssl_contexts)
     provider.start_all(start_rtsample_loop=False)
     provider.publish()
     print(f"sdc11073-provider ready url={provider.get_xaddrs()[0]} epr={provider.epr_urn}", flush=True)

@@ -8,7 +8,10 @@ latency of each change (ns from just before the command to the value in the
 ConsumerMdib, CLOCK_MONOTONIC).
 
 Runs inside the test venv (sdc11073==3.0.0). Arguments:
-  --url URL --handle H --fifo PATH [--rounds N] [--pause-ms MS]
+  --url URL --handle H --fifo PATH [--rounds N] [--pause-ms MS], or
+  --url URL --handle H --wait-for VALUE: prints `sdc11073-watch ready
+  value=V mdib_version=N` once subscribed, then waits (--timeout) until the
+  ConsumerMdib holds VALUE (the change is made by someone else)
   [--tls-key K --tls-cert C --tls-ca CA]   (TLS: the consumer's identity)
   [--first-value V]                         (values V, V+1, ...)
 """
@@ -32,7 +35,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True)
     parser.add_argument("--handle", required=True)
-    parser.add_argument("--fifo", required=True)
+    parser.add_argument("--fifo")
+    parser.add_argument("--wait-for")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--pause-ms", type=float, default=0.0)
     parser.add_argument("--first-value", type=int, default=1000)
@@ -65,6 +69,20 @@ def main():
             return None
         return state.MetricValue.Value
 
+    if args.wait_for is not None:
+        try:
+            print(f"sdc11073-watch ready value={current()} mdib_version={mdib.mdib_version}", flush=True)
+            deadline = time.monotonic() + args.timeout
+            with changed:
+                while current() != decimal.Decimal(args.wait_for) and time.monotonic() < deadline:
+                    changed.wait(0.05)
+            out["seen"] = None if current() is None else str(current())
+            out["mdib_version"] = mdib.mdib_version
+            out["is_connected"] = consumer.is_connected
+        finally:
+            consumer.stop_all(unsubscribe=True)
+        print(json.dumps(out), flush=True)
+        return 0
     fifo = open(args.fifo, "w")
     seen, latency, versions = [], [], []
     try:
