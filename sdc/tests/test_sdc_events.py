@@ -169,6 +169,27 @@ def test(env):
     for sink in (good, ends, refused, silent):
         sink.close()
 
+    step("a subscriber that falls behind: --notify-queue 2, a NotifyTo that never answers, a 60 s timeout")
+    fifo2 = env.path("commands2")
+    os.mkfifo(fifo2)
+    slow_provider = env.start_provider(mdib_file("mdib.xml"), "--no-discovery", "--notify-timeout", "60000",
+                                       "--notify-queue", "2", "--commands", fifo2, name="sdc-provider-queue")
+    state_event = slow_provider.ready["url"] + "/StateEvent"
+    stuck, ends = EventSink("silent"), EventSink()
+    code, body = soap_post(state_event, soap(f"{WSE}/Subscribe", subscribe_body(stuck.url(), end_to=ends.url("/end")),
+                                             to=state_event))
+    check_equal(code, 200, "Subscribe of the stuck subscriber")
+    set_slow = setter(env, fifo2)
+    for value in range(31, 36):  # the first (in flight) and the second fill the queue; the third overflows
+        set_slow(value)
+    path, body = ends.next(timeout=15, what="SubscriptionEnd of the subscriber that fell behind")
+    check(f"{WSE}/DeliveryFailure" in body and "did not keep up: 2 notifications queued" in body,
+          f"SubscriptionEnd of the subscriber that fell behind: {body}")
+    step(f"fell behind: {re.search(r'<wse:Reason[^>]*>(.*?)</wse:Reason>', body).group(1)}")
+    check_equal(slow_provider.stop(), 0, "exit status of the second sdc-provider")
+    stuck.close()
+    ends.close()
+
 
 if __name__ == "__main__":
     main(test)
