@@ -7,12 +7,23 @@ with a pause between round trips (the paper's 20 ms) and back-to-back:
   ours-ours             sdc-bench -> sdc-provider (structural checks, the default)
   ours-ours-novalidate  sdc-bench -> sdc-provider --no-validate
   ours-ours-xsd         sdc-bench -> sdc-provider --schema-dir (BICEPS XSD validation)
+  ours-ours-tls         sdc-bench -> sdc-provider --tls-* (TLS 1.3, client certificates, keep-alive)
   raw-tcp               t_net: plain TCP exchanges of the same request and response sizes
   sdc11073-ours         sdc11073 SdcConsumer -> sdc-provider
   sdc11073-sdc11073     sdc11073 SdcConsumer -> sdc11073 SdcProvider (as shipped)
 Full: 40,000 rounds per series; the sdc11073 pairs (about 45 ms per round
 trip as shipped) are capped by --peer-rounds or SDC_BENCH_PEER_ROUNDS.
 --quick: 300 rounds, a smoke run that checks that every pair answers.
+
+Then report delivery (not round trips): metric changes made through
+sdc-provider's --commands FIFO, with the pause and back-to-back:
+  reports-ours-ours     one MdibMirror (sdc-bench --reports): the provider's
+                        time just before set_metric -> the notification's
+                        header at the mirror -> the mirror's callback
+  reports-ours-ours-50  50 mirrors: the first and the last callback, and the
+                        provider's CPU time per report (/proc/PID/stat)
+  reports-ours-sdc11073 sdc11073's start_all() + ConsumerMdib: the command
+                        written -> the value in the ConsumerMdib
 
 Writes OUT/results.json (statistics, the t0..t6 breakdown as fractions of
 the RTT, the middleware share, the targets met or missed), OUT/summary.md,
@@ -44,12 +55,16 @@ import sdclib  # noqa: E402
 
 MDIB = "mdib.xml"
 HANDLE = "numeric.ch0.vmd0"
-OURS = ("ours-ours", "ours-ours-novalidate", "ours-ours-xsd")
+OURS = ("ours-ours", "ours-ours-novalidate", "ours-ours-xsd", "ours-ours-tls")
 PAIRS = OURS + ("raw-tcp", "sdc11073-ours", "sdc11073-sdc11073")
 # Named steps of a round trip (the paper's deltas), from the timestamps t0..t6.
 DELTAS = [("δReqCon", "t0", "t1"), ("δReqNet", "t1", "t2"), ("δReqProv", "t2", "t3"), ("δRespProv", "t3", "t4"),
           ("δRespNet", "t4", "t5"), ("δRespCon", "t5", "t6")]
-TARGETS = {"median_us": 300.0, "p99_us": 1000.0, "provider_share_us": 300.0, "speedup": 50.0}
+TARGETS = {"median_us": 300.0, "p99_us": 1000.0, "provider_share_us": 300.0, "speedup": 50.0,
+           "report_median_us": 500.0, "report_p99_us": 2000.0, "tls_median_us": 500.0}
+# Report delivery series (docs/SDC.md): our provider to our mirrors (1 and 50
+# subscribers) and to sdc11073's ConsumerMdib.
+REPORT_SERIES = ("reports-ours-ours", "reports-ours-ours-50", "reports-ours-sdc11073")
 
 
 def percentile(sorted_values, p):
@@ -93,8 +108,8 @@ def breakdown(samples):
     return out
 
 
-def run_ours(env, rounds, pause_ms, provider):
-    result = env.run([harness.program("sdc/sdc-bench"), "--url", provider.ready["url"], "--handle", HANDLE,
+def run_ours(env, rounds, pause_ms, provider, tls=()):
+    result = env.run([harness.program("sdc/sdc-bench"), *tls, "--url", provider.ready["url"], "--handle", HANDLE,
                       "--rounds", str(rounds), "--pause-ms", str(pause_ms)],
                      timeout=rounds * (pause_ms / 1000 + 0.05) + 120)
     samples = json.loads(result.stdout)["samples"]
@@ -137,6 +152,62 @@ def run_peer(env, python, url, rounds, pause_ms, provider=None):
             extra["provider_share"] = {"n": s["n"], "median_us": s["median_us"], "p99_us": s["p99_us"],
                                        "fraction_of_median_rtt": s["median_us"] / statistics.median(rtt) * 1000.0}
     return rtt, extra
+
+
+def provider_acks(provider, since):
+    """value -> t (CLOCK_MONOTONIC ns just before the change) from the
+    acknowledgements sdc-provider printed after byte offset `since`."""
+    acks = {}
+    with open(provider.log_paths[0]) as out:
+        out.seek(since)
+        for line in out:
+            words = line.split()
+            if len(words) == 5 and words[0] == "set" and words[4].startswith("t="):
+                acks[words[2]] = int(words[4][2:])
+    return acks
+
+
+def cpu_seconds(pid):
+    """User + system CPU time of a process so far (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_reports(env, provider, fifo, rounds, pause_ms, subscribers):
+    """Our mirrors: set (provider side) -> notification header / first and
+    last callback, and the provider's CPU time per report."""
+    since = os.path.getsize(provider.log_paths[0])
+    cpu0 = cpu_seconds(provider.popen.pid)
+    started = time.monotonic()
+    result = env.run([harness.program("sdc/sdc-bench"), "--url", provider.ready["url"], "--handle", HANDLE,
+                      "--reports", str(rounds), "--fifo", fifo, "--subscribers", str(subscribers),
+                      "--pause-ms", str(pause_ms)], timeout=rounds * (pause_ms / 1000 + 0.5) + 120)
+    elapsed = time.monotonic() - started
+    cpu = cpu_seconds(provider.popen.pid) - cpu0
+    d = json.loads(result.stdout)
+    acks = harness.wait_for(lambda: (lambda a: a if all(v in a for v in d["value"]) else None)(
+        provider_acks(provider, since)), 10, "the provider's acknowledgements")
+    t_set = [acks[v] for v in d["value"]]
+    out = {"subscribers": subscribers, "rounds": rounds, "pause_ms": pause_ms,
+           "set_to_header": stats_us([b - a for a, b in zip(t_set, d["first_received"])]),
+           "set_to_callback": stats_us([b - a for a, b in zip(t_set, d["first_callback"])]),
+           "set_to_last_callback": stats_us([b - a for a, b in zip(t_set, d["last_callback"])]),
+           "fifo_to_set": stats_us([b - a for a, b in zip(d["t_write"], t_set)]),
+           "provider_cpu_us_per_report": cpu / rounds * 1e6,
+           "seconds": elapsed}
+    return out
+
+
+def run_peer_reports(env, python, provider, fifo, rounds, pause_ms):
+    """sdc11073's ConsumerMdib: command written -> value in the ConsumerMdib."""
+    result = env.run([python, sdclib.peer_script("sdc11073_watch.py"), "--url", provider.ready["url"], "--handle",
+                      HANDLE, "--fifo", fifo, "--rounds", str(rounds), "--pause-ms", str(pause_ms),
+                      "--first-value", "2000000"], timeout=rounds * (pause_ms / 1000 + 0.5) + 300)
+    got = json.loads(result.stdout.strip().splitlines()[-1])
+    harness.check(len(got["latency_ns"]) == rounds, f"sdc11073 ConsumerMdib: {len(got['latency_ns'])} of {rounds}")
+    return {"subscribers": 1, "rounds": rounds, "pause_ms": pause_ms, "write_to_consumer_mdib": stats_us(
+        got["latency_ns"])}
 
 
 def exchange_sizes(provider):
@@ -194,6 +265,24 @@ def evaluate(results):
             ratio = theirs["stats"]["median_us"] / ours["stats"]["median_us"]
             out.append({"target": f"ours↔ours ≥ 50× faster than sdc11073↔sdc11073 (medians, pause {pause:g} ms)",
                         "measured": f"{ratio:.0f}×", "met": ratio >= TARGETS["speedup"]})
+    return out
+
+
+def evaluate_reports(results, reports):
+    """The targets of the report series and of GetMdState over TLS."""
+    out = []
+    for r in reports:
+        if r["series"] == "reports-ours-ours":
+            s = r["set_to_callback"]
+            out.append({"target": f"ours→ours report median ≤ 0.5 ms (pause {r['pause_ms']:g} ms)",
+                        "measured": f"{s['median_us']:.1f} µs", "met": s["median_us"] <= TARGETS["report_median_us"]})
+            out.append({"target": f"ours→ours report p99 ≤ 2 ms (pause {r['pause_ms']:g} ms)",
+                        "measured": f"{s['p99_us']:.1f} µs", "met": s["p99_us"] <= TARGETS["report_p99_us"]})
+    for r in results:
+        if r["pair"] == "ours-ours-tls":
+            s = r["stats"]
+            out.append({"target": f"GetMdState over TLS median ≤ 0.5 ms (pause {r['pause_ms']:g} ms)",
+                        "measured": f"{s['median_us']:.1f} µs", "met": s["median_us"] <= TARGETS["tls_median_us"]})
     return out
 
 
@@ -310,6 +399,19 @@ def summary(report):
         if r["pair"] == "raw-tcp" and r is next(x for x in report["results"] if x["pair"] == "raw-tcp"):
             lines.append(f"\nraw-tcp: {r['request_bytes']} request and {r['response_bytes']} response bytes "
                          f"(one GetMdState with a HandleRef, HTTP header included)")
+    if report.get("reports"):
+        lines += ["", "Report delivery (metric change in our provider → the value in the consumer; µs):", "",
+                  "| series | subscribers | pause ms | n | measured span | median | p99 | max | provider CPU µs/report |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for r in report["reports"]:
+            for span in ("set_to_header", "set_to_callback", "set_to_last_callback", "write_to_consumer_mdib"):
+                s = r.get(span)
+                if s is None or (span == "set_to_last_callback" and r["subscribers"] == 1):
+                    continue
+                cpu = r.get("provider_cpu_us_per_report")
+                lines.append(f"| {r['series']} | {r['subscribers']} | {r['pause_ms']:g} | {s['n']} | {span} | "
+                             f"{s['median_us']:.1f} | {s['p99_us']:.1f} | {s['max_us']:.1f} | "
+                             f"{'' if cpu is None else f'{cpu:.1f}'} |")
     if report["targets"]:
         lines += ["", "Targets (reported, not asserted):", "", "| target | measured | met |", "|---|---|---|"]
         for t in report["targets"]:
@@ -330,6 +432,9 @@ def main():
     parser.add_argument("--pause-ms", type=float, default=20.0)
     parser.add_argument("--pairs", default=",".join(PAIRS))
     parser.add_argument("--plot-only", action="store_true", help="only plot OUT/rtt-samples.json")
+    parser.add_argument("--report-rounds", type=int, help="changes per report series (default 10000, --quick 200; "
+                        "the 50-subscriber and sdc11073 series use a tenth, at least 50)")
+    parser.add_argument("--no-reports", action="store_true", help="leave the report delivery series out")
     args = parser.parse_args()
     if args.plot_only:
         with open(os.path.join(args.out, "rtt-samples.json")) as f:
@@ -355,6 +460,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     env = sdclib.SdcEnv("sdc-bench")
     results = []
+    reports = []
     try:
         python = schemas = None
         if any(p.startswith("sdc11073") or p == "ours-ours-xsd" for p in pairs):
@@ -365,7 +471,15 @@ def main():
                 print(f"sdc11073 pairs and the XSD series left out: {e}", flush=True)
                 pairs = [p for p in pairs if not p.startswith("sdc11073") and p != "ours-ours-xsd"]
         mdib = sdclib.mdib_file(MDIB)
-        providers = {"ours-ours": env.start_provider(mdib, "--no-discovery")}
+        fifo = env.path("commands.fifo")
+        os.mkfifo(fifo)
+        providers = {"ours-ours": env.start_provider(mdib, "--no-discovery", "--commands", fifo)}
+        tls = ()
+        if "ours-ours-tls" in pairs:
+            pki = sdclib.make_pki(env.path())
+            tls = sdclib.tls_options(pki, "consumer")
+            providers["ours-ours-tls"] = env.start_provider(mdib, "--no-discovery", *sdclib.tls_options(pki, "provider"),
+                                                            name="sdc-provider-tls")
         if "ours-ours-novalidate" in pairs:
             providers["ours-ours-novalidate"] = env.start_provider(mdib, "--no-discovery", "--no-validate",
                                                                    name="sdc-provider-novalidate")
@@ -383,7 +497,7 @@ def main():
                 harness.step(f"{pair}: {n} GetMdState, pause {pause:g} ms")
                 started = time.monotonic()
                 if pair in OURS:
-                    rtt, extra = run_ours(env, n, pause, providers[pair])
+                    rtt, extra = run_ours(env, n, pause, providers[pair], tls if pair == "ours-ours-tls" else ())
                 elif pair == "raw-tcp":
                     rtt, extra = run_raw(env, n, pause, sizes)
                 elif pair == "sdc11073-ours":
@@ -398,13 +512,34 @@ def main():
                 harness.step(f"  median {s['median_us']:.1f} µs, mean {s['mean_us']:.1f}, stdev {s['stdev_us']:.1f}, "
                             f"p99 {s['p99_us']:.1f}, p99.9 {s['p99_9_us']:.1f}, max {s['max_us']:.1f}")
                 results.append(r)
+        report_rounds = args.report_rounds or (200 if args.quick else 10000)
+        if not args.no_reports:
+            for series in REPORT_SERIES:
+                if series == "reports-ours-sdc11073" and python is None:
+                    continue
+                for pause in (args.pause_ms, 0.0):
+                    n = report_rounds if series == "reports-ours-ours" else max(50, report_rounds // 10)
+                    harness.step(f"{series}: {n} metric changes, pause {pause:g} ms")
+                    if series == "reports-ours-sdc11073":
+                        r = run_peer_reports(env, python, providers["ours-ours"], fifo, n, pause)
+                        s = r["write_to_consumer_mdib"]
+                    else:
+                        r = run_reports(env, providers["ours-ours"], fifo, n, pause,
+                                        50 if series.endswith("-50") else 1)
+                        s = r["set_to_callback"]
+                    r["series"] = series
+                    harness.step(f"  median {s['median_us']:.1f} µs, p99 {s['p99_us']:.1f}" +
+                                 (f", provider CPU {r['provider_cpu_us_per_report']:.1f} µs/report"
+                                  if "provider_cpu_us_per_report" in r else ""))
+                    reports.append(r)
     finally:
         env.close()
     middleware_shares(results)
     report = {"mdib": MDIB, "handle": HANDLE, "quick": args.quick, "rounds": rounds, "peer_rounds": peer_rounds,
               "exchange_bytes": {"request": sizes[0], "response": sizes[1]},
               "results": [{k: v for k, v in r.items() if k != "rtt_ns"} for r in results],
-              "targets": evaluate(results)}
+              "reports": reports,
+              "targets": evaluate(results) + evaluate_reports(results, reports)}
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(report, f, indent=1, ensure_ascii=False)
     with open(os.path.join(args.out, "rtt-samples.json"), "w") as f:

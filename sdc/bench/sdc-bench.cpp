@@ -7,8 +7,17 @@
 // REQ request bytes and RESP response bytes over a plain TCP connection to
 // an in-process echo peer on 127.0.0.1 (TCP_NODELAY, one write each way),
 // i.e. the network and kernel part of a round trip without any middleware.
+//
+// --reports N --fifo PATH measures report delivery instead: K MDIB mirrors
+// (--subscribers) subscribe to the provider, and for each of N rounds a
+// `set HANDLE VALUE` line goes to the provider's --commands FIFO; the round
+// ends when every mirror has applied the value. Per round: the write time,
+// the first notification's header arrival, the first and the last callback
+// (CLOCK_MONOTONIC ns; the provider acknowledges each change on its stdout
+// with the time just before it, which run_sdc_bench.py pairs with these).
 
 #include "blobstreaming/sdc/Consumer.h"
+#include "blobstreaming/sdc/MdibMirror.h"
 #include "blobstreaming/sdc/SdcError.h"
 
 #include <blobstreaming/cli/CommandLine.h>
@@ -25,9 +34,13 @@
 
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstring>
+#include <fstream>
 #include <iostream>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -115,6 +128,65 @@ std::vector<long long> raw_round_trips(long rounds, double pause_ms, std::size_t
     return rtt;
 }
 
+/// Report delivery to `subscribers` mirrors for `rounds` changes of `handle`
+/// made through the provider's command FIFO; JSON on stdout.
+int run_reports(const std::string& url, const std::string& handle, long rounds, double pause_ms,
+                const std::string& fifo_path, int subscribers, const TlsFiles& tls)
+{
+    std::mutex mutex;
+    std::condition_variable applied;
+    std::string expected;
+    int seen = 0;
+    long long first_received = 0, first_callback = 0, last_callback = 0;
+    MirrorOptions options;
+    options.consumer.tls = tls;
+    std::vector<std::unique_ptr<MdibMirror>> mirrors;
+    for (int i = 0; i < subscribers; ++i)
+        mirrors.push_back(std::make_unique<MdibMirror>(
+            url,
+            [&](const Report& r) {
+                const long long now = now_ns();
+                std::lock_guard<std::mutex> lock(mutex);
+                for (const auto& s : r.states) {
+                    if (s.descriptor_handle != handle || s.value != expected) continue;
+                    if (seen == 0) {
+                        first_received = r.received_ns;
+                        first_callback = now;
+                    }
+                    last_callback = now;
+                    ++seen;
+                    applied.notify_all();
+                }
+            },
+            options));
+    std::ofstream fifo(fifo_path);
+    if (!fifo) throw std::runtime_error("cannot open the command FIFO " + fifo_path);
+    nlohmann::json out{{"reports", rounds}, {"subscribers", subscribers}, {"pause_ms", pause_ms}, {"handle", handle}};
+    for (const char* k : {"value", "t_write", "first_received", "first_callback", "last_callback"})
+        out[k] = nlohmann::json::array();
+    for (long r = 0; r < rounds; ++r) {
+        const std::string value = std::to_string(1000000 + r);
+        std::unique_lock<std::mutex> lock(mutex);
+        expected = value;
+        seen = 0;
+        const long long t_write = now_ns();
+        fifo << "set " << handle << " " << value << "\n" << std::flush;
+        if (!applied.wait_for(lock, std::chrono::seconds(10), [&] { return seen >= subscribers; }))
+            throw std::runtime_error("round " + std::to_string(r) + ": only " + std::to_string(seen) + " of " +
+                                     std::to_string(subscribers) + " mirrors applied " + handle + "=" + value +
+                                     " within 10 s");
+        out["value"].push_back(value);
+        out["t_write"].push_back(t_write);
+        out["first_received"].push_back(first_received);
+        out["first_callback"].push_back(first_callback);
+        out["last_callback"].push_back(last_callback);
+        lock.unlock();
+        if (pause_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(pause_ms));
+    }
+    std::cout << out.dump() << "\n";
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
@@ -123,6 +195,10 @@ int main(int argc, char** argv)
     std::string handle;
     long rounds = 300;
     double pause_ms = 0;
+    long reports = 0;
+    int subscribers = 1;
+    std::string fifo;
+    TlsFiles tls;
     po::options_description desc("Usage: sdc-bench --url URL [options]\n\nOptions");
     // clang-format off
     desc.add_options()
@@ -133,6 +209,12 @@ int main(int argc, char** argv)
         ("rounds,n", po::value(&rounds)->default_value(rounds), "round trips (1..1000000)")
         ("pause-ms", po::value(&pause_ms)->default_value(pause_ms), "pause between round trips, ms")
         ("no-provider-times", "do not fetch t2..t4 from the provider")
+        ("reports", po::value(&reports), "N: report delivery instead of GetMdState, N changes through --fifo")
+        ("fifo", po::value(&fifo), "with --reports: the provider's --commands FIFO")
+        ("subscribers", po::value(&subscribers)->default_value(subscribers), "with --reports: mirrors subscribed (1..1000)")
+        ("tls-cert", po::value(&tls.cert), "TLS: this client's certificate (PEM)")
+        ("tls-key", po::value(&tls.key), "TLS: its key (PEM)")
+        ("tls-ca", po::value(&tls.ca), "TLS: CA certificates (PEM)")
         ("raw", po::value<std::string>(), "REQ:RESP: t_net, plain TCP exchanges of REQ and RESP bytes, sizes with K, M (x1024) allowed (no --url)");
     // clang-format on
     cli::add_logging_options(desc, spdlog::level::warn);
@@ -171,16 +253,26 @@ int main(int argc, char** argv)
         }
         if (url.empty() || rounds < 1 || rounds > 1000000 || pause_ms < 0 || pause_ms > 10000)
             throw po::error("--url is required; --rounds 1..1000000; --pause-ms 0..10000");
+        if (vm.count("reports") && (reports < 1 || reports > 1000000 || fifo.empty() || handle.empty() ||
+                                    subscribers < 1 || subscribers > 1000))
+            throw po::error("--reports 1..1000000 needs --fifo and --handle; --subscribers 1..1000");
+        tls.check("--tls-");
     } catch (const po::error& e) {
         std::cerr << "sdc-bench: " << e.what() << " (try --help)\n";
         return 1;
     } catch (const cli::UsageError& e) {
         std::cerr << "sdc-bench: " << e.what() << " (try --help)\n";
         return 1;
+    } catch (const Error& e) {
+        std::cerr << "sdc-bench: " << e.what() << " (try --help)\n";
+        return 1;
     }
     std::signal(SIGPIPE, SIG_IGN);
     try {
-        Consumer consumer = Consumer::connect(url);
+        if (reports > 0) return run_reports(url, handle, reports, pause_ms, fifo, subscribers, tls);
+        ConsumerOptions consumer_options;
+        consumer_options.tls = tls;
+        Consumer consumer = Consumer::connect(url, consumer_options);
         const std::vector<std::string> handles =
             handle.empty() ? std::vector<std::string>{} : std::vector<std::string>{handle};
         std::vector<CallTimes> calls;
@@ -223,6 +315,9 @@ int main(int argc, char** argv)
     } catch (const Error& e) {
         std::cerr << "sdc-bench: " << e.what() << "\n";
         return static_cast<int>(e.code());
+    } catch (const std::exception& e) {
+        std::cerr << "sdc-bench: " << e.what() << "\n";
+        return 70;
     }
     return 0;
 }

@@ -1,8 +1,11 @@
 #include "blobstreaming/sdc/Consumer.h"
 
 #include "Asio.h"
+#include "ConsumerAccess.h"
 #include "Namespaces.h"
 #include "SoapMessage.h"
+#include "Tls.h"
+#include "Url.h"
 #include "Uuid.h"
 #include "blobstreaming/sdc/SdcError.h"
 
@@ -21,28 +24,6 @@
 namespace blobstreaming::sdc {
 
 namespace {
-
-struct Url {
-    std::string host;
-    std::string port;
-    std::string path;
-};
-
-Url parse_url(const std::string& url)
-{
-    const std::string scheme = "http://";
-    if (url.compare(0, scheme.size(), scheme) != 0)
-        throw SdcError(Errc::invalid_argument, "URL \"" + url + "\": only http:// is supported");
-    const auto host_end = url.find('/', scheme.size());
-    const std::string netloc = url.substr(scheme.size(), host_end - scheme.size());
-    Url u;
-    const auto colon = netloc.rfind(':');
-    u.host = netloc.substr(0, colon);
-    u.port = colon == std::string::npos ? "80" : netloc.substr(colon + 1);
-    u.path = host_end == std::string::npos ? "/" : url.substr(host_end);
-    if (u.host.empty()) throw SdcError(Errc::invalid_argument, "URL \"" + url + "\": no host");
-    return u;
-}
 
 /// A UDP socket closed on scope exit.
 class UdpFd {
@@ -64,12 +45,14 @@ private:
 
 class Consumer::Impl {
 public:
-    Impl(ConsumerOptions options) : options_(options), stream_(io_) {}
+    Impl(ConsumerOptions options) : options_(std::move(options)), tls_context_(make_tls_context(options_.tls, false)) {}
+
+    beast::tcp_stream& lowest() { return tls_ ? beast::get_lowest_layer(*tls_) : *plain_; }
 
     /// One SOAP exchange on the keep-alive connection to `url`; returns the
     /// parsed response (never a Fault: those throw).
     SoapMessage call(const std::string& url, const std::string& action, const std::string& body,
-                     const std::string& extra_ns, const char* what)
+                     const std::string& extra_ns, const char* what, const std::string& extra_headers = {})
     {
         times_ = CallTimes{};
         times_.t0 = monotonic_ns();
@@ -79,12 +62,12 @@ public:
         request.set(http::field::host, u.host + ":" + u.port);
         request.set(http::field::content_type, "application/soap+xml; charset=utf-8");
         request.keep_alive(true);
-        request.body() = make_envelope(action, times_.message_id, {}, url, body, extra_ns);
+        request.body() = make_envelope(action, times_.message_id, {}, url, body, extra_ns, extra_headers);
         request.prepare_payload();
 
         http::response<http::string_body> response;
         for (int attempt = 0;; ++attempt) {
-            const bool reused = connected_to_ == u.host + ":" + u.port;
+            const bool reused = connected_to_ == key_of(u);
             try {
                 ensure_connected(u);
                 exchange(request, response);
@@ -115,42 +98,68 @@ public:
         return message;
     }
 
+    static std::string key_of(const Url& u) { return (u.tls ? "https://" : "http://") + u.netloc(); }
+
     void ensure_connected(const Url& u)
     {
-        const std::string key = u.host + ":" + u.port;
+        const std::string key = key_of(u);
         if (connected_to_ == key) return;
         disconnect();
+        if (u.tls && !tls_context_)
+            throw SdcError(Errc::invalid_argument, key + " is https: TLS needs a certificate, key and CA "
+                                                         "(--tls-cert, --tls-key, --tls-ca)");
+        if (!u.tls && tls_context_)
+            throw SdcError(Errc::invalid_argument, key + " is plain http, but a TLS identity was given: "
+                                                         "SDC over TLS uses https:// addresses");
+        tls_.reset();
+        plain_.reset();
+        if (u.tls) tls_ = std::make_unique<tls_stream>(io_, *tls_context_);
+        else plain_ = std::make_unique<beast::tcp_stream>(io_);
         tcp::resolver resolver(io_);
         boost::system::error_code ec;
         const auto endpoints = resolver.resolve(u.host, u.port, ec);
         if (ec) throw SdcError(Errc::unreachable, "cannot resolve " + key + ": " + ec.message());
-        stream_.expires_after(options_.timeout);
-        stream_.async_connect(endpoints, [&ec](beast::error_code e, const tcp::endpoint&) { ec = e; });
+        lowest().expires_after(options_.timeout);
+        lowest().async_connect(endpoints, [&ec](beast::error_code e, const tcp::endpoint&) { ec = e; });
         run();
         if (ec)
             throw SdcError(ec == beast::error::timeout ? Errc::timeout : Errc::unreachable,
                            "cannot connect to " + key + ": " + ec.message());
-        stream_.socket().set_option(tcp::no_delay(true), ec);
+        lowest().socket().set_option(tcp::no_delay(true), ec);
+        if (tls_) {
+            tls_->async_handshake(ssl::stream_base::client, [&ec](beast::error_code e) { ec = e; });
+            run();
+            if (ec)
+                throw SdcError(ec == beast::error::timeout ? Errc::timeout : Errc::unreachable,
+                               "TLS handshake with " + key + " failed: " + ec.message());
+        }
+        local_ip_ = lowest().socket().local_endpoint().address().to_string();
         connected_to_ = key;
     }
 
     void exchange(http::request<http::string_body>& request, http::response<http::string_body>& response)
     {
         beast::error_code ec;
-        stream_.expires_after(options_.timeout);
+        lowest().expires_after(options_.timeout);
         times_.t1 = monotonic_ns();
-        http::async_write(stream_, request, [&ec](beast::error_code e, std::size_t) { ec = e; });
+        if (tls_) http::async_write(*tls_, request, [&ec](beast::error_code e, std::size_t) { ec = e; });
+        else http::async_write(*plain_, request, [&ec](beast::error_code e, std::size_t) { ec = e; });
         run();
         if (ec)
             throw SdcError(ec == beast::error::timeout ? Errc::timeout : Errc::unreachable,
                            "sending the request: " + ec.message());
         http::response_parser<http::string_body> parser;
         parser.body_limit(256 * 1024 * 1024);
-        http::async_read_header(stream_, buffer_, parser, [&ec](beast::error_code e, std::size_t) { ec = e; });
+        const auto done = [&ec](beast::error_code e, std::size_t) { ec = e; };
+        if (tls_) http::async_read_header(*tls_, buffer_, parser, done);
+        else http::async_read_header(*plain_, buffer_, parser, done);
         run();
         times_.t5 = monotonic_ns();
-        if (!ec) http::async_read(stream_, buffer_, parser, [&ec](beast::error_code e, std::size_t) { ec = e; });
-        if (!ec) run();
+        if (!ec) {
+            if (tls_) http::async_read(*tls_, buffer_, parser, done);
+            else http::async_read(*plain_, buffer_, parser, done);
+            run();
+        }
         if (ec)
             throw SdcError(ec == beast::error::timeout ? Errc::timeout : Errc::unreachable,
                            "receiving the response: " + ec.message());
@@ -167,14 +176,15 @@ public:
     {
         if (connected_to_.empty()) return;
         beast::error_code ec;
-        stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
-        stream_.close();
+        lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
+        lowest().socket().close(ec);
         buffer_.clear();
         connected_to_.clear();
     }
 
     void read_metadata(const std::string& device_url)
     {
+        device_url_ = device_url;
         SoapMessage reply = call(device_url, ns::kTransferGet, {}, {}, "WS-Transfer Get");
         if (!xml::is(reply.body, ns::kWsx, "Metadata"))
             throw SdcError(Errc::protocol_error, "WS-Transfer Get " + device_url + ": the Body holds no wsx:Metadata");
@@ -190,13 +200,20 @@ public:
                 xmlNode* types = xml::child(h, ns::kDpws, "Types");
                 std::istringstream words(xml::text(types));
                 std::string qname;
+                const std::string address =
+                    xml::text(xml::child(xml::child(h, ns::kWsa, "EndpointReference"), ns::kWsa, "Address"));
                 while (words >> qname) {
-                    if (xml::qname_namespace(types, qname) == ns::kSdc && xml::qname_local(qname) == "GetService") {
-                        get_url_ =
-                            xml::text(xml::child(xml::child(h, ns::kWsa, "EndpointReference"), ns::kWsa, "Address"));
-                        return;
-                    }
+                    if (xml::qname_namespace(types, qname) != ns::kSdc) continue;
+                    const std::string local = xml::qname_local(qname);
+                    if (local == "GetService") get_url_ = address;
+                    else if (local == "StateEventService") services_.state_event = address;
+                    else if (local == "DescriptionEventService") services_.description_event = address;
+                    else if (local == "ContextService") services_.context = address;
                 }
+            }
+            if (!get_url_.empty()) {
+                services_.get = get_url_;
+                return;
             }
         }
         throw SdcError(Errc::protocol_error,
@@ -218,9 +235,14 @@ public:
     }
 
     ConsumerOptions options_;
+    std::shared_ptr<ssl::context> tls_context_;
     net::io_context io_;
-    beast::tcp_stream stream_;
+    std::unique_ptr<beast::tcp_stream> plain_;
+    std::unique_ptr<tls_stream> tls_;
     beast::flat_buffer buffer_;
+    ServiceUrls services_;
+    std::string local_ip_;
+    std::string device_url_;
     std::string connected_to_;
     std::string epr_;
     std::string get_url_;
@@ -231,6 +253,37 @@ public:
 namespace {
 const std::string kMsgNs = std::string(" xmlns:msg=\"") + ns::kMsg + "\"";
 }
+
+State parse_state(const xmlNode* s)
+{
+    State state;
+    for (xmlAttr* a = s->properties; a != nullptr; a = a->next) {
+        const std::string name = reinterpret_cast<const char*>(a->name);
+        xmlChar* value = xmlNodeListGetString(s->doc, a->children, 1);
+        const std::string v = value != nullptr ? reinterpret_cast<const char*>(value) : "";
+        xmlFree(value);
+        if (name == "type" && a->ns != nullptr && std::string(reinterpret_cast<const char*>(a->ns->href)) == ns::kXsi) {
+            state.type = xml::qname_local(v);
+            continue;
+        }
+        if (name == "DescriptorHandle") state.descriptor_handle = v;
+        else if (name == "Handle") state.handle = v;
+        else if (name == "StateVersion") state.state_version = v;
+        state.attributes.emplace_back(name, v);
+    }
+    if (const xmlNode* mv = xml::child(s, ns::kPm, "MetricValue")) state.value = xml::attribute(mv, "Value");
+    return state;
+}
+
+SoapMessage ConsumerAccess::call(Consumer& c, const std::string& url, const std::string& action,
+                                 const std::string& body, const std::string& extra_ns, const char* what,
+                                 const std::string& extra_headers)
+{
+    return c.impl_->call(url, action, body, extra_ns, what, extra_headers);
+}
+const ServiceUrls& ConsumerAccess::services(const Consumer& c) { return c.impl_->services_; }
+std::string ConsumerAccess::local_ip(const Consumer& c) { return c.impl_->local_ip_; }
+const ConsumerOptions& ConsumerAccess::options(const Consumer& c) { return c.impl_->options_; }
 
 Consumer::Consumer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Consumer::Consumer(Consumer&&) noexcept = default;
@@ -254,26 +307,8 @@ std::vector<State> Consumer::get_md_state(const std::vector<std::string>& handle
     i.read_version(reply.body);
     std::vector<State> states;
     for (xmlNode* s = xml::first_element(xml::child(reply.body, ns::kMsg, "MdState")); s != nullptr;
-         s = xml::next_element(s)) {
-        State state;
-        for (xmlAttr* a = s->properties; a != nullptr; a = a->next) {
-            const std::string name = reinterpret_cast<const char*>(a->name);
-            xmlChar* value = xmlNodeListGetString(s->doc, a->children, 1);
-            const std::string v = value != nullptr ? reinterpret_cast<const char*>(value) : "";
-            xmlFree(value);
-            if (name == "type" && a->ns != nullptr &&
-                std::string(reinterpret_cast<const char*>(a->ns->href)) == ns::kXsi) {
-                state.type = xml::qname_local(v);
-                continue;
-            }
-            if (name == "DescriptorHandle") state.descriptor_handle = v;
-            else if (name == "Handle") state.handle = v;
-            else if (name == "StateVersion") state.state_version = v;
-            state.attributes.emplace_back(name, v);
-        }
-        if (const xmlNode* mv = xml::child(s, ns::kPm, "MetricValue")) state.value = xml::attribute(mv, "Value");
-        states.push_back(std::move(state));
-    }
+         s = xml::next_element(s))
+        states.push_back(parse_state(s));
     i.times_.t6 = monotonic_ns();
     return states;
 }
@@ -349,6 +384,7 @@ std::uint64_t Consumer::mdib_version() const { return impl_->version_; }
 const CallTimes& Consumer::last_call() const { return impl_->times_; }
 std::string Consumer::epr() const { return impl_->epr_; }
 std::string Consumer::get_service_url() const { return impl_->get_url_; }
+std::string Consumer::device_url() const { return impl_->device_url_; }
 
 namespace {
 

@@ -238,7 +238,35 @@ struct Mdib::Impl {
         return s;
     }
 
-    void set_value(State& s, const std::string& value)
+    /// The state as `<msg:MetricState …>` (a report part): the serialized
+    /// fragment with its element renamed and the message namespace declared.
+    std::string report_text(State& s) const
+    {
+        std::string text = state_text(s);
+        const std::string qname = s.node->ns != nullptr && s.node->ns->prefix != nullptr
+                                      ? std::string(chars(s.node->ns->prefix)) + ":" + chars(s.node->name)
+                                      : std::string(chars(s.node->name));
+        const std::string open_tag = "<" + qname;
+        if (text.compare(0, open_tag.size(), open_tag) != 0) return text;
+        const std::string tag_end = text.substr(0, text.find('>'));
+        // A prefix of our own unless the fragment already binds msg: to the message namespace.
+        std::string prefix = "msg";
+        std::string decl = std::string(" xmlns:msg=\"") + ns::kMsg + "\"";
+        if (tag_end.find(decl) != std::string::npos) decl.clear();
+        else if (tag_end.find(" xmlns:msg=") != std::string::npos) {
+            prefix = "bsmsg";
+            decl = std::string(" xmlns:bsmsg=\"") + ns::kMsg + "\"";
+        }
+        const std::string name = prefix + ":MetricState";
+        std::string out = "<" + name + decl + text.substr(open_tag.size());
+        const std::string close_tag = "</" + qname + ">";
+        if (out.size() >= close_tag.size() &&
+            out.compare(out.size() - close_tag.size(), close_tag.size(), close_tag) == 0)
+            out.replace(out.size() - close_tag.size(), close_tag.size(), "</" + name + ">");
+        return out;
+    }
+
+    void set_value(State& s, const std::string& value, bool bump_version = true)
     {
         xmlNode* node = s.node;
         xmlNs* pm = xmlSearchNsByHref(node->doc, node, x(ns::kPm));
@@ -267,7 +295,7 @@ struct Mdib::Impl {
         const unsigned long long next = old_version.empty() ? 1 : std::stoull(old_version) + 1;
         xmlSetProp(node, x("StateVersion"), x(std::to_string(next).c_str()));
         s.dirty = true;
-        ++version;
+        if (bump_version) ++version;
     }
 };
 
@@ -395,6 +423,27 @@ void Mdib::set_metric(const std::string& handle, const std::string& value)
 {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     impl_->set_value(impl_->metric_state(handle, "StringMetricState"), value);
+}
+
+}  // namespace blobstreaming::sdc
+
+namespace blobstreaming::sdc {
+
+std::string Mdib::set_metrics(const std::vector<MetricUpdate>& updates, std::uint64_t& version)
+{
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    std::vector<Impl::State*> targets;
+    for (const auto& u : updates)
+        targets.push_back(&impl_->metric_state(u.handle, u.is_text ? "StringMetricState" : "NumericMetricState"));
+    std::string parts;
+    for (std::size_t i = 0; i < updates.size(); ++i)
+        impl_->set_value(*targets[i], updates[i].is_text ? updates[i].text : decimal(updates[i].number), false);
+    if (!updates.empty()) ++impl_->version;
+    std::set<Impl::State*> seen;
+    for (Impl::State* s : targets)
+        if (seen.insert(s).second) parts += impl_->report_text(*s);
+    version = impl_->version;
+    return parts;
 }
 
 }  // namespace blobstreaming::sdc

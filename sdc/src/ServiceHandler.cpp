@@ -1,5 +1,6 @@
 #include "ServiceHandler.h"
 
+#include "EventSource.h"
 #include "Namespaces.h"
 #include "SoapMessage.h"
 #include "Uuid.h"
@@ -52,8 +53,8 @@ HttpReply fault_reply(const SoapFault& fault, const std::string& relates_to)
 
 }  // namespace
 
-ServiceHandler::ServiceHandler(Mdib& mdib, const ProviderOptions& options, std::string epr)
-    : mdib_(mdib), options_(options), epr_(std::move(epr))
+ServiceHandler::ServiceHandler(Mdib& mdib, const ProviderOptions& options, std::string epr, EventSource* events)
+    : mdib_(mdib), events_(events), options_(options), epr_(std::move(epr))
 {
     std::string hex;
     for (const char c : epr_.substr(epr_.rfind(':') + 1))
@@ -97,16 +98,22 @@ std::string ServiceHandler::metadata_body(bool full) const
     const std::string host = "<dpws:Host><wsa:EndpointReference><wsa:Address>" + xml::escape(epr_) +
                              "</wsa:Address></wsa:EndpointReference>"
                              "<dpws:Types>dpws:Device mdpws:MedicalDevice</dpws:Types></dpws:Host>";
-    const std::string hosted = "<dpws:Hosted><wsa:EndpointReference><wsa:Address>" +
-                               xml::escape(base_url_ + device_path_) +
-                               "/Get</wsa:Address></wsa:EndpointReference><dpws:Types>sdc:GetService</dpws:Types>"
-                               "<dpws:ServiceId>Get</dpws:ServiceId></dpws:Hosted>";
+    const auto hosted_service = [this](const char* id, const char* type) {
+        return "<dpws:Hosted><wsa:EndpointReference><wsa:Address>" + xml::escape(base_url_ + device_path_) + "/" + id +
+               "</wsa:Address></wsa:EndpointReference><dpws:Types>" + type + "</dpws:Types><dpws:ServiceId>" + id +
+               "</dpws:ServiceId></dpws:Hosted>";
+    };
+    std::string hosted = hosted_service("Get", "sdc:GetService");
+    if (events_ != nullptr) {
+        hosted += hosted_service("StateEvent", "sdc:StateEventService");
+        hosted += hosted_service("DescriptionEvent", "sdc:DescriptionEventService");
+    }
     b += metadata_section(ns::kDialectRelationship, "<dpws:Relationship Type=\"" + std::string(ns::kRelationshipHost) +
                                                         "\">" + host + hosted + "</dpws:Relationship>");
     return b + "</wsx:Metadata>";
 }
 
-HttpReply ServiceHandler::post(std::string_view body, long long t2)
+HttpReply ServiceHandler::post(std::string_view target, std::string_view body, long long t2)
 {
     SoapMessage request;
     SoapFault fault;
@@ -123,7 +130,7 @@ HttpReply ServiceHandler::post(std::string_view body, long long t2)
     long long t3 = 0;
     HttpReply reply;
     try {
-        reply = dispatch(request, t3);
+        reply = dispatch(request, target, t3);
     } catch (const SdcError& e) {
         fault.sender = e.code() == Errc::unknown_handle || e.code() == Errc::invalid_argument;
         fault.reason = e.what();
@@ -138,7 +145,7 @@ HttpReply ServiceHandler::post(std::string_view body, long long t2)
     return reply;
 }
 
-HttpReply ServiceHandler::dispatch(const SoapMessage& request, long long& t3)
+HttpReply ServiceHandler::dispatch(const SoapMessage& request, std::string_view target, long long& t3)
 {
     const std::string& action = request.action;
     HttpReply reply;
@@ -158,6 +165,20 @@ HttpReply ServiceHandler::dispatch(const SoapMessage& request, long long& t3)
     if (action == ns::kGetMetadata) {
         reply.body = make_envelope(ns::kGetMetadataResponse, {}, request.message_id, {}, metadata_body(false), kDpwsNs);
         return reply;
+    }
+    if (events_ != nullptr) {
+        const std::string_view path = target.substr(0, target.find('?'));
+        if (action == ns::kSubscribe) {
+            for (const char* service : {"StateEvent", "DescriptionEvent"})
+                if (path == device_path_ + "/" + service) return events_->subscribe(request, service);
+            SoapFault fault;
+            fault.subcode = "wsa:ActionNotSupported";
+            fault.reason = "Subscribe posted to " + std::string(path) + ": subscriptions are served at " +
+                           device_path_ + "/StateEvent and " + device_path_ + "/DescriptionEvent";
+            return fault_reply(fault, request.message_id);
+        }
+        if (action == ns::kRenew || action == ns::kGetStatus || action == ns::kUnsubscribe)
+            return events_->manage(request, path);
     }
     const std::string prefix = ns::kGetService;
     if (action.compare(0, prefix.size(), prefix) == 0) {
@@ -207,7 +228,8 @@ HttpReply ServiceHandler::dispatch(const SoapMessage& request, long long& t3)
     fault.subcode = "wsa:ActionNotSupported";
     fault.reason = "unknown action " + action +
                    ": this provider serves WS-Transfer Get, WS-MetadataExchange "
-                   "GetMetadata and GetService GetMdib, GetMdState, GetMdDescription";
+                   "GetMetadata, GetService GetMdib, GetMdState, GetMdDescription" +
+                   std::string(events_ != nullptr ? " and WS-Eventing Subscribe, Renew, GetStatus, Unsubscribe" : "");
     return fault_reply(fault, request.message_id);
 }
 

@@ -47,6 +47,7 @@ bool parse_soap(std::string_view text, bool require_message_id, SoapMessage& out
     out.to = xml::text(xml::child(header, ns::kWsa, "To"));
     out.relates_to = xml::text(xml::child(header, ns::kWsa, "RelatesTo"));
     out.body = xml::first_element(body);
+    out.header = header;
     if (out.action.empty()) {
         fault.subcode = "wsa:MessageAddressingHeaderRequired";
         fault.reason = "the SOAP Header has no wsa:Action (" + std::string(ns::kWsa) + ")";
@@ -94,7 +95,7 @@ std::string make_envelope(const std::string& action, const std::string& message_
     return out;
 }
 
-std::string make_fault(const SoapFault& fault, const std::string& relates_to)
+std::string make_fault(const SoapFault& fault, const std::string& relates_to, const std::string& extra_ns)
 {
     std::string body = "<s12:Fault><s12:Code><s12:Value>";
     body += fault.sender ? "s12:Sender" : "s12:Receiver";
@@ -103,7 +104,7 @@ std::string make_fault(const SoapFault& fault, const std::string& relates_to)
         body += "<s12:Subcode><s12:Value>" + xml::escape(fault.subcode) + "</s12:Value></s12:Subcode>";
     body += "</s12:Code><s12:Reason><s12:Text xml:lang=\"en\">" + xml::escape_text(fault.reason) +
             "</s12:Text></s12:Reason></s12:Fault>";
-    return make_envelope(ns::kFaultAction, {}, relates_to, {}, body);
+    return make_envelope(ns::kFaultAction, {}, relates_to, {}, body, extra_ns);
 }
 
 std::string fault_reason(const xmlNode* body)

@@ -19,6 +19,7 @@ struct SoapMessage {
     std::string to;
     std::string relates_to;
     xmlNode* body = nullptr;
+    xmlNode* header = nullptr;  ///< s12:Header, null if absent
 
     /// The msg:HandleRef children of the body element, in order.
     std::vector<std::string> handle_refs() const;
@@ -48,7 +49,8 @@ std::string make_envelope(const std::string& action, const std::string& message_
                           const std::string& extra_headers = {});
 
 /// A SOAP 1.2 Fault envelope (action wsa soap/fault, RelatesTo the request).
-std::string make_fault(const SoapFault& fault, const std::string& relates_to);
+/// `extra_ns` declares the prefix of a subcode other than s12: and wsa:.
+std::string make_fault(const SoapFault& fault, const std::string& relates_to, const std::string& extra_ns = {});
 
 /// Extracts the fault reason text from a parsed Fault body (empty if `body` is not s12:Fault).
 std::string fault_reason(const xmlNode* body);

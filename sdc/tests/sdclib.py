@@ -130,3 +130,206 @@ def main(test):
         return SdcEnv(name)
 
     run(test, setup)
+
+
+# --- WS-Eventing helpers (test_sdc_events.py, test_sdc_watch.py) ----------------
+
+WSE = "http://schemas.xmlsoap.org/ws/2004/08/eventing"
+ACTION_DIALECT = "http://docs.oasis-open.org/ws-dd/ns/dpws/2009/01/Action"
+REPORTS = "http://standards.ieee.org/downloads/11073/11073-20701-2018/StateEventService/"
+EVENT_NS = ('xmlns:s12="http://www.w3.org/2003/05/soap-envelope" xmlns:wsa="http://www.w3.org/2005/08/addressing" '
+            f'xmlns:wse="{WSE}"')
+
+
+def soap(action, body, to="", headers=""):
+    import uuid
+    to_header = f"<wsa:To>{to}</wsa:To>" if to else ""
+    return (f'<?xml version="1.0" encoding="UTF-8"?><s12:Envelope {EVENT_NS}><s12:Header>{to_header}'
+            f'<wsa:Action>{action}</wsa:Action><wsa:MessageID>urn:uuid:{uuid.uuid4()}</wsa:MessageID>{headers}'
+            f'</s12:Header><s12:Body>{body}</s12:Body></s12:Envelope>')
+
+
+def soap_post(url, body, timeout=10, context=None):
+    """POSTs a SOAP envelope; returns (HTTP status, body text)."""
+    import http.client
+    import urllib.parse
+    u = urllib.parse.urlsplit(url)
+    if u.scheme == "https":
+        conn = http.client.HTTPSConnection(u.hostname, u.port, timeout=timeout, context=context)
+    else:
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+    try:
+        conn.request("POST", u.path, body=body.encode(), headers={"Content-Type": "application/soap+xml"})
+        r = conn.getresponse()
+        return r.status, r.read().decode("utf-8", "replace")
+    finally:
+        conn.close()
+
+
+def subscribe_body(notify_to, end_to=None, actions=(REPORTS + "EpisodicMetricReport",), expires="PT60S",
+                   dialect=ACTION_DIALECT, mode=None):
+    end = f"<wse:EndTo><wsa:Address>{end_to}</wsa:Address></wse:EndTo>" if end_to else ""
+    mode_attr = f' Mode="{mode}"' if mode else ""
+    exp = f"<wse:Expires>{expires}</wse:Expires>" if expires else ""
+    flt = f'<wse:Filter Dialect="{dialect}">{" ".join(actions)}</wse:Filter>' if actions is not None else ""
+    return (f"<wse:Subscribe>{end}<wse:Delivery{mode_attr}><wse:NotifyTo><wsa:Address>{notify_to}</wsa:Address>"
+            f"</wse:NotifyTo></wse:Delivery>{exp}{flt}</wse:Subscribe>")
+
+
+class EventSink:
+    """An HTTP/1.1 keep-alive server on 127.0.0.1 that records every POST
+    (path, body) and answers 202; `mode="silent"` accepts connections and
+    never reads them (a subscriber that never reads), `mode="refuse"` is a
+    port nobody listens on."""
+
+    def __init__(self, mode="ok", ssl_context=None):
+        import http.server
+        import queue
+        import socket
+        import threading
+        self.posts = queue.Queue()
+        self.mode = mode
+        self._threads = []
+        if mode == "refuse":
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+            s.close()  # nothing listens there any more
+            self.server = None
+            return
+        if mode == "silent":
+            self.server = socket.socket()
+            self.server.bind(("127.0.0.1", 0))
+            self.server.listen(16)
+            self.port = self.server.getsockname()[1]
+            self._held = []
+
+            def accept():
+                while True:
+                    try:
+                        conn, _ = self.server.accept()
+                    except OSError:
+                        return
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                    self._held.append(conn)
+            t = threading.Thread(target=accept, daemon=True)
+            t.start()
+            return
+        sink = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):  # noqa: N802
+                length = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(length).decode("utf-8", "replace")
+                sink.posts.put((self.path, body))
+                self.send_response(202)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        if ssl_context is not None:
+            self.server.socket = ssl_context.wrap_socket(self.server.socket, server_side=True)
+        self.port = self.server.server_address[1]
+        t = threading.Thread(target=self.server.serve_forever, daemon=True)
+        t.start()
+
+    def url(self, path="/notify"):
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def next(self, timeout=10, what="a notification"):
+        import queue
+        try:
+            return self.posts.get(timeout=timeout)
+        except queue.Empty:
+            raise TestFailure(f"no POST arrived within {timeout} s: expected {what}")
+
+    def close(self):
+        if self.server is None:
+            return
+        if self.mode == "silent":
+            for c in self._held:
+                c.close()
+            self.server.close()
+        else:
+            self.server.shutdown()
+            self.server.server_close()
+
+
+class Watch:
+    """`sdc-get watch` as a process; its stdout lines are collected."""
+
+    def __init__(self, environment, *args):
+        import threading
+        self.proc = subprocess.Popen([program("sdc/sdc-get"), *args], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, env=environment)
+        self.lines = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def wait_watching(self):
+        wait_for(lambda: self.lines or self.proc.poll() is not None, 30, "sdc-get watch to subscribe")
+        if not self.lines:
+            raise TestFailure(f"sdc-get watch exited {self.proc.poll()}: {self.proc.stderr.read()}")
+        return json.loads(self.lines[0])
+
+    def finish(self, timeout=30):
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise TestFailure("sdc-get watch did not end within its bound")
+        self.reader.join(5)
+        return code, self.proc.stderr.read()
+
+
+def make_pki(directory):
+    """Test certificates made with openssl in `directory` (skips without
+    openssl): a CA, a provider and a consumer certificate signed by it (both
+    serverAuth and clientAuth: SDC participants are servers and clients, SAN
+    IP:127.0.0.1), and a client of another CA. Returns a dict of paths:
+    ca, provider_cert/key, consumer_cert/key, rogue_cert/key."""
+    if shutil.which("openssl") is None:
+        raise TestSkipped("openssl is not installed")
+
+    def openssl(*args):
+        r = subprocess.run(["openssl", *args], capture_output=True, text=True, timeout=60, cwd=directory)
+        if r.returncode != 0:
+            raise TestFailure(f"openssl {' '.join(args)} failed: {r.stderr}")
+
+    def ca(name):
+        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", f"/CN={name}",
+                "-keyout", f"{name}.key", "-out", f"{name}.pem",
+                "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+
+    def cert(issuer, name):
+        with open(os.path.join(directory, f"{name}.ext"), "w") as f:
+            f.write("extendedKeyUsage=serverAuth,clientAuth\nbasicConstraints=CA:FALSE\n"
+                    "subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+        openssl("req", "-new", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}", "-keyout", f"{name}.key",
+                "-out", f"{name}.csr")
+        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{issuer}.pem", "-CAkey", f"{issuer}.key",
+                "-CAcreateserial", "-days", "2", "-extfile", f"{name}.ext", "-out", f"{name}.pem")
+
+    ca("sdc-test-ca")
+    ca("rogue-ca")
+    for name in ("provider", "consumer"):
+        cert("sdc-test-ca", name)
+    cert("rogue-ca", "rogue")
+    p = lambda f: os.path.join(directory, f)  # noqa: E731
+    return {"ca": p("sdc-test-ca.pem"), "provider_cert": p("provider.pem"), "provider_key": p("provider.key"),
+            "consumer_cert": p("consumer.pem"), "consumer_key": p("consumer.key"), "rogue_cert": p("rogue.pem"),
+            "rogue_key": p("rogue.key")}
+
+
+def tls_options(pki, who):
+    """--tls-cert/--tls-key/--tls-ca of `who` ("provider", "consumer", "rogue")."""
+    return ["--tls-cert", pki[f"{who}_cert"], "--tls-key", pki[f"{who}_key"], "--tls-ca", pki["ca"]]

@@ -90,7 +90,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         return 0;
     }
 
-    const HttpReply reply = handler.post(input, 1);
+    const HttpReply reply = handler.post("/", input, 1);
     require(reply.status == 200 || reply.status == 400 || reply.status == 500,
             "POST answered a status other than 200, 400 or 500");
     require(!reply.body.empty(), "POST answered an empty body");

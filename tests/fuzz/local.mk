@@ -33,7 +33,7 @@ $(tests_fuzz_replay_daemon_config_OBJECTS): idl/BlobStreaming.hh
 # message we receive (sdc/src, internal headers).
 tests_fuzz_replay_sdc_request_SOURCES = tests/fuzz/ReplayMain.cpp tests/fuzz/FuzzSdcRequest.cpp
 tests_fuzz_replay_sdc_request_CPPFLAGS = $(sdc_cppflags) -DBLOBSTREAMING_FUZZ_TARGET='"sdc_request"'
-tests_fuzz_replay_sdc_request_LDADD = sdc/libblobsdc.la $(LIBXML2_LIBS)
+tests_fuzz_replay_sdc_request_LDADD = sdc/libblobsdc.la $(LIBXML2_LIBS) $(OPENSSL_LIBS)
 
 tests_fuzz_replay_sdc_envelope_SOURCES = tests/fuzz/ReplayMain.cpp tests/fuzz/FuzzSdcEnvelope.cpp
 tests_fuzz_replay_sdc_envelope_CPPFLAGS = $(sdc_cppflags) -DBLOBSTREAMING_FUZZ_TARGET='"sdc_envelope"'

@@ -138,6 +138,7 @@ std::string Daemon::start()
     data.socket.send_buffer = options_.socket_buffer;
     data.socket.receive_buffer = options_.socket_buffer;
     if (tls) data.tls = std::make_shared<TlsContext>(TlsContext::Role::server, options_.tls);
+    if (!options_.sdc_address.empty()) data.on_transfer_end = [this] { publish_sdc_status(); };
     data_ = std::make_unique<server::DataServer>(*store_, *tickets_, *reservations_, data);
     data_->start();
     transporters_ = std::make_unique<server::TransporterRegistry>(server::TransporterLimits{
@@ -203,12 +204,17 @@ std::string Daemon::start()
 
     std::string sdc_field;
     if (!options_.sdc_address.empty()) {
+        auto sdc = std::unique_ptr<SdcStatus>();
         try {
-            sdc_ = std::make_unique<SdcStatus>(options_.sdc_address, options_.name);
+            sdc = std::make_unique<SdcStatus>(options_.sdc_address, options_.name, options_.tls);
         } catch (const std::exception& e) {
             throw Error(Errc::unreachable, std::string("SDC status provider: ") + e.what());
         }
-        sdc_->update(store_->usage(), data_->active_transfers(), data_->last_transfer_mbps());
+        {
+            std::lock_guard<std::mutex> lock(sdc_mutex_);
+            sdc_ = std::move(sdc);
+        }
+        publish_sdc_status();
         sdc_field = " sdc=" + sdc_->device_url();
         spdlog::info("store status served over SDC at {}", sdc_->device_url());
     }
@@ -246,13 +252,7 @@ void Daemon::maintain() noexcept
                          swept.refused, options_.max_client_transporters, options_.max_transporters, swept.open,
                          swept.clients);
     }
-    if (sdc_) {
-        try {
-            sdc_->update(store_->usage(), data_->active_transfers(), data_->last_transfer_mbps());
-        } catch (const std::exception& e) {
-            spdlog::debug("SDC status update: {}", e.what());
-        }
-    }
+    publish_sdc_status();
     if (CORBA::is_nil(naming_)) return;
     try {
         if (naming_lost_) naming_ = corba::naming_context(orb_, options_.naming);
@@ -331,12 +331,28 @@ std::string Daemon::metrics_text() const
     return out;
 }
 
+void Daemon::publish_sdc_status() noexcept
+{
+    std::lock_guard<std::mutex> lock(sdc_mutex_);
+    if (!sdc_) return;
+    try {
+        sdc_->update(store_->usage(), data_->active_transfers(), data_->last_transfer_mbps());
+    } catch (const std::exception& e) {
+        spdlog::debug("SDC status update: {}", e.what());
+    }
+}
+
 void Daemon::stop() noexcept
 {
     if (stopped_) return;
     stopped_ = true;
     metrics_.reset();
-    sdc_.reset();  // WS-Discovery Bye
+    std::unique_ptr<SdcStatus> sdc;
+    {
+        std::lock_guard<std::mutex> lock(sdc_mutex_);
+        sdc = std::move(sdc_);
+    }
+    sdc.reset();  // SubscriptionEnd to subscribers, WS-Discovery Bye (outside the lock: the reactor may publish)
     if (data_) data_->stop();
     if (events_) events_->close();   // later commits and removals go nowhere
     if (notices_) notices_->stop();  // no transfer ends any more; before the ORB goes

@@ -23,6 +23,7 @@
 #include <omniORB4/Naming.hh>
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace blobstreaming::daemon {
@@ -85,6 +86,10 @@ private:
     std::unique_ptr<server::NoticeDispatcher> notices_;
     std::shared_ptr<server::EventHub> events_;  ///< shared with the ObservedStore in store_
     std::unique_ptr<server::TransporterRegistry> transporters_;
+    /// Publishes the store's status over SDC now (main thread every 2 s, and
+    /// the data plane's reactor thread when a transfer ends).
+    void publish_sdc_status() noexcept;
+    std::mutex sdc_mutex_;  ///< guards sdc_ (main and reactor threads)
     std::unique_ptr<SdcStatus> sdc_;
     std::unique_ptr<MetricsEndpoint> metrics_;
     std::unique_ptr<corba::Fetcher> fetcher_;    ///< BlobStore::fetch and read-through

@@ -55,10 +55,11 @@ std::string store_mdib(const std::string& store_name)
 
 }  // namespace
 
-SdcStatus::SdcStatus(const std::string& address, const std::string& store_name)
+SdcStatus::SdcStatus(const std::string& address, const std::string& store_name, const TlsFiles& tls)
 {
     sdc::ProviderOptions options;
     options.address = address;
+    options.tls = tls;
     options.friendly_name = "Blob store " + store_name;
     options.model_name = "blobstored";
     provider_ = std::make_unique<sdc::Provider>(
@@ -69,14 +70,18 @@ SdcStatus::~SdcStatus() = default;
 
 void SdcStatus::update(const StoreUsage& usage, std::uint32_t active_transfers, double last_mbps)
 {
-    if (!published_ || usage.capacity != last_.capacity)
-        provider_->set_metric(kSdcCapacity, static_cast<double>(usage.capacity));
-    if (!published_ || usage.used != last_.used) provider_->set_metric(kSdcUsed, static_cast<double>(usage.used));
+    std::vector<sdc::MetricUpdate> changed;
+    const auto numeric = [&changed](const char* handle, double value) {
+        changed.push_back(sdc::MetricUpdate::numeric(handle, value));
+    };
+    if (!published_ || usage.capacity != last_.capacity) numeric(kSdcCapacity, static_cast<double>(usage.capacity));
+    if (!published_ || usage.used != last_.used) numeric(kSdcUsed, static_cast<double>(usage.used));
     if (!published_ || usage.blob_count != last_.blob_count)
-        provider_->set_metric(kSdcBlobCount, static_cast<double>(usage.blob_count));
+        numeric(kSdcBlobCount, static_cast<double>(usage.blob_count));
     if (!published_ || active_transfers != last_active_)
-        provider_->set_metric(kSdcActiveTransfers, static_cast<double>(active_transfers));
-    if (last_mbps > 0 && last_mbps != last_mbps_) provider_->set_metric(kSdcThroughput, last_mbps);
+        numeric(kSdcActiveTransfers, static_cast<double>(active_transfers));
+    if (last_mbps > 0 && last_mbps != last_mbps_) numeric(kSdcThroughput, last_mbps);
+    if (!changed.empty()) provider_->set_metrics(changed);
     last_ = usage;
     last_active_ = active_transfers;
     last_mbps_ = last_mbps;

@@ -4,6 +4,7 @@
 /// blob count, the active transfers and the last transfer throughput.
 
 #include <blobstreaming/common/BlobInfo.h>
+#include <blobstreaming/common/TlsFiles.h>
 
 #include <cstdint>
 #include <memory>
@@ -24,16 +25,19 @@ inline constexpr const char* kSdcThroughput = "blobstore.last_transfer_mb_per_s"
 
 class SdcStatus {
 public:
-    /// Starts the provider on `address` (HOST:PORT) with WS-Discovery; throws
-    /// sdc::SdcError naming the address and the reason.
-    SdcStatus(const std::string& address, const std::string& store_name);
+    /// Starts the provider on `address` (HOST:PORT) with WS-Discovery and
+    /// the event services; with `tls` (the daemon's --tls-* files) it serves
+    /// https only and requires consumers' certificates from the same CA.
+    /// Throws sdc::SdcError naming the address and the reason.
+    SdcStatus(const std::string& address, const std::string& store_name, const TlsFiles& tls = {});
     ~SdcStatus();
     SdcStatus(const SdcStatus&) = delete;
     SdcStatus& operator=(const SdcStatus&) = delete;
 
-    /// Publishes the values that changed (any thread): the store's usage,
-    /// the transfers in progress, the last transfer's throughput in MB/s
-    /// (0: none yet, left unset).
+    /// Publishes the values that changed as one MDIB change (one
+    /// EpisodicMetricReport to subscribers): the store's usage, the
+    /// transfers in progress, the last transfer's throughput in MB/s (0:
+    /// none yet, left unset). One caller at a time (the daemon serialises).
     void update(const StoreUsage& usage, std::uint32_t active_transfers, double last_mbps);
 
     std::string address() const;

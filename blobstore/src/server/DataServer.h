@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -48,6 +49,11 @@ struct DataServerConfig {
     /// certificate that verifies against the CA, and a ticket is honoured
     /// only on a connection from the client it was issued to. Null: plain TCP.
     std::shared_ptr<const TlsContext> tls;
+    /// Called on the reactor thread after each transfer ended (a push after
+    /// its commit), with the counters already updated; set: the daemon
+    /// publishes its status at once (SDC reports). Must be quick and must
+    /// not throw.
+    std::function<void()> on_transfer_end;
 };
 
 /// Owns the listening socket, the reactor, its thread and every data

@@ -66,6 +66,7 @@ void ServerConnection::end_transfer(bool succeeded, const std::string& reason)
         std::max(1e-6, std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
     server_->metrics.transfer_ended(push ? TransferMetrics::Direction::push : TransferMetrics::Direction::pull,
                                     succeeded, body_done_, seconds);
+    if (server_->config.on_transfer_end) server_->config.on_transfer_end();
     // One line per transfer in logfmt (docs/DEPLOYMENT.md, "Logs"): the
     // fields stay, whatever the message around them becomes.
     const std::string line =

@@ -1,5 +1,7 @@
-// sdc-provider: serves an MDIB file over the SDC get-service path until
-// SIGTERM/SIGINT (then sends WS-Discovery Bye and exits 0).
+// sdc-provider: serves an MDIB file as an SDC provider (GetService, event
+// services) until SIGTERM/SIGINT (then ends the subscriptions, sends
+// WS-Discovery Bye and exits 0). With --commands it applies metric changes
+// read from a file or FIFO, so tests and benchmarks can drive reports.
 
 #include "blobstreaming/sdc/Mdib.h"
 #include "blobstreaming/sdc/Provider.h"
@@ -12,18 +14,75 @@
 #include <spdlog/spdlog.h>
 
 #include <csignal>
+#include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <limits>
+#include <sstream>
+#include <sys/stat.h>
+#include <thread>
+#include <time.h>
 
 namespace po = boost::program_options;
 using namespace blobstreaming;
 using namespace blobstreaming::sdc;
 using namespace std::chrono_literals;
 
+namespace {
+
+long long now_ns()
+{
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+/// Applies `set HANDLE VALUE` lines (a number sets a NumericMetricState,
+/// anything else a string metric) from `path` until its end; each is
+/// acknowledged on stdout: `set HANDLE VALUE mdib_version=N t=NS` (t: CLOCK_MONOTONIC
+/// ns just before the change), or `error LINE: reason`. Runs on a detached
+/// thread for the life of the process.
+void apply_commands(Provider& provider, const std::string& path)
+{
+    struct stat st {};
+    const bool fifo = ::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
+    // A FIFO is opened again after each writer closed it (several writers in turn); a file is read once.
+    for (int opened = 0; opened == 0 || fifo; ++opened) {
+        std::ifstream in(path);
+        if (!in) {
+            std::cerr << "sdc-provider: --commands " << path << ": cannot open it\n";
+            return;
+        }
+        std::string line;
+        while (std::getline(in, line)) {
+            std::istringstream words(line);
+            std::string verb, handle, value;
+            words >> verb >> handle >> value;
+            if (verb.empty()) continue;
+            try {
+                if (verb != "set" || handle.empty() || value.empty())
+                    throw std::invalid_argument("expected `set HANDLE VALUE`");
+                char* end = nullptr;
+                const double number = std::strtod(value.c_str(), &end);
+                const long long t = now_ns();
+                if (end != nullptr && *end == '\0') provider.set_metric(handle, number);
+                else provider.set_metric(handle, value);
+                std::cout << "set " << handle << " " << value << " mdib_version=" << provider.mdib().mdib_version()
+                          << " t=" << t << std::endl;
+            } catch (const std::exception& e) {
+                std::cout << "error " << line << ": " << e.what() << std::endl;
+            }
+        }
+    }
+}
+
+}  // namespace
+
 int main(int argc, char** argv)
 {
     ProviderOptions options;
     std::string mdib_path;
+    std::string commands;
     po::options_description desc("Usage: sdc-provider --mdib FILE [options]\n\n"
                                  "Exit codes: 0 after SIGTERM/SIGINT, 1 usage, otherwise the failure's code "
                                  "(docs/CLI.md)\n\nOptions");
@@ -39,6 +98,19 @@ int main(int argc, char** argv)
                                                        "schemas in DIR (BICEPS_MessageModel.xsd, "
                                                        "BICEPS_ParticipantModel.xsd, ExtensionPoint.xsd)")
         ("no-discovery", "do not join WS-Discovery (no Hello, Bye, ProbeMatches)")
+        ("no-events", "host only the GetService (no StateEventService, DescriptionEventService, subscriptions)")
+        ("tls-cert", po::value(&options.tls.cert)->value_name("FILE"), "TLS (https) with client certificates: this provider's certificate (PEM); needs --tls-key and --tls-ca")
+        ("tls-key", po::value(&options.tls.key)->value_name("FILE"), "the certificate's private key (PEM, unencrypted)")
+        ("tls-ca", po::value(&options.tls.ca)->value_name("FILE"), "CA certificates (PEM) that consumers' and subscribers' certificates must chain to")
+        ("notify-timeout", po::value<std::string>()->value_name("DURATION")->default_value("5000"),
+         "bound on delivering one notification (connect, send, answer); a subscriber that exceeds it is ended; "
+         "milliseconds unless a unit is given")
+        ("notify-queue", po::value(&options.notify_queue_limit)->value_name("N")->default_value(options.notify_queue_limit),
+         "notifications queued per subscriber before it is ended as too slow (1 to 1000000)")
+        ("max-subscription", po::value<std::string>()->value_name("DURATION")->default_value("3600"),
+         "longest subscription granted; seconds unless a unit is given (1 s to 1 day)")
+        ("commands", po::value(&commands)->value_name("FILE"), "apply `set HANDLE VALUE` lines read from FILE (a FIFO: "
+                                                             "as they arrive), each acknowledged on stdout")
         ("max-body", po::value<std::string>()->value_name("SIZE")->default_value("4M"), "largest request body (bytes, or with K, M, G, T: x1024)")
         ("header-timeout", po::value<std::string>()->value_name("DURATION")->default_value("10000"),
          "time to receive a complete request header; milliseconds unless a unit is given (ms, s, m, h)")
@@ -62,12 +134,23 @@ int main(int argc, char** argv)
                                                      86400s, cli::DefaultUnit::milliseconds);
         options.idle_timeout = cli::parse_duration("--idle-timeout", vm["idle-timeout"].as<std::string>(), 1ms, 86400s,
                                                    cli::DefaultUnit::milliseconds);
+        options.notify_timeout = cli::parse_duration("--notify-timeout", vm["notify-timeout"].as<std::string>(), 1ms,
+                                                     86400s, cli::DefaultUnit::milliseconds);
+        options.max_subscription = std::chrono::duration_cast<std::chrono::seconds>(
+            cli::parse_duration("--max-subscription", vm["max-subscription"].as<std::string>(), 1s, 86400s));
+        if (options.notify_queue_limit < 1 || options.notify_queue_limit > 1000000)
+            throw po::error("--notify-queue " + std::to_string(options.notify_queue_limit) + ": must be 1 to 1000000");
+        options.tls.check("--tls-");
+        options.events = vm.count("no-events") == 0;
         options.validate = vm.count("no-validate") == 0;
         options.discovery = vm.count("no-discovery") == 0;
     } catch (const po::error& e) {
         std::cerr << "sdc-provider: " << e.what() << " (try --help)\n";
         return 1;
     } catch (const cli::UsageError& e) {
+        std::cerr << "sdc-provider: " << e.what() << " (try --help)\n";
+        return 1;
+    } catch (const Error& e) {
         std::cerr << "sdc-provider: " << e.what() << " (try --help)\n";
         return 1;
     }
@@ -88,6 +171,7 @@ int main(int argc, char** argv)
         std::cout << "sdc-provider ready address=" << provider.address() << " epr=" << provider.epr()
                   << " url=" << provider.device_url() << " descriptors=" << descriptors << " states=" << states
                   << std::endl;
+        if (!commands.empty()) std::thread([&provider, commands] { apply_commands(provider, commands); }).detach();
         int signal = 0;
         sigwait(&stop_signals, &signal);
         provider.stop();

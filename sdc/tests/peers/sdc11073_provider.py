@@ -3,9 +3,16 @@ WS-Discovery on 127.0.0.1). Prints one ready line
 `sdc11073-provider ready url=URL epr=EPR` and serves until SIGTERM.
 
 Runs inside the test venv (sdc11073==3.0.0). Arguments: --mdib FILE
+[--tls-key K --tls-cert C --tls-ca CA]: TLS (https, client certificates
+required) with sdc11073's ssl_context_container.
+[--commands FIFO]: apply `set HANDLE VALUE` lines (a metric state
+transaction each, so sdc11073 sends an EpisodicMetricReport), each
+acknowledged on stdout with `set HANDLE VALUE mdib_version=N`.
 """
 
 import argparse
+import decimal
+import pathlib
 import signal
 import sys
 import threading
@@ -21,6 +28,10 @@ from sdc11073.xml_types.dpws_types import ThisDeviceType, ThisModelType
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--mdib", required=True)
+    parser.add_argument("--commands")
+    parser.add_argument("--tls-key")
+    parser.add_argument("--tls-cert")
+    parser.add_argument("--tls-ca")
     args = parser.parse_args()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -33,10 +44,31 @@ def main():
                           model_name="peer", model_number="1", model_url="http://example.invalid/model",
                           presentation_url="http://example.invalid/presentation")
     device = ThisDeviceType(friendly_name="sdc11073 peer", firmware_version="1", serial_number="1")
-    provider = SdcProvider(wsd, model, device, mdib, epr=uuid.uuid4(), validate=True, ssl_context_container=None)
+    ssl_contexts = None
+    if args.tls_cert:
+        from sdc11073.certloader import mk_ssl_contexts
+        ssl_contexts = mk_ssl_contexts(pathlib.Path(args.tls_key), pathlib.Path(args.tls_cert),
+                                       pathlib.Path(args.tls_ca))
+    provider = SdcProvider(wsd, model, device, mdib, epr=uuid.uuid4(), validate=True,
+                           ssl_context_container=ssl_contexts)
     provider.start_all(start_rtsample_loop=False)
     provider.publish()
     print(f"sdc11073-provider ready url={provider.get_xaddrs()[0]} epr={provider.epr_urn}", flush=True)
+    if args.commands:
+        def apply():
+            with open(args.commands) as commands:
+                for line in commands:
+                    words = line.split()
+                    if len(words) != 3 or words[0] != "set":
+                        print(f"error {line.strip()}: expected `set HANDLE VALUE`", flush=True)
+                        continue
+                    with mdib.metric_state_transaction() as transaction:
+                        state = transaction.get_state(words[1])
+                        if state.MetricValue is None:
+                            state.mk_metric_value()
+                        state.MetricValue.Value = decimal.Decimal(words[2])
+                    print(f"set {words[1]} {words[2]} mdib_version={mdib.mdib_version}", flush=True)
+        threading.Thread(target=apply, daemon=True).start()
     stop.wait(3600)
     provider.stop_all()
     wsd.stop()

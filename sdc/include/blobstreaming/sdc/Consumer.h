@@ -3,6 +3,8 @@
 /// Probe or a direct address), reads its DPWS metadata, and calls GetMdState,
 /// GetMdDescription and GetMdib. No SOAP, XML or network type in this header.
 
+#include <blobstreaming/common/TlsFiles.h>
+
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -49,6 +51,9 @@ struct ProviderTimes {
 struct ConsumerOptions {
     /// Bound on every connect, request and response.
     std::chrono::milliseconds timeout{10000};
+    /// TLS (https URLs) with this certificate and key; the provider's
+    /// certificate must chain to `tls.ca`. Empty: plain http only.
+    TlsFiles tls;
 };
 
 /// Not thread-safe: one Consumer per thread. It keeps one keep-alive
@@ -89,8 +94,11 @@ public:
     const CallTimes& last_call() const;
     std::string epr() const;
     std::string get_service_url() const;
+    /// The device URL this consumer connected to (the XAddr).
+    std::string device_url() const;
 
 private:
+    friend struct ConsumerAccess;
     class Impl;
     explicit Consumer(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;

@@ -9,6 +9,21 @@
 
 namespace blobstreaming::sdc {
 
+/// One metric value of a change (set_metrics): a number for a
+/// NumericMetricState, text for a StringMetricState / EnumStringMetricState.
+struct MetricUpdate {
+    std::string handle;
+    double number = 0;
+    std::string text;
+    bool is_text = false;
+
+    static MetricUpdate numeric(std::string handle, double value) { return {std::move(handle), value, {}, false}; }
+    static MetricUpdate string(std::string handle, std::string value)
+    {
+        return {std::move(handle), 0, std::move(value), true};
+    }
+};
+
 /// Thread-safe: every member may be called from any thread. The provider's I/O
 /// thread reads while the application updates metrics with set_metric().
 ///
@@ -56,6 +71,13 @@ public:
     void set_metric(const std::string& handle, double value);
     /// Same for a StringMetricState / EnumStringMetricState.
     void set_metric(const std::string& handle, const std::string& value);
+    /// Several metrics as one change: every handle is checked first (nothing
+    /// changes if one throws), then each state's StateVersion and the
+    /// MdibVersion once. Returns the changed states serialized as
+    /// `msg:MetricState` elements (the report parts of an
+    /// EpisodicMetricReport, each declaring the namespaces it needs);
+    /// `version` receives the new MdibVersion.
+    std::string set_metrics(const std::vector<MetricUpdate>& updates, std::uint64_t& version);
 
 private:
     struct Impl;

@@ -1,14 +1,19 @@
 #pragma once
-/// An SDC provider of the get-service path (IEEE 11073-20701/-20702 with
-/// BICEPS 11073-10207): DPWS metadata, GetService (GetMdib, GetMdState,
-/// GetMdDescription) over HTTP/1.1 keep-alive, and WS-Discovery.
+/// An SDC provider (IEEE 11073-20701/-20702 with BICEPS 11073-10207): DPWS
+/// metadata, GetService (GetMdib, GetMdState, GetMdDescription), the
+/// StateEventService and DescriptionEventService (WS-Eventing
+/// subscriptions, episodic reports) over HTTP/1.1 keep-alive or TLS with
+/// client certificates, and WS-Discovery.
 
 #include "blobstreaming/sdc/Mdib.h"
+
+#include <blobstreaming/common/TlsFiles.h>
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace blobstreaming::sdc {
 
@@ -34,6 +39,20 @@ struct ProviderOptions {
     std::chrono::milliseconds idle_timeout{300000};
     /// Provider-side timestamps (t2, t3, t4) kept for this many recent MessageIDs.
     std::size_t timestamp_history = 100000;
+    /// TLS (https) with mutual authentication: this provider's certificate
+    /// and key, and the CA that consumers' certificates (and subscribers'
+    /// NotifyTo servers) must chain to. Empty: plain HTTP.
+    TlsFiles tls;
+    /// Event services (StateEventService, DescriptionEventService); off:
+    /// only the GetService is hosted.
+    bool events = true;
+    /// Bound on connecting to a subscriber and on each notification; a
+    /// subscriber that exceeds it is ended (SubscriptionEnd DeliveryFailure).
+    std::chrono::milliseconds notify_timeout{5000};
+    /// Notifications queued per subscriber before it is ended as too slow.
+    std::size_t notify_queue_limit = 256;
+    /// Longest subscription granted (also when a Subscribe has no Expires).
+    std::chrono::seconds max_subscription{3600};
     /// DPWS ThisModel / ThisDevice.
     std::string manufacturer = "Blob Streaming";
     std::string model_name = "blobstreaming-sdc";
@@ -57,12 +76,19 @@ public:
     std::string address() const;
     /// urn:uuid endpoint reference.
     std::string epr() const;
-    /// http://HOST:PORT/<epr-hex>: the device's XAddr (WS-Transfer Get target).
+    /// http(s)://HOST:PORT/<epr-hex>: the device's XAddr (WS-Transfer Get target).
     std::string device_url() const;
 
-    /// Live updates of NumericMetricState / StringMetricState values (see Mdib).
+    /// Live updates of NumericMetricState / StringMetricState values (see
+    /// Mdib). Each call is one MDIB change (one MdibVersion) and, when some
+    /// subscriber asked for it, one EpisodicMetricReport; the call only
+    /// queues the report (delivery runs on the provider's delivery thread).
     void set_metric(const std::string& handle, double value);
     void set_metric(const std::string& handle, const std::string& value);
+    /// Several metrics as one change and one report (see Mdib::set_metrics).
+    void set_metrics(const std::vector<MetricUpdate>& updates);
+    /// Subscriptions currently active.
+    std::size_t subscriber_count() const;
     /// Read access for the application (same object the provider serves).
     const Mdib& mdib() const;
 

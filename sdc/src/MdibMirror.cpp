@@ -1,0 +1,326 @@
+#include "blobstreaming/sdc/MdibMirror.h"
+
+#include "Asio.h"
+#include "ConsumerAccess.h"
+#include "HttpServer.h"
+#include "Namespaces.h"
+#include "Tls.h"
+#include "Uuid.h"
+#include "blobstreaming/sdc/SdcError.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+namespace blobstreaming::sdc {
+
+namespace {
+
+const std::string kWseNs = std::string(" xmlns:wse=\"") + ns::kWse + "\"";
+const std::string kMsgNs = std::string(" xmlns:msg=\"") + ns::kMsg + "\"";
+const char* kContextReport =
+    "http://standards.ieee.org/downloads/11073/11073-20701-2018/ContextService/EpisodicContextReport";
+
+std::uint64_t number(const std::string& text) { return text.empty() ? 0 : std::strtoull(text.c_str(), nullptr, 10); }
+
+/// Seconds of an xs:duration of the form PT…S / PT…M / PT…H (as providers answer); 0 if not understood.
+double seconds_of(const std::string& d)
+{
+    if (d.rfind("PT", 0) != 0) return 0;
+    double total = 0;
+    std::string n;
+    for (std::size_t i = 2; i < d.size(); ++i) {
+        const char c = d[i];
+        if ((c >= '0' && c <= '9') || c == '.') {
+            n += c;
+            continue;
+        }
+        const double v = n.empty() ? 0 : std::atof(n.c_str());
+        n.clear();
+        total += c == 'H' ? v * 3600 : c == 'M' ? v * 60 : c == 'S' ? v : 0;
+    }
+    return total;
+}
+
+struct Subscription {
+    std::string service;
+    std::string manager;  ///< SubscriptionManager address
+    std::string headers;  ///< its reference parameters as header blocks
+};
+
+}  // namespace
+
+class MdibMirror::Impl : public RequestHandler {
+public:
+    Impl(const std::string& device_url, Callback on_report, MirrorOptions options)
+        : options_(std::move(options)), on_report_(std::move(on_report)),
+          consumer_(Consumer::connect(device_url, options_.consumer))
+    {
+        const ServiceUrls& services = ConsumerAccess::services(consumer_);
+        if (services.state_event.empty())
+            throw SdcError(Errc::protocol_error,
+                           "subscribing to " + device_url + ": the provider's metadata lists no StateEventService");
+        resync();
+        HttpServerOptions server;
+        server.tls = make_tls_context(options_.consumer.tls, true);
+        if (device_url.rfind("https://", 0) != 0) server.tls.reset();
+        sink_.emplace(io_, ConsumerAccess::local_ip(consumer_) + ":0", *this, server);
+        const std::string base =
+            (server.tls ? "https://" : "http://") + sink_->address() + "/" + make_urn_uuid().substr(9);
+        notify_path_ = base.substr(base.find('/', 8)) + "/notify";
+        end_path_ = base.substr(base.find('/', 8)) + "/end";
+        sink_->start();
+        thread_ = std::thread([this] { io_.run(); });
+        try {
+            const std::string s = ns::kStateEventService;
+            subscribe("StateEvent", services.state_event,
+                      s + "EpisodicMetricReport " + s + "EpisodicAlertReport " + s + "EpisodicComponentReport " + s +
+                          "EpisodicOperationalStateReport",
+                      base);
+            if (!services.description_event.empty())
+                subscribe("DescriptionEvent", services.description_event,
+                          std::string(ns::kDescriptionEventService) + "DescriptionModificationReport", base);
+            if (!services.context.empty()) subscribe("Context", services.context, kContextReport, base);
+        } catch (...) {
+            shutdown();
+            throw;
+        }
+        schedule_renew();
+    }
+
+    ~Impl() override { shutdown(); }
+
+    void shutdown()
+    {
+        if (stopped_.exchange(true)) return;
+        {
+            std::lock_guard<std::mutex> lock(call_mutex_);
+            for (const auto& s : subscriptions_) {
+                try {
+                    ConsumerAccess::call(consumer_, s.manager, ns::kUnsubscribe, "<wse:Unsubscribe/>", kWseNs,
+                                         "Unsubscribe", s.headers);
+                } catch (const std::exception&) {
+                    // Ending anyway: the provider lets the subscription expire.
+                }
+            }
+        }
+        renew_timer_.cancel();
+        io_.stop();
+        if (thread_.joinable()) thread_.join();
+    }
+
+    // RequestHandler: notifications and SubscriptionEnd.
+    HttpReply post(std::string_view target, std::string_view body, long long t2) override
+    {
+        HttpReply reply;
+        reply.status = 202;
+        SoapMessage message;
+        SoapFault fault;
+        if (!parse_soap(body, false, message, fault)) return reject(400, fault.reason);
+        Report report;
+        report.received_ns = t2;
+        report.action = message.action.substr(message.action.rfind('/') + 1);
+        if (message.action == ns::kSubscriptionEnd) {
+            ended_ = true;
+            report.reason = xml::text(xml::child(message.body, ns::kWse, "Status")) + ": " +
+                            xml::text(xml::child(message.body, ns::kWse, "Reason"));
+            if (on_report_) on_report_(report);
+            return reply;
+        }
+        if (target.substr(0, notify_path_.size()) != notify_path_) return reject(404, "not a notification path");
+        report.mdib_version = number(xml::attribute(message.body, "MdibVersion"));
+        report.sequence_id = xml::attribute(message.body, "SequenceId");
+        for (xmlNode* part = xml::first_element(message.body); part != nullptr; part = xml::next_element(part)) {
+            if (!xml::is(part, ns::kMsg, "ReportPart")) continue;
+            for (xmlNode* s = xml::first_element(part); s != nullptr; s = xml::next_element(s))
+                if (s->name != nullptr &&
+                    std::string_view(reinterpret_cast<const char*>(s->name)).find("State") != std::string_view::npos)
+                    report.states.push_back(parse_state(s));
+        }
+        bool gap = false;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (report.sequence_id != sequence_id_ || report.mdib_version > version_ + 1) gap = true;
+            else if (report.mdib_version <= version_) return reply;  // older than the mirror
+            else apply(report);
+        }
+        if (gap) {
+            try {
+                Report again;
+                again.action = "Resync";
+                again.received_ns = t2;
+                again.states = resync();
+                again.mdib_version = mdib_version();
+                again.sequence_id = report.sequence_id;
+                ++resyncs_;
+                if (on_report_) on_report_(again);
+                std::lock_guard<std::mutex> lock(mutex_);
+                if (report.sequence_id != sequence_id_ || report.mdib_version != version_ + 1) return reply;
+                apply(report);
+            } catch (const std::exception& e) {
+                std::cerr << "sdc: resync after a gap in MdibVersion failed: " << e.what() << "\n";
+                return reply;
+            }
+        }
+        if (on_report_) on_report_(report);
+        return reply;
+    }
+
+    HttpReply get(std::string_view) override { return reject(405, "GET is not served by a notification sink"); }
+
+    HttpReply reject(unsigned status, const std::string& reason) override
+    {
+        HttpReply r;
+        r.status = status;
+        r.content_type = "text/plain";
+        r.body = reason + "\n";
+        return r;
+    }
+
+    void record_sent(const std::string&, long long) override {}
+
+    /// Reads all states; returns them.
+    std::vector<State> resync()
+    {
+        std::lock_guard<std::mutex> call_lock(call_mutex_);
+        SoapMessage reply = ConsumerAccess::call(consumer_, ConsumerAccess::services(consumer_).get,
+                                                 std::string(ns::kGetService) + "GetMdState", "<msg:GetMdState/>",
+                                                 kMsgNs, "GetMdState");
+        std::vector<State> all;
+        for (xmlNode* s = xml::first_element(xml::child(reply.body, ns::kMsg, "MdState")); s != nullptr;
+             s = xml::next_element(s))
+            all.push_back(parse_state(s));
+        std::lock_guard<std::mutex> lock(mutex_);
+        states_.clear();
+        order_.clear();
+        for (const State& s : all) put(s);
+        version_ = number(xml::attribute(reply.body, "MdibVersion"));
+        sequence_id_ = xml::attribute(reply.body, "SequenceId");
+        return all;
+    }
+
+    void put(const State& s)
+    {
+        const std::string key = s.handle.empty() ? s.descriptor_handle : s.handle;
+        if (states_.emplace(key, s).second) order_.push_back(key);
+        else states_[key] = s;
+    }
+
+    void apply(const Report& r)
+    {
+        for (const State& s : r.states) put(s);
+        version_ = r.mdib_version;
+    }
+
+    void subscribe(const std::string& service, const std::string& url, const std::string& actions,
+                   const std::string& base)
+    {
+        const std::string body = "<wse:Subscribe><wse:EndTo><wsa:Address>" + xml::escape(base) +
+                                 "/end</wsa:Address></wse:EndTo><wse:Delivery Mode=\"" + ns::kDeliveryPush +
+                                 "\"><wse:NotifyTo><wsa:Address>" + xml::escape(base) +
+                                 "/notify</wsa:Address></wse:NotifyTo></wse:Delivery><wse:Expires>PT" +
+                                 std::to_string(options_.expires.count()) + "S</wse:Expires><wse:Filter Dialect=\"" +
+                                 ns::kActionDialect + "\">" + actions + "</wse:Filter></wse:Subscribe>";
+        std::lock_guard<std::mutex> lock(call_mutex_);
+        SoapMessage reply = ConsumerAccess::call(consumer_, url, ns::kSubscribe, body, kWseNs, "Subscribe");
+        if (!reply.body_is(ns::kWse, "SubscribeResponse"))
+            throw SdcError(Errc::protocol_error, "Subscribe " + url + ": the Body holds no wse:SubscribeResponse");
+        xmlNode* manager = xml::child(reply.body, ns::kWse, "SubscriptionManager");
+        Subscription s;
+        s.service = service;
+        s.manager = xml::text(xml::child(manager, ns::kWsa, "Address"));
+        for (xmlNode* p = xml::first_element(xml::child(manager, ns::kWsa, "ReferenceParameters")); p != nullptr;
+             p = xml::next_element(p)) {
+            xmlNs* wsa = xmlSearchNsByHref(p->doc, p, reinterpret_cast<const xmlChar*>(ns::kWsa));
+            if (wsa != nullptr)
+                xmlSetNsProp(p, wsa, reinterpret_cast<const xmlChar*>("IsReferenceParameter"),
+                             reinterpret_cast<const xmlChar*>("true"));
+            s.headers += xml::serialize_scoped(p);
+        }
+        const double granted = seconds_of(xml::text(xml::child(reply.body, ns::kWse, "Expires")));
+        if (granted > 0)
+            renew_every_ = std::min(renew_every_, std::chrono::milliseconds(static_cast<long long>(granted * 500)));
+        subscriptions_.push_back(std::move(s));
+    }
+
+    void schedule_renew()
+    {
+        renew_timer_.expires_after(std::max(renew_every_, std::chrono::milliseconds(500)));
+        renew_timer_.async_wait([this](beast::error_code ec) {
+            if (ec || stopped_) return;
+            std::lock_guard<std::mutex> lock(call_mutex_);
+            for (const auto& s : subscriptions_) {
+                try {
+                    ConsumerAccess::call(consumer_, s.manager, ns::kRenew,
+                                         "<wse:Renew><wse:Expires>PT" + std::to_string(options_.expires.count()) +
+                                             "S</wse:Expires></wse:Renew>",
+                                         kWseNs, "Renew", s.headers);
+                } catch (const std::exception& e) {
+                    std::cerr << "sdc: renewing the " << s.service << " subscription failed: " << e.what() << "\n";
+                }
+            }
+            schedule_renew();
+        });
+    }
+
+    std::uint64_t mdib_version() const
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return version_;
+    }
+
+    MirrorOptions options_;
+    Callback on_report_;
+    Consumer consumer_;  ///< guarded by call_mutex_
+    std::mutex call_mutex_;
+    mutable std::mutex mutex_;  ///< guards the mirror below
+    std::map<std::string, State> states_;
+    std::vector<std::string> order_;
+    std::uint64_t version_ = 0;
+    std::string sequence_id_;
+    std::atomic<std::size_t> resyncs_{0};
+    std::atomic<bool> ended_{false};
+    std::atomic<bool> stopped_{false};
+    net::io_context io_;
+    std::optional<HttpServer> sink_;
+    std::string notify_path_;
+    std::string end_path_;
+    std::vector<Subscription> subscriptions_;
+    std::chrono::milliseconds renew_every_{std::chrono::hours(1)};
+    net::steady_timer renew_timer_{io_};
+    std::thread thread_;
+};
+
+MdibMirror::MdibMirror(const std::string& device_url, Callback on_report, MirrorOptions options)
+    : impl_(std::make_unique<Impl>(device_url, std::move(on_report), std::move(options)))
+{}
+
+MdibMirror::~MdibMirror() = default;
+
+std::vector<State> MdibMirror::states(const std::vector<std::string>& handles) const
+{
+    std::lock_guard<std::mutex> lock(impl_->mutex_);
+    std::vector<State> out;
+    if (handles.empty()) {
+        for (const auto& key : impl_->order_) out.push_back(impl_->states_.at(key));
+        return out;
+    }
+    for (const auto& h : handles) {
+        const auto found = impl_->states_.find(h);
+        if (found == impl_->states_.end())
+            throw SdcError(Errc::unknown_handle, "unknown handle \"" + h + "\": the mirrored MDIB has no state of it");
+        out.push_back(found->second);
+    }
+    return out;
+}
+
+std::uint64_t MdibMirror::mdib_version() const { return impl_->mdib_version(); }
+std::size_t MdibMirror::resyncs() const { return impl_->resyncs_; }
+bool MdibMirror::ended() const { return impl_->ended_; }
+std::string MdibMirror::epr() const { return impl_->consumer_.epr(); }
+
+}  // namespace blobstreaming::sdc

@@ -1,0 +1,120 @@
+"""SDC over TLS with mutual authentication (IEEE 11073-20701): sdc-provider
+and sdc-get with --tls-cert/--tls-key/--tls-ca, certificates made with
+openssl at run time. https XAddrs in discovery; GetMdState and a watch over
+TLS; a client without a certificate, with one of another CA, and a
+plaintext HTTP request are refused. Both ways with sdc11073's
+ssl_context_container: its consumer (start_all + ConsumerMdib) follows our
+TLS provider, and our watch follows its TLS provider."""
+
+import sys
+
+sys.dont_write_bytecode = True  # noqa: E402 (keeps the source tree free of __pycache__)
+
+import json
+import os
+import socket
+import threading
+
+from sdclib import (Watch, check, check_equal, main, make_pki, mdib_file, peer_script, program, sdc11073_python,
+                    step, tls_options)
+
+HANDLE = "numeric.ch0.vmd0"
+
+
+def feed(fifo_path, values):
+    def run():
+        with open(fifo_path, "w") as fifo:
+            for v in values:
+                fifo.write(f"set {HANDLE} {v}\n")
+                fifo.flush()
+    threading.Thread(target=run, daemon=True).start()
+
+
+def watch_values(env, url, fifo, values, tls, what):
+    w = Watch(env.env, *tls, "--url", url, "--json", "--count", str(len(values)), "watch", HANDLE)
+    w.wait_watching()
+    feed(fifo, values)
+    code, err = w.finish()
+    check_equal(code, 0, f"{what}: exit status of sdc-get watch ({err.strip()})")
+    got = [json.loads(line)["states"][0]["value"] for line in w.lines[1:]]
+    check_equal(got, [str(v) for v in values], f"{what}: values of the reports")
+    step(f"{what}: {len(values)} reports over TLS")
+
+
+def test(env):
+    pki = make_pki(env.path())
+    ours = tls_options(pki, "consumer")
+
+    step("bad TLS options")
+    result = env.run([program("sdc/sdc-provider"), "--mdib", mdib_file("mdib.xml"), "--tls-cert",
+                      pki["provider_cert"]], expect=1)
+    check("--tls-key is required" in result.stderr, f"--tls-cert alone: {result.stderr}")
+    result = env.run([program("sdc/sdc-provider"), "--mdib", mdib_file("mdib.xml"), "--tls-cert", pki["ca"],
+                      "--tls-key", pki["consumer_key"], "--tls-ca", pki["ca"]], expect=None)
+    check(result.returncode != 0 and "key values mismatch" in result.stderr, f"a key of another certificate: "
+          f"{result.stderr}")
+    result = env.run([program("sdc/sdc-provider"), "--mdib", mdib_file("mdib.xml"), *tls_options(pki, "provider")[:4],
+                      "--tls-ca", env.path("missing.pem")], expect=None)
+    check(result.returncode != 0 and "missing.pem" in result.stderr, f"a missing CA file: {result.stderr}")
+
+    fifo = env.path("ours.fifo")
+    os.mkfifo(fifo)
+    provider = env.start_provider(mdib_file("mdib.xml"), *tls_options(pki, "provider"), "--commands", fifo)
+    url = provider.ready["url"]
+    check(url.startswith("https://127.0.0.1:"), f"device URL of a TLS provider: {url}")
+
+    state = env.sdc_get(*ours, "--url", url, "--json", "state", HANDLE)
+    check_equal([s["descriptor_handle"] for s in state["states"]], [HANDLE], "GetMdState over TLS")
+    found = env.sdc_get("--wait", "2000", "--json", "probe")
+    xaddrs = [p["xaddrs"] for p in found if p["epr"] == provider.ready["epr"]]
+    check_equal(xaddrs, [[url]], "the XAddrs a Probe answers (https)")
+
+    step("refused clients")
+    result = env.sdc_get("--url", url, "state", expect=10)
+    check("TLS needs a certificate" in result.stderr, f"https without a TLS identity: {result.stderr}")
+    result = env.sdc_get(*tls_options(pki, "rogue"), "--url", url, "state", expect=52)
+    check("unknown ca" in result.stderr,
+          f"a client certificate of another CA: {result.stderr}")
+    host, port = provider.ready["address"].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+        answer = b""
+        try:
+            while True:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                answer += chunk
+        except (ConnectionResetError, socket.timeout):
+            pass
+    check(not answer.startswith(b"HTTP/"), f"a plaintext HTTP request to the TLS port was answered: {answer[:80]!r}")
+    step("plaintext HTTP to the TLS port: no HTTP answer")
+    check_equal(env.sdc_get(*ours, "--url", url, "--json", "state", HANDLE)["states"][0]["descriptor_handle"],
+                HANDLE, "the provider still serves after the refusals")
+
+    watch_values(env, url, fifo, [501, 502, 503], ours, "ours↔ours")
+
+    step("sdc11073's consumer (ssl_context_container) on our TLS provider")
+    python = sdc11073_python()
+    result = env.run([python, peer_script("sdc11073_watch.py"), "--url", url, "--handle", HANDLE, "--fifo", fifo,
+                      "--rounds", "3", "--first-value", "600", "--tls-key", pki["consumer_key"], "--tls-cert",
+                      pki["consumer_cert"], "--tls-ca", pki["ca"]], timeout=90)
+    got = json.loads(result.stdout.strip().splitlines()[-1])
+    check("EpisodicMetricReport" in got["subscriptions"], f"subscriptions over TLS: {got['subscriptions']}")
+    check_equal(got["seen"], ["600", "601", "602"], "sdc11073 ConsumerMdib over TLS")
+    step(f"sdc11073 ConsumerMdib followed 3 changes over TLS; ms {[round(n / 1e6, 2) for n in got['latency_ns']]}")
+    provider.stop()
+
+    step("our watch on sdc11073's TLS provider")
+    peer_fifo = env.path("peer.fifo")
+    os.mkfifo(peer_fifo)
+    peer = env.start("sdc11073-provider", [python, peer_script("sdc11073_provider.py"), "--mdib",
+                                           mdib_file("mdib.xml"), "--commands", peer_fifo, "--tls-key",
+                                           pki["provider_key"], "--tls-cert", pki["provider_cert"], "--tls-ca",
+                                           pki["ca"]], "sdc11073-provider ready")
+    check(peer.ready["url"].startswith("https://"), f"sdc11073's TLS XAddr: {peer.ready['url']}")
+    watch_values(env, peer.ready["url"], peer_fifo, [71, 72, 73], ours, "ours → sdc11073 over TLS")
+
+
+if __name__ == "__main__":
+    main(test)
