@@ -56,7 +56,7 @@ def read_through(c):
     central = c.start_daemon("central", "file", tier="central", extra=["--no-sync"])
     ws = c.start_daemon("ws", "file", tier="workstation", extra=["--read-through", "--no-sync"])
     sources = {}
-    for name, size in (("CT.1", 3 * MiB + 17), ("CT.2", 24 * MiB), ("CT.3", MiB), ("CT.4", MiB)):
+    for name, size in (("CT.1", 3 * MiB + 17), ("CT.2", 24 * MiB), ("CT.3", MiB), ("CT.4", MiB), ("CT.5", MiB)):
         sources[name] = c.path(f"src-{name}")
         harness.write_random(sources[name], size, algorithm=None)
         c.blob("push", "--name", name, sources[name], store="central").ok()
@@ -110,6 +110,12 @@ def read_through(c):
     names = [b["name"] for b in c.blob("ls", store="ws").ok()["blobs"]]
     check("CT.3" not in names, f"CT.3 is not listed at ws after the refused fetch: {names}")
     check(c.blob("stat", "CT.3", store="ws").code == EXIT["no_such_blob"], "CT.3 is absent at ws")
+
+    step("the same-host path (findLocalFile) fills the workstation too and reads its file")
+    r = c.blob("pull", "CT.5", c.path("out-CT.5"), store="ws").ok()
+    check_equal((r["store"], r["local"]), ("ws", True), "store and path of the same-host pull")
+    check_equal(harness.checksum_file(c.path("out-CT.5")), harness.checksum_file(sources["CT.5"]), "CT.5 bytes")
+    check_equal(fetched(ws, "CT.5", "central"), 1, "fetches of CT.5 logged by ws")
 
     step("central killed: a pull of a Blob only it held fails and says who did not answer; ws keeps serving")
     central.kill()
