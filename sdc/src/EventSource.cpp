@@ -330,7 +330,8 @@ void EventSource::publish(const std::string& action, const std::string& body)
 {
     auto shared = std::make_shared<const std::string>(body);
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto& [id, s] : subscribers_) {
+    for (const auto& entry : subscribers_) {
+        const auto& s = entry.second;  // a name, not a structured binding: lambdas capture it (C++17)
         if (!s->selects(action)) continue;
         net::post(s->strand_, [s, report = Report{action, shared}]() mutable { s->enqueue(std::move(report)); });
     }
