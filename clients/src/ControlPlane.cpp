@@ -415,7 +415,6 @@ BlobInfo ControlPlane::stat(const std::string& store, const std::string& name)
 BlobInfo ControlPlane::fetch(const std::string& to, const std::string& name, const std::string& from, bool overwrite)
 {
     const std::string what = "copy " + quote_name(name) + " from \"" + from + "\" to \"" + to + "\"";
-    if (to == from) throw Error(Errc::invalid_argument, what + ": the source and the destination are the same store");
     const BlobStreaming::BlobStore_var source =
         with_store(*refs_, options_, from, what,
                    [](BlobStreaming::BlobStore_ptr ref) { return BlobStreaming::BlobStore::_duplicate(ref); });
@@ -480,15 +479,14 @@ std::vector<Location> ControlPlane::locate_as(const std::string& name, const std
     std::optional<Error> insecure;
     for (const auto& store : store_names()) {
         try {
-            const Location l = with_store(*refs_, options_, store, what, [&](BlobStreaming::BlobStore_ptr ref) {
-                BlobStreaming::StoreStatus_var st = ref->status();
-                Location found{store, tier_of(st->tier), ref->contains(name.c_str())};
-                // Neither holds it nor fills itself: marked by an empty name.
-                if (!found.holds && !st->readThrough) found.store.clear();
-                return found;
-            });
-            if (l.store.empty()) continue;
-            (l.holds ? out : fillers).push_back(l);
+            const std::optional<Location> l = with_store(
+                *refs_, options_, store, what, [&](BlobStreaming::BlobStore_ptr ref) -> std::optional<Location> {
+                    BlobStreaming::StoreStatus_var st = ref->status();
+                    Location found{store, tier_of(st->tier), ref->contains(name.c_str())};
+                    if (!found.holds && !st->readThrough) return std::nullopt;  // neither holds it nor fills itself
+                    return found;
+                });
+            if (l) (l->holds ? out : fillers).push_back(*l);
         } catch (const InsecureReference& e) {
             // Not asked, so not known: said even when another store answers.
             library_log()->warn("{}", e.what());

@@ -66,7 +66,8 @@ public:
     /// The store rereads the Blob and checks its checksum (Errc::corrupt).
     BlobInfo verify(const std::string& store, const std::string& name);
     std::vector<BlobInfo> list(const std::string& store);
-    /// Store `to` fetches `name` from store `from` (BlobStore::fetch: the
+    /// Store `to` fetches `name` from store `from`, another store (the
+    /// store itself refuses to be its own source; BlobStore::fetch: the
     /// bytes go from store to store). The call may last as long as the
     /// transfer: its bound is kFetchCallTimeout, while the destination fails
     /// a fetch that stalls (blobstored --fetch-timeout).
