@@ -9,6 +9,7 @@
 # server and servants form libblobserver, which only the daemon links.
 lib_LTLIBRARIES += blobstore/libblobstore.la
 blobstore_libblobstore_la_SOURCES = \
+	blobstore/src/store/BlobInFlight.cpp \
 	blobstore/src/store/EvictingStore.cpp \
 	blobstore/src/store/FileHeader.cpp \
 	blobstore/src/store/FileHeader.h \
@@ -41,6 +42,7 @@ blobstore_libblobstore_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0
 
 blobstorehdrdir = $(includedir)/blobstreaming/blobstore
 blobstorehdr_HEADERS = \
+	blobstore/include/blobstreaming/blobstore/BlobInFlight.h \
 	blobstore/include/blobstreaming/blobstore/BlobRange.h \
 	blobstore/include/blobstreaming/blobstore/BlobReader.h \
 	blobstore/include/blobstreaming/blobstore/EvictingStore.h \

@@ -8,8 +8,10 @@
   pull is local (the central store sends it once). Concurrent pulls of one
   missing Blob fetch it once. A Blob no farther tier holds is no_such_blob;
   a central copy whose bytes rotted is refused (digest mismatch) and nothing
-  is left at the workstation; a dead central store fails the pull and the
-  workstation keeps serving;
+  is left at the workstation; a pull follows the fetch (the client has
+  bytes while the workstation still receives the Blob, which is not listed
+  there before its commit); central killed mid-fetch fails the following
+  pull naming it, leaves no reservation, and the workstation keeps serving;
 - `blob copy`: the destination stores fetch from the source (third-party
   transfer), in a chain (each destination from the one before it: the
   source sends each Blob once), bit-exact, with --json lines per copy and
@@ -18,6 +20,7 @@
 
 import glob
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -104,8 +107,11 @@ def read_through(c):
 
     step("a central copy whose bytes rotted is refused; nothing is left at the workstation")
     corrupt_file_blob(central, "CT.3")
+    # The pull follows the fetch: either it received every byte before ws
+    # verified them (the client's own check refuses them), or ws's refusal
+    # came first and the client asked ws why. Digest mismatch either way.
     c.blob("--no-local", "pull", "CT.3", c.path("out-CT.3"), store="ws").error(
-        EXIT["digest_mismatch"], "do not match the source's checksum")
+        EXIT["digest_mismatch"], "checksum crc32c:")
     check(not os.path.exists(c.path("out-CT.3")), "no output file of the refused pull")
     names = [b["name"] for b in c.blob("ls", store="ws").ok()["blobs"]]
     check("CT.3" not in names, f"CT.3 is not listed at ws after the refused fetch: {names}")
@@ -117,8 +123,59 @@ def read_through(c):
     check_equal(harness.checksum_file(c.path("out-CT.5")), harness.checksum_file(sources["CT.5"]), "CT.5 bytes")
     check_equal(fetched(ws, "CT.5", "central"), 1, "fetches of CT.5 logged by ws")
 
-    step("central killed: a pull of a Blob only it held fails and says who did not answer; ws keeps serving")
-    central.kill()
+    step("a pull through ws follows the fetch: the client has bytes while ws still receives the Blob "
+         "(central stopped mid-fetch), and nothing partial is listed at ws")
+    big = c.path("src-CT.big")
+    harness.write_random(big, 256 * MiB, algorithm=None)
+    c.blob("push", "--name", "CT.big", big, store="central").ok()
+    c.blob("push", "--name", "CT.big2", big, store="central").ok()
+    argv = [blob, "--naming", c.naming, "--no-local", "pull", "CT.big", "-", "--store", "ws"]
+    client = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=c.env)
+    try:
+        first = client.stdout.read(1)  # the first byte, while the fetch goes on
+        os.kill(central.pid, signal.SIGSTOP)
+        try:
+            check_equal(len(first), 1, "bytes the client wrote before central was stopped")
+            check_equal(c.blob("stat", "CT.big", store="ws").code, EXIT["no_such_blob"],
+                        "exit of `stat CT.big` at ws while its fetch is stalled")
+            names = [b["name"] for b in c.blob("ls", store="ws").ok()["blobs"]]
+            check("CT.big" not in names, f"CT.big is not listed at ws before its fetch ends: {names}")
+        finally:
+            os.kill(central.pid, signal.SIGCONT)
+        rest = client.stdout.read()
+        _, err_text = client.communicate(timeout=120)
+    finally:
+        if client.poll() is None:
+            client.kill()
+            client.wait()
+    check(client.returncode == 0, f"the following pull: exit {client.returncode}: {err_text!r}")
+    check_equal(harness.checksum_bytes(first + rest), harness.checksum_file(big), "bytes of the following pull")
+    check_equal(c.blob("stat", "CT.big", store="ws").ok()["size"], 256 * MiB, "CT.big's size at ws afterwards")
+    check_equal(sent(central, "CT.big"), 1, "pulls of CT.big served by central")
+
+    step("central killed mid-fetch: the pull following it fails naming central and why; nothing partial "
+         "at ws; ws keeps serving")
+    tmp = os.path.join(ws.store_dir, "tmp")
+    client = subprocess.Popen([blob, "--naming", c.naming, "--no-local", "pull", "CT.big2", c.path("out-big2"),
+                               "--store", "ws"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=c.env)
+    try:
+        harness.wait_for(lambda: os.listdir(tmp), 60, "ws's reservation for CT.big2", interval=0.001)
+        central.kill()
+        _, err_text = client.communicate(timeout=120)
+    finally:
+        if client.poll() is None:
+            client.kill()
+            client.wait()
+    check(client.returncode not in (0, None), "the pull of CT.big2 failed")
+    err_text = err_text.decode(errors="replace")
+    step(f"the pull failed: {err_text.strip()}")
+    check('from store "central"' in err_text, f"the failure names the store it fetched from: {err_text!r}")
+    check(not os.path.exists(c.path("out-big2")), "no output file of the failed pull")
+    check_equal(os.listdir(tmp), [], "reservations left at ws")
+    names = [b["name"] for b in c.blob("ls", store="ws").ok()["blobs"]]
+    check("CT.big2" not in names, f"CT.big2 is not listed at ws: {names}")
+
+    step("central dead: a pull of a Blob only it held fails and says who did not answer; ws keeps serving")
     c.blob("--no-local", "pull", "CT.4", c.path("out-CT.4"), store="ws").error(
         EXIT["no_such_blob"], "did not answer: central")
     r = c.blob("--no-local", "pull", "CT.1", out, store="ws").ok()

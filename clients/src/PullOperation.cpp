@@ -164,6 +164,20 @@ void PullOperation::on_loop_thread_finished(const Ticket& ticket, bool retry_if_
         retried_ = true;
         return on_control_thread(&PullOperation::on_control_thread_ticket);
     }
+    // The store was still receiving the Blob (read-through: no commit time
+    // in the ticket) and the data connection broke off: its fetch may have
+    // failed, which only the control plane can say. Ask once: the store
+    // answers that reason, or serves the Blob again. Not when bytes went
+    // where they cannot be taken back (standard output, a consumer).
+    const bool in_flight = ticket.version && ticket.version->committed.time_since_epoch().count() == 0;
+    const bool restartable = o.bytes == 0 || (sink_.kind() == PullSink::Kind::file && sink_.path() != "-");
+    if (retry_if_changed && in_flight && restartable && o.error == make_error_code(Errc::transfer_failed)) {
+        library_log()->info("pull {}: store \"{}\": the transfer of a Blob it was still receiving broke off ({}); "
+                            "asking the store again",
+                            quote_name(name_), store_, o.message);
+        retried_ = true;
+        return on_control_thread(&PullOperation::on_control_thread_ticket);
+    }
     Result r = result_of(o, store_, ticket);
     if (!o.error) {
         // The data connection checked the Response against the version.

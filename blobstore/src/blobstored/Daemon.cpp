@@ -354,6 +354,7 @@ void Daemon::stop() noexcept
     }
     sdc.reset();  // SubscriptionEnd to subscribers, WS-Discovery Bye (outside the lock: the reactor may publish)
     if (data_) data_->stop();
+    if (fetcher_) fetcher_->stop();  // its threads call the ORB and use the store
     if (events_) events_->close();   // later commits and removals go nowhere
     if (notices_) notices_->stop();  // no transfer ends any more; before the ORB goes
     if (reservations_) reservations_->abort_all();

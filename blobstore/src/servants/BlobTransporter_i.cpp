@@ -219,8 +219,12 @@ BlobStreaming::TransferTicket* BlobTransporter_i::send(const char* blob, BlobStr
     if (auto problem = blob_name_problem(name))
         throw BlobStreaming::InvalidName(("send " + quote_name(name) + ": " + *problem).c_str(), blob);
     try {
-        const BlobInfo info = context_.read_through ? context_.fetcher->fetch_missing(name, *context_.read_through)
-                                                    : context_.store->stat(name);
+        // Read-through: a Blob only a farther tier holds is fetched, and
+        // this pull follows the bytes as they arrive.
+        Fetcher::Follow follow;
+        if (context_.read_through) follow = context_.fetcher->follow_missing(name, *context_.read_through);
+        else follow.held = context_.store->stat(name);
+        const BlobInfo info = follow.flight ? follow.flight->expected() : *follow.held;
         std::uint64_t resolved = length;
         if (length == 0 && absoluteOffset <= info.size) resolved = info.size - absoluteOffset;
         if (resolved > ~std::uint64_t{0} - absoluteOffset || absoluteOffset + resolved > info.size) {
@@ -231,6 +235,7 @@ BlobStreaming::TransferTicket* BlobTransporter_i::send(const char* blob, BlobStr
         }
         server::TicketBinding binding = binding_for(protocol::FrameType::pull, name, absoluteOffset, resolved);
         binding.version = info;
+        binding.follow = std::move(follow.flight);
         binding.checksum = info.checksum.algorithm;
         set_transfer_options(binding, useTimeout, timeout, semantics);
         return issue(std::move(binding));

@@ -24,6 +24,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace blobstreaming::corba {
@@ -33,14 +34,25 @@ namespace {
 /// a few system calls per MiB, small enough for a FileStore mapping window.
 constexpr std::size_t kReceiveChunk = std::size_t{1} << 20;
 
+/// How long the failure of a read-through fetch that pulls followed is
+/// the answer to a pull of that Blob: long enough for such a pull to ask
+/// why its data connection broke off (PullOperation asks once, at once).
+constexpr std::chrono::seconds kFailureMemory{3};
+/// At most this many such failures are remembered.
+constexpr std::size_t kMaxFailures = 4096;
+
+/// How soon a fetch waiting for the network notices that the store stops.
+constexpr std::chrono::milliseconds kStopSlice{250};
+
 std::string ms_text(std::chrono::milliseconds ms) { return fmt::format("{:.3f} s", ms.count() / 1000.0); }
 
 /// One data connection to the source's data port, driven by poll() on the
 /// calling thread: every wait is bounded by the idle timeout.
 class Connection {
 public:
-    Connection(const std::string& endpoint, const FetchOptions& options, std::string what)
-        : endpoint_(endpoint), options_(options), what_(std::move(what))
+    Connection(const std::string& endpoint, const FetchOptions& options, std::string what,
+               const std::atomic<bool>& stop)
+        : endpoint_(endpoint), options_(options), what_(std::move(what)), stop_(stop)
     {
         const auto colon = endpoint.rfind(':');
         std::string host = endpoint.substr(0, colon);
@@ -131,13 +143,18 @@ private:
     {
         if (events == POLLIN && io_ && io_->pending() > 0) return;
         pollfd p{fd_.get(), events, 0};
+        const auto until = std::chrono::steady_clock::now() + bound;
         for (;;) {
-            const int rc = ::poll(&p, 1, static_cast<int>(bound.count()));
-            if (rc > 0) return;  // ready, or an error the next call reports
-            if (rc == 0)
+            if (stop_.load()) throw Error(Errc::cancelled, what_ + ": cancelled: the store is shutting down");
+            const auto left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+            if (left.count() <= 0)
                 throw Error(Errc::timeout, what_ + ": data endpoint " + endpoint_ + ": no progress within " +
                                                ms_text(bound) + " (" + doing + ")");
-            if (errno != EINTR)
+            // In slices, so that a stopping store is not held up by a stall.
+            const int rc = ::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left.count(), kStopSlice.count())));
+            if (rc > 0) return;  // ready, or an error the next call reports
+            if (rc < 0 && errno != EINTR)
                 throw Error(Errc::transfer_failed, what_ + ": poll failed: " + std::string(std::strerror(errno)));
         }
     }
@@ -145,6 +162,7 @@ private:
     const std::string endpoint_;
     const FetchOptions& options_;
     const std::string what_;
+    const std::atomic<bool>& stop_;
     UniqueFd fd_;
     std::unique_ptr<Channel> io_;
 };
@@ -167,20 +185,38 @@ std::string endpoint_text(const BlobStreaming::DataEndpoint& e)
 
 Fetcher::Fetcher(Store& store, FetchOptions options) : store_(store), options_(std::move(options)) {}
 
+std::shared_ptr<Fetcher::Flight> Fetcher::join_flight(const std::string& name, bool& first)
+{
+    std::lock_guard lock(mutex_);
+    auto& slot = flights_[name];
+    first = !slot;
+    if (first) {
+        if (stopping_) {
+            flights_.erase(name);
+            throw Error(Errc::cancelled, "fetch " + quote_name(name) + ": the store is shutting down");
+        }
+        slot = std::make_shared<Flight>();
+    }
+    return slot;
+}
+
+void Fetcher::land(const std::string& name, Flight& flight, std::optional<BlobInfo> info, std::exception_ptr error)
+{
+    {
+        std::lock_guard lock(mutex_);
+        flight.done = true;
+        flight.info = std::move(info);
+        flight.error = std::move(error);
+        flights_.erase(name);
+    }
+    landed_.notify_all();
+}
+
 BlobInfo Fetcher::fetch(const std::string& name, BlobStreaming::BlobStore_ptr source, const std::string& source_name,
                         ReserveMode mode)
 {
-    std::shared_ptr<Flight> flight;
     bool first = false;
-    {
-        std::lock_guard lock(mutex_);
-        auto& slot = flights_[name];
-        if (!slot) {
-            slot = std::make_shared<Flight>();
-            first = true;
-        }
-        flight = slot;
-    }
+    const std::shared_ptr<Flight> flight = join_flight(name, first);
     if (!first) {
         std::unique_lock lock(mutex_);
         landed_.wait(lock, [&] { return flight->done; });
@@ -190,24 +226,17 @@ BlobInfo Fetcher::fetch(const std::string& name, BlobStreaming::BlobStore_ptr so
     std::optional<BlobInfo> info;
     std::exception_ptr error;
     try {
-        info = transfer(name, source, source_name, mode);
+        info = transfer(name, source, source_name, mode, *flight);
     } catch (...) {
         error = std::current_exception();
     }
-    {
-        std::lock_guard lock(mutex_);
-        flight->done = true;
-        flight->info = info;
-        flight->error = error;
-        flights_.erase(name);
-    }
-    landed_.notify_all();
+    land(name, *flight, info, error);
     if (error) std::rethrow_exception(error);
     return *info;
 }
 
 BlobInfo Fetcher::transfer(const std::string& name, BlobStreaming::BlobStore_ptr source, const std::string& source_name,
-                           ReserveMode mode)
+                           ReserveMode mode, Flight& flight)
 {
     const std::string what = "fetch " + quote_name(name) + " from store \"" + source_name + "\"";
     const auto started = std::chrono::steady_clock::now();
@@ -235,7 +264,7 @@ BlobInfo Fetcher::transfer(const std::string& name, BlobStreaming::BlobStore_ptr
 
     const Checksum expected = checksum_of(ticket->version.checksum, what);
     const std::uint64_t size = ticket->length;
-    Connection connection(endpoint_text(ticket->endpoint), options_, what);
+    Connection connection(endpoint_text(ticket->endpoint), options_, what, stop_requested_);
     protocol::Request request;
     request.type = protocol::FrameType::pull;
     request.ticket = ticket_id(ticket->id);
@@ -262,25 +291,49 @@ BlobInfo Fetcher::transfer(const std::string& name, BlobStreaming::BlobStore_ptr
                                               " bytes, its ticket " + std::to_string(size));
 
     auto reservation = store_.reserve(name, size, mode, expected.algorithm);
-    std::uint64_t received = 0;
-    while (received < size) {
-        std::error_code ec;
-        const auto window =
-            reservation->window(static_cast<std::size_t>(std::min<std::uint64_t>(kReceiveChunk, size - received)), ec);
-        if (ec) throw Error(static_cast<Errc>(ec.value()), what + ": " + reservation->error_message());
-        const std::size_t n = connection.read_some_bytes(window.data, window.size);
-        if (auto advanced = reservation->advance(n))
-            throw Error(static_cast<Errc>(advanced.value()), what + ": " + reservation->error_message());
-        received += n;
+    // Pulls of this name follow the bytes from here on (read-through).
+    // No commit time until this store commits (the ticket says 0).
+    const auto progress = std::make_shared<BlobInFlight>(BlobInfo{name, size, expected, {}});
+    progress->attach(reservation.get());
+    struct Detach {
+        BlobInFlight& progress;
+        ~Detach() { progress.detach(); }
+    } detach{*progress};  // before the reservation goes, however this ends
+    {
+        std::lock_guard lock(mutex_);
+        flight.progress = progress;
     }
+    landed_.notify_all();
     BlobInfo info;
     try {
-        info = reservation->commit(&expected);
+        std::uint64_t received = 0;
+        while (received < size) {
+            std::error_code ec;
+            const auto window = reservation->window(
+                static_cast<std::size_t>(std::min<std::uint64_t>(kReceiveChunk, size - received)), ec);
+            if (ec) throw Error(static_cast<Errc>(ec.value()), what + ": " + reservation->error_message());
+            const std::size_t n = connection.read_some_bytes(window.data, window.size);
+            if (auto advanced = reservation->advance(n))
+                throw Error(static_cast<Errc>(advanced.value()), what + ": " + reservation->error_message());
+            received += n;
+            progress->landed(received);
+        }
+        progress->detach();
+        try {
+            info = reservation->commit(&expected);
+        } catch (const Error& e) {
+            if (e.code() != Errc::digest_mismatch) throw;
+            throw Error(Errc::digest_mismatch, what + ": the bytes received do not match the source's checksum " +
+                                                   expected.brief() + ": nothing was committed (" + e.what() + ")");
+        }
     } catch (const Error& e) {
-        if (e.code() != Errc::digest_mismatch) throw;
-        throw Error(Errc::digest_mismatch, what + ": the bytes received do not match the source's checksum " +
-                                               expected.brief() + ": nothing was committed (" + e.what() + ")");
+        progress->fail(e.code(), e.what());
+        throw;
+    } catch (const std::exception& e) {
+        progress->fail(Errc::transfer_failed, what + ": " + e.what());
+        throw;
     }
+    progress->finish(info);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     spdlog::info("fetched {} ({} bytes, {}) from store \"{}\" in {:.3f} s", quote_name(name), info.size,
                  info.checksum.brief(), source_name, seconds);
@@ -363,16 +416,11 @@ Fetcher::Holders Fetcher::holders(const std::string& name, const Upstream& upstr
     return out;
 }
 
-BlobInfo Fetcher::fetch_missing(const std::string& name, const Upstream& upstream)
+std::pair<BlobStreaming::BlobStore_var, std::string> Fetcher::nearest_holder(const std::string& name,
+                                                                             const Upstream& upstream) const
 {
-    try {
-        return store_.stat(name);
-    } catch (const Error& e) {
-        if (e.code() != Errc::no_such_blob) throw;
-    }
     const Holders found = holders(name, upstream);
-    const std::vector<std::string>& holders = found.stores;
-    if (holders.empty()) {
+    if (found.stores.empty()) {
         std::string silent;
         for (const auto& s : found.silent) silent += (silent.empty() ? "" : ", ") + s;
         throw Error(Errc::no_such_blob, "no blob named " + quote_name(name) + " in store \"" + upstream.own_name +
@@ -381,19 +429,123 @@ BlobInfo Fetcher::fetch_missing(const std::string& name, const Upstream& upstrea
     }
     // The nearest holder; a failure there is the pull's failure (no silent
     // fallback that would hide a broken tier).
-    BlobStreaming::BlobStore_var source;
+    const std::string& nearest = found.stores.front();
     try {
-        source = resolve_store(upstream.naming, holders.front(), upstream.naming_url);
+        return {resolve_store(upstream.naming, nearest, upstream.naming_url), nearest};
     } catch (...) {
-        rethrow_as_error("read-through " + quote_name(name), holders.front(), "");
+        rethrow_as_error("read-through " + quote_name(name), nearest, "");
     }
+}
+
+BlobInfo Fetcher::fetch_missing(const std::string& name, const Upstream& upstream)
+{
     try {
-        return fetch(name, source.in(), holders.front(), ReserveMode::create);
+        return store_.stat(name);
+    } catch (const Error& e) {
+        if (e.code() != Errc::no_such_blob) throw;
+    }
+    auto [source, source_name] = nearest_holder(name, upstream);
+    try {
+        return fetch(name, source.in(), source_name, ReserveMode::create);
     } catch (const Error& e) {
         // Another fetch or a push committed it meanwhile: that one serves.
         if (e.code() == Errc::already_exists) return store_.stat(name);
         throw;
     }
+}
+
+Fetcher::Follow Fetcher::follow_missing(const std::string& name, const Upstream& upstream)
+{
+    try {
+        return {store_.stat(name), nullptr};
+    } catch (const Error& e) {
+        if (e.code() != Errc::no_such_blob) throw;
+    }
+    {
+        // A fetch of it that failed a moment ago: its reason, not another
+        // fetch (a pull that followed it asks once why it broke off).
+        std::lock_guard lock(mutex_);
+        const auto now = std::chrono::steady_clock::now();
+        if (const auto it = failures_.find(name); it != failures_.end()) {
+            if (now - it->second.at < kFailureMemory) std::rethrow_exception(it->second.error);
+            failures_.erase(it);
+        }
+    }
+    bool first = false;
+    const std::shared_ptr<Flight> flight = join_flight(name, first);
+    if (first) {
+        {
+            std::lock_guard lock(mutex_);
+            ++threads_;
+        }
+        try {
+            std::thread([this, name, up = &upstream, flight] { run_read_through(name, up, flight); }).detach();
+        } catch (const std::system_error& e) {
+            const Error failed(Errc::limit_reached,
+                               "read-through " + quote_name(name) + ": cannot start a fetch thread: " + e.what());
+            land(name, *flight, std::nullopt, std::make_exception_ptr(failed));
+            std::lock_guard lock(mutex_);
+            --threads_;
+            throw failed;
+        }
+    }
+    std::unique_lock lock(mutex_);
+    landed_.wait(lock, [&] { return flight->done || flight->progress; });
+    if (!flight->done) return {std::nullopt, flight->progress};
+    if (flight->error) std::rethrow_exception(flight->error);
+    return {flight->info, nullptr};
+}
+
+void Fetcher::run_read_through(const std::string& name, const Upstream* upstream,
+                               std::shared_ptr<Flight> flight) noexcept
+{
+    std::optional<BlobInfo> info;
+    std::exception_ptr error;
+    try {
+        auto [source, source_name] = nearest_holder(name, *upstream);
+        info = transfer(name, source.in(), source_name, ReserveMode::create, *flight);
+    } catch (const Error& e) {
+        error = std::current_exception();
+        // Another fetch or a push committed it meanwhile: that one serves
+        // the pulls still to come (those following this one have failed).
+        if (e.code() == Errc::already_exists) {
+            try {
+                info = store_.stat(name);
+                error = nullptr;
+            } catch (...) {}
+        }
+    } catch (...) {
+        error = std::current_exception();
+    }
+    if (error) {
+        try {
+            std::rethrow_exception(error);
+        } catch (const std::exception& e) {
+            spdlog::warn("read-through {}: {}", quote_name(name), e.what());
+        } catch (...) {}
+    }
+    land(name, *flight, info, error);
+    std::unique_lock lock(mutex_);
+    if (error && flight->progress) remember_failure(name, error);
+    --threads_;
+    // Wakes stop() only once this thread no longer touches the Fetcher.
+    std::notify_all_at_thread_exit(threads_ended_, std::move(lock));
+}
+
+void Fetcher::remember_failure(const std::string& name, std::exception_ptr error)
+{
+    const auto now = std::chrono::steady_clock::now();
+    for (auto it = failures_.begin(); it != failures_.end();)
+        it = now - it->second.at >= kFailureMemory ? failures_.erase(it) : std::next(it);
+    if (failures_.size() < kMaxFailures) failures_[name] = {now, std::move(error)};
+}
+
+void Fetcher::stop() noexcept
+{
+    stop_requested_.store(true);
+    std::unique_lock lock(mutex_);
+    stopping_ = true;
+    threads_ended_.wait(lock, [&] { return threads_ == 0; });
 }
 
 }  // namespace blobstreaming::corba

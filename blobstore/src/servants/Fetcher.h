@@ -8,14 +8,18 @@
 /// of a failed fetch is ever visible.
 ///
 /// Blocking: runs on the calling thread (an ORB thread), never on the data
-/// plane's reactor. Concurrent fetches of one name share one transfer.
+/// plane's reactor; a read-through fetch for a pull on a thread of its own,
+/// which pulls follow while the bytes arrive (BlobInFlight). Concurrent
+/// fetches of one name share one transfer.
 
+#include <blobstreaming/blobstore/BlobInFlight.h>
 #include <blobstreaming/blobstore/Store.h>
 #include <blobstreaming/common/BlobInfo.h>
 
 #include <BlobStreaming.hh>
 #include <omniORB4/Naming.hh>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -24,6 +28,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace blobstreaming {
 class TlsContext;
@@ -74,6 +80,22 @@ public:
     /// it. no_such_blob naming the stores asked when none does.
     BlobInfo fetch_missing(const std::string& name, const Upstream& upstream);
 
+    /// Read-through for a pull: the Blob as the store holds it (`held`), or
+    /// the fetch receiving it (`flight`), begun here on a thread of its own
+    /// when none runs, as soon as the source has announced the version and
+    /// the store reserved its space. Throws as fetch_missing() when no fetch
+    /// could begin (no holder, the source's refusal, this store's own
+    /// errors); later failures reach the followers through the flight.
+    struct Follow {
+        std::optional<BlobInfo> held;
+        std::shared_ptr<BlobInFlight> flight;
+    };
+    Follow follow_missing(const std::string& name, const Upstream& upstream);
+
+    /// The daemon stops (before the ORB goes): fetches still running fail
+    /// (cancelled) and are waited for; no new one begins.
+    void stop() noexcept;
+
     /// Stores of farther tiers than upstream.own_tier that hold `name`,
     /// nearest first; `silent`: the stores that did not answer (each asked
     /// within the call timeout). Empty when the Naming Service cannot be
@@ -89,10 +111,27 @@ private:
         bool done = false;
         std::optional<BlobInfo> info;
         std::exception_ptr error;
+        /// Set once the bytes have somewhere to go: what pulls follow.
+        std::shared_ptr<BlobInFlight> progress;
     };
 
+    /// Joins the flight of `name`, or opens it (`first`); throws
+    /// Error(cancelled) once stopping.
+    std::shared_ptr<Flight> join_flight(const std::string& name, bool& first);
+    /// Records the end of `flight` and wakes whoever waits for it.
+    void land(const std::string& name, Flight& flight, std::optional<BlobInfo> info, std::exception_ptr error);
+    /// Keeps the failure of a fetch that pulls followed for a moment
+    /// (follow_missing() answers it); mutex_ held.
+    void remember_failure(const std::string& name, std::exception_ptr error);
+    /// The body of a read-through fetch's own thread.
+    void run_read_through(const std::string& name, const Upstream* upstream, std::shared_ptr<Flight> flight) noexcept;
+    /// The nearest holder of `name` of a farther tier: its reference and
+    /// name; no_such_blob naming the stores asked when none.
+    std::pair<BlobStreaming::BlobStore_var, std::string> nearest_holder(const std::string& name,
+                                                                        const Upstream& upstream) const;
+
     BlobInfo transfer(const std::string& name, BlobStreaming::BlobStore_ptr source, const std::string& source_name,
-                      ReserveMode mode);
+                      ReserveMode mode, Flight& flight);
 
     /// The transporter kept for the source at control endpoint `key` (one
     /// per source, used by every fetch from it: two round trips fewer per
@@ -108,6 +147,15 @@ private:
     std::map<std::string, std::string> names_;  ///< control endpoint -> store name
     std::condition_variable landed_;
     std::map<std::string, std::shared_ptr<Flight>> flights_;
+    struct Failure {
+        std::chrono::steady_clock::time_point at;
+        std::exception_ptr error;
+    };
+    std::map<std::string, Failure> failures_;  ///< see remember_failure()
+    bool stopping_ = false;
+    std::atomic<bool> stop_requested_{false};  ///< read by data connections' waits
+    std::size_t threads_ = 0;                  ///< read-through threads running
+    std::condition_variable threads_ended_;
 };
 
 }  // namespace blobstreaming::corba

@@ -51,6 +51,16 @@ void CommitPool::submit(Work work, Done done)
     work_ready_.notify_one();
 }
 
+void CommitPool::wake(Done done)
+{
+    std::lock_guard lock(mutex_);
+    if (stopping_) return;
+    ++pending_;
+    completed_.push_back(std::move(done));
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const ssize_t w = ::write(wakeup_.get(), &one, sizeof one);
+}
+
 void CommitPool::run_worker() noexcept
 {
     std::unique_lock lock(mutex_);

@@ -45,6 +45,11 @@ public:
     /// (the work then runs at once, its completion within stop()).
     void submit(Work work, Done done);
 
+    /// Any thread: runs `done` on the reactor thread soon (a pull following a
+    /// Blob in flight, woken as bytes land). Must not throw. Dropped once
+    /// stop() has begun: the connections it could wake are gone.
+    void wake(Done done);
+
     /// Lets every submitted work finish, joins the threads, leaves the
     /// reactor and runs the completions not yet run on the calling thread:
     /// call it once the reactor thread has ended. Idempotent.

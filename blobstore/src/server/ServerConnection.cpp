@@ -242,6 +242,7 @@ int ServerConnection::handle_close(ACE_HANDLE handle, ACE_Reactor_Mask mask)
     closed_ = true;
     // A commit in flight goes on: its outcome stands (on_committed()).
     if (in_transfer_ && !committing_) fail_transfer(Errc::transfer_failed, "the connection was closed", false);
+    release_range();  // a followed fetch's wake-up finds nothing
     disarm_timer();
     if (io_ && phase_ != Phase::draining) io_->close_notify();
     io_.reset();

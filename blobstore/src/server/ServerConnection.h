@@ -82,7 +82,11 @@ private:
     };
     /// Where a connection goes once its Response is sent.
     enum class Then { next_request, pull_body, drain };
-    enum class Pump { done, again, failed };
+    /// `wait`: a followed Blob (BlobInFlight) has no more bytes yet; the
+    /// connection leaves the reactor until they land.
+    enum class Pump { done, again, wait, failed };
+    /// What fill_follow() did.
+    enum class Fill { ready, wait, switched, failed };
     using SteadyTime = std::chrono::steady_clock::time_point;
 
     int continue_handshake();
@@ -94,7 +98,7 @@ private:
     int start_pull();
     /// The pull's range from exactly the version its ticket names;
     /// Error(blob_changed) when the Blob was replaced or removed since.
-    BlobRange read_ticket_version() const;
+    BlobRange read_ticket_version();
     int read_push_body();
     int read_trailer();
     int finish_push();
@@ -125,6 +129,14 @@ private:
     /// A streamed pull (BlobRange::reader()): refills stream_ from the
     /// store once it is sent; false when the store failed (transfer failed).
     bool fill_stream();
+    /// A followed pull: refills stream_ from the BlobInFlight; switched: it
+    /// was committed meanwhile and range_ is now the committed Blob's.
+    Fill fill_follow();
+    /// Leaves the reactor until the followed Blob's next bytes land (the
+    /// inactivity timer stays armed).
+    int wait_for_follow();
+    /// On the reactor thread, when the followed Blob may have changed.
+    void on_follow_wake() noexcept;
     /// The pull's range and stream buffer are let go.
     void release_range() noexcept;
     int finish_pull();
@@ -185,6 +197,15 @@ private:
     std::vector<std::uint8_t> stream_;
     std::size_t stream_at_ = 0;
     std::size_t stream_end_ = 0;
+    /// A pull following a Blob still being received (TicketBinding::follow).
+    std::shared_ptr<BlobInFlight> follow_;
+    /// What a wake-up of follow_ finds: this connection, or nullptr once
+    /// it is closed or no longer follows (reactor thread only).
+    struct FollowToken {
+        ServerConnection* connection;
+    };
+    std::shared_ptr<FollowToken> follow_token_;
+    bool follow_waiting_ = false;  ///< off the reactor until woken
     std::uint64_t body_done_ = 0;  ///< bytes received (push) or sent (pull)
     SteadyTime started_{};
 

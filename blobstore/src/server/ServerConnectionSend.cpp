@@ -6,6 +6,7 @@
 /// Requests, or draining after a refusal.
 #include "ServerConnection.h"
 
+#include "CommitPool.h"
 #include "DataPath.h"
 
 #include <blobstreaming/blobstore/Store.h>
@@ -17,6 +18,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 namespace blobstreaming::server {
 
@@ -29,7 +32,13 @@ int ServerConnection::start_pull()
 {
     protocol::Response response;
     try {
-        range_ = read_ticket_version();
+        if (binding_.follow && binding_.follow->receiving()) {
+            // Still arriving: sent on as it lands (fill_follow()).
+            follow_ = binding_.follow;
+            range_ = BlobRange(follow_->expected(), request_.offset, request_.offset + request_.length, nullptr);
+        } else {
+            range_ = read_ticket_version();
+        }
     } catch (const Error& e) {
         release_range();
         spdlog::warn("data connection {}: pull {} failed: {}", peer_, quote_name(binding_.blob), e.what());
@@ -40,19 +49,27 @@ int ServerConnection::start_pull()
     }
     spdlog::debug("data connection {}: pull {} [{}, +{}) (ticket {}) started, {}", peer_, quote_name(binding_.blob),
                   request_.offset, request_.length, protocol::ticket_tag(request_.ticket),
-                  range_.fd() >= 0 ? "sendfile"
-                  : range_.data()  ? "from memory"
-                                   : "streamed");
+                  follow_            ? "following its fetch"
+                  : range_.fd() >= 0 ? "sendfile"
+                  : range_.data()    ? "from memory"
+                                     : "streamed");
     response.length = range_.size();
     response.blob_size = range_.blob().size;
     response.checksum = range_.blob().checksum;
     return send_response(protocol::encode(response), Then::pull_body);
 }
 
-BlobRange ServerConnection::read_ticket_version() const
+BlobRange ServerConnection::read_ticket_version()
 {
     const std::uint64_t offset = request_.offset;
     const std::uint64_t length = request_.length;
+    if (binding_.follow) {
+        // The fetch it was issued for has ended: the version is the one
+        // this store committed (its commit time, the same bytes), or none.
+        if (binding_.follow->failed()) throw binding_.follow->error();
+        binding_.version = binding_.follow->committed();
+        binding_.follow.reset();
+    }
     if (!binding_.version) return server_->store.read_at(binding_.blob, offset, length);
     const BlobInfo& want = *binding_.version;
     const std::string changed = "pull " + quote_name(binding_.blob) + ": the Blob changed since ticket " +
@@ -113,6 +130,7 @@ int ServerConnection::continue_sending()
     switch (send_pull_body()) {
     case Pump::failed: return -1;
     case Pump::again: return set_mask(ACE_Event_Handler::WRITE_MASK) ? 0 : -1;
+    case Pump::wait: return wait_for_follow();
     case Pump::done: break;
     }
     return finish_pull();
@@ -131,7 +149,16 @@ ServerConnection::Pump ServerConnection::send_pull_body()
         if (budget == 0) return Pump::again;
         const auto want = static_cast<std::size_t>(std::min<std::uint64_t>({kChunk, total - body_done_, budget}));
         IoResult r;
-        if (range_.fd() >= 0 && !io_->tls()) {
+        if (follow_) {
+            switch (fill_follow()) {
+            case Fill::failed: return Pump::failed;
+            case Fill::wait: return Pump::wait;
+            case Fill::switched: continue;
+            case Fill::ready: break;
+            }
+            r = write_some(*io_, stream_.data() + stream_at_, std::min(want, stream_end_ - stream_at_));
+            if (r.done()) stream_at_ += r.bytes();
+        } else if (range_.fd() >= 0 && !io_->tls()) {
             r = send_file(*io_, range_.fd(), range_.file_offset() + body_done_, want);
         } else if (range_.fd() < 0 && !range_.data() && range_.reader()) {
             if (!fill_stream()) return Pump::failed;
@@ -179,8 +206,80 @@ bool ServerConnection::fill_stream()
     return true;
 }
 
+ServerConnection::Fill ServerConnection::fill_follow()
+{
+    if (stream_at_ < stream_end_) return Fill::ready;
+    const std::uint64_t total = range_.size();
+    if (stream_.empty()) stream_.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kStreamBuffer, total)));
+    const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(stream_.size(), total - body_done_));
+    if (!follow_token_) follow_token_ = std::make_shared<FollowToken>(FollowToken{this});
+    CommitPool* pool = server_->commits.get();
+    auto wake = [pool, token = follow_token_] {
+        pool->wake([token] {
+            if (token->connection) token->connection->on_follow_wake();
+        });
+    };
+    const BlobInFlight::Read read = follow_->read(range_.start() + body_done_, stream_.data(), want, std::move(wake));
+    switch (read.state) {
+    case BlobInFlight::State::bytes:
+        stream_at_ = 0;
+        stream_end_ = read.bytes;
+        return Fill::ready;
+    case BlobInFlight::State::wait: return Fill::wait;
+    case BlobInFlight::State::committed:
+        // Go on from the committed Blob, where the sent bytes end.
+        follow_.reset();
+        stream_at_ = stream_end_ = 0;
+        try {
+            range_ = read_ticket_version();
+        } catch (const Error& e) {
+            fail_transfer(e.code(), "after " + bytes_of(body_done_, total) + ": " + e.what(), false);
+            return Fill::failed;
+        }
+        return Fill::switched;
+    case BlobInFlight::State::failed: {
+        const Error e = follow_->error();
+        fail_transfer(e.code(), "the fetch it followed failed after " + bytes_of(body_done_, total) + ": " + e.what(),
+                      false);
+        return Fill::failed;
+    }
+    }
+    return Fill::failed;
+}
+
+int ServerConnection::wait_for_follow()
+{
+    // Out of the reactor, as for a commit (ServerConnectionPush.cpp): an
+    // epoll registration without events would still report a reset. The
+    // inactivity timer stays: a fetch that stalls ends the pull.
+    if (reactor()->remove_handler(this, ACE_Event_Handler::ALL_EVENTS_MASK | ACE_Event_Handler::DONT_CALL) == -1) {
+        fail_transfer(Errc::transfer_failed,
+                      std::string("cannot leave the reactor to wait for the fetch: ") + std::strerror(errno), false);
+        return -1;
+    }
+    mask_ = ACE_Event_Handler::NULL_MASK;
+    follow_waiting_ = true;
+    return 0;
+}
+
+void ServerConnection::on_follow_wake() noexcept
+{
+    if (closed_ || !follow_waiting_) return;
+    follow_waiting_ = false;
+    if (reactor()->register_handler(this, ACE_Event_Handler::WRITE_MASK) == -1) {
+        spdlog::warn("data connection {}: cannot return to the reactor: {}", peer_, std::strerror(errno));
+        if (in_transfer_) fail_transfer(Errc::transfer_failed, "cannot return to the reactor", false);
+        handle_close(ACE_INVALID_HANDLE, ACE_Event_Handler::ALL_EVENTS_MASK);
+        return;
+    }
+    mask_ = ACE_Event_Handler::WRITE_MASK;
+}
+
 void ServerConnection::release_range() noexcept
 {
+    if (follow_token_) follow_token_->connection = nullptr;
+    follow_token_.reset();
+    follow_.reset();
     range_ = BlobRange{};
     std::vector<std::uint8_t>().swap(stream_);
     stream_at_ = stream_end_ = 0;

@@ -3,6 +3,7 @@
 
 #include "TransferControl.h"
 
+#include <blobstreaming/blobstore/BlobInFlight.h>
 #include <blobstreaming/common/BlobInfo.h>
 #include <blobstreaming/transporter/Protocol.h>
 
@@ -30,6 +31,11 @@ struct TicketBinding {
     /// connection serves the range only from exactly this version (same
     /// size, checksum and commit time) and otherwise answers blob_changed.
     std::optional<BlobInfo> version;
+    /// Pull of a Blob this store is still receiving (read-through): the data
+    /// connection follows it (BlobInFlight) while it arrives, then serves the
+    /// committed Blob; `version` is then the version being received, and
+    /// only its size and checksum are promised.
+    std::shared_ptr<BlobInFlight> follow;
     /// Push: the reservation's checksum algorithm (the trailer must use it);
     /// pull: the Blob's.
     ChecksumAlgorithm checksum = kDefaultChecksum;

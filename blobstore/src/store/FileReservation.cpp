@@ -202,6 +202,23 @@ private:
 
     bool commit_syncs() const noexcept override { return state_->sync; }
 
+    /// The bytes were written out by do_advance() (pwrite), so the file has
+    /// them: read them back with pread, whatever the filler does meanwhile.
+    std::error_code do_read_back(std::uint64_t offset, std::uint8_t* out, std::size_t n) const override
+    {
+        const int fd = fd_.get();
+        if (fd < 0) return std::make_error_code(std::errc::operation_not_supported);  // suspended
+        std::size_t done = 0;
+        while (done < n) {
+            const ssize_t r = ::pread(fd, out + done, n - done, static_cast<off_t>(kHeaderSize + offset + done));
+            if (r < 0 && errno == EINTR) continue;
+            if (r < 0) return std::error_code(errno, std::generic_category());
+            if (r == 0) return std::make_error_code(std::errc::io_error);  // shorter than what was written
+            done += static_cast<std::size_t>(r);
+        }
+        return {};
+    }
+
     void do_abort() noexcept override
     {
         do_suspend();

@@ -7,6 +7,7 @@
 #include <blobstreaming/common/MappedRegion.h>
 
 #include <cstdint>
+#include <cstring>
 #include <list>
 #include <mutex>
 #include <new>
@@ -179,6 +180,12 @@ private:
     Window do_window(std::uint64_t offset, std::size_t max, std::error_code&) override
     {
         return {bytes_.get() + offset, max};
+    }
+
+    std::error_code do_read_back(std::uint64_t offset, std::uint8_t* out, std::size_t n) const override
+    {
+        if (n > 0) std::memcpy(out, bytes_.get() + offset, n);
+        return {};
     }
 
     BlobInfo do_commit(const Checksum& checksum) override

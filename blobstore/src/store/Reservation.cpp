@@ -27,6 +27,11 @@ Reservation::Window Reservation::window(std::size_t max, std::error_code& ec)
     return last_;
 }
 
+std::error_code Reservation::do_read_back(std::uint64_t, std::uint8_t*, std::size_t) const
+{
+    return std::make_error_code(std::errc::operation_not_supported);
+}
+
 std::error_code Reservation::advance(std::size_t n)
 {
     if (state_ != State::open) return Errc::reservation_closed;

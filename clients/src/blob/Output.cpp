@@ -79,7 +79,9 @@ nlohmann::json blob_json(const std::string& store, const BlobInfo& info)
             {"name", info.name},
             {"size", info.size},
             {"checksum", info.checksum.text()},
-            {"committed", rfc3339(info.committed)}};
+            // null: served while the store was still receiving it (read-through)
+            {"committed", info.committed.time_since_epoch().count() == 0 ? nlohmann::json(nullptr)
+                                                                         : nlohmann::json(rfc3339(info.committed))}};
 }
 
 nlohmann::json error_json(Errc code, const std::string& message)

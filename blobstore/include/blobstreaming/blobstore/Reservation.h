@@ -111,6 +111,20 @@ public:
     /// No-op when already closed.
     void abort() noexcept;
 
+    /// Copies `n` bytes at `offset` of the Blob, all of them among the bytes
+    /// already advanced over, into `out`: how a pull follows a Blob still
+    /// being received (BlobInFlight). The one call that may run on another
+    /// thread than the filler's, concurrently with window() and advance(),
+    /// when the caller knows by its own synchronisation that the bytes were
+    /// advanced over, and never concurrently with commit(), abort() or
+    /// suspend(). A store that cannot read its reservation back answers
+    /// std::errc::operation_not_supported (the follower then waits for the
+    /// commit); a failed read its error.
+    std::error_code read_back(std::uint64_t offset, std::uint8_t* out, std::size_t n) const
+    {
+        return do_read_back(offset, out, n);
+    }
+
 protected:
     /// A derived class's destructor calls abort(): the helper then lets go
     /// of the bytes before the derived class's memory goes.
@@ -139,6 +153,8 @@ protected:
     /// do_commit() waits for the disk (commit_waits()).
     virtual bool commit_syncs() const noexcept { return false; }
     virtual void do_abort() noexcept = 0;
+    /// See read_back(); by default not supported.
+    virtual std::error_code do_read_back(std::uint64_t offset, std::uint8_t* out, std::size_t n) const;
 
 private:
     enum class State { open, committed, aborted };
