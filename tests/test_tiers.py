@@ -16,10 +16,15 @@
   transfer), in a chain (each destination from the one before it: the
   source sends each Blob once), bit-exact, with --json lines per copy and
   per destination; refusals of a Blob that exists (without --replace), a
-  missing Blob, an unknown store and bad command lines."""
+  missing Blob, an unknown store and bad command lines;
+- a pull of a Blob a copy is still bringing to the store follows the copy
+  (the client has bytes while the store does not list the Blob yet); a
+  source that stalls mid-fetch fails the read-through pull after
+  --fetch-timeout, naming it, and nothing is left at the cache."""
 
 import glob
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -243,9 +248,84 @@ def copies(c):
         check(d.running(), f"{d.name} still runs")
 
 
+def read_within(pipe, n, timeout, what):
+    """Up to `n` bytes from `pipe` (a child's stdout), at least one, within `timeout` s."""
+    ready, _, _ = select.select([pipe], [], [], timeout)
+    check(ready, f"{what}: nothing within {timeout} s")
+    return os.read(pipe.fileno(), n)
+
+
+def in_flight(c):
+    src = c.start_daemon("src2", "file", tier="central", extra=["--no-sync"])
+    d = c.start_daemon("d", "file", tier="workstation", extra=["--no-sync", "--fetch-timeout", "20"])
+    ws2 = c.start_daemon("ws2", "file", tier="workstation", extra=["--no-sync", "--read-through", "--fetch-timeout", "2"])
+    big = c.path("src-CT.copied")
+    harness.write_random(big, 256 * MiB, algorithm=None)
+    c.blob("push", "--name", "CT.copied", big, store="src2").ok()
+    c.blob("push", "--name", "CT.stall", big, store="src2").ok()
+    blob = harness.program("clients/blob")
+
+    step("a pull of a Blob a `blob copy` is still bringing to the store follows the copy")
+    copy = subprocess.Popen([blob, "--naming", c.naming, "copy", "CT.copied", "--to", "d", "--from", "src2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=c.env)
+    pull = None
+    try:
+        harness.wait_for(lambda: os.listdir(os.path.join(d.store_dir, "tmp")), 60, "d's reservation for CT.copied",
+                         interval=0.001)
+        os.kill(src.pid, signal.SIGSTOP)
+        try:
+            pull = subprocess.Popen([blob, "--naming", c.naming, "--no-local", "pull", "CT.copied", "-", "--store", "d"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=c.env)
+            first = read_within(pull.stdout, MiB, 30, "the pull following the copy")
+            check_equal(c.blob("stat", "CT.copied", store="d").code, EXIT["no_such_blob"],
+                        "exit of `stat CT.copied` at d while the copy is stalled")
+        finally:
+            os.kill(src.pid, signal.SIGCONT)
+        rest = pull.stdout.read()
+        _, pull_err = pull.communicate(timeout=120)
+        _, copy_err = copy.communicate(timeout=120)
+    finally:
+        for p in (copy, pull):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+    check(copy.returncode == 0, f"the copy: exit {copy.returncode}: {copy_err!r}")
+    check(pull.returncode == 0, f"the pull following it: exit {pull.returncode}: {pull_err!r}")
+    check_equal(harness.checksum_bytes(first + rest), harness.checksum_file(big), "bytes of the following pull")
+
+    step("a source that stalls mid-fetch (SIGSTOP): the read-through pull fails after --fetch-timeout, "
+         "naming the source; nothing is left at the cache, which keeps serving")
+    tmp = os.path.join(ws2.store_dir, "tmp")
+    pull = subprocess.Popen([blob, "--naming", c.naming, "--no-local", "pull", "CT.stall", c.path("out-stall"),
+                             "--store", "ws2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=c.env)
+    try:
+        harness.wait_for(lambda: os.listdir(tmp), 60, "ws2's reservation for CT.stall", interval=0.001)
+        os.kill(src.pid, signal.SIGSTOP)
+        try:
+            _, err_text = pull.communicate(timeout=60)
+        finally:
+            os.kill(src.pid, signal.SIGCONT)
+    finally:
+        if pull.poll() is None:
+            pull.kill()
+            pull.wait()
+    err_text = err_text.decode(errors="replace")
+    step(f"the pull failed: {err_text.strip()}")
+    check_equal(pull.returncode, EXIT["timeout"], f"exit of the stalled pull ({err_text!r})")
+    check('from store "src2"' in err_text and "no progress within 2.000 s" in err_text,
+          f"the failure names the source and the timeout: {err_text!r}")
+    check_equal(os.listdir(tmp), [], "reservations left at ws2")
+    check_equal(c.blob("stat", "CT.stall", store="ws2").code, EXIT["no_such_blob"], "exit of stat CT.stall at ws2")
+    step("once the source answers again, the next pull fills the cache")
+    harness.wait_for(lambda: c.blob("--no-local", "pull", "CT.stall", c.path("out-stall"), store="ws2").code == 0,
+                     30, "a pull of CT.stall through ws2 after the failure is no longer remembered", interval=0.5)
+    check_equal(harness.checksum_file(c.path("out-stall")), harness.checksum_file(big), "CT.stall through ws2")
+
+
 def test(c):
     read_through(c)
     copies(c)
+    in_flight(c)
 
 
 if __name__ == "__main__":

@@ -220,10 +220,19 @@ BlobStreaming::TransferTicket* BlobTransporter_i::send(const char* blob, BlobStr
         throw BlobStreaming::InvalidName(("send " + quote_name(name) + ": " + *problem).c_str(), blob);
     try {
         // Read-through: a Blob only a farther tier holds is fetched, and
-        // this pull follows the bytes as they arrive.
+        // this pull follows the bytes as they arrive; so does a pull of a
+        // Blob a `blob copy` to this store is receiving.
         Fetcher::Follow follow;
-        if (context_.read_through) follow = context_.fetcher->follow_missing(name, *context_.read_through);
-        else follow.held = context_.store->stat(name);
+        if (context_.read_through) {
+            follow = context_.fetcher->follow_missing(name, *context_.read_through);
+        } else {
+            try {
+                follow.held = context_.store->stat(name);
+            } catch (const Error& e) {
+                if (e.code() != Errc::no_such_blob || !context_.fetcher) throw;
+                if (!(follow.flight = context_.fetcher->in_flight(name))) throw;
+            }
+        }
         const BlobInfo info = follow.flight ? follow.flight->expected() : *follow.held;
         std::uint64_t resolved = length;
         if (length == 0 && absoluteOffset <= info.size) resolved = info.size - absoluteOffset;

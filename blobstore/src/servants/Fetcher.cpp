@@ -454,6 +454,14 @@ BlobInfo Fetcher::fetch_missing(const std::string& name, const Upstream& upstrea
     }
 }
 
+std::shared_ptr<BlobInFlight> Fetcher::in_flight(const std::string& name) const
+{
+    std::lock_guard lock(mutex_);
+    const auto it = flights_.find(name);
+    if (it == flights_.end() || it->second->done || !it->second->progress) return nullptr;
+    return it->second->progress->receiving() ? it->second->progress : nullptr;
+}
+
 Fetcher::Follow Fetcher::follow_missing(const std::string& name, const Upstream& upstream)
 {
     try {

@@ -92,6 +92,11 @@ public:
     };
     Follow follow_missing(const std::string& name, const Upstream& upstream);
 
+    /// The fetch receiving `name` into the store now (a `blob copy` to this
+    /// store, or read-through), once its bytes have somewhere to go; null
+    /// when none: a pull of a Blob still arriving follows it.
+    std::shared_ptr<BlobInFlight> in_flight(const std::string& name) const;
+
     /// The daemon stops (before the ORB goes): fetches still running fail
     /// (cancelled) and are waited for; no new one begins.
     void stop() noexcept;
@@ -142,7 +147,7 @@ private:
 
     Store& store_;
     const FetchOptions options_;
-    std::mutex mutex_;
+    mutable std::mutex mutex_;
     std::map<std::string, BlobStreaming::BlobTransporter_var> transporters_;
     std::map<std::string, std::string> names_;  ///< control endpoint -> store name
     std::condition_variable landed_;
