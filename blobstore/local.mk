@@ -63,12 +63,16 @@ blobstore_tests = \
 	blobstore/tests/FileStoreTest \
 	blobstore/tests/MemoryStoreTest \
 	blobstore/tests/EvictingStoreTest \
-	blobstore/tests/ReservationTest
+	blobstore/tests/ReservationTest \
+	blobstore/tests/BlobInFlightTest
 check_PROGRAMS += $(blobstore_tests)
 TESTS += $(blobstore_tests)
 blobstore_tests_StoreTest_SOURCES = blobstore/tests/StoreTest.cpp
 blobstore_tests_StoreTest_CPPFLAGS = $(blobstore_test_cppflags)
 blobstore_tests_StoreTest_LDADD = $(blobstore_test_ldadd)
+blobstore_tests_BlobInFlightTest_SOURCES = blobstore/tests/BlobInFlightTest.cpp
+blobstore_tests_BlobInFlightTest_CPPFLAGS = $(blobstore_test_cppflags)
+blobstore_tests_BlobInFlightTest_LDADD = $(blobstore_test_ldadd)
 blobstore_tests_FileStoreTest_SOURCES = blobstore/tests/FileStoreTest.cpp
 blobstore_tests_FileStoreTest_CPPFLAGS = $(blobstore_test_cppflags)
 blobstore_tests_FileStoreTest_LDADD = $(blobstore_test_ldadd)
