@@ -60,6 +60,19 @@ def corrupt_file_blob(daemon, name):
         f.write(bytes([byte[0] ^ 0x01]))
 
 
+def start_pull(c, name, to, store):
+    """`blob pull NAME TO --store STORE` in the background (stdout and stderr piped)."""
+    argv = [harness.program("clients/blob"), "--naming", c.naming, "--no-local", "pull", name, to, "--store", store]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=c.env)
+
+
+def await_reservation(daemon, name):
+    """Until the FileStore of `daemon` holds a reservation (a fetch of `name` began)."""
+    tmp = os.path.join(daemon.store_dir, "tmp")
+    harness.wait_for(lambda: os.listdir(tmp), 60, f"{daemon.name}'s reservation for {name}", interval=0.001)
+    return tmp
+
+
 def read_through(c):
     central = c.start_daemon("central", "file", tier="central", extra=["--no-sync"])
     ws = c.start_daemon("ws", "file", tier="workstation", extra=["--read-through", "--no-sync"])
@@ -134,8 +147,7 @@ def read_through(c):
     harness.write_random(big, 256 * MiB, algorithm=None)
     c.blob("push", "--name", "CT.big", big, store="central").ok()
     c.blob("push", "--name", "CT.big2", big, store="central").ok()
-    argv = [blob, "--naming", c.naming, "--no-local", "pull", "CT.big", "-", "--store", "ws"]
-    client = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=c.env)
+    client = start_pull(c, "CT.big", "-", "ws")
     try:
         first = client.stdout.read(1)  # the first byte, while the fetch goes on
         os.kill(central.pid, signal.SIGSTOP)
@@ -160,11 +172,9 @@ def read_through(c):
 
     step("central killed mid-fetch: the pull following it fails naming central and why; nothing partial "
          "at ws; ws keeps serving")
-    tmp = os.path.join(ws.store_dir, "tmp")
-    client = subprocess.Popen([blob, "--naming", c.naming, "--no-local", "pull", "CT.big2", c.path("out-big2"),
-                               "--store", "ws"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=c.env)
+    client = start_pull(c, "CT.big2", c.path("out-big2"), "ws")
     try:
-        harness.wait_for(lambda: os.listdir(tmp), 60, "ws's reservation for CT.big2", interval=0.001)
+        tmp = await_reservation(ws, "CT.big2")
         central.kill()
         _, err_text = client.communicate(timeout=120)
     finally:
@@ -270,12 +280,10 @@ def in_flight(c):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=c.env)
     pull = None
     try:
-        harness.wait_for(lambda: os.listdir(os.path.join(d.store_dir, "tmp")), 60, "d's reservation for CT.copied",
-                         interval=0.001)
+        await_reservation(d, "CT.copied")
         os.kill(src.pid, signal.SIGSTOP)
         try:
-            pull = subprocess.Popen([blob, "--naming", c.naming, "--no-local", "pull", "CT.copied", "-", "--store", "d"],
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=c.env)
+            pull = start_pull(c, "CT.copied", "-", "d")
             first = read_within(pull.stdout, MiB, 30, "the pull following the copy")
             check_equal(c.blob("stat", "CT.copied", store="d").code, EXIT["no_such_blob"],
                         "exit of `stat CT.copied` at d while the copy is stalled")
@@ -295,11 +303,9 @@ def in_flight(c):
 
     step("a source that stalls mid-fetch (SIGSTOP): the read-through pull fails after --fetch-timeout, "
          "naming the source; nothing is left at the cache, which keeps serving")
-    tmp = os.path.join(ws2.store_dir, "tmp")
-    pull = subprocess.Popen([blob, "--naming", c.naming, "--no-local", "pull", "CT.stall", c.path("out-stall"),
-                             "--store", "ws2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=c.env)
+    pull = start_pull(c, "CT.stall", c.path("out-stall"), "ws2")
     try:
-        harness.wait_for(lambda: os.listdir(tmp), 60, "ws2's reservation for CT.stall", interval=0.001)
+        tmp = await_reservation(ws2, "CT.stall")
         os.kill(src.pid, signal.SIGSTOP)
         try:
             _, err_text = pull.communicate(timeout=60)
