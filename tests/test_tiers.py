@@ -20,7 +20,9 @@
 - a pull of a Blob a copy is still bringing to the store follows the copy
   (the client has bytes while the store does not list the Blob yet); a
   source that stalls mid-fetch fails the read-through pull after
-  --fetch-timeout, naming it, and nothing is left at the cache."""
+  --fetch-timeout, naming it, and nothing is left at the cache; a chain
+  copy of a large Blob forwards while it receives (the second store
+  receives from the first while the source is stopped mid-copy)."""
 
 import glob
 import os
@@ -326,6 +328,35 @@ def in_flight(c):
     harness.wait_for(lambda: c.blob("--no-local", "pull", "CT.stall", c.path("out-stall"), store="ws2").code == 0,
                      30, "a pull of CT.stall through ws2 after the failure is no longer remembered", interval=0.5)
     check_equal(harness.checksum_file(c.path("out-stall")), harness.checksum_file(big), "CT.stall through ws2")
+
+    step("a chain copy of a large Blob forwards while it receives: with the source stopped mid-copy, the second "
+         "store of the chain is already receiving from the first")
+    e = c.start_daemon("e", "file", tier="workstation", extra=["--no-sync", "--fetch-timeout", "20"])
+    f = c.start_daemon("f", "file", tier="workstation", extra=["--no-sync", "--fetch-timeout", "20"])
+    sent_before = sent(src, "CT.stall")
+    copy = subprocess.Popen([blob, "--naming", c.naming, "copy", "CT.stall", "--to", "e,f", "--from", "src2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=c.env)
+    try:
+        await_reservation(e, "CT.stall")
+        os.kill(src.pid, signal.SIGSTOP)
+        try:
+            await_reservation(f, "CT.stall")
+            for store in ("e", "f"):
+                check_equal(c.blob("stat", "CT.stall", store=store).code, EXIT["no_such_blob"],
+                            f"exit of `stat CT.stall` at {store} while the source is stopped")
+        finally:
+            os.kill(src.pid, signal.SIGCONT)
+        _, copy_err = copy.communicate(timeout=120)
+    finally:
+        if copy.poll() is None:
+            copy.kill()
+            copy.wait()
+    check(copy.returncode == 0, f"the chain copy: exit {copy.returncode}: {copy_err!r}")
+    want = c.blob("stat", "CT.stall", store="src2").ok()["checksum"]
+    for store in ("e", "f"):
+        check_equal(c.blob("stat", "CT.stall", store=store).ok()["checksum"], want, f"CT.stall at {store}")
+    check_equal(sent(src, "CT.stall") - sent_before, 1, "pulls of CT.stall the source served for the chain")
+    check_equal(fetched(f, "CT.stall", "e"), 1, "f fetched CT.stall from e")
 
 
 def test(c):

@@ -426,6 +426,31 @@ BlobInfo ControlPlane::fetch(const std::string& to, const std::string& name, con
     });
 }
 
+void ControlPlane::begin_fetch(const std::string& to, const std::string& name, const std::string& from, bool overwrite)
+{
+    const std::string what = "copy " + quote_name(name) + " from \"" + from + "\" to \"" + to + "\"";
+    const BlobStreaming::BlobStore_var source =
+        with_store(*refs_, options_, from, what,
+                   [](BlobStreaming::BlobStore_ptr ref) { return BlobStreaming::BlobStore::_duplicate(ref); });
+    with_store(*refs_, options_, to, what, [&](BlobStreaming::BlobStore_ptr ref) {
+        BlobStreaming::BlobStore_var bounded = BlobStreaming::BlobStore::_duplicate(ref);
+        omniORB::setClientCallTimeout(bounded, static_cast<CORBA::ULong>(kFetchCallTimeout.count()));
+        bounded->beginFetch(name.c_str(), source.in(), overwrite);
+        return 0;
+    });
+}
+
+BlobInfo ControlPlane::await_fetch(const std::string& to, const std::string& name)
+{
+    return with_store(*refs_, options_, to, "copy " + quote_name(name) + " to \"" + to + "\"",
+                      [&](BlobStreaming::BlobStore_ptr ref) {
+                          BlobStreaming::BlobStore_var bounded = BlobStreaming::BlobStore::_duplicate(ref);
+                          omniORB::setClientCallTimeout(bounded, static_cast<CORBA::ULong>(kFetchCallTimeout.count()));
+                          BlobStreaming::BlobInfo_var info = bounded->awaitFetch(name.c_str());
+                          return info_of(info.in());
+                      });
+}
+
 BlobInfo ControlPlane::verify(const std::string& store, const std::string& name)
 {
     return with_store(*refs_, options_, store, "verify " + quote_name(name), [&](BlobStreaming::BlobStore_ptr ref) {

@@ -73,6 +73,12 @@ public:
     /// a fetch that stalls (blobstored --fetch-timeout).
     BlobInfo fetch(const std::string& to, const std::string& name, const std::string& from, bool overwrite);
     static constexpr std::chrono::milliseconds kFetchCallTimeout{3600 * 1000};
+    /// fetch() in two steps (BlobStore::beginFetch, awaitFetch): begin
+    /// returns once the bytes have somewhere to go at `to` (a pull there,
+    /// or the next store of a chain, then follows the transfer); await
+    /// returns what fetch() would, waiting up to kFetchCallTimeout.
+    void begin_fetch(const std::string& to, const std::string& name, const std::string& from, bool overwrite);
+    BlobInfo await_fetch(const std::string& to, const std::string& name);
     void remove(const std::string& store, const std::string& name);
     std::vector<std::string> store_names();
     /// Asks every registered store (`contains`, with this client's own

@@ -63,7 +63,10 @@ public:
     SeriesResult result;
 
 private:
-    enum class Hop { pending, done, failed };
+    /// begun: the destination has somewhere for the bytes (beginFetch
+    /// returned): the next store of a chain may fetch from it already,
+    /// following the bytes as they arrive.
+    enum class Hop { pending, begun, done, failed };
 
     std::string check_options() const
     {
@@ -95,7 +98,8 @@ private:
                 i = next_[k]++;
                 if (k > 0) {
                     changed_.wait(lock, [&] { return hops_[i * m + k - 1] != Hop::pending; });
-                    if (options_.chain && hops_[i * m + k - 1] == Hop::done) source = options_.to[k - 1];
+                    const Hop before = hops_[i * m + k - 1];
+                    if (options_.chain && before != Hop::failed) source = options_.to[k - 1];
                     else source = sources_[i];  // may be "" when finding a source failed: copy_one says why
                 }
             }
@@ -128,7 +132,7 @@ private:
                 throw Error(Errc::no_such_blob, "copy " + quote_name(name) + " to \"" + to +
                                                     "\": no source (finding one for the first destination failed)");
             }
-            r.info = session_.control->fetch(to, name, source, options_.overwrite);
+            r.info = fetch(i, k, source);
             r.bytes = r.info.size;
             r.length = r.info.size;
         } catch (const Error& e) {
@@ -136,6 +140,46 @@ private:
         }
         r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         return r;
+    }
+
+    /// Blob i to destination k from `source`, in two steps: once the
+    /// destination has begun (Hop::begun) the next store of a chain may
+    /// fetch from it. A chained fetch whose previous hop failed (the bytes
+    /// it followed broke off) is made again from the source.
+    BlobInfo fetch(std::size_t i, std::size_t k, const std::string& source)
+    {
+        const std::string& name = names_[i];
+        const std::string& to = options_.to[k];
+        const std::size_t m = options_.to.size();
+        try {
+            session_.control->begin_fetch(to, name, source, options_.overwrite);
+            begun(i * m + k);
+            return session_.control->await_fetch(to, name);
+        } catch (const Error& e) {
+            if (k == 0 || source != options_.to[k - 1]) throw;
+            std::string origin;
+            {
+                std::unique_lock lock(mutex_);
+                changed_.wait(lock,
+                              [&] { return hops_[i * m + k - 1] == Hop::done || hops_[i * m + k - 1] == Hop::failed; });
+                if (hops_[i * m + k - 1] == Hop::done || sources_[i].empty()) throw;
+                origin = sources_[i];
+            }
+            library_log()->info("copy {} to \"{}\": the copy at \"{}\" it followed failed ({}); from \"{}\" instead",
+                                quote_name(name), to, source, e.what(), origin);
+            session_.control->begin_fetch(to, name, origin, options_.overwrite);
+            begun(i * m + k);
+            return session_.control->await_fetch(to, name);
+        }
+    }
+
+    void begun(std::size_t slot)
+    {
+        {
+            std::lock_guard lock(mutex_);
+            if (hops_[slot] == Hop::pending) hops_[slot] = Hop::begun;
+        }
+        changed_.notify_all();
     }
 
     std::string nearest_source(const std::string& name)

@@ -4,7 +4,9 @@
 /// per destination, each with CopyOptions::window fetches in flight (each
 /// one a blocking control call that lasts as long as its transfer, made on
 /// a lane thread, never on the control threads or the loop), and for a
-/// chain, Blob i reaches destination k only after destination k-1 holds it.
+/// chain, destination k fetches Blob i from destination k-1 as soon as that
+/// one has begun to receive it (BlobStore::beginFetch), following the bytes
+/// as they arrive: one large Blob crosses the chain at once.
 /// The lanes run under one control call, which joins them before the
 /// series completes; per-slice completions are posted to the loop thread.
 

@@ -26,6 +26,12 @@
 
 namespace blobstreaming::corba {
 
+namespace {
+/// What fetch, beginFetch and awaitFetch raise.
+constexpr unsigned kFetchErrors =
+    kNoSuchBlob | kInvalidName | kOutOfSpace | kAlreadyExists | kLimitReached | kTransferFailed;
+}  // namespace
+
 std::string boot_id()
 {
     std::ifstream in("/proc/sys/kernel/random/boot_id");
@@ -264,31 +270,61 @@ void BlobStore_i::remove(const char* name)
     }
 }
 
+std::string BlobStore_i::fetch_source(const std::string& name, BlobStreaming::BlobStore_ptr source) const
+{
+    if (CORBA::is_nil(source))
+        throw Error(Errc::invalid_argument, "fetch " + quote_name(name) + ": no source store (a nil reference)");
+    if (!context_.fetcher)
+        throw Error(Errc::limit_reached, "fetch " + quote_name(name) + ": this store does not fetch");
+    std::string source_name;
+    try {
+        source_name = context_.fetcher->source_name(source);
+    } catch (...) {
+        rethrow_as_error("fetch " + quote_name(name), "(source)", endpoint_of(source));
+    }
+    if (source_name == context_.store_name)
+        throw Error(Errc::invalid_argument, "fetch " + quote_name(name) + ": the source is this store, \"" +
+                                                source_name + "\" (copy between two different stores)");
+    return source_name;
+}
+
 BlobStreaming::BlobInfo* BlobStore_i::fetch(const char* name, BlobStreaming::BlobStore_ptr source,
                                             CORBA::Boolean overwrite)
 {
     require_permission(context_, server::Permission::write, "fetch");
     try {
         validate_blob_name(name);
-        if (CORBA::is_nil(source))
-            throw Error(Errc::invalid_argument, "fetch " + quote_name(name) + ": no source store (a nil reference)");
-        if (!context_.fetcher)
-            throw Error(Errc::limit_reached, "fetch " + quote_name(name) + ": this store does not fetch");
-        std::string source_name;
-        try {
-            source_name = context_.fetcher->source_name(source);
-        } catch (...) {
-            rethrow_as_error("fetch " + quote_name(name), "(source)", endpoint_of(source));
-        }
-        if (source_name == context_.store_name)
-            throw Error(Errc::invalid_argument, "fetch " + quote_name(name) + ": the source is this store, \"" +
-                                                    source_name + "\" (copy between two different stores)");
+        const std::string source_name = fetch_source(name, source);
         const BlobInfo info =
             context_.fetcher->fetch(name, source, source_name, overwrite ? ReserveMode::replace : ReserveMode::create);
         return to_idl(info);
     } catch (...) {
-        rethrow_declared(kNoSuchBlob | kInvalidName | kOutOfSpace | kAlreadyExists | kLimitReached | kTransferFailed,
-                         context_.store_name, {name});
+        rethrow_declared(kFetchErrors, context_.store_name, {name});
+    }
+}
+
+void BlobStore_i::beginFetch(const char* name, BlobStreaming::BlobStore_ptr source, CORBA::Boolean overwrite)
+{
+    require_permission(context_, server::Permission::write, "beginFetch");
+    try {
+        validate_blob_name(name);
+        const std::string source_name = fetch_source(name, source);
+        context_.fetcher->begin(name, source, source_name, overwrite ? ReserveMode::replace : ReserveMode::create);
+    } catch (...) {
+        rethrow_declared(kFetchErrors, context_.store_name, {name});
+    }
+}
+
+BlobStreaming::BlobInfo* BlobStore_i::awaitFetch(const char* name)
+{
+    require_permission(context_, server::Permission::write, "awaitFetch");
+    try {
+        validate_blob_name(name);
+        if (!context_.fetcher)
+            throw Error(Errc::limit_reached, "fetch " + quote_name(name) + ": this store does not fetch");
+        return to_idl(context_.fetcher->await(name, context_.store_name));
+    } catch (...) {
+        rethrow_declared(kFetchErrors, context_.store_name, {name});
     }
 }
 

@@ -30,6 +30,8 @@ public:
     /// Fetcher.h
     BlobStreaming::BlobInfo* fetch(const char* name, BlobStreaming::BlobStore_ptr source,
                                    CORBA::Boolean overwrite) override;
+    void beginFetch(const char* name, BlobStreaming::BlobStore_ptr source, CORBA::Boolean overwrite) override;
+    BlobStreaming::BlobInfo* awaitFetch(const char* name) override;
     CORBA::Boolean findLocalFile(const char* name, BlobStreaming::LocalFile_out file) override;
     BlobStreaming::DataEndpoint* dataAddress() override;
     BlobStreaming::BlobTransporter_ptr openTransporter() override;
@@ -39,6 +41,10 @@ public:
     void unsubscribe(CORBA::ULongLong id) override;
 
 private:
+    /// The name of `source` for a fetch of `name`; refuses a nil source, a
+    /// store that does not fetch, and this store as its own source.
+    std::string fetch_source(const std::string& name, BlobStreaming::BlobStore_ptr source) const;
+
     const ServantContext& context_;
 };
 

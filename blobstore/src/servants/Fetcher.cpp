@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,7 +39,9 @@ constexpr std::size_t kReceiveChunk = std::size_t{1} << 20;
 /// the answer to a pull of that Blob: long enough for such a pull to ask
 /// why its data connection broke off (PullOperation asks once, at once).
 constexpr std::chrono::seconds kFailureMemory{3};
-/// At most this many such failures are remembered.
+/// How long await() finds the outcome of a fetch begin() started.
+constexpr std::chrono::seconds kOutcomeMemory{60};
+/// At most this many such failures (and outcomes) are remembered.
 constexpr std::size_t kMaxFailures = 4096;
 
 /// How soon a fetch waiting for the network notices that the store stops.
@@ -208,6 +211,11 @@ void Fetcher::land(const std::string& name, Flight& flight, std::optional<BlobIn
         flight.info = std::move(info);
         flight.error = std::move(error);
         flights_.erase(name);
+        if (flight.keep) {  // for await()
+            prune_outcomes();
+            if (outcomes_.size() < kMaxFailures)
+                outcomes_[name] = {std::chrono::steady_clock::now(), flight.info, flight.error};
+        }
     }
     landed_.notify_all();
 }
@@ -482,62 +490,115 @@ Fetcher::Follow Fetcher::follow_missing(const std::string& name, const Upstream&
     bool first = false;
     const std::shared_ptr<Flight> flight = join_flight(name, first);
     if (first) {
-        {
-            std::lock_guard lock(mutex_);
-            ++threads_;
-        }
-        try {
-            std::thread([this, name, up = &upstream, flight] { run_read_through(name, up, flight); }).detach();
-        } catch (const std::system_error& e) {
-            const Error failed(Errc::limit_reached,
-                               "read-through " + quote_name(name) + ": cannot start a fetch thread: " + e.what());
-            land(name, *flight, std::nullopt, std::make_exception_ptr(failed));
-            std::lock_guard lock(mutex_);
-            --threads_;
-            throw failed;
-        }
+        spawn(name, flight, "read-through", [this, name, up = &upstream, flight] {
+            auto [source, source_name] = nearest_holder(name, *up);
+            try {
+                return transfer(name, source.in(), source_name, ReserveMode::create, *flight);
+            } catch (const Error& e) {
+                // Another fetch or a push committed it meanwhile: that one
+                // serves the pulls still to come (those following this
+                // one have failed).
+                if (e.code() == Errc::already_exists) return store_.stat(name);
+                throw;
+            }
+        });
     }
-    std::unique_lock lock(mutex_);
-    landed_.wait(lock, [&] { return flight->done || flight->progress; });
-    if (!flight->done) return {std::nullopt, flight->progress};
-    if (flight->error) std::rethrow_exception(flight->error);
+    if (auto progress = wait_begun(*flight)) return {std::nullopt, std::move(progress)};
+    std::lock_guard lock(mutex_);
     return {flight->info, nullptr};
 }
 
-void Fetcher::run_read_through(const std::string& name, const Upstream* upstream,
-                               std::shared_ptr<Flight> flight) noexcept
+std::shared_ptr<BlobInFlight> Fetcher::wait_begun(Flight& flight)
+{
+    std::unique_lock lock(mutex_);
+    landed_.wait(lock, [&] { return flight.done || flight.progress; });
+    if (!flight.done) return flight.progress;
+    if (flight.error) std::rethrow_exception(flight.error);
+    return nullptr;
+}
+
+void Fetcher::spawn(const std::string& name, std::shared_ptr<Flight> flight, const char* what,
+                    std::function<BlobInfo()> work)
+{
+    {
+        std::lock_guard lock(mutex_);
+        ++threads_;
+    }
+    try {
+        std::thread([this, name, flight, what, work = std::move(work)] { run(name, flight, what, work); }).detach();
+    } catch (const std::system_error& e) {
+        const Error failed(Errc::limit_reached,
+                           std::string(what) + " " + quote_name(name) + ": cannot start a fetch thread: " + e.what());
+        land(name, *flight, std::nullopt, std::make_exception_ptr(failed));
+        std::lock_guard lock(mutex_);
+        --threads_;
+        throw failed;
+    }
+}
+
+void Fetcher::run(const std::string& name, const std::shared_ptr<Flight>& flight, const char* what,
+                  const std::function<BlobInfo()>& work) noexcept
 {
     std::optional<BlobInfo> info;
     std::exception_ptr error;
     try {
-        auto [source, source_name] = nearest_holder(name, *upstream);
-        info = transfer(name, source.in(), source_name, ReserveMode::create, *flight);
-    } catch (const Error& e) {
+        info = work();
+    } catch (const std::exception& e) {
         error = std::current_exception();
-        // Another fetch or a push committed it meanwhile: that one serves
-        // the pulls still to come (those following this one have failed).
-        if (e.code() == Errc::already_exists) {
-            try {
-                info = store_.stat(name);
-                error = nullptr;
-            } catch (...) {}
-        }
+        spdlog::warn("{} {}: {}", what, quote_name(name), e.what());
     } catch (...) {
         error = std::current_exception();
     }
-    if (error) {
-        try {
-            std::rethrow_exception(error);
-        } catch (const std::exception& e) {
-            spdlog::warn("read-through {}: {}", quote_name(name), e.what());
-        } catch (...) {}
-    }
     land(name, *flight, info, error);
     std::unique_lock lock(mutex_);
-    if (error && flight->progress) remember_failure(name, error);
+    if (error && flight->progress && !flight->keep) remember_failure(name, error);
     --threads_;
     // Wakes stop() only once this thread no longer touches the Fetcher.
     std::notify_all_at_thread_exit(threads_ended_, std::move(lock));
+}
+
+void Fetcher::begin(const std::string& name, BlobStreaming::BlobStore_ptr source, const std::string& source_name,
+                    ReserveMode mode)
+{
+    bool first = false;
+    const std::shared_ptr<Flight> flight = join_flight(name, first);
+    {
+        std::lock_guard lock(mutex_);
+        flight->keep = true;
+    }
+    if (first) {
+        BlobStreaming::BlobStore_var held = BlobStreaming::BlobStore::_duplicate(source);
+        spawn(name, flight, "fetch", [this, name, held, source_name, mode, flight] {
+            return transfer(name, held.in(), source_name, mode, *flight);
+        });
+    }
+    wait_begun(*flight);
+}
+
+BlobInfo Fetcher::await(const std::string& name, const std::string& store_name)
+{
+    std::unique_lock lock(mutex_);
+    if (const auto it = flights_.find(name); it != flights_.end()) {
+        const std::shared_ptr<Flight> flight = it->second;
+        landed_.wait(lock, [&] { return flight->done; });
+        if (flight->error) std::rethrow_exception(flight->error);
+        return *flight->info;
+    }
+    prune_outcomes();
+    const auto it = outcomes_.find(name);
+    if (it == outcomes_.end())
+        throw Error(Errc::no_such_blob, "await fetch " + quote_name(name) + ": no fetch of it began at store \"" +
+                                            store_name + "\" within the last " +
+                                            std::to_string(kOutcomeMemory.count()) + " s");
+    if (it->second.error) std::rethrow_exception(it->second.error);
+    return *it->second.info;
+}
+
+void Fetcher::prune_outcomes()
+{
+    const auto now = std::chrono::steady_clock::now();
+    for (auto it = outcomes_.begin(); it != outcomes_.end();)
+        it = now - it->second.at >= kOutcomeMemory ? outcomes_.erase(it) : std::next(it);
 }
 
 void Fetcher::remember_failure(const std::string& name, std::exception_ptr error)

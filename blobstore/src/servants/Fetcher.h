@@ -23,6 +23,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -92,6 +93,18 @@ public:
     };
     Follow follow_missing(const std::string& name, const Upstream& upstream);
 
+    /// fetch() in two steps (BlobStore::beginFetch, awaitFetch), so that a
+    /// chain of stores forwards while it receives: begin() returns once the
+    /// bytes have somewhere to go (pulls of `name` then follow the fetch),
+    /// the transfer going on on a thread of its own; await() waits for its
+    /// outcome, kept 60 s after it ends. Errors before the bytes could
+    /// start are begin()'s, as fetch() throws them.
+    void begin(const std::string& name, BlobStreaming::BlobStore_ptr source, const std::string& source_name,
+               ReserveMode mode);
+    /// The outcome of the fetch of `name` begin() started, waited for;
+    /// no_such_blob (naming `store_name`) when none did lately.
+    BlobInfo await(const std::string& name, const std::string& store_name);
+
     /// The fetch receiving `name` into the store now (a `blob copy` to this
     /// store, or read-through), once its bytes have somewhere to go; null
     /// when none: a pull of a Blob still arriving follows it.
@@ -118,6 +131,8 @@ private:
         std::exception_ptr error;
         /// Set once the bytes have somewhere to go: what pulls follow.
         std::shared_ptr<BlobInFlight> progress;
+        /// begin() joined it: its outcome is kept for await().
+        bool keep = false;
     };
 
     /// Joins the flight of `name`, or opens it (`first`); throws
@@ -128,8 +143,18 @@ private:
     /// Keeps the failure of a fetch that pulls followed for a moment
     /// (follow_missing() answers it); mutex_ held.
     void remember_failure(const std::string& name, std::exception_ptr error);
-    /// The body of a read-through fetch's own thread.
-    void run_read_through(const std::string& name, const Upstream* upstream, std::shared_ptr<Flight> flight) noexcept;
+    /// Runs `work` (a transfer into `flight`) on a thread of its own; `what`
+    /// names it in the log.
+    void spawn(const std::string& name, std::shared_ptr<Flight> flight, const char* what,
+               std::function<BlobInfo()> work);
+    /// The body of that thread.
+    void run(const std::string& name, const std::shared_ptr<Flight>& flight, const char* what,
+             const std::function<BlobInfo()>& work) noexcept;
+    /// Until `flight` has somewhere for its bytes (returned) or ended
+    /// (nullptr; its error thrown).
+    std::shared_ptr<BlobInFlight> wait_begun(Flight& flight);
+    /// Drops outcomes older than kOutcomeMemory; mutex_ held.
+    void prune_outcomes();
     /// The nearest holder of `name` of a farther tier: its reference and
     /// name; no_such_blob naming the stores asked when none.
     std::pair<BlobStreaming::BlobStore_var, std::string> nearest_holder(const std::string& name,
@@ -157,6 +182,12 @@ private:
         std::exception_ptr error;
     };
     std::map<std::string, Failure> failures_;  ///< see remember_failure()
+    struct Outcome {
+        std::chrono::steady_clock::time_point at;
+        std::optional<BlobInfo> info;
+        std::exception_ptr error;
+    };
+    std::map<std::string, Outcome> outcomes_;  ///< of fetches begin() started, for await()
     bool stopping_ = false;
     std::atomic<bool> stop_requested_{false};  ///< read by data connections' waits
     std::size_t threads_ = 0;                  ///< read-through threads running
