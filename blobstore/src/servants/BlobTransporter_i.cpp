@@ -219,16 +219,20 @@ BlobStreaming::TransferTicket* BlobTransporter_i::send(const char* blob, BlobStr
     if (auto problem = blob_name_problem(name))
         throw BlobStreaming::InvalidName(("send " + quote_name(name) + ": " + *problem).c_str(), blob);
     try {
-        // Read-through: a Blob only a farther tier holds is fetched, and
-        // this pull follows the bytes as they arrive; so does a pull of a
-        // Blob a `blob copy` to this store is receiving.
+        // A Blob this store is receiving (a copy to it, read-through): the
+        // pull follows the bytes as they arrive, also when an older version
+        // is still here (the next store of a copy chain must get the version
+        // this one receives). Read-through: a Blob only a farther tier holds
+        // is fetched first.
         Fetcher::Follow follow;
-        if (context_.read_through) {
+        if (context_.fetcher) follow.flight = context_.fetcher->in_flight(name);
+        if (!follow.flight && context_.read_through) {
             follow = context_.fetcher->follow_missing(name, *context_.read_through);
-        } else {
+        } else if (!follow.flight) {
             try {
                 follow.held = context_.store->stat(name);
             } catch (const Error& e) {
+                // A fetch that began meanwhile.
                 if (e.code() != Errc::no_such_blob || !context_.fetcher) throw;
                 if (!(follow.flight = context_.fetcher->in_flight(name))) throw;
             }
