@@ -358,6 +358,15 @@ def in_flight(c):
     check_equal(sent(src, "CT.stall") - sent_before, 1, "pulls of CT.stall the source served for the chain")
     check_equal(fetched(f, "CT.stall", "e"), 1, "f fetched CT.stall from e")
 
+    step("a chain copy with --replace: every store ends with the new version, none with the one it replaced")
+    harness.write_random(big, 256 * MiB, algorithm=None)
+    c.blob("push", "--name", "CT.stall", "--replace", big, store="src2").ok()
+    new = c.blob("stat", "CT.stall", store="src2").ok()["checksum"]
+    check(new != want, "the source holds a new version")
+    c.blob("copy", "CT.stall", "--to", "e,f", "--from", "src2", "--replace", json_out=False).ok()
+    for store in ("e", "f"):
+        check_equal(c.blob("stat", "CT.stall", store=store).ok()["checksum"], new, f"CT.stall at {store}")
+
 
 def test(c):
     read_through(c)
