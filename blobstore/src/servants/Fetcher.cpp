@@ -39,6 +39,10 @@ constexpr std::size_t kReceiveChunk = std::size_t{1} << 20;
 /// the answer to a pull of that Blob: long enough for such a pull to ask
 /// why its data connection broke off (PullOperation asks once, at once).
 constexpr std::chrono::seconds kFailureMemory{3};
+/// Fetches running on threads of their own (read-through, beginFetch) at
+/// once, at most.
+constexpr std::size_t kMaxThreads = 128;
+
 /// How long await() finds the outcome of a fetch begin() started.
 constexpr std::chrono::seconds kOutcomeMemory{60};
 /// At most this many such failures (and outcomes) are remembered.
@@ -520,9 +524,18 @@ std::shared_ptr<BlobInFlight> Fetcher::wait_begun(Flight& flight)
 void Fetcher::spawn(const std::string& name, std::shared_ptr<Flight> flight, const char* what,
                     std::function<BlobInfo()> work)
 {
+    std::size_t running = 0;
     {
         std::lock_guard lock(mutex_);
-        ++threads_;
+        running = threads_;
+        if (running < kMaxThreads) ++threads_;
+    }
+    if (running >= kMaxThreads) {
+        const Error busy(Errc::limit_reached, std::string(what) + " " + quote_name(name) + ": " +
+                                                  std::to_string(running) +
+                                                  " fetches are running at this store, the limit; try again");
+        land(name, *flight, std::nullopt, std::make_exception_ptr(busy));  // and whoever joined it meanwhile
+        throw busy;
     }
     try {
         std::thread([this, name, flight, what, work = std::move(work)] { run(name, flight, what, work); }).detach();
@@ -530,8 +543,11 @@ void Fetcher::spawn(const std::string& name, std::shared_ptr<Flight> flight, con
         const Error failed(Errc::limit_reached,
                            std::string(what) + " " + quote_name(name) + ": cannot start a fetch thread: " + e.what());
         land(name, *flight, std::nullopt, std::make_exception_ptr(failed));
-        std::lock_guard lock(mutex_);
-        --threads_;
+        {
+            std::lock_guard lock(mutex_);
+            --threads_;
+        }
+        threads_ended_.notify_all();
         throw failed;
     }
 }
