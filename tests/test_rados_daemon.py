@@ -25,8 +25,10 @@ Skipped (77) only when Ceph is not installed (scripts/install-deps)."""
 
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -146,6 +148,16 @@ def daemon_log(daemon):
         return f.read()
 
 
+def refusal_time(daemon):
+    """Seconds until the daemon's data port answers a garbage Request."""
+    t0 = time.monotonic()
+    with socket.create_connection(daemon.data, timeout=30) as s:
+        s.sendall(b"\x00" * 40)
+        answer = s.recv(64)
+    check(answer, "a Response to a garbage Request")
+    return time.monotonic() - t0
+
+
 def osd_stopped(c, ceph, daemon, name, digest):
     osd = next(d for d in ceph.daemons if d.name.startswith("ceph-osd"))
     step(f"the OSD stopped (SIGSTOP {osd.pid}) in the middle of a pull of {name}")
@@ -160,7 +172,19 @@ def osd_stopped(c, ceph, daemon, name, digest):
     os.kill(osd.pid, signal.SIGSTOP)
     try:
         t0 = time.monotonic()
-        rest = reader.popen.stdout.read()
+        rest = []
+        drain = threading.Thread(target=lambda: rest.append(reader.popen.stdout.read()))
+        drain.start()
+        step("while the pull waits for the stopped OSD, the data plane serves other connections: a garbage "
+             "Request is refused at once, every time, for 6 s")
+        slowest = 0.0
+        while time.monotonic() - t0 < 6:
+            slowest = max(slowest, refusal_time(daemon))
+            check(slowest < 2, f"a refusal took {slowest:.1f} s: the reactor waited for the OSD")
+            time.sleep(0.2)  # pacing between probes, not a wait for anything
+        step(f"slowest refusal {slowest * 1000:.1f} ms")
+        drain.join(timeout=90)
+        rest = rest[0] if rest else b""
         code, text = ended(reader, err_path, 90)
         step(f"blob pull exited {code} after {time.monotonic() - t0:.1f} s with {len(got) + len(rest)} bytes: {text}")
         check_equal(code, EXIT["transfer_failed"], f"exit status of the pull with the OSD stopped ({text!r})")

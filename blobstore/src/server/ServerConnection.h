@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -127,16 +128,21 @@ private:
     int continue_sending();
     Pump send_pull_body();
     /// A streamed pull (BlobRange::reader()): refills stream_ from the
-    /// store once it is sent; false when the store failed (transfer failed).
-    bool fill_stream();
+    /// store once it is sent, without waiting for the store (the bytes on
+    /// their way: Fill::wait).
+    Fill fill_stream();
     /// A followed pull: refills stream_ from the BlobInFlight; switched: it
     /// was committed meanwhile and range_ is now the committed Blob's.
     Fill fill_follow();
-    /// Leaves the reactor until the followed Blob's next bytes land (the
-    /// inactivity timer stays armed).
-    int wait_for_follow();
-    /// On the reactor thread, when the followed Blob may have changed.
-    void on_follow_wake() noexcept;
+    /// What wakes this connection when it waits off the reactor (a followed
+    /// Blob's bytes landed, a store's read completed): on_wake() on the
+    /// reactor thread, through the CommitPool, unless closed meanwhile.
+    std::function<void()> waker();
+    /// Leaves the reactor until waker() runs (the inactivity timer stays
+    /// armed).
+    int wait_off_reactor();
+    /// On the reactor thread, when what the pull waits for may have come.
+    void on_wake() noexcept;
     /// The pull's range and stream buffer are let go.
     void release_range() noexcept;
     int finish_pull();
@@ -199,13 +205,13 @@ private:
     std::size_t stream_end_ = 0;
     /// A pull following a Blob still being received (TicketBinding::follow).
     std::shared_ptr<BlobInFlight> follow_;
-    /// What a wake-up of follow_ finds: this connection, or nullptr once
-    /// it is closed or no longer follows (reactor thread only).
-    struct FollowToken {
+    /// What a wake-up finds: this connection, or nullptr once it is closed
+    /// or its pull has ended (reactor thread only).
+    struct WakeToken {
         ServerConnection* connection;
     };
-    std::shared_ptr<FollowToken> follow_token_;
-    bool follow_waiting_ = false;  ///< off the reactor until woken
+    std::shared_ptr<WakeToken> wake_token_;
+    bool waiting_ = false;         ///< off the reactor until woken
     std::uint64_t body_done_ = 0;  ///< bytes received (push) or sent (pull)
     SteadyTime started_{};
 

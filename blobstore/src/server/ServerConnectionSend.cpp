@@ -130,7 +130,7 @@ int ServerConnection::continue_sending()
     switch (send_pull_body()) {
     case Pump::failed: return -1;
     case Pump::again: return set_mask(ACE_Event_Handler::WRITE_MASK) ? 0 : -1;
-    case Pump::wait: return wait_for_follow();
+    case Pump::wait: return wait_off_reactor();
     case Pump::done: break;
     }
     return finish_pull();
@@ -161,7 +161,12 @@ ServerConnection::Pump ServerConnection::send_pull_body()
         } else if (range_.fd() >= 0 && !io_->tls()) {
             r = send_file(*io_, range_.fd(), range_.file_offset() + body_done_, want);
         } else if (range_.fd() < 0 && !range_.data() && range_.reader()) {
-            if (!fill_stream()) return Pump::failed;
+            switch (fill_stream()) {
+            case Fill::failed: return Pump::failed;
+            case Fill::wait: return Pump::wait;
+            case Fill::switched:
+            case Fill::ready: break;
+            }
             r = write_some(*io_, stream_.data() + stream_at_, std::min(want, stream_end_ - stream_at_));
             if (r.done()) stream_at_ += r.bytes();
         } else {
@@ -184,14 +189,17 @@ ServerConnection::Pump ServerConnection::send_pull_body()
     return Pump::done;
 }
 
-bool ServerConnection::fill_stream()
+ServerConnection::Fill ServerConnection::fill_stream()
 {
-    if (stream_at_ < stream_end_) return true;
+    if (stream_at_ < stream_end_) return Fill::ready;
     const std::uint64_t total = range_.size();
     if (stream_.empty()) stream_.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kStreamBuffer, total)));
     std::error_code ec;
+    bool pending = false;
     const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(stream_.size(), total - body_done_));
-    const std::size_t n = range_.reader()->read(range_.start() + body_done_, stream_.data(), want, ec);
+    const std::size_t n =
+        range_.reader()->read_or_wait(range_.start() + body_done_, stream_.data(), want, ec, pending, waker());
+    if (pending) return Fill::wait;  // the store's read is on its way: off the reactor meanwhile
     if (ec || n == 0) {
         const Errc status = ec && ec.category() == error_category() ? static_cast<Errc>(ec.value()) : Errc::io_error;
         fail_transfer(status,
@@ -199,11 +207,11 @@ bool ServerConnection::fill_stream()
                           bytes_of(body_done_, total) + ": " +
                           (ec ? range_.reader()->error_message() : std::string("its reader returned nothing")),
                       false);
-        return false;
+        return Fill::failed;
     }
     stream_at_ = 0;
     stream_end_ = n;
-    return true;
+    return Fill::ready;
 }
 
 ServerConnection::Fill ServerConnection::fill_follow()
@@ -212,14 +220,7 @@ ServerConnection::Fill ServerConnection::fill_follow()
     const std::uint64_t total = range_.size();
     if (stream_.empty()) stream_.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kStreamBuffer, total)));
     const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(stream_.size(), total - body_done_));
-    if (!follow_token_) follow_token_ = std::make_shared<FollowToken>(FollowToken{this});
-    CommitPool* pool = server_->commits.get();
-    auto wake = [pool, token = follow_token_] {
-        pool->wake([token] {
-            if (token->connection) token->connection->on_follow_wake();
-        });
-    };
-    const BlobInFlight::Read read = follow_->read(range_.start() + body_done_, stream_.data(), want, std::move(wake));
+    const BlobInFlight::Read read = follow_->read(range_.start() + body_done_, stream_.data(), want, waker());
     switch (read.state) {
     case BlobInFlight::State::bytes:
         stream_at_ = 0;
@@ -247,7 +248,18 @@ ServerConnection::Fill ServerConnection::fill_follow()
     return Fill::failed;
 }
 
-int ServerConnection::wait_for_follow()
+std::function<void()> ServerConnection::waker()
+{
+    if (!wake_token_) wake_token_ = std::make_shared<WakeToken>(WakeToken{this});
+    CommitPool* pool = server_->commits.get();
+    return [pool, token = wake_token_] {
+        pool->wake([token] {
+            if (token->connection) token->connection->on_wake();
+        });
+    };
+}
+
+int ServerConnection::wait_off_reactor()
 {
     // Out of the reactor, as for a commit (ServerConnectionPush.cpp): an
     // epoll registration without events would still report a reset. The
@@ -258,14 +270,14 @@ int ServerConnection::wait_for_follow()
         return -1;
     }
     mask_ = ACE_Event_Handler::NULL_MASK;
-    follow_waiting_ = true;
+    waiting_ = true;
     return 0;
 }
 
-void ServerConnection::on_follow_wake() noexcept
+void ServerConnection::on_wake() noexcept
 {
-    if (closed_ || !follow_waiting_) return;
-    follow_waiting_ = false;
+    if (closed_ || !waiting_) return;
+    waiting_ = false;
     if (reactor()->register_handler(this, ACE_Event_Handler::WRITE_MASK) == -1) {
         spdlog::warn("data connection {}: cannot return to the reactor: {}", peer_, std::strerror(errno));
         if (in_transfer_) fail_transfer(Errc::transfer_failed, "cannot return to the reactor", false);
@@ -277,8 +289,8 @@ void ServerConnection::on_follow_wake() noexcept
 
 void ServerConnection::release_range() noexcept
 {
-    if (follow_token_) follow_token_->connection = nullptr;
-    follow_token_.reset();
+    if (wake_token_) wake_token_->connection = nullptr;
+    wake_token_.reset();
     follow_.reset();
     range_ = BlobRange{};
     std::vector<std::uint8_t>().swap(stream_);

@@ -123,10 +123,10 @@ Completion& Completion::operator=(Completion&& other) noexcept
     return *this;
 }
 
-rados_completion_t Completion::arm() noexcept
+rados_completion_t Completion::arm(rados_callback_t on_complete, void* arg) noexcept
 {
     reset();
-    if (rados_aio_create_completion2(nullptr, nullptr, &c_) < 0) c_ = nullptr;
+    if (rados_aio_create_completion2(arg, on_complete, &c_) < 0) c_ = nullptr;
     return c_;
 }
 

@@ -72,8 +72,9 @@ public:
     Completion& operator=(Completion&& other) noexcept;
 
     /// A fresh completion for the next operation (waits for the previous);
-    /// nullptr when none can be allocated.
-    rados_completion_t arm() noexcept;
+    /// nullptr when none can be allocated. `on_complete` (with `arg`) runs
+    /// once, on a librados thread, when the operation completes.
+    rados_completion_t arm(rados_callback_t on_complete = nullptr, void* arg = nullptr) noexcept;
     /// An operation is (or was) in flight and not yet waited for.
     bool armed() const noexcept { return c_ != nullptr; }
     bool ready() const noexcept { return c_ == nullptr || rados_aio_is_complete(c_) != 0; }

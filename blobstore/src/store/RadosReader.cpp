@@ -10,6 +10,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
 #include <new>
 
 namespace blobstreaming::detail {
@@ -25,7 +28,16 @@ public:
 
     std::size_t read(std::uint64_t offset, std::uint8_t* out, std::size_t max, std::error_code& ec) override
     {
+        bool pending = false;
+        return read_or_wait(offset, out, max, ec, pending, nullptr);
+    }
+
+    /// read() and read_or_wait(): without `wake`, waits for the piece.
+    std::size_t read_or_wait(std::uint64_t offset, std::uint8_t* out, std::size_t max, std::error_code& ec,
+                             bool& pending, const std::function<void()>& wake) override
+    {
         ec.clear();
+        pending = false;
         if (offset < start_ || offset >= end_ || max == 0) {
             ec = fail(Errc::invalid_range, "read " + quote_name(record_.info.name) + ": byte " +
                                                std::to_string(offset) + " is outside the range [" +
@@ -33,11 +45,20 @@ public:
             return 0;
         }
         if (!current_.holds(offset)) {
-            if (next_.read.armed() && next_.start == offset) {
-                std::swap(current_, next_);
-            } else {
-                next_.read.reset();  // read ahead for another offset: not needed
-                fetch(current_, offset);
+            // A call after a pending one finds its piece on its way already.
+            const bool on_its_way =
+                !current_.ready && current_.start == offset && (current_.read.armed() || current_.submit_error);
+            if (!on_its_way) {
+                if (next_.read.armed() && next_.start == offset) {
+                    std::swap(current_, next_);
+                } else {
+                    next_.read.reset();  // read ahead for another offset: not needed
+                    fetch(current_, offset);
+                }
+            }
+            if (wake && current_.read.armed() && current_.signal && current_.signal->wait_with(wake)) {
+                pending = true;
+                return 0;
             }
             if (!complete(current_, ec)) return 0;
             if (current_.start + current_.length < end_) fetch(next_, current_.start + current_.length);
@@ -51,14 +72,54 @@ public:
     const std::string& error_message() const noexcept override { return message_; }
 
 private:
+    /// A piece's read has completed: runs the wake-up a reader left, or
+    /// lets the next wait_with() see it done. Shared with librados'
+    /// completion callback, which holds its own reference until it ran.
+    class Signal {
+    public:
+        /// False when the read has completed already (do not wait); true
+        /// when `wake` will run once it does.
+        bool wait_with(const std::function<void()>& wake)
+        {
+            std::lock_guard lock(mutex_);
+            if (done_) return false;
+            wake_ = wake;
+            return true;
+        }
+        void fire()
+        {
+            std::function<void()> wake;
+            {
+                std::lock_guard lock(mutex_);
+                done_ = true;
+                wake.swap(wake_);
+            }
+            if (wake) wake();
+        }
+
+    private:
+        std::mutex mutex_;
+        bool done_ = false;
+        std::function<void()> wake_;
+    };
+
+    /// librados' completion callback (a librados thread): `arg` is a
+    /// heap-held reference to the piece's Signal, let go here.
+    static void completed(rados_completion_t, void* arg)
+    {
+        std::unique_ptr<std::shared_ptr<Signal>> signal(static_cast<std::shared_ptr<Signal>*>(arg));
+        (*signal)->fire();
+    }
+
     /// Bytes [start, start + length) of the Blob, within one data object.
     struct Piece {
         std::unique_ptr<std::uint8_t[]> bytes;
         std::uint64_t start = 0;
         std::size_t length = 0;
-        bool ready = false;      ///< bytes hold the piece
-        int submit_error = 0;    ///< the read could not even start
-        rados::Completion read;  ///< after `bytes`: waited for before they go
+        bool ready = false;              ///< bytes hold the piece
+        int submit_error = 0;            ///< the read could not even start
+        std::shared_ptr<Signal> signal;  ///< of `read`'s completion
+        rados::Completion read;          ///< after `bytes` and `signal`: waited for before they go
 
         bool holds(std::uint64_t offset) const noexcept { return ready && offset >= start && offset < start + length; }
     };
@@ -82,14 +143,19 @@ private:
             return;
         }
         const std::string oid = data_object(record_.data, offset / chunk());
-        rados_completion_t c = p.read.arm();
+        p.signal = std::make_shared<Signal>();
+        auto arg = std::make_unique<std::shared_ptr<Signal>>(p.signal);
+        rados_completion_t c = p.read.arm(&RadosReader::completed, arg.get());
         const int rc = c ? rados_aio_read(state_->io(), oid.c_str(), c, reinterpret_cast<char*>(p.bytes.get()),
                                           p.length, offset % chunk())
                          : -ENOMEM;
         if (rc < 0) {
-            p.read.reset();
+            p.read.reset();  // never started: the callback will not run, `arg` goes here
             p.submit_error = rc;
+            p.signal.reset();
+            return;
         }
+        arg.release();  // the callback's now
     }
 
     /// Waits for `p`; false (ec, message) when it does not hold its bytes.

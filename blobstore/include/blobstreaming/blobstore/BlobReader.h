@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <system_error>
 
@@ -14,7 +15,7 @@ namespace blobstreaming {
 ///
 /// One thread at a time; copies of a BlobRange share their reader. A read
 /// may block while the store fetches the bytes (an implementation reads
-/// ahead so that the next read usually does not).
+/// ahead so that the next read usually does not); read_or_wait() never does.
 class BlobReader {
 public:
     virtual ~BlobReader() = default;
@@ -25,6 +26,20 @@ public:
     /// Returns how many; 0 with `ec` set on failure (Errc::io_error,
     /// Errc::corrupt), error_message() saying what failed and why.
     virtual std::size_t read(std::uint64_t offset, std::uint8_t* out, std::size_t max, std::error_code& ec) = 0;
+
+    /// read() that does not wait for the store: when the bytes at `offset`
+    /// are still on their way, returns 0 with `ec` clear and `pending` true,
+    /// and `wake` runs (once, on any thread) when they may have arrived; the
+    /// caller then calls again. How the daemon's reactor thread reads, which
+    /// serves every other connection meanwhile. By default read(), never
+    /// pending.
+    virtual std::size_t read_or_wait(std::uint64_t offset, std::uint8_t* out, std::size_t max, std::error_code& ec,
+                                     bool& pending, const std::function<void()>& wake)
+    {
+        (void)wake;
+        pending = false;
+        return read(offset, out, max, ec);
+    }
 
     /// The message of the last failed read(); "" before any.
     virtual const std::string& error_message() const noexcept = 0;
