@@ -303,7 +303,8 @@ BlobInfo Fetcher::transfer(const std::string& name, BlobStreaming::BlobStore_ptr
                                               " bytes, its ticket " + std::to_string(size));
 
     auto reservation = store_.reserve(name, size, mode, expected.algorithm);
-    // Pulls of this name follow the bytes from here on (read-through).
+    // Pulls of this name follow the bytes from here on (read-through, the
+    // next store of a copy chain, any pull of it here).
     // No commit time until this store commits (the ticket says 0).
     const auto progress = std::make_shared<BlobInFlight>(BlobInfo{name, size, expected, {}});
     progress->attach(reservation.get());

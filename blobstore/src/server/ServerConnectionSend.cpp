@@ -1,8 +1,9 @@
 /// ServerConnection's send path: a Response and, for a pull, the bytes of
 /// exactly the version its ticket names (sendfile for file-backed Blobs;
 /// under TLS SSL_write from the Blob's mapping, sendfile cannot encrypt; a
-/// streamed Blob read by its store's reader into a bounded buffer, on this
-/// thread: docs/ARCHITECTURE.md, "Known limits"); then back to reading
+/// streamed Blob read by its store's reader into a bounded buffer; a Blob
+/// still being received read back as it lands, BlobInFlight; the last two
+/// off the reactor while the bytes are on their way); then back to reading
 /// Requests, or draining after a refusal.
 #include "ServerConnection.h"
 
@@ -161,12 +162,9 @@ ServerConnection::Pump ServerConnection::send_pull_body()
         } else if (range_.fd() >= 0 && !io_->tls()) {
             r = send_file(*io_, range_.fd(), range_.file_offset() + body_done_, want);
         } else if (range_.fd() < 0 && !range_.data() && range_.reader()) {
-            switch (fill_stream()) {
-            case Fill::failed: return Pump::failed;
-            case Fill::wait: return Pump::wait;
-            case Fill::switched:
-            case Fill::ready: break;
-            }
+            const Fill fill = fill_stream();
+            if (fill == Fill::failed) return Pump::failed;
+            if (fill == Fill::wait) return Pump::wait;
             r = write_some(*io_, stream_.data() + stream_at_, std::min(want, stream_end_ - stream_at_));
             if (r.done()) stream_at_ += r.bytes();
         } else {
@@ -263,10 +261,12 @@ int ServerConnection::wait_off_reactor()
 {
     // Out of the reactor, as for a commit (ServerConnectionPush.cpp): an
     // epoll registration without events would still report a reset. The
-    // inactivity timer stays: a fetch that stalls ends the pull.
+    // inactivity timer stays: a fetch or a store read that stalls ends the
+    // pull. The wake-up cannot come before this returns: it runs on this
+    // (the reactor) thread.
     if (reactor()->remove_handler(this, ACE_Event_Handler::ALL_EVENTS_MASK | ACE_Event_Handler::DONT_CALL) == -1) {
         fail_transfer(Errc::transfer_failed,
-                      std::string("cannot leave the reactor to wait for the fetch: ") + std::strerror(errno), false);
+                      std::string("cannot leave the reactor to wait for the store: ") + std::strerror(errno), false);
         return -1;
     }
     mask_ = ACE_Event_Handler::NULL_MASK;
