@@ -48,17 +48,39 @@ constexpr std::chrono::seconds kOutcomeMemory{60};
 /// At most this many such failures (and outcomes) are remembered.
 constexpr std::size_t kMaxFailures = 4096;
 
+/// Data connections to a source kept between fetches: at most this many
+/// per source, reused within this time (well inside a store's idle timeout
+/// of 60 s, so that the source does not close one as it is reused).
+constexpr std::size_t kMaxIdle = 16;
+constexpr std::chrono::seconds kIdleReuse{20};
+
 /// How soon a fetch waiting for the network notices that the store stops.
 constexpr std::chrono::milliseconds kStopSlice{250};
 
 std::string ms_text(std::chrono::milliseconds ms) { return fmt::format("{:.3f} s", ms.count() / 1000.0); }
 
+protocol::TicketId ticket_id(const BlobStreaming::TicketId id)
+{
+    protocol::TicketId out{};
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = id[i];
+    return out;
+}
+
+std::string endpoint_text(const BlobStreaming::DataEndpoint& e)
+{
+    const std::string host = e.host.in();
+    const bool ipv6 = host.find(':') != std::string::npos;
+    return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(e.port);
+}
+
+}  // namespace
+
 /// One data connection to the source's data port, driven by poll() on the
 /// calling thread: every wait is bounded by the idle timeout.
-class Connection {
+class FetchConnection {
 public:
-    Connection(const std::string& endpoint, const FetchOptions& options, std::string what,
-               const std::atomic<bool>& stop)
+    FetchConnection(const std::string& endpoint, const FetchOptions& options, std::string what,
+                    const std::atomic<bool>& stop)
         : endpoint_(endpoint), options_(options), what_(std::move(what)), stop_(stop)
     {
         const auto colon = endpoint.rfind(':');
@@ -100,9 +122,22 @@ public:
         }
     }
 
-    ~Connection()
+    ~FetchConnection()
     {
         if (io_) io_->close_notify();
+    }
+
+    /// What its messages name (a pooled connection serves one fetch after
+    /// another).
+    void use_for(std::string what) { what_ = std::move(what); }
+
+    /// Idle in the pool: false when the source closed it (or sent
+    /// anything: between transfers it has nothing to say).
+    bool idle_and_open() const
+    {
+        if (io_->pending() > 0) return false;
+        pollfd p{fd_.get(), POLLIN, 0};
+        return ::poll(&p, 1, 0) == 0;
     }
 
     void write_all(const void* data, std::size_t size)
@@ -168,29 +203,43 @@ private:
 
     const std::string endpoint_;
     const FetchOptions& options_;
-    const std::string what_;
+    std::string what_;
     const std::atomic<bool>& stop_;
     UniqueFd fd_;
     std::unique_ptr<Channel> io_;
 };
 
-protocol::TicketId ticket_id(const BlobStreaming::TicketId id)
-{
-    protocol::TicketId out{};
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = id[i];
-    return out;
-}
-
-std::string endpoint_text(const BlobStreaming::DataEndpoint& e)
-{
-    const std::string host = e.host.in();
-    const bool ipv6 = host.find(':') != std::string::npos;
-    return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(e.port);
-}
-
-}  // namespace
-
 Fetcher::Fetcher(Store& store, FetchOptions options) : store_(store), options_(std::move(options)) {}
+
+Fetcher::~Fetcher() = default;
+
+std::unique_ptr<FetchConnection> Fetcher::connection_to(const std::string& endpoint, const std::string& what,
+                                                        bool& reused)
+{
+    {
+        std::lock_guard lock(mutex_);
+        auto& idle = idle_[endpoint];
+        const auto now = std::chrono::steady_clock::now();
+        while (!idle.empty()) {
+            Idle last = std::move(idle.back());
+            idle.pop_back();
+            if (now - last.since < kIdleReuse && last.connection->idle_and_open()) {
+                reused = true;
+                last.connection->use_for(what);
+                return std::move(last.connection);
+            }
+        }
+    }
+    reused = false;
+    return std::make_unique<FetchConnection>(endpoint, options_, what, stop_requested_);
+}
+
+void Fetcher::give_back(const std::string& endpoint, std::unique_ptr<FetchConnection> connection)
+{
+    std::lock_guard lock(mutex_);
+    auto& idle = idle_[endpoint];
+    if (idle.size() < kMaxIdle && !stopping_) idle.push_back({std::chrono::steady_clock::now(), std::move(connection)});
+}
 
 std::shared_ptr<Fetcher::Flight> Fetcher::join_flight(const std::string& name, bool& first)
 {
@@ -276,7 +325,7 @@ BlobInfo Fetcher::transfer(const std::string& name, BlobStreaming::BlobStore_ptr
 
     const Checksum expected = checksum_of(ticket->version.checksum, what);
     const std::uint64_t size = ticket->length;
-    Connection connection(endpoint_text(ticket->endpoint), options_, what, stop_requested_);
+    const std::string data_endpoint = endpoint_text(ticket->endpoint);
     protocol::Request request;
     request.type = protocol::FrameType::pull;
     request.ticket = ticket_id(ticket->id);
@@ -284,10 +333,22 @@ BlobInfo Fetcher::transfer(const std::string& name, BlobStreaming::BlobStore_ptr
     request.length = size;
     std::uint8_t frame[protocol::kRequestSize];
     protocol::encode(request, frame);
-    connection.write_all(frame, sizeof frame);
-
     std::uint8_t header[protocol::kResponseHeaderSize];
-    connection.read_exact(header, sizeof header);
+    std::unique_ptr<FetchConnection> pooled;
+    for (;;) {
+        bool reused = false;
+        pooled = connection_to(data_endpoint, what, reused);
+        try {
+            pooled->write_all(frame, sizeof frame);
+            pooled->read_exact(header, sizeof header);
+            break;
+        } catch (const Error& e) {
+            // A kept connection the source closed just now: the Request
+            // never reached it (the ticket is unused), so a new one.
+            if (!reused || e.code() != Errc::transfer_failed) throw;
+        }
+    }
+    FetchConnection& connection = *pooled;
     protocol::Response response;
     std::size_t message_size = 0;
     std::string why;
@@ -331,6 +392,7 @@ BlobInfo Fetcher::transfer(const std::string& name, BlobStreaming::BlobStore_ptr
             received += n;
             progress->landed(received);
         }
+        give_back(data_endpoint, std::move(pooled));  // every byte read: ready for the next fetch
         progress->detach();
         try {
             info = reservation->commit(&expected);
@@ -631,6 +693,7 @@ void Fetcher::stop() noexcept
     stop_requested_.store(true);
     std::unique_lock lock(mutex_);
     stopping_ = true;
+    idle_.clear();  // kept data connections closed
     threads_ended_.wait(lock, [&] { return threads_ == 0; });
 }
 

@@ -38,6 +38,8 @@ class TlsContext;
 
 namespace blobstreaming::corba {
 
+class FetchConnection;
+
 struct FetchOptions {
     /// A transfer with no byte moving for this long fails (Errc::timeout).
     std::chrono::milliseconds idle_timeout{30000};
@@ -60,6 +62,7 @@ struct Upstream {
 class Fetcher {
 public:
     Fetcher(Store& store, FetchOptions options);
+    ~Fetcher();
     Fetcher(const Fetcher&) = delete;
     Fetcher& operator=(const Fetcher&) = delete;
 
@@ -169,6 +172,11 @@ private:
     BlobStreaming::BlobTransporter_var transporter_of(BlobStreaming::BlobStore_ptr source, const std::string& key,
                                                       bool& cached);
     void forget_transporter(const std::string& key);
+    /// A data connection to the source's data port `endpoint`: one kept from
+    /// an earlier fetch (`reused`) while it is still open, or a new one.
+    std::unique_ptr<FetchConnection> connection_to(const std::string& endpoint, const std::string& what, bool& reused);
+    /// Keeps a connection whose transfer has ended cleanly for the next.
+    void give_back(const std::string& endpoint, std::unique_ptr<FetchConnection> connection);
 
     Store& store_;
     const FetchOptions options_;
@@ -188,6 +196,11 @@ private:
         std::exception_ptr error;
     };
     std::map<std::string, Outcome> outcomes_;  ///< of fetches begin() started, for await()
+    struct Idle {
+        std::chrono::steady_clock::time_point since;
+        std::unique_ptr<FetchConnection> connection;
+    };
+    std::map<std::string, std::vector<Idle>> idle_;  ///< data endpoint -> kept connections
     bool stopping_ = false;
     std::atomic<bool> stop_requested_{false};  ///< read by data connections' waits
     std::size_t threads_ = 0;                  ///< read-through threads running
