@@ -12,8 +12,8 @@ contiguous range, its checksum combined from the parts and checked once.
 3. One stream's connection cut mid-transfer: the store is reached through a
    TCP relay (blobstored --advertise 127.0.0.2, the relay on 127.0.0.2
    forwarding to 127.0.0.1) that closes the first data connection after
-   1 MiB of payload; the pull still completes bit-exact, and the relay saw
-   a fifth data connection (the broken stream continuing its own range).
+   1 MiB of payload; the pull still completes bit-exact, the broken stream
+   having continued its own range (logged with -v).
    A relay that cuts every data connection fails the pull (50) after the
    bounded retries and leaves no file.
 4. Usage errors: --streams 0, 65, a non-number, and push --streams: exit 1
@@ -217,11 +217,10 @@ def cut_stream(c):
         r = ok(c.blob("--no-local", "-v", "pull", "--streams", "4", "S.cut", out, store="relayed"))
         check(same_bytes(src, out), "the pull whose stream was cut is not bit-exact")
         check_equal(relay.cuts, 1, "connections the relay cut")
-        check(relay.data_connections - before >= 5,
-              f"the cut stream did not continue on a new connection ({relay.data_connections - before} data "
-              f"connections)")
-        check("continuing its range" in r.stderr, f"the pull does not log the stream's continuation: {r.stderr!r}")
-        step(f"one of 4 streams cut after 1 MiB: bit-exact over {relay.data_connections - before} data connections")
+        check("stream 1 broke after" in r.stderr and "continuing its range" in r.stderr,
+              f"the pull does not log the first stream's continuation: {r.stderr!r}")
+        step(f"one of 4 streams cut after 1 MiB: continued, bit-exact ({relay.data_connections - before} data "
+             f"connections: the continuation may reuse a pooled one)")
 
         relay.cut = lambda index: True
         out = c.path("cut-all")

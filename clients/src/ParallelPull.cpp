@@ -124,7 +124,14 @@ bool ParallelPull::start(Session::Impl& session, const std::string& name, const 
             p.offset = at;
             p.length = length / count + (i < length % count ? 1 : 0);
             at += p.length;
-            tickets.push_back(control.begin_pull(store, name, p.offset, p.length));
+            try {
+                tickets.push_back(control.begin_pull(store, name, p.offset, p.length));
+            } catch (const Error& e) {
+                // Replaced by a shorter version since the stat.
+                if (e.code() != Errc::invalid_range) throw;
+                same = false;
+                break;
+            }
             const auto& version = tickets.back().version;
             if (!version || !same_version(*version, info)) {
                 same = false;
@@ -200,7 +207,15 @@ void ParallelPull::on_control_thread_retry(std::size_t part)
 {
     const Part& p = parts_[part];
     try {
-        const Ticket ticket = session_.control->begin_pull(store_, name_, p.offset + p.received, p.length - p.received);
+        Ticket ticket;
+        try {
+            ticket = session_.control->begin_pull(store_, name_, p.offset + p.received, p.length - p.received);
+        } catch (const Error& e) {
+            if (e.code() != Errc::invalid_range) throw;
+            throw Error(Errc::blob_changed, what_ + ": stream " + std::to_string(part + 1) +
+                                                " cannot continue: the Blob was replaced by a shorter one (" +
+                                                e.what() + "); pull it again");
+        }
         if (!ticket.version || !same_version(*ticket.version, version_))
             throw Error(Errc::blob_changed, what_ + ": stream " + std::to_string(part + 1) +
                                                 " cannot continue: the Blob was replaced (now " +
