@@ -162,7 +162,7 @@ class Bench:
                         raise RuntimeError(f"pull --streams {n}: the pulled bytes differ")
                     os.unlink(out)
                 else:
-                    seconds, _ = self.run_blob("push", "--store", "streams", "--replace", "--name", "B", src)
+                    seconds, j = self.run_blob("push", "--store", "streams", "--replace", "--name", "B", src)
                 mbps = a.size / seconds / 1e6
                 transfer = a.size / j["seconds"] / 1e6 if j.get("seconds") else None
                 print(f"{'timed' if run else 'warm-up'} {direction} streams {n}: {seconds:.2f} s, {mbps:.1f} MB/s "
