@@ -16,8 +16,8 @@ contiguous range, its checksum combined from the parts and checked once.
    having continued its own range (logged with -v).
    A relay that cuts every data connection fails the pull (50) after the
    bounded retries and leaves no file.
-4. Usage errors: --streams 0, 65, a non-number, and push --streams: exit 1
-   naming the value and what is allowed.
+4. Usage errors: --streams 0, 65, a non-number, push --streams and pull
+   --study --streams: exit 1 naming the value and what is allowed.
 """
 
 import os
@@ -241,7 +241,9 @@ def usage(c):
         r.error(EXIT["usage"], f'--streams: "{value}" {expected}')
     r = c.blob("push", "--streams", "4", "--name", "S.y", c.path("src-0"), store="mem")
     r.error(EXIT["usage"], "--streams applies to pull only, not push")
-    step("--streams 0, 65, four and push --streams: usage errors naming the value")
+    r = c.blob("pull", "--streams", "4", "--study", "1.2.3", "--index", "sqlite:" + c.path("none.db"), c.path("d"))
+    r.error(EXIT["usage"], "pull --study/--series pulls its instances in parallel already: no --streams")
+    step("--streams 0, 65, four, push --streams and pull --study --streams: usage errors naming the value")
 
 
 def test(c):

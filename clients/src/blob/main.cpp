@@ -376,6 +376,8 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
         call.streams = cli::parse_count("--streams", vm["streams"].as<std::string>(), 1, client::kMaxStreams);
     }
     parse_dicom_options(vm, call);
+    if (vm.count("streams") && (!call.study.empty() || !call.series.empty()))
+        throw UsageError("pull --study/--series pulls its instances in parallel already: no --streams");
     call.prune = vm.count("prune") != 0;
     if (call.prune && call.command != "stores") throw UsageError("--prune applies to stores only, not " + call.command);
     if (call.resume && call.command != "push" && call.command != "pull")
