@@ -14,7 +14,7 @@ EXTRA_DIST += benchmarks/BsBench.idl benchmarks/run_bench.py benchmarks/plot.py 
 	benchmarks/bench_summary.py benchmarks/bench_schema.py benchmarks/local_pull.py benchmarks/tests/test_plot.py \
 	benchmarks/bench_cli.py benchmarks/bench_targets.py benchmarks/tests/test_targets.py benchmarks/bench_rados.py benchmarks/bench_events.py \
 	benchmarks/bench_dicom.py benchmarks/bench_copy.py \
-	benchmarks/bench_readthrough.py
+	benchmarks/bench_readthrough.py benchmarks/bench_streams.py
 
 # plot.py's colours and legend, on a made-up results.json (no network, no
 # bsbench; skips with 77 when no python3 has matplotlib); the goals table
@@ -137,11 +137,7 @@ bench-copy: blobstore/blobstored$(EXEEXT) clients/blob$(EXEEXT)
 	$(PYTHON) $(abs_top_srcdir)/benchmarks/bench_copy.py --build $(abs_top_builddir) \
 	  --out $(BENCH_OUT)/copy $(COPY_BENCH_FLAGS)
 
-# The first pull through a read-through cache against a pull straight from
-# the central store, same run (READTHROUGH_BENCH_FLAGS: --size, --runs).
-bench-readthrough: blobstore/blobstored$(EXEEXT) clients/blob$(EXEEXT)
-	$(PYTHON) $(abs_top_srcdir)/benchmarks/bench_readthrough.py --build $(abs_top_builddir) \
-	  --out $(BENCH_OUT)/readthrough $(READTHROUGH_BENCH_FLAGS)
+	benchmarks/bench_readthrough.py benchmarks/bench_streams.py
 
 # Smoke run for CI (2-3 minutes on a busy 2-vCPU VM): few sizes and runs, loopback only, the
 # whole-program steps small (32 MiB same-host pulls, 64 MiB blob against
@@ -174,4 +170,4 @@ bench-dicom: blobstore/blobstored$(EXEEXT) clients/blob$(EXEEXT) clients/dicom/b
 	$(PYTHON) $(abs_top_srcdir)/benchmarks/bench_dicom.py --build $(abs_top_builddir) \
 	  --out $(BENCH_OUT)/dicom $(DICOM_BENCH_FLAGS)
 
-.PHONY: bench bench-quick bench-rados bench-events bench-copy bench-readthrough bench-dicom
+.PHONY: bench bench-quick bench-rados bench-events bench-copy bench-readthrough bench-dicom bench-streams

@@ -20,6 +20,8 @@ clients_libblobclient_la_SOURCES = \
 	clients/src/Logging.cpp \
 	clients/src/OrbHandle.cpp \
 	clients/src/OrbHandle.h \
+	clients/src/ParallelPull.cpp \
+	clients/src/ParallelPull.h \
 	clients/src/PullOperation.cpp \
 	clients/src/PullOperation.h \
 	clients/src/PushOperation.cpp \

@@ -34,6 +34,7 @@ system_tests = \
 	tests/test_tls_access.py \
 	tests/test_resume_verify.py \
 	tests/test_replace_race.py \
+	tests/test_streams.py \
 	tests/test_descriptor_flood.py \
 	tests/test_cli_io.py \
 	tests/test_checksum_cli.py \

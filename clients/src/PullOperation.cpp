@@ -2,6 +2,7 @@
 #include "PullOperation.h"
 
 #include "LocalRead.h"
+#include "ParallelPull.h"
 #include "StoreChoice.h"
 #include "Streams.h"
 #include "TransferResult.h"
@@ -40,6 +41,9 @@ void PullOperation::on_control_thread_choose()
 {
     try {
         validate_blob_name(name_);
+        if (options_.streams < 1 || options_.streams > kMaxStreams)
+            throw Error(Errc::invalid_argument, what_ + ": streams " + std::to_string(options_.streams) +
+                                                    ": expected 1 to " + std::to_string(kMaxStreams));
         store_ = store_holding(*session_.control, options_.store, session_.options.default_store, name_, what_);
         if (options_.resume) return on_control_thread_resume();
         if (session_.options.local_fast_path) {
@@ -49,6 +53,7 @@ void PullOperation::on_control_thread_choose()
                 return;
             }
         }
+        if (ParallelPull::start(session_, name_, store_, sink_, options_, done_)) return;
     } catch (const Error& e) {
         return fail(e);
     }

@@ -180,6 +180,17 @@ public:
         }
     }
     void abandon() noexcept override { remove_temporary(); }
+    bool positional() const noexcept override { return !temporary_.empty(); }
+    void write_at(std::uint64_t offset, const std::uint8_t* data, std::size_t n) override
+    {
+        std::size_t done = 0;
+        while (done < n) {
+            const ssize_t w = ::pwrite(fd_.get(), data + done, n - done, static_cast<off_t>(offset + done));
+            if (w < 0 && errno == EINTR) continue;
+            if (w < 0) throw Error(Errc::io_error, what_ + ": cannot write " + path_ + ": " + std::strerror(errno));
+            done += static_cast<std::size_t>(w);
+        }
+    }
 
 private:
     void open_destination()
@@ -311,6 +322,15 @@ public:
     void commit(std::size_t n) override { done_ += n; }
     void finish() override {}
     bool stable() const noexcept override { return true; }
+    bool positional() const noexcept override { return true; }
+    void write_at(std::uint64_t offset, const std::uint8_t* data, std::size_t n) override
+    {
+        if (offset > length_ || n > length_ - offset)
+            throw Error(Errc::invalid_range, what_ + ": " + std::to_string(n) + " bytes at offset " +
+                                                 std::to_string(offset) + " do not fit the " + std::to_string(length_) +
+                                                 " of the range");
+        if (n > 0) std::memcpy(data_ + offset, data, n);
+    }
 
 private:
     std::vector<std::uint8_t>* vector_;

@@ -94,6 +94,15 @@ public:
     /// that refuses it), and then the bytes go through window() and commit().
     /// Throws Error (Errc::io_error naming the destination) when it fails.
     virtual std::size_t copy_from_file(int /*fd*/, std::uint64_t /*offset*/, std::size_t /*n*/) { return 0; }
+    /// Parallel streams (PullOptions::streams): whether, once open(), the
+    /// destination takes bytes anywhere in the range through write_at() (a
+    /// new temporary file, memory), so several data connections can each
+    /// fill a range of it. A device, a FIFO, standard output, a consumer:
+    /// no, they take the bytes in order.
+    virtual bool positional() const noexcept { return false; }
+    /// `n` bytes at `offset` of the range; only where positional(). Throws
+    /// Error (Errc::io_error naming the destination and the system's reason).
+    virtual void write_at(std::uint64_t /*offset*/, const std::uint8_t* /*data*/, std::size_t /*n*/) {}
 };
 
 /// `resume_at` (file sinks only): the file's first bytes are already the

@@ -390,3 +390,55 @@ BOOST_AUTO_TEST_CASE(a_source_that_fails_midway_stores_nothing)
     BOOST_TEST(reached);
     BOOST_TEST(session.stat("thrown.2").size == small.size());
 }
+
+BOOST_AUTO_TEST_CASE(a_pull_over_several_streams_into_memory_and_a_buffer)
+{
+    auto o = options("mem");
+    o.local_fast_path = false;
+    Session session(o);
+    const auto bytes = pattern(5 * 1024 * 1024 + 3, 7);
+    PushOptions replace;
+    replace.replace = true;
+    session.push_memory(bytes.data(), bytes.size(), "streams.1", replace);
+
+    PullOptions four;
+    four.streams = 4;
+    Result r;
+    std::vector<std::uint8_t> whole;
+    session.pull("streams.1", PullSink::memory(&whole), four, Mode::Sync, [&r](const Result& x) { r = x; });
+    BOOST_TEST(r.ok(), r.message);
+    BOOST_TEST(r.streams == 4u);
+    BOOST_TEST((whole == bytes));
+    BOOST_TEST(r.info.checksum.text() == ChecksumState::of(kDefaultChecksum, bytes.data(), bytes.size()).text());
+
+    // A range into the caller's buffer: 3 MiB + 1 takes 3 streams.
+    PullOptions range = four;
+    range.offset = 12345;
+    range.length = 3 * 1024 * 1024 + 1;
+    std::vector<std::uint8_t> buffer(range.length);
+    session.pull("streams.1", PullSink::buffer(buffer.data(), buffer.size()), range, Mode::Sync,
+                 [&r](const Result& x) { r = x; });
+    BOOST_TEST(r.ok(), r.message);
+    BOOST_TEST(r.streams == 3u);
+    BOOST_TEST((buffer == std::vector<std::uint8_t>(bytes.begin() + 12345, bytes.begin() + 12345 + range.length)));
+
+    // A consumer takes bytes in order: one stream.
+    std::vector<std::uint8_t> consumed;
+    session.pull("streams.1", PullSink::consumer([&consumed](const std::uint8_t* data, std::size_t n, std::uint64_t) {
+                     consumed.insert(consumed.end(), data, data + n);
+                 }),
+                 four, Mode::Sync, [&r](const Result& x) { r = x; });
+    BOOST_TEST(r.ok(), r.message);
+    BOOST_TEST(r.streams == 1u);
+    BOOST_TEST((consumed == bytes));
+
+    for (std::size_t streams : {std::size_t{0}, kMaxStreams + 1}) {
+        PullOptions bad;
+        bad.streams = streams;
+        const auto e = error_of([&] { session.pull_memory("streams.1", bad); });
+        BOOST_REQUIRE(e.has_value());
+        BOOST_TEST(e->code() == Errc::invalid_argument);
+        BOOST_TEST(std::string(e->what()) ==
+                   "pull \"streams.1\": streams " + std::to_string(streams) + ": expected 1 to 64");
+    }
+}

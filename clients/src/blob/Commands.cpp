@@ -178,6 +178,7 @@ int pull(Session& session, const Invocation& call)
     options.length = call.length;
     options.resume = call.resume;
     options.verify = call.verify;
+    options.streams = call.streams;
     options.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
     const PullOutput output(file, "pull " + quote_name(name), call.resume, call.timeout);
     Result result;
@@ -451,6 +452,8 @@ client::SessionOptions session_options(const Invocation& call)
     options.receive_buffer = call.socket_buffer;
     options.timeout = call.timeout;
     options.local_fast_path = call.local;
+    options.max_connections_per_endpoint =
+        std::max<unsigned>(options.max_connections_per_endpoint, static_cast<unsigned>(call.streams));
     options.tls_cert = call.tls_cert;
     options.tls_key = call.tls_key;
     options.tls_ca = call.tls_ca;

@@ -38,6 +38,7 @@ struct Invocation {
     std::string from;                           ///< copy: --from ("" : the nearest holder)
     bool chain = true;                          ///< copy: false with --no-chain
     std::size_t window = 4;                     ///< copy: --window
+    std::size_t streams = 1;                    ///< pull: --streams
     std::string index;                          ///< find, pull --study/--series: the study index URL (--index)
     std::string level;                          ///< find: --level ("" : study)
     std::string study, series;                  ///< pull: --study UID, --series UID (the instances of the index)

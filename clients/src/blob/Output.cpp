@@ -61,10 +61,10 @@ std::string rfc3339(std::chrono::system_clock::time_point t)
 nlohmann::json transfer_json(const char* command, const std::string& name, const client::Result& r)
 {
     const double mbps = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds / 1e6 : 0.0;
-    return {{"command", command},   {"store", r.store},   {"name", name},
-            {"offset", r.offset},   {"length", r.length}, {"bytes", r.bytes},
-            {"seconds", r.seconds}, {"MBps", mbps},       {"checksum", r.info.checksum.text()},
-            {"local", r.local}};
+    return {{"command", command},   {"store", r.store},    {"name", name},
+            {"offset", r.offset},   {"length", r.length},  {"bytes", r.bytes},
+            {"seconds", r.seconds}, {"MBps", mbps},        {"checksum", r.info.checksum.text()},
+            {"local", r.local},     {"streams", r.streams}};
 }
 
 std::string json_line(nlohmann::json j)

@@ -135,6 +135,9 @@ po::options_description describe()
         ("length,l", po::value<std::string>()->default_value("0"), "pull: bytes of the range (0: to the end)")
         ("resume", "push/pull: continue an interrupted transfer where it stopped (push: the store's kept "
                    "reservation; pull: the bytes FILE already holds)")
+        ("streams", po::value<std::string>()->value_name("N"),
+         "pull: N data connections, each a contiguous range of at least 1 MiB (1 to 64, default 1; fewer for a "
+         "shorter range; one with --resume, a FIFO, a device or standard output)")
         ("verify", "pull: check the whole Blob's checksum against the store's (the default for whole-Blob pulls)")
         ("no-verify", "pull: skip the check of the whole Blob's checksum")
         ("index", po::value<std::string>()->value_name("URL"), "find, pull --study/--series: the study index, sqlite:PATH or postgresql://... (env BLOBSTREAMING_INDEX)")
@@ -170,7 +173,7 @@ const std::vector<CommandHelp>& command_help()
          "Retrieve NAME to FILE (default ./NAME; '-': standard output; a FIFO, a device), whole or a range. A "
          "regular FILE is replaced only once every byte is in and checked. --study/--series: every instance the "
          "study index lists, in parallel, verified, to DIR/SOPInstanceUID.dcm.",
-         {"offset", "length", "resume", "verify", "no-verify", "study", "series", "index"}},
+         {"offset", "length", "resume", "streams", "verify", "no-verify", "study", "series", "index"}},
         {"stat", "stat NAME", "Size, checksum and commit time of NAME.", {}},
         {"verify", "verify NAME", "Have the store reread NAME and check its checksum.", {}},
         {"ls", "ls", "The Blobs of --store, or of every registered store.", {}},
@@ -366,7 +369,15 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
         if (vm.count("window"))
             call.window = static_cast<std::size_t>(cli::parse_count("--window", vm["window"].as<std::string>(), 1, 64));
     }
+    if (vm.count("streams")) {
+        if (call.command != "pull")
+            throw UsageError("--streams applies to pull only, not " + call.command +
+                             (call.command == "push" ? " (a push runs over one data connection)" : ""));
+        call.streams = cli::parse_count("--streams", vm["streams"].as<std::string>(), 1, client::kMaxStreams);
+    }
     parse_dicom_options(vm, call);
+    if (vm.count("streams") && (!call.study.empty() || !call.series.empty()))
+        throw UsageError("pull --study/--series pulls its instances in parallel already: no --streams");
     call.prune = vm.count("prune") != 0;
     if (call.prune && call.command != "stores") throw UsageError("--prune applies to stores only, not " + call.command);
     if (call.resume && call.command != "push" && call.command != "pull")

@@ -88,6 +88,7 @@ struct Result {
     std::uint64_t bytes = 0;          ///< bytes moved (on failure: how far it got)
     double seconds = 0;               ///< wall time of the transfer
     bool local = false;               ///< pull served by the same-host fast path
+    std::size_t streams = 1;          ///< pull: the data connections the bytes went over
     std::vector<StoredBlob> blobs;    ///< list
     std::vector<Location> locations;  ///< locate, nearest tier first
     std::vector<StoreStatus> stores;  ///< stores; prune_stores: the entries kept

@@ -119,6 +119,12 @@ private:
     Consumer consumer_;
 };
 
+/// PullOptions::streams: at most this many data connections for one pull.
+constexpr std::size_t kMaxStreams = 64;
+/// Each stream of a pull carries at least this many bytes: a shorter range
+/// runs over fewer streams (under 2 MiB: one).
+constexpr std::uint64_t kMinStreamRange = 1 << 20;
+
 struct PushOptions {
     std::string store;     ///< "" : the Session's default store
     bool replace = false;  ///< overwrite an existing Blob of that name
@@ -156,6 +162,22 @@ struct PullOptions {
     /// pull leaves the file as it was). Result::offset says where it
     /// continued. With `verify`, the file's bytes are part of the check.
     bool resume = false;
+    /// Data connections the range is pulled over, 1 to kMaxStreams
+    /// (Errc::invalid_argument otherwise): for long links where one TCP
+    /// connection's window limits the rate. The range is split into this
+    /// many contiguous parts of at least kMinStreamRange bytes (fewer when
+    /// it is shorter), each with its own ticket for the same committed
+    /// version, so a Blob replaced meanwhile is never mixed: the pull then
+    /// fails with Errc::blob_changed. The whole Blob's CRC32C is combined
+    /// from the parts' and checked once before the destination becomes
+    /// visible; a part whose connection breaks continues its own range on a
+    /// new connection (up to 3 times). One stream is used with `resume`, a
+    /// SHA-256 Blob pulled whole with `verify` (its digest does not combine),
+    /// and a destination that takes bytes only in order (PullSink::consumer,
+    /// descriptor, standard output, a FIFO, a device). More streams than
+    /// SessionOptions::max_connections_per_endpoint wait for a connection.
+    /// The same-host fast path, when taken, needs no streams.
+    std::size_t streams = 1;
 };
 
 /// Session::copy(): Blobs copied from store to store, the bytes never

@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""`blob pull --streams N`: one Blob over N data connections, each a
+contiguous range, its checksum combined from the parts and checked once.
+
+1. Bit-exact: Blobs of 0 bytes, under 2 MiB (one stream), and sizes not
+   divisible by the stream count, pulled whole and as a range over TCP
+   (--no-local); --json reports how many streams ran (fewer when the range
+   is short: each carries at least 1 MiB); standard output takes one stream.
+2. A pull racing `push --replace` between versions of different sizes, for a
+   bounded time: every pull exits 0 with the bytes of ONE version, or 27
+   (blob_changed) leaving no file.
+3. One stream's connection cut mid-transfer: the store is reached through a
+   TCP relay (blobstored --advertise 127.0.0.2, the relay on 127.0.0.2
+   forwarding to 127.0.0.1) that closes the first data connection after
+   1 MiB of payload; the pull still completes bit-exact, the broken stream
+   having continued its own range (logged with -v).
+   A relay that cuts every data connection fails the pull (50) after the
+   bounded retries and leaves no file.
+4. Usage errors: --streams 0, 65, a non-number, push --streams and pull
+   --study --streams: exit 1 naming the value and what is allowed.
+"""
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import EXIT, MiB, check, check_equal, step  # noqa: E402
+
+RACE_SECONDS = float(os.environ.get("BS_RACE_SECONDS", "5"))
+
+
+def ok(r):
+    r.ok()
+    return r
+
+
+def same_bytes(a, b):
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        return fa.read() == fb.read()
+
+
+def exact(c, store):
+    for size, streams, expected in ((0, 4, 1), (MiB + 5, 4, 1), (4 * MiB + 3, 4, 4), (10 * MiB + 7, 4, 4),
+                                    (3 * MiB + 1, 4, 3), (9 * MiB + 2, 3, 3)):
+        src = c.path(f"src-{size}")
+        harness.write_random(src, size)
+        name = f"S.{size}"
+        c.blob("push", "--name", name, src, store=store).ok()
+        out = c.path(f"out-{size}-{streams}")
+        r = ok(c.blob("--no-local", "pull", "--streams", streams, name, out, store=store))
+        check(same_bytes(src, out), f"{size} bytes over --streams {streams}: the pulled file differs")
+        check_equal(r.json.get("streams"), expected, f"{size} bytes, --streams {streams}: streams used")
+        check_equal(r.json.get("checksum"), harness.checksum_file(src), f"{size} bytes: reported checksum")
+        step(f"{size} bytes, --streams {streams}: bit-exact over {expected} stream(s)")
+    # A range not aligned to anything, over 3 streams.
+    src = c.path(f"src-{10 * MiB + 7}")
+    out = c.path("out-range")
+    r = ok(c.blob("--no-local", "pull", "--streams", "3", "--offset", "12345", "--length", str(5 * MiB + 1),
+               "S.%d" % (10 * MiB + 7), out, store=store))
+    check(open(out, "rb").read() == harness.read_range(src, 12345, 5 * MiB + 1), "range over 3 streams differs")
+    check_equal(r.json.get("streams"), 3, "range: streams used")
+    # Standard output takes the bytes in order: one stream.
+    r = c.blob("--no-local", "pull", "--streams", "4", "S.%d" % (4 * MiB + 3), "-", store=store, binary=True)
+    check_equal(r.code, 0, "pull --streams 4 to standard output: exit code")
+    check(r.stdout == open(c.path(f"src-{4 * MiB + 3}"), "rb").read(), "pull --streams 4 to stdout: bytes differ")
+    step("a range over 3 streams and standard output over one: bit-exact")
+
+
+def race(c, store):
+    versions = []
+    for k, size in enumerate((6 * MiB + 1, 5 * MiB + 3)):
+        path = c.path(f"version-{k}")
+        harness.write_random(path, size)
+        versions.append(path)
+    contents = [open(p, "rb").read() for p in versions]
+    c.blob("push", "--replace", "--name", "S.race", versions[0], store=store).ok()
+    stop_at = time.monotonic() + RACE_SECONDS
+    errors = []
+    counts = {"ok": 0, "changed": 0, "replaced": 0}
+
+    def replacer():
+        i = 1
+        while time.monotonic() < stop_at and not errors:
+            r = c.blob("push", "--replace", "--name", "S.race", versions[i % 2], store=store, timeout=120)
+            if r.code != 0:
+                errors.append("replace failed: " + r.describe())
+                return
+            i += 1
+            counts["replaced"] += 1
+
+    def puller(k):
+        n = 0
+        while time.monotonic() < stop_at and not errors:
+            n += 1
+            out = c.path(f"race-{k}-{n}")
+            r = c.blob("--no-local", "pull", "--streams", "4", "S.race", out, store=store, timeout=120)
+            if r.code == 0:
+                got = open(out, "rb").read()
+                if got not in contents:
+                    errors.append(f"pull exited 0 with bytes of no single version ({len(got)} bytes): " +
+                                  r.describe())
+                counts["ok"] += 1
+                os.unlink(out)
+            elif r.code == EXIT["blob_changed"]:
+                if os.path.exists(out):
+                    errors.append("a pull refused as changed left its file: " + r.describe())
+                counts["changed"] += 1
+            else:
+                errors.append("pull failed otherwise: " + r.describe())
+
+    threads = [threading.Thread(target=replacer)] + [threading.Thread(target=puller, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=RACE_SECONDS + 300)
+    check(not any(t.is_alive() for t in threads), "a racing client did not finish")
+    check(not errors, f"{len(errors)} wrong outcome(s); first: {errors[0] if errors else ''}")
+    check(counts["ok"] > 0 and counts["replaced"] > 1, f"the race did not run: {counts}")
+    step(f"race: {counts['ok']} pulls of one version, {counts['changed']} refused as changed, "
+         f"{counts['replaced']} replacements; 0 mixed")
+
+
+class Relay:
+    """Forwards 127.0.0.2:PORT to 127.0.0.1:PORT for each port; on the data
+    port, closes a connection after `cut_after` bytes store -> client when
+    `cut(index)` says so (index: 0 for the first data connection)."""
+
+    def __init__(self, ports, data_port, cut_after):
+        self.data_port = data_port
+        self.cut_after = cut_after
+        self.cut = lambda index: False
+        self.data_connections = 0
+        self.cuts = 0
+        self.lock = threading.Lock()
+        self.stopping = False
+        self.listeners = []
+        for port in ports:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("127.0.0.2", port))
+            s.listen(64)
+            s.settimeout(0.2)
+            self.listeners.append(s)
+            threading.Thread(target=self.accept, args=(s, port), daemon=True).start()
+
+    def accept(self, listener, port):
+        while not self.stopping:
+            try:
+                client, _ = listener.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", port), timeout=10)
+            cut = False
+            if port == self.data_port:
+                with self.lock:
+                    cut = self.cut(self.data_connections)
+                    self.data_connections += 1
+            threading.Thread(target=self.pump, args=(client, server, None), daemon=True).start()
+            threading.Thread(target=self.pump, args=(server, client, self.cut_after if cut else None),
+                             daemon=True).start()
+
+    def pump(self, src, dst, limit):
+        moved = 0
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                if limit is not None and moved + len(data) > limit:
+                    with self.lock:
+                        self.cuts += 1
+                    break
+                dst.sendall(data)
+                moved += len(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def close(self):
+        self.stopping = True
+        for s in self.listeners:
+            s.close()
+
+
+def cut_stream(c):
+    control, data = harness.free_port(), harness.free_port()
+    argv = [harness.program("blobstore/blobstored"), "--name", "relayed", "--store", "memory:128M", "--naming",
+            c.naming, "--control-address", f"127.0.0.1:{control}", "--data-address", f"127.0.0.1:{data}",
+            "--advertise", "127.0.0.2"]
+    err_path = c.path("relayed.err")
+    with open(err_path, "wb") as err:
+        popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, env=c.env,
+                                 text=True)
+    c.processes.append(harness.Process("blobstored relayed", popen, [err_path]))
+    line = popen.stdout.readline().strip()
+    check(line.startswith("blobstored ready"), f"blobstored behind the relay: no ready line ({line!r})")
+    relay = Relay((control, data), data, cut_after=MiB)
+    try:
+        src = c.path("cut-src")
+        harness.write_random(src, 16 * MiB + 9)
+        c.blob("push", "--name", "S.cut", src, store="relayed").ok()
+        before = relay.data_connections
+        relay.cut = lambda index: index == before  # the pull's first data connection
+        out = c.path("cut-out")
+        r = ok(c.blob("--no-local", "-v", "pull", "--streams", "4", "S.cut", out, store="relayed"))
+        check(same_bytes(src, out), "the pull whose stream was cut is not bit-exact")
+        check_equal(relay.cuts, 1, "connections the relay cut")
+        check("stream 1 broke after" in r.stderr and "continuing its range" in r.stderr,
+              f"the pull does not log the first stream's continuation: {r.stderr!r}")
+        step(f"one of 4 streams cut after 1 MiB: continued, bit-exact ({relay.data_connections - before} data "
+             f"connections: the continuation may reuse a pooled one)")
+
+        relay.cut = lambda index: True
+        out = c.path("cut-all")
+        r = c.blob("--no-local", "pull", "--streams", "4", "S.cut", out, store="relayed")
+        check_equal(r.code, EXIT["transfer_failed"], "every connection cut: exit code")
+        check(not os.path.exists(out), "a failed pull --streams left its file")
+        check(not any(f.startswith(".cut-all.pull-") for f in os.listdir(c.path())),
+              "a failed pull --streams left its temporary file")
+        step(f"every connection cut: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.describe()}")
+    finally:
+        relay.close()
+
+
+def usage(c):
+    for value, expected in (("0", 'is out of range (allowed: 1 to 64)'), ("65", 'is out of range (allowed: 1 to 64)'),
+                            ("four", "is not a whole number")):
+        r = c.blob("pull", "--streams", value, "S.x", c.path("never"), store="mem")
+        r.error(EXIT["usage"], f'--streams: "{value}" {expected}')
+    r = c.blob("push", "--streams", "4", "--name", "S.y", c.path("src-0"), store="mem")
+    r.error(EXIT["usage"], "--streams applies to pull only, not push")
+    r = c.blob("pull", "--streams", "4", "--study", "1.2.3", "--index", "sqlite:" + c.path("none.db"), c.path("d"))
+    r.error(EXIT["usage"], "pull --study/--series pulls its instances in parallel already: no --streams")
+    step("--streams 0, 65, four, push --streams and pull --study --streams: usage errors naming the value")
+
+
+def test(c):
+    c.start_daemon("mem", "memory:256M", tier="memory")
+    exact(c, "mem")
+    race(c, "mem")
+    usage(c)
+    cut_stream(c)
+
+
+if __name__ == "__main__":
+    harness.main(test)
