@@ -79,7 +79,8 @@ def read_through(c):
     central = c.start_daemon("central", "file", tier="central", extra=["--no-sync"])
     ws = c.start_daemon("ws", "file", tier="workstation", extra=["--read-through", "--no-sync"])
     sources = {}
-    for name, size in (("CT.1", 3 * MiB + 17), ("CT.2", 24 * MiB), ("CT.3", MiB), ("CT.4", MiB), ("CT.5", MiB)):
+    for name, size in (("CT.1", 3 * MiB + 17), ("CT.2", 24 * MiB), ("CT.3", MiB), ("CT.4", MiB), ("CT.5", MiB),
+                       ("CT.6", 16 * MiB + 5)):
         sources[name] = c.path(f"src-{name}")
         harness.write_random(sources[name], size, algorithm=None)
         c.blob("push", "--name", name, sources[name], store="central").ok()
@@ -120,6 +121,13 @@ def read_through(c):
         check_equal(harness.checksum_file(c.path(f"out-CT.2-{i}")), want, f"bytes of concurrent pull {i}")
     check_equal(sent(central, "CT.2"), 1, "pulls of CT.2 served by central for four concurrent pulls at ws")
     check_equal(fetched(ws, "CT.2", "central"), 1, "fetches of CT.2 logged by ws")
+
+    step("a pull over 4 streams through the cache: every range follows the one fetch")
+    r = c.blob("--no-local", "pull", "CT.6", c.path("out-CT.6"), "--streams", "4", store="ws").ok()
+    check_equal(r.get("streams"), 4, "streams of the pull")
+    check_equal(harness.checksum_file(c.path("out-CT.6")), harness.checksum_file(sources["CT.6"]), "CT.6 bytes")
+    check_equal(fetched(ws, "CT.6", "central"), 1, "fetches of CT.6 logged by ws")
+    check_equal(sent(central, "CT.6"), 1, "pulls of CT.6 served by central")
 
     step("a Blob no farther tier holds: no_such_blob, saying where it looked")
     c.blob("pull", "CT.none", c.path("none"), store="ws").error(

@@ -97,9 +97,15 @@ bool ParallelPull::start(Session::Impl& session, const std::string& name, const 
     if (options.streams <= 1 || options.resume || !takes_ranges(sink)) return false;
     ControlPlane& control = *session.control;
     const bool whole = options.offset == 0 && options.length == 0;
-    // A Blob replaced between the stat and the tickets is split again, once.
+    // The version from a ticket for the whole range, not from a stat: a
+    // read-through store begins to fetch a Blob it lacks for a ticket (the
+    // streams then follow that fetch), and a stat there would say it has
+    // none. That ticket goes unused (it expires). A Blob replaced between
+    // it and the streams' tickets is split again, once.
     for (int attempt = 0; attempt < 2; ++attempt) {
-        const BlobInfo info = control.stat(store, name);
+        const Ticket probe = control.begin_pull(store, name, options.offset, options.length);
+        if (!probe.version) return false;
+        const BlobInfo info = *probe.version;
         if (whole && options.verify && info.checksum.algorithm != ChecksumAlgorithm::crc32c) {
             library_log()->debug("pull {}: a {} checksum does not combine from parts: one stream", quote_name(name),
                                  to_string(info.checksum.algorithm));
@@ -127,7 +133,7 @@ bool ParallelPull::start(Session::Impl& session, const std::string& name, const 
             try {
                 tickets.push_back(control.begin_pull(store, name, p.offset, p.length));
             } catch (const Error& e) {
-                // Replaced by a shorter version since the stat.
+                // Replaced by a shorter version since the first ticket.
                 if (e.code() != Errc::invalid_range) throw;
                 same = false;
                 break;
