@@ -18,7 +18,6 @@ and the ratio time(fan-out) / time(one store), the issue's target being
 never fails the run."""
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -28,6 +27,9 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import harness  # noqa: E402
 from harness import MiB  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_output import write_outputs  # noqa: E402
 
 TARGET = 1.5
 
@@ -92,18 +94,12 @@ def main():
                "median_s": med, "ratio_fanout_over_one": med["fanout"] / med["one"],
                "ratio_no_chain_over_one": med["fanout-no-chain"] / med["one"], "target": TARGET,
                "met": med["fanout"] / med["one"] <= TARGET}
-    with open(os.path.join(args.out, "results.json"), "w") as f:
-        json.dump(records, f, indent=1)
-    with open(os.path.join(args.out, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=1)
     md = (f"`blob copy` of {args.slices} x {args.slice_size} bytes, medians of {args.runs} runs\n\n"
           f"| case | stores | median s | / one store |\n|---|---|---|---|\n" +
           "".join(f"| {case} | {1 if case == 'one' else args.fanout} | {med[case]:.3f} | {med[case] / med['one']:.2f} |\n"
                   for case in ("one", "fanout", "fanout-no-chain")) +
           f"\nTarget: fan-out <= {TARGET} x one store: {'met' if summary['met'] else 'not met'}.\n")
-    with open(os.path.join(args.out, "summary.md"), "w") as f:
-        f.write(md)
-    print(md)
+    write_outputs(args.out, records, summary, md)
     return 0
 
 

@@ -19,7 +19,6 @@ or two. Reported, never asserted: exit 0 when every pull succeeded."""
 
 import argparse
 import fcntl
-import json
 import os
 import statistics
 import subprocess
@@ -30,6 +29,9 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import harness  # noqa: E402
 from harness import MiB  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_output import write_outputs  # noqa: E402
 
 F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ from Python 3.10 on
 
@@ -100,17 +102,11 @@ def main():
     summary = {"bytes": args.size, "runs": args.runs, "median_s": med, "median_first_byte_s": first,
                "ratio_through_cache_over_straight": med["through-cache"] / med["straight"],
                "first_byte_ratio": first["through-cache"] / first["straight"]}
-    with open(os.path.join(args.out, "results.json"), "w") as f:
-        json.dump(records, f, indent=1)
-    with open(os.path.join(args.out, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=1)
     md = (f"first pull of {args.size} bytes, medians of {args.runs} runs\n\n"
           "| case | first byte s | whole pull s | MB/s | whole / straight |\n|---|---|---|---|---|\n" +
           "".join(f"| {case} | {first[case]:.3f} | {med[case]:.3f} | {args.size / med[case] / 1e6:.0f} | "
                   f"{med[case] / med['straight']:.2f} |\n" for case in cases))
-    with open(os.path.join(args.out, "summary.md"), "w") as f:
-        f.write(md)
-    print(md)
+    write_outputs(args.out, records, summary, md)
     return 0
 
 

@@ -42,6 +42,8 @@ sys.path.insert(0, HERE)
 import bench_link  # noqa: E402
 import harness  # noqa: E402
 from harness import MiB  # noqa: E402
+
+from bench_output import write_outputs  # noqa: E402
 from harness.daemons import READY as BLOBSTORED_READY, blobstored_argv  # noqa: E402
 from harness.naming import naming_url, nameclt_answers, omninames_argv  # noqa: E402
 
@@ -217,13 +219,7 @@ def main():
     finally:
         bench.close()
     summary, md = summarize(args, records, label)
-    with open(os.path.join(args.out, "results.json"), "w") as f:
-        json.dump(records, f, indent=1)
-    with open(os.path.join(args.out, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=1)
-    with open(os.path.join(args.out, "summary.md"), "w") as f:
-        f.write(md)
-    print(md)
+    write_outputs(args.out, records, summary, md)
     return 0
 
 
