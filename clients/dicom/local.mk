@@ -25,8 +25,20 @@ clients_dicom_blob_dicomd_SOURCES = \
 	clients/dicom/gateway/QueryRetrieve.cpp \
 	clients/dicom/gateway/QueryRetrieve.h \
 	clients/dicom/gateway/StorageScp.cpp \
-	clients/dicom/gateway/StorageScp.h
-clients_dicom_blob_dicomd_CPPFLAGS = $(AM_CPPFLAGS) $(SPDLOG_CFLAGS) $(DCMTK_CFLAGS)
+	clients/dicom/gateway/StorageScp.h \
+	blobstore/src/blobstored/LogFile.cpp \
+	blobstore/src/blobstored/LogFile.h
+# LogFile: blobstored's --log-file sink (reopened on SIGHUP), shared as is.
+clients_dicom_blob_dicomd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/blobstore/src/blobstored $(SPDLOG_CFLAGS) $(DCMTK_CFLAGS)
 clients_dicom_blob_dicomd_LDADD = clients/dicom/libblobdicom.la clients/libblobclient.la \
 	transporter/libblobtransporter.la common/libblobcli.la common/libblobcommon.la \
 	$(DCMTK_LIBS) $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS)
+
+# blob-dicomd under systemd (docs/DICOM.md): the template unit beside
+# blobstored's, with this install's paths.
+systemdsystemunit_DATA += clients/dicom/systemd/blob-dicomd@.service
+EXTRA_DIST += clients/dicom/systemd/blob-dicomd@.service.in
+CLEANFILES += clients/dicom/systemd/blob-dicomd@.service
+clients/dicom/systemd/blob-dicomd@.service: $(top_srcdir)/clients/dicom/systemd/blob-dicomd@.service.in Makefile
+	@$(MKDIR_P) clients/dicom/systemd
+	$(AM_V_GEN)sed -e 's|@bindir[@]|$(bindir)|g' -e 's|@sysconfdir[@]|$(sysconfdir)|g' $< >$@.tmp && mv $@.tmp $@

@@ -49,6 +49,7 @@ po::options_description describe()
         ("on-conflict", po::value<std::string>()->default_value("refuse"), "an instance already stored with another data set: refuse (status C011) or replace")
         ("spool", po::value<std::string>()->default_value(tmp ? tmp : "/tmp"), "directory holding each received instance until its push has ended (env TMPDIR)")
         ("timeout,t", po::value<std::string>()->default_value("30"), "network and store inactivity timeout, seconds unless a unit is given (1 to 3600 s)")
+        ("log-file", po::value<std::string>()->value_name("FILE"), "append the log to FILE instead of standard error; opened again on SIGHUP (log rotation)")
         ("config", po::value<std::string>()->value_name("FILE"), "read `option = value` lines (long option names) from FILE; the command line wins");
     // clang-format on
     cli::add_logging_options(d, spdlog::level::info);
@@ -127,6 +128,10 @@ std::optional<GatewayOptions> parse_gateway_options(int argc, char** argv, std::
     else if (conflict == "replace") o.on_conflict = OnConflict::replace;
     else usage("--on-conflict " + conflict + ": expected refuse or replace");
     o.spool = vm["spool"].as<std::string>();
+    if (vm.count("log-file")) {
+        o.log_file = vm["log-file"].as<std::string>();
+        if (o.log_file.empty()) usage("--log-file: expected a file name (leave the option out for standard error)");
+    }
     try {
         using namespace std::chrono_literals;
         o.timeout = cli::parse_duration("--timeout", vm["timeout"].as<std::string>(), 1s, 3600s);

@@ -1,12 +1,14 @@
 /// blob-dicomd: the DICOM gateway (docs/DICOM.md). Parses its options, opens
 /// the Session and the index, prints one ready line, serves associations on
-/// a listener thread (StorageScp) and ends at once on SIGTERM/SIGINT: a
+/// a listener thread (StorageScp), opens its --log-file again on SIGHUP and
+/// ends at once on SIGTERM/SIGINT: a
 /// C-STORE in progress is then not answered, and the modality sends it again
 /// (a resend of the same data set succeeds without a second copy).
 
 #include "EventIndexer.h"
 #include "GatewayOptions.h"
 #include "InstanceStore.h"
+#include "LogFile.h"
 #include "StorageScp.h"
 
 #include <blobstreaming/common/Error.h>
@@ -39,19 +41,32 @@ using namespace blobstreaming::dicom;
 
 std::string g_listen_failure;
 
-void set_up_logging(spdlog::level::level_enum level)
+/// The gateway's logger: standard error, or --log-file (returned, to be
+/// opened again on SIGHUP). Throws Error when the file cannot be opened.
+std::shared_ptr<daemon::LogFileSink> set_up_logging(const GatewayOptions& o)
 {
-    auto logger = std::make_shared<spdlog::logger>("blob-dicomd", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    std::shared_ptr<daemon::LogFileSink> file;
+    spdlog::sink_ptr sink;
+    if (o.log_file.empty()) {
+        sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+    } else {
+        file = std::make_shared<daemon::LogFileSink>(o.log_file);
+        sink = file;
+    }
+    const spdlog::level::level_enum level = o.log_level;
+    auto logger = std::make_shared<spdlog::logger>("blob-dicomd", sink);
     logger->set_pattern("%Y-%m-%d %H:%M:%S.%e blob-dicomd %l: %v");
     logger->set_level(level);
     logger->flush_on(spdlog::level::trace);
     spdlog::set_default_logger(logger);
     set_library_logger(logger);
-    // DCMTK's own lines (association errors, rejections) on the same stderr.
+    // DCMTK's own lines (association errors, rejections) on standard error,
+    // also with --log-file (the journal under systemd).
     OFLog::configure(level <= spdlog::level::trace   ? OFLogger::DEBUG_LOG_LEVEL
                      : level <= spdlog::level::debug ? OFLogger::INFO_LOG_LEVEL
                      : level <= spdlog::level::warn  ? OFLogger::WARN_LOG_LEVEL
                                                      : OFLogger::ERROR_LOG_LEVEL);
+    return file;
 }
 
 /// DCMTK binds inside its listen loop: a taken port is found here first, so
@@ -90,7 +105,7 @@ int main(int argc, char** argv)
 {
     sigset_t handled;
     ::sigemptyset(&handled);
-    for (int s : {SIGTERM, SIGINT, SIGUSR1}) ::sigaddset(&handled, s);
+    for (int s : {SIGTERM, SIGINT, SIGUSR1, SIGHUP}) ::sigaddset(&handled, s);
     ::pthread_sigmask(SIG_BLOCK, &handled, nullptr);  // every later thread inherits it: only sigwait sees them
     ignore_sigpipe();
     // DCMTK leaves Nagle on unless TCP_NODELAY=1 is in the environment: each
@@ -110,7 +125,13 @@ int main(int argc, char** argv)
         return 0;
     }
     const GatewayOptions& o = *parsed;
-    set_up_logging(o.log_level);
+    std::shared_ptr<daemon::LogFileSink> log_file;
+    try {
+        log_file = set_up_logging(o);
+    } catch (const Error& e) {
+        std::cerr << "blob-dicomd: " << e.what() << "\n";
+        return static_cast<int>(e.code());
+    }
 
     std::unique_ptr<client::Session> session;
     std::unique_ptr<StudyIndex> index;
@@ -156,7 +177,17 @@ int main(int argc, char** argv)
     std::cout << std::endl;
 
     int signal = 0;
-    ::sigwait(&handled, &signal);
+    for (;;) {
+        ::sigwait(&handled, &signal);
+        if (signal != SIGHUP) break;
+        if (!log_file) {
+            spdlog::info("SIGHUP: no --log-file to open again; serving on");
+            continue;
+        }
+        const std::string why = log_file->reopen();
+        if (why.empty()) spdlog::info("SIGHUP: log file {} opened again", log_file->path());
+        else spdlog::error("SIGHUP: {}; still writing to the file opened before", why);
+    }
     if (signal == SIGUSR1) {
         spdlog::critical("{}", g_listen_failure);
         std::_Exit(static_cast<int>(Errc::unreachable));
