@@ -113,8 +113,11 @@ public:
                                                          "SDC over TLS uses https:// addresses");
         tls_.reset();
         plain_.reset();
-        if (u.tls) tls_ = std::make_unique<tls_stream>(io_, *tls_context_);
-        else plain_ = std::make_unique<beast::tcp_stream>(io_);
+        std::shared_ptr<std::string> name_mismatch;
+        if (u.tls) {
+            tls_ = std::make_unique<tls_stream>(io_, *tls_context_);
+            name_mismatch = expect_server_name(*tls_, u.host);
+        } else plain_ = std::make_unique<beast::tcp_stream>(io_);
         tcp::resolver resolver(io_);
         boost::system::error_code ec;
         const auto endpoints = resolver.resolve(u.host, u.port, ec);
@@ -131,7 +134,8 @@ public:
             run();
             if (ec)
                 throw SdcError(ec == beast::error::timeout ? Errc::timeout : Errc::unreachable,
-                               "TLS handshake with " + key + " failed: " + ec.message());
+                               "TLS handshake with " + key +
+                                   " failed: " + (name_mismatch->empty() ? ec.message() : *name_mismatch));
         }
         local_ip_ = lowest().socket().local_endpoint().address().to_string();
         connected_to_ = key;

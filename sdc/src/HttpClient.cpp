@@ -1,5 +1,8 @@
 #include "HttpClient.h"
 
+#include "Tls.h"
+#include "blobstreaming/sdc/SdcError.h"
+
 namespace blobstreaming::sdc {
 
 ClientConnection::ClientConnection(net::any_io_executor executor, Url target, std::shared_ptr<ssl::context> tls,
@@ -30,6 +33,11 @@ void ClientConnection::connect()
     if (target_.tls) {
         if (!tls_context_) return finish(net::error::make_error_code(net::error::no_protocol_option));
         tls_ = std::make_unique<tls_stream>(executor_, *tls_context_);
+        try {
+            expect_server_name(*tls_, target_.host);
+        } catch (const SdcError&) {
+            return finish(net::error::make_error_code(net::error::invalid_argument));
+        }
     } else {
         plain_ = std::make_unique<beast::tcp_stream>(executor_);
     }

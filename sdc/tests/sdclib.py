@@ -295,8 +295,10 @@ def make_pki(directory):
     """Test certificates made with openssl in `directory` (skips without
     openssl): a CA, a provider and a consumer certificate signed by it (both
     serverAuth and clientAuth: SDC participants are servers and clients, SAN
-    IP:127.0.0.1), and a client of another CA. Returns a dict of paths:
-    ca, provider_cert/key, consumer_cert/key, rogue_cert/key."""
+    IP:127.0.0.1), a certificate of the same CA for other names only
+    (DNS:wrong.example, IP:10.9.9.9) and a client of another CA. Returns a
+    dict of paths: ca, provider_cert/key, consumer_cert/key, wrongname_cert/key,
+    rogue_cert/key."""
     if shutil.which("openssl") is None:
         raise TestSkipped("openssl is not installed")
 
@@ -310,10 +312,10 @@ def make_pki(directory):
                 "-keyout", f"{name}.key", "-out", f"{name}.pem",
                 "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
 
-    def cert(issuer, name):
+    def cert(issuer, name, names="IP:127.0.0.1,DNS:localhost"):
         with open(os.path.join(directory, f"{name}.ext"), "w") as f:
             f.write("extendedKeyUsage=serverAuth,clientAuth\nbasicConstraints=CA:FALSE\n"
-                    "subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+                    f"subjectAltName={names}\n")
         openssl("req", "-new", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}", "-keyout", f"{name}.key",
                 "-out", f"{name}.csr")
         openssl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{issuer}.pem", "-CAkey", f"{issuer}.key",
@@ -323,10 +325,12 @@ def make_pki(directory):
     ca("rogue-ca")
     for name in ("provider", "consumer"):
         cert("sdc-test-ca", name)
+    cert("sdc-test-ca", "wrongname", "DNS:wrong.example,IP:10.9.9.9")
     cert("rogue-ca", "rogue")
     p = lambda f: os.path.join(directory, f)  # noqa: E731
     return {"ca": p("sdc-test-ca.pem"), "provider_cert": p("provider.pem"), "provider_key": p("provider.key"),
-            "consumer_cert": p("consumer.pem"), "consumer_key": p("consumer.key"), "rogue_cert": p("rogue.pem"),
+            "consumer_cert": p("consumer.pem"), "consumer_key": p("consumer.key"), "wrongname_cert": p("wrongname.pem"),
+            "wrongname_key": p("wrongname.key"), "rogue_cert": p("rogue.pem"),
             "rogue_key": p("rogue.key")}
 
 

@@ -2,7 +2,9 @@
 and sdc-get with --tls-cert/--tls-key/--tls-ca, certificates made with
 openssl at run time. https XAddrs in discovery; GetMdState and a watch over
 TLS; a client without a certificate, with one of another CA, and a
-plaintext HTTP request are refused. Both ways with sdc11073's
+plaintext HTTP request are refused; our consumer checks that the provider's
+certificate is for the host of the URL (IP or DNS SAN) and refuses one of
+the right CA for other names. Both ways with sdc11073's
 ssl_context_container: its consumer (start_all + ConsumerMdib) follows our
 TLS provider, and our watch follows its TLS provider."""
 
@@ -91,6 +93,19 @@ def test(env):
     step("plaintext HTTP to the TLS port: no HTTP answer")
     check_equal(env.sdc_get(*ours, "--url", url, "--json", "state", HANDLE)["states"][0]["descriptor_handle"],
                 HANDLE, "the provider still serves after the refusals")
+
+    step("the provider's certificate is checked against the URL's host")
+    by_name = url.replace("https://127.0.0.1:", "https://localhost:")
+    check_equal(env.sdc_get(*ours, "--url", by_name, "--json", "state", HANDLE)["states"][0]["descriptor_handle"],
+                HANDLE, "GetMdState by the DNS name of the certificate (localhost)")
+    wrong = env.start_provider(mdib_file("mdib.xml"), "--tls-cert", pki["wrongname_cert"], "--tls-key",
+                               pki["wrongname_key"], "--tls-ca", pki["ca"])
+    result = env.sdc_get(*ours, "--url", wrong.ready["url"], "state", expect=None)
+    check(result.returncode != 0 and "not for 127.0.0.1" in result.stderr and "DNS:wrong.example" in result.stderr
+          and "IP:10.9.9.9" in result.stderr, f"a provider certificate for other names: {result.returncode} "
+          f"{result.stderr}")
+    step(f"refused: {result.stderr.strip()}")
+    wrong.stop()
 
     watch_values(env, url, fifo, [501, 502, 503], ours, "ours↔ours")
 
