@@ -77,7 +77,10 @@ std::shared_ptr<std::string> expect_server_name(tls_stream& stream, const std::s
     const int set = ec ? X509_VERIFY_PARAM_set1_host(param, host.c_str(), host.size())
                        : X509_VERIFY_PARAM_set1_ip_asc(param, ip.to_string().c_str());
     if (set != 1) throw SdcError(Errc::invalid_argument, "TLS: cannot check the server's certificate for " + host);
-    if (ec) SSL_set_tlsext_host_name(ssl, host.c_str());
+    // SNI: SSL_set_tlsext_host_name() is a macro with a C cast.
+    if (ec)
+        SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                 static_cast<void*>(const_cast<char*>(host.c_str())));
     auto mismatch = std::make_shared<std::string>();
     stream.set_verify_callback([mismatch, host](bool preverified, ssl::verify_context& context) {
         X509_STORE_CTX* store = context.native_handle();
