@@ -11,9 +11,11 @@ Servers run in the server namespace (`srv` prefix), clients in the client
 namespace (`cli` prefix). Everything created here is removed by close().
 """
 
+import json
 import os
 import subprocess
 import sys
+import time
 
 
 TUN_MTU = 16000  # fewer packets for the forwarder, still well below a tbf bucket
@@ -115,3 +117,20 @@ def namespaces_label(rate, rtt_ms):
     it: veth or tun (with a delay), the rate, the round trip."""
     return (("tun" if rtt_ms > 0 else "veth") + ("-" + rate if rate else "") +
             ("-rtt%gms" % rtt_ms if rtt_ms > 0 else ""))
+
+
+def iperf3_client(argv, server, timeout):
+    """Runs the iperf3 client `argv` (with -J) against `server` (a started
+    iperf3 -s process), again while the server does not listen yet (at most
+    50 times, 0.1 s apart); its JSON, or {"error": ...}."""
+    rec = {"error": "not run"}
+    for _attempt in range(50):
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        try:
+            rec = json.loads(r.stdout)
+        except ValueError:
+            rec = {"error": r.stderr.strip() or "no JSON"}
+        if "error" not in rec or "connect" not in rec["error"] or not server.running():
+            return rec
+        time.sleep(0.1)
+    return rec

@@ -161,16 +161,7 @@ class Suite:
                 argv.append("-R")
             if buffer_bytes(buffer_text):
                 argv += ["-w", str(buffer_bytes(buffer_text))]
-            rec = None
-            for _attempt in range(50):  # the server may not listen yet
-                r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-                try:
-                    rec = json.loads(r.stdout)
-                except ValueError:
-                    rec = {"error": r.stderr.strip() or "no JSON"}
-                if "error" not in rec or "connect" not in rec["error"] or not server.running():
-                    break
-                time.sleep(0.1)
+            rec = bench_link.iperf3_client(argv, server, 60)
             self.stop(server)
             if "error" in rec:
                 return self.fail("iperf3 %s buffer %s: %s" % (direction, buffer_text, rec["error"]))

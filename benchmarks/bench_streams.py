@@ -113,16 +113,7 @@ class Bench:
                                 "-t", str(self.args.iperf3_seconds), "-w", str(self.args.socket_buffer)]
         if reverse:
             argv.append("-R")
-        rec = {"error": "not run"}
-        for _attempt in range(50):  # the server may not listen yet
-            r = subprocess.run(argv, capture_output=True, text=True, timeout=self.args.iperf3_seconds + 60)
-            try:
-                rec = json.loads(r.stdout)
-            except ValueError:
-                rec = {"error": r.stderr.strip() or "no JSON"}
-            if "error" not in rec or "connect" not in rec["error"] or not server.running():
-                break
-            time.sleep(0.1)
+        rec = bench_link.iperf3_client(argv, server, self.args.iperf3_seconds + 60)
         self.stop(server)
         if "error" in rec:
             raise RuntimeError(f"iperf3 -P {streams}: {rec['error']}")
