@@ -75,6 +75,28 @@ def await_reservation(daemon, name):
     return tmp
 
 
+def await_landed(daemon, name, n=4096):
+    """Until the first `n` bytes of the Blob have landed in `daemon`'s FileStore reservation for `name`.
+
+    The reservation is allocated whole when it is made (fallocate), so its size tells nothing; the
+    bytes are random, and an allocated range reads as zeros until they land."""
+    tmp = await_reservation(daemon, name)
+
+    def landed():
+        for entry in os.listdir(tmp):
+            try:
+                with open(os.path.join(tmp, entry), "rb") as f:
+                    f.seek(harness.FILE_HEADER)
+                    head = f.read(n)
+            except FileNotFoundError:
+                continue
+            if len(head) == n and any(head[-64:]):
+                return True
+        return False
+
+    harness.wait_for(landed, 60, f"the first {n} bytes of {name} at {daemon.name}", interval=0.001)
+
+
 def read_through(c):
     central = c.start_daemon("central", "file", tier="central", extra=["--no-sync"])
     ws = c.start_daemon("ws", "file", tier="workstation", extra=["--read-through", "--no-sync"])
@@ -272,7 +294,9 @@ def read_within(pipe, n, timeout, what):
     """Up to `n` bytes from `pipe` (a child's stdout), at least one, within `timeout` s."""
     ready, _, _ = select.select([pipe], [], [], timeout)
     check(ready, f"{what}: nothing within {timeout} s")
-    return os.read(pipe.fileno(), n)
+    data = os.read(pipe.fileno(), n)
+    check(data, f"{what}: end of output before the first byte")
+    return data
 
 
 def in_flight(c):
@@ -290,7 +314,7 @@ def in_flight(c):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=c.env)
     pull = None
     try:
-        await_reservation(d, "CT.copied")
+        await_landed(d, "CT.copied")  # the pull must have bytes to follow while the source is stopped
         os.kill(src.pid, signal.SIGSTOP)
         try:
             pull = start_pull(c, "CT.copied", "-", "d")
