@@ -22,6 +22,8 @@ clients_libblobclient_la_SOURCES = \
 	clients/src/OrbHandle.h \
 	clients/src/ParallelPull.cpp \
 	clients/src/ParallelPull.h \
+	clients/src/ParallelPush.cpp \
+	clients/src/ParallelPush.h \
 	clients/src/PullOperation.cpp \
 	clients/src/PullOperation.h \
 	clients/src/PushOperation.cpp \

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`blob pull --streams N`: one Blob over N data connections, each a
+"""`blob pull --streams N` and `blob push --streams N`: one Blob over N data connections, each a
 contiguous range, its checksum combined from the parts and checked once.
 
 1. Bit-exact: Blobs of 0 bytes, under 2 MiB (one stream), and sizes not
@@ -16,11 +16,18 @@ contiguous range, its checksum combined from the parts and checked once.
    having continued its own range (logged with -v).
    A relay that cuts every data connection fails the pull (50) after the
    bounded retries and leaves no file.
-4. Usage errors: --streams 0, 65, a non-number, push --streams and pull
+4. Usage errors: --streams 0, 65, a non-number, stat --streams and pull
    --study --streams: exit 1 naming the value and what is allowed.
+5. `blob push --streams N` into a memory and a file store: bit-exact, the
+   committed CRC32C is the source's, --json reports the streams (one under
+   2 MiB, for SHA-256 and standard input), --replace works and an existing
+   name is refused. Through the relay, a push whose first data connection
+   is cut after 1 MiB continues that part and commits; with every
+   connection cut it fails (50) and nothing is visible.
 """
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -127,12 +134,14 @@ def race(c, store):
 
 class Relay:
     """Forwards 127.0.0.2:PORT to 127.0.0.1:PORT for each port; on the data
-    port, closes a connection after `cut_after` bytes store -> client when
-    `cut(index)` says so (index: 0 for the first data connection)."""
+    port, closes a connection after `cut_after` bytes store -> client (with
+    `upstream`: client -> store) when `cut(index)` says so (index: 0 for the
+    first data connection)."""
 
     def __init__(self, ports, data_port, cut_after):
         self.data_port = data_port
         self.cut_after = cut_after
+        self.upstream = False  # cut client -> store (a push) instead of store -> client
         self.cut = lambda index: False
         self.data_connections = 0
         self.cuts = 0
@@ -162,9 +171,9 @@ class Relay:
                 with self.lock:
                     cut = self.cut(self.data_connections)
                     self.data_connections += 1
-            threading.Thread(target=self.pump, args=(client, server, None), daemon=True).start()
-            threading.Thread(target=self.pump, args=(server, client, self.cut_after if cut else None),
-                             daemon=True).start()
+            up, down = (self.cut_after, None) if self.upstream else (None, self.cut_after)
+            threading.Thread(target=self.pump, args=(client, server, up if cut else None), daemon=True).start()
+            threading.Thread(target=self.pump, args=(server, client, down if cut else None), daemon=True).start()
 
     def pump(self, src, dst, limit):
         moved = 0
@@ -230,8 +239,71 @@ def cut_stream(c):
         check(not any(f.startswith(".cut-all.pull-") for f in os.listdir(c.path())),
               "a failed pull --streams left its temporary file")
         step(f"every connection cut: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.describe()}")
+        step("push --streams 4 through the relay, its first data connection cut after 1 MiB: the stream "
+             "continues its part where the store stopped")
+        relay.upstream = True
+        before, cuts = relay.data_connections, relay.cuts
+        relay.cut = lambda index: index == before
+        r = ok(c.blob("--no-local", "-v", "push", "--streams", "4", "--name", "S.cutpush", src, store="relayed"))
+        check_equal(r.json.get("streams"), 4, "streams of the cut push")
+        check_equal(relay.cuts - cuts, 1, "connections the relay cut during the push")
+        check("stream 1 broke after" in r.stderr and "continuing its part" in r.stderr,
+              f"the push does not log the first stream's continuation: {r.stderr!r}")
+        check(blob_bytes(c, "S.cutpush", "relayed") == open(src, "rb").read(), "the cut push is not bit-exact")
+        held = re.search(r"stream 1 continues at byte (\d+): the store holds (\d+) of its", r.stderr)
+        check(held and int(held.group(2)) > 0, f"the cut stream did not continue past what the store held: "
+                                               f"{r.stderr!r}")
+        step(f"the cut stream continued at byte {held.group(1)}: the store held {held.group(2)} of its bytes")
+
+        relay.cut = lambda index: True
+        r = c.blob("--no-local", "push", "--streams", "4", "--name", "S.cutall", src, store="relayed")
+        check_equal(r.code, EXIT["transfer_failed"], "push, every connection cut: exit code")
+        check_equal(c.blob("stat", "S.cutall", store="relayed").code, EXIT["no_such_blob"],
+                    "a failed push --streams left its Blob")
+        step(f"push, every connection cut: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ''}")
     finally:
         relay.close()
+
+
+def blob_bytes(c, name, store):
+    r = c.blob("--no-local", "pull", name, "-", store=store, binary=True)
+    check_equal(r.code, 0, f"pull {name} from {store}: exit code")
+    return r.stdout
+
+
+def push_exact(c, store):
+    """push --streams: bit-exact, the store's CRC32C, streams used, fallbacks to one stream."""
+    for size, expected in ((0, 1), (MiB + 5, 1), (4 * MiB + 3, 4), (10 * MiB + 7, 4)):
+        src = c.path(f"src-{size}")
+        if not os.path.exists(src):
+            harness.write_random(src, size)
+        name = f"P.{store}.{size}"
+        r = ok(c.blob("--no-local", "push", "--streams", "4", "--name", name, src, store=store))
+        check_equal(r.json.get("streams"), expected, f"push of {size} bytes, --streams 4: streams used")
+        check_equal(c.blob("stat", name, store=store).ok()["checksum"], harness.checksum_file(src, "crc32c"),
+                    f"the checksum {store} committed for {name}")
+        check(blob_bytes(c, name, store) == open(src, "rb").read(), f"{name} at {store} differs from its source")
+        step(f"push of {size} bytes into {store} over {expected} stream(s): bit-exact, checksum as the source's")
+    src = c.path(f"src-{10 * MiB + 7}")
+    # --replace over 3 streams; then a SHA-256 push and standard input take one stream.
+    other = c.path("src-other")
+    harness.write_random(other, 7 * MiB + 1)
+    name = f"P.{store}.{10 * MiB + 7}"
+    r = ok(c.blob("--no-local", "push", "--streams", "3", "--replace", "--name", name, other, store=store))
+    check_equal(r.json.get("streams"), 3, "push --replace --streams 3: streams used")
+    check(blob_bytes(c, name, store) == open(other, "rb").read(), "the replaced Blob differs from its new source")
+    r = c.blob("--no-local", "push", "--streams", "4", "--name", name, src, store=store)
+    r.error(EXIT["already_exists"], "already exists")
+    r = ok(c.blob("--no-local", "push", "--streams", "4", "--checksum", "sha256", "--name", f"P.{store}.sha", src,
+                  store=store))
+    check_equal(r.json.get("streams"), 1, "push --checksum sha256 --streams 4: streams used")
+    with open(src, "rb") as f:
+        r = c.blob("--no-local", "push", "--streams", "4", "--size", str(10 * MiB + 7), "--name", f"P.{store}.stdin",
+                   "-", store=store, stdin=f.read())
+    check_equal(r.code, 0, f"push --streams 4 from standard input: {r.describe()}")
+    check_equal(r.json.get("streams"), 1, "push --streams 4 from standard input: streams used")
+    check(blob_bytes(c, f"P.{store}.stdin", store) == open(src, "rb").read(), "the Blob pushed from stdin differs")
+    step(f"{store}: --replace over 3 streams; SHA-256 and standard input over one; an existing name refused")
 
 
 def usage(c):
@@ -239,16 +311,21 @@ def usage(c):
                             ("four", "is not a whole number")):
         r = c.blob("pull", "--streams", value, "S.x", c.path("never"), store="mem")
         r.error(EXIT["usage"], f'--streams: "{value}" {expected}')
-    r = c.blob("push", "--streams", "4", "--name", "S.y", c.path("src-0"), store="mem")
-    r.error(EXIT["usage"], "--streams applies to pull only, not push")
+    r = c.blob("stat", "--streams", "4", "S.y", store="mem")
+    r.error(EXIT["usage"], "--streams applies to push and pull only, not stat")
+    r = c.blob("push", "--streams", "65", "--name", "S.y", c.path("src-0"), store="mem")
+    r.error(EXIT["usage"], '--streams: "65" is out of range (allowed: 1 to 64)')
     r = c.blob("pull", "--streams", "4", "--study", "1.2.3", "--index", "sqlite:" + c.path("none.db"), c.path("d"))
     r.error(EXIT["usage"], "pull --study/--series pulls its instances in parallel already: no --streams")
-    step("--streams 0, 65, four, push --streams and pull --study --streams: usage errors naming the value")
+    step("--streams 0, 65, four, stat --streams and pull --study --streams: usage errors naming the value")
 
 
 def test(c):
     c.start_daemon("mem", "memory:256M", tier="memory")
+    c.start_daemon("disk", "file", tier="workstation", extra=["--no-sync"])
     exact(c, "mem")
+    push_exact(c, "mem")
+    push_exact(c, "disk")
     race(c, "mem")
     usage(c)
     cut_stream(c)

@@ -7,6 +7,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <cstring>
+#include <memory>
 #include <string>
 
 using namespace blobstreaming;
@@ -87,9 +89,11 @@ BOOST_FIXTURE_TEST_CASE(abort_of_a_waiting_reservation_releases_space, Fixture)
 BOOST_FIXTURE_TEST_CASE(take_hands_over_for_a_control_plane_commit, Fixture)
 {
     const auto id = table.add(store.reserve("CT.4", 3));
-    auto reservation = table.take(id);
-    BOOST_REQUIRE(!reservation->write("abc", 3));
-    reservation->commit();
+    auto taken = table.take(id);
+    BOOST_REQUIRE(taken.reservation);
+    BOOST_CHECK(!taken.assembled);
+    BOOST_REQUIRE(!taken.reservation->write("abc", 3));
+    taken.reservation->commit();
     BOOST_CHECK(store.contains("CT.4"));
     BOOST_CHECK_EQUAL(table.waiting(), 0u);
 }
@@ -244,4 +248,124 @@ BOOST_FIXTURE_TEST_CASE(new_limits_apply_to_the_next_reservations_and_open_ones_
     BOOST_CHECK(message_of([&] {
                     table.check_limits("10.0.0.1", "reserve \"A.4\"");
                 }).find("(max-reservations-per-client 2)") != std::string::npos);
+}
+
+namespace {
+
+/// Receives `text` at `offset` of the reservation `id` filled in parts, as a
+/// part's data connection does; `landed` of them count (end_part).
+void receive_part(ReservationTable& table, std::uint64_t id, std::uint64_t offset, const std::string& text,
+                  std::size_t landed)
+{
+    auto control = std::make_shared<TransferControl>();
+    auto r = table.begin_part(id, offset, text.size(), control);
+    std::uint32_t crc = 0;
+    std::size_t done = 0;
+    while (done < landed) {
+        std::error_code ec;
+        const auto w = r->window_at(offset + done, landed - done, ec);
+        BOOST_REQUIRE(!ec);
+        std::memcpy(w.data, text.data() + done, w.size);
+        BOOST_REQUIRE(!r->advance_at(w.size));
+        crc = crc32c(w.data, w.size, crc);
+        done += w.size;
+    }
+    r.reset();
+    table.end_part(id, offset, landed, crc, true);
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_CASE(parts_fill_a_reservation_and_commit_with_their_combined_crc, Fixture)
+{
+    const std::string text = "abcdefghijklmnopqrstuvwxyz";
+    const auto id = table.add(store.reserve("P.1", text.size()));
+    // The second part first, then the first one, which breaks after 5 bytes
+    // and continues where it stopped.
+    BOOST_CHECK_EQUAL(table.part_start(id, 10, 16).offset, 10u);
+    receive_part(table, id, 10, text.substr(10), 16);
+    receive_part(table, id, 0, text.substr(0, 10), 5);
+    BOOST_CHECK_EQUAL(table.part_start(id, 0, 10).offset, 5u);
+    BOOST_CHECK_EQUAL(table.part_start(id, 0, 10).name, "P.1");
+    // Not committable yet: bytes 5..10 are missing.
+    BOOST_CHECK(code_of([&] { table.take(id); }) == Errc::incomplete);
+    BOOST_CHECK_EQUAL(message_of([&] { table.take(id); }),
+                      "commit reservation " + std::to_string(id) +
+                          " (\"P.1\"): bytes [5, 10) of 26 have not been received");
+    receive_part(table, id, 5, text.substr(5, 5), 5);
+    BOOST_CHECK_EQUAL(table.part_start(id, 0, 10).offset, 10u);  // nothing left of that part
+
+    auto taken = table.take(id);
+    BOOST_REQUIRE(taken.assembled);
+    BOOST_CHECK(*taken.assembled == ChecksumState::of(ChecksumAlgorithm::crc32c, text.data(), text.size()));
+    const Checksum expected = *taken.assembled;
+    taken.get().commit_assembled(*taken.assembled, &expected);
+    const BlobRange v = store.read_all("P.1");
+    BOOST_CHECK_EQUAL(std::string(reinterpret_cast<const char*>(v.data()), v.size()), text);
+    BOOST_CHECK_EQUAL(table.open(), 0u);
+}
+
+BOOST_FIXTURE_TEST_CASE(parts_never_overlap_and_exclude_filling_in_order, Fixture)
+{
+    const auto id = table.add(store.reserve("P.2", 100));
+    auto control = std::make_shared<TransferControl>();
+    auto r = table.begin_part(id, 0, 50, control);
+    BOOST_CHECK(code_of([&] { table.part_start(id, 40, 20); }) == Errc::invalid_range);
+    BOOST_CHECK_EQUAL(message_of([&] { table.part_start(id, 40, 20); }),
+                      "part [40, 60) of reservation " + std::to_string(id) +
+                          " (\"P.2\"): byte 40 is already held or being received by another connection; parts "
+                          "must not overlap");
+    BOOST_CHECK(code_of([&] { table.begin_part(id, 49, 2, control); }) == Errc::refused);
+    BOOST_CHECK(code_of([&] { table.part_start(id, 90, 11); }) == Errc::invalid_range);
+    BOOST_CHECK(code_of([&] { table.part_start(id, 100, 1); }) == Errc::invalid_range);
+    BOOST_CHECK(code_of([&] { table.claim(id); }) == Errc::refused);
+    BOOST_CHECK(code_of([&] { table.find(id); }) == Errc::no_such_reservation);
+    BOOST_CHECK(code_of([&] { table.take(id); }) == Errc::no_such_reservation);
+    BOOST_CHECK_EQUAL(table.part_start(id, 50, 50).offset, 50u);
+
+    // Aborted while a part is received: cancelled, and aborted when it ends.
+    table.abort(id);
+    BOOST_CHECK(control->cancelled);
+    BOOST_CHECK_EQUAL(table.open(), 1u);
+    r.reset();
+    table.end_part(id, 0, 10, 0, true);
+    BOOST_CHECK_EQUAL(table.open(), 0u);
+    BOOST_CHECK_EQUAL(store.usage().reserved, 0u);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_store_error_in_one_part_aborts_the_reservation, Fixture)
+{
+    const auto id = table.add(store.reserve("P.3", 100));
+    auto first = std::make_shared<TransferControl>();
+    auto second = std::make_shared<TransferControl>();
+    auto a = table.begin_part(id, 0, 50, first);
+    auto b = table.begin_part(id, 50, 50, second);
+    a.reset();
+    table.end_part(id, 0, 7, 0, false);
+    BOOST_CHECK(second->cancelled);
+    BOOST_CHECK(code_of([&] { table.part_start(id, 0, 50); }) == Errc::no_such_reservation);
+    b.reset();
+    table.end_part(id, 50, 3, 0, true);
+    BOOST_CHECK_EQUAL(table.open(), 0u);
+    BOOST_CHECK_EQUAL(store.usage().reserved, 0u);
+}
+
+BOOST_FIXTURE_TEST_CASE(only_a_crc32c_reservation_fills_in_parts, Fixture)
+{
+    const auto id = table.add(store.reserve("P.4", 100, ReserveMode::create, ChecksumAlgorithm::sha256));
+    BOOST_CHECK(code_of([&] { table.part_start(id, 0, 50); }) == Errc::refused);
+    BOOST_CHECK_EQUAL(message_of([&] { table.part_start(id, 0, 50); }),
+                      "reservation " + std::to_string(id) +
+                          " (\"P.4\") cannot be filled in parts: its checksum is sha256, which does not combine "
+                          "from parts (CRC32C does)");
+}
+
+BOOST_FIXTURE_TEST_CASE(a_part_ledger_left_alone_expires, Fixture)
+{
+    const auto id = table.add(store.reserve("P.5", 10));
+    receive_part(table, id, 0, "abcde", 5);
+    now += 61s;
+    BOOST_CHECK_EQUAL(table.purge(), 1u);
+    BOOST_CHECK_EQUAL(table.open(), 0u);
+    BOOST_CHECK_EQUAL(store.usage().reserved, 0u);
 }

@@ -362,6 +362,43 @@ std::optional<PushGrant> ControlPlane::resume_push(const std::string& store, con
     });
 }
 
+std::uint64_t ControlPlane::reserve_parts(const std::string& store, const std::string& name, std::uint64_t size,
+                                          bool replace)
+{
+    const std::string what = "push " + quote_name(name);
+    return with_store(*refs_, options_, store, what, [&](BlobStreaming::BlobStore_ptr ref) {
+        BlobStreaming::Reservation_var r =
+            with_transporter(*refs_, store, ref, options_, what, [&](BlobStreaming::BlobTransporter_ptr t) {
+                return t->reserveParts(name.c_str(), size, replace, BlobStreaming::CHECKSUM_CRC32C);
+            });
+        return static_cast<std::uint64_t>(r->id);
+    });
+}
+
+Ticket ControlPlane::part_ticket(const std::string& store, const std::string& name, std::uint64_t reservation,
+                                 std::uint64_t offset, std::uint64_t length)
+{
+    const std::string what = "push " + quote_name(name);
+    return with_store(*refs_, options_, store, what, [&](BlobStreaming::BlobStore_ptr ref) {
+        BlobStreaming::TransferTicket_var ticket =
+            with_transporter(*refs_, store, ref, options_, what, [&](BlobStreaming::BlobTransporter_ptr t) {
+                return t->recvPart(reservation, length, offset, true, time_value(options_.timeout));
+            });
+        return ticket_of(ticket.in());
+    });
+}
+
+BlobInfo ControlPlane::commit(const std::string& store, const std::string& name, std::uint64_t reservation,
+                              const Checksum& expected)
+{
+    return with_store(*refs_, options_, store, "push " + quote_name(name), [&](BlobStreaming::BlobStore_ptr ref) {
+        BlobStreaming::BlobChecksum idl;
+        corba::to_idl(expected, idl);
+        BlobStreaming::BlobInfo_var info = ref->commit(reservation, idl);
+        return info_of(info.in());
+    });
+}
+
 void ControlPlane::abort(const std::string& store, std::uint64_t reservation) noexcept
 {
     try {

@@ -56,6 +56,15 @@ public:
     /// another checksum than `checksum` (when given).
     std::optional<PushGrant> resume_push(const std::string& store, const std::string& name, std::uint64_t size,
                                          std::optional<ChecksumAlgorithm> checksum);
+    /// push --streams: a CRC32C reservation to fill in parts (no ticket).
+    std::uint64_t reserve_parts(const std::string& store, const std::string& name, std::uint64_t size, bool replace);
+    /// The ticket for part [offset, offset + length) of `reservation`; its
+    /// range starts past the bytes the store already holds of the part.
+    Ticket part_ticket(const std::string& store, const std::string& name, std::uint64_t reservation,
+                       std::uint64_t offset, std::uint64_t length);
+    /// Commits a reservation filled in parts, checked against `expected`.
+    BlobInfo commit(const std::string& store, const std::string& name, std::uint64_t reservation,
+                    const Checksum& expected);
     /// Aborts a reservation; failures are logged (the store also drops
     /// reservations whose data connection failed).
     void abort(const std::string& store, std::uint64_t reservation) noexcept;

@@ -1,6 +1,7 @@
 // One push across the caller, control and loop threads (PushOperation.h).
 #include "PushOperation.h"
 
+#include "ParallelPush.h"
 #include "StoreChoice.h"
 #include "Streams.h"
 #include "TransferResult.h"
@@ -47,8 +48,12 @@ void PushOperation::on_control_thread_reserve()
     try {
         validate_blob_name(name_);
         store_ = store_to_write(options_.store, session_.options.default_store, what_);
+        if (options_.streams < 1 || options_.streams > kMaxStreams)
+            throw Error(Errc::invalid_argument, what_ + ": streams " + std::to_string(options_.streams) +
+                                                    ": expected 1 to " + std::to_string(kMaxStreams));
         job->source = open_source(source_, what_);
         const std::uint64_t size = job->source->size();
+        if (ParallelPush::start(session_, source_, name_, store_, size, options_, done_)) return;
         std::optional<PushGrant> resumed;
         if (options_.resume) resumed = control.resume_push(store_, name_, size, options_.checksum);
         grant_ = resumed ? std::move(*resumed)

@@ -42,6 +42,7 @@ public:
                                             ", not a regular file (stream it: a producer source, or `blob push` "
                                             "with --size)");
         size_ = static_cast<std::uint64_t>(st.st_size);
+        end_ = size_;
         std::error_code ec;
         map_ = MappedRegion::of_file(fd_.get(), 0, static_cast<std::size_t>(size_), ec);
         if (ec) throw Error(Errc::io_error, what + ": " + path + ": mmap: " + ec.message());
@@ -50,7 +51,7 @@ public:
     std::uint64_t size() const noexcept override { return size_; }
     long send(Channel& channel, std::size_t max, HashPipeline& hash) override
     {
-        const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(max, size_ - offset_));
+        const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(max, end_ - offset_));
         if (want == 0) return 0;
         // The mapping must not be read past the file's end (SIGBUS): TLS
         // encrypts from it, so check first; sendfile reads the file itself
@@ -75,6 +76,17 @@ public:
         offset_ = offset;
     }
     bool stable() const noexcept override { return true; }  // the mapped file
+    bool positional() const noexcept override { return true; }
+    void select(std::uint64_t offset, std::uint64_t end) override
+    {
+        offset_ = std::min(offset, size_);
+        end_ = std::clamp(end, offset_, size_);
+    }
+    void hash_range(std::uint64_t offset, std::uint64_t length, ChecksumState& hash) override
+    {
+        check_not_shrunk(offset + length);
+        hash.update(map_.data() + offset, static_cast<std::size_t>(length));
+    }
 
 private:
     /// Throws Errc::io_error when the file now ends before byte `end`.
@@ -97,6 +109,7 @@ private:
     UniqueFd fd_;
     std::uint64_t size_ = 0;
     std::uint64_t offset_ = 0;
+    std::uint64_t end_ = ~std::uint64_t{0};  ///< select(); the size until then
     MappedRegion map_;
 };
 
@@ -113,7 +126,8 @@ public:
     std::uint64_t size() const noexcept override { return size_; }
     long send(Channel& channel, std::size_t max, HashPipeline& hash) override
     {
-        const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(max, size_ - offset_));
+        const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(max, end_ - offset_));
+        if (want == 0) return 0;
         const long n = send_bytes(channel, data_ + offset_, want);
         if (n > 0) {
             hash.update(data_ + offset_, static_cast<std::size_t>(n));
@@ -127,11 +141,22 @@ public:
         offset_ = offset;
     }
     bool stable() const noexcept override { return true; }  // the caller's buffer
+    bool positional() const noexcept override { return true; }
+    void select(std::uint64_t offset, std::uint64_t end) override
+    {
+        offset_ = std::min(offset, size_);
+        end_ = std::clamp(end, offset_, size_);
+    }
+    void hash_range(std::uint64_t offset, std::uint64_t length, ChecksumState& hash) override
+    {
+        hash.update(data_ + offset, static_cast<std::size_t>(length));
+    }
 
 private:
     const std::uint8_t* data_;
     std::uint64_t size_;
     std::uint64_t offset_ = 0;
+    std::uint64_t end_ = size_;
 };
 
 class ProducerSource final : public Source {
@@ -188,6 +213,16 @@ private:
 
 /// Writes all `n` bytes at `data` to `fd` (blocking; a descriptor left in
 }  // namespace
+
+void Source::select(std::uint64_t, std::uint64_t)
+{
+    throw Error(Errc::invalid_argument, "this push source produces its bytes in order only: it cannot send a part");
+}
+
+void Source::hash_range(std::uint64_t, std::uint64_t, ChecksumState&)
+{
+    throw Error(Errc::invalid_argument, "this push source produces its bytes in order only: it cannot hash a part");
+}
 
 std::unique_ptr<Source> open_source(const PushSource& source, const std::string& what)
 {

@@ -52,6 +52,15 @@ public:
     /// The bytes handed to `hash` stay unchanged in place until the
     /// transfer ends, so a helper thread may hash them later.
     virtual bool stable() const noexcept { return false; }
+    /// Whether select() and hash_range() work: a source that can hand out
+    /// any range (a file, memory), not one that produces its bytes in order.
+    virtual bool positional() const noexcept { return false; }
+    /// Positional sources: send() continues at `offset` and ends at `end`
+    /// (one part of a push over several streams). Called before send().
+    virtual void select(std::uint64_t offset, std::uint64_t end);
+    /// Positional sources: adds bytes [offset, offset + length) to `hash`
+    /// without sending them. Throws Error (Errc::io_error).
+    virtual void hash_range(std::uint64_t offset, std::uint64_t length, ChecksumState& hash);
 };
 
 /// Opens the source (a file: opened and mapped now). Throws Error.

@@ -391,6 +391,52 @@ BOOST_AUTO_TEST_CASE(a_source_that_fails_midway_stores_nothing)
     BOOST_TEST(session.stat("thrown.2").size == small.size());
 }
 
+BOOST_AUTO_TEST_CASE(a_push_over_several_streams_from_memory)
+{
+    auto o = options("mem");
+    o.local_fast_path = false;
+    Session session(o);
+    const auto bytes = pattern(5 * 1024 * 1024 + 3, 11);
+    PushOptions four;
+    four.replace = true;
+    four.streams = 4;
+    Result r;
+    session.push(PushSource::memory(bytes.data(), bytes.size()), "streams.push", four, Mode::Sync,
+                 [&r](const Result& x) { r = x; });
+    BOOST_TEST(r.ok(), r.message);
+    BOOST_TEST(r.streams == 4u);
+    const std::string crc = ChecksumState::of(ChecksumAlgorithm::crc32c, bytes.data(), bytes.size()).text();
+    BOOST_TEST(r.info.checksum.text() == crc);
+    BOOST_TEST(session.stat("streams.push").checksum.text() == crc);
+    BOOST_TEST((session.pull_memory("streams.push") == bytes));
+
+    // SHA-256 does not combine from parts: one stream.
+    PushOptions sha = four;
+    sha.checksum = ChecksumAlgorithm::sha256;
+    session.push(PushSource::memory(bytes.data(), bytes.size()), "streams.push", sha, Mode::Sync,
+                 [&r](const Result& x) { r = x; });
+    BOOST_TEST(r.ok(), r.message);
+    BOOST_TEST(r.streams == 1u);
+    BOOST_TEST((session.stat("streams.push").checksum.algorithm == ChecksumAlgorithm::sha256));
+
+    // Without replace, an existing name is refused before any byte moves.
+    PushOptions again;
+    again.streams = 4;
+    session.push(PushSource::memory(bytes.data(), bytes.size()), "streams.push", again, Mode::Sync,
+                 [&r](const Result& x) { r = x; });
+    BOOST_TEST(r.error == make_error_code(Errc::already_exists), r.message);
+
+    for (std::size_t streams : {std::size_t{0}, kMaxStreams + 1}) {
+        PushOptions bad;
+        bad.streams = streams;
+        const auto e = error_of([&] { session.push_memory(bytes.data(), 10, "streams.bad", bad); });
+        BOOST_REQUIRE(e.has_value());
+        BOOST_TEST(e->code() == Errc::invalid_argument);
+        BOOST_TEST(std::string(e->what()) ==
+                   "push \"streams.bad\": streams " + std::to_string(streams) + ": expected 1 to 64");
+    }
+}
+
 BOOST_AUTO_TEST_CASE(a_pull_over_several_streams_into_memory_and_a_buffer)
 {
     auto o = options("mem");

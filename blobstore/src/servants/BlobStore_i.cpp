@@ -196,14 +196,17 @@ BlobStreaming::BlobInfo* BlobStore_i::commit(BlobStreaming::ReservationId id,
 {
     require_permission(context_, server::Permission::write, "commit");
     require_reservation_owner(context_, id, "commit");
-    std::unique_ptr<Reservation> reservation;
     IdlContext c;
     c.id = id;
     try {
         const Checksum checksum = corba::checksum_of(expected, "commit reservation " + std::to_string(id));
-        reservation = context_.reservations->take(id);
-        c.name = reservation->name();
-        return to_idl(reservation->commit(&checksum));
+        const server::ReservationTable::Taken taken = context_.reservations->take(id);
+        Reservation& reservation = taken.get();
+        c.name = reservation.name();
+        // Filled in parts (push --streams): the checksum combined from
+        // theirs, compared with the client's for the whole Blob.
+        return to_idl(taken.assembled ? reservation.commit_assembled(*taken.assembled, &checksum)
+                                      : reservation.commit(&checksum));
     } catch (...) {
         rethrow_declared(kNoSuchReservation | kTransferFailed, context_.store_name, c);
     }

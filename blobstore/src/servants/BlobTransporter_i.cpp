@@ -348,6 +348,56 @@ BlobStreaming::PushGrant* BlobTransporter_i::push(const char* name, BlobStreamin
     }
 }
 
+BlobStreaming::Reservation* BlobTransporter_i::reserveParts(const char* name, BlobStreaming::ByteCount size,
+                                                            CORBA::Boolean overwrite,
+                                                            BlobStreaming::ChecksumAlgorithm checksum)
+{
+    require_issuer("reserveParts", server::Permission::write);
+    const ChecksumAlgorithm algorithm = corba::algorithm_of(checksum).value_or(context_.default_checksum);
+    try {
+        if (algorithm != ChecksumAlgorithm::crc32c)
+            throw Error(Errc::invalid_argument, "reserveParts " + quote_name(name) +
+                                                    ": a Blob filled in parts is checked with CRC32C, which "
+                                                    "combines from the parts; " +
+                                                    std::string(to_string(algorithm)) +
+                                                    " does not (push it over one stream)");
+        const std::uint64_t id = open_reservation(context_, name, size, overwrite, algorithm);
+        auto* out = new BlobStreaming::Reservation;
+        to_idl_reservation(id, name, size, 0, algorithm, *out);
+        return out;
+    } catch (...) {
+        rethrow_reserve_failure(context_, name, size, true);
+    }
+}
+
+BlobStreaming::TransferTicket* BlobTransporter_i::recvPart(BlobStreaming::ReservationId reservation,
+                                                           BlobStreaming::ByteCount length,
+                                                           BlobStreaming::ByteOffset absoluteOffset,
+                                                           CORBA::Boolean useTimeout,
+                                                           const BlobStreaming::TimeValue& timeout)
+{
+    require_issuer("recvPart", server::Permission::write);
+    require_reservation_owner(context_, reservation, "recvPart into");
+    IdlContext c;
+    c.id = reservation;
+    c.offset = absoluteOffset;
+    c.length = length;
+    try {
+        const auto start = context_.reservations->part_start(reservation, absoluteOffset, length);
+        c.name = start.name;
+        const std::uint64_t end = absoluteOffset + length;
+        server::TicketBinding binding =
+            binding_for(protocol::FrameType::push, start.name, start.offset, end - start.offset);
+        binding.reservation = reservation;
+        binding.part = true;
+        binding.checksum = ChecksumAlgorithm::crc32c;
+        set_transfer_options(binding, useTimeout, timeout, BlobStreaming::IGNORE_NOTIFICATIONS);
+        return issue(std::move(binding));
+    } catch (...) {
+        rethrow_declared(kNoSuchReservation | kInvalidRange | kTransferFailed, context_.store_name, c);
+    }
+}
+
 BlobStreaming::TransferNoticeSeq* BlobTransporter_i::poll()
 {
     require_opener("poll");

@@ -49,6 +49,11 @@ public:
                                    BlobStreaming::ChecksumAlgorithm checksum, CORBA::Boolean useTimeout,
                                    const BlobStreaming::TimeValue& timeout,
                                    BlobStreaming::NotificationSemantics semantics) override;
+    BlobStreaming::Reservation* reserveParts(const char* name, BlobStreaming::ByteCount size, CORBA::Boolean overwrite,
+                                             BlobStreaming::ChecksumAlgorithm checksum) override;
+    BlobStreaming::TransferTicket* recvPart(BlobStreaming::ReservationId reservation, BlobStreaming::ByteCount length,
+                                            BlobStreaming::ByteOffset absoluteOffset, CORBA::Boolean useTimeout,
+                                            const BlobStreaming::TimeValue& timeout) override;
     BlobStreaming::TransferNoticeSeq* poll() override;
     void observe(BlobStreaming::TransferObserver_ptr observer) override;
     void cancel(const BlobStreaming::TicketId id) override;

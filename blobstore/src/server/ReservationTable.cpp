@@ -5,6 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <iterator>
 #include <vector>
 
 namespace blobstreaming::server {
@@ -20,7 +22,7 @@ std::chrono::steady_clock::time_point ReservationTable::now() const
     return clock_ ? clock_() : std::chrono::steady_clock::now();
 }
 
-void ReservationTable::throw_missing(std::uint64_t id, const char* why)
+void ReservationTable::throw_missing(std::uint64_t id, const std::string& why)
 {
     throw Error(Errc::no_such_reservation, "reservation " + std::to_string(id) + " " + why);
 }
@@ -63,7 +65,7 @@ std::uint64_t ReservationTable::add(std::unique_ptr<Reservation> reservation, co
     std::lock_guard<std::mutex> lock(mutex_);
     check_limits_locked(client, "reserve " + quote_name(reservation->name()));
     const std::uint64_t id = next_id_++;
-    Entry entry{std::move(reservation), now(), nullptr, false, client};
+    Entry entry{std::move(reservation), now(), nullptr, false, client, nullptr};
     entries_.emplace(id, std::move(entry));
     ++per_client_[client];
     return id;
@@ -82,6 +84,8 @@ ReservationTable::Summary ReservationTable::find(std::uint64_t id) const
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = entries_.find(id);
     if (it == entries_.end()) throw_missing(id, "is not open (never reserved, committed, aborted or expired)");
+    if (it->second.parts)
+        throw_missing(id, "is being filled in parts (push --streams): its ranges are asked for with recvPart");
     if (!it->second.reservation) throw_missing(id, "is already being filled by a data connection");
     const Reservation& r = *it->second.reservation;
     return {id, r.name(), r.size(), r.written(), it->second.client, r.checksum_algorithm()};
@@ -125,17 +129,147 @@ std::unique_ptr<Reservation> ReservationTable::claim(std::uint64_t id)
     if (it == entries_.end())
         throw Error(Errc::refused, "reservation " + std::to_string(id) +
                                        " of this ticket was committed, aborted or expired meanwhile");
+    if (it->second.parts)
+        throw Error(Errc::refused, "reservation " + std::to_string(id) +
+                                       " is being filled in parts by other connections: it is not filled in order");
     if (!it->second.reservation)
         throw Error(Errc::refused,
                     "reservation " + std::to_string(id) + " is already being filled by another connection");
     return std::move(it->second.reservation);
 }
 
+std::uint64_t ReservationTable::Parts::held_bytes() const noexcept
+{
+    std::uint64_t n = 0;
+    for (const auto& [offset, extent] : held) n += extent.length;
+    return n;
+}
+
+std::uint64_t ReservationTable::Parts::first_taken(std::uint64_t offset, std::uint64_t end) const noexcept
+{
+    std::uint64_t first = end;
+    const auto scan = [&](const auto& ranges, auto length_of) {
+        auto it = ranges.upper_bound(offset);
+        if (it != ranges.begin()) {
+            auto before = std::prev(it);
+            if (before->first + length_of(before->second) > offset) first = std::min(first, offset);
+        }
+        if (it != ranges.end() && it->first < end) first = std::min(first, it->first);
+    };
+    scan(held, [](const Extent& e) { return e.length; });
+    scan(active, [](const auto& a) { return a.first; });
+    return first;
+}
+
+std::uint64_t ReservationTable::part_start_locked(const Entry& e, std::uint64_t id, std::uint64_t offset,
+                                                  std::uint64_t length) const
+{
+    const Reservation* r = e.parts ? e.parts->reservation.get() : e.reservation.get();
+    if (!r) throw_missing(id, "is being filled in order by a data connection, not in parts");
+    if (e.parts && e.parts->aborting) throw_missing(id, "is being aborted");
+    if (!e.parts && !r->takes_parts()) {
+        const std::string why = r->checksum_algorithm() != ChecksumAlgorithm::crc32c
+                                    ? "its checksum is " + std::string(to_string(r->checksum_algorithm())) +
+                                          ", which does not combine from parts (CRC32C does)"
+                                : r->written() > 0 ? "it already holds bytes received in order"
+                                                   : "its store writes in order only";
+        throw Error(Errc::refused, "reservation " + std::to_string(id) + " (" + quote_name(r->name()) +
+                                       ") cannot be filled in parts: " + why);
+    }
+    if (length == 0 || offset >= r->size() || length > r->size() - offset)
+        throw Error(Errc::invalid_range, "part [" + std::to_string(offset) + ", +" + std::to_string(length) +
+                                             ") of reservation " + std::to_string(id) + " (" + quote_name(r->name()) +
+                                             ", " + std::to_string(r->size()) +
+                                             " bytes): a part is a non-empty range inside the Blob");
+    const std::uint64_t end = offset + length;
+    std::uint64_t start = offset;
+    if (e.parts) {
+        // Past the bytes already held from `offset` on.
+        for (auto it = e.parts->held.find(start); it != e.parts->held.end() && start < end;
+             it = e.parts->held.find(start))
+            start = std::min(end, start + it->second.length);
+        const std::uint64_t taken = e.parts->first_taken(start, end);
+        if (taken < end)
+            throw Error(Errc::invalid_range,
+                        "part [" + std::to_string(offset) + ", " + std::to_string(end) + ") of reservation " +
+                            std::to_string(id) + " (" + quote_name(r->name()) + "): byte " + std::to_string(taken) +
+                            " is already held or being received by another connection; parts must not overlap");
+    }
+    return start;
+}
+
+ReservationTable::PartStart ReservationTable::part_start(std::uint64_t id, std::uint64_t offset,
+                                                         std::uint64_t length) const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) throw_missing(id, "is not open (never reserved, committed, aborted or expired)");
+    const Entry& e = it->second;
+    PartStart out;
+    out.offset = part_start_locked(e, id, offset, length);
+    out.name = (e.parts ? *e.parts->reservation : *e.reservation).name();
+    return out;
+}
+
+std::shared_ptr<Reservation> ReservationTable::begin_part(std::uint64_t id, std::uint64_t offset, std::uint64_t length,
+                                                          std::shared_ptr<TransferControl> control)
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(id);
+    if (it == entries_.end())
+        throw Error(Errc::refused, "reservation " + std::to_string(id) +
+                                       " of this ticket was committed, aborted or expired meanwhile");
+    Entry& e = it->second;
+    std::uint64_t start = 0;
+    try {
+        start = part_start_locked(e, id, offset, length);
+    } catch (const Error& err) {
+        throw Error(Errc::refused, err.what());
+    }
+    if (start != offset)
+        throw Error(Errc::refused, "part [" + std::to_string(offset) + ", +" + std::to_string(length) +
+                                       ") of reservation " + std::to_string(id) + ": bytes from " +
+                                       std::to_string(offset) + " were received meanwhile; ask for the part again");
+    if (!e.parts) {
+        e.parts = std::make_unique<Parts>();
+        e.parts->reservation = std::move(e.reservation);
+    }
+    e.parts->active.emplace(offset, std::make_pair(length, std::move(control)));
+    e.parked = false;
+    return e.parts->reservation;
+}
+
+void ReservationTable::end_part(std::uint64_t id, std::uint64_t offset, std::uint64_t landed, std::uint32_t crc,
+                                bool keep) noexcept
+{
+    std::shared_ptr<Reservation> victim;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = entries_.find(id);
+        if (it == entries_.end() || !it->second.parts) return;
+        Parts& parts = *it->second.parts;
+        parts.active.erase(offset);
+        if (keep && landed > 0 && !parts.aborting) {
+            parts.held[offset] = {landed, crc};
+        } else if (!keep && !parts.aborting) {
+            parts.aborting = true;
+            for (auto& [at, a] : parts.active)
+                if (a.second) a.second->cancelled = true;
+        }
+        it->second.created = now();  // the grace period runs from the last part
+        if (parts.aborting && parts.active.empty()) {
+            victim = std::move(parts.reservation);
+            erase_locked(it);
+        }
+    }
+    if (victim) victim->abort();
+}
+
 void ReservationTable::release(std::uint64_t id) noexcept
 {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = entries_.find(id);
-    if (it != entries_.end() && !it->second.reservation) erase_locked(it);
+    if (it != entries_.end() && !it->second.reservation && !it->second.parts) erase_locked(it);
 }
 
 void ReservationTable::park(std::uint64_t id, std::unique_ptr<Reservation> reservation) noexcept
@@ -144,7 +278,7 @@ void ReservationTable::park(std::uint64_t id, std::unique_ptr<Reservation> reser
         std::lock_guard<std::mutex> lock(mutex_);
         auto it = entries_.find(id);
         const bool aborted = it == entries_.end() || (it->second.control && it->second.control->cancelled);
-        if (!aborted && reservation && reservation->is_open() && !it->second.reservation) {
+        if (!aborted && reservation && reservation->is_open() && !it->second.reservation && !it->second.parts) {
             it->second.reservation = std::move(reservation);
             it->second.created = now();
             it->second.control.reset();
@@ -152,7 +286,7 @@ void ReservationTable::park(std::uint64_t id, std::unique_ptr<Reservation> reser
             it->second.reservation->suspend();  // idle until resumed
             return;
         }
-        if (it != entries_.end() && !it->second.reservation) erase_locked(it);
+        if (it != entries_.end() && !it->second.reservation && !it->second.parts) erase_locked(it);
     }
     if (reservation) reservation->abort();
 }
@@ -177,13 +311,38 @@ bool ReservationTable::abort_parked(const std::string& name)
     return true;
 }
 
-std::unique_ptr<Reservation> ReservationTable::take(std::uint64_t id)
+ReservationTable::Taken ReservationTable::take(std::uint64_t id)
 {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = entries_.find(id);
     if (it == entries_.end()) throw_missing(id, "is not open (never reserved, committed, aborted or expired)");
-    if (!it->second.reservation) throw_missing(id, "is being filled by a data connection");
-    auto out = std::move(it->second.reservation);
+    Taken out;
+    if (auto& parts = it->second.parts) {
+        if (parts->aborting) throw_missing(id, "is being aborted");
+        if (!parts->active.empty())
+            throw_missing(id, "is being filled by " + std::to_string(parts->active.size()) +
+                                  " data connection(s): commit once every part has been acknowledged");
+        const Reservation& r = *parts->reservation;
+        std::uint64_t at = 0;
+        std::uint32_t crc = 0;
+        for (const auto& [offset, extent] : parts->held) {
+            if (offset != at) break;
+            crc = at == 0 ? extent.crc : crc32c_combine(crc, extent.crc, extent.length);
+            at += extent.length;
+        }
+        if (at != r.size()) {
+            const auto next = parts->held.lower_bound(at);
+            const std::uint64_t gap_end = next == parts->held.end() ? r.size() : next->first;
+            throw Error(Errc::incomplete, "commit reservation " + std::to_string(id) + " (" + quote_name(r.name()) +
+                                              "): bytes [" + std::to_string(at) + ", " + std::to_string(gap_end) +
+                                              ") of " + std::to_string(r.size()) + " have not been received");
+        }
+        out.assembled = Checksum::crc32c(crc);
+        out.shared = std::move(parts->reservation);
+    } else {
+        if (!it->second.reservation) throw_missing(id, "is being filled by a data connection");
+        out.reservation = std::move(it->second.reservation);
+    }
     erase_locked(it);
     return out;
 }
@@ -195,6 +354,18 @@ void ReservationTable::abort(std::uint64_t id)
         std::lock_guard<std::mutex> lock(mutex_);
         auto it = entries_.find(id);
         if (it == entries_.end()) throw_missing(id, "is not open (never reserved, committed, aborted or expired)");
+        if (auto& parts = it->second.parts) {
+            if (!parts->active.empty()) {  // the last part connection to end aborts it (end_part())
+                parts->aborting = true;
+                for (auto& [at, a] : parts->active)
+                    if (a.second) a.second->cancelled = true;
+                return;
+            }
+            std::shared_ptr<Reservation> shared = std::move(parts->reservation);
+            erase_locked(it);
+            shared->abort();
+            return;
+        }
         if (!it->second.reservation) {
             if (it->second.control) it->second.control->cancelled = true;
             return;
@@ -207,12 +378,16 @@ void ReservationTable::abort(std::uint64_t id)
 
 std::size_t ReservationTable::purge()
 {
-    std::vector<std::unique_ptr<Reservation>> victims;
+    std::vector<std::shared_ptr<Reservation>> victims;
     {
         const auto t = now();
         std::lock_guard<std::mutex> lock(mutex_);
         for (auto it = entries_.begin(); it != entries_.end();) {
-            if (it->second.reservation && t >= it->second.created + grace_) {
+            const auto& parts = it->second.parts;
+            if (parts && parts->active.empty() && t >= it->second.created + grace_) {
+                victims.push_back(std::move(parts->reservation));
+                it = erase_locked(it);
+            } else if (it->second.reservation && t >= it->second.created + grace_) {
                 victims.push_back(std::move(it->second.reservation));
                 it = erase_locked(it);
             } else {
@@ -230,12 +405,21 @@ std::size_t ReservationTable::purge()
 
 void ReservationTable::abort_all() noexcept
 {
-    std::vector<std::unique_ptr<Reservation>> victims;
+    std::vector<std::shared_ptr<Reservation>> victims;
     {
         std::lock_guard<std::mutex> lock(mutex_);
         for (auto& [id, e] : entries_) {
-            if (e.reservation) victims.push_back(std::move(e.reservation));
-            else if (e.control) e.control->cancelled = true;
+            if (e.parts) {
+                // Part connections still using it hold it; the last one's
+                // end drops it (the destructor aborts an open reservation).
+                for (auto& [at, a] : e.parts->active)
+                    if (a.second) a.second->cancelled = true;
+                if (e.parts->active.empty()) victims.push_back(std::move(e.parts->reservation));
+            } else if (e.reservation) {
+                victims.push_back(std::move(e.reservation));
+            } else if (e.control) {
+                e.control->cancelled = true;
+            }
         }
         entries_.clear();
         per_client_.clear();
@@ -260,7 +444,8 @@ std::size_t ReservationTable::waiting() const
 {
     std::lock_guard<std::mutex> lock(mutex_);
     std::size_t n = 0;
-    for (const auto& kv : entries_) n += kv.second.reservation ? 1 : 0;
+    for (const auto& kv : entries_)
+        n += (kv.second.reservation || (kv.second.parts && kv.second.parts->active.empty())) ? 1 : 0;
     return n;
 }
 

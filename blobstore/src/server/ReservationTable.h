@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace blobstreaming::server {
@@ -92,9 +93,51 @@ public:
     /// it instead when the control plane aborted it meanwhile or it is closed.
     void park(std::uint64_t id, std::unique_ptr<Reservation> reservation) noexcept;
 
+    // -- filling in parts (push --streams): several data connections, each
+    // a range. The reservation moves into the entry's ledger at the first
+    // part; each part's connection shares it while it receives (all on the
+    // reactor thread); the ledger keeps the ranges received with their
+    // CRC32Cs. Such a reservation is not claimed, resumed nor filled in
+    // order; it is committed by the control plane (take()) once its ranges
+    // cover the Blob, with the CRC32C combined from them.
+
+    /// Where a part ticket for [offset, offset + length) of `id` starts: past
+    /// the bytes of the range already held from `offset` on (a part that
+    /// broke off continues there). Returns the start (== offset + length:
+    /// nothing left to send). Error(no_such_reservation) when `id` is not
+    /// open or being filled in order; Error(invalid_range) when the range is
+    /// outside the Blob or the rest of it overlaps bytes held or being
+    /// received by another connection; Error(refused) when the reservation
+    /// cannot be filled in parts (its checksum, its store).
+    struct PartStart {
+        std::uint64_t offset = 0;
+        std::string name;  ///< the reservation's Blob
+    };
+    PartStart part_start(std::uint64_t id, std::uint64_t offset, std::uint64_t length) const;
+    /// Data plane: a part connection begins to receive [offset, offset +
+    /// length) into `id` (checks as part_start(), the range must start
+    /// where it says). Error(refused) naming why otherwise.
+    std::shared_ptr<Reservation> begin_part(std::uint64_t id, std::uint64_t offset, std::uint64_t length,
+                                            std::shared_ptr<TransferControl> control);
+    /// Data plane: the part connection of [offset, ...) has ended with
+    /// `landed` bytes from `offset` on, whose CRC32C is `crc`. `keep`: they
+    /// count (received, or kept for the part to continue); otherwise the
+    /// whole reservation is aborted (a store error), once no other part
+    /// connection uses it.
+    void end_part(std::uint64_t id, std::uint64_t offset, std::uint64_t landed, std::uint32_t crc, bool keep) noexcept;
+
+    struct Taken {
+        std::unique_ptr<Reservation> reservation;
+        /// Filled in parts: the checksum combined from them (commit_assembled()).
+        std::optional<Checksum> assembled;
+        std::shared_ptr<Reservation> shared;  ///< filled in parts: the reservation (not in `reservation`)
+        Reservation& get() const noexcept { return reservation ? *reservation : *shared; }
+    };
     /// Control plane commit: takes a waiting reservation out.
-    /// Error(no_such_reservation), also when a data connection is filling it.
-    std::unique_ptr<Reservation> take(std::uint64_t id);
+    /// Error(no_such_reservation), also when a data connection is filling it;
+    /// Error(incomplete) naming the first missing range when parts do not
+    /// cover the Blob yet (the reservation then stays).
+    Taken take(std::uint64_t id);
 
     /// Control plane abort: aborts a waiting reservation, or cancels the push
     /// filling it. Error(no_such_reservation).
@@ -117,15 +160,33 @@ public:
     std::size_t open_by(const std::string& client) const;
 
 private:
+    /// The ledger of a reservation filled in parts.
+    struct Parts {
+        struct Extent {
+            std::uint64_t length = 0;
+            std::uint32_t crc = 0;
+        };
+        std::shared_ptr<Reservation> reservation;
+        std::map<std::uint64_t, Extent> held;                                                        ///< by offset
+        std::map<std::uint64_t, std::pair<std::uint64_t, std::shared_ptr<TransferControl>>> active;  ///< by offset
+        bool aborting = false;  ///< aborted while parts were being received
+        std::uint64_t held_bytes() const noexcept;
+        /// The first byte of [offset, end) that is held or being received, or `end`.
+        std::uint64_t first_taken(std::uint64_t offset, std::uint64_t end) const noexcept;
+    };
+
     struct Entry {
-        std::unique_ptr<Reservation> reservation;  ///< null while claimed
+        std::unique_ptr<Reservation> reservation;  ///< null while claimed or filled in parts
         std::chrono::steady_clock::time_point created;
         std::shared_ptr<TransferControl> control;
-        bool parked = false;  ///< a push into it broke off (see park())
-        std::string client;   ///< who reserved it: counted against its limit, the only one to use it
+        bool parked = false;           ///< a push into it broke off (see park())
+        std::string client;            ///< who reserved it: counted against its limit, the only one to use it
+        std::unique_ptr<Parts> parts;  ///< filled in parts
     };
+    /// part_start()'s checks; the caller holds mutex_.
+    std::uint64_t part_start_locked(const Entry& e, std::uint64_t id, std::uint64_t offset, std::uint64_t length) const;
     std::chrono::steady_clock::time_point now() const;
-    [[noreturn]] static void throw_missing(std::uint64_t id, const char* why);
+    [[noreturn]] static void throw_missing(std::uint64_t id, const std::string& why);
     /// Throws limit_reached; the caller holds mutex_.
     void check_limits_locked(const std::string& client, const std::string& what) const;
     /// Removes an entry and its client's count; the caller holds mutex_.

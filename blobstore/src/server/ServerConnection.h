@@ -103,6 +103,13 @@ private:
     int read_push_body();
     int read_trailer();
     int finish_push();
+    /// A part of a reservation filled in parts (TicketBinding::part): the
+    /// ledger takes the range once its trailer matches; nothing commits.
+    int start_part();
+    int finish_part();
+    /// The part connection ends: its bytes go to the ledger (`keep`), or
+    /// the whole reservation is aborted.
+    void end_part(bool keep) noexcept;
     /// How a push's commit ended.
     struct CommitOutcome {
         bool ok = false;
@@ -197,6 +204,8 @@ private:
     protocol::Request request_{};
     TicketBinding binding_;
     std::unique_ptr<Reservation> reservation_;  ///< push
+    std::shared_ptr<Reservation> part_;         ///< push of a part: shared with the other parts' connections
+    std::uint32_t part_crc_ = 0;                ///< CRC32C of the part's bytes received so far
     BlobRange range_;                           ///< pull
     /// A streamed pull's bytes read from the store, [stream_at_, stream_end_)
     /// not sent yet; allocated for a streamed pull only.

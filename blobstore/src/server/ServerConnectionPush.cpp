@@ -46,6 +46,7 @@ std::string store_error_text(const Reservation& r, const std::error_code& ec)
 
 int ServerConnection::start_push()
 {
+    if (binding_.part) return start_part();
     try {
         reservation_ = server_->reservations.claim(binding_.reservation);
     } catch (const Error& e) {
@@ -83,23 +84,26 @@ int ServerConnection::read_push_body()
         if (allowance == 0) return 0;
         std::error_code ec;
         const std::uint64_t want = std::min<std::uint64_t>({kChunk, request_.length - body_done_, allowance});
-        const Reservation::Window w = reservation_->window(static_cast<std::size_t>(want), ec);
+        Reservation& into = part_ ? *part_ : *reservation_;
+        const Reservation::Window w =
+            part_ ? into.window_at(request_.offset + body_done_, static_cast<std::size_t>(want), ec)
+                  : into.window(static_cast<std::size_t>(want), ec);
         if (ec || w.size == 0) {
-            fail_transfer(
-                ec ? store_errc(ec) : Errc::transfer_failed,
-                "the store cannot take byte " + std::to_string(body_done_) + ": " +
-                    (ec ? store_error_text(*reservation_, ec) : std::string("no room left in the reservation")),
-                true);
+            fail_transfer(ec ? store_errc(ec) : Errc::transfer_failed,
+                          "the store cannot take byte " + std::to_string(request_.offset + body_done_) + ": " +
+                              (ec ? store_error_text(into, ec) : std::string("no room left in the reservation")),
+                          true);
             return -1;
         }
         const IoResult r = read_some(*io_, w.data, w.size);
         if (r.done()) {
-            if (auto adv = reservation_->advance(r.bytes())) {
+            if (auto adv = part_ ? into.advance_at(r.bytes()) : into.advance(r.bytes())) {
                 // The store writes the bytes out here on some file systems: a
                 // full disk is out_of_space (and the reservation is aborted).
-                fail_transfer(store_errc(adv), store_error_text(*reservation_, adv), true);
+                fail_transfer(store_errc(adv), store_error_text(into, adv), true);
                 return -1;
             }
+            if (part_) part_crc_ = crc32c(w.data, r.bytes(), part_crc_);
             body_done_ += r.bytes();
             budget -= std::min<std::uint64_t>(budget, r.bytes());
             progress();
@@ -129,7 +133,7 @@ int ServerConnection::read_trailer()
 {
     const IoResult r = frame_.fill(*io_);
     if (r.bytes() > 0) progress();
-    if (r.done()) return finish_push();
+    if (r.done()) return part_ ? finish_part() : finish_push();
     if (r.blocked()) return 0;
     fail_transfer(Errc::transfer_failed,
                   r.eof() ? "the peer closed the connection after all " + std::to_string(request_.length) +
@@ -155,6 +159,60 @@ int ServerConnection::finish_push()
     const CommitOutcome outcome = commit_reservation(*reservation_, trailer.checksum);
     reservation_.reset();
     return send_response(protocol::encode(record_push(outcome)), Then::next_request);
+}
+
+int ServerConnection::start_part()
+{
+    try {
+        part_ =
+            server_->reservations.begin_part(binding_.reservation, request_.offset, request_.length, binding_.control);
+    } catch (const Error& e) {
+        spdlog::warn("data connection {}: refused: {}", peer_, e.what());
+        end_transfer(false, e.what());
+        return refuse(Errc::refused, e.what());
+    }
+    part_crc_ = 0;
+    spdlog::debug("data connection {}: push {} part [{}, +{}) (ticket {}) started", peer_, quote_name(binding_.blob),
+                  request_.offset, request_.length, protocol::ticket_tag(request_.ticket));
+    phase_ = Phase::push_body;
+    return read_push_body();
+}
+
+void ServerConnection::end_part(bool keep) noexcept
+{
+    if (!part_) return;
+    part_.reset();  // before the ledger may abort it: the last user lets go
+    server_->reservations.end_part(binding_.reservation, request_.offset, body_done_, part_crc_, keep);
+}
+
+int ServerConnection::finish_part()
+{
+    protocol::Trailer trailer;
+    std::string why;
+    protocol::Response response;
+    response.length = request_.length;
+    const Checksum received = Checksum::crc32c(part_crc_);
+    const std::string part = "push " + quote_name(binding_.blob) + " part [" + std::to_string(request_.offset) + ", " +
+                             std::to_string(request_.offset + request_.length) + ")";
+    if (protocol::decode(frame_.first<protocol::kTrailerSize>(), trailer, why)) {
+        response.status = Errc::protocol_error;
+        response.message = part + ": " + why + "; the part was not kept";
+    } else if (trailer.checksum != received) {
+        response.status = Errc::digest_mismatch;
+        response.message = part + ": the received bytes have checksum " + received.text() + ", the sender announced " +
+                           trailer.checksum.text() + "; the part was not kept";
+    }
+    if (response.status != Errc::ok) {
+        body_done_ = 0;  // nothing of it counts: sent again, it is received again
+        end_part(true);
+        end_transfer(false, response.message);
+        return send_response(protocol::encode(response), Then::next_request);
+    }
+    end_part(true);
+    response.checksum = received;
+    record_throughput(request_.length);
+    end_transfer(true, "");
+    return send_response(protocol::encode(response), Then::next_request);
 }
 
 ServerConnection::CommitOutcome ServerConnection::commit_reservation(Reservation& r, const Checksum& expected) noexcept

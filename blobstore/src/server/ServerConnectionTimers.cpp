@@ -93,6 +93,9 @@ void ServerConnection::end_transfer(bool succeeded, const std::string& reason)
 void ServerConnection::fail_transfer(Errc status, const std::string& reason, bool tell_peer)
 {
     const bool push = request_.type == protocol::FrameType::push;
+    // A part keeps what landed for the part to continue, unless the store
+    // failed (then the whole reservation goes).
+    end_part(status == Errc::transfer_failed || status == Errc::timeout || status == Errc::cancelled);
     if (reservation_) {
         if (status == Errc::transfer_failed || status == Errc::timeout) {
             // The connection broke or stalled: keep what arrived for the

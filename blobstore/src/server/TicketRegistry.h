@@ -25,6 +25,10 @@ struct TicketBinding {
     protocol::FrameType direction = protocol::FrameType::pull;  ///< push or pull
     std::string blob;                                           ///< the Blob (pull) or the reservation's name (push)
     std::uint64_t reservation = 0;                              ///< push: the reservation id in the ReservationTable
+    /// Push: one part of a reservation filled in parts (recvPart): the range
+    /// is received, its CRC32C trailer checked and acknowledged; the control
+    /// plane commits.
+    bool part = false;
     std::uint64_t offset = 0;
     std::uint64_t length = 0;
     /// Pull: the committed version the ticket was issued for. The data

@@ -65,6 +65,10 @@ private:
         return false;
     }
 
+    /// pwrite at any offset; in parts the one buffer slot is used (CRC32C
+    /// hashes inline, no helper holds it).
+    bool writes_anywhere() const noexcept override { return true; }
+
     Window do_window(std::uint64_t /*offset*/, std::size_t max, std::error_code& ec) override
     {
         if (!open_file(ec)) return {};
@@ -112,7 +116,9 @@ private:
             done += static_cast<std::size_t>(w);
         }
         settle(n);
-        if (state_->sync) writeback_.written(fd_.get(), kHeaderSize + offset + n);
+        // Writeback follows bytes written in order; in parts the commit's
+        // fdatasync does it all.
+        if (state_->sync && !parted()) writeback_.written(fd_.get(), kHeaderSize + offset + n);
         if (hashes_in_background()) {  // slots in turn (do_window)
             fill_ += n;
             slot_end_[current_] = offset + n;

@@ -177,6 +177,8 @@ public:
     ~MemoryReservation() override { abort(); }
 
 private:
+    bool writes_anywhere() const noexcept override { return true; }
+
     Window do_window(std::uint64_t offset, std::size_t max, std::error_code&) override
     {
         return {bytes_.get() + offset, max};

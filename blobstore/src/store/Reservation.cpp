@@ -16,6 +16,11 @@ Reservation::Window Reservation::window(std::size_t max, std::error_code& ec)
         ec = Errc::reservation_closed;
         return {};
     }
+    if (parted_) {
+        ec = Errc::invalid_argument;
+        error_message_ = "reservation for " + quote_name(name_) + " is filled in parts: bytes go to window_at()";
+        return {};
+    }
     if (remaining() == 0 || max == 0) return {};
     if (hash_.algorithm() == ChecksumAlgorithm::sha256) {
         hash_.run_in_background();  // a no-op when running, inline when no thread can be had
@@ -25,6 +30,56 @@ Reservation::Window Reservation::window(std::size_t max, std::error_code& ec)
     last_ = do_window(written_, want, ec);
     if (ec) last_ = {};
     return last_;
+}
+
+Reservation::Window Reservation::window_at(std::uint64_t offset, std::size_t max, std::error_code& ec)
+{
+    ec.clear();
+    last_ = {};
+    if (state_ != State::open) {
+        ec = Errc::reservation_closed;
+        return {};
+    }
+    if (!parted_ && !takes_parts()) {
+        ec = Errc::invalid_argument;
+        error_message_ = "reservation for " + quote_name(name_) + " cannot be filled in parts (" +
+                         (written_ > 0 ? std::string("it is being filled in order")
+                          : hash_.algorithm() != ChecksumAlgorithm::crc32c
+                              ? "its checksum is " + std::string(to_string(hash_.algorithm())) +
+                                    ", which does not combine from parts; CRC32C does"
+                              : std::string("its store writes in order only")) +
+                         ")";
+        return {};
+    }
+    if (offset >= size_) {
+        ec = Errc::invalid_range;
+        error_message_ = "reservation for " + quote_name(name_) + ": byte " + std::to_string(offset) +
+                         " is past its end (" + std::to_string(size_) + " bytes)";
+        return {};
+    }
+    parted_ = true;
+    const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(max, size_ - offset));
+    if (want == 0) return {};
+    last_ = do_window(offset, want, ec);
+    if (ec) last_ = {};
+    last_at_ = offset;
+    return last_;
+}
+
+std::error_code Reservation::advance_at(std::size_t n)
+{
+    if (state_ != State::open) return Errc::reservation_closed;
+    if (!parted_ || n > last_.size) return Errc::invalid_range;
+    if (n > 0) {
+        if (auto ec = do_advance(last_.data, n, last_at_)) {
+            last_ = {};
+            return ec;
+        }
+    }
+    last_at_ += n;
+    last_.data += n;
+    last_.size -= n;
+    return {};
 }
 
 std::error_code Reservation::do_read_back(std::uint64_t, std::uint8_t*, std::size_t) const
@@ -71,10 +126,28 @@ BlobInfo Reservation::commit(const Checksum* expected)
     if (state_ != State::open)
         throw Error(Errc::reservation_closed, "commit " + quote_name(name_) + ": the reservation was already " +
                                                   (state_ == State::committed ? "committed" : "aborted"));
+    if (parted_)
+        throw Error(Errc::incomplete, "commit " + quote_name(name_) +
+                                          ": the reservation was filled in parts; it commits with their checksum");
     if (written_ != size_)
         throw Error(Errc::incomplete, "commit " + quote_name(name_) + ": " + std::to_string(written_) + " of " +
                                           std::to_string(size_) + " bytes written");
-    const Checksum checksum = hash_.finish();
+    return finish_commit(hash_.finish(), expected);
+}
+
+BlobInfo Reservation::commit_assembled(const Checksum& assembled, const Checksum* expected)
+{
+    if (state_ != State::open)
+        throw Error(Errc::reservation_closed, "commit " + quote_name(name_) + ": the reservation was already " +
+                                                  (state_ == State::committed ? "committed" : "aborted"));
+    if (!parted_ && size_ > 0)
+        throw Error(Errc::incomplete, "commit " + quote_name(name_) + ": the reservation was not filled in parts");
+    hash_.stop();
+    return finish_commit(assembled, expected);
+}
+
+BlobInfo Reservation::finish_commit(const Checksum& checksum, const Checksum* expected)
+{
     if (expected && expected->algorithm != checksum.algorithm) {
         abort();
         throw Error(Errc::digest_mismatch, "commit " + quote_name(name_) + ": the sender announced a " +

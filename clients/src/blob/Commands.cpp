@@ -93,6 +93,7 @@ client::PushOptions push_options(const Invocation& call)
     options.replace = call.replace;
     options.resume = call.resume;
     options.checksum = call.checksum;
+    options.streams = call.streams;
     return options;
 }
 

@@ -136,8 +136,9 @@ po::options_description describe()
         ("resume", "push/pull: continue an interrupted transfer where it stopped (push: the store's kept "
                    "reservation; pull: the bytes FILE already holds)")
         ("streams", po::value<std::string>()->value_name("N"),
-         "pull: N data connections, each a contiguous range of at least 1 MiB (1 to 64, default 1; fewer for a "
-         "shorter range; one with --resume, a FIFO, a device or standard output)")
+         "push/pull: N data connections, each a contiguous range of at least 1 MiB (1 to 64, default 1; fewer "
+         "for a shorter Blob or range; one with --resume, a FIFO, a device or standard input/output, and for a "
+         "SHA-256 checksum)")
         ("verify", "pull: check the whole Blob's checksum against the store's (the default for whole-Blob pulls)")
         ("no-verify", "pull: skip the check of the whole Blob's checksum")
         ("index", po::value<std::string>()->value_name("URL"), "find, pull --study/--series: the study index, sqlite:PATH or postgresql://... (env BLOBSTREAMING_INDEX)")
@@ -167,7 +168,7 @@ const std::vector<CommandHelp>& command_help()
          "push FILE... | push --name NAME FILE",
          "Store each FILE ('-': standard input; a FIFO, a device) under its base name, several in flight, or one "
          "FILE under --name. The store acknowledges once the Blob is committed durably and its checksum verified.",
-         {"name", "replace", "checksum", "size", "resume"}},
+         {"name", "replace", "checksum", "size", "resume", "streams"}},
         {"pull",
          "pull NAME [FILE] | pull --study UID DIR | pull --series UID DIR",
          "Retrieve NAME to FILE (default ./NAME; '-': standard output; a FIFO, a device), whole or a range. A "
@@ -370,9 +371,8 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
             call.window = static_cast<std::size_t>(cli::parse_count("--window", vm["window"].as<std::string>(), 1, 64));
     }
     if (vm.count("streams")) {
-        if (call.command != "pull")
-            throw UsageError("--streams applies to pull only, not " + call.command +
-                             (call.command == "push" ? " (a push runs over one data connection)" : ""));
+        if (call.command != "pull" && call.command != "push")
+            throw UsageError("--streams applies to push and pull only, not " + call.command);
         call.streams = cli::parse_count("--streams", vm["streams"].as<std::string>(), 1, client::kMaxStreams);
     }
     parse_dicom_options(vm, call);

@@ -111,6 +111,37 @@ public:
     /// No-op when already closed.
     void abort() noexcept;
 
+    // -- filling in parts: several connections, each a range of the Blob --
+    //
+    // A reservation is filled either in order (window()/advance() above) or
+    // in parts (window_at()/advance_at()), never both. In parts, the caller
+    // keeps the ledger: which ranges hold bytes and their CRC32Cs (the
+    // daemon's ReservationTable), and commits with the checksum combined
+    // from them (commit_assembled()). Only a CRC32C reservation of a store
+    // that writes at any offset (takes_parts()) can be filled in parts.
+
+    /// Whether window_at() may be used: a CRC32C reservation of a store that
+    /// takes bytes at any offset, not yet filled in order.
+    bool takes_parts() const noexcept
+    {
+        return state_ == State::open && hash_.algorithm() == ChecksumAlgorithm::crc32c && written_ == 0 &&
+               writes_anywhere();
+    }
+    /// Filled in parts since the first window_at().
+    bool parted() const noexcept { return parted_; }
+    /// As window(), for bytes starting at `offset`: at most `max` bytes, and
+    /// never past the end of the reservation. Errc::invalid_argument when
+    /// !takes_parts() and not parted(); Errc::invalid_range past the end.
+    Window window_at(std::uint64_t offset, std::size_t max, std::error_code& ec);
+    /// The first `n` bytes of the last window_at() now hold data. Adds
+    /// nothing to any checksum: the caller hashes the bytes (the window's)
+    /// for its ledger.
+    std::error_code advance_at(std::size_t n);
+    /// commit() of a reservation filled in parts: `assembled` is the checksum
+    /// the caller combined from its ledger, whose ranges cover the whole Blob;
+    /// `expected` as in commit().
+    BlobInfo commit_assembled(const Checksum& assembled, const Checksum* expected);
+
     /// Copies `n` bytes at `offset` of the Blob, all of them among the bytes
     /// already advanced over, into `out`: how a pull follows a Blob still
     /// being received (BlobInFlight). The one call that may run on another
@@ -153,16 +184,24 @@ protected:
     /// do_commit() waits for the disk (commit_waits()).
     virtual bool commit_syncs() const noexcept { return false; }
     virtual void do_abort() noexcept = 0;
+    /// Whether do_window() and do_advance() take any offset, in any order
+    /// (window_at()); by default not.
+    virtual bool writes_anywhere() const noexcept { return false; }
     /// See read_back(); by default not supported.
     virtual std::error_code do_read_back(std::uint64_t offset, std::uint8_t* out, std::size_t n) const;
 
 private:
     enum class State { open, committed, aborted };
 
+    /// commit()'s end: compares with `expected`, publishes, runs the hook.
+    BlobInfo finish_commit(const Checksum& checksum, const Checksum* expected);
+
     std::string name_;
     std::uint64_t size_;
     std::uint64_t written_ = 0;
     Window last_{};
+    std::uint64_t last_at_ = 0;  ///< parted: the offset of last_
+    bool parted_ = false;
     /// Positions count from 0 at construction: they are the Blob's offsets.
     HashPipeline hash_;
     std::string error_message_;

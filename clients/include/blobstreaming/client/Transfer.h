@@ -143,6 +143,16 @@ struct PushOptions {
     /// (blobstored --checksum). The Blob keeps it: stat, list and every
     /// whole-Blob pull use it.
     std::optional<ChecksumAlgorithm> checksum;
+    /// Data connections the Blob is pushed over, 1 to kMaxStreams
+    /// (Errc::invalid_argument otherwise): for long links where one TCP
+    /// connection's window limits the rate. The Blob is split into this many
+    /// contiguous parts of at least kMinStreamRange bytes (fewer when it is
+    /// shorter), received by the store concurrently and committed once, with
+    /// the CRC32C combined from the parts' (Result::streams says how many
+    /// ran). One stream is used for a producer source, with `resume`, and
+    /// for a SHA-256 checksum (its digest does not combine). A broken stream
+    /// continues its own part, up to 3 times.
+    std::size_t streams = 1;
 };
 
 struct PullOptions {
