@@ -11,7 +11,8 @@ namespace, each timed from fork to exit:
 
 - pull of one --size Blob (default 256 MiB) with --streams 1, 2 and 4 (to
   a file; each run's bytes compared with the pushed file);
-- push of the same Blob (one data connection: push takes no --streams);
+- push of the same Blob with --streams 1, 2 and 4 (--replace; each run's
+  committed checksum compared with the file's);
 - iperf3 -P 1 and -P 4 (-R for the store -> client direction, -w the same
   buffer) on the same link in the same run.
 
@@ -20,8 +21,9 @@ records two rates: `MBps`, the process from fork to exit (naming lookup,
 tickets and TCP slow start included), and `transfer_MBps`, the library's
 own time of the transfer (`seconds` of `--json`: from the data connections'
 start to the checked end). Writes --out/results.json (every run) and
---out/summary.{json,md}: median MB/s per case, pull 4 streams / 1 stream
-(target >= 3) and / iperf3 -P 4 (target >= 0.9), on both rates. Targets are reported, never asserted: exit 0 when every transfer
+--out/summary.{json,md}: median MB/s per case, pull and push 4 streams / 1
+stream (target >= 3) and / iperf3 -P 4 in that direction (target >= 0.9), on
+both rates. Targets are reported, never asserted: exit 0 when every transfer
 was complete and right. Needs root (namespaces); without it the run is
 skipped with a message (exit 77)."""
 
@@ -49,7 +51,7 @@ from harness.naming import naming_url, nameclt_answers, omninames_argv  # noqa: 
 
 TARGET_OVER_ONE = 3.0
 TARGET_OVER_IPERF = 0.9
-PULL_STREAMS = (1, 2, 4)
+STREAMS = (1, 2, 4)
 
 
 def parse_args():
@@ -141,8 +143,9 @@ class Bench:
         src = os.path.join(self.tmp, "blob")
         harness.write_random(src, a.size, algorithm=None)
         self.run_blob("push", "--store", "streams", "--name", "B", src)
+        want = harness.checksum_file(src, "crc32c")
 
-        cases = [("pull", n) for n in PULL_STREAMS] + [("push", 1)]
+        cases = [("pull", n) for n in STREAMS] + [("push", n) for n in STREAMS]
         records = []
         for run in range(a.runs + 1):  # run 0 untimed
             for direction, n in (cases if run % 2 == 0 else list(reversed(cases))):
@@ -155,7 +158,12 @@ class Bench:
                         raise RuntimeError(f"pull --streams {n}: the pulled bytes differ")
                     os.unlink(out)
                 else:
-                    seconds, j = self.run_blob("push", "--store", "streams", "--replace", "--name", "B", src)
+                    seconds, j = self.run_blob("push", "--store", "streams", "--streams", str(n), "--replace",
+                                               "--name", "B", src)
+                    if j.get("streams") != n:
+                        raise RuntimeError(f"push --streams {n} ran over {j.get('streams')} streams")
+                    if j.get("checksum") != want:
+                        raise RuntimeError(f"push --streams {n}: committed {j.get('checksum')}, the file has {want}")
                 mbps = a.size / seconds / 1e6
                 transfer = a.size / j["seconds"] / 1e6 if j.get("seconds") else None
                 print(f"{'timed' if run else 'warm-up'} {direction} streams {n}: {seconds:.2f} s, {mbps:.1f} MB/s "
@@ -181,10 +189,12 @@ def summarize(args, records, label):
             cases.append(r["case"])
     med = {c: statistics.median(r["MBps"] for r in records if r["case"] == c) for c in cases}
     tmed = {c: statistics.median(r["transfer_MBps"] for r in records if r["case"] == c) for c in cases}
-    ratios = {"pull_4_over_1": med["pull-4"] / med["pull-1"],
-              "pull_4_over_iperf3_P4": med["pull-4"] / med["iperf3-pull-P4"],
-              "transfer_pull_4_over_1": tmed["pull-4"] / tmed["pull-1"],
-              "transfer_pull_4_over_iperf3_P4": tmed["pull-4"] / tmed["iperf3-pull-P4"]}
+    ratios = {}
+    for d in ("pull", "push"):
+        ratios[f"{d}_4_over_1"] = med[f"{d}-4"] / med[f"{d}-1"]
+        ratios[f"{d}_4_over_iperf3_P4"] = med[f"{d}-4"] / med[f"iperf3-{d}-P4"]
+        ratios[f"transfer_{d}_4_over_1"] = tmed[f"{d}-4"] / tmed[f"{d}-1"]
+        ratios[f"transfer_{d}_4_over_iperf3_P4"] = tmed[f"{d}-4"] / tmed[f"iperf3-{d}-P4"]
     targets = {k: TARGET_OVER_ONE if k.endswith("over_1") else TARGET_OVER_IPERF for k in ratios}
     summary = {"link": label, "socket_buffer": args.socket_buffer, "blob_bytes": args.size, "runs": args.runs,
                "median_MBps": med, "median_transfer_MBps": tmed, "ratios": ratios, "targets": targets,
@@ -199,6 +209,7 @@ def summarize(args, records, label):
 
 def main():
     args = parse_args()
+    os.environ["BS_BUILDDIR"] = os.path.abspath(args.build)  # the harness's checksum tool
     os.makedirs(args.out, exist_ok=True)
     bench = Bench(args)
     try:

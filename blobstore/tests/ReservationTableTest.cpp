@@ -369,3 +369,16 @@ BOOST_FIXTURE_TEST_CASE(a_part_ledger_left_alone_expires, Fixture)
     BOOST_CHECK_EQUAL(table.open(), 0u);
     BOOST_CHECK_EQUAL(store.usage().reserved, 0u);
 }
+
+BOOST_FIXTURE_TEST_CASE(a_new_push_supersedes_an_idle_push_in_parts, Fixture)
+{
+    const auto id = table.add(store.reserve("P.6", 10));
+    receive_part(table, id, 0, "abcde", 5);
+    BOOST_CHECK(table.abort_parked("P.6"));
+    BOOST_CHECK_EQUAL(table.open(), 0u);
+    BOOST_CHECK_EQUAL(store.usage().reserved, 0u);
+    // Not while a part is being received.
+    const auto busy = table.add(store.reserve("P.7", 10));
+    auto r = table.begin_part(busy, 0, 10, std::make_shared<TransferControl>());
+    BOOST_CHECK(!table.abort_parked("P.7"));
+}

@@ -260,6 +260,8 @@ void ReservationTable::end_part(std::uint64_t id, std::uint64_t offset, std::uin
         if (parts.aborting && parts.active.empty()) {
             victim = std::move(parts.reservation);
             erase_locked(it);
+        } else if (parts.active.empty()) {
+            parts.reservation->suspend();  // idle until the next part or the commit
         }
     }
     if (victim) victim->abort();
@@ -293,15 +295,22 @@ void ReservationTable::park(std::uint64_t id, std::unique_ptr<Reservation> reser
 
 bool ReservationTable::abort_parked(const std::string& name)
 {
-    std::unique_ptr<Reservation> victim;
+    std::shared_ptr<Reservation> victim;
     {
         std::lock_guard<std::mutex> lock(mutex_);
         for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-            if (it->second.parked && it->second.reservation && it->second.reservation->name() == name) {
-                victim = std::move(it->second.reservation);
-                erase_locked(it);
-                break;
+            Entry& e = it->second;
+            if (e.parked && e.reservation && e.reservation->name() == name) {
+                victim = std::move(e.reservation);
+            } else if (e.parts && e.parts->active.empty() && !e.parts->aborting &&
+                       e.parts->reservation->name() == name) {
+                // A push in parts whose client went away.
+                victim = std::move(e.parts->reservation);
+            } else {
+                continue;
             }
+            erase_locked(it);
+            break;
         }
     }
     if (!victim) return false;
