@@ -34,14 +34,14 @@ bool takes_ranges(const PullSink& sink)
     }
 }
 
-bool retriable(const std::error_code& e)
+}  // namespace
+
+bool stream_can_continue(const std::error_code& e) noexcept
 {
     if (e.category() != error_category()) return false;
     const auto code = static_cast<Errc>(e.value());
     return code == Errc::transfer_failed || code == Errc::timeout || code == Errc::unreachable;
 }
-
-}  // namespace
 
 /// The destination seen by one part's data connection: its bytes go to the
 /// pull's destination at the part's place, through a bounce buffer, and
@@ -57,7 +57,7 @@ public:
     void commit(std::size_t n) override
     {
         ParallelPull& pull = *pull_;
-        if (pull.failed_)
+        if (pull.failure_.failed)
             throw Error(Errc::cancelled, pull.what_ + ": stream " + std::to_string(part_ + 1) +
                                              " stopped: another stream of the pull failed");
         Part& p = pull.parts_[part_];
@@ -195,7 +195,8 @@ void ParallelPull::submit(std::size_t part, const Ticket& ticket)
 void ParallelPull::on_loop_thread_part_done(std::size_t part, const JobOutcome& o)
 {
     Part& p = parts_[part];
-    if (o.error && !failed_ && retriable(o.error) && p.retries < kStreamRetries && p.received < p.length) {
+    if (o.error && !failure_.failed && stream_can_continue(o.error) && p.retries < kStreamRetries &&
+        p.received < p.length) {
         ++p.retries;
         library_log()->info("{}: stream {} broke after {} of its {} bytes ({}); continuing its range", what_, part + 1,
                             p.received, p.length, o.message);
@@ -228,7 +229,7 @@ void ParallelPull::on_control_thread_retry(std::size_t part)
                                                 (ticket.version ? describe_version(*ticket.version) : "unknown") +
                                                 ", was " + describe_version(version_) + "); pull it again");
         session_.loop.post([pull = shared_from_this(), part, ticket] {
-            if (pull->failed_) return pull->record_failure({}, {});
+            if (pull->failure_.failed) return pull->record_failure({}, {});
             pull->submit(part, ticket);
         });
     } catch (const Error& e) {
@@ -240,13 +241,7 @@ void ParallelPull::on_control_thread_retry(std::size_t part)
 
 void ParallelPull::record_failure(std::error_code code, const std::string& message)
 {
-    // The first failure is the pull's; the streams it stops report
-    // Errc::cancelled afterwards.
-    if (code && !failed_) {
-        failed_ = true;
-        error_ = code;
-        message_ = message;
-    }
+    failure_.record(code, message);
     if (--running_ == 0) on_loop_thread_finish();
 }
 
@@ -259,10 +254,10 @@ void ParallelPull::on_loop_thread_finish()
     r.bytes = moved_;
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
     r.streams = parts_.size();
-    if (failed_) {
+    if (failure_.failed) {
         destination_->abandon();
-        r.error = error_;
-        r.message = message_;
+        r.error = failure_.error;
+        r.message = failure_.message;
         return session_.complete(done_, std::move(r));
     }
     try {

@@ -35,6 +35,26 @@ namespace blobstreaming::client {
 /// many times.
 constexpr unsigned kStreamRetries = 3;
 
+/// Whether a stream that ended with `e` continues on a new connection: it
+/// broke in transit (transfer failed, timeout, unreachable).
+bool stream_can_continue(const std::error_code& e) noexcept;
+
+/// The first failure of a transfer over several streams: the transfer's.
+/// The streams it stops report Errc::cancelled afterwards.
+struct FirstFailure {
+    std::atomic<bool> failed{false};  ///< the other streams stop at their next bytes
+    std::error_code error;
+    std::string message;
+    /// Keeps `code`/`text` when it is the first failure (a null code: none).
+    void record(std::error_code code, const std::string& text)
+    {
+        if (!code || failed) return;
+        failed = true;
+        error = code;
+        message = text;
+    }
+};
+
 class ParallelPull : public std::enable_shared_from_this<ParallelPull> {
 public:
     /// Control thread, after the store was chosen. Returns false (and
@@ -83,10 +103,8 @@ private:
     bool whole_ = false;
     std::vector<Part> parts_;
     std::unique_ptr<Sink> destination_;
-    std::size_t running_ = 0;          ///< parts with a transfer or a retry under way
-    std::atomic<bool> failed_{false};  ///< the other parts stop at their next bytes
-    std::error_code error_;
-    std::string message_;
+    std::size_t running_ = 0;  ///< parts with a transfer or a retry under way
+    FirstFailure failure_;
     std::uint64_t moved_ = 0;
     std::chrono::steady_clock::time_point started_;
 };

@@ -17,13 +17,6 @@ namespace blobstreaming::client {
 
 namespace {
 
-bool retriable(const std::error_code& e)
-{
-    if (e.category() != error_category()) return false;
-    const auto code = static_cast<Errc>(e.value());
-    return code == Errc::transfer_failed || code == Errc::timeout || code == Errc::unreachable;
-}
-
 /// A part asked for again right after its connection broke may still be
 /// receiving at the store (it has not seen the break yet): the store then
 /// answers invalid_range ("being received"). Asked again for this long.
@@ -42,7 +35,7 @@ public:
     long send(Channel& channel, std::size_t max, HashPipeline& hash) override
     {
         ParallelPush& push = *push_;
-        if (push.failed_)
+        if (push.failure_.failed)
             throw Error(Errc::cancelled, push.what_ + ": stream " + std::to_string(part_ + 1) +
                                              " stopped: another stream of the push failed");
         const long n = inner_->send(channel, max, hash);
@@ -170,7 +163,7 @@ void ParallelPush::submit(std::size_t part, const Ticket& ticket)
 void ParallelPush::on_loop_thread_part_done(std::size_t part, const Ticket& ticket, const JobOutcome& o)
 {
     Part& p = parts_[part];
-    if (o.error && !failed_ && retriable(o.error) && p.retries < kStreamRetries) {
+    if (o.error && !failure_.failed && stream_can_continue(o.error) && p.retries < kStreamRetries) {
         ++p.retries;
         library_log()->info("{}: stream {} broke after {} of its {} bytes ({}); continuing its part", what_, part + 1,
                             p.head + p.sent, p.length, o.message);
@@ -223,7 +216,7 @@ void ParallelPush::on_control_thread_retry(std::size_t part)
             std::this_thread::sleep_for(pause);
         }
         session_.loop.post([push = shared_from_this(), part, ticket] {
-            if (push->failed_) return push->record_failure({}, {});
+            if (push->failure_.failed) return push->record_failure({}, {});
             push->submit(part, ticket);
         });
     } catch (const Error& e) {
@@ -235,13 +228,7 @@ void ParallelPush::on_control_thread_retry(std::size_t part)
 
 void ParallelPush::record_failure(std::error_code code, const std::string& message)
 {
-    // The first failure is the push's; the streams it stops report
-    // Errc::cancelled afterwards.
-    if (code && !failed_) {
-        failed_ = true;
-        error_ = code;
-        message_ = message;
-    }
+    failure_.record(code, message);
     part_finished();
 }
 
@@ -259,23 +246,21 @@ void ParallelPush::on_control_thread_end()
     r.length = size_;
     for (const Part& p : parts_) r.bytes += p.sent;
     r.streams = parts_.size();
-    if (!failed_) {
+    if (!failure_.failed) {
         std::uint32_t crc = 0;
         for (std::size_t i = 0; i < parts_.size(); ++i)
             crc = i == 0 ? parts_[i].crc : crc32c_combine(crc, parts_[i].crc, parts_[i].length);
         try {
             r.info = session_.control->commit(store_, name_, reservation_, Checksum::crc32c(crc));
         } catch (const Error& e) {
-            failed_ = true;
-            error_ = e.error_code();
-            message_ = e.what();
+            failure_.record(e.error_code(), e.what());
         }
     }
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-    if (failed_) {
+    if (failure_.failed) {
         session_.control->abort(store_, reservation_);  // nothing partial stays
-        r.error = error_;
-        r.message = message_;
+        r.error = failure_.error;
+        r.message = failure_.message;
         return session_.complete(done_, std::move(r));
     }
     r.info.name = name_;

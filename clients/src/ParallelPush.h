@@ -79,10 +79,8 @@ private:
     std::uint64_t size_ = 0;
     std::uint64_t reservation_ = 0;
     std::vector<Part> parts_;
-    std::size_t running_ = 0;          ///< parts with a transfer or a retry under way
-    std::atomic<bool> failed_{false};  ///< the other parts stop at their next bytes
-    std::error_code error_;
-    std::string message_;
+    std::size_t running_ = 0;  ///< parts with a transfer or a retry under way
+    FirstFailure failure_;
     std::chrono::steady_clock::time_point started_;
 };
 
