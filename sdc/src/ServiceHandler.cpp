@@ -210,17 +210,15 @@ HttpReply ServiceHandler::dispatch(const SoapMessage& request, std::string_view 
         }
         if (op == "GetMdib") {
             require_body(ns::kMsg, "GetMdib");
-            std::uint64_t state_version = 0;
-            const std::string states = mdib_.states_xml({}, state_version);
-            const std::string mds = mdib_.mds_xml({}, version);
+            std::string mds, states, description;
+            mdib_.mdib_xml(mds, states, description, version);  // one MdibVersion: the description may change
             t3 = monotonic_ns();
-            const std::string v = " MdibVersion=\"" + std::to_string(state_version) + "\"" + seq;
-            reply.body =
-                make_envelope(prefix + "GetMdibResponse", {}, request.message_id, {},
-                              "<msg:GetMdibResponse" + v + "><msg:Mdib" + v + "><pm:MdDescription" +
-                                  mdib_.description_attributes() + ">" + mds + "</pm:MdDescription><pm:MdState>" +
-                                  states + "</pm:MdState></msg:Mdib></msg:GetMdibResponse>",
-                              kBicepsNs);
+            const std::string v = " MdibVersion=\"" + std::to_string(version) + "\"" + seq;
+            reply.body = make_envelope(prefix + "GetMdibResponse", {}, request.message_id, {},
+                                       "<msg:GetMdibResponse" + v + "><msg:Mdib" + v + "><pm:MdDescription" +
+                                           description + ">" + mds + "</pm:MdDescription><pm:MdState>" + states +
+                                           "</pm:MdState></msg:Mdib></msg:GetMdibResponse>",
+                                       kBicepsNs);
             return reply;
         }
     }
