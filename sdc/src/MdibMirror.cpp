@@ -102,7 +102,8 @@ void collect_descriptors(const xmlNode* node, const std::string& parent, std::ve
     for (xmlNode* c = xml::first_element(node); c != nullptr; c = xml::next_element(c)) {
         if (!is_descriptor(c)) continue;
         out.push_back(parse_descriptor(c, parent));
-        collect_descriptors(c, out.back().handle, out, depth + 1);
+        const std::string handle = out.back().handle;  // `out` grows below
+        collect_descriptors(c, handle, out, depth + 1);
     }
 }
 
