@@ -237,7 +237,10 @@ public:
         {
             std::lock_guard<std::mutex> lock(mutex_);
             if (report.sequence_id != sequence_id_ || report.mdib_version > version_ + 1) gap = true;
-            else if (report.mdib_version <= version_) return reply;  // older than the mirror
+            // Older than the mirror. The same MdibVersion is applied: a provider may send one change
+            // as several reports (sdc11073: a DescriptionModificationReport and the episodic reports
+            // of the states it touched), which arrive in any order.
+            else if (report.mdib_version < version_) return reply;
             else apply(report, parts);
         }
         if (gap) {

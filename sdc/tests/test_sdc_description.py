@@ -6,7 +6,11 @@ updated, deleted descriptors with their versions and states) and the
 metric report in between, MdibVersions following one by one. Bad
 commands (unknown parent or handle, a parent that is not a channel, a
 handle in use, an attribute that cannot be set, a bad kind) are answered
-with a specific error and change nothing: no report, no MdibVersion."""
+with a specific error and change nothing: no report, no MdibVersion.
+Then the other direction: `sdc-get watch` follows the description changes
+of sdc11073's own SdcProvider (validate=True), which sends a
+DescriptionModificationReport and episodic reports of the same
+MdibVersion for one change."""
 
 import sys
 
@@ -15,7 +19,7 @@ sys.dont_write_bytecode = True  # noqa: E402 (keeps the source tree free of __py
 import json
 import os
 
-from sdclib import Watch, check, check_equal, main, mdib_file, step, wait_for
+from sdclib import Watch, check, check_equal, main, mdib_file, peer_script, sdc11073_python, step, wait_for
 
 PARENT = "ch0.vmd0"
 HANDLE = "added.ch0.vmd0"
@@ -96,6 +100,39 @@ def test(env):
     gone = env.sdc_get("--url", url, "state", HANDLE, expect=56)  # the provider's Fault
     check(f'unknown handle "{HANDLE}"' in gone.stderr, f"GetMdState of the removed handle: {gone.stderr!r}")
     check_equal(provider.stop(), 0, "exit status of sdc-provider after SIGTERM")
+
+    step("ours → sdc11073's SdcProvider")
+    python = sdc11073_python()
+    peer_fifo = env.path("peer.fifo")
+    os.mkfifo(peer_fifo)
+    peer = env.start("sdc11073-provider", [python, peer_script("sdc11073_provider.py"), "--mdib",
+                                           mdib_file("mdib.xml"), "--commands", peer_fifo], "sdc11073-provider ready")
+    w = Watch(env.env, "--url", peer.ready["url"], "--json", "watch")
+    w.wait_watching()
+
+    def descriptions():
+        return [json.loads(line) for line in w.lines[1:]
+                if json.loads(line)["report"] == "DescriptionModificationReport"]
+    with open(peer_fifo, "w") as f:
+        for n, command in enumerate((f"add {PARENT} {HANDLE}", f"update {HANDLE} unit=264352", f"remove {HANDLE}")):
+            f.write(command + "\n")
+            f.flush()
+            wait_for(lambda: len(descriptions()) > n or w.proc.poll() is not None, 20,
+                     f"sdc-get watch to print the DescriptionModificationReport of `{command}`")
+    w.proc.terminate()
+    code, err = w.finish()
+    check_equal(code, 0, f"exit status of sdc-get watch after SIGTERM ({err.strip()})")
+    add, update, remove = descriptions()
+    check_equal([(d["handle"], d["parent_handle"], d["unit_code"]) for d in add["created"]],
+                [(HANDLE, PARENT, "262656")], "sdc11073 add: created")
+    check_equal([(d["handle"], d["descriptor_version"], d["unit_code"]) for d in update["updated"]],
+                [(HANDLE, "1", "264352")], "sdc11073 update: updated")
+    check_equal([d["handle"] for d in remove["deleted"]], [HANDLE], "sdc11073 remove: deleted")
+    versions = [r["mdib_version"] for r in (add, update, remove)]
+    check(versions == sorted(set(versions)), f"sdc11073's MdibVersions of the changes: {versions}")
+    reports = [json.loads(line) for line in w.lines[1:]]
+    check(all(r["report"] != "Resync" for r in reports), f"the watch resynced: {[r['report'] for r in reports]}")
+    step(f"sdc11073 → ours: {[r['report'] for r in reports]}")
 
 
 if __name__ == "__main__":

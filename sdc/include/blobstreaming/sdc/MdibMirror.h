@@ -63,7 +63,9 @@ struct MirrorOptions {
 class MdibMirror {
 public:
     /// Called on the mirror's own thread, once per report after the mirror
-    /// applied it (reports older than the mirror are dropped without a call).
+    /// applied it (reports with a lower MdibVersion than the mirror's are
+    /// dropped without a call; one with the same MdibVersion is applied, as a
+    /// provider may send one change as several reports).
     /// Must not throw; a slow callback delays the next report.
     using Callback = std::function<void(const Report&)>;
 
