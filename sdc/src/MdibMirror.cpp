@@ -114,6 +114,12 @@ struct DescriptionPart {
     std::vector<State> states;
 };
 
+/// A report ahead of the mirror, held until the reports before it arrive.
+struct Held {
+    Report report;
+    std::vector<DescriptionPart> parts;
+};
+
 struct Subscription {
     std::string service;
     std::string manager;  ///< SubscriptionManager address
@@ -233,37 +239,105 @@ public:
                     std::string_view(reinterpret_cast<const char*>(s->name)).find("State") != std::string_view::npos)
                     report.states.push_back(parse_state(s));
         }
-        bool gap = false;
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            if (report.sequence_id != sequence_id_ || report.mdib_version > version_ + 1) gap = true;
-            // Older than the mirror. The same MdibVersion is applied: a provider may send one change
-            // as several reports (sdc11073: a DescriptionModificationReport and the episodic reports
-            // of the states it touched), which arrive in any order.
-            else if (report.mdib_version < version_) return reply;
-            else apply(report, parts);
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (report.sequence_id == sequence_id_ && report.mdib_version > version_ + 1) {
+            // Ahead of the mirror: the reports in between may still be on their way on another
+            // subscription's connection. Held for the reorder window; then the MDIB is read again.
+            const bool first = pending_.empty();
+            pending_.emplace(report.mdib_version, Held{std::move(report), std::move(parts)});
+            if (first) arm_reorder_timer();
+            return reply;
         }
-        if (gap) {
-            try {
-                Report again;
-                again.action = "Resync";
-                again.received_ns = t2;
-                again.description_resynced = description_hosted_;
-                again.states = resync(description_hosted_);
-                again.mdib_version = mdib_version();
-                again.sequence_id = report.sequence_id;
-                ++resyncs_;
-                if (on_report_) on_report_(again);
-                std::lock_guard<std::mutex> lock(mutex_);
-                if (report.sequence_id != sequence_id_ || report.mdib_version != version_ + 1) return reply;
-                apply(report, parts);
-            } catch (const std::exception& e) {
-                std::cerr << "sdc: resync after a gap in MdibVersion failed: " << e.what() << "\n";
-                return reply;
-            }
+        if (report.sequence_id == sequence_id_) {
+            // Older than the mirror: dropped. The same MdibVersion is applied: a provider may send
+            // one change as several reports (sdc11073: a DescriptionModificationReport and the
+            // episodic reports of the states it touched), which arrive in any order.
+            if (report.mdib_version < version_) return reply;
+            apply(report, parts);
+            lock.unlock();
+            if (on_report_) on_report_(report);
+            drain(false);
+            return reply;
         }
+        lock.unlock();
+        // A new SequenceId: another MDIB; read it again at once.
+        if (!resync_after_gap(t2, report.sequence_id)) return reply;
+        lock.lock();
+        if (report.sequence_id != sequence_id_ || report.mdib_version != version_ + 1) return reply;
+        apply(report, parts);
+        lock.unlock();
         if (on_report_) on_report_(report);
         return reply;
+    }
+
+    /// Reads the MDIB again after a gap and reports `Resync`; false (logged) when that failed.
+    bool resync_after_gap(long long t2, const std::string& sequence_id)
+    {
+        try {
+            Report again;
+            again.action = "Resync";
+            again.received_ns = t2;
+            again.description_resynced = description_hosted_;
+            again.states = resync(description_hosted_);
+            again.mdib_version = mdib_version();
+            again.sequence_id = sequence_id;
+            ++resyncs_;
+            if (on_report_) on_report_(again);
+            return true;
+        } catch (const std::exception& e) {
+            std::cerr << "sdc: resync after a gap in MdibVersion failed: " << e.what() << "\n";
+            return false;
+        }
+    }
+
+    /// Applies the held reports that now follow the mirror, in MdibVersion
+    /// order; drops those it already has (after a resync: also those of
+    /// its own MdibVersion, which the MDIB read included).
+    void drain(bool after_resync)
+    {
+        for (;;) {
+            Held held;
+            {
+                std::lock_guard<std::mutex> lock(mutex_);
+                if (pending_.empty()) {
+                    reorder_timer_.cancel();
+                    return;
+                }
+                auto it = pending_.begin();
+                if (it->second.report.sequence_id != sequence_id_ || it->first < version_ ||
+                    (after_resync && it->first == version_)) {
+                    pending_.erase(it);
+                    continue;
+                }
+                if (it->first > version_ + 1) return;
+                held = std::move(it->second);
+                pending_.erase(it);
+                apply(held.report, held.parts);
+            }
+            if (on_report_) on_report_(held.report);
+        }
+    }
+
+    /// On the mirror's thread: when the reorder window ends with a gap
+    /// still open, the MDIB is read again.
+    void arm_reorder_timer()
+    {
+        reorder_timer_.expires_after(options_.reorder_window);
+        reorder_timer_.async_wait([this](beast::error_code ec) {
+            if (ec || stopped_) return;
+            std::string sequence_id;
+            long long received = 0;
+            {
+                std::lock_guard<std::mutex> lock(mutex_);
+                if (pending_.empty()) return;
+                sequence_id = pending_.begin()->second.report.sequence_id;
+                received = pending_.begin()->second.report.received_ns;
+            }
+            const bool done = resync_after_gap(received, sequence_id);
+            if (done) drain(true);
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (!pending_.empty()) arm_reorder_timer();
+        });
     }
 
     HttpReply get(std::string_view) override { return reject(405, "GET is not served by a notification sink"); }
@@ -427,6 +501,7 @@ public:
     mutable std::mutex mutex_;  ///< guards the mirror below
     std::map<std::string, State> states_;
     std::vector<std::string> order_;
+    std::multimap<std::uint64_t, Held> pending_;  ///< reports ahead of the mirror, by MdibVersion
     std::map<std::string, Descriptor> descriptors_;
     std::vector<std::string> descriptor_order_;
     bool description_hosted_ = false;  ///< the provider hosts a DescriptionEventService
@@ -442,6 +517,7 @@ public:
     std::vector<Subscription> subscriptions_;
     std::chrono::milliseconds renew_every_{std::chrono::hours(1)};
     net::steady_timer renew_timer_{io_};
+    net::steady_timer reorder_timer_{io_};
     std::thread thread_;
 };
 

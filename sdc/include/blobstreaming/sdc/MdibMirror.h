@@ -2,8 +2,9 @@
 /// A consumer's mirror of a provider's MDIB (descriptors and states), kept in
 /// sync by episodic reports and DescriptionModificationReports (WS-Eventing
 /// subscriptions, IEEE 11073-20701): every report's MdibVersion is checked,
-/// and a gap (or a new SequenceId) makes the mirror read the MDIB again:
-/// GetMdib when the provider hosts a DescriptionEventService (a missed
+/// reports ahead of the mirror wait up to a reorder window for those before
+/// them (each subscription has its own connection), and a gap that stays
+/// open (or a new SequenceId) makes the mirror read the MDIB again: GetMdib when the provider hosts a DescriptionEventService (a missed
 /// report may have changed the description), else GetMdState. No SOAP, XML
 /// or network type here.
 
@@ -58,6 +59,10 @@ struct MirrorOptions {
     ConsumerOptions consumer;
     /// Requested subscription time; the mirror renews at half the granted time.
     std::chrono::seconds expires{60};
+    /// A report ahead of the mirror (a gap in MdibVersion) is held this
+    /// long for the reports before it, which may still be on their way on
+    /// another subscription's connection; then the MDIB is read again.
+    std::chrono::milliseconds reorder_window{500};
 };
 
 class MdibMirror {
