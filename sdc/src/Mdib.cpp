@@ -708,6 +708,7 @@ std::string Mdib::add_metric(const std::string& parent, const MetricDescriptorSp
     }
     const std::string type = spec.numeric ? "NumericMetricDescriptor" : "StringMetricDescriptor";
     xmlNode* channel = owner->second.node;
+    const std::size_t mds = owner->second.mds;  // `owner` does not survive the emplace below
     xmlNs* pm = xmlSearchNsByHref(channel->doc, channel, x(ns::kPm));
     xmlNs* xsi = xmlSearchNsByHref(channel->doc, channel, x(ns::kXsi));
     if (xsi == nullptr) xsi = xmlNewNs(channel, x(ns::kXsi), x("xsi"));
@@ -730,7 +731,7 @@ std::string Mdib::add_metric(const std::string& parent, const MetricDescriptorSp
         }
     }
     Impl::set_unit(metric, spec.unit_code, spec.unit_text);
-    m.descriptors.emplace(spec.handle, Impl::Descriptor{metric, owner->second.mds, type});
+    m.descriptors.emplace(spec.handle, Impl::Descriptor{metric, mds, type});
 
     if (!m.added) {
         m.added.reset(xmlNewDoc(x("1.0")));
@@ -756,7 +757,7 @@ std::string Mdib::add_metric(const std::string& parent, const MetricDescriptorSp
     m.removed_versions.erase(spec.handle);
 
     m.bump_descriptor(parent);
-    m.description_changed(owner->second.mds);
+    m.description_changed(mds);
     version = m.version;
     return m.report_part("Upt", parent, true) + m.report_part("Crt", spec.handle, true);
 }
