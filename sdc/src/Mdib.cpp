@@ -616,10 +616,15 @@ std::string Mdib::states_xml(const std::vector<std::string>& handles, std::uint6
     return out;
 }
 
-std::string Mdib::mds_xml(const std::vector<std::string>& handles, std::uint64_t& version) const
+std::string Mdib::mds_xml(const std::vector<std::string>& handles, std::uint64_t& version,
+                          std::string* description_attributes) const
 {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     version = impl_->version;
+    if (description_attributes != nullptr) {
+        const std::string v = xml::attribute(impl_->description, "DescriptionVersion");
+        *description_attributes = v.empty() ? std::string() : " DescriptionVersion=\"" + xml::escape(v) + "\"";
+    }
     std::string out;
     if (handles.empty()) {
         for (const auto& m : impl_->mds_cache) out += m;

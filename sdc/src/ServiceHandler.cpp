@@ -198,13 +198,13 @@ HttpReply ServiceHandler::dispatch(const SoapMessage& request, std::string_view 
         }
         if (op == "GetMdDescription") {
             require_body(ns::kMsg, "GetMdDescription");
-            const std::string mds = mdib_.mds_xml(request.handle_refs(), version);
+            std::string description;
+            const std::string mds = mdib_.mds_xml(request.handle_refs(), version, &description);
             t3 = monotonic_ns();
             const std::string v = " MdibVersion=\"" + std::to_string(version) + "\"" + seq;
             reply.body = make_envelope(prefix + "GetMdDescriptionResponse", {}, request.message_id, {},
-                                       "<msg:GetMdDescriptionResponse" + v + "><msg:MdDescription" +
-                                           mdib_.description_attributes() + ">" + mds +
-                                           "</msg:MdDescription></msg:GetMdDescriptionResponse>",
+                                       "<msg:GetMdDescriptionResponse" + v + "><msg:MdDescription" + description + ">" +
+                                           mds + "</msg:MdDescription></msg:GetMdDescriptionResponse>",
                                        kBicepsNs);
             return reply;
         }

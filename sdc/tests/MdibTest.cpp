@@ -150,6 +150,9 @@ BOOST_AUTO_TEST_CASE(description_changes_make_report_parts_and_versions)
     BOOST_TEST(mdib.descriptor_count() == 6u);
     BOOST_TEST(mdib.has_descriptor("added"));
     BOOST_TEST(mdib.description_attributes() == " DescriptionVersion=\"1\"");
+    std::string attributes;
+    mdib.mds_xml({}, version, &attributes);
+    BOOST_TEST(attributes == " DescriptionVersion=\"1\"");
     // Crt: the descriptor (with xsi:type, in the message namespace) and its new state.
     const std::string crt = part_of(added, "Crt");
     BOOST_TEST(contains(crt, "ParentDescriptor=\"c\""), crt);

@@ -92,7 +92,10 @@ public:
     std::string states_xml(const std::vector<std::string>& handles, std::uint64_t& version) const;
     /// The serialized `pm:Mds` elements (empty: all; otherwise the MDSs that
     /// contain the referenced descriptors); unknown handles throw as above.
-    std::string mds_xml(const std::vector<std::string>& handles, std::uint64_t& version) const;
+    /// `description_attributes`, when given, receives description_attributes()
+    /// at the same MdibVersion.
+    std::string mds_xml(const std::vector<std::string>& handles, std::uint64_t& version,
+                        std::string* description_attributes = nullptr) const;
     /// Attributes of the MdDescription element (e.g. ` DescriptionVersion="8"`), ready to insert.
     std::string description_attributes() const;
 
