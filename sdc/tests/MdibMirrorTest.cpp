@@ -200,7 +200,8 @@ BOOST_AUTO_TEST_CASE(reports_of_two_subscriptions_out_of_order_need_no_resync)
     Inbox inbox;
     MirrorOptions mirror_options;
     mirror_options.reorder_window = 5s;
-    MdibMirror mirror(provider.device_url(), [&inbox](const Report& r) { inbox.put(r); }, mirror_options);
+    MdibMirror mirror(
+        provider.device_url(), [&inbox](const Report& r) { inbox.put(r); }, mirror_options);
     constexpr int kRounds = 30;
     for (int i = 0; i < kRounds; ++i) {
         MetricDescriptorSpec spec;
