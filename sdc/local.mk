@@ -80,13 +80,15 @@ sdc_system_tests = \
 	sdc/tests/test_sdc_blobstored.py \
 	sdc/tests/test_sdc_events.py \
 	sdc/tests/test_sdc_peer_watch.py \
+	sdc/tests/test_sdc_peer_description.py \
+	sdc/tests/test_sdc_description.py \
 	sdc/tests/test_sdc_watch.py \
 	sdc/tests/test_sdc_tls.py \
 	sdc/tests/test_sdc_blobstored_tls.py
 TESTS += $(sdc_system_tests)
 dist_check_SCRIPTS += $(sdc_system_tests)
 EXTRA_DIST += sdc/tests/sdclib.py sdc/tests/peers/sdc11073_consumer.py sdc/tests/peers/sdc11073_provider.py \
-	sdc/tests/peers/sdc11073_watch.py \
+	sdc/tests/peers/sdc11073_watch.py sdc/tests/peers/sdc11073_description.py \
 	sdc/tests/data/mdib.xml sdc/tests/data/70041_MDIB_Final.xml
 
 clean-local: clean-local-sdc

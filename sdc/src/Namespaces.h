@@ -55,5 +55,7 @@ inline constexpr const char* kDescriptionEventService =
     "http://standards.ieee.org/downloads/11073/11073-20701-2018/DescriptionEventService/";
 inline constexpr const char* kEpisodicMetricReport =
     "http://standards.ieee.org/downloads/11073/11073-20701-2018/StateEventService/EpisodicMetricReport";
+inline constexpr const char* kDescriptionModificationReport =
+    "http://standards.ieee.org/downloads/11073/11073-20701-2018/DescriptionEventService/DescriptionModificationReport";
 
 }  // namespace blobstreaming::sdc::ns

@@ -97,6 +97,22 @@ public:
                                                         parts + "</msg:ReportPart></msg:EpisodicMetricReport>");
     }
 
+    /// A description change made by `change(version)` (which returns the
+    /// report parts) and its DescriptionModificationReport, in MdibVersion
+    /// order with the metric reports.
+    template <class Change>
+    void publish_description(Change&& change)
+    {
+        std::lock_guard<std::mutex> lock(publish_mutex_);
+        std::uint64_t version = 0;
+        const std::string parts = change(version);
+        if (!events_ || !events_->wanted(ns::kDescriptionModificationReport)) return;
+        events_->publish(ns::kDescriptionModificationReport, "<msg:DescriptionModificationReport MdibVersion=\"" +
+                                                                 std::to_string(version) + "\" SequenceId=\"" +
+                                                                 xml::escape(mdib_.sequence_id()) + "\">" + parts +
+                                                                 "</msg:DescriptionModificationReport>");
+    }
+
     std::string device_url() const { return handler_.base_url() + handler_.device_path(); }
 
     Mdib mdib_;
@@ -130,6 +146,18 @@ void Provider::set_metric(const std::string& handle, const std::string& value)
     impl_->publish({MetricUpdate::string(handle, value)});
 }
 void Provider::set_metrics(const std::vector<MetricUpdate>& updates) { impl_->publish(updates); }
+void Provider::add_metric(const std::string& parent, const MetricDescriptorSpec& spec)
+{
+    impl_->publish_description([&](std::uint64_t& v) { return impl_->mdib_.add_metric(parent, spec, v); });
+}
+void Provider::update_metric(const std::string& handle, const MetricDescriptorChange& change)
+{
+    impl_->publish_description([&](std::uint64_t& v) { return impl_->mdib_.update_metric(handle, change, v); });
+}
+void Provider::remove_metric(const std::string& handle)
+{
+    impl_->publish_description([&](std::uint64_t& v) { return impl_->mdib_.remove_metric(handle, v); });
+}
 std::size_t Provider::subscriber_count() const { return impl_->events_ ? impl_->events_->subscriber_count() : 0; }
 const Mdib& Provider::mdib() const { return impl_->mdib_; }
 void Provider::stop() { impl_->stop(); }

@@ -198,29 +198,27 @@ HttpReply ServiceHandler::dispatch(const SoapMessage& request, std::string_view 
         }
         if (op == "GetMdDescription") {
             require_body(ns::kMsg, "GetMdDescription");
-            const std::string mds = mdib_.mds_xml(request.handle_refs(), version);
+            std::string description;
+            const std::string mds = mdib_.mds_xml(request.handle_refs(), version, &description);
             t3 = monotonic_ns();
             const std::string v = " MdibVersion=\"" + std::to_string(version) + "\"" + seq;
             reply.body = make_envelope(prefix + "GetMdDescriptionResponse", {}, request.message_id, {},
-                                       "<msg:GetMdDescriptionResponse" + v + "><msg:MdDescription" +
-                                           mdib_.description_attributes() + ">" + mds +
-                                           "</msg:MdDescription></msg:GetMdDescriptionResponse>",
+                                       "<msg:GetMdDescriptionResponse" + v + "><msg:MdDescription" + description + ">" +
+                                           mds + "</msg:MdDescription></msg:GetMdDescriptionResponse>",
                                        kBicepsNs);
             return reply;
         }
         if (op == "GetMdib") {
             require_body(ns::kMsg, "GetMdib");
-            std::uint64_t state_version = 0;
-            const std::string states = mdib_.states_xml({}, state_version);
-            const std::string mds = mdib_.mds_xml({}, version);
+            std::string mds, states, description;
+            mdib_.mdib_xml(mds, states, description, version);  // one MdibVersion: the description may change
             t3 = monotonic_ns();
-            const std::string v = " MdibVersion=\"" + std::to_string(state_version) + "\"" + seq;
-            reply.body =
-                make_envelope(prefix + "GetMdibResponse", {}, request.message_id, {},
-                              "<msg:GetMdibResponse" + v + "><msg:Mdib" + v + "><pm:MdDescription" +
-                                  mdib_.description_attributes() + ">" + mds + "</pm:MdDescription><pm:MdState>" +
-                                  states + "</pm:MdState></msg:Mdib></msg:GetMdibResponse>",
-                              kBicepsNs);
+            const std::string v = " MdibVersion=\"" + std::to_string(version) + "\"" + seq;
+            reply.body = make_envelope(prefix + "GetMdibResponse", {}, request.message_id, {},
+                                       "<msg:GetMdibResponse" + v + "><msg:Mdib" + v + "><pm:MdDescription" +
+                                           description + ">" + mds + "</pm:MdDescription><pm:MdState>" + states +
+                                           "</pm:MdState></msg:Mdib></msg:GetMdibResponse>",
+                                       kBicepsNs);
             return reply;
         }
     }

@@ -57,8 +57,9 @@ std::optional<int> parse(int argc, char** argv, Invocation& call)
         "  state        GetMdState (all states, or those of HANDLEs)\n"
         "  description  GetMdDescription (XML)\n"
         "  mdib         GetMdib (XML)\n"
-        "  watch        subscribe to the episodic reports and print them as they arrive (those with a state\n"
-        "               of HANDLEs, or all), until --count, --duration or SIGINT/SIGTERM\n"
+        "  watch        subscribe to the episodic reports and description changes and print them as they\n"
+        "               arrive (those with a state or descriptor of HANDLEs, or all), until --count,\n"
+        "               --duration or SIGINT/SIGTERM\n"
         "  probe        list the providers that answer a WS-Discovery Probe\n\n"
         "Exit codes: 0, 1 usage, otherwise the failure's code (docs/CLI.md): 13 invalid MDIB, 14 unknown handle,\n"
         "51 timed out, 52 unreachable (watch: the provider ended the subscription), 54 protocol error,\n"
@@ -162,6 +163,15 @@ nlohmann::json state_json(const State& s)
             {"state_version", s.state_version},         {"value", s.value},   {"attributes", attributes}};
 }
 
+nlohmann::json descriptor_json(const Descriptor& d)
+{
+    nlohmann::json attributes = nlohmann::json::object();
+    for (const auto& [k, v] : d.attributes) attributes[k] = v;
+    return {{"handle", d.handle},       {"parent_handle", d.parent_handle},
+            {"type", d.type},           {"descriptor_version", d.descriptor_version},
+            {"unit_code", d.unit_code}, {"attributes", attributes}};
+}
+
 /// watch: prints reports (with a state of the handles asked for, or all)
 /// until --count, --duration, a stop signal or the end of the subscription.
 int watch(const Invocation& call, const std::string& device_url, const sigset_t& stop_signals)
@@ -186,18 +196,38 @@ int watch(const Invocation& call, const std::string& device_url, const sigset_t&
         std::vector<const State*> shown;
         for (const auto& s : r.states)
             if (wanted.empty() || wanted.count(s.descriptor_handle) || wanted.count(s.handle)) shown.push_back(&s);
-        if (shown.empty() || (call.count != 0 && printed >= call.count)) return;
+        // A description change: its descriptors (Crt, Upt, Del), those asked for or all.
+        std::vector<std::pair<const char*, const Descriptor*>> changed_descriptors;
+        for (const auto& [kind, list] : {std::pair<const char*, const std::vector<Descriptor>*>{"Crt", &r.created},
+                                         {"Upt", &r.updated},
+                                         {"Del", &r.deleted}})
+            for (const auto& d : *list)
+                if (wanted.empty() || wanted.count(d.handle)) changed_descriptors.emplace_back(kind, &d);
+        if ((shown.empty() && changed_descriptors.empty()) || (call.count != 0 && printed >= call.count)) return;
         if (call.json) {
             nlohmann::json states = nlohmann::json::array();
             for (const State* s : shown) states.push_back(state_json(*s));
-            std::cout << nlohmann::json{{"report", r.action},
-                                        {"mdib_version", r.mdib_version},
-                                        {"sequence_id", r.sequence_id},
-                                        {"states", states},
-                                        {"received_ns", r.received_ns}}
-                             .dump()
-                      << std::endl;
+            nlohmann::json line{{"report", r.action},
+                                {"mdib_version", r.mdib_version},
+                                {"sequence_id", r.sequence_id},
+                                {"states", states},
+                                {"received_ns", r.received_ns}};
+            if (r.action == "DescriptionModificationReport") {
+                nlohmann::json created = nlohmann::json::array(), updated = nlohmann::json::array(),
+                               deleted = nlohmann::json::array();
+                for (const auto& [kind, d] : changed_descriptors)
+                    (kind[0] == 'C' ? created : kind[0] == 'U' ? updated : deleted).push_back(descriptor_json(*d));
+                line["created"] = created;
+                line["updated"] = updated;
+                line["deleted"] = deleted;
+            }
+            if (r.action == "Resync") line["description_resynced"] = r.description_resynced;
+            std::cout << line.dump() << std::endl;
         } else {
+            for (const auto& [kind, d] : changed_descriptors)
+                std::cout << r.mdib_version << " " << r.action << " " << kind << " " << d->handle << " " << d->type
+                          << " DescriptorVersion=" << (d->descriptor_version.empty() ? "0" : d->descriptor_version)
+                          << (d->unit_code.empty() ? "" : " unit=" + d->unit_code) << std::endl;
             for (const State* s : shown)
                 std::cout << r.mdib_version << " " << r.action << " " << s->descriptor_handle << " " << s->type
                           << (s->value.empty() ? "" : " " + s->value) << std::endl;

@@ -1,7 +1,8 @@
 // sdc-provider: serves an MDIB file as an SDC provider (GetService, event
 // services) until SIGTERM/SIGINT (then ends the subscriptions, sends
-// WS-Discovery Bye and exits 0). With --commands it applies metric changes
-// read from a file or FIFO, so tests and benchmarks can drive reports.
+// WS-Discovery Bye and exits 0). With --commands it applies metric and
+// description changes read from a file or FIFO, so tests and benchmarks can
+// drive reports.
 
 #include "blobstreaming/sdc/Mdib.h"
 #include "blobstreaming/sdc/Provider.h"
@@ -22,6 +23,7 @@
 #include <sys/stat.h>
 #include <thread>
 #include <time.h>
+#include <vector>
 
 namespace po = boost::program_options;
 using namespace blobstreaming;
@@ -37,11 +39,52 @@ long long now_ns()
     return static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
 }
 
-/// Applies `set HANDLE VALUE` lines (a number sets a NumericMetricState,
-/// anything else a string metric) from `path` until its end; each is
-/// acknowledged on stdout: `set HANDLE VALUE mdib_version=N t=NS` (t: CLOCK_MONOTONIC
-/// ns just before the change), or `error LINE: reason`. Runs on a detached
-/// thread for the life of the process.
+/// One description change command (`add`, `update`, `remove`; see apply_commands).
+void describe(Provider& provider, const std::string& verb, std::istringstream& words)
+{
+    std::vector<std::string> args;
+    for (std::string w; words >> w;) args.push_back(w);
+    if (verb == "remove") {
+        if (args.size() != 1) throw std::invalid_argument("expected `remove HANDLE`");
+        provider.remove_metric(args[0]);
+        return;
+    }
+    if (verb == "add") {
+        if (args.size() < 2 || args.size() > 4)
+            throw std::invalid_argument("expected `add PARENT HANDLE [numeric|string] [UNIT_CODE]`");
+        MetricDescriptorSpec spec;
+        spec.handle = args[1];
+        if (args.size() > 2) {
+            if (args[2] != "numeric" && args[2] != "string")
+                throw std::invalid_argument("kind \"" + args[2] + "\": expected numeric or string");
+            spec.numeric = args[2] == "numeric";
+        }
+        if (args.size() > 3) spec.unit_code = args[3];
+        provider.add_metric(args[0], spec);
+        return;
+    }
+    if (args.size() < 2) throw std::invalid_argument("expected `update HANDLE unit=CODE|ATTRIBUTE=VALUE...`");
+    MetricDescriptorChange change;
+    for (std::size_t i = 1; i < args.size(); ++i) {
+        const auto eq = args[i].find('=');
+        if (eq == std::string::npos || eq == 0)
+            throw std::invalid_argument("\"" + args[i] + "\": expected unit=CODE or ATTRIBUTE=VALUE");
+        const std::string name = args[i].substr(0, eq), value = args[i].substr(eq + 1);
+        if (name == "unit") change.unit_code = value;
+        else change.attributes.emplace_back(name, value);
+    }
+    provider.update_metric(args[0], change);
+}
+
+/// Applies command lines from `path` until its end:
+///   set HANDLE VALUE      a number sets a NumericMetricState, anything else a string metric
+///   add PARENT HANDLE [numeric|string] [UNIT_CODE]   a metric descriptor under channel PARENT
+///   update HANDLE unit=CODE|ATTRIBUTE=VALUE...        a metric descriptor's unit or attributes
+///   remove HANDLE         a metric descriptor and its state
+/// Each is acknowledged on stdout: `set HANDLE VALUE mdib_version=N t=NS`
+/// (t: CLOCK_MONOTONIC ns just before the change), `add|update|remove
+/// HANDLE mdib_version=N t=NS`, or `error LINE: reason`. Runs on a
+/// detached thread for the life of the process.
 void apply_commands(Provider& provider, const std::string& path)
 {
     struct stat st {};
@@ -60,8 +103,18 @@ void apply_commands(Provider& provider, const std::string& path)
             words >> verb >> handle >> value;
             if (verb.empty()) continue;
             try {
+                if (verb == "add" || verb == "update" || verb == "remove") {
+                    std::istringstream rest(line);
+                    rest >> verb;
+                    const long long t = now_ns();
+                    describe(provider, verb, rest);
+                    std::cout << verb << " " << (verb == "add" ? value : handle)
+                              << " mdib_version=" << provider.mdib().mdib_version() << " t=" << t << std::endl;
+                    continue;
+                }
                 if (verb != "set" || handle.empty() || value.empty())
-                    throw std::invalid_argument("expected `set HANDLE VALUE`");
+                    throw std::invalid_argument("expected `set HANDLE VALUE`, `add PARENT HANDLE ...`, "
+                                                "`update HANDLE ...` or `remove HANDLE`");
                 char* end = nullptr;
                 const double number = std::strtod(value.c_str(), &end);
                 const long long t = now_ns();
@@ -109,8 +162,10 @@ int main(int argc, char** argv)
          "notifications queued per subscriber before it is ended as too slow (1 to 1000000)")
         ("max-subscription", po::value<std::string>()->value_name("DURATION")->default_value("3600"),
          "longest subscription granted; seconds unless a unit is given (1 s to 1 day)")
-        ("commands", po::value(&commands)->value_name("FILE"), "apply `set HANDLE VALUE` lines read from FILE (a FIFO: "
-                                                             "as they arrive), each acknowledged on stdout")
+        ("commands", po::value(&commands)->value_name("FILE"), "apply command lines read from FILE (a FIFO: as they "
+                                                             "arrive), each acknowledged on stdout: `set HANDLE VALUE`, "
+                                                             "`add PARENT HANDLE [numeric|string] [UNIT_CODE]`, "
+                                                             "`update HANDLE unit=CODE|ATTRIBUTE=VALUE...`, `remove HANDLE`")
         ("max-body", po::value<std::string>()->value_name("SIZE")->default_value("4M"), "largest request body (bytes, or with K, M, G, T: x1024)")
         ("header-timeout", po::value<std::string>()->value_name("DURATION")->default_value("10000"),
          "time to receive a complete request header; milliseconds unless a unit is given (ms, s, m, h)")

@@ -7,7 +7,12 @@ Runs inside the test venv (sdc11073==3.0.0). Arguments: --mdib FILE
 required) with sdc11073's ssl_context_container.
 [--commands FIFO]: apply `set HANDLE VALUE` lines (a metric state
 transaction each, so sdc11073 sends an EpisodicMetricReport), each
-acknowledged on stdout with `set HANDLE VALUE mdib_version=N`.
+acknowledged on stdout with `set HANDLE VALUE mdib_version=N`; and
+description changes (a descriptor transaction each, so sdc11073 sends a
+DescriptionModificationReport): `add PARENT HANDLE` (a
+NumericMetricDescriptor with its state under channel PARENT), `update
+HANDLE unit=CODE`, `remove HANDLE`, acknowledged as
+`VERB HANDLE mdib_version=N`.
 """
 
 import argparse
@@ -23,6 +28,27 @@ from sdc11073.mdib.providermdib import ProviderMdib
 from sdc11073.provider import SdcProvider
 from sdc11073.wsdiscovery import WSDiscovery
 from sdc11073.xml_types.dpws_types import ThisDeviceType, ThisModelType
+
+
+def describe(mdib, words):
+    """A description change in one descriptor transaction (see the module's text)."""
+    model = mdib.data_model
+    with mdib.descriptor_transaction() as transaction:
+        if words[0] == "add" and len(words) == 3:
+            parent = mdib.descriptions.handle.get_one(words[1])
+            descriptor = model.mk_descriptor_container(model.pm_names.NumericMetricDescriptor, words[2], parent)
+            descriptor.Unit = model.pm_types.CodedValue("262656")
+            descriptor.MetricCategory = model.pm_types.MetricCategory.MEASUREMENT
+            descriptor.MetricAvailability = model.pm_types.MetricAvailability.CONTINUOUS
+            descriptor.Resolution = decimal.Decimal("1")
+            transaction.add_descriptor(descriptor)
+            transaction.add_state(model.mk_state_container(descriptor))
+        elif words[0] == "update" and len(words) == 3 and words[2].startswith("unit="):
+            transaction.get_descriptor(words[1]).Unit = model.pm_types.CodedValue(words[2][len("unit="):])
+        elif words[0] == "remove" and len(words) == 2:
+            transaction.remove_descriptor(words[1])
+        else:
+            raise ValueError("expected `add PARENT HANDLE`, `update HANDLE unit=CODE` or `remove HANDLE`")
 
 
 def main():
@@ -59,6 +85,15 @@ def main():
             with open(args.commands) as commands:
                 for line in commands:
                     words = line.split()
+                    if words and words[0] in ("add", "update", "remove"):
+                        try:
+                            describe(mdib, words)
+                        except Exception as e:  # noqa: BLE001 (the error goes back to the test)
+                            print(f"error {line.strip()}: {e}", flush=True)
+                            continue
+                        handle = words[2] if words[0] == "add" else words[1]
+                        print(f"{words[0]} {handle} mdib_version={mdib.mdib_version}", flush=True)
+                        continue
                     if len(words) != 3 or words[0] != "set":
                         print(f"error {line.strip()}: expected `set HANDLE VALUE`", flush=True)
                         continue

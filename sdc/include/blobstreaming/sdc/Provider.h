@@ -87,6 +87,14 @@ public:
     void set_metric(const std::string& handle, const std::string& value);
     /// Several metrics as one change and one report (see Mdib::set_metrics).
     void set_metrics(const std::vector<MetricUpdate>& updates);
+    /// Description changes at run time (see Mdib::add_metric,
+    /// update_metric, remove_metric): each is one MDIB change (one
+    /// MdibVersion) and, when some subscriber asked for it, one
+    /// DescriptionModificationReport queued like the episodic reports.
+    /// Bad input throws SdcError and changes nothing.
+    void add_metric(const std::string& parent, const MetricDescriptorSpec& spec);
+    void update_metric(const std::string& handle, const MetricDescriptorChange& change);
+    void remove_metric(const std::string& handle);
     /// Subscriptions currently active.
     std::size_t subscriber_count() const;
     /// Read access for the application (same object the provider serves).
