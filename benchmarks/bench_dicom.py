@@ -7,7 +7,11 @@ never asserted (docs/DICOM.md, "Figures").
    association, alternately to DCMTK's own storescp writing to a directory
    and to blob-dicomd pushing to a file store (durable, verified commit per
    instance; and indexing), --runs times each, same storescu options, same
-   host and disk, TCP_NODELAY=1 for both. Timed: the storescu process. The
+   receive options (storescp --bit-preserving --max-pdu 131072, as the
+   gateway receives), same host and disk, TCP_NODELAY=1 for both. Each
+   gateway has a Naming Service of its own (it would otherwise index the
+   other's instances too). Timed: the storescu process; the gateways' log
+   lines split each instance into header, push and index. The
    issue's target: gateway throughput >= 0.9 x storescp's.
 2. Query: an index of --instances instances (--patients patients, one study
    each; rows written straight into the schema blob-dicomd created), then
@@ -20,6 +24,7 @@ never asserted (docs/DICOM.md, "Figures").
 Prints and writes --out/summary.json."""
 
 import argparse
+import concurrent.futures
 import csv
 import json
 import os
@@ -35,6 +40,11 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import harness  # noqa: E402
 from harness.dicom import AE, Gateway, make_objects, start_postgresql  # noqa: E402
+
+
+# storescp with the gateway's receive: bit-preserving into a file, the same largest PDU (blob-dicomd's
+# --max-pdu default); storescu sends with its defaults to both.
+STORESCP_OPTIONS = ["--bit-preserving", "--max-pdu", "131072"]
 
 
 def percentile(values, p):
@@ -66,16 +76,37 @@ def log_seconds(log, marker):
     return out or [0.0]
 
 
+def instance_split(log):
+    """Medians (ms) of the header, push and index parts of the gateway's per-instance lines."""
+    parts = {"header": [], "push": [], "index": []}
+    for line in log.splitlines():
+        if "stored as " not in line or ": header " not in line:
+            continue
+        tail = line.split(": header ")[1]
+        parts["header"].append(float(tail.split(" ms")[0]))
+        parts["push"].append(float(tail.split("push ")[1].split(" ms")[0]))
+        parts["index"].append(float(tail.split("index ")[1].split(" ms")[0]))
+    return {k: statistics.median(v) if v else 0.0 for k, v in parts.items()}
+
+
 def ingest(c, args):
     study_dir = c.path("study")
     make_objects(c, "study", study_dir, str(args.slices), "BENCH", "20261126", "CT", "512")
     total = sum(os.path.getsize(os.path.join(study_dir, f)) for f in os.listdir(study_dir))
+    # Each gateway with a Naming Service of its own: a gateway indexes what
+    # any store it knows commits, and the other's ingest would load it.
+    naming = {}
     c.start_daemon("ingest", "file")
-    c.start_daemon("nosync", "file", extra=("--no-sync",))
     gw = Gateway(c, "ingest", "gateway")
+    naming["ingest"] = c.naming
+    c.start_naming()
+    c.start_daemon("nosync", "file", extra=("--no-sync",))
     fast = Gateway(c, "nosync", "gateway-nosync")
+    naming["nosync"] = c.naming
     port = harness.free_port()
-    scp = c.spawn("storescp", ["storescp", "-aet", AE, "-od", c.path("storescp-out"), str(port)],
+    # The gateway's receive options: the data set written as it comes
+    # (bit-preserving) into a file, PDUs of up to 128 KiB.
+    scp = c.spawn("storescp", ["storescp", *STORESCP_OPTIONS, "-aet", AE, "-od", c.path("storescp-out"), str(port)],
                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     os.makedirs(c.path("storescp-out"), exist_ok=True)
     harness.wait_for(lambda: c.run(["echoscu", "-aec", AE, "127.0.0.1", str(port)], timeout=30)[0] == 0, 30,
@@ -89,13 +120,15 @@ def ingest(c, args):
         times["blob-dicomd-nosync"].append(storescu(c, fast.port, study_dir))
         # What a gateway stored would make the next run a resend (no second copy): removed first.
         for store in ("ingest", "nosync"):
-            for e in c.blob("ls", store=store).ok()["blobs"]:
-                c.blob("rm", e["name"], store=store).ok()
+            names = [e["name"] for e in c.blob("ls", store=store, naming=naming[store]).ok()["blobs"]]
+            with concurrent.futures.ThreadPoolExecutor(4) as pool:
+                for r in pool.map(lambda n, s=store: c.blob("rm", n, store=s, naming=naming[s]), names):
+                    r.ok()
     scp.stop()
     for g in (gw, fast):  # per instance: header, push and index times
         shutil.copy(g.err, os.path.join(args.out, os.path.basename(g.err)))
     medians = {k: statistics.median(v) for k, v in times.items()}
-    row = {"slices": args.slices, "bytes": total, "runs": args.runs,
+    row = {"slices": args.slices, "bytes": total, "runs": args.runs, "storescp_options": " ".join(STORESCP_OPTIONS),
            "storescp_s": times["storescp"], "gateway_s": times["blob-dicomd"],
            "storescp_median_s": medians["storescp"], "gateway_median_s": medians["blob-dicomd"],
            "storescp_MBps": total / medians["storescp"] / 1e6, "gateway_MBps": total / medians["blob-dicomd"] / 1e6,
@@ -103,14 +136,16 @@ def ingest(c, args):
            "gateway_nosync_s": times["blob-dicomd-nosync"], "gateway_nosync_median_s": medians["blob-dicomd-nosync"],
            "ratio_nosync": medians["storescp"] / medians["blob-dicomd-nosync"],
            "gateway_push_median_s": statistics.median(log_seconds(gw.log(), "pushed ")),
-           "gateway_instance_median_s": statistics.median(log_seconds(gw.log(), "stored as "))}
+           "gateway_instance_median_s": statistics.median(log_seconds(gw.log(), "stored as ")),
+           "gateway_split_ms": instance_split(gw.log()), "gateway_nosync_split_ms": instance_split(fast.log())}
     print(f"ingest of {args.slices} slices ({total / 2**20:.1f} MiB), median of {args.runs}: storescp "
           f"{row['storescp_median_s']:.3f} s ({row['storescp_MBps']:.1f} MB/s), blob-dicomd "
           f"{row['gateway_median_s']:.3f} s ({row['gateway_MBps']:.1f} MB/s): gateway/storescp throughput "
           f"{row['ratio']:.2f} (target >= 0.9); against blobstored --no-sync {row['gateway_nosync_median_s']:.3f} s, "
           f"ratio {row['ratio_nosync']:.2f}; per instance in the gateway: push (durable, verified) median "
-          f"{row['gateway_push_median_s'] * 1000:.1f} ms of {row['gateway_instance_median_s'] * 1000:.1f} ms",
-          flush=True)
+          f"{row['gateway_push_median_s'] * 1000:.1f} ms of {row['gateway_instance_median_s'] * 1000:.1f} ms; "
+          f"split (header/push/index, ms) {'/'.join(f'{v:.1f}' for v in row['gateway_split_ms'].values())}, "
+          f"--no-sync {'/'.join(f'{v:.1f}' for v in row['gateway_nosync_split_ms'].values())}", flush=True)
     return row, gw
 
 
@@ -138,7 +173,7 @@ def query_postgresql(c, args, rows, columns, rng):
     except harness.TestSkipped as e:
         print(f"PostgreSQL skipped: {e}", flush=True)
         return None
-    schema = Gateway(c, "ingest", "gateway-pg", index_url=url)  # creates the schema
+    schema = Gateway(c, "nosync", "gateway-pg", index_url=url)  # a store of the current Naming Service  # creates the schema
     schema.proc.stop()
     csv_path = c.path("rows.csv")
     with open(csv_path, "w", newline="") as f:
@@ -212,7 +247,14 @@ def main():
     ap.add_argument("--instances", type=int, default=100000)
     ap.add_argument("--patients", type=int, default=2000)
     ap.add_argument("--samples", type=int, default=50)
+    ap.add_argument("--steps", default="ingest,find",
+                    help="which parts to run, comma-separated: ingest (the gateway against storescp), find (the "
+                         "queries; needs ingest's gateway index schema, so ingest runs with it)")
     args = ap.parse_args()
+    steps = args.steps.split(",")
+    unknown = [s for s in steps if s not in ("ingest", "find")]
+    if unknown:
+        ap.error(f"--steps: unknown {','.join(unknown)}; allowed: ingest,find")
     os.environ["BS_BUILDDIR"] = os.path.abspath(args.build)
     os.makedirs(args.out, exist_ok=True)
     c = harness.Cluster("bench-dicom")
@@ -221,7 +263,8 @@ def main():
     try:
         c.start_naming()
         summary["ingest"], gw = ingest(c, args)
-        summary["find"] = query(c, args, gw)
+        if "find" in steps:
+            summary["find"] = query(c, args, gw)
     finally:
         c.close()
     with open(os.path.join(args.out, "summary.json"), "w") as f:

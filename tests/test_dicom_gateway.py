@@ -9,11 +9,15 @@ image and a study of 200 CT slices go in through storescu and come back
 through `blob pull` with the data set bit-exact (the gateway keeps the bytes
 it received behind its own meta header); a resend of the same bytes is a
 success without a second copy, another data set under the same UID is
-refused (C011); a full store answers A700, a dead store 0110, each with a
-log line naming the instance; a third association beyond
---max-associations 2 is rejected."""
+refused (C011); a data set that ends inside its pixel data (pynetdicom sends
+the file's bytes as they are; storescu will not send such a file) is refused
+with C000, one whose pixel data is shorter than its image needs (storescu)
+with A900, neither stored nor indexed; a full store answers A700, a dead
+store 0110, each with a log line naming the instance; a third association
+beyond --max-associations 2 is rejected."""
 
 import os
+import sqlite3
 import sys
 import time
 
@@ -26,6 +30,18 @@ SLICES = 200
 
 def blob_names(c, store):
     return {b["name"] for b in c.blob("ls", store=store).ok()["blobs"]}
+
+
+def check_refused(c, gw, entry, code, why):
+    """`entry` was refused with status `code` for `why` (a log line naming it), is not stored nor indexed."""
+    line = next((l for l in gw.log().splitlines() if f"instance {entry['sop']}" in l), "")
+    check(f"refused (status {code})" in line and why in line,
+          f"no log line naming instance {entry['sop']} refused with {code}: {why!r} (got {line!r})")
+    check(entry["sop"] + ".dcm" not in blob_names(c, "ws1"), f"instance {entry['sop']} was stored")
+    db = sqlite3.connect(gw.index)
+    rows = db.execute("SELECT COUNT(*) FROM instances WHERE SOPInstanceUID = ?", (entry["sop"],)).fetchone()[0]
+    db.close()
+    check_equal(rows, 0, f"index entries of the refused instance {entry['sop']}")
 
 
 def test(c):
@@ -53,6 +69,11 @@ def test(c):
     check(f"instance {study[0]['sop']} from MODALITY@127.0.0.1: stored as {study[0]['sop']}.dcm" in gw.log(),
           "no INFO line naming the first slice's instance and Blob")
 
+    step("pixel data shorter than Rows x Columns x Bits Allocated (storescu): refused A900, not stored")
+    short = make_objects(c, "shortpixels", c.path("short.dcm"))[0]
+    gw.storescu(short["path"], refused=True)
+    check_refused(c, gw, short, "A900", "the pixel data (7FE0,0010) holds 4096 bytes, its image needs 8192")
+
     step("a resend of the same bytes: success, no second copy")
     before = c.blob("stat", study[0]["sop"] + ".dcm", store="ws1").ok()
     gw.storescu(study[0]["path"])
@@ -73,6 +94,13 @@ def test(c):
     log = gw.log()
     for entry, why in ((variant, "holds another data set"),):
         check(f"instance {entry['sop']}" in log and why in log, f"no log line naming {entry['sop']} with {why!r}")
+
+    step("pynetdicom: a data set that ends inside its pixel data is refused (C000), not stored")
+    truncated = make_objects(c, "truncated", c.path("truncated.dcm"))[0]
+    results = gw.pynetdicom(python, "store", truncated["path"], study[3]["path"])
+    check_equal([r["status"] for r in results], [0xC000, 0x0000], "statuses of (truncated, a whole resend)")
+    check_refused(c, gw, truncated, "C000",
+                  "the data set ends inside its pixel data (7FE0,0010): 8192 bytes declared, 4096 received")
 
     step("--max-associations 2: a third association at once is rejected")
     held = gw.pynetdicom(python, "hold", "2")[0]

@@ -93,10 +93,12 @@ class Gateway:
             check_equal(code, expect, f"echoscu exit code ({err.strip()!r})")
         return code
 
-    def storescu(self, *paths):
+    def storescu(self, *paths, refused=False):
+        """refused: an instance is expected to be refused (storescu then exits non-zero)."""
         argv = ["storescu", "-aet", "MODALITY", "-aec", AE, "127.0.0.1", str(self.port), *paths]
         code, out, err = self.c.run(argv, timeout=300)
-        check(code == 0, f"storescu exited {code}: {err[-2000:]}")
+        check(code != 0 if refused else code == 0,
+              f"storescu exited {code} ({'a refusal expected' if refused else 'success expected'}): {err[-2000:]}")
         return err
 
     def pynetdicom(self, python, *args):

@@ -8,6 +8,8 @@
   dicom_objects.py multiframe FILE FRAMES                 one multi-frame image (256x256, 16 bit)
   dicom_objects.py nouid FILE                             a CT slice whose data set has no SOP Instance UID
   dicom_objects.py truncated FILE                         a CT slice cut in the middle of its pixel data
+  dicom_objects.py shortpixels FILE                       a CT slice, whole, whose pixel data holds half of
+                                                          what its Rows x Columns x Bits Allocated need
   dicom_objects.py brokenheader FILE                      a CT slice cut inside its header, after PatientID
   dicom_objects.py variant FILE OTHER                     OTHER: FILE's instance with another pixel value
 Prints one JSON line: the files written with their SOP Instance, Study
@@ -89,6 +91,10 @@ def main(argv):
         with open(argv[2], "r+b") as f:
             f.truncate(size - 4096)
         out.append(entry)
+    elif kind == "shortpixels":
+        ds = image(CTImageStorage, 64, 64, patient="PAT6")
+        ds.PixelData = ds.PixelData[:len(ds.PixelData) // 2]
+        out.append(save(ds, argv[2]))
     elif kind == "brokenheader":
         entry = save(image(CTImageStorage, 64, 64, patient="PAT5"), argv[2])
         with open(argv[2], "rb") as f:

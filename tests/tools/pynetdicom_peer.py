@@ -14,7 +14,7 @@
 import json
 import sys
 
-from pynetdicom import AE
+from pynetdicom import AE, _config
 from pydicom.dataset import Dataset
 from pynetdicom.sop_class import (CTImageStorage, PatientRootQueryRetrieveInformationModelFind,
                                   SecondaryCaptureImageStorage, StudyRootQueryRetrieveInformationModelFind,
@@ -31,6 +31,10 @@ def associate(host, port, called):
 
 
 def store(host, port, called, files):
+    # The data set's bytes as they are in the file, from after its meta
+    # header (pynetdicom would otherwise decode and re-encode it: a value cut
+    # short would then go out whole, with a shorter length).
+    _config.STORE_SEND_CHUNKED_DATASET = True
     assoc = associate(host, port, called)
     if not assoc.is_established:
         sys.exit("association not established")

@@ -110,7 +110,8 @@ void EventIndexer::index_committed(const client::StoreEvent& event)
     const BlobInfo& blob = event.blob;
     const std::string checksum = blob.checksum.text();
     const std::string what = "index: Blob " + quote_name(blob.name) + " in store \"" + event.store + "\"";
-    if (index_.has(blob.name, event.store, checksum) || (event.store == options_.store && storing_(blob.name))) {
+    // The gateway's own commits first: no query while it is storing.
+    if ((event.store == options_.store && storing_(blob.name)) || index_.has(blob.name, event.store, checksum)) {
         spdlog::debug("{}: indexed already, or by the gateway that is storing it", what);
         return;
     }

@@ -24,6 +24,7 @@ namespace status {
 constexpr std::uint16_t success = 0x0000;
 constexpr std::uint16_t processing_failure = 0x0110;
 constexpr std::uint16_t out_of_resources = 0xA700;
+constexpr std::uint16_t data_set_mismatch = 0xA900;
 constexpr std::uint16_t cannot_understand = 0xC000;
 /// Ours, in the "cannot understand" range: another data set is stored under
 /// this SOP Instance UID (--on-conflict refuse).
@@ -66,12 +67,21 @@ private:
     std::multiset<std::string> storing_;
 };
 
+/// What read_header() found wrong with a whole object.
+enum class Defect {
+    none,
+    unreadable,        ///< it does not parse: a header cut short, a data set that ends inside its pixel data
+    short_pixel_data,  ///< native pixel data shorter than Rows x Columns x ... require
+};
+
 /// Reads the attributes of attributes() from a DICOM file, the pixel data
-/// left unread in memory. Returns "" and fills `values`, or why the file is
-/// not a whole, readable DICOM object (`values` then holds what parsed).
-/// `header_only`: the file may end anywhere after the header (the first
-/// bytes of a Blob): parsing stops at the pixel data.
-std::string read_header(const std::string& path, std::map<std::string, std::string>& values, bool header_only = false);
+/// left unread (its declared length checked against the file's size, never
+/// loaded). Returns "" and fills `values`, or why the file is not a whole,
+/// readable DICOM object (`values` then holds what parsed; `defect`, when
+/// given, says which kind). `header_only`: the file may end anywhere after
+/// the header (the first bytes of a Blob): parsing stops at the pixel data.
+std::string read_header(const std::string& path, std::map<std::string, std::string>& values, bool header_only = false,
+                        Defect* defect = nullptr);
 
 /// Where the data set starts in a DICOM file's bytes (after the preamble and
 /// the meta group, from its group length), or 0 when that cannot be told.

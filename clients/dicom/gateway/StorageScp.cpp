@@ -79,7 +79,11 @@ protected:
             return received;
         }
         const StoreOutcome outcome = g_store->store(instance);
-        std::remove(instance.path.c_str());
+        // The spool file goes once the modality has its answer.
+        struct Spool {
+            const std::string& path;
+            ~Spool() { std::remove(path.c_str()); }
+        } spool{instance.path};
         DcmDataset detail;
         DcmDataset* comment = nullptr;
         if (outcome.status != status::success) {
