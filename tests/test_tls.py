@@ -170,6 +170,14 @@ def test(c):
         out = path + ".pulled"
         c.blob(*as_admin, *extra, "--no-local", "pull", name, out, store="central").ok()
         check_equal(harness.checksum_file(out), want, f"{name} pulled over TLS")
+    step("over TLS: push --streams 4 and pull --streams 4 of the 40 MiB file")
+    r = c.blob(*as_admin, "--no-local", "push", "--streams", "4", "--name", "big.streams", big, store="central").ok()
+    check_equal((r.get("streams"), r.get("checksum")), (4, harness.checksum_file(big, "crc32c")),
+                "push --streams 4 over TLS: streams, checksum")
+    out = big + ".streams"
+    r = c.blob(*as_admin, "--no-local", "pull", "--streams", "4", "big.streams", out, store="central").ok()
+    check_equal(r.get("streams"), 4, "pull --streams 4 over TLS: streams")
+    check_equal(harness.checksum_file(out), big_digest, "big.streams pulled over 4 TLS streams")
     ranged = c.blob(*as_reader, "--no-local", "pull", "CT.1", "-", "--offset", 5, "--length", 4096,
                     store="central", binary=True)
     ranged.ok()
