@@ -137,7 +137,13 @@ public:
         if (ended_) return;
         ended_ = true;
         queue_.clear();
-        notify_->close();
+        if (notify_) {
+            // Its pending request's completion holds this subscriber: let go
+            // of the connection, so that the two never keep each other (a
+            // NotifyTo that never answers, then the io_context stopped).
+            notify_->close();
+            notify_.reset();
+        }
         source_.remove(id_);
         if (status == nullptr) return;
         std::cerr << "sdc: subscription " << id_ << " (NotifyTo " << notify_address_ << ") ended: " << reason << "\n";
