@@ -120,11 +120,6 @@ void ParallelPush::on_loop_thread_open(std::vector<Ticket> tickets)
 void ParallelPush::submit(std::size_t part, const Ticket& ticket)
 {
     Part& p = parts_[part];
-    if (ticket.length == 0) {
-        // The store holds the whole part (its acknowledgement was lost).
-        JobOutcome held;
-        return on_loop_thread_part_done(part, ticket, held);
-    }
     auto job = std::make_unique<TransferJob>();
     try {
         if (ticket.offset < p.offset || ticket.offset + ticket.length != p.offset + p.length)
@@ -146,11 +141,16 @@ void ParallelPush::submit(std::size_t part, const Ticket& ticket)
         if (p.head > 0) inner->hash_range(p.offset, p.head, head);
         p.head_crc = head.finish().crc();
         p.sent = 0;
-        inner->select(ticket.offset, ticket.offset + ticket.length);
-        job->source = std::make_unique<PartSource>(shared_from_this(), part, std::move(inner));
+        if (ticket.length > 0) {
+            inner->select(ticket.offset, ticket.offset + ticket.length);
+            job->source = std::make_unique<PartSource>(shared_from_this(), part, std::move(inner));
+        }
     } catch (const Error& e) {
         return record_failure(e.error_code(), e.what());
     }
+    // The store holds the whole part (its acknowledgement was lost): the
+    // head is all of it.
+    if (ticket.length == 0) return on_loop_thread_part_done(part, ticket, JobOutcome{});
     job->type = protocol::FrameType::push;
     job->ticket = ticket;
     job->what = what_ + ": stream " + std::to_string(part + 1) + " of " + std::to_string(parts_.size());
@@ -174,28 +174,16 @@ void ParallelPush::on_loop_thread_part_done(std::size_t part, const Ticket& tick
         return session_.control_call(retry, closed, name_);
     }
     if (o.error) return record_failure(o.error, o.message);
-    std::uint32_t sent_crc = 0;
     if (ticket.length > 0) {
         if (!o.response.checksum || o.response.checksum->algorithm != ChecksumAlgorithm::crc32c)
             return record_failure(make_error_code(Errc::protocol_error),
                                   what_ + ": stream " + std::to_string(part + 1) +
                                       ": the store acknowledged the part without its CRC32C");
-        sent_crc = o.response.checksum->crc();
+        const std::uint32_t sent_crc = o.response.checksum->crc();
+        p.crc = p.head == 0 ? sent_crc : crc32c_combine(p.head_crc, sent_crc, ticket.length);
     } else {
-        // Held already: the part's CRC from the source.
-        try {
-            std::unique_ptr<Source> inner = open_source(source_, what_);
-            ChecksumState whole(ChecksumAlgorithm::crc32c);
-            inner->hash_range(p.offset, p.length, whole);
-            p.head = p.length;
-            p.head_crc = whole.finish().crc();
-        } catch (const Error& e) {
-            return record_failure(e.error_code(), e.what());
-        }
+        p.crc = p.head_crc;  // held already: hashed from the source by submit()
     }
-    p.crc = p.head == 0          ? sent_crc
-            : ticket.length == 0 ? p.head_crc
-                                 : crc32c_combine(p.head_crc, sent_crc, ticket.length);
     part_finished();
 }
 
