@@ -5,6 +5,7 @@
 
 system_tests = \
 	tests/test_layers.py \
+	tests/test_symbol_layout.py \
 	tests/test_push_pull.py \
 	tests/test_series.py \
 	tests/test_locate.py \
