@@ -18,12 +18,16 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <dirent.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 using namespace blobstreaming;
@@ -435,4 +439,74 @@ BOOST_FIXTURE_TEST_CASE(stop_answers_a_commit_in_flight, Fixture)
     BOOST_CHECK(ack.checksum == checksum);
     BOOST_CHECK_EQUAL(server.active_transfers(), 0u);
     BOOST_CHECK_EQUAL(reservations.open(), 0u);
+}
+
+namespace {
+
+bool same_address(const sockaddr_storage& a, socklen_t alen, const sockaddr_storage& b, socklen_t blen)
+{
+    return alen == blen && std::memcmp(&a, &b, alen) == 0;
+}
+
+/// This process's end of the connection whose other end is `client` (the
+/// data server runs in the test process): the descriptor the server
+/// accepted, -1 while it has not.
+int accepted_end_of(int client)
+{
+    sockaddr_storage local{}, remote{};
+    socklen_t local_len = sizeof local, remote_len = sizeof remote;
+    ::getsockname(client, reinterpret_cast<sockaddr*>(&local), &local_len);
+    ::getpeername(client, reinterpret_cast<sockaddr*>(&remote), &remote_len);
+    DIR* dir = ::opendir("/proc/self/fd");
+    if (!dir) return -1;
+    int found = -1;
+    while (const dirent* e = ::readdir(dir)) {
+        const int fd = std::atoi(e->d_name);
+        if (fd <= 2 || fd == client || fd == ::dirfd(dir)) continue;
+        sockaddr_storage mine{}, peer{};
+        socklen_t mine_len = sizeof mine, peer_len = sizeof peer;
+        if (::getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &mine_len) != 0 ||
+            ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0)
+            continue;
+        if (same_address(mine, mine_len, remote, remote_len) && same_address(peer, peer_len, local, local_len)) {
+            found = fd;
+            break;
+        }
+    }
+    ::closedir(dir);
+    return found;
+}
+
+}  // namespace
+
+// The receive window a connection may offer is bounded at its handshake by
+// the listener's receive buffer (tcp(7): set it before listen). A buffer set
+// on the accepted socket alone left pushes with a 64 KiB window.
+BOOST_AUTO_TEST_CASE(socket_buffers_bound_the_window_from_the_handshake)
+{
+    constexpr int kBuffer = 256 * 1024;
+    MemoryStore store{MemoryStore::Options{1u << 20}};
+    TicketRegistry tickets{30s};
+    ReservationTable reservations{60s};
+    DataServerConfig config = Fixture::config();
+    config.socket.send_buffer = kBuffer;
+    config.socket.receive_buffer = kBuffer;
+    DataServer server{store, tickets, reservations, config};
+    server.start();
+    ProtocolPeer peer = ProtocolPeer::connect("127.0.0.1", server.port(), 10s);
+
+    int accepted = -1;
+    for (int i = 0; i < 1000 && accepted < 0; ++i) {  // accepted on the reactor thread: at most 5 s
+        accepted = accepted_end_of(peer.fd());
+        if (accepted < 0) std::this_thread::sleep_for(5ms);
+    }
+    BOOST_REQUIRE_MESSAGE(accepted >= 0, "the server never accepted the connection");
+    int clamp = 0;
+    socklen_t len = sizeof clamp;
+    BOOST_REQUIRE_EQUAL(::getsockopt(accepted, IPPROTO_TCP, TCP_WINDOW_CLAMP, &clamp, &len), 0);
+    // Linux doubles the request and keeps part of it for its own use: the
+    // window may reach well past 64 KiB, not the whole buffer.
+    BOOST_CHECK_MESSAGE(clamp > kBuffer / 2,
+                        "window clamp " << clamp << " for a " << kBuffer << "-byte receive buffer");
+    server.stop();
 }
