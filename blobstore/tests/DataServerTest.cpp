@@ -510,3 +510,130 @@ BOOST_AUTO_TEST_CASE(socket_buffers_bound_the_window_from_the_handshake)
                         "window clamp " << clamp << " for a " << kBuffer << "-byte receive buffer");
     server.stop();
 }
+
+namespace {
+
+/// A MemoryStore whose reads wait, as an object store's index lookup does
+/// on the network (Store::read_waits()), until the test opens the gate:
+/// only for Blobs whose name starts with "slow.".
+class WaitingStore final : public Store {
+public:
+    explicit WaitingStore(std::shared_ptr<Gate> gate) : gate_(std::move(gate)) {}
+    MemoryStore inner{MemoryStore::Options{16u << 20}};
+
+    std::string_view kind() const noexcept override { return "memory"; }
+    BlobInfo stat(std::string_view name) const override { return inner.stat(name); }
+    std::vector<BlobInfo> list() const override { return inner.list(); }
+    BlobRange read(std::string_view name, std::uint64_t start, std::uint64_t end) const override
+    {
+        if (name.substr(0, 5) == "slow.") {
+            std::unique_lock lock(gate_->mutex);
+            ++gate_->entered;
+            gate_->changed.notify_all();
+            gate_->changed.wait(lock, [this] { return gate_->open; });
+        }
+        return inner.read(name, start, end);
+    }
+    std::unique_ptr<Reservation> reserve(std::string_view name, std::uint64_t size, ReserveMode mode,
+                                         ChecksumAlgorithm checksum) override
+    {
+        return inner.reserve(name, size, mode, checksum);
+    }
+    BlobInfo remove(std::string_view name) override { return inner.remove(name); }
+    StoreUsage usage() const override { return inner.usage(); }
+    bool read_waits() const noexcept override { return true; }
+
+private:
+    std::shared_ptr<Gate> gate_;
+};
+
+void put(Store& store, const std::string& name, const std::string& bytes)
+{
+    auto reservation = store.reserve(name, bytes.size());
+    BOOST_REQUIRE(!reservation->write(bytes.data(), bytes.size()));
+    reservation->commit();
+}
+
+struct WaitingFixture {
+    std::shared_ptr<Gate> gate = std::make_shared<Gate>();
+    WaitingStore store{gate};
+    TicketRegistry tickets{30s};
+    ReservationTable reservations{60s};
+    DataServer server{store, tickets, reservations, Fixture::config()};
+    WaitingFixture() { server.start(); }
+    ~WaitingFixture() { gate->let_through(); }
+    ProtocolPeer connect() const { return ProtocolPeer::connect("127.0.0.1", server.port(), 10s); }
+    void pull(ProtocolPeer& peer, const std::string& name, std::uint64_t length)
+    {
+        peer.send_request(protocol::FrameType::pull, tickets.issue(pull_binding(name, 0, length)), 0, length);
+    }
+};
+
+}  // namespace
+
+// A store that waits on the network to open a Blob (RADOS: the index) holds
+// that pull only: the reactor answers every other connection meanwhile.
+BOOST_FIXTURE_TEST_CASE(a_pull_whose_store_waits_to_open_does_not_stall_the_reactor, WaitingFixture)
+{
+    put(store, "slow.1", "slow bytes");
+    put(store, "fast.1", "fast");
+    ProtocolPeer waiting = connect();
+    pull(waiting, "slow.1", 10);
+    BOOST_REQUIRE(gate->wait_entered(1));
+
+    ProtocolPeer other = connect();
+    pull(other, "fast.1", 4);
+    BOOST_CHECK(other.receive_response().status == Errc::ok);
+    char fast[4] = {};
+    other.receive(fast, sizeof fast);
+    BOOST_CHECK_EQUAL(std::string(fast, sizeof fast), "fast");
+    ProtocolPeer garbage = connect();
+    const std::string junk(protocol::kRequestSize, 'x');
+    garbage.send(junk.data(), junk.size());
+    BOOST_CHECK(garbage.receive_response().status == Errc::protocol_error);
+    {
+        std::lock_guard lock(gate->mutex);
+        BOOST_CHECK_MESSAGE(!gate->open, "answered only once the open ended");
+    }
+
+    gate->let_through();
+    const protocol::Response head = waiting.receive_response();
+    BOOST_CHECK(head.status == Errc::ok);
+    BOOST_CHECK_EQUAL(head.length, 10u);
+    char slow[10] = {};
+    waiting.receive(slow, sizeof slow);
+    BOOST_CHECK_EQUAL(std::string(slow, sizeof slow), "slow bytes");
+    // The same connection serves its next pull.
+    pull(waiting, "fast.1", 4);
+    BOOST_CHECK(waiting.receive_response().status == Errc::ok);
+}
+
+// Errors found off the reactor reach the client as a refusal; a connection
+// closed while its Blob is being opened ends its transfer, nothing leaks.
+BOOST_FIXTURE_TEST_CASE(an_open_off_the_reactor_refuses_or_ends_cleanly, WaitingFixture)
+{
+    gate->let_through();
+    ProtocolPeer peer = connect();
+    pull(peer, "slow.missing", 3);
+    const protocol::Response refused = peer.receive_response();
+    BOOST_CHECK(refused.status == Errc::blob_changed || refused.status == Errc::no_such_blob);
+
+    {
+        std::lock_guard lock(gate->mutex);
+        gate->open = false;
+    }
+    put(store, "slow.2", "abc");
+    const int before = gate->entered;
+    {
+        ProtocolPeer gone = connect();
+        pull(gone, "slow.2", 3);
+        BOOST_REQUIRE(gate->wait_entered(before + 1));
+    }  // closed while the store opens the Blob
+    BOOST_CHECK_EQUAL(server.active_transfers(), 1u);
+    gate->let_through();
+    for (int i = 0; i < 400 && server.active_transfers() != 0; ++i) std::this_thread::sleep_for(5ms);
+    BOOST_CHECK_EQUAL(server.active_transfers(), 0u);
+    ProtocolPeer next = connect();
+    pull(next, "slow.2", 3);
+    BOOST_CHECK(next.receive_response().status == Errc::ok);
+}
