@@ -18,6 +18,8 @@ clients_libblobclient_la_SOURCES = \
 	clients/src/LocalRead.cpp \
 	clients/src/LocalRead.h \
 	clients/src/Logging.cpp \
+	clients/src/NoticeBoard.cpp \
+	clients/src/NoticeBoard.h \
 	clients/src/OrbHandle.cpp \
 	clients/src/OrbHandle.h \
 	clients/src/ParallelPull.cpp \
@@ -48,7 +50,8 @@ clients_libblobclient_la_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(ACE_CFLAG
 if SANITIZERS
 # GCC 12 with -fsanitize reports a false -Warray-bounds in the omniidl
 # skeleton's constructor (POA_BlobStreaming::EventSubscriber, the Watch's
-# callback object) inlined into Watch.cpp; not our code (as in benchmarks/).
+# callback object) inlined into Watch.cpp (and TransferObserver's into
+# NoticeBoard.cpp); not our code (as in benchmarks/).
 clients_libblobclient_la_CXXFLAGS = $(AM_CXXFLAGS) -Wno-array-bounds
 endif
 clients_libblobclient_la_LIBADD = transporter/libblobtransporter.la blobstore/libblobstore.la common/libblobcommon.la \
@@ -59,6 +62,7 @@ $(clients_libblobclient_la_OBJECTS): idl/BlobStreaming.hh
 clienthdrdir = $(includedir)/blobstreaming/client
 clienthdr_HEADERS = \
 	clients/include/blobstreaming/client/Logging.h \
+	clients/include/blobstreaming/client/Notice.h \
 	clients/include/blobstreaming/client/Options.h \
 	clients/include/blobstreaming/client/Result.h \
 	clients/include/blobstreaming/client/Series.h \

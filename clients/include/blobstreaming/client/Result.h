@@ -1,6 +1,7 @@
 #pragma once
 /// The outcome of one Session operation, and the callback types.
 
+#include <blobstreaming/client/Notice.h>
 #include <blobstreaming/common/BlobInfo.h>
 #include <blobstreaming/common/Error.h>
 
@@ -96,6 +97,7 @@ struct Result {
     /// (the operation succeeds with the others' answers: a partial result).
     std::vector<UnreachableStore> unreachable;
     std::vector<PrunedStore> pruned;  ///< prune_stores: the entries removed
+    std::vector<TransferNotice> notices;  ///< poll_notices, oldest first per store
 
     bool ok() const noexcept { return !error; }
     /// Errc::ok on success.
