@@ -98,7 +98,8 @@ clients_examples_single_threaded_LDADD = clients/libblobclient.la common/libblob
 # a real omniNames ($OMNINAMES); Session transfers against real blobstored
 # daemons ($BS_BUILDDIR/blobstore/blobstored).
 clients_tests = clients/tests/CallbackTest clients/tests/ControlCallTest clients/tests/DataPlaneTest \
-	clients/tests/SeriesTest clients/tests/SessionTest clients/tests/StreamsTest clients/tests/TransferTest
+	clients/tests/NoticesTest clients/tests/SeriesTest clients/tests/SessionTest clients/tests/StreamsTest \
+	clients/tests/TransferTest
 check_PROGRAMS += $(clients_tests)
 TESTS += $(clients_tests)
 clients_test_public_ldadd = clients/libblobclient.la common/libblobcommon.la $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
@@ -117,6 +118,10 @@ clients_tests_DataPlaneTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/sr
 clients_tests_DataPlaneTest_LDADD = clients/libblobclient.la transporter/libblobtransporter.la common/libblobcommon.la \
 	$(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 $(clients_tests_DataPlaneTest_OBJECTS): idl/BlobStreaming.hh
+
+clients_tests_NoticesTest_SOURCES = clients/tests/NoticesTest.cpp clients/tests/TestProcesses.h clients/tests/ErrorOf.h
+clients_tests_NoticesTest_CPPFLAGS = $(AM_CPPFLAGS) -DBOOST_TEST_DYN_LINK
+clients_tests_NoticesTest_LDADD = $(clients_test_public_ldadd)
 
 clients_tests_SeriesTest_SOURCES = clients/tests/SeriesTest.cpp clients/tests/TestProcesses.h clients/tests/ErrorOf.h
 clients_tests_SeriesTest_CPPFLAGS = $(AM_CPPFLAGS) -DBOOST_TEST_DYN_LINK

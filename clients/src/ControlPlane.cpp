@@ -33,7 +33,7 @@ public:
         : handle(options), orb(handle.orb()), notices(handle.orb(), options.on_notice)
     {}
     OrbHandle handle;
-    CORBA::ORB_ptr orb;  ///< handle's
+    CORBA::ORB_ptr orb;   ///< handle's
     NoticeBoard notices;  ///< destroyed before the ORB handle
     std::mutex mutex;
     /// Serialises opening transporters, so that concurrent first calls open
@@ -468,8 +468,7 @@ Ticket ControlPlane::begin_pull(const std::string& store, const std::string& nam
         BlobStreaming::TransferTicket_var ticket =
             with_transporter(*refs_, store, ref, options_, what, [&](BlobStreaming::BlobTransporter_ptr t) {
                 prepare_notices(*refs_, store, t, notices);
-                return t->send(name.c_str(), length, offset, true, time_value(options_.timeout),
-                               semantics_of(notices));
+                return t->send(name.c_str(), length, offset, true, time_value(options_.timeout), semantics_of(notices));
             });
         Ticket out = ticket_of(ticket.in());
         await_notice(*refs_, store, out, name, TransferDirection::pull, notices);
@@ -493,7 +492,7 @@ std::vector<TransferNotice> ControlPlane::poll_notices(const std::string& store)
         std::lock_guard<std::mutex> lock(refs_->mutex);
         const auto it = refs_->transporters.find(store);
         if (it == refs_->transporters.end()) return {};  // no transfer, no notice
-        t = it->second;                                     // duplicates
+        t = it->second;                                  // duplicates
     }
     const std::string endpoint = corba::endpoint_of(t);
     BlobStreaming::TransferNoticeSeq_var seq;

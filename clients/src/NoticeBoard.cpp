@@ -110,7 +110,8 @@ void NoticeBoard::expect(const std::string& store, const TicketId& id, const std
                          TransferDirection direction, std::uint64_t offset, std::uint64_t length)
 {
     std::lock_guard lock(mutex_);
-    const auto [it, added] = awaited_.insert_or_assign(id, Awaited{store, blob, direction, offset, length, next_order_});
+    const auto [it, added] =
+        awaited_.insert_or_assign(id, Awaited{store, blob, direction, offset, length, next_order_});
     if (!added) return;  // a ticket id is random: issued twice only by a broken store
     by_age_.emplace(next_order_++, id);
     while (awaited_.size() > kMaxAwaited) {
@@ -160,8 +161,7 @@ void NoticeBoard::forget_store(const std::string& store)
 BlobStreaming::TransferObserver_var NoticeBoard::observer()
 {
     std::lock_guard lock(mutex_);
-    if (closed_)
-        throw Error(Errc::cancelled, "transfer notices: the session is closing");
+    if (closed_) throw Error(Errc::cancelled, "transfer notices: the session is closing");
     if (!CORBA::is_nil(observer_)) return observer_;  // duplicates
     try {
         CORBA::Object_var obj = orb_->resolve_initial_references("RootPOA");

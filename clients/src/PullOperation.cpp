@@ -106,7 +106,8 @@ void PullOperation::on_loop_thread_read_local(const LocalFile& local)
 void PullOperation::on_control_thread_ticket()
 {
     try {
-        const Ticket ticket = session_.control->begin_pull(store_, name_, options_.offset, options_.length, options_.notices);
+        const Ticket ticket =
+            session_.control->begin_pull(store_, name_, options_.offset, options_.length, options_.notices);
         const bool retry = !retried_ && options_.offset == 0 && options_.length == 0;
         session_.loop.post(
             [op = shared_from_this(), ticket, retry] { op->on_loop_thread_transfer(ticket, std::nullopt, retry); });

@@ -57,11 +57,10 @@ void PushOperation::on_control_thread_reserve()
         const std::uint64_t size = job->source->size();
         if (ParallelPush::start(session_, source_, name_, store_, size, options_, done_)) return;
         std::optional<PushGrant> resumed;
-        if (options_.resume)
-            resumed = control.resume_push(store_, name_, size, options_.checksum, options_.notices);
-        grant_ = resumed ? std::move(*resumed)
-                         : control.begin_push(store_, name_, size, options_.replace, options_.checksum,
-                                              options_.notices);
+        if (options_.resume) resumed = control.resume_push(store_, name_, size, options_.checksum, options_.notices);
+        grant_ = resumed
+                     ? std::move(*resumed)
+                     : control.begin_push(store_, name_, size, options_.replace, options_.checksum, options_.notices);
     } catch (const Error& e) {
         return session_.complete(done_, failure(e, store_));
     }
