@@ -42,7 +42,8 @@ const char* to_string(TransferDirection direction) noexcept;
 /// again (the Blob was replaced meanwhile), or a resumed push, reports each
 /// attempt.
 struct TransferNotice {
-    /// The store that ran the transfer.
+    /// The store that ran the transfer (a send notice of a ticket the
+    /// Session no longer knows: empty).
     std::string store;
     /// The Blob, and which way its bytes went. Both come from this Session's
     /// record of the tickets it obtained (a notice itself carries only the

@@ -179,6 +179,8 @@ public:
     void remove(const std::string& name, const std::string& store = {});
     std::vector<Location> locate(const std::string& name);
     std::vector<StoreStatus> stores();
+    /// With "" : the notices of the stores that answered (the others keep
+    /// theirs; use the form above to know which did not).
     std::vector<TransferNotice> poll_notices(const std::string& store = {});
     /// Waits for copy(); failures are in the SeriesResult (throw_if_error()).
     SeriesResult copy(const std::vector<std::string>& names, const CopyOptions& options);
