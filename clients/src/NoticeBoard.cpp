@@ -110,8 +110,7 @@ void NoticeBoard::expect(const std::string& store, const TicketId& id, const std
                          TransferDirection direction, std::uint64_t offset, std::uint64_t length)
 {
     std::lock_guard lock(mutex_);
-    const auto [it, added] =
-        awaited_.insert_or_assign(id, Awaited{store, blob, direction, offset, length, next_order_});
+    const auto [it, added] = awaited_.try_emplace(id, Awaited{store, blob, direction, offset, length, next_order_});
     if (!added) return;  // a ticket id is random: issued twice only by a broken store
     by_age_.emplace(next_order_++, id);
     while (awaited_.size() > kMaxAwaited) {
