@@ -89,6 +89,13 @@ private:
     std::shared_ptr<Gate> gate_;
 };
 
+/// Waits (at most 2 s) until `server` has `n` active transfers.
+bool transfers_reach(const DataServer& server, std::uint32_t n)
+{
+    for (int i = 0; i < 400 && server.active_transfers() != n; ++i) std::this_thread::sleep_for(5ms);
+    return server.active_transfers() == n;
+}
+
 /// A data server on 127.0.0.1:0 over a MemoryStore.
 struct Fixture {
     MemoryStore store{MemoryStore::Options{64u << 20}};
@@ -132,11 +139,7 @@ struct Fixture {
     }
     /// Waits (at most 2 s) until `n` transfers are active: a pull ends on
     /// the server just after its last byte left.
-    bool active(std::uint32_t n) const
-    {
-        for (int i = 0; i < 400 && server.active_transfers() != n; ++i) std::this_thread::sleep_for(5ms);
-        return server.active_transfers() == n;
-    }
+    bool active(std::uint32_t n) const { return transfers_reach(server, n); }
     bool idle() const { return active(0); }
     protocol::TicketId pull_ticket(const std::string& name, std::uint64_t offset, std::uint64_t length)
     {
@@ -631,8 +634,7 @@ BOOST_FIXTURE_TEST_CASE(an_open_off_the_reactor_refuses_or_ends_cleanly, Waiting
     }  // closed while the store opens the Blob
     BOOST_CHECK_EQUAL(server.active_transfers(), 1u);
     gate->let_through();
-    for (int i = 0; i < 400 && server.active_transfers() != 0; ++i) std::this_thread::sleep_for(5ms);
-    BOOST_CHECK_EQUAL(server.active_transfers(), 0u);
+    BOOST_CHECK(transfers_reach(server, 0));
     ProtocolPeer next = connect();
     pull(next, "slow.2", 3);
     BOOST_CHECK(next.receive_response().status == Errc::ok);

@@ -108,6 +108,10 @@ private:
     /// or when the connection was closed meanwhile ends the transfer and
     /// deletes the object.
     void on_opened(BlobRange range, const std::optional<Error>& error) noexcept;
+    /// Back on the reactor (reading) after work on the CommitPool, "after
+    /// `after` the Blob" in the log line when that fails; false then: the
+    /// connection is closed and deleted.
+    bool rejoin_reactor(const char* after) noexcept;
     /// The pull's Response once range_ is open, then its bytes.
     int answer_pull();
     /// The pull's refusal: its Response, then the next Request.

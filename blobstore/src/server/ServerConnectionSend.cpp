@@ -93,14 +93,7 @@ void ServerConnection::on_opened(BlobRange range, const std::optional<Error>& er
         Base::handle_close(ACE_INVALID_HANDLE, ACE_Event_Handler::ALL_EVENTS_MASK);  // deletes this
         return;
     }
-    progress();
-    if (reactor()->register_handler(this, ACE_Event_Handler::READ_MASK) == -1) {
-        spdlog::warn("data connection {}: cannot return to the reactor after opening {} ({}): closed", peer_,
-                     quote_name(binding_.blob), std::strerror(errno));
-        handle_close(ACE_INVALID_HANDLE, ACE_Event_Handler::ALL_EVENTS_MASK);  // deletes this
-        return;
-    }
-    mask_ = ACE_Event_Handler::READ_MASK;
+    if (!rejoin_reactor("opening")) return;  // closed and deleted
     arm_timer();
     int rc = -1;
     try {
