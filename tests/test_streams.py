@@ -22,8 +22,11 @@ contiguous range, its checksum combined from the parts and checked once.
    committed CRC32C is the source's, --json reports the streams (one under
    2 MiB, for SHA-256 and standard input), --replace works and an existing
    name is refused. Through the relay, a push whose first data connection
-   is cut after 1 MiB continues that part and commits; with every
-   connection cut it fails (50) and nothing is visible.
+   is cut after 1 MiB continues that part and commits; so does a push whose
+   first data connection reaches the store only after its stream asked for
+   the part again (the store refuses the overtaken ticket, invalid_range,
+   and the stream asks once more); with every connection cut it fails (50)
+   and nothing is visible.
 """
 
 import os
@@ -136,13 +139,24 @@ class Relay:
     """Forwards 127.0.0.2:PORT to 127.0.0.1:PORT for each port; on the data
     port, closes a connection after `cut_after` bytes store -> client (with
     `upstream`: client -> store) when `cut(index)` says so (index: 0 for the
-    first data connection)."""
+    first data connection).
+
+    `late(index)`: that data connection reaches the store late. The relay
+    takes its first `cut_after` bytes from the client and closes it without
+    forwarding anything; it delivers them (then end of stream) only when the
+    client sends a Request for the same offset on another data connection
+    (a new one, or one the store has answered since its last bytes from the
+    client), and forwards that Request once the store has closed the late
+    one."""
 
     def __init__(self, ports, data_port, cut_after):
         self.data_port = data_port
         self.cut_after = cut_after
         self.upstream = False  # cut client -> store (a push) instead of store -> client
         self.cut = lambda index: False
+        self.late = lambda index: False
+        self.held = None  # the late connection's bytes, not delivered yet
+        self.delivered = threading.Event()
         self.data_connections = 0
         self.cuts = 0
         self.lock = threading.Lock()
@@ -165,17 +179,64 @@ class Relay:
                 continue
             except OSError:
                 return
-            server = socket.create_connection(("127.0.0.1", port), timeout=10)
-            cut = False
+            cut = late = False
             if port == self.data_port:
                 with self.lock:
                     cut = self.cut(self.data_connections)
+                    late = self.late(self.data_connections)
                     self.data_connections += 1
+            if late:
+                threading.Thread(target=self.hold, args=(client, port), daemon=True).start()
+                continue
+            server = socket.create_connection(("127.0.0.1", port), timeout=10)
             up, down = (self.cut_after, None) if self.upstream else (None, self.cut_after)
-            threading.Thread(target=self.pump, args=(client, server, up if cut else None), daemon=True).start()
-            threading.Thread(target=self.pump, args=(server, client, down if cut else None), daemon=True).start()
+            # [whether the store has sent something since the client last did]
+            answered = [True] if port == self.data_port else None
+            threading.Thread(target=self.pump, args=(client, server, up if cut else None, answered),
+                             daemon=True).start()
+            threading.Thread(target=self.pump, args=(server, client, down if cut else None, None, answered),
+                             daemon=True).start()
 
-    def pump(self, src, dst, limit):
+    def hold(self, client, port):
+        held = b""
+        try:
+            while len(held) < self.cut_after:
+                data = client.recv(min(65536, self.cut_after - len(held)))
+                if not data:
+                    break
+                held += data
+        except OSError:
+            pass
+        with self.lock:
+            self.cuts += 1
+            self.held = (held, port)
+        client.shutdown(socket.SHUT_RDWR)
+        client.close()
+
+    def deliver_held(self):
+        """Sends the late connection's bytes to the store and waits (bounded)
+        until the store has closed that connection: it has ended the late
+        transfer by then."""
+        with self.lock:
+            held, self.held = self.held, None
+        if held is None:
+            return
+        data, port = held
+        late = socket.create_connection(("127.0.0.1", port), timeout=10)
+        try:
+            late.sendall(data)
+            late.shutdown(socket.SHUT_WR)
+            while late.recv(65536):
+                pass
+        except OSError:
+            pass
+        late.close()
+        self.delivered.set()
+
+    def pump(self, src, dst, limit, begins=None, answers=None):
+        """`begins`: src is a data connection's client, whose bytes after
+        the store's (begins[0]) begin a Request; `answers`: src is its
+        store, and sets that flag."""
         moved = 0
         try:
             while True:
@@ -186,6 +247,15 @@ class Relay:
                     with self.lock:
                         self.cuts += 1
                     break
+                if answers is not None:
+                    answers[0] = True
+                if begins is not None:
+                    # A Request (40 bytes: ..., offset u64 at 24, length) for
+                    # the late connection's offset: its part asked again.
+                    held = self.held
+                    if begins[0] and held is not None and len(data) >= 40 and data[24:32] == held[0][24:32]:
+                        self.deliver_held()
+                    begins[0] = False
                 dst.sendall(data)
                 moved += len(data)
         except OSError:
@@ -254,6 +324,24 @@ def cut_stream(c):
         check(held and int(held.group(2)) > 0, f"the cut stream did not continue past what the store held: "
                                                f"{r.stderr!r}")
         step(f"the cut stream continued at byte {held.group(1)}: the store held {held.group(2)} of its bytes")
+
+        step("push --streams 4 whose first data connection reaches the store only after the stream asked for "
+             "its part again: the store refuses the overtaken ticket and the stream asks once more")
+        relay.cut = lambda index: False
+        before, cuts = relay.data_connections, relay.cuts
+        relay.late = lambda index: index == before
+        r = ok(c.blob("--no-local", "-v", "push", "--streams", "4", "--name", "S.latepush", src, store="relayed"))
+        relay.late = lambda index: False
+        check(relay.delivered.is_set(), "the relay never delivered the late connection")
+        check_equal(relay.cuts - cuts, 1, "connections the relay held back during the push")
+        check("were received meanwhile; ask for the part again" in r.stderr,
+              f"the stream's second ticket was not overtaken by the late connection: {r.stderr!r}")
+        held = re.findall(r"stream 1 continues at byte (\d+): the store holds (\d+) of its", r.stderr)
+        check(held and int(held[-1][1]) > 0, f"the stream did not continue past the late connection's bytes: "
+                                             f"{r.stderr!r}")
+        check(blob_bytes(c, "S.latepush", "relayed") == open(src, "rb").read(), "the late push is not bit-exact")
+        step(f"the overtaken ticket was refused; the stream continued at byte {held[-1][0]}, past the "
+             f"{held[-1][1]} bytes the late connection landed; bit-exact")
 
         relay.cut = lambda index: True
         r = c.blob("--no-local", "push", "--streams", "4", "--name", "S.cutall", src, store="relayed")

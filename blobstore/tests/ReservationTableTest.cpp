@@ -315,7 +315,7 @@ BOOST_FIXTURE_TEST_CASE(parts_never_overlap_and_exclude_filling_in_order, Fixtur
                       "part [40, 60) of reservation " + std::to_string(id) +
                           " (\"P.2\"): byte 40 is already held or being received by another connection; parts "
                           "must not overlap");
-    BOOST_CHECK(code_of([&] { table.begin_part(id, 49, 2, control); }) == Errc::refused);
+    BOOST_CHECK(code_of([&] { table.begin_part(id, 49, 2, control); }) == Errc::invalid_range);
     BOOST_CHECK(code_of([&] { table.part_start(id, 90, 11); }) == Errc::invalid_range);
     BOOST_CHECK(code_of([&] { table.part_start(id, 100, 1); }) == Errc::invalid_range);
     BOOST_CHECK(code_of([&] { table.claim(id); }) == Errc::refused);
@@ -331,6 +331,32 @@ BOOST_FIXTURE_TEST_CASE(parts_never_overlap_and_exclude_filling_in_order, Fixtur
     table.end_part(id, 0, 10, 0, true);
     BOOST_CHECK_EQUAL(table.open(), 0u);
     BOOST_CHECK_EQUAL(store.usage().reserved, 0u);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_part_ticket_overtaken_by_a_late_connection_is_asked_for_again, Fixture)
+{
+    // The client saw its connection for [0, 20) break and asked for the part
+    // again before that connection's Request reached the store: the new
+    // ticket starts at 0. Then the late connection lands 8 bytes.
+    const std::string text = "abcdefghijklmnopqrst";
+    const auto id = table.add(store.reserve("P.8", text.size()));
+    BOOST_CHECK_EQUAL(table.part_start(id, 0, 20).offset, 0u);
+    receive_part(table, id, 0, text, 8);
+    // The new connection's range moved on: invalid_range, which the client
+    // answers by asking again (refused would end the push).
+    auto control = std::make_shared<TransferControl>();
+    BOOST_CHECK(code_of([&] { table.begin_part(id, 0, 20, control); }) == Errc::invalid_range);
+    BOOST_CHECK_EQUAL(message_of([&] { table.begin_part(id, 0, 20, control); }),
+                      "part [0, +20) of reservation " + std::to_string(id) +
+                          ": bytes from 0 were received meanwhile; ask for the part again");
+    BOOST_CHECK_EQUAL(table.part_start(id, 0, 20).offset, 8u);
+    receive_part(table, id, 8, text.substr(8), 12);
+    auto taken = table.take(id);
+    BOOST_REQUIRE(taken.assembled);
+    BOOST_CHECK(*taken.assembled == ChecksumState::of(ChecksumAlgorithm::crc32c, text.data(), text.size()));
+    // A reservation that is gone is refused for good.
+    taken.get().abort();
+    BOOST_CHECK(code_of([&] { table.begin_part(id, 0, 20, control); }) == Errc::refused);
 }
 
 BOOST_FIXTURE_TEST_CASE(a_store_error_in_one_part_aborts_the_reservation, Fixture)

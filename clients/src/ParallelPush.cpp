@@ -164,10 +164,16 @@ void ParallelPush::submit(std::size_t part, const Ticket& ticket)
     session_.pool.submit(std::move(job));
 }
 
+bool ParallelPush::part_can_continue(const std::error_code& e) noexcept
+{
+    return stream_can_continue(e) ||
+           (e.category() == error_category() && static_cast<Errc>(e.value()) == Errc::invalid_range);
+}
+
 void ParallelPush::on_loop_thread_part_done(std::size_t part, const Ticket& ticket, const JobOutcome& o)
 {
     Part& p = parts_[part];
-    if (o.error && !failure_.failed && stream_can_continue(o.error) && p.retries < kStreamRetries) {
+    if (o.error && !failure_.failed && part_can_continue(o.error) && p.retries < kStreamRetries) {
         ++p.retries;
         library_log()->info("{}: stream {} broke after {} of its {} bytes ({}); continuing its part", what_, part + 1,
                             p.head + p.sent, p.length, o.message);

@@ -10,7 +10,10 @@
 /// they agree. Nothing is visible before. A part whose connection breaks
 /// (transfer failed, timeout, unreachable) asks for its part again: the
 /// ticket starts past what the store holds of it, and the client hashes the
-/// bytes it skips from its source; up to kStreamRetries times. Any other
+/// bytes it skips from its source; up to kStreamRetries times. So does a
+/// part the store refuses as invalid_range: a ticket issued before an
+/// earlier connection of the part reached the store (through a slow path)
+/// and landed bytes, or while that connection still receives. Any other
 /// failure aborts the reservation.
 ///   control: start()                    reserve, split, one ticket per part
 ///   loop:    on_loop_thread_open()      queues the parts
@@ -62,6 +65,8 @@ private:
     void on_loop_thread_open(std::vector<Ticket> tickets);
     void submit(std::size_t part, const Ticket& ticket);
     void on_loop_thread_part_done(std::size_t part, const Ticket& ticket, const JobOutcome& outcome);
+    /// A part that ended with `e` is asked for again (see above).
+    static bool part_can_continue(const std::error_code& e) noexcept;
     void on_control_thread_retry(std::size_t part);
     /// Loop thread: a part ended for good with `code`/`message` (the first
     /// such failure is the push's).

@@ -220,16 +220,16 @@ std::shared_ptr<Reservation> ReservationTable::begin_part(std::uint64_t id, std:
         throw Error(Errc::refused, "reservation " + std::to_string(id) +
                                        " of this ticket was committed, aborted or expired meanwhile");
     Entry& e = it->second;
-    std::uint64_t start = 0;
-    try {
-        start = part_start_locked(e, id, offset, length);
-    } catch (const Error& err) {
-        throw Error(Errc::refused, err.what());
-    }
+    // Errors keep part_start()'s codes: invalid_range (the range is taken,
+    // or moved on) tells the client to ask for the part again.
+    const std::uint64_t start = part_start_locked(e, id, offset, length);
     if (start != offset)
-        throw Error(Errc::refused, "part [" + std::to_string(offset) + ", +" + std::to_string(length) +
-                                       ") of reservation " + std::to_string(id) + ": bytes from " +
-                                       std::to_string(offset) + " were received meanwhile; ask for the part again");
+        // The ticket was issued before an earlier connection of this part
+        // reached the store and landed bytes: the part goes on from `start`.
+        throw Error(Errc::invalid_range, "part [" + std::to_string(offset) + ", +" + std::to_string(length) +
+                                             ") of reservation " + std::to_string(id) + ": bytes from " +
+                                             std::to_string(offset) +
+                                             " were received meanwhile; ask for the part again");
     if (!e.parts) {
         e.parts = std::make_unique<Parts>();
         e.parts->reservation = std::move(e.reservation);

@@ -115,8 +115,11 @@ public:
     };
     PartStart part_start(std::uint64_t id, std::uint64_t offset, std::uint64_t length) const;
     /// Data plane: a part connection begins to receive [offset, offset +
-    /// length) into `id` (checks as part_start(), the range must start
-    /// where it says). Error(refused) naming why otherwise.
+    /// length) into `id` (checks as part_start(), with its errors, and the
+    /// range must start where it says: Error(invalid_range) when bytes from
+    /// `offset` landed since the ticket was issued, a connection of the part
+    /// having reached the store late; ask for the part again). Error(refused)
+    /// when the reservation is gone.
     std::shared_ptr<Reservation> begin_part(std::uint64_t id, std::uint64_t offset, std::uint64_t length,
                                             std::shared_ptr<TransferControl> control);
     /// Data plane: the part connection of [offset, ...) has ended with

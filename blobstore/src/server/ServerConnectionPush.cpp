@@ -169,7 +169,7 @@ int ServerConnection::start_part()
     } catch (const Error& e) {
         spdlog::warn("data connection {}: refused: {}", peer_, e.what());
         end_transfer(false, e.what());
-        return refuse(Errc::refused, e.what());
+        return refuse(e.code(), e.what());  // invalid_range: the client asks for the part again
     }
     part_crc_ = 0;
     spdlog::debug("data connection {}: push {} part [{}, +{}) (ticket {}) started", peer_, quote_name(binding_.blob),
