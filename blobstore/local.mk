@@ -110,6 +110,7 @@ blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/servants/EventSubscription.h \
 	blobstore/src/servants/Fetcher.cpp \
 	blobstore/src/servants/Fetcher.h \
+	blobstore/src/servants/RecentOutcomes.h \
 	blobstore/src/servants/OnewayCall.h \
 	blobstore/src/servants/ServantContext.h \
 	blobstore/src/server/AccessList.cpp \
@@ -158,6 +159,7 @@ server_tests = \
 	blobstore/tests/ConnectionLimitsTest \
 	blobstore/tests/TicketRegistryTest \
 	blobstore/tests/ReservationTableTest \
+	blobstore/tests/RecentOutcomesTest \
 	blobstore/tests/DataServerTest \
 	blobstore/tests/NoticeDispatcherTest \
 	blobstore/tests/TransporterRegistryTest
@@ -178,6 +180,9 @@ blobstore_tests_ReservationTableTest_SOURCES = blobstore/tests/ReservationTableT
 blobstore_tests_ReservationTableTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_ReservationTableTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_ReservationTableTest_OBJECTS): idl/BlobStreaming.hh
+blobstore_tests_RecentOutcomesTest_SOURCES = blobstore/tests/RecentOutcomesTest.cpp
+blobstore_tests_RecentOutcomesTest_CPPFLAGS = $(server_test_cppflags)
+blobstore_tests_RecentOutcomesTest_LDADD = $(server_test_ldadd)
 blobstore_tests_DataServerTest_SOURCES = blobstore/tests/DataServerTest.cpp blobstore/tests/ServerTestSupport.h \
 	transporter/tests/ProtocolPeer.h
 blobstore_tests_DataServerTest_CPPFLAGS = $(server_test_cppflags) -I$(top_srcdir)/transporter/tests

@@ -45,8 +45,9 @@ constexpr std::size_t kMaxThreads = 128;
 
 /// How long await() finds the outcome of a fetch begin() started.
 constexpr std::chrono::seconds kOutcomeMemory{60};
-/// At most this many such failures (and outcomes) are remembered.
-constexpr std::size_t kMaxFailures = 4096;
+/// At most this many such failures, and as many outcomes, are remembered
+/// (the oldest forgotten first).
+constexpr std::size_t kMaxRemembered = 4096;
 
 /// Data connections to a source kept between fetches: at most this many
 /// per source, reused within this time (well inside a store's idle timeout
@@ -210,7 +211,10 @@ private:
     std::unique_ptr<Channel> io_;
 };
 
-Fetcher::Fetcher(Store& store, FetchOptions options) : store_(store), options_(std::move(options)) {}
+Fetcher::Fetcher(Store& store, FetchOptions options)
+    : store_(store), options_(std::move(options)), failures_(kFailureMemory, kMaxRemembered),
+      outcomes_(kOutcomeMemory, kMaxRemembered)
+{}
 
 Fetcher::~Fetcher() = default;
 
@@ -266,9 +270,7 @@ void Fetcher::land(const std::string& name, Flight& flight, std::optional<BlobIn
         flight.error = std::move(error);
         flights_.erase(name);
         if (flight.keep) {  // for await()
-            prune_outcomes();
-            if (outcomes_.size() < kMaxFailures)
-                outcomes_[name] = {std::chrono::steady_clock::now(), flight.info, flight.error};
+            outcomes_.record(name, {flight.info, flight.error});
         }
     }
     landed_.notify_all();
@@ -549,11 +551,7 @@ Fetcher::Follow Fetcher::follow_missing(const std::string& name, const Upstream&
         // A fetch of it that failed a moment ago: its reason, not another
         // fetch (a pull that followed it asks once why it broke off).
         std::lock_guard lock(mutex_);
-        const auto now = std::chrono::steady_clock::now();
-        if (const auto it = failures_.find(name); it != failures_.end()) {
-            if (now - it->second.at < kFailureMemory) std::rethrow_exception(it->second.error);
-            failures_.erase(it);
-        }
+        if (const std::exception_ptr* failed = failures_.find(name)) std::rethrow_exception(*failed);
     }
     bool first = false;
     const std::shared_ptr<Flight> flight = join_flight(name, first);
@@ -664,29 +662,18 @@ BlobInfo Fetcher::await(const std::string& name, const std::string& store_name)
         if (flight->error) std::rethrow_exception(flight->error);
         return *flight->info;
     }
-    prune_outcomes();
-    const auto it = outcomes_.find(name);
-    if (it == outcomes_.end())
+    const Outcome* outcome = outcomes_.find(name);
+    if (!outcome)
         throw Error(Errc::no_such_blob, "await fetch " + quote_name(name) + ": no fetch of it began at store \"" +
                                             store_name + "\" within the last " +
                                             std::to_string(kOutcomeMemory.count()) + " s");
-    if (it->second.error) std::rethrow_exception(it->second.error);
-    return *it->second.info;
-}
-
-void Fetcher::prune_outcomes()
-{
-    const auto now = std::chrono::steady_clock::now();
-    for (auto it = outcomes_.begin(); it != outcomes_.end();)
-        it = now - it->second.at >= kOutcomeMemory ? outcomes_.erase(it) : std::next(it);
+    if (outcome->error) std::rethrow_exception(outcome->error);
+    return *outcome->info;
 }
 
 void Fetcher::remember_failure(const std::string& name, std::exception_ptr error)
 {
-    const auto now = std::chrono::steady_clock::now();
-    for (auto it = failures_.begin(); it != failures_.end();)
-        it = now - it->second.at >= kFailureMemory ? failures_.erase(it) : std::next(it);
-    if (failures_.size() < kMaxFailures) failures_[name] = {now, std::move(error)};
+    failures_.record(name, std::move(error));
 }
 
 void Fetcher::stop() noexcept

@@ -17,6 +17,8 @@
 #include <blobstreaming/common/BlobInfo.h>
 #include <blobstreaming/transporter/SocketOptions.h>
 
+#include "RecentOutcomes.h"
+
 #include <BlobStreaming.hh>
 #include <omniORB4/Naming.hh>
 
@@ -159,8 +161,6 @@ private:
     /// Until `flight` has somewhere for its bytes (returned) or ended
     /// (nullptr; its error thrown).
     std::shared_ptr<BlobInFlight> wait_begun(Flight& flight);
-    /// Drops outcomes older than kOutcomeMemory; mutex_ held.
-    void prune_outcomes();
     /// The nearest holder of `name` of a farther tier: its reference and
     /// name; no_such_blob naming the stores asked when none.
     std::pair<BlobStreaming::BlobStore_var, std::string> nearest_holder(const std::string& name,
@@ -188,17 +188,13 @@ private:
     std::map<std::string, std::string> names_;  ///< control endpoint -> store name
     std::condition_variable landed_;
     std::map<std::string, std::shared_ptr<Flight>> flights_;
-    struct Failure {
-        std::chrono::steady_clock::time_point at;
-        std::exception_ptr error;
-    };
-    std::map<std::string, Failure> failures_;  ///< see remember_failure()
+    /// Failures of fetches that pulls followed (see remember_failure()).
+    RecentOutcomes<std::exception_ptr> failures_;
     struct Outcome {
-        std::chrono::steady_clock::time_point at;
         std::optional<BlobInfo> info;
         std::exception_ptr error;
     };
-    std::map<std::string, Outcome> outcomes_;  ///< of fetches begin() started, for await()
+    RecentOutcomes<Outcome> outcomes_;  ///< of fetches begin() started, for await()
     struct Idle {
         std::chrono::steady_clock::time_point since;
         std::unique_ptr<FetchConnection> connection;
