@@ -89,6 +89,51 @@ private:
     std::shared_ptr<Gate> gate_;
 };
 
+/// A reservation whose window() from byte `at` on waits for the gate, as a
+/// RadosStore's does while both its buffers are being written to the
+/// cluster; window_waits() says so, and wait_window() waits there.
+class WriteGatedReservation final : public Reservation {
+public:
+    WriteGatedReservation(std::string name, std::uint64_t size, std::uint64_t at, std::shared_ptr<Gate> gate)
+        : Reservation(std::move(name), size, ChecksumAlgorithm::crc32c), bytes_(size), at_(at), gate_(std::move(gate))
+    {}
+    ~WriteGatedReservation() override { abort(); }
+
+private:
+    Window do_window(std::uint64_t offset, std::size_t max, std::error_code&) override
+    {
+        if (offset >= at_) pass();
+        const std::uint64_t end = offset < at_ ? at_ : size();
+        return {bytes_.data() + offset, static_cast<std::size_t>(std::min<std::uint64_t>(max, end - offset))};
+    }
+    bool do_window_waits() const noexcept override
+    {
+        std::lock_guard lock(gate_->mutex);
+        return written() >= at_ && !gate_->open;
+    }
+    void do_wait_window() noexcept override { pass(); }
+    void pass()
+    {
+        std::unique_lock lock(gate_->mutex);
+        if (!gate_->open && !counted_) {
+            counted_ = true;
+            ++gate_->entered;
+            gate_->changed.notify_all();
+        }
+        gate_->changed.wait(lock, [this] { return gate_->open; });
+    }
+    BlobInfo do_commit(const Checksum& checksum) override
+    {
+        return BlobInfo{name(), size(), checksum, std::chrono::system_clock::now()};
+    }
+    void do_abort() noexcept override {}
+
+    std::vector<std::uint8_t> bytes_;
+    std::uint64_t at_;
+    std::shared_ptr<Gate> gate_;
+    bool counted_ = false;
+};
+
 /// Waits (at most 2 s) until `server` has `n` active transfers.
 bool transfers_reach(const DataServer& server, std::uint32_t n)
 {
@@ -134,6 +179,17 @@ struct Fixture {
         b.direction = protocol::FrameType::push;
         b.blob = name;
         b.reservation = reservations.add(std::make_unique<GatedReservation>(name, size, std::move(gate)));
+        b.length = size;
+        return tickets.issue(b);
+    }
+    /// A push ticket for a WriteGatedReservation that waits from byte `at` on.
+    protocol::TicketId write_gated_push_ticket(const std::string& name, std::uint64_t size, std::uint64_t at,
+                                               std::shared_ptr<Gate> gate)
+    {
+        TicketBinding b;
+        b.direction = protocol::FrameType::push;
+        b.blob = name;
+        b.reservation = reservations.add(std::make_unique<WriteGatedReservation>(name, size, at, std::move(gate)));
         b.length = size;
         return tickets.issue(b);
     }
@@ -442,6 +498,72 @@ BOOST_FIXTURE_TEST_CASE(stop_answers_a_commit_in_flight, Fixture)
     BOOST_CHECK(ack.checksum == checksum);
     BOOST_CHECK_EQUAL(server.active_transfers(), 0u);
     BOOST_CHECK_EQUAL(reservations.open(), 0u);
+}
+
+// A push whose store waits for its own writes (a RadosStore with both
+// buffers in flight) waits off the reactor: other connections are served
+// meanwhile, and the push goes on once the store is ready.
+BOOST_FIXTURE_TEST_CASE(a_push_waiting_for_the_stores_writes_does_not_stall_other_connections, Fixture)
+{
+    auto gate = std::make_shared<Gate>();
+    const auto held = pattern(1u << 20);
+    const Checksum held_checksum = ChecksumState::of(ChecksumAlgorithm::crc32c, held.data(), held.size());
+    ProtocolPeer slow = connect();
+    slow.send_request(protocol::FrameType::push, write_gated_push_ticket("CT.w", held.size(), 256u << 10, gate), 0,
+                      held.size());
+    std::thread sender([&] {
+        slow.send(held.data(), held.size());
+        slow.send_trailer(held_checksum);
+    });
+    BOOST_REQUIRE(gate->wait_entered(1));
+
+    const auto data = pattern(2u << 20);
+    const Checksum checksum = ChecksumState::of(ChecksumAlgorithm::crc32c, data.data(), data.size());
+    ProtocolPeer other = connect();
+    other.send_request(protocol::FrameType::push, push_ticket("CT.other", data.size()), 0, data.size());
+    other.send(data.data(), data.size());
+    other.send_trailer(checksum);
+    BOOST_CHECK(other.receive_response().status == Errc::ok);
+    ChecksumState pulled(ChecksumAlgorithm::crc32c);
+    BOOST_CHECK(other.pull(pull_ticket("CT.other", 0, data.size()), 0, data.size(), &pulled).status == Errc::ok);
+    BOOST_CHECK(pulled.finish() == checksum);
+    BOOST_CHECK(active(1));  // the waiting push only
+
+    gate->let_through();
+    sender.join();
+    const protocol::Response ack = slow.receive_response();
+    BOOST_CHECK(ack.status == Errc::ok);
+    BOOST_CHECK(ack.checksum == held_checksum);
+    BOOST_CHECK_EQUAL(ack.blob_size, held.size());
+    BOOST_CHECK(idle());
+    BOOST_CHECK_EQUAL(reservations.open(), 0u);
+}
+
+// The client goes away while its push waits for the store's writes: the
+// transfer ends as a break (the reservation kept for a resume), and the
+// server serves on.
+BOOST_FIXTURE_TEST_CASE(a_connection_closed_while_its_push_waits_for_the_store, Fixture)
+{
+    auto gate = std::make_shared<Gate>();
+    const auto data = pattern(1u << 20);
+    {
+        ProtocolPeer gone = connect();
+        gone.send_request(protocol::FrameType::push, write_gated_push_ticket("CT.wg", data.size(), 128u << 10, gate), 0,
+                          data.size());
+        gone.send(data.data(), 512u << 10);
+        BOOST_REQUIRE(gate->wait_entered(1));
+        const linger reset{1, 0};
+        ::setsockopt(gone.fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+    }
+    BOOST_CHECK(active(1));  // ended only once the store is ready
+    gate->let_through();
+    BOOST_CHECK(idle());
+    BOOST_CHECK_EQUAL(reservations.open(), 1u);  // parked for a resume
+    ProtocolPeer next = connect();
+    next.send_request(protocol::FrameType::push, push_ticket("CT.next", data.size()), 0, data.size());
+    next.send(data.data(), data.size());
+    next.send_trailer(ChecksumState::of(ChecksumAlgorithm::crc32c, data.data(), data.size()));
+    BOOST_CHECK(next.receive_response().status == Errc::ok);
 }
 
 namespace {

@@ -110,7 +110,8 @@ int ServerConnection::handle_input(ACE_HANDLE)
     case Phase::response:
     case Phase::pull_body:
     case Phase::committing:
-    case Phase::opening: return 0;  // input is masked while sending, committing or opening
+    case Phase::opening:
+    case Phase::storing: return 0;  // input is masked while sending, and away from the reactor
     }
     return 0;
 }
@@ -199,6 +200,7 @@ int ServerConnection::handle_output(ACE_HANDLE)
     case Phase::push_trailer:
     case Phase::committing:
     case Phase::opening:
+    case Phase::storing:
     case Phase::draining: break;
     }
     return set_mask(ACE_Event_Handler::READ_MASK) ? 0 : -1;
@@ -243,9 +245,9 @@ int ServerConnection::handle_close(ACE_HANDLE handle, ACE_Reactor_Mask mask)
     if (closed_) return 0;
     closed_ = true;
     // A commit in flight goes on: its outcome stands (on_committed()). A
-    // pull being opened ends in on_opened(): the pool thread reads its ticket.
-    if (in_transfer_ && !committing_ && !opening_)
-        fail_transfer(Errc::transfer_failed, "the connection was closed", false);
+    // pull being opened ends in on_opened(), a push waiting for the store's
+    // writes in on_store_ready(): a pool thread uses their state.
+    if (in_transfer_ && !away_) fail_transfer(Errc::transfer_failed, "the connection was closed", false);
     release_range();  // a followed fetch's wake-up finds nothing
     disarm_timer();
     if (io_ && phase_ != Phase::draining) io_->close_notify();
@@ -253,10 +255,10 @@ int ServerConnection::handle_close(ACE_HANDLE handle, ACE_Reactor_Mask mask)
     if (server_->connections.erase(this)) server_->metrics.connection_closed();
     server_->limits.remove(this);
     spdlog::debug("data connection {}: closed", peer_);
-    if (committing_ || opening_) {
+    if (away_) {
         // The CommitPool's completion still refers to this object (which
-        // left the reactor for the commit or the open): close the socket
-        // now, delete in on_committed() or on_opened().
+        // left the reactor): close the socket now, delete in the
+        // completion.
         peer().close();
         return 0;
     }

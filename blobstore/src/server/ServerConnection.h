@@ -80,6 +80,7 @@ private:
         push_trailer,  ///< reading the push's trailer (the Blob's checksum)
         committing,    ///< the store commits on a CommitPool thread (no events, no timer)
         opening,       ///< the store opens a pull's range on a CommitPool thread (no events, no timer)
+        storing,       ///< a push waits for the store's writes in flight on a CommitPool thread (no events, no timer)
         response,      ///< sending a Response (a push's outcome, a refusal, a pull's header)
         pull_body,     ///< sending a pull's bytes
         draining,      ///< refused: write side shut, reading to EOF before closing
@@ -138,6 +139,13 @@ private:
     };
     /// Commits `r` against `expected` (any thread); a failed commit aborts it.
     static CommitOutcome commit_reservation(Reservation& r, const Checksum& expected) noexcept;
+    /// The next window() of the push's reservation would wait for the
+    /// store's writes in flight (a RadosStore's): the wait runs on the
+    /// CommitPool while the connection is away from the reactor, and
+    /// on_store_ready() goes on receiving. False (nothing done) when the
+    /// connection cannot leave the reactor: the window() then waits here.
+    bool wait_store_away();
+    void on_store_ready() noexcept;
     /// The push's commit on the CommitPool: the connection leaves the reactor meanwhile.
     int start_commit(const Checksum& expected);
     /// The CommitPool's completion of start_commit(): answers the client, or
@@ -209,12 +217,11 @@ private:
     std::string subject_;          ///< TLS: the client certificate's subject
     Phase phase_ = Phase::request;
     bool closed_ = false;
-    /// A commit of this connection's push runs on the CommitPool: the
-    /// object outlives a close until on_committed().
-    bool committing_ = false;
-    /// Its pull's range is being opened on the CommitPool: the object
-    /// outlives a close until on_opened().
-    bool opening_ = false;
+    /// A CommitPool job refers to this connection (its push's commit, its
+    /// pull's open, a wait for the store's writes): the object outlives a
+    /// close until the job's completion (on_committed(), on_opened(),
+    /// on_store_ready()).
+    bool away_ = false;
 
     /// The Request or the trailer being read.
     FrameReader frame_{std::max(protocol::kRequestSize, protocol::kTrailerSize)};

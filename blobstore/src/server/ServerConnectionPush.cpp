@@ -85,6 +85,7 @@ int ServerConnection::read_push_body()
         std::error_code ec;
         const std::uint64_t want = std::min<std::uint64_t>({kChunk, request_.length - body_done_, allowance});
         Reservation& into = part_ ? *part_ : *reservation_;
+        if (!part_ && into.window_waits() && wait_store_away()) return 0;
         const Reservation::Window w =
             part_ ? into.window_at(request_.offset + body_done_, static_cast<std::size_t>(want), ec)
                   : into.window(static_cast<std::size_t>(want), ec);
@@ -249,7 +250,7 @@ int ServerConnection::start_commit(const Checksum& expected)
     mask_ = ACE_Event_Handler::NULL_MASK;
     disarm_timer();
     phase_ = Phase::committing;
-    committing_ = true;
+    away_ = true;
     struct Job {
         std::unique_ptr<Reservation> reservation;
         Checksum expected;
@@ -263,6 +264,46 @@ int ServerConnection::start_commit(const Checksum& expected)
         },
         [this, job] { on_committed(job->outcome); });
     return 0;
+}
+
+bool ServerConnection::wait_store_away()
+{
+    if (reactor()->remove_handler(this, ACE_Event_Handler::ALL_EVENTS_MASK | ACE_Event_Handler::DONT_CALL) == -1) {
+        spdlog::warn("data connection {}: cannot leave the reactor while the store writes {} ({}): waiting here", peer_,
+                     quote_name(binding_.blob), std::strerror(errno));
+        return false;
+    }
+    mask_ = ACE_Event_Handler::NULL_MASK;
+    disarm_timer();  // the store is slow, not the client
+    phase_ = Phase::storing;
+    away_ = true;
+    // Nothing else touches reservation_ meanwhile: the connection has no
+    // events and no timer, and a close leaves it to on_store_ready().
+    server_->commits->submit([r = reservation_.get()] { r->wait_window(); }, [this] { on_store_ready(); });
+    return true;
+}
+
+void ServerConnection::on_store_ready() noexcept
+{
+    away_ = false;
+    phase_ = Phase::push_body;
+    if (closed_) {
+        // Closed while the store wrote (handle_close() kept the object and
+        // left the transfer to end here): the reservation is kept for a
+        // resume, as after any break.
+        if (in_transfer_) fail_transfer(Errc::transfer_failed, "the connection was closed", false);
+        Base::handle_close(ACE_INVALID_HANDLE, ACE_Event_Handler::ALL_EVENTS_MASK);  // deletes this
+        return;
+    }
+    if (!rejoin_reactor("the store's writes of")) return;  // closed and deleted
+    arm_timer();
+    int rc = -1;
+    try {
+        rc = read_push_body();
+    } catch (const std::exception& e) {
+        spdlog::warn("data connection {}: cannot go on receiving {}: {}", peer_, quote_name(binding_.blob), e.what());
+    }
+    if (rc == -1) handle_close(ACE_INVALID_HANDLE, ACE_Event_Handler::ALL_EVENTS_MASK);  // deletes this
 }
 
 bool ServerConnection::rejoin_reactor(const char* after) noexcept
@@ -280,7 +321,7 @@ bool ServerConnection::rejoin_reactor(const char* after) noexcept
 
 void ServerConnection::on_committed(const CommitOutcome& outcome) noexcept
 {
-    committing_ = false;
+    away_ = false;
     protocol::Response response;
     try {
         response = record_push(outcome);

@@ -61,7 +61,7 @@ int ServerConnection::open_pull_away()
     mask_ = ACE_Event_Handler::NULL_MASK;
     disarm_timer();
     phase_ = Phase::opening;
-    opening_ = true;
+    away_ = true;
     struct Job {
         BlobRange range;
         std::optional<Error> error;
@@ -85,7 +85,7 @@ int ServerConnection::open_pull_away()
 
 void ServerConnection::on_opened(BlobRange range, const std::optional<Error>& error) noexcept
 {
-    opening_ = false;
+    away_ = false;
     if (closed_) {
         // Closed while the store looked the Blob up (handle_close() kept
         // the object and left the transfer to end here).

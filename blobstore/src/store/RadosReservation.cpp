@@ -81,6 +81,20 @@ private:
         return {s.bytes.get() + s.fill, std::min(max, s.limit - s.fill)};
     }
 
+    /// The current buffer is full and the other one's write is still in
+    /// flight: do_window() would wait for it.
+    bool do_window_waits() const noexcept override
+    {
+        if (broken_ || slots_[current_].fill < slots_[current_].limit) return false;
+        const Slot& next = slots_[(current_ + 1) % kSlots];
+        return next.write.armed() && !next.write.ready();
+    }
+
+    void do_wait_window() noexcept override
+    {
+        if (do_window_waits()) finish_write(slots_[(current_ + 1) % kSlots]);
+    }
+
     std::error_code do_advance(const std::uint8_t*, std::size_t n, std::uint64_t) override
     {
         Slot& s = slots_[current_];

@@ -73,6 +73,20 @@ public:
     /// the first call starts the helper, and a call may wait for it (above).
     Window window(std::size_t max, std::error_code& ec);
 
+    /// The next window() would wait for another host: for the store's
+    /// writes still in flight (a RadosStore whose two buffers are both being
+    /// written to the cluster). A caller that serves others meanwhile (the
+    /// daemon's reactor thread) calls wait_window() on another thread first.
+    /// Never for a store whose writes are local.
+    bool window_waits() const noexcept { return is_open() && do_window_waits(); }
+    /// Blocks until window() would not wait for another host (a failed
+    /// write is then what window() reports). Not concurrently with any other
+    /// call on the reservation.
+    void wait_window() noexcept
+    {
+        if (is_open()) do_wait_window();
+    }
+
     /// Declares that the first `n` bytes of the last window now hold data.
     /// Errc::invalid_range if n exceeds that window. A store that writes
     /// the window out here reports its failure (Errc::out_of_space,
@@ -181,6 +195,9 @@ protected:
     std::error_code fail(std::error_code ec, std::string message);
     /// Publishes the complete Blob with its checksum (the helper has ended).
     virtual BlobInfo do_commit(const Checksum& checksum) = 0;
+    /// See window_waits() and wait_window(); by default never.
+    virtual bool do_window_waits() const noexcept { return false; }
+    virtual void do_wait_window() noexcept {}
     /// do_commit() waits for the disk (commit_waits()).
     virtual bool commit_syncs() const noexcept { return false; }
     virtual void do_abort() noexcept = 0;
