@@ -193,6 +193,30 @@ struct Fixture {
         b.length = size;
         return tickets.issue(b);
     }
+    /// `peer`'s push is answered ok with `checksum` and `size`, and nothing
+    /// is left open.
+    void expect_committed(ProtocolPeer& peer, const Checksum& checksum, std::uint64_t size)
+    {
+        const protocol::Response ack = peer.receive_response();
+        BOOST_CHECK(ack.status == Errc::ok);
+        BOOST_CHECK(ack.checksum == checksum);
+        BOOST_CHECK_EQUAL(ack.blob_size, size);
+        BOOST_CHECK(idle());
+        BOOST_CHECK_EQUAL(reservations.open(), 0u);
+    }
+    /// Pushes `data` as `name` over `peer`, then pulls it back: both answered
+    /// ok, the bytes pulled as pushed.
+    void push_and_pull_back(ProtocolPeer& peer, const std::string& name, const std::vector<std::uint8_t>& data)
+    {
+        const Checksum checksum = ChecksumState::of(ChecksumAlgorithm::crc32c, data.data(), data.size());
+        peer.send_request(protocol::FrameType::push, push_ticket(name, data.size()), 0, data.size());
+        peer.send(data.data(), data.size());
+        peer.send_trailer(checksum);
+        BOOST_CHECK(peer.receive_response().status == Errc::ok);
+        ChecksumState pulled(ChecksumAlgorithm::crc32c);
+        BOOST_CHECK(peer.pull(pull_ticket(name, 0, data.size()), 0, data.size(), &pulled).status == Errc::ok);
+        BOOST_CHECK(pulled.finish() == checksum);
+    }
     /// Waits (at most 2 s) until `n` transfers are active: a pull ends on
     /// the server just after its last byte left.
     bool active(std::uint32_t n) const { return transfers_reach(server, n); }
@@ -393,22 +417,11 @@ BOOST_FIXTURE_TEST_CASE(a_commit_that_waits_does_not_stall_other_connections, Fi
     const auto data = pattern(2u << 20);
     const Checksum checksum = ChecksumState::of(ChecksumAlgorithm::crc32c, data.data(), data.size());
     ProtocolPeer other = connect();
-    other.send_request(protocol::FrameType::push, push_ticket("CT.fast", data.size()), 0, data.size());
-    other.send(data.data(), data.size());
-    other.send_trailer(checksum);
-    BOOST_CHECK(other.receive_response().status == Errc::ok);
-    ChecksumState pulled(ChecksumAlgorithm::crc32c);
-    BOOST_CHECK(other.pull(pull_ticket("CT.fast", 0, data.size()), 0, data.size(), &pulled).status == Errc::ok);
-    BOOST_CHECK(pulled.finish() == checksum);
+    push_and_pull_back(other, "CT.fast", data);
     BOOST_CHECK(active(1));  // the held push only
 
     gate->let_through();
-    const protocol::Response ack = slow.receive_response();
-    BOOST_CHECK(ack.status == Errc::ok);
-    BOOST_CHECK(ack.checksum == held_checksum);
-    BOOST_CHECK_EQUAL(ack.blob_size, held.size());
-    BOOST_CHECK(idle());
-    BOOST_CHECK_EQUAL(reservations.open(), 0u);
+    expect_committed(slow, held_checksum, held.size());
     // The connection serves its next transfer after the commit.
     ChecksumState again(ChecksumAlgorithm::crc32c);
     BOOST_CHECK(slow.pull(pull_ticket("CT.fast", 0, data.size()), 0, data.size(), &again).status == Errc::ok);
@@ -517,26 +530,13 @@ BOOST_FIXTURE_TEST_CASE(a_push_waiting_for_the_stores_writes_does_not_stall_othe
     });
     BOOST_REQUIRE(gate->wait_entered(1));
 
-    const auto data = pattern(2u << 20);
-    const Checksum checksum = ChecksumState::of(ChecksumAlgorithm::crc32c, data.data(), data.size());
     ProtocolPeer other = connect();
-    other.send_request(protocol::FrameType::push, push_ticket("CT.other", data.size()), 0, data.size());
-    other.send(data.data(), data.size());
-    other.send_trailer(checksum);
-    BOOST_CHECK(other.receive_response().status == Errc::ok);
-    ChecksumState pulled(ChecksumAlgorithm::crc32c);
-    BOOST_CHECK(other.pull(pull_ticket("CT.other", 0, data.size()), 0, data.size(), &pulled).status == Errc::ok);
-    BOOST_CHECK(pulled.finish() == checksum);
+    push_and_pull_back(other, "CT.other", pattern(2u << 20));
     BOOST_CHECK(active(1));  // the waiting push only
 
     gate->let_through();
     sender.join();
-    const protocol::Response ack = slow.receive_response();
-    BOOST_CHECK(ack.status == Errc::ok);
-    BOOST_CHECK(ack.checksum == held_checksum);
-    BOOST_CHECK_EQUAL(ack.blob_size, held.size());
-    BOOST_CHECK(idle());
-    BOOST_CHECK_EQUAL(reservations.open(), 0u);
+    expect_committed(slow, held_checksum, held.size());
 }
 
 // The client goes away while its push waits for the store's writes: the

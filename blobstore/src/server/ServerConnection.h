@@ -113,6 +113,11 @@ private:
     /// `after` the Blob" in the log line when that fails; false then: the
     /// connection is closed and deleted.
     bool rejoin_reactor(const char* after) noexcept;
+    /// The completion of an open or a wait for the store, away from the
+    /// reactor: ends the transfer and deletes the object when the
+    /// connection was closed meanwhile, else rejoin_reactor() and the
+    /// inactivity timer again. False when the object is gone.
+    bool come_back(const char* after) noexcept;
     /// The pull's Response once range_ is open, then its bytes.
     int answer_pull();
     /// The pull's refusal: its Response, then the next Request.

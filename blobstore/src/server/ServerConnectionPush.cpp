@@ -285,18 +285,9 @@ bool ServerConnection::wait_store_away()
 
 void ServerConnection::on_store_ready() noexcept
 {
-    away_ = false;
     phase_ = Phase::push_body;
-    if (closed_) {
-        // Closed while the store wrote (handle_close() kept the object and
-        // left the transfer to end here): the reservation is kept for a
-        // resume, as after any break.
-        if (in_transfer_) fail_transfer(Errc::transfer_failed, "the connection was closed", false);
-        Base::handle_close(ACE_INVALID_HANDLE, ACE_Event_Handler::ALL_EVENTS_MASK);  // deletes this
-        return;
-    }
-    if (!rejoin_reactor("the store's writes of")) return;  // closed and deleted
-    arm_timer();
+    // Closed meanwhile: the reservation is kept for a resume, as after any break.
+    if (!come_back("the store's writes of")) return;  // closed and deleted
     int rc = -1;
     try {
         rc = read_push_body();
@@ -304,6 +295,20 @@ void ServerConnection::on_store_ready() noexcept
         spdlog::warn("data connection {}: cannot go on receiving {}: {}", peer_, quote_name(binding_.blob), e.what());
     }
     if (rc == -1) handle_close(ACE_INVALID_HANDLE, ACE_Event_Handler::ALL_EVENTS_MASK);  // deletes this
+}
+
+bool ServerConnection::come_back(const char* after) noexcept
+{
+    away_ = false;
+    if (closed_) {
+        // handle_close() kept the object and left the transfer to end here.
+        if (in_transfer_) fail_transfer(Errc::transfer_failed, "the connection was closed", false);
+        Base::handle_close(ACE_INVALID_HANDLE, ACE_Event_Handler::ALL_EVENTS_MASK);  // deletes this
+        return false;
+    }
+    if (!rejoin_reactor(after)) return false;  // closed and deleted
+    arm_timer();
+    return true;
 }
 
 bool ServerConnection::rejoin_reactor(const char* after) noexcept

@@ -85,16 +85,7 @@ int ServerConnection::open_pull_away()
 
 void ServerConnection::on_opened(BlobRange range, const std::optional<Error>& error) noexcept
 {
-    away_ = false;
-    if (closed_) {
-        // Closed while the store looked the Blob up (handle_close() kept
-        // the object and left the transfer to end here).
-        if (in_transfer_) fail_transfer(Errc::transfer_failed, "the connection was closed", false);
-        Base::handle_close(ACE_INVALID_HANDLE, ACE_Event_Handler::ALL_EVENTS_MASK);  // deletes this
-        return;
-    }
-    if (!rejoin_reactor("opening")) return;  // closed and deleted
-    arm_timer();
+    if (!come_back("opening")) return;  // closed while the store looked the Blob up: ended, deleted
     int rc = -1;
     try {
         if (error) {
