@@ -18,7 +18,9 @@ CLI, all of them real processes:
 - the OSD stopped (SIGSTOP) in the middle of a pull and of a push: each
   client fails with a clear error (the push's names the store and the
   failed write) within the daemon's Ceph timeout; the daemon meanwhile
-  answers `blob stores`; once the OSD continues, it serves push and pull
+  answers `blob stores`, and its data port refuses a garbage Request at
+  once while the pull, and then the push with both of its buffers in
+  flight, waits for the OSD; once the OSD continues, it serves push and pull
   again and the failed push left nothing behind.
 
 Skipped (77) only when Ceph is not installed (scripts/install-deps)."""
@@ -161,6 +163,18 @@ def refusal_time(daemon):
     return time.monotonic() - t0
 
 
+def probe_refusals(daemon, waiting, seconds=6):
+    """While thread `waiting` runs (a transfer waits for the stopped OSD), for
+    at most `seconds`: each garbage Request is refused within 2 s."""
+    t0 = time.monotonic()
+    slowest = 0.0
+    while time.monotonic() - t0 < seconds and waiting.is_alive():
+        slowest = max(slowest, refusal_time(daemon))
+        check(slowest < 2, f"a refusal took {slowest:.1f} s: the reactor waited for the OSD")
+        waiting.join(timeout=0.2)  # the next probe, or the transfer has ended
+    step(f"slowest refusal {slowest * 1000:.1f} ms")
+
+
 def osd_stopped(c, ceph, daemon, name, digest):
     osd = next(d for d in ceph.daemons if d.name.startswith("ceph-osd"))
     step(f"the OSD stopped (SIGSTOP {osd.pid}) in the middle of a pull of {name}")
@@ -180,12 +194,7 @@ def osd_stopped(c, ceph, daemon, name, digest):
         drain.start()
         step("while the pull waits for the stopped OSD, the data plane serves other connections: a garbage "
              "Request is refused at once, every time, for 6 s")
-        slowest = 0.0
-        while time.monotonic() - t0 < 6 and drain.is_alive():
-            slowest = max(slowest, refusal_time(daemon))
-            check(slowest < 2, f"a refusal took {slowest:.1f} s: the reactor waited for the OSD")
-            drain.join(timeout=0.2)  # the next probe, or the pull has ended
-        step(f"slowest refusal {slowest * 1000:.1f} ms")
+        probe_refusals(daemon, drain)
         drain.join(timeout=90)
         rest = rest[0] if rest else b""
         code, text = ended(reader, err_path, 90)
@@ -212,8 +221,18 @@ def osd_stopped(c, ceph, daemon, name, digest):
              interval=0.2)
     os.kill(osd.pid, signal.SIGSTOP)
     try:
-        feed(client, 40)
-        close_pipe(client)
+        def rest():
+            feed(client, 40)
+            close_pipe(client)
+        feeder = threading.Thread(target=rest)
+        feeder.start()
+        step("while the push waits for the stopped OSD (both of its buffers in flight), the data plane serves "
+             "other connections: a garbage Request is refused at once, every time, for 6 s")
+        pushing = threading.Thread(target=lambda: client.popen.wait(timeout=120))
+        pushing.start()
+        probe_refusals(daemon, pushing)
+        feeder.join(timeout=120)
+        pushing.join(timeout=120)
         code, text = ended(client, err, 120)
         step(f"blob push exited {code}: {text}")
         check_equal(code, EXIT["io_error"], f"exit status of the push with the OSD stopped ({text!r})")
