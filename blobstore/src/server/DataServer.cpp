@@ -37,7 +37,12 @@ public:
     {
         try {
             server_.tickets.purge();
-            server_.reservations.purge();
+            // A RadosStore's abort writes the cluster's index: not here.
+            CommitPool* pool = server_.commits.get();
+            server_.reservations.purge([pool](std::shared_ptr<Reservation> r) {
+                if (!pool) return r->abort();
+                pool->submit([r] { r->abort(); }, [] {});
+            });
         } catch (const std::exception& e) {
             spdlog::warn("data server housekeeping failed: {}", e.what());
         }

@@ -385,7 +385,7 @@ void ReservationTable::abort(std::uint64_t id)
     victim->abort();
 }
 
-std::size_t ReservationTable::purge()
+std::size_t ReservationTable::purge(const std::function<void(std::shared_ptr<Reservation>)>& end)
 {
     std::vector<std::shared_ptr<Reservation>> victims;
     {
@@ -407,7 +407,8 @@ std::size_t ReservationTable::purge()
     for (auto& r : victims) {
         spdlog::warn("reservation of {} ({} bytes) unused for {} s: aborted, space released", quote_name(r->name()),
                      r->size(), grace_.count() / 1000.0);
-        r->abort();
+        if (end && r->ending_waits()) end(std::move(r));
+        else r->abort();
     }
     return victims.size();
 }

@@ -151,8 +151,11 @@ public:
     /// there was one.
     bool abort_parked(const std::string& name);
 
-    /// Aborts waiting reservations older than the grace period; returns how many.
-    std::size_t purge();
+    /// Aborts waiting reservations older than the grace period; returns how
+    /// many. Those whose abort waits for another host
+    /// (Reservation::ending_waits()) go to `end` instead when it is given
+    /// (the daemon's reactor hands them to its CommitPool).
+    std::size_t purge(const std::function<void(std::shared_ptr<Reservation>)>& end = {});
     /// Aborts every waiting reservation and cancels claimed ones (shutdown).
     void abort_all() noexcept;
 

@@ -150,6 +150,10 @@ private:
     /// on_store_ready() goes on receiving. False (nothing done) when the
     /// connection cannot leave the reactor: the window() then waits here.
     bool wait_store_away();
+    /// fail_transfer() for a reservation whose suspend or abort waits for
+    /// another host (Reservation::ending_waits()): done on the CommitPool,
+    /// then parked for a resume (`keep`) or released.
+    void end_reservation_away(bool keep);
     void on_store_ready() noexcept;
     /// The push's commit on the CommitPool: the connection leaves the reactor meanwhile.
     int start_commit(const Checksum& expected);

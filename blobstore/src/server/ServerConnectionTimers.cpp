@@ -4,6 +4,7 @@
 /// notice, throughput, a push's reservation parked for resuming or aborted).
 #include "ServerConnection.h"
 
+#include "CommitPool.h"
 #include "ReservationTable.h"
 
 #include <blobstreaming/common/BlobName.h>
@@ -15,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <memory>
 
 namespace blobstreaming::server {
 
@@ -90,13 +92,42 @@ void ServerConnection::end_transfer(bool succeeded, const std::string& reason)
     }
 }
 
+void ServerConnection::end_reservation_away(bool keep)
+{
+    // The job owns the reservation (std::function wants a copyable
+    // callable); it refers to the table, not to this connection, which may
+    // be gone before it runs.
+    auto held = std::make_shared<std::unique_ptr<Reservation>>(std::move(reservation_));
+    ReservationTable* table = &server_->reservations;
+    const std::uint64_t id = binding_.reservation;
+    const std::string blob = binding_.blob;
+    server_->commits->submit(
+        [held, table, id, blob, keep] {
+            Reservation& r = **held;
+            if (keep) {
+                // As below: kept for the grace period, for the client to resume.
+                r.suspend();
+                spdlog::info("push {}: reservation kept with {} of {} bytes for resuming", quote_name(blob),
+                             r.written(), r.size());
+                table->park(id, std::move(*held));
+            } else {
+                r.abort();
+                held->reset();
+                table->release(id);
+            }
+        },
+        [] {});
+}
+
 void ServerConnection::fail_transfer(Errc status, const std::string& reason, bool tell_peer)
 {
     const bool push = request_.type == protocol::FrameType::push;
     // A part keeps what landed for the part to continue, unless the store
     // failed (then the whole reservation goes).
     end_part(status == Errc::transfer_failed || status == Errc::timeout || status == Errc::cancelled);
-    if (reservation_) {
+    if (reservation_ && server_->commits && reservation_->ending_waits()) {
+        end_reservation_away(status == Errc::transfer_failed || status == Errc::timeout);
+    } else if (reservation_) {
         if (status == Errc::transfer_failed || status == Errc::timeout) {
             // The connection broke or stalled: keep what arrived for the
             // grace period, so that the client can resume the push.

@@ -95,6 +95,9 @@ private:
         if (do_window_waits()) finish_write(slots_[(current_ + 1) % kSlots]);
     }
 
+    /// An abort writes the index; a suspend waits for the writes in flight.
+    bool do_ending_waits() const noexcept override { return true; }
+
     std::error_code do_advance(const std::uint8_t*, std::size_t n, std::uint64_t) override
     {
         Slot& s = slots_[current_];

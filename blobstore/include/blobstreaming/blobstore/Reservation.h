@@ -87,6 +87,12 @@ public:
         if (is_open()) do_wait_window();
     }
 
+    /// suspend() or abort() may wait for another host: a RadosStore's
+    /// writes in flight, and an abort's index update. A caller that serves
+    /// others meanwhile (the daemon's reactor thread) ends such a
+    /// reservation on another thread.
+    bool ending_waits() const noexcept { return is_open() && do_ending_waits(); }
+
     /// Declares that the first `n` bytes of the last window now hold data.
     /// Errc::invalid_range if n exceeds that window. A store that writes
     /// the window out here reports its failure (Errc::out_of_space,
@@ -198,6 +204,8 @@ protected:
     /// See window_waits() and wait_window(); by default never.
     virtual bool do_window_waits() const noexcept { return false; }
     virtual void do_wait_window() noexcept {}
+    /// See ending_waits(); by default never.
+    virtual bool do_ending_waits() const noexcept { return false; }
     /// do_commit() waits for the disk (commit_waits()).
     virtual bool commit_syncs() const noexcept { return false; }
     virtual void do_abort() noexcept = 0;
