@@ -26,6 +26,7 @@ clients_dicom_blob_dicomd_SOURCES = \
 	clients/dicom/gateway/QueryRetrieve.h \
 	clients/dicom/gateway/StorageScp.cpp \
 	clients/dicom/gateway/StorageScp.h \
+	clients/dicom/gateway/StudyStability.h \
 	blobstore/src/blobstored/LogFile.cpp \
 	blobstore/src/blobstored/LogFile.h
 # LogFile: blobstored's --log-file sink (reopened on SIGHUP), shared as is.
@@ -42,3 +43,10 @@ CLEANFILES += clients/dicom/systemd/blob-dicomd@.service
 clients/dicom/systemd/blob-dicomd@.service: $(top_srcdir)/clients/dicom/systemd/blob-dicomd@.service.in Makefile
 	@$(MKDIR_P) clients/dicom/systemd
 	$(AM_V_GEN)sed -e 's|@bindir[@]|$(bindir)|g' -e 's|@sysconfdir[@]|$(sysconfdir)|g' $< >$@.tmp && mv $@.tmp $@
+
+# The study-stable tracker with a fixed clock (no processes).
+check_PROGRAMS += clients/dicom/tests/StudyStabilityTest
+TESTS += clients/dicom/tests/StudyStabilityTest
+clients_dicom_tests_StudyStabilityTest_SOURCES = clients/dicom/tests/StudyStabilityTest.cpp clients/dicom/gateway/StudyStability.h
+clients_dicom_tests_StudyStabilityTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/dicom/gateway -DBOOST_TEST_DYN_LINK
+clients_dicom_tests_StudyStabilityTest_LDADD = $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
