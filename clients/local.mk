@@ -18,6 +18,8 @@ clients_libblobclient_la_SOURCES = \
 	clients/src/LocalRead.cpp \
 	clients/src/LocalRead.h \
 	clients/src/Logging.cpp \
+	clients/src/NoticeBoard.cpp \
+	clients/src/NoticeBoard.h \
 	clients/src/OrbHandle.cpp \
 	clients/src/OrbHandle.h \
 	clients/src/ParallelPull.cpp \
@@ -48,7 +50,8 @@ clients_libblobclient_la_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(ACE_CFLAG
 if SANITIZERS
 # GCC 12 with -fsanitize reports a false -Warray-bounds in the omniidl
 # skeleton's constructor (POA_BlobStreaming::EventSubscriber, the Watch's
-# callback object) inlined into Watch.cpp; not our code (as in benchmarks/).
+# callback object) inlined into Watch.cpp (and TransferObserver's into
+# NoticeBoard.cpp); not our code (as in benchmarks/).
 clients_libblobclient_la_CXXFLAGS = $(AM_CXXFLAGS) -Wno-array-bounds
 endif
 clients_libblobclient_la_LIBADD = transporter/libblobtransporter.la blobstore/libblobstore.la common/libblobcommon.la \
@@ -59,6 +62,7 @@ $(clients_libblobclient_la_OBJECTS): idl/BlobStreaming.hh
 clienthdrdir = $(includedir)/blobstreaming/client
 clienthdr_HEADERS = \
 	clients/include/blobstreaming/client/Logging.h \
+	clients/include/blobstreaming/client/Notice.h \
 	clients/include/blobstreaming/client/Options.h \
 	clients/include/blobstreaming/client/Result.h \
 	clients/include/blobstreaming/client/Series.h \
@@ -94,7 +98,8 @@ clients_examples_single_threaded_LDADD = clients/libblobclient.la common/libblob
 # a real omniNames ($OMNINAMES); Session transfers against real blobstored
 # daemons ($BS_BUILDDIR/blobstore/blobstored).
 clients_tests = clients/tests/CallbackTest clients/tests/ControlCallTest clients/tests/DataPlaneTest \
-	clients/tests/SeriesTest clients/tests/SessionTest clients/tests/StreamsTest clients/tests/TransferTest
+	clients/tests/NoticesTest clients/tests/SeriesTest clients/tests/SessionTest clients/tests/StreamsTest \
+	clients/tests/TransferTest
 check_PROGRAMS += $(clients_tests)
 TESTS += $(clients_tests)
 clients_test_public_ldadd = clients/libblobclient.la common/libblobcommon.la $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
@@ -113,6 +118,10 @@ clients_tests_DataPlaneTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/sr
 clients_tests_DataPlaneTest_LDADD = clients/libblobclient.la transporter/libblobtransporter.la common/libblobcommon.la \
 	$(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 $(clients_tests_DataPlaneTest_OBJECTS): idl/BlobStreaming.hh
+
+clients_tests_NoticesTest_SOURCES = clients/tests/NoticesTest.cpp clients/tests/TestProcesses.h clients/tests/ErrorOf.h
+clients_tests_NoticesTest_CPPFLAGS = $(AM_CPPFLAGS) -DBOOST_TEST_DYN_LINK
+clients_tests_NoticesTest_LDADD = $(clients_test_public_ldadd)
 
 clients_tests_SeriesTest_SOURCES = clients/tests/SeriesTest.cpp clients/tests/TestProcesses.h clients/tests/ErrorOf.h
 clients_tests_SeriesTest_CPPFLAGS = $(AM_CPPFLAGS) -DBOOST_TEST_DYN_LINK

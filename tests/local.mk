@@ -5,6 +5,7 @@
 
 system_tests = \
 	tests/test_layers.py \
+	tests/test_symbol_layout.py \
 	tests/test_push_pull.py \
 	tests/test_series.py \
 	tests/test_locate.py \
@@ -45,6 +46,7 @@ system_tests = \
 	tests/test_stop_cont.py \
 	tests/test_data_port_flood.py \
 	tests/test_notices.py \
+	tests/test_cli_notices.py \
 	tests/test_transporter_reclaim.py \
 	tests/test_cli_common.py \
 	tests/test_library_logging.py \

@@ -257,7 +257,7 @@ def cut_stream(c):
 
         relay.cut = lambda index: True
         r = c.blob("--no-local", "push", "--streams", "4", "--name", "S.cutall", src, store="relayed")
-        check_equal(r.code, EXIT["transfer_failed"], "push, every connection cut: exit code")
+        check_equal(r.code, EXIT["transfer_failed"], f"push, every connection cut: exit code ({r.stderr.strip()!r})")
         check_equal(c.blob("stat", "S.cutall", store="relayed").code, EXIT["no_such_blob"],
                     "a failed push --streams left its Blob")
         step(f"push, every connection cut: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ''}")

@@ -18,12 +18,16 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <dirent.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 using namespace blobstreaming;
@@ -85,6 +89,13 @@ private:
     std::shared_ptr<Gate> gate_;
 };
 
+/// Waits (at most 2 s) until `server` has `n` active transfers.
+bool transfers_reach(const DataServer& server, std::uint32_t n)
+{
+    for (int i = 0; i < 400 && server.active_transfers() != n; ++i) std::this_thread::sleep_for(5ms);
+    return server.active_transfers() == n;
+}
+
 /// A data server on 127.0.0.1:0 over a MemoryStore.
 struct Fixture {
     MemoryStore store{MemoryStore::Options{64u << 20}};
@@ -128,11 +139,7 @@ struct Fixture {
     }
     /// Waits (at most 2 s) until `n` transfers are active: a pull ends on
     /// the server just after its last byte left.
-    bool active(std::uint32_t n) const
-    {
-        for (int i = 0; i < 400 && server.active_transfers() != n; ++i) std::this_thread::sleep_for(5ms);
-        return server.active_transfers() == n;
-    }
+    bool active(std::uint32_t n) const { return transfers_reach(server, n); }
     bool idle() const { return active(0); }
     protocol::TicketId pull_ticket(const std::string& name, std::uint64_t offset, std::uint64_t length)
     {
@@ -435,4 +442,200 @@ BOOST_FIXTURE_TEST_CASE(stop_answers_a_commit_in_flight, Fixture)
     BOOST_CHECK(ack.checksum == checksum);
     BOOST_CHECK_EQUAL(server.active_transfers(), 0u);
     BOOST_CHECK_EQUAL(reservations.open(), 0u);
+}
+
+namespace {
+
+bool same_address(const sockaddr_storage& a, socklen_t alen, const sockaddr_storage& b, socklen_t blen)
+{
+    return alen == blen && std::memcmp(&a, &b, alen) == 0;
+}
+
+/// This process's end of the connection whose other end is `client` (the
+/// data server runs in the test process): the descriptor the server
+/// accepted, -1 while it has not.
+int accepted_end_of(int client)
+{
+    sockaddr_storage local{}, remote{};
+    socklen_t local_len = sizeof local, remote_len = sizeof remote;
+    ::getsockname(client, reinterpret_cast<sockaddr*>(&local), &local_len);
+    ::getpeername(client, reinterpret_cast<sockaddr*>(&remote), &remote_len);
+    DIR* dir = ::opendir("/proc/self/fd");
+    if (!dir) return -1;
+    int found = -1;
+    while (const dirent* e = ::readdir(dir)) {
+        const int fd = std::atoi(e->d_name);
+        if (fd <= 2 || fd == client || fd == ::dirfd(dir)) continue;
+        sockaddr_storage mine{}, peer{};
+        socklen_t mine_len = sizeof mine, peer_len = sizeof peer;
+        if (::getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &mine_len) != 0 ||
+            ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0)
+            continue;
+        if (same_address(mine, mine_len, remote, remote_len) && same_address(peer, peer_len, local, local_len)) {
+            found = fd;
+            break;
+        }
+    }
+    ::closedir(dir);
+    return found;
+}
+
+}  // namespace
+
+// The receive window a connection may offer is bounded at its handshake by
+// the listener's receive buffer (tcp(7): set it before listen). A buffer set
+// on the accepted socket alone left pushes with a 64 KiB window.
+BOOST_AUTO_TEST_CASE(socket_buffers_bound_the_window_from_the_handshake)
+{
+    constexpr int kBuffer = 256 * 1024;
+    MemoryStore store{MemoryStore::Options{1u << 20}};
+    TicketRegistry tickets{30s};
+    ReservationTable reservations{60s};
+    DataServerConfig config = Fixture::config();
+    config.socket.send_buffer = kBuffer;
+    config.socket.receive_buffer = kBuffer;
+    DataServer server{store, tickets, reservations, config};
+    server.start();
+    ProtocolPeer peer = ProtocolPeer::connect("127.0.0.1", server.port(), 10s);
+
+    int accepted = -1;
+    for (int i = 0; i < 1000 && accepted < 0; ++i) {  // accepted on the reactor thread: at most 5 s
+        accepted = accepted_end_of(peer.fd());
+        if (accepted < 0) std::this_thread::sleep_for(5ms);
+    }
+    BOOST_REQUIRE_MESSAGE(accepted >= 0, "the server never accepted the connection");
+    int clamp = 0;
+    socklen_t len = sizeof clamp;
+    BOOST_REQUIRE_EQUAL(::getsockopt(accepted, IPPROTO_TCP, TCP_WINDOW_CLAMP, &clamp, &len), 0);
+    // Linux doubles the request and keeps part of it for its own use: the
+    // window may reach well past 64 KiB, not the whole buffer.
+    BOOST_CHECK_MESSAGE(clamp > kBuffer / 2,
+                        "window clamp " << clamp << " for a " << kBuffer << "-byte receive buffer");
+    server.stop();
+}
+
+namespace {
+
+/// A MemoryStore whose reads wait, as an object store's index lookup does
+/// on the network (Store::read_waits()), until the test opens the gate:
+/// only for Blobs whose name starts with "slow.".
+class WaitingStore final : public Store {
+public:
+    explicit WaitingStore(std::shared_ptr<Gate> gate) : gate_(std::move(gate)) {}
+    MemoryStore inner{MemoryStore::Options{16u << 20}};
+
+    std::string_view kind() const noexcept override { return "memory"; }
+    BlobInfo stat(std::string_view name) const override { return inner.stat(name); }
+    std::vector<BlobInfo> list() const override { return inner.list(); }
+    BlobRange read(std::string_view name, std::uint64_t start, std::uint64_t end) const override
+    {
+        if (name.substr(0, 5) == "slow.") {
+            std::unique_lock lock(gate_->mutex);
+            ++gate_->entered;
+            gate_->changed.notify_all();
+            gate_->changed.wait(lock, [this] { return gate_->open; });
+        }
+        return inner.read(name, start, end);
+    }
+    std::unique_ptr<Reservation> reserve(std::string_view name, std::uint64_t size, ReserveMode mode,
+                                         ChecksumAlgorithm checksum) override
+    {
+        return inner.reserve(name, size, mode, checksum);
+    }
+    BlobInfo remove(std::string_view name) override { return inner.remove(name); }
+    StoreUsage usage() const override { return inner.usage(); }
+    bool read_waits() const noexcept override { return true; }
+
+private:
+    std::shared_ptr<Gate> gate_;
+};
+
+void put(Store& store, const std::string& name, const std::string& bytes)
+{
+    auto reservation = store.reserve(name, bytes.size());
+    BOOST_REQUIRE(!reservation->write(bytes.data(), bytes.size()));
+    reservation->commit();
+}
+
+struct WaitingFixture {
+    std::shared_ptr<Gate> gate = std::make_shared<Gate>();
+    WaitingStore store{gate};
+    TicketRegistry tickets{30s};
+    ReservationTable reservations{60s};
+    DataServer server{store, tickets, reservations, Fixture::config()};
+    WaitingFixture() { server.start(); }
+    ~WaitingFixture() { gate->let_through(); }
+    ProtocolPeer connect() const { return ProtocolPeer::connect("127.0.0.1", server.port(), 10s); }
+    void pull(ProtocolPeer& peer, const std::string& name, std::uint64_t length)
+    {
+        peer.send_request(protocol::FrameType::pull, tickets.issue(pull_binding(name, 0, length)), 0, length);
+    }
+};
+
+}  // namespace
+
+// A store that waits on the network to open a Blob (RADOS: the index) holds
+// that pull only: the reactor answers every other connection meanwhile.
+BOOST_FIXTURE_TEST_CASE(a_pull_whose_store_waits_to_open_does_not_stall_the_reactor, WaitingFixture)
+{
+    put(store, "slow.1", "slow bytes");
+    put(store, "fast.1", "fast");
+    ProtocolPeer waiting = connect();
+    pull(waiting, "slow.1", 10);
+    BOOST_REQUIRE(gate->wait_entered(1));
+
+    ProtocolPeer other = connect();
+    pull(other, "fast.1", 4);
+    BOOST_CHECK(other.receive_response().status == Errc::ok);
+    char fast[4] = {};
+    other.receive(fast, sizeof fast);
+    BOOST_CHECK_EQUAL(std::string(fast, sizeof fast), "fast");
+    ProtocolPeer garbage = connect();
+    const std::string junk(protocol::kRequestSize, 'x');
+    garbage.send(junk.data(), junk.size());
+    BOOST_CHECK(garbage.receive_response().status == Errc::protocol_error);
+    {
+        std::lock_guard lock(gate->mutex);
+        BOOST_CHECK_MESSAGE(!gate->open, "answered only once the open ended");
+    }
+
+    gate->let_through();
+    const protocol::Response head = waiting.receive_response();
+    BOOST_CHECK(head.status == Errc::ok);
+    BOOST_CHECK_EQUAL(head.length, 10u);
+    char slow[10] = {};
+    waiting.receive(slow, sizeof slow);
+    BOOST_CHECK_EQUAL(std::string(slow, sizeof slow), "slow bytes");
+    // The same connection serves its next pull.
+    pull(waiting, "fast.1", 4);
+    BOOST_CHECK(waiting.receive_response().status == Errc::ok);
+}
+
+// Errors found off the reactor reach the client as a refusal; a connection
+// closed while its Blob is being opened ends its transfer, nothing leaks.
+BOOST_FIXTURE_TEST_CASE(an_open_off_the_reactor_refuses_or_ends_cleanly, WaitingFixture)
+{
+    gate->let_through();
+    ProtocolPeer peer = connect();
+    pull(peer, "slow.missing", 3);
+    const protocol::Response refused = peer.receive_response();
+    BOOST_CHECK(refused.status == Errc::blob_changed || refused.status == Errc::no_such_blob);
+
+    {
+        std::lock_guard lock(gate->mutex);
+        gate->open = false;
+    }
+    put(store, "slow.2", "abc");
+    const int before = gate->entered;
+    {
+        ProtocolPeer gone = connect();
+        pull(gone, "slow.2", 3);
+        BOOST_REQUIRE(gate->wait_entered(before + 1));
+    }  // closed while the store opens the Blob
+    BOOST_CHECK_EQUAL(server.active_transfers(), 1u);
+    gate->let_through();
+    BOOST_CHECK(transfers_reach(server, 0));
+    ProtocolPeer next = connect();
+    pull(next, "slow.2", 3);
+    BOOST_CHECK(next.receive_response().status == Errc::ok);
 }

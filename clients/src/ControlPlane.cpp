@@ -2,6 +2,7 @@
 #include "ControlPlane.h"
 
 #include "IdlConversion.h"
+#include "NoticeBoard.h"
 #include "OrbHandle.h"
 
 #include <blobstreaming/common/BlobName.h>
@@ -28,9 +29,12 @@ namespace blobstreaming::client {
 /// operations overlap. A caller works on its own duplicate of a reference.
 class ControlPlane::Refs {
 public:
-    explicit Refs(const SessionOptions& options) : handle(options), orb(handle.orb()) {}
+    explicit Refs(const SessionOptions& options)
+        : handle(options), orb(handle.orb()), notices(handle.orb(), options.on_notice)
+    {}
     OrbHandle handle;
-    CORBA::ORB_ptr orb;  ///< handle's
+    CORBA::ORB_ptr orb;   ///< handle's
+    NoticeBoard notices;  ///< destroyed before the ORB handle
     std::mutex mutex;
     /// Serialises opening transporters, so that concurrent first calls open
     /// one per store (the daemon caps the transporters of a client).
@@ -38,6 +42,9 @@ public:
     CosNaming::NamingContext_var root;
     std::map<std::string, BlobStreaming::BlobStore_var> stores;
     std::map<std::string, BlobStreaming::BlobTransporter_var> transporters;
+    /// Per store, the transporter told where to send notices (observe):
+    /// another one in `transporters` (reopened) has to be told again.
+    std::map<std::string, BlobStreaming::BlobTransporter_var> observing;
 
     CosNaming::NamingContext_var naming_root()
     {
@@ -84,6 +91,8 @@ ControlPlane::~ControlPlane()
             // The store is gone: its transporter went with it.
         }
     }
+    // The stores forgot the observer with the transporters: no notice comes now.
+    refs_->notices.close();
 }
 
 void ControlPlane::submit(std::function<void()> call, std::string key)
@@ -307,10 +316,40 @@ auto with_transporter(ControlPlane::Refs& refs, const std::string& store, BlobSt
     return call(fresh.in());
 }
 
+/// Tells `store`'s transporter `t` where to send notices, once per
+/// transporter (a reopened one is told again).
+void observe_once(ControlPlane::Refs& refs, const std::string& store, BlobStreaming::BlobTransporter_ptr t)
+{
+    {
+        std::lock_guard<std::mutex> lock(refs.mutex);
+        const auto it = refs.observing.find(store);
+        if (it != refs.observing.end() && it->second.in() == t) return;
+    }
+    const BlobStreaming::TransferObserver_var observer = refs.notices.observer();
+    t->observe(observer.in());
+    std::lock_guard<std::mutex> lock(refs.mutex);
+    refs.observing[store] = BlobStreaming::BlobTransporter::_duplicate(t);
+}
+
+/// Before a ticket is asked for with `notices`.
+void prepare_notices(ControlPlane::Refs& refs, const std::string& store, BlobStreaming::BlobTransporter_ptr t,
+                     NoticeMode notices)
+{
+    if (notices == NoticeMode::send) observe_once(refs, store, t);
+}
+
+/// Once the ticket is issued, before its transfer starts.
+void await_notice(ControlPlane::Refs& refs, const std::string& store, const Ticket& ticket, const std::string& name,
+                  TransferDirection direction, NoticeMode notices)
+{
+    if (notices != NoticeMode::none)
+        refs.notices.expect(store, ticket.id, name, direction, ticket.offset, ticket.length);
+}
+
 }  // namespace
 
 PushGrant ControlPlane::begin_push(const std::string& store, const std::string& name, std::uint64_t size, bool replace,
-                                   std::optional<ChecksumAlgorithm> checksum)
+                                   std::optional<ChecksumAlgorithm> checksum, NoticeMode notices)
 {
     const BlobStreaming::ChecksumAlgorithm algorithm =
         checksum ? corba::to_idl(*checksum) : BlobStreaming::CHECKSUM_STORE_DEFAULT;
@@ -319,18 +358,21 @@ PushGrant ControlPlane::begin_push(const std::string& store, const std::string& 
     return with_store(*refs_, options_, store, what, [&](BlobStreaming::BlobStore_ptr ref) {
         BlobStreaming::PushGrant_var granted =
             with_transporter(*refs_, store, ref, options_, what, [&](BlobStreaming::BlobTransporter_ptr t) {
+                prepare_notices(*refs_, store, t, notices);
                 return t->push(name.c_str(), size, replace, algorithm, true, time_value(options_.timeout),
-                               BlobStreaming::IGNORE_NOTIFICATIONS);
+                               semantics_of(notices));
             });
         PushGrant grant;
         grant.reservation = granted->space.id;
         grant.ticket = ticket_of(granted->ticket);
+        await_notice(*refs_, store, grant.ticket, name, TransferDirection::push, notices);
         return grant;
     });
 }
 
 std::optional<PushGrant> ControlPlane::resume_push(const std::string& store, const std::string& name,
-                                                   std::uint64_t size, std::optional<ChecksumAlgorithm> checksum)
+                                                   std::uint64_t size, std::optional<ChecksumAlgorithm> checksum,
+                                                   NoticeMode notices)
 {
     const std::string what = "push " + quote_name(name);
     return with_store(*refs_, options_, store, what, [&](BlobStreaming::BlobStore_ptr ref) -> std::optional<PushGrant> {
@@ -354,10 +396,12 @@ std::optional<PushGrant> ControlPlane::resume_push(const std::string& store, con
         grant.reservation = r->id;
         BlobStreaming::TransferTicket_var ticket =
             with_transporter(*refs_, store, ref, options_, what, [&](BlobStreaming::BlobTransporter_ptr t) {
+                prepare_notices(*refs_, store, t, notices);
                 return t->recv(r->id, r->size - r->received, r->received, true, time_value(options_.timeout),
-                               BlobStreaming::IGNORE_NOTIFICATIONS);
+                               semantics_of(notices));
             });
         grant.ticket = ticket_of(ticket.in());
+        await_notice(*refs_, store, grant.ticket, name, TransferDirection::push, notices);
         return grant;
     });
 }
@@ -417,17 +461,64 @@ void ControlPlane::abort(const std::string& store, std::uint64_t reservation) no
 }
 
 Ticket ControlPlane::begin_pull(const std::string& store, const std::string& name, std::uint64_t offset,
-                                std::uint64_t length)
+                                std::uint64_t length, NoticeMode notices)
 {
     const std::string what = "pull " + quote_name(name);
     return with_store(*refs_, options_, store, what, [&](BlobStreaming::BlobStore_ptr ref) {
         BlobStreaming::TransferTicket_var ticket =
             with_transporter(*refs_, store, ref, options_, what, [&](BlobStreaming::BlobTransporter_ptr t) {
-                return t->send(name.c_str(), length, offset, true, time_value(options_.timeout),
-                               BlobStreaming::IGNORE_NOTIFICATIONS);
+                prepare_notices(*refs_, store, t, notices);
+                return t->send(name.c_str(), length, offset, true, time_value(options_.timeout), semantics_of(notices));
             });
-        return ticket_of(ticket.in());
+        Ticket out = ticket_of(ticket.in());
+        await_notice(*refs_, store, out, name, TransferDirection::pull, notices);
+        return out;
     });
+}
+
+std::vector<std::string> ControlPlane::transporter_stores()
+{
+    std::vector<std::string> out;
+    std::lock_guard<std::mutex> lock(refs_->mutex);
+    for (const auto& [store, t] : refs_->transporters) out.push_back(store);
+    return out;
+}
+
+std::vector<TransferNotice> ControlPlane::poll_notices(const std::string& store)
+{
+    const std::string what = "poll notices";
+    BlobStreaming::BlobTransporter_var t;
+    {
+        std::lock_guard<std::mutex> lock(refs_->mutex);
+        const auto it = refs_->transporters.find(store);
+        if (it == refs_->transporters.end()) return {};  // no transfer, no notice
+        t = it->second;                                  // duplicates
+    }
+    const std::string endpoint = corba::endpoint_of(t);
+    BlobStreaming::TransferNoticeSeq_var seq;
+    try {
+        seq = t->poll();
+    } catch (const CORBA::OBJECT_NOT_EXIST&) {
+        {
+            std::lock_guard<std::mutex> lock(refs_->mutex);
+            const auto it = refs_->transporters.find(store);
+            if (it != refs_->transporters.end() && it->second.in() == t.in()) refs_->transporters.erase(it);
+        }
+        refs_->notices.forget_store(store);
+        throw Error(Errc::transfer_failed,
+                    what + ": store \"" + store + "\" at " + endpoint +
+                        " no longer has this session's transporter (reclaimed after blobstored "
+                        "--transporter-idle, or the daemon restarted): the notices it kept are lost");
+    } catch (const CORBA::TIMEOUT&) {
+        throw Error(Errc::timeout, what + ": store \"" + store + "\" at " + endpoint + " did not answer within " +
+                                       seconds_text(options_.timeout) + " s");
+    } catch (...) {
+        corba::rethrow_as_error(what, store, endpoint);
+    }
+    std::vector<TransferNotice> out;
+    out.reserve(seq->length());
+    for (CORBA::ULong i = 0; i < seq->length(); ++i) out.push_back(refs_->notices.take(seq[i], store));
+    return out;
 }
 
 std::optional<LocalFile> ControlPlane::find_local(const std::string& store, const std::string& name)

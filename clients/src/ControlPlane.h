@@ -47,15 +47,18 @@ public:
     // no CORBA call holds. All throw Error with a specific message ----------
     /// One round trip (BlobTransporter::push): the reservation and its ticket.
     /// `checksum`: the Blob's algorithm (nullopt: the store's default).
+    /// `notices`: the store's notice of the transfer (NoticeBoard), checked
+    /// by the caller (check_notice_mode).
     PushGrant begin_push(const std::string& store, const std::string& name, std::uint64_t size, bool replace,
-                         std::optional<ChecksumAlgorithm> checksum);
+                         std::optional<ChecksumAlgorithm> checksum, NoticeMode notices = NoticeMode::none);
     /// Continues the interrupted push of `name` the store still holds a
     /// reservation for: the ticket starts at the bytes it already has.
     /// nullopt when there is none; Errc::invalid_argument when that
     /// reservation is for a Blob of another size than `size`, or computes
     /// another checksum than `checksum` (when given).
     std::optional<PushGrant> resume_push(const std::string& store, const std::string& name, std::uint64_t size,
-                                         std::optional<ChecksumAlgorithm> checksum);
+                                         std::optional<ChecksumAlgorithm> checksum,
+                                         NoticeMode notices = NoticeMode::none);
     /// push --streams: a CRC32C reservation to fill in parts (no ticket).
     std::uint64_t reserve_parts(const std::string& store, const std::string& name, std::uint64_t size, bool replace);
     /// The ticket for part [offset, offset + length) of `reservation`; its
@@ -68,7 +71,15 @@ public:
     /// Aborts a reservation; failures are logged (the store also drops
     /// reservations whose data connection failed).
     void abort(const std::string& store, std::uint64_t reservation) noexcept;
-    Ticket begin_pull(const std::string& store, const std::string& name, std::uint64_t offset, std::uint64_t length);
+    Ticket begin_pull(const std::string& store, const std::string& name, std::uint64_t offset, std::uint64_t length,
+                      NoticeMode notices = NoticeMode::none);
+    /// The notices `store` kept for this Session's NoticeMode::queue
+    /// transfers (BlobTransporter::poll), oldest first; none when this
+    /// Session holds no transporter of it. Errc::transfer_failed when the
+    /// store no longer has the transporter (the notices are lost).
+    std::vector<TransferNotice> poll_notices(const std::string& store);
+    /// The stores this Session holds a transporter of, sorted.
+    std::vector<std::string> transporter_stores();
     /// The Blob's file when the store offers one on this very host.
     std::optional<LocalFile> find_local(const std::string& store, const std::string& name);
     BlobInfo stat(const std::string& store, const std::string& name);

@@ -95,6 +95,7 @@ bool ParallelPull::start(Session::Impl& session, const std::string& name, const 
                          const PullSink& sink, const PullOptions& options, Completion& done)
 {
     if (options.streams <= 1 || options.resume || !takes_ranges(sink)) return false;
+    if (options.notices != NoticeMode::none) return false;  // one notice for the pull, not one per part
     ControlPlane& control = *session.control;
     const bool whole = options.offset == 0 && options.length == 0;
     // The version from a ticket for the whole range, not from a stat: a

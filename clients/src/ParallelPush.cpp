@@ -73,6 +73,10 @@ bool ParallelPush::start(Session::Impl& session, const PushSource& source, const
                          const std::string& store, std::uint64_t size, const PushOptions& options, Completion& done)
 {
     if (options.streams <= 1 || options.resume || source.kind() == PushSource::Kind::producer) return false;
+    if (options.notices != NoticeMode::none) {
+        library_log()->debug("push {}: notices come for whole transfers, not parts: one stream", quote_name(name));
+        return false;
+    }
     if (options.checksum && *options.checksum != ChecksumAlgorithm::crc32c) {
         library_log()->debug("push {}: a {} checksum does not combine from parts: one stream", quote_name(name),
                              to_string(*options.checksum));

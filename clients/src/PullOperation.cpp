@@ -2,6 +2,7 @@
 #include "PullOperation.h"
 
 #include "LocalRead.h"
+#include "NoticeBoard.h"
 #include "ParallelPull.h"
 #include "StoreChoice.h"
 #include "Streams.h"
@@ -44,9 +45,11 @@ void PullOperation::on_control_thread_choose()
         if (options_.streams < 1 || options_.streams > kMaxStreams)
             throw Error(Errc::invalid_argument, what_ + ": streams " + std::to_string(options_.streams) +
                                                     ": expected 1 to " + std::to_string(kMaxStreams));
+        check_notice_mode(options_.notices, session_.options, what_);
         store_ = store_holding(*session_.control, options_.store, session_.options.default_store, name_, what_);
         if (options_.resume) return on_control_thread_resume();
-        if (session_.options.local_fast_path) {
+        // The store sees no same-host read: a notice needs its data connection.
+        if (session_.options.local_fast_path && options_.notices == NoticeMode::none) {
             auto local = session_.control->find_local(store_, name_);
             if (local && local_file_readable(local->path)) {
                 session_.loop.post([op = shared_from_this(), local = *local] { op->on_loop_thread_read_local(local); });
@@ -103,7 +106,8 @@ void PullOperation::on_loop_thread_read_local(const LocalFile& local)
 void PullOperation::on_control_thread_ticket()
 {
     try {
-        const Ticket ticket = session_.control->begin_pull(store_, name_, options_.offset, options_.length);
+        const Ticket ticket =
+            session_.control->begin_pull(store_, name_, options_.offset, options_.length, options_.notices);
         const bool retry = !retried_ && options_.offset == 0 && options_.length == 0;
         session_.loop.post(
             [op = shared_from_this(), ticket, retry] { op->on_loop_thread_transfer(ticket, std::nullopt, retry); });
@@ -127,7 +131,7 @@ void PullOperation::on_control_thread_resume()
         throw Error(Errc::invalid_range, what + ": cannot resume: " + sink_.path() + " holds " + std::to_string(have) +
                                              " bytes, more than the " + std::to_string(info.size) +
                                              " of the Blob (not a partial copy of it)");
-    const Ticket ticket = session_.control->begin_pull(store_, name_, have, 0);
+    const Ticket ticket = session_.control->begin_pull(store_, name_, have, 0, options_.notices);
     if (ticket.checksum != prefix.algorithm())
         throw Error(Errc::blob_changed, what + ": the Blob was replaced (now with a " +
                                             std::string(to_string(ticket.checksum)) +

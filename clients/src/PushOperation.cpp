@@ -1,6 +1,7 @@
 // One push across the caller, control and loop threads (PushOperation.h).
 #include "PushOperation.h"
 
+#include "NoticeBoard.h"
 #include "ParallelPush.h"
 #include "StoreChoice.h"
 #include "Streams.h"
@@ -51,13 +52,15 @@ void PushOperation::on_control_thread_reserve()
         if (options_.streams < 1 || options_.streams > kMaxStreams)
             throw Error(Errc::invalid_argument, what_ + ": streams " + std::to_string(options_.streams) +
                                                     ": expected 1 to " + std::to_string(kMaxStreams));
+        check_notice_mode(options_.notices, session_.options, what_);
         job->source = open_source(source_, what_);
         const std::uint64_t size = job->source->size();
         if (ParallelPush::start(session_, source_, name_, store_, size, options_, done_)) return;
         std::optional<PushGrant> resumed;
-        if (options_.resume) resumed = control.resume_push(store_, name_, size, options_.checksum);
-        grant_ = resumed ? std::move(*resumed)
-                         : control.begin_push(store_, name_, size, options_.replace, options_.checksum);
+        if (options_.resume) resumed = control.resume_push(store_, name_, size, options_.checksum, options_.notices);
+        grant_ = resumed
+                     ? std::move(*resumed)
+                     : control.begin_push(store_, name_, size, options_.replace, options_.checksum, options_.notices);
     } catch (const Error& e) {
         return session_.complete(done_, failure(e, store_));
     }

@@ -334,6 +334,28 @@ void Session::stores(Mode mode, Completion done)
     });
 }
 
+void Session::poll_notices(std::string store, Mode mode, Completion done)
+{
+    impl_->run(mode, std::move(done), [&](Completion c) {
+        query(*impl_, "poll notices", std::move(c), [impl = impl_.get(), store](Result& r) {
+            r.store = store;
+            if (!store.empty()) {
+                r.notices = impl->control->poll_notices(store);
+                return;
+            }
+            // Each store's notices are taken once: one that fails keeps
+            // them, and does not lose the others'.
+            for (const auto& s : impl->control->transporter_stores()) {
+                try {
+                    for (auto& n : impl->control->poll_notices(s)) r.notices.push_back(std::move(n));
+                } catch (const Error& e) {
+                    r.unreachable.push_back({s, e.what()});
+                }
+            }
+        });
+    });
+}
+
 void Session::prune_stores(Mode mode, Completion done)
 {
     impl_->run(mode, std::move(done), [&](Completion c) {
@@ -411,6 +433,11 @@ std::vector<Location> Session::locate(const std::string& name)
 std::vector<StoreStatus> Session::stores()
 {
     return wait_for([&](Completion c) { stores(Mode::Sync, std::move(c)); }).stores;
+}
+
+std::vector<TransferNotice> Session::poll_notices(const std::string& store)
+{
+    return wait_for([&](Completion c) { poll_notices(store, Mode::Sync, std::move(c)); }).notices;
 }
 
 // ---- Result and friends ------------------------------------------------------

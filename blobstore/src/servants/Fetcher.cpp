@@ -97,6 +97,7 @@ public:
         std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> list(found, &::freeaddrinfo);
         fd_.reset(::socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
         if (!fd_) throw Error(Errc::unreachable, what_ + ": cannot create a socket: " + std::strerror(errno));
+        apply_socket_options(fd_.get(), options_.socket, endpoint);
         if (::connect(fd_.get(), found->ai_addr, found->ai_addrlen) != 0 && errno != EINPROGRESS)
             throw Error(Errc::unreachable,
                         what_ + ": cannot connect to data endpoint " + endpoint + ": " + std::strerror(errno));

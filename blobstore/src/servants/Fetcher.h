@@ -15,6 +15,7 @@
 #include <blobstreaming/blobstore/BlobInFlight.h>
 #include <blobstreaming/blobstore/Store.h>
 #include <blobstreaming/common/BlobInfo.h>
+#include <blobstreaming/transporter/SocketOptions.h>
 
 #include <BlobStreaming.hh>
 #include <omniORB4/Naming.hh>
@@ -48,6 +49,8 @@ struct FetchOptions {
     /// Client-role TLS for the source's data port (null: plain TCP), from
     /// the daemon's own certificate, key and CA.
     std::shared_ptr<const TlsContext> tls;
+    /// blobstored --socket-buffer, set before connect (0: autotuning).
+    SocketOptions socket;
 };
 
 /// Where read-through looks for a Blob this store lacks: the Naming

@@ -109,7 +109,8 @@ int ServerConnection::handle_input(ACE_HANDLE)
     case Phase::draining: return drain_input();
     case Phase::response:
     case Phase::pull_body:
-    case Phase::committing: return 0;  // input is masked while sending or committing
+    case Phase::committing:
+    case Phase::opening: return 0;  // input is masked while sending, committing or opening
     }
     return 0;
 }
@@ -197,6 +198,7 @@ int ServerConnection::handle_output(ACE_HANDLE)
     case Phase::push_body:
     case Phase::push_trailer:
     case Phase::committing:
+    case Phase::opening:
     case Phase::draining: break;
     }
     return set_mask(ACE_Event_Handler::READ_MASK) ? 0 : -1;
@@ -240,8 +242,10 @@ int ServerConnection::handle_close(ACE_HANDLE handle, ACE_Reactor_Mask mask)
 {
     if (closed_) return 0;
     closed_ = true;
-    // A commit in flight goes on: its outcome stands (on_committed()).
-    if (in_transfer_ && !committing_) fail_transfer(Errc::transfer_failed, "the connection was closed", false);
+    // A commit in flight goes on: its outcome stands (on_committed()). A
+    // pull being opened ends in on_opened(): the pool thread reads its ticket.
+    if (in_transfer_ && !committing_ && !opening_)
+        fail_transfer(Errc::transfer_failed, "the connection was closed", false);
     release_range();  // a followed fetch's wake-up finds nothing
     disarm_timer();
     if (io_ && phase_ != Phase::draining) io_->close_notify();
@@ -249,10 +253,10 @@ int ServerConnection::handle_close(ACE_HANDLE handle, ACE_Reactor_Mask mask)
     if (server_->connections.erase(this)) server_->metrics.connection_closed();
     server_->limits.remove(this);
     spdlog::debug("data connection {}: closed", peer_);
-    if (committing_) {
+    if (committing_ || opening_) {
         // The CommitPool's completion still refers to this object (which
-        // left the reactor for the commit): close the socket now, delete in
-        // on_committed().
+        // left the reactor for the commit or the open): close the socket
+        // now, delete in on_committed() or on_opened().
         peer().close();
         return 0;
     }

@@ -7,6 +7,7 @@
 
 #include <blobstreaming/blobstore/BlobRange.h>
 #include <blobstreaming/blobstore/Reservation.h>
+#include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/DataIo.h>
 #include <blobstreaming/transporter/Protocol.h>
 #include <blobstreaming/transporter/Tls.h>
@@ -19,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,6 +79,7 @@ private:
         push_body,     ///< receiving push bytes into the reservation
         push_trailer,  ///< reading the push's trailer (the Blob's checksum)
         committing,    ///< the store commits on a CommitPool thread (no events, no timer)
+        opening,       ///< the store opens a pull's range on a CommitPool thread (no events, no timer)
         response,      ///< sending a Response (a push's outcome, a refusal, a pull's header)
         pull_body,     ///< sending a pull's bytes
         draining,      ///< refused: write side shut, reading to EOF before closing
@@ -97,6 +100,22 @@ private:
     int start_push();
     /// The admitted pull: its Response, then the bytes.
     int start_pull();
+    /// start_pull() for a store whose read() waits on another host
+    /// (Store::read_waits()): the range is opened on the CommitPool while
+    /// the connection is away from the reactor, then on_opened().
+    int open_pull_away();
+    /// The CommitPool's completion of open_pull_away(): answers the pull,
+    /// or when the connection was closed meanwhile ends the transfer and
+    /// deletes the object.
+    void on_opened(BlobRange range, const std::optional<Error>& error) noexcept;
+    /// Back on the reactor (reading) after work on the CommitPool, "after
+    /// `after` the Blob" in the log line when that fails; false then: the
+    /// connection is closed and deleted.
+    bool rejoin_reactor(const char* after) noexcept;
+    /// The pull's Response once range_ is open, then its bytes.
+    int answer_pull();
+    /// The pull's refusal: its Response, then the next Request.
+    int refuse_pull(const Error& e);
     /// The pull's range from exactly the version its ticket names;
     /// Error(blob_changed) when the Blob was replaced or removed since.
     BlobRange read_ticket_version();
@@ -193,6 +212,9 @@ private:
     /// A commit of this connection's push runs on the CommitPool: the
     /// object outlives a close until on_committed().
     bool committing_ = false;
+    /// Its pull's range is being opened on the CommitPool: the object
+    /// outlives a close until on_opened().
+    bool opening_ = false;
 
     /// The Request or the trailer being read.
     FrameReader frame_{std::max(protocol::kRequestSize, protocol::kTrailerSize)};

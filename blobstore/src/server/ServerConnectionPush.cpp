@@ -265,6 +265,19 @@ int ServerConnection::start_commit(const Checksum& expected)
     return 0;
 }
 
+bool ServerConnection::rejoin_reactor(const char* after) noexcept
+{
+    progress();
+    if (reactor()->register_handler(this, ACE_Event_Handler::READ_MASK) == -1) {
+        spdlog::warn("data connection {}: cannot return to the reactor after {} {} ({}): closed", peer_, after,
+                     quote_name(binding_.blob), std::strerror(errno));
+        handle_close(ACE_INVALID_HANDLE, ACE_Event_Handler::ALL_EVENTS_MASK);  // deletes this
+        return false;
+    }
+    mask_ = ACE_Event_Handler::READ_MASK;
+    return true;
+}
+
 void ServerConnection::on_committed(const CommitOutcome& outcome) noexcept
 {
     committing_ = false;
@@ -283,14 +296,7 @@ void ServerConnection::on_committed(const CommitOutcome& outcome) noexcept
         Base::handle_close(ACE_INVALID_HANDLE, ACE_Event_Handler::ALL_EVENTS_MASK);  // deletes this
         return;
     }
-    progress();
-    if (reactor()->register_handler(this, ACE_Event_Handler::READ_MASK) == -1) {
-        spdlog::warn("data connection {}: cannot return to the reactor after the commit of {} ({}): closed", peer_,
-                     quote_name(binding_.blob), std::strerror(errno));
-        handle_close(ACE_INVALID_HANDLE, ACE_Event_Handler::ALL_EVENTS_MASK);  // deletes this
-        return;
-    }
-    mask_ = ACE_Event_Handler::READ_MASK;
+    if (!rejoin_reactor("the commit of")) return;  // closed and deleted
     int rc = -1;
     try {
         rc = send_response(protocol::encode(response), Then::next_request);

@@ -31,7 +31,7 @@ using data_path::kStreamBuffer;
 
 int ServerConnection::start_pull()
 {
-    protocol::Response response;
+    if (!binding_.follow && server_->store.read_waits()) return open_pull_away();
     try {
         if (binding_.follow && binding_.follow->receiving()) {
             // Still arriving: sent on as it lands (fill_follow()).
@@ -41,19 +41,95 @@ int ServerConnection::start_pull()
             range_ = read_ticket_version();
         }
     } catch (const Error& e) {
-        release_range();
-        spdlog::warn("data connection {}: pull {} failed: {}", peer_, quote_name(binding_.blob), e.what());
-        end_transfer(false, e.what());
-        response.status = e.code();
-        response.message = e.what();
-        return send_response(protocol::encode(response), Then::next_request);
+        return refuse_pull(e);
     }
+    return answer_pull();
+}
+
+int ServerConnection::open_pull_away()
+{
+    if (reactor()->remove_handler(this, ACE_Event_Handler::ALL_EVENTS_MASK | ACE_Event_Handler::DONT_CALL) == -1) {
+        spdlog::warn("data connection {}: cannot leave the reactor to open {} ({}): opening here", peer_,
+                     quote_name(binding_.blob), std::strerror(errno));
+        try {
+            range_ = read_ticket_version();
+        } catch (const Error& e) {
+            return refuse_pull(e);
+        }
+        return answer_pull();
+    }
+    mask_ = ACE_Event_Handler::NULL_MASK;
+    disarm_timer();
+    phase_ = Phase::opening;
+    opening_ = true;
+    struct Job {
+        BlobRange range;
+        std::optional<Error> error;
+    };
+    auto job = std::make_shared<Job>();
+    // Nothing else touches request_ and binding_ meanwhile: the connection
+    // has no events and no timer, and a close leaves them to on_opened().
+    server_->commits->submit(
+        [this, job] {
+            try {
+                job->range = read_ticket_version();
+            } catch (const Error& e) {
+                job->error = e;
+            } catch (const std::exception& e) {
+                job->error = Error(Errc::io_error, e.what());
+            }
+        },
+        [this, job] { on_opened(std::move(job->range), job->error); });
+    return 0;
+}
+
+void ServerConnection::on_opened(BlobRange range, const std::optional<Error>& error) noexcept
+{
+    opening_ = false;
+    if (closed_) {
+        // Closed while the store looked the Blob up (handle_close() kept
+        // the object and left the transfer to end here).
+        if (in_transfer_) fail_transfer(Errc::transfer_failed, "the connection was closed", false);
+        Base::handle_close(ACE_INVALID_HANDLE, ACE_Event_Handler::ALL_EVENTS_MASK);  // deletes this
+        return;
+    }
+    if (!rejoin_reactor("opening")) return;  // closed and deleted
+    arm_timer();
+    int rc = -1;
+    try {
+        if (error) {
+            rc = refuse_pull(*error);
+        } else {
+            range_ = std::move(range);
+            rc = answer_pull();
+        }
+    } catch (const std::exception& e) {
+        spdlog::warn("data connection {}: cannot answer the pull of {}: {}", peer_, quote_name(binding_.blob),
+                     e.what());
+    }
+    if (rc == -1) handle_close(ACE_INVALID_HANDLE, ACE_Event_Handler::ALL_EVENTS_MASK);  // deletes this
+}
+
+int ServerConnection::refuse_pull(const Error& e)
+{
+    release_range();
+    spdlog::warn("data connection {}: pull {} failed: {}", peer_, quote_name(binding_.blob), e.what());
+    end_transfer(false, e.what());
+    protocol::Response response;
+    response.status = e.code();
+    response.message = e.what();
+    return send_response(protocol::encode(response), Then::next_request);
+}
+
+int ServerConnection::answer_pull()
+{
     spdlog::debug("data connection {}: pull {} [{}, +{}) (ticket {}) started, {}", peer_, quote_name(binding_.blob),
                   request_.offset, request_.length, protocol::ticket_tag(request_.ticket),
                   follow_            ? "following its fetch"
                   : range_.fd() >= 0 ? "sendfile"
                   : range_.data()    ? "from memory"
                                      : "streamed");
+    protocol::Response response;
     response.length = range_.size();
     response.blob_size = range_.blob().size;
     response.checksum = range_.blob().checksum;

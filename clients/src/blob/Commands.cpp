@@ -11,10 +11,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include <fcntl.h>
@@ -86,6 +89,70 @@ std::vector<std::string> push_names(const Invocation& call)
     return names;
 }
 
+/// The notices the store sends (--notices send), taken by the command
+/// once its transfer has ended.
+class NoticeInbox {
+public:
+    client::NoticeCallback callback()
+    {
+        return [this](const client::TransferNotice& n) {
+            std::lock_guard lock(mutex_);
+            notices_.push_back(n);
+            arrived_.notify_all();
+        };
+    }
+    /// The first notice, waiting up to `bound` for it.
+    std::optional<client::TransferNotice> wait(std::chrono::milliseconds bound)
+    {
+        std::unique_lock lock(mutex_);
+        if (!arrived_.wait_for(lock, bound, [this] { return !notices_.empty(); })) return std::nullopt;
+        return notices_.front();
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable arrived_;
+    std::vector<client::TransferNotice> notices_;
+};
+
+/// --notices: the store's notice of the transfer that ended with `r`,
+/// waiting up to --timeout (queue: polling the store every 20 ms).
+/// Errc::timeout when none came. nullopt without --notices.
+std::optional<client::TransferNotice> notice_of(Session& session, const Invocation& call, NoticeInbox& inbox,
+                                                const std::string& what, const Result& r)
+{
+    if (call.notices == client::NoticeMode::none) return std::nullopt;
+    std::optional<client::TransferNotice> notice;
+    if (call.notices == client::NoticeMode::send) {
+        notice = inbox.wait(call.timeout);
+    } else {
+        const auto deadline = std::chrono::steady_clock::now() + call.timeout;
+        for (;;) {
+            auto got = session.poll_notices(r.store);
+            if (!got.empty()) {
+                notice = got.front();
+                break;
+            }
+            if (std::chrono::steady_clock::now() >= deadline) break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+    }
+    if (!notice)
+        throw Error(Errc::timeout, what + ": the transfer succeeded, but store \"" + r.store +
+                                       "\" gave no notice of it within " + std::to_string(call.timeout.count()) +
+                                       " ms (--notices " + client::to_string(call.notices) + ")");
+    return notice;
+}
+
+/// Prints a transfer's notice beside its summary: a line on stderr, or a
+/// "notice" member of the transfer's JSON object.
+void report_notice(const std::optional<client::TransferNotice>& notice, nlohmann::json* json)
+{
+    if (!notice) return;
+    if (json) (*json)["notice"] = notice_json(*notice);
+    else std::fprintf(stderr, "%s\n", notice_line(*notice).c_str());
+}
+
 client::PushOptions push_options(const Invocation& call)
 {
     client::PushOptions options;
@@ -94,6 +161,7 @@ client::PushOptions push_options(const Invocation& call)
     options.resume = call.resume;
     options.checksum = call.checksum;
     options.streams = call.streams;
+    options.notices = call.notices;
     return options;
 }
 
@@ -142,7 +210,7 @@ int push_files(Session& session, const Invocation& call, const std::vector<std::
     return rc;
 }
 
-int push(Session& session, const Invocation& call)
+int push(Session& session, const Invocation& call, NoticeInbox& inbox)
 {
     const std::vector<std::string> names = push_names(call);  // before reading a stream for them
     if (call.args.size() > 1) return push_files(session, call, names);
@@ -159,12 +227,19 @@ int push(Session& session, const Invocation& call)
     session.push(source, name, options, Mode::Sync, [&result](const Result& r) { result = r; });
     bar.clear();
     result.throw_if_error();
-    if (call.json) std::cout << json_line(transfer_json("push", name, result));
-    else if (!call.quiet) print_summary("pushed", "to", name, result, call.resume);
+    const auto notice = notice_of(session, call, inbox, "push " + quote_name(name), result);
+    if (call.json) {
+        auto j = transfer_json("push", name, result);
+        report_notice(notice, &j);
+        std::cout << json_line(j);
+    } else {
+        if (!call.quiet) print_summary("pushed", "to", name, result, call.resume);
+        report_notice(notice, nullptr);
+    }
     return 0;
 }
 
-int pull(Session& session, const Invocation& call)
+int pull(Session& session, const Invocation& call, NoticeInbox& inbox)
 {
     const std::string& name = call.args[0];
     validate_blob_name(name);  // before using it as a file name
@@ -180,14 +255,22 @@ int pull(Session& session, const Invocation& call)
     options.resume = call.resume;
     options.verify = call.verify;
     options.streams = call.streams;
+    options.notices = call.notices;
     options.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
     const PullOutput output(file, "pull " + quote_name(name), call.resume, call.timeout);
     Result result;
     session.pull(name, output.sink(), options, Mode::Sync, [&result](const Result& r) { result = r; });
     bar.clear();
     result.throw_if_error();
-    if (call.json) (is_standard_output(file) ? std::cerr : std::cout) << json_line(transfer_json("pull", name, result));
-    else if (!call.quiet) print_summary("pulled", "from", name, result, call.resume);
+    const auto notice = notice_of(session, call, inbox, "pull " + quote_name(name), result);
+    if (call.json) {
+        auto j = transfer_json("pull", name, result);
+        report_notice(notice, &j);
+        (is_standard_output(file) ? std::cerr : std::cout) << json_line(j);
+    } else {
+        if (!call.quiet) print_summary("pulled", "from", name, result, call.resume);
+        report_notice(notice, nullptr);
+    }
     return 0;
 }
 
@@ -467,9 +550,12 @@ int run(const Invocation& call)
     if (call.command == "watch") return watch(call);
     if (call.command == "find") return find(call);
     if (call.command == "pull" && (!call.study.empty() || !call.series.empty())) return pull_instances(call);
-    Session session(session_options(call));
-    if (call.command == "push") return push(session, call);
-    if (call.command == "pull") return pull(session, call);
+    NoticeInbox inbox;  // outlives the Session, which calls it
+    client::SessionOptions options = session_options(call);
+    if (call.notices == client::NoticeMode::send) options.on_notice = inbox.callback();
+    Session session(options);
+    if (call.command == "push") return push(session, call, inbox);
+    if (call.command == "pull") return pull(session, call, inbox);
     if (call.command == "stat") return stat(session, call);
     if (call.command == "verify") return verify(session, call);
     if (call.command == "ls") return ls(session, call);

@@ -42,6 +42,8 @@ struct Invocation {
     std::string index;                          ///< find, pull --study/--series: the study index URL (--index)
     std::string level;                          ///< find: --level ("" : study)
     std::string study, series;                  ///< pull: --study UID, --series UID (the instances of the index)
+    /// push, pull: --notices (none without it)
+    client::NoticeMode notices = client::NoticeMode::none;
     std::string command;
     std::vector<std::string> args;
 };

@@ -1,5 +1,6 @@
 #include "Output.h"
 
+#include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Checksum.h>
 
 #include <cctype>
@@ -65,6 +66,27 @@ nlohmann::json transfer_json(const char* command, const std::string& name, const
             {"offset", r.offset},   {"length", r.length},  {"bytes", r.bytes},
             {"seconds", r.seconds}, {"MBps", mbps},        {"checksum", r.info.checksum.text()},
             {"local", r.local},     {"streams", r.streams}};
+}
+
+nlohmann::json notice_json(const client::TransferNotice& n)
+{
+    return {{"store", n.store},
+            {"name", n.blob},
+            {"direction", client::to_string(n.direction)},
+            {"ticket", n.ticket},
+            {"offset", n.offset},
+            {"length", n.length},
+            {"bytes", n.bytes},
+            {"succeeded", n.succeeded},
+            {"reason", n.reason},
+            {"received", rfc3339(n.received)}};
+}
+
+std::string notice_line(const client::TransferNotice& n)
+{
+    return std::string("notice: ") + client::to_string(n.direction) + " " + quote_name(n.blob) + " store \"" + n.store +
+           "\": " + (n.succeeded ? "succeeded" : "failed (" + n.reason + ")") + ", " + std::to_string(n.bytes) +
+           " bytes, ticket " + n.ticket;
 }
 
 std::string json_line(nlohmann::json j)

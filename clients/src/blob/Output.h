@@ -23,6 +23,11 @@ std::string rfc3339(std::chrono::system_clock::time_point t);
 
 /// The JSON shapes of docs/CLI.md.
 nlohmann::json transfer_json(const char* command, const std::string& name, const client::Result& r);
+/// A transfer notice (--notices): store, name, direction, ticket, offset,
+/// length, succeeded, bytes, reason, received (RFC 3339).
+nlohmann::json notice_json(const client::TransferNotice& n);
+/// The one-line text form: `notice: push "NAME" store "S": succeeded, N bytes, ticket HEX`.
+std::string notice_line(const client::TransferNotice& n);
 nlohmann::json blob_json(const std::string& store, const BlobInfo& info);
 nlohmann::json error_json(Errc code, const std::string& message);
 

@@ -139,6 +139,10 @@ po::options_description describe()
          "push/pull: N data connections, each a contiguous range of at least 1 MiB (1 to 64, default 1; fewer "
          "for a shorter Blob or range; one with --resume, a FIFO, a device or standard input/output, and for a "
          "SHA-256 checksum)")
+        ("notices", po::value<std::string>()->value_name("MODE"),
+         "push/pull of one Blob: after it succeeded, print the store's notice of the transfer (send: the store "
+         "calls this client back; queue: the store keeps it and this client polls for it), waiting up to "
+         "--timeout; one stream, never the same-host fast path")
         ("verify", "pull: check the whole Blob's checksum against the store's (the default for whole-Blob pulls)")
         ("no-verify", "pull: skip the check of the whole Blob's checksum")
         ("index", po::value<std::string>()->value_name("URL"), "find, pull --study/--series: the study index, sqlite:PATH or postgresql://... (env BLOBSTREAMING_INDEX)")
@@ -168,13 +172,13 @@ const std::vector<CommandHelp>& command_help()
          "push FILE... | push --name NAME FILE",
          "Store each FILE ('-': standard input; a FIFO, a device) under its base name, several in flight, or one "
          "FILE under --name. The store acknowledges once the Blob is committed durably and its checksum verified.",
-         {"name", "replace", "checksum", "size", "resume", "streams"}},
+         {"name", "replace", "checksum", "size", "resume", "streams", "notices"}},
         {"pull",
          "pull NAME [FILE] | pull --study UID DIR | pull --series UID DIR",
          "Retrieve NAME to FILE (default ./NAME; '-': standard output; a FIFO, a device), whole or a range. A "
          "regular FILE is replaced only once every byte is in and checked. --study/--series: every instance the "
          "study index lists, in parallel, verified, to DIR/SOPInstanceUID.dcm.",
-         {"offset", "length", "resume", "streams", "verify", "no-verify", "study", "series", "index"}},
+         {"offset", "length", "resume", "streams", "notices", "verify", "no-verify", "study", "series", "index"}},
         {"stat", "stat NAME", "Size, checksum and commit time of NAME.", {}},
         {"verify", "verify NAME", "Have the store reread NAME and check its checksum.", {}},
         {"ls", "ls", "The Blobs of --store, or of every registered store.", {}},
@@ -376,6 +380,17 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
         call.streams = cli::parse_count("--streams", vm["streams"].as<std::string>(), 1, client::kMaxStreams);
     }
     parse_dicom_options(vm, call);
+    if (vm.count("notices")) {
+        const std::string text = vm["notices"].as<std::string>();
+        if (call.command != "pull" && call.command != "push")
+            throw UsageError("--notices applies to push and pull only, not " + call.command);
+        const auto mode = client::notice_mode_of(text);
+        if (!mode) throw UsageError("--notices " + text + ": expected none, send or queue");
+        call.notices = *mode;
+        if (call.notices != client::NoticeMode::none &&
+            ((call.args.size() > 1 && call.command == "push") || !call.study.empty() || !call.series.empty()))
+            throw UsageError("--notices applies to the transfer of one Blob (a single FILE, no --study/--series)");
+    }
     if (vm.count("streams") && (!call.study.empty() || !call.series.empty()))
         throw UsageError("pull --study/--series pulls its instances in parallel already: no --streams");
     call.prune = vm.count("prune") != 0;

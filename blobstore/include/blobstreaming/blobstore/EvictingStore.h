@@ -40,6 +40,7 @@ public:
     BlobInfo remove(std::string_view name) override;
     StoreUsage usage() const override { return inner_->usage(); }
     std::optional<LocalFile> local_file(std::string_view name) const override;
+    bool read_waits() const noexcept override { return inner_->read_waits(); }
 
     /// How many Blobs have been removed to make room since construction.
     std::uint64_t evictions() const;

@@ -66,6 +66,7 @@ public:
     BlobInfo evict(std::string_view name) override;
     StoreUsage usage() const override { return inner_->usage(); }
     std::optional<LocalFile> local_file(std::string_view name) const override { return inner_->local_file(name); }
+    bool read_waits() const noexcept override { return inner_->read_waits(); }
 
     /// The sequence number of the last event published (0: none yet).
     std::uint64_t last_sequence() const;

@@ -48,6 +48,8 @@ public:
     ~RadosStore() override;
 
     std::string_view kind() const noexcept override { return "rados"; }
+    /// read() looks the Blob up in the pool's index object.
+    bool read_waits() const noexcept override { return true; }
     /// Each asks the index object: what any daemon of the pool committed.
     BlobInfo stat(std::string_view name) const override;
     std::vector<BlobInfo> list() const override;

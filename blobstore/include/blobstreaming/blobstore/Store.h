@@ -102,6 +102,13 @@ public:
     /// Blob in a file of its own (memory, object stores): the data port
     /// serves it. Errc::invalid_name, Errc::no_such_blob either way.
     virtual std::optional<LocalFile> local_file(std::string_view name) const;
+
+    /// true when read() may wait on another host (an object store reads
+    /// its index over the network): the data plane then opens a pull's
+    /// range off its reactor thread, so that a store that stops answering
+    /// holds that pull only. false for stores that answer from memory or a
+    /// local file system (opened in place: no thread hand-off per pull).
+    virtual bool read_waits() const noexcept { return false; }
 };
 
 }  // namespace blobstreaming

@@ -1,6 +1,8 @@
 #pragma once
 /// How a Session talks to the stores. Plain data, no CORBA or ACE types.
 
+#include <blobstreaming/client/Notice.h>
+
 #include <chrono>
 #include <string>
 
@@ -42,6 +44,13 @@ struct SessionOptions {
     std::string tls_cert;
     std::string tls_key;
     std::string tls_ca;
+    /// Receives the notices of transfers made with NoticeMode::send
+    /// (Notice.h: which thread, what it must not do). Required by such a
+    /// transfer (Errc::invalid_argument without it); unused otherwise. The
+    /// first of them makes the Session serve a callback object in the
+    /// process's ORB, which each store calls back (Watch.h: which address
+    /// the stores connect to).
+    NoticeCallback on_notice;
 };
 
 }  // namespace blobstreaming::client

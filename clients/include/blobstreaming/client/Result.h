@@ -1,6 +1,7 @@
 #pragma once
 /// The outcome of one Session operation, and the callback types.
 
+#include <blobstreaming/client/Notice.h>
 #include <blobstreaming/common/BlobInfo.h>
 #include <blobstreaming/common/Error.h>
 
@@ -95,7 +96,8 @@ struct Result {
     /// list and locate across every store: the stores that did not answer
     /// (the operation succeeds with the others' answers: a partial result).
     std::vector<UnreachableStore> unreachable;
-    std::vector<PrunedStore> pruned;  ///< prune_stores: the entries removed
+    std::vector<PrunedStore> pruned;      ///< prune_stores: the entries removed
+    std::vector<TransferNotice> notices;  ///< poll_notices, oldest first per store
 
     bool ok() const noexcept { return !error; }
     /// Errc::ok on success.

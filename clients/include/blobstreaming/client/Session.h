@@ -113,6 +113,17 @@ public:
     /// daemon's address and why), `stores` (the entries left, as stores()).
     void prune_stores(Mode mode, Completion done);
 
+    /// The notices that `store` kept for this Session's NoticeMode::queue
+    /// transfers (Notice.h), oldest first; each is returned once. `store`
+    /// "" : every store this Session has made a transfer with, one after
+    /// another (Result::notices in that order); one that does not answer is
+    /// named in Result::unreachable and keeps its notices for the next poll.
+    /// A store keeps them with this Session's transporter: a store that
+    /// reclaimed it (idle longer than blobstored --transporter-idle) or
+    /// restarted has lost them (Errc::transfer_failed saying so). A store
+    /// this Session has made no transfer with has none (an empty Result).
+    void poll_notices(std::string store, Mode mode, Completion done);
+
     // ---- Series (Series.h) --------------------------------------------------
     /// Pushes every slice as push() would, with the shared `options` (its
     /// `progress` is called per slice, with that slice's counts). `done`
@@ -168,6 +179,9 @@ public:
     void remove(const std::string& name, const std::string& store = {});
     std::vector<Location> locate(const std::string& name);
     std::vector<StoreStatus> stores();
+    /// With "" : the notices of the stores that answered (the others keep
+    /// theirs; use the form above to know which did not).
+    std::vector<TransferNotice> poll_notices(const std::string& store = {});
     /// Waits for copy(); failures are in the SeriesResult (throw_if_error()).
     SeriesResult copy(const std::vector<std::string>& names, const CopyOptions& options);
 

@@ -1,6 +1,7 @@
 #pragma once
 /// Where a push takes its bytes from and where a pull puts them.
 
+#include <blobstreaming/client/Notice.h>
 #include <blobstreaming/client/Result.h>
 
 #include <cstddef>
@@ -153,6 +154,11 @@ struct PushOptions {
     /// for a SHA-256 checksum (its digest does not combine). A broken stream
     /// continues its own part, up to 3 times.
     std::size_t streams = 1;
+    /// A notice from the store when the transfer has ended (Notice.h):
+    /// send needs SessionOptions::on_notice, queue is taken with
+    /// Session::poll_notices(). A push with notices runs over one stream
+    /// (the store reports whole transfers, not parts).
+    NoticeMode notices = NoticeMode::none;
 };
 
 struct PullOptions {
@@ -188,6 +194,11 @@ struct PullOptions {
     /// SessionOptions::max_connections_per_endpoint wait for a connection.
     /// The same-host fast path, when taken, needs no streams.
     std::size_t streams = 1;
+    /// A notice from the store when the transfer has ended, as for
+    /// PushOptions::notices. A pull with notices goes over a data connection
+    /// (never the same-host fast path, which the store does not see) and one
+    /// stream.
+    NoticeMode notices = NoticeMode::none;
 };
 
 /// Session::copy(): Blobs copied from store to store, the bytes never
