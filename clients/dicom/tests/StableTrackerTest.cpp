@@ -126,15 +126,18 @@ BOOST_FIXTURE_TEST_CASE(an_instance_during_publication_keeps_it_pending, Fixture
 {
     StudyIndex index(url, true);
     StableTracker* self = nullptr;
+    StableTracker::Clock::time_point now = t0;
     int calls = 0;
     StableTracker tracker(
         index, 10s,
         [&](const StableStudy&) {
-            if (++calls == 1) index.put(instance("1.1.2", "1.1", "1.1.9"));  // arrives meanwhile
+            if (++calls > 1) return;
+            now = t0 + 3s;
+            index.put(instance("1.1.2", "1.1", "1.1.9"));  // arrives meanwhile
         },
         false);
     self = &tracker;
-    index.on_put([&](const std::string& study, std::int64_t ns) { self->instance_at(study, ns, t0 + 3s); });
+    index.on_put([&](const std::string& study, std::int64_t ns) { self->instance_at(study, ns, now); });
     index.put(instance("1.1.1", "1.1", "1.1.9"));
     // published once; the index keeps it pending for the instance that came meanwhile
     BOOST_TEST((tracker.due(t0 + 10s) == t0 + 13s));
