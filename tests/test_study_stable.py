@@ -66,8 +66,8 @@ def watch_refusals(c):
     check("--gateway applies to watch --events study-stable only" in err, f"the refusal: {err!r}")
     step("--events study-stable with no gateway registered: a clear error")
     code, _, err = c.run(blob + ["--events", "study-stable"], timeout=60)
-    check(code != 0 and "no DICOM gateway is registered in the naming service" in err,
-          f"exit {code}, expected the missing gateway named: {err!r}")
+    check(code == 26 and "no DICOM gateway is registered in the naming service" in err,
+          f"exit {code}, expected 26 and the missing gateway named: {err!r}")
 
 
 def test(c):
@@ -87,17 +87,20 @@ def test(c):
     gw = Gateway(c, "ws1", "gateway", extra=("--stable-after", str(STABLE_AFTER)), index_url=index_url)
     code, _, err = c.run([program("clients/blob"), "--naming", c.naming, "watch", "--events", "study-stable",
                           "--gateway", "NOSUCHAE"], timeout=60)
-    check(code != 0 and 'no gateway "NOSUCHAE" is registered' in err and f"registered: {AE}" in err,
-          f"exit {code}, expected the unknown gateway and the registered ones named: {err!r}")
+    check(code == 26 and 'no gateway "NOSUCHAE" is registered' in err and f"registered: {AE}" in err,
+          f"exit {code}, expected 26, the unknown gateway and the registered ones named: {err!r}")
 
     stable = Watcher(c, "watch-stable", "--events", "study-stable")
     mixed = Watcher(c, "watch-mixed", "--events", "committed,study-stable", "--store", "ws1")
-    text_out = c.path("watch-text.out")
-    with open(text_out, "w") as out:
+    text_out, text_err = c.path("watch-text.out"), c.path("watch-text.err")
+    with open(text_out, "w") as out, open(text_err, "w") as err:
         text = c.spawn("watch-text", [program("clients/blob"), "--naming", c.naming, "watch", "--events",
                                       "study-stable", "--gateway", AE],
-                       stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.PIPE)
-    wait_for(lambda: os.path.getsize(text_out) >= 0 and text.running(), 5, "the text watcher")
+                       stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+    text.log_paths.append(text_err)
+    wait_for(lambda: "blob watch: watching gateway BLOBGW (study-stable)" in open(text_err).read()
+             or not text.running(), 30, "the text watcher's subscription")
+    check(text.running(), f"the text watcher exited: {open(text_err).read()!r}")
 
     a = make_objects(c, "study", c.path("a"), "3", "PATA", "20261115")
     step("study A: two instances, then the third within --stable-after: one event, after the third")

@@ -100,6 +100,7 @@ public:
     {
         if (withdrawn_.exchange(true)) return;
         try {
+            omniORB::setClientCallTimeout(naming_, kSubscriberCallTimeoutMs);  // a stop never waits long for it
             corba::unbind_gateway(naming_, aetitle_);
         } catch (const CORBA::Exception& e) {
             spdlog::info("study events: BlobStreaming/Gateways/{} not unregistered (CORBA {})", aetitle_, e._name());
