@@ -5,17 +5,20 @@ started by the test (initdb in the workspace, 127.0.0.1, stopped by PID);
 then every query of tests/test_dicom_find.py runs against it (blob find at
 every level with every matching rule and every malformed query, findscu and
 pynetdicom's C-FIND), and the gateway's event indexing writes and removes
-entries of a Blob pushed and removed with blob. A URL that cannot be
+entries of a Blob pushed and removed with blob; the studies it left
+pending (study-stable) are published by another gateway on the same index,
+once, and not by a third. A URL that cannot be
 connected to is refused with exit 52 (blob find) or at the gateway's start."""
 
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import test_dicom_find  # noqa: E402
 from harness import check, check_equal, free_port, program, step, wait_for  # noqa: E402
-from harness.dicom import make_objects, start_postgresql  # noqa: E402
+from harness.dicom import Gateway, make_objects, start_postgresql  # noqa: E402
 
 
 def test(c):
@@ -34,6 +37,22 @@ def test(c):
                 "the entry")
     c.blob("rm", "extra.dcm", store="ws1").ok()
     wait_for(lambda: not rows(), 30, "the removed instance gone from the PostgreSQL index")
+
+    step("PostgreSQL: the studies the gateway left pending (--stable-after 60 s) published by another gateway on "
+         "the same index, once; the removed one not")
+    gw2 = Gateway(c, "ws1", "gateway-stable", extra=("--stable-after", "0.5"), index_url=url)
+    wait_for(lambda: "studies pending from before the start" in gw2.log(), 30, "the pending studies taken")
+    pending = int(re.search(r"study-stable: (\d+) studies pending from before the start", gw2.log()).group(1))
+    check(pending >= 4, f"{pending} studies pending, expected those of test_dicom_find and the removed one")
+    wait_for(lambda: gw2.log().count(" published (") + gw2.log().count("has no instance left") == pending, 30,
+             f"{pending} studies published or found empty")
+    check(f"study-stable: study {extra['study']} has no instance left in the index: not published" in gw2.log(),
+          "the removed instance's study was published")
+    check_equal(gw2.proc.stop(), 0, "exit status of the second gateway after SIGTERM")
+    gw3 = Gateway(c, "ws1", "gateway-stable-again", extra=("--stable-after", "0.5"), index_url=url)
+    check("pending from before the start" not in gw3.log() and "published" not in gw3.log(),
+          f"a third gateway found studies pending: {gw3.log()[-2000:]!r}")
+    check_equal(gw3.proc.stop(), 0, "exit status of the third gateway after SIGTERM")
 
     step("PostgreSQL unreachable: a clear error")
     dead = f"postgresql://blob@127.0.0.1:{free_port()}/dicom"

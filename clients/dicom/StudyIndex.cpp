@@ -5,6 +5,7 @@
 #include <libpq-fe.h>
 #include <sqlite3.h>
 
+#include <chrono>
 #include <mutex>
 
 #include <sys/stat.h>
@@ -287,6 +288,12 @@ StudyIndex::StudyIndex(const std::string& url, bool writable) : backend_(open_ba
          {"PatientID", "StudyInstanceUID", "SeriesInstanceUID", "StudyDate", "AccessionNumber", "blob"})
         schema +=
             std::string("CREATE INDEX IF NOT EXISTS instances_") + column + " ON instances(" + quoted(column) + ");";
+    // Whether each study's stability was published (study-stable): added
+    // to an index made before it by the same statement (its studies, not
+    // in it, are never published).
+    schema +=
+        "CREATE TABLE IF NOT EXISTS study_state (\"study\" TEXT PRIMARY KEY, \"last_instance_ns\" BIGINT NOT NULL, "
+        "\"stable_ns\" BIGINT);";
     backend_->script(schema);
 }
 
@@ -318,6 +325,60 @@ void StudyIndex::put(const InstanceRecord& record)
     backend_->run("INSERT INTO instances (" + columns + ") VALUES (" + marks +
                       ") ON CONFLICT (\"SOPInstanceUID\") DO UPDATE SET " + updates,
                   values);
+    const auto study = record.values.find("StudyInstanceUID");
+    if (study == record.values.end() || study->second.empty()) return;
+    const std::int64_t now =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    backend_->run("INSERT INTO study_state (\"study\", \"last_instance_ns\", \"stable_ns\") VALUES (?, CAST(? AS "
+                  "BIGINT), NULL) ON CONFLICT (\"study\") DO UPDATE SET \"last_instance_ns\" = "
+                  "excluded.\"last_instance_ns\", \"stable_ns\" = NULL",
+                  {study->second, std::to_string(now)});
+    if (on_put_) on_put_(study->second, now);
+}
+
+void StudyIndex::on_put(std::function<void(const std::string&, std::int64_t)> callback)
+{
+    on_put_ = std::move(callback);
+}
+
+std::vector<PendingStudy> StudyIndex::pending_studies() const
+{
+    std::vector<PendingStudy> out;
+    for (const IndexRow& row : backend_->run("SELECT \"study\", \"last_instance_ns\" FROM study_state WHERE "
+                                             "\"stable_ns\" IS NULL ORDER BY \"last_instance_ns\"",
+                                             {}))
+        out.push_back({row.at(0).second, std::stoll(row.at(1).second)});
+    return out;
+}
+
+bool StudyIndex::mark_stable(const std::string& study, std::int64_t last_instance_ns, std::int64_t now_ns)
+{
+    std::size_t changed = 0;
+    backend_->run("UPDATE study_state SET \"stable_ns\" = CAST(? AS BIGINT) WHERE \"study\" = ? AND "
+                  "\"last_instance_ns\" = CAST(? AS BIGINT)",
+                  {std::to_string(now_ns), study, std::to_string(last_instance_ns)}, &changed);
+    return changed > 0;
+}
+
+std::optional<StudySummary> StudyIndex::study(const std::string& study_instance_uid) const
+{
+    const std::vector<IndexRow> rows = backend_->run(
+        "SELECT MIN(\"PatientID\") AS \"p\", MIN(\"AccessionNumber\") AS \"a\", COUNT(DISTINCT "
+        "\"SeriesInstanceUID\") AS \"s\", COUNT(*) AS \"n\" FROM instances WHERE \"StudyInstanceUID\" = ?",
+        {study_instance_uid});
+    if (rows.empty() || rows[0].at(3).second == "0") return std::nullopt;
+    StudySummary out;
+    out.study_instance_uid = study_instance_uid;
+    out.patient_id = rows[0].at(0).second;
+    out.accession_number = rows[0].at(1).second;
+    out.series = static_cast<std::uint32_t>(std::stoul(rows[0].at(2).second));
+    out.instances = static_cast<std::uint32_t>(std::stoul(rows[0].at(3).second));
+    for (const IndexRow& row : backend_->run("SELECT DISTINCT \"store\" FROM instances WHERE \"StudyInstanceUID\" = "
+                                             "? ORDER BY \"store\"",
+                                             {study_instance_uid}))
+        out.stores.push_back(row.at(0).second);
+    return out;
 }
 
 std::size_t StudyIndex::remove(const std::string& blob, const std::string& store)

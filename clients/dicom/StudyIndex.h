@@ -15,8 +15,10 @@
 #include "Matching.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +33,22 @@ struct InstanceRecord {
     std::uint64_t size = 0;
     std::string checksum;  ///< "crc32c:..." as the store recorded it
     std::string problem;   ///< why the header parsed only partly ("" : it parsed whole)
+};
+
+/// What a study-stable event says of a study (StudyIndex::study()).
+struct StudySummary {
+    std::string study_instance_uid;
+    std::string patient_id;
+    std::string accession_number;
+    std::uint32_t series = 0;
+    std::uint32_t instances = 0;
+    std::vector<std::string> stores;  ///< holding its instances, sorted
+};
+
+/// A study whose stability was not published yet: its last instance's time.
+struct PendingStudy {
+    std::string study;
+    std::int64_t last_instance_ns = 0;  ///< ns since the Unix epoch
 };
 
 /// One result of find(): (column, value) in a fixed order per level.
@@ -48,8 +66,24 @@ public:
     StudyIndex(const StudyIndex&) = delete;
     StudyIndex& operator=(const StudyIndex&) = delete;
 
-    /// Records (or replaces) the instance `record.values["SOPInstanceUID"]`.
+    /// Records (or replaces) the instance `record.values["SOPInstanceUID"]`;
+    /// its study is then unstable (its last instance's time: now) until
+    /// mark_stable(), and the on_put() callback is told.
     void put(const InstanceRecord& record);
+    /// Called after each put() of an instance with a StudyInstanceUID, with
+    /// that UID and the time recorded (ns since the Unix epoch). Set once,
+    /// before the first put().
+    void on_put(std::function<void(const std::string& study, std::int64_t time_ns)> callback);
+
+    /// The studies put() made unstable that mark_stable() did not settle
+    /// (after a restart: those to publish), oldest last instance first.
+    std::vector<PendingStudy> pending_studies() const;
+    /// Records that `study` was published stable at `now_ns`, unless an
+    /// instance came after `last_instance_ns` (then returns false).
+    bool mark_stable(const std::string& study, std::int64_t last_instance_ns, std::int64_t now_ns);
+    /// The study's patient, accession, counts and stores; nullopt when the
+    /// index has no instance of it.
+    std::optional<StudySummary> study(const std::string& study_instance_uid) const;
     /// Removes the entries of Blob `blob` of `store`; returns how many.
     std::size_t remove(const std::string& blob, const std::string& store);
     /// Whether an entry says Blob `blob` of `store` holds `checksum`
@@ -64,6 +98,7 @@ public:
 
 private:
     std::unique_ptr<Backend> backend_;
+    std::function<void(const std::string&, std::int64_t)> on_put_;
 };
 
 }  // namespace blobstreaming::dicom

@@ -25,14 +25,22 @@ clients_dicom_blob_dicomd_SOURCES = \
 	clients/dicom/gateway/QueryRetrieve.cpp \
 	clients/dicom/gateway/QueryRetrieve.h \
 	clients/dicom/gateway/StorageScp.cpp \
+	clients/dicom/gateway/StableTracker.cpp \
+	clients/dicom/gateway/StableTracker.h \
 	clients/dicom/gateway/StorageScp.h \
+	clients/dicom/gateway/StudyEvents.cpp \
+	clients/dicom/gateway/StudyEvents.h \
+	clients/dicom/gateway/StudyStability.h \
 	blobstore/src/blobstored/LogFile.cpp \
 	blobstore/src/blobstored/LogFile.h
 # LogFile: blobstored's --log-file sink (reopened on SIGHUP), shared as is.
-clients_dicom_blob_dicomd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/blobstore/src/blobstored $(SPDLOG_CFLAGS) $(DCMTK_CFLAGS)
-clients_dicom_blob_dicomd_LDADD = clients/dicom/libblobdicom.la clients/libblobclient.la \
-	transporter/libblobtransporter.la common/libblobcli.la common/libblobcommon.la \
-	$(DCMTK_LIBS) $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS)
+# StudyEvents: the stores' event delivery (blobstore/src/server/NoticeDispatcher) for study-stable.
+clients_dicom_blob_dicomd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/blobstore/src/blobstored -I$(top_srcdir)/blobstore/src \
+	$(OMNIORB_CFLAGS) $(SPDLOG_CFLAGS) $(DCMTK_CFLAGS)
+clients_dicom_blob_dicomd_LDADD = clients/dicom/libblobdicom.la clients/libblobclient.la blobstore/libblobserver.la \
+	transporter/libblobtransporter.la blobstore/libblobstore.la common/libblobcli.la common/libblobcommon.la \
+	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(DCMTK_LIBS) $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS)
+$(clients_dicom_blob_dicomd_OBJECTS): idl/BlobStreaming.hh
 
 # blob-dicomd under systemd (docs/DICOM.md): the template unit beside
 # blobstored's, with this install's paths.
@@ -42,3 +50,20 @@ CLEANFILES += clients/dicom/systemd/blob-dicomd@.service
 clients/dicom/systemd/blob-dicomd@.service: $(top_srcdir)/clients/dicom/systemd/blob-dicomd@.service.in Makefile
 	@$(MKDIR_P) clients/dicom/systemd
 	$(AM_V_GEN)sed -e 's|@bindir[@]|$(bindir)|g' -e 's|@sysconfdir[@]|$(sysconfdir)|g' $< >$@.tmp && mv $@.tmp $@
+
+# The study-stable tracker with a fixed clock (no processes).
+check_PROGRAMS += clients/dicom/tests/StudyStabilityTest
+TESTS += clients/dicom/tests/StudyStabilityTest
+clients_dicom_tests_StudyStabilityTest_SOURCES = clients/dicom/tests/StudyStabilityTest.cpp clients/dicom/gateway/StudyStability.h
+clients_dicom_tests_StudyStabilityTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/dicom/gateway -DBOOST_TEST_DYN_LINK
+clients_dicom_tests_StudyStabilityTest_LDADD = $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
+
+# StableTracker over a SQLite index in a temporary directory (no processes).
+check_PROGRAMS += clients/dicom/tests/StableTrackerTest
+TESTS += clients/dicom/tests/StableTrackerTest
+clients_dicom_tests_StableTrackerTest_SOURCES = clients/dicom/tests/StableTrackerTest.cpp \
+	clients/dicom/gateway/StableTracker.cpp clients/dicom/gateway/StableTracker.h clients/dicom/gateway/StudyStability.h
+clients_dicom_tests_StableTrackerTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/dicom/gateway $(SPDLOG_CFLAGS) \
+	-DBOOST_TEST_DYN_LINK
+clients_dicom_tests_StableTrackerTest_LDADD = clients/dicom/libblobdicom.la common/libblobcommon.la $(SPDLOG_LIBS) \
+	$(BOOST_UNIT_TEST_FRAMEWORK_LIBS)

@@ -1,6 +1,7 @@
 // Checks that the generated stubs compile and that the contract keeps the
 // properties the rest of the system relies on: 64-bit sizes, typed
-// exceptions carrying their context, and Any support (-Wba) for exceptions.
+// exceptions carrying their context, Any support (-Wba) for exceptions, and
+// the study-stable event's fields.
 #include <BlobStreaming.hh>
 
 #define BOOST_TEST_MODULE IdlContract
@@ -8,6 +9,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <type_traits>
 
 BOOST_AUTO_TEST_CASE(sizes_and_offsets_are_64_bit)
@@ -55,4 +57,23 @@ BOOST_AUTO_TEST_CASE(ticket_has_a_fixed_size_and_checksums_are_bounded)
     BOOST_TEST(info.checksum.value.maximum() == 32u);
     t.direction = BlobStreaming::PULL;
     BOOST_TEST(t.direction == BlobStreaming::PULL);
+}
+
+BOOST_AUTO_TEST_CASE(study_stable_events_carry_what_a_consumer_acts_on)
+{
+    // The store events' kinds are unchanged: study-stable is a gateway's
+    // event of its own (StudyEvents, StudyEventSubscriber).
+    static_assert(BlobStreaming::EVENT_REMOVED == 1);
+    BlobStreaming::StudyStableEvent e;
+    e.timeNs = e.lastInstanceNs = std::uint64_t{1795753190895511217};  // ns since 1970 need 64 bits
+    static_assert(sizeof(e.timeNs) == 8 && sizeof(e.lastInstanceNs) == 8 && sizeof(e.seqNo) == 8);
+    e.studyInstanceUid = "1.2.3";
+    e.patientId = "PAT1";
+    e.accessionNumber = "A17";
+    e.series = 2;
+    e.instances = 240;
+    e.stores.length(1);
+    e.stores[0] = "ws1";
+    BOOST_TEST(std::string(e.stores[0].in()) == "ws1");
+    BOOST_TEST(e.lastInstanceNs == 1795753190895511217ULL);
 }

@@ -156,8 +156,10 @@ void NoticeDispatcher::run() noexcept
         lock.unlock();
         const std::string why = std::visit(
             [&sink](const auto& n) {
-                if constexpr (std::is_same_v<std::decay_t<decltype(n)>, TransferOutcome>) return sink->deliver(n);
-                else return sink->deliver_event(n);
+                using N = std::decay_t<decltype(n)>;
+                if constexpr (std::is_same_v<N, TransferOutcome>) return sink->deliver(n);
+                else if constexpr (std::is_same_v<N, StoreEvent>) return sink->deliver_event(n);
+                else return sink->deliver_other(n);
             },
             notice);
         if (!why.empty()) sink->failed(why);

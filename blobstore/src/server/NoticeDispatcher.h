@@ -26,8 +26,15 @@
 
 namespace blobstreaming::server {
 
-/// What is queued: a transfer's outcome or a store's event.
-using Notice = std::variant<TransferOutcome, StoreEvent>;
+/// A notice of a layer above the daemon's (blob-dicomd's study-stable
+/// events), queued and accounted for as the others are: its sink knows what
+/// `payload` points to (NoticeSink::deliver_other).
+struct OtherNotice {
+    std::shared_ptr<const void> payload;
+};
+
+/// What is queued: a transfer's outcome, a store's event, or another notice.
+using Notice = std::variant<TransferOutcome, StoreEvent, OtherNotice>;
 
 /// Where the notices of one recipient go.
 class NoticeSink {
@@ -40,6 +47,7 @@ public:
     /// TIMEOUT"). A sink takes one kind: the other's default drops it.
     virtual std::string deliver(const TransferOutcome&) noexcept { return {}; }
     virtual std::string deliver_event(const StoreEvent&) noexcept { return {}; }
+    virtual std::string deliver_other(const OtherNotice&) noexcept { return {}; }
 
     /// Where the notices go ("127.0.0.1:4711"), for the log. Sinks with the
     /// same endpoint share its fate: a failed delivery suspends them all.

@@ -27,6 +27,8 @@ struct GatewayOptions {
     OnConflict on_conflict = OnConflict::refuse;
     std::string spool;  ///< directory of received files until their push ends
     std::chrono::milliseconds timeout{30000};
+    /// No new instance of a study for this long: the study is stable.
+    std::chrono::milliseconds stable_after{60000};
     std::string log_file;  ///< "" : standard error
     spdlog::level::level_enum log_level = spdlog::level::info;
 };

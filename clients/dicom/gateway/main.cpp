@@ -9,7 +9,9 @@
 #include "GatewayOptions.h"
 #include "InstanceStore.h"
 #include "LogFile.h"
+#include "StableTracker.h"
 #include "StorageScp.h"
+#include "StudyEvents.h"
 
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/Log.h>
@@ -136,6 +138,8 @@ int main(int argc, char** argv)
     std::unique_ptr<client::Session> session;
     std::unique_ptr<StudyIndex> index;
     std::unique_ptr<EventIndexer> indexer;
+    std::unique_ptr<StudyEvents> events;
+    std::unique_ptr<StableTracker> tracker;
     std::unique_ptr<InstanceStore> store;
     try {
         check_port(o.port);
@@ -149,6 +153,14 @@ int main(int argc, char** argv)
         check_store(*session, o);
         if (!o.index.empty()) {
             index = std::make_unique<StudyIndex>(o.index, true);
+            // study-stable: every instance indexed (C-STORE here or a
+            // commit the EventIndexer reads) puts its study's deadline back.
+            events = std::make_unique<StudyEvents>(so, o.aetitle);
+            StudyEvents* publisher = events.get();
+            tracker = std::make_unique<StableTracker>(*index, o.stable_after,
+                                                      [publisher](const StableStudy& s) { publisher->publish(s); });
+            StableTracker* stability = tracker.get();
+            index->on_put([stability](const std::string& study, std::int64_t ns) { stability->instance(study, ns); });
         }
         store = std::make_unique<InstanceStore>(o, *session, index.get());
         if (index) {
@@ -193,6 +205,7 @@ int main(int argc, char** argv)
         std::_Exit(static_cast<int>(Errc::unreachable));
     }
     spdlog::info("{}: stopping", ::strsignal(signal));
+    if (events) events->withdraw();  // watchers find no stale registration
     spdlog::default_logger()->flush();
     // Associations in progress answer their current C-STORE from the store's
     // acknowledgement or not at all: a modality resends what was not answered.

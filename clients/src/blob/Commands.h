@@ -33,7 +33,8 @@ struct Invocation {
     std::optional<std::string> name;            ///< push: --name, the Blob's name (a single FILE)
     std::optional<ChecksumAlgorithm> checksum;  ///< push, checksum: --checksum
     std::vector<std::string> stores;            ///< watch: every --store (empty: every registered store)
-    std::vector<std::string> events;            ///< watch: --events, checked ("committed", "removed"; empty: both)
+    std::vector<std::string> events;            ///< watch: --events, checked (empty: committed, removed)
+    std::vector<std::string> gateways;          ///< watch: every --gateway (empty: every registered one)
     std::vector<std::string> to;                ///< copy: --to, the destination stores
     std::string from;                           ///< copy: --from ("" : the nearest holder)
     bool chain = true;                          ///< copy: false with --no-chain

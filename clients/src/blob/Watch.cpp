@@ -7,6 +7,7 @@
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -16,8 +17,29 @@
 namespace blobstreaming::cli {
 namespace {
 
+nlohmann::json study_json(const client::StoreEvent& e)
+{
+    const client::StableStudy& s = e.study;
+    return {{"gateway", s.gateway},
+            {"event", client::to_string(e.kind)},
+            {"sequence", e.sequence},
+            {"epoch_ns", e.epoch_ns},
+            {"time", rfc3339(e.time)},
+            {"time_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(e.time.time_since_epoch()).count()},
+            {"study", s.study_instance_uid},
+            {"patient_id", s.patient_id},
+            {"accession_number", s.accession_number},
+            {"series", s.series},
+            {"instances", s.instances},
+            {"stores", s.stores},
+            {"last_instance", rfc3339(s.last_instance)},
+            {"last_instance_ns",
+             std::chrono::duration_cast<std::chrono::nanoseconds>(s.last_instance.time_since_epoch()).count()}};
+}
+
 nlohmann::json event_json(const client::StoreEvent& e)
 {
+    if (e.kind == client::StoreEventKind::study_stable) return study_json(e);
     nlohmann::json j = {
         {"store", e.store},
         {"event", client::to_string(e.kind)},
@@ -35,8 +57,18 @@ nlohmann::json event_json(const client::StoreEvent& e)
     return j;
 }
 
+std::string joined(const std::vector<std::string>& items);
+
 std::string event_line(const client::StoreEvent& e)
 {
+    if (e.kind == client::StoreEventKind::study_stable) {
+        const client::StableStudy& s = e.study;
+        return rfc3339(e.time) + " " + s.gateway + " #" + std::to_string(e.sequence) + " study-stable " +
+               s.study_instance_uid + " patient \"" + s.patient_id + "\" accession \"" + s.accession_number +
+               "\": " + std::to_string(s.series) + " series, " + std::to_string(s.instances) + " instances in " +
+               (s.stores.empty() ? std::string("no store") : joined(s.stores)) + " (last instance " +
+               rfc3339(s.last_instance) + ")";
+    }
     std::string line = rfc3339(e.time) + " " + e.store + " #" + std::to_string(e.sequence) + " " +
                        client::to_string(e.kind) + " " + quote_name(e.blob.name) + " (" + e.reason + ")";
     if (e.blob.committed.time_since_epoch().count() > 0)
@@ -63,7 +95,7 @@ std::vector<std::string> watch_events(const std::string& command, const std::str
         const std::string kind = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
         if (!client::event_kind_of(kind))
             throw UsageError("--events: unknown event kind \"" + kind + "\" in \"" + text +
-                             "\" (known: committed, removed; comma-separated)");
+                             "\" (known: committed, removed, study-stable; comma-separated)");
         kinds.push_back(kind);
         if (comma == std::string::npos) break;
         start = comma + 1;
@@ -84,6 +116,7 @@ int watch(const Invocation& call)
     client::WatchOptions options;
     options.stores = call.stores;
     for (const std::string& kind : call.events) options.kinds.push_back(*client::event_kind_of(kind));
+    options.gateways = call.gateways;
     std::atomic<bool> output_failed{false};
     client::Watch watch(session_options(call), options, [&](const client::StoreEvent& e) {
         const std::string line = call.json ? json_line(event_json(e)) : event_line(e) + "\n";
@@ -94,10 +127,14 @@ int watch(const Invocation& call)
     });
     if (!call.quiet) {
         const std::string kinds = call.events.empty() ? "committed, removed" : joined(call.events);
-        std::fprintf(stderr, "blob watch: watching %s (%s); SIGINT or SIGTERM ends\n",
-                     watch.stores().empty() ? "no store (none is registered)"
-                                            : ("store " + joined(watch.stores())).c_str(),
-                     kinds.c_str());
+        const bool store_events = call.events.empty() || std::any_of(call.events.begin(), call.events.end(),
+                                                                     [](const auto& k) { return k != "study-stable"; });
+        std::string what;
+        if (!watch.stores().empty()) what = "store " + joined(watch.stores());
+        else if (store_events) what = "no store (none is registered)";
+        if (!watch.gateways().empty())
+            what += (what.empty() ? "" : " and ") + std::string("gateway ") + joined(watch.gateways());
+        std::fprintf(stderr, "blob watch: watching %s (%s); SIGINT or SIGTERM ends\n", what.c_str(), kinds.c_str());
         std::fflush(stderr);
     }
     int signal = 0;

@@ -99,7 +99,8 @@ po::options_description describe()
         "  copy NAME...       have the --to stores fetch each NAME from --from (default: the nearest holder);\n"
         "                     the bytes go from store to store, never through this client\n"
         "  watch              print the stores' events (committed, removed) as they happen, until\n"
-        "                     interrupted; --store S (repeatable; default: every registered store)\n"
+        "                     interrupted; --store S (repeatable; default: every registered store);\n"
+        "                     --events study-stable: the DICOM gateways' (--gateway AE, repeatable)\n"
         "  find KEY=VALUE...  DICOM patients, studies, series or instances of the study index (--index)\n"
         "                     matching every KEY=VALUE (wildcards * ?, date ranges A-B, UID lists A\\B)\n"
         "Options");
@@ -114,7 +115,8 @@ po::options_description describe()
         ("from", po::value<std::string>()->value_name("STORE"), "copy: the source store (default: for each Blob the nearest store holding it that is not a destination)")
         ("no-chain", "copy: every destination fetches from the source (default: each from the one before it, so the source sends each Blob once)")
         ("window", po::value<std::string>()->value_name("N"), "copy: copies in flight per destination (1 to 64, default 4)")
-        ("events", po::value<std::string>()->value_name("KINDS"), "watch: the kinds to print, comma-separated: committed, removed (default: both)")
+        ("events", po::value<std::string>()->value_name("KINDS"), "watch: the kinds to print, comma-separated: committed, removed, study-stable (default: committed,removed)")
+        ("gateway", po::value<std::vector<std::string>>()->composing()->value_name("AE"), "watch --events study-stable: a gateway's AE title (repeatable; default: every registered gateway)")
         ("json,j", "one JSON object on stdout")
         ("socket-buffer,b", po::value<std::string>()->default_value("0"), "SO_SNDBUF/SO_RCVBUF, bytes or K, M, G (0: autotuning; at most 1G)")
         ("timeout,t", po::value<std::string>()->default_value("30"), "inactivity timeout, seconds unless a unit is given "
@@ -196,8 +198,10 @@ const std::vector<CommandHelp>& command_help()
         {"watch",
          "watch",
          "Print the stores' events (committed, removed) as they happen, until interrupted; --store S (repeatable; "
-         "default: every registered store).",
-         {"events"}},
+         "default: every registered store). --events study-stable: also (or only) the DICOM gateways' studies that "
+         "had no new instance for their --stable-after; --gateway AE (repeatable; default: every gateway registered "
+         "in the naming service).",
+         {"events", "gateway"}},
         {"find",
          "find [--level patient|study|series|instance] KEY=VALUE...",
          "The patients, studies, series or instances of the study index (--index) matching every KEY=VALUE with "
@@ -294,6 +298,13 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
         if (s.empty() && call.command == "watch") throw UsageError("--store: expected a store name, got \"\"");
     if (!call.stores.empty()) call.store = call.stores.back();
     if (vm.count("events")) call.events = cli::watch_events(call.command, vm["events"].as<std::string>());
+    if (vm.count("gateway")) {
+        call.gateways = vm["gateway"].as<std::vector<std::string>>();
+        if (std::find(call.events.begin(), call.events.end(), "study-stable") == call.events.end())
+            throw UsageError("--gateway applies to watch --events study-stable only");
+        for (const std::string& g : call.gateways)
+            if (g.empty()) throw UsageError("--gateway: expected a gateway's AE title, got \"\"");
+    }
     if (call.command == "push" && call.store.empty()) throw UsageError("push: no store given (use --store NAME)");
     call.json = vm.count("json") != 0;
     call.socket_buffer =

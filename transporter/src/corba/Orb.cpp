@@ -84,9 +84,21 @@ CosNaming::Name locator_path()
     return name;
 }
 
-void bind_store(CosNaming::NamingContext_ptr root, const std::string& store, CORBA::Object_ptr ref)
+namespace {
+
+CosNaming::Name path_under(const char* context, const std::string& leaf)
 {
-    CosNaming::Name path = store_path(store);
+    CosNaming::Name name;
+    name.length(3);
+    name[0].id = "BlobStreaming";
+    name[1].id = context;
+    name[2].id = leaf.c_str();
+    return name;
+}
+
+/// Binds (rebinds) the three-part `path`, creating its contexts as needed.
+void bind_path(CosNaming::NamingContext_ptr root, const CosNaming::Name& path, CORBA::Object_ptr ref)
+{
     CosNaming::NamingContext_var ctx = CosNaming::NamingContext::_duplicate(root);
     for (CORBA::ULong i = 0; i < 2; ++i) {
         CosNaming::Name step;
@@ -110,17 +122,17 @@ void bind_store(CosNaming::NamingContext_ptr root, const std::string& store, COR
     ctx->rebind(leaf, ref);
 }
 
-void unbind_store(CosNaming::NamingContext_ptr root, const std::string& store)
+void unbind_path(CosNaming::NamingContext_ptr root, const CosNaming::Name& path)
 {
     try {
-        root->unbind(store_path(store));
+        root->unbind(path);
     } catch (const CosNaming::NamingContext::NotFound&) {}
 }
 
-std::vector<std::string> list_stores(CosNaming::NamingContext_ptr root)
+/// The names bound in the context of `path` (its first two parts), sorted.
+std::vector<std::string> list_under(CosNaming::NamingContext_ptr root, CosNaming::Name path)
 {
     std::vector<std::string> out;
-    CosNaming::Name path = store_path("");
     path.length(2);
     CosNaming::NamingContext_var ctx;
     try {
@@ -142,6 +154,31 @@ std::vector<std::string> list_stores(CosNaming::NamingContext_ptr root)
     std::sort(out.begin(), out.end());
     return out;
 }
+
+}  // namespace
+
+void bind_store(CosNaming::NamingContext_ptr root, const std::string& store, CORBA::Object_ptr ref)
+{
+    bind_path(root, store_path(store), ref);
+}
+
+void unbind_store(CosNaming::NamingContext_ptr root, const std::string& store) { unbind_path(root, store_path(store)); }
+
+std::vector<std::string> list_stores(CosNaming::NamingContext_ptr root) { return list_under(root, store_path("")); }
+
+CosNaming::Name gateway_path(const std::string& aetitle) { return path_under("Gateways", aetitle); }
+
+void bind_gateway(CosNaming::NamingContext_ptr root, const std::string& aetitle, CORBA::Object_ptr ref)
+{
+    bind_path(root, gateway_path(aetitle), ref);
+}
+
+void unbind_gateway(CosNaming::NamingContext_ptr root, const std::string& aetitle)
+{
+    unbind_path(root, gateway_path(aetitle));
+}
+
+std::vector<std::string> list_gateways(CosNaming::NamingContext_ptr root) { return list_under(root, gateway_path("")); }
 
 BlobStreaming::BlobStore_ptr resolve_store(CosNaming::NamingContext_ptr root, const std::string& store,
                                            const std::string& url)

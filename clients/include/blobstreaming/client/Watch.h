@@ -31,14 +31,31 @@
 
 namespace blobstreaming::client {
 
-enum class StoreEventKind { committed, removed };
+/// study_stable: a DICOM gateway's (blob-dicomd with --index), not a
+/// store's: a study of its index with no new instance for its
+/// --stable-after (docs/DICOM.md "study-stable").
+enum class StoreEventKind { committed, removed, study_stable };
 
-/// "committed", "removed".
+/// "committed", "removed", "study-stable".
 const char* to_string(StoreEventKind kind) noexcept;
 /// The kind named `text`; nullopt when it names none.
 std::optional<StoreEventKind> event_kind_of(std::string_view text) noexcept;
 
+/// What a study_stable event says of its study (the gateway's index when
+/// it was published).
+struct StableStudy {
+    std::string gateway;  ///< its AE title
+    std::string study_instance_uid;
+    std::string patient_id;
+    std::string accession_number;
+    std::uint32_t series = 0;
+    std::uint32_t instances = 0;
+    std::vector<std::string> stores;                      ///< holding its instances, sorted
+    std::chrono::system_clock::time_point last_instance;  ///< when its last instance was indexed
+};
+
 struct StoreEvent {
+    /// The store (study_stable: the gateway's AE title).
     std::string store;
     StoreEventKind kind = StoreEventKind::committed;
     /// committed: "created" or "replaced" (the Blob it replaced gets no
@@ -53,6 +70,9 @@ struct StoreEvent {
     /// committed: as committed; removed: as it was (only the name when the
     /// store could not say).
     BlobInfo blob;
+    /// study_stable only (`sequence`, `epoch_ns` and `time` are then the
+    /// gateway's; `reason` is "quiet").
+    StableStudy study;
 };
 
 struct WatchOptions {
@@ -60,8 +80,12 @@ struct WatchOptions {
     /// Service when the Watch is made (stores registered later are not
     /// watched: make another Watch).
     std::vector<std::string> stores;
-    /// The kinds to receive; empty: every kind.
+    /// The kinds to receive; empty: committed and removed.
     std::vector<StoreEventKind> kinds;
+    /// With study_stable: the gateways (AE titles) to watch; empty: every
+    /// gateway registered in the Naming Service (BlobStreaming/Gateways)
+    /// when the Watch is made, at least one.
+    std::vector<std::string> gateways;
 };
 
 class Watch {
@@ -73,9 +97,10 @@ public:
     /// for it), and do not throw (what it throws is logged and dropped).
     using Callback = std::function<void(const StoreEvent&)>;
 
-    /// Subscribes to every store of `options` before returning. Throws
-    /// Error: Errc::unreachable (the Naming Service or a store does not
-    /// answer), Errc::unknown_store naming the registered ones, Errc::refused
+    /// Subscribes to every store (and gateway) of `options` before
+    /// returning. Throws Error: Errc::unreachable (the Naming Service or a
+    /// store or gateway does not answer), Errc::unknown_store naming the
+    /// registered ones (also: no gateway registered), Errc::refused
     /// (the store's access list), Errc::limit_reached (the store's
     /// subscriptions). Subscriptions made before a failure are withdrawn.
     Watch(const SessionOptions& session, WatchOptions options, Callback on_event);
@@ -86,6 +111,8 @@ public:
 
     /// The stores watched, sorted.
     std::vector<std::string> stores() const;
+    /// The gateways watched (study_stable), sorted.
+    std::vector<std::string> gateways() const;
 
     /// Withdraws every subscription (a store that does not answer is
     /// skipped: its subscription ends at its next failed delivery) and

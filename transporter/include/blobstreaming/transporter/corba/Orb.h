@@ -42,4 +42,12 @@ BlobStreaming::BlobStore_ptr resolve_store(CosNaming::NamingContext_ptr root, co
 /// Names of all registered stores, sorted.
 std::vector<std::string> list_stores(CosNaming::NamingContext_ptr root);
 
+/// The path of a DICOM gateway's StudyEvents: BlobStreaming/Gateways/<AE title>.
+CosNaming::Name gateway_path(const std::string& aetitle);
+/// As bind_store and unbind_store, under BlobStreaming/Gateways.
+void bind_gateway(CosNaming::NamingContext_ptr root, const std::string& aetitle, CORBA::Object_ptr ref);
+void unbind_gateway(CosNaming::NamingContext_ptr root, const std::string& aetitle);
+/// AE titles of all registered gateways, sorted.
+std::vector<std::string> list_gateways(CosNaming::NamingContext_ptr root);
+
 }  // namespace blobstreaming::corba

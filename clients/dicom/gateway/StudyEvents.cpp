@@ -1,0 +1,211 @@
+#include "StudyEvents.h"
+
+#include "servants/OnewayCall.h"
+#include "server/NoticeDispatcher.h"
+
+#include <blobstreaming/common/Error.h>
+#include <blobstreaming/transporter/corba/Orb.h>
+#include <blobstreaming/transporter/corba/References.h>
+
+#include <BlobStreaming.hh>
+
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+
+namespace blobstreaming::dicom {
+namespace {
+
+/// How long a subscriber may take to accept an event, as a store's.
+constexpr CORBA::ULong kSubscriberCallTimeoutMs = 2000;
+/// The most subscriptions at once, as a store's.
+constexpr std::size_t kMaxSubscriptions = 1000;
+
+CORBA::ULongLong ns_of(std::chrono::system_clock::time_point t)
+{
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+    return static_cast<CORBA::ULongLong>(ns < 0 ? 0 : ns);
+}
+
+}  // namespace
+
+class StudyEvents::Impl : public POA_BlobStreaming::StudyEvents {
+public:
+    /// Throws before it is activated only: the caller deletes it then.
+    Impl(const client::SessionOptions& session, std::string aetitle) : aetitle_(std::move(aetitle))
+    {
+        int argc = 0;
+        orb_ = CORBA::ORB_init(argc, nullptr);  // the Session's (omniORB has one per process)
+        naming_ = corba::naming_context(orb_, session.naming_url);
+        try {
+            CORBA::Object_var obj = orb_->resolve_initial_references("RootPOA");
+            poa_ = PortableServer::POA::_narrow(obj);
+            PortableServer::POAManager_var manager = poa_->the_POAManager();
+            manager->activate();
+            oid_ = poa_->activate_object(this);
+            CORBA::Object_var self = poa_->id_to_reference(oid_.in());
+            corba::bind_gateway(naming_, aetitle_, self);
+        } catch (const CORBA::Exception& e) {
+            throw Error(Errc::unreachable, "cannot register the study events as BlobStreaming/Gateways/" + aetitle_ +
+                                               " in the naming service at " + session.naming_url + " (CORBA " +
+                                               e._name() + ")");
+        }
+    }
+
+    CORBA::ULongLong subscribe(BlobStreaming::StudyEventSubscriber_ptr subscriber) override;
+    void unsubscribe(CORBA::ULongLong id) override
+    {
+        std::lock_guard lock(mutex_);
+        if (subscriptions_.erase(id) > 0) spdlog::info("study events: subscription {} ended by its subscriber", id);
+    }
+
+    void end(std::uint64_t id, const std::string& why)
+    {
+        std::lock_guard lock(mutex_);
+        const auto it = subscriptions_.find(id);
+        if (it == subscriptions_.end()) return;
+        spdlog::warn("study events: subscription {} of the subscriber at {} ended: it did not take an event ({})", id,
+                     it->second->endpoint(), why);
+        subscriptions_.erase(it);
+    }
+
+    void publish(const StableStudy& study) noexcept
+    {
+        try {
+            auto event = std::make_shared<BlobStreaming::StudyStableEvent>();
+            event->gateway = aetitle_.c_str();
+            event->epochNs = ns_of(epoch_);
+            event->timeNs = ns_of(study.time);
+            event->lastInstanceNs = static_cast<CORBA::ULongLong>(study.last_instance_ns);
+            event->studyInstanceUid = study.summary.study_instance_uid.c_str();
+            event->patientId = study.summary.patient_id.c_str();
+            event->accessionNumber = study.summary.accession_number.c_str();
+            event->series = study.summary.series;
+            event->instances = study.summary.instances;
+            event->stores.length(static_cast<CORBA::ULong>(study.summary.stores.size()));
+            for (CORBA::ULong i = 0; i < event->stores.length(); ++i)
+                event->stores[i] = study.summary.stores[i].c_str();
+            std::lock_guard lock(mutex_);
+            event->seqNo = ++sequence_;
+            const server::OtherNotice notice{std::shared_ptr<const void>(event, event.get())};
+            for (const auto& [id, sink] : subscriptions_) dispatcher_.post(sink, notice);
+        } catch (...) {
+            spdlog::error("study events: study {} not published: out of memory", study.summary.study_instance_uid);
+        }
+    }
+
+    void withdraw() noexcept
+    {
+        if (withdrawn_.exchange(true)) return;
+        try {
+            omniORB::setClientCallTimeout(naming_, kSubscriberCallTimeoutMs);  // a stop never waits long for it
+            corba::unbind_gateway(naming_, aetitle_);
+        } catch (const CORBA::Exception& e) {
+            spdlog::info("study events: BlobStreaming/Gateways/{} not unregistered (CORBA {})", aetitle_, e._name());
+        }
+        {
+            std::lock_guard lock(mutex_);
+            subscriptions_.clear();
+        }
+        dispatcher_.stop();
+        try {
+            poa_->deactivate_object(oid_.in());
+        } catch (const CORBA::Exception& e) {
+            spdlog::info("study events: deactivating the servant: CORBA {}", e._name());
+        }
+    }
+
+private:
+    const std::string aetitle_;
+    const std::chrono::system_clock::time_point epoch_ = std::chrono::system_clock::now();
+    CORBA::ORB_var orb_;
+    PortableServer::POA_var poa_;
+    PortableServer::ObjectId_var oid_;
+    CosNaming::NamingContext_var naming_;
+    server::NoticeDispatcher dispatcher_;
+    std::mutex mutex_;
+    std::map<std::uint64_t, std::shared_ptr<server::NoticeSink>> subscriptions_;
+    std::uint64_t last_id_ = 0;
+    std::uint64_t sequence_ = 0;
+    std::atomic<bool> withdrawn_{false};
+};
+
+namespace {
+
+/// A watcher's StudyEventSubscriber, called on a dispatcher thread with a
+/// call timeout of its own; ended at its first failed delivery.
+class SubscriberSink final : public server::NoticeSink {
+public:
+    SubscriberSink(BlobStreaming::StudyEventSubscriber_ptr subscriber, StudyEvents::Impl& events)
+        : subscriber_(BlobStreaming::StudyEventSubscriber::_duplicate(subscriber)),
+          endpoint_(corba::endpoint_of(subscriber)), events_(events)
+    {
+        omniORB::setClientCallTimeout(subscriber_, kSubscriberCallTimeoutMs);
+    }
+
+    void set_id(std::uint64_t id) noexcept { id_ = id; }
+
+    std::string deliver_other(const server::OtherNotice& notice) noexcept override
+    {
+        const auto* event = static_cast<const BlobStreaming::StudyStableEvent*>(notice.payload.get());
+        return corba::oneway_call([&] { subscriber_->studyStable(*event); }, kSubscriberCallTimeoutMs, "event");
+    }
+
+    const std::string& endpoint() const noexcept override { return endpoint_; }
+    const char* noun() const noexcept override { return "study events"; }
+    const char* recipient() const noexcept override { return "subscriber"; }
+    void failed(const std::string& why) noexcept override
+    {
+        try {
+            events_.end(id_, why);
+        } catch (...) {
+            // out of memory while logging: it is ended all the same
+        }
+    }
+
+private:
+    BlobStreaming::StudyEventSubscriber_var subscriber_;
+    const std::string endpoint_;
+    StudyEvents::Impl& events_;
+    std::atomic<std::uint64_t> id_{0};
+};
+
+}  // namespace
+
+CORBA::ULongLong StudyEvents::Impl::subscribe(BlobStreaming::StudyEventSubscriber_ptr subscriber)
+{
+    if (CORBA::is_nil(subscriber)) throw CORBA::BAD_PARAM();
+    auto sink = std::make_shared<SubscriberSink>(subscriber, *this);
+    std::lock_guard lock(mutex_);
+    if (subscriptions_.size() >= kMaxSubscriptions) {
+        BlobStreaming::LimitReached ex;
+        ex.message =
+            ("subscribe to the study events of gateway " + aetitle_ + ": " + std::to_string(kMaxSubscriptions) +
+             " subscriptions are open, the most the gateway keeps; try again later")
+                .c_str();
+        throw ex;
+    }
+    const std::uint64_t id = ++last_id_;
+    sink->set_id(id);
+    spdlog::info("study events: subscription {} for the subscriber at {}", id, sink->endpoint());
+    subscriptions_.emplace(id, std::move(sink));
+    return id;
+}
+
+StudyEvents::StudyEvents(const client::SessionOptions& session, std::string aetitle)
+    : impl_(new Impl(session, std::move(aetitle)))
+{}
+
+StudyEvents::~StudyEvents()
+{
+    withdraw();
+    impl_->_remove_ref();  // deleted once the POA has let it go too
+}
+
+void StudyEvents::publish(const StableStudy& study) noexcept { impl_->publish(study); }
+
+void StudyEvents::withdraw() noexcept { impl_->withdraw(); }
+
+}  // namespace blobstreaming::dicom
