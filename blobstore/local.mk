@@ -34,6 +34,8 @@ blobstore_libblobstore_la_SOURCES = \
 	blobstore/src/store/RadosStore.cpp \
 	blobstore/src/store/RadosStoreState.h \
 	blobstore/src/store/Reservation.cpp \
+	blobstore/src/store/SpareFile.cpp \
+	blobstore/src/store/SpareFile.h \
 	blobstore/src/store/Store.cpp \
 	blobstore/src/store/StoreIndex.h
 blobstore_libblobstore_la_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)

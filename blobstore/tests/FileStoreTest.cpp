@@ -10,6 +10,7 @@
 #include <blobstreaming/common/LittleEndian.h>
 #include <blobstreaming/common/Sha256.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <csignal>
 #include <cstdlib>
@@ -105,6 +106,78 @@ BOOST_AUTO_TEST_CASE(reservation_of_a_killed_process_is_removed_on_reopen)
     BS_CHECK_ERROR(store.stat("partial"), Errc::no_such_blob, "blob \"partial\" not found");
     BOOST_TEST(store.usage().reserved == 0u);
     BOOST_TEST(store.usage().used == 1000u);
+}
+
+BOOST_AUTO_TEST_CASE(reservation_files_are_created_ahead_unnamed)
+{
+    test::TempDir dir;
+    const fs::path tmp = dir.path() / "tmp";
+    const auto first = random_bytes(300000);
+    const auto second = random_bytes(200000);
+    {
+        FileStore store(dir.path(), FileStore::Options{0, false});
+        // The first reservation creates its own file and starts the helper.
+        auto a = store.reserve("first", first.size());
+        BOOST_TEST(store.files_created_ahead() == 0u);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (!store.file_ready_ahead() && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        BOOST_REQUIRE(store.file_ready_ahead());
+        // Unnamed until taken: tmp/ shows the open reservation only.
+        BOOST_TEST(count_files(tmp) == 1u);
+
+        auto b = store.reserve("second", second.size());
+        BOOST_TEST(store.files_created_ahead() == 1u);
+        BOOST_TEST(count_files(tmp) == 2u);
+        BOOST_REQUIRE(!b->write(second.data(), second.size()));
+        const BlobInfo info = b->commit();
+        BOOST_TEST(info.size == second.size());
+        const BlobRange v = store.read_all("second");
+        BOOST_REQUIRE(v.size() == second.size());
+        BOOST_TEST(std::memcmp(v.data(), second.data(), second.size()) == 0);
+        BOOST_TEST(store.usage().reserved == first.size());
+
+        a->abort();
+        BOOST_TEST(count_files(tmp) == 0u);
+        BS_CHECK_ERROR(store.stat("first"), Errc::no_such_blob, "blob \"first\" not found");
+        // The file made ready meanwhile is not in tmp/, and goes with the store.
+        while (!store.file_ready_ahead() && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        BOOST_TEST(store.file_ready_ahead());
+        BOOST_TEST(count_files(tmp) == 0u);
+    }
+    BOOST_TEST(count_files(tmp) == 0u);
+    FileStore store(dir.path());
+    BOOST_TEST(store.recovered_reservations() == 0u);
+    BOOST_REQUIRE(store.list().size() == 1u);
+    BOOST_TEST(store.stat("second").checksum.text() == store.verify("second").checksum.text());
+}
+
+BOOST_AUTO_TEST_CASE(a_file_created_ahead_lands_in_a_replaced_tmp_directory)
+{
+    // tmp/ removed and made again under the running store after the helper
+    // created the next file: the reservation's file is in the new tmp/,
+    // where the commit finds it.
+    test::TempDir dir;
+    const fs::path tmp = dir.path() / "tmp";
+    FileStore store(dir.path(), FileStore::Options{0, false});
+    put(store, "kept", random_bytes(1000));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!store.file_ready_ahead() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    BOOST_REQUIRE(store.file_ready_ahead());
+    fs::remove_all(tmp);
+    fs::create_directory(tmp);
+    const auto bytes = random_bytes(5000);
+    auto r = store.reserve("next", bytes.size());
+    BOOST_TEST(store.files_created_ahead() == 1u);
+    BOOST_TEST(count_files(tmp) == 1u);
+    BOOST_REQUIRE(!r->write(bytes.data(), bytes.size()));
+    r->commit();
+    BOOST_TEST(count_files(tmp) == 0u);
+    const BlobRange v = store.read_all("next");
+    BOOST_REQUIRE(v.size() == bytes.size());
+    BOOST_TEST(std::memcmp(v.data(), bytes.data(), bytes.size()) == 0);
 }
 
 BOOST_AUTO_TEST_CASE(damaged_files_are_never_listed)
@@ -235,21 +308,31 @@ BOOST_AUTO_TEST_CASE(an_unused_reservation_holds_no_descriptor)
 {
     test::TempDir dir;
     FileStore store(dir.path());
-    const std::size_t before = open_descriptors();
+    // The store itself holds one: the next reservation's file, created
+    // ahead once a first reservation was made. Counted once it is ready.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    auto descriptors = [&] {
+        while (!store.file_ready_ahead() && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        BOOST_REQUIRE(store.file_ready_ahead());
+        return open_descriptors();
+    };
+    store.reserve("first", 4096)->abort();
+    const std::size_t before = descriptors();
     std::vector<std::unique_ptr<Reservation>> held;
     for (int i = 0; i < 300; ++i) held.push_back(store.reserve("R." + std::to_string(i), 4096));
-    BOOST_TEST(open_descriptors() == before);
+    BOOST_TEST(descriptors() == before);
     BOOST_TEST(store.usage().reserved == 300u * 4096u);
 
     // Filling takes the file again; suspend() gives it back; the bytes stay.
     const auto bytes = random_bytes(4096);
     BOOST_REQUIRE(!held[7]->write(bytes.data(), 1000));
-    BOOST_TEST(open_descriptors() == before + 1);
+    BOOST_TEST(descriptors() == before + 1);
     held[7]->suspend();
-    BOOST_TEST(open_descriptors() == before);
+    BOOST_TEST(descriptors() == before);
     BOOST_REQUIRE(!held[7]->write(bytes.data() + 1000, bytes.size() - 1000));
     held[7]->commit();
-    BOOST_TEST(open_descriptors() == before);
+    BOOST_TEST(descriptors() == before);
     const BlobRange v = store.read_all("R.7");
     BOOST_TEST(std::memcmp(v.data(), bytes.data(), bytes.size()) == 0);
     held.clear();

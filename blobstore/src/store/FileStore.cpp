@@ -96,6 +96,10 @@ std::size_t FileStore::recovered_reservations() const noexcept { return state_->
 
 std::uint64_t FileStore::directory_syncs() const { return state_->directory_sync.count(); }
 
+std::uint64_t FileStore::files_created_ahead() const { return state_->spare.taken(); }
+
+bool FileStore::file_ready_ahead() const { return state_->spare.ready(); }
+
 BlobInfo FileStore::stat(std::string_view name) const
 {
     validate_blob_name(name);
@@ -203,7 +207,8 @@ std::unique_ptr<Reservation> FileStore::reserve(std::string_view name, std::uint
     };
     const fs::path path =
         state_->tmp / (std::to_string(::getpid()) + "-" + std::to_string(state_->tmp_counter++) + ".part");
-    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    UniqueFd fd = state_->spare.take(path);
+    if (!fd) fd.reset(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
     if (!fd) {
         const int err = errno;
         release();

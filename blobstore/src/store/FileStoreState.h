@@ -5,6 +5,7 @@
 /// rebuilds the index. Shared by the store and its reservations.
 
 #include "FileSystem.h"
+#include "SpareFile.h"
 #include "StoreIndex.h"
 
 #include <blobstreaming/blobstore/FileStore.h>
@@ -49,6 +50,8 @@ struct FileStore::State {
     /// fsyncs of blobs/<fan-out>/ after renames and unlinks, shared by
     /// concurrent commits and removals.
     detail::DirectorySync directory_sync;
+    /// The next reservation's file, created ahead in tmp/ (SpareFile.h).
+    detail::SpareFile spare{tmp};
 
     State(const std::filesystem::path& dir, const Options& o)
         : root(dir), blobs(dir / "blobs"), tmp(dir / "tmp"), sync(o.sync), index(o.capacity)

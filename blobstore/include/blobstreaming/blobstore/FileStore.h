@@ -93,6 +93,14 @@ public:
     /// count.
     std::uint64_t directory_syncs() const;
 
+    /// Reservations whose file was created ahead by the store's helper
+    /// thread (an unnamed file, linked into tmp/ by reserve()), rather than
+    /// by reserve() itself: the file system's inode allocation off the
+    /// reservation's round trip.
+    std::uint64_t files_created_ahead() const;
+    /// Whether the next reservation's file is ready (tests).
+    bool file_ready_ahead() const;
+
     struct State;
 
 private:
