@@ -38,16 +38,15 @@ using namespace std::chrono_literals;
 
 namespace {
 
-/// A reservation in memory whose commit waits, as a FileStore's does for
-/// the disk, until the test opens the gate.
+/// Where GatedReservations (below) wait until the test opens it.
 struct Gate {
     std::mutex mutex;
     std::condition_variable changed;
     bool open = false;
-    int entered = 0;  ///< commits that reached the gate
+    int entered = 0;  ///< reservations that reached the gate
     int committed = 0;
 
-    /// Waits (at most 10 s) until `n` commits reached the gate.
+    /// Waits (at most 10 s) until `n` reservations reached the gate.
     bool wait_entered(int n)
     {
         std::unique_lock lock(mutex);
@@ -61,110 +60,72 @@ struct Gate {
     }
 };
 
+/// Where a GatedReservation waits for the gate, as a store that waits for
+/// a disk or another host does.
+enum class Waits {
+    commit,   ///< its commit (a FileStore's fsync)
+    window,   ///< window() from byte `at` on (a RadosStore with both buffers in flight: window_waits())
+    suspend,  ///< suspend() once it holds bytes (a RadosStore's writes in flight: ending_waits())
+};
+
+/// A reservation in memory that waits at the gate where `waits` says.
 class GatedReservation final : public Reservation {
 public:
-    GatedReservation(std::string name, std::uint64_t size, std::shared_ptr<Gate> gate)
-        : Reservation(std::move(name), size, ChecksumAlgorithm::crc32c), bytes_(size), gate_(std::move(gate))
+    GatedReservation(std::string name, std::uint64_t size, std::shared_ptr<Gate> gate, Waits waits,
+                     std::uint64_t at = 0)
+        : Reservation(std::move(name), size, ChecksumAlgorithm::crc32c), bytes_(size), gate_(std::move(gate)),
+          waits_(waits), at_(at)
     {}
     ~GatedReservation() override { abort(); }
 
 private:
     Window do_window(std::uint64_t offset, std::size_t max, std::error_code&) override
     {
-        return {bytes_.data() + offset, static_cast<std::size_t>(std::min<std::uint64_t>(max, size() - offset))};
-    }
-    bool commit_syncs() const noexcept override { return true; }
-    BlobInfo do_commit(const Checksum& checksum) override
-    {
-        std::unique_lock lock(gate_->mutex);
-        ++gate_->entered;
-        gate_->changed.notify_all();
-        gate_->changed.wait(lock, [this] { return gate_->open; });
-        ++gate_->committed;
-        return BlobInfo{name(), size(), checksum, std::chrono::system_clock::now()};
-    }
-    void do_abort() noexcept override {}
-
-    std::vector<std::uint8_t> bytes_;
-    std::shared_ptr<Gate> gate_;
-};
-
-/// A reservation whose window() from byte `at` on waits for the gate, as a
-/// RadosStore's does while both its buffers are being written to the
-/// cluster; window_waits() says so, and wait_window() waits there.
-class WriteGatedReservation final : public Reservation {
-public:
-    WriteGatedReservation(std::string name, std::uint64_t size, std::uint64_t at, std::shared_ptr<Gate> gate)
-        : Reservation(std::move(name), size, ChecksumAlgorithm::crc32c), bytes_(size), at_(at), gate_(std::move(gate))
-    {}
-    ~WriteGatedReservation() override { abort(); }
-
-private:
-    Window do_window(std::uint64_t offset, std::size_t max, std::error_code&) override
-    {
-        if (offset >= at_) pass();
-        const std::uint64_t end = offset < at_ ? at_ : size();
+        if (waits_ == Waits::window && offset >= at_) pass();
+        const std::uint64_t end = waits_ == Waits::window && offset < at_ ? at_ : size();
         return {bytes_.data() + offset, static_cast<std::size_t>(std::min<std::uint64_t>(max, end - offset))};
     }
     bool do_window_waits() const noexcept override
     {
+        if (waits_ != Waits::window) return false;
         std::lock_guard lock(gate_->mutex);
         return written() >= at_ && !gate_->open;
     }
     void do_wait_window() noexcept override { pass(); }
+    bool do_ending_waits() const noexcept override { return waits_ == Waits::suspend; }
+    void do_suspend() noexcept override
+    {
+        if (waits_ == Waits::suspend && written() > 0) pass();  // not when added: it holds nothing yet
+    }
+    bool commit_syncs() const noexcept override { return waits_ == Waits::commit; }
+    BlobInfo do_commit(const Checksum& checksum) override
+    {
+        if (waits_ == Waits::commit) {
+            pass();
+            std::lock_guard lock(gate_->mutex);
+            ++gate_->committed;
+        }
+        return BlobInfo{name(), size(), checksum, std::chrono::system_clock::now()};
+    }
+    void do_abort() noexcept override {}
+
+    /// Counts in `entered` (once per reservation) and waits until the gate opens.
     void pass()
     {
         std::unique_lock lock(gate_->mutex);
-        if (!gate_->open && !counted_) {
+        if (!counted_) {
             counted_ = true;
             ++gate_->entered;
             gate_->changed.notify_all();
         }
         gate_->changed.wait(lock, [this] { return gate_->open; });
     }
-    BlobInfo do_commit(const Checksum& checksum) override
-    {
-        return BlobInfo{name(), size(), checksum, std::chrono::system_clock::now()};
-    }
-    void do_abort() noexcept override {}
 
     std::vector<std::uint8_t> bytes_;
+    std::shared_ptr<Gate> gate_;
+    Waits waits_;
     std::uint64_t at_;
-    std::shared_ptr<Gate> gate_;
     bool counted_ = false;
-};
-
-/// A reservation whose suspend() waits for the gate once it holds bytes, as
-/// a RadosStore's does for its writes in flight (ending_waits()).
-class SuspendGatedReservation final : public Reservation {
-public:
-    SuspendGatedReservation(std::string name, std::uint64_t size, std::shared_ptr<Gate> gate)
-        : Reservation(std::move(name), size, ChecksumAlgorithm::crc32c), bytes_(size), gate_(std::move(gate))
-    {}
-    ~SuspendGatedReservation() override { abort(); }
-
-private:
-    Window do_window(std::uint64_t offset, std::size_t max, std::error_code&) override
-    {
-        return {bytes_.data() + offset, static_cast<std::size_t>(std::min<std::uint64_t>(max, size() - offset))};
-    }
-    bool do_ending_waits() const noexcept override { return true; }
-    void do_suspend() noexcept override
-    {
-        if (written() == 0) return;  // reservations are suspended when added
-        std::unique_lock lock(gate_->mutex);
-        ++gate_->entered;
-        gate_->changed.notify_all();
-        gate_->changed.wait(lock, [this] { return gate_->open; });
-    }
-    BlobInfo do_commit(const Checksum& checksum) override
-    {
-        return BlobInfo{name(), size(), checksum, std::chrono::system_clock::now()};
-    }
-    void do_abort() noexcept override {}
-
-    std::vector<std::uint8_t> bytes_;
-    std::shared_ptr<Gate> gate_;
 };
 
 /// Waits (at most 2 s) until `server` has `n` active transfers.
@@ -205,35 +166,15 @@ struct Fixture {
         b.length = size;
         return tickets.issue(b);
     }
-    /// A push ticket for a GatedReservation behind `gate`.
-    protocol::TicketId gated_push_ticket(const std::string& name, std::uint64_t size, std::shared_ptr<Gate> gate)
+    /// A push ticket for a GatedReservation behind `gate`, waiting where
+    /// `waits` says (from byte `at` on for Waits::window).
+    protocol::TicketId gated_push_ticket(const std::string& name, std::uint64_t size, std::shared_ptr<Gate> gate,
+                                         Waits waits = Waits::commit, std::uint64_t at = 0)
     {
         TicketBinding b;
         b.direction = protocol::FrameType::push;
         b.blob = name;
-        b.reservation = reservations.add(std::make_unique<GatedReservation>(name, size, std::move(gate)));
-        b.length = size;
-        return tickets.issue(b);
-    }
-    /// A push ticket for a WriteGatedReservation that waits from byte `at` on.
-    protocol::TicketId write_gated_push_ticket(const std::string& name, std::uint64_t size, std::uint64_t at,
-                                               std::shared_ptr<Gate> gate)
-    {
-        TicketBinding b;
-        b.direction = protocol::FrameType::push;
-        b.blob = name;
-        b.reservation = reservations.add(std::make_unique<WriteGatedReservation>(name, size, at, std::move(gate)));
-        b.length = size;
-        return tickets.issue(b);
-    }
-    /// A push ticket for a SuspendGatedReservation behind `gate`.
-    protocol::TicketId suspend_gated_push_ticket(const std::string& name, std::uint64_t size,
-                                                 std::shared_ptr<Gate> gate)
-    {
-        TicketBinding b;
-        b.direction = protocol::FrameType::push;
-        b.blob = name;
-        b.reservation = reservations.add(std::make_unique<SuspendGatedReservation>(name, size, std::move(gate)));
+        b.reservation = reservations.add(std::make_unique<GatedReservation>(name, size, std::move(gate), waits, at));
         b.length = size;
         return tickets.issue(b);
     }
@@ -566,8 +507,8 @@ BOOST_FIXTURE_TEST_CASE(a_push_waiting_for_the_stores_writes_does_not_stall_othe
     const auto held = pattern(1u << 20);
     const Checksum held_checksum = ChecksumState::of(ChecksumAlgorithm::crc32c, held.data(), held.size());
     ProtocolPeer slow = connect();
-    slow.send_request(protocol::FrameType::push, write_gated_push_ticket("CT.w", held.size(), 256u << 10, gate), 0,
-                      held.size());
+    slow.send_request(protocol::FrameType::push,
+                      gated_push_ticket("CT.w", held.size(), gate, Waits::window, 256u << 10), 0, held.size());
     std::thread sender([&] {
         slow.send(held.data(), held.size());
         slow.send_trailer(held_checksum);
@@ -592,8 +533,8 @@ BOOST_FIXTURE_TEST_CASE(a_connection_closed_while_its_push_waits_for_the_store, 
     const auto data = pattern(1u << 20);
     {
         ProtocolPeer gone = connect();
-        gone.send_request(protocol::FrameType::push, write_gated_push_ticket("CT.wg", data.size(), 128u << 10, gate), 0,
-                          data.size());
+        gone.send_request(protocol::FrameType::push,
+                          gated_push_ticket("CT.wg", data.size(), gate, Waits::window, 128u << 10), 0, data.size());
         gone.send(data.data(), 512u << 10);
         BOOST_REQUIRE(gate->wait_entered(1));
         const linger reset{1, 0};
@@ -619,7 +560,7 @@ BOOST_FIXTURE_TEST_CASE(a_reservation_whose_suspend_waits_is_parked_off_the_reac
     const auto data = pattern(1u << 20);
     {
         ProtocolPeer gone = connect();
-        gone.send_request(protocol::FrameType::push, suspend_gated_push_ticket("CT.sg", data.size(), gate), 0,
+        gone.send_request(protocol::FrameType::push, gated_push_ticket("CT.sg", data.size(), gate, Waits::suspend), 0,
                           data.size());
         gone.send(data.data(), 256u << 10);
         BOOST_REQUIRE(active(1));

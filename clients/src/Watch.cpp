@@ -87,24 +87,27 @@ struct Delivery {
     std::mutex mutex;  ///< held while the callback runs
     Watch::Callback on_event;
     bool closed = false;
-};
 
-class Subscriber_i : public POA_BlobStreaming::EventSubscriber {
-public:
-    explicit Subscriber_i(std::shared_ptr<Delivery> delivery) : delivery_(std::move(delivery)) {}
-
-    void event(const BlobStreaming::StoreEvent& e) override
+    /// Runs the callback with `event` unless closed; what it throws is logged.
+    void deliver(const StoreEvent& event)
     {
-        std::lock_guard lock(delivery_->mutex);
-        if (delivery_->closed) return;
+        std::lock_guard lock(mutex);
+        if (closed) return;
         try {
-            delivery_->on_event(event_of(e));
+            on_event(event);
         } catch (const std::exception& ex) {
             library_log()->warn("watch: the event callback threw: {}", ex.what());
         } catch (...) {
             library_log()->warn("watch: the event callback threw");
         }
     }
+};
+
+class Subscriber_i : public POA_BlobStreaming::EventSubscriber {
+public:
+    explicit Subscriber_i(std::shared_ptr<Delivery> delivery) : delivery_(std::move(delivery)) {}
+
+    void event(const BlobStreaming::StoreEvent& e) override { delivery_->deliver(event_of(e)); }
 
 private:
     std::shared_ptr<Delivery> delivery_;
@@ -116,18 +119,7 @@ class StudySubscriber_i : public POA_BlobStreaming::StudyEventSubscriber {
 public:
     explicit StudySubscriber_i(std::shared_ptr<Delivery> delivery) : delivery_(std::move(delivery)) {}
 
-    void studyStable(const BlobStreaming::StudyStableEvent& e) override
-    {
-        std::lock_guard lock(delivery_->mutex);
-        if (delivery_->closed) return;
-        try {
-            delivery_->on_event(event_of(e));
-        } catch (const std::exception& ex) {
-            library_log()->warn("watch: the event callback threw: {}", ex.what());
-        } catch (...) {
-            library_log()->warn("watch: the event callback threw");
-        }
-    }
+    void studyStable(const BlobStreaming::StudyStableEvent& e) override { delivery_->deliver(event_of(e)); }
 
 private:
     std::shared_ptr<Delivery> delivery_;
