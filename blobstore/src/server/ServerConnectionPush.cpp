@@ -85,7 +85,7 @@ int ServerConnection::read_push_body()
         std::error_code ec;
         const std::uint64_t want = std::min<std::uint64_t>({kChunk, request_.length - body_done_, allowance});
         Reservation& into = part_ ? *part_ : *reservation_;
-        if (!part_ && into.window_waits() && wait_store_away()) return 0;
+        if (!part_ && server_->commits && into.window_waits() && wait_store_away()) return 0;
         const Reservation::Window w =
             part_ ? into.window_at(request_.offset + body_done_, static_cast<std::size_t>(want), ec)
                   : into.window(static_cast<std::size_t>(want), ec);
