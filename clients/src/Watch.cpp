@@ -267,26 +267,21 @@ void Watch::close() noexcept
 {
     if (impl_->closed) return;
     impl_->closed = true;
-    for (auto& [name, subscription] : impl_->subscriptions) {
-        try {
-            subscription.first->unsubscribe(subscription.second);
-        } catch (const CORBA::Exception& e) {
-            library_log()->info("watch: store \"{}\" did not take the unsubscription (CORBA {}): it ends the "
-                                "subscription at its next failed delivery",
-                                name, e._name());
+    // Stores and gateways alike: each subscription ended where it was made.
+    const auto unsubscribe_all = [](auto& subscriptions, const char* kind) {
+        for (auto& [name, subscription] : subscriptions) {
+            try {
+                subscription.first->unsubscribe(subscription.second);
+            } catch (const CORBA::Exception& e) {
+                library_log()->info("watch: {} \"{}\" did not take the unsubscription (CORBA {}): it ends the "
+                                    "subscription at its next failed delivery",
+                                    kind, name, e._name());
+            }
         }
-    }
-    impl_->subscriptions.clear();
-    for (auto& [name, subscription] : impl_->gateway_subscriptions) {
-        try {
-            subscription.first->unsubscribe(subscription.second);
-        } catch (const CORBA::Exception& e) {
-            library_log()->info("watch: gateway \"{}\" did not take the unsubscription (CORBA {}): it ends the "
-                                "subscription at its next failed delivery",
-                                name, e._name());
-        }
-    }
-    impl_->gateway_subscriptions.clear();
+        subscriptions.clear();
+    };
+    unsubscribe_all(impl_->subscriptions, "store");
+    unsubscribe_all(impl_->gateway_subscriptions, "gateway");
     {
         std::lock_guard lock(impl_->delivery->mutex);  // waits for a callback in progress
         impl_->delivery->closed = true;
