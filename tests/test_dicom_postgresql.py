@@ -63,6 +63,16 @@ def test(c):
           f"blob-dicomd with an unreachable index: exit {code}, {err!r}")
     check(gw.proc.running(), "the gateway stopped")
 
+    step("PostgreSQL: a Blob committed while no gateway runs is indexed by the next one's rescan at start")
+    check_equal(gw.proc.stop(), 0, "exit status of the first gateway after SIGTERM")
+    unseen = make_objects(c, "study", c.path("unseen"), "1", "PAT11", "20261127")[0]
+    c.blob("push", "--name", "unseen.dcm", unseen["path"], store="ws1").ok()
+    gw4 = Gateway(c, "ws1", "gateway-rescan", extra=("--rescan", "0"), index_url=url)
+    wait_for(lambda: c.blob("find", "--index", url, f"SOPInstanceUID={unseen['sop']}").ok()["matches"], 30,
+             "the instance committed while no gateway ran, in the PostgreSQL index")
+    check('index: rescan of store "ws1"' in gw4.log(), "no log line of the rescan at start")
+    check_equal(gw4.proc.stop(), 0, "exit status of the fourth gateway after SIGTERM")
+
 
 if __name__ == "__main__":
     harness.main(test)

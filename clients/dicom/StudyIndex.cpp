@@ -397,6 +397,14 @@ bool StudyIndex::has(const std::string& blob, const std::string& store, const st
                 .empty();
 }
 
+std::vector<IndexedBlob> StudyIndex::blobs() const
+{
+    std::vector<IndexedBlob> out;
+    for (const IndexRow& row : backend_->run("SELECT \"blob\", \"store\", \"checksum\" FROM instances", {}))
+        out.push_back({row.at(0).second, row.at(1).second, row.at(2).second});
+    return out;
+}
+
 std::vector<IndexRow> StudyIndex::find(Level level, const std::vector<Match>& matches) const
 {
     const Dialect dialect = backend_->dialect();

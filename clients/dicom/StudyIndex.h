@@ -51,6 +51,13 @@ struct PendingStudy {
     std::int64_t last_instance_ns = 0;  ///< ns since the Unix epoch
 };
 
+/// Where an entry's instance is stored (StudyIndex::blobs()).
+struct IndexedBlob {
+    std::string blob;
+    std::string store;
+    std::string checksum;
+};
+
 /// One result of find(): (column, value) in a fixed order per level.
 using IndexRow = std::vector<std::pair<std::string, std::string>>;
 
@@ -89,6 +96,9 @@ public:
     /// Whether an entry says Blob `blob` of `store` holds `checksum`
     /// (indexed already, e.g. by the gateway that pushed it).
     bool has(const std::string& blob, const std::string& store, const std::string& checksum) const;
+    /// Every entry's Blob, store and checksum (a rescan compares them with
+    /// the stores' lists).
+    std::vector<IndexedBlob> blobs() const;
     /// The matches at `level`, ordered (patients by ID, studies by date,
     /// series by their study's date then number, instances likewise then
     /// by number). Throws Error(io_error).

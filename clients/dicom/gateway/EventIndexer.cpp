@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <set>
 
 #include <unistd.h>
 
@@ -24,16 +25,19 @@ constexpr std::uint64_t kHeaderRanges[] = {64 * 1024, 1024 * 1024};
 
 std::atomic<unsigned long> g_counter{0};
 
+/// The reason of the events a rescan makes.
+const std::string kRescan = "rescan";
+
 }  // namespace
 
 EventIndexer::EventIndexer(const GatewayOptions& options, const client::SessionOptions& session_options,
                            client::Session& session, StudyIndex& index, std::function<bool(const std::string&)> storing)
-    : options_(options), session_(session), index_(index), storing_(std::move(storing))
+    : options_(options), session_(session), index_(index), session_options_(session_options),
+      storing_(std::move(storing))
 {
     worker_ = std::thread([this] { run(); });
     try {
-        watch_ = std::make_unique<client::Watch>(session_options, client::WatchOptions{},
-                                                 [this](const client::StoreEvent& e) { enqueue(e); });
+        renew();
     } catch (...) {
         {
             std::lock_guard<std::mutex> lock(mutex_);
@@ -41,30 +45,45 @@ EventIndexer::EventIndexer(const GatewayOptions& options, const client::SessionO
         }
         wake_.notify_all();
         worker_.join();
+        watches_.clear();
         throw;
     }
+    sweeper_ = std::thread([this] { sweep(); });
 }
 
 EventIndexer::~EventIndexer()
 {
-    if (watch_) watch_->close();
     {
         std::lock_guard<std::mutex> lock(mutex_);
         stopping_ = true;
     }
+    sweep_wake_.notify_all();
+    room_.notify_all();
+    sweeper_.join();
+    watches_.clear();  // each Watch withdraws its subscription: no callback runs after this
     wake_.notify_all();
     worker_.join();
 }
 
-std::vector<std::string> EventIndexer::stores() const { return watch_->stores(); }
+std::vector<std::string> EventIndexer::stores() const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::string> out;
+    for (const auto& [name, watch] : watches_) out.push_back(name);
+    return out;
+}
 
-void EventIndexer::enqueue(const client::StoreEvent& event)
+void EventIndexer::enqueue(const client::StoreEvent& event, bool wait_for_room)
 {
     {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (queue_.size() >= kMaxQueued) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (wait_for_room) {
+            room_.wait(lock, [this] { return stopping_ || queue_.size() < kMaxQueued / 2; });
+            if (stopping_) return;
+        } else if (queue_.size() >= kMaxQueued) {
             ++dropped_;
-            spdlog::error("index: {} event of Blob {} in store \"{}\" dropped: {} events wait already ({} dropped)",
+            spdlog::error("index: {} event of Blob {} in store \"{}\" dropped: {} events wait already ({} dropped; "
+                          "the next rescan finds it)",
                           client::to_string(event.kind), quote_name(event.blob.name), event.store, queue_.size(),
                           dropped_);
             return;
@@ -85,8 +104,17 @@ void EventIndexer::run()
             event = std::move(queue_.front());
             queue_.pop_front();
         }
+        room_.notify_one();
         try {
             handle(event);
+        } catch (const Error& e) {
+            // A rescan's Blob may go between the list and its read.
+            if (e.code() == Errc::no_such_blob && event.reason == kRescan)
+                spdlog::debug("index: Blob {} in store \"{}\" is gone since the rescan listed it",
+                              quote_name(event.blob.name), event.store);
+            else
+                spdlog::error("index: Blob {} in store \"{}\" ({} #{}): {}", quote_name(event.blob.name), event.store,
+                              client::to_string(event.kind), event.sequence, e.what());
         } catch (const std::exception& e) {
             spdlog::error("index: Blob {} in store \"{}\" ({} #{}): {}", quote_name(event.blob.name), event.store,
                           client::to_string(event.kind), event.sequence, e.what());
@@ -97,12 +125,196 @@ void EventIndexer::run()
 void EventIndexer::handle(const client::StoreEvent& event)
 {
     if (event.kind == client::StoreEventKind::removed) {
+        forget_unindexable(event.store, event.blob.name);
+        if (event.reason == kRescan) {
+            // The list lacked it; unless it was committed again since, its
+            // removal went unseen.
+            try {
+                session_.stat(event.blob.name, event.store);
+                spdlog::debug("index: Blob {} in store \"{}\" is back since the rescan: kept",
+                              quote_name(event.blob.name), event.store);
+                return;
+            } catch (const Error& e) {
+                if (e.code() != Errc::no_such_blob) throw;
+            }
+            if (const std::size_t n = index_.remove(event.blob.name, event.store))
+                spdlog::info("index: Blob {} is gone from store \"{}\" (found by a rescan): {} entry removed",
+                             quote_name(event.blob.name), event.store, n);
+            return;
+        }
         if (const std::size_t n = index_.remove(event.blob.name, event.store))
             spdlog::info("index: Blob {} {} from store \"{}\": {} entry removed", quote_name(event.blob.name),
                          event.reason, event.store, n);
         return;
     }
     index_committed(event);
+}
+
+std::vector<std::string> EventIndexer::renew()
+{
+    const std::vector<client::StoreStatus> registered = session_.stores();
+    std::vector<std::string> answered;
+    std::set<std::string> names;
+    for (const client::StoreStatus& store : registered) {
+        names.insert(store.name);
+        if (!store.reachable) {
+            spdlog::warn("index: store \"{}\" does not answer ({}): {} at the next rescan", store.name, store.error,
+                         stores_watched(store.name) ? "subscribed again" : "watched");
+            continue;
+        }
+        client::WatchOptions only;
+        only.stores = {store.name};
+        std::unique_ptr<client::Watch> fresh;
+        try {
+            fresh = std::make_unique<client::Watch>(session_options_, only,
+                                                    [this](const client::StoreEvent& e) { enqueue(e); });
+        } catch (const Error& e) {
+            spdlog::warn("index: store \"{}\" cannot be watched: {}; tried again at the next rescan", store.name,
+                         e.what());
+            continue;
+        }
+        std::unique_ptr<client::Watch> old;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            old = std::move(watches_[store.name]);
+            watches_[store.name] = std::move(fresh);
+        }
+        if (!old) spdlog::info("index: watching store \"{}\"", store.name);
+        answered.push_back(store.name);
+        // `old` withdraws its subscription here, after the new one began: no gap.
+    }
+    std::vector<std::unique_ptr<client::Watch>> ended;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (auto it = watches_.begin(); it != watches_.end();) {
+            if (names.count(it->first)) {
+                ++it;
+                continue;
+            }
+            spdlog::info("index: store \"{}\" is no longer registered: not watched (its entries are kept)", it->first);
+            ended.push_back(std::move(it->second));
+            it = watches_.erase(it);
+        }
+    }
+    return answered;
+}
+
+bool EventIndexer::stores_watched(const std::string& store) const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    return watches_.count(store) != 0;
+}
+
+void EventIndexer::sweep()
+{
+    std::vector<std::string> stores = this->stores();
+    for (;;) {
+        rescan_all(stores);
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (options_.rescan.count() == 0) {
+            sweep_wake_.wait(lock, [this] { return stopping_; });
+            return;
+        }
+        if (sweep_wake_.wait_for(lock, options_.rescan, [this] { return stopping_; })) return;
+        lock.unlock();
+        try {
+            stores = renew();
+        } catch (const std::exception& e) {
+            spdlog::error("index: rescan: the stores cannot be listed: {}; tried again in {} s", e.what(),
+                          std::chrono::duration<double>(options_.rescan).count());
+            stores.clear();
+        }
+    }
+}
+
+void EventIndexer::rescan_all(const std::vector<std::string>& stores)
+{
+    if (stores.empty()) return;
+    std::vector<IndexedBlob> indexed;
+    try {
+        indexed = index_.blobs();  // before the lists: an entry made since is never taken for a Blob gone
+    } catch (const std::exception& e) {
+        spdlog::error("index: rescan: the index cannot be read: {}", e.what());
+        return;
+    }
+    std::set<std::pair<std::string, std::string>> anywhere;  // (Blob, checksum) of every entry
+    for (const IndexedBlob& b : indexed) anywhere.emplace(b.blob, b.checksum);
+    for (const std::string& store : stores) {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (stopping_) return;
+        }
+        try {
+            rescan(store, indexed, anywhere);
+        } catch (const std::exception& e) {
+            spdlog::warn("index: rescan of store \"{}\": {}; its entries are kept, tried again at the next rescan",
+                         store, e.what());
+        }
+    }
+}
+
+void EventIndexer::rescan(const std::string& store, const std::vector<IndexedBlob>& indexed,
+                          const std::set<std::pair<std::string, std::string>>& anywhere)
+{
+    client::Result listed;
+    session_.list(store, client::Mode::Sync, [&listed](const client::Result& r) { listed = r; });
+    listed.throw_if_error();
+    if (!listed.unreachable.empty()) throw Error(Errc::unreachable, listed.unreachable.front().error);
+    std::set<std::string> present;
+    std::size_t to_read = 0, to_remove = 0;
+    const auto now = std::chrono::system_clock::now();
+    for (const client::StoredBlob& blob : listed.blobs) {
+        present.insert(blob.info.name);
+        const std::string checksum = blob.info.checksum.text();
+        // Indexed (in this store or, the same bytes, in another), or read before and not indexable.
+        if (anywhere.count({blob.info.name, checksum}) || unindexable(store, blob.info.name, checksum)) continue;
+        client::StoreEvent event;
+        event.store = store;
+        event.kind = client::StoreEventKind::committed;
+        event.reason = kRescan;
+        event.time = now;
+        event.blob = blob.info;
+        enqueue(event, true);
+        ++to_read;
+    }
+    for (const IndexedBlob& entry : indexed) {
+        if (entry.store != store || present.count(entry.blob)) continue;
+        client::StoreEvent event;
+        event.store = store;
+        event.kind = client::StoreEventKind::removed;
+        event.reason = kRescan;
+        event.time = now;
+        event.blob.name = entry.blob;
+        enqueue(event, true);
+        ++to_remove;
+    }
+    if (to_read || to_remove)
+        spdlog::info("index: rescan of store \"{}\": {} Blobs listed, {} to read, {} entries whose Blob is not "
+                     "listed",
+                     store, listed.blobs.size(), to_read, to_remove);
+    else spdlog::info("index: rescan of store \"{}\": {} Blobs listed, the index agrees", store, listed.blobs.size());
+}
+
+bool EventIndexer::unindexable(const std::string& store, const std::string& blob, const std::string& checksum) const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto s = unindexable_.find(store);
+    if (s == unindexable_.end()) return false;
+    const auto b = s->second.find(blob);
+    return b != s->second.end() && b->second == checksum;
+}
+
+void EventIndexer::remember_unindexable(const std::string& store, const std::string& blob, const std::string& checksum)
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    unindexable_[store][blob] = checksum;
+}
+
+void EventIndexer::forget_unindexable(const std::string& store, const std::string& blob)
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto s = unindexable_.find(store);
+    if (s != unindexable_.end()) s->second.erase(blob);
 }
 
 void EventIndexer::index_committed(const client::StoreEvent& event)
@@ -116,9 +328,11 @@ void EventIndexer::index_committed(const client::StoreEvent& event)
         return;
     }
     // The Blob replaced another: whatever it was, its entry goes.
+    forget_unindexable(event.store, blob.name);
     const std::size_t stale = index_.remove(blob.name, event.store);
     if (blob.size < 132) {
         spdlog::debug("{}: {} bytes, not DICOM: not indexed", what, blob.size);
+        remember_unindexable(event.store, blob.name, checksum);
         return;
     }
     const std::string path = options_.spool + "/blob-dicomd-index-" + std::to_string(::getpid()) + "-" +
@@ -142,6 +356,7 @@ void EventIndexer::index_committed(const client::StoreEvent& event)
         if (attempt == 0 && (bytes.size() < 132 || std::memcmp(bytes.data() + 128, "DICM", 4) != 0)) {
             spdlog::debug("{}: no DICM at byte 128, not DICOM: not indexed{}", what,
                           stale ? " (the entry of the Blob it replaced removed)" : "");
+            remember_unindexable(event.store, blob.name, checksum);
             return;
         }
         {
@@ -157,6 +372,7 @@ void EventIndexer::index_committed(const client::StoreEvent& event)
     if (uid.empty()) {
         spdlog::warn("{}: a DICOM object without a SOP Instance UID: not indexed{}", what,
                      problem.empty() ? "" : " (" + problem + ")");
+        remember_unindexable(event.store, blob.name, checksum);
         return;
     }
     record.blob = blob.name;

@@ -50,6 +50,7 @@ po::options_description describe()
         ("spool", po::value<std::string>()->default_value(tmp ? tmp : "/tmp"), "directory holding each received instance until its push has ended (env TMPDIR)")
         ("timeout,t", po::value<std::string>()->default_value("30"), "network and store inactivity timeout, seconds unless a unit is given (1 to 3600 s)")
         ("stable-after", po::value<std::string>()->default_value("60"), "a study with no new instance indexed for this long is stable and published as a study-stable event (with --index; blob watch --events study-stable), seconds unless a unit is given (0.001 to 86400 s, fractions allowed)")
+        ("rescan", po::value<std::string>()->default_value("300"), "with --index: how often every registered store's Blobs are compared with the index, seconds unless a unit is given (0 to 86400 s; 0: only at start). A rescan watches stores registered since the last, subscribes again to each (a restarted store forgets its subscribers), indexes what was committed unseen (the gateway down, events dropped) and removes the entries of Blobs gone")
         ("log-file", po::value<std::string>()->value_name("FILE"), "append the log to FILE instead of standard error; opened again on SIGHUP (log rotation)")
         ("config", po::value<std::string>()->value_name("FILE"), "read `option = value` lines (long option names) from FILE; the command line wins");
     // clang-format on
@@ -137,6 +138,7 @@ std::optional<GatewayOptions> parse_gateway_options(int argc, char** argv, std::
         using namespace std::chrono_literals;
         o.timeout = cli::parse_duration("--timeout", vm["timeout"].as<std::string>(), 1s, 3600s);
         o.stable_after = cli::parse_duration("--stable-after", vm["stable-after"].as<std::string>(), 1ms, 86400s);
+        o.rescan = cli::parse_duration("--rescan", vm["rescan"].as<std::string>(), 0ms, 86400s);
     } catch (const std::exception& e) {
         usage(e.what());
     }

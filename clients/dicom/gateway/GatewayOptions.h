@@ -29,6 +29,9 @@ struct GatewayOptions {
     std::chrono::milliseconds timeout{30000};
     /// No new instance of a study for this long: the study is stable.
     std::chrono::milliseconds stable_after{60000};
+    /// How often the indexer compares every store's Blobs with the index
+    /// (EventIndexer); 0: only at start.
+    std::chrono::milliseconds rescan{300000};
     std::string log_file;  ///< "" : standard error
     spdlog::level::level_enum log_level = spdlog::level::info;
 };
