@@ -210,7 +210,8 @@ bool InstanceStore::storing(const std::string& name) const
     return storing_.count(name) != 0;
 }
 
-StoreOutcome InstanceStore::store(const ReceivedInstance& instance)
+StoreOutcome InstanceStore::store(const ReceivedInstance& instance,
+                                  const std::function<void(const StoreOutcome&)>& answer)
 {
     const auto started = std::chrono::steady_clock::now();
     InstanceRecord record;
@@ -220,7 +221,9 @@ StoreOutcome InstanceStore::store(const ReceivedInstance& instance)
     const std::string what = "instance " + (uid.empty() ? instance.sop_instance_uid : uid) + " from " + instance.peer;
     auto refuse = [&](std::uint16_t code, const std::string& why) {
         spdlog::error("{}: refused (status {:04X}): {}", what, code, why);
-        return StoreOutcome{code, why};
+        const StoreOutcome refused{code, why};
+        answer(refused);
+        return refused;
     };
     if (!problem.empty())
         return refuse(defect == Defect::short_pixel_data ? status::data_set_mismatch : status::cannot_understand,
@@ -255,6 +258,9 @@ StoreOutcome InstanceStore::store(const ReceivedInstance& instance)
     StoreOutcome outcome = push(instance, name, record);
     if (outcome.status != status::success) return refuse(outcome.status, outcome.comment);
     const auto pushed = std::chrono::steady_clock::now();
+    const StoreOutcome stored{status::success, {}};
+    answer(stored);
+    const auto answered = std::chrono::steady_clock::now();
     if (index_) {
         try {
             index_->put(record);
@@ -264,13 +270,14 @@ StoreOutcome InstanceStore::store(const ReceivedInstance& instance)
         }
     }
     const auto indexed = std::chrono::steady_clock::now();
-    const double seconds = std::chrono::duration<double>(indexed - started).count();
-    spdlog::info("{}: {} as {} in store \"{}\" ({} bytes, {:.3f} s: header {:.1f} ms, push {:.1f} ms, index "
-                 "{:.1f} ms{})",
+    const double seconds = std::chrono::duration<double>(pushed - started).count();
+    spdlog::info("{}: {} as {} in store \"{}\" ({} bytes, {:.3f} s: header {:.1f} ms, push {:.1f} ms; then "
+                 "answer {:.1f} ms, index {:.1f} ms{})",
                  what, outcome.comment.empty() ? "stored" : outcome.comment, name, record.store, record.size, seconds,
-                 ms(parsed - started).count(), ms(pushed - parsed).count(), ms(indexed - pushed).count(),
+                 ms(parsed - started).count(), ms(pushed - parsed).count(), ms(answered - pushed).count(),
+                 ms(indexed - answered).count(),
                  record.values["Modality"].empty() ? "" : ", " + record.values["Modality"]);
-    return {status::success, {}};
+    return stored;
 }
 
 StoreOutcome InstanceStore::push(const ReceivedInstance& instance, const std::string& name, InstanceRecord& record)

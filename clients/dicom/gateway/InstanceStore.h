@@ -12,6 +12,7 @@
 #include <blobstreaming/client/Session.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -50,8 +51,12 @@ public:
     /// `index` may be null (no --index).
     InstanceStore(const GatewayOptions& options, client::Session& session, StudyIndex* index);
 
-    /// Parses, pushes (durable, verified), indexes. Logs one line.
-    StoreOutcome store(const ReceivedInstance& instance);
+    /// Parses and pushes (durable, verified), calls `answer` with the
+    /// outcome (the C-STORE response), then indexes the stored instance:
+    /// the modality's next instance is on its way meanwhile, and an entry
+    /// lost to a crash in between is made by the indexer's rescan at the
+    /// next start. Logs one line. Returns the outcome.
+    StoreOutcome store(const ReceivedInstance& instance, const std::function<void(const StoreOutcome&)>& answer);
 
     /// Whether Blob `name` of --store is being stored (pushed, not yet
     /// indexed) by store(): its commit event needs no header read.

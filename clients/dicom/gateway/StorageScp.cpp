@@ -78,21 +78,24 @@ protected:
                           received.text());
             return received;
         }
-        const StoreOutcome outcome = g_store->store(instance);
         // The spool file goes once the modality has its answer.
         struct Spool {
             const std::string& path;
             ~Spool() { std::remove(path.c_str()); }
         } spool{instance.path};
-        DcmDataset detail;
-        DcmDataset* comment = nullptr;
-        if (outcome.status != status::success) {
-            // Error Comment (0000,0902) is LO: at most 64 characters.
-            detail.putAndInsertString(DCM_ErrorComment, outcome.comment.substr(0, 64).c_str());
-            comment = &detail;
-        }
-        return sendSTOREResponse(context.presentationContextID, request.MessageID, request.AffectedSOPClassUID,
-                                 request.AffectedSOPInstanceUID, outcome.status, comment);
+        OFCondition answered = EC_Normal;
+        g_store->store(instance, [&](const StoreOutcome& outcome) {
+            DcmDataset detail;
+            DcmDataset* comment = nullptr;
+            if (outcome.status != status::success) {
+                // Error Comment (0000,0902) is LO: at most 64 characters.
+                detail.putAndInsertString(DCM_ErrorComment, outcome.comment.substr(0, 64).c_str());
+                comment = &detail;
+            }
+            answered = sendSTOREResponse(context.presentationContextID, request.MessageID, request.AffectedSOPClassUID,
+                                         request.AffectedSOPInstanceUID, outcome.status, comment);
+        });
+        return answered;
     }
 
     std::string peer() { return std::string(getPeerAETitle().c_str()) + "@" + getPeerIP().c_str(); }
