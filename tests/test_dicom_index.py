@@ -3,7 +3,9 @@
 whoever pushed it: it watches the stores' events, reads a committed Blob's
 header with a range pull (a multi-frame image of 1 MiB: only its first
 64 KiB) and records it; a removed Blob leaves the index, a replaced one is
-indexed again. A non-DICOM Blob is stored and simply not indexed; a DICOM
+indexed again, a copy in another store is recorded as one more copy of
+the instance (without reading it), which stays indexed until its last copy
+is removed. A non-DICOM Blob is stored and simply not indexed; a DICOM
 object whose header is cut short is indexed as far as it parses, flagged.
 Real omniNames, two blobstored and blob-dicomd on 127.0.0.1."""
 
@@ -86,6 +88,24 @@ def test(c, index_url=None):
     wait_for(lambda: by_sop(mf["sop"]), 30, "the image pushed again, under another name")
     check_equal((by_sop(mf["sop"])[0]["blob"], by_sop(mf["sop"])[0]["store"]), ("again.dcm", "ws1"),
                 "where the index finds it now")
+
+    step("copied to a second store: one more copy of the instance, not read again; it stays indexed until its last "
+         "copy goes")
+    reads = gw.log().count('indexed from Blob "again.dcm"')
+    c.blob("copy", "again.dcm", "--from", "ws1", "--to", "ws2").ok()
+    wait_for(lambda: by_sop(mf["sop"])[0]["stores"] == "ws1,ws2", 30, "the copy in ws2 indexed")
+    check(f'index: instance {mf["sop"]}: Blob "again.dcm" in store "ws2" indexed as one more copy' in gw.log(),
+          "no log line of the copy indexed")
+    check_equal(gw.log().count('indexed from Blob "again.dcm"'), reads, "header reads of again.dcm")
+    check_equal(len(by_sop(mf["sop"])), 1, "instance rows of the copied image")
+    c.blob("rm", "again.dcm", store="ws1").ok()
+    wait_for(lambda: by_sop(mf["sop"])[0]["stores"] == "ws2", 30, "the copy in ws1 gone from the index")
+    check_equal((by_sop(mf["sop"])[0]["blob"], by_sop(mf["sop"])[0]["store"]), ("again.dcm", "ws2"),
+                "where the index finds it once ws1's copy is gone")
+    check('index: Blob "again.dcm" removed from store "ws1": its copy removed, the instance stays indexed in store '
+          '"ws2"' in gw.log(), "no log line of the copy removed")
+    c.blob("rm", "again.dcm", store="ws2").ok()
+    wait_for(lambda: not by_sop(mf["sop"]), 30, "the instance gone with its last copy")
 
 
 if __name__ == "__main__":

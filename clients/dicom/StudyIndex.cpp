@@ -245,6 +245,13 @@ std::string select_list(Level level, Dialect dialect)
     case Level::series: add("COUNT(*)", "NumberOfSeriesRelatedInstances"); break;
     case Level::instance:
         for (const char* c : kInstanceColumns) add(quoted(c), c);
+        // Every store holding a copy (table copies), sorted, comma-separated.
+        add(dialect == Dialect::sqlite
+                ? "(SELECT group_concat(\"store\", ',') FROM (SELECT \"store\" FROM copies WHERE \"sop\" = "
+                  "instances.\"SOPInstanceUID\" ORDER BY \"store\"))"
+                : "(SELECT string_agg(\"store\", ',' ORDER BY \"store\") FROM copies WHERE \"sop\" = "
+                  "instances.\"SOPInstanceUID\")",
+            "stores");
         break;
     }
     return list;
@@ -288,6 +295,16 @@ StudyIndex::StudyIndex(const std::string& url, bool writable) : backend_(open_ba
          {"PatientID", "StudyInstanceUID", "SeriesInstanceUID", "StudyDate", "AccessionNumber", "blob"})
         schema +=
             std::string("CREATE INDEX IF NOT EXISTS instances_") + column + " ON instances(" + quoted(column) + ");";
+    // Every copy of an instance: one row per (Blob, store). The instance's
+    // row names the copy last committed; an index made before this table
+    // gets one copy per instance, that one, by the same statement.
+    schema += "CREATE TABLE IF NOT EXISTS copies (\"sop\" TEXT NOT NULL, \"blob\" TEXT NOT NULL, \"store\" TEXT "
+              "NOT NULL, \"size\" BIGINT NOT NULL, \"checksum\" TEXT NOT NULL, PRIMARY KEY (\"blob\", "
+              "\"store\"));"
+              "CREATE INDEX IF NOT EXISTS copies_sop ON copies(\"sop\");"
+              "INSERT INTO copies (\"sop\", \"blob\", \"store\", \"size\", \"checksum\") SELECT "
+              "\"SOPInstanceUID\", \"blob\", \"store\", \"size\", \"checksum\" FROM instances WHERE NOT EXISTS "
+              "(SELECT 1 FROM copies);";
     // Whether each study's stability was published (study-stable): added
     // to an index made before it by the same statement (its studies, not
     // in it, are never published).
@@ -301,6 +318,10 @@ StudyIndex::~StudyIndex() = default;
 
 void StudyIndex::put(const InstanceRecord& record)
 {
+    std::lock_guard<std::mutex> lock(write_mutex_);
+    const auto sop = record.values.find("SOPInstanceUID");
+    const std::string uid = sop == record.values.end() ? std::string() : sop->second;
+
     std::string columns, marks, updates;
     std::vector<std::string> values;
     auto add = [&](const std::string& column, const std::string& value, const char* mark) {
@@ -325,6 +346,7 @@ void StudyIndex::put(const InstanceRecord& record)
     backend_->run("INSERT INTO instances (" + columns + ") VALUES (" + marks +
                       ") ON CONFLICT (\"SOPInstanceUID\") DO UPDATE SET " + updates,
                   values);
+    put_copy(uid, record.blob, record.store, record.size, record.checksum);
     const auto study = record.values.find("StudyInstanceUID");
     if (study == record.values.end() || study->second.empty()) return;
     const std::int64_t now =
@@ -374,24 +396,75 @@ std::optional<StudySummary> StudyIndex::study(const std::string& study_instance_
     out.accession_number = rows[0].at(1).second;
     out.series = static_cast<std::uint32_t>(std::stoul(rows[0].at(2).second));
     out.instances = static_cast<std::uint32_t>(std::stoul(rows[0].at(3).second));
-    for (const IndexRow& row : backend_->run("SELECT DISTINCT \"store\" FROM instances WHERE \"StudyInstanceUID\" = "
-                                             "? ORDER BY \"store\"",
+    for (const IndexRow& row : backend_->run("SELECT DISTINCT \"store\" FROM copies WHERE \"sop\" IN (SELECT "
+                                             "\"SOPInstanceUID\" FROM instances WHERE \"StudyInstanceUID\" = ?) "
+                                             "ORDER BY \"store\"",
                                              {study_instance_uid}))
         out.stores.push_back(row.at(0).second);
     return out;
 }
 
-std::size_t StudyIndex::remove(const std::string& blob, const std::string& store)
+std::string StudyIndex::add_copy(const std::string& blob, const std::string& store, std::uint64_t size,
+                                 const std::string& checksum)
 {
-    std::size_t changed = 0;
-    backend_->run("DELETE FROM instances WHERE \"blob\" = ? AND \"store\" = ?", {blob, store}, &changed);
-    return changed;
+    std::lock_guard<std::mutex> lock(write_mutex_);
+    const std::vector<IndexRow> same =
+        backend_->run("SELECT \"sop\" FROM copies WHERE \"blob\" = ? AND \"checksum\" = ? AND \"store\" <> ? LIMIT 1",
+                      {blob, checksum, store});
+    if (same.empty()) return {};
+    const std::string sop = same.front().at(0).second;
+    put_copy(sop, blob, store, size, checksum);
+    return sop;
+}
+
+void StudyIndex::put_copy(const std::string& sop, const std::string& blob, const std::string& store, std::uint64_t size,
+                          const std::string& checksum)
+{
+    // The Blob held another instance: that copy goes first.
+    for (const IndexRow& row :
+         backend_->run("SELECT \"sop\" FROM copies WHERE \"blob\" = ? AND \"store\" = ?", {blob, store}))
+        if (row.at(0).second != sop) remove_copy(blob, store);
+    backend_->run("INSERT INTO copies (\"sop\", \"blob\", \"store\", \"size\", \"checksum\") VALUES (?, ?, ?, "
+                  "CAST(? AS BIGINT), ?) ON CONFLICT (\"blob\", \"store\") DO UPDATE SET \"sop\" = excluded.\"sop\", "
+                  "\"size\" = excluded.\"size\", \"checksum\" = excluded.\"checksum\"",
+                  {sop, blob, store, std::to_string(size), checksum});
+}
+
+Removal StudyIndex::remove(const std::string& blob, const std::string& store)
+{
+    std::lock_guard<std::mutex> lock(write_mutex_);
+    return remove_copy(blob, store);
+}
+
+Removal StudyIndex::remove_copy(const std::string& blob, const std::string& store)
+{
+    Removal out;
+    const std::vector<IndexRow> copy =
+        backend_->run("SELECT \"sop\" FROM copies WHERE \"blob\" = ? AND \"store\" = ?", {blob, store});
+    if (copy.empty()) return out;
+    const std::string sop = copy.front().at(0).second;
+    backend_->run("DELETE FROM copies WHERE \"blob\" = ? AND \"store\" = ?", {blob, store}, &out.copies);
+    const std::vector<IndexRow> left = backend_->run(
+        "SELECT \"blob\", \"store\", \"size\", \"checksum\" FROM copies WHERE \"sop\" = ? ORDER BY \"store\", "
+        "\"blob\" LIMIT 1",
+        {sop});
+    if (left.empty()) {
+        backend_->run("DELETE FROM instances WHERE \"SOPInstanceUID\" = ?", {sop}, &out.instances);
+        return out;
+    }
+    // The instance stays: its row names a copy that is left.
+    out.still_in = left.front().at(1).second;
+    backend_->run("UPDATE instances SET \"blob\" = ?, \"store\" = ?, \"size\" = CAST(? AS BIGINT), \"checksum\" = ? "
+                  "WHERE \"SOPInstanceUID\" = ? AND \"blob\" = ? AND \"store\" = ?",
+                  {left.front().at(0).second, left.front().at(1).second, left.front().at(2).second,
+                   left.front().at(3).second, sop, blob, store});
+    return out;
 }
 
 bool StudyIndex::has(const std::string& blob, const std::string& store, const std::string& checksum) const
 {
     return !backend_
-                ->run("SELECT 1 AS \"found\" FROM instances WHERE \"blob\" = ? AND \"store\" = ? AND "
+                ->run("SELECT 1 AS \"found\" FROM copies WHERE \"blob\" = ? AND \"store\" = ? AND "
                       "\"checksum\" = ? LIMIT 1",
                       {blob, store, checksum})
                 .empty();
@@ -400,7 +473,7 @@ bool StudyIndex::has(const std::string& blob, const std::string& store, const st
 std::vector<IndexedBlob> StudyIndex::blobs() const
 {
     std::vector<IndexedBlob> out;
-    for (const IndexRow& row : backend_->run("SELECT \"blob\", \"store\", \"checksum\" FROM instances", {}))
+    for (const IndexRow& row : backend_->run("SELECT \"blob\", \"store\", \"checksum\" FROM copies", {}))
         out.push_back({row.at(0).second, row.at(1).second, row.at(2).second});
     return out;
 }

@@ -2,7 +2,8 @@
 /// The study index: DICOM Patient / Study / Series / Instance attributes of
 /// stored Blobs, apart from their pixels (docs/DICOM.md, docs/ARCHITECTURE.md
 /// "The study index"). One row per instance (the levels above are grouped
-/// from it) in SQLite (`sqlite:PATH`, embedded) or PostgreSQL
+/// from it), and one per copy of it (a Blob in a store: an instance copied
+/// to several stores stays indexed until its last copy goes) in SQLite (`sqlite:PATH`, embedded) or PostgreSQL
 /// (`postgresql://...`, libpq's URI: several hosts share one index), same
 /// schema and results.
 ///
@@ -18,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -51,7 +53,14 @@ struct PendingStudy {
     std::int64_t last_instance_ns = 0;  ///< ns since the Unix epoch
 };
 
-/// Where an entry's instance is stored (StudyIndex::blobs()).
+/// What StudyIndex::remove() removed.
+struct Removal {
+    std::size_t copies = 0;     ///< 1: the Blob was a copy the index knew
+    std::size_t instances = 0;  ///< 1: it was the instance's last copy, its entry went
+    std::string still_in;       ///< else a store that still holds the instance
+};
+
+/// Where a copy of an instance is stored (StudyIndex::blobs()).
 struct IndexedBlob {
     std::string blob;
     std::string store;
@@ -73,8 +82,10 @@ public:
     StudyIndex(const StudyIndex&) = delete;
     StudyIndex& operator=(const StudyIndex&) = delete;
 
-    /// Records (or replaces) the instance `record.values["SOPInstanceUID"]`;
-    /// its study is then unstable (its last instance's time: now) until
+    /// Records (or replaces) the instance `record.values["SOPInstanceUID"]`
+    /// and its copy `record.blob` in `record.store` (the instance's row then
+    /// names that copy; a copy of another instance under that Blob and store
+    /// is removed first); its study is then unstable (its last instance's time: now) until
     /// mark_stable(), and the on_put() callback is told.
     void put(const InstanceRecord& record);
     /// Called after each put() of an instance with a StudyInstanceUID, with
@@ -91,12 +102,20 @@ public:
     /// The study's patient, accession, counts and stores; nullopt when the
     /// index has no instance of it.
     std::optional<StudySummary> study(const std::string& study_instance_uid) const;
-    /// Removes the entries of Blob `blob` of `store`; returns how many.
-    std::size_t remove(const std::string& blob, const std::string& store);
-    /// Whether an entry says Blob `blob` of `store` holds `checksum`
+    /// Records Blob `blob` of `store` as one more copy of the instance that a
+    /// Blob of the same name and checksum in another store is (a copy between
+    /// stores: its header need not be read), not as a new instance (its study
+    /// stays as stable as it was). Returns that instance's SOP Instance UID,
+    /// or "" when no such copy is indexed (nothing recorded).
+    std::string add_copy(const std::string& blob, const std::string& store, std::uint64_t size,
+                         const std::string& checksum);
+    /// Removes the copy that Blob `blob` of `store` is; the instance's
+    /// entry goes with its last copy.
+    Removal remove(const std::string& blob, const std::string& store);
+    /// Whether the index records Blob `blob` of `store` holding `checksum`
     /// (indexed already, e.g. by the gateway that pushed it).
     bool has(const std::string& blob, const std::string& store, const std::string& checksum) const;
-    /// Every entry's Blob, store and checksum (a rescan compares them with
+    /// Every copy's Blob, store and checksum (a rescan compares them with
     /// the stores' lists).
     std::vector<IndexedBlob> blobs() const;
     /// The matches at `level`, ordered (patients by ID, studies by date,
@@ -107,7 +126,15 @@ public:
     class Backend;
 
 private:
+    Removal remove_copy(const std::string& blob, const std::string& store);
+    /// Records the copy (a copy of another instance under that Blob and
+    /// store removed first). With write_mutex_ held.
+    void put_copy(const std::string& sop, const std::string& blob, const std::string& store, std::uint64_t size,
+                  const std::string& checksum);
+
     std::unique_ptr<Backend> backend_;
+    /// put() and remove() each run several statements: one at a time.
+    std::mutex write_mutex_;
     std::function<void(const std::string&, std::int64_t)> on_put_;
 };
 

@@ -137,17 +137,24 @@ void EventIndexer::handle(const client::StoreEvent& event)
             } catch (const Error& e) {
                 if (e.code() != Errc::no_such_blob) throw;
             }
-            if (const std::size_t n = index_.remove(event.blob.name, event.store))
-                spdlog::info("index: Blob {} is gone from store \"{}\" (found by a rescan): {} entry removed",
-                             quote_name(event.blob.name), event.store, n);
+            log_removal(index_.remove(event.blob.name, event.store), event, "is gone from", " (found by a rescan)");
             return;
         }
-        if (const std::size_t n = index_.remove(event.blob.name, event.store))
-            spdlog::info("index: Blob {} {} from store \"{}\": {} entry removed", quote_name(event.blob.name),
-                         event.reason, event.store, n);
+        log_removal(index_.remove(event.blob.name, event.store), event, (event.reason + " from").c_str(), "");
         return;
     }
     index_committed(event);
+}
+
+void EventIndexer::log_removal(const Removal& removal, const client::StoreEvent& event, const char* how,
+                               const char* found)
+{
+    if (removal.instances)
+        spdlog::info("index: Blob {} {} store \"{}\"{}: {} entry removed", quote_name(event.blob.name), how,
+                     event.store, found, removal.instances);
+    else if (removal.copies)
+        spdlog::info("index: Blob {} {} store \"{}\"{}: its copy removed, the instance stays indexed in store \"{}\"",
+                     quote_name(event.blob.name), how, event.store, found, removal.still_in);
 }
 
 std::vector<std::string> EventIndexer::renew()
@@ -237,15 +244,13 @@ void EventIndexer::rescan_all(const std::vector<std::string>& stores)
         spdlog::error("index: rescan: the index cannot be read: {}", e.what());
         return;
     }
-    std::set<std::pair<std::string, std::string>> anywhere;  // (Blob, checksum) of every entry
-    for (const IndexedBlob& b : indexed) anywhere.emplace(b.blob, b.checksum);
     for (const std::string& store : stores) {
         {
             std::lock_guard<std::mutex> lock(mutex_);
             if (stopping_) return;
         }
         try {
-            rescan(store, indexed, anywhere);
+            rescan(store, indexed);
         } catch (const std::exception& e) {
             spdlog::warn("index: rescan of store \"{}\": {}; its entries are kept, tried again at the next rescan",
                          store, e.what());
@@ -253,9 +258,11 @@ void EventIndexer::rescan_all(const std::vector<std::string>& stores)
     }
 }
 
-void EventIndexer::rescan(const std::string& store, const std::vector<IndexedBlob>& indexed,
-                          const std::set<std::pair<std::string, std::string>>& anywhere)
+void EventIndexer::rescan(const std::string& store, const std::vector<IndexedBlob>& indexed)
 {
+    std::map<std::string, std::string> here;  // this store's copies: Blob -> checksum
+    for (const IndexedBlob& copy : indexed)
+        if (copy.store == store) here.emplace(copy.blob, copy.checksum);
     client::Result listed;
     session_.list(store, client::Mode::Sync, [&listed](const client::Result& r) { listed = r; });
     listed.throw_if_error();
@@ -266,8 +273,9 @@ void EventIndexer::rescan(const std::string& store, const std::vector<IndexedBlo
     for (const client::StoredBlob& blob : listed.blobs) {
         present.insert(blob.info.name);
         const std::string checksum = blob.info.checksum.text();
-        // Indexed (in this store or, the same bytes, in another), or read before and not indexable.
-        if (anywhere.count({blob.info.name, checksum}) || unindexable(store, blob.info.name, checksum)) continue;
+        // Indexed as it is, or read before and not indexable.
+        const auto copy = here.find(blob.info.name);
+        if ((copy != here.end() && copy->second == checksum) || unindexable(store, blob.info.name, checksum)) continue;
         client::StoreEvent event;
         event.store = store;
         event.kind = client::StoreEventKind::committed;
@@ -277,14 +285,14 @@ void EventIndexer::rescan(const std::string& store, const std::vector<IndexedBlo
         enqueue(event, true);
         ++to_read;
     }
-    for (const IndexedBlob& entry : indexed) {
-        if (entry.store != store || present.count(entry.blob)) continue;
+    for (const auto& [name, checksum] : here) {
+        if (present.count(name)) continue;
         client::StoreEvent event;
         event.store = store;
         event.kind = client::StoreEventKind::removed;
         event.reason = kRescan;
         event.time = now;
-        event.blob.name = entry.blob;
+        event.blob.name = name;
         enqueue(event, true);
         ++to_remove;
     }
@@ -327,9 +335,16 @@ void EventIndexer::index_committed(const client::StoreEvent& event)
         spdlog::debug("{}: indexed already, or by the gateway that is storing it", what);
         return;
     }
-    // The Blob replaced another: whatever it was, its entry goes.
     forget_unindexable(event.store, blob.name);
-    const std::size_t stale = index_.remove(blob.name, event.store);
+    // A copy between stores: the same Blob and checksum are indexed in another store.
+    if (const std::string sop = index_.add_copy(blob.name, event.store, blob.size, checksum); !sop.empty()) {
+        spdlog::info("index: instance {}: Blob {} in store \"{}\" indexed as one more copy (the same Blob and "
+                     "checksum are indexed in another store; not read)",
+                     sop, quote_name(blob.name), event.store);
+        return;
+    }
+    // The Blob replaced another: whatever it was, its entry goes.
+    const bool stale = index_.remove(blob.name, event.store).copies != 0;
     if (blob.size < 132) {
         spdlog::debug("{}: {} bytes, not DICOM: not indexed", what, blob.size);
         remember_unindexable(event.store, blob.name, checksum);

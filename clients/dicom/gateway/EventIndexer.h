@@ -68,6 +68,9 @@ private:
     void run();
     void handle(const client::StoreEvent& event);
     void index_committed(const client::StoreEvent& event);
+    /// `how`: "removed from", "is gone from"...; `found`: "" or why it was found.
+    static void log_removal(const Removal& removal, const client::StoreEvent& event, const char* how,
+                            const char* found);
     /// Subscribes to each registered store again (watches_), returns those
     /// that answered.
     std::vector<std::string> renew();
@@ -75,10 +78,9 @@ private:
     /// At start, then every --rescan: renew(), rescan_all().
     void sweep();
     void rescan_all(const std::vector<std::string>& stores);
-    /// Compares `store`'s Blobs with the index's entries (`indexed`; `anywhere`:
-    /// their Blob and checksum) and queues what differs.
-    void rescan(const std::string& store, const std::vector<IndexedBlob>& indexed,
-                const std::set<std::pair<std::string, std::string>>& anywhere);
+    /// Compares `store`'s Blobs with the index's copies (`indexed`) and
+    /// queues what differs.
+    void rescan(const std::string& store, const std::vector<IndexedBlob>& indexed);
     /// Blobs read and found not indexable (not DICOM, no SOP Instance UID):
     /// a rescan does not read them again while their checksum is the same.
     bool unindexable(const std::string& store, const std::string& blob, const std::string& checksum) const;

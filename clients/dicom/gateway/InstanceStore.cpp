@@ -176,16 +176,20 @@ std::string read_header(const std::string& path, std::map<std::string, std::stri
                                             DCM_PixelData)
                     : file.loadFile(path.c_str(), EXS_Unknown, EGL_noChange, kMaxLoadedValue, ERM_fileOnly);
     DcmDataset* data = file.getDataset();
+    // An object that does not parse leaves the element it stopped in (the
+    // last one read) half read, the rest of its buffer never written: its
+    // value is dropped, and of the others only a value of the attribute's
+    // form is kept.
+    DcmElement* cut = nullptr;
+    if (read.bad() && data->card() > 0) cut = data->getElement(data->card() - 1);
     for (const auto& [a, tag] : attribute_tags()) {
         OFString value;
         if (std::string(a->keyword) == "TransferSyntaxUID") {
             file.getMetaInfo()->findAndGetOFString(DCM_TransferSyntaxUID, value);
-        } else {
+        } else if (!cut || cut->getTag() != tag) {
             data->findAndGetOFStringArray(tag, value);
         }
         values[a->keyword] = value.c_str();
-        // An object that does not parse may leave the value it stopped in
-        // half read: only a value of the attribute's form is kept.
         if (read.bad() && !plausible(*a, values[a->keyword])) values[a->keyword].clear();
     }
     if (read.bad()) {
