@@ -15,6 +15,11 @@ CLI, all of them real processes:
   test knows the push is under way: data objects are in the pool): after a
   restart the Blob is not listed, the abandoned data objects are deleted
   once the grace (--ceph-grace 3) has passed, and the name pushes again;
+- a pull whose client is killed (by its PID) while the daemon, still
+  sending one data object, has its read of the next one on its way to the
+  stopped OSD: the data port refuses a garbage Request at once for 4 s
+  meanwhile (the reader is let go off the reactor thread); after SIGCONT
+  the cluster answers again before the next step;
 - the OSD stopped (SIGSTOP) in the middle of a pull and of a push: each
   client fails with a clear error (the push's names the store and the
   failed write) within the daemon's Ceph timeout; the daemon meanwhile
@@ -26,6 +31,7 @@ CLI, all of them real processes:
 Skipped (77) only when Ceph is not installed (scripts/install-deps)."""
 
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -175,6 +181,88 @@ def probe_refusals(daemon, waiting, seconds=6):
     step(f"slowest refusal {slowest * 1000:.1f} ms")
 
 
+CHUNK = 4 * MiB  # a RadosStore's data objects: a pull reads one ahead
+
+
+def written_to_puller(daemon):
+    """Bytes the daemon has written on its busiest data connection (the
+    pull's): acknowledged plus queued, from ss(8)."""
+    r = subprocess.run(["ss", "-tinH", "state", "established", f"( sport = :{daemon.data[1]} )"],
+                       capture_output=True, text=True, timeout=30)
+    check_equal(r.returncode, 0, f"exit status of `ss` (stderr {r.stderr.strip()!r})")
+    best, queued = 0, 0
+    for line in r.stdout.splitlines():
+        if line and not line[0].isspace():
+            fields = line.split()
+            queued = int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else 0
+        else:
+            for field in line.split():
+                if field.startswith("bytes_acked:"):
+                    best = max(best, int(field.split(":", 1)[1]) + queued)
+    return best
+
+
+def settled(measure, what, quiet=0.3, timeout=30):
+    """measure() once it has not changed for `quiet` s (bounded)."""
+    last = [measure(), time.monotonic()]
+
+    def still():
+        now = measure()
+        if now != last[0]:
+            last[:] = [now, time.monotonic()]
+            return None
+        return now if time.monotonic() - last[1] >= quiet else None
+    return wait_for(still, timeout, what, interval=0.05)
+
+
+def closed_mid_read_ahead(c, ceph, daemon, name):
+    """A pull whose client goes away while the daemon's read-ahead waits for
+    the stopped OSD: the reader is let go off the reactor."""
+    osd = next(d for d in ceph.daemons if d.name.startswith("ceph-osd"))
+    step(f"a pull of {name} whose client is killed while its read-ahead waits for the stopped OSD")
+    err_path = c.path("ahead-pull.err")
+    with open(err_path, "wb") as err:
+        reader = c.spawn("blob pull", [harness.program("clients/blob"), "--naming", c.naming, "--store", STORE,
+                                       "--json", "--timeout", "60", "--no-local", "pull", name, "-"],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
+    reader.log_paths.append(err_path)
+    check_equal(len(reader.popen.stdout.read(16 * MiB)), 16 * MiB, "bytes pulled before the OSD stops")
+    # The client stops reading: the daemon fills the socket and waits to
+    # write, its next piece read ahead (the OSD still answers).
+    before = settled(lambda: written_to_puller(daemon), "the pull to wait for its client")
+    os.kill(osd.pid, signal.SIGSTOP)
+    try:
+        # Read on until the daemon has sent into the next data object: its
+        # read-ahead of the one after is then on its way to the stopped OSD,
+        # while most of the current object is still to be sent.
+        boundary = (before // CHUNK + 1) * CHUNK
+        fd = reader.popen.stdout.fileno()
+
+        def crossed():
+            if select.select([fd], [], [], 0.5)[0]:
+                os.read(fd, 64 * 1024)
+            return written_to_puller(daemon) >= boundary + 256 * 1024
+        wait_for(crossed, 30, f"the daemon to send past byte {boundary} of {name}", interval=0)
+        written = written_to_puller(daemon)
+        check(written < boundary + CHUNK - MiB, f"the daemon sent {written - boundary} bytes past {boundary}: "
+                                                "its read-ahead may have completed before the OSD stopped")
+        t0 = time.monotonic()
+        os.kill(reader.pid, signal.SIGKILL)
+        reader.popen.wait(timeout=30)
+        step(f"client (pid {reader.pid}) killed {written - boundary} bytes into the data object after byte "
+             f"{boundary}: a garbage Request is refused at once, every time, for 4 s")
+        window = threading.Thread(target=time.sleep, args=(4,))  # how long the probes last
+        window.start()
+        probe_refusals(daemon, window)
+        window.join()
+        step(f"probed for {time.monotonic() - t0:.1f} s after the kill")
+    finally:
+        os.kill(osd.pid, signal.SIGCONT)
+    # The OSD answers again before the next step stops it.
+    wait_for(lambda: ceph.rados("stat", "blobstreaming.index", pool=POOL, timeout=30).returncode == 0, 60,
+             "the cluster to answer again after SIGCONT", interval=0.2)
+
+
 def osd_stopped(c, ceph, daemon, name, digest):
     osd = next(d for d in ceph.daemons if d.name.startswith("ceph-osd"))
     step(f"the OSD stopped (SIGSTOP {osd.pid}) in the middle of a pull of {name}")
@@ -299,6 +387,7 @@ def test(c):
                             "only MG.large's 25 data objects in the pool", interval=0.5)
 
         daemon = killed_mid_push(c, ceph, daemon, baseline)
+        closed_mid_read_ahead(c, ceph, daemon, "MG.large")
         osd_stopped(c, ceph, daemon, "MG.large", big_digest)
         os.unlink(big_source)
 

@@ -778,3 +778,184 @@ BOOST_FIXTURE_TEST_CASE(an_open_off_the_reactor_refuses_or_ends_cleanly, Waiting
     pull(next, "slow.2", 3);
     BOOST_CHECK(next.receive_response().status == Errc::ok);
 }
+
+namespace {
+
+/// Where GatedReaders (below) hold their read-ahead until the test opens it.
+struct AheadGate {
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool open = false;
+    int started = 0;     ///< read-aheads on their way
+    int letting_go = 0;  ///< readers whose destruction began (waiting for their read)
+    int let_go = 0;      ///< readers destroyed
+
+    /// Waits (at most 10 s) until `count` reaches `n`.
+    bool wait_for(const int& count, int n)
+    {
+        std::unique_lock lock(mutex);
+        return changed.wait_for(lock, 10s, [&] { return count >= n; });
+    }
+    void let_through()
+    {
+        std::lock_guard lock(mutex);
+        open = true;
+        changed.notify_all();
+    }
+};
+
+/// A streamed reader shaped like a RadosStore's: the bytes before `ahead`
+/// come at once, and handing them out starts the read of the rest, which
+/// stays on its way until the gate opens. Destroying the reader meanwhile
+/// waits for that read (librados writes into the buffer until it completes).
+class GatedReader final : public BlobReader {
+public:
+    GatedReader(BlobRange bytes, std::shared_ptr<AheadGate> gate, std::uint64_t ahead)
+        : bytes_(std::move(bytes)), gate_(std::move(gate)), ahead_(ahead)
+    {}
+    ~GatedReader() override
+    {
+        if (!in_flight_) return;
+        std::unique_lock lock(gate_->mutex);
+        ++gate_->letting_go;
+        gate_->changed.notify_all();
+        gate_->changed.wait(lock, [this] { return gate_->open; });
+        ++gate_->let_go;
+        gate_->changed.notify_all();
+    }
+
+    std::size_t read(std::uint64_t offset, std::uint8_t* out, std::size_t max, std::error_code& ec) override
+    {
+        bool pending = false;
+        return read_or_wait(offset, out, max, ec, pending, nullptr);
+    }
+    std::size_t read_or_wait(std::uint64_t offset, std::uint8_t* out, std::size_t max, std::error_code& ec,
+                             bool& pending, const std::function<void()>& wake) override
+    {
+        ec.clear();
+        pending = false;
+        std::uint64_t end = bytes_.end();
+        if (offset >= ahead_) {
+            std::unique_lock lock(gate_->mutex);
+            if (!gate_->open && wake) {
+                pending = true;  // never woken: the test's client goes away first
+                return 0;
+            }
+            gate_->changed.wait(lock, [this] { return gate_->open; });
+        } else {
+            end = ahead_;
+            if (!in_flight_) {
+                in_flight_ = true;
+                std::lock_guard lock(gate_->mutex);
+                ++gate_->started;
+                gate_->changed.notify_all();
+            }
+        }
+        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(max, end - offset));
+        std::memcpy(out, bytes_.data() + (offset - bytes_.start()), n);
+        return n;
+    }
+    bool close_waits() const noexcept override
+    {
+        std::lock_guard lock(gate_->mutex);
+        return in_flight_ && !gate_->open;
+    }
+    const std::string& error_message() const noexcept override { return message_; }
+
+private:
+    BlobRange bytes_;  ///< in memory
+    std::shared_ptr<AheadGate> gate_;
+    std::uint64_t ahead_;
+    bool in_flight_ = false;
+    std::string message_;
+};
+
+/// A MemoryStore whose Blobs named "ahead.*" are read through GatedReaders
+/// that read ahead from 1 MiB on.
+class ReadAheadStore final : public Store {
+public:
+    explicit ReadAheadStore(std::shared_ptr<AheadGate> gate) : gate_(std::move(gate)) {}
+    MemoryStore inner{MemoryStore::Options{32u << 20}};
+
+    std::string_view kind() const noexcept override { return "memory"; }
+    BlobInfo stat(std::string_view name) const override { return inner.stat(name); }
+    std::vector<BlobInfo> list() const override { return inner.list(); }
+    BlobRange read(std::string_view name, std::uint64_t start, std::uint64_t end) const override
+    {
+        BlobRange bytes = inner.read(name, start, end);
+        if (name.substr(0, 6) != "ahead.") return bytes;
+        const BlobInfo info = bytes.blob();
+        return BlobRange(info, start, end, std::make_shared<GatedReader>(std::move(bytes), gate_, 1u << 20));
+    }
+    std::unique_ptr<Reservation> reserve(std::string_view name, std::uint64_t size, ReserveMode mode,
+                                         ChecksumAlgorithm checksum) override
+    {
+        return inner.reserve(name, size, mode, checksum);
+    }
+    BlobInfo remove(std::string_view name) override { return inner.remove(name); }
+    StoreUsage usage() const override { return inner.usage(); }
+
+private:
+    std::shared_ptr<AheadGate> gate_;
+};
+
+struct ReadAheadFixture {
+    std::shared_ptr<AheadGate> gate = std::make_shared<AheadGate>();
+    ReadAheadStore store{gate};
+    TicketRegistry tickets{30s};
+    ReservationTable reservations{60s};
+    DataServer server{store, tickets, reservations, Fixture::config()};
+    ReadAheadFixture() { server.start(); }
+    ~ReadAheadFixture() { gate->let_through(); }
+    ProtocolPeer connect() const { return ProtocolPeer::connect("127.0.0.1", server.port(), 10s); }
+};
+
+}  // namespace
+
+// A pull whose reader still has a read on its way when its connection
+// closes (a RadosStore's read-ahead with an OSD stopped): the reader is let
+// go off the reactor, which answers every other connection meanwhile; once
+// the read completes the reader goes, nothing is left behind.
+BOOST_FIXTURE_TEST_CASE(a_pull_closed_with_its_read_ahead_in_flight_does_not_stall_the_reactor, ReadAheadFixture)
+{
+    const auto held = pattern(4u << 20);
+    put(store.inner, "ahead.1", std::string(held.begin(), held.end()));
+    {
+        ProtocolPeer gone = connect();
+        gone.send_request(protocol::FrameType::pull, tickets.issue(pull_binding("ahead.1", 0, held.size())), 0,
+                          held.size());
+        BOOST_REQUIRE(gone.receive_response().status == Errc::ok);
+        BOOST_REQUIRE(gate->wait_for(gate->started, 1));
+        const linger reset{1, 0};  // the client goes away
+        ::setsockopt(gone.fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+    }
+    // The server lets the reader go (noticing the reset, or the pull's
+    // inactivity timeout while it waits for the rest): bounded.
+    BOOST_REQUIRE(gate->wait_for(gate->letting_go, 1));
+
+    const auto data = pattern(2u << 20);
+    const Checksum checksum = ChecksumState::of(ChecksumAlgorithm::crc32c, data.data(), data.size());
+    ProtocolPeer other = connect();
+    TicketBinding push;
+    push.direction = protocol::FrameType::push;
+    push.blob = "other.1";
+    push.reservation = reservations.add(store.inner.reserve(push.blob, data.size()));
+    push.length = data.size();
+    other.send_request(protocol::FrameType::push, tickets.issue(push), 0, data.size());
+    other.send(data.data(), data.size());
+    other.send_trailer(checksum);
+    BOOST_CHECK(other.receive_response().status == Errc::ok);
+    ChecksumState pulled(ChecksumAlgorithm::crc32c);
+    BOOST_CHECK(other.pull(tickets.issue(pull_binding("other.1", 0, data.size())), 0, data.size(), &pulled).status ==
+                Errc::ok);
+    BOOST_CHECK(pulled.finish() == checksum);
+    {
+        std::lock_guard lock(gate->mutex);
+        BOOST_CHECK_MESSAGE(!gate->open && gate->let_go == 0, "answered only once the read-ahead completed");
+    }
+
+    gate->let_through();
+    BOOST_CHECK(gate->wait_for(gate->let_go, 1));
+    BOOST_CHECK(transfers_reach(server, 0));
+    BOOST_CHECK_EQUAL(reservations.open(), 0u);
+}

@@ -186,7 +186,9 @@ private:
     int wait_off_reactor();
     /// On the reactor thread, when what the pull waits for may have come.
     void on_wake() noexcept;
-    /// The pull's range and stream buffer are let go.
+    /// The pull's range and stream buffer are let go; a reader whose store
+    /// still has a read on its way (BlobReader::close_waits()) on the
+    /// CommitPool, which waits for that read off the reactor.
     void release_range() noexcept;
     int finish_pull();
     int next_request();

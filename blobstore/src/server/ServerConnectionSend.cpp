@@ -359,6 +359,18 @@ void ServerConnection::release_range() noexcept
     if (wake_token_) wake_token_->connection = nullptr;
     wake_token_.reset();
     follow_.reset();
+    if (range_.reader() && range_.reader()->close_waits() && server_->commits) {
+        // The store's read-ahead is still on its way (a RadosStore's: an
+        // OSD that stops answering holds it up to the operation timeout):
+        // the reader goes on a CommitPool thread, which waits for it there.
+        try {
+            auto held = std::make_shared<BlobRange>(std::move(range_));
+            server_->commits->submit([held] { *held = BlobRange{}; }, [] {});
+        } catch (const std::exception& e) {
+            spdlog::warn("data connection {}: the reader of {} is let go here, waiting for its store: {}", peer_,
+                         quote_name(binding_.blob), e.what());
+        }
+    }
     range_ = BlobRange{};
     std::vector<std::uint8_t>().swap(stream_);
     stream_at_ = stream_end_ = 0;

@@ -69,6 +69,10 @@ public:
         return n;
     }
 
+    /// A piece still on its way: destroying it waits for librados, which
+    /// writes into its bytes until the read completes.
+    bool close_waits() const noexcept override { return !current_.read.ready() || !next_.read.ready(); }
+
     const std::string& error_message() const noexcept override { return message_; }
 
 private:

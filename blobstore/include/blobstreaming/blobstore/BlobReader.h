@@ -41,6 +41,13 @@ public:
         return read(offset, out, max, ec);
     }
 
+    /// Letting the reader go now would wait for the store: a read it
+    /// started is still on its way and must complete before its buffer may
+    /// go (a RadosStore's read-ahead, up to the cluster's operation timeout
+    /// when an OSD stops answering). The daemon then lets it go on a thread
+    /// of its own, not on the reactor thread. By default false.
+    virtual bool close_waits() const noexcept { return false; }
+
     /// The message of the last failed read(); "" before any.
     virtual const std::string& error_message() const noexcept = 0;
 };
