@@ -53,9 +53,10 @@ CosNaming::NamingContext_ptr naming_context(CORBA::ORB_ptr orb, const std::strin
     const std::string where = "cannot contact the naming service at " + url;
     try {
         CORBA::Object_var obj = orb->string_to_object(url.c_str());
+        // _narrow asks the server (_is_a: a URL's reference has no type), so
+        // "not running" is reported here, in one round trip.
         CosNaming::NamingContext_var ctx = CosNaming::NamingContext::_narrow(obj);
         if (CORBA::is_nil(ctx)) throw Error(Errc::unreachable, where + ": not a naming context");
-        ctx->_non_existent();  // contact it now, so that "not running" is reported here
         return ctx._retn();
     } catch (const CORBA::BAD_PARAM&) {
         throw Error(Errc::invalid_argument, "invalid naming service address " + url +
