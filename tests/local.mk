@@ -60,6 +60,7 @@ system_tests = \
 	tests/test_dicom_retrieve.py \
 	tests/test_dicom_index.py \
 	tests/test_dicom_rescan.py \
+	tests/test_round_trips.py \
 	tests/test_dicom_postgresql.py
 TESTS += $(system_tests)
 # bsbench and sdc-bench are built by the bench targets only; this test runs them too.
