@@ -215,17 +215,23 @@ def settled(measure, what, quiet=0.3, timeout=30):
     return wait_for(still, timeout, what, interval=0.05)
 
 
-def closed_mid_read_ahead(c, ceph, daemon, name):
-    """A pull whose client goes away while the daemon's read-ahead waits for
-    the stopped OSD: the reader is let go off the reactor."""
-    osd = next(d for d in ceph.daemons if d.name.startswith("ceph-osd"))
-    step(f"a pull of {name} whose client is killed while its read-ahead waits for the stopped OSD")
-    err_path = c.path("ahead-pull.err")
+def spawn_pull(c, name, err_name):
+    """`blob pull NAME -` over TCP, its bytes on a pipe the test reads at its own pace; stderr in `err_name`."""
+    err_path = c.path(err_name)
     with open(err_path, "wb") as err:
         reader = c.spawn("blob pull", [harness.program("clients/blob"), "--naming", c.naming, "--store", STORE,
                                        "--json", "--timeout", "60", "--no-local", "pull", name, "-"],
                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
     reader.log_paths.append(err_path)
+    return reader
+
+
+def closed_mid_read_ahead(c, ceph, daemon, name):
+    """A pull whose client goes away while the daemon's read-ahead waits for
+    the stopped OSD: the reader is let go off the reactor."""
+    osd = next(d for d in ceph.daemons if d.name.startswith("ceph-osd"))
+    step(f"a pull of {name} whose client is killed while its read-ahead waits for the stopped OSD")
+    reader = spawn_pull(c, name, "ahead-pull.err")
     check_equal(len(reader.popen.stdout.read(16 * MiB)), 16 * MiB, "bytes pulled before the OSD stops")
     # The client stops reading: the daemon fills the socket and waits to
     # write, its next piece read ahead (the OSD still answers).
@@ -266,12 +272,7 @@ def closed_mid_read_ahead(c, ceph, daemon, name):
 def osd_stopped(c, ceph, daemon, name, digest):
     osd = next(d for d in ceph.daemons if d.name.startswith("ceph-osd"))
     step(f"the OSD stopped (SIGSTOP {osd.pid}) in the middle of a pull of {name}")
-    err_path = c.path("stopped-pull.err")
-    with open(err_path, "wb") as err:
-        reader = c.spawn("blob pull", [harness.program("clients/blob"), "--naming", c.naming, "--store", STORE,
-                                       "--json", "--timeout", "60", "--no-local", "pull", name, "-"],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
-    reader.log_paths.append(err_path)
+    reader = spawn_pull(c, name, "stopped-pull.err")
     got = reader.popen.stdout.read(16 * MiB)
     check_equal(len(got), 16 * MiB, "bytes pulled before the OSD stops")
     os.kill(osd.pid, signal.SIGSTOP)
@@ -285,7 +286,7 @@ def osd_stopped(c, ceph, daemon, name, digest):
         probe_refusals(daemon, drain)
         drain.join(timeout=90)
         rest = rest[0] if rest else b""
-        code, text = ended(reader, err_path, 90)
+        code, text = ended(reader, reader.log_paths[-1], 90)
         step(f"blob pull exited {code} after {time.monotonic() - t0:.1f} s with {len(got) + len(rest)} bytes: {text}")
         check_equal(code, EXIT["transfer_failed"], f"exit status of the pull with the OSD stopped ({text!r})")
         check(len(got) + len(rest) < 100 * MiB, "the pull delivered every byte with the OSD stopped")
