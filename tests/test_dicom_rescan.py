@@ -73,6 +73,9 @@ def test(c):
     check_equal(gw.proc.stop(), 0, "exit status of the gateway after SIGTERM")
     with sqlite3.connect(c.path("index.sqlite")) as db:
         db.execute("DROP TABLE copies")
+    check_equal(where(study[2]["sop"]), [("slice0003.dcm", "ws2")], "blob find on an index without its copies table")
+    check_equal(instances(f"SOPInstanceUID={study[2]['sop']}")[0]["stores"], "ws2",
+                "the stores of an instance of an index without its copies table")
     late = make_objects(c, "study", c.path("late"), "2", "PAT10", "20261128")
     c.blob("push", "--name", "late.dcm", late[0]["path"], store="ws1").ok()
     c.blob("rm", "slice0001.dcm", store="ws1").ok()

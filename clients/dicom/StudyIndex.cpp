@@ -214,7 +214,7 @@ const char* group_key(Level level)
 /// The SELECT list of a level: its attributes and those above (grouped
 /// levels: MIN of each, the group key itself), then counts (or, for
 /// instances, where the Blob is). Every column named as it is returned.
-std::string select_list(Level level, Dialect dialect)
+std::string select_list(Level level, Dialect dialect, bool copies)
 {
     std::string list;
     auto add = [&list](const std::string& expr, const std::string& name) {
@@ -245,7 +245,12 @@ std::string select_list(Level level, Dialect dialect)
     case Level::series: add("COUNT(*)", "NumberOfSeriesRelatedInstances"); break;
     case Level::instance:
         for (const char* c : kInstanceColumns) add(quoted(c), c);
-        // Every store holding a copy (table copies), sorted, comma-separated.
+        // Every store holding a copy (table copies), sorted, comma-separated;
+        // an index no gateway of this release has opened yet: the one store.
+        if (!copies) {
+            add(quoted("store"), "stores");
+            break;
+        }
         add(dialect == Dialect::sqlite
                 ? "(SELECT group_concat(\"store\", ',') FROM (SELECT \"store\" FROM copies WHERE \"sop\" = "
                   "instances.\"SOPInstanceUID\" ORDER BY \"store\"))"
@@ -280,7 +285,17 @@ std::string order_of(Level level)
 
 StudyIndex::StudyIndex(const std::string& url, bool writable) : backend_(open_backend(url, writable))
 {
-    if (!writable) return;
+    if (!writable) {
+        // A reader of an index written by an older gateway (no copies table).
+        has_copies_ = !backend_
+                           ->run(backend_->dialect() == Dialect::sqlite
+                                     ? "SELECT 1 AS \"found\" FROM sqlite_master WHERE type = 'table' AND name = "
+                                       "'copies'"
+                                     : "SELECT 1 AS \"found\" WHERE to_regclass('copies') IS NOT NULL",
+                                 {})
+                           .empty();
+        return;
+    }
     const bool sqlite = backend_->dialect() == Dialect::sqlite;
     std::string schema = sqlite ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; " : "";
     schema += "CREATE TABLE IF NOT EXISTS instances (";
@@ -482,8 +497,8 @@ std::vector<IndexRow> StudyIndex::find(Level level, const std::vector<Match>& ma
 {
     const Dialect dialect = backend_->dialect();
     std::vector<std::string> params;
-    std::string sql =
-        "SELECT " + select_list(level, dialect) + " FROM instances WHERE " + sql_condition(matches, params, dialect);
+    std::string sql = "SELECT " + select_list(level, dialect, has_copies_) + " FROM instances WHERE " +
+                      sql_condition(matches, params, dialect);
     if (const char* key = group_key(level)) sql += " GROUP BY " + quoted(key);
     sql += " ORDER BY " + order_of(level);
     std::vector<IndexRow> rows = backend_->run(sql, params);

@@ -135,6 +135,9 @@ private:
     std::unique_ptr<Backend> backend_;
     /// put() and remove() each run several statements: one at a time.
     std::mutex write_mutex_;
+    /// The index has its copies table (a writer makes it; a reader may
+    /// open an index an older gateway wrote).
+    bool has_copies_ = true;
     std::function<void(const std::string&, std::int64_t)> on_put_;
 };
 
