@@ -107,17 +107,15 @@ void EventIndexer::run()
         room_.notify_one();
         try {
             handle(event);
-        } catch (const Error& e) {
+        } catch (const std::exception& e) {
             // A rescan's Blob may go between the list and its read.
-            if (e.code() == Errc::no_such_blob && event.reason == kRescan)
+            const auto* error = dynamic_cast<const Error*>(&e);
+            if (error && error->code() == Errc::no_such_blob && event.reason == kRescan)
                 spdlog::debug("index: Blob {} in store \"{}\" is gone since the rescan listed it",
                               quote_name(event.blob.name), event.store);
             else
                 spdlog::error("index: Blob {} in store \"{}\" ({} #{}): {}", quote_name(event.blob.name), event.store,
                               client::to_string(event.kind), event.sequence, e.what());
-        } catch (const std::exception& e) {
-            spdlog::error("index: Blob {} in store \"{}\" ({} #{}): {}", quote_name(event.blob.name), event.store,
-                          client::to_string(event.kind), event.sequence, e.what());
         }
     }
 }
@@ -270,30 +268,29 @@ void EventIndexer::rescan(const std::string& store, const std::vector<IndexedBlo
     std::set<std::string> present;
     std::size_t to_read = 0, to_remove = 0;
     const auto now = std::chrono::system_clock::now();
+    auto queue = [&](client::StoreEventKind kind, const BlobInfo& blob) {
+        client::StoreEvent event;
+        event.store = store;
+        event.kind = kind;
+        event.reason = kRescan;
+        event.time = now;
+        event.blob = blob;
+        enqueue(event, true);
+    };
     for (const client::StoredBlob& blob : listed.blobs) {
         present.insert(blob.info.name);
         const std::string checksum = blob.info.checksum.text();
         // Indexed as it is, or read before and not indexable.
         const auto copy = here.find(blob.info.name);
         if ((copy != here.end() && copy->second == checksum) || unindexable(store, blob.info.name, checksum)) continue;
-        client::StoreEvent event;
-        event.store = store;
-        event.kind = client::StoreEventKind::committed;
-        event.reason = kRescan;
-        event.time = now;
-        event.blob = blob.info;
-        enqueue(event, true);
+        queue(client::StoreEventKind::committed, blob.info);
         ++to_read;
     }
     for (const auto& [name, checksum] : here) {
         if (present.count(name)) continue;
-        client::StoreEvent event;
-        event.store = store;
-        event.kind = client::StoreEventKind::removed;
-        event.reason = kRescan;
-        event.time = now;
-        event.blob.name = name;
-        enqueue(event, true);
+        BlobInfo gone;
+        gone.name = name;
+        queue(client::StoreEventKind::removed, gone);
         ++to_remove;
     }
     if (to_read || to_remove)
