@@ -169,15 +169,18 @@ def refusal_time(daemon):
     return time.monotonic() - t0
 
 
-def probe_refusals(daemon, waiting, seconds=6):
-    """While thread `waiting` runs (a transfer waits for the stopped OSD), for
-    at most `seconds`: each garbage Request is refused within 2 s."""
+def probe_refusals(daemon, waiting=None, seconds=6):
+    """For `seconds`, or less once thread `waiting` ends (a transfer that
+    waits for the stopped OSD): each garbage Request is refused within 2 s."""
     t0 = time.monotonic()
     slowest = 0.0
-    while time.monotonic() - t0 < seconds and waiting.is_alive():
+    while time.monotonic() - t0 < seconds and (waiting is None or waiting.is_alive()):
         slowest = max(slowest, refusal_time(daemon))
         check(slowest < 2, f"a refusal took {slowest:.1f} s: the reactor waited for the OSD")
-        waiting.join(timeout=0.2)  # the next probe, or the transfer has ended
+        if waiting is None:
+            time.sleep(0.2)  # the pace of the probes
+        else:
+            waiting.join(timeout=0.2)  # the next probe, or the transfer has ended
     step(f"slowest refusal {slowest * 1000:.1f} ms")
 
 
@@ -257,10 +260,7 @@ def closed_mid_read_ahead(c, ceph, daemon, name):
         reader.popen.wait(timeout=30)
         step(f"client (pid {reader.pid}) killed {written - boundary} bytes into the data object after byte "
              f"{boundary}: a garbage Request is refused at once, every time, for 4 s")
-        window = threading.Thread(target=time.sleep, args=(4,))  # how long the probes last
-        window.start()
-        probe_refusals(daemon, window)
-        window.join()
+        probe_refusals(daemon, seconds=4)
         step(f"probed for {time.monotonic() - t0:.1f} s after the kill")
     finally:
         os.kill(osd.pid, signal.SIGCONT)
