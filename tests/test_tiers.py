@@ -15,8 +15,11 @@
 - `blob copy`: the destination stores fetch from the source (third-party
   transfer), in a chain (each destination from the one before it: the
   source sends each Blob once), bit-exact, with --json lines per copy and
-  per destination; refusals of a Blob that exists (without --replace), a
-  missing Blob, an unknown store and bad command lines;
+  per destination; from a source on this host that offers its files, every
+  destination reads the source's file instead (its data port sends
+  nothing), and a rotted file there is refused; refusals of a Blob that
+  exists (without --replace), a missing Blob, an unknown store and bad
+  command lines;
 - a pull of a Blob a copy is still bringing to the store follows the copy
   (the client has bytes while the store does not list the Blob yet); a
   source that stalls mid-fetch fails the read-through pull after
@@ -98,7 +101,9 @@ def await_landed(daemon, name, n=4096):
 
 
 def read_through(c):
-    central = c.start_daemon("central", "file", tier="central", extra=["--no-sync"])
+    # --no-local: central's Blobs come through its data port, as from the
+    # central archive's own host (copies() covers a source on this host).
+    central = c.start_daemon("central", "file", tier="central", extra=["--no-sync", "--no-local"])
     ws = c.start_daemon("ws", "file", tier="workstation", extra=["--read-through", "--no-sync"])
     sources = {}
     for name, size in (("CT.1", 3 * MiB + 17), ("CT.2", 24 * MiB), ("CT.3", MiB), ("CT.4", MiB), ("CT.5", MiB),
@@ -230,8 +235,16 @@ def read_through(c):
     ws.stop()
 
 
+def file_reads(daemon, name, source):
+    """Fetches of `name` the daemon made by reading `source`'s file on this host."""
+    return sum(1 for line in log_text(daemon).splitlines()
+               if f'fetched "{name}"' in line and f'from store "{source}"' in line and "its file on this host" in line)
+
+
 def copies(c):
-    src = c.start_daemon("src", "file", tier="central", extra=["--no-sync"])
+    # --no-local: the source offers no file to this host, as one on another
+    # host: the destinations chain through their data ports.
+    src = c.start_daemon("src", "file", tier="central", extra=["--no-sync", "--no-local"])
     dests = [c.start_daemon(n, "memory:256M", tier="cluster") for n in ("a", "b", "c")]
     names = [f"MR.{i}" for i in range(12)]
     files = []
@@ -268,6 +281,29 @@ def copies(c):
         check_equal(fetched(dests[1], name, "a"), 1, f"b fetched {name} from a")
         check_equal(fetched(dests[2], name, "b"), 1, f"c fetched {name} from b")
 
+    step("a source on this host that offers its files: every destination reads the source's file, none "
+         "chains, the source's data port sends nothing; bit-exact")
+    near = c.start_daemon("near", "file", tier="central", extra=["--no-sync"])
+    c.blob("push", *files, store="near").ok()
+    near_sums = {b["name"]: (b["size"], b["checksum"]) for b in c.blob("ls", store="near").ok()["blobs"]}
+    c.blob("copy", *names, "--to", "a,b,c", "--from", "near", "--replace", json_out=False).ok()
+    for d in ("a", "b", "c"):
+        got = {b["name"]: (b["size"], b["checksum"]) for b in c.blob("ls", store=d).ok()["blobs"]}
+        check_equal(got, near_sums, f"sizes and checksums at {d} copied from near")
+    for name in names:
+        check_equal(sent(near, name), 0, f"pulls of {name} served by near's data port")
+        for d in dests:
+            check_equal(file_reads(d, name, "near"), 1, f"{d.name} read {name} from near's file")
+    check_equal(c.pull_checksum("MR.7", "b", c.path("pulled")), harness.checksum_file(files[7]), "MR.7 at b")
+
+    step("a rotted file at a source on this host: the copy is refused, nothing appears at the destination")
+    corrupt_file_blob(near, "MR.6")
+    c.blob("rm", "MR.6", store="a").ok()
+    c.blob("copy", "MR.6", "--to", "a", "--from", "near", json_out=False).error(
+        EXIT["digest_mismatch"], "source's checksum")
+    check_equal(c.blob("stat", "MR.6", store="a").code, EXIT["no_such_blob"], "exit of stat MR.6 at a")
+    check_equal(sent(near, "MR.6"), 0, "pulls of MR.6 served by near's data port")
+
     step("refusals: an existing Blob without --replace, a missing Blob, an unknown store, bad command lines")
     c.blob("copy", "MR.0", "--to", "a", "--from", "src", json_out=False).error(EXIT["already_exists"], "MR.0")
     c.blob("copy", "MR.0", "--to", "a", "--from", "src", "--replace").ok()
@@ -300,7 +336,8 @@ def read_within(pipe, n, timeout, what):
 
 
 def in_flight(c):
-    src = c.start_daemon("src2", "file", tier="central", extra=["--no-sync"])
+    # --no-local: bytes through src2's data port, which SIGSTOP stalls.
+    src = c.start_daemon("src2", "file", tier="central", extra=["--no-sync", "--no-local"])
     d = c.start_daemon("d", "file", tier="workstation", extra=["--no-sync", "--fetch-timeout", "20"])
     ws2 = c.start_daemon("ws2", "file", tier="workstation", extra=["--no-sync", "--read-through", "--fetch-timeout", "2"])
     big = c.path("src-CT.copied")

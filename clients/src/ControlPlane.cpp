@@ -726,24 +726,32 @@ std::vector<PrunedStore> ControlPlane::prune(std::chrono::milliseconds bound)
     return out;
 }
 
+StoreStatus ControlPlane::status(const std::string& store, const std::string& what)
+{
+    StoreStatus s;
+    s.name = store;
+    with_store(*refs_, options_, store, what, [&](BlobStreaming::BlobStore_ptr ref) {
+        BlobStreaming::StoreStatus_var st = ref->status();
+        BlobStreaming::DataEndpoint_var data = ref->dataAddress();
+        fill_status(s, st.in(), data.in());
+        return 0;
+    });
+    s.reachable = true;
+    return s;
+}
+
 std::vector<StoreStatus> ControlPlane::stores()
 {
     std::vector<StoreStatus> out;
     for (const auto& name : store_names()) {
-        StoreStatus s;
-        s.name = name;
         try {
-            with_store(*refs_, options_, name, "stores", [&](BlobStreaming::BlobStore_ptr ref) {
-                BlobStreaming::StoreStatus_var st = ref->status();
-                BlobStreaming::DataEndpoint_var data = ref->dataAddress();
-                fill_status(s, st.in(), data.in());
-                return 0;
-            });
-            s.reachable = true;
+            out.push_back(status(name, "stores"));
         } catch (const Error& e) {
+            StoreStatus s;
+            s.name = name;
             s.error = e.what();
+            out.push_back(std::move(s));
         }
-        out.push_back(std::move(s));
     }
     return out;
 }

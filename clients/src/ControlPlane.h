@@ -112,6 +112,9 @@ public:
     /// naming the stores asked and those that did not answer.
     std::string nearest_holder(const std::string& name, const std::string& what);
     std::vector<StoreStatus> stores();
+    /// One store's status (reachable true); Error as any call to it, with
+    /// `what` naming the operation.
+    StoreStatus status(const std::string& store, const std::string& what);
     /// Removes the Naming Service entries whose daemon is gone (corba::probe:
     /// connection refused, object unknown to its server), each checked
     /// within `bound`; entries whose daemon answers, is silent, or cannot be

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -97,10 +98,10 @@ private:
                 if (next_[k] == names_.size()) return;
                 i = next_[k]++;
                 if (k > 0) {
-                    changed_.wait(lock, [&] { return hops_[i * m + k - 1] != Hop::pending; });
-                    const Hop before = hops_[i * m + k - 1];
-                    if (options_.chain && before != Hop::failed) source = options_.to[k - 1];
-                    else source = sources_[i];  // may be "" when finding a source failed: copy_one says why
+                    // The source the first destination found ("" when
+                    // finding one failed: copy_one says why).
+                    changed_.wait(lock, [&] { return hops_[i * m] != Hop::pending || !sources_[i].empty(); });
+                    source = sources_[i];
                 }
             }
             Result r;
@@ -113,8 +114,9 @@ private:
         }
     }
 
-    /// Blob i to destination k from `source` ("" for k = 0: CopyOptions::from
-    /// or the nearest holder that is not a destination).
+    /// Blob i to destination k; `source` is "" for k = 0 (CopyOptions::from
+    /// or the nearest holder that is not a destination), else the source
+    /// destination 0 found.
     Result copy_one(std::size_t i, std::size_t k, std::string source)
     {
         const std::string& name = names_[i];
@@ -126,8 +128,11 @@ private:
             validate_blob_name(name);
             if (k == 0) {
                 source = options_.from.empty() ? nearest_source(name) : options_.from;
-                std::lock_guard lock(mutex_);
-                sources_[i] = source;
+                {
+                    std::lock_guard lock(mutex_);
+                    sources_[i] = source;
+                }
+                changed_.notify_all();
             } else if (source.empty()) {
                 throw Error(Errc::no_such_blob, "copy " + quote_name(name) + " to \"" + to +
                                                     "\": no source (finding one for the first destination failed)");
@@ -142,34 +147,104 @@ private:
         return r;
     }
 
-    /// Blob i to destination k from `source`, in two steps: once the
-    /// destination has begun (Hop::begun) the next store of a chain may
-    /// fetch from it. A chained fetch whose previous hop failed (the bytes
-    /// it followed broke off) is made again from the source.
+    /// Where each destination fetches a Blob of `source` from: the index
+    /// of the destination it follows, or kSource. Every destination on the
+    /// source's host that offers local reads reads the source's file
+    /// (StoreStatus::local_files: no loopback TCP, the source's data port
+    /// idle); the others form the chain (CopyOptions::chain), the first of
+    /// them from the source. Asked of the stores once per source.
+    static constexpr std::size_t kSource = ~std::size_t{0};
+    struct Route {
+        std::vector<std::size_t> from;  ///< per destination
+        std::vector<bool> followed;     ///< a later destination follows it
+    };
+    const Route& route(const std::string& source)
+    {
+        {
+            std::lock_guard lock(mutex_);
+            if (const auto it = routes_.find(source); it != routes_.end()) return it->second;
+        }
+        const std::size_t m = options_.to.size();
+        Route r{std::vector<std::size_t>(m, kSource), std::vector<bool>(m, false)};
+        if (options_.chain) {
+            const std::string src_host = host_offering_files(source);
+            std::size_t last = kSource;
+            for (std::size_t k = 0; k < m; ++k) {
+                if (!src_host.empty() && host_of(options_.to[k]) == src_host) continue;  // reads the file
+                r.from[k] = last;
+                if (last != kSource) r.followed[last] = true;
+                last = k;
+            }
+        }
+        std::lock_guard lock(mutex_);
+        return routes_.emplace(source, std::move(r)).first->second;  // another lane's when it was first
+    }
+
+    /// The host (boot id) of `store` when it offers its files to that host,
+    /// else "" (also when it does not answer: its fetches say why).
+    std::string host_offering_files(const std::string& store)
+    {
+        const std::optional<StoreStatus> s = status_of(store);
+        return s && s->local_files ? s->host : std::string();
+    }
+    std::string host_of(const std::string& store)
+    {
+        const std::optional<StoreStatus> s = status_of(store);
+        return s ? s->host : std::string();
+    }
+    std::optional<StoreStatus> status_of(const std::string& store)
+    {
+        {
+            std::lock_guard lock(mutex_);
+            if (const auto it = statuses_.find(store); it != statuses_.end()) return it->second;
+        }
+        std::optional<StoreStatus> s;
+        try {
+            s = session_.control->status(store, "copy");
+        } catch (const Error& e) {
+            library_log()->debug("copy: the status of store \"{}\": {}", store, e.what());
+        }
+        std::lock_guard lock(mutex_);
+        return statuses_.emplace(store, s).first->second;
+    }
+
+    /// Blob i to destination k, from `source` or the destination its route
+    /// follows. A hop a later destination follows goes in two steps: once
+    /// it has begun (Hop::begun) the follower may fetch from it. Any other
+    /// hop is one call (BlobStore::fetch: no thread of its own at the
+    /// destination, one round trip fewer). A fetch whose hop followed
+    /// failed (the bytes it followed broke off) is made again from the
+    /// source.
     BlobInfo fetch(std::size_t i, std::size_t k, const std::string& source)
     {
         const std::string& name = names_[i];
         const std::string& to = options_.to[k];
         const std::size_t m = options_.to.size();
-        try {
-            session_.control->begin_fetch(to, name, source, options_.overwrite);
+        const Route& r = route(source);
+        const auto fetch_from = [&](const std::string& from) {
+            if (!r.followed[k]) return session_.control->fetch(to, name, from, options_.overwrite);
+            session_.control->begin_fetch(to, name, from, options_.overwrite);
             begun(i * m + k);
             return session_.control->await_fetch(to, name);
+        };
+        const std::size_t j = r.from[k];
+        if (j == kSource) return fetch_from(source);
+        {
+            std::unique_lock lock(mutex_);
+            changed_.wait(lock, [&] { return hops_[i * m + j] != Hop::pending; });
+            if (hops_[i * m + j] == Hop::failed) return fetch_from(source);
+        }
+        try {
+            return fetch_from(options_.to[j]);
         } catch (const Error& e) {
-            if (k == 0 || source != options_.to[k - 1]) throw;
-            std::string origin;
             {
                 std::unique_lock lock(mutex_);
-                changed_.wait(lock,
-                              [&] { return hops_[i * m + k - 1] == Hop::done || hops_[i * m + k - 1] == Hop::failed; });
-                if (hops_[i * m + k - 1] == Hop::done || sources_[i].empty()) throw;
-                origin = sources_[i];
+                changed_.wait(lock, [&] { return hops_[i * m + j] == Hop::done || hops_[i * m + j] == Hop::failed; });
+                if (hops_[i * m + j] == Hop::done) throw;
             }
             library_log()->info("copy {} to \"{}\": the copy at \"{}\" it followed failed ({}); from \"{}\" instead",
-                                quote_name(name), to, source, e.what(), origin);
-            session_.control->begin_fetch(to, name, origin, options_.overwrite);
-            begun(i * m + k);
-            return session_.control->await_fetch(to, name);
+                                quote_name(name), to, options_.to[j], e.what(), source);
+            return fetch_from(source);
         }
     }
 
@@ -217,6 +292,8 @@ private:
     std::vector<Hop> hops_;
     std::vector<std::string> sources_;
     std::vector<std::size_t> next_;
+    std::map<std::string, Route> routes_;  ///< per source; references stay valid
+    std::map<std::string, std::optional<StoreStatus>> statuses_;
 };
 
 }  // namespace

@@ -67,6 +67,8 @@ void fill_status(StoreStatus& out, const BlobStreaming::StoreStatus& status, con
     out.reserved = status.reserved;
     out.blobs = status.blobCount;
     out.data_endpoint = std::string(data.host.in()) + ":" + std::to_string(data.port);
+    out.host = status.host.in();
+    out.local_files = status.localFiles;
 }
 
 BlobStreaming::TimeValue time_value(std::chrono::milliseconds ms) noexcept

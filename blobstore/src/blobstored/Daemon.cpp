@@ -165,6 +165,7 @@ std::string Daemon::start()
     fetch.idle_timeout = options_.fetch_timeout;
     fetch.socket.send_buffer = options_.socket_buffer;
     fetch.socket.receive_buffer = options_.socket_buffer;
+    fetch.local = options_.local_fast_path;
     if (tls) fetch.tls = std::make_shared<TlsContext>(TlsContext::Role::client, options_.tls);
     fetcher_ = std::make_unique<corba::Fetcher>(*store_, fetch);
     context_.fetcher = fetcher_.get();

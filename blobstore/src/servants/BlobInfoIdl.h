@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <string>
 
 namespace blobstreaming::corba {
 
@@ -19,6 +20,18 @@ inline void to_idl(const blobstreaming::BlobInfo& in, BlobStreaming::BlobInfo& o
     to_idl(in.checksum, out.checksum);
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(in.committed.time_since_epoch()).count();
     out.committedNs = static_cast<CORBA::ULongLong>(ns < 0 ? 0 : ns);
+}
+
+/// The IDL struct as the store's type; `what` names it in a checksum error.
+inline blobstreaming::BlobInfo from_idl(const BlobStreaming::BlobInfo& in, const std::string& what)
+{
+    blobstreaming::BlobInfo out;
+    out.name = in.name.in();
+    out.size = in.size;
+    out.checksum = checksum_of(in.checksum, what);
+    out.committed = std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(in.committedNs)));
+    return out;
 }
 
 inline BlobStreaming::BlobInfo* to_idl(const blobstreaming::BlobInfo& in)

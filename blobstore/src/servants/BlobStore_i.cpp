@@ -32,14 +32,17 @@ constexpr unsigned kFetchErrors =
     kNoSuchBlob | kInvalidName | kOutOfSpace | kAlreadyExists | kLimitReached | kTransferFailed;
 }  // namespace
 
-std::string boot_id()
+const std::string& boot_id()
 {
-    std::ifstream in("/proc/sys/kernel/random/boot_id");
-    std::string id;
-    std::getline(in, id);
-    const auto first = id.find_first_not_of(" \t\r\n");
-    if (first == std::string::npos) return "";
-    return id.substr(first, id.find_last_not_of(" \t\r\n") - first + 1);
+    static const std::string id = [] {
+        std::ifstream in("/proc/sys/kernel/random/boot_id");
+        std::string line;
+        std::getline(in, line);
+        const auto first = line.find_first_not_of(" \t\r\n");
+        if (first == std::string::npos) return std::string();
+        return line.substr(first, line.find_last_not_of(" \t\r\n") - first + 1);
+    }();
+    return id;
 }
 
 void require_permission(const ServantContext& context, server::Permission permission, const char* operation)
@@ -136,6 +139,8 @@ BlobStreaming::StoreStatus* BlobStore_i::status()
         s->blobCount = static_cast<CORBA::ULong>(usage.blob_count);
         s->activeTransfers = context_.data->active_transfers();
         s->readThrough = context_.read_through != nullptr;
+        s->host = boot_id().c_str();
+        s->localFiles = context_.local_fast_path && context_.store->keeps_files();
         return s;
     } catch (...) {
         rethrow_declared(kRaisesNothing, context_.store_name);
@@ -345,6 +350,9 @@ CORBA::Boolean BlobStore_i::findLocalFile(const char* name, BlobStreaming::Local
             context_.store->stat(name);  // NoSuchBlob still applies
             return false;
         }
+        // A Blob a fetch is bringing here: its committed file (if any) is
+        // the version being replaced, and a pull follows the new bytes.
+        if (context_.fetcher && context_.fetcher->in_flight(name)) return false;
         const auto local = context_.store->local_file(name);
         // Nothing to map (mmap of 0 bytes fails): use the socket.
         if (!local || local->info.size == 0) return false;

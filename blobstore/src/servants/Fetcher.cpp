@@ -1,5 +1,9 @@
 #include "Fetcher.h"
 
+#include "BlobInfoIdl.h"
+#include "BlobStore_i.h"
+
+#include <blobstreaming/blobstore/FileStore.h>
 #include <blobstreaming/blobstore/Reservation.h>
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
@@ -16,9 +20,12 @@
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
+#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -54,6 +61,10 @@ constexpr std::size_t kMaxRemembered = 4096;
 /// of 60 s, so that the source does not close one as it is reused).
 constexpr std::size_t kMaxIdle = 16;
 constexpr std::chrono::seconds kIdleReuse{20};
+
+/// How long whether a source offers its files to this host (its status) is
+/// taken as known: one round trip per source and minute.
+constexpr std::chrono::seconds kLocalRecheck{60};
 
 /// How soon a fetch waiting for the network notices that the store stops.
 constexpr std::chrono::milliseconds kStopSlice{250};
@@ -299,13 +310,119 @@ BlobInfo Fetcher::fetch(const std::string& name, BlobStreaming::BlobStore_ptr so
     return *info;
 }
 
+struct Fetcher::LocalSource {
+    UniqueFd fd;
+    std::string path;
+    std::uint64_t data_offset = 0;
+    BlobInfo info;
+};
+
+std::optional<Fetcher::LocalSource> Fetcher::local_source(const std::string& name, BlobStreaming::BlobStore_ptr source,
+                                                          const std::string& source_name, const std::string& key,
+                                                          const std::string& what)
+{
+    if (!offers_files(source, key)) return std::nullopt;
+    BlobStreaming::LocalFile_var file;
+    bool offered = false;
+    try {
+        BlobStreaming::BlobStore_var bounded = BlobStreaming::BlobStore::_duplicate(source);
+        omniORB::setClientCallTimeout(bounded, static_cast<CORBA::ULong>(options_.call_timeout.count()));
+        offered = bounded->findLocalFile(name.c_str(), file.out());
+    } catch (...) {
+        rethrow_as_error(what, source_name, key);
+    }
+    // Not this one (an empty Blob, or one still arriving there, whose pull
+    // follows the bytes): the data port serves it.
+    if (!offered || boot_id().empty() || std::string(file->host.in()) != boot_id()) return std::nullopt;
+    LocalSource out;
+    out.path = file->path.in();
+    out.data_offset = file->dataOffset;
+    out.info = from_idl(file->info, what);
+    out.fd.reset(::open(out.path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!out.fd) {
+        // This daemon may not read the source's files (another user):
+        // its data port serves, now and for a while.
+        spdlog::info("{}: cannot open the source's file {} ({}): through its data port", what, out.path,
+                     std::strerror(errno));
+        std::lock_guard lock(mutex_);
+        offers_[key] = {false, std::chrono::steady_clock::now() + kLocalRecheck};
+        return std::nullopt;
+    }
+    // The path names whatever version was committed last: the open file
+    // must be the one the source described (else it was replaced just now,
+    // and the data port serves the version it holds).
+    std::string why;
+    const auto held = FileStore::file_info(out.fd.get(), why);
+    struct stat st {};
+    if (!held || !same_version(*held, out.info) || ::fstat(out.fd.get(), &st) != 0 ||
+        static_cast<std::uint64_t>(st.st_size) < out.data_offset + out.info.size) {
+        spdlog::debug("{}: the source's file {} no longer holds {}: through its data port", what, out.path,
+                      describe_version(out.info));
+        return std::nullopt;
+    }
+    return out;
+}
+
+bool Fetcher::offers_files(BlobStreaming::BlobStore_ptr source, const std::string& key)
+{
+    const auto now = std::chrono::steady_clock::now();
+    {
+        std::lock_guard lock(mutex_);
+        if (const auto it = offers_.find(key); it != offers_.end() && now < it->second.until) return it->second.offers;
+    }
+    bool offers = false;
+    try {
+        BlobStreaming::BlobStore_var bounded = BlobStreaming::BlobStore::_duplicate(source);
+        omniORB::setClientCallTimeout(bounded, static_cast<CORBA::ULong>(options_.call_timeout.count()));
+        BlobStreaming::StoreStatus_var status = bounded->status();
+        offers = status->localFiles && !boot_id().empty() && boot_id() == status->host.in();
+    } catch (const CORBA::Exception& e) {
+        // An older store (no such field), or one not answering: its data
+        // port is asked next, and says why.
+        spdlog::debug("store at {}: status failed (CORBA {}): its files are not read here", key, e._name());
+    }
+    std::lock_guard lock(mutex_);
+    offers_[key] = {offers, now + kLocalRecheck};
+    return offers;
+}
+
 BlobInfo Fetcher::transfer(const std::string& name, BlobStreaming::BlobStore_ptr source, const std::string& source_name,
                            ReserveMode mode, Flight& flight)
 {
     const std::string what = "fetch " + quote_name(name) + " from store \"" + source_name + "\"";
     const auto started = std::chrono::steady_clock::now();
-    BlobStreaming::TransferTicket_var ticket;
     const std::string source_endpoint = endpoint_of(source);
+    const auto done = [&](const BlobInfo& info, const char* how) {
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        spdlog::info("fetched {} ({} bytes, {}) from store \"{}\" in {:.3f} s{}", quote_name(name), info.size,
+                     info.checksum.brief(), source_name, seconds, how);
+        return info;
+    };
+
+    if (options_.local) {
+        if (auto file = local_source(name, source, source_name, source_endpoint, what)) {
+            const std::string from = what + " (its file " + file->path + " on this host)";
+            std::uint64_t at = file->data_offset;
+            const int fd = file->fd.get();
+            const BlobInfo info = receive(
+                name, file->info.size, file->info.checksum, mode, flight, from,
+                [&](std::uint8_t* data, std::size_t n) {
+                    for (;;) {
+                        const ssize_t r = ::pread(fd, data, n, static_cast<off_t>(at));
+                        if (r < 0 && errno == EINTR) continue;
+                        if (r <= 0)
+                            throw Error(Errc::io_error, from + ": cannot read it: " +
+                                                            (r < 0 ? std::strerror(errno) : "it ended early"));
+                        at += static_cast<std::uint64_t>(r);
+                        return static_cast<std::size_t>(r);
+                    }
+                },
+                [] {});
+            return done(info, " (its file on this host)");
+        }
+    }
+
+    BlobStreaming::TransferTicket_var ticket;
     BlobStreaming::TimeValue lifetime;
     lifetime.seconds = static_cast<CORBA::ULongLong>(options_.idle_timeout.count() / 1000);
     lifetime.microseconds = 0;
@@ -366,6 +483,18 @@ BlobInfo Fetcher::transfer(const std::string& name, BlobStreaming::BlobStore_ptr
         throw Error(Errc::protocol_error, what + ": the source announced " + std::to_string(response.length) +
                                               " bytes, its ticket " + std::to_string(size));
 
+    return done(receive(
+                    name, size, expected, mode, flight, what,
+                    [&](std::uint8_t* data, std::size_t n) { return connection.read_some_bytes(data, n); },
+                    [&] { give_back(data_endpoint, std::move(pooled)); }),  // ready for the next fetch
+                "");
+}
+
+BlobInfo Fetcher::receive(const std::string& name, std::uint64_t size, const Checksum& expected, ReserveMode mode,
+                          Flight& flight, const std::string& what,
+                          const std::function<std::size_t(std::uint8_t*, std::size_t)>& read,
+                          const std::function<void()>& all_read)
+{
     auto reservation = store_.reserve(name, size, mode, expected.algorithm);
     // Pulls of this name follow the bytes from here on (read-through, the
     // next store of a copy chain, any pull of it here).
@@ -389,13 +518,13 @@ BlobInfo Fetcher::transfer(const std::string& name, BlobStreaming::BlobStore_ptr
             const auto window = reservation->window(
                 static_cast<std::size_t>(std::min<std::uint64_t>(kReceiveChunk, size - received)), ec);
             if (ec) throw Error(static_cast<Errc>(ec.value()), what + ": " + reservation->error_message());
-            const std::size_t n = connection.read_some_bytes(window.data, window.size);
+            const std::size_t n = read(window.data, window.size);
             if (auto advanced = reservation->advance(n))
                 throw Error(static_cast<Errc>(advanced.value()), what + ": " + reservation->error_message());
             received += n;
             progress->landed(received);
         }
-        give_back(data_endpoint, std::move(pooled));  // every byte read: ready for the next fetch
+        all_read();
         progress->detach();
         try {
             info = reservation->commit(&expected);
@@ -412,9 +541,6 @@ BlobInfo Fetcher::transfer(const std::string& name, BlobStreaming::BlobStore_ptr
         throw;
     }
     progress->finish(info);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    spdlog::info("fetched {} ({} bytes, {}) from store \"{}\" in {:.3f} s", quote_name(name), info.size,
-                 info.checksum.brief(), source_name, seconds);
     return info;
 }
 

@@ -53,6 +53,10 @@ struct FetchOptions {
     std::shared_ptr<const TlsContext> tls;
     /// blobstored --socket-buffer, set before connect (0: autotuning).
     SocketOptions socket;
+    /// A source on this host that offers the Blob's file (findLocalFile)
+    /// is read from that file instead of its data port: one copy, no
+    /// loopback TCP (false: blobstored --no-local).
+    bool local = true;
 };
 
 /// Where read-through looks for a Blob this store lacks: the Naming
@@ -169,6 +173,25 @@ private:
     BlobInfo transfer(const std::string& name, BlobStreaming::BlobStore_ptr source, const std::string& source_name,
                       ReserveMode mode, Flight& flight);
 
+    /// The source's committed file of `name`, opened, when the source is on
+    /// this host and offers it (findLocalFile) and it still holds the
+    /// version the source described; nullopt otherwise (the data port
+    /// serves). Throws what findLocalFile raises (no such Blob, ...).
+    struct LocalSource;
+    bool offers_files(BlobStreaming::BlobStore_ptr source, const std::string& key);
+    std::optional<LocalSource> local_source(const std::string& name, BlobStreaming::BlobStore_ptr source,
+                                            const std::string& source_name, const std::string& key,
+                                            const std::string& what);
+    /// The bytes of a fetch of `size` bytes into a new reservation, from
+    /// `read` (up to n bytes into the buffer, at least one; throws on a
+    /// failure); `all_read` once every byte is in. Pulls of `name` follow
+    /// them as they land (`flight`); committed only when they match
+    /// `expected`.
+    BlobInfo receive(const std::string& name, std::uint64_t size, const Checksum& expected, ReserveMode mode,
+                     Flight& flight, const std::string& what,
+                     const std::function<std::size_t(std::uint8_t*, std::size_t)>& read,
+                     const std::function<void()>& all_read);
+
     /// The transporter kept for the source at control endpoint `key` (one
     /// per source, used by every fetch from it: two round trips fewer per
     /// fetch; the source reclaims it when idle), opened when missing.
@@ -200,6 +223,14 @@ private:
         std::unique_ptr<FetchConnection> connection;
     };
     std::map<std::string, std::vector<Idle>> idle_;  ///< data endpoint -> kept connections
+    /// Whether the source at a control endpoint offers its files to this
+    /// host (StoreStatus::localFiles, same host), and until when that is
+    /// taken as known: no findLocalFile is asked of one that does not.
+    struct Offer {
+        bool offers = false;
+        std::chrono::steady_clock::time_point until;
+    };
+    std::map<std::string, Offer> offers_;
     bool stopping_ = false;
     std::atomic<bool> stop_requested_{false};  ///< read by data connections' waits
     std::size_t threads_ = 0;                  ///< read-through threads running

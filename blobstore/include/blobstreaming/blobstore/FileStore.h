@@ -74,6 +74,7 @@ public:
     };
     Location locate(std::string_view name) const;
     std::optional<LocalFile> local_file(std::string_view name) const override;
+    bool keeps_files() const noexcept override { return true; }
 
     /// Offset of byte 0 of a Blob in its file.
     static constexpr std::uint64_t kHeaderSize = 4096;

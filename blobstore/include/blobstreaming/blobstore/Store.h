@@ -102,6 +102,9 @@ public:
     /// Blob in a file of its own (memory, object stores): the data port
     /// serves it. Errc::invalid_name, Errc::no_such_blob either way.
     virtual std::optional<LocalFile> local_file(std::string_view name) const;
+    /// true when local_file() names its committed Blobs' files (a
+    /// FileStore): a process on this host may read them there.
+    virtual bool keeps_files() const noexcept { return false; }
 
     /// true when read() may wait on another host (an object store reads
     /// its index over the network): the data plane then opens a pull's

@@ -58,6 +58,8 @@ struct StoreStatus {
     std::uint64_t reserved = 0;
     std::uint64_t blobs = 0;
     std::string data_endpoint;  ///< HOST:PORT of its data port
+    std::string host;           ///< its host's boot id: equal for stores of one host
+    bool local_files = false;   ///< it offers its Blobs' files to processes of its host
 };
 
 /// A registered store that did not answer an operation across every store
