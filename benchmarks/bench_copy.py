@@ -7,10 +7,14 @@ from fork to exit; the destinations are memory stores (the copies measure
 the transfer, not a disk); every round replaces what the last one copied
 (--replace).
 
-Fan-out is a chain (each destination fetches from the one before it, the
-source sends each Blob once); `--no-chain` rounds (every destination from
-the source) are measured too, for comparison. Every copy is checked: each
-destination's `blob ls` must list every slice with the source's checksum.
+Two sources hold the same study, both file stores on this host:
+"central" offers its files (the default), so every destination reads the
+source's file (one copy, no socket: the cases "one" and "fanout", the
+target's); "central-port" runs with --no-local, as a source on another host
+would be seen, so the destinations chain through their data ports (each
+fetches from the one before it, the source sends each Blob once: the cases
+"one-port" and "fanout-port"). Every copy is checked: each destination's
+`blob ls` must list every slice with the source's checksum.
 
 Writes --out/results.json (every run) and --out/summary.{json,md}: medians
 and the ratio time(fan-out) / time(one store), the issue's target being
@@ -78,7 +82,8 @@ def main():
     records = []
     try:
         c.start_naming()
-        daemons = [c.start_daemon("central", "file", tier="central", extra=["--no-sync"])]
+        daemons = [c.start_daemon("central", "file", tier="central", extra=["--no-sync"]),
+                   c.start_daemon("central-port", "file", tier="central", extra=["--no-sync", "--no-local"])]
         room = f"{max(64, 2 * args.slices * args.slice_size // MiB)}M"
         dests = [f"ws{i}" for i in range(args.fanout)]
         for d in dests:
@@ -88,16 +93,18 @@ def main():
             names.append(f"CT.{i:04d}")
             files.append(c.path(names[-1]))
             harness.write_random(files[-1], args.slice_size, algorithm=None)
-        c.blob("push", *files, store="central", timeout=600).ok()
+        for source in ("central", "central-port"):
+            c.blob("push", *files, store=source, timeout=600).ok()
         want = {b["name"]: b["checksum"] for b in c.blob("ls", store="central").ok()["blobs"]}
         for f in files:
             os.unlink(f)
 
-        cases = [("one", dests[:1], []), ("fanout", dests, []), ("fanout-no-chain", dests, ["--no-chain"])]
+        cases = [("one", dests[:1], "central"), ("fanout", dests, "central"),
+                 ("one-port", dests[:1], "central-port"), ("fanout-port", dests, "central-port")]
         for n in range(args.runs + 1):  # round 0 untimed
             order = cases if n % 2 == 0 else list(reversed(cases))
-            for case, to, extra in order:
-                argv = ["copy", *names, "--to", ",".join(to), "--from", "central", "--replace", "-q", *extra]
+            for case, to, source in order:
+                argv = ["copy", *names, "--to", ",".join(to), "--from", source, "--replace", "-q"]
                 cpu0 = sum(cpu_seconds(d.pid) for d in daemons) + children_cpu()
                 t0 = time.monotonic()
                 c.blob(*argv, json_out=False, timeout=900).ok()
@@ -111,7 +118,7 @@ def main():
                                     "cpu_seconds": cpu, "bytes": args.slices * args.slice_size * len(to)})
     finally:
         c.close()
-    cases = ("one", "fanout", "fanout-no-chain")
+    cases = ("one", "fanout", "one-port", "fanout-port")
     med = {case: statistics.median(r["seconds"] for r in records if r["case"] == case) for case in cases}
     cpu = {case: statistics.median(r["cpu_seconds"] for r in records if r["case"] == case) for case in cases}
     cores = len(os.sched_getaffinity(0))
@@ -119,14 +126,15 @@ def main():
     summary = {"slices": args.slices, "slice_bytes": args.slice_size, "fanout": args.fanout, "runs": args.runs,
                "median_s": med, "median_cpu_s": cpu, "cores": cores,
                "ratio_fanout_over_one": med["fanout"] / med["one"],
-               "ratio_no_chain_over_one": med["fanout-no-chain"] / med["one"], "cpu_floor_ratio": floor,
+               "ratio_port_fanout_over_one": med["fanout-port"] / med["one-port"], "cpu_floor_ratio": floor,
                "cpu_ratio_fanout_over_one": cpu["fanout"] / cpu["one"],
                "target": TARGET, "met": med["fanout"] / med["one"] <= TARGET}
     md = (f"`blob copy` of {args.slices} x {args.slice_size} bytes, medians of {args.runs} runs\n\n"
-          f"| case | stores | median s | / one store | CPU s (all processes) | cores busy |\n"
+          f"| case | stores | median s | / one store (same source) | CPU s (all processes) | cores busy |\n"
           f"|---|---|---|---|---|---|\n" +
-          "".join(f"| {case} | {1 if case == 'one' else args.fanout} | {med[case]:.3f} | "
-                  f"{med[case] / med['one']:.2f} | {cpu[case]:.3f} | {cpu[case] / med[case]:.2f} |\n"
+          "".join(f"| {case} | {1 if case.startswith('one') else args.fanout} | {med[case]:.3f} | "
+                  f"{med[case] / med['one-port' if case.endswith('port') else 'one']:.2f} | {cpu[case]:.3f} | "
+                  f"{cpu[case] / med[case]:.2f} |\n"
                   for case in cases) +
           f"\nTarget: fan-out <= {TARGET} x one store: {'met' if summary['met'] else 'not met'}. "
           f"The floor on this machine ({cores} cores, the fan-out's CPU time spread over all of them): "

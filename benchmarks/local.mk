@@ -130,7 +130,8 @@ bench-events: blobstore/blobstored$(EXEEXT) clients/blob$(EXEEXT)
 	  --out $(BENCH_OUT)/events $(EVENTS_BENCH_FLAGS)
 
 # Precaching a study with `blob copy`: 200 x 0.5 MiB to one store and to 4
-# (a chain, and --no-chain) in the same run: $(BENCH_OUT)/copy/summary.json.
+# in the same run, from a source whose file the destinations read and from
+# one they chain from through data ports: $(BENCH_OUT)/copy/summary.json.
 # Reported, never asserted (target: 4 stores <= 1.5 x the time of one).
 COPY_BENCH_FLAGS =
 bench-copy: blobstore/blobstored$(EXEEXT) clients/blob$(EXEEXT)

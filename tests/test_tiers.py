@@ -285,6 +285,12 @@ def copies(c):
          "chains, the source's data port sends nothing; bit-exact")
     near = c.start_daemon("near", "file", tier="central", extra=["--no-sync"])
     c.blob("push", *files, store="near").ok()
+    stores = {s["name"]: s for s in c.blob("stores").ok()["stores"]}
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        here = f.read().strip()
+    check_equal({n: (s["host"], s["local_files"]) for n, s in stores.items() if n in ("near", "src", "a")},
+                {"near": (here, True), "src": (here, False), "a": (here, False)},
+                "host and local_files of a file store, a --no-local one and a memory store")
     near_sums = {b["name"]: (b["size"], b["checksum"]) for b in c.blob("ls", store="near").ok()["blobs"]}
     c.blob("copy", *names, "--to", "a,b,c", "--from", "near", "--replace", json_out=False).ok()
     for d in ("a", "b", "c"):

@@ -458,9 +458,16 @@ int stores(Session& session, const Invocation& call)
     if (call.json) {
         nlohmann::json list = nlohmann::json::array();
         for (const auto& s : all) {
-            nlohmann::json j = {{"name", s.name},         {"kind", s.kind},         {"tier", client::tier_name(s.tier)},
-                                {"capacity", s.capacity}, {"used", s.used},         {"reserved", s.reserved},
-                                {"blobs", s.blobs},       {"data", s.data_endpoint}};
+            nlohmann::json j = {{"name", s.name},
+                                {"kind", s.kind},
+                                {"tier", client::tier_name(s.tier)},
+                                {"capacity", s.capacity},
+                                {"used", s.used},
+                                {"reserved", s.reserved},
+                                {"blobs", s.blobs},
+                                {"data", s.data_endpoint},
+                                {"host", s.host},
+                                {"local_files", s.local_files}};
             if (!s.reachable) j = {{"name", s.name}, {"error", s.error}};
             list.push_back(j);
         }
