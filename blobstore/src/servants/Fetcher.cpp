@@ -338,24 +338,34 @@ std::optional<Fetcher::LocalSource> Fetcher::local_source(const std::string& nam
     out.path = file->path.in();
     out.data_offset = file->dataOffset;
     out.info = from_idl(file->info, what);
-    out.fd.reset(::open(out.path.c_str(), O_RDONLY | O_CLOEXEC));
+    // O_NONBLOCK: a path that names a FIFO must not hold the fetch (for a
+    // regular file it changes nothing).
+    out.fd.reset(::open(out.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
     if (!out.fd) {
-        // This daemon may not read the source's files (another user):
-        // its data port serves, now and for a while.
+        const int error = errno;
         spdlog::info("{}: cannot open the source's file {} ({}): through its data port", what, out.path,
-                     std::strerror(errno));
-        std::lock_guard lock(mutex_);
-        offers_[key] = {false, std::chrono::steady_clock::now() + kLocalRecheck};
+                     std::strerror(error));
+        // This daemon may not read the source's files (another user): its
+        // data port serves, now and for a while. Any other reason (the Blob
+        // removed or replaced just now) concerns this Blob only.
+        if (error == EACCES || error == EPERM) {
+            std::lock_guard lock(mutex_);
+            offers_[key] = {false, std::chrono::steady_clock::now() + kLocalRecheck};
+        }
         return std::nullopt;
     }
     // The path names whatever version was committed last: the open file
     // must be the one the source described (else it was replaced just now,
     // and the data port serves the version it holds).
+    struct stat st {};
+    if (::fstat(out.fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        static_cast<std::uint64_t>(st.st_size) < out.data_offset + out.info.size) {
+        spdlog::info("{}: {} is not a file of the Blob's size: through its data port", what, out.path);
+        return std::nullopt;
+    }
     std::string why;
     const auto held = FileStore::file_info(out.fd.get(), why);
-    struct stat st {};
-    if (!held || !same_version(*held, out.info) || ::fstat(out.fd.get(), &st) != 0 ||
-        static_cast<std::uint64_t>(st.st_size) < out.data_offset + out.info.size) {
+    if (!held || !same_version(*held, out.info)) {
         spdlog::debug("{}: the source's file {} no longer holds {}: through its data port", what, out.path,
                       describe_version(out.info));
         return std::nullopt;
