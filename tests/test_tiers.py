@@ -17,7 +17,9 @@
   source sends each Blob once), bit-exact, with --json lines per copy and
   per destination; from a source on this host that offers its files, every
   destination reads the source's file instead (its data port sends
-  nothing), and a rotted file there is refused; refusals of a Blob that
+  nothing), so does a read-through cache filling itself from it, and a
+  rotted file there is refused; `blob stores` shows each store's host and
+  whether it offers its files; refusals of a Blob that
   exists (without --replace), a missing Blob, an unknown store and bad
   command lines;
 - a pull of a Blob a copy is still bringing to the store follows the copy
@@ -301,6 +303,16 @@ def copies(c):
         for d in dests:
             check_equal(file_reads(d, name, "near"), 1, f"{d.name} read {name} from near's file")
     check_equal(c.pull_checksum("MR.7", "b", c.path("pulled")), harness.checksum_file(files[7]), "MR.7 at b")
+
+    step("read-through from a store of this host that offers its files: the cache reads the file")
+    wsr = c.start_daemon("wsr", "memory:64M", tier="workstation", extra=["--read-through"])
+    c.blob("push", "--name", "MR.near", files[9], store="near").ok()  # only near holds it
+    out = c.path("out-MR.near")
+    check_equal(c.blob("pull", "MR.near", out, store="wsr").ok()["store"], "wsr", "the store that served MR.near")
+    check_equal(harness.checksum_file(out), harness.checksum_file(files[9]), "MR.near through wsr")
+    check_equal(file_reads(wsr, "MR.near", "near"), 1, "wsr read MR.near from near's file")
+    check_equal(sent(near, "MR.near"), 0, "pulls of MR.near served by near's data port")
+    wsr.stop()
 
     step("a rotted file at a source on this host: the copy is refused, nothing appears at the destination")
     corrupt_file_blob(near, "MR.6")
