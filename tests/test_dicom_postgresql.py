@@ -8,7 +8,9 @@ pynetdicom's C-FIND), and the gateway's event indexing writes and removes
 entries of a Blob pushed and removed with blob; the studies it left
 pending (study-stable) are published by another gateway on the same index,
 once, and not by a third. A URL that cannot be
-connected to is refused with exit 52 (blob find) or at the gateway's start."""
+connected to is refused with exit 52 (blob find) or at the gateway's start.
+A Blob committed while no gateway ran is indexed by the next one's rescan,
+and `blob pull --study` finds its copy in the index."""
 
 import os
 import re
@@ -71,6 +73,12 @@ def test(c):
     wait_for(lambda: c.blob("find", "--index", url, f"SOPInstanceUID={unseen['sop']}").ok()["matches"], 30,
              "the instance committed while no gateway ran, in the PostgreSQL index")
     check('index: rescan of store "ws1"' in gw4.log(), "no log line of the rescan at start")
+
+    step("PostgreSQL: blob pull --study reads the copies of the study's instances from the index")
+    r = c.blob("pull", "--index", url, "--study", unseen["study"], c.path("pulled-unseen")).ok()
+    check_equal([(i["store"], i["name"]) for i in r["instances"]], [("ws1", "unseen.dcm")], "the instance pulled")
+    with open(unseen["path"], "rb") as f, open(r["instances"][0]["path"], "rb") as g:
+        check(f.read() == g.read(), "the pulled file differs from the one pushed")
     check_equal(gw4.proc.stop(), 0, "exit status of the fourth gateway after SIGTERM")
 
 

@@ -4,7 +4,9 @@ DIR` and `--series UID DIR` (every instance the index lists, in parallel
 over the Session's pooled connections, verified, DIR/SOPInstanceUID.dcm)
 and the gateway's C-GET SCP driven by DCMTK's getscu (Study Root and Patient
 Root; the C-STORE sub-operations on the same association). Every instance
-comes back with the data set storescu sent, bit for bit. An instance whose
+comes back with the data set storescu sent, bit for bit. Each instance
+comes from its nearest copy (a study copied to a memory-tier store is read
+there), from another copy when that store is down; an instance whose only
 store is down fails alone (named), the rest arrive; bad arguments get clear
 errors. Real omniNames, blobstored and blob-dicomd on 127.0.0.1."""
 
@@ -43,6 +45,7 @@ def test(c):
     c.env["TCP_NODELAY"] = "1"
     c.start_daemon("ws1", "file")
     c.start_daemon("ws2", "file")
+    mem = c.start_daemon("mem", "memory:64M", tier="memory")  # before the gateway, which watches it
     gw = Gateway(c, "ws1", "gateway")
     index = f"sqlite:{gw.index}"
 
@@ -92,20 +95,43 @@ def test(c):
     check_equal(code, 0, f"getscu's exit code ({err[-2000:]!r})")
     check_files(mr, c.path("get-mr"), getscu_name, "C-GET of the MR series")
 
-    step("an instance whose store is down fails alone: pull --study exits 26 naming it, C-GET warns")
-    # A copy pushed to ws2 moves the index's entry there (the last store that committed the instance).
-    c.blob("push", "--name", "copy.dcm", mr[1]["path"], store="ws2").ok()
-    harness.wait_for(lambda: c.blob("find", "--index", index, "--level", "instance",
-                                    f"SOPInstanceUID={mr[1]['sop']}").ok()["matches"][0]["store"] == "ws2",
-                     30, "the index's entry moved to ws2")
+    step("a study precached to a memory-tier store: pull --study and C-GET read every instance there")
+    names = [e["sop"] + ".dcm" for e in ct]
+    c.blob("copy", *names, "--to", "mem", "--from", "ws1", json_out=False).ok()
+
+    def stores_of(entries):
+        return {m["SOPInstanceUID"]: m["stores"] for m in c.blob(
+            "find", "--index", index, "--level", "instance", f"StudyInstanceUID={entries[0]['study']}").ok()["matches"]}
+    harness.wait_for(lambda: set(stores_of(ct).values()) == {"mem,ws1"}, 30, "the copies at mem indexed")
+    r = c.blob("pull", "--index", index, "--study", ct[0]["study"], c.path("pulled-ct-mem")).ok()
+    check_equal({i["store"] for i in r["instances"]}, {"mem"}, "the stores that served pull --study")
+    check_files(ct, c.path("pulled-ct-mem"), by_uid, "pull --study from the precached copies")
+    served = lambda: sum(1 for line in open(mem.log_paths[0], errors="replace")  # noqa: E731
+                         if "transfer direction=pull" in line and "outcome=ok" in line)
+    before = served()
+    code, err = gw.getscu("study", "STUDY", c.path("get-ct-mem"), f"StudyInstanceUID={ct[0]['study']}")
+    check_equal(code, 0, f"getscu's exit code ({err[-2000:]!r})")
+    check_files(ct, c.path("get-ct-mem"), getscu_name, "C-GET of the precached study")
+    check_equal(served() - before, 30, "pulls mem served for the C-GET")
+    r = c.blob("pull", "--index", index, "--study", ct[0]["study"], "--store", "ws1", c.path("pulled-ct-ws1")).ok()
+    check_equal({i["store"] for i in r["instances"]}, {"ws1"}, "the store that served pull --study --store ws1")
+
+    step("a store down: an instance with another copy comes from it; one whose only copy is there fails alone "
+         "(pull --study exits 26 naming it and the store tried, C-GET warns)")
+    c.blob("push", "--name", "copy.dcm", mr[1]["path"], store="ws2").ok()  # a second copy of mr[1]
+    c.blob("push", "--name", "only.dcm", mr[2]["path"], store="ws2").ok()
+    c.blob("rm", mr[2]["sop"] + ".dcm", store="ws1").ok()  # mr[2]: its one copy in ws2
+    harness.wait_for(lambda: (lambda s: s[mr[1]["sop"]] == "ws1,ws2" and s[mr[2]["sop"]] == "ws2")(stores_of(mr)),
+                     30, "the index's copies of the MR series")
     next(p for p in c.processes if p.name.startswith("blobstored ws2")).stop()
     r = c.blob("pull", "--index", index, "--study", mr[0]["study"], c.path("pulled-mr2"), json_out=False)
-    r.error(26, f"instance {mr[1]['sop']} (Blob \"copy.dcm\"): pull \"copy.dcm\": no store named \"ws2\"")
-    check_files([mr[0], mr[2], mr[3]], c.path("pulled-mr2"), by_uid, "the instances still stored")
+    r.error(26, f"instance {mr[2]['sop']} (Blob \"only.dcm\"; stores tried: ws2): pull \"only.dcm\": no store "
+                f"named \"ws2\"")
+    check_files([mr[0], mr[1], mr[3]], c.path("pulled-mr2"), by_uid, "the instances still stored")
     code, err = gw.getscu("study", "STUDY", c.path("get-mr2"), f"StudyInstanceUID={mr[0]['study']}")
-    check_files([mr[0], mr[2], mr[3]], c.path("get-mr2"), getscu_name, "C-GET with one instance missing")
-    check(f"C-GET from VIEWER@127.0.0.1: instance {mr[1]['sop']}: pulling Blob copy.dcm" in gw.log()
-          and "3 instances sent, 1 failed" in gw.log(), "no log lines of the failed sub-operation")
+    check_files([mr[0], mr[1], mr[3]], c.path("get-mr2"), getscu_name, "C-GET with one instance missing")
+    check(f"C-GET from VIEWER@127.0.0.1: instance {mr[2]['sop']}: pulling Blob only.dcm (stores tried: \"ws2\")"
+          in gw.log() and "3 instances sent, 1 failed" in gw.log(), "no log lines of the failed sub-operation")
 
     step("bad arguments")
     d = c.path("bad")

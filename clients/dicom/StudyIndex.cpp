@@ -5,7 +5,9 @@
 #include <libpq-fe.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <mutex>
 
 #include <sys/stat.h>
@@ -490,6 +492,27 @@ std::vector<IndexedBlob> StudyIndex::blobs() const
     std::vector<IndexedBlob> out;
     for (const IndexRow& row : backend_->run("SELECT \"blob\", \"store\", \"checksum\" FROM copies", {}))
         out.push_back({row.at(0).second, row.at(1).second, row.at(2).second});
+    return out;
+}
+
+std::map<std::string, std::vector<IndexedBlob>> StudyIndex::copies_of(const std::vector<std::string>& sops) const
+{
+    constexpr std::size_t kChunk = 256;  // placeholders per statement
+    std::map<std::string, std::vector<IndexedBlob>> out;
+    const std::string select =
+        has_copies_ ? "SELECT \"sop\", \"blob\", \"store\", \"checksum\" FROM copies WHERE \"sop\" IN ("
+                    : "SELECT \"SOPInstanceUID\", \"blob\", \"store\", \"checksum\" FROM instances WHERE "
+                      "\"SOPInstanceUID\" IN (";
+    for (std::size_t begin = 0; begin < sops.size(); begin += kChunk) {
+        const std::size_t end = std::min(sops.size(), begin + kChunk);
+        std::string sql = select;
+        for (std::size_t i = begin; i < end; ++i) sql += i == begin ? "?" : ", ?";
+        sql += has_copies_ ? ") ORDER BY \"store\"" : ")";
+        const std::vector<std::string> params(sops.begin() + static_cast<std::ptrdiff_t>(begin),
+                                              sops.begin() + static_cast<std::ptrdiff_t>(end));
+        for (const IndexRow& row : backend_->run(sql, params))
+            out[row.at(0).second].push_back({row.at(1).second, row.at(2).second, row.at(3).second});
+    }
     return out;
 }
 

@@ -118,6 +118,10 @@ public:
     /// Every copy's Blob, store and checksum (a rescan compares them with
     /// the stores' lists).
     std::vector<IndexedBlob> blobs() const;
+    /// The copies of each instance of `sops` (by SOP Instance UID), ordered
+    /// by store name; an instance the index lacks has none. An index no
+    /// gateway of this release has opened yet: the instance's one copy.
+    std::map<std::string, std::vector<IndexedBlob>> copies_of(const std::vector<std::string>& sops) const;
     /// The matches at `level`, ordered (patients by ID, studies by date,
     /// series by their study's date then number, instances likewise then
     /// by number). Throws Error(io_error).

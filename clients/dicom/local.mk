@@ -1,6 +1,7 @@
 # clients/dicom/: radiology at the door (docs/DICOM.md). libblobdicom (not
 # installed): the study index (SQLite or PostgreSQL) and DICOM matching,
-# which `blob find` uses too; blob-dicomd: the DICOM gateway (DCMTK's dcmnet), a Storage SCP
+# which `blob find` uses too, and the retrieval of instances from their
+# nearest copy (blob pull --study, C-GET); blob-dicomd: the DICOM gateway (DCMTK's dcmnet), a Storage SCP
 # that pushes each instance through libblobclient and indexes it.
 noinst_LTLIBRARIES += clients/dicom/libblobdicom.la
 clients_dicom_libblobdicom_la_SOURCES = \
@@ -8,10 +9,12 @@ clients_dicom_libblobdicom_la_SOURCES = \
 	clients/dicom/Attributes.h \
 	clients/dicom/Matching.cpp \
 	clients/dicom/Matching.h \
+	clients/dicom/NearestCopy.cpp \
+	clients/dicom/NearestCopy.h \
 	clients/dicom/StudyIndex.cpp \
 	clients/dicom/StudyIndex.h
 clients_dicom_libblobdicom_la_CPPFLAGS = $(AM_CPPFLAGS) $(SQLITE_CFLAGS) $(LIBPQ_CFLAGS)
-clients_dicom_libblobdicom_la_LIBADD = common/libblobcommon.la $(SQLITE_LIBS) $(LIBPQ_LIBS)
+clients_dicom_libblobdicom_la_LIBADD = clients/libblobclient.la common/libblobcommon.la $(SQLITE_LIBS) $(LIBPQ_LIBS)
 
 bin_PROGRAMS += clients/dicom/blob-dicomd
 clients_dicom_blob_dicomd_SOURCES = \

@@ -1,5 +1,6 @@
 #include "StorageScp.h"
 
+#include "../NearestCopy.h"
 #include "QueryRetrieve.h"
 
 #include <blobstreaming/common/Error.h>
@@ -281,6 +282,11 @@ protected:
         std::size_t completed = 0, failed = 0;
         std::vector<std::string> failed_uids;
         Uint16 message_id = 1;
+        // Each instance from its nearest copy (a study precached to a
+        // workstation store is read there), the next copy when that store
+        // fails it: the stores' tiers asked once per C-GET.
+        std::map<std::string, client::StoreStatus> stores;
+        for (client::StoreStatus& s : g_session->stores()) stores.emplace(s.name, std::move(s));
         for (std::size_t begin = 0; begin < rows.size(); begin += kGetBatch) {
             if (checkForCANCEL(context, request.MessageID).good()) {
                 spdlog::info("C-GET from {}: cancelled after {} of {} instances", peer(), completed + failed,
@@ -291,31 +297,37 @@ protected:
             }
             const std::size_t end = std::min(rows.size(), begin + kGetBatch);
             std::vector<std::string> paths;
-            std::map<std::string, std::vector<std::size_t>> by_store;
+            std::vector<InstanceToPull> batch;
+            std::vector<std::string> sops;
             for (std::size_t i = begin; i < end; ++i) {
                 paths.push_back(spool_path());
-                by_store[column(rows[i], "store")].push_back(i);
+                sops.push_back(column(rows[i], "SOPInstanceUID"));
             }
-            std::vector<client::Result> results(end - begin);
-            for (const auto& [store, members] : by_store) {
-                std::vector<client::PullSlice> slices;
-                for (std::size_t i : members)
-                    slices.push_back({column(rows[i], "blob"), client::PullSink::file(paths[i - begin])});
-                client::PullOptions options;
-                options.store = store;
-                client::SeriesResult series;
-                g_session->pull_series(std::move(slices), options, client::Mode::Sync,
-                                       [&series](const client::SeriesResult& r) { series = r; });
-                for (std::size_t k = 0; k < series.slices.size(); ++k) results[members[k] - begin] = series.slices[k];
+            std::map<std::string, std::vector<IndexedBlob>> copies;
+            try {
+                copies = g_index->copies_of(sops);
+            } catch (const Error& e) {
+                spdlog::warn("C-GET from {}: the copies of {} instances: {}; from the stores the index names", peer(),
+                             sops.size(), e.what());
             }
             for (std::size_t i = begin; i < end; ++i) {
+                std::vector<IndexedBlob> found = std::move(copies[sops[i - begin]]);
+                if (found.empty()) found.push_back({column(rows[i], "blob"), column(rows[i], "store"), ""});
+                order_nearest(found, stores);
+                batch.push_back({sops[i - begin], std::move(found), paths[i - begin]});
+            }
+            const std::vector<PulledInstance> results = pull_from_copies(*g_session, batch, client::PullOptions{});
+            for (std::size_t i = begin; i < end; ++i) {
                 const IndexRow& row = rows[i];
-                const std::string sop = column(row, "SOPInstanceUID");
-                std::string problem = results[i - begin].ok()
-                                          ? store_sub_operation(paths[i - begin], column(row, "SOPClassUID"), sop,
-                                                                column(row, "TransferSyntaxUID"), message_id++)
-                                          : "pulling Blob " + column(row, "blob") + " from store \"" +
-                                                column(row, "store") + "\": " + results[i - begin].message;
+                const std::string& sop = sops[i - begin];
+                const PulledInstance& pulled = results[i - begin];
+                std::string tried;
+                for (const std::string& t : pulled.tried) tried += (tried.empty() ? "\"" : "\", \"") + t;
+                std::string problem =
+                    pulled.result.ok()
+                        ? store_sub_operation(paths[i - begin], column(row, "SOPClassUID"), sop,
+                                              column(row, "TransferSyntaxUID"), message_id++)
+                        : "pulling Blob " + pulled.blob + " (stores tried: " + tried + "\"): " + pulled.result.message;
                 std::remove(paths[i - begin].c_str());
                 if (problem.empty()) {
                     ++completed;

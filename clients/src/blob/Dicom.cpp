@@ -3,6 +3,7 @@
 #include "Commands.h"
 #include "Output.h"
 
+#include "../../dicom/NearestCopy.h"
 #include "../../dicom/StudyIndex.h"
 
 #include <blobstreaming/client/Session.h>
@@ -150,54 +151,62 @@ int pull_instances(const Invocation& call)
     if (::stat(directory.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
         throw Error(Errc::io_error, what + ": " + directory + " is not a directory");
 
-    // One series per store the index names (or all from --store), each pulled
-    // in parallel over the Session's pooled connections.
-    struct Instance {
-        std::string sop, blob, path;
-        client::Result result;
-    };
-    std::vector<Instance> instances;
-    std::map<std::string, std::vector<std::size_t>> by_store;
+    // Each instance from its nearest copy (the index knows every store
+    // holding one), the next copy when that store fails it; with --store
+    // from that store only. One series per store, each pulled in parallel
+    // over the Session's pooled connections.
+    std::vector<InstanceToPull> instances;
     for (const IndexRow& row : rows) {
-        Instance i;
+        InstanceToPull i;
         i.sop = value_of(row, "SOPInstanceUID");
-        i.blob = value_of(row, "blob");
         if (!plain_uid(i.sop))
             throw Error(Errc::corrupt, what + ": the index holds a bad SOP Instance UID \"" + i.sop + "\"");
-        validate_blob_name(i.blob);
         i.path = directory + "/" + i.sop + ".dcm";
-        by_store[call.store.empty() ? value_of(row, "store") : call.store].push_back(instances.size());
         instances.push_back(std::move(i));
     }
+    std::vector<std::string> sops;
+    for (const InstanceToPull& i : instances) sops.push_back(i.sop);
+    std::map<std::string, std::vector<IndexedBlob>> copies = index.copies_of(sops);
     client::Session session(session_options(call));
-    std::uint64_t bytes = 0;
-    double seconds = 0;
-    for (const auto& [store, members] : by_store) {
-        std::vector<client::PullSlice> slices;
-        for (std::size_t m : members) slices.push_back({instances[m].blob, client::PullSink::file(instances[m].path)});
-        client::PullOptions options;
-        options.store = store;
-        options.verify = call.verify;
-        client::SeriesResult series;
-        session.pull_series(std::move(slices), options, client::Mode::Sync,
-                            [&series](const client::SeriesResult& r) { series = r; });
-        for (std::size_t k = 0; k < series.slices.size(); ++k) instances[members[k]].result = series.slices[k];
-        bytes += series.bytes;
-        seconds += series.seconds;
+    std::map<std::string, client::StoreStatus> stores;
+    if (call.store.empty())
+        for (client::StoreStatus& s : session.stores()) stores.emplace(s.name, std::move(s));
+    for (std::size_t k = 0; k < instances.size(); ++k) {
+        InstanceToPull& i = instances[k];
+        std::vector<IndexedBlob>& found = copies[i.sop];
+        if (!call.store.empty()) {
+            // The copy in that store, else the instance's Blob name there.
+            const auto there =
+                std::find_if(found.begin(), found.end(), [&](const IndexedBlob& c) { return c.store == call.store; });
+            i.copies = {there != found.end() ? *there : IndexedBlob{value_of(rows[k], "blob"), call.store, ""}};
+        } else {
+            if (found.empty()) found.push_back({value_of(rows[k], "blob"), value_of(rows[k], "store"), ""});
+            order_nearest(found, stores);
+            i.copies = found;
+        }
+        for (const IndexedBlob& c : i.copies) validate_blob_name(c.blob);
     }
+    client::PullOptions options;
+    options.verify = call.verify;
+    const auto started = std::chrono::steady_clock::now();
+    const std::vector<PulledInstance> pulled = pull_from_copies(session, instances, options);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    std::uint64_t bytes = 0;
+    for (const PulledInstance& p : pulled) bytes += p.result.bytes;
 
     int rc = 0;
     std::size_t failed = 0;
     nlohmann::json list = nlohmann::json::array();
-    for (const Instance& i : instances) {
-        const client::Result& r = i.result;
+    for (std::size_t k = 0; k < instances.size(); ++k) {
+        const InstanceToPull& i = instances[k];
+        const client::Result& r = pulled[k].result;
         if (!r.ok()) {
             ++failed;
             rc = std::max(rc, static_cast<int>(r.errc()));
         }
         if (call.json) {
             nlohmann::json j = r.ok() ? nlohmann::json{{"store", r.store},
-                                                       {"name", i.blob},
+                                                       {"name", pulled[k].blob},
                                                        {"bytes", r.bytes},
                                                        {"checksum", r.info.checksum.text()}}
                                       : error_json(r.errc(), r.message);
@@ -205,8 +214,10 @@ int pull_instances(const Invocation& call)
             j["path"] = i.path;
             list.push_back(j);
         } else if (!r.ok()) {
-            std::fprintf(stderr, "blob: %s: instance %s (Blob %s): %s\n", what.c_str(), i.sop.c_str(),
-                         quote_name(i.blob).c_str(), r.message.c_str());
+            std::string tried;
+            for (const std::string& t : pulled[k].tried) tried += (tried.empty() ? "" : ", ") + t;
+            std::fprintf(stderr, "blob: %s: instance %s (Blob %s; stores tried: %s): %s\n", what.c_str(), i.sop.c_str(),
+                         quote_name(pulled[k].blob).c_str(), tried.c_str(), r.message.c_str());
         }
     }
     const double mbps = seconds > 0 ? static_cast<double>(bytes) / seconds / 1e6 : 0.0;
