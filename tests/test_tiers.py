@@ -304,6 +304,14 @@ def copies(c):
             check_equal(file_reads(d, name, "near"), 1, f"{d.name} read {name} from near's file")
     check_equal(c.pull_checksum("MR.7", "b", c.path("pulled")), harness.checksum_file(files[7]), "MR.7 at b")
 
+    step("a destination started with --no-local reads no other store's file: the source's data port serves it")
+    far = c.start_daemon("far", "memory:64M", tier="cluster", extra=["--no-local"])
+    c.blob("copy", "MR.1", "--to", "far", "--from", "near", json_out=False).ok()
+    check_equal((sent(near, "MR.1"), file_reads(far, "MR.1", "near"), fetched(far, "MR.1", "near")), (1, 0, 1),
+                "near's data-port pulls, far's file reads and far's fetches of MR.1")
+    check_equal(c.blob("stat", "MR.1", store="far").ok()["checksum"], near_sums["MR.1"][1], "MR.1 at far")
+    far.stop()
+
     step("read-through from a store of this host that offers its files: the cache reads the file")
     wsr = c.start_daemon("wsr", "memory:64M", tier="workstation", extra=["--read-through"])
     c.blob("push", "--name", "MR.near", files[9], store="near").ok()  # only near holds it
