@@ -135,10 +135,9 @@ FileStore::Location FileStore::locate(std::string_view name) const
 std::optional<Store::LocalFile> FileStore::local_file(std::string_view name) const
 {
     LocalFile out;
-    out.info = stat(name);
-    const Location where = locate(name);
-    out.path = where.path;
-    out.data_offset = where.data_offset;
+    out.info = stat(name);  // the name, the directories and the file checked once
+    out.path = state_->path_of(name);
+    out.data_offset = kHeaderSize;
     return out;
 }
 
