@@ -4,8 +4,10 @@
 /// `blob copy`) and read-through (`blobstored --read-through`) both land
 /// here: the source issues a pull ticket, its data port sends the bytes, and
 /// they go straight into a reservation of this store, checksummed as they
-/// arrive and committed only when they match the source's checksum. Nothing
-/// of a failed fetch is ever visible.
+/// arrive and committed only when they match the source's checksum. A source
+/// on this host that offers its files (StoreStatus::localFiles) is read from
+/// its committed file instead (findLocalFile, pread), verified the same way.
+/// Nothing of a failed fetch is ever visible.
 ///
 /// Blocking: runs on the calling thread (an ORB thread), never on the data
 /// plane's reactor; a read-through fetch for a pull on a thread of its own,
