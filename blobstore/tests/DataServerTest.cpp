@@ -19,6 +19,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -789,6 +790,10 @@ struct AheadGate {
     int started = 0;     ///< read-aheads on their way
     int letting_go = 0;  ///< readers whose destruction began (waiting for their read)
     int let_go = 0;      ///< readers destroyed
+    /// The last waker a reader kept (a read that will complete later), and
+    /// how many were kept.
+    std::function<void()> waker;
+    int wakers = 0;
 
     /// Waits (at most 10 s) until `count` reaches `n`.
     bool wait_for(const int& count, int n)
@@ -838,7 +843,10 @@ public:
         if (offset >= ahead_) {
             std::unique_lock lock(gate_->mutex);
             if (!gate_->open && wake) {
-                pending = true;  // never woken: the test's client goes away first
+                pending = true;  // woken by the test, if at all
+                gate_->waker = wake;
+                ++gate_->wakers;
+                gate_->changed.notify_all();
                 return 0;
             }
             gate_->changed.wait(lock, [this] { return gate_->open; });
@@ -871,7 +879,8 @@ private:
 };
 
 /// A MemoryStore whose Blobs named "ahead.*" are read through GatedReaders
-/// that read ahead from 1 MiB on.
+/// that read ahead from 1 MiB on, and "waits.*" through GatedReaders that
+/// keep a waker for their first byte.
 class ReadAheadStore final : public Store {
 public:
     explicit ReadAheadStore(std::shared_ptr<AheadGate> gate) : gate_(std::move(gate)) {}
@@ -883,8 +892,10 @@ public:
     BlobRange read(std::string_view name, std::uint64_t start, std::uint64_t end) const override
     {
         BlobRange bytes = inner.read(name, start, end);
-        if (name.substr(0, 6) != "ahead.") return bytes;
         const BlobInfo info = bytes.blob();
+        if (name.substr(0, 6) == "waits.")  // every byte behind the gate, nothing in flight
+            return BlobRange(info, start, end, std::make_shared<GatedReader>(std::move(bytes), gate_, 0));
+        if (name.substr(0, 6) != "ahead.") return bytes;
         return BlobRange(info, start, end, std::make_shared<GatedReader>(std::move(bytes), gate_, 1u << 20));
     }
     std::unique_ptr<Reservation> reserve(std::string_view name, std::uint64_t size, ReserveMode mode,
@@ -958,4 +969,35 @@ BOOST_FIXTURE_TEST_CASE(a_pull_closed_with_its_read_ahead_in_flight_does_not_sta
     BOOST_CHECK(gate->wait_for(gate->let_go, 1));
     BOOST_CHECK(transfers_reach(server, 0));
     BOOST_CHECK_EQUAL(reservations.open(), 0u);
+}
+
+// A waker handed to a store's reader (a RadosStore's completion, a fetch's
+// bytes landing) can run after the data plane is gone (the daemon stopping
+// while a read or a fetch goes on): it then does nothing.
+BOOST_AUTO_TEST_CASE(a_waker_run_after_the_data_plane_is_gone_does_nothing)
+{
+    auto gate = std::make_shared<AheadGate>();
+    ReadAheadStore store{gate};
+    TicketRegistry tickets{30s};
+    ReservationTable reservations{60s};
+    auto server = std::make_unique<DataServer>(store, tickets, reservations, Fixture::config());
+    server->start();
+    const auto held = pattern(1u << 20);
+    put(store.inner, "waits.1", std::string(held.begin(), held.end()));
+    {
+        ProtocolPeer peer = ProtocolPeer::connect("127.0.0.1", server->port(), 10s);
+        peer.send_request(protocol::FrameType::pull, tickets.issue(pull_binding("waits.1", 0, held.size())), 0,
+                          held.size());
+        BOOST_REQUIRE(peer.receive_response().status == Errc::ok);
+        BOOST_REQUIRE(gate->wait_for(gate->wakers, 1));
+        server.reset();  // stopped and destroyed, its connection with it
+    }
+    std::function<void()> wake;
+    {
+        std::lock_guard lock(gate->mutex);
+        wake = gate->waker;
+    }
+    BOOST_REQUIRE(wake);
+    wake();  // nothing left to wake: must touch nothing of the server
+    gate->let_through();
 }

@@ -161,7 +161,7 @@ void DataServer::start()
     // copes with EINTR as well).
     d.reactor = std::make_unique<ACE_Reactor>(new ACE_Dev_Poll_Reactor(handles, true), true);
     d.limits = ConnectionLimits<ServerConnection>(caps_for(handles, d.config));
-    d.commits = std::make_unique<CommitPool>(*d.reactor);
+    d.commits = std::make_shared<CommitPool>(*d.reactor);
 
     ACE_INET_Addr addr;
     in_addr v4{};

@@ -53,7 +53,9 @@ struct DataServer::Impl {
 
     std::unique_ptr<ACE_Reactor> reactor;
     /// Runs the commits that wait for the disk off the reactor thread.
-    std::unique_ptr<CommitPool> commits;
+    /// Shared only so that wakers (ServerConnection::waker()) that run after
+    /// the data plane is gone find it gone (they hold a weak_ptr).
+    std::shared_ptr<CommitPool> commits;
     std::unique_ptr<DataAcceptor> acceptor;
     std::unique_ptr<ACE_Event_Handler> housekeeper;
     std::thread thread;

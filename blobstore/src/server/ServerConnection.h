@@ -179,7 +179,8 @@ private:
     Fill fill_follow();
     /// What wakes this connection when it waits off the reactor (a followed
     /// Blob's bytes landed, a store's read completed): on_wake() on the
-    /// reactor thread, through the CommitPool, unless closed meanwhile.
+    /// reactor thread, through the CommitPool, unless closed meanwhile (or
+    /// the data plane gone: then nothing).
     std::function<void()> waker();
     /// Leaves the reactor until waker() runs (the inactivity timer stays
     /// armed).

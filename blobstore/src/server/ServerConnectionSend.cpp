@@ -316,11 +316,14 @@ ServerConnection::Fill ServerConnection::fill_follow()
 std::function<void()> ServerConnection::waker()
 {
     if (!wake_token_) wake_token_ = std::make_shared<WakeToken>(WakeToken{this});
-    CommitPool* pool = server_->commits.get();
-    return [pool, token = wake_token_] {
-        pool->wake([token] {
-            if (token->connection) token->connection->on_wake();
-        });
+    // A store's read or a fetch may complete after the data plane is gone
+    // (the daemon stopping): the waker then finds no pool and does nothing.
+    return [pool = std::weak_ptr<CommitPool>(server_->commits), token = wake_token_] {
+        if (const std::shared_ptr<CommitPool> alive = pool.lock()) {
+            alive->wake([token] {
+                if (token->connection) token->connection->on_wake();
+            });
+        }
     };
 }
 
