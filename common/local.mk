@@ -9,6 +9,7 @@ common_libblobcommon_la_SOURCES = \
 	common/src/Checksum.cpp \
 	common/src/Error.cpp \
 	common/src/HashPipeline.cpp \
+	common/src/Host.cpp \
 	common/src/MappedRegion.cpp \
 	common/src/Sha256.cpp \
 	common/src/TlsFiles.cpp \
@@ -24,6 +25,7 @@ commonhdr_HEADERS = \
 	common/include/blobstreaming/common/Checksum.h \
 	common/include/blobstreaming/common/Error.h \
 	common/include/blobstreaming/common/HashPipeline.h \
+	common/include/blobstreaming/common/Host.h \
 	common/include/blobstreaming/common/LittleEndian.h \
 	common/include/blobstreaming/common/MappedRegion.h \
 	common/include/blobstreaming/common/Sha256.h \

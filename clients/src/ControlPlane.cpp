@@ -7,6 +7,7 @@
 
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/Host.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Orb.h>
 #include <blobstreaming/transporter/corba/References.h>
@@ -17,7 +18,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <mutex>
 
@@ -62,17 +62,6 @@ public:
         transporters.erase(store);
     }
 };
-
-const std::string& boot_id()
-{
-    static const std::string id = [] {
-        std::ifstream in("/proc/sys/kernel/random/boot_id");
-        std::string line;
-        std::getline(in, line);
-        return line;
-    }();
-    return id;
-}
 
 ControlPlane::ControlPlane(const SessionOptions& options) : options_(options), refs_(std::make_unique<Refs>(options_))
 {
@@ -527,7 +516,7 @@ std::optional<LocalFile> ControlPlane::find_local(const std::string& store, cons
                       [&](BlobStreaming::BlobStore_ptr ref) -> std::optional<LocalFile> {
                           BlobStreaming::LocalFile_var file;
                           if (!ref->findLocalFile(name.c_str(), file.out())) return std::nullopt;
-                          if (boot_id().empty() || boot_id() != file->host.in()) return std::nullopt;
+                          if (!on_this_host(file->host.in())) return std::nullopt;
                           return local_file_of(file.in());
                       });
 }

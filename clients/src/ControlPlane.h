@@ -138,7 +138,4 @@ private:
 /// Errc::timeout): an operation across every store goes on without it.
 bool did_not_answer(const Error& e) noexcept;
 
-/// This machine's /proc/sys/kernel/random/boot_id ("" when unreadable).
-const std::string& boot_id();
-
 }  // namespace blobstreaming::client

@@ -13,6 +13,7 @@
 #include <blobstreaming/blobstore/Store.h>
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/Host.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/References.h>
 #include <blobstreaming/transporter/corba/Security.h>
@@ -22,7 +23,6 @@
 
 #include <chrono>
 #include <cstring>
-#include <fstream>
 
 namespace blobstreaming::corba {
 
@@ -31,19 +31,6 @@ namespace {
 constexpr unsigned kFetchErrors =
     kNoSuchBlob | kInvalidName | kOutOfSpace | kAlreadyExists | kLimitReached | kTransferFailed;
 }  // namespace
-
-const std::string& boot_id()
-{
-    static const std::string id = [] {
-        std::ifstream in("/proc/sys/kernel/random/boot_id");
-        std::string line;
-        std::getline(in, line);
-        const auto first = line.find_first_not_of(" \t\r\n");
-        if (first == std::string::npos) return std::string();
-        return line.substr(first, line.find_last_not_of(" \t\r\n") - first + 1);
-    }();
-    return id;
-}
 
 void require_permission(const ServantContext& context, server::Permission permission, const char* operation)
 {

@@ -48,8 +48,4 @@ private:
     const ServantContext& context_;
 };
 
-/// This host's /proc/sys/kernel/random/boot_id, trimmed ("" when unreadable),
-/// read once.
-const std::string& boot_id();
-
 }  // namespace blobstreaming::corba

@@ -1,12 +1,12 @@
 #include "Fetcher.h"
 
 #include "BlobInfoIdl.h"
-#include "BlobStore_i.h"
 
 #include <blobstreaming/blobstore/FileStore.h>
 #include <blobstreaming/blobstore/Reservation.h>
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/Host.h>
 #include <blobstreaming/common/UniqueFd.h>
 #include <blobstreaming/transporter/DataIo.h>
 #include <blobstreaming/transporter/Protocol.h>
@@ -325,15 +325,13 @@ std::optional<Fetcher::LocalSource> Fetcher::local_source(const std::string& nam
     BlobStreaming::LocalFile_var file;
     bool offered = false;
     try {
-        BlobStreaming::BlobStore_var bounded = BlobStreaming::BlobStore::_duplicate(source);
-        omniORB::setClientCallTimeout(bounded, static_cast<CORBA::ULong>(options_.call_timeout.count()));
-        offered = bounded->findLocalFile(name.c_str(), file.out());
+        offered = bounded(source)->findLocalFile(name.c_str(), file.out());
     } catch (...) {
         rethrow_as_error(what, source_name, key);
     }
     // Not this one (an empty Blob, or one still arriving there, whose pull
     // follows the bytes): the data port serves it.
-    if (!offered || boot_id().empty() || std::string(file->host.in()) != boot_id()) return std::nullopt;
+    if (!offered || !on_this_host(file->host.in())) return std::nullopt;
     LocalSource out;
     out.path = file->path.in();
     out.data_offset = file->dataOffset;
@@ -373,6 +371,13 @@ std::optional<Fetcher::LocalSource> Fetcher::local_source(const std::string& nam
     return out;
 }
 
+BlobStreaming::BlobStore_var Fetcher::bounded(BlobStreaming::BlobStore_ptr source) const
+{
+    BlobStreaming::BlobStore_var ref = BlobStreaming::BlobStore::_duplicate(source);
+    omniORB::setClientCallTimeout(ref, static_cast<CORBA::ULong>(options_.call_timeout.count()));
+    return ref;
+}
+
 bool Fetcher::offers_files(BlobStreaming::BlobStore_ptr source, const std::string& key)
 {
     const auto now = std::chrono::steady_clock::now();
@@ -382,10 +387,8 @@ bool Fetcher::offers_files(BlobStreaming::BlobStore_ptr source, const std::strin
     }
     bool offers = false;
     try {
-        BlobStreaming::BlobStore_var bounded = BlobStreaming::BlobStore::_duplicate(source);
-        omniORB::setClientCallTimeout(bounded, static_cast<CORBA::ULong>(options_.call_timeout.count()));
-        BlobStreaming::StoreStatus_var status = bounded->status();
-        offers = status->localFiles && !boot_id().empty() && boot_id() == status->host.in();
+        BlobStreaming::StoreStatus_var status = bounded(source)->status();
+        offers = status->localFiles && on_this_host(status->host.in());
     } catch (const CORBA::Exception& e) {
         // An older store (no such field), or one not answering: its data
         // port is asked next, and says why.
@@ -563,9 +566,7 @@ BlobStreaming::BlobTransporter_var Fetcher::transporter_of(BlobStreaming::BlobSt
         cached = it != transporters_.end();
         if (cached) return it->second;  // duplicates
     }
-    BlobStreaming::BlobStore_var holder = BlobStreaming::BlobStore::_duplicate(source);
-    omniORB::setClientCallTimeout(holder, static_cast<CORBA::ULong>(options_.call_timeout.count()));
-    BlobStreaming::BlobTransporter_var opened = holder->openTransporter();
+    BlobStreaming::BlobTransporter_var opened = bounded(source)->openTransporter();
     omniORB::setClientCallTimeout(opened, static_cast<CORBA::ULong>(options_.call_timeout.count()));
     std::lock_guard lock(mutex_);
     return transporters_.emplace(key, opened)
@@ -585,9 +586,7 @@ std::string Fetcher::source_name(BlobStreaming::BlobStore_ptr source)
         std::lock_guard lock(mutex_);
         if (const auto it = names_.find(key); it != names_.end()) return it->second;
     }
-    BlobStreaming::BlobStore_var bounded = BlobStreaming::BlobStore::_duplicate(source);
-    omniORB::setClientCallTimeout(bounded, static_cast<CORBA::ULong>(options_.call_timeout.count()));
-    CORBA::String_var n = bounded->name();
+    CORBA::String_var n = bounded(source)->name();
     std::lock_guard lock(mutex_);
     return names_[key] = n.in();
 }

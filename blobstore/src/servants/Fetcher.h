@@ -180,7 +180,11 @@ private:
     /// version the source described; nullopt otherwise (the data port
     /// serves). Throws what findLocalFile raises (no such Blob, ...).
     struct LocalSource;
+    /// Whether `source` (control endpoint `key`) offers its files to this
+    /// host: its status, asked at most once a minute (offers_).
     bool offers_files(BlobStreaming::BlobStore_ptr source, const std::string& key);
+    /// `source` with each call bounded by options_.call_timeout.
+    BlobStreaming::BlobStore_var bounded(BlobStreaming::BlobStore_ptr source) const;
     std::optional<LocalSource> local_source(const std::string& name, BlobStreaming::BlobStore_ptr source,
                                             const std::string& source_name, const std::string& key,
                                             const std::string& what);
