@@ -22,6 +22,21 @@ void order_nearest(std::vector<IndexedBlob>& copies, const std::map<std::string,
                      [&](const IndexedBlob& a, const IndexedBlob& b) { return rank(a) < rank(b); });
 }
 
+std::map<std::string, client::StoreStatus> store_statuses(client::Session& session)
+{
+    std::map<std::string, client::StoreStatus> out;
+    for (client::StoreStatus& s : session.stores()) out.emplace(s.name, std::move(s));
+    return out;
+}
+
+std::vector<IndexedBlob> nearest_first(std::vector<IndexedBlob> copies, IndexedBlob entry,
+                                       const std::map<std::string, client::StoreStatus>& stores)
+{
+    if (copies.empty()) copies.push_back(std::move(entry));
+    order_nearest(copies, stores);
+    return copies;
+}
+
 namespace {
 
 /// Another copy may succeed where this one failed: not when the bytes

@@ -39,6 +39,16 @@ struct PulledInstance {
 /// after those it lists.
 void order_nearest(std::vector<IndexedBlob>& copies, const std::map<std::string, client::StoreStatus>& stores);
 
+/// Every registered store's status by name (Session::stores()), for
+/// order_nearest().
+std::map<std::string, client::StoreStatus> store_statuses(client::Session& session);
+
+/// An instance's copies nearest first: those the index lists for it
+/// (StudyIndex::copies_of), else its entry's own copy `entry` (its `blob`
+/// and `store` columns).
+std::vector<IndexedBlob> nearest_first(std::vector<IndexedBlob> copies, IndexedBlob entry,
+                                       const std::map<std::string, client::StoreStatus>& stores);
+
 /// Pulls every instance from its copies in the order given: all first
 /// copies (a series per store, over the Session's pooled connections),
 /// then, for the instances that failed, their next copies, and so on. A

@@ -285,8 +285,7 @@ protected:
         // Each instance from its nearest copy (a study precached to a
         // workstation store is read there), the next copy when that store
         // fails it: the stores' tiers asked once per C-GET.
-        std::map<std::string, client::StoreStatus> stores;
-        for (client::StoreStatus& s : g_session->stores()) stores.emplace(s.name, std::move(s));
+        const std::map<std::string, client::StoreStatus> stores = store_statuses(*g_session);
         for (std::size_t begin = 0; begin < rows.size(); begin += kGetBatch) {
             if (checkForCANCEL(context, request.MessageID).good()) {
                 spdlog::info("C-GET from {}: cancelled after {} of {} instances", peer(), completed + failed,
@@ -310,12 +309,11 @@ protected:
                 spdlog::warn("C-GET from {}: the copies of {} instances: {}; from the stores the index names", peer(),
                              sops.size(), e.what());
             }
-            for (std::size_t i = begin; i < end; ++i) {
-                std::vector<IndexedBlob> found = std::move(copies[sops[i - begin]]);
-                if (found.empty()) found.push_back({column(rows[i], "blob"), column(rows[i], "store"), ""});
-                order_nearest(found, stores);
-                batch.push_back({sops[i - begin], std::move(found), paths[i - begin]});
-            }
+            for (std::size_t i = begin; i < end; ++i)
+                batch.push_back({sops[i - begin],
+                                 nearest_first(std::move(copies[sops[i - begin]]),
+                                               {column(rows[i], "blob"), column(rows[i], "store"), ""}, stores),
+                                 paths[i - begin]});
             const std::vector<PulledInstance> results = pull_from_copies(*g_session, batch, client::PullOptions{});
             for (std::size_t i = begin; i < end; ++i) {
                 const IndexRow& row = rows[i];

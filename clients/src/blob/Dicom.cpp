@@ -169,8 +169,7 @@ int pull_instances(const Invocation& call)
     std::map<std::string, std::vector<IndexedBlob>> copies = index.copies_of(sops);
     client::Session session(session_options(call));
     std::map<std::string, client::StoreStatus> stores;
-    if (call.store.empty())
-        for (client::StoreStatus& s : session.stores()) stores.emplace(s.name, std::move(s));
+    if (call.store.empty()) stores = store_statuses(session);
     for (std::size_t k = 0; k < instances.size(); ++k) {
         InstanceToPull& i = instances[k];
         std::vector<IndexedBlob>& found = copies[i.sop];
@@ -180,9 +179,8 @@ int pull_instances(const Invocation& call)
                 std::find_if(found.begin(), found.end(), [&](const IndexedBlob& c) { return c.store == call.store; });
             i.copies = {there != found.end() ? *there : IndexedBlob{value_of(rows[k], "blob"), call.store, ""}};
         } else {
-            if (found.empty()) found.push_back({value_of(rows[k], "blob"), value_of(rows[k], "store"), ""});
-            order_nearest(found, stores);
-            i.copies = found;
+            i.copies =
+                nearest_first(std::move(found), {value_of(rows[k], "blob"), value_of(rows[k], "store"), ""}, stores);
         }
         for (const IndexedBlob& c : i.copies) validate_blob_name(c.blob);
     }
