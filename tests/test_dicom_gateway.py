@@ -14,7 +14,9 @@ the file's bytes as they are; storescu will not send such a file) is refused
 with C000, one whose pixel data is shorter than its image needs (storescu)
 with A900, neither stored nor indexed; a full store answers A700, a dead
 store 0110, each with a log line naming the instance; a third association
-beyond --max-associations 2 is rejected."""
+beyond --max-associations 2 is rejected. --port 0 takes a free port, which
+the ready line names (printed once the gateway answers); a taken port or one
+out of range is refused at start."""
 
 import os
 import sqlite3
@@ -44,11 +46,29 @@ def check_refused(c, gw, entry, code, why):
     check_equal(rows, 0, f"index entries of the refused instance {entry['sop']}")
 
 
+def port_refusals(c, gw):
+    base = [harness.program("clients/dicom/blob-dicomd"), "--aetitle", "GW2", "--store", "ws1", "--naming", c.naming,
+            "--spool", c.root]
+    step("--port 0 took a free port, named in the ready line, and the gateway answered when it printed it")
+    check(gw.port != 0, f"the port of --port 0: {gw.port}")
+    step("--port taken by a listener (the first gateway's): exit 52 naming the port, before the store is asked")
+    code, out, err = c.run(base + ["--port", str(gw.port)], timeout=60)
+    check_equal(code, 52, f"exit code on a taken port ({err.strip()!r})")
+    check(f"cannot listen for associations on port {gw.port}" in err and "Address already in use" in err,
+          f"the refusal names the port and the reason: {err.strip()!r}")
+    check("ready" not in out, f"a ready line on a taken port: {out!r}")
+    gw.echo()
+    step("--port 65536: exit 1 naming the value and what is allowed")
+    code, _, err = c.run(base + ["--port", "65536"], timeout=60)
+    check_equal(code, 1, f"exit code of --port 65536 ({err.strip()!r})")
+    check("--port 65536: expected 1 to 65535, or 0 for a free port" in err, f"the refusal of --port 65536: {err!r}")
+
+
 def test(c):
     c.env["TCP_NODELAY"] = "1"  # DCMTK's storescu leaves Nagle on otherwise (~45 ms per instance)
     c.start_daemon("ws1", "file")
     gw = Gateway(c, "ws1", "gateway", extra=("--max-associations", "2"))
-    gw.echo()
+    port_refusals(c, gw)
 
     step("a multi-frame image through storescu, pulled back bit-exact")
     mf = make_objects(c, "multiframe", c.path("mf.dcm"), "8")[0]

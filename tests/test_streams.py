@@ -274,10 +274,9 @@ class Relay:
 
 
 def cut_stream(c):
-    control, data = harness.free_port(), harness.free_port()
+    # Ports the kernel chooses on 127.0.0.1, advertised at 127.0.0.2 where the relay takes the same numbers.
     argv = [harness.program("blobstore/blobstored"), "--name", "relayed", "--store", "memory:128M", "--naming",
-            c.naming, "--control-address", f"127.0.0.1:{control}", "--data-address", f"127.0.0.1:{data}",
-            "--advertise", "127.0.0.2"]
+            c.naming, "--control-address", "127.0.0.1:0", "--data-address", "127.0.0.1:0", "--advertise", "127.0.0.2"]
     err_path = c.path("relayed.err")
     with open(err_path, "wb") as err:
         popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, env=c.env,
@@ -285,6 +284,8 @@ def cut_stream(c):
     c.processes.append(harness.Process("blobstored relayed", popen, [err_path]))
     line = popen.stdout.readline().strip()
     check(line.startswith("blobstored ready"), f"blobstored behind the relay: no ready line ({line!r})")
+    fields = dict(f.split("=", 1) for f in line.split()[2:] if "=" in f)
+    control, data = (int(fields[k].rsplit(":", 1)[1]) for k in ("control", "data"))
     relay = Relay((control, data), data, cut_after=MiB)
     try:
         src = c.path("cut-src")

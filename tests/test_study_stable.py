@@ -27,7 +27,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import check, check_equal, free_port, program, step, wait_for  # noqa: E402
+from harness import check, check_equal, program, step, wait_for  # noqa: E402
 from harness.dicom import AE, Gateway, make_objects  # noqa: E402
 from test_events import Watcher  # noqa: E402
 
@@ -39,7 +39,7 @@ def stable_events(events, study=None):
 
 
 def option_refusals(c):
-    base = [program("clients/dicom/blob-dicomd"), "--aetitle", AE, "--port", str(free_port()), "--store", "ws1",
+    base = [program("clients/dicom/blob-dicomd"), "--aetitle", AE, "--port", "0", "--store", "ws1",
             "--naming", c.naming, "--spool", c.root]
     step("--stable-after out of range or not a duration: exit 1 with the value and what is allowed")
     for value, expected in (("0", "out of range (allowed: 0.001 to 86400 seconds)"),

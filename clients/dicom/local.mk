@@ -25,6 +25,8 @@ clients_dicom_blob_dicomd_SOURCES = \
 	clients/dicom/gateway/GatewayOptions.h \
 	clients/dicom/gateway/InstanceStore.cpp \
 	clients/dicom/gateway/InstanceStore.h \
+	clients/dicom/gateway/ListenPort.cpp \
+	clients/dicom/gateway/ListenPort.h \
 	clients/dicom/gateway/QueryRetrieve.cpp \
 	clients/dicom/gateway/QueryRetrieve.h \
 	clients/dicom/gateway/StorageScp.cpp \

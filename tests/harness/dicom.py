@@ -1,6 +1,6 @@
 """DICOM peers and objects of the tests/test_dicom_*.py system tests:
-blob-dicomd started on a free port (ready line, then the first C-ECHO that
-answers), DCMTK's echoscu/storescu/findscu/getscu, pynetdicom (PyPI, in a
+blob-dicomd started with --port 0 (a free port, which its ready line names;
+ready means answering), DCMTK's echoscu/storescu/findscu/getscu, pynetdicom (PyPI, in a
 venv of the build tree, made once under a lock; skipped when PyPI is
 unreachable), and the objects of tests/tools/dicom_objects.py (pydicom)."""
 
@@ -73,18 +73,21 @@ class Gateway:
 
     def __init__(self, c, store, name, extra=(), index_url=None):
         """index_url "": no --index."""
-        self.c, self.port = c, free_port()
+        self.c = c
         self.index = c.path(f"{name}.sqlite")
         self.index_url = f"sqlite:{self.index}" if index_url is None else index_url
-        argv = [program("clients/dicom/blob-dicomd"), "--aetitle", AE, "--port", str(self.port), "--store", store,
+        argv = [program("clients/dicom/blob-dicomd"), "--aetitle", AE, "--port", "0", "--store", store,
                 "--naming", c.naming, "--spool", c.root, "-v", *extra]
         if self.index_url:
             argv += ["--index", self.index_url]
         self.err = c.path(f"{name}.err")
         self.proc = processes.start_service(name, argv, "blob-dicomd ready", 60, env=c.env, out_path=c.path(f"{name}.out"),
                                           err_path=self.err, track=c.processes)
-        # DCMTK binds in its listener thread just after the ready line: the first echo that answers.
-        wait_for(lambda: self.echo(expect=None) == 0, 30, f"{name} answering C-ECHO on port {self.port}", interval=0.1)
+        fields = dict(f.split("=", 1) for f in self.proc.ready_line.split()[2:] if "=" in f)
+        check("port" in fields and fields["port"].isdigit() and fields["port"] != "0",
+              f"{name}'s ready line does not name the port it listens on: {self.proc.ready_line!r}")
+        self.port = int(fields["port"])
+        self.echo()  # the ready line comes once DCMTK listens: no waiting for the first answer
         step(f"{name} pid {self.proc.pid} on port {self.port}: {self.proc.ready_line}")
 
     def echo(self, expect=0):
@@ -161,15 +164,22 @@ def start_postgresql(c, databases):
     code, _, err = c.run(prefix + [os.path.join(bindir, "initdb"), "-D", data, "-U", "blob", "-A", "trust",
                                    "--locale=C", "-E", "UTF8", "-N"], timeout=120)
     check(code == 0, f"initdb exited {code}: {err[-2000:]}")
-    port = free_port()
-    log = c.path("postgresql.err")
-    with open(log, "wb") as err_file:
-        proc = c.spawn("postgres", prefix + [os.path.join(bindir, "postgres"), "-D", data, "-p", str(port), "-k",
-                                             sockets, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"],
-                       stdin=subprocess.DEVNULL, stdout=err_file, stderr=subprocess.STDOUT)
-    proc.log_paths.append(log)
-    isready = [os.path.join(bindir, "pg_isready"), "-h", "127.0.0.1", "-p", str(port), "-U", "blob"]
-    wait_for(lambda: c.run(isready, timeout=10)[0] == 0 or not proc.running(), 60, "PostgreSQL accepting connections")
+    # postgres has no port 0 mode: a free port another process takes before
+    # postgres binds it is tried again with the next one.
+    for attempt in range(1, 4):
+        port = free_port()
+        log = c.path(f"postgresql-{attempt}.err")
+        with open(log, "wb") as err_file:
+            proc = c.spawn("postgres", prefix + [os.path.join(bindir, "postgres"), "-D", data, "-p", str(port), "-k",
+                                                 sockets, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"],
+                           stdin=subprocess.DEVNULL, stdout=err_file, stderr=subprocess.STDOUT)
+        proc.log_paths.append(log)
+        isready = [os.path.join(bindir, "pg_isready"), "-h", "127.0.0.1", "-p", str(port), "-U", "blob"]
+        wait_for(lambda: c.run(isready, timeout=10)[0] == 0 or not proc.running(), 60,
+                 "PostgreSQL accepting connections")
+        if proc.running() or "Address already in use" not in open(log).read():
+            break
+        step(f"port {port} was taken before postgres bound it (attempt {attempt} of 3)")
     check(proc.running(), f"postgres exited: {open(log).read()[-2000:]}")
     step(f"PostgreSQL pid {proc.pid} on 127.0.0.1:{port}")
     urls = {}

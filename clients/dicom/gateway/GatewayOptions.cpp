@@ -39,7 +39,7 @@ po::options_description describe()
         ("help,h", "show this help and exit")
         ("version", "show the version and exit")
         ("aetitle,a", po::value<std::string>()->value_name("AE"), "this gateway's application entity title (1-16 characters); associations to any called AE title are accepted")
-        ("port,p", po::value<unsigned>()->value_name("PORT"), "TCP port to listen on, all interfaces (1-65535)")
+        ("port,p", po::value<unsigned>()->value_name("PORT"), "TCP port to listen on, all interfaces (1-65535; 0: a free port, named in the ready line)")
         ("store,s", po::value<std::string>()->value_name("STORE"), "the Blob store receiving the instances")
         ("naming,n", po::value<std::string>()->default_value(env ? env : "corbaname::127.0.0.1:2809"), "Naming Service URL (env BLOBSTREAMING_NAMING)")
         ("index", po::value<std::string>()->value_name("URL"), "the study index: sqlite:PATH (created when missing) or postgresql://[USER[:PASSWORD]@]HOST[:PORT]/DB (the schema created when missing); every DICOM Blob committed to any store is recorded")
@@ -112,7 +112,7 @@ std::optional<GatewayOptions> parse_gateway_options(int argc, char** argv, std::
         usage("--aetitle \"" + o.aetitle + "\": expected 1 to 16 characters, not all spaces, no backslash or control");
     if (!vm.count("port")) usage("--port is required");
     o.port = vm["port"].as<unsigned>();
-    if (o.port < 1 || o.port > 65535) usage("--port " + std::to_string(o.port) + ": expected 1 to 65535");
+    if (o.port > 65535) usage("--port " + std::to_string(o.port) + ": expected 1 to 65535, or 0 for a free port");
     o.store = required(vm, "store");
     if (o.store.empty()) usage("--store: expected a store name");
     o.naming = vm["naming"].as<std::string>();

@@ -8,6 +8,7 @@
 #include "EventIndexer.h"
 #include "GatewayOptions.h"
 #include "InstanceStore.h"
+#include "ListenPort.h"
 #include "LogFile.h"
 #include "StableTracker.h"
 #include "StorageScp.h"
@@ -22,6 +23,8 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -31,9 +34,7 @@
 #include <string>
 #include <thread>
 
-#include <netinet/in.h>
 #include <pthread.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 namespace {
@@ -42,6 +43,7 @@ using namespace blobstreaming;
 using namespace blobstreaming::dicom;
 
 std::string g_listen_failure;
+std::atomic<bool> g_listener_ended{false};
 
 /// The gateway's logger: standard error, or --log-file (returned, to be
 /// opened again on SIGHUP). Throws Error when the file cannot be opened.
@@ -69,26 +71,6 @@ std::shared_ptr<daemon::LogFileSink> set_up_logging(const GatewayOptions& o)
                      : level <= spdlog::level::warn  ? OFLogger::WARN_LOG_LEVEL
                                                      : OFLogger::ERROR_LOG_LEVEL);
     return file;
-}
-
-/// DCMTK binds inside its listen loop: a taken port is found here first, so
-/// that it fails the start instead of a thread.
-void check_port(unsigned port)
-{
-    const int fd = ::socket(AF_INET6, SOCK_STREAM, 0);
-    if (fd < 0) throw_io_error("socket", errno);
-    const int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in6 address{};
-    address.sin6_family = AF_INET6;
-    address.sin6_port = htons(static_cast<std::uint16_t>(port));
-    address.sin6_addr = in6addr_any;
-    const int rc = ::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address);
-    const int err = errno;
-    ::close(fd);
-    if (rc != 0)
-        throw Error(Errc::unreachable,
-                    "cannot listen for associations on port " + std::to_string(port) + ": " + std::strerror(err));
 }
 
 /// The store must be registered: a typo is found at start, not at the first study.
@@ -126,7 +108,7 @@ int main(int argc, char** argv)
         std::cout << text << std::flush;
         return 0;
     }
-    const GatewayOptions& o = *parsed;
+    GatewayOptions& o = *parsed;
     std::shared_ptr<daemon::LogFileSink> log_file;
     try {
         log_file = set_up_logging(o);
@@ -141,8 +123,11 @@ int main(int argc, char** argv)
     std::unique_ptr<StudyEvents> events;
     std::unique_ptr<StableTracker> tracker;
     std::unique_ptr<InstanceStore> store;
+    std::optional<PortReservation> port;
     try {
-        check_port(o.port);
+        // Before the ORB opens its endpoints: none of them may take the port.
+        port.emplace(o.port);
+        o.port = port->port();
         if (::access(o.spool.c_str(), W_OK) != 0)
             throw Error(Errc::io_error, "--spool " + o.spool + ": not a writable directory: " + std::strerror(errno));
         client::SessionOptions so;
@@ -176,9 +161,17 @@ int main(int argc, char** argv)
     }
     std::thread listener([&o, &store, &index, &session] {
         g_listen_failure = serve_associations(o, *store, index.get(), *session);
+        g_listener_ended = true;
         ::kill(::getpid(), SIGUSR1);
     });
     listener.detach();  // DCMTK's pool has no way to stop listening: the process ends around it
+    // Ready means answering: the line below comes once DCMTK listens.
+    if (!port->await_listener(g_listener_ended, std::chrono::seconds(30))) {
+        spdlog::critical("{}", g_listener_ended
+                                   ? g_listen_failure
+                                   : "DCMTK did not listen on port " + std::to_string(o.port) + " in 30 s");
+        std::_Exit(static_cast<int>(Errc::unreachable));
+    }
     std::cout << "blob-dicomd ready aetitle=" << o.aetitle << " port=" << o.port << " store=" << o.store
               << " index=" << (o.index.empty() ? "-" : o.index);
     if (indexer) {
