@@ -93,7 +93,8 @@ def probe(c, daemon, store):
 # operation -> the IDL exceptions of its raises clause (idl/BlobStreaming.idl)
 DECLARED = {
     "name": [], "status": [], "contains": ["InvalidName"], "stat": ["NoSuchBlob", "InvalidName"], "list": [],
-    "findLocalFile": ["NoSuchBlob", "InvalidName"], "verify": ["NoSuchBlob", "InvalidName", "Corrupt"],
+    "findLocalFile": ["NoSuchBlob", "InvalidName"], "shareImage": ["NoSuchBlob", "InvalidName"],
+    "verify": ["NoSuchBlob", "InvalidName", "Corrupt"],
     "resumable": ["InvalidName", "NoSuchReservation"], "dataAddress": [], "openTransporter": ["LimitReached"],
     "reserve": ["InvalidName", "OutOfSpace", "AlreadyExists", "LimitReached"],
     "send": ["NoSuchBlob", "InvalidName", "InvalidRange", "TransferFailed"],
@@ -132,7 +133,7 @@ def undeclared(c):
     c.blob("push", "--name", "CT.here", source, store="broken").ok()
     shutil.rmtree(broken.store_dir)
     results = each_op(c, "broken", "CT.here")
-    for op in ("contains", "stat", "list", "findLocalFile", "verify", "reserve", "send", "remove"):
+    for op in ("contains", "stat", "list", "findLocalFile", "shareImage", "verify", "reserve", "send", "remove"):
         r = results[op]
         text = r["detail"] or r["message"]
         check(r["code"] == EXIT["io_error"] and f"cannot access its directory {broken.store_dir}" in text,

@@ -30,6 +30,7 @@
   receives from the first while the source is stopped mid-copy)."""
 
 import glob
+import json
 import os
 import select
 import signal
@@ -237,10 +238,26 @@ def read_through(c):
     ws.stop()
 
 
-def file_reads(daemon, name, source):
-    """Fetches of `name` the daemon made by reading `source`'s file on this host."""
+def file_reads(daemon, name, source, how="its file on this host"):
+    """Fetches of `name` the daemon made by reading `source`'s file on this host (`how`: "its image on this
+    host" for a memory store, which maps the source's sealed image of the file)."""
     return sum(1 for line in log_text(daemon).splitlines()
-               if f'fetched "{name}"' in line and f'from store "{source}"' in line and "its file on this host" in line)
+               if f'fetched "{name}"' in line and f'from store "{source}"' in line and how in line)
+
+
+def image_reads(daemon, name, source):
+    return file_reads(daemon, name, source, "its image on this host")
+
+
+def mapped_images(pid):
+    """{Blob name: inode} of the sealed images (memfds "blob NAME") the process maps."""
+    out = {}
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            fields = line.split(None, 5)
+            if len(fields) == 6 and fields[5].startswith("/memfd:blob "):
+                out[fields[5][len("/memfd:blob "):].rsplit(" (deleted)", 1)[0].strip()] = int(fields[4])
+    return out
 
 
 def copies(c):
@@ -262,7 +279,6 @@ def copies(c):
     r.ok()
     step(f"copied in {time.monotonic() - t0:.2f} s")
     lines = [x for x in (r.stdout if isinstance(r.stdout, str) else r.stdout.decode()).splitlines() if x.strip()]
-    import json
     objs = [json.loads(x) for x in lines]
     per_copy = [o for o in objs if "copied" not in o]
     summary = [o for o in objs if "copied" in o]
@@ -283,9 +299,11 @@ def copies(c):
         check_equal(fetched(dests[1], name, "a"), 1, f"b fetched {name} from a")
         check_equal(fetched(dests[2], name, "b"), 1, f"c fetched {name} from b")
 
-    step("a source on this host that offers its files: every destination reads the source's file, none "
-         "chains, the source's data port sends nothing; bit-exact")
+    step("a source on this host that offers its files: no destination chains, the source's data port sends "
+         "nothing; each memory store maps the source's sealed image of the file, one image per Blob shared by "
+         "all three; a file store reads the file; bit-exact")
     near = c.start_daemon("near", "file", tier="central", extra=["--no-sync"])
+    fsd = c.start_daemon("fsd", "file", tier="cluster", extra=["--no-sync"])
     c.blob("push", *files, store="near").ok()
     stores = {s["name"]: s for s in c.blob("stores").ok()["stores"]}
     with open("/proc/sys/kernel/random/boot_id") as f:
@@ -294,15 +312,33 @@ def copies(c):
                 {"near": (here, True), "src": (here, False), "a": (here, False)},
                 "host and local_files of a file store, a --no-local one and a memory store")
     near_sums = {b["name"]: (b["size"], b["checksum"]) for b in c.blob("ls", store="near").ok()["blobs"]}
-    c.blob("copy", *names, "--to", "a,b,c", "--from", "near", "--replace", json_out=False).ok()
-    for d in ("a", "b", "c"):
+    c.blob("copy", *names, "--to", "a,b,c,fsd", "--from", "near", "--replace", json_out=False).ok()
+    for d in ("a", "b", "c", "fsd"):
         got = {b["name"]: (b["size"], b["checksum"]) for b in c.blob("ls", store=d).ok()["blobs"]}
         check_equal(got, near_sums, f"sizes and checksums at {d} copied from near")
+    images = [mapped_images(d.pid) for d in dests]
     for name in names:
         check_equal(sent(near, name), 0, f"pulls of {name} served by near's data port")
         for d in dests:
-            check_equal(file_reads(d, name, "near"), 1, f"{d.name} read {name} from near's file")
+            check_equal(image_reads(d, name, "near"), 1, f"{d.name} mapped near's image of {name}")
+        check_equal(file_reads(fsd, name, "near"), 1, f"fsd read {name} from near's file")
+        inodes = [m.get(name) for m in images]
+        check(inodes[0] is not None and inodes.count(inodes[0]) == 3,
+              f"a, b and c map one image of {name}: inodes {inodes}")
     check_equal(c.pull_checksum("MR.7", "b", c.path("pulled")), harness.checksum_file(files[7]), "MR.7 at b")
+    step("an image cannot be changed: writing or truncating it through b's /proc link is refused by its seals")
+    link = next(f"/proc/{dests[1].pid}/map_files/{line.split()[0]}" for line in open(f"/proc/{dests[1].pid}/maps")
+                if line.rstrip().endswith("/memfd:blob MR.7 (deleted)"))
+    for how in ("write", "truncate"):
+        try:
+            with open(link, "r+b") as f:
+                f.write(b"x") if how == "write" else f.truncate(0)
+                f.flush()
+            raise harness.TestFailure(f"a {how} of MR.7's image succeeded")
+        except PermissionError:
+            pass
+    check_equal(c.pull_checksum("MR.7", "b", c.path("pulled")), harness.checksum_file(files[7]), "MR.7 at b after")
+    fsd.stop()
 
     step("a destination started with --no-local reads no other store's file: the source's data port serves it")
     far = c.start_daemon("far", "memory:64M", tier="cluster", extra=["--no-local"])
@@ -318,17 +354,20 @@ def copies(c):
     out = c.path("out-MR.near")
     check_equal(c.blob("pull", "MR.near", out, store="wsr").ok()["store"], "wsr", "the store that served MR.near")
     check_equal(harness.checksum_file(out), harness.checksum_file(files[9]), "MR.near through wsr")
-    check_equal(file_reads(wsr, "MR.near", "near"), 1, "wsr read MR.near from near's file")
+    check_equal(image_reads(wsr, "MR.near", "near"), 1, "wsr mapped near's image of MR.near")
     check_equal(sent(near, "MR.near"), 0, "pulls of MR.near served by near's data port")
     wsr.stop()
 
-    step("a rotted file at a source on this host: the copy is refused, nothing appears at the destination")
-    corrupt_file_blob(near, "MR.6")
-    c.blob("rm", "MR.6", store="a").ok()
-    c.blob("copy", "MR.6", "--to", "a", "--from", "near", json_out=False).error(
+    step("a rotted file at a source on this host: the source shares no image of it (logged), the copy is "
+         "refused, nothing appears at the destination")
+    c.blob("push", "--name", "MR.rot", files[6], store="near").ok()  # no image of it made yet
+    corrupt_file_blob(near, "MR.rot")
+    c.blob("copy", "MR.rot", "--to", "a", "--from", "near", json_out=False).error(
         EXIT["digest_mismatch"], "source's checksum")
-    check_equal(c.blob("stat", "MR.6", store="a").code, EXIT["no_such_blob"], "exit of stat MR.6 at a")
-    check_equal(sent(near, "MR.6"), 0, "pulls of MR.6 served by near's data port")
+    check('image of "MR.rot": the bytes of' in log_text(near) and "not shared" in log_text(near),
+          "near logs that it shares no image of the rotted MR.rot")
+    check_equal(c.blob("stat", "MR.rot", store="a").code, EXIT["no_such_blob"], "exit of stat MR.rot at a")
+    check_equal(sent(near, "MR.rot"), 0, "pulls of MR.rot served by near's data port")
 
     step("refusals: an existing Blob without --replace, a missing Blob, an unknown store, bad command lines")
     c.blob("copy", "MR.0", "--to", "a", "--from", "src", json_out=False).error(EXIT["already_exists"], "MR.0")
@@ -342,6 +381,17 @@ def copies(c):
     c.blob("copy", "MR.1", json_out=False).error(EXIT["usage"], "no destination given")
     c.blob("copy", "MR.1", "--to", "a", "--window", "0", json_out=False).error(EXIT["usage"], "out of range (allowed: 1 to 64)")
     c.blob("pull", "MR.1", c.path("x"), "--to", "a").error(EXIT["usage"], "--to applies to copy only")
+
+    step("one batch (fetchEach) with a good name, a missing one, one that exists without --replace and a bad "
+         "one: each gets its own outcome, the good one is copied")
+    c.blob("rm", "MR.2", store="a").ok()
+    r = c.blob("copy", "MR.2", "MR.none", "MR.3", "bad/../name", "--to", "a", "--from", "near")
+    check(r.code != 0, "the copy with failures exits non-zero")
+    lines = [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
+    outcome = {o["name"]: o.get("error", {}).get("name", "ok") for o in lines if "name" in o}
+    check_equal(outcome, {"MR.2": "ok", "MR.none": "no_such_blob", "MR.3": "already_exists",
+                          "bad/../name": "invalid_name"}, "outcome per name of one batch")
+    check_equal(c.blob("stat", "MR.2", store="a").ok()["checksum"], near_sums["MR.2"][1], "MR.2 at a")
 
     step("a source whose bytes rotted: the copy is refused and nothing appears at the destination")
     corrupt_file_blob(src, "MR.5")

@@ -103,9 +103,9 @@ def test(c):
     check(ok("nobody", "openTransporter")["ior"].startswith("IOR:"), "openTransporter")
     check_equal(sorted(ok("nobody", "stores", locator=alpha_locator)), ["alpha", "beta"], "BlobLocator::stores")
 
-    step("read: contains, stat, list, verify, findLocalFile, send, locate")
+    step("read: contains, stat, list, verify, findLocalFile, shareImage, send, locate")
     read_ops = [("contains", "CT.1"), ("stat", "CT.1"), ("list",), ("verify", "CT.1"), ("findLocalFile", "CT.1"),
-                ("send", "CT.1")]
+                ("shareImage", "CT.1"), ("send", "CT.1")]
     for op, *args in read_ops:
         for who in ("writer", "deleter", "nobody"):
             refused(who, op, *args, permission="read")

@@ -543,6 +543,41 @@ BlobInfo ControlPlane::fetch(const std::string& to, const std::string& name, con
     });
 }
 
+std::vector<ControlPlane::FetchOutcome> ControlPlane::fetch_each(const std::string& to,
+                                                                 const std::vector<std::string>& names,
+                                                                 const std::string& from, bool overwrite)
+{
+    const std::string what =
+        "copy of " + std::to_string(names.size()) + " Blobs from \"" + from + "\" to \"" + to + "\"";
+    const BlobStreaming::BlobStore_var source =
+        with_store(*refs_, options_, from, what,
+                   [](BlobStreaming::BlobStore_ptr ref) { return BlobStreaming::BlobStore::_duplicate(ref); });
+    BlobStreaming::NameSeq seq;
+    seq.length(static_cast<CORBA::ULong>(names.size()));
+    for (std::size_t i = 0; i < names.size(); ++i) seq[static_cast<CORBA::ULong>(i)] = names[i].c_str();
+    BlobStreaming::FetchOutcomeSeq_var got =
+        with_store(*refs_, options_, to, what, [&](BlobStreaming::BlobStore_ptr ref) {
+            BlobStreaming::BlobStore_var bounded = BlobStreaming::BlobStore::_duplicate(ref);
+            omniORB::setClientCallTimeout(bounded, static_cast<CORBA::ULong>(kFetchCallTimeout.count()));
+            return BlobStreaming::FetchOutcomeSeq_var(bounded->fetchEach(seq, source.in(), overwrite));
+        });
+    if (got->length() != names.size())
+        throw Error(Errc::protocol_error, what + ": store \"" + to + "\" answered " + std::to_string(got->length()) +
+                                              " outcomes for " + std::to_string(names.size()) + " names");
+    std::vector<FetchOutcome> out(names.size());
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        const BlobStreaming::FetchOutcome& o = got[static_cast<CORBA::ULong>(i)];
+        if (o.code == 0) {
+            out[i].info = info_of(o.info);
+        } else {
+            out[i].error =
+                Error(static_cast<Errc>(o.code), "copy " + quote_name(names[i]) + " from \"" + from + "\" to \"" + to +
+                                                     "\": store \"" + to + "\": " + o.message.in());
+        }
+    }
+    return out;
+}
+
 void ControlPlane::begin_fetch(const std::string& to, const std::string& name, const std::string& from, bool overwrite)
 {
     const std::string what = "copy " + quote_name(name) + " from \"" + from + "\" to \"" + to + "\"";

@@ -13,6 +13,7 @@
 #include <blobstreaming/client/Options.h>
 #include <blobstreaming/client/Result.h>
 #include <blobstreaming/common/BlobInfo.h>
+#include <blobstreaming/common/Error.h>
 
 #include <chrono>
 #include <cstdint>
@@ -98,6 +99,17 @@ public:
     /// or the next store of a chain, then follows the transfer); await
     /// returns what fetch() would, waiting up to kFetchCallTimeout.
     void begin_fetch(const std::string& to, const std::string& name, const std::string& from, bool overwrite);
+    /// fetch() of each of `names` (at most kMaxFetchEach) in one call
+    /// (BlobStore::fetchEach): per name what the store committed, or the
+    /// error fetch() would have thrown. Throws Error for what fails the
+    /// whole call (the stores unreachable, no permission).
+    struct FetchOutcome {
+        std::optional<BlobInfo> info;
+        std::optional<Error> error;
+    };
+    std::vector<FetchOutcome> fetch_each(const std::string& to, const std::vector<std::string>& names,
+                                         const std::string& from, bool overwrite);
+    static constexpr std::size_t kMaxFetchEach = 1024;
     BlobInfo await_fetch(const std::string& to, const std::string& name);
     void remove(const std::string& store, const std::string& name);
     std::vector<std::string> store_names();

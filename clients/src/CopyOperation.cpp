@@ -21,6 +21,9 @@ namespace blobstreaming::client {
 namespace {
 
 constexpr std::size_t kMaxWindow = 64;
+/// Blobs per fetchEach call of a batched destination: progress comes per
+/// batch.
+constexpr std::size_t kMaxBatch = 64;
 
 class CopyRun {
 public:
@@ -38,10 +41,17 @@ public:
         if (const std::string problem = check_options(); !problem.empty()) {
             for (std::size_t i = 0; i < hops_.size(); ++i) record(i, failure(Error(Errc::invalid_argument, problem)));
         } else {
+            // With --from every Blob's source is known now: a destination
+            // that fetches straight from it and that no other follows gets
+            // its Blobs in batches (BlobStore::fetchEach: one round trip
+            // per batch instead of one per Blob).
+            if (!options_.from.empty()) std::fill(sources_.begin(), sources_.end(), options_.from);
             std::vector<std::thread> lanes;
-            for (std::size_t k = 0; k < options_.to.size(); ++k)
+            for (std::size_t k = 0; k < options_.to.size(); ++k) {
+                const bool batched = !options_.from.empty() && batches(k);
                 for (std::size_t w = 0; w < std::min(options_.window, names_.size()); ++w)
-                    lanes.emplace_back([this, k] { lane(k); });
+                    lanes.emplace_back([this, k, batched] { batched ? batch_lane(k) : lane(k); });
+            }
             for (auto& t : lanes) t.join();
         }
         result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -111,6 +121,73 @@ private:
                 r = copy_one(i, k, source);
             }
             record(i * m + k, std::move(r));
+        }
+    }
+
+    /// Whether destination k fetches every Blob from CopyOptions::from with
+    /// no destination following it (its hops are then independent).
+    bool batches(std::size_t k)
+    {
+        const Route& r = route(options_.from);
+        return r.from[k] == kSource && !r.followed[k];
+    }
+
+    /// Lane thread of a batched destination k: takes the next batch of
+    /// Blobs (the window's share of them, at most kMaxBatch) until none is
+    /// left, each batch one fetchEach call.
+    void batch_lane(std::size_t k)
+    {
+        const std::size_t m = options_.to.size();
+        const std::string& to = options_.to[k];
+        const std::size_t per_lane = (names_.size() + options_.window - 1) / options_.window;
+        const std::size_t batch = std::clamp<std::size_t>(per_lane, 1, kMaxBatch);
+        for (;;) {
+            std::size_t first = 0, end = 0;
+            {
+                std::lock_guard lock(mutex_);
+                if (next_[k] == names_.size()) return;
+                first = next_[k];
+                end = next_[k] = std::min(names_.size(), first + batch);
+            }
+            const auto started = std::chrono::steady_clock::now();
+            const auto seconds = [&] {
+                return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+            };
+            std::vector<std::size_t> sent;
+            std::vector<std::string> names;
+            for (std::size_t i = first; i < end; ++i) {
+                try {
+                    if (session_.closing())
+                        throw Error(Errc::cancelled, "copy " + quote_name(names_[i]) + ": the session is closing");
+                    validate_blob_name(names_[i]);
+                    sent.push_back(i);
+                    names.push_back(names_[i]);
+                } catch (const Error& e) {
+                    record(i * m + k, failure(e, to));
+                }
+            }
+            if (names.empty()) continue;
+            try {
+                auto outcomes = session_.control->fetch_each(to, names, options_.from, options_.overwrite);
+                for (std::size_t j = 0; j < sent.size(); ++j) {
+                    Result r;
+                    if (outcomes[j].error) {
+                        r = failure(*outcomes[j].error, to);
+                    } else {
+                        r.store = to;
+                        r.info = *outcomes[j].info;
+                        r.bytes = r.length = r.info.size;
+                    }
+                    r.seconds = seconds();
+                    record(sent[j] * m + k, std::move(r));
+                }
+            } catch (const Error& e) {
+                for (std::size_t i : sent) {
+                    Result r = failure(e, to);
+                    r.seconds = seconds();
+                    record(i * m + k, std::move(r));
+                }
+            }
         }
     }
 

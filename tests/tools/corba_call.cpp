@@ -9,7 +9,7 @@
 /// OP and ARGs:
 ///   BlobStore (--store):  name | status | contains B | stat B | list | reserve B SIZE |
 ///                         commit ID [SHA256] | abort ID | resumable B | verify B | remove B |
-///                         findLocalFile B | dataAddress | openTransporter
+///                         findLocalFile B | shareImage B | dataAddress | openTransporter
 ///   BlobTransporter (--transporter IOR, else a new one of --store):
 ///                         send B | recv ID | poll | observe | cancel | close
 ///   BlobLocator (--locator IOR, else BlobStreaming/Locator): locate B | stores
@@ -145,6 +145,10 @@ json store_call(BlobStreaming::BlobStore_ptr s, const Call& call)
     if (op == "findLocalFile") {
         BlobStreaming::LocalFile_var file;
         return {{"found", static_cast<bool>(s->findLocalFile(arg(call, 0).c_str(), file.out()))}};
+    }
+    if (op == "shareImage") {
+        BlobStreaming::SharedImage_var image;
+        return {{"shared", static_cast<bool>(s->shareImage(arg(call, 0).c_str(), image.out()))}};
     }
     if (op == "dataAddress") {
         BlobStreaming::DataEndpoint_var d = s->dataAddress();

@@ -153,6 +153,10 @@ int each_op(const std::string& naming, const std::string& store_name, const std:
         BlobStreaming::LocalFile_var file;
         store->findLocalFile(blob.c_str(), file.out());
     });
+    probe("shareImage", [&] {
+        BlobStreaming::SharedImage_var image;
+        store->shareImage(blob.c_str(), image.out());
+    });
     probe("verify", [&] { BlobStreaming::BlobInfo_var i = store->verify(blob.c_str()); });
     probe("resumable", [&] { BlobStreaming::Reservation_var r = store->resumable(fresh.c_str()); });
     probe("dataAddress", [&] { BlobStreaming::DataEndpoint_var e = store->dataAddress(); });

@@ -169,6 +169,10 @@ std::string Daemon::start()
     if (tls) fetch.tls = std::make_shared<TlsContext>(TlsContext::Role::client, options_.tls);
     fetcher_ = std::make_unique<corba::Fetcher>(*store_, fetch);
     context_.fetcher = fetcher_.get();
+    if (options_.local_fast_path && store_->keeps_files()) {
+        images_ = std::make_unique<corba::ImageShelf>();
+        context_.images = images_.get();
+    }
     if (options_.read_through) {
         upstream_ = std::make_unique<corba::Upstream>();
         upstream_->naming = CosNaming::NamingContext::_duplicate(naming_);

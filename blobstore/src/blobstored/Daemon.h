@@ -9,6 +9,7 @@
 #include "servants/BlobLocator_i.h"
 #include "servants/BlobStore_i.h"
 #include "servants/Fetcher.h"
+#include "servants/ImageShelf.h"
 #include "servants/ServantContext.h"
 #include "server/DataServer.h"
 #include "server/EventHub.h"
@@ -93,6 +94,7 @@ private:
     std::unique_ptr<SdcStatus> sdc_;
     std::unique_ptr<MetricsEndpoint> metrics_;
     std::unique_ptr<corba::Fetcher> fetcher_;    ///< BlobStore::fetch and read-through
+    std::unique_ptr<corba::ImageShelf> images_;  ///< BlobStore::shareImage (a FileStore offering its files)
     std::unique_ptr<corba::Upstream> upstream_;  ///< set with --read-through
     /// The text of a scrape: the data plane's counters, the store's use,
     /// open reservations, the build (the metrics endpoint's thread).

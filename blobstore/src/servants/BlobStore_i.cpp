@@ -5,6 +5,7 @@
 #include "BlobTransporter_i.h"
 #include "EventSubscription.h"
 #include "Fetcher.h"
+#include "ImageShelf.h"
 #include "server/AccessList.h"
 #include "server/DataServer.h"
 #include "server/ReservationTable.h"
@@ -24,12 +25,16 @@
 #include <chrono>
 #include <cstring>
 
+#include <unistd.h>
+
 namespace blobstreaming::corba {
 
 namespace {
 /// What fetch, beginFetch and awaitFetch raise.
 constexpr unsigned kFetchErrors =
     kNoSuchBlob | kInvalidName | kOutOfSpace | kAlreadyExists | kLimitReached | kTransferFailed;
+/// Names per fetchEach call.
+constexpr CORBA::ULong kMaxFetchEach = 1024;
 }  // namespace
 
 void require_permission(const ServantContext& context, server::Permission permission, const char* operation)
@@ -298,6 +303,50 @@ BlobStreaming::BlobInfo* BlobStore_i::fetch(const char* name, BlobStreaming::Blo
     }
 }
 
+BlobStreaming::FetchOutcomeSeq* BlobStore_i::fetchEach(const BlobStreaming::NameSeq& names,
+                                                       BlobStreaming::BlobStore_ptr source, CORBA::Boolean overwrite)
+{
+    require_permission(context_, server::Permission::write, "fetchEach");
+    if (names.length() == 0) return new BlobStreaming::FetchOutcomeSeq;
+    const std::string first = names.length() > 0 ? std::string(names[0].in()) : std::string();
+    std::string source_name;
+    try {
+        if (names.length() > kMaxFetchEach)
+            throw Error(Errc::limit_reached, "fetchEach: " + std::to_string(names.length()) + " names; at most " +
+                                                 std::to_string(kMaxFetchEach) + " per call");
+        source_name = fetch_source(first, source);
+    } catch (...) {
+        rethrow_declared(kFetchErrors, context_.store_name, {first});
+    }
+    const ReserveMode mode = overwrite ? ReserveMode::replace : ReserveMode::create;
+    {
+        std::vector<std::string> all;
+        all.reserve(names.length());
+        for (CORBA::ULong i = 0; i < names.length(); ++i) all.emplace_back(names[i].in());
+        context_.fetcher->prepare_images(all, source);
+    }
+    BlobStreaming::FetchOutcomeSeq_var out = new BlobStreaming::FetchOutcomeSeq;
+    out->length(names.length());
+    for (CORBA::ULong i = 0; i < names.length(); ++i) {
+        BlobStreaming::FetchOutcome& o = out[i];
+        const std::string name = names[i].in();
+        blobstreaming::BlobInfo info;
+        o.code = 0;
+        try {
+            validate_blob_name(name);
+            info = context_.fetcher->fetch(name, source, source_name, mode);
+        } catch (const Error& e) {
+            o.code = static_cast<CORBA::UShort>(e.code());
+            o.message = e.what();
+        } catch (const std::exception& e) {
+            o.code = static_cast<CORBA::UShort>(Errc::transfer_failed);
+            o.message = ("fetch " + quote_name(name) + ": internal error: " + e.what()).c_str();
+        }
+        to_idl(info, o.info);  // marshalled also for a failure: an enum left uninitialised fails the reply
+    }
+    return out._retn();
+}
+
 void BlobStore_i::beginFetch(const char* name, BlobStreaming::BlobStore_ptr source, CORBA::Boolean overwrite)
 {
     require_permission(context_, server::Permission::write, "beginFetch");
@@ -351,6 +400,73 @@ CORBA::Boolean BlobStore_i::findLocalFile(const char* name, BlobStreaming::Local
     } catch (...) {
         rethrow_declared(kNoSuchBlob | kInvalidName, context_.store_name, {name});
     }
+}
+
+bool BlobStore_i::share_image(const std::string& name, BlobStreaming::SharedImage& image)
+{
+    to_idl(blobstreaming::BlobInfo{}, image.info);  // marshalled in a `false` answer too
+    image.pid = 0;
+    image.fd = -1;
+    image.inode = 0;
+    validate_blob_name(name);
+    if (!context_.images) {
+        context_.store->stat(name);  // NoSuchBlob still applies
+        return false;
+    }
+    // A Blob a fetch is bringing here: a pull follows the new bytes.
+    if (context_.fetcher && context_.fetcher->in_flight(name)) return false;
+    const auto local = context_.store->local_file(name);
+    if (!local) return false;
+    std::optional<ImageShelf::Image> made;
+    try {
+        made = context_.images->image_of(*local);
+    } catch (const Error& e) {
+        if (e.code() != Errc::digest_mismatch) throw;
+        spdlog::error("shareImage: {}", e.what());  // the caller reads the file, and finds out
+        return false;
+    }
+    if (!made) return false;
+    image.host = boot_id().c_str();
+    image.pid = static_cast<CORBA::ULongLong>(::getpid());
+    image.fd = made->fd;
+    image.inode = made->inode;
+    to_idl(made->info, image.info);
+    return true;
+}
+
+CORBA::Boolean BlobStore_i::shareImage(const char* name, BlobStreaming::SharedImage_out image)
+{
+    require_permission(context_, server::Permission::read, "shareImage");
+    image = new BlobStreaming::SharedImage;
+    try {
+        return share_image(name, *image.ptr());
+    } catch (...) {
+        rethrow_declared(kNoSuchBlob | kInvalidName, context_.store_name, {name});
+    }
+}
+
+BlobStreaming::SharedImageSeq* BlobStore_i::shareImages(const BlobStreaming::NameSeq& names)
+{
+    require_permission(context_, server::Permission::read, "shareImages");
+    if (names.length() > kMaxFetchEach) {
+        try {
+            throw Error(Errc::limit_reached, "shareImages: " + std::to_string(names.length()) + " names; at most " +
+                                                 std::to_string(kMaxFetchEach) + " per call");
+        } catch (...) {
+            rethrow_declared(kLimitReached, context_.store_name, {});
+        }
+    }
+    BlobStreaming::SharedImageSeq_var out = new BlobStreaming::SharedImageSeq;
+    out->length(names.length());
+    for (CORBA::ULong i = 0; i < names.length(); ++i) {
+        try {
+            share_image(names[i].in(), out[i]);
+        } catch (...) {
+            // shareImage() of that name says why.
+            out[i].fd = -1;
+        }
+    }
+    return out._retn();
 }
 
 BlobStreaming::DataEndpoint* BlobStore_i::dataAddress()

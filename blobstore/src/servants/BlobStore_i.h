@@ -32,7 +32,11 @@ public:
                                    CORBA::Boolean overwrite) override;
     void beginFetch(const char* name, BlobStreaming::BlobStore_ptr source, CORBA::Boolean overwrite) override;
     BlobStreaming::BlobInfo* awaitFetch(const char* name) override;
+    BlobStreaming::FetchOutcomeSeq* fetchEach(const BlobStreaming::NameSeq& names, BlobStreaming::BlobStore_ptr source,
+                                              CORBA::Boolean overwrite) override;
     CORBA::Boolean findLocalFile(const char* name, BlobStreaming::LocalFile_out file) override;
+    CORBA::Boolean shareImage(const char* name, BlobStreaming::SharedImage_out image) override;
+    BlobStreaming::SharedImageSeq* shareImages(const BlobStreaming::NameSeq& names) override;
     BlobStreaming::DataEndpoint* dataAddress() override;
     BlobStreaming::BlobTransporter_ptr openTransporter() override;
     /// EventSubscription.h
@@ -44,6 +48,8 @@ private:
     /// The name of `source` for a fetch of `name`; refuses a nil source, a
     /// store that does not fetch, and this store as its own source.
     std::string fetch_source(const std::string& name, BlobStreaming::BlobStore_ptr source) const;
+    /// shareImage()'s answer for `name` into `image`; throws Error.
+    bool share_image(const std::string& name, BlobStreaming::SharedImage& image);
 
     const ServantContext& context_;
 };

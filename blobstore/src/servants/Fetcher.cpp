@@ -7,6 +7,7 @@
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/Host.h>
+#include <blobstreaming/common/MappedRegion.h>
 #include <blobstreaming/common/UniqueFd.h>
 #include <blobstreaming/transporter/DataIo.h>
 #include <blobstreaming/transporter/Protocol.h>
@@ -65,6 +66,9 @@ constexpr std::chrono::seconds kIdleReuse{20};
 /// How long whether a source offers its files to this host (its status) is
 /// taken as known: one round trip per source and minute.
 constexpr std::chrono::seconds kLocalRecheck{60};
+/// How long an image shareImages() described is used for a fetch of it: the
+/// source keeps it 10 s after the request (ImageShelf::kKeep).
+constexpr std::chrono::seconds kPreparedFor{5};
 
 /// How soon a fetch waiting for the network notices that the store stops.
 constexpr std::chrono::milliseconds kStopSlice{250};
@@ -371,6 +375,124 @@ std::optional<Fetcher::LocalSource> Fetcher::local_source(const std::string& nam
     return out;
 }
 
+Fetcher::ImageRef Fetcher::image_ref(const BlobStreaming::SharedImage& image, const std::string& what)
+{
+    return ImageRef{image.host.in(), image.pid, image.fd, image.inode, from_idl(image.info, what)};
+}
+
+void Fetcher::prepare_images(const std::vector<std::string>& names, BlobStreaming::BlobStore_ptr source)
+{
+    if (!options_.local || !store_.adopts_images() || names.empty()) return;
+    const std::string key = endpoint_of(source);
+    const auto now = std::chrono::steady_clock::now();
+    {
+        std::lock_guard lock(mutex_);
+        if (const auto it = no_images_.find(key); it != no_images_.end() && now < it->second) return;
+    }
+    if (!offers_files(source, key)) return;
+    BlobStreaming::NameSeq seq;
+    seq.length(static_cast<CORBA::ULong>(names.size()));
+    for (std::size_t i = 0; i < names.size(); ++i) seq[static_cast<CORBA::ULong>(i)] = names[i].c_str();
+    BlobStreaming::SharedImageSeq_var got;
+    try {
+        got = bounded(source)->shareImages(seq);
+    } catch (const CORBA::Exception& e) {
+        // Each fetch asks for its own image, and says why it cannot.
+        spdlog::debug("shareImages of {} Blobs from the store at {}: CORBA {}", names.size(), key, e._name());
+        return;
+    }
+    std::lock_guard lock(mutex_);
+    for (auto it = prepared_.begin(); it != prepared_.end();)
+        it = now < it->second.until ? std::next(it) : prepared_.erase(it);
+    for (CORBA::ULong i = 0; i < got->length() && i < names.size(); ++i) {
+        if (got[i].fd < 0) continue;
+        try {
+            prepared_[key + '\n' + names[i]] = {image_ref(got[i], "shareImages"), now + kPreparedFor};
+        } catch (const Error&) {
+            // A checksum this daemon cannot read: that fetch asks again.
+        }
+    }
+}
+
+std::optional<Fetcher::ImageRef> Fetcher::take_prepared(const std::string& key, const std::string& name)
+{
+    std::lock_guard lock(mutex_);
+    const auto it = prepared_.find(key + '\n' + name);
+    if (it == prepared_.end()) return std::nullopt;
+    std::optional<ImageRef> out;
+    if (std::chrono::steady_clock::now() < it->second.until) out = std::move(it->second.image);
+    prepared_.erase(it);
+    return out;
+}
+
+struct Fetcher::SharedSource {
+    std::shared_ptr<const std::uint8_t> bytes;
+    BlobInfo info;
+};
+
+std::optional<Fetcher::SharedSource> Fetcher::shared_image(const std::string& name, BlobStreaming::BlobStore_ptr source,
+                                                           const std::string& source_name, const std::string& key,
+                                                           const std::string& what)
+{
+    {
+        std::lock_guard lock(mutex_);
+        if (const auto it = no_images_.find(key);
+            it != no_images_.end() && std::chrono::steady_clock::now() < it->second)
+            return std::nullopt;
+    }
+    if (!offers_files(source, key)) return std::nullopt;
+    std::optional<ImageRef> image = take_prepared(key, name);
+    if (!image) {
+        BlobStreaming::SharedImage_var got;
+        bool offered = false;
+        try {
+            offered = bounded(source)->shareImage(name.c_str(), got.out());
+        } catch (...) {
+            rethrow_as_error(what, source_name, key);
+        }
+        if (!offered) return std::nullopt;
+        image = image_ref(got.in(), what);
+    }
+    if (!on_this_host(image->host)) return std::nullopt;
+    SharedSource out;
+    out.info = image->info;
+    const std::string path = "/proc/" + std::to_string(image->pid) + "/fd/" + std::to_string(image->fd);
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+    if (!fd) {
+        const int error = errno;
+        spdlog::info("{}: cannot open the source's image {} ({}): its file instead", what, path, std::strerror(error));
+        // Not allowed to read that process (another user, a hardened
+        // daemon): not again for a while. Any other reason (the image
+        // dropped just now) concerns this Blob only.
+        if (error == EACCES || error == EPERM) {
+            std::lock_guard lock(mutex_);
+            no_images_[key] = std::chrono::steady_clock::now() + kLocalRecheck;
+        }
+        return std::nullopt;
+    }
+    // The descriptor number may have been reused since the source answered
+    // (the image dropped, another one made): the inode says which it is.
+    // The seals say that nobody can shorten or change it while it is mapped
+    // here (no SIGBUS, no bytes changing after the checksum).
+    struct stat st {};
+    const int seals = ::fcntl(fd.get(), F_GET_SEALS);
+    constexpr int kSealed = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_ino) != image->inode ||
+        static_cast<std::uint64_t>(st.st_size) != out.info.size || seals < 0 || (seals & kSealed) != kSealed) {
+        spdlog::info("{}: {} is not the sealed image the source described: its file instead", what, path);
+        return std::nullopt;
+    }
+    std::error_code ec;
+    auto region =
+        std::make_shared<MappedRegion>(MappedRegion::of_file(fd.get(), 0, static_cast<std::size_t>(out.info.size), ec));
+    if (ec) {
+        spdlog::info("{}: cannot map the source's image {} ({}): its file instead", what, path, ec.message());
+        return std::nullopt;
+    }
+    out.bytes = std::shared_ptr<const std::uint8_t>(region, region->data());
+    return out;
+}
+
 BlobStreaming::BlobStore_var Fetcher::bounded(BlobStreaming::BlobStore_ptr source) const
 {
     BlobStreaming::BlobStore_var ref = BlobStreaming::BlobStore::_duplicate(source);
@@ -412,6 +534,22 @@ BlobInfo Fetcher::transfer(const std::string& name, BlobStreaming::BlobStore_ptr
         return info;
     };
 
+    if (options_.local && store_.adopts_images()) {
+        if (auto image = shared_image(name, source, source_name, source_endpoint, what)) {
+            const std::string from = what + " (its image on this host)";
+            const std::uint8_t* bytes = image->bytes.get();
+            std::uint64_t at = 0;
+            const BlobInfo info = receive(
+                name, image->info.size, image->info.checksum, mode, flight, from,
+                [&](std::uint8_t* data, std::size_t n) {  // a store that copied instead of adopting
+                    std::memcpy(data, bytes + at, n);
+                    at += n;
+                    return n;
+                },
+                [] {}, image->bytes);
+            return done(info, " (its image on this host)");
+        }
+    }
     if (options_.local) {
         if (auto file = local_source(name, source, source_name, source_endpoint, what)) {
             const std::string from = what + " (its file " + file->path + " on this host)";
@@ -506,7 +644,7 @@ BlobInfo Fetcher::transfer(const std::string& name, BlobStreaming::BlobStore_ptr
 BlobInfo Fetcher::receive(const std::string& name, std::uint64_t size, const Checksum& expected, ReserveMode mode,
                           Flight& flight, const std::string& what,
                           const std::function<std::size_t(std::uint8_t*, std::size_t)>& read,
-                          const std::function<void()>& all_read)
+                          const std::function<void()>& all_read, std::shared_ptr<const std::uint8_t> image)
 {
     auto reservation = store_.reserve(name, size, mode, expected.algorithm);
     // Pulls of this name follow the bytes from here on (read-through, the
@@ -526,6 +664,12 @@ BlobInfo Fetcher::receive(const std::string& name, std::uint64_t size, const Che
     BlobInfo info;
     try {
         std::uint64_t received = 0;
+        // A sealed image the source verified after sealing: these very bytes
+        // were checked against `expected`, and cannot change since.
+        if (image && reservation->adopt(std::move(image), &expected)) {
+            received = size;
+            progress->landed(received);
+        }
         while (received < size) {
             std::error_code ec;
             const auto window = reservation->window(

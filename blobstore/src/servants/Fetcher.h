@@ -77,6 +77,13 @@ public:
     Fetcher(const Fetcher&) = delete;
     Fetcher& operator=(const Fetcher&) = delete;
 
+    /// Asks `source` for its images of `names` in one call (shareImages)
+    /// when this store adopts images and the source offers them on this
+    /// host: the fetches of those names that follow within a few seconds
+    /// use them instead of asking one by one (BlobStore::fetchEach). Errors
+    /// only log: each fetch then asks for itself.
+    void prepare_images(const std::vector<std::string>& names, BlobStreaming::BlobStore_ptr source);
+
     /// Copies the committed Blob `name` from `source` (called `source_name`
     /// in messages) into the store, replacing a Blob of that name when
     /// `mode` is replace. Throws Error: the source's no_such_blob and other
@@ -188,15 +195,40 @@ private:
     std::optional<LocalSource> local_source(const std::string& name, BlobStreaming::BlobStore_ptr source,
                                             const std::string& source_name, const std::string& key,
                                             const std::string& what);
+    /// The source's sealed image of `name` (shareImage), opened through
+    /// /proc/PID/fd/FD and mapped read-only, when this store adopts images,
+    /// the source is on this host, offers its files and made one, and the
+    /// descriptor opened is that image (its inode), sealed against any
+    /// change and of the Blob's size; nullopt otherwise (its file or the
+    /// data port serves). Throws what shareImage raises.
+    struct SharedSource;
+    /// An image a source described (shareImage, shareImages).
+    struct ImageRef {
+        std::string host;
+        std::uint64_t pid = 0;
+        long fd = -1;
+        std::uint64_t inode = 0;
+        BlobInfo info;
+    };
+    static ImageRef image_ref(const BlobStreaming::SharedImage& image, const std::string& what);
+    /// The image prepare_images() got for `name` from the source at `key`
+    /// (taken: used once), while fresh.
+    std::optional<ImageRef> take_prepared(const std::string& key, const std::string& name);
+    std::optional<SharedSource> shared_image(const std::string& name, BlobStreaming::BlobStore_ptr source,
+                                             const std::string& source_name, const std::string& key,
+                                             const std::string& what);
     /// The bytes of a fetch of `size` bytes into a new reservation, from
     /// `read` (up to n bytes into the buffer, at least one; throws on a
     /// failure); `all_read` once every byte is in. Pulls of `name` follow
     /// them as they land (`flight`); committed only when they match
-    /// `expected`.
+    /// `expected`. `image`: the whole Blob's bytes in a source's sealed
+    /// image, verified against `expected` by the source after sealing; the
+    /// reservation adopts them with that checksum when its store can
+    /// (Reservation::adopt; `read` then is not called).
     BlobInfo receive(const std::string& name, std::uint64_t size, const Checksum& expected, ReserveMode mode,
                      Flight& flight, const std::string& what,
                      const std::function<std::size_t(std::uint8_t*, std::size_t)>& read,
-                     const std::function<void()>& all_read);
+                     const std::function<void()>& all_read, std::shared_ptr<const std::uint8_t> image = nullptr);
 
     /// The transporter kept for the source at control endpoint `key` (one
     /// per source, used by every fetch from it: two round trips fewer per
@@ -237,6 +269,14 @@ private:
         std::chrono::steady_clock::time_point until;
     };
     std::map<std::string, Offer> offers_;
+    /// Sources whose images this daemon may not open (another user), until
+    /// when: their files or data ports serve meanwhile.
+    std::map<std::string, std::chrono::steady_clock::time_point> no_images_;
+    struct Prepared {
+        ImageRef image;
+        std::chrono::steady_clock::time_point until;
+    };
+    std::map<std::string, Prepared> prepared_;  ///< source endpoint + '\n' + name -> its image (prepare_images)
     bool stopping_ = false;
     std::atomic<bool> stop_requested_{false};  ///< read by data connections' waits
     std::size_t threads_ = 0;                  ///< read-through threads running

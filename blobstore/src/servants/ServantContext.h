@@ -27,6 +27,7 @@ class TransporterRegistry;
 namespace blobstreaming::corba {
 
 class Fetcher;
+class ImageShelf;
 struct Upstream;
 
 struct ServantContext {
@@ -56,6 +57,9 @@ struct ServantContext {
     /// Store-to-store transfers (BlobStore::fetch, read-through; not owned;
     /// null: fetch fails with NO_RESOURCES).
     Fetcher* fetcher = nullptr;
+    /// Sealed images of Blobs for the memory stores of this host
+    /// (BlobStore::shareImage; not owned; null: it answers false).
+    ImageShelf* images = nullptr;
     /// Set: a pull of a missing Blob fetches it from a farther tier first
     /// (blobstored --read-through; not owned).
     const Upstream* read_through = nullptr;

@@ -184,6 +184,14 @@ private:
         return {bytes_.get() + offset, max};
     }
 
+    bool do_adopt(const std::shared_ptr<const std::uint8_t>& bytes) override
+    {
+        // The bytes are read-only (a sealed image): nothing writes to a
+        // committed Blob, and the block reserved goes back to the pool.
+        bytes_ = Buffer(bytes, const_cast<std::uint8_t*>(bytes.get()));
+        return true;
+    }
+
     std::error_code do_read_back(std::uint64_t offset, std::uint8_t* out, std::size_t n) const override
     {
         if (n > 0) std::memcpy(out, bytes_.get() + offset, n);

@@ -121,6 +121,17 @@ std::error_code Reservation::write(const void* data, std::size_t size)
     return {};
 }
 
+bool Reservation::adopt(std::shared_ptr<const std::uint8_t> bytes, const Checksum* verified)
+{
+    if (state_ != State::open || parted_ || written_ != 0 || size_ == 0 || !bytes) return false;
+    if (verified && verified->algorithm != hash_.algorithm()) verified = nullptr;  // hashed here instead
+    if (!do_adopt(bytes)) return false;
+    if (verified) adopted_ = *verified;
+    else hash_.update(bytes.get(), static_cast<std::size_t>(size_));
+    written_ = size_;
+    return true;
+}
+
 BlobInfo Reservation::commit(const Checksum* expected)
 {
     if (state_ != State::open)
@@ -132,6 +143,10 @@ BlobInfo Reservation::commit(const Checksum* expected)
     if (written_ != size_)
         throw Error(Errc::incomplete, "commit " + quote_name(name_) + ": " + std::to_string(written_) + " of " +
                                           std::to_string(size_) + " bytes written");
+    if (adopted_) {
+        hash_.stop();
+        return finish_commit(*adopted_, expected);
+    }
     return finish_commit(hash_.finish(), expected);
 }
 

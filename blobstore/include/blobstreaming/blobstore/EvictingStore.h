@@ -42,6 +42,7 @@ public:
     std::optional<LocalFile> local_file(std::string_view name) const override;
     bool read_waits() const noexcept override { return inner_->read_waits(); }
     bool keeps_files() const noexcept override { return inner_->keeps_files(); }
+    bool adopts_images() const noexcept override { return inner_->adopts_images(); }
 
     /// How many Blobs have been removed to make room since construction.
     std::uint64_t evictions() const;

@@ -32,6 +32,8 @@ public:
                                          ChecksumAlgorithm checksum = kDefaultChecksum) override;
     BlobInfo remove(std::string_view name) override;
     StoreUsage usage() const override;
+    /// Its Blobs' bytes may be images other stores made (Reservation::adopt).
+    bool adopts_images() const noexcept override { return true; }
 
     struct State;
 

@@ -68,6 +68,7 @@ public:
     std::optional<LocalFile> local_file(std::string_view name) const override { return inner_->local_file(name); }
     bool read_waits() const noexcept override { return inner_->read_waits(); }
     bool keeps_files() const noexcept override { return inner_->keeps_files(); }
+    bool adopts_images() const noexcept override { return inner_->adopts_images(); }
 
     /// The sequence number of the last event published (0: none yet).
     std::uint64_t last_sequence() const;

@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <system_error>
 
@@ -103,6 +105,19 @@ public:
     /// Copies `size` bytes in (through window()/advance()).
     std::error_code write(const void* data, std::size_t size);
 
+    /// Takes `bytes` (size() bytes that never change, kept alive by their
+    /// owner) as the whole Blob, without copying them: a store that keeps
+    /// Blobs in memory holds them as they are (a sealed memory file mapped
+    /// read-only, shared with other stores of the host). The checksum is
+    /// computed over them here, as advance() would, unless `verified` is
+    /// given: the checksum these very bytes were verified against by
+    /// whoever made them unchangeable (the source store seals its image
+    /// first, then verifies it), which then is the reservation's. commit()
+    /// follows as usual. Only before any byte was written. False, nothing
+    /// changed, when the store holds only bytes it wrote itself: fill it
+    /// with write().
+    bool adopt(std::shared_ptr<const std::uint8_t> bytes, const Checksum* verified = nullptr);
+
     /// The message of the last error window(), advance() or write() returned:
     /// what failed, on which file or store, and why; "" before any.
     const std::string& error_message() const noexcept { return error_message_; }
@@ -197,6 +212,8 @@ protected:
     virtual std::error_code do_advance(const std::uint8_t* data, std::size_t n, std::uint64_t offset);
     /// See suspend(); the helper has ended.
     virtual void do_suspend() noexcept {}
+    /// See adopt(): true when the store now holds `bytes` as the Blob's.
+    virtual bool do_adopt(const std::shared_ptr<const std::uint8_t>&) { return false; }
     /// Records `message` for error_message() and returns `ec`.
     std::error_code fail(std::error_code ec, std::string message);
     /// Publishes the complete Blob with its checksum (the helper has ended).
@@ -227,6 +244,7 @@ private:
     Window last_{};
     std::uint64_t last_at_ = 0;  ///< parted: the offset of last_
     bool parted_ = false;
+    std::optional<Checksum> adopted_;  ///< adopt()'s `verified`
     /// Positions count from 0 at construction: they are the Blob's offsets.
     HashPipeline hash_;
     std::string error_message_;

@@ -105,6 +105,10 @@ public:
     /// true when local_file() names its committed Blobs' files (a
     /// FileStore): a process on this host may read them there.
     virtual bool keeps_files() const noexcept { return false; }
+    /// true when its reservations take bytes they did not write
+    /// (Reservation::adopt: a MemoryStore holds a sealed image another
+    /// store of the host made, mapped, instead of a copy).
+    virtual bool adopts_images() const noexcept { return false; }
 
     /// true when read() may wait on another host (an object store reads
     /// its index over the network): the data plane then opens a pull's
