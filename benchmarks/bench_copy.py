@@ -8,9 +8,9 @@ the transfer, not a disk); every round replaces what the last one copied
 (--replace).
 
 Two sources hold the same study, both file stores on this host:
-"central" offers its files (the default), so every destination reads the
-source's file (one copy, no socket: the cases "one" and "fanout", the
-target's); "central-port" runs with --no-local, as a source on another host
+"central" offers its files (the default), so every destination maps the
+source's sealed image of the file (one copy in memory for all, no socket:
+the cases "one" and "fanout", the target's); "central-port" runs with --no-local, as a source on another host
 would be seen, so the destinations chain through their data ports (each
 fetches from the one before it, the source sends each Blob once: the cases
 "one-port" and "fanout-port"). Every copy is checked: each destination's

@@ -643,3 +643,16 @@ BOOST_AUTO_TEST_CASE(files_of_the_sha256_only_format_stay_readable_and_verifiabl
     }
     BS_CHECK_ERROR(store.verify(name), Errc::corrupt, "recorded at commit: " + Checksum::sha256(sha).text());
 }
+
+// A FileStore keeps only bytes it wrote to its own file: it adopts nothing.
+BOOST_AUTO_TEST_CASE(a_file_store_adopts_no_image)
+{
+    test::TempDir dir;
+    FileStore store(dir.path());
+    BOOST_TEST(!store.adopts_images());
+    const auto bytes = std::make_shared<std::vector<std::uint8_t>>(test::random_bytes(100));
+    const std::shared_ptr<const std::uint8_t> image(bytes, bytes->data());
+    auto r = store.reserve("CT.1", bytes->size());
+    BOOST_TEST(!r->adopt(image));
+    BOOST_TEST(r->written() == 0u);
+}

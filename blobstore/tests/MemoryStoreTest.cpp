@@ -103,3 +103,47 @@ BOOST_AUTO_TEST_CASE(freed_slices_are_reused_by_slices_of_about_their_size)
     auto tiny = store.reserve("CT.5", 1000);  // below 64 KiB: the heap as ever
     BOOST_TEST(tiny->window(1, ec).data != slice);
 }
+
+// Reservation::adopt: the Blob's bytes are the ones handed over (no copy),
+// alive as long as the Blob is; without a verified checksum they are
+// hashed, and bytes that do not match the expected checksum commit nothing.
+BOOST_AUTO_TEST_CASE(an_adopted_image_is_the_blob_without_a_copy)
+{
+    MemoryStore store({1u << 20});
+    BOOST_TEST(store.adopts_images());
+    const auto bytes = random_bytes(4096, 5);
+    const Checksum sum = ChecksumState::of(kDefaultChecksum, bytes.data(), bytes.size());
+    auto owned = std::make_shared<std::vector<std::uint8_t>>(bytes);
+    std::weak_ptr<std::vector<std::uint8_t>> alive = owned;
+    const std::shared_ptr<const std::uint8_t> image(owned, owned->data());
+    owned.reset();
+
+    auto r = store.reserve("CT.img", bytes.size());
+    BOOST_TEST(r->adopt(image));
+    BOOST_TEST(r->written() == bytes.size());
+    BOOST_TEST(!r->adopt(image));  // once, and only before any byte
+    BOOST_TEST(r->commit(&sum).checksum.text() == sum.text());
+    const BlobRange view = store.read_all("CT.img");
+    BOOST_TEST(view.data() == image.get());
+    BOOST_TEST(std::memcmp(view.data(), bytes.data(), bytes.size()) == 0);
+
+    // Verified by its maker: committed with that checksum, not hashed again.
+    auto v = store.reserve("CT.verified", bytes.size());
+    BOOST_TEST(v->adopt(image, &sum));
+    BOOST_TEST(v->commit(&sum).checksum.text() == sum.text());
+
+    auto bad = store.reserve("CT.bad", bytes.size());
+    const auto other = random_bytes(4096, 6);
+    const Checksum other_sum = ChecksumState::of(kDefaultChecksum, other.data(), other.size());
+    BOOST_TEST(bad->adopt(image));
+    BS_CHECK_ERROR(bad->commit(&other_sum), Errc::digest_mismatch, "nothing was stored");
+    BOOST_TEST(!store.contains("CT.bad"));
+
+    auto partly = store.reserve("CT.partly", bytes.size());
+    BOOST_REQUIRE(!partly->write(bytes.data(), 10));
+    BOOST_TEST(!partly->adopt(image));
+
+    store.remove("CT.img");
+    BOOST_TEST(!alive.expired());  // CT.verified and the view still hold it
+    store.remove("CT.verified");
+}
