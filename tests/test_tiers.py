@@ -32,6 +32,7 @@
 import glob
 import json
 import os
+import pwd
 import select
 import signal
 import subprocess
@@ -339,6 +340,25 @@ def copies(c):
             pass
     check_equal(c.pull_checksum("MR.7", "b", c.path("pulled")), harness.checksum_file(files[7]), "MR.7 at b after")
     fsd.stop()
+
+    if os.geteuid() == 0:
+        step("a memory store run as another user may not open the source's image (/proc/PID/fd): it says so once, "
+             "reads the file or the data port instead, and the copies are bit-exact")
+        nobody = pwd.getpwnam("nobody")
+
+        def as_nobody():
+            os.setgroups([])
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+        other = c.start_daemon("other", "memory:64M", tier="cluster", preexec_fn=as_nobody)
+        # --window 1: one batch, whose fetches run one after the other.
+        c.blob("copy", "MR.8", "MR.9", "--to", "other", "--from", "near", "--window", "1", json_out=False).ok()
+        for name in ("MR.8", "MR.9"):
+            check_equal(c.blob("stat", name, store="other").ok()["checksum"], near_sums[name][1], f"{name} at other")
+            check_equal(image_reads(other, name, "near"), 0, f"other mapped near's image of {name}")
+        refusals = log_text(other).count("cannot open the source's image")
+        check_equal(refusals, 1, "other's lines saying it may not open near's images (then not asked again)")
+        other.stop()
 
     step("a destination started with --no-local reads no other store's file: the source's data port serves it")
     far = c.start_daemon("far", "memory:64M", tier="cluster", extra=["--no-local"])

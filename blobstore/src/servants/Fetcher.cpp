@@ -375,6 +375,17 @@ std::optional<Fetcher::LocalSource> Fetcher::local_source(const std::string& nam
     return out;
 }
 
+bool Fetcher::images_open(BlobStreaming::BlobStore_ptr source, const std::string& key)
+{
+    {
+        std::lock_guard lock(mutex_);
+        if (const auto it = no_images_.find(key);
+            it != no_images_.end() && std::chrono::steady_clock::now() < it->second)
+            return false;
+    }
+    return offers_files(source, key);
+}
+
 Fetcher::ImageRef Fetcher::image_ref(const BlobStreaming::SharedImage& image, const std::string& what)
 {
     return ImageRef{image.host.in(), image.pid, image.fd, image.inode, from_idl(image.info, what)};
@@ -384,12 +395,7 @@ void Fetcher::prepare_images(const std::vector<std::string>& names, BlobStreamin
 {
     if (!options_.local || !store_.adopts_images() || names.empty()) return;
     const std::string key = endpoint_of(source);
-    const auto now = std::chrono::steady_clock::now();
-    {
-        std::lock_guard lock(mutex_);
-        if (const auto it = no_images_.find(key); it != no_images_.end() && now < it->second) return;
-    }
-    if (!offers_files(source, key)) return;
+    if (!images_open(source, key)) return;
     BlobStreaming::NameSeq seq;
     seq.length(static_cast<CORBA::ULong>(names.size()));
     for (std::size_t i = 0; i < names.size(); ++i) seq[static_cast<CORBA::ULong>(i)] = names[i].c_str();
@@ -401,6 +407,7 @@ void Fetcher::prepare_images(const std::vector<std::string>& names, BlobStreamin
         spdlog::debug("shareImages of {} Blobs from the store at {}: CORBA {}", names.size(), key, e._name());
         return;
     }
+    const auto now = std::chrono::steady_clock::now();
     std::lock_guard lock(mutex_);
     for (auto it = prepared_.begin(); it != prepared_.end();)
         it = now < it->second.until ? std::next(it) : prepared_.erase(it);
@@ -434,13 +441,7 @@ std::optional<Fetcher::SharedSource> Fetcher::shared_image(const std::string& na
                                                            const std::string& source_name, const std::string& key,
                                                            const std::string& what)
 {
-    {
-        std::lock_guard lock(mutex_);
-        if (const auto it = no_images_.find(key);
-            it != no_images_.end() && std::chrono::steady_clock::now() < it->second)
-            return std::nullopt;
-    }
-    if (!offers_files(source, key)) return std::nullopt;
+    if (!images_open(source, key)) return std::nullopt;
     std::optional<ImageRef> image = take_prepared(key, name);
     if (!image) {
         BlobStreaming::SharedImage_var got;

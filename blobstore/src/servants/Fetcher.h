@@ -211,6 +211,10 @@ private:
         BlobInfo info;
     };
     static ImageRef image_ref(const BlobStreaming::SharedImage& image, const std::string& what);
+    /// Whether images of `source` (control endpoint `key`) may be opened
+    /// here: it offers its files to this host, and opening one was not
+    /// refused within the last minute (no_images_).
+    bool images_open(BlobStreaming::BlobStore_ptr source, const std::string& key);
     /// The image prepare_images() got for `name` from the source at `key`
     /// (taken: used once), while fresh.
     std::optional<ImageRef> take_prepared(const std::string& key, const std::string& name);
