@@ -40,6 +40,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import EXIT, MiB, check, check_equal, step  # noqa: E402
+from harness.processes import ready_fields  # noqa: E402
 
 RACE_SECONDS = float(os.environ.get("BS_RACE_SECONDS", "5"))
 
@@ -284,7 +285,7 @@ def cut_stream(c):
     c.processes.append(harness.Process("blobstored relayed", popen, [err_path]))
     line = popen.stdout.readline().strip()
     check(line.startswith("blobstored ready"), f"blobstored behind the relay: no ready line ({line!r})")
-    fields = dict(f.split("=", 1) for f in line.split()[2:] if "=" in f)
+    fields = ready_fields(line)
     control, data = (int(fields[k].rsplit(":", 1)[1]) for k in ("control", "data"))
     relay = Relay((control, data), data, cut_after=MiB)
     try:

@@ -33,6 +33,7 @@ EXTRA_DIST += \
 	transporter/include/blobstreaming/transporter/Tls.h \
 	transporter/include/blobstreaming/transporter/corba/ChecksumIdl.h \
 	transporter/include/blobstreaming/transporter/corba/Exceptions.h \
+	transporter/include/blobstreaming/transporter/corba/NameSeqIdl.h \
 	transporter/include/blobstreaming/transporter/corba/Orb.h \
 	transporter/include/blobstreaming/transporter/corba/References.h \
 	transporter/include/blobstreaming/transporter/corba/Security.h

@@ -9,6 +9,7 @@
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/Host.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
+#include <blobstreaming/transporter/corba/NameSeqIdl.h>
 #include <blobstreaming/transporter/corba/Orb.h>
 #include <blobstreaming/transporter/corba/References.h>
 #include <blobstreaming/transporter/corba/Security.h>
@@ -251,6 +252,28 @@ auto with_store(ControlPlane::Refs& refs, const SessionOptions& options, const s
             corba::rethrow_as_error(what, store, endpoint);
         }
     }
+}
+
+/// `store`'s reference (to hand to another store as the source of a fetch).
+BlobStreaming::BlobStore_var reference_of(ControlPlane::Refs& refs, const SessionOptions& options,
+                                          const std::string& store, const std::string& what)
+{
+    return with_store(refs, options, store, what,
+                      [](BlobStreaming::BlobStore_ptr ref) { return BlobStreaming::BlobStore::_duplicate(ref); });
+}
+
+/// with_store() on `store` with `body`'s call bounded by
+/// ControlPlane::kFetchCallTimeout: a fetch's call lasts as long as its
+/// transfer (the store fails one that stalls).
+template <class Body>
+auto with_fetching_store(ControlPlane::Refs& refs, const SessionOptions& options, const std::string& store,
+                         const std::string& what, Body body)
+{
+    return with_store(refs, options, store, what, [&](BlobStreaming::BlobStore_ptr ref) {
+        BlobStreaming::BlobStore_var bounded = BlobStreaming::BlobStore::_duplicate(ref);
+        omniORB::setClientCallTimeout(bounded, static_cast<CORBA::ULong>(ControlPlane::kFetchCallTimeout.count()));
+        return body(bounded.in());
+    });
 }
 
 /// The cached transporter of `store`, or a new one (`ref`'s).
@@ -532,12 +555,8 @@ BlobInfo ControlPlane::stat(const std::string& store, const std::string& name)
 BlobInfo ControlPlane::fetch(const std::string& to, const std::string& name, const std::string& from, bool overwrite)
 {
     const std::string what = "copy " + quote_name(name) + " from \"" + from + "\" to \"" + to + "\"";
-    const BlobStreaming::BlobStore_var source =
-        with_store(*refs_, options_, from, what,
-                   [](BlobStreaming::BlobStore_ptr ref) { return BlobStreaming::BlobStore::_duplicate(ref); });
-    return with_store(*refs_, options_, to, what, [&](BlobStreaming::BlobStore_ptr ref) {
-        BlobStreaming::BlobStore_var bounded = BlobStreaming::BlobStore::_duplicate(ref);
-        omniORB::setClientCallTimeout(bounded, static_cast<CORBA::ULong>(kFetchCallTimeout.count()));
+    const BlobStreaming::BlobStore_var source = reference_of(*refs_, options_, from, what);
+    return with_fetching_store(*refs_, options_, to, what, [&](BlobStreaming::BlobStore_ptr bounded) {
         BlobStreaming::BlobInfo_var info = bounded->fetch(name.c_str(), source.in(), overwrite);
         return info_of(info.in());
     });
@@ -549,16 +568,10 @@ std::vector<ControlPlane::FetchOutcome> ControlPlane::fetch_each(const std::stri
 {
     const std::string what =
         "copy of " + std::to_string(names.size()) + " Blobs from \"" + from + "\" to \"" + to + "\"";
-    const BlobStreaming::BlobStore_var source =
-        with_store(*refs_, options_, from, what,
-                   [](BlobStreaming::BlobStore_ptr ref) { return BlobStreaming::BlobStore::_duplicate(ref); });
-    BlobStreaming::NameSeq seq;
-    seq.length(static_cast<CORBA::ULong>(names.size()));
-    for (std::size_t i = 0; i < names.size(); ++i) seq[static_cast<CORBA::ULong>(i)] = names[i].c_str();
+    const BlobStreaming::BlobStore_var source = reference_of(*refs_, options_, from, what);
+    const BlobStreaming::NameSeq seq = corba::to_name_seq(names);
     BlobStreaming::FetchOutcomeSeq_var got =
-        with_store(*refs_, options_, to, what, [&](BlobStreaming::BlobStore_ptr ref) {
-            BlobStreaming::BlobStore_var bounded = BlobStreaming::BlobStore::_duplicate(ref);
-            omniORB::setClientCallTimeout(bounded, static_cast<CORBA::ULong>(kFetchCallTimeout.count()));
+        with_fetching_store(*refs_, options_, to, what, [&](BlobStreaming::BlobStore_ptr bounded) {
             return BlobStreaming::FetchOutcomeSeq_var(bounded->fetchEach(seq, source.in(), overwrite));
         });
     if (got->length() != names.size())
@@ -581,12 +594,8 @@ std::vector<ControlPlane::FetchOutcome> ControlPlane::fetch_each(const std::stri
 void ControlPlane::begin_fetch(const std::string& to, const std::string& name, const std::string& from, bool overwrite)
 {
     const std::string what = "copy " + quote_name(name) + " from \"" + from + "\" to \"" + to + "\"";
-    const BlobStreaming::BlobStore_var source =
-        with_store(*refs_, options_, from, what,
-                   [](BlobStreaming::BlobStore_ptr ref) { return BlobStreaming::BlobStore::_duplicate(ref); });
-    with_store(*refs_, options_, to, what, [&](BlobStreaming::BlobStore_ptr ref) {
-        BlobStreaming::BlobStore_var bounded = BlobStreaming::BlobStore::_duplicate(ref);
-        omniORB::setClientCallTimeout(bounded, static_cast<CORBA::ULong>(kFetchCallTimeout.count()));
+    const BlobStreaming::BlobStore_var source = reference_of(*refs_, options_, from, what);
+    with_fetching_store(*refs_, options_, to, what, [&](BlobStreaming::BlobStore_ptr bounded) {
         bounded->beginFetch(name.c_str(), source.in(), overwrite);
         return 0;
     });
@@ -594,13 +603,11 @@ void ControlPlane::begin_fetch(const std::string& to, const std::string& name, c
 
 BlobInfo ControlPlane::await_fetch(const std::string& to, const std::string& name)
 {
-    return with_store(*refs_, options_, to, "copy " + quote_name(name) + " to \"" + to + "\"",
-                      [&](BlobStreaming::BlobStore_ptr ref) {
-                          BlobStreaming::BlobStore_var bounded = BlobStreaming::BlobStore::_duplicate(ref);
-                          omniORB::setClientCallTimeout(bounded, static_cast<CORBA::ULong>(kFetchCallTimeout.count()));
-                          BlobStreaming::BlobInfo_var info = bounded->awaitFetch(name.c_str());
-                          return info_of(info.in());
-                      });
+    return with_fetching_store(*refs_, options_, to, "copy " + quote_name(name) + " to \"" + to + "\"",
+                               [&](BlobStreaming::BlobStore_ptr bounded) {
+                                   BlobStreaming::BlobInfo_var info = bounded->awaitFetch(name.c_str());
+                                   return info_of(info.in());
+                               });
 }
 
 BlobInfo ControlPlane::verify(const std::string& store, const std::string& name)

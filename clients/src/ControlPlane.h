@@ -99,7 +99,7 @@ public:
     /// or the next store of a chain, then follows the transfer); await
     /// returns what fetch() would, waiting up to kFetchCallTimeout.
     void begin_fetch(const std::string& to, const std::string& name, const std::string& from, bool overwrite);
-    /// fetch() of each of `names` (at most kMaxFetchEach) in one call
+    /// fetch() of each of `names` (at most 1024, the store's bound) in one call
     /// (BlobStore::fetchEach): per name what the store committed, or the
     /// error fetch() would have thrown. Throws Error for what fails the
     /// whole call (the stores unreachable, no permission).
@@ -109,7 +109,6 @@ public:
     };
     std::vector<FetchOutcome> fetch_each(const std::string& to, const std::vector<std::string>& names,
                                          const std::string& from, bool overwrite);
-    static constexpr std::size_t kMaxFetchEach = 1024;
     BlobInfo await_fetch(const std::string& to, const std::string& name);
     void remove(const std::string& store, const std::string& name);
     std::vector<std::string> store_names();

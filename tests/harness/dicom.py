@@ -83,10 +83,10 @@ class Gateway:
         self.err = c.path(f"{name}.err")
         self.proc = processes.start_service(name, argv, "blob-dicomd ready", 60, env=c.env, out_path=c.path(f"{name}.out"),
                                           err_path=self.err, track=c.processes)
-        fields = dict(f.split("=", 1) for f in self.proc.ready_line.split()[2:] if "=" in f)
-        check("port" in fields and fields["port"].isdigit() and fields["port"] != "0",
+        port = self.proc.ready.get("port", "")
+        check(port.isdigit() and port != "0",
               f"{name}'s ready line does not name the port it listens on: {self.proc.ready_line!r}")
-        self.port = int(fields["port"])
+        self.port = int(port)
         self.echo()  # the ready line comes once DCMTK listens: no waiting for the first answer
         step(f"{name} pid {self.proc.pid} on port {self.port}: {self.proc.ready_line}")
 

@@ -6,6 +6,7 @@
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
+#include <blobstreaming/transporter/corba/NameSeqIdl.h>
 #include <blobstreaming/transporter/corba/Orb.h>
 #include <blobstreaming/transporter/corba/Security.h>
 
@@ -110,11 +111,7 @@ BlobStreaming::LocationSeq* BlobLocator_i::locate_own(const char* name)
 BlobStreaming::NameSeq* BlobLocator_i::stores()
 {
     try {
-        const std::vector<std::string> names = list_stores(naming_);
-        auto* out = new BlobStreaming::NameSeq;
-        out->length(static_cast<CORBA::ULong>(names.size()));
-        for (CORBA::ULong i = 0; i < out->length(); ++i) (*out)[i] = names[i].c_str();
-        return out;
+        return new BlobStreaming::NameSeq(to_name_seq(list_stores(naming_)));
     } catch (...) {
         rethrow_declared(kRaisesNothing, "");
     }

@@ -16,6 +16,7 @@
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/Host.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
+#include <blobstreaming/transporter/corba/NameSeqIdl.h>
 #include <blobstreaming/transporter/corba/References.h>
 #include <blobstreaming/transporter/corba/Security.h>
 
@@ -33,8 +34,15 @@ namespace {
 /// What fetch, beginFetch and awaitFetch raise.
 constexpr unsigned kFetchErrors =
     kNoSuchBlob | kInvalidName | kOutOfSpace | kAlreadyExists | kLimitReached | kTransferFailed;
-/// Names per fetchEach call.
-constexpr CORBA::ULong kMaxFetchEach = 1024;
+/// Names per fetchEach and shareImages call.
+constexpr CORBA::ULong kMaxBatch = 1024;
+
+void check_batch(const BlobStreaming::NameSeq& names, const char* operation)
+{
+    if (names.length() > kMaxBatch)
+        throw Error(Errc::limit_reached, std::string(operation) + ": " + std::to_string(names.length()) +
+                                             " names; at most " + std::to_string(kMaxBatch) + " per call");
+}
 }  // namespace
 
 void require_permission(const ServantContext& context, server::Permission permission, const char* operation)
@@ -311,20 +319,13 @@ BlobStreaming::FetchOutcomeSeq* BlobStore_i::fetchEach(const BlobStreaming::Name
     const std::string first = names[0].in();
     std::string source_name;
     try {
-        if (names.length() > kMaxFetchEach)
-            throw Error(Errc::limit_reached, "fetchEach: " + std::to_string(names.length()) + " names; at most " +
-                                                 std::to_string(kMaxFetchEach) + " per call");
+        check_batch(names, "fetchEach");
         source_name = fetch_source(first, source);
     } catch (...) {
         rethrow_declared(kFetchErrors, context_.store_name, {first});
     }
     const ReserveMode mode = overwrite ? ReserveMode::replace : ReserveMode::create;
-    {
-        std::vector<std::string> all;
-        all.reserve(names.length());
-        for (CORBA::ULong i = 0; i < names.length(); ++i) all.emplace_back(names[i].in());
-        context_.fetcher->prepare_images(all, source);
-    }
+    context_.fetcher->prepare_images(from_name_seq(names), source);
     BlobStreaming::FetchOutcomeSeq_var out = new BlobStreaming::FetchOutcomeSeq;
     out->length(names.length());
     for (CORBA::ULong i = 0; i < names.length(); ++i) {
@@ -372,6 +373,21 @@ BlobStreaming::BlobInfo* BlobStore_i::awaitFetch(const char* name)
     }
 }
 
+std::optional<Store::LocalFile> BlobStore_i::offered_file(const std::string& name, bool offering) const
+{
+    if (!offering) {
+        context_.store->stat(name);  // NoSuchBlob still applies
+        return std::nullopt;
+    }
+    // A Blob a fetch is bringing here: its committed file (if any) is the
+    // version being replaced, and a pull follows the new bytes.
+    if (context_.fetcher && context_.fetcher->in_flight(name)) return std::nullopt;
+    auto local = context_.store->local_file(name);
+    // Nothing to map (mmap of 0 bytes fails): use the socket.
+    if (!local || local->info.size == 0) return std::nullopt;
+    return local;
+}
+
 CORBA::Boolean BlobStore_i::findLocalFile(const char* name, BlobStreaming::LocalFile_out file)
 {
     require_permission(context_, server::Permission::read, "findLocalFile");
@@ -382,16 +398,8 @@ CORBA::Boolean BlobStore_i::findLocalFile(const char* name, BlobStreaming::Local
     try {
         validate_blob_name(name);
         if (context_.read_through) context_.fetcher->fetch_missing(name, *context_.read_through);
-        if (!context_.local_fast_path) {
-            context_.store->stat(name);  // NoSuchBlob still applies
-            return false;
-        }
-        // A Blob a fetch is bringing here: its committed file (if any) is
-        // the version being replaced, and a pull follows the new bytes.
-        if (context_.fetcher && context_.fetcher->in_flight(name)) return false;
-        const auto local = context_.store->local_file(name);
-        // Nothing to map (mmap of 0 bytes fails): use the socket.
-        if (!local || local->info.size == 0) return false;
+        const auto local = offered_file(name, context_.local_fast_path);
+        if (!local) return false;
         file->host = boot_id().c_str();
         file->path = local->path.c_str();
         file->dataOffset = local->data_offset;
@@ -409,13 +417,7 @@ bool BlobStore_i::share_image(const std::string& name, BlobStreaming::SharedImag
     image.fd = -1;
     image.inode = 0;
     validate_blob_name(name);
-    if (!context_.images) {
-        context_.store->stat(name);  // NoSuchBlob still applies
-        return false;
-    }
-    // A Blob a fetch is bringing here: a pull follows the new bytes.
-    if (context_.fetcher && context_.fetcher->in_flight(name)) return false;
-    const auto local = context_.store->local_file(name);
+    const auto local = offered_file(name, context_.images != nullptr);
     if (!local) return false;
     std::optional<ImageShelf::Image> made;
     try {
@@ -450,13 +452,10 @@ CORBA::Boolean BlobStore_i::shareImage(const char* name, BlobStreaming::SharedIm
 BlobStreaming::SharedImageSeq* BlobStore_i::shareImages(const BlobStreaming::NameSeq& names)
 {
     require_permission(context_, server::Permission::read, "shareImages");
-    if (names.length() > kMaxFetchEach) {
-        try {
-            throw Error(Errc::limit_reached, "shareImages: " + std::to_string(names.length()) + " names; at most " +
-                                                 std::to_string(kMaxFetchEach) + " per call");
-        } catch (...) {
-            rethrow_declared(kLimitReached, context_.store_name, {});
-        }
+    try {
+        check_batch(names, "shareImages");
+    } catch (...) {
+        rethrow_declared(kLimitReached, context_.store_name, {});
     }
     BlobStreaming::SharedImageSeq_var out = new BlobStreaming::SharedImageSeq;
     out->length(names.length());

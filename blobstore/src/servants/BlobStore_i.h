@@ -4,6 +4,11 @@
 
 #include "ServantContext.h"
 
+#include <blobstreaming/blobstore/Store.h>
+
+#include <optional>
+#include <string>
+
 #include <BlobStreaming.hh>
 
 namespace blobstreaming::corba {
@@ -48,6 +53,11 @@ private:
     /// The name of `source` for a fetch of `name`; refuses a nil source, a
     /// store that does not fetch, and this store as its own source.
     std::string fetch_source(const std::string& name, BlobStreaming::BlobStore_ptr source) const;
+    /// The committed file of `name` this store hands to processes of its
+    /// host (findLocalFile, shareImage): none when it does not `offering`
+    /// (a missing name is still no_such_blob), for a Blob a fetch is
+    /// bringing here and for an empty Blob. Throws what the store throws.
+    std::optional<Store::LocalFile> offered_file(const std::string& name, bool offering) const;
     /// shareImage()'s answer for `name` into `image`; throws Error.
     bool share_image(const std::string& name, BlobStreaming::SharedImage& image);
 

@@ -14,6 +14,7 @@
 #include <blobstreaming/transporter/Tls.h>
 #include <blobstreaming/transporter/corba/ChecksumIdl.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
+#include <blobstreaming/transporter/corba/NameSeqIdl.h>
 #include <blobstreaming/transporter/corba/Orb.h>
 #include <blobstreaming/transporter/corba/References.h>
 
@@ -396,12 +397,9 @@ void Fetcher::prepare_images(const std::vector<std::string>& names, BlobStreamin
     if (!options_.local || !store_.adopts_images() || names.empty()) return;
     const std::string key = endpoint_of(source);
     if (!images_open(source, key)) return;
-    BlobStreaming::NameSeq seq;
-    seq.length(static_cast<CORBA::ULong>(names.size()));
-    for (std::size_t i = 0; i < names.size(); ++i) seq[static_cast<CORBA::ULong>(i)] = names[i].c_str();
     BlobStreaming::SharedImageSeq_var got;
     try {
-        got = bounded(source)->shareImages(seq);
+        got = bounded(source)->shareImages(to_name_seq(names));
     } catch (const CORBA::Exception& e) {
         // Each fetch asks for its own image, and says why it cannot.
         spdlog::debug("shareImages of {} Blobs from the store at {}: CORBA {}", names.size(), key, e._name());

@@ -195,12 +195,6 @@ private:
     std::optional<LocalSource> local_source(const std::string& name, BlobStreaming::BlobStore_ptr source,
                                             const std::string& source_name, const std::string& key,
                                             const std::string& what);
-    /// The source's sealed image of `name` (shareImage), opened through
-    /// /proc/PID/fd/FD and mapped read-only, when this store adopts images,
-    /// the source is on this host, offers its files and made one, and the
-    /// descriptor opened is that image (its inode), sealed against any
-    /// change and of the Blob's size; nullopt otherwise (its file or the
-    /// data port serves). Throws what shareImage raises.
     struct SharedSource;
     /// An image a source described (shareImage, shareImages).
     struct ImageRef {
@@ -218,6 +212,12 @@ private:
     /// The image prepare_images() got for `name` from the source at `key`
     /// (taken: used once), while fresh.
     std::optional<ImageRef> take_prepared(const std::string& key, const std::string& name);
+    /// The source's sealed image of `name` (shareImage), opened through
+    /// /proc/PID/fd/FD and mapped read-only, when this store adopts images,
+    /// the source is on this host, offers its files and made one, and the
+    /// descriptor opened is that image (its inode), sealed against any
+    /// change and of the Blob's size; nullopt otherwise (its file or the
+    /// data port serves). Throws what shareImage raises.
     std::optional<SharedSource> shared_image(const std::string& name, BlobStreaming::BlobStore_ptr source,
                                              const std::string& source_name, const std::string& key,
                                              const std::string& what);

@@ -19,6 +19,13 @@ namespace blobstreaming::dicom {
 
 namespace {
 
+unsigned port_of(const sockaddr_storage& address)
+{
+    if (address.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(address).sin_port);
+    if (address.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(address).sin6_port);
+    return 0;
+}
+
 /// The port of a listening TCP socket `fd` of this process, or 0.
 unsigned listening_port(int fd)
 {
@@ -30,9 +37,7 @@ unsigned listening_port(int fd)
     sockaddr_storage address{};
     length = sizeof address;
     if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) return 0;
-    if (address.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(address).sin_port);
-    if (address.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(address).sin6_port);
-    return 0;
+    return port_of(address);
 }
 
 /// True when a socket of this process other than `except` listens on `port`.
@@ -101,8 +106,7 @@ PortReservation::PortReservation(unsigned port)
         ::close(fd_);
         refuse(port, "getsockname", err);
     }
-    port_ = ntohs(family == AF_INET6 ? reinterpret_cast<const sockaddr_in6&>(address).sin6_port
-                                     : reinterpret_cast<const sockaddr_in&>(address).sin_port);
+    port_ = port_of(address);
 }
 
 PortReservation::~PortReservation()
