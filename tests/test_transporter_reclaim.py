@@ -18,11 +18,18 @@
 - The limit seen through the CLI: a daemon allowing one transporter per
   client, held by another process: `blob push` fails with limit_reached
   (32) and the daemon's message.
+- At the store's total cap, held by two certificates that opened all they
+  may and use none (TLS: the client is the certificate subject), a third
+  client's `blob push` and `pull` succeed: the least recently used idle
+  transporter of the client holding the most is reclaimed for it (exit 32
+  before); the flooders cannot take them back beyond an equal share, and
+  the daemon's log counts what was reclaimed.
 - Bad values of the new options are refused with their exact message."""
 
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -31,6 +38,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import EXIT, MiB, check, check_equal, step  # noqa: E402
+import test_tls  # noqa: E402
 
 IDLE = 3  # --transporter-idle, seconds
 OPENS = 20000
@@ -170,6 +178,60 @@ def test(c):
         EXIT["limit_reached"], 'push "CT.refused": store "strict": openTransporter: client 127.0.0.1 has '
                                'reached its limit of open transporters (1, --max-client-transporters)')
     check_equal(c.blob("ls", store="strict").ok()["blobs"], [], "Blobs listed after the refused push")
+
+    check_pressure(c)
+
+
+PRESSURE_IDLE = 1.0  # TransporterLimits::pressure_idle, seconds
+
+
+def open_as(c, store, count, tls):
+    code, out, err = c.run([harness.program("tests/tools/transporter_probe"), "open", "--naming", c.naming,
+                            "--store", store, "--count", str(count), *tls], timeout=120)
+    check_equal(code, 0, f"exit code of transporter_probe open (stderr {err!r})")
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def check_pressure(c):
+    if shutil.which("openssl") is None:
+        raise harness.TestSkipped("openssl is not installed")
+    step("the total cap held by two clients: a third one is served")
+    test_tls.make_ca(c, "ca")
+    store = test_tls.make_cert(c, "ca", "store", "/CN=store.pressure", "serverAuth,clientAuth", san="IP:127.0.0.1")
+    certs = {cn: test_tls.tls_args(c, *test_tls.make_cert(c, "ca", cn, "/CN=" + cn, "clientAuth"))
+             for cn in ("flooder1", "flooder2", "ws1")}
+    daemon = c.start_daemon("pressure", "memory:16M", extra=test_tls.tls_args(c, *store) + [
+        "--allow-read", "*", "--allow-write", "*", "--max-transporters", "8", "--max-client-transporters", "4",
+        "--naming-check", "0.5"])
+    for cn in ("flooder1", "flooder2"):
+        r = open_as(c, "pressure", 4, certs[cn])
+        check_equal((r["opened"], r["refused"]), (4, 0), f"transporters opened by CN={cn}")
+    ended = time.monotonic()
+    small = c.path("pressure-small")
+    harness.write_random(small, 100000)
+    # Transporters used within the last second are not taken.
+    c.blob(*certs["ws1"], "push", "--name", "CT.early", small, store="pressure").error(
+        EXIT["limit_reached"], 'push "CT.early": store "pressure": openTransporter: the store has reached its '
+                               'limit of open transporters (8 in all, --max-transporters) and every client '
+                               'holding more than CN=ws1 is using its transporters: try again later')
+    # The flooders' transporters have been idle for the documented lifetime.
+    time.sleep(max(0.0, ended + PRESSURE_IDLE + 0.2 - time.monotonic()))
+    pushed = c.blob(*certs["ws1"], "push", "--name", "CT.served", small, store="pressure").ok()
+    check_equal(pushed["checksum"], harness.checksum_file(small), "checksum of the push at the cap")
+    pulled = c.path("pressure-pulled")
+    c.blob(*certs["ws1"], "pull", "CT.served", pulled, store="pressure").ok()
+    check_equal(harness.checksum_file(pulled), pushed["checksum"], "checksum of the pull at the cap")
+    step("a flooder cannot take them back beyond an equal share")
+    r = open_as(c, "pressure", 4, certs["flooder1"])
+    check(r["opened"] <= 1, f"CN=flooder1 reopened {r['opened']} transporters at the cap: {r}")
+    check(r["refused"] >= 3, f"CN=flooder1 refused {r['refused']} times at the cap: {r}")
+
+    def evicted_logged():
+        with open(daemon.log_paths[0], encoding="utf-8", errors="replace") as f:
+            return re.search(r"transporters: at the limit of 8 in all, reclaimed (\d+) idle one\(s\) of the "
+                             r"clients holding the most", f.read())
+    harness.wait_for(evicted_logged, 30, "the daemon's log line of transporters reclaimed at the cap", interval=0.1)
+    check(daemon.running(), "blobstored died")
 
 
 if __name__ == "__main__":

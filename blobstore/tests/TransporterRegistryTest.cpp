@@ -51,8 +51,8 @@ BOOST_AUTO_TEST_CASE(caps_per_client_and_in_total_with_the_exact_messages)
     BOOST_CHECK_EQUAL(r.open(), 5u);
     BOOST_CHECK_EQUAL(refusal(r, "10.0.0.3"),
                       "openTransporter: the store has reached its limit of open transporters (5 in all, "
-                      "--max-transporters): try again later; transporters left idle are reclaimed after 300 s "
-                      "(--transporter-idle)");
+                      "--max-transporters) and every client holding more than 10.0.0.3 is using its transporters: "
+                      "try again later; transporters left idle are reclaimed after 300 s (--transporter-idle)");
 
     // Closing one makes room, for its client and in total.
     r.release(held[0].get());
@@ -169,4 +169,61 @@ BOOST_AUTO_TEST_CASE(new_limits_apply_from_the_next_admission_and_sweep)
     auto second = r.admit("10.0.0.1");
     clock.now += 11s;
     BOOST_CHECK_EQUAL(r.sweep().reclaimed, 2u);  // the new idle lifetime
+}
+
+BOOST_AUTO_TEST_CASE(at_the_total_cap_the_least_recently_used_idle_one_of_the_biggest_holder_makes_room)
+{
+    FakeClock clock;
+    TransporterRegistry r(limits(6, 4, 300s), clock.fn());
+    std::vector<std::string> reclaimed;
+    std::vector<std::shared_ptr<TransporterActivity>> held;
+    auto admit = [&](const std::string& client) {
+        auto a = r.admit(client);
+        const auto n = held.size();
+        r.on_reclaim(a, [&reclaimed, client, n] { reclaimed.push_back(client + "#" + std::to_string(n)); });
+        held.push_back(a);
+        clock.now += 10ms;
+        return a;
+    };
+    // Two hostile addresses fill the store: 4 + 2.
+    for (int i = 0; i < 4; ++i) admit("10.0.0.66");
+    admit("10.0.0.77");
+    admit("10.0.0.77");
+    BOOST_CHECK_EQUAL(r.open(), 6u);
+
+    // Transporters used a moment ago are not taken: refused.
+    BOOST_CHECK_EQUAL(refusal(r, "10.0.0.1"),
+                      "openTransporter: the store has reached its limit of open transporters (6 in all, "
+                      "--max-transporters) and every client holding more than 10.0.0.1 is using its transporters: "
+                      "try again later; transporters left idle are reclaimed after 300 s (--transporter-idle)");
+
+    // Idle for the pressure lifetime: the least recently used of the client
+    // holding the most (10.0.0.66, #0 is the oldest; #1 is busy with a
+    // transfer and #2 was used since) makes room, long before --transporter-idle.
+    clock.now += 2s;
+    auto busy = std::make_shared<TransferControl>();
+    held[0]->touch();
+    held[1]->track(busy);
+    clock.now += 2s;
+    held[2]->touch();
+    BOOST_CHECK_NO_THROW(admit("10.0.0.1"));
+    BOOST_REQUIRE_EQUAL(reclaimed.size(), 1u);
+    BOOST_CHECK_EQUAL(reclaimed[0], "10.0.0.66#3");
+    BOOST_CHECK_EQUAL(r.open(), 6u);
+
+    // Another newcomer: 10.0.0.66 still holds the most (3); its oldest idle
+    // one now is #0 (#1 busy, #2 used 2 s ago but after #0).
+    BOOST_CHECK_NO_THROW(admit("CN=ws1"));
+    BOOST_REQUIRE_EQUAL(reclaimed.size(), 2u);
+    BOOST_CHECK_EQUAL(reclaimed[1], "10.0.0.66#0");
+
+    // Shares are now 2 (66), 2 (77), 1, 1: nobody holds more than one more
+    // than a newcomer with one, so a client never takes from its equals.
+    BOOST_CHECK_EQUAL(message_of([&] { r.admit("10.0.0.1"); }, Errc::limit_reached, "admitted").substr(0, 60),
+                      "openTransporter: the store has reached its limit of open tra");
+    const auto swept = r.sweep();
+    BOOST_CHECK_EQUAL(swept.evicted, 2u);
+    BOOST_CHECK_EQUAL(swept.refused, 2u);
+    BOOST_CHECK_EQUAL(swept.reclaimed, 0u);
+    BOOST_CHECK_EQUAL(swept.clients, 4u);
 }

@@ -5,6 +5,7 @@
 ///                     --semantics send|queue [--observer IOR]
 ///   transporter_probe open    --naming URL --store NAME --count N
 ///   transporter_probe hold    --naming URL --store NAME
+///   (each mode also: [--tls-cert FILE --tls-key FILE --tls-ca FILE])
 ///
 /// notices: opens a transporter, registers --observer (a stringified object
 /// reference, e.g. one nobody answers) with observe(), then pulls --blob N
@@ -27,8 +28,10 @@
 
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/Protocol.h>
+#include <blobstreaming/transporter/Tls.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Orb.h>
+#include <blobstreaming/transporter/corba/Security.h>
 
 #include "ProbeTickets.h"
 #include "ProtocolPeer.h"
@@ -194,13 +197,19 @@ int main(int argc, char** argv)
     blobstreaming::Options options;
     if (argc < 2 || (argc % 2) != 0) {
         std::cerr << "usage: transporter_probe notices|open|hold --naming URL --store NAME [--blob NAME] "
-                     "[--count N] [--semantics send|queue] [--observer IOR]\n";
+                     "[--count N] [--semantics send|queue] [--observer IOR] "
+                     "[--tls-cert FILE --tls-key FILE --tls-ca FILE]\n";
         return 1;
     }
     options.mode = argv[1];
     for (int i = 2; i + 1 < argc; i += 2) options.flags[argv[i]] = argv[i + 1];
     CORBA::ORB_var orb;
     try {
+        blobstreaming::TlsFiles tls;
+        if (auto it = options.flags.find("--tls-cert"); it != options.flags.end()) tls.cert = it->second;
+        if (auto it = options.flags.find("--tls-key"); it != options.flags.end()) tls.key = it->second;
+        if (auto it = options.flags.find("--tls-ca"); it != options.flags.end()) tls.ca = it->second;
+        if (tls.enabled()) blobstreaming::corba::configure_ssl(tls);
         orb = blobstreaming::corba::init_orb({{"clientCallTimeOutPeriod", "60000"}});
         int rc = 1;
         if (options.mode == "notices") rc = blobstreaming::notices(orb, options);

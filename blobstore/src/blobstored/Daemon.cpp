@@ -253,6 +253,10 @@ void Daemon::maintain() noexcept
                          "gone); {} open by {} client(s)",
                          swept.reclaimed, static_cast<double>(options_.transporter_idle.count()) / 1000.0, swept.open,
                          swept.clients);
+        if (swept.evicted > 0)
+            spdlog::warn("transporters: at the limit of {} in all, reclaimed {} idle one(s) of the clients holding "
+                         "the most, for clients holding fewer; {} open by {} client(s)",
+                         options_.max_transporters, swept.evicted, swept.open, swept.clients);
         if (swept.refused > 0)
             spdlog::warn("transporters: refused {} openTransporter call(s) since the previous check (limits: {} per "
                          "client, {} in all); {} open by {} client(s)",

@@ -45,6 +45,9 @@ public:
     /// of its tickets may still run.
     bool idle(std::chrono::milliseconds lifetime);
 
+    /// When it was last used (a call, a ticket, a transfer ended).
+    Clock::time_point last_use();
+
 private:
     const std::string client_;
     const ClockFn clock_;
@@ -57,6 +60,10 @@ struct TransporterLimits {
     std::chrono::milliseconds idle{300000};  ///< --transporter-idle
     std::size_t total = 4096;                ///< --max-transporters
     std::size_t per_client = 256;            ///< --max-client-transporters
+    /// At the total cap, a transporter of a client holding more than the
+    /// newcomer is reclaimed when it ran no transfer and had no call for
+    /// this long (instead of the whole --transporter-idle).
+    std::chrono::milliseconds pressure_idle{1000};
 };
 
 /// Thread-safe: servants admit and release on omniORB threads, the daemon
@@ -73,9 +80,14 @@ public:
     /// transporters above them stay until closed or idle.
     void set_limits(TransporterLimits limits);
 
-    /// Counts a new transporter of `client` and returns its activity. Throws
-    /// Error(Errc::limit_reached) saying which cap is reached, for whom, and
-    /// how to get below it.
+    /// Counts a new transporter of `client` and returns its activity. At
+    /// the total cap, makes room first by reclaiming the least recently used
+    /// transporter of the client holding the most, when that client holds
+    /// more than `client` and that transporter has been idle for
+    /// `pressure_idle` (its reclaim runs on the calling thread, without the
+    /// registry's lock): a few peers cannot keep everybody else out.
+    /// Throws Error(Errc::limit_reached) saying which cap is reached, for
+    /// whom, and how to get below it.
     std::shared_ptr<TransporterActivity> admit(const std::string& client);
 
     /// How to reclaim an admitted transporter (deactivate its servant); set
@@ -92,6 +104,7 @@ public:
         std::size_t open = 0;       ///< still open after the sweep
         std::size_t clients = 0;    ///< distinct clients holding them
         std::size_t refused = 0;    ///< admissions refused since the previous sweep
+        std::size_t evicted = 0;    ///< reclaimed at the total cap since the previous sweep
     };
     /// Reclaims every transporter idle for longer than the lifetime.
     Sweep sweep() noexcept;
@@ -103,14 +116,20 @@ private:
         std::shared_ptr<TransporterActivity> activity;
         Reclaim reclaim;
     };
-    void forget_locked(std::map<const TransporterActivity*, Entry>::iterator it);
+    using Entries = std::map<const TransporterActivity*, Entry>;
+    void forget_locked(Entries::iterator it);
+    /// At the total cap: removes the transporter admit() may reclaim for
+    /// `client` (see admit) and returns it; an empty Entry when none may be.
+    Entry evict_for_locked(const std::string& client, std::size_t mine);
+    static void run_reclaim(Entry& entry) noexcept;
 
     const TransporterActivity::ClockFn clock_;
     mutable std::mutex mutex_;
     TransporterLimits limits_;  ///< guarded by mutex_
-    std::map<const TransporterActivity*, Entry> entries_;
+    Entries entries_;
     std::map<std::string, std::size_t> per_client_;
     std::size_t refused_ = 0;
+    std::size_t evicted_ = 0;
 };
 
 }  // namespace blobstreaming::server
