@@ -75,3 +75,11 @@ clients_dicom_tests_StableTrackerTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/
 	-DBOOST_TEST_DYN_LINK
 clients_dicom_tests_StableTrackerTest_LDADD = clients/dicom/libblobdicom.la common/libblobcommon.la $(SPDLOG_LIBS) \
 	$(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
+
+# InstanceIdentity and the index's conflicts over a SQLite index in a temporary directory (no processes).
+check_PROGRAMS += clients/dicom/tests/InstanceIdentityTest
+TESTS += clients/dicom/tests/InstanceIdentityTest
+clients_dicom_tests_InstanceIdentityTest_SOURCES = clients/dicom/tests/InstanceIdentityTest.cpp
+clients_dicom_tests_InstanceIdentityTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/dicom -DBOOST_TEST_DYN_LINK
+clients_dicom_tests_InstanceIdentityTest_LDADD = clients/dicom/libblobdicom.la common/libblobcommon.la \
+	$(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
