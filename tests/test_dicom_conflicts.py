@@ -116,7 +116,10 @@ def conflicts(c, store, index_url, tag):
 
     step(f"[{tag}] C-GET of S4 (getscu): S4's two instances sent, X's sub-operation failed with a comment")
     get_dir = c.path(f"{tag}-get-s4")
-    code, err = gw.getscu("study", "STUDY", get_dir, f"StudyInstanceUID={s4[0]['study']}")
+    os.makedirs(get_dir)
+    code, _, err = c.run(["getscu", "-d", "-aet", "VIEWER", "-aec", "BLOBGW", "-S", "-od", get_dir, "-k",
+                          "QueryRetrieveLevel=STUDY", "-k", f"StudyInstanceUID={s4[0]['study']}", "127.0.0.1",
+                          str(gw.port)], timeout=300)
     got = sorted(os.listdir(get_dir))
     check_equal(len(got), 2, f"files getscu received ({got}; getscu exit {code}: {err[-1500:]!r})")
     check(not any(x["sop"] in name for name in got), f"X was delivered by the C-GET of S4: {got}")
@@ -126,6 +129,10 @@ def conflicts(c, store, index_url, tag):
     check(f'C-GET from VIEWER@127.0.0.1: instance {x["sop"]}: instance {x["sop"]} has more than one data set'
           in gw.log() and "study level, 2 instances sent, 1 failed" in gw.log(),
           "no log lines of X's failed sub-operation")
+    final = err[err.rfind("C-GET RSP"):]
+    check("0xb000" in final.lower()
+          and "(0000,0902) LO [conflict: another data set under its SOP Instance UID]" in final,
+          f"the final C-GET response: B000 with the Error Comment: {final[-2500:]!r}")
 
     step(f"[{tag}] blob rm other.dcm: the conflict resolved, X's entry is PAT-A's in S3, S3 pulled whole")
     c.blob("rm", other_blob, store=store).ok()

@@ -288,6 +288,7 @@ protected:
             std::string sop;
             const IndexRow* row = nullptr;
             std::string refused;
+            std::string comment;  ///< why, short enough for an Error Comment (LO: 64 characters)
         };
         std::vector<Item> items;
         std::map<std::string, std::string> conflicts;
@@ -298,16 +299,19 @@ protected:
             return send_get_response(context, request, 0xC000, 0, 0, 0, nullptr, error_comment(detail, e.what()));
         }
         for (const IndexRow& row : rows) {
-            Item item{column(row, "SOPInstanceUID"), &row, {}};
+            Item item{column(row, "SOPInstanceUID"), &row, {}, {}};
             if (const auto c = conflicts.find(item.sop); c != conflicts.end()) {
                 item.refused = c->second;
+                item.comment = "conflict: another data set under its SOP Instance UID";
                 conflicts.erase(c);
             } else if (!valid_uid(item.sop)) {
                 item.refused = "the index holds an invalid SOP Instance UID \"" + escaped(item.sop) + "\"";
+                item.comment = "invalid SOP Instance UID in the index";
             }
             items.push_back(std::move(item));
         }
-        for (const auto& [sop, text] : conflicts) items.push_back({sop, nullptr, text});
+        for (const auto& [sop, text] : conflicts)
+            items.push_back({sop, nullptr, text, "conflict: another data set under its SOP Instance UID"});
         std::size_t completed = 0, failed = 0;
         std::vector<std::string> failed_uids;
         std::string first_comment;
@@ -350,7 +354,7 @@ protected:
             const std::vector<PulledInstance> results = pull_from_copies(*g_session, batch, client::PullOptions{});
             for (std::size_t i = begin; i < end; ++i) {
                 const Item& item = items[i];
-                std::string problem = item.refused;
+                std::string problem = item.refused, comment = item.comment;
                 if (problem.empty()) {
                     const IndexRow& row = *item.row;
                     const InstanceToPull& to_pull = batch[slot[i]];
@@ -367,12 +371,14 @@ protected:
                                               "SOPClassUID"})
                             expected[k] = column(row, k);
                         if (const std::string mismatch = delivered_mismatch(to_pull.path, expected);
-                            !mismatch.empty())
+                            !mismatch.empty()) {
                             problem = "Blob " + pulled.blob + " in store \"" + pulled.result.store +
                                       "\" is not the instance the index lists: " + mismatch + "; not sent";
-                        else
+                            comment = "not the instance the index lists: " + mismatch;
+                        } else {
                             problem = store_sub_operation(to_pull.path, column(row, "SOPClassUID"), item.sop,
                                                           column(row, "TransferSyntaxUID"), message_id++);
+                        }
                     }
                     std::remove(to_pull.path.c_str());
                 }
@@ -381,7 +387,7 @@ protected:
                 } else {
                     ++failed;
                     failed_uids.push_back(item.sop);
-                    if (first_comment.empty()) first_comment = problem;
+                    if (first_comment.empty()) first_comment = comment.empty() ? problem : comment;
                     spdlog::error("C-GET from {}: instance {}: {}", peer(), escaped(item.sop), problem);
                 }
                 if (i + 1 < items.size()) {
@@ -403,7 +409,7 @@ protected:
         std::string list;
         for (const std::string& uid : failed_uids) list += (list.empty() ? "" : "\\") + uid;
         failures.putAndInsertString(DCM_FailedSOPInstanceUIDList, list.c_str());
-        // The first failure's reason (the log has each), as far as LO holds it.
+        // The first failure's reason (the log has each, in full), as far as LO holds it.
         std::string comment = first_comment;
         for (char& ch : comment) ch = ch == '\\' ? '/' : ch;
         return send_get_response(context, request,
