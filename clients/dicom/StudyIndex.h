@@ -3,7 +3,9 @@
 /// stored Blobs, apart from their pixels (docs/DICOM.md, docs/ARCHITECTURE.md
 /// "The study index"). One row per instance (the levels above are grouped
 /// from it), and one per copy of it (a Blob in a store: an instance copied
-/// to several stores stays indexed until its last copy goes) in SQLite (`sqlite:PATH`, embedded) or PostgreSQL
+/// to several stores stays indexed until its last copy goes; a Blob holding
+/// another data set under the same SOP Instance UID is kept apart, in
+/// conflict: InstanceIdentity.h) in SQLite (`sqlite:PATH`, embedded) or PostgreSQL
 /// (`postgresql://...`, libpq's URI: several hosts share one index), same
 /// schema and results.
 ///
