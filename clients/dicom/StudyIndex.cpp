@@ -428,7 +428,9 @@ std::string StudyIndex::put(const InstanceRecord& record)
         backend_->run("DELETE FROM conflicts WHERE \"blob\" = ? AND \"store\" = ?", {record.blob, record.store});
     std::map<std::string, std::string> entry = entry_of(uid);
     if (!entry.empty() && !identity_difference(record.values, entry).empty() &&
-        !backend_->run("SELECT 1 AS \"found\" FROM copies WHERE \"blob\" = ? AND \"store\" = ?", {record.blob, record.store})
+        !backend_
+             ->run("SELECT 1 AS \"found\" FROM copies WHERE \"blob\" = ? AND \"store\" = ?",
+                   {record.blob, record.store})
              .empty()) {
         remove_copy(record.blob, record.store);
         entry = entry_of(uid);
@@ -480,7 +482,8 @@ std::map<std::string, std::string> StudyIndex::entry_of(const std::string& sop) 
 {
     std::map<std::string, std::string> out;
     const std::vector<IndexRow> rows =
-        backend_->run("SELECT " + identifying_columns() + ", \"blob\", \"store\" FROM instances WHERE \"SOPInstanceUID\" = ?",
+        backend_->run("SELECT " + identifying_columns() +
+                          ", \"blob\", \"store\" FROM instances WHERE \"SOPInstanceUID\" = ?",
                       {sop});
     if (!rows.empty())
         for (const auto& [column, value] : rows.front()) out[column] = value;
@@ -565,7 +568,8 @@ std::string StudyIndex::add_copy(const std::string& blob, const std::string& sto
     columns += "\"blob\", \"store\", \"size\", \"checksum\", \"problem\"";
     selected += "\"blob\", ?, CAST(? AS BIGINT), \"checksum\", \"problem\"";
     backend_->run("INSERT INTO conflicts (" + columns + ") SELECT " + selected +
-                      " FROM conflicts WHERE \"blob\" = ? AND \"store\" = ? ON CONFLICT (\"blob\", \"store\") DO NOTHING",
+                      " FROM conflicts WHERE \"blob\" = ? AND \"store\" = ? ON CONFLICT (\"blob\", \"store\") DO "
+                      "NOTHING",
                   {store, std::to_string(size), blob, apart.front().at(1).second});
     if (conflicting) *conflicting = true;
     return sop;
@@ -655,8 +659,8 @@ bool StudyIndex::restore_from_conflict(const std::string& sop, Removal& out)
                   {blob, store});
     // Every copy of that data set is a copy of the entry now.
     const std::string those = " FROM conflicts WHERE \"SOPInstanceUID\" = ? AND " + identifying_condition();
-    backend_->run("INSERT INTO copies (\"sop\", \"blob\", \"store\", \"size\", \"checksum\") SELECT \"SOPInstanceUID\", "
-                  "\"blob\", \"store\", \"size\", \"checksum\"" +
+    backend_->run("INSERT INTO copies (\"sop\", \"blob\", \"store\", \"size\", \"checksum\") SELECT "
+                  "\"SOPInstanceUID\", \"blob\", \"store\", \"size\", \"checksum\"" +
                       those,
                   same);
     backend_->run("DELETE" + those, same);

@@ -149,8 +149,9 @@ void EventIndexer::handle(const client::StoreEvent& event)
 void EventIndexer::log_removal(const Removal& removal, const client::StoreEvent& event, const char* how,
                                const char* found)
 {
-    const std::string left =
-        removal.conflicts_left ? std::to_string(removal.conflicts_left) + " copies still in conflict" : "no conflict left";
+    const std::string left = removal.conflicts_left
+                                 ? std::to_string(removal.conflicts_left) + " copies still in conflict"
+                                 : "no conflict left";
     if (removal.conflicting) {
         spdlog::info("index: Blob {} {} store \"{}\"{}: its copy of instance {} in conflict with the entry removed "
                      "({}; the entry's copy in store \"{}\")",

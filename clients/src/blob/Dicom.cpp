@@ -213,7 +213,8 @@ int pull_instances(const Invocation& call)
         client::Result& r = pulled[k].result;
         if (!r.ok()) continue;
         std::map<std::string, std::string> expected;
-        for (const char* column : {"SOPInstanceUID", "PatientID", "StudyInstanceUID", "SeriesInstanceUID", "SOPClassUID"})
+        for (const char* column :
+             {"SOPInstanceUID", "PatientID", "StudyInstanceUID", "SeriesInstanceUID", "SOPClassUID"})
             expected[column] = value_of(rows[k], column);
         const std::string mismatch = delivered_mismatch(instances[k].path, expected);
         if (mismatch.empty()) continue;
