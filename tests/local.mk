@@ -59,6 +59,7 @@ system_tests = \
 	tests/test_dicom_find.py \
 	tests/test_dicom_retrieve.py \
 	tests/test_dicom_index.py \
+	tests/test_dicom_conflicts.py \
 	tests/test_dicom_rescan.py \
 	tests/test_round_trips.py \
 	tests/test_dicom_postgresql.py

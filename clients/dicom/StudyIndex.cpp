@@ -1,5 +1,7 @@
 #include "StudyIndex.h"
 
+#include "InstanceIdentity.h"
+
 #include <blobstreaming/common/Error.h>
 
 #include <libpq-fe.h>
@@ -216,7 +218,7 @@ const char* group_key(Level level)
 /// The SELECT list of a level: its attributes and those above (grouped
 /// levels: MIN of each, the group key itself), then counts (or, for
 /// instances, where the Blob is). Every column named as it is returned.
-std::string select_list(Level level, Dialect dialect, bool copies)
+std::string select_list(Level level, Dialect dialect, bool copies, bool conflicts)
 {
     std::string list;
     auto add = [&list](const std::string& expr, const std::string& name) {
@@ -259,6 +261,20 @@ std::string select_list(Level level, Dialect dialect, bool copies)
                 : "(SELECT string_agg(\"store\", ',' ORDER BY \"store\") FROM copies WHERE \"sop\" = "
                   "instances.\"SOPInstanceUID\")",
             "stores");
+        // The copies whose data set differs from the entry's (table
+        // conflicts): `"b.dcm" in store "ws1": PatientID "P", StudyInstanceUID "1.2"`, `; `-separated.
+        if (conflicts) {
+            const std::string one = "'\"' || \"blob\" || '\" in store \"' || \"store\" || '\": PatientID \"' || "
+                                    "\"PatientID\" || '\", StudyInstanceUID \"' || \"StudyInstanceUID\" || '\"'";
+            add(dialect == Dialect::sqlite
+                    ? "(SELECT group_concat(\"c\", '; ') FROM (SELECT " + one +
+                          " AS \"c\" FROM conflicts WHERE \"SOPInstanceUID\" = instances.\"SOPInstanceUID\" "
+                          "ORDER BY \"store\", \"blob\"))"
+                    : "(SELECT string_agg(" + one +
+                          ", '; ' ORDER BY \"store\", \"blob\") FROM conflicts WHERE \"SOPInstanceUID\" = "
+                          "instances.\"SOPInstanceUID\")",
+                "conflict");
+        }
         break;
     }
     return list;
@@ -283,6 +299,54 @@ std::string order_of(Level level)
     return order;
 }
 
+/// The columns of an instance's row (instances, conflicts) and their values
+/// from `record`, `?` placeholders in `marks`.
+struct RecordColumns {
+    std::string columns, marks;
+    std::vector<std::string> names;
+    std::vector<std::string> values;
+};
+
+RecordColumns record_columns(const InstanceRecord& record)
+{
+    RecordColumns out;
+    auto add = [&](const std::string& column, const std::string& value, const char* mark) {
+        out.columns += (out.columns.empty() ? "" : ", ") + quoted(column);
+        out.marks += std::string(out.marks.empty() ? "" : ", ") + mark;
+        out.names.push_back(column);
+        out.values.push_back(value);
+    };
+    for (const Attribute& a : attributes()) {
+        if (a.derived) continue;
+        const auto it = record.values.find(a.keyword);
+        const std::string value = it == record.values.end() ? std::string() : it->second;
+        // A number the object does not have (or not as a number): NULL.
+        add(a.keyword, value, a.kind == Kind::number ? "CAST(NULLIF(?, '') AS INTEGER)" : "?");
+    }
+    add("blob", record.blob, "?");
+    add("store", record.store, "?");
+    add("size", std::to_string(record.size), "CAST(? AS BIGINT)");
+    add("checksum", record.checksum, "?");
+    add("problem", record.problem, "?");
+    return out;
+}
+
+/// `"PatientID", "StudyInstanceUID", ...` of kIdentifying.
+std::string identifying_columns()
+{
+    std::string out;
+    for (const char* k : kIdentifying) out += (out.empty() ? "" : ", ") + quoted(k);
+    return out;
+}
+
+/// `"PatientID" = ? AND ...` of kIdentifying.
+std::string identifying_condition()
+{
+    std::string out;
+    for (const char* k : kIdentifying) out += (out.empty() ? "" : " AND ") + quoted(k) + " = ?";
+    return out;
+}
+
 }  // namespace
 
 StudyIndex::StudyIndex(const std::string& url, bool writable) : backend_(open_backend(url, writable))
@@ -296,6 +360,13 @@ StudyIndex::StudyIndex(const std::string& url, bool writable) : backend_(open_ba
                                      : "SELECT 1 AS \"found\" WHERE to_regclass('copies') IS NOT NULL",
                                  {})
                            .empty();
+        has_conflicts_ = !backend_
+                              ->run(backend_->dialect() == Dialect::sqlite
+                                        ? "SELECT 1 AS \"found\" FROM sqlite_master WHERE type = 'table' AND name = "
+                                          "'conflicts'"
+                                        : "SELECT 1 AS \"found\" WHERE to_regclass('conflicts') IS NOT NULL",
+                                    {})
+                              .empty();
         return;
     }
     const bool sqlite = backend_->dialect() == Dialect::sqlite;
@@ -308,6 +379,17 @@ StudyIndex::StudyIndex(const std::string& url, bool writable) : backend_(open_ba
     }
     schema += "\"blob\" TEXT NOT NULL, \"store\" TEXT NOT NULL, \"size\" BIGINT NOT NULL, \"checksum\" TEXT NOT NULL, "
               "\"problem\" TEXT NOT NULL DEFAULT '');";
+    // A copy whose data set differs from its instance's entry (another
+    // patient, study, series or SOP class under the same SOP Instance UID):
+    // kept whole, one row per (Blob, store), apart from the entry.
+    schema += "CREATE TABLE IF NOT EXISTS conflicts (";
+    for (const Attribute& a : attributes()) {
+        if (a.derived) continue;
+        schema += quoted(a.keyword) + (a.kind == Kind::number ? " INTEGER" : " TEXT NOT NULL DEFAULT ''") + ", ";
+    }
+    schema += "\"blob\" TEXT NOT NULL, \"store\" TEXT NOT NULL, \"size\" BIGINT NOT NULL, \"checksum\" TEXT NOT NULL, "
+              "\"problem\" TEXT NOT NULL DEFAULT '', PRIMARY KEY (\"blob\", \"store\"));"
+              "CREATE INDEX IF NOT EXISTS conflicts_sop ON conflicts(\"SOPInstanceUID\");";
     for (const char* column :
          {"PatientID", "StudyInstanceUID", "SeriesInstanceUID", "StudyDate", "AccessionNumber", "blob"})
         schema +=
@@ -333,47 +415,79 @@ StudyIndex::StudyIndex(const std::string& url, bool writable) : backend_(open_ba
 
 StudyIndex::~StudyIndex() = default;
 
-void StudyIndex::put(const InstanceRecord& record)
+std::string StudyIndex::put(const InstanceRecord& record)
 {
     std::lock_guard<std::mutex> lock(write_mutex_);
     const auto sop = record.values.find("SOPInstanceUID");
     const std::string uid = sop == record.values.end() ? std::string() : sop->second;
 
-    std::string columns, marks, updates;
-    std::vector<std::string> values;
-    auto add = [&](const std::string& column, const std::string& value, const char* mark) {
-        columns += (columns.empty() ? "" : ", ") + quoted(column);
-        marks += std::string(marks.empty() ? "" : ", ") + mark;
-        if (column != "SOPInstanceUID")
-            updates += (updates.empty() ? "" : ", ") + quoted(column) + " = excluded." + quoted(column);
-        values.push_back(value);
-    };
-    for (const Attribute& a : attributes()) {
-        if (a.derived) continue;
-        const auto it = record.values.find(a.keyword);
-        const std::string value = it == record.values.end() ? std::string() : it->second;
-        // A number the object does not have (or not as a number): NULL.
-        add(a.keyword, value, a.kind == Kind::number ? "CAST(NULLIF(?, '') AS INTEGER)" : "?");
+    // The Blob holds this record now: what the index knew of it before goes
+    // (a copy in conflict; a copy of the entry whose data set differs, or
+    // of another instance).
+    if (has_conflicts_)
+        backend_->run("DELETE FROM conflicts WHERE \"blob\" = ? AND \"store\" = ?", {record.blob, record.store});
+    std::map<std::string, std::string> entry = entry_of(uid);
+    if (!entry.empty() && !identity_difference(record.values, entry).empty() &&
+        !backend_
+             ->run("SELECT 1 AS \"found\" FROM copies WHERE \"blob\" = ? AND \"store\" = ?",
+                   {record.blob, record.store})
+             .empty()) {
+        remove_copy(record.blob, record.store);
+        entry = entry_of(uid);
     }
-    add("blob", record.blob, "?");
-    add("store", record.store, "?");
-    add("size", std::to_string(record.size), "CAST(? AS BIGINT)");
-    add("checksum", record.checksum, "?");
-    add("problem", record.problem, "?");
-    backend_->run("INSERT INTO instances (" + columns + ") VALUES (" + marks +
+    const RecordColumns r = record_columns(record);
+    if (!entry.empty() && has_conflicts_) {
+        if (const std::string differs = identity_difference(record.values, entry); !differs.empty()) {
+            // Another Blob holds the entry's data set: both are kept, this
+            // one apart; retrieval refuses the instance until one goes.
+            std::string updates;
+            for (const std::string& n : r.names)
+                if (n != "blob" && n != "store")
+                    updates += (updates.empty() ? "" : ", ") + quoted(n) + " = excluded." + quoted(n);
+            backend_->run("INSERT INTO conflicts (" + r.columns + ") VALUES (" + r.marks +
+                              ") ON CONFLICT (\"blob\", \"store\") DO UPDATE SET " + updates,
+                          r.values);
+            return "instance " + escaped(uid) + ": Blob \"" + escaped(record.blob) + "\" in store \"" +
+                   escaped(record.store) + "\" holds another data set than its entry's (Blob \"" +
+                   escaped(entry["blob"]) + "\" in store \"" + escaped(entry["store"]) + "\"): " + differs +
+                   "; both kept, the instance is flagged as a conflict (retrieval refuses it until one of them is "
+                   "removed)";
+        }
+    }
+    std::string updates;
+    for (const std::string& n : r.names)
+        if (n != "SOPInstanceUID") updates += (updates.empty() ? "" : ", ") + quoted(n) + " = excluded." + quoted(n);
+    backend_->run("INSERT INTO instances (" + r.columns + ") VALUES (" + r.marks +
                       ") ON CONFLICT (\"SOPInstanceUID\") DO UPDATE SET " + updates,
-                  values);
+                  r.values);
     put_copy(uid, record.blob, record.store, record.size, record.checksum);
     const auto study = record.values.find("StudyInstanceUID");
-    if (study == record.values.end() || study->second.empty()) return;
+    if (study != record.values.end() && !study->second.empty()) touch_study(study->second);
+    return {};
+}
+
+void StudyIndex::touch_study(const std::string& study)
+{
     const std::int64_t now =
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
             .count();
     backend_->run("INSERT INTO study_state (\"study\", \"last_instance_ns\", \"stable_ns\") VALUES (?, CAST(? AS "
                   "BIGINT), NULL) ON CONFLICT (\"study\") DO UPDATE SET \"last_instance_ns\" = "
                   "excluded.\"last_instance_ns\", \"stable_ns\" = NULL",
-                  {study->second, std::to_string(now)});
-    if (on_put_) on_put_(study->second, now);
+                  {study, std::to_string(now)});
+    if (on_put_) on_put_(study, now);
+}
+
+std::map<std::string, std::string> StudyIndex::entry_of(const std::string& sop) const
+{
+    std::map<std::string, std::string> out;
+    const std::vector<IndexRow> rows =
+        backend_->run("SELECT " + identifying_columns() +
+                          ", \"blob\", \"store\" FROM instances WHERE \"SOPInstanceUID\" = ?",
+                      {sop});
+    if (!rows.empty())
+        for (const auto& [column, value] : rows.front()) out[column] = value;
+    return out;
 }
 
 void StudyIndex::on_put(std::function<void(const std::string&, std::int64_t)> callback)
@@ -422,15 +536,42 @@ std::optional<StudySummary> StudyIndex::study(const std::string& study_instance_
 }
 
 std::string StudyIndex::add_copy(const std::string& blob, const std::string& store, std::uint64_t size,
-                                 const std::string& checksum)
+                                 const std::string& checksum, bool* conflicting)
 {
     std::lock_guard<std::mutex> lock(write_mutex_);
+    if (conflicting) *conflicting = false;
     const std::vector<IndexRow> same =
         backend_->run("SELECT \"sop\" FROM copies WHERE \"blob\" = ? AND \"checksum\" = ? AND \"store\" <> ? LIMIT 1",
                       {blob, checksum, store});
-    if (same.empty()) return {};
-    const std::string sop = same.front().at(0).second;
-    put_copy(sop, blob, store, size, checksum);
+    if (!same.empty()) {
+        const std::string sop = same.front().at(0).second;
+        if (has_conflicts_) backend_->run("DELETE FROM conflicts WHERE \"blob\" = ? AND \"store\" = ?", {blob, store});
+        put_copy(sop, blob, store, size, checksum);
+        return sop;
+    }
+    if (!has_conflicts_) return {};
+    // A copy of a Blob in conflict: in conflict too, with the same data set.
+    const std::vector<IndexRow> apart =
+        backend_->run("SELECT \"SOPInstanceUID\", \"store\" FROM conflicts WHERE \"blob\" = ? AND \"checksum\" = ? AND "
+                      "\"store\" <> ? LIMIT 1",
+                      {blob, checksum, store});
+    if (apart.empty()) return {};
+    const std::string sop = apart.front().at(0).second;
+    if (!backend_->run("SELECT 1 AS \"found\" FROM copies WHERE \"blob\" = ? AND \"store\" = ?", {blob, store}).empty())
+        remove_copy(blob, store);
+    std::string columns, selected;
+    for (const Attribute& a : attributes()) {
+        if (a.derived) continue;
+        columns += quoted(a.keyword) + ", ";
+        selected += quoted(a.keyword) + ", ";
+    }
+    columns += "\"blob\", \"store\", \"size\", \"checksum\", \"problem\"";
+    selected += "\"blob\", ?, CAST(? AS BIGINT), \"checksum\", \"problem\"";
+    backend_->run("INSERT INTO conflicts (" + columns + ") SELECT " + selected +
+                      " FROM conflicts WHERE \"blob\" = ? AND \"store\" = ? ON CONFLICT (\"blob\", \"store\") DO "
+                      "NOTHING",
+                  {store, std::to_string(size), blob, apart.front().at(1).second});
+    if (conflicting) *conflicting = true;
     return sop;
 }
 
@@ -456,19 +597,38 @@ Removal StudyIndex::remove(const std::string& blob, const std::string& store)
 Removal StudyIndex::remove_copy(const std::string& blob, const std::string& store)
 {
     Removal out;
+    if (has_conflicts_) {
+        const std::vector<IndexRow> apart = backend_->run(
+            "SELECT \"SOPInstanceUID\" FROM conflicts WHERE \"blob\" = ? AND \"store\" = ?", {blob, store});
+        if (!apart.empty()) {
+            out.sop = apart.front().at(0).second;
+            out.conflicting = true;
+            backend_->run("DELETE FROM conflicts WHERE \"blob\" = ? AND \"store\" = ?", {blob, store}, &out.copies);
+            out.conflicts_left =
+                backend_->run("SELECT \"blob\" FROM conflicts WHERE \"SOPInstanceUID\" = ?", {out.sop}).size();
+            const std::map<std::string, std::string> entry = entry_of(out.sop);
+            const auto it = entry.find("store");
+            out.still_in = it == entry.end() ? std::string() : it->second;
+            return out;
+        }
+    }
     const std::vector<IndexRow> copy =
         backend_->run("SELECT \"sop\" FROM copies WHERE \"blob\" = ? AND \"store\" = ?", {blob, store});
     if (copy.empty()) return out;
     const std::string sop = copy.front().at(0).second;
+    out.sop = sop;
     backend_->run("DELETE FROM copies WHERE \"blob\" = ? AND \"store\" = ?", {blob, store}, &out.copies);
     const std::vector<IndexRow> left = backend_->run(
         "SELECT \"blob\", \"store\", \"size\", \"checksum\" FROM copies WHERE \"sop\" = ? ORDER BY \"store\", "
         "\"blob\" LIMIT 1",
         {sop});
     if (left.empty()) {
+        if (restore_from_conflict(sop, out)) return out;
         backend_->run("DELETE FROM instances WHERE \"SOPInstanceUID\" = ?", {sop}, &out.instances);
         return out;
     }
+    if (has_conflicts_)
+        out.conflicts_left = backend_->run("SELECT \"blob\" FROM conflicts WHERE \"SOPInstanceUID\" = ?", {sop}).size();
     // The instance stays: its row names a copy that is left.
     out.still_in = left.front().at(1).second;
     backend_->run("UPDATE instances SET \"blob\" = ?, \"store\" = ?, \"size\" = CAST(? AS BIGINT), \"checksum\" = ? "
@@ -478,19 +638,63 @@ Removal StudyIndex::remove_copy(const std::string& blob, const std::string& stor
     return out;
 }
 
+bool StudyIndex::restore_from_conflict(const std::string& sop, Removal& out)
+{
+    if (!has_conflicts_) return false;
+    const std::vector<IndexRow> first =
+        backend_->run("SELECT \"blob\", \"store\", " + identifying_columns() +
+                          " FROM conflicts WHERE \"SOPInstanceUID\" = ? ORDER BY \"store\", \"blob\" LIMIT 1",
+                      {sop});
+    if (first.empty()) return false;
+    const std::string blob = first.front().at(0).second, store = first.front().at(1).second;
+    std::vector<std::string> same{sop};
+    for (std::size_t i = 2; i < first.front().size(); ++i) same.push_back(first.front()[i].second);
+    std::string columns;
+    for (const Attribute& a : attributes())
+        if (!a.derived) columns += quoted(a.keyword) + ", ";
+    columns += "\"blob\", \"store\", \"size\", \"checksum\", \"problem\"";
+    backend_->run("DELETE FROM instances WHERE \"SOPInstanceUID\" = ?", {sop});
+    backend_->run("INSERT INTO instances (" + columns + ") SELECT " + columns +
+                      " FROM conflicts WHERE \"blob\" = ? AND \"store\" = ?",
+                  {blob, store});
+    // Every copy of that data set is a copy of the entry now.
+    const std::string those = " FROM conflicts WHERE \"SOPInstanceUID\" = ? AND " + identifying_condition();
+    backend_->run("INSERT INTO copies (\"sop\", \"blob\", \"store\", \"size\", \"checksum\") SELECT "
+                  "\"SOPInstanceUID\", \"blob\", \"store\", \"size\", \"checksum\"" +
+                      those,
+                  same);
+    backend_->run("DELETE" + those, same);
+    out.restored = true;
+    out.restored_blob = blob;
+    out.still_in = store;
+    out.conflicts_left = backend_->run("SELECT \"blob\" FROM conflicts WHERE \"SOPInstanceUID\" = ?", {sop}).size();
+    const std::map<std::string, std::string> entry = entry_of(sop);
+    const auto study = entry.find("StudyInstanceUID");
+    if (study != entry.end() && !study->second.empty()) touch_study(study->second);
+    return true;
+}
+
 bool StudyIndex::has(const std::string& blob, const std::string& store, const std::string& checksum) const
 {
-    return !backend_
-                ->run("SELECT 1 AS \"found\" FROM copies WHERE \"blob\" = ? AND \"store\" = ? AND "
-                      "\"checksum\" = ? LIMIT 1",
-                      {blob, store, checksum})
-                .empty();
+    for (const std::string table : {"copies", "conflicts"}) {
+        if (table == "conflicts" && !has_conflicts_) break;
+        if (!backend_
+                 ->run("SELECT 1 AS \"found\" FROM " + table +
+                           " WHERE \"blob\" = ? AND \"store\" = ? AND \"checksum\" = ? LIMIT 1",
+                       {blob, store, checksum})
+                 .empty())
+            return true;
+    }
+    return false;
 }
 
 std::vector<IndexedBlob> StudyIndex::blobs() const
 {
     std::vector<IndexedBlob> out;
-    for (const IndexRow& row : backend_->run("SELECT \"blob\", \"store\", \"checksum\" FROM copies", {}))
+    const std::string sql =
+        std::string("SELECT \"blob\", \"store\", \"checksum\" FROM copies") +
+        (has_conflicts_ ? " UNION ALL SELECT \"blob\", \"store\", \"checksum\" FROM conflicts" : "");
+    for (const IndexRow& row : backend_->run(sql, {}))
         out.push_back({row.at(0).second, row.at(1).second, row.at(2).second});
     return out;
 }
@@ -520,7 +724,7 @@ std::vector<IndexRow> StudyIndex::find(Level level, const std::vector<Match>& ma
 {
     const Dialect dialect = backend_->dialect();
     std::vector<std::string> params;
-    std::string sql = "SELECT " + select_list(level, dialect, has_copies_) + " FROM instances WHERE " +
+    std::string sql = "SELECT " + select_list(level, dialect, has_copies_, has_conflicts_) + " FROM instances WHERE " +
                       sql_condition(matches, params, dialect);
     if (const char* key = group_key(level)) sql += " GROUP BY " + quoted(key);
     sql += " ORDER BY " + order_of(level);
@@ -533,6 +737,75 @@ std::vector<IndexRow> StudyIndex::find(Level level, const std::vector<Match>& ma
         }
     }
     return rows;
+}
+
+std::vector<Conflict> StudyIndex::conflicts(const std::vector<Match>& matches) const
+{
+    if (!has_conflicts_) return {};
+    std::vector<std::string> params;
+    const Dialect dialect = backend_->dialect();
+    std::string sql = "SELECT \"SOPInstanceUID\" FROM conflicts WHERE " + sql_condition(matches, params, dialect);
+    sql += " UNION SELECT \"SOPInstanceUID\" FROM instances WHERE " + sql_condition(matches, params, dialect) +
+           " AND \"SOPInstanceUID\" IN (SELECT \"SOPInstanceUID\" FROM conflicts) ORDER BY 1";
+    std::vector<Conflict> out;
+    for (const IndexRow& row : backend_->run(sql, params)) out.push_back(conflict_of(row.at(0).second));
+    return out;
+}
+
+Conflict StudyIndex::conflict_of(const std::string& sop) const
+{
+    Conflict out;
+    out.sop = sop;
+    std::string columns;
+    for (const char* k : kIdentifying) columns += ", i." + quoted(k);
+    auto add = [&](const std::vector<IndexRow>& rows, bool entry) {
+        for (const IndexRow& row : rows) {
+            ConflictCopy copy;
+            copy.blob = row.at(0).second;
+            copy.store = row.at(1).second;
+            copy.checksum = row.at(2).second;
+            for (std::size_t i = 3; i < row.size(); ++i) copy.identity[row[i].first] = row[i].second;
+            copy.entry = entry;
+            out.copies.push_back(std::move(copy));
+        }
+    };
+    add(backend_->run("SELECT c.\"blob\", c.\"store\", c.\"checksum\"" + columns +
+                          " FROM copies c JOIN instances i ON i.\"SOPInstanceUID\" = c.\"sop\" WHERE c.\"sop\" = ? "
+                          "ORDER BY c.\"store\", c.\"blob\"",
+                      {sop}),
+        true);
+    add(backend_->run("SELECT i.\"blob\", i.\"store\", i.\"checksum\"" + columns +
+                          " FROM conflicts i WHERE i.\"SOPInstanceUID\" = ? ORDER BY i.\"store\", i.\"blob\"",
+                      {sop}),
+        false);
+    return out;
+}
+
+std::string Conflict::text() const
+{
+    std::string out = "instance " + escaped(sop) + " has more than one data set under its SOP Instance UID:";
+    bool first = true;
+    for (const ConflictCopy& c : copies) {
+        out += std::string(first ? " " : ", ") + "Blob \"" + escaped(c.blob) + "\" in store \"" + escaped(c.store) +
+               "\" (";
+        first = false;
+        bool first_value = true;
+        for (const char* k : kIdentifying) {
+            const auto it = c.identity.find(k);
+            const std::string value = it == c.identity.end() ? std::string() : it->second;
+            // PatientID and StudyInstanceUID always; the others where the copies differ.
+            bool shown = std::string(k) == "PatientID" || std::string(k) == "StudyInstanceUID";
+            for (const ConflictCopy& o : copies) {
+                const auto oi = o.identity.find(k);
+                if ((oi == o.identity.end() ? std::string() : oi->second) != value) shown = true;
+            }
+            if (!shown) continue;
+            out += std::string(first_value ? "" : ", ") + k + " \"" + escaped(value) + "\"";
+            first_value = false;
+        }
+        out += ")";
+    }
+    return out;
 }
 
 }  // namespace blobstreaming::dicom

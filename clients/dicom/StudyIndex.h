@@ -3,7 +3,9 @@
 /// stored Blobs, apart from their pixels (docs/DICOM.md, docs/ARCHITECTURE.md
 /// "The study index"). One row per instance (the levels above are grouped
 /// from it), and one per copy of it (a Blob in a store: an instance copied
-/// to several stores stays indexed until its last copy goes) in SQLite (`sqlite:PATH`, embedded) or PostgreSQL
+/// to several stores stays indexed until its last copy goes; a Blob holding
+/// another data set under the same SOP Instance UID is kept apart, in
+/// conflict: InstanceIdentity.h) in SQLite (`sqlite:PATH`, embedded) or PostgreSQL
 /// (`postgresql://...`, libpq's URI: several hosts share one index), same
 /// schema and results.
 ///
@@ -58,6 +60,32 @@ struct Removal {
     std::size_t copies = 0;     ///< 1: the Blob was a copy the index knew
     std::size_t instances = 0;  ///< 1: it was the instance's last copy, its entry went
     std::string still_in;       ///< else a store that still holds the instance
+    std::string sop;            ///< the instance's SOP Instance UID (copies 1)
+    bool conflicting = false;   ///< the Blob held a data set in conflict with the entry's
+    /// The entry's last copy went, and the entry now holds the data set of
+    /// a copy that was in conflict (Blob `restored_blob` in `still_in`).
+    bool restored = false;
+    std::string restored_blob;
+    std::size_t conflicts_left = 0;  ///< copies still in conflict with the entry
+};
+
+/// One copy of an instance in conflict (StudyIndex::conflicts()).
+struct ConflictCopy {
+    std::string blob;
+    std::string store;
+    std::string checksum;
+    std::map<std::string, std::string> identity;  ///< kIdentifying (InstanceIdentity.h) -> value
+    bool entry = false;  ///< a copy of the data set the entry holds (else one in conflict with it)
+};
+
+/// An instance with more than one data set under its SOP Instance UID:
+/// every copy, the entry's first.
+struct Conflict {
+    std::string sop;
+    std::vector<ConflictCopy> copies;
+    /// `instance UID has 2 data sets: Blob "a.dcm" in store "ws1" (PatientID
+    /// "P1", StudyInstanceUID "1.2"), Blob "b.dcm" in store "ws1" (...)`.
+    std::string text() const;
 };
 
 /// Where a copy of an instance is stored (StudyIndex::blobs()).
@@ -87,7 +115,12 @@ public:
     /// names that copy; a copy of another instance under that Blob and store
     /// is removed first); its study is then unstable (its last instance's time: now) until
     /// mark_stable(), and the on_put() callback is told.
-    void put(const InstanceRecord& record);
+    /// When the entry holds another data set (its identifying attributes
+    /// differ, InstanceIdentity.h) that a Blob other than this one still
+    /// holds, the record is kept apart as a copy in conflict (the entry is
+    /// left as it is) and put() returns why, naming the UID, both Blobs and
+    /// stores and the attributes that differ; otherwise "".
+    std::string put(const InstanceRecord& record);
     /// Called after each put() of an instance with a StudyInstanceUID, with
     /// that UID and the time recorded (ns since the Unix epoch). Set once,
     /// before the first put().
@@ -106,17 +139,24 @@ public:
     /// Blob of the same name and checksum in another store is (a copy between
     /// stores: its header need not be read), not as a new instance (its study
     /// stays as stable as it was). Returns that instance's SOP Instance UID,
-    /// or "" when no such copy is indexed (nothing recorded).
+    /// or "" when no such copy is indexed (nothing recorded). A copy of a
+    /// Blob in conflict is in conflict too (`conflicting` set).
     std::string add_copy(const std::string& blob, const std::string& store, std::uint64_t size,
-                         const std::string& checksum);
+                         const std::string& checksum, bool* conflicting = nullptr);
     /// Removes the copy that Blob `blob` of `store` is; the instance's
-    /// entry goes with its last copy.
+    /// entry goes with its last copy, unless a copy in conflict is left:
+    /// the entry is then made from that one's data set (the first by store
+    /// and Blob name), with every copy of the same data set, no longer in
+    /// conflict.
     Removal remove(const std::string& blob, const std::string& store);
+    /// The instances in conflict whose entry or copy in conflict matches
+    /// `matches`, by SOP Instance UID.
+    std::vector<Conflict> conflicts(const std::vector<Match>& matches) const;
     /// Whether the index records Blob `blob` of `store` holding `checksum`
     /// (indexed already, e.g. by the gateway that pushed it).
     bool has(const std::string& blob, const std::string& store, const std::string& checksum) const;
-    /// Every copy's Blob, store and checksum (a rescan compares them with
-    /// the stores' lists).
+    /// Every copy's Blob, store and checksum, those in conflict too (a
+    /// rescan compares them with the stores' lists).
     std::vector<IndexedBlob> blobs() const;
     /// The copies of each instance of `sops` (by SOP Instance UID), ordered
     /// by store name; an instance the index lacks has none. An index no
@@ -124,7 +164,8 @@ public:
     std::map<std::string, std::vector<IndexedBlob>> copies_of(const std::vector<std::string>& sops) const;
     /// The matches at `level`, ordered (patients by ID, studies by date,
     /// series by their study's date then number, instances likewise then
-    /// by number). Throws Error(io_error).
+    /// by number); an instance's `conflict` names its copies in conflict
+    /// ("" when none). Throws Error(io_error).
     std::vector<IndexRow> find(Level level, const std::vector<Match>& matches) const;
 
     class Backend;
@@ -135,6 +176,15 @@ private:
     /// store removed first). With write_mutex_ held.
     void put_copy(const std::string& sop, const std::string& blob, const std::string& store, std::uint64_t size,
                   const std::string& checksum);
+    /// The entry's identifying attributes and its `blob` and `store`, or
+    /// an empty map when the index has no entry for `sop`.
+    std::map<std::string, std::string> entry_of(const std::string& sop) const;
+    /// The entry's last copy went: makes it from a copy in conflict, if
+    /// there is one (Removal::restored). With write_mutex_ held.
+    bool restore_from_conflict(const std::string& sop, Removal& out);
+    /// The study `study` has an instance put now: unstable, on_put() told.
+    void touch_study(const std::string& study);
+    Conflict conflict_of(const std::string& sop) const;
 
     std::unique_ptr<Backend> backend_;
     /// put() and remove() each run several statements: one at a time.
@@ -142,6 +192,8 @@ private:
     /// The index has its copies table (a writer makes it; a reader may
     /// open an index an older gateway wrote).
     bool has_copies_ = true;
+    /// Likewise its conflicts table (copies whose data set differs from the entry's).
+    bool has_conflicts_ = true;
     std::function<void(const std::string&, std::int64_t)> on_put_;
 };
 

@@ -2,19 +2,22 @@
 # installed): the study index (SQLite or PostgreSQL) and DICOM matching,
 # which `blob find` uses too, and the retrieval of instances from their
 # nearest copy (blob pull --study, C-GET); blob-dicomd: the DICOM gateway (DCMTK's dcmnet), a Storage SCP
-# that pushes each instance through libblobclient and indexes it.
+# that pushes each instance through libblobclient and indexes it. InstanceIdentity
+# reads a retrieved object's header with DCMTK's dcmdata.
 noinst_LTLIBRARIES += clients/dicom/libblobdicom.la
 clients_dicom_libblobdicom_la_SOURCES = \
 	clients/dicom/Attributes.cpp \
 	clients/dicom/Attributes.h \
+	clients/dicom/InstanceIdentity.cpp \
+	clients/dicom/InstanceIdentity.h \
 	clients/dicom/Matching.cpp \
 	clients/dicom/Matching.h \
 	clients/dicom/NearestCopy.cpp \
 	clients/dicom/NearestCopy.h \
 	clients/dicom/StudyIndex.cpp \
 	clients/dicom/StudyIndex.h
-clients_dicom_libblobdicom_la_CPPFLAGS = $(AM_CPPFLAGS) $(SQLITE_CFLAGS) $(LIBPQ_CFLAGS)
-clients_dicom_libblobdicom_la_LIBADD = clients/libblobclient.la common/libblobcommon.la $(SQLITE_LIBS) $(LIBPQ_LIBS)
+clients_dicom_libblobdicom_la_CPPFLAGS = $(AM_CPPFLAGS) $(SQLITE_CFLAGS) $(LIBPQ_CFLAGS) $(DCMTK_CFLAGS)
+clients_dicom_libblobdicom_la_LIBADD = clients/libblobclient.la common/libblobcommon.la $(SQLITE_LIBS) $(LIBPQ_LIBS) $(DCMTK_LIBS)
 
 bin_PROGRAMS += clients/dicom/blob-dicomd
 clients_dicom_blob_dicomd_SOURCES = \
@@ -71,4 +74,12 @@ clients_dicom_tests_StableTrackerTest_SOURCES = clients/dicom/tests/StableTracke
 clients_dicom_tests_StableTrackerTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/dicom/gateway $(SPDLOG_CFLAGS) \
 	-DBOOST_TEST_DYN_LINK
 clients_dicom_tests_StableTrackerTest_LDADD = clients/dicom/libblobdicom.la common/libblobcommon.la $(SPDLOG_LIBS) \
+	$(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
+
+# InstanceIdentity and the index's conflicts over a SQLite index in a temporary directory (no processes).
+check_PROGRAMS += clients/dicom/tests/InstanceIdentityTest
+TESTS += clients/dicom/tests/InstanceIdentityTest
+clients_dicom_tests_InstanceIdentityTest_SOURCES = clients/dicom/tests/InstanceIdentityTest.cpp
+clients_dicom_tests_InstanceIdentityTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/dicom -DBOOST_TEST_DYN_LINK
+clients_dicom_tests_InstanceIdentityTest_LDADD = clients/dicom/libblobdicom.la common/libblobcommon.la \
 	$(BOOST_UNIT_TEST_FRAMEWORK_LIBS)

@@ -12,6 +12,9 @@
                                                           what its Rows x Columns x Bits Allocated need
   dicom_objects.py brokenheader FILE                      a CT slice cut inside its header, after PatientID
   dicom_objects.py variant FILE OTHER                     OTHER: FILE's instance with another pixel value
+  dicom_objects.py samesop FILE PATIENT_FILE OTHER        OTHER: PATIENT_FILE's data set (patient, study, series)
+                                                          under FILE's SOP Instance UID
+  dicom_objects.py setuid FILE KEYWORD VALUE              a CT slice whose KEYWORD (a UID) is VALUE, as it is
 Prints one JSON line: the files written with their SOP Instance, Study
 Instance and Series Instance UIDs."""
 
@@ -107,6 +110,17 @@ def main(argv):
         ds = pydicom.dcmread(argv[2])
         ds.PixelData = bytes((b ^ 0x55) for b in ds.PixelData)
         out.append(save(ds, argv[3]))
+    elif kind == "samesop":
+        sop = pydicom.dcmread(argv[2]).SOPInstanceUID
+        ds = pydicom.dcmread(argv[3])
+        ds.SOPInstanceUID = ds.file_meta.MediaStorageSOPInstanceUID = sop
+        out.append(save(ds, argv[4]))
+    elif kind == "setuid":
+        ds = image(CTImageStorage, 64, 64, patient="PAT10")
+        setattr(ds, argv[3], argv[4])
+        if argv[3] == "SOPInstanceUID":
+            ds.file_meta.MediaStorageSOPInstanceUID = argv[4]
+        out.append(save(ds, argv[2]))
     else:
         sys.exit(f"unknown kind {kind}")
     print(json.dumps(out))

@@ -3,7 +3,8 @@
 
   pynetdicom_peer.py store HOST PORT AE FILE...   C-STORE each FILE as it is on disk (its data set
                                                   bytes are sent unparsed); one JSON line per FILE:
-                                                  {"file", "status"} (status -1: no response)
+                                                  {"file", "status"[, "comment"]} (status -1: no
+                                                  response; comment: the Error Comment)
   pynetdicom_peer.py hold HOST PORT AE N          opens N associations, then one more; prints
                                                   {"held": N opened, "extra": "accepted"|"rejected"}
   pynetdicom_peer.py find HOST PORT AE MODEL LEVEL KEY[=VALUE]...
@@ -40,8 +41,10 @@ def store(host, port, called, files):
         sys.exit("association not established")
     for path in files:
         status = assoc.send_c_store(path)
-        print(json.dumps({"file": path, "status": status.Status if status and "Status" in status else -1}),
-              flush=True)
+        out = {"file": path, "status": status.Status if status and "Status" in status else -1}
+        if status and "ErrorComment" in status:
+            out["comment"] = str(status.ErrorComment)
+        print(json.dumps(out), flush=True)
     assoc.release()
 
 

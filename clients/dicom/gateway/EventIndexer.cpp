@@ -2,6 +2,8 @@
 
 #include "InstanceStore.h"
 
+#include "../InstanceIdentity.h"
+
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
 
@@ -147,6 +149,22 @@ void EventIndexer::handle(const client::StoreEvent& event)
 void EventIndexer::log_removal(const Removal& removal, const client::StoreEvent& event, const char* how,
                                const char* found)
 {
+    const std::string left = removal.conflicts_left
+                                 ? std::to_string(removal.conflicts_left) + " copies still in conflict"
+                                 : "no conflict left";
+    if (removal.conflicting) {
+        spdlog::info("index: Blob {} {} store \"{}\"{}: its copy of instance {} in conflict with the entry removed "
+                     "({}; the entry's copy in store \"{}\")",
+                     quote_name(event.blob.name), how, event.store, found, removal.sop, left, removal.still_in);
+        return;
+    }
+    if (removal.restored) {
+        spdlog::info("index: Blob {} {} store \"{}\"{}: the last copy of instance {}'s entry removed; the entry now "
+                     "holds the data set of Blob {} in store \"{}\" ({})",
+                     quote_name(event.blob.name), how, event.store, found, removal.sop,
+                     quote_name(removal.restored_blob), removal.still_in, left);
+        return;
+    }
     if (removal.instances)
         spdlog::info("index: Blob {} {} store \"{}\"{}: {} entry removed", quote_name(event.blob.name), how,
                      event.store, found, removal.instances);
@@ -334,10 +352,18 @@ void EventIndexer::index_committed(const client::StoreEvent& event)
     }
     forget_unindexable(event.store, blob.name);
     // A copy between stores: the same Blob and checksum are indexed in another store.
-    if (const std::string sop = index_.add_copy(blob.name, event.store, blob.size, checksum); !sop.empty()) {
-        spdlog::info("index: instance {}: Blob {} in store \"{}\" indexed as one more copy (the same Blob and "
-                     "checksum are indexed in another store; not read)",
-                     sop, quote_name(blob.name), event.store);
+    bool conflicting = false;
+    if (const std::string sop = index_.add_copy(blob.name, event.store, blob.size, checksum, &conflicting);
+        !sop.empty()) {
+        if (conflicting)
+            spdlog::warn("index: instance {}: Blob {} in store \"{}\" indexed as one more copy of a data set in "
+                         "conflict with the instance's entry (the same Blob and checksum are indexed in another "
+                         "store; not read): the instance stays flagged as a conflict",
+                         sop, quote_name(blob.name), event.store);
+        else
+            spdlog::info("index: instance {}: Blob {} in store \"{}\" indexed as one more copy (the same Blob and "
+                         "checksum are indexed in another store; not read)",
+                         sop, quote_name(blob.name), event.store);
         return;
     }
     // The Blob replaced another: whatever it was, its entry goes.
@@ -387,12 +413,20 @@ void EventIndexer::index_committed(const client::StoreEvent& event)
         remember_unindexable(event.store, blob.name, checksum);
         return;
     }
+    if (const std::string bad = invalid_uid(record.values); !bad.empty()) {
+        spdlog::warn("{}: not indexed: {}", what, bad);
+        remember_unindexable(event.store, blob.name, checksum);
+        return;
+    }
     record.blob = blob.name;
     record.store = event.store;
     record.size = blob.size;
     record.checksum = checksum;
     record.problem = problem;
-    index_.put(record);
+    if (const std::string conflict = index_.put(record); !conflict.empty()) {
+        spdlog::warn("index: {}", conflict);
+        return;
+    }
     if (problem.empty())
         spdlog::info("index: instance {} indexed from Blob {} in store \"{}\" (header: {} of {} bytes read)", uid,
                      quote_name(blob.name), event.store, read, blob.size);

@@ -1,5 +1,7 @@
 #include "InstanceStore.h"
 
+#include "../InstanceIdentity.h"
+
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
 
@@ -222,7 +224,8 @@ StoreOutcome InstanceStore::store(const ReceivedInstance& instance,
     Defect defect = Defect::none;
     const std::string problem = read_header(instance.path, record.values, false, &defect);
     const std::string& uid = record.values["SOPInstanceUID"];
-    const std::string what = "instance " + (uid.empty() ? instance.sop_instance_uid : uid) + " from " + instance.peer;
+    const std::string what =
+        "instance " + escaped(uid.empty() ? instance.sop_instance_uid : uid) + " from " + instance.peer;
     auto refuse = [&](std::uint16_t code, const std::string& why) {
         spdlog::error("{}: refused (status {:04X}): {}", what, code, why);
         const StoreOutcome refused{code, why};
@@ -233,9 +236,13 @@ StoreOutcome InstanceStore::store(const ReceivedInstance& instance,
         return refuse(defect == Defect::short_pixel_data ? status::data_set_mismatch : status::cannot_understand,
                       problem);
     if (uid.empty()) return refuse(status::cannot_understand, "the data set has no SOP Instance UID (0008,0018)");
+    // Before the UIDs reach a Blob name, the index or a file name.
+    if (const std::string bad = invalid_uid(record.values); !bad.empty())
+        return refuse(status::cannot_understand, bad);
     if (uid != instance.sop_instance_uid)
         return refuse(status::cannot_understand, "the data set's SOP Instance UID " + uid +
-                                                     " differs from the request's " + instance.sop_instance_uid);
+                                                     " differs from the request's " +
+                                                     escaped(instance.sop_instance_uid));
     const std::string name =
         expand_name_pattern(options_.name_pattern, [&record](const std::string& key) { return record.values[key]; });
     if (const auto bad = blob_name_problem(name))
@@ -267,7 +274,8 @@ StoreOutcome InstanceStore::store(const ReceivedInstance& instance,
     const auto answered = std::chrono::steady_clock::now();
     if (index_) {
         try {
-            index_->put(record);
+            if (const std::string conflict = index_->put(record); !conflict.empty())
+                spdlog::warn("index: {}", conflict);
         } catch (const Error& e) {
             // The instance is stored: the modality must not send it again.
             spdlog::error("{}: stored as {} but not indexed: {}", what, name, e.what());

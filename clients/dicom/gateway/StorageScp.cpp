@@ -1,5 +1,6 @@
 #include "StorageScp.h"
 
+#include "../InstanceIdentity.h"
 #include "../NearestCopy.h"
 #include "QueryRetrieve.h"
 
@@ -279,29 +280,60 @@ protected:
                 if (c == name) return v;
             return std::string();
         };
+        // What is retrieved: each matching instance, but one with more than
+        // one data set under its SOP Instance UID (a conflict: refused,
+        // naming its Blobs, until one is removed), also when only a copy in
+        // conflict matches.
+        struct Item {
+            std::string sop;
+            const IndexRow* row = nullptr;
+            std::string refused;
+            std::string comment;  ///< why, short enough for an Error Comment (LO: 64 characters)
+        };
+        std::vector<Item> items;
+        std::map<std::string, std::string> conflicts;
+        try {
+            for (const Conflict& c : g_index->conflicts(query.matches)) conflicts[c.sop] = c.text();
+        } catch (const Error& e) {
+            spdlog::error("C-GET from {}: refused (status C000): the index's conflicts: {}", peer(), e.what());
+            return send_get_response(context, request, 0xC000, 0, 0, 0, nullptr, error_comment(detail, e.what()));
+        }
+        for (const IndexRow& row : rows) {
+            Item item{column(row, "SOPInstanceUID"), &row, {}, {}};
+            if (const auto c = conflicts.find(item.sop); c != conflicts.end()) {
+                item.refused = c->second;
+                item.comment = "conflict: another data set under its SOP Instance UID";
+                conflicts.erase(c);
+            } else if (!valid_uid(item.sop)) {
+                item.refused = "the index holds an invalid SOP Instance UID \"" + escaped(item.sop) + "\"";
+                item.comment = "invalid SOP Instance UID in the index";
+            }
+            items.push_back(std::move(item));
+        }
+        for (const auto& [sop, text] : conflicts)
+            items.push_back({sop, nullptr, text, "conflict: another data set under its SOP Instance UID"});
         std::size_t completed = 0, failed = 0;
         std::vector<std::string> failed_uids;
+        std::string first_comment;
         Uint16 message_id = 1;
         // Each instance from its nearest copy (a study precached to a
         // workstation store is read there), the next copy when that store
         // fails it: the stores' tiers asked once per C-GET.
         const std::map<std::string, client::StoreStatus> stores = store_statuses(*g_session);
-        for (std::size_t begin = 0; begin < rows.size(); begin += kGetBatch) {
+        for (std::size_t begin = 0; begin < items.size(); begin += kGetBatch) {
             if (checkForCANCEL(context, request.MessageID).good()) {
                 spdlog::info("C-GET from {}: cancelled after {} of {} instances", peer(), completed + failed,
-                             rows.size());
+                             items.size());
                 return send_get_response(context, request,
                                          STATUS_GET_Cancel_SubOperationsTerminatedDueToCancelIndication,
-                                         rows.size() - completed - failed, completed, failed);
+                                         items.size() - completed - failed, completed, failed);
             }
-            const std::size_t end = std::min(rows.size(), begin + kGetBatch);
-            std::vector<std::string> paths;
+            const std::size_t end = std::min(items.size(), begin + kGetBatch);
             std::vector<InstanceToPull> batch;
+            std::vector<std::size_t> pulled_items;
             std::vector<std::string> sops;
-            for (std::size_t i = begin; i < end; ++i) {
-                paths.push_back(spool_path());
-                sops.push_back(column(rows[i], "SOPInstanceUID"));
-            }
+            for (std::size_t i = begin; i < end; ++i)
+                if (items[i].refused.empty()) sops.push_back(items[i].sop);
             std::map<std::string, std::vector<IndexedBlob>> copies;
             try {
                 copies = g_index->copies_of(sops);
@@ -309,36 +341,61 @@ protected:
                 spdlog::warn("C-GET from {}: the copies of {} instances: {}; from the stores the index names", peer(),
                              sops.size(), e.what());
             }
-            for (std::size_t i = begin; i < end; ++i)
-                batch.push_back({sops[i - begin],
-                                 nearest_first(std::move(copies[sops[i - begin]]),
-                                               {column(rows[i], "blob"), column(rows[i], "store"), ""}, stores),
-                                 paths[i - begin]});
+            std::map<std::size_t, std::size_t> slot;  // item -> its place in batch
+            for (std::size_t i = begin; i < end; ++i) {
+                if (!items[i].refused.empty()) continue;
+                const IndexRow& row = *items[i].row;
+                slot[i] = batch.size();
+                batch.push_back({items[i].sop,
+                                 nearest_first(std::move(copies[items[i].sop]),
+                                               {column(row, "blob"), column(row, "store"), ""}, stores),
+                                 spool_path()});
+            }
             const std::vector<PulledInstance> results = pull_from_copies(*g_session, batch, client::PullOptions{});
             for (std::size_t i = begin; i < end; ++i) {
-                const IndexRow& row = rows[i];
-                const std::string& sop = sops[i - begin];
-                const PulledInstance& pulled = results[i - begin];
-                std::string tried;
-                for (const std::string& t : pulled.tried) tried += (tried.empty() ? "\"" : "\", \"") + t;
-                std::string problem =
-                    pulled.result.ok()
-                        ? store_sub_operation(paths[i - begin], column(row, "SOPClassUID"), sop,
-                                              column(row, "TransferSyntaxUID"), message_id++)
-                        : "pulling Blob " + pulled.blob + " (stores tried: " + tried + "\"): " + pulled.result.message;
-                std::remove(paths[i - begin].c_str());
+                const Item& item = items[i];
+                std::string problem = item.refused, comment = item.comment;
+                if (problem.empty()) {
+                    const IndexRow& row = *item.row;
+                    const InstanceToPull& to_pull = batch[slot[i]];
+                    const PulledInstance& pulled = results[slot[i]];
+                    std::string tried;
+                    for (const std::string& t : pulled.tried) tried += (tried.empty() ? "\"" : "\", \"") + t;
+                    if (!pulled.result.ok()) {
+                        problem = "pulling Blob " + pulled.blob + " (stores tried: " + tried +
+                                  "\"): " + pulled.result.message;
+                    } else {
+                        // The object's own attributes, from the bytes to be sent.
+                        std::map<std::string, std::string> expected;
+                        for (const char* k : {"SOPInstanceUID", "PatientID", "StudyInstanceUID", "SeriesInstanceUID",
+                                              "SOPClassUID"})
+                            expected[k] = column(row, k);
+                        if (const std::string mismatch = delivered_mismatch(to_pull.path, expected);
+                            !mismatch.empty()) {
+                            problem = "Blob " + pulled.blob + " in store \"" + pulled.result.store +
+                                      "\" is not the instance the index lists: " + mismatch + "; not sent";
+                            comment = "not the instance the index lists: " + mismatch;
+                        } else {
+                            problem = store_sub_operation(to_pull.path, column(row, "SOPClassUID"), item.sop,
+                                                          column(row, "TransferSyntaxUID"), message_id++);
+                        }
+                    }
+                    std::remove(to_pull.path.c_str());
+                }
                 if (problem.empty()) {
                     ++completed;
                 } else {
                     ++failed;
-                    failed_uids.push_back(sop);
-                    spdlog::error("C-GET from {}: instance {}: {}", peer(), sop, problem);
+                    failed_uids.push_back(item.sop);
+                    if (first_comment.empty()) first_comment = comment.empty() ? problem : comment;
+                    spdlog::error("C-GET from {}: instance {}: {}", peer(), escaped(item.sop), problem);
                 }
-                if (i + 1 < rows.size()) {
+                if (i + 1 < items.size()) {
                     cond = send_get_response(context, request, STATUS_GET_Pending_SubOperationsAreContinuing,
-                                             rows.size() - i - 1, completed, failed);
+                                             items.size() - i - 1, completed, failed);
                     if (cond.bad()) {
-                        for (std::size_t j = i + 1; j < end; ++j) std::remove(paths[j - begin].c_str());
+                        for (std::size_t j = i + 1; j < end; ++j)
+                            if (slot.count(j)) std::remove(batch[slot[j]].path.c_str());
                         return cond;
                     }
                 }
@@ -352,10 +409,13 @@ protected:
         std::string list;
         for (const std::string& uid : failed_uids) list += (list.empty() ? "" : "\\") + uid;
         failures.putAndInsertString(DCM_FailedSOPInstanceUIDList, list.c_str());
+        // The first failure's reason (the log has each, in full), as far as LO holds it.
+        std::string comment = first_comment;
+        for (char& ch : comment) ch = ch == '\\' ? '/' : ch;
         return send_get_response(context, request,
                                  completed == 0 ? STATUS_GET_Refused_OutOfResourcesSubOperations
                                                 : STATUS_GET_Warning_SubOperationsCompleteOneOrMoreFailures,
-                                 0, completed, failed, &failures);
+                                 0, completed, failed, &failures, error_comment(detail, comment));
     }
 
     void notifyAssociationRequest(const T_ASC_Parameters& params, DcmSCPActionType& action) override

@@ -3,6 +3,7 @@
 #include "Commands.h"
 #include "Output.h"
 
+#include "../../dicom/InstanceIdentity.h"
 #include "../../dicom/NearestCopy.h"
 #include "../../dicom/StudyIndex.h"
 
@@ -81,13 +82,6 @@ nlohmann::json row_json(const IndexRow& row)
     return j;
 }
 
-/// A UID from the index, checked before it becomes a file name.
-bool plain_uid(const std::string& uid)
-{
-    return !uid.empty() && uid.size() <= 64 && uid.find_first_not_of("0123456789.") == std::string::npos &&
-           uid.front() != '.';
-}
-
 std::string value_of(const IndexRow& row, const char* column)
 {
     for (const auto& [c, v] : row)
@@ -137,13 +131,16 @@ int pull_instances(const Invocation& call)
     const std::string& uid = by_study ? call.study : call.series;
     const char* key = by_study ? "StudyInstanceUID" : "SeriesInstanceUID";
     const std::string what = std::string("pull --") + (by_study ? "study " : "series ") + uid;
-    if (!plain_uid(uid))
-        throw Error(Errc::invalid_argument,
-                    what + ": not a UID (digits and single dots, at most 64 characters; one UID, no list)");
+    if (!valid_uid(uid))
+        throw Error(Errc::invalid_argument, what + ": not a UID (digits in components separated by single dots, no "
+                                                   "leading zero but \"0\", at most 64 characters; one UID, no list)");
     const std::string& directory = call.args[0];
     const StudyIndex index(call.index, false);
-    const std::vector<IndexRow> rows = index.find(Level::instance, parse_matches({std::string(key) + "=" + uid}));
-    if (rows.empty()) throw Error(Errc::no_such_blob, what + ": the index " + call.index + " lists no instance of it");
+    const std::vector<Match> matches = parse_matches({std::string(key) + "=" + uid});
+    const std::vector<IndexRow> all_rows = index.find(Level::instance, matches);
+    const std::vector<Conflict> conflicts = index.conflicts(matches);
+    if (all_rows.empty() && conflicts.empty())
+        throw Error(Errc::no_such_blob, what + ": the index " + call.index + " lists no instance of it");
 
     if (::mkdir(directory.c_str(), 0777) != 0 && errno != EEXIST)
         throw Error(Errc::io_error, what + ": cannot create " + directory + ": " + std::strerror(errno));
@@ -155,15 +152,37 @@ int pull_instances(const Invocation& call)
     // holding one), the next copy when that store fails it; with --store
     // from that store only. One series per store, each pulled in parallel
     // over the Session's pooled connections.
+    // Not pulled, named: an instance whose UID is not valid (never made a
+    // file name) or that has more than one data set (a conflict).
+    struct Refusal {
+        std::string sop;
+        std::string why;
+    };
+    std::vector<Refusal> refused;
+    std::map<std::string, std::string> in_conflict;
+    for (const Conflict& c : conflicts) in_conflict[c.sop] = c.text() + "; not pulled until one of them is removed";
     std::vector<InstanceToPull> instances;
-    for (const IndexRow& row : rows) {
+    std::vector<IndexRow> rows;
+    for (const IndexRow& row : all_rows) {
         InstanceToPull i;
         i.sop = value_of(row, "SOPInstanceUID");
-        if (!plain_uid(i.sop))
-            throw Error(Errc::corrupt, what + ": the index holds a bad SOP Instance UID \"" + i.sop + "\"");
+        if (!valid_uid(i.sop)) {
+            refused.push_back({i.sop, "the index holds an invalid SOP Instance UID \"" + escaped(i.sop) +
+                                          "\" (Blob " + quote_name(value_of(row, "blob")) + " in store \"" +
+                                          value_of(row, "store") + "\"): not pulled"});
+            in_conflict.erase(i.sop);
+            continue;
+        }
+        if (const auto c = in_conflict.find(i.sop); c != in_conflict.end()) {
+            refused.push_back({i.sop, c->second});
+            in_conflict.erase(c);
+            continue;
+        }
         i.path = directory + "/" + i.sop + ".dcm";
         instances.push_back(std::move(i));
+        rows.push_back(row);
     }
+    for (const auto& [sop, why] : in_conflict) refused.push_back({sop, why});
     std::vector<std::string> sops;
     for (const InstanceToPull& i : instances) sops.push_back(i.sop);
     std::map<std::string, std::vector<IndexedBlob>> copies = index.copies_of(sops);
@@ -187,7 +206,23 @@ int pull_instances(const Invocation& call)
     client::PullOptions options;
     options.verify = call.verify;
     const auto started = std::chrono::steady_clock::now();
-    const std::vector<PulledInstance> pulled = pull_from_copies(session, instances, options);
+    std::vector<PulledInstance> pulled = pull_from_copies(session, instances, options);
+    // Each object's own attributes, read from the bytes written, are those
+    // the index lists (and so those asked for): another is not kept.
+    for (std::size_t k = 0; k < instances.size(); ++k) {
+        client::Result& r = pulled[k].result;
+        if (!r.ok()) continue;
+        std::map<std::string, std::string> expected;
+        for (const char* column :
+             {"SOPInstanceUID", "PatientID", "StudyInstanceUID", "SeriesInstanceUID", "SOPClassUID"})
+            expected[column] = value_of(rows[k], column);
+        const std::string mismatch = delivered_mismatch(instances[k].path, expected);
+        if (mismatch.empty()) continue;
+        std::remove(instances[k].path.c_str());
+        r.error = make_error_code(Errc::corrupt);
+        r.message = "Blob " + quote_name(pulled[k].blob) + " in store \"" + r.store +
+                    "\" is not the instance the index lists: " + mismatch + "; removed from " + directory;
+    }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     std::uint64_t bytes = 0;
     for (const PulledInstance& p : pulled) bytes += p.result.bytes;
@@ -218,12 +253,25 @@ int pull_instances(const Invocation& call)
                          quote_name(pulled[k].blob).c_str(), tried.c_str(), r.message.c_str());
         }
     }
+    for (const Refusal& refusal : refused) {
+        ++failed;
+        rc = std::max(rc, static_cast<int>(Errc::partial));
+        if (call.json) {
+            nlohmann::json j = error_json(Errc::partial, refusal.why);
+            j["SOPInstanceUID"] = refusal.sop;
+            list.push_back(j);
+        } else {
+            std::fprintf(stderr, "blob: %s: instance %s refused: %s\n", what.c_str(), escaped(refusal.sop).c_str(),
+                         refusal.why.c_str());
+        }
+    }
+    const std::size_t total = instances.size() + refused.size();
     const double mbps = seconds > 0 ? static_cast<double>(bytes) / seconds / 1e6 : 0.0;
     if (call.json) {
         nlohmann::json out{{by_study ? "study" : "series", uid},
                            {"directory", directory},
                            {"instances", list},
-                           {"succeeded", instances.size() - failed},
+                           {"succeeded", total - failed},
                            {"failed", failed},
                            {"bytes", bytes},
                            {"seconds", seconds},
@@ -231,7 +279,7 @@ int pull_instances(const Invocation& call)
         std::cout << json_line(out);
     } else if (!call.quiet || failed > 0) {
         std::fprintf(stderr, "pulled %zu of %zu instances of %s %s to %s: %llu bytes in %.3f s (%.2f MB/s)%s\n",
-                     instances.size() - failed, instances.size(), by_study ? "study" : "series", uid.c_str(),
+                     total - failed, total, by_study ? "study" : "series", uid.c_str(),
                      directory.c_str(), static_cast<unsigned long long>(bytes), seconds, mbps,
                      call.verify ? ", verified" : "");
     }
