@@ -48,6 +48,13 @@ double seconds_of(const std::string& d)
     return total;
 }
 
+/// A grant of `seconds` (0: not understood, taken as an hour) as a duration.
+std::chrono::steady_clock::duration granted_time(double seconds)
+{
+    return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(seconds > 0 ? seconds : 3600.0));
+}
+
 bool is_descriptor(const xmlNode* node)
 {
     static const std::set<std::string> names{"Mds",
@@ -124,6 +131,9 @@ struct Subscription {
     std::string service;
     std::string manager;  ///< SubscriptionManager address
     std::string headers;  ///< its reference parameters as header blocks
+    /// When the provider's latest grant runs out (Subscribe, then each Renew).
+    std::chrono::steady_clock::time_point expires;
+    bool ended = false;  ///< the provider refused to renew it, or it ran out
 };
 
 }  // namespace
@@ -465,6 +475,7 @@ public:
         const double granted = seconds_of(xml::text(xml::child(reply.body, ns::kWse, "Expires")));
         if (granted > 0)
             renew_every_ = std::min(renew_every_, std::chrono::milliseconds(static_cast<long long>(granted * 500)));
+        s.expires = std::chrono::steady_clock::now() + granted_time(granted);
         subscriptions_.push_back(std::move(s));
     }
 
@@ -473,16 +484,44 @@ public:
         renew_timer_.expires_after(std::max(renew_every_, std::chrono::milliseconds(500)));
         renew_timer_.async_wait([this](beast::error_code ec) {
             if (ec || stopped_) return;
-            std::lock_guard<std::mutex> lock(call_mutex_);
-            for (const auto& s : subscriptions_) {
-                try {
-                    ConsumerAccess::call(consumer_, s.manager, ns::kRenew,
-                                         "<wse:Renew><wse:Expires>PT" + std::to_string(options_.expires.count()) +
-                                             "S</wse:Expires></wse:Renew>",
-                                         kWseNs, "Renew", s.headers);
-                } catch (const std::exception& e) {
-                    std::cerr << "sdc: renewing the " << s.service << " subscription failed: " << e.what() << "\n";
+            std::vector<std::string> ends;
+            {
+                std::lock_guard<std::mutex> lock(call_mutex_);
+                for (auto& s : subscriptions_) {
+                    if (s.ended) continue;
+                    try {
+                        SoapMessage reply = ConsumerAccess::call(
+                            consumer_, s.manager, ns::kRenew,
+                            "<wse:Renew><wse:Expires>PT" + std::to_string(options_.expires.count()) +
+                                "S</wse:Expires></wse:Renew>",
+                            kWseNs, "Renew", s.headers);
+                        const double granted = seconds_of(xml::text(xml::child(reply.body, ns::kWse, "Expires")));
+                        s.expires = std::chrono::steady_clock::now() + granted_time(granted);
+                    } catch (const SdcError& e) {
+                        // A Fault: the provider no longer has the subscription (it may have
+                        // ended it, e.g. when it could not deliver, without reaching EndTo).
+                        // Anything else counts only once the grant has run out.
+                        if (e.code() == Errc::peer_fault || std::chrono::steady_clock::now() >= s.expires) {
+                            s.ended = true;
+                            ends.push_back(std::string("the ") + s.service + " subscription is lost: renewing it " +
+                                           (e.code() == Errc::peer_fault ? "was refused" : "failed until it expired") +
+                                           ": " + e.what());
+                        } else {
+                            std::cerr << "sdc: renewing the " << s.service << " subscription failed (trying again): "
+                                      << e.what() << "\n";
+                        }
+                    } catch (const std::exception& e) {
+                        std::cerr << "sdc: renewing the " << s.service << " subscription failed: " << e.what() << "\n";
+                    }
                 }
+            }
+            for (const auto& reason : ends) {
+                if (!on_report_) std::cerr << "sdc: " << reason << "\n";
+                ended_ = true;
+                Report report;
+                report.action = "SubscriptionEnd";
+                report.reason = reason;
+                if (on_report_) on_report_(report);
             }
             schedule_renew();
         });
