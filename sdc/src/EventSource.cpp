@@ -178,7 +178,8 @@ public:
         if (end_to_address_.empty()) return;
         const std::string body = "<wse:SubscriptionEnd><wse:SubscriptionManager><wsa:Address>" +
                                  xml::escape(source_.manager_url_ + "/" + id_hex()) + "</wsa:Address>" +
-                                 manager_reference(id_) + "</wse:SubscriptionManager><wse:Status>" + status + "</wse:Status><wse:Reason xml:lang=\"en\">" + xml::escape_text(reason) +
+                                 manager_reference(id_) + "</wse:SubscriptionManager><wse:Status>" + status +
+                                 "</wse:Status><wse:Reason xml:lang=\"en\">" + xml::escape_text(reason) +
                                  "</wse:Reason></wse:SubscriptionEnd>";
         const std::string envelope =
             make_envelope(ns::kSubscriptionEnd, {}, {}, end_to_address_, body, kEventNs, end_to_headers_);
@@ -513,8 +514,10 @@ HttpReply EventSource::manage(const SoapMessage& request, std::string_view targe
         {
             // One the provider ended (e.g. it could not deliver): say why.
             std::lock_guard<std::mutex> lock(mutex_);
-            const auto ended = ended_.find(id.empty() ? std::string(target.substr(target.rfind('/') + 1)) : hex_of(id));
-            if (ended != ended_.end()) why = "the subscription " + named + " was ended by the provider: " + ended->second;
+            const auto ended =
+                ended_.find(id.empty() ? std::string(target.substr(target.rfind('/') + 1)) : hex_of(id));
+            if (ended != ended_.end())
+                why = "the subscription " + named + " was ended by the provider: " + ended->second;
         }
         if (op == "Renew") return event_fault(false, "wse:UnableToRenew", "cannot renew: " + why, mid);
         return event_fault(true, "wsa:DestinationUnreachable", op + ": " + why, mid);
