@@ -153,6 +153,11 @@ public:
         HttpServerOptions server;
         server.tls = make_tls_context(options_.consumer.tls, true);
         if (device_url.rfind("https://", 0) != 0) server.tls.reset();
+        // A provider that refuses this consumer's certificate as a server's
+        // (clientAuth only, no SAN of this address) cannot deliver and ends
+        // the subscription; its SubscriptionEnd cannot arrive either. A
+        // failed handshake on the sink makes the mirror ask at once.
+        server.on_handshake_failure = [this](const std::string& reason) { check_soon(reason); };
         sink_.emplace(io_, ConsumerAccess::local_ip(consumer_) + ":0", *this, server);
         const std::string base =
             (server.tls ? "https://" : "http://") + sink_->address() + "/" + make_urn_uuid().substr(9);
@@ -194,6 +199,7 @@ public:
             }
         }
         renew_timer_.cancel();
+        check_timer_.cancel();
         io_.stop();
         if (thread_.joinable()) thread_.join();
     }
@@ -484,47 +490,82 @@ public:
         renew_timer_.expires_after(std::max(renew_every_, std::chrono::milliseconds(500)));
         renew_timer_.async_wait([this](beast::error_code ec) {
             if (ec || stopped_) return;
-            std::vector<std::string> ends;
-            {
-                std::lock_guard<std::mutex> lock(call_mutex_);
-                for (auto& s : subscriptions_) {
-                    if (s.ended) continue;
-                    try {
-                        SoapMessage reply = ConsumerAccess::call(
-                            consumer_, s.manager, ns::kRenew,
-                            "<wse:Renew><wse:Expires>PT" + std::to_string(options_.expires.count()) +
-                                "S</wse:Expires></wse:Renew>",
-                            kWseNs, "Renew", s.headers);
-                        const double granted = seconds_of(xml::text(xml::child(reply.body, ns::kWse, "Expires")));
-                        s.expires = std::chrono::steady_clock::now() + granted_time(granted);
-                    } catch (const SdcError& e) {
-                        // A Fault: the provider no longer has the subscription (it may have
-                        // ended it, e.g. when it could not deliver, without reaching EndTo).
-                        // Anything else counts only once the grant has run out.
-                        if (e.code() == Errc::peer_fault || std::chrono::steady_clock::now() >= s.expires) {
-                            s.ended = true;
-                            ends.push_back(std::string("the ") + s.service + " subscription is lost: renewing it " +
-                                           (e.code() == Errc::peer_fault ? "was refused" : "failed until it expired") +
-                                           ": " + e.what());
-                        } else {
-                            std::cerr << "sdc: renewing the " << s.service << " subscription failed (trying again): "
-                                      << e.what() << "\n";
-                        }
-                    } catch (const std::exception& e) {
-                        std::cerr << "sdc: renewing the " << s.service << " subscription failed: " << e.what() << "\n";
-                    }
-                }
-            }
-            for (const auto& reason : ends) {
-                if (!on_report_) std::cerr << "sdc: " << reason << "\n";
-                ended_ = true;
-                Report report;
-                report.action = "SubscriptionEnd";
-                report.reason = reason;
-                if (on_report_) on_report_(report);
-            }
+            manage_subscriptions(true, {});
             schedule_renew();
         });
+    }
+
+    /// On the mirror's thread, after a failed TLS handshake on the sink:
+    /// GetStatus of every subscription a moment later (the provider ends a
+    /// subscription right after its delivery failed), at most one check
+    /// pending at a time.
+    void check_soon(const std::string& reason)
+    {
+        if (stopped_ || check_pending_) return;
+        check_pending_ = true;
+        check_timer_.expires_after(std::chrono::milliseconds(300));
+        check_timer_.async_wait([this, reason](beast::error_code ec) {
+            check_pending_ = false;
+            if (ec || stopped_) return;
+            manage_subscriptions(false, reason);
+        });
+    }
+
+    /// Renews (`renew`) or asks the status of every subscription; one the
+    /// provider no longer has is reported as a SubscriptionEnd with the
+    /// provider's reason. `hint`: why the check was made (a TLS handshake
+    /// on the sink that failed), added to the reason.
+    void manage_subscriptions(bool renew, const std::string& hint)
+    {
+        std::vector<std::string> ends;
+        {
+            std::lock_guard<std::mutex> lock(call_mutex_);
+            for (auto& s : subscriptions_) {
+                if (s.ended) continue;
+                try {
+                    if (!renew) {
+                        ConsumerAccess::call(consumer_, s.manager, ns::kGetStatus, "<wse:GetStatus/>", kWseNs,
+                                             "GetStatus", s.headers);
+                        continue;
+                    }
+                    SoapMessage reply = ConsumerAccess::call(consumer_, s.manager, ns::kRenew,
+                                                             "<wse:Renew><wse:Expires>PT" +
+                                                                 std::to_string(options_.expires.count()) +
+                                                                 "S</wse:Expires></wse:Renew>",
+                                                             kWseNs, "Renew", s.headers);
+                    const double granted = seconds_of(xml::text(xml::child(reply.body, ns::kWse, "Expires")));
+                    s.expires = std::chrono::steady_clock::now() + granted_time(granted);
+                } catch (const SdcError& e) {
+                    // A Fault: the provider no longer has the subscription (it may have
+                    // ended it, e.g. when it could not deliver, without reaching EndTo).
+                    // Anything else counts only once the grant has run out.
+                    const bool refused = e.code() == Errc::peer_fault;
+                    if (refused || std::chrono::steady_clock::now() >= s.expires) {
+                        s.ended = true;
+                        const std::string how =
+                            !renew    ? "asked for its status after a failed TLS handshake on this consumer's "
+                                        "notification server (" + hint + ")"
+                            : refused ? "renewing it was refused"
+                                      : "renewing it failed until it expired";
+                        ends.push_back("the " + s.service + " subscription is lost: " + how + ": " + e.what());
+                    } else {
+                        std::cerr << "sdc: " << (renew ? "renewing" : "asking the status of") << " the " << s.service
+                                  << " subscription failed (trying again): " << e.what() << "\n";
+                    }
+                } catch (const std::exception& e) {
+                    std::cerr << "sdc: " << (renew ? "renewing" : "asking the status of") << " the " << s.service
+                              << " subscription failed: " << e.what() << "\n";
+                }
+            }
+        }
+        for (const auto& reason : ends) {
+            if (!on_report_) std::cerr << "sdc: " << reason << "\n";
+            ended_ = true;
+            Report report;
+            report.action = "SubscriptionEnd";
+            report.reason = reason;
+            if (on_report_) on_report_(report);
+        }
     }
 
     std::uint64_t mdib_version() const
@@ -556,6 +597,8 @@ public:
     std::vector<Subscription> subscriptions_;
     std::chrono::milliseconds renew_every_{std::chrono::hours(1)};
     net::steady_timer renew_timer_{io_};
+    net::steady_timer check_timer_{io_};
+    bool check_pending_ = false;  ///< a check_soon() is waiting (mirror's thread only)
     net::steady_timer reorder_timer_{io_};
     std::thread thread_;
 };
