@@ -13,12 +13,27 @@ transfers:
   is one more refused request; nothing is left active;
 - each transfer has one key=value log line with its fields;
 - other paths and methods: 404 and 405; a bad --metrics-address value and
-  one already in use are refused with the value named."""
+  one already in use are refused with the value named;
+- HEAD /metrics answers GET's headers: the same Content-Length as GET's body;
+- out of descriptors (the daemon's soft limit lowered under it with
+  prlimit) with a connection pending on the metrics port: the connection is
+  accepted and closed with the descriptor kept in reserve, the daemon's CPU
+  time over 3 s stays below a fifth of it (it used to spin at 100 %), the
+  log says so, and it serves again once the limit is back;
+- a TLS store serves the metrics over TLS only: plain HTTP, TLS without a
+  client certificate and a certificate of another CA get no figures (the
+  log names the refusal); a certificate of the store's CA gets them."""
 
+import http.client
 import os
 import re
+import resource
+import shutil
 import socket
+import ssl
+import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 
@@ -27,10 +42,11 @@ import harness  # noqa: E402
 from harness import MiB, check, check_equal, step  # noqa: E402
 
 SAMPLE = re.compile(r'^([a-z_:][a-z0-9_:]*)(\{[^}]*\})? (\S+)$')
+CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def scrape(url):
-    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+def scrape(url, context=None):
+    with urllib.request.urlopen(url + "/metrics", timeout=10, context=context) as r:
         check_equal(r.status, 200, "status of GET /metrics")
         check(r.headers["Content-Type"].startswith("text/plain; version=0.0.4"),
               f"Content-Type {r.headers['Content-Type']!r}")
@@ -52,6 +68,137 @@ def scrape(url):
 
 def delta(before, after, key):
     return after.get(key, 0) - before.get(key, 0)
+
+
+def cpu_seconds(pid):
+    """utime + stime of a process, in seconds (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def log_text(daemon):
+    with open(daemon.log_paths[0], encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+def head_and_get(address):
+    """HEAD then GET /metrics on one connection: (HEAD's status and
+    headers, GET's headers and body length)."""
+    host, port = address.rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        conn.request("HEAD", "/metrics")
+        head = conn.getresponse()
+        head.read()
+        conn.request("GET", "/metrics")
+        get = conn.getresponse()
+        body = get.read()
+        return head.status, dict(head.getheaders()), dict(get.getheaders()), len(body)
+    finally:
+        conn.close()
+
+
+def out_of_descriptors(c, daemon, address):
+    """The metrics port with a connection pending while the daemon has no
+    descriptor left: no busy loop."""
+    step("out of descriptors: a connection pending on the metrics port")
+    used = {int(fd) for fd in os.listdir(f"/proc/{daemon.pid}/fd")}
+    limit = next(n for n in range(len(used) + 1) if n not in used)  # no number below it is free
+    soft, hard = resource.prlimit(daemon.pid, resource.RLIMIT_NOFILE)
+    resource.prlimit(daemon.pid, resource.RLIMIT_NOFILE, (limit, hard))
+    try:
+        host, port = address.rsplit(":", 1)
+        pending = socket.create_connection((host, int(port)), timeout=10)
+        cpu0, wall0 = cpu_seconds(daemon.pid), time.monotonic()
+        pending.settimeout(5)
+        try:
+            closed = pending.recv(1) == b""
+        except ConnectionResetError:
+            closed = True
+        except socket.timeout:
+            closed = False
+        time.sleep(max(0.0, 3.0 - (time.monotonic() - wall0)))  # a window of 3 s to measure CPU over
+        cpu, wall = cpu_seconds(daemon.pid) - cpu0, time.monotonic() - wall0
+        step(f"out of descriptors: daemon CPU {cpu:.2f} s in {wall:.2f} s; pending connection closed: {closed}")
+        check(cpu < 0.2 * wall, f"the daemon out of descriptors used {cpu:.2f} s of CPU in {wall:.2f} s (a busy loop?)")
+        check(closed, "the connection pending on the metrics port was not accepted and closed")
+        check(f"metrics endpoint {address}: out of descriptors (Too many open files)" in log_text(daemon),
+              "the daemon's log does not say the metrics endpoint ran out of descriptors")
+        pending.close()
+    finally:
+        resource.prlimit(daemon.pid, resource.RLIMIT_NOFILE, (soft, hard))
+    harness.wait_for(lambda: scrape("http://" + address), 10, "a scrape once descriptors are back")
+
+
+def openssl(c, *args):
+    r = subprocess.run(["openssl", *args], capture_output=True, text=True, timeout=60, cwd=c.path())
+    if r.returncode != 0:
+        raise harness.TestFailure(f"openssl {' '.join(args)} failed: {r.stderr}")
+
+
+def make_ca(c, name):
+    openssl(c, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", f"/CN={name}",
+            "-keyout", f"{name}.key", "-out", f"{name}.pem",
+            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+
+
+def make_cert(c, ca, name, usage, san=None):
+    with open(c.path(f"{name}.ext"), "w") as f:
+        f.write(f"extendedKeyUsage={usage}\nbasicConstraints=CA:FALSE\n" + (f"subjectAltName={san}\n" if san else ""))
+    openssl(c, "req", "-new", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}", "-keyout", f"{name}.key",
+            "-out", f"{name}.csr")
+    openssl(c, "x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.pem", "-CAkey", f"{ca}.key", "-CAcreateserial",
+            "-days", "2", "-extfile", f"{name}.ext", "-out", f"{name}.pem")
+    return c.path(f"{name}.pem"), c.path(f"{name}.key")
+
+
+def refused(url, context, what):
+    """A scrape that must get no figures: the error it ended with."""
+    try:
+        with urllib.request.urlopen(url + "/metrics", timeout=10, context=context) as r:
+            body = r.read()
+    except (OSError, http.client.HTTPException) as e:
+        step(f"{what}: refused ({type(e).__name__}: {e})")
+        return e
+    raise harness.TestFailure(f"{what}: got HTTP {r.status} with {len(body)} bytes: {body[:200]!r}")
+
+
+def tls_store(c):
+    """A TLS store's metrics: TLS only, a certificate of its CA required."""
+    if shutil.which("openssl") is None:
+        step("no openssl: the TLS store's metrics are not checked")
+        return
+    step("a TLS store: certificates")
+    make_ca(c, "ca")
+    make_ca(c, "rogue-ca")
+    store = make_cert(c, "ca", "store", "serverAuth,clientAuth", "IP:127.0.0.1")
+    scraper = make_cert(c, "ca", "prometheus", "clientAuth")
+    rogue = make_cert(c, "rogue-ca", "rogue", "clientAuth")
+    daemon = c.start_daemon("tlsmon", "memory:16M",
+                            extra=["--tls-cert", store[0], "--tls-key", store[1], "--tls-ca", c.path("ca.pem"),
+                                   "--metrics-address", "127.0.0.1:0"])
+    address = daemon.ready["metrics"]
+
+    def context(cert=None):
+        ctx = ssl.create_default_context(cafile=c.path("ca.pem"))
+        if cert:
+            ctx.load_cert_chain(*cert)
+        return ctx
+
+    step("a TLS store's metrics: plain HTTP, no certificate, another CA's certificate get no figures")
+    refused("http://" + address, None, "plain HTTP")
+    refused("https://" + address, context(), "TLS without a client certificate")
+    refused("https://" + address, context(rogue), "a client certificate of another CA")
+    harness.wait_for(lambda: f"metrics endpoint {address}: TLS handshake from 127.0.0.1 failed, no figures sent"
+                     in log_text(daemon), 10, "the refused scrape in the daemon's log")
+
+    step("a TLS store's metrics: a certificate of the store's CA gets them")
+    samples = scrape("https://" + address, context(scraper))
+    info = [k for k in samples if k.startswith("blobstreaming_build_info{")]
+    check(len(info) == 1 and 'store="tlsmon"' in info[0], f"build_info over TLS: {info}")
+    check_equal(samples["blobstreaming_store_blobs"], 0, "Blob count over TLS")
+    check("Prometheus metrics at https://" + address in log_text(daemon), "the log names the https endpoint")
 
 
 def test(c):
@@ -130,6 +277,15 @@ def test(c):
                            "--naming", c.naming, "--metrics-address", address], timeout=60)
     check(code == 52 and f"--metrics-address: cannot listen on {address}" in err,
           f"--metrics-address in use: exit {code}: {err.strip()!r}")
+
+    step("HEAD /metrics: GET's headers")
+    status, head, get, length = head_and_get(address)
+    check_equal(status, 200, "status of HEAD /metrics")
+    check_equal(head.get("Content-Length"), str(length), f"HEAD's Content-Length (GET's body: {length} bytes)")
+    check_equal(head.get("Content-Type"), get.get("Content-Type"), "HEAD's Content-Type")
+
+    out_of_descriptors(c, daemon, address)
+    tls_store(c)
 
 
 if __name__ == "__main__":

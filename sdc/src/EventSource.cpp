@@ -18,6 +18,34 @@ namespace {
 
 const std::string kEventNs = std::string(" xmlns:wse=\"") + ns::kWse + "\" xmlns:dpws=\"" + ns::kDpws + "\"";
 const std::string kReportNs = std::string(" xmlns:msg=\"") + ns::kMsg + "\" xmlns:pm=\"" + ns::kPm + "\"";
+/// Ended subscriptions whose reason a Renew or GetStatus can still learn.
+constexpr std::size_t kEndedKept = 1024;
+
+/// The wsa:ReferenceParameters of subscription `id`'s manager EPR.
+std::string manager_reference(const std::string& id)
+{
+    return std::string("<wsa:ReferenceParameters><bss:Identifier xmlns:bss=\"") + ns::kSubscriptionRef + "\">" +
+           xml::escape(id) + "</bss:Identifier></wsa:ReferenceParameters>";
+}
+
+/// The subscription a manager request names in its headers: bss:Identifier,
+/// or wse:Identifier (the form this provider used to hand out); empty if none.
+std::string identifier_header(const SoapMessage& request)
+{
+    for (xmlNode* h = xml::first_element(request.header); h != nullptr; h = xml::next_element(h))
+        if (xml::is(h, ns::kSubscriptionRef, "Identifier") || xml::is(h, ns::kWse, "Identifier"))
+            return xml::text(h);
+    return {};
+}
+
+/// urn:uuid:8-4-4-4-12 -> its 32 hex digits (the manager URL's last segment).
+std::string hex_of(const std::string& id)
+{
+    std::string hex;
+    for (const char c : id.substr(id.rfind(':') + 1))
+        if (c != '-') hex += c;
+    return hex;
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -144,15 +172,14 @@ public:
             notify_->close();
             notify_.reset();
         }
-        source_.remove(id_);
+        source_.remove(id_, status == nullptr ? std::string() : reason);
         if (status == nullptr) return;
         std::cerr << "sdc: subscription " << id_ << " (NotifyTo " << notify_address_ << ") ended: " << reason << "\n";
         if (end_to_address_.empty()) return;
         const std::string body = "<wse:SubscriptionEnd><wse:SubscriptionManager><wsa:Address>" +
-                                 xml::escape(source_.manager_url_ + "/" + id_hex()) +
-                                 "</wsa:Address><wsa:ReferenceParameters><wse:Identifier>" + xml::escape(id_) +
-                                 "</wse:Identifier></wsa:ReferenceParameters></wse:SubscriptionManager><wse:Status>" +
-                                 status + "</wse:Status><wse:Reason xml:lang=\"en\">" + xml::escape_text(reason) +
+                                 xml::escape(source_.manager_url_ + "/" + id_hex()) + "</wsa:Address>" +
+                                 manager_reference(id_) + "</wse:SubscriptionManager><wse:Status>" + status +
+                                 "</wse:Status><wse:Reason xml:lang=\"en\">" + xml::escape_text(reason) +
                                  "</wse:Reason></wse:SubscriptionEnd>";
         const std::string envelope =
             make_envelope(ns::kSubscriptionEnd, {}, {}, end_to_address_, body, kEventNs, end_to_headers_);
@@ -173,13 +200,7 @@ public:
     }
 
     bool selects(const std::string& action) const { return actions_.count(action) != 0; }
-    std::string id_hex() const
-    {
-        std::string hex;
-        for (const char c : id_.substr(id_.rfind(':') + 1))
-            if (c != '-') hex += c;
-        return hex;
-    }
+    std::string id_hex() const { return hex_of(id_); }
 
     EventSource& source_;
     const std::string id_;
@@ -220,13 +241,16 @@ private:
     {
         busy_ = false;
         if (ended_) return;
-        if (ec)
+        if (ec) {
+            const std::string& why = notify_ ? notify_->verify_failure() : std::string();
             return end(ns::kEndDeliveryFailure,
                        "cannot deliver to " + notify_address_ + ": " +
                            (ec == beast::error::timeout
                                 ? std::string("no answer within ") +
                                       std::to_string(source_.options_.notify_timeout.count()) + " ms"
-                                : ec.message()));
+                                : ec.message()) +
+                           (why.empty() ? "" : " (" + why + ")"));
+        }
         if (status >= 300)
             return end(ns::kEndDeliveryFailure,
                        "NotifyTo " + notify_address_ + " answered a notification with HTTP " + std::to_string(status));
@@ -312,10 +336,16 @@ void EventSource::stop()
     if (thread_.joinable()) thread_.join();
 }
 
-void EventSource::remove(const std::string& id)
+void EventSource::remove(const std::string& id, const std::string& reason)
 {
     std::lock_guard<std::mutex> lock(mutex_);
     subscribers_.erase(id);
+    if (reason.empty()) return;
+    if (ended_.emplace(hex_of(id), reason).second) ended_order_.push_back(hex_of(id));
+    while (ended_order_.size() > kEndedKept) {
+        ended_.erase(ended_order_.front());
+        ended_order_.pop_front();
+    }
 }
 
 std::size_t EventSource::subscriber_count() const
@@ -443,9 +473,8 @@ HttpReply EventSource::subscribe(const SoapMessage& request, const std::string& 
     reply.body =
         make_envelope(ns::kSubscribeResponse, {}, mid, {},
                       "<wse:SubscribeResponse><wse:SubscriptionManager><wsa:Address>" +
-                          xml::escape(manager_url_ + "/" + sub->id_hex()) +
-                          "</wsa:Address><wsa:ReferenceParameters><wse:Identifier>" + xml::escape(sub->id_) +
-                          "</wse:Identifier></wsa:ReferenceParameters></wse:SubscriptionManager><wse:Expires>" +
+                          xml::escape(manager_url_ + "/" + sub->id_hex()) + "</wsa:Address>" +
+                          manager_reference(sub->id_) + "</wse:SubscriptionManager><wse:Expires>" +
                           duration_text(std::chrono::duration_cast<Clock::duration>(granted)) +
                           "</wse:Expires></wse:SubscribeResponse>",
                       kEventNs);
@@ -454,9 +483,7 @@ HttpReply EventSource::subscribe(const SoapMessage& request, const std::string& 
 
 std::shared_ptr<Subscriber> EventSource::find(const SoapMessage& request, std::string_view target)
 {
-    std::string id;
-    for (xmlNode* h = xml::first_element(request.header); h != nullptr; h = xml::next_element(h))
-        if (xml::is(h, ns::kWse, "Identifier")) id = xml::text(h);
+    const std::string id = identifier_header(request);
     std::lock_guard<std::mutex> lock(mutex_);
     if (!id.empty()) {
         const auto found = subscribers_.find(id);
@@ -472,9 +499,7 @@ HttpReply EventSource::manage(const SoapMessage& request, std::string_view targe
 {
     const std::string& mid = request.message_id;
     const std::string op = request.action.substr(request.action.rfind('/') + 1);
-    std::string id;
-    for (xmlNode* h = xml::first_element(request.header); h != nullptr; h = xml::next_element(h))
-        if (xml::is(h, ns::kWse, "Identifier")) id = xml::text(h);
+    const std::string id = identifier_header(request);
     const std::string named = id.empty() ? "at " + std::string(target) : "\"" + id + "\"";
     if (!request.body_is(ns::kWse, op.c_str()))
         return event_fault(true, "wse:InvalidMessage", "invalid " + op + ": the Body holds no wse:" + op, mid);
@@ -485,7 +510,15 @@ HttpReply EventSource::manage(const SoapMessage& request, std::string_view targe
         expires = sub->expires_;
     }
     if (!sub || expires <= Clock::now()) {
-        const std::string why = "no subscription " + named + " (unknown, expired or ended)";
+        std::string why = "no subscription " + named + " (unknown, expired or ended)";
+        {
+            // One the provider ended (e.g. it could not deliver): say why.
+            std::lock_guard<std::mutex> lock(mutex_);
+            const auto ended =
+                ended_.find(id.empty() ? std::string(target.substr(target.rfind('/') + 1)) : hex_of(id));
+            if (ended != ended_.end())
+                why = "the subscription " + named + " was ended by the provider: " + ended->second;
+        }
         if (op == "Renew") return event_fault(false, "wse:UnableToRenew", "cannot renew: " + why, mid);
         return event_fault(true, "wsa:DestinationUnreachable", op + ": " + why, mid);
     }

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -57,7 +58,9 @@ public:
     HttpReply subscribe(const SoapMessage& request, const std::string& service);
     /// wse:Renew, wse:GetStatus, wse:Unsubscribe posted to the subscription
     /// manager (`target` is the request path; the subscription is named by
-    /// the wse:Identifier header, or else by the path's last segment).
+    /// the bss:Identifier (or an older wse:Identifier) header, or else by the
+    /// path's last segment). Renew and GetStatus of a subscription the
+    /// provider ended say why it ended.
     HttpReply manage(const SoapMessage& request, std::string_view target);
 
     /// True when some subscriber's filter selects `action`.
@@ -78,7 +81,9 @@ public:
 
 private:
     friend class Subscriber;
-    void remove(const std::string& id);
+    /// Forgets subscription `id`; a non-empty `reason` (the provider ended
+    /// it) is kept for a later Renew or GetStatus to report.
+    void remove(const std::string& id, const std::string& reason = {});
     void sweep();
     std::shared_ptr<Subscriber> find(const SoapMessage& request, std::string_view target);
 
@@ -89,6 +94,8 @@ private:
     net::steady_timer sweep_timer_;
     mutable std::mutex mutex_;
     std::map<std::string, std::shared_ptr<Subscriber>> subscribers_;  ///< by identifier (urn:uuid)
+    std::map<std::string, std::string> ended_;  ///< why the provider ended a subscription, by its hex id
+    std::deque<std::string> ended_order_;       ///< keys of ended_, oldest first (bounded)
     std::mutex end_mutex_;
     std::condition_variable end_done_;
     int ends_pending_ = 0;  ///< SubscriptionEnd messages in flight (guarded by end_mutex_)

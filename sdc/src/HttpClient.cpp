@@ -3,6 +3,8 @@
 #include "Tls.h"
 #include "blobstreaming/sdc/SdcError.h"
 
+#include <openssl/x509.h>
+
 namespace blobstreaming::sdc {
 
 ClientConnection::ClientConnection(net::any_io_executor executor, Url target, std::shared_ptr<ssl::context> tls,
@@ -30,11 +32,12 @@ void ClientConnection::post(const std::string& path, std::string body, Done done
 void ClientConnection::connect()
 {
     close();
+    verify_failure_.clear();
     if (target_.tls) {
         if (!tls_context_) return finish(net::error::make_error_code(net::error::no_protocol_option));
         tls_ = std::make_unique<tls_stream>(executor_, *tls_context_);
         try {
-            expect_server_name(*tls_, target_.host);
+            name_mismatch_ = expect_server_name(*tls_, target_.host);
         } catch (const SdcError&) {
             return finish(net::error::make_error_code(net::error::invalid_argument));
         }
@@ -55,7 +58,14 @@ void ClientConnection::connect()
                     return self->write();
                 }
                 self->tls_->async_handshake(ssl::stream_base::client, [self](beast::error_code h) {
-                    if (h) return self->finish(h);
+                    if (h) {
+                        const long verify = SSL_get_verify_result(self->tls_->native_handle());
+                        if (self->name_mismatch_ && !self->name_mismatch_->empty())
+                            self->verify_failure_ = *self->name_mismatch_;
+                        else if (verify != X509_V_OK)
+                            self->verify_failure_ = X509_verify_cert_error_string(verify);
+                        return self->finish(h);
+                    }
                     self->connected_ = true;
                     self->write();
                 });

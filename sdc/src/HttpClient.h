@@ -33,6 +33,11 @@ public:
     /// Closes the connection (a later post() reconnects).
     void close();
     const Url& target() const { return target_; }
+    /// After a post() whose TLS handshake failed on the server's
+    /// certificate: why it did not verify ("the server's certificate is not
+    /// for 127.0.0.1 (its names: …)", "unsuitable certificate purpose");
+    /// empty otherwise.
+    const std::string& verify_failure() const { return verify_failure_; }
 
 private:
     void connect();
@@ -47,6 +52,8 @@ private:
     tcp::resolver resolver_;
     std::unique_ptr<beast::tcp_stream> plain_;
     std::unique_ptr<tls_stream> tls_;
+    std::shared_ptr<std::string> name_mismatch_;
+    std::string verify_failure_;
     bool connected_ = false;
     bool reused_ = false;
     beast::flat_buffer buffer_;

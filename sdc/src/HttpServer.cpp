@@ -29,7 +29,11 @@ public:
             // The handshake is bounded like a request header (a silent peer is dropped).
             beast::get_lowest_layer(stream_).expires_after(options_.header_timeout);
             stream_.async_handshake(ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
-                if (ec) return self->close();
+                if (ec) {
+                    if (self->options_.on_handshake_failure && ec != beast::error::timeout)
+                        self->options_.on_handshake_failure(ec.message());
+                    return self->close();
+                }
                 self->wait_for_request();
             });
         } else {

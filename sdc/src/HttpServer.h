@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -43,6 +44,10 @@ struct HttpServerOptions {
     /// Non-null: every connection is TLS with this (server) context, which
     /// decides whether client certificates are required.
     std::shared_ptr<ssl::context> tls;
+    /// TLS: called on the server's I/O thread with OpenSSL's reason when a
+    /// client's handshake fails (e.g. the client refused this server's
+    /// certificate). Anyone can cause one: a hint, not a verdict.
+    std::function<void(const std::string& reason)> on_handshake_failure;
 };
 
 /// Listens on one address; sessions run on `io`'s threads. Not copyable.

@@ -48,6 +48,13 @@ double seconds_of(const std::string& d)
     return total;
 }
 
+/// A grant of `seconds` (0: not understood, taken as an hour) as a duration.
+std::chrono::steady_clock::duration granted_time(double seconds)
+{
+    return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(seconds > 0 ? seconds : 3600.0));
+}
+
 bool is_descriptor(const xmlNode* node)
 {
     static const std::set<std::string> names{"Mds",
@@ -124,6 +131,9 @@ struct Subscription {
     std::string service;
     std::string manager;  ///< SubscriptionManager address
     std::string headers;  ///< its reference parameters as header blocks
+    /// When the provider's latest grant runs out (Subscribe, then each Renew).
+    std::chrono::steady_clock::time_point expires;
+    bool ended = false;  ///< the provider refused to renew it, or it ran out
 };
 
 }  // namespace
@@ -143,6 +153,11 @@ public:
         HttpServerOptions server;
         server.tls = make_tls_context(options_.consumer.tls, true);
         if (device_url.rfind("https://", 0) != 0) server.tls.reset();
+        // A provider that refuses this consumer's certificate as a server's
+        // (clientAuth only, no SAN of this address) cannot deliver and ends
+        // the subscription; its SubscriptionEnd cannot arrive either. A
+        // failed handshake on the sink makes the mirror ask at once.
+        server.on_handshake_failure = [this](const std::string& reason) { check_soon(reason); };
         sink_.emplace(io_, ConsumerAccess::local_ip(consumer_) + ":0", *this, server);
         const std::string base =
             (server.tls ? "https://" : "http://") + sink_->address() + "/" + make_urn_uuid().substr(9);
@@ -184,6 +199,7 @@ public:
             }
         }
         renew_timer_.cancel();
+        check_timer_.cancel();
         io_.stop();
         if (thread_.joinable()) thread_.join();
     }
@@ -465,6 +481,7 @@ public:
         const double granted = seconds_of(xml::text(xml::child(reply.body, ns::kWse, "Expires")));
         if (granted > 0)
             renew_every_ = std::min(renew_every_, std::chrono::milliseconds(static_cast<long long>(granted * 500)));
+        s.expires = std::chrono::steady_clock::now() + granted_time(granted);
         subscriptions_.push_back(std::move(s));
     }
 
@@ -473,19 +490,82 @@ public:
         renew_timer_.expires_after(std::max(renew_every_, std::chrono::milliseconds(500)));
         renew_timer_.async_wait([this](beast::error_code ec) {
             if (ec || stopped_) return;
-            std::lock_guard<std::mutex> lock(call_mutex_);
-            for (const auto& s : subscriptions_) {
-                try {
-                    ConsumerAccess::call(consumer_, s.manager, ns::kRenew,
-                                         "<wse:Renew><wse:Expires>PT" + std::to_string(options_.expires.count()) +
-                                             "S</wse:Expires></wse:Renew>",
-                                         kWseNs, "Renew", s.headers);
-                } catch (const std::exception& e) {
-                    std::cerr << "sdc: renewing the " << s.service << " subscription failed: " << e.what() << "\n";
-                }
-            }
+            manage_subscriptions(true, {});
             schedule_renew();
         });
+    }
+
+    /// On the mirror's thread, after a failed TLS handshake on the sink:
+    /// GetStatus of every subscription a moment later (the provider ends a
+    /// subscription right after its delivery failed), at most one check
+    /// pending at a time.
+    void check_soon(const std::string& reason)
+    {
+        if (stopped_ || check_pending_) return;
+        check_pending_ = true;
+        check_timer_.expires_after(std::chrono::milliseconds(300));
+        check_timer_.async_wait([this, reason](beast::error_code ec) {
+            check_pending_ = false;
+            if (ec || stopped_) return;
+            manage_subscriptions(false, reason);
+        });
+    }
+
+    /// Renews (`renew`) or asks the status of every subscription; one the
+    /// provider no longer has is reported as a SubscriptionEnd with the
+    /// provider's reason. `hint`: why the check was made (a TLS handshake
+    /// on the sink that failed), added to the reason.
+    void manage_subscriptions(bool renew, const std::string& hint)
+    {
+        std::vector<std::string> ends;
+        {
+            std::lock_guard<std::mutex> lock(call_mutex_);
+            for (auto& s : subscriptions_) {
+                if (s.ended) continue;
+                try {
+                    if (!renew) {
+                        ConsumerAccess::call(consumer_, s.manager, ns::kGetStatus, "<wse:GetStatus/>", kWseNs,
+                                             "GetStatus", s.headers);
+                        continue;
+                    }
+                    SoapMessage reply = ConsumerAccess::call(consumer_, s.manager, ns::kRenew,
+                                                             "<wse:Renew><wse:Expires>PT" +
+                                                                 std::to_string(options_.expires.count()) +
+                                                                 "S</wse:Expires></wse:Renew>",
+                                                             kWseNs, "Renew", s.headers);
+                    const double granted = seconds_of(xml::text(xml::child(reply.body, ns::kWse, "Expires")));
+                    s.expires = std::chrono::steady_clock::now() + granted_time(granted);
+                } catch (const SdcError& e) {
+                    // A Fault: the provider no longer has the subscription (it may have
+                    // ended it, e.g. when it could not deliver, without reaching EndTo).
+                    // Anything else counts only once the grant has run out.
+                    const bool refused = e.code() == Errc::peer_fault;
+                    if (refused || std::chrono::steady_clock::now() >= s.expires) {
+                        s.ended = true;
+                        const std::string how =
+                            !renew    ? "asked for its status after a failed TLS handshake on this consumer's "
+                                        "notification server (" + hint + ")"
+                            : refused ? "renewing it was refused"
+                                      : "renewing it failed until it expired";
+                        ends.push_back("the " + s.service + " subscription is lost: " + how + ": " + e.what());
+                    } else {
+                        std::cerr << "sdc: " << (renew ? "renewing" : "asking the status of") << " the " << s.service
+                                  << " subscription failed (trying again): " << e.what() << "\n";
+                    }
+                } catch (const std::exception& e) {
+                    std::cerr << "sdc: " << (renew ? "renewing" : "asking the status of") << " the " << s.service
+                              << " subscription failed: " << e.what() << "\n";
+                }
+            }
+        }
+        for (const auto& reason : ends) {
+            if (!on_report_) std::cerr << "sdc: " << reason << "\n";
+            ended_ = true;
+            Report report;
+            report.action = "SubscriptionEnd";
+            report.reason = reason;
+            if (on_report_) on_report_(report);
+        }
     }
 
     std::uint64_t mdib_version() const
@@ -517,6 +597,8 @@ public:
     std::vector<Subscription> subscriptions_;
     std::chrono::milliseconds renew_every_{std::chrono::hours(1)};
     net::steady_timer renew_timer_{io_};
+    net::steady_timer check_timer_{io_};
+    bool check_pending_ = false;  ///< a check_soon() is waiting (mirror's thread only)
     net::steady_timer reorder_timer_{io_};
     std::thread thread_;
 };

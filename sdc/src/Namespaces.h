@@ -14,6 +14,11 @@ inline constexpr const char* kMsg = "http://standards.ieee.org/downloads/11073/1
 inline constexpr const char* kPm = "http://standards.ieee.org/downloads/11073/11073-10207-2017/participant";
 inline constexpr const char* kWse = "http://schemas.xmlsoap.org/ws/2004/08/eventing";
 inline constexpr const char* kXsi = "http://www.w3.org/2001/XMLSchema-instance";
+/// Our subscription manager's reference parameter, bss:Identifier: an
+/// element of our own namespace (as other providers do), since
+/// wse:Identifier's schema type allows no wsa:IsReferenceParameter
+/// attribute, which WS-Addressing puts on every reference parameter header.
+inline constexpr const char* kSubscriptionRef = "urn:blobstreaming:sdc:subscription";
 
 inline constexpr const char* kAnonymous = "http://www.w3.org/2005/08/addressing/anonymous";
 inline constexpr const char* kFaultAction = "http://www.w3.org/2005/08/addressing/soap/fault";

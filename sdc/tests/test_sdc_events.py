@@ -31,17 +31,27 @@ def fault(answer, status, subcode, reason, what):
 
 
 def identifier(body):
-    return re.search(r"<wse:Identifier>(.*?)</wse:Identifier>", body).group(1)
+    """The subscription manager's reference parameter: bss:Identifier of our
+    own namespace (not wse:Identifier, whose schema type allows no
+    wsa:IsReferenceParameter)."""
+    check("<wse:Identifier" not in body, f"a wse:Identifier reference parameter: {body[:800]}")
+    return re.search(r'<bss:Identifier xmlns:bss="urn:blobstreaming:sdc:subscription">(.*?)</bss:Identifier>',
+                     body).group(1)
 
 
 def manager(body):
     return re.search(r"<wse:SubscriptionManager><wsa:Address>(.*?)</wsa:Address>", body).group(1)
 
 
-def manage(op, subscription, body_extra=""):
+def manage(op, subscription, body_extra="", old_form=False):
+    """A subscription manager request with the reference parameter as a
+    header; `old_form`: as wse:Identifier (what this provider used to hand
+    out), still accepted."""
     address, ident = subscription
-    return soap_post(address, soap(f"{WSE}/{op}", f"<wse:{op}>{body_extra}</wse:{op}>", to=address,
-                                   headers=f'<wse:Identifier wsa:IsReferenceParameter="true">{ident}</wse:Identifier>'))
+    header = (f'<wse:Identifier wsa:IsReferenceParameter="true">{ident}</wse:Identifier>' if old_form else
+              f'<bss:Identifier xmlns:bss="urn:blobstreaming:sdc:subscription" wsa:IsReferenceParameter="true">'
+              f'{ident}</bss:Identifier>')
+    return soap_post(address, soap(f"{WSE}/{op}", f"<wse:{op}>{body_extra}</wse:{op}>", to=address, headers=header))
 
 
 def setter(env, fifo_path):
@@ -90,7 +100,9 @@ def test(env):
     check(code == 200 and "GetStatusResponse" in body and "<wse:Expires>PT" in body, f"GetStatus: {code} {body}")
     code, body = manage("Renew", sub, "<wse:Expires>PT20S</wse:Expires>")
     check(code == 200 and "<wse:Expires>PT20S</wse:Expires>" in body, f"Renew: {code} {body}")
-    step("GetStatus and Renew answered")
+    code, body = manage("GetStatus", (sub[0].rsplit("/", 1)[0] + "/other", sub[1]), old_form=True)
+    check(code == 200 and "GetStatusResponse" in body, f"GetStatus with a wse:Identifier header: {code} {body}")
+    step("GetStatus and Renew answered (also with the older wse:Identifier header)")
 
     step("bad Subscribe requests")
     post = lambda body, to=state_event: soap_post(to, soap(f"{WSE}/Subscribe", body, to=to))  # noqa: E731
@@ -152,8 +164,11 @@ def test(env):
         check(body is not None, f"no SubscriptionEnd for the {name} NotifyTo (got {list(got)})")
         check(f"{WSE}/SubscriptionEnd" in body and f"{WSE}/DeliveryFailure" in body and subs[name][1] in body,
               f"SubscriptionEnd of the {name} subscriber: {body}")
-        fault(manage("GetStatus", subs[name]), 400, "wsa:DestinationUnreachable", "no subscription",
+        fault(manage("GetStatus", subs[name]), 400, "wsa:DestinationUnreachable",
+              f'the subscription "{subs[name][1]}" was ended by the provider: cannot deliver to',
               f"GetStatus of the ended ({name}) subscription")
+        fault(manage("Renew", subs[name]), 500, "wse:UnableToRenew",
+              "was ended by the provider: cannot deliver to", f"Renew of the ended ({name}) subscription")
         step(f"{name}: {re.search(r'<wse:Reason[^>]*>(.*?)</wse:Reason>', body).group(1)}")
     set_value(24)
     check('Value="24"' in good.next(timeout=5)[1], "the good subscriber still receives reports")

@@ -4,7 +4,14 @@ openssl at run time. https XAddrs in discovery; GetMdState and a watch over
 TLS; a client without a certificate, with one of another CA, and a
 plaintext HTTP request are refused; our consumer checks that the provider's
 certificate is for the host of the URL (IP or DNS SAN) and refuses one of
-the right CA for other names. Both ways with sdc11073's
+the right CA for other names. A watch whose certificate is clientAuth only
+(docs/SECURITY.md's workstation recipe) cannot receive — the provider
+refuses it as a server when it connects back to deliver — and ends with
+exit 52 naming the reason instead of printing nothing and exiting 0 (the
+failed handshake on its notification server makes it ask the provider at
+once, long before the hour's subscription needs renewing); one
+made by the consumer recipe of docs/SECURITY.md receives. Both ways with
+sdc11073's
 ssl_context_container: its consumer (start_all + ConsumerMdib) follows our
 TLS provider, and our watch follows its TLS provider."""
 
@@ -15,6 +22,7 @@ sys.dont_write_bytecode = True  # noqa: E402 (keeps the source tree free of __py
 import json
 import os
 import socket
+import subprocess
 import threading
 
 from sdclib import (Watch, check, check_equal, main, make_pki, mdib_file, peer_script, program, sdc11073_python,
@@ -41,6 +49,50 @@ def watch_values(env, url, fifo, values, tls, what):
     got = [json.loads(line)["states"][0]["value"] for line in w.lines[1:]]
     check_equal(got, [str(v) for v in values], f"{what}: values of the reports")
     step(f"{what}: {len(values)} reports over TLS")
+
+
+def recipe_cert(env, name, ext):
+    """A certificate made as docs/SECURITY.md says, signed by the test CA."""
+    def openssl(*args):
+        r = subprocess.run(["openssl", *args], capture_output=True, text=True, timeout=60, cwd=env.path())
+        check(r.returncode == 0, f"openssl {' '.join(args)}: {r.stderr}")
+    with open(env.path(f"{name}.ext"), "w") as f:
+        f.write(ext)
+    openssl("req", "-new", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}", "-keyout", f"{name}.key",
+            "-out", f"{name}.csr")
+    openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "sdc-test-ca.pem", "-CAkey", "sdc-test-ca.key",
+            "-CAcreateserial", "-days", "2", "-extfile", f"{name}.ext", "-out", f"{name}.pem")
+    return ["--tls-cert", env.path(f"{name}.pem"), "--tls-key", env.path(f"{name}.key")]
+
+
+def undeliverable_watch(env, pki):
+    """The provider cannot deliver to a clientAuth-only consumer: the watch
+    must end loudly, not print nothing and exit 0."""
+    step("a watch whose certificate the provider refuses as a server (clientAuth only, no IP SAN)")
+    fifo = env.path("refused.fifo")
+    os.mkfifo(fifo)
+    provider = env.start_provider(mdib_file("mdib.xml"), *tls_options(pki, "provider"), "--commands", fifo,
+                                  "--no-discovery", name="sdc-provider-refused")  # grants an hour: no renew soon
+    url = provider.ready["url"]
+    ca = ["--tls-ca", pki["ca"]]
+    workstation = recipe_cert(env, "ws1", "extendedKeyUsage=clientAuth\n")
+    w = Watch(env.env, *workstation, *ca, "--url", url, "--json", "watch", HANDLE)
+    w.wait_watching()
+    feed(fifo, [801, 802])
+    code, err = w.finish(timeout=30)
+    step(f"sdc-get watch exited {code}: {err.strip()}")
+    check_equal(code, 52, f"exit status of a watch that cannot receive ({err.strip()})")
+    check("unsuitable certificate purpose" in err and "cannot deliver to https://127.0.0.1:" in err
+          and "after a failed TLS handshake on this consumer's notification server" in err,
+          f"the watch's message does not name the cause: {err.strip()}")
+    check_equal(w.lines[1:], [], "reports printed by a watch that cannot receive")
+    with open(provider.log_paths[1]) as log:
+        check("unsuitable certificate purpose" in log.read(), "the provider's log does not name the cause")
+
+    step("a watch with a certificate made by the consumer recipe of docs/SECURITY.md")
+    viewer = recipe_cert(env, "viewer1", "extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=IP:127.0.0.1\n")
+    watch_values(env, url, fifo, [811, 812, 813], [*viewer, *ca], "the consumer recipe's certificate")
+    provider.stop()
 
 
 def test(env):
@@ -108,6 +160,7 @@ def test(env):
     wrong.stop()
 
     watch_values(env, url, fifo, [501, 502, 503], ours, "ours↔ours")
+    undeliverable_watch(env, pki)
 
     step("sdc11073's consumer (ssl_context_container) on our TLS provider")
     python = sdc11073_python()

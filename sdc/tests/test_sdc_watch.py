@@ -3,7 +3,12 @@ arrive. Against sdc-provider (ours↔ours) and against sdc11073's own
 SdcProvider (validate=True): each metric change made through the
 providers' command FIFOs is printed once, in order, with MdibVersion
 following; --count and --duration bound the watch; bad options and an
-unknown handle get their exit codes."""
+unknown handle get their exit codes.
+
+A watch whose provider lost the subscription without a SubscriptionEnd
+(killed with SIGKILL, restarted on the same address and EPR): the watch's
+next Renew (4 s subscriptions) is refused and it exits 52 naming the
+provider's answer, instead of waiting for reports that never come."""
 
 import sys
 
@@ -69,6 +74,20 @@ def test(env):
         check_equal(result.returncode, code, f"sdc-get {' '.join(args)}: exit status ({result.stderr.strip()})")
         check(message in result.stderr, f"sdc-get {' '.join(args)}: {result.stderr!r} lacks {message!r}")
     provider.stop()
+
+    step("a watch whose provider was killed and restarted: its Renew is refused")
+    argv = [program("sdc/sdc-provider"), "--mdib", mdib_file("mdib.xml"), "--no-discovery", "--max-subscription", "4"]
+    provider = env.start("sdc-provider-killed", [*argv, "--address", "127.0.0.1:0"], "sdc-provider ready")
+    w = Watch(env.env, "--url", provider.ready["url"], "--json", "watch", HANDLE)
+    w.wait_watching()
+    provider.kill()  # no SubscriptionEnd
+    env.start("sdc-provider-restarted", [*argv, "--address", provider.ready["address"], "--epr",
+                                         provider.ready["epr"]], "sdc-provider ready")
+    code, err = w.finish(timeout=30)
+    step(f"sdc-get watch exited {code}: {err.strip()}")
+    check_equal(code, 52, f"exit status of a watch whose subscription is gone ({err.strip()})")
+    check("renewing it was refused" in err and "cannot renew: no subscription" in err,
+          f"the watch's message does not name the cause: {err.strip()}")
 
     step("ours → sdc11073's SdcProvider")
     python = sdc11073_python()

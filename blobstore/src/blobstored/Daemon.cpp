@@ -228,9 +228,11 @@ std::string Daemon::start()
 
     std::string metrics_field;
     if (options_.metrics_address) {
-        metrics_ = std::make_unique<MetricsEndpoint>(*options_.metrics_address, [this] { return metrics_text(); });
+        metrics_ = std::make_unique<MetricsEndpoint>(*options_.metrics_address, [this] { return metrics_text(); },
+                                                     options_.tls);
         metrics_field = " metrics=" + metrics_->address();
-        spdlog::info("Prometheus metrics at http://{}/metrics", metrics_->address());
+        spdlog::info("Prometheus metrics at {}://{}/metrics{}", metrics_->scheme(), metrics_->address(),
+                     tls ? " (a client certificate of the CA required)" : "");
     }
 
     const std::string data_address = context_.data_host + ":" + std::to_string(context_.data_port);

@@ -2,21 +2,34 @@
 #include "MetricsEndpoint.h"
 
 #include <blobstreaming/common/Error.h>
+#include <blobstreaming/transporter/Tls.h>
 
 // GCC 12 reports a -Wnull-dereference inside Asio's scheduler once it is
 // inlined here (as in sdc/src/Asio.h): not ours, silenced for these headers.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #pragma GCC diagnostic pop
+#include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
 
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <optional>
 #include <thread>
+#include <type_traits>
 
 namespace blobstreaming::daemon {
 namespace {
@@ -29,41 +42,120 @@ using tcp = asio::ip::tcp;
 constexpr int kMaxSessions = 16;
 constexpr std::chrono::seconds kSessionTimeout{10};
 constexpr const char* kContentType = "text/plain; version=0.0.4; charset=utf-8";
+/// Accepting pauses this long when the process is out of descriptors (or
+/// memory), and kErrorPause after any other failure of accept(2).
+constexpr std::chrono::milliseconds kOutOfDescriptorsPause{1000};
+constexpr std::chrono::milliseconds kErrorPause{100};
+/// At most one warning of a kind per this interval (refused certificates,
+/// out of descriptors); the others are counted into the next one.
+constexpr std::chrono::seconds kLogInterval{10};
+using tls_stream = beast::ssl_stream<beast::tcp_stream>;
+
+bool out_of_resources(const beast::error_code& ec)
+{
+    if (ec.category() != boost::system::system_category()) return false;
+    const int v = ec.value();
+    return v == EMFILE || v == ENFILE || v == ENOBUFS || v == ENOMEM;
+}
+
+/// One warning per kLogInterval at most; used on the endpoint's thread only.
+class LogLimit {
+public:
+    /// True when a line may be written now; `suppressed` is then the
+    /// number of lines held back since the previous one.
+    bool allow(int& suppressed)
+    {
+        const auto now = std::chrono::steady_clock::now();
+        if (last_ && now - *last_ < kLogInterval) {
+            ++held_;
+            return false;
+        }
+        last_ = now;
+        suppressed = held_;
+        held_ = 0;
+        return true;
+    }
+
+private:
+    std::optional<std::chrono::steady_clock::time_point> last_;
+    int held_ = 0;
+};
 
 }  // namespace
 
 struct MetricsEndpoint::Impl {
     asio::io_context io{1};
     tcp::acceptor acceptor{io};
+    asio::steady_timer pause{io};
     std::function<std::string()> render;
     std::string address;
+    /// Null for plain HTTP; else the store's server context (TlsContext:
+    /// client certificates required and verified against its CA).
+    std::unique_ptr<asio::ssl::context> tls;
+    /// A descriptor held in reserve: out of descriptors, it is closed to
+    /// accept and close the pending connections (which would otherwise keep
+    /// the port readable), then opened again.
+    int reserve = -1;
     std::atomic<int> sessions{0};
+    LogLimit refused_log;
+    LogLimit descriptors_log;
     std::thread thread;
 
     void accept();
+    void out_of_descriptors(const beast::error_code& ec);
 };
 
 namespace {
 
-/// One connection: requests answered in turn (keep-alive) until the peer
-/// closes, errs or stays silent for kSessionTimeout.
-class Session : public std::enable_shared_from_this<Session> {
+/// One connection: (the TLS handshake, then) requests answered in turn
+/// (keep-alive) until the peer closes, errs or stays silent for
+/// kSessionTimeout.
+template <class Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
 public:
-    Session(tcp::socket socket, MetricsEndpoint::Impl& endpoint) : stream_(std::move(socket)), endpoint_(endpoint)
+    template <class... Args>
+    Session(MetricsEndpoint::Impl& endpoint, Args&&... args) : stream_(std::forward<Args>(args)...), endpoint_(endpoint)
     {
         ++endpoint_.sessions;
     }
     ~Session() { --endpoint_.sessions; }
 
-    void read()
+    void start()
     {
-        request_ = {};
-        stream_.expires_after(kSessionTimeout);
-        http::async_read(stream_, buffer_, request_,
-                         [self = shared_from_this()](beast::error_code ec, std::size_t) { self->answer(ec); });
+        if constexpr (std::is_same_v<Stream, tls_stream>) {
+            beast::get_lowest_layer(stream_).expires_after(kSessionTimeout);
+            stream_.async_handshake(asio::ssl::stream_base::server,
+                                    [self = this->shared_from_this()](beast::error_code ec) {
+                                        if (ec) return self->refused(ec);
+                                        self->read();
+                                    });
+        } else {
+            read();
+        }
     }
 
 private:
+    /// A TLS handshake that failed (no certificate, another CA, not TLS):
+    /// the connection ends without an HTTP answer; the log says why.
+    void refused(const beast::error_code& ec)
+    {
+        int suppressed = 0;
+        if (ec == beast::error::timeout || !endpoint_.refused_log.allow(suppressed)) return;
+        beast::error_code ignored;
+        const auto peer = beast::get_lowest_layer(stream_).socket().remote_endpoint(ignored);
+        spdlog::warn("metrics endpoint {}: TLS handshake from {} failed, no figures sent: {}{}", endpoint_.address,
+                     ignored ? std::string("?") : peer.address().to_string(), ec.message(),
+                     suppressed > 0 ? fmt::format(" ({} more since the previous line)", suppressed) : std::string());
+    }
+
+    void read()
+    {
+        request_ = {};
+        beast::get_lowest_layer(stream_).expires_after(kSessionTimeout);
+        http::async_read(stream_, buffer_, request_,
+                         [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->answer(ec); });
+    }
+
     void answer(beast::error_code ec)
     {
         if (ec) return;  // closed, timed out or malformed: the connection ends
@@ -87,19 +179,23 @@ private:
                 response_.result(http::status::internal_server_error);
                 response_.body() = std::string("metrics unavailable: ") + e.what() + "\n";
             }
-            if (request_.method() == http::verb::head) {
-                response_.content_length(response_.body().size());
-                response_.body().clear();
-            }
         }
         if (response_.result() != http::status::ok) response_.set(http::field::content_type, "text/plain");
         response_.prepare_payload();
-        http::async_write(stream_, response_, [self = shared_from_this()](beast::error_code written, std::size_t) {
-            if (!written && self->response_.keep_alive()) self->read();
-        });
+        if (request_.method() == http::verb::head) {
+            // GET's headers, Content-Length included, without the body
+            // (prepare_payload() would count the emptied body: 0).
+            const auto length = response_.body().size();
+            response_.body().clear();
+            response_.content_length(length);
+        }
+        http::async_write(stream_, response_,
+                          [self = this->shared_from_this()](beast::error_code written, std::size_t) {
+                              if (!written && self->response_.keep_alive()) self->read();
+                          });
     }
 
-    beast::tcp_stream stream_;
+    Stream stream_;
     MetricsEndpoint::Impl& endpoint_;
     beast::flat_buffer buffer_;
     http::request<http::string_body> request_;
@@ -112,22 +208,72 @@ void MetricsEndpoint::Impl::accept()
 {
     acceptor.async_accept(asio::make_strand(io), [this](beast::error_code ec, tcp::socket socket) {
         if (ec == asio::error::operation_aborted) return;
-        if (!ec) {
-            if (sessions.load() >= kMaxSessions) {
-                beast::error_code ignored;
-                socket.close(ignored);  // over the bound: closed at once
+        if (ec == asio::error::connection_aborted || ec == asio::error::interrupted) return accept();
+        if (ec) {
+            // Accepting again at once would fail again at once: a busy loop
+            // for as long as a connection is pending.
+            if (out_of_resources(ec)) {
+                out_of_descriptors(ec);
             } else {
-                std::make_shared<Session>(std::move(socket), *this)->read();
+                int suppressed = 0;
+                if (descriptors_log.allow(suppressed))
+                    spdlog::error("metrics endpoint {}: accept failed: {}; accepting again in {} ms", address,
+                                  ec.message(), kErrorPause.count());
             }
+            pause.expires_after(out_of_resources(ec) ? kOutOfDescriptorsPause : kErrorPause);
+            pause.async_wait([this](beast::error_code e) {
+                if (!e) accept();
+            });
+            return;
+        }
+        if (sessions.load() >= kMaxSessions) {
+            beast::error_code ignored;
+            socket.close(ignored);  // over the bound: closed at once
+        } else if (tls) {
+            std::make_shared<Session<tls_stream>>(*this, std::move(socket), *tls)->start();
+        } else {
+            std::make_shared<Session<beast::tcp_stream>>(*this, std::move(socket))->start();
         }
         accept();
     });
 }
 
-MetricsEndpoint::MetricsEndpoint(const HostPort& where, std::function<std::string()> render)
+void MetricsEndpoint::Impl::out_of_descriptors(const beast::error_code& ec)
+{
+    int dropped = 0;
+    if (reserve >= 0) {
+        ::close(reserve);
+        reserve = -1;
+        for (int i = 0; i < kMaxSessions; ++i) {
+            const int fd = ::accept4(acceptor.native_handle(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (fd < 0) {
+                if (errno == ECONNABORTED || errno == EINTR) continue;
+                break;
+            }
+            ::close(fd);
+            ++dropped;
+        }
+        reserve = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    }
+    int suppressed = 0;
+    if (descriptors_log.allow(suppressed))
+        spdlog::warn("metrics endpoint {}: out of descriptors ({}): {} pending connection(s) closed unanswered; "
+                     "accepting again in {} ms{}",
+                     address, ec.message(), dropped, kOutOfDescriptorsPause.count(),
+                     suppressed > 0 ? fmt::format(" ({} more since the previous line)", suppressed) : std::string());
+}
+
+MetricsEndpoint::MetricsEndpoint(const HostPort& where, std::function<std::string()> render, const TlsFiles& tls)
     : impl_(std::make_unique<Impl>())
 {
     impl_->render = std::move(render);
+    if (tls.enabled()) {
+        // The data plane's server context (TLS 1.2+, client certificates
+        // required and verified against the CA), shared with Asio's stream.
+        const TlsContext context(TlsContext::Role::server, tls);
+        SSL_CTX_up_ref(context.native());
+        impl_->tls = std::make_unique<asio::ssl::context>(context.native());
+    }
     const std::string text = where.host + ":" + std::to_string(where.port);
     beast::error_code ec;
     const auto host = asio::ip::make_address(where.host == "" ? "0.0.0.0" : where.host, ec);
@@ -140,6 +286,7 @@ MetricsEndpoint::MetricsEndpoint(const HostPort& where, std::function<std::strin
     if (ec) throw Error(Errc::unreachable, "--metrics-address: cannot listen on " + text + ": " + ec.message());
     const tcp::endpoint bound = impl_->acceptor.local_endpoint();
     impl_->address = bound.address().to_string() + ":" + std::to_string(bound.port());
+    impl_->reserve = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     impl_->accept();
     impl_->thread = std::thread([impl = impl_.get()] {
         try {
@@ -154,8 +301,11 @@ MetricsEndpoint::~MetricsEndpoint()
 {
     impl_->io.stop();
     if (impl_->thread.joinable()) impl_->thread.join();
+    if (impl_->reserve >= 0) ::close(impl_->reserve);
 }
 
 const std::string& MetricsEndpoint::address() const noexcept { return impl_->address; }
+
+const char* MetricsEndpoint::scheme() const noexcept { return impl_->tls ? "https" : "http"; }
 
 }  // namespace blobstreaming::daemon

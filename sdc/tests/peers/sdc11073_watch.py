@@ -14,11 +14,17 @@ Runs inside the test venv (sdc11073==3.0.0). Arguments:
   ConsumerMdib holds VALUE (the change is made by someone else)
   [--tls-key K --tls-cert C --tls-ca CA]   (TLS: the consumer's identity)
   [--first-value V]                         (values V, V+1, ...)
+  [--hold S]   wait S seconds after subscribing before the first change
+               (with a short subscription: sdc11073 renews it meanwhile)
+The JSON object also lists "problems": every warning or error sdc11073
+logged (e.g. a message its validation refused, a failed renew), and
+"subscribed": each subscription's is_subscribed at the end.
 """
 
 import argparse
 import decimal
 import json
+import logging
 import pathlib
 import sys
 import threading
@@ -44,7 +50,21 @@ def main():
     parser.add_argument("--tls-key")
     parser.add_argument("--tls-cert")
     parser.add_argument("--tls-ca")
+    parser.add_argument("--hold", type=float, default=0.0)
     args = parser.parse_args()
+    problems = []
+
+    class Problems(logging.Handler):
+        def emit(self, record):
+            try:
+                text = record.getMessage()
+            except Exception:  # sdc11073 formats some messages with {} itself
+                text = f"{record.msg} {record.args}"
+            problems.append(f"{record.levelname} {record.name}: {text}")
+
+    handler = Problems(logging.WARNING)
+    logging.getLogger("sdc").addHandler(handler)
+    logging.getLogger("sdc").setLevel(logging.INFO)
     ssl_contexts = None
     if args.tls_cert:
         ssl_contexts = mk_ssl_contexts(pathlib.Path(args.tls_key), pathlib.Path(args.tls_cert),
@@ -83,6 +103,8 @@ def main():
             consumer.stop_all(unsubscribe=True)
         print(json.dumps(out), flush=True)
         return 0
+    if args.hold:
+        time.sleep(args.hold)  # the subscriptions are renewed meanwhile (or lost)
     fifo = open(args.fifo, "w")
     seen, latency, versions = [], [], []
     try:
@@ -108,8 +130,10 @@ def main():
         out["latency_ns"] = latency
         out["mdib_versions"] = versions
         out["is_connected"] = consumer.is_connected
+        out["subscribed"] = [s.is_subscribed for s in consumer._subscription_mgr.subscriptions.values()]
     finally:
         consumer.stop_all(unsubscribe=True)
+    out["problems"] = problems
     print(json.dumps(out), flush=True)
     return 0
 
