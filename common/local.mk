@@ -12,6 +12,7 @@ common_libblobcommon_la_SOURCES = \
 	common/src/Host.cpp \
 	common/src/MappedRegion.cpp \
 	common/src/Sha256.cpp \
+	common/src/Text.cpp \
 	common/src/TlsFiles.cpp \
 	common/src/UniqueFd.cpp
 common_libblobcommon_la_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS) $(ISAL_CFLAGS)
@@ -29,6 +30,7 @@ commonhdr_HEADERS = \
 	common/include/blobstreaming/common/LittleEndian.h \
 	common/include/blobstreaming/common/MappedRegion.h \
 	common/include/blobstreaming/common/Sha256.h \
+	common/include/blobstreaming/common/Text.h \
 	common/include/blobstreaming/common/TlsFiles.h \
 	common/include/blobstreaming/common/UniqueFd.h
 
