@@ -36,6 +36,8 @@ clients_dicom_blob_dicomd_SOURCES = \
 	clients/dicom/gateway/StudyEvents.cpp \
 	clients/dicom/gateway/StudyEvents.h \
 	clients/dicom/gateway/StudyStability.h \
+	clients/dicom/gateway/TextDecoder.cpp \
+	clients/dicom/gateway/TextDecoder.h \
 	blobstore/src/blobstored/LogFile.cpp \
 	blobstore/src/blobstored/LogFile.h
 # LogFile: blobstored's --log-file sink (reopened on SIGHUP), shared as is.

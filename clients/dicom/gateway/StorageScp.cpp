@@ -4,6 +4,7 @@
 #include "QueryRetrieve.h"
 
 #include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/Text.h>
 
 #include <dcmtk/dcmdata/dcdeftag.h>
 #include <dcmtk/dcmnet/dimse.h>
@@ -41,6 +42,17 @@ std::atomic<unsigned long> g_spool_counter{0};
 
 /// C-GET sends at most this many instances' files from the spool at once.
 constexpr std::size_t kGetBatch = 16;
+
+std::atomic<unsigned long> g_failure_counter{0};
+
+/// A failure of the index, logged whole; what a peer is told of it: no
+/// path, no database text, the reference of the log line.
+std::string index_failure(const char* operation, const std::string& peer, const Error& e)
+{
+    const std::string reference = std::to_string(::getpid()) + "-" + std::to_string(++g_failure_counter);
+    spdlog::error("{} from {}: the study index failed (reference {}): {}", operation, peer, reference, e.what());
+    return "study index failure, reference " + reference + " in the gateway's log";
+}
 
 std::string spool_path()
 {
@@ -132,7 +144,19 @@ protected:
 
     static DcmDataset* error_comment(DcmDataset& detail, const std::string& why)
     {
-        detail.putAndInsertString(DCM_ErrorComment, why.substr(0, 64).c_str());
+        // The command set's character set is the default one (ASCII).
+        std::string ascii;
+        for (char c : why) {
+            const auto u = static_cast<unsigned char>(c);
+            if (u >= 0x20 && u < 0x7F) {
+                ascii += c;
+            } else {
+                char buf[8];
+                std::snprintf(buf, sizeof buf, "\\x%02X", u);
+                ascii += buf;
+            }
+        }
+        detail.putAndInsertString(DCM_ErrorComment, ascii.substr(0, 64).c_str());
         return &detail;
     }
 
@@ -154,12 +178,12 @@ protected:
                 rows = g_index->find(query.level, query.matches);
             } catch (const Error& e) {
                 status = 0xC000;
-                why = e.what();
+                why = index_failure("C-FIND", peer(), e);
             }
         }
         DcmDataset detail;
         if (!why.empty()) {
-            spdlog::error("C-FIND from {}: refused (status {:04X}): {}", peer(), status, why);
+            spdlog::error("C-FIND from {}: refused (status {:04X}): {}", peer(), status, printable(why));
             return sendFINDResponse(context, request.MessageID, request.AffectedSOPClassUID, nullptr, status,
                                     error_comment(detail, why));
         }
@@ -266,12 +290,12 @@ protected:
                 rows = g_index->find(Level::instance, query.matches);
             } catch (const Error& e) {
                 status = 0xC000;
-                why = e.what();
+                why = index_failure("C-GET", peer(), e);
             }
         }
         DcmDataset detail;
         if (!why.empty()) {
-            spdlog::error("C-GET from {}: refused (status {:04X}): {}", peer(), status, why);
+            spdlog::error("C-GET from {}: refused (status {:04X}): {}", peer(), status, printable(why));
             return send_get_response(context, request, status, 0, 0, 0, nullptr, error_comment(detail, why));
         }
         auto column = [](const IndexRow& row, const char* name) {
