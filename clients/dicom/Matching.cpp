@@ -20,7 +20,8 @@ std::string shown(const std::string& value)
 
 [[noreturn]] void refuse(const Match& m, const std::string& why)
 {
-    throw Error(Errc::invalid_argument, "find: " + std::string(m.attribute->keyword) + "=" + shown(m.value) + ": " + why);
+    throw Error(Errc::invalid_argument,
+                "find: " + std::string(m.attribute->keyword) + "=" + shown(m.value) + ": " + why);
 }
 
 bool all_digits(const std::string& s)
@@ -212,7 +213,8 @@ std::vector<Match> parse_matches(const std::vector<std::string>& terms)
         const std::string key = term.substr(0, eq);
         const Attribute* a = find_attribute(key);
         if (!a)
-            throw Error(Errc::invalid_argument, "find: unknown key \"" + shown(key) + "\" (keys: " + attribute_list() + ")");
+            throw Error(Errc::invalid_argument,
+                        "find: unknown key \"" + shown(key) + "\" (keys: " + attribute_list() + ")");
         for (const Match& m : matches) {
             if (m.attribute == a) throw Error(Errc::invalid_argument, "find: key " + key + " given twice");
         }

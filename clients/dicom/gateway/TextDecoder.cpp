@@ -72,7 +72,8 @@ TextDecoder::TextDecoder(DcmItem& data_set)
     if (japanese_) return;
     const OFCondition selected = converter_.selectCharacterSet(charset, "ISO_IR 192");
     if (selected.bad())
-        select_problem_ = "Specific Character Set \"" + printable(charset_) + "\" cannot be decoded: " + selected.text();
+        select_problem_ =
+            "Specific Character Set \"" + printable(charset_) + "\" cannot be decoded: " + selected.text();
 }
 
 bool TextDecoder::decode(DcmElement& element, std::string& out)

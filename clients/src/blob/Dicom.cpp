@@ -120,7 +120,9 @@ int pull_instances(const Invocation& call)
     const std::string& directory = call.args[0];
     const StudyIndex index(call.index, false);
     const std::vector<IndexRow> rows = index.find(Level::instance, parse_matches({std::string(key) + "=" + uid}));
-    if (rows.empty()) throw Error(Errc::no_such_blob, what + ": the index " + redacted_index_url(call.index) + " lists no instance of it");
+    if (rows.empty())
+        throw Error(Errc::no_such_blob,
+                    what + ": the index " + redacted_index_url(call.index) + " lists no instance of it");
 
     if (::mkdir(directory.c_str(), 0777) != 0 && errno != EEXIST)
         throw Error(Errc::io_error, what + ": cannot create " + directory + ": " + std::strerror(errno));
@@ -137,7 +139,8 @@ int pull_instances(const Invocation& call)
         InstanceToPull i;
         i.sop = value_of(row, "SOPInstanceUID");
         if (!plain_uid(i.sop))
-            throw Error(Errc::corrupt, what + ": the index holds a bad SOP Instance UID \"" + i.sop + "\"");
+            throw Error(Errc::corrupt,
+                        what + ": the index holds a bad SOP Instance UID \"" + printable(i.sop) + "\"");
         i.path = directory + "/" + i.sop + ".dcm";
         instances.push_back(std::move(i));
     }
