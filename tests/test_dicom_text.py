@@ -34,7 +34,7 @@ from harness.dicom import AE, Gateway, make_objects, pynetdicom_python, start_po
 SECRET = "s3cr3t-Pa55"
 
 
-def control_characters(c, gw, python):
+def control_characters(c, gw):
     (o,) = make_objects(c, "text", c.path("text"))
     text_out, text_err = c.path("watch-text.out"), c.path("watch-text.err")
     with open(text_out, "wb") as out, open(text_err, "w") as err:
@@ -77,15 +77,19 @@ def control_characters(c, gw, python):
     check('patient "CTRL\\x1b[31m1", accession "ACC\\r1"' in gw.log(), "the study-stable log line escaped")
     check("\x1b" not in gw.log() and "\r" not in gw.log(), "a control character in the gateway's log")
 
+
+
+def nul_keys(c, gw, python):
     step("C-FIND: a key holding a NUL is refused (C000) naming the attribute")
     responses = gw.pynetdicom(python, "find", "study", "STUDY", "PatientID=PAT1%00ZZZ", "StudyInstanceUID")
     check_equal([(r["status"], r.get("comment")) for r in responses],
                 [(0xC000, "PatientID (0010,0020): NUL byte in the value")], "the C-FIND answer to PAT1<NUL>ZZZ")
     check("C-FIND from PYNETDICOM@127.0.0.1: refused (status C000): PatientID (0010,0020): NUL byte in the value"
           in gw.log(), "the refusal's log line")
-    responses = gw.pynetdicom(python, "find", "study", "STUDY", "PatientName=Evil*", "StudyInstanceUID")
-    check_equal([r["identifier"]["StudyInstanceUID"] for r in responses if r["status"] == 0xFF00], [o["study"]],
-                "a key without NUL still matches")
+    responses = gw.pynetdicom(python, "find", "study", "STUDY", "PatientID=PAT1", "StudyInstanceUID")
+    check_equal(len([r for r in responses if r["status"] == 0xFF00]), 1, "PatientID=PAT1 (no NUL) matches")
+
+
 
 
 def long_lists(c, index, gw=None, python=None):
@@ -165,11 +169,12 @@ def test(c):
     python = pynetdicom_python()
     c.start_daemon("ws1", "file")
     gw = Gateway(c, "ws1", "gateway", extra=("--stable-after", "0.5"))
-    control_characters(c, gw, python)
+    control_characters(c, gw)
     make_objects(c, "study", c.path("a"), "2", "PAT1", "20261115")
     make_objects(c, "study", c.path("b"), "1", "PAT2", "20261116", "MR")
     gw.storescu("+sd", c.path("a"), c.path("b"))
     wait_for(lambda: c.blob("find", "--index", gw.index_url).ok()["count"] == 3, 30, "three studies indexed")
+    nul_keys(c, gw, python)
     long_lists(c, gw.index_url, gw, python)
     index_failure(c, gw, python)
     check_equal(gw.proc.stop(), 0, "exit status of the gateway")
