@@ -5,10 +5,11 @@ and on PostgreSQL (a UTF-8 database, which refuses other bytes).
 
 Objects of tests/tools/dicom_objects.py `charsets` (pydicom encodes them):
 one CT slice per set, ISO_IR 100 (Latin-1 "Müller"), ISO_IR 101 (Latin-2),
-ISO_IR 144 (Cyrillic), ISO_IR 192 (UTF-8), GB18030 (Chinese) and
+ISO_IR 144 (Cyrillic), ISO_IR 192 (UTF-8), GB18030 (Chinese),
 `\\ISO 2022 IR 87` (Japanese with escape sequences: "Yamada^Tarou=山田^太郎=
-やまだ^たろう"), each its own patient and study; and one without a character
-set whose PatientName holds the Latin-1 byte 0xFC, which the default set
+やまだ^たろう") and `ISO 2022 IR 13\\ISO 2022 IR 87` (half-width katakana too:
+"ﾔﾏﾀﾞ^ﾀﾛｳ=山田^太郎=やまだ^たろう"), each its own patient and study; and one
+without a character set whose PatientName holds the Latin-1 byte 0xFC, which the default set
 lacks: indexed with the byte escaped (`M\\xFCller^Raw`) and a log line naming
 the Blob and the attribute. For each index kind:
 - `blob find --json` gives every value as the right UTF-8 text;

@@ -13,7 +13,8 @@
   dicom_objects.py brokenheader FILE                      a CT slice cut inside its header, after PatientID
   dicom_objects.py variant FILE OTHER                     OTHER: FILE's instance with another pixel value
   dicom_objects.py charsets DIR                           one CT slice per Specific Character Set (ISO_IR 100,
-                                                          101, 144, 192, GB18030, ISO 2022 IR 87), each its own
+                                                          101, 144, 192, GB18030, ISO 2022 IR 87, ISO 2022 IR 13
+                                                          with IR 87), each its own
                                                           patient and study with text in that set, and one whose
                                                           PatientName holds a byte its (default) set lacks;
                                                           each entry also has "charset" and the expected text
@@ -80,6 +81,8 @@ CHARSETS = [
     ("utf8", "ISO_IR 192", "CS-UTF8", "Gößmann^Ωmega", "ACC-Ω", "Thorax ☤"),
     ("gb18030", "GB18030", "CS-GB18030", "王^小东", "编号1", "胸部"),
     ("japanese", "\\ISO 2022 IR 87", "CS-JAPANESE", "Yamada^Tarou=山田^太郎=やまだ^たろう", "ACC-JP", "胸部CT"),
+    ("japanese13", "ISO 2022 IR 13\\ISO 2022 IR 87", "CS-JAPANESE-13", "ﾔﾏﾀﾞ^ﾀﾛｳ=山田^太郎=やまだ^たろう", "ACC-JP13",
+     "ﾑﾈ"),
 ]
 
 

@@ -4,9 +4,9 @@
 /// Debian's build): ISO_IR 100, 101, 144, 192, GB18030, the ISO 2022 sets
 /// with their escape sequences (ISO 2022 IR 87 ...) and the others DCMTK
 /// knows (docs/DICOM.md, "Character sets"). DCMTK over glibc's iconv lacks
-/// the Japanese ISO 2022 IR 87 and IR 159: those (with the default set,
-/// no other) are read by glibc's ISO-2022-JP-2 decoder, which knows their
-/// escape sequences. No Specific
+/// the Japanese ISO 2022 IR 87 and IR 159: those (with the default set or
+/// ISO 2022 IR 13, no other) are read here, their two-byte runs by glibc's
+/// ISO-2022-JP-2 decoder, which knows their escape sequences. No Specific
 /// Character Set: the default repertoire (ASCII).
 
 #include <dcmtk/dcmdata/dcelem.h>
@@ -40,7 +40,8 @@ public:
 private:
     DcmSpecificCharacterSet converter_;
     std::string charset_;
-    bool japanese_ = false;       ///< ISO 2022 IR 87 / IR 159: glibc's ISO-2022-JP-2
+    bool japanese_ = false;       ///< ISO 2022 IR 87 / IR 159: decode_japanese()
+    bool katakana_ = false;       ///< with ISO 2022 IR 13 (JIS X 0201 half-width katakana)
     std::string select_problem_;  ///< "" when DCMTK's conversion is selected
     std::string problem_;
 };
