@@ -87,8 +87,8 @@ protected:
         const OFCondition received = receiveSTORERequest(request, context.presentationContextID, instance.path.c_str());
         if (received.bad()) {
             std::remove(instance.path.c_str());
-            spdlog::error("instance {} from {}: receiving failed: {}", instance.sop_instance_uid, instance.peer,
-                          received.text());
+            spdlog::error("instance {} from {}: receiving failed: {}", printable(instance.sop_instance_uid),
+                          printable(instance.peer), received.text());
             return received;
         }
         // The spool file goes once the modality has its answer.
@@ -111,7 +111,8 @@ protected:
         return answered;
     }
 
-    std::string peer() { return std::string(getPeerAETitle().c_str()) + "@" + getPeerIP().c_str(); }
+    /// The peer for log lines: its AE title is the peer's text, escaped.
+    std::string peer() { return printable(std::string(getPeerAETitle().c_str()) + "@" + getPeerIP().c_str()); }
 
     /// The query of a C-FIND or C-GET identifier, or a refusal's status and why.
     bool parse_query(const char* sop_class, DcmDataset* identifier, IndexQuery& query, Uint16& status, std::string& why)
@@ -385,8 +386,8 @@ protected:
     void notifyAssociationRequest(const T_ASC_Parameters& params, DcmSCPActionType& action) override
     {
         DcmThreadSCP::notifyAssociationRequest(params, action);
-        spdlog::debug("association request from {}@{}", params.DULparams.callingAPTitle,
-                      params.DULparams.callingPresentationAddress);
+        spdlog::debug("association request from {}@{}", printable(params.DULparams.callingAPTitle),
+                      printable(params.DULparams.callingPresentationAddress));
     }
 
 private:
