@@ -74,3 +74,11 @@ clients_dicom_tests_StableTrackerTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/
 	-DBOOST_TEST_DYN_LINK
 clients_dicom_tests_StableTrackerTest_LDADD = clients/dicom/libblobdicom.la common/libblobcommon.la $(SPDLOG_LIBS) \
 	$(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
+
+# The index URL's redaction and the query terms refused for their text (no processes).
+check_PROGRAMS += clients/dicom/tests/QueryTextTest
+TESTS += clients/dicom/tests/QueryTextTest
+clients_dicom_tests_QueryTextTest_SOURCES = clients/dicom/tests/QueryTextTest.cpp
+clients_dicom_tests_QueryTextTest_CPPFLAGS = $(AM_CPPFLAGS) -DBOOST_TEST_DYN_LINK
+clients_dicom_tests_QueryTextTest_LDADD = clients/dicom/libblobdicom.la common/libblobcommon.la \
+	$(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
