@@ -12,6 +12,7 @@ common_libblobcommon_la_SOURCES = \
 	common/src/Host.cpp \
 	common/src/MappedRegion.cpp \
 	common/src/Sha256.cpp \
+	common/src/Text.cpp \
 	common/src/TlsFiles.cpp \
 	common/src/UniqueFd.cpp
 common_libblobcommon_la_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS) $(ISAL_CFLAGS)
@@ -29,6 +30,7 @@ commonhdr_HEADERS = \
 	common/include/blobstreaming/common/LittleEndian.h \
 	common/include/blobstreaming/common/MappedRegion.h \
 	common/include/blobstreaming/common/Sha256.h \
+	common/include/blobstreaming/common/Text.h \
 	common/include/blobstreaming/common/TlsFiles.h \
 	common/include/blobstreaming/common/UniqueFd.h
 
@@ -48,12 +50,15 @@ common_libblobcli_la_LIBADD = common/libblobcommon.la $(BOOST_PROGRAM_OPTIONS_LI
 common_test_cppflags = $(AM_CPPFLAGS) -I$(top_srcdir)/common/tests $(OPENSSL_CFLAGS) -DBOOST_TEST_DYN_LINK
 common_test_ldadd = common/libblobcommon.la $(OPENSSL_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 common_tests = common/tests/BlobNameTest common/tests/ChecksumTest common/tests/CliTest common/tests/HashPipelineTest \
-	common/tests/Sha256Test
+	common/tests/Sha256Test common/tests/TextTest
 check_PROGRAMS += $(common_tests)
 TESTS += $(common_tests)
 common_tests_BlobNameTest_SOURCES = common/tests/BlobNameTest.cpp
 common_tests_BlobNameTest_CPPFLAGS = $(common_test_cppflags)
 common_tests_BlobNameTest_LDADD = $(common_test_ldadd)
+common_tests_TextTest_SOURCES = common/tests/TextTest.cpp
+common_tests_TextTest_CPPFLAGS = $(common_test_cppflags)
+common_tests_TextTest_LDADD = $(common_test_ldadd)
 common_tests_ChecksumTest_SOURCES = common/tests/ChecksumTest.cpp
 common_tests_ChecksumTest_CPPFLAGS = $(common_test_cppflags)
 common_tests_ChecksumTest_LDADD = $(common_test_ldadd)

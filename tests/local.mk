@@ -62,6 +62,8 @@ system_tests = \
 	tests/test_dicom_conflicts.py \
 	tests/test_dicom_rescan.py \
 	tests/test_round_trips.py \
+	tests/test_dicom_charsets.py \
+	tests/test_dicom_text.py \
 	tests/test_dicom_postgresql.py
 TESTS += $(system_tests)
 # bsbench and sdc-bench are built by the bench targets only; this test runs them too.

@@ -1,6 +1,9 @@
 #include "Matching.h"
 
 #include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/Text.h>
+
+#include <nlohmann/json.hpp>
 
 #include <cctype>
 
@@ -8,9 +11,17 @@ namespace blobstreaming::dicom {
 
 namespace {
 
+/// A value as a message quotes it: control characters shown, at most 80 bytes.
+std::string shown(const std::string& value)
+{
+    constexpr std::size_t kShown = 80;
+    return value.size() <= kShown ? printable(value) : printable(value.substr(0, kShown)) + "...";
+}
+
 [[noreturn]] void refuse(const Match& m, const std::string& why)
 {
-    throw Error(Errc::invalid_argument, "find: " + std::string(m.attribute->keyword) + "=" + m.value + ": " + why);
+    throw Error(Errc::invalid_argument,
+                "find: " + std::string(m.attribute->keyword) + "=" + shown(m.value) + ": " + why);
 }
 
 bool all_digits(const std::string& s)
@@ -66,6 +77,21 @@ bool valid_uid(const std::string& u)
     return u.find("..") == std::string::npos;
 }
 
+/// The GLOB (SQLite) or LIKE (PostgreSQL) pattern of a DICOM value with
+/// wildcards `*` and `?`; every other character matches itself.
+std::string pattern_of(const std::string& value, Dialect dialect)
+{
+    std::string pattern;
+    for (char c : value) {
+        if (dialect == Dialect::sqlite) pattern += c == '[' ? std::string("[[]") : std::string(1, c);
+        else if (c == '*') pattern += '%';
+        else if (c == '?') pattern += '_';
+        else if (c == '%' || c == '_' || c == '\\') pattern += std::string("\\") + c;
+        else pattern += c;
+    }
+    return pattern;
+}
+
 /// `col GLOB pattern` (SQLite) or `col LIKE pattern` (PostgreSQL) for a
 /// value with wildcards, `col = value` otherwise.
 std::string text_condition(const std::string& column, const std::string& value, std::vector<std::string>& params,
@@ -75,16 +101,31 @@ std::string text_condition(const std::string& column, const std::string& value, 
         params.push_back(value);
         return column + " = ?";
     }
-    std::string pattern;
-    for (char c : value) {
-        if (dialect == Dialect::sqlite) pattern += c == '[' ? std::string("[[]") : std::string(1, c);
-        else if (c == '*') pattern += '%';
-        else if (c == '?') pattern += '_';
-        else if (c == '%' || c == '_' || c == '\\') pattern += std::string("\\") + c;
-        else pattern += c;
-    }
-    params.push_back(pattern);
+    params.push_back(pattern_of(value, dialect));
     return column + (dialect == Dialect::sqlite ? " GLOB ?" : " LIKE ?");
+}
+
+/// The values of a list key (`A\B\...`), checked: at most kMaxListValues.
+std::vector<std::string> list_values(const Match& m)
+{
+    std::vector<std::string> values = split(m.value, '\\');
+    if (values.size() > kMaxListValues)
+        throw Error(Errc::invalid_argument, "find: " + std::string(m.attribute->keyword) + ": " +
+                                                std::to_string(values.size()) + " values, at most " +
+                                                std::to_string(kMaxListValues) + " allowed in a list");
+    return values;
+}
+
+/// One parameter holding every value of a list, and the rows it makes: the
+/// statement's size does not grow with the list (SQLite refuses an
+/// expression tree deeper than 1000).
+std::string list_rows(const std::vector<std::string>& values, std::vector<std::string>& params, Dialect dialect)
+{
+    nlohmann::json list = nlohmann::json::array();
+    for (const std::string& v : values) list.push_back(v);
+    params.push_back(list.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    return dialect == Dialect::sqlite ? "SELECT value FROM json_each(?)"
+                                      : "SELECT json_array_elements_text(CAST(? AS json)) AS value";
 }
 
 /// A range condition for dates and times (`lo-hi`, `lo-`, `-hi`) or equality.
@@ -122,12 +163,15 @@ std::string condition(const Match& m, std::vector<std::string>& params, Dialect 
     switch (m.attribute->kind) {
     case Kind::text:
         if (m.attribute->derived) {  // ModalitiesInStudy: studies with a series of any of these modalities
-            std::string any;
-            for (const std::string& modality : split(m.value, '\\')) {
+            std::vector<std::string> patterns;
+            for (const std::string& modality : list_values(m)) {
                 if (modality.empty()) refuse(m, "an empty modality in the list");
-                any += (any.empty() ? "" : " OR ") + text_condition(quoted("Modality"), modality, params, dialect);
+                patterns.push_back(pattern_of(modality, dialect));
             }
-            return "\"StudyInstanceUID\" IN (SELECT \"StudyInstanceUID\" FROM instances WHERE " + any + ")";
+            return "\"StudyInstanceUID\" IN (SELECT \"StudyInstanceUID\" FROM instances AS i WHERE EXISTS (SELECT 1 "
+                   "FROM (" +
+                   list_rows(patterns, params, dialect) + ") AS m WHERE i.\"Modality\" " +
+                   (dialect == Dialect::sqlite ? "GLOB" : "LIKE") + " m.value))";
         }
         if (m.value.find('\\') != std::string::npos)
             refuse(m, "a list (\\) is allowed for UIDs and ModalitiesInStudy only");
@@ -135,14 +179,16 @@ std::string condition(const Match& m, std::vector<std::string>& params, Dialect 
     case Kind::uid: {
         if (m.value.find_first_of("*?") != std::string::npos)
             refuse(m, "UIDs match exactly: no wildcards (a list UID\\UID... matches any of them)");
-        std::string list;
-        for (const std::string& uid : split(m.value, '\\')) {
+        const std::vector<std::string> uids = list_values(m);
+        for (const std::string& uid : uids) {
             if (!valid_uid(uid))
-                refuse(m, "\"" + uid + "\" is not a UID (digits and single dots, at most 64 characters)");
-            list += list.empty() ? "?" : ", ?";
-            params.push_back(uid);
+                refuse(m, "\"" + shown(uid) + "\" is not a UID (digits and single dots, at most 64 characters)");
         }
-        return column + " IN (" + list + ")";
+        if (uids.size() == 1) {
+            params.push_back(uids.front());
+            return column + " = ?";
+        }
+        return column + " IN (" + list_rows(uids, params, dialect) + ")";
     }
     case Kind::date: return range_condition(m, valid_date, "a date YYYYMMDD", params, dialect);
     case Kind::time: return range_condition(m, valid_time, "a time HH, HHMM, HHMMSS or HHMMSS.FFFFFF", params, dialect);
@@ -163,14 +209,19 @@ std::vector<Match> parse_matches(const std::vector<std::string>& terms)
         const auto eq = term.find('=');
         if (eq == std::string::npos)
             throw Error(Errc::invalid_argument,
-                        "find: \"" + term + "\" is not KEY=VALUE (keys: " + attribute_list() + ")");
+                        "find: \"" + shown(term) + "\" is not KEY=VALUE (keys: " + attribute_list() + ")");
         const std::string key = term.substr(0, eq);
         const Attribute* a = find_attribute(key);
         if (!a)
-            throw Error(Errc::invalid_argument, "find: unknown key \"" + key + "\" (keys: " + attribute_list() + ")");
+            throw Error(Errc::invalid_argument,
+                        "find: unknown key \"" + shown(key) + "\" (keys: " + attribute_list() + ")");
         for (const Match& m : matches) {
             if (m.attribute == a) throw Error(Errc::invalid_argument, "find: key " + key + " given twice");
         }
+        if (term.find('\0', eq) != std::string::npos)
+            throw Error(Errc::invalid_argument, "find: " + key + ": a NUL byte at position " +
+                                                    std::to_string(term.find('\0', eq) - eq - 1) +
+                                                    " of the value (not allowed)");
         matches.push_back({a, term.substr(eq + 1)});
         std::vector<std::string> ignored;
         condition(matches.back(), ignored,

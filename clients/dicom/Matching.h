@@ -9,15 +9,21 @@
 ///   time    HH, HHMM, HHMMSS or HHMMSS.FFFFFF, or a range of those
 ///   number  an integer
 /// An empty value or a lone `*` matches everything (universal matching).
+/// A list is one SQL parameter (a JSON array), however long; at most
+/// kMaxListValues values. A value holding a NUL byte is refused.
 /// Every malformed term is refused with Errc::invalid_argument naming the
 /// term and what is allowed.
 
 #include "Attributes.h"
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
 namespace blobstreaming::dicom {
+
+/// The most values a list key (UIDs, ModalitiesInStudy) may carry.
+inline constexpr std::size_t kMaxListValues = 4096;
 
 struct Match {
     const Attribute* attribute = nullptr;

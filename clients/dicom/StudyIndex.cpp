@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstddef>
 #include <mutex>
+#include <regex>
 
 #include <sys/stat.h>
 
@@ -109,7 +110,7 @@ private:
 
 class PostgresBackend : public StudyIndex::Backend {
 public:
-    explicit PostgresBackend(const std::string& url) : url_(redacted(url))
+    explicit PostgresBackend(const std::string& url) : url_(redacted_index_url(url))
     {
         conn_ = PQconnectdb(url.c_str());
         if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
@@ -177,17 +178,6 @@ private:
         for (char& c : s) c = c == '\n' ? ' ' : c;
         return s;
     }
-    /// The URL without its password, for messages.
-    static std::string redacted(const std::string& url)
-    {
-        const auto scheme = url.find("://");
-        const auto at = url.find('@');
-        if (scheme == std::string::npos || at == std::string::npos) return url;
-        const auto colon = url.find(':', scheme + 3);
-        if (colon == std::string::npos || colon > at) return url;
-        return url.substr(0, colon) + ":***" + url.substr(at);
-    }
-
     std::string url_;
     PGconn* conn_ = nullptr;
     std::mutex mutex_;
@@ -201,7 +191,7 @@ std::unique_ptr<StudyIndex::Backend> open_backend(const std::string& url, bool w
     if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0)
         return std::make_unique<PostgresBackend>(url);
     throw Error(Errc::invalid_argument,
-                "--index " + url + ": expected sqlite:PATH or postgresql://[USER@]HOST[:PORT]/DB");
+                "--index " + redacted_index_url(url) + ": expected sqlite:PATH or postgresql://[USER@]HOST[:PORT]/DB");
 }
 
 const char* group_key(Level level)
@@ -348,6 +338,26 @@ std::string identifying_condition()
 }
 
 }  // namespace
+
+std::string redacted_index_url(const std::string& url)
+{
+    // libpq's parameters whose value is a secret.
+    static const std::regex keyword(R"((^|[\s&?])((?:ssl)?password)(\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&#]*))",
+                                    std::regex::icase);
+    std::string out = url;
+    const auto scheme = out.find("://");
+    if (scheme != std::string::npos) {
+        // scheme://[user[:password]@]host...: the user info ends at the last '@' before the path.
+        const auto begin = scheme + 3;
+        const auto end = std::min(out.find_first_of("/?#", begin), out.size());
+        const auto at = out.rfind('@', end == 0 ? 0 : end - 1);
+        if (at != std::string::npos && at >= begin) {
+            const auto colon = out.find(':', begin);
+            if (colon != std::string::npos && colon < at) out = out.substr(0, colon) + ":***" + out.substr(at);
+        }
+    }
+    return std::regex_replace(out, keyword, "$1$2$3***");
+}
 
 StudyIndex::StudyIndex(const std::string& url, bool writable) : backend_(open_backend(url, writable))
 {

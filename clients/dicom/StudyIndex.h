@@ -95,6 +95,13 @@ struct IndexedBlob {
     std::string checksum;
 };
 
+/// `url` for messages, logs and ready lines: libpq's secrets left out. In
+/// a URI the password of its user info (`user:***@`) and the value of each
+/// secret parameter (`password`, `sslpassword`) are `***`; in a
+/// `key=value` connection string, those keys' values likewise. Other URLs
+/// (`sqlite:PATH`) are returned as they are.
+std::string redacted_index_url(const std::string& url);
+
 /// One result of find(): (column, value) in a fixed order per level.
 using IndexRow = std::vector<std::pair<std::string, std::string>>;
 

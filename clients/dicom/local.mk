@@ -39,6 +39,8 @@ clients_dicom_blob_dicomd_SOURCES = \
 	clients/dicom/gateway/StudyEvents.cpp \
 	clients/dicom/gateway/StudyEvents.h \
 	clients/dicom/gateway/StudyStability.h \
+	clients/dicom/gateway/TextDecoder.cpp \
+	clients/dicom/gateway/TextDecoder.h \
 	blobstore/src/blobstored/LogFile.cpp \
 	blobstore/src/blobstored/LogFile.h
 # LogFile: blobstored's --log-file sink (reopened on SIGHUP), shared as is.
@@ -82,4 +84,12 @@ TESTS += clients/dicom/tests/InstanceIdentityTest
 clients_dicom_tests_InstanceIdentityTest_SOURCES = clients/dicom/tests/InstanceIdentityTest.cpp
 clients_dicom_tests_InstanceIdentityTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/dicom -DBOOST_TEST_DYN_LINK
 clients_dicom_tests_InstanceIdentityTest_LDADD = clients/dicom/libblobdicom.la common/libblobcommon.la \
+	$(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
+
+# The index URL's redaction and the query terms refused for their text (no processes).
+check_PROGRAMS += clients/dicom/tests/QueryTextTest
+TESTS += clients/dicom/tests/QueryTextTest
+clients_dicom_tests_QueryTextTest_SOURCES = clients/dicom/tests/QueryTextTest.cpp
+clients_dicom_tests_QueryTextTest_CPPFLAGS = $(AM_CPPFLAGS) -DBOOST_TEST_DYN_LINK
+clients_dicom_tests_QueryTextTest_LDADD = clients/dicom/libblobdicom.la common/libblobcommon.la \
 	$(BOOST_UNIT_TEST_FRAMEWORK_LIBS)

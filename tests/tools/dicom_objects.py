@@ -15,6 +15,14 @@
   dicom_objects.py samesop FILE PATIENT_FILE OTHER        OTHER: PATIENT_FILE's data set (patient, study, series)
                                                           under FILE's SOP Instance UID
   dicom_objects.py setuid FILE KEYWORD VALUE              a CT slice whose KEYWORD (a UID) is VALUE, as it is
+  dicom_objects.py charsets DIR                           one CT slice per Specific Character Set (ISO_IR 100,
+                                                          101, 144, 192, GB18030, ISO 2022 IR 87, ISO 2022 IR 13
+                                                          with IR 87), each its own
+                                                          patient and study with text in that set, and one whose
+                                                          PatientName holds a byte its (default) set lacks;
+                                                          each entry also has "charset" and the expected text
+  dicom_objects.py text DIR                               CT slices whose text holds control characters (a
+                                                          newline, ESC sequences)
 Prints one JSON line: the files written with their SOP Instance, Study
 Instance and Series Instance UIDs."""
 
@@ -68,6 +76,54 @@ def save(ds, path):
             "series": ds.SeriesInstanceUID}
 
 
+# (name, Specific Character Set, PatientID, PatientName, AccessionNumber, StudyDescription)
+CHARSETS = [
+    ("latin1", "ISO_IR 100", "MÜLLER", "Müller^Jürgen", "ÄÖ-1", "Thorax präop"),
+    ("latin2", "ISO_IR 101", "CS-LATIN2", "Wałęsa^Lech", "ACC-Ł", "Łódź"),
+    ("cyrillic", "ISO_IR 144", "CS-CYRILLIC", "Иванов^Иван", "АБВ-1", "Грудная клетка"),
+    ("utf8", "ISO_IR 192", "CS-UTF8", "Gößmann^Ωmega", "ACC-Ω", "Thorax ☤"),
+    ("gb18030", "GB18030", "CS-GB18030", "王^小东", "编号1", "胸部"),
+    ("japanese", "\\ISO 2022 IR 87", "CS-JAPANESE", "Yamada^Tarou=山田^太郎=やまだ^たろう", "ACC-JP", "胸部CT"),
+    ("japanese13", "ISO 2022 IR 13\\ISO 2022 IR 87", "CS-JAPANESE-13", "ﾔﾏﾀﾞ^ﾀﾛｳ=山田^太郎=やまだ^たろう", "ACC-JP13",
+     "ﾑﾈ"),
+]
+
+
+def charsets(directory):
+    os.makedirs(directory, exist_ok=True)
+    out = []
+    for name, charset, patient, person, accession, description in CHARSETS:
+        ds = image(CTImageStorage, 16, 16, patient=patient)
+        ds.SpecificCharacterSet = charset.split("\\") if "\\" in charset else charset
+        ds.PatientName, ds.AccessionNumber, ds.StudyDescription = person, accession, description
+        entry = save(ds, os.path.join(directory, f"{name}.dcm"))
+        entry.update(name=name, charset=charset, PatientID=patient, PatientName=person, AccessionNumber=accession,
+                     StudyDescription=description)
+        out.append(entry)
+    # No Specific Character Set (ASCII) but a Latin-1 byte: not decodable.
+    ds = image(CTImageStorage, 16, 16, patient="CS-RAW")
+    ds.add_new(0x00100010, "PN", b"M\xfcller^Raw")
+    entry = save(ds, os.path.join(directory, "undecodable.dcm"))
+    entry.update(name="undecodable", charset="", PatientID="CS-RAW", PatientName="M\\xFCller^Raw",
+                 AccessionNumber="ACC-CS-RAW", StudyDescription="Chest CT")
+    out.append(entry)
+    return out
+
+
+def text(directory):
+    """Text with control characters: a newline in StudyDescription, ESC
+    sequences in PatientName and PatientID."""
+    os.makedirs(directory, exist_ok=True)
+    ds = image(CTImageStorage, 16, 16, patient="CTRL\x1b[31m1")
+    ds.PatientName = "Evil^\x1b]0;owned\x07"
+    ds.StudyDescription = "Chest\nFORGED\tROW\x1b[2J"
+    ds.AccessionNumber = "ACC\r1"
+    entry = save(ds, os.path.join(directory, "control.dcm"))
+    entry.update(PatientID=ds.PatientID, PatientName=str(ds.PatientName), StudyDescription=ds.StudyDescription,
+                 AccessionNumber=ds.AccessionNumber)
+    return [entry]
+
+
 def main(argv):
     kind = argv[1]
     out = []
@@ -106,6 +162,10 @@ def main(argv):
         with open(argv[2], "wb") as f:
             f.write(data[:cut])
         out.append(entry)
+    elif kind == "charsets":
+        out = charsets(argv[2])
+    elif kind == "text":
+        out = text(argv[2])
     elif kind == "variant":
         ds = pydicom.dcmread(argv[2])
         ds.PixelData = bytes((b ^ 0x55) for b in ds.PixelData)

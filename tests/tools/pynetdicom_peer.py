@@ -10,6 +10,9 @@
   pynetdicom_peer.py find HOST PORT AE MODEL LEVEL KEY[=VALUE]...
                                                   C-FIND in MODEL (patient or study root) at LEVEL; one JSON
                                                   line per response: {"status", "identifier": {KEY: VALUE}}
+                                                  (and "comment": the Error Comment); a SpecificCharacterSet
+                                                  key is set first: the other values are encoded in it;
+                                                  %00 in a value stands for a NUL byte
 """
 
 import json
@@ -63,9 +66,10 @@ def hold(host, port, called, n):
 def find(host, port, called, model, level, keys):
     identifier = Dataset()
     identifier.QueryRetrieveLevel = level
-    for key in keys:
+    # The character set first: pydicom encodes the text values in it.
+    for key in sorted(keys, key=lambda k: not k.startswith("SpecificCharacterSet=")):
         name, _, value = key.partition("=")
-        setattr(identifier, name, value)
+        setattr(identifier, name, value.replace("%00", "\0"))
     information_model = {"patient": PatientRootQueryRetrieveInformationModelFind,
                          "study": StudyRootQueryRetrieveInformationModelFind}[model]
     assoc = associate(host, port, called)

@@ -6,6 +6,7 @@
 
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/Text.h>
 
 #include <spdlog/spdlog.h>
 
@@ -380,7 +381,7 @@ void EventIndexer::index_committed(const client::StoreEvent& event)
         ~Spool() { std::remove(path.c_str()); }
     } spool{path};
     InstanceRecord record;
-    std::string problem;
+    std::string problem, undecodable;
     std::uint64_t read = 0;
     for (std::size_t attempt = 0;; ++attempt) {
         const std::uint64_t length =
@@ -403,10 +404,10 @@ void EventIndexer::index_committed(const client::StoreEvent& event)
             if (!out.flush()) throw Error(Errc::io_error, "cannot write " + path);
         }
         record.values.clear();
-        problem = read_header(path, record.values, true);
+        problem = read_header(path, record.values, true, nullptr, &undecodable);
         if (problem.empty() || length >= blob.size) break;
     }
-    const std::string uid = record.values["SOPInstanceUID"];
+    const std::string uid = printable(record.values["SOPInstanceUID"]);
     if (uid.empty()) {
         spdlog::warn("{}: a DICOM object without a SOP Instance UID: not indexed{}", what,
                      problem.empty() ? "" : " (" + problem + ")");
@@ -423,6 +424,9 @@ void EventIndexer::index_committed(const client::StoreEvent& event)
     record.size = blob.size;
     record.checksum = checksum;
     record.problem = problem;
+    if (!undecodable.empty())
+        spdlog::warn("index: instance {} from Blob {} in store \"{}\": {}", uid, quote_name(blob.name), event.store,
+                     undecodable);
     if (const std::string conflict = index_.put(record); !conflict.empty()) {
         spdlog::warn("index: {}", conflict);
         return;
@@ -432,7 +436,7 @@ void EventIndexer::index_committed(const client::StoreEvent& event)
                      quote_name(blob.name), event.store, read, blob.size);
     else
         spdlog::warn("index: instance {} indexed from Blob {} in store \"{}\" as far as its header parses: {}", uid,
-                     quote_name(blob.name), event.store, problem);
+                     quote_name(blob.name), event.store, printable(problem));
 }
 
 }  // namespace blobstreaming::dicom

@@ -1,9 +1,11 @@
 #include "InstanceStore.h"
 
 #include "../InstanceIdentity.h"
+#include "TextDecoder.h"
 
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/Text.h>
 
 #include <dcmtk/dcmdata/dcdeftag.h>
 #include <dcmtk/dcmdata/dcfilefo.h>
@@ -166,9 +168,10 @@ std::size_t data_set_offset(const std::uint8_t* bytes, std::size_t size)
 }
 
 std::string read_header(const std::string& path, std::map<std::string, std::string>& values, bool header_only,
-                        Defect* defect)
+                        Defect* defect, std::string* undecodable)
 {
     if (defect) *defect = Defect::none;
+    if (undecodable) undecodable->clear();
     DcmFileFormat file;
     // Whole: every element is parsed, those over kMaxLoadedValue (the pixel
     // data) are skipped, DCMTK checking that each declared length fits in
@@ -184,16 +187,24 @@ std::string read_header(const std::string& path, std::map<std::string, std::stri
     // form is kept.
     DcmElement* cut = nullptr;
     if (read.bad() && data->card() > 0) cut = data->getElement(data->card() - 1);
+    TextDecoder decoder(*data);
     for (const auto& [a, tag] : attribute_tags()) {
-        OFString value;
+        std::string& value = values[a->keyword];
+        value.clear();
+        DcmElement* element = nullptr;
         if (std::string(a->keyword) == "TransferSyntaxUID") {
-            file.getMetaInfo()->findAndGetOFString(DCM_TransferSyntaxUID, value);
-        } else if (!cut || cut->getTag() != tag) {
-            data->findAndGetOFStringArray(tag, value);
+            OFString syntax;
+            file.getMetaInfo()->findAndGetOFString(DCM_TransferSyntaxUID, syntax);
+            value = utf8_escaped(syntax.c_str());
+        } else if ((!cut || cut->getTag() != tag) && data->findAndGetElement(tag, element).good() && element &&
+                   !decoder.decode(*element, value) && undecodable) {
+            *undecodable += (undecodable->empty() ? "" : "; ") + std::string(a->keyword) + " " +
+                            tag.toString().c_str() + ": " + decoder.problem();
         }
-        values[a->keyword] = value.c_str();
-        if (read.bad() && !plausible(*a, values[a->keyword])) values[a->keyword].clear();
+        if (read.bad() && !plausible(*a, value)) value.clear();
     }
+    if (undecodable && !undecodable->empty())
+        *undecodable += "; indexed with the undecodable bytes escaped (\\xNN)";
     if (read.bad()) {
         if (header_only) return std::string("the object does not parse: ") + read.text();
         if (defect) *defect = Defect::unreadable;
@@ -222,12 +233,13 @@ StoreOutcome InstanceStore::store(const ReceivedInstance& instance,
     const auto started = std::chrono::steady_clock::now();
     InstanceRecord record;
     Defect defect = Defect::none;
-    const std::string problem = read_header(instance.path, record.values, false, &defect);
+    std::string undecodable;
+    const std::string problem = read_header(instance.path, record.values, false, &defect, &undecodable);
     const std::string& uid = record.values["SOPInstanceUID"];
     const std::string what =
-        "instance " + escaped(uid.empty() ? instance.sop_instance_uid : uid) + " from " + instance.peer;
+        "instance " + printable(uid.empty() ? instance.sop_instance_uid : uid) + " from " + printable(instance.peer);
     auto refuse = [&](std::uint16_t code, const std::string& why) {
-        spdlog::error("{}: refused (status {:04X}): {}", what, code, why);
+        spdlog::error("{}: refused (status {:04X}): {}", what, code, printable(why));
         const StoreOutcome refused{code, why};
         answer(refused);
         return refused;
@@ -267,6 +279,8 @@ StoreOutcome InstanceStore::store(const ReceivedInstance& instance,
         Storing& operator=(const Storing&) = delete;
     } storing(*this, name);
     StoreOutcome outcome = push(instance, name, record);
+    if (!undecodable.empty() && outcome.status == status::success)
+        spdlog::warn("{}: Blob {}: {}", what, quote_name(name), undecodable);
     if (outcome.status != status::success) return refuse(outcome.status, outcome.comment);
     const auto pushed = std::chrono::steady_clock::now();
     const StoreOutcome stored{status::success, {}};
@@ -288,7 +302,7 @@ StoreOutcome InstanceStore::store(const ReceivedInstance& instance,
                  what, outcome.comment.empty() ? "stored" : outcome.comment, name, record.store, record.size, seconds,
                  ms(parsed - started).count(), ms(pushed - parsed).count(), ms(answered - pushed).count(),
                  ms(indexed - answered).count(),
-                 record.values["Modality"].empty() ? "" : ", " + record.values["Modality"]);
+                 record.values["Modality"].empty() ? "" : ", " + printable(record.values["Modality"]));
     return stored;
 }
 

@@ -85,8 +85,12 @@ enum class Defect {
 /// readable DICOM object (`values` then holds what parsed; `defect`, when
 /// given, says which kind). `header_only`: the file may end anywhere after
 /// the header (the first bytes of a Blob): parsing stops at the pixel data.
+/// Text values are decoded to UTF-8 by the Specific Character Set
+/// (TextDecoder); a value that cannot be is kept with its bytes escaped,
+/// and `undecodable`, when given, says which attributes and why ("" when
+/// every value decoded).
 std::string read_header(const std::string& path, std::map<std::string, std::string>& values, bool header_only = false,
-                        Defect* defect = nullptr);
+                        Defect* defect = nullptr, std::string* undecodable = nullptr);
 
 /// Where the data set starts in a DICOM file's bytes (after the preamble and
 /// the meta group, from its group length), or 0 when that cannot be told.

@@ -1,6 +1,9 @@
 #include "QueryRetrieve.h"
 
+#include "TextDecoder.h"
+
 #include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/Text.h>
 
 #include <dcmtk/dcmdata/dcdeftag.h>
 #include <dcmtk/dcmdata/dcelem.h>
@@ -57,16 +60,24 @@ IndexQuery parse_identifier(DcmDataset& identifier, InformationModel model)
     if (model == InformationModel::study_root && query.level == Level::patient)
         throw QueryRefused(0xA900, "Query/Retrieve Level PATIENT is not in the Study Root model");
     std::vector<std::string> terms;
+    // The keys in the query's own character set, matched in UTF-8 (the index's).
+    TextDecoder decoder(identifier);
     for (unsigned long i = 0; i < identifier.card(); ++i) {
         DcmElement* element = identifier.getElement(i);
         DcmTag tag = element->getTag();
         if (tag == DCM_QueryRetrieveLevel || tag == DCM_SpecificCharacterSet) continue;
         query.requested.push_back(tag);
+        if (element->ident() == EVR_SQ) continue;
+        // A NUL would end the key there: PAT1\0ZZZ would match PAT1.
+        if (TextDecoder::has_inner_nul(*element))
+            throw QueryRefused(0xC000, std::string(tag.getTagName()) + " " + tag.toString().c_str() +
+                                           ": NUL byte in the value");
         const Attribute* a = find_attribute(tag.getTagName());
-        if (!a || element->ident() == EVR_SQ) continue;
-        OFString value;
-        element->getOFStringArray(value);
-        if (!value.empty()) terms.push_back(std::string(a->keyword) + "=" + value.c_str());
+        if (!a) continue;
+        std::string value;
+        if (!decoder.decode(*element, value))
+            throw QueryRefused(0xC000, std::string(a->keyword) + ": " + decoder.problem());
+        if (!value.empty()) terms.push_back(std::string(a->keyword) + "=" + value);
     }
     try {
         query.matches = parse_matches(terms);
@@ -80,6 +91,8 @@ IndexQuery parse_identifier(DcmDataset& identifier, InformationModel model)
 
 void fill_response(const IndexQuery& query, const IndexRow& row, DcmDataset& response)
 {
+    // The index holds UTF-8 (an index written before it decoded: escaped).
+    response.putAndInsertString(DCM_SpecificCharacterSet, "ISO_IR 192");
     response.putAndInsertString(DCM_QueryRetrieveLevel, level_keyword(query.level));
     for (DcmTag tag : query.requested) {
         std::string value;
@@ -87,7 +100,7 @@ void fill_response(const IndexQuery& query, const IndexRow& row, DcmDataset& res
             if (column == tag.getTagName()) value = v;
         }
         if (tag.getEVR() == EVR_SQ) response.insertEmptyElement(tag);
-        else response.putAndInsertString(tag, value.c_str());
+        else response.putAndInsertString(tag, utf8_escaped(value).c_str());
     }
 }
 

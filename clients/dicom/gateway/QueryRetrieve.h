@@ -39,11 +39,14 @@ struct IndexQuery {
 /// IMAGE; PATIENT is refused in the Study Root model). Keys with a value
 /// that the index records are matched with DICOM's rules (Matching.h);
 /// others (and keys the index does not record) are universal: returned
-/// empty. Throws QueryRefused.
+/// empty. Text keys are decoded by the identifier's Specific Character Set
+/// (TextDecoder); a key that cannot be, or that holds a NUL byte, is refused
+/// (C000) naming it. Throws QueryRefused.
 IndexQuery parse_identifier(DcmDataset& identifier, InformationModel model);
 
-/// The response identifier of one match: QueryRetrieveLevel, then every
-/// requested key with the row's value ("" when the index does not have it).
+/// The response identifier of one match: Specific Character Set ISO_IR 192
+/// (UTF-8), QueryRetrieveLevel, then every requested key with the row's
+/// value ("" when the index does not have it).
 void fill_response(const IndexQuery& query, const IndexRow& row, DcmDataset& response);
 
 }  // namespace blobstreaming::dicom

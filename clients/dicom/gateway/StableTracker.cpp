@@ -1,5 +1,7 @@
 #include "StableTracker.h"
 
+#include <blobstreaming/common/Text.h>
+
 #include <spdlog/spdlog.h>
 
 #include <vector>
@@ -84,8 +86,8 @@ void StableTracker::publish_one(const std::string& study, std::int64_t last_inst
         }
         if (recorded)
             spdlog::info("study-stable: study {} published ({} series, {} instances; patient \"{}\", accession \"{}\")",
-                         study, stable.summary.series, stable.summary.instances, stable.summary.patient_id,
-                         stable.summary.accession_number);
+                         printable(study), stable.summary.series, stable.summary.instances,
+                         printable(stable.summary.patient_id), printable(stable.summary.accession_number));
         else
             spdlog::info("study-stable: study {} published; another instance came meanwhile: published again later",
                          study);

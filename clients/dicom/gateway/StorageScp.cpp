@@ -5,6 +5,7 @@
 #include "QueryRetrieve.h"
 
 #include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/Text.h>
 
 #include <dcmtk/dcmdata/dcdeftag.h>
 #include <dcmtk/dcmnet/dimse.h>
@@ -43,6 +44,17 @@ std::atomic<unsigned long> g_spool_counter{0};
 /// C-GET sends at most this many instances' files from the spool at once.
 constexpr std::size_t kGetBatch = 16;
 
+std::atomic<unsigned long> g_failure_counter{0};
+
+/// A failure of the index, logged whole; what a peer is told of it: no
+/// path, no database text, the reference of the log line.
+std::string index_failure(const char* operation, const std::string& peer, const Error& e)
+{
+    const std::string reference = std::to_string(::getpid()) + "-" + std::to_string(++g_failure_counter);
+    spdlog::error("{} from {}: the study index failed (reference {}): {}", operation, peer, reference, e.what());
+    return "study index failure, reference " + reference + " in the gateway's log";
+}
+
 std::string spool_path()
 {
     return g_options->spool + "/blob-dicomd-" + std::to_string(::getpid()) + "-" + std::to_string(++g_spool_counter) +
@@ -76,8 +88,8 @@ protected:
         const OFCondition received = receiveSTORERequest(request, context.presentationContextID, instance.path.c_str());
         if (received.bad()) {
             std::remove(instance.path.c_str());
-            spdlog::error("instance {} from {}: receiving failed: {}", instance.sop_instance_uid, instance.peer,
-                          received.text());
+            spdlog::error("instance {} from {}: receiving failed: {}", printable(instance.sop_instance_uid),
+                          printable(instance.peer), received.text());
             return received;
         }
         // The spool file goes once the modality has its answer.
@@ -100,7 +112,8 @@ protected:
         return answered;
     }
 
-    std::string peer() { return std::string(getPeerAETitle().c_str()) + "@" + getPeerIP().c_str(); }
+    /// The peer for log lines: its AE title is the peer's text, escaped.
+    std::string peer() { return printable(std::string(getPeerAETitle().c_str()) + "@" + getPeerIP().c_str()); }
 
     /// The query of a C-FIND or C-GET identifier, or a refusal's status and why.
     bool parse_query(const char* sop_class, DcmDataset* identifier, IndexQuery& query, Uint16& status, std::string& why)
@@ -133,7 +146,19 @@ protected:
 
     static DcmDataset* error_comment(DcmDataset& detail, const std::string& why)
     {
-        detail.putAndInsertString(DCM_ErrorComment, why.substr(0, 64).c_str());
+        // The command set's character set is the default one (ASCII).
+        std::string ascii;
+        for (char c : why) {
+            const auto u = static_cast<unsigned char>(c);
+            if (u >= 0x20 && u < 0x7F) {
+                ascii += c;
+            } else {
+                char buf[8];
+                std::snprintf(buf, sizeof buf, "\\x%02X", u);
+                ascii += buf;
+            }
+        }
+        detail.putAndInsertString(DCM_ErrorComment, ascii.substr(0, 64).c_str());
         return &detail;
     }
 
@@ -155,12 +180,12 @@ protected:
                 rows = g_index->find(query.level, query.matches);
             } catch (const Error& e) {
                 status = 0xC000;
-                why = e.what();
+                why = index_failure("C-FIND", peer(), e);
             }
         }
         DcmDataset detail;
         if (!why.empty()) {
-            spdlog::error("C-FIND from {}: refused (status {:04X}): {}", peer(), status, why);
+            spdlog::error("C-FIND from {}: refused (status {:04X}): {}", peer(), status, printable(why));
             return sendFINDResponse(context, request.MessageID, request.AffectedSOPClassUID, nullptr, status,
                                     error_comment(detail, why));
         }
@@ -267,12 +292,12 @@ protected:
                 rows = g_index->find(Level::instance, query.matches);
             } catch (const Error& e) {
                 status = 0xC000;
-                why = e.what();
+                why = index_failure("C-GET", peer(), e);
             }
         }
         DcmDataset detail;
         if (!why.empty()) {
-            spdlog::error("C-GET from {}: refused (status {:04X}): {}", peer(), status, why);
+            spdlog::error("C-GET from {}: refused (status {:04X}): {}", peer(), status, printable(why));
             return send_get_response(context, request, status, 0, 0, 0, nullptr, error_comment(detail, why));
         }
         auto column = [](const IndexRow& row, const char* name) {
@@ -421,8 +446,8 @@ protected:
     void notifyAssociationRequest(const T_ASC_Parameters& params, DcmSCPActionType& action) override
     {
         DcmThreadSCP::notifyAssociationRequest(params, action);
-        spdlog::debug("association request from {}@{}", params.DULparams.callingAPTitle,
-                      params.DULparams.callingPresentationAddress);
+        spdlog::debug("association request from {}@{}", printable(params.DULparams.callingAPTitle),
+                      printable(params.DULparams.callingPresentationAddress));
     }
 
 private:

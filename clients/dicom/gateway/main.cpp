@@ -173,7 +173,7 @@ int main(int argc, char** argv)
         std::_Exit(static_cast<int>(Errc::unreachable));
     }
     std::cout << "blob-dicomd ready aetitle=" << o.aetitle << " port=" << o.port << " store=" << o.store
-              << " index=" << (o.index.empty() ? "-" : o.index);
+              << " index=" << (o.index.empty() ? "-" : redacted_index_url(o.index));
     if (indexer) {
         std::string watched;
         for (const std::string& s : indexer->stores()) watched += (watched.empty() ? "" : ",") + s;

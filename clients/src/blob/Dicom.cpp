@@ -10,6 +10,7 @@
 #include <blobstreaming/client/Session.h>
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/Text.h>
 
 #include <spdlog/spdlog.h>
 
@@ -38,38 +39,12 @@ bool numeric_column(const std::string& column)
     return a && a->kind == Kind::number;
 }
 
-/// `text` when it is UTF-8; otherwise read as ISO 8859-1 (DICOM's ISO_IR
-/// 100, the most common single-byte character set) and converted.
-std::string utf8(const std::string& text)
-{
-    bool valid = true;
-    for (std::size_t i = 0; i < text.size() && valid;) {
-        const auto c = static_cast<unsigned char>(text[i]);
-        const std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-        valid = n != 0 && i + n <= text.size();
-        for (std::size_t k = 1; valid && k < n; ++k) valid = (static_cast<unsigned char>(text[i + k]) >> 6) == 0x2;
-        i += n;
-    }
-    if (valid) return text;
-    std::string out;
-    for (char ch : text) {
-        const auto c = static_cast<unsigned char>(ch);
-        if (c < 0x80) {
-            out += ch;
-        } else {
-            out += static_cast<char>(0xC0 | (c >> 6));
-            out += static_cast<char>(0x80 | (c & 0x3F));
-        }
-    }
-    return out;
-}
-
 nlohmann::json row_json(const IndexRow& row)
 {
     nlohmann::json j = nlohmann::json::object();
     for (const auto& [column, value] : row) {
         if (!numeric_column(column)) {
-            j[column] = utf8(value);
+            j[column] = utf8_escaped(value);
             continue;
         }
         // IS values may be signed or, in a broken object, not numbers at all: those stay text.
@@ -77,7 +52,7 @@ nlohmann::json row_json(const IndexRow& row)
         const long long number = std::strtoll(value.c_str(), &end, 10);
         j[column] = value.empty()  ? nlohmann::json()
                     : *end == '\0' ? nlohmann::json(number)
-                                   : nlohmann::json(utf8(value));
+                                   : nlohmann::json(utf8_escaped(value));
     }
     return j;
 }
@@ -113,11 +88,13 @@ int find(const Invocation& call)
     std::string line;
     for (const auto& [column, value] : rows.front()) line += (line.empty() ? "" : "\t") + column;
     std::cout << line << "\n";
+    // One row a line, one value a column: a value's control characters are
+    // shown escaped (a newline would forge a row, ESC would reach the terminal).
     for (const IndexRow& row : rows) {
         line.clear();
         bool first = true;
         for (const auto& [column, value] : row) {
-            line += (first ? "" : "\t") + (value.empty() ? std::string("-") : value);
+            line += (first ? "" : "\t") + (value.empty() ? std::string("-") : printable(value));
             first = false;
         }
         std::cout << line << "\n";
@@ -140,7 +117,8 @@ int pull_instances(const Invocation& call)
     const std::vector<IndexRow> all_rows = index.find(Level::instance, matches);
     const std::vector<Conflict> conflicts = index.conflicts(matches);
     if (all_rows.empty() && conflicts.empty())
-        throw Error(Errc::no_such_blob, what + ": the index " + call.index + " lists no instance of it");
+        throw Error(Errc::no_such_blob,
+                    what + ": the index " + redacted_index_url(call.index) + " lists no instance of it");
 
     if (::mkdir(directory.c_str(), 0777) != 0 && errno != EEXIST)
         throw Error(Errc::io_error, what + ": cannot create " + directory + ": " + std::strerror(errno));

@@ -92,7 +92,9 @@ std::string notice_line(const client::TransferNotice& n)
 std::string json_line(nlohmann::json j)
 {
     if (j.is_object()) j["version"] = kJsonVersion;
-    return j.dump() + "\n";
+    // Never throws on a string that is not UTF-8 (callers escape values read
+    // from data; what slips through is replaced, the line is still written).
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 nlohmann::json blob_json(const std::string& store, const BlobInfo& info)

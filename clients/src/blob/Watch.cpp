@@ -6,6 +6,7 @@
 #include <blobstreaming/client/Watch.h>
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/Text.h>
 
 #include <algorithm>
 #include <atomic>
@@ -26,9 +27,9 @@ nlohmann::json study_json(const client::StoreEvent& e)
             {"epoch_ns", e.epoch_ns},
             {"time", rfc3339(e.time)},
             {"time_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(e.time.time_since_epoch()).count()},
-            {"study", s.study_instance_uid},
-            {"patient_id", s.patient_id},
-            {"accession_number", s.accession_number},
+            {"study", utf8_escaped(s.study_instance_uid)},
+            {"patient_id", utf8_escaped(s.patient_id)},
+            {"accession_number", utf8_escaped(s.accession_number)},
             {"series", s.series},
             {"instances", s.instances},
             {"stores", s.stores},
@@ -63,8 +64,9 @@ std::string event_line(const client::StoreEvent& e)
 {
     if (e.kind == client::StoreEventKind::study_stable) {
         const client::StableStudy& s = e.study;
-        return rfc3339(e.time) + " " + s.gateway + " #" + std::to_string(e.sequence) + " study-stable " +
-               s.study_instance_uid + " patient \"" + s.patient_id + "\" accession \"" + s.accession_number +
+        return rfc3339(e.time) + " " + printable(s.gateway) + " #" + std::to_string(e.sequence) + " study-stable " +
+               printable(s.study_instance_uid) + " patient \"" + printable(s.patient_id) + "\" accession \"" +
+               printable(s.accession_number) +
                "\": " + std::to_string(s.series) + " series, " + std::to_string(s.instances) + " instances in " +
                (s.stores.empty() ? std::string("no store") : joined(s.stores)) + " (last instance " +
                rfc3339(s.last_instance) + ")";
