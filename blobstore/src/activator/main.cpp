@@ -1,5 +1,5 @@
 /// blob-activatord: starts configured Blob stores on their first request
-/// (docs/ACTIVATION.md). Parses, starts, reaps every second until
+/// (docs/ACTIVATION.md). Parses, starts, reaps every 250 ms until
 /// SIGTERM/SIGINT, then stops the daemons it started.
 
 #include "Activator.h"
@@ -59,7 +59,8 @@ int main(int argc, char** argv)
         ("naming", po::value<std::string>()->value_name("URL"), "the Naming Service (default: $BLOBSTREAMING_NAMING, else corbaname::127.0.0.1:2809)")
         ("blobstored", po::value<std::string>()->value_name("PROGRAM"), "the daemon to start (default: blobstored beside this program, else on PATH)")
         ("control-address", po::value<std::string>()->value_name("HOST:PORT")->default_value("0.0.0.0:0"), "this activator's CORBA endpoint (port 0: ephemeral)")
-        ("start-timeout", po::value<unsigned>()->value_name("SECONDS")->default_value(30), "how long a daemon may take to start (1 to 600)");
+        ("start-timeout", po::value<unsigned>()->value_name("SECONDS")->default_value(30), "how long a daemon may take to start (1 to 600)")
+        ("kill-grace", po::value<unsigned>()->value_name("SECONDS")->default_value(5), "a daemon that did not start gets SIGTERM, then SIGKILL after this (1 to 60)");
     // clang-format on
     cli::add_logging_options(desc, spdlog::level::info);
     po::variables_map vm;
@@ -89,6 +90,10 @@ int main(int argc, char** argv)
         if (timeout < 1 || timeout > 600)
             throw po::error("--start-timeout: " + std::to_string(timeout) + " is out of range (allowed: 1 to 600)");
         o.start_timeout = std::chrono::seconds(timeout);
+        const unsigned grace = vm["kill-grace"].as<unsigned>();
+        if (grace < 1 || grace > 60)
+            throw po::error("--kill-grace: " + std::to_string(grace) + " is out of range (allowed: 1 to 60)");
+        o.kill_grace = std::chrono::seconds(grace);
     } catch (const std::exception& e) {
         std::cerr << "blob-activatord: " << e.what() << " (see blob-activatord --help)\n";
         return 1;
@@ -105,8 +110,8 @@ int main(int argc, char** argv)
         std::cout << activator.start() << std::endl;
         int signal = -1;
         while (signal < 0) {
-            const timespec second{1, 0};
-            signal = ::sigtimedwait(&handled, nullptr, &second);
+            const timespec tick{0, 250'000'000};
+            signal = ::sigtimedwait(&handled, nullptr, &tick);
             if (signal < 0) activator.maintain();
         }
         spdlog::info("{}: stopping", signal == SIGTERM ? "SIGTERM" : "SIGINT");

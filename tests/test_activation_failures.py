@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Failed starts under `blob-activatord --start-timeout 3 --kill-grace 1`:
+
+- a `blobstored` that hangs before its ready line (its configured log file
+  is a FIFO nobody reads: it blocks in open() with SIGTERM blocked): four
+  concurrent requests start ONE daemon and are all answered within a few
+  seconds of the start timeout (far below the client's own 20 s) with exit
+  52 naming the store and "no ready line within 3 s"; meanwhile another
+  store is started and served; the hung daemon's PID is gone within the
+  grace (SIGKILL); requests during the back-off are refused at once saying
+  when the next attempt comes, and start nothing;
+- a daemon that exits at start (a store kind blobstored refuses): the
+  answer names its exit status and its last log line; requests sent one
+  after another for 6 s start it exactly 3 times (back-off 1 s, 2 s, 4 s),
+  every refused one answered at once; the log shows the state ("start
+  failed 3 times, next attempt in 4 s");
+- the hanging store repaired (its FIFO replaced by nothing): once its
+  back-off is over it starts, the back-off is reset (the next failure is
+  "start failed 1 time" again);
+- SIGTERM: the activator exits 0 and no daemon it started is left."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import EXIT, check, check_equal, step  # noqa: E402
+
+START_TIMEOUT = 3
+GRACE = 1
+CLIENT_BOUND = START_TIMEOUT + 4  # a start's answer: the timeout and some slack, never the client's 20 s
+REFUSAL_BOUND = 2.5  # a refusal during the back-off: one `blob` run, no start
+
+
+def write_conf(conf_dir, name, store, extra=""):
+    with open(os.path.join(conf_dir, f"{name}.conf"), "w") as f:
+        f.write(f"store = {store}\ncontrol-address = 127.0.0.1:0\ndata-address = 127.0.0.1:0\n{extra}")
+
+
+def log_text(proc):
+    with open(proc.log_paths[0], encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+def spawned(proc, store):
+    return [int(m.group(1)) for m in
+            re.finditer(rf'store "{re.escape(store)}": starting blobstored \(pid (\d+)\)', log_text(proc))]
+
+
+def gone(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def blob_argv(c, store, *args):
+    return [harness.program("clients/blob"), "--naming", c.naming, "--store", store, "--json"] + list(args)
+
+
+def timed_ls(c, store):
+    t0 = time.monotonic()
+    r = c.blob("ls", store=store, timeout=60)
+    return r, time.monotonic() - t0
+
+
+def test(c):
+    conf_dir = c.path("conf")
+    os.makedirs(conf_dir)
+    fifo = c.path("hang.log")
+    os.mkfifo(fifo)
+    write_conf(conf_dir, "ws1", "memory:64M")
+    write_conf(conf_dir, "hang", "memory:64M", f"log-file = {fifo}\n")
+    write_conf(conf_dir, "broken", "bogus:x")
+    err_path = c.path("activator.err")
+    argv = [harness.program("blobstore/blob-activatord"), "--config-dir", conf_dir, "--naming", c.naming,
+            "--blobstored", harness.program("blobstore/blobstored"), "--control-address", "127.0.0.1:0",
+            "--start-timeout", str(START_TIMEOUT), "--kill-grace", str(GRACE)]
+    with open(err_path, "wb") as err:
+        popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, env=c.env,
+                                 text=True)
+    activator = harness.Process("blob-activatord", popen, [err_path])
+    c.processes.append(activator)
+    check_equal(popen.stdout.readline().strip(), "blob-activatord ready stores=broken,hang,ws1",
+                "the activator's ready line")
+
+    step("four concurrent requests to a daemon that hangs before its ready line; ws1 served meanwhile")
+    t0 = time.monotonic()
+    procs = [subprocess.Popen(blob_argv(c, "hang", "ls"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=c.env, text=True) for _ in range(4)]
+    try:
+        harness.wait_for(lambda: spawned(activator, "hang"), 20, "the start of hang")
+        r, ws1 = timed_ls(c, "ws1")
+        r.ok()
+        check(all(p.poll() is None for p in procs),
+              f"ws1 answered in {ws1:.2f} s, after the requests waiting for hang were answered")
+        step(f"ws1 started and answered in {ws1 * 1000:.0f} ms while hang was starting")
+        results = []
+        for p in procs:
+            out, err = p.communicate(timeout=60)
+            results.append((p.returncode, time.monotonic() - t0, err))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    for code, took, err in results:
+        check_equal(code, EXIT["unreachable"], f"exit code of a request waiting for hang (stderr {err!r})")
+        check('store "hang"' in err and f"no ready line within {START_TIMEOUT} s" in err,
+              f"the reason of the failed start: {err!r}")
+        check(took < CLIENT_BOUND, f"a request for hang took {took:.1f} s (bound {CLIENT_BOUND} s)")
+    step(f"all four answered within {max(r[1] for r in results):.2f} s: {results[0][2].strip()}")
+    pids = spawned(activator, "hang")
+    check_equal(len(pids), 1, "daemons started for hang by four concurrent requests")
+    harness.wait_for(lambda: gone(pids[0]), GRACE + 10, f"the hung daemon (pid {pids[0]}) to be gone")
+    check('store "hang": start failed 1 time, next attempt in' in log_text(activator),
+          "the back-off state of hang in the log")
+
+    step("requests during the back-off: refused at once, nothing started")
+    # the first back-off lasts until the hung daemon was surely killed (grace + 1 s)
+    procs = [subprocess.Popen(blob_argv(c, "hang", "ls"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=c.env, text=True) for _ in range(6)]
+    for p in procs:
+        _, err = p.communicate(timeout=60)
+        check_equal(p.returncode, EXIT["unreachable"], f"exit code during the back-off (stderr {err!r})")
+        check(re.search(r"not started: start failed 1 time, next attempt in [0-9.]+ s", err) is not None and
+              "no ready line" in err, f"the refusal during the back-off: {err!r}")
+    check_equal(len(spawned(activator, "hang")), 1, "daemons started for hang during its back-off")
+
+    step("a daemon that exits at start: back-off 1 s, 2 s, 4 s over 6 s of requests")
+    r, took = timed_ls(c, "broken")
+    r.error(EXIT["unreachable"], 'store "broken": blobstored did not start: it exited with exit status 1 at start')
+    r.error(EXIT["unreachable"], '"bogus:x" is not')
+    check(took < CLIENT_BOUND, f"the failed start of broken took {took:.1f} s")
+    first = time.monotonic()
+    requests, slowest = 1, 0.0
+    while time.monotonic() - first < 6.0 and requests < 200:
+        r, took = timed_ls(c, "broken")
+        check_equal(r.code, EXIT["unreachable"], "exit code of a request for broken: " + r.describe())
+        if "not started: start failed" in r.stderr:
+            slowest = max(slowest, took)
+        requests += 1
+    starts = len(spawned(activator, "broken"))
+    step(f"{requests} requests for broken in 6 s started it {starts} times; slowest refusal {slowest * 1000:.0f} ms")
+    check_equal(starts, 3, f"starts of broken over {requests} requests in 6 s")
+    check(slowest < REFUSAL_BOUND, f"a refusal during the back-off took {slowest:.2f} s")
+    text = log_text(activator)
+    for n, delay in ((1, 1), (2, 2), (3, 4)):
+        check(f'store "broken": start failed {n} time{"s" if n > 1 else ""}, next attempt in {delay} s' in text,
+              f"the log line of failure {n} of broken (next attempt in {delay} s)")
+
+    step("hang repaired: started once its back-off is over, the back-off reset")
+    os.unlink(fifo)
+
+    def started():
+        r = c.blob("ls", store="hang", timeout=60)
+        if r.code == 0:
+            return True
+        check_equal(r.code, EXIT["unreachable"], "exit code while hang is backing off: " + r.describe())
+        return False
+
+    harness.wait_for(started, 30, "hang to start after its repair", interval=0.3)
+    check(re.search(r'store "hang": started after \d+ failed starts?; the back-off is reset', log_text(activator)),
+          "the reset of hang's back-off in the log")
+    pid = int(re.findall(r'started blobstored for store "hang" \(pid (\d+)', log_text(activator))[-1])
+    taken_back = 'store "hang": its entry names this activator again'
+    before = log_text(activator).count(taken_back)
+    os.kill(pid, signal.SIGKILL)
+    harness.wait_for(lambda: log_text(activator).count(taken_back) > before, 30,
+                     "the activator taking hang's entry back")
+    os.unlink(fifo)  # the log file the repaired daemon wrote
+    os.mkfifo(fifo)
+    r, took = timed_ls(c, "hang")
+    r.error(EXIT["unreachable"], "start failed 1 time, next attempt in")
+    check(took < CLIENT_BOUND, f"the second hang took {took:.1f} s")
+    hung = spawned(activator, "hang")[-1]
+    harness.wait_for(lambda: gone(hung), GRACE + 10, f"the second hung daemon (pid {hung}) to be gone")
+
+    step("SIGTERM: the activator exits 0, no daemon of it left")
+    children = spawned(activator, "ws1") + spawned(activator, "hang") + spawned(activator, "broken")
+    popen.send_signal(signal.SIGTERM)
+    check_equal(popen.wait(timeout=60), 0, "the activator's exit status")
+    for p in children:
+        check(gone(p), f"daemon pid {p} still runs after the activator stopped")
+
+
+if __name__ == "__main__":
+    harness.main(test)
