@@ -21,7 +21,9 @@
 
 import os
 import re
+import select
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -63,6 +65,18 @@ def blob_argv(c, store, *args):
     return [harness.program("clients/blob"), "--naming", c.naming, "--store", store, "--json"] + list(args)
 
 
+def start_activator(c, name, conf_dir, *options):
+    err_path = c.path(f"{name}.err")
+    argv = [harness.program("blobstore/blob-activatord"), "--config-dir", conf_dir, "--naming", c.naming,
+            "--blobstored", harness.program("blobstore/blobstored"), "--control-address", "127.0.0.1:0"]
+    with open(err_path, "wb") as err:
+        popen = subprocess.Popen(argv + list(options), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+                                 env=c.env, text=True)
+    activator = harness.Process("blob-activatord", popen, [err_path])
+    c.processes.append(activator)
+    return popen, activator
+
+
 def timed_ls(c, store):
     t0 = time.monotonic()
     r = c.blob("ls", store=store, timeout=60)
@@ -77,15 +91,8 @@ def test(c):
     write_conf(conf_dir, "ws1", "memory:64M")
     write_conf(conf_dir, "hang", "memory:64M", f"log-file = {fifo}\n")
     write_conf(conf_dir, "broken", "bogus:x")
-    err_path = c.path("activator.err")
-    argv = [harness.program("blobstore/blob-activatord"), "--config-dir", conf_dir, "--naming", c.naming,
-            "--blobstored", harness.program("blobstore/blobstored"), "--control-address", "127.0.0.1:0",
-            "--start-timeout", str(START_TIMEOUT), "--kill-grace", str(GRACE)]
-    with open(err_path, "wb") as err:
-        popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, env=c.env,
-                                 text=True)
-    activator = harness.Process("blob-activatord", popen, [err_path])
-    c.processes.append(activator)
+    popen, activator = start_activator(c, "activator", conf_dir, "--start-timeout", str(START_TIMEOUT),
+                                       "--kill-grace", str(GRACE))
     check_equal(popen.stdout.readline().strip(), "blob-activatord ready stores=broken,hang,ws1",
                 "the activator's ready line")
 
@@ -189,5 +196,124 @@ def test(c):
         check(gone(p), f"daemon pid {p} still runs after the activator stopped")
 
 
+def endpoint(activator):
+    m = harness.wait_for(lambda: re.search(r"listening on 127\.0\.0\.1:(\d+)", log_text(activator)), 20,
+                         "the activator's listening line")
+    return int(m.group(1))
+
+
+def connect(port, source):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind((source, 0))
+    s.settimeout(5)
+    s.connect(("127.0.0.1", port))
+    s.setblocking(False)
+    return s
+
+
+def closed(s):
+    """Whether the activator closed `s` (end of stream or reset), without blocking."""
+    try:
+        r, _, _ = select.select([s], [], [], 0)
+        if not r:
+            return False
+        return s.recv(4096) == b""
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+
+
+def test_connections(c):
+    """The activator's own port, without any credential: silent, partial
+    and trickling connections closed at --idle-timeout; per-address and
+    total caps; a client still served when the cap is reached."""
+    conf_dir = c.path("conf-flood")
+    os.makedirs(conf_dir)
+    write_conf(conf_dir, "ws2", "memory:64M")
+
+    step("--idle-timeout 2: silent, partial and trickling connections closed within it")
+    popen, activator = start_activator(c, "activator-idle", conf_dir, "--idle-timeout", "2")
+    check_equal(popen.stdout.readline().strip(), "blob-activatord ready stores=ws2", "the ready line")
+    port = endpoint(activator)
+    t0 = time.monotonic()
+    silent = connect(port, "127.0.0.1")
+    partial = connect(port, "127.0.0.1")
+    partial.send(b"GIOP\x01\x02")
+    trickle = connect(port, "127.0.0.1")
+    data = b"GIOP\x01\x02\x01\x00" + (1000).to_bytes(4, "little") + b"\x00" * 28
+    sent, ends = 0, {}
+    try:
+        while len(ends) < 3 and time.monotonic() - t0 < 15:
+            now = time.monotonic() - t0
+            if "trickling" not in ends and sent < len(data) and now >= sent * 0.25:
+                try:
+                    trickle.send(data[sent:sent + 1])
+                    sent += 1
+                except (ConnectionResetError, BrokenPipeError):
+                    ends["trickling"] = now
+            for what, s in (("silent", silent), ("partial", partial), ("trickling", trickle)):
+                if what not in ends and closed(s):
+                    ends[what] = now
+            time.sleep(0.02)
+    finally:
+        for s in (silent, partial, trickle):
+            s.close()
+    step("closed after: " + ", ".join(f"{k} {v:.2f} s" for k, v in sorted(ends.items())) +
+         f" (the trickler had sent {sent} bytes)")
+    for what in ("silent", "partial", "trickling"):
+        check(what in ends, f"the {what} connection still open after 15 s (--idle-timeout 2)")
+        check(0.9 <= ends[what] <= 6.0, f"the {what} connection closed after {ends[what]:.2f} s (expected 1 to 6 s)")
+    popen.send_signal(signal.SIGTERM)
+    check_equal(popen.wait(timeout=60), 0, "exit status of the first flood activator")
+
+    step("caps: 10 per address, 200 in all; 14 connections from 127.0.0.2, then 19 addresses x 10")
+    popen, activator = start_activator(c, "activator-caps", conf_dir, "--idle-timeout", "60",
+                                       "--max-connections", "200", "--max-connections-per-peer", "10")
+    check_equal(popen.stdout.readline().strip(), "blob-activatord ready stores=ws2", "the ready line")
+    port = endpoint(activator)
+    flood = {}
+    try:
+        flood["127.0.0.2"] = [connect(port, "127.0.0.2") for _ in range(14)]
+        harness.wait_for(lambda: sum(closed(s) for s in flood["127.0.0.2"]) >= 4, 10,
+                         "4 of the 14 connections from 127.0.0.2 to be refused")
+        check_equal(sum(not closed(s) for s in flood["127.0.0.2"]), 10, "connections from 127.0.0.2 kept open")
+        for i in range(3, 22):
+            flood[f"127.0.0.{i}"] = [connect(port, f"127.0.0.{i}") for _ in range(10)]
+
+        def still_open():
+            return {a: sum(not closed(s) for s in socks) for a, socks in flood.items()}
+
+        opened = harness.wait_for(lambda: (lambda o: o if sum(o.values()) <= 200 else None)(still_open()), 10,
+                                  "at most 200 flood connections open")
+        threads = harness.proc_status(popen.pid, "Threads")
+        step(f"{sum(opened.values())} flood connections open, at most {max(opened.values())} per address; "
+             f"activator threads {threads}")
+        check(max(opened.values()) <= 10, f"an address holds more than 10 connections: {opened}")
+        check(threads < 200 + 16 + 40,
+              f"the activator holds {threads} threads for {sum(opened.values())} connections (cap 200)")
+
+        step("the cap reached: a newcomer's address and a client still get in, at the expense of the biggest")
+        late = connect(port, "127.0.0.30")
+        r, took = timed_ls(c, "ws2")
+        r.ok()
+        check(not closed(late), "a connection from a new address refused while others held 10 each")
+        step(f"blob ls through the activator during the flood: {took * 1000:.0f} ms")
+        harness.wait_for(lambda: re.search(r"ended to make room: [1-9]", log_text(activator)), 20,
+                         "the summary of refused and ended connections in the log")
+        check("connection from 127.0.0.2 refused: 10 connections from that address already" in log_text(activator),
+              "the refusal of 127.0.0.2 in the log")
+        late.close()
+    finally:
+        for socks in flood.values():
+            for s in socks:
+                s.close()
+    popen.send_signal(signal.SIGTERM)
+    check_equal(popen.wait(timeout=60), 0, "exit status of the second flood activator")
+
+
+def test_all(c):
+    test(c)
+    test_connections(c)
+
+
 if __name__ == "__main__":
-    harness.main(test)
+    harness.main(test_all)

@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,6 +33,13 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kKeptLines = 8;
+/// Threads past the connection cap before omniORB would pool connections.
+constexpr unsigned kSpareThreads = 16;
+/// Descriptors kept for what is not a connection to the endpoint (the
+/// daemons' pipes, the Naming Service, omniORB's own).
+constexpr unsigned long kReservedDescriptors = 64;
+/// Between two summaries of refused connections in the log.
+constexpr auto kSummaryEvery = std::chrono::seconds(10);
 /// Longest first line of a daemon's standard output (and of a kept line).
 constexpr std::size_t kMaxReadyLine = 4096;
 constexpr std::chrono::seconds kBackoffFirst{1};
@@ -61,6 +69,19 @@ public:
 private:
     Activator& activator_;
 };
+
+/// Raises the soft descriptor limit to the hard one; the limit in force.
+unsigned long raise_descriptor_limit()
+{
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1024;
+    if (rl.rlim_cur != rl.rlim_max) {
+        const rlim_t before = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max;
+        if (::setrlimit(RLIMIT_NOFILE, &rl) != 0) rl.rlim_cur = before;
+    }
+    return rl.rlim_cur == RLIM_INFINITY ? 1UL << 20 : static_cast<unsigned long>(rl.rlim_cur);
+}
 
 std::string status_text(int status)
 {
@@ -115,7 +136,29 @@ Activator::Activator(ActivatorOptions options) : options_(std::move(options))
         throw Error(Errc::invalid_argument,
                     "--config-dir: \"" + options_.config_dir + "\" holds no store configuration (NAME.conf)");
 
-    orb_ = corba::init_orb({{"endPoint", options_.endpoint}, {"clientCallTimeOutPeriod", "2000"}});
+    // Anyone may connect without a credential. The gate caps connections
+    // per address and in total, below the descriptor limit, so that
+    // accept() does not run out of descriptors (omniORB 4.2 would retry it
+    // in a busy loop). omniORB asks the gate from a connection's own thread:
+    // every connection up to the cap gets one, so that each is checked as
+    // it comes (in omniORB's pool mode a silent connection is seen only
+    // once it sends). An idle connection is closed after --idle-timeout
+    // (omniORB's scan of incoming connections, every second), and a
+    // request begun must arrive whole within it.
+    const unsigned long descriptors = raise_descriptor_limit();
+    if (descriptors > kReservedDescriptors &&
+        options_.connections.total > descriptors - kReservedDescriptors)
+        options_.connections.total = static_cast<unsigned>(descriptors - kReservedDescriptors);
+    options_.connections.per_peer = std::min(options_.connections.per_peer, options_.connections.total);
+    const auto idle = std::to_string(options_.idle_timeout.count());
+    const unsigned threads = options_.connections.total;
+    orb_ = corba::init_orb({{"endPoint", options_.endpoint},
+                            {"clientCallTimeOutPeriod", "2000"},
+                            {"threadPerConnectionUpperLimit", std::to_string(threads + kSpareThreads)},
+                            {"threadPerConnectionLowerLimit", std::to_string(threads)},
+                            {"inConScanPeriod", idle},
+                            {"scanGranularity", "1"},
+                            {"serverCallTimeOutPeriod", idle + "000"}});
     naming_ = corba::naming_context(orb_, options_.naming);
     CORBA::Object_var obj = orb_->resolve_initial_references("RootPOA");
     PortableServer::POA_var root = PortableServer::POA::_narrow(obj);
@@ -136,6 +179,13 @@ Activator::Activator(ActivatorOptions options) : options_(std::move(options))
     PortableServer::ObjectId_var probe = PortableServer::string_to_ObjectId("-");
     CORBA::Object_var any = poa_->create_reference_with_id(probe, BlobStreaming::BlobStore::_PD_repoId);
     own_endpoint_ = corba::endpoint_of(any);
+    const auto colon = own_endpoint_.rfind(':');
+    const auto port = colon == std::string::npos ? 0 : std::strtoul(own_endpoint_.c_str() + colon + 1, nullptr, 10);
+    connection_gate::install(static_cast<std::uint16_t>(port), options_.connections);
+    spdlog::info("listening on {}: at most {} connections, {} per address; idle ones closed after {} s (descriptor "
+                 "limit {})",
+                 own_endpoint_, options_.connections.total, options_.connections.per_peer,
+                 options_.idle_timeout.count(), descriptors);
 }
 
 Activator::~Activator() { stop(); }
@@ -465,6 +515,10 @@ std::vector<std::string> Activator::stop_retired(bool at_exit) noexcept
 
 void Activator::maintain()
 {
+    if (Clock::now() - summary_at_ >= kSummaryEvery) {
+        summary_at_ = Clock::now();
+        if (const std::string s = connection_gate::summary(); !s.empty()) spdlog::warn("{}", s);
+    }
     const std::vector<std::string> ended = stop_retired(false);
     for (auto& [name, store] : stores_) {
         std::unique_lock lock(store->mutex, std::try_to_lock);

@@ -16,6 +16,8 @@
 /// request meanwhile is refused at once saying when. A successful start
 /// resets the back-off.
 
+#include "ConnectionGate.h"
+
 #include <blobstreaming/common/UniqueFd.h>
 
 #include <omniORB4/CORBA.h>
@@ -42,6 +44,10 @@ struct ActivatorOptions {
     std::string endpoint;    ///< this activator's omniORB endPoint
     std::chrono::seconds start_timeout{30};
     std::chrono::seconds kill_grace{5};  ///< SIGTERM to SIGKILL for a daemon that did not start
+    /// A connection without a request in progress is closed after this;
+    /// a request must arrive whole within it once begun.
+    std::chrono::seconds idle_timeout{10};
+    ConnectionLimits connections;  ///< lowered to fit the descriptor limit
 };
 
 /// The back-off after `failures` consecutive failed starts (at least 1):
@@ -134,6 +140,7 @@ private:
     PortableServer::ServantLocator_var locator_;
     std::string own_endpoint_;  ///< HOST:PORT of its references, told to the daemons it starts
     std::atomic<bool> stopping_{false};
+    std::chrono::steady_clock::time_point summary_at_;  ///< of the connection gate's last summary
     std::mutex retired_mutex_;
     std::vector<Retired> retired_;
 };

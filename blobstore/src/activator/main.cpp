@@ -60,7 +60,10 @@ int main(int argc, char** argv)
         ("blobstored", po::value<std::string>()->value_name("PROGRAM"), "the daemon to start (default: blobstored beside this program, else on PATH)")
         ("control-address", po::value<std::string>()->value_name("HOST:PORT")->default_value("0.0.0.0:0"), "this activator's CORBA endpoint (port 0: ephemeral)")
         ("start-timeout", po::value<unsigned>()->value_name("SECONDS")->default_value(30), "how long a daemon may take to start (1 to 600)")
-        ("kill-grace", po::value<unsigned>()->value_name("SECONDS")->default_value(5), "a daemon that did not start gets SIGTERM, then SIGKILL after this (1 to 60)");
+        ("kill-grace", po::value<unsigned>()->value_name("SECONDS")->default_value(5), "a daemon that did not start gets SIGTERM, then SIGKILL after this (1 to 60)")
+        ("idle-timeout", po::value<unsigned>()->value_name("SECONDS")->default_value(10), "a connection without a request in progress is closed after this; a request begun must arrive whole within it (1 to 3600)")
+        ("max-connections", po::value<unsigned>()->value_name("N")->default_value(512), "connections open at once; when reached, one of the address that holds the most is ended (16 to 65536; at most the descriptor limit less 64)")
+        ("max-connections-per-peer", po::value<unsigned>()->value_name("N")->default_value(16), "connections from one address; more are refused (1 to 4096)");
     // clang-format on
     cli::add_logging_options(desc, spdlog::level::info);
     po::variables_map vm;
@@ -94,6 +97,16 @@ int main(int argc, char** argv)
         if (grace < 1 || grace > 60)
             throw po::error("--kill-grace: " + std::to_string(grace) + " is out of range (allowed: 1 to 60)");
         o.kill_grace = std::chrono::seconds(grace);
+        const auto ranged = [&](const char* name, unsigned low, unsigned high) {
+            const unsigned v = vm[name].as<unsigned>();
+            if (v < low || v > high)
+                throw po::error(std::string("--") + name + ": " + std::to_string(v) + " is out of range (allowed: " +
+                                std::to_string(low) + " to " + std::to_string(high) + ")");
+            return v;
+        };
+        o.idle_timeout = std::chrono::seconds(ranged("idle-timeout", 1, 3600));
+        o.connections.total = ranged("max-connections", 16, 65536);
+        o.connections.per_peer = ranged("max-connections-per-peer", 1, 4096);
     } catch (const std::exception& e) {
         std::cerr << "blob-activatord: " << e.what() << " (see blob-activatord --help)\n";
         return 1;
