@@ -21,6 +21,7 @@
 
 import os
 import re
+import resource
 import select
 import signal
 import socket
@@ -33,7 +34,7 @@ import harness  # noqa: E402
 from harness import EXIT, check, check_equal, step  # noqa: E402
 
 START_TIMEOUT = 3
-GRACE = 1
+GRACE = 2
 CLIENT_BOUND = START_TIMEOUT + 4  # a start's answer: the timeout and some slack, never the client's 20 s
 REFUSAL_BOUND = 2.5  # a refusal during the back-off: one `blob` run, no start
 
@@ -65,13 +66,14 @@ def blob_argv(c, store, *args):
     return [harness.program("clients/blob"), "--naming", c.naming, "--store", store, "--json"] + list(args)
 
 
-def start_activator(c, name, conf_dir, *options):
+def start_activator(c, name, conf_dir, *options, nofile=None):
     err_path = c.path(f"{name}.err")
     argv = [harness.program("blobstore/blob-activatord"), "--config-dir", conf_dir, "--naming", c.naming,
             "--blobstored", harness.program("blobstore/blobstored"), "--control-address", "127.0.0.1:0"]
     with open(err_path, "wb") as err:
+        limit = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))) if nofile else None
         popen = subprocess.Popen(argv + list(options), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
-                                 env=c.env, text=True)
+                                 env=c.env, text=True, preexec_fn=limit)
     activator = harness.Process("blob-activatord", popen, [err_path])
     c.processes.append(activator)
     return popen, activator
@@ -124,9 +126,6 @@ def test(c):
     step(f"all four answered within {max(r[1] for r in results):.2f} s: {results[0][2].strip()}")
     pids = spawned(activator, "hang")
     check_equal(len(pids), 1, "daemons started for hang by four concurrent requests")
-    harness.wait_for(lambda: gone(pids[0]), GRACE + 10, f"the hung daemon (pid {pids[0]}) to be gone")
-    check('store "hang": start failed 1 time, next attempt in' in log_text(activator),
-          "the back-off state of hang in the log")
 
     step("requests during the back-off: refused at once, nothing started")
     # the first back-off lasts until the hung daemon was surely killed (grace + 1 s)
@@ -138,6 +137,9 @@ def test(c):
         check(re.search(r"not started: start failed 1 time, next attempt in [0-9.]+ s", err) is not None and
               "no ready line" in err, f"the refusal during the back-off: {err!r}")
     check_equal(len(spawned(activator, "hang")), 1, "daemons started for hang during its back-off")
+    harness.wait_for(lambda: gone(pids[0]), GRACE + 10, f"the hung daemon (pid {pids[0]}) to be gone")
+    check('store "hang": start failed 1 time, next attempt in' in log_text(activator),
+          "the back-off state of hang in the log")
 
     step("a daemon that exits at start: back-off 1 s, 2 s, 4 s over 6 s of requests")
     r, took = timed_ls(c, "broken")
@@ -308,6 +310,44 @@ def test_connections(c):
                 s.close()
     popen.send_signal(signal.SIGTERM)
     check_equal(popen.wait(timeout=60), 0, "exit status of the second flood activator")
+
+    step("a descriptor limit of 400: 280 connections from 40 addresses, capped at 200, still serving")
+    popen, activator = start_activator(c, "activator-nofile", conf_dir, "--idle-timeout", "60", nofile=400)
+    check_equal(popen.stdout.readline().strip(), "blob-activatord ready stores=ws2", "the ready line")
+    port = endpoint(activator)
+    check("at most 200 connections, 16 per address" in log_text(activator),
+          "the connection cap fitted to the descriptor limit (half of 400) in the log")
+    flood = []
+    try:
+        for i in range(40):
+            for _ in range(7):
+                flood.append(connect(port, f"127.0.0.{40 + i}"))
+        harness.wait_for(lambda: sum(not closed(s) for s in flood) <= 200, 10, "at most 200 flood connections open")
+        ticks = os.sysconf("SC_CLK_TCK")
+
+        def cpu():
+            with open(f"/proc/{popen.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / ticks
+
+        before, t0 = cpu(), time.monotonic()
+        r, took = timed_ls(c, "ws2")
+        r.ok()
+        deadline = t0 + 3.0
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+        share = (cpu() - before) / (time.monotonic() - t0)
+        kept = sum(not closed(s) for s in flood)
+        step(f"{kept} of 280 flood connections open; blob ls in {took * 1000:.0f} ms; "
+             f"activator CPU {share * 100:.0f} % of 3 s")
+        check(kept <= 200, f"{kept} flood connections open (cap 200)")
+        check(share < 0.4, f"the activator used {share * 100:.0f} % CPU during the flood (busy loop?)")
+        check("Too many open files" not in log_text(activator), "the activator ran out of descriptors")
+    finally:
+        for s in flood:
+            s.close()
+    popen.send_signal(signal.SIGTERM)
+    check_equal(popen.wait(timeout=60), 0, "exit status of the third flood activator")
 
 
 def test_all(c):

@@ -35,8 +35,9 @@ using Clock = std::chrono::steady_clock;
 constexpr std::size_t kKeptLines = 8;
 /// Threads past the connection cap before omniORB would pool connections.
 constexpr unsigned kSpareThreads = 16;
-/// Descriptors kept for what is not a connection to the endpoint (the
-/// daemons' pipes, the Naming Service, omniORB's own).
+/// Descriptors kept for what is not an admitted connection (the daemons'
+/// pipes, the Naming Service, omniORB's own, and connections omniORB
+/// accepted before the gate refused them): half the limit, at least this.
 constexpr unsigned long kReservedDescriptors = 64;
 /// Between two summaries of refused connections in the log.
 constexpr auto kSummaryEvery = std::chrono::seconds(10);
@@ -137,7 +138,7 @@ Activator::Activator(ActivatorOptions options) : options_(std::move(options))
                     "--config-dir: \"" + options_.config_dir + "\" holds no store configuration (NAME.conf)");
 
     // Anyone may connect without a credential. The gate caps connections
-    // per address and in total, below the descriptor limit, so that
+    // per address and in total, at half the descriptor limit, so that
     // accept() does not run out of descriptors (omniORB 4.2 would retry it
     // in a busy loop). omniORB asks the gate from a connection's own thread:
     // every connection up to the cap gets one, so that each is checked as
@@ -146,9 +147,9 @@ Activator::Activator(ActivatorOptions options) : options_(std::move(options))
     // (omniORB's scan of incoming connections, every second), and a
     // request begun must arrive whole within it.
     const unsigned long descriptors = raise_descriptor_limit();
-    if (descriptors > kReservedDescriptors &&
-        options_.connections.total > descriptors - kReservedDescriptors)
-        options_.connections.total = static_cast<unsigned>(descriptors - kReservedDescriptors);
+    const unsigned long reserved = std::max(kReservedDescriptors, descriptors / 2);
+    if (options_.connections.total > descriptors - std::min(reserved, descriptors - 1))
+        options_.connections.total = static_cast<unsigned>(descriptors - std::min(reserved, descriptors - 1));
     options_.connections.per_peer = std::min(options_.connections.per_peer, options_.connections.total);
     const auto idle = std::to_string(options_.idle_timeout.count());
     const unsigned threads = options_.connections.total;
@@ -515,6 +516,7 @@ std::vector<std::string> Activator::stop_retired(bool at_exit) noexcept
 
 void Activator::maintain()
 {
+    connection_gate::sweep();
     if (Clock::now() - summary_at_ >= kSummaryEvery) {
         summary_at_ = Clock::now();
         if (const std::string s = connection_gate::summary(); !s.empty()) spdlog::warn("{}", s);

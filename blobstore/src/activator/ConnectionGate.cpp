@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -65,7 +66,7 @@ struct Gate {
     /// the table is read again.
     std::map<std::string, Clock::time_point> closing;
     // for summary()
-    unsigned refused_peer = 0, refused_total = 0, evicted = 0;
+    unsigned refused_peer = 0, refused_total = 0, evicted = 0, swept = 0;
     std::set<std::string> logged;
 };
 
@@ -126,14 +127,17 @@ std::string address_text(const std::string& hex)
     return s;
 }
 
-/// The connections whose local port is `port` and that hold a descriptor:
+/// Into `out`: the connections whose local port is `port` and that hold a descriptor:
 /// accepted (a connection in the accept queue has no inode yet), not
 /// listening, not in TIME_WAIT.
-std::vector<Connection> read_connections(std::uint16_t port)
+bool read_connections(std::uint16_t port, std::vector<Connection>& out)
 {
-    std::vector<Connection> out;
     for (const char* file : {"/proc/net/tcp", "/proc/net/tcp6"}) {
         std::ifstream in(file);
+        if (!in) {
+            if (std::strcmp(file, "/proc/net/tcp6") == 0 && errno == ENOENT) continue;  // no IPv6
+            return false;  // out of descriptors: the counts stay as they are
+        }
         std::string line;
         std::getline(in, line);  // the header
         while (std::getline(in, line)) {
@@ -153,7 +157,7 @@ std::vector<Connection> read_connections(std::uint16_t port)
             out.push_back({peer, peer + ":" + std::to_string(std::strtoul(r.c_str() + rc + 1, nullptr, 16)), inode});
         }
     }
-    return out;
+    return true;
 }
 
 /// Reads the kernel's table again unless it was read within kRefreshEvery.
@@ -163,12 +167,14 @@ void refresh(Gate& g)
 {
     const auto now = Clock::now();
     if (now - g.read_at < kRefreshEvery) return;
+    std::vector<Connection> connections;
+    if (!read_connections(g.port, connections)) return;
     g.read_at = now;
     g.open.clear();
     g.count.clear();
     for (auto it = g.closing.begin(); it != g.closing.end();)
         it = now - it->second > kClosing ? g.closing.erase(it) : std::next(it);
-    for (auto& c : read_connections(g.port)) {
+    for (auto& c : connections) {
         if (g.closing.count(c.key)) continue;
         ++g.count[c.peer];
         g.open[c.key] = Open{std::move(c.peer), c.inode};
@@ -264,16 +270,65 @@ void install(std::uint16_t port, ConnectionLimits limits)
     list.add(&on_accept);
 }
 
+void sweep()
+{
+    Gate& g = gate();
+    std::lock_guard lock(g.mutex);
+    if (g.port == 0) return;
+    g.read_at = {};
+    refresh(g);
+    // Newest first (inodes grow): by address beyond its cap, then from the
+    // address that holds the most until the total fits.
+    std::map<std::string, std::vector<std::map<std::string, Open>::iterator>> by_peer;
+    for (auto it = g.open.begin(); it != g.open.end(); ++it) by_peer[it->second.peer].push_back(it);
+    std::vector<std::map<std::string, Open>::iterator> victims;
+    for (auto& [peer, list] : by_peer) {
+        std::sort(list.begin(), list.end(), [](auto a, auto b) { return a->second.inode > b->second.inode; });
+        while (list.size() > g.limits.per_peer) {
+            victims.push_back(list.front());
+            list.erase(list.begin());
+        }
+    }
+    std::size_t open = g.open.size() - victims.size();
+    while (open > g.limits.total) {
+        auto hog = std::max_element(by_peer.begin(), by_peer.end(),
+                                    [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
+        if (hog == by_peer.end() || hog->second.empty()) break;
+        victims.push_back(hog->second.front());
+        hog->second.erase(hog->second.begin());
+        --open;
+    }
+    if (victims.empty()) return;
+    // One pass over this process's descriptors for all of them.
+    std::map<unsigned long, int> fds;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+        std::error_code link_ec;
+        const std::string link = std::filesystem::read_symlink(entry.path(), link_ec).string();
+        if (link.rfind("socket:[", 0) == 0)
+            fds[std::strtoul(link.c_str() + 8, nullptr, 10)] = std::atoi(entry.path().filename().c_str());
+    }
+    for (const auto& v : victims) {
+        const auto fd = fds.find(v->second.inode);
+        struct stat st {};
+        if (fd == fds.end() || ::fstat(fd->second, &st) != 0 || st.st_ino != v->second.inode) continue;
+        if (::shutdown(fd->second, SHUT_RDWR) != 0) continue;
+        ++g.swept;
+        forget(g, v);
+    }
+}
+
 std::string summary()
 {
     Gate& g = gate();
     std::lock_guard lock(g.mutex);
-    if (g.refused_peer + g.refused_total + g.evicted == 0) return {};
+    if (g.refused_peer + g.refused_total + g.evicted + g.swept == 0) return {};
     std::string s = "connections refused: " + std::to_string(g.refused_peer) + " (an address at its cap of " +
                     std::to_string(g.limits.per_peer) + "), " + std::to_string(g.refused_total) + " (" +
                     std::to_string(g.limits.total) + " open in all); ended to make room: " +
-                    std::to_string(g.evicted) + "; open now: " + std::to_string(g.open.size());
-    g.refused_peer = g.refused_total = g.evicted = 0;
+                    std::to_string(g.evicted) + ", beyond the caps before omniORB asked: " +
+                    std::to_string(g.swept) + "; open now: " + std::to_string(g.open.size());
+    g.refused_peer = g.refused_total = g.evicted = g.swept = 0;
     g.logged.clear();
     return s;
 }

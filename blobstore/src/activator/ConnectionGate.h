@@ -33,6 +33,12 @@ namespace connection_gate {
 /// ORB_init, before the POA manager is activated.
 void install(std::uint16_t port, ConnectionLimits limits);
 
+/// Main thread, every 250 ms: ends the connections beyond the caps that
+/// the gate was not asked about (omniORB asks from a connection's thread;
+/// past the thread limit it serves connections from its pool and asks
+/// only once one sends), newest first.
+void sweep();
+
 /// What was refused or ended since the last call ("" when nothing was):
 /// for the log, at most every few seconds.
 std::string summary();
