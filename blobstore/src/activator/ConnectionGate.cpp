@@ -175,9 +175,10 @@ void refresh(Gate& g)
     for (auto it = g.closing.begin(); it != g.closing.end();)
         it = now - it->second > kClosing ? g.closing.erase(it) : std::next(it);
     for (auto& c : connections) {
-        if (g.closing.count(c.key)) continue;
+        // The kernel writes the table in pieces: a socket that moved
+        // meanwhile may be listed twice.
+        if (g.closing.count(c.key) || !g.open.emplace(c.key, Open{c.peer, c.inode}).second) continue;
         ++g.count[c.peer];
-        g.open[c.key] = Open{std::move(c.peer), c.inode};
     }
 }
 
@@ -230,6 +231,7 @@ CORBA::Boolean on_accept(omni::omniInterceptors::serverAcceptConnection_T::info_
         return true;
     };
     const unsigned from_peer = g.count[peer];
+    spdlog::debug("connection from {}: {} from that address, {} in all", key, from_peer, g.open.size());
     if (from_peer > g.limits.per_peer) {
         ++g.refused_peer;
         return refuse("too many connections from this address",
@@ -237,10 +239,23 @@ CORBA::Boolean on_accept(omni::omniInterceptors::serverAcceptConnection_T::info_
                           std::to_string(g.limits.per_peer) + " per address)");
     }
     if (g.open.size() <= g.limits.total) return true;
-    // Room is made at the expense of the address that holds the most.
-    const auto hog = std::max_element(g.count.begin(), g.count.end(),
-                                      [](const auto& a, const auto& b) { return a.second < b.second; });
-    if (hog != g.count.end() && hog->first != peer && hog->second > from_peer) {
+    // Room is made at the expense of the address that holds the most; the
+    // sockets of connections that came since the last read are learnt by
+    // reading the table again.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        if (attempt == 1) {
+            g.read_at = {};
+            refresh(g);
+            self = g.open.find(key);
+            if (self == g.open.end()) {
+                self = g.open.emplace(key, Open{peer, 0}).first;
+                ++g.count[peer];
+            }
+            if (g.open.size() <= g.limits.total) return true;
+        }
+        const auto hog = std::max_element(g.count.begin(), g.count.end(),
+                                          [](const auto& a, const auto& b) { return a.second < b.second; });
+        if (hog == g.count.end() || hog->first == peer || hog->second <= g.count[peer]) break;
         const std::string victim = hog->first;
         for (auto it = g.open.begin(); it != g.open.end(); ++it) {
             if (it->second.peer != victim || !end_connection(it->second.inode)) continue;
@@ -314,6 +329,7 @@ void sweep()
         if (fd == fds.end() || ::fstat(fd->second, &st) != 0 || st.st_ino != v->second.inode) continue;
         if (::shutdown(fd->second, SHUT_RDWR) != 0) continue;
         ++g.swept;
+        spdlog::debug("connection from {} ended: beyond the caps", v->first);
         forget(g, v);
     }
 }
