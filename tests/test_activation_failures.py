@@ -232,6 +232,15 @@ def test_connections(c):
     os.makedirs(conf_dir)
     write_conf(conf_dir, "ws2", "memory:64M")
 
+    step("out-of-range values of the new options: exit 1 naming the value and the range")
+    for option, value, allowed in (("--kill-grace", "0", "1 to 60"), ("--idle-timeout", "0", "1 to 3600"),
+                                   ("--max-connections", "8", "16 to 65536"),
+                                   ("--max-connections-per-peer", "0", "1 to 4096")):
+        code, _, err = c.run([harness.program("blobstore/blob-activatord"), "--config-dir", conf_dir,
+                              "--naming", c.naming, option, value], timeout=30)
+        check_equal(code, 1, f"exit code of {option} {value}")
+        check(f"{option}: {value} is out of range (allowed: {allowed})" in err, f"the message of {option}: {err!r}")
+
     step("--idle-timeout 2: silent, partial and trickling connections closed within it")
     popen, activator = start_activator(c, "activator-idle", conf_dir, "--idle-timeout", "2")
     check_equal(popen.stdout.readline().strip(), "blob-activatord ready stores=ws2", "the ready line")

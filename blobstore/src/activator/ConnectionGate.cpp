@@ -2,8 +2,6 @@
 /// CORBA endpoint, from the kernel's socket table.
 #include "ConnectionGate.h"
 
-#include <blobstreaming/common/UniqueFd.h>
-
 #include <omniORB4/CORBA.h>
 #include <omniORB4/omniInterceptors.h>
 

@@ -89,14 +89,6 @@ int main(int argc, char** argv)
         const std::string host = control.substr(0, colon) == "0.0.0.0" ? "" : control.substr(0, colon);
         const std::string port = control.substr(colon + 1) == "0" ? "" : control.substr(colon + 1);
         o.endpoint = "giop:tcp:" + host + ":" + port;
-        const unsigned timeout = vm["start-timeout"].as<unsigned>();
-        if (timeout < 1 || timeout > 600)
-            throw po::error("--start-timeout: " + std::to_string(timeout) + " is out of range (allowed: 1 to 600)");
-        o.start_timeout = std::chrono::seconds(timeout);
-        const unsigned grace = vm["kill-grace"].as<unsigned>();
-        if (grace < 1 || grace > 60)
-            throw po::error("--kill-grace: " + std::to_string(grace) + " is out of range (allowed: 1 to 60)");
-        o.kill_grace = std::chrono::seconds(grace);
         const auto ranged = [&](const char* name, unsigned low, unsigned high) {
             const unsigned v = vm[name].as<unsigned>();
             if (v < low || v > high)
@@ -104,6 +96,8 @@ int main(int argc, char** argv)
                                 std::to_string(low) + " to " + std::to_string(high) + ")");
             return v;
         };
+        o.start_timeout = std::chrono::seconds(ranged("start-timeout", 1, 600));
+        o.kill_grace = std::chrono::seconds(ranged("kill-grace", 1, 60));
         o.idle_timeout = std::chrono::seconds(ranged("idle-timeout", 1, 3600));
         o.connections.total = ranged("max-connections", 16, 65536);
         o.connections.per_peer = ranged("max-connections-per-peer", 1, 4096);
