@@ -256,6 +256,8 @@ bin_PROGRAMS += blobstore/blob-activatord
 blobstore_blob_activatord_SOURCES = \
 	blobstore/src/activator/Activator.cpp \
 	blobstore/src/activator/Activator.h \
+	blobstore/src/activator/ConnectionGate.cpp \
+	blobstore/src/activator/ConnectionGate.h \
 	blobstore/src/activator/main.cpp
 blobstore_blob_activatord_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(SPDLOG_CFLAGS)
 blobstore_blob_activatord_LDADD = transporter/libblobtransporter.la common/libblobcli.la common/libblobcommon.la \

@@ -1,5 +1,5 @@
 /// blob-activatord: starts configured Blob stores on their first request
-/// (docs/ACTIVATION.md). Parses, starts, reaps every second until
+/// (docs/ACTIVATION.md). Parses, starts, reaps every 250 ms until
 /// SIGTERM/SIGINT, then stops the daemons it started.
 
 #include "Activator.h"
@@ -59,7 +59,11 @@ int main(int argc, char** argv)
         ("naming", po::value<std::string>()->value_name("URL"), "the Naming Service (default: $BLOBSTREAMING_NAMING, else corbaname::127.0.0.1:2809)")
         ("blobstored", po::value<std::string>()->value_name("PROGRAM"), "the daemon to start (default: blobstored beside this program, else on PATH)")
         ("control-address", po::value<std::string>()->value_name("HOST:PORT")->default_value("0.0.0.0:0"), "this activator's CORBA endpoint (port 0: ephemeral)")
-        ("start-timeout", po::value<unsigned>()->value_name("SECONDS")->default_value(30), "how long a daemon may take to start (1 to 600)");
+        ("start-timeout", po::value<unsigned>()->value_name("SECONDS")->default_value(30), "how long a daemon may take to start (1 to 600)")
+        ("kill-grace", po::value<unsigned>()->value_name("SECONDS")->default_value(5), "a daemon that did not start gets SIGTERM, then SIGKILL after this (1 to 60)")
+        ("idle-timeout", po::value<unsigned>()->value_name("SECONDS")->default_value(10), "a connection without a request in progress is closed after this; a request begun must arrive whole within it (1 to 3600)")
+        ("max-connections", po::value<unsigned>()->value_name("N")->default_value(512), "connections open at once; when reached, one of the address that holds the most is ended (16 to 65536; at most half the descriptor limit)")
+        ("max-connections-per-peer", po::value<unsigned>()->value_name("N")->default_value(16), "connections from one address; more are refused (1 to 4096)");
     // clang-format on
     cli::add_logging_options(desc, spdlog::level::info);
     po::variables_map vm;
@@ -85,10 +89,18 @@ int main(int argc, char** argv)
         const std::string host = control.substr(0, colon) == "0.0.0.0" ? "" : control.substr(0, colon);
         const std::string port = control.substr(colon + 1) == "0" ? "" : control.substr(colon + 1);
         o.endpoint = "giop:tcp:" + host + ":" + port;
-        const unsigned timeout = vm["start-timeout"].as<unsigned>();
-        if (timeout < 1 || timeout > 600)
-            throw po::error("--start-timeout: " + std::to_string(timeout) + " is out of range (allowed: 1 to 600)");
-        o.start_timeout = std::chrono::seconds(timeout);
+        const auto ranged = [&](const char* name, unsigned low, unsigned high) {
+            const unsigned v = vm[name].as<unsigned>();
+            if (v < low || v > high)
+                throw po::error(std::string("--") + name + ": " + std::to_string(v) + " is out of range (allowed: " +
+                                std::to_string(low) + " to " + std::to_string(high) + ")");
+            return v;
+        };
+        o.start_timeout = std::chrono::seconds(ranged("start-timeout", 1, 600));
+        o.kill_grace = std::chrono::seconds(ranged("kill-grace", 1, 60));
+        o.idle_timeout = std::chrono::seconds(ranged("idle-timeout", 1, 3600));
+        o.connections.total = ranged("max-connections", 16, 65536);
+        o.connections.per_peer = ranged("max-connections-per-peer", 1, 4096);
     } catch (const std::exception& e) {
         std::cerr << "blob-activatord: " << e.what() << " (see blob-activatord --help)\n";
         return 1;
@@ -105,8 +117,8 @@ int main(int argc, char** argv)
         std::cout << activator.start() << std::endl;
         int signal = -1;
         while (signal < 0) {
-            const timespec second{1, 0};
-            signal = ::sigtimedwait(&handled, nullptr, &second);
+            const timespec tick{0, 250'000'000};
+            signal = ::sigtimedwait(&handled, nullptr, &tick);
             if (signal < 0) activator.maintain();
         }
         spdlog::info("{}: stopping", signal == SIGTERM ? "SIGTERM" : "SIGINT");
