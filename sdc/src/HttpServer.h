@@ -48,8 +48,9 @@ struct HttpServerOptions {
     /// From connecting to the first request read completely (TLS handshake
     /// included); a connection that has not sent one by then is closed.
     std::chrono::milliseconds handshake_timeout{5000};
-    /// A later request (header and body) must arrive completely within this
-    /// time once its first byte did; also the bound on writing an answer.
+    /// A request (header and body) must arrive completely within this time
+    /// once its first byte did (the first request also within
+    /// handshake_timeout); also the bound on writing an answer.
     std::chrono::milliseconds header_timeout{10000};
     /// A keep-alive connection idle between requests is closed after this.
     std::chrono::milliseconds idle_timeout{60000};
