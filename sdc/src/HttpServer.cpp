@@ -303,7 +303,11 @@ HttpServer::HttpServer(net::io_context& io, const std::string& address, RequestH
       admission_(std::make_shared<Admission>(options_)), reserve_(open_reserve())
 {
     if (options_.max_connections < 1 || options_.max_connections_per_peer < 1)
-        throw SdcError(Errc::invalid_argument, "address \"" + address + "\": the connection caps must be at least 1");
+        throw SdcError(Errc::invalid_argument, "server on " + address + ": max_connections (" +
+                                                   std::to_string(options_.max_connections) +
+                                                   ") and max_connections_per_peer (" +
+                                                   std::to_string(options_.max_connections_per_peer) +
+                                                   ") must be at least 1");
     const auto [host, port] = split_address(address);
     boost::system::error_code ec;
     const auto ip = net::ip::make_address(host, ec);
