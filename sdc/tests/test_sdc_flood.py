@@ -24,11 +24,16 @@ the SDC port made `blob push`, `pull` and `stat` exit 51. Now
    each made a request and went idle leave the 100 newest open (the
    longest idle are closed for the newcomers) and a legitimate GetMdState
    still answers. The new options are range-checked.
+5. TLS (sdc-provider --handshake-timeout 1500): a connection silent before
+   the TLS handshake, and one that completes it and sends part of a request
+   header, are closed 1.5 s after connecting; one that sends a whole
+   request is answered and stays open past that deadline.
 """
 
 import os
 import resource
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -38,6 +43,7 @@ sys.path.insert(0, os.path.join(os.environ.get("BS_SRCDIR", os.path.join(os.path
                                 "tests"))
 import harness  # noqa: E402
 from harness import MiB, check, check_equal, program, start_service, step, wait_for  # noqa: E402
+from sdclib import make_pki, tls_options  # noqa: E402
 
 NOFILE = 512          # the daemon's descriptor limit at exec (soft and hard)
 PEERS = 6             # flooding addresses 127.0.0.2 ...
@@ -299,6 +305,61 @@ def provider_total_cap(c):
             check("--handshake-timeout" in out.stderr, f"sdc-provider {' '.join(extra)}: {out.stderr.strip()}")
 
 
+def closed_after(s, t0, limit):
+    """Seconds from `t0` until the peer closed blocking socket `s` (waits at most `limit` s)."""
+    s.settimeout(limit)
+    try:
+        while s.recv(4096):
+            pass
+    except socket.timeout:
+        raise harness.TestFailure(f"the connection was still open {time.monotonic() - t0:.2f} s after connecting")
+    except OSError:
+        pass
+    return time.monotonic() - t0
+
+
+def provider_tls(c):
+    step("TLS: sdc-provider --handshake-timeout 1500")
+    pki = make_pki(c.path())
+    mdib = os.path.join(harness.src_dir(), "sdc", "tests", "data", "mdib.xml")
+    provider = start_service("sdc-provider-tls", [program("sdc/sdc-provider"), "--mdib", mdib, "--address",
+                                                  "127.0.0.1:0", "--no-discovery", "--handshake-timeout", "1500",
+                                                  *tls_options(pki, "provider")],
+                             "sdc-provider ready", 60, env=c.env, out_path=c.path("sdc-provider-tls.out"),
+                             err_path=c.path("sdc-provider-tls.err"), text=True, start_new_session=True,
+                             track=c.processes)
+    port = int(provider.ready["address"].rsplit(":", 1)[1])
+    context = ssl.create_default_context(cafile=pki["ca"])
+    context.load_cert_chain(pki["consumer_cert"], pki["consumer_key"])
+
+    def tls_connect():
+        raw = socket.create_connection(("127.0.0.1", port), timeout=10)
+        return time.monotonic(), context.wrap_socket(raw, server_hostname="127.0.0.1")
+
+    t_silent = time.monotonic()
+    silent = socket.create_connection(("127.0.0.1", port), timeout=10)
+    t_partial, partial = tls_connect()
+    partial.sendall(b"GET /timestamps?last=0 HTTP/1.1\r\nHo")
+    t_whole, whole = tls_connect()
+    whole.sendall(REQUEST)
+    check_equal(answer_of(whole), "HTTP/1.1 200 OK", "answer to a whole request over TLS")
+    times = {"silent before the handshake": closed_after(silent, t_silent, 8),
+             "partial header after the handshake": closed_after(partial, t_partial, 8)}
+    step("closed after " + ", ".join(f"{k} {v:.2f} s" for k, v in sorted(times.items())))
+    for what, at in times.items():
+        check(1.35 <= at <= 4.5, f"the {what} connection was closed {at:.2f} s after connecting, expected 1.5 s")
+    whole.settimeout(max(0.1, t_whole + 2.5 - time.monotonic()))
+    try:
+        data = whole.recv(4096)
+        raise harness.TestFailure(f"the connection that sent a whole request was closed or sent {data[:100]!r} "
+                                  f"{time.monotonic() - t_whole:.2f} s after connecting")
+    except socket.timeout:
+        step(f"the connection that sent a whole request is open {time.monotonic() - t_whole:.2f} s after connecting")
+    for s in (silent, partial, whole):
+        s.close()
+    provider.stop()
+
+
 def test(c):
     program("sdc/sdc-get")
     program("sdc/sdc-provider")
@@ -310,6 +371,7 @@ def test(c):
         resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
     store_flood(c)
     provider_total_cap(c)
+    provider_tls(c)
 
 
 if __name__ == "__main__":
