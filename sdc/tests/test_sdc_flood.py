@@ -30,6 +30,7 @@ the SDC port made `blob push`, `pull` and `stat` exit 51. Now
    request is answered and stays open past that deadline.
 """
 
+import json
 import os
 import resource
 import socket
@@ -139,7 +140,6 @@ def sdc_metrics(c, url):
     out = subprocess.run([program("sdc/sdc-get"), "--url", url, "--json", "state"], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, timeout=60, env=c.env)
     check(out.returncode == 0, f"sdc-get --url {url} state exited {out.returncode}: {out.stderr.strip()}")
-    import json
     return {s["descriptor_handle"]: s["value"] for s in json.loads(out.stdout)["states"]
             if s["type"] == "NumericMetricState"}
 
