@@ -84,7 +84,8 @@ sdc_system_tests = \
 	sdc/tests/test_sdc_description.py \
 	sdc/tests/test_sdc_watch.py \
 	sdc/tests/test_sdc_tls.py \
-	sdc/tests/test_sdc_blobstored_tls.py
+	sdc/tests/test_sdc_blobstored_tls.py \
+	sdc/tests/test_sdc_flood.py
 TESTS += $(sdc_system_tests)
 dist_check_SCRIPTS += $(sdc_system_tests)
 EXTRA_DIST += sdc/tests/sdclib.py sdc/tests/peers/sdc11073_consumer.py sdc/tests/peers/sdc11073_provider.py \

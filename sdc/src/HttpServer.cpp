@@ -3,31 +3,161 @@
 #include "Uuid.h"
 #include "blobstreaming/sdc/SdcError.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <list>
 #include <optional>
+#include <unordered_map>
+
+#include <fcntl.h>
 
 namespace blobstreaming::sdc {
 
+/// A session as the caps see it.
+class Connection {
+public:
+    virtual ~Connection() = default;
+    /// Closes the connection at once: its slot goes to a newcomer.
+    virtual void evict() = 0;
+};
+
+/// The caps of HttpServerOptions: open connections per peer address and in
+/// all, and which connections are idle (no request under way), oldest idle
+/// first. The same rule as the data port's ConnectionLimits
+/// (blobstore/src/server/), which sdc/ cannot include (tests/test_layers.py:
+/// sdc/ sits below blobstore/ and uses only common/), with one difference:
+/// an SDC request proves nothing (no ticket), so the per-peer cap counts
+/// every open connection and the total cap evicts the longest idle one,
+/// whether it has made requests before or not.
+class HttpServer::Admission {
+public:
+    explicit Admission(const HttpServerOptions& o) : per_peer_cap_(o.max_connections_per_peer), cap_(o.max_connections)
+    {}
+
+    /// Counts `c` from `peer` as open and idle, evicting the longest idle
+    /// connection when the total cap is reached. False (nothing counted):
+    /// refuse `c`, the peer holds its cap or every slot has a request under way.
+    bool admit(Connection* c, const std::string& peer)
+    {
+        const auto from = per_peer_.find(peer);
+        if (from != per_peer_.end() && from->second >= per_peer_cap_) return false;
+        while (open_.size() >= cap_) {
+            if (idle_.empty()) return false;
+            Connection* oldest = idle_.front();
+            remove(oldest);
+            oldest->evict();
+        }
+        auto& entry = open_[c];
+        entry.peer = peer;
+        entry.idle = idle_.insert(idle_.end(), c);
+        entry.is_idle = true;
+        ++per_peer_[peer];
+        return true;
+    }
+
+    /// `c` waits for a request: it becomes the newest idle connection.
+    void idle(Connection* c)
+    {
+        const auto it = open_.find(c);
+        if (it == open_.end()) return;
+        if (it->second.is_idle) idle_.erase(it->second.idle);
+        it->second.idle = idle_.insert(idle_.end(), c);
+        it->second.is_idle = true;
+    }
+
+    /// A request of `c` is under way: it is not evicted meanwhile.
+    void busy(Connection* c)
+    {
+        const auto it = open_.find(c);
+        if (it == open_.end() || !it->second.is_idle) return;
+        idle_.erase(it->second.idle);
+        it->second.is_idle = false;
+    }
+
+    /// `c` is closed (unknown or already removed: nothing happens).
+    void remove(Connection* c)
+    {
+        const auto it = open_.find(c);
+        if (it == open_.end()) return;
+        if (it->second.is_idle) idle_.erase(it->second.idle);
+        const auto from = per_peer_.find(it->second.peer);
+        if (from != per_peer_.end() && --from->second == 0) per_peer_.erase(from);
+        open_.erase(it);
+    }
+
+private:
+    struct Entry {
+        std::string peer;
+        std::list<Connection*>::iterator idle;
+        bool is_idle = false;
+    };
+
+    std::size_t per_peer_cap_;
+    std::size_t cap_;
+    std::unordered_map<Connection*, Entry> open_;
+    std::list<Connection*> idle_;  ///< idle connections, longest idle first
+    std::unordered_map<std::string, std::size_t> per_peer_;
+};
+
 namespace {
+
+/// Connections accepted and closed in one go when out of descriptors.
+constexpr int kDropBurst = 64;
+/// How long the port is not watched after running out of descriptors.
+constexpr std::chrono::milliseconds kOutOfDescriptorsPause{100};
+/// ... and after another accept error.
+constexpr std::chrono::milliseconds kErrorPause{50};
 
 tcp::socket& socket_of(beast::tcp_stream& s) { return s.socket(); }
 tcp::socket& socket_of(tls_stream& s) { return beast::get_lowest_layer(s).socket(); }
 
+/// The peer's IP address as the per-peer cap counts it (an IPv4-mapped
+/// IPv6 address as the IPv4 one: one peer, one key).
+std::string peer_of(const tcp::socket& socket)
+{
+    beast::error_code ec;
+    auto address = socket.remote_endpoint(ec).address();
+    if (ec) return "unknown";
+    if (address.is_v6() && address.to_v6().is_v4_mapped())
+        address = net::ip::make_address_v4(net::ip::v4_mapped, address.to_v6());
+    return address.to_string();
+}
+
+bool out_of_resources(const beast::error_code& ec)
+{
+    if (ec.category() != net::error::get_system_category()) return false;
+    const int e = ec.value();
+    return e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM;
+}
+
+UniqueFd open_reserve() { return UniqueFd(::open("/dev/null", O_RDONLY | O_CLOEXEC)); }
+
 /// One keep-alive HTTP connection: (TLS handshake,) wait for a request (idle
 /// timeout), read its header (header timeout; t2), read the body (body
-/// limit), answer with header and body in one gather write, repeat.
+/// limit), answer with header and body in one gather write, repeat. Until
+/// its first request is read completely, one deadline bounds it all: the
+/// handshake timeout from connecting. Counted by the server's Admission
+/// until close(), and idle there while waiting for a request.
 template <class Stream>
-class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
+class HttpSession final : public Connection, public std::enable_shared_from_this<HttpSession<Stream>> {
 public:
     template <class... Args>
-    HttpSession(RequestHandler& handler, const HttpServerOptions& options, Args&&... args)
-        : stream_(std::forward<Args>(args)...), handler_(handler), options_(options)
+    HttpSession(RequestHandler& handler, const HttpServerOptions& options,
+                std::shared_ptr<HttpServer::Admission> admission, Args&&... args)
+        : stream_(std::forward<Args>(args)...), handler_(handler), options_(options),
+          admission_(std::move(admission)),
+          first_deadline_(net::steady_timer::clock_type::now() + options.handshake_timeout)
     {}
+
+    ~HttpSession() override { admission_->remove(this); }
+
+    void evict() override { close(); }
 
     void start()
     {
         if constexpr (std::is_same_v<Stream, tls_stream>) {
-            // The handshake is bounded like a request header (a silent peer is dropped).
-            beast::get_lowest_layer(stream_).expires_after(options_.header_timeout);
+            // The handshake counts toward the first request's deadline (a silent peer is dropped).
+            beast::get_lowest_layer(stream_).expires_at(first_deadline_);
             stream_.async_handshake(ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
                 if (ec) {
                     if (self->options_.on_handshake_failure && ec != beast::error::timeout)
@@ -47,11 +177,13 @@ private:
         parser_.emplace();
         parser_->header_limit(16 * 1024);
         parser_->body_limit(options_.max_body_bytes);
+        admission_->idle(this);
         if (buffer_.size() > 0) {
             read_header();
             return;
         }
-        beast::get_lowest_layer(stream_).expires_after(options_.idle_timeout);
+        if (first_) beast::get_lowest_layer(stream_).expires_at(first_deadline_);
+        else beast::get_lowest_layer(stream_).expires_after(options_.idle_timeout);
         stream_.async_read_some(buffer_.prepare(16 * 1024),
                                 [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
                                     if (ec) return self->close();
@@ -62,7 +194,10 @@ private:
 
     void read_header()
     {
-        beast::get_lowest_layer(stream_).expires_after(options_.header_timeout);
+        // The first request is bounded by both deadlines, whichever comes first.
+        const auto header_deadline = net::steady_timer::clock_type::now() + options_.header_timeout;
+        beast::get_lowest_layer(stream_).expires_at(first_ ? std::min(first_deadline_, header_deadline)
+                                                           : header_deadline);
         http::async_read_header(
             stream_, buffer_, *parser_,
             [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
@@ -83,6 +218,7 @@ private:
                 return respond(handler_.reject(400, "malformed HTTP request: " + ec.message()));
             return close();
         }
+        admission_->busy(this);
         http::async_read(stream_, buffer_, *parser_,
                          [self = this->shared_from_this()](beast::error_code e, std::size_t) { self->on_request(e); });
     }
@@ -93,6 +229,7 @@ private:
             return respond(handler_.reject(413, "request body larger than the limit of " +
                                                     std::to_string(options_.max_body_bytes) + " bytes"));
         if (ec) return close();
+        first_ = false;
         http::request<http::string_body> request = parser_->release();
         keep_alive_ = request.keep_alive();
         const std::string_view target(request.target().data(), request.target().size());
@@ -124,6 +261,7 @@ private:
 
     void close()
     {
+        admission_->remove(this);
         beast::error_code ec;
         socket_of(stream_).shutdown(tcp::socket::shutdown_send, ec);
         socket_of(stream_).close(ec);
@@ -135,6 +273,9 @@ private:
     http::response<http::string_body> response_;
     RequestHandler& handler_;
     const HttpServerOptions& options_;
+    std::shared_ptr<HttpServer::Admission> admission_;
+    const net::steady_timer::time_point first_deadline_;
+    bool first_ = true;  ///< the first request has not been read completely yet
     long long t2_ = 0;
     bool keep_alive_ = true;
     bool close_after_ = false;
@@ -162,8 +303,15 @@ std::pair<std::string, unsigned short> split_address(const std::string& address)
 
 HttpServer::HttpServer(net::io_context& io, const std::string& address, RequestHandler& handler,
                        HttpServerOptions options)
-    : io_(io), handler_(handler), options_(std::move(options)), acceptor_(io), accept_retry_(io)
+    : io_(io), handler_(handler), options_(std::move(options)), acceptor_(io), accept_retry_(io),
+      admission_(std::make_shared<Admission>(options_)), reserve_(open_reserve())
 {
+    if (options_.max_connections < 1 || options_.max_connections_per_peer < 1)
+        throw SdcError(Errc::invalid_argument, "server on " + address + ": max_connections (" +
+                                                   std::to_string(options_.max_connections) +
+                                                   ") and max_connections_per_peer (" +
+                                                   std::to_string(options_.max_connections_per_peer) +
+                                                   ") must be at least 1");
     const auto [host, port] = split_address(address);
     boost::system::error_code ec;
     const auto ip = net::ip::make_address(host, ec);
@@ -174,6 +322,7 @@ HttpServer::HttpServer(net::io_context& io, const std::string& address, RequestH
     if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
     if (!ec) acceptor_.bind(endpoint, ec);
     if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
+    if (!ec) acceptor_.non_blocking(true, ec);  // out_of_descriptors() accepts without waiting
     if (ec) throw SdcError(Errc::unreachable, "cannot listen on " + address + ": " + ec.message());
 }
 
@@ -191,19 +340,51 @@ void HttpServer::accept()
 {
     acceptor_.async_accept([this](beast::error_code ec, tcp::socket socket) {
         if (ec == net::error::operation_aborted) return;
-        if (ec) {
-            // Out of descriptors or memory: try again a little later rather than spin.
-            accept_retry_.expires_after(std::chrono::milliseconds(50));
-            accept_retry_.async_wait([this](beast::error_code e) {
-                if (!e) accept();
-            });
-            return;
+        if (out_of_resources(ec)) return out_of_descriptors();
+        if (ec) return accept_later(kErrorPause);  // e.g. a connection reset before it was accepted
+        admit(std::move(socket));
+        accept();
+    });
+}
+
+void HttpServer::admit(tcp::socket socket)
+{
+    const std::string peer = peer_of(socket);
+    beast::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    const auto start = [this, &peer](auto session) {
+        if (admission_->admit(session.get(), peer)) session->start();
+        // else refused: the socket is closed as `session` goes
+    };
+    if (options_.tls)
+        start(std::make_shared<HttpSession<tls_stream>>(handler_, options_, admission_, std::move(socket),
+                                                        *options_.tls));
+    else start(std::make_shared<HttpSession<beast::tcp_stream>>(handler_, options_, admission_, std::move(socket)));
+}
+
+void HttpServer::out_of_descriptors()
+{
+    // The pending clients would wait in the backlog until their own timeout
+    // and keep the port readable: accept and close them with the descriptor
+    // kept in reserve for that, then pause.
+    if (reserve_) {
+        reserve_.reset();
+        for (int i = 0; i < kDropBurst; ++i) {
+            beast::error_code ec;
+            tcp::socket dropped = acceptor_.accept(ec);
+            if (ec == net::error::would_block || ec == net::error::try_again || out_of_resources(ec)) break;
         }
-        beast::error_code ignored;
-        socket.set_option(tcp::no_delay(true), ignored);
-        if (options_.tls)
-            std::make_shared<HttpSession<tls_stream>>(handler_, options_, std::move(socket), *options_.tls)->start();
-        else std::make_shared<HttpSession<beast::tcp_stream>>(handler_, options_, std::move(socket))->start();
+        reserve_ = open_reserve();
+    }
+    accept_later(kOutOfDescriptorsPause);
+}
+
+void HttpServer::accept_later(std::chrono::milliseconds pause)
+{
+    accept_retry_.expires_after(pause);
+    accept_retry_.async_wait([this](beast::error_code e) {
+        if (e) return;
+        if (!reserve_) reserve_ = open_reserve();
         accept();
     });
 }

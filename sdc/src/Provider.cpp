@@ -35,8 +35,11 @@ HttpServerOptions server_options(const ProviderOptions& o)
 {
     HttpServerOptions s;
     s.max_body_bytes = o.max_body_bytes;
+    s.handshake_timeout = o.handshake_timeout;
     s.header_timeout = o.header_timeout;
     s.idle_timeout = o.idle_timeout;
+    s.max_connections_per_peer = o.max_connections_per_peer;
+    s.max_connections = o.max_connections;
     s.tls = make_tls_context(o.tls, true);
     return s;
 }

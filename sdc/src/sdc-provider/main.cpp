@@ -167,10 +167,17 @@ int main(int argc, char** argv)
                                                              "`add PARENT HANDLE [numeric|string] [UNIT_CODE]`, "
                                                              "`update HANDLE unit=CODE|ATTRIBUTE=VALUE...`, `remove HANDLE`")
         ("max-body", po::value<std::string>()->value_name("SIZE")->default_value("4M"), "largest request body (bytes, or with K, M, G, T: x1024)")
+        ("handshake-timeout", po::value<std::string>()->value_name("DURATION")->default_value("5000"),
+         "time from connecting to the first complete request (TLS handshake included); milliseconds unless a "
+         "unit is given (ms, s, m, h)")
         ("header-timeout", po::value<std::string>()->value_name("DURATION")->default_value("10000"),
          "time to receive a complete request header; milliseconds unless a unit is given (ms, s, m, h)")
-        ("idle-timeout", po::value<std::string>()->value_name("DURATION")->default_value("300000"),
-         "time before an idle connection is closed; milliseconds unless a unit is given");
+        ("idle-timeout", po::value<std::string>()->value_name("DURATION")->default_value("60000"),
+         "time before an idle connection is closed; milliseconds unless a unit is given")
+        ("max-connections", po::value<std::string>()->value_name("N")->default_value("1024"),
+         "open connections in all; a newcomer beyond it closes the one idle longest (1 to 1000000)")
+        ("max-connections-per-peer", po::value<std::string>()->value_name("N")->default_value("64"),
+         "open connections from one IP address; a newcomer beyond it is closed (1 to 1000000)");
     // clang-format on
     cli::add_logging_options(desc, spdlog::level::warn);
     try {
@@ -189,6 +196,14 @@ int main(int argc, char** argv)
                                                      86400s, cli::DefaultUnit::milliseconds);
         options.idle_timeout = cli::parse_duration("--idle-timeout", vm["idle-timeout"].as<std::string>(), 1ms, 86400s,
                                                    cli::DefaultUnit::milliseconds);
+        options.handshake_timeout =
+            cli::parse_duration("--handshake-timeout", vm["handshake-timeout"].as<std::string>(), 1ms, 3600s,
+                                cli::DefaultUnit::milliseconds);
+        options.max_connections =
+            cli::parse_count("--max-connections", vm["max-connections"].as<std::string>(), 1, 1000000);
+        options.max_connections_per_peer =
+            cli::parse_count("--max-connections-per-peer", vm["max-connections-per-peer"].as<std::string>(), 1,
+                             1000000);
         options.notify_timeout = cli::parse_duration("--notify-timeout", vm["notify-timeout"].as<std::string>(), 1ms,
                                                      86400s, cli::DefaultUnit::milliseconds);
         options.max_subscription = std::chrono::duration_cast<std::chrono::seconds>(

@@ -10,6 +10,7 @@
 #include <blobstreaming/common/TlsFiles.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -33,10 +34,18 @@ struct ProviderOptions {
     std::string schema_dir;
     /// Largest accepted request body; bigger ones get a Fault and the connection is closed.
     std::uint64_t max_body_bytes = 4 * 1024 * 1024;
+    /// A connection must have sent its first complete request (after the
+    /// TLS handshake) within this time of connecting, or it is closed.
+    std::chrono::milliseconds handshake_timeout{5000};
     /// A request header must arrive completely within this time once its first byte did.
     std::chrono::milliseconds header_timeout{10000};
     /// An idle keep-alive connection is closed after this time.
-    std::chrono::milliseconds idle_timeout{300000};
+    std::chrono::milliseconds idle_timeout{60000};
+    /// Open connections from one IP address; a newcomer beyond it is closed at once.
+    std::size_t max_connections_per_peer = 64;
+    /// Open connections in all; a newcomer beyond it takes the slot of the
+    /// connection idle longest (closed), or is closed when none is idle.
+    std::size_t max_connections = 1024;
     /// Provider-side timestamps (t2, t3, t4) kept for this many recent MessageIDs.
     std::size_t timestamp_history = 100000;
     /// TLS (https) with mutual authentication: this provider's certificate
