@@ -19,6 +19,8 @@ clients_dicom_libblobdicom_la_LIBADD = clients/libblobclient.la common/libblobco
 bin_PROGRAMS += clients/dicom/blob-dicomd
 clients_dicom_blob_dicomd_SOURCES = \
 	clients/dicom/gateway/main.cpp \
+	clients/dicom/gateway/AssociationGate.cpp \
+	clients/dicom/gateway/AssociationGate.h \
 	clients/dicom/gateway/EventIndexer.cpp \
 	clients/dicom/gateway/EventIndexer.h \
 	clients/dicom/gateway/GatewayOptions.cpp \

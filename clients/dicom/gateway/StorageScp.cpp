@@ -1,6 +1,7 @@
 #include "StorageScp.h"
 
 #include "../NearestCopy.h"
+#include "AssociationGate.h"
 #include "QueryRetrieve.h"
 
 #include <blobstreaming/common/Error.h>
@@ -11,7 +12,6 @@
 #include <dcmtk/dcmdata/dcuid.h>
 #include <dcmtk/dcmnet/diutil.h>
 #include <dcmtk/dcmnet/scp.h>
-#include <dcmtk/dcmnet/scppool.h>
 #include <dcmtk/dcmnet/scpthrd.h>
 
 #include <spdlog/spdlog.h>
@@ -415,8 +415,7 @@ std::string serve_associations(const GatewayOptions& options, InstanceStore& sto
     g_store = &store;
     g_index = index;
     g_session = &session;
-    DcmSCPPool<StorageScp> pool;
-    DcmSCPConfig& config = pool.getConfig();
+    DcmSCPConfig config;
     config.setAETitle(options.aetitle.c_str());
     config.setPort(static_cast<Uint16>(options.port));
     config.setMaxReceivePDULength(options.max_pdu);
@@ -427,9 +426,15 @@ std::string serve_associations(const GatewayOptions& options, InstanceStore& sto
     config.setACSETimeout(seconds);
     config.setHostLookupEnabled(false);
     add_contexts(config);
-    pool.setMaxThreads(static_cast<Uint16>(options.max_associations));
-    const OFCondition listened = pool.listen();
-    return std::string("listening on port ") + std::to_string(options.port) + " failed: " + listened.text();
+    // Each association on a thread of its own, taken by AssociationGate
+    // (slots, deadlines) rather than DCMTK's pool.
+    const DcmSharedSCPConfig shared(config);
+    return accept_associations(options, [&shared](T_ASC_Association* association) {
+        StorageScp scp;
+        scp.setSharedConfig(shared);
+        const OFCondition ended = scp.run(association);
+        if (ended.bad()) spdlog::debug("association ended: {}", ended.text());
+    });
 }
 
 }  // namespace blobstreaming::dicom
