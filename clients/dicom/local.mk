@@ -31,6 +31,8 @@ clients_dicom_blob_dicomd_SOURCES = \
 	clients/dicom/gateway/ListenPort.h \
 	clients/dicom/gateway/QueryRetrieve.cpp \
 	clients/dicom/gateway/QueryRetrieve.h \
+	clients/dicom/gateway/Spool.cpp \
+	clients/dicom/gateway/Spool.h \
 	clients/dicom/gateway/StorageScp.cpp \
 	clients/dicom/gateway/StableTracker.cpp \
 	clients/dicom/gateway/StableTracker.h \

@@ -3,6 +3,7 @@
 #include "../NearestCopy.h"
 #include "AssociationGate.h"
 #include "QueryRetrieve.h"
+#include "Spool.h"
 
 #include <blobstreaming/common/Error.h>
 
@@ -44,8 +45,7 @@ constexpr std::size_t kGetBatch = 16;
 
 std::string spool_path()
 {
-    return g_options->spool + "/blob-dicomd-" + std::to_string(::getpid()) + "-" + std::to_string(++g_spool_counter) +
-           ".dcm";
+    return spool_file(g_options->spool, ++g_spool_counter);
 }
 
 class StorageScp : public DcmThreadSCP {

@@ -10,6 +10,7 @@
 #include "InstanceStore.h"
 #include "ListenPort.h"
 #include "LogFile.h"
+#include "Spool.h"
 #include "StableTracker.h"
 #include "StorageScp.h"
 #include "StudyEvents.h"
@@ -130,6 +131,8 @@ int main(int argc, char** argv)
         o.port = port->port();
         if (::access(o.spool.c_str(), W_OK) != 0)
             throw Error(Errc::io_error, "--spool " + o.spool + ": not a writable directory: " + std::strerror(errno));
+        // Before the first association: this gateway's files are none of them.
+        remove_stale_spool(o.spool);
         client::SessionOptions so;
         so.naming_url = o.naming;
         so.default_store = o.store;
