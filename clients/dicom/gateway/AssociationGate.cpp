@@ -38,6 +38,9 @@ constexpr std::uint8_t kLimitExceeded[] = {0x03, 0x00, 0x00, 0x00, 0x00, 0x04, 0
 /// read until the peer closes, 2 s at most); beyond, they are closed.
 constexpr int kMaxRefusing = 32;
 constexpr auto kRefusalDrain = std::chrono::seconds(2);
+/// How long an association that this side has rejected, released or
+/// aborted waits for the peer to close its connection.
+constexpr auto kClosingGrace = std::chrono::seconds(1);
 /// Refusals logged one by one per window; the rest are counted.
 constexpr unsigned kRefusalLogLines = 20;
 constexpr auto kRefusalLogWindow = std::chrono::seconds(10);
@@ -124,10 +127,49 @@ thread_local std::vector<std::uint8_t>* t_request = nullptr;
 thread_local const std::string* t_peer = nullptr;
 thread_local bool t_taken = false;
 
+/// Follows a stream of PDUs (6-byte headers: type, reserved, length).
+class PduStream {
+public:
+    bool in_pdu() const { return header_got_ > 0 || body_left_ > 0; }
+    /// The type of the PDU under way or last begun.
+    std::uint8_t type() const { return header_[0]; }
+
+    /// Accounts `n` bytes; `begun` is called at each PDU's first byte, `headed` once its header is whole.
+    template <class Begun, class Headed>
+    void account(const std::uint8_t* p, std::size_t n, Begun begun, Headed headed)
+    {
+        while (n > 0) {
+            if (body_left_ > 0) {
+                const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(body_left_, n));
+                body_left_ -= take;
+                p += take;
+                n -= take;
+                continue;
+            }
+            if (header_got_ == 0) begun();
+            header_[header_got_++] = *p++;
+            --n;
+            if (header_got_ == sizeof header_) {
+                body_left_ = std::uint64_t{header_[2]} << 24 | std::uint64_t{header_[3]} << 16 |
+                             std::uint64_t{header_[4]} << 8 | header_[5];
+                header_got_ = 0;
+                headed(header_[0]);
+            }
+        }
+    }
+
+private:
+    std::uint8_t header_[6] = {};
+    std::size_t header_got_ = 0;
+    std::uint64_t body_left_ = 0;
+};
+
 /// DCMTK's TCP connection with a deadline for each whole PDU: the bytes read
 /// before DCMTK took the socket (the association request) come first, then
 /// the socket's. A PDU whose first byte has come must be complete within
 /// the deadline: otherwise the socket is shut down and the association ends.
+/// Once this side has sent A-ASSOCIATE-RJ, A-RELEASE-RP or A-ABORT, DCMTK
+/// waits for the peer to close for kClosingGrace at most (not its timeout).
 class DeadlineConnection : public DcmTCPConnection {
 public:
     DeadlineConnection(DcmNativeSocketType fd, std::vector<std::uint8_t> request, std::string peer,
@@ -146,7 +188,8 @@ public:
             account(out, n);
             return static_cast<ssize_t>(n);
         }
-        if (expired_ || (in_pdu() && !readable_by(getSocket(), deadline_))) {
+        if (expired_ || (in_.in_pdu() && !readable_by(getSocket(), deadline_)) ||
+            (closing_ && !readable_by(getSocket(), closing_deadline_))) {
             expire();
             errno = ETIMEDOUT;
             return -1;
@@ -156,40 +199,37 @@ public:
         return n;
     }
 
+    ssize_t write(void* buf, size_t nbyte) override
+    {
+        const ssize_t n = DcmTCPConnection::write(buf, nbyte);
+        if (n > 0) {
+            out_.account(static_cast<const std::uint8_t*>(buf), static_cast<std::size_t>(n), [] {},
+                         [this](std::uint8_t type) {
+                             if (type == 0x03 || type == 0x06 || type == 0x07) {
+                                 closing_ = true;
+                                 closing_deadline_ = Clock::now() + kClosingGrace;
+                             }
+                         });
+        }
+        return n;
+    }
+
     OFBool networkDataAvailable(int timeout) override
     {
         if (next_ < pending_.size() || expired_) return OFTrue;
-        if (!in_pdu()) return DcmTCPConnection::networkDataAvailable(timeout);
-        const auto until = std::min(deadline_, Clock::now() + std::chrono::seconds(std::max(0, timeout)));
-        if (readable_by(getSocket(), until)) return OFTrue;
+        const auto asked = Clock::now() + std::chrono::seconds(std::max(0, timeout));
+        if (closing_) return readable_by(getSocket(), std::min(asked, closing_deadline_)) ? OFTrue : OFFalse;
+        if (!in_.in_pdu()) return DcmTCPConnection::networkDataAvailable(timeout);
+        if (readable_by(getSocket(), std::min(deadline_, asked))) return OFTrue;
         if (Clock::now() < deadline_) return OFFalse;
         expire();
         return OFTrue;  // the read that follows fails
     }
 
 private:
-    bool in_pdu() const { return header_got_ > 0 || body_left_ > 0; }
-
-    /// Follows the PDU stream (6-byte headers: type, reserved, length).
     void account(const std::uint8_t* p, std::size_t n)
     {
-        while (n > 0) {
-            if (body_left_ > 0) {
-                const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(body_left_, n));
-                body_left_ -= take;
-                p += take;
-                n -= take;
-                continue;
-            }
-            if (header_got_ == 0) deadline_ = Clock::now() + limit_;
-            header_[header_got_++] = *p++;
-            --n;
-            if (header_got_ == sizeof header_) {
-                body_left_ = std::uint64_t{header_[2]} << 24 | std::uint64_t{header_[3]} << 16 |
-                             std::uint64_t{header_[4]} << 8 | header_[5];
-                header_got_ = 0;
-            }
-        }
+        in_.account(p, n, [this] { deadline_ = Clock::now() + limit_; }, [](std::uint8_t) {});
     }
 
     void expire()
@@ -198,7 +238,7 @@ private:
         expired_ = true;
         spdlog::warn("association from {}: a PDU (type {:02X}) not received whole within {} of its first byte "
                      "(--timeout): connection closed, its slot freed",
-                     peer_, header_got_ > 0 || body_left_ > 0 ? header_[0] : 0, seconds_text(limit_));
+                     peer_, in_.type(), seconds_text(limit_));
         ::shutdown(getSocket(), SHUT_RDWR);
     }
 
@@ -206,11 +246,11 @@ private:
     std::size_t next_ = 0;
     const std::string peer_;
     const std::chrono::milliseconds limit_;
-    std::uint8_t header_[6] = {};
-    std::size_t header_got_ = 0;
-    std::uint64_t body_left_ = 0;
+    PduStream in_, out_;
     Clock::time_point deadline_{};
     bool expired_ = false;
+    bool closing_ = false;
+    Clock::time_point closing_deadline_{};
 };
 
 class DeadlineLayer : public DcmTransportLayer {
