@@ -34,6 +34,11 @@ using Clock = std::chrono::steady_clock;
 /// related function), rejected-transient, local-limit-exceeded: what
 /// DCMTK's pool answers when its threads are taken.
 constexpr std::uint8_t kLimitExceeded[] = {0x03, 0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x02, 0x03, 0x02};
+/// The largest A-ASSOCIATE-RQ read (DCMTK's own limit is 1 MiB): DCMTK
+/// accepts 128 presentation contexts, whose request is ~60 KiB even with
+/// every transfer syntax; a connection holds at most this much until its
+/// deadline.
+constexpr std::uint64_t kMaxRequest = 256 * 1024;
 /// Connections being refused at once (each answered with kLimitExceeded and
 /// read until the peer closes, 2 s at most); beyond, they are closed.
 constexpr int kMaxRefusing = 32;
@@ -318,7 +323,7 @@ void refuse(int fd, const std::string& peer, const std::string& why)
 
 struct Gate {
     const GatewayOptions& options;
-    const std::function<void(T_ASC_Association*)>& serve;
+    const std::function<void(T_ASC_Association*)> serve;
     T_ASC_Network* network = nullptr;
     Slots slots;
     /// DCMTK takes an accepted socket from one process-wide value
@@ -327,8 +332,9 @@ struct Gate {
     std::mutex external_socket;
 
     /// One connection, on its own thread: its request read by the deadline,
-    /// then the association served.
-    void connection(int fd, const std::string& peer)
+    /// then the association served. Returns why the connection was closed
+    /// before DCMTK took it, or "".
+    std::string connection(int fd, const std::string& peer)
     {
         const auto deadline = Clock::now() + options.timeout;
         std::vector<std::uint8_t> request(6);
@@ -339,9 +345,9 @@ struct Gate {
                      std::uint64_t{request[4]} << 8 | request[5];
             if (request[0] != 0x01)
                 why = "the first PDU is of type " + std::to_string(request[0]) + ", not an A-ASSOCIATE-RQ (1)";
-            else if (length > dcmAssociatePDUSizeLimit.get())
+            else if (length > kMaxRequest)
                 why = "its A-ASSOCIATE-RQ declares " + std::to_string(length) + " bytes, more than the " +
-                      std::to_string(dcmAssociatePDUSizeLimit.get()) + " accepted";
+                      std::to_string(kMaxRequest) + " accepted";
         }
         if (why.empty()) {
             request.resize(6 + length);
@@ -351,9 +357,8 @@ struct Gate {
             why = "no A-ASSOCIATE-RQ within " + seconds_text(options.timeout) + " of the connection (--timeout)";
         }
         if (!why.empty()) {
-            spdlog::warn("connection from {} closed: {}", peer, why);
             ::close(fd);
-            return;
+            return why;
         }
         T_ASC_Association* association = nullptr;
         OFCondition received;
@@ -376,13 +381,14 @@ struct Gate {
                 ASC_destroyAssociation(&association);
             }
             if (!t_taken) ::close(fd);
-            return;
+            return {};
         }
         try {
             serve(association);
         } catch (const std::exception& e) {
             spdlog::error("association from {}: {}", peer, e.what());
         }
+        return {};
     }
 };
 
@@ -406,7 +412,9 @@ std::string accept_associations(const GatewayOptions& options, const std::functi
         return where + why;
     }
 
-    Gate gate{options, serve, nullptr, Slots(options.max_associations, options.max_associations_per_peer), {}};
+    // Never freed: the connections' detached threads use it until the process ends.
+    Gate& gate = *new Gate{options, serve, nullptr,
+                           Slots(options.max_associations, options.max_associations_per_peer), {}};
     // DCMTK opens no listening socket of its own while an external socket
     // is set; each association's socket is set as it comes.
     dcmDisableGethostbyaddr.set(OFTrue);
@@ -450,8 +458,10 @@ std::string accept_associations(const GatewayOptions& options, const std::functi
         }
         try {
             std::thread([&gate, fd, peer] {
-                gate.connection(fd, peer);
+                const std::string closed = gate.connection(fd, peer);
                 gate.slots.release(peer);
+                // Logged once the slot is free again.
+                if (!closed.empty()) spdlog::warn("connection from {} closed: {}", peer, closed);
             }).detach();
         } catch (const std::system_error& e) {
             gate.slots.release(peer);

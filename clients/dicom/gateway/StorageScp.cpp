@@ -429,7 +429,7 @@ std::string serve_associations(const GatewayOptions& options, InstanceStore& sto
     // Each association on a thread of its own, taken by AssociationGate
     // (slots, deadlines) rather than DCMTK's pool.
     const DcmSharedSCPConfig shared(config);
-    return accept_associations(options, [&shared](T_ASC_Association* association) {
+    return accept_associations(options, [shared](T_ASC_Association* association) {
         StorageScp scp;
         scp.setSharedConfig(shared);
         const OFCondition ended = scp.run(association);
