@@ -309,8 +309,21 @@ def stale_spool(c, running_gateway):
     gw.proc.stop()
 
 
+def option_refusals(c):
+    step("--max-associations-per-peer out of range: exit 1 naming the value and what is allowed")
+    base = [harness.program("clients/dicom/blob-dicomd"), "--aetitle", "GW", "--port", "0", "--store", "ws1",
+            "--naming", c.naming, "--spool", c.root]
+    for extra, message in ((["--max-associations", "4", "--max-associations-per-peer", "5"],
+                            "--max-associations-per-peer 5: expected 1 to 4 (--max-associations)"),
+                           (["--max-associations-per-peer", "0"],
+                            "--max-associations-per-peer 0: expected 1 to 8 (--max-associations)")):
+        code, _, err = c.run(base + extra, timeout=60)
+        check(code == 1 and message in err, f"{' '.join(extra)}: exit {code} ({err.strip()!r}), expected 1 with {message!r}")
+
+
 def test(c):
     c.env["TCP_NODELAY"] = "1"
+    option_refusals(c)
     ws1 = c.start_daemon("ws1", "file")
     patient = Gateway(c, "ws1", "gateway", index_url="", extra=("--max-associations", "4", "--timeout", "30"))
     held_connections(c, patient)
