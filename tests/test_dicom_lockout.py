@@ -14,7 +14,9 @@ far below the timeouts involved.
   --max-associations-per-peer defaults to half), the echo answers.
 - At --timeout 3 with every slot taken by tricklers from four addresses:
   the echo is rejected, then each trickler is cut between 3 and 5 s after
-  its PDU's first byte, and the echo answers; a silent connection, one
+  its PDU's first byte, and the echo answers; a command sent a fragment per
+  whole PDU, a PDU a second, is cut between 3 and 5 s after its first
+  fragment; a silent connection, one
   that sent a header only and an association that sends nothing after its
   acceptance are closed between 3 and 5 s after the connect; the gateway's
   open descriptors are back to what they were.
@@ -108,9 +110,11 @@ def echo(c, gw, expect_ok=True):
 
 
 class Trickler:
-    """An association from `source` that sends a P-DATA-TF PDU 2 bytes at a time, every `every` seconds."""
+    """An association from `source` that sends a P-DATA-TF PDU 2 bytes at a time, every `every` seconds;
+    `fragments`: whole P-DATA-TF PDUs instead, each with a 2-byte fragment of a command that never ends."""
 
-    def __init__(self, gw, source, every):
+    def __init__(self, gw, source, every, fragments=False):
+        self.fragments = fragments
         self.s = connect(gw, source)
         self.s.sendall(associate_rq())
         self.answer, _ = read_pdu(self.s)
@@ -121,12 +125,15 @@ class Trickler:
 
     def start(self):
         pdu = struct.pack(">BBI", 4, 0, 74) + bytes(74)  # a P-DATA-TF that never completes in time
+        # PDV item: length 4, presentation context 1, control 0x01 (command, not the last fragment), two bytes
+        fragment = struct.pack(">BBI", 4, 0, 8) + struct.pack(">IBB", 4, 1, 0x01) + b"\x00\x00"
+        pieces = [fragment] * 40 if self.fragments else [pdu[i:i + 2] for i in range(0, len(pdu), 2)]
 
         def run():
             self.first_byte = time.monotonic()
-            for i in range(0, len(pdu), 2):  # bounded: 40 sends
+            for piece in pieces:  # bounded: 40 sends
                 try:
-                    self.s.sendall(pdu[i:i + 2])
+                    self.s.sendall(piece)
                 except OSError:
                     break
                 self.s.settimeout(self.every)
@@ -215,6 +222,19 @@ def pdu_deadline(c, gw, timeout):
     wait_for(lambda: echo(c, gw, expect_ok=False)[0] == 0, ECHO_BOUND, "a C-ECHO answered once the tricklers were cut",
              interval=0.1)
     step(f"C-ECHO answered {time.monotonic() - cut:.2f} s after the last trickler was cut")
+
+    step("a command sent one fragment per whole P-DATA-TF PDU, a PDU a second")
+    fragments = Trickler(gw, "127.0.0.6", 1.0, fragments=True)
+    check_equal(fragments.answer, 2, "the answer to the request (A-ASSOCIATE-AC)")
+    fragments.start()
+    fragments.thread.join(timeout + 10)
+    fragments.close()
+    check(fragments.closed_after is not None and timeout - 0.2 <= fragments.closed_after < timeout + 2,
+          f"the command trickler cut {fragments.closed_after} s after its first fragment "
+          f"(expected {timeout} to {timeout + 2} s)")
+    check(f"a DIMSE command not received whole within {timeout} s of its first fragment" in gw.log(),
+          "no log line for a command cut at its deadline")
+    step(f"the command trickler was cut after {fragments.closed_after:.2f} s")
 
     step(f"a silent connection, a header-only one and an idle association are closed {timeout} s after the connect")
     started = time.monotonic()

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -139,13 +140,15 @@ public:
     /// The type of the PDU under way or last begun.
     std::uint8_t type() const { return header_[0]; }
 
-    /// Accounts `n` bytes; `begun` is called at each PDU's first byte, `headed` once its header is whole.
-    template <class Begun, class Headed>
-    void account(const std::uint8_t* p, std::size_t n, Begun begun, Headed headed)
+    /// Accounts `n` bytes: begun() at each PDU's first byte, headed(type)
+    /// once its header is whole, body(type, bytes, count) for its body.
+    template <class Begun, class Headed, class Body>
+    void account(const std::uint8_t* p, std::size_t n, Begun begun, Headed headed, Body body)
     {
         while (n > 0) {
             if (body_left_ > 0) {
                 const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(body_left_, n));
+                body(header_[0], p, take);
                 body_left_ -= take;
                 p += take;
                 n -= take;
@@ -169,12 +172,51 @@ private:
     std::uint64_t body_left_ = 0;
 };
 
-/// DCMTK's TCP connection with a deadline for each whole PDU: the bytes read
-/// before DCMTK took the socket (the association request) come first, then
-/// the socket's. A PDU whose first byte has come must be complete within
-/// the deadline: otherwise the socket is shut down and the association ends.
-/// Once this side has sent A-ASSOCIATE-RJ, A-RELEASE-RP or A-ABORT, DCMTK
-/// waits for the peer to close for kClosingGrace at most (not its timeout).
+/// Follows the PDV items of one P-DATA-TF body (PS3.8 9.3.5.1: length (4),
+/// presentation context id, message control header, fragment).
+class PdvStream {
+public:
+    void reset() { header_got_ = 0, item_left_ = 0; }
+
+    /// Accounts `n` body bytes: fragment(control) at each item's header.
+    template <class Fragment>
+    void account(const std::uint8_t* p, std::size_t n, Fragment fragment)
+    {
+        while (n > 0) {
+            if (item_left_ > 0) {
+                const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(item_left_, n));
+                item_left_ -= take;
+                p += take;
+                n -= take;
+                continue;
+            }
+            header_[header_got_++] = *p++;
+            --n;
+            if (header_got_ == sizeof header_) {
+                const std::uint64_t length = std::uint64_t{header_[0]} << 24 | std::uint64_t{header_[1]} << 16 |
+                                             std::uint64_t{header_[2]} << 8 | header_[3];
+                item_left_ = length >= 2 ? length - 2 : 0;
+                header_got_ = 0;
+                fragment(header_[5]);
+            }
+        }
+    }
+
+private:
+    std::uint8_t header_[6] = {};
+    std::size_t header_got_ = 0;
+    std::uint64_t item_left_ = 0;
+};
+
+/// DCMTK's TCP connection with deadlines: the bytes read before DCMTK took
+/// the socket (the association request) come first, then the socket's. A
+/// PDU whose first byte has come must be complete within the deadline, and
+/// so must a DIMSE command (all its fragments, over any number of PDUs)
+/// from its first fragment: otherwise the socket is shut down and the
+/// association ends. A data set's PDUs each have the deadline, and between
+/// them DCMTK's DIMSE timeout applies. Once this side has sent
+/// A-ASSOCIATE-RJ, A-RELEASE-RP or A-ABORT, DCMTK waits for the peer to
+/// close for kClosingGrace at most (not its timeout).
 class DeadlineConnection : public DcmTCPConnection {
 public:
     DeadlineConnection(DcmNativeSocketType fd, std::vector<std::uint8_t> request, std::string peer,
@@ -193,9 +235,18 @@ public:
             account(out, n);
             return static_cast<ssize_t>(n);
         }
-        if (expired_ || (in_.in_pdu() && !readable_by(getSocket(), deadline_)) ||
-            (closing_ && !readable_by(getSocket(), closing_deadline_))) {
-            expire();
+        bool late = expired_;
+        if (!late && closing_ && !readable_by(getSocket(), closing_deadline_)) {
+            late = true;
+            ::shutdown(getSocket(), SHUT_RDWR);
+        } else if (!late) {
+            const auto due = this->due();
+            if (due && !readable_by(getSocket(), *due)) {
+                late = true;
+                expire();
+            }
+        }
+        if (late) {
             errno = ETIMEDOUT;
             return -1;
         }
@@ -208,13 +259,15 @@ public:
     {
         const ssize_t n = DcmTCPConnection::write(buf, nbyte);
         if (n > 0) {
-            out_.account(static_cast<const std::uint8_t*>(buf), static_cast<std::size_t>(n), [] {},
-                         [this](std::uint8_t type) {
-                             if (type == 0x03 || type == 0x06 || type == 0x07) {
-                                 closing_ = true;
-                                 closing_deadline_ = Clock::now() + kClosingGrace;
-                             }
-                         });
+            out_.account(
+                static_cast<const std::uint8_t*>(buf), static_cast<std::size_t>(n), [] {},
+                [this](std::uint8_t type) {
+                    if (type == 0x03 || type == 0x06 || type == 0x07) {
+                        closing_ = true;
+                        closing_deadline_ = Clock::now() + kClosingGrace;
+                    }
+                },
+                [](std::uint8_t, const std::uint8_t*, std::size_t) {});
         }
         return n;
     }
@@ -224,26 +277,53 @@ public:
         if (next_ < pending_.size() || expired_) return OFTrue;
         const auto asked = Clock::now() + std::chrono::seconds(std::max(0, timeout));
         if (closing_) return readable_by(getSocket(), std::min(asked, closing_deadline_)) ? OFTrue : OFFalse;
-        if (!in_.in_pdu()) return DcmTCPConnection::networkDataAvailable(timeout);
-        if (readable_by(getSocket(), std::min(deadline_, asked))) return OFTrue;
-        if (Clock::now() < deadline_) return OFFalse;
+        const auto due = this->due();
+        if (!due) return DcmTCPConnection::networkDataAvailable(timeout);
+        if (readable_by(getSocket(), std::min(*due, asked))) return OFTrue;
+        if (Clock::now() < *due) return OFFalse;
         expire();
         return OFTrue;  // the read that follows fails
     }
 
 private:
+    /// When what is under way (a PDU, a command) must be complete; none between them.
+    std::optional<Clock::time_point> due() const
+    {
+        std::optional<Clock::time_point> due;
+        if (in_.in_pdu()) due = pdu_deadline_;
+        if (command_open_) due = due ? std::min(*due, command_deadline_) : command_deadline_;
+        return due;
+    }
+
     void account(const std::uint8_t* p, std::size_t n)
     {
-        in_.account(p, n, [this] { deadline_ = Clock::now() + limit_; }, [](std::uint8_t) {});
+        in_.account(
+            p, n, [this] { pdu_deadline_ = Clock::now() + limit_; },
+            [this](std::uint8_t type) {
+                if (type == 0x04) pdvs_.reset();
+            },
+            [this](std::uint8_t type, const std::uint8_t* body, std::size_t size) {
+                if (type != 0x04) return;
+                pdvs_.account(body, size, [this](std::uint8_t control) {
+                    if (!(control & 0x01)) return;  // a data set's fragment
+                    if (!command_open_) command_deadline_ = Clock::now() + limit_;
+                    command_open_ = !(control & 0x02);  // open until its last fragment
+                });
+            });
     }
 
     void expire()
     {
         if (expired_) return;
         expired_ = true;
-        spdlog::warn("association from {}: a PDU (type {:02X}) not received whole within {} of its first byte "
-                     "(--timeout): connection closed, its slot freed",
-                     peer_, in_.type(), seconds_text(limit_));
+        if (in_.in_pdu() && (!command_open_ || pdu_deadline_ <= command_deadline_))
+            spdlog::warn("association from {}: a PDU (type {:02X}) not received whole within {} of its first byte "
+                         "(--timeout): connection closed, its slot freed",
+                         peer_, in_.type(), seconds_text(limit_));
+        else
+            spdlog::warn("association from {}: a DIMSE command not received whole within {} of its first fragment "
+                         "(--timeout): connection closed, its slot freed",
+                         peer_, seconds_text(limit_));
         ::shutdown(getSocket(), SHUT_RDWR);
     }
 
@@ -252,7 +332,10 @@ private:
     const std::string peer_;
     const std::chrono::milliseconds limit_;
     PduStream in_, out_;
-    Clock::time_point deadline_{};
+    PdvStream pdvs_;
+    Clock::time_point pdu_deadline_{};
+    bool command_open_ = false;
+    Clock::time_point command_deadline_{};
     bool expired_ = false;
     bool closing_ = false;
     Clock::time_point closing_deadline_{};
