@@ -11,8 +11,9 @@
 /// that reads the whole A-ASSOCIATE-RQ PDU by --timeout from the accept,
 /// then lets DCMTK take the association from that socket with the bytes
 /// read. Every later PDU must arrive whole within --timeout of its first
-/// byte (a peer trickling a message loses its association and its slot);
-/// between PDUs DCMTK's DIMSE timeout (--timeout) applies.
+/// byte, and every DIMSE command within --timeout of its first fragment (a
+/// peer trickling a message loses its association and its slot); between
+/// PDUs DCMTK's DIMSE timeout (--timeout) applies.
 
 #include "GatewayOptions.h"
 

@@ -30,7 +30,8 @@ struct GatewayOptions {
     OnConflict on_conflict = OnConflict::refuse;
     std::string spool;  ///< directory of received files until their push ends
     /// Network and store inactivity timeout; also the deadline of each
-    /// whole PDU a peer sends (the association request from the accept on).
+    /// whole PDU and DIMSE command a peer sends (the association request
+    /// from the accept on).
     std::chrono::milliseconds timeout{30000};
     /// No new instance of a study for this long: the study is stable.
     std::chrono::milliseconds stable_after{60000};

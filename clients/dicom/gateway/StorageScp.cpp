@@ -32,7 +32,7 @@ namespace blobstreaming::dicom {
 
 namespace {
 
-/// The pool builds its SCPs with their default constructor: they reach the
+/// Each association's SCP is built with its default constructor: they reach the
 /// gateway's state through this pointer, set once before listening.
 const GatewayOptions* g_options = nullptr;
 InstanceStore* g_store = nullptr;
