@@ -4,6 +4,8 @@
 #include <dcmtk/dcmnet/dcmtrans.h>
 #include <dcmtk/dcmnet/dul.h>
 
+#include <blobstreaming/common/UniqueFd.h>
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -359,7 +361,7 @@ private:
 
 /// The A-ASSOCIATE-RJ, then the peer's bytes read until it closes (a close
 /// with unread bytes would reset the connection, the answer maybe lost).
-void refuse(int fd, const std::string& peer, const std::string& why)
+void refuse(UniqueFd fd, const std::string& peer, const std::string& why)
 {
     static std::atomic<int> refusing{0};
     // A flood is logged by its first lines and a count (the accept thread alone calls this).
@@ -381,26 +383,23 @@ void refuse(int fd, const std::string& peer, const std::string& why)
     }
     if (refusing.fetch_add(1) >= kMaxRefusing) {
         refusing.fetch_sub(1);
-        ::close(fd);
-        return;
+        return;  // closed
     }
-    auto drain = [fd] {
-        ::send(fd, kLimitExceeded, sizeof kLimitExceeded, MSG_NOSIGNAL | MSG_DONTWAIT);
-        ::shutdown(fd, SHUT_WR);
+    auto drain = [fd = std::move(fd)] {
+        ::send(fd.get(), kLimitExceeded, sizeof kLimitExceeded, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ::shutdown(fd.get(), SHUT_WR);
         const auto deadline = Clock::now() + kRefusalDrain;
         std::uint8_t sink[4096];
-        for (int reads = 0; reads < 256 && readable_by(fd, deadline); ++reads) {
-            const ssize_t n = ::recv(fd, sink, sizeof sink, MSG_DONTWAIT);
+        for (int reads = 0; reads < 256 && readable_by(fd.get(), deadline); ++reads) {
+            const ssize_t n = ::recv(fd.get(), sink, sizeof sink, MSG_DONTWAIT);
             if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) break;
         }
-        ::close(fd);
         refusing.fetch_sub(1);
     };
     try {
-        std::thread(drain).detach();
+        std::thread(std::move(drain)).detach();
     } catch (const std::system_error&) {
-        refusing.fetch_sub(1);
-        ::close(fd);
+        refusing.fetch_sub(1);  // the connection closed with the lambda
     }
 }
 
@@ -417,11 +416,11 @@ struct Gate {
     /// One connection, on its own thread: its request read by the deadline,
     /// then the association served. Returns why the connection was closed
     /// before DCMTK took it, or "".
-    std::string connection(int fd, const std::string& peer)
+    std::string connection(UniqueFd fd, const std::string& peer)
     {
         const auto deadline = Clock::now() + options.timeout;
         std::vector<std::uint8_t> request(6);
-        std::string why = read_by(fd, request.data(), 6, deadline);
+        std::string why = read_by(fd.get(), request.data(), 6, deadline);
         std::uint64_t length = 0;
         if (why.empty()) {
             length = std::uint64_t{request[2]} << 24 | std::uint64_t{request[3]} << 16 |
@@ -434,15 +433,12 @@ struct Gate {
         }
         if (why.empty()) {
             request.resize(6 + length);
-            why = read_by(fd, request.data() + 6, length, deadline);
+            why = read_by(fd.get(), request.data() + 6, length, deadline);
             if (!why.empty()) why = "its A-ASSOCIATE-RQ (" + std::to_string(6 + length) + " bytes): " + why;
         } else if (why == "not received within the deadline") {
             why = "no A-ASSOCIATE-RQ within " + seconds_text(options.timeout) + " of the connection (--timeout)";
         }
-        if (!why.empty()) {
-            ::close(fd);
-            return why;
-        }
+        if (!why.empty()) return why;
         T_ASC_Association* association = nullptr;
         OFCondition received;
         {
@@ -450,12 +446,13 @@ struct Gate {
             t_request = &request;
             t_peer = &peer;
             t_taken = false;
-            dcmExternalSocketHandle.set(fd);
+            dcmExternalSocketHandle.set(fd.get());
             received = ASC_receiveAssociation(network, &association, static_cast<long>(options.max_pdu), nullptr,
                                               nullptr, OFFalse, DUL_BLOCK, 0);
             dcmExternalSocketHandle.set(DCMNET_INVALID_SOCKET);
             t_request = nullptr;
             t_peer = nullptr;
+            if (t_taken) fd.release();  // the association's connection closes it
         }
         if (received.bad()) {
             spdlog::warn("association request from {} not understood: {}", peer, received.text());
@@ -463,7 +460,6 @@ struct Gate {
                 ASC_dropAssociation(association);
                 ASC_destroyAssociation(&association);
             }
-            if (!t_taken) ::close(fd);
             return {};
         }
         try {
@@ -480,20 +476,17 @@ struct Gate {
 std::string accept_associations(const GatewayOptions& options, const std::function<void(T_ASC_Association*)>& serve)
 {
     const std::string where = "listening on port " + std::to_string(options.port) + " failed: ";
-    const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (listener < 0) return where + "socket: " + std::strerror(errno);
+    UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!listener) return where + "socket: " + std::strerror(errno);
     const int one = 1;
-    ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    ::setsockopt(listener.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_port = htons(static_cast<std::uint16_t>(options.port));
     address.sin_addr.s_addr = htonl(INADDR_ANY);
-    if (::bind(listener, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
-        ::listen(listener, SOMAXCONN) != 0) {
-        const std::string why = std::strerror(errno);
-        ::close(listener);
-        return where + why;
-    }
+    if (::bind(listener.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
+        ::listen(listener.get(), SOMAXCONN) != 0)
+        return where + std::strerror(errno);
 
     // Never freed: the connections' detached threads use it until the process ends.
     Gate& gate = *new Gate{options, serve, nullptr,
@@ -501,23 +494,20 @@ std::string accept_associations(const GatewayOptions& options, const std::functi
     // DCMTK opens no listening socket of its own while an external socket
     // is set; each association's socket is set as it comes.
     dcmDisableGethostbyaddr.set(OFTrue);
-    dcmExternalSocketHandle.set(listener);
+    dcmExternalSocketHandle.set(listener.get());
     const auto acse = static_cast<int>(std::max<long long>(1, options.timeout.count() / 1000));
     OFCondition initialized = ASC_initializeNetwork(NET_ACCEPTOR, static_cast<int>(options.port), acse, &gate.network);
     dcmExternalSocketHandle.set(DCMNET_INVALID_SOCKET);
     if (initialized.good())
         initialized = ASC_setTransportLayer(gate.network, new DeadlineLayer(options.timeout), 1);
-    if (initialized.bad()) {
-        ::close(listener);
-        return where + "DCMTK's network: " + initialized.text();
-    }
+    if (initialized.bad()) return where + "DCMTK's network: " + initialized.text();
 
     unsigned exhausted = 0;
     for (;;) {
         sockaddr_in peer_address{};
         socklen_t length = sizeof peer_address;
-        const int fd = ::accept4(listener, reinterpret_cast<sockaddr*>(&peer_address), &length, SOCK_CLOEXEC);
-        if (fd < 0) {
+        UniqueFd fd(::accept4(listener.get(), reinterpret_cast<sockaddr*>(&peer_address), &length, SOCK_CLOEXEC));
+        if (!fd) {
             const int err = errno;
             if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
                 // Out of descriptors: the pending connection waits in the
@@ -536,20 +526,19 @@ std::string accept_associations(const GatewayOptions& options, const std::functi
         std::string peer = text;
         const std::string refused = gate.slots.admit(peer);
         if (!refused.empty()) {
-            refuse(fd, peer, refused);
+            refuse(std::move(fd), peer, refused);
             continue;
         }
         try {
-            std::thread([&gate, fd, peer] {
-                const std::string closed = gate.connection(fd, peer);
+            std::thread([&gate, fd = std::move(fd), peer]() mutable {
+                const std::string closed = gate.connection(std::move(fd), peer);
                 gate.slots.release(peer);
                 // Logged once the slot is free again.
                 if (!closed.empty()) spdlog::warn("connection from {} closed: {}", peer, closed);
             }).detach();
         } catch (const std::system_error& e) {
             gate.slots.release(peer);
-            spdlog::error("association from {}: no thread for it: {}", peer, e.what());
-            ::close(fd);
+            spdlog::error("association from {}: no thread for it: {}", peer, e.what());  // closed with the lambda
         }
     }
 }
