@@ -67,6 +67,15 @@ clients_dicom_tests_StudyStabilityTest_SOURCES = clients/dicom/tests/StudyStabil
 clients_dicom_tests_StudyStabilityTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/dicom/gateway -DBOOST_TEST_DYN_LINK
 clients_dicom_tests_StudyStabilityTest_LDADD = $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 
+# The spool's stale files in a temporary directory (no gateway).
+check_PROGRAMS += clients/dicom/tests/SpoolTest
+TESTS += clients/dicom/tests/SpoolTest
+clients_dicom_tests_SpoolTest_SOURCES = clients/dicom/tests/SpoolTest.cpp clients/dicom/gateway/Spool.cpp \
+	clients/dicom/gateway/Spool.h
+clients_dicom_tests_SpoolTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/dicom/gateway $(SPDLOG_CFLAGS) \
+	-DBOOST_TEST_DYN_LINK
+clients_dicom_tests_SpoolTest_LDADD = $(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
+
 # StableTracker over a SQLite index in a temporary directory (no processes).
 check_PROGRAMS += clients/dicom/tests/StableTrackerTest
 TESTS += clients/dicom/tests/StableTrackerTest

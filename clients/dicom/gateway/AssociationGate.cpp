@@ -68,8 +68,8 @@ public:
             return "all " + std::to_string(total_) + " association slots are in use (--max-associations)";
         unsigned& mine = peers_[peer];
         if (mine >= per_peer_) {
-            return std::to_string(mine) + " associations of " + peer + " are open already (--max-associations-per-peer " +
-                   std::to_string(per_peer_) + ")";
+            return std::to_string(mine) + " associations of " + peer +
+                   " are open already (--max-associations-per-peer " + std::to_string(per_peer_) + ")";
         }
         ++mine;
         ++busy_;
