@@ -56,6 +56,7 @@ system_tests = \
 	tests/test_rados_daemon.py \
 	tests/test_dicom_gateway.py \
 	tests/test_dicom_logfile.py \
+	tests/test_dicom_lockout.py \
 	tests/test_study_stable.py \
 	tests/test_dicom_find.py \
 	tests/test_dicom_retrieve.py \

@@ -67,7 +67,7 @@ def port_refusals(c, gw):
 def test(c):
     c.env["TCP_NODELAY"] = "1"  # DCMTK's storescu leaves Nagle on otherwise (~45 ms per instance)
     c.start_daemon("ws1", "file")
-    gw = Gateway(c, "ws1", "gateway", extra=("--max-associations", "2"))
+    gw = Gateway(c, "ws1", "gateway", extra=("--max-associations", "2", "--max-associations-per-peer", "2"))
     port_refusals(c, gw)
 
     step("a multi-frame image through storescu, pulled back bit-exact")
@@ -124,9 +124,9 @@ def test(c):
 
     step("--max-associations 2: a third association at once is rejected")
     held = gw.pynetdicom(python, "hold", "2")[0]
-    # Over the bound DCMTK's pool answers A-ASSOCIATE-RJ, or, when its worker
-    # slots are all taken before it reads the request, closes the connection
-    # (pynetdicom: "failed"); either way the third is not accepted.
+    # Over the bound the gateway answers A-ASSOCIATE-RJ, or, when too many
+    # refusals are under way, closes the connection (pynetdicom: "failed");
+    # either way the third is not accepted.
     check(held.get("held") == 2 and held.get("extra") in ("rejected", "failed"),
           f"two associations held, the third not accepted: {held}")
 

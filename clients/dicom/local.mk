@@ -22,6 +22,8 @@ clients_dicom_libblobdicom_la_LIBADD = clients/libblobclient.la common/libblobco
 bin_PROGRAMS += clients/dicom/blob-dicomd
 clients_dicom_blob_dicomd_SOURCES = \
 	clients/dicom/gateway/main.cpp \
+	clients/dicom/gateway/AssociationGate.cpp \
+	clients/dicom/gateway/AssociationGate.h \
 	clients/dicom/gateway/EventIndexer.cpp \
 	clients/dicom/gateway/EventIndexer.h \
 	clients/dicom/gateway/GatewayOptions.cpp \
@@ -32,6 +34,8 @@ clients_dicom_blob_dicomd_SOURCES = \
 	clients/dicom/gateway/ListenPort.h \
 	clients/dicom/gateway/QueryRetrieve.cpp \
 	clients/dicom/gateway/QueryRetrieve.h \
+	clients/dicom/gateway/Spool.cpp \
+	clients/dicom/gateway/Spool.h \
 	clients/dicom/gateway/StorageScp.cpp \
 	clients/dicom/gateway/StableTracker.cpp \
 	clients/dicom/gateway/StableTracker.h \
@@ -67,6 +71,15 @@ TESTS += clients/dicom/tests/StudyStabilityTest
 clients_dicom_tests_StudyStabilityTest_SOURCES = clients/dicom/tests/StudyStabilityTest.cpp clients/dicom/gateway/StudyStability.h
 clients_dicom_tests_StudyStabilityTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/dicom/gateway -DBOOST_TEST_DYN_LINK
 clients_dicom_tests_StudyStabilityTest_LDADD = $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
+
+# The spool's stale files in a temporary directory (no gateway).
+check_PROGRAMS += clients/dicom/tests/SpoolTest
+TESTS += clients/dicom/tests/SpoolTest
+clients_dicom_tests_SpoolTest_SOURCES = clients/dicom/tests/SpoolTest.cpp clients/dicom/gateway/Spool.cpp \
+	clients/dicom/gateway/Spool.h
+clients_dicom_tests_SpoolTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/dicom/gateway $(SPDLOG_CFLAGS) \
+	-DBOOST_TEST_DYN_LINK
+clients_dicom_tests_SpoolTest_LDADD = $(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 
 # StableTracker over a SQLite index in a temporary directory (no processes).
 check_PROGRAMS += clients/dicom/tests/StableTrackerTest

@@ -7,6 +7,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -45,10 +46,11 @@ po::options_description describe()
         ("index", po::value<std::string>()->value_name("URL"), "the study index: sqlite:PATH (created when missing) or postgresql://[USER[:PASSWORD]@]HOST[:PORT]/DB (the schema created when missing); every DICOM Blob committed to any store is recorded")
         ("name-pattern", po::value<std::string>()->default_value("{SOPInstanceUID}.dcm"), "the Blob name of an instance: {SOPInstanceUID} (required), {SOPClassUID}, {StudyInstanceUID}, {SeriesInstanceUID}, {Modality}")
         ("max-associations", po::value<unsigned>()->default_value(8), "associations served at once, one thread each (1-256); more are rejected (transient, local limit exceeded)")
+        ("max-associations-per-peer", po::value<unsigned>()->value_name("N"), "associations from one IP address at once, counting connections still sending their association request (1 to --max-associations; default half of --max-associations, at least 1); more are rejected (transient, local limit exceeded)")
         ("max-pdu", po::value<unsigned>()->default_value(131072), "largest PDU received, bytes (4096-131072)")
         ("on-conflict", po::value<std::string>()->default_value("refuse"), "an instance already stored with another data set: refuse (status C011) or replace")
         ("spool", po::value<std::string>()->default_value(tmp ? tmp : "/tmp"), "directory holding each received instance until its push has ended (env TMPDIR)")
-        ("timeout,t", po::value<std::string>()->default_value("30"), "network and store inactivity timeout, seconds unless a unit is given (1 to 3600 s)")
+        ("timeout,t", po::value<std::string>()->default_value("30"), "network and store inactivity timeout, and the deadline of each whole PDU and each whole DIMSE command a peer sends (the association request counted from the connection's accept): a peer that has not sent it by then loses its association; seconds unless a unit is given (1 to 3600 s)")
         ("stable-after", po::value<std::string>()->default_value("60"), "a study with no new instance indexed for this long is stable and published as a study-stable event (with --index; blob watch --events study-stable), seconds unless a unit is given (0.001 to 86400 s, fractions allowed)")
         ("rescan", po::value<std::string>()->default_value("300"), "with --index: how often every registered store's Blobs are compared with the index, seconds unless a unit is given (0 to 86400 s; 0: only at start). A rescan watches stores registered since the last, subscribes again to each (a restarted store forgets its subscribers), indexes what was committed unseen (the gateway down, events dropped) and removes the entries of Blobs gone")
         ("log-file", po::value<std::string>()->value_name("FILE"), "append the log to FILE instead of standard error; opened again on SIGHUP (log rotation)")
@@ -122,6 +124,13 @@ std::optional<GatewayOptions> parse_gateway_options(int argc, char** argv, std::
     o.max_associations = vm["max-associations"].as<unsigned>();
     if (o.max_associations < 1 || o.max_associations > 256)
         usage("--max-associations " + std::to_string(o.max_associations) + ": expected 1 to 256");
+    o.max_associations_per_peer = std::max(1u, o.max_associations / 2);
+    if (vm.count("max-associations-per-peer")) {
+        o.max_associations_per_peer = vm["max-associations-per-peer"].as<unsigned>();
+        if (o.max_associations_per_peer < 1 || o.max_associations_per_peer > o.max_associations)
+            usage("--max-associations-per-peer " + std::to_string(o.max_associations_per_peer) + ": expected 1 to " +
+                  std::to_string(o.max_associations) + " (--max-associations)");
+    }
     o.max_pdu = vm["max-pdu"].as<unsigned>();
     if (o.max_pdu < 4096 || o.max_pdu > 131072)
         usage("--max-pdu " + std::to_string(o.max_pdu) + ": expected 4096 to 131072");

@@ -23,9 +23,15 @@ struct GatewayOptions {
     std::string index;  ///< "" : no index
     std::string name_pattern = "{SOPInstanceUID}.dcm";
     unsigned max_associations = 8;
+    /// Associations (and connections still sending their request) from one
+    /// IP address at once; default half of max_associations, at least 1.
+    unsigned max_associations_per_peer = 4;
     unsigned max_pdu = 131072;
     OnConflict on_conflict = OnConflict::refuse;
     std::string spool;  ///< directory of received files until their push ends
+    /// Network and store inactivity timeout; also the deadline of each
+    /// whole PDU and DIMSE command a peer sends (the association request
+    /// from the accept on).
     std::chrono::milliseconds timeout{30000};
     /// No new instance of a study for this long: the study is stable.
     std::chrono::milliseconds stable_after{60000};

@@ -317,6 +317,12 @@ StoreOutcome InstanceStore::push(const ReceivedInstance& instance, const std::st
         record.checksum = info.checksum.text();
         return StoreOutcome{status::success, how};
     };
+    // A try that timed out while the store stalled may leave a reservation
+    // of this name, the gateway's own (a reservation belongs to the client
+    // that made it), that the store created after the gateway gave up and
+    // that nothing fills: the next try (the modality's resend) resumes it
+    // instead of finding the name "being written" for the store's grace.
+    push.resume = true;
     try {
         return committed(session_.push_file(instance.path, name, push), "");
     } catch (const Error& e) {
@@ -334,6 +340,7 @@ StoreOutcome InstanceStore::push(const ReceivedInstance& instance, const std::st
             return {status::conflicting_instance,
                     "Blob " + name + " holds another data set for this SOP Instance UID (--on-conflict refuse)"};
         push.replace = true;
+        push.resume = false;  // the reservation of the name was the first try's, gone: a replace starts anew
         return committed(session_.push_file(instance.path, name, push), "replaced another data set");
     } catch (const Error& e) {
         return {status_of(e.code()), "store \"" + options_.store + "\": " + e.what()};

@@ -116,7 +116,7 @@ PortReservation::~PortReservation()
 
 bool PortReservation::await_listener(const std::atomic<bool>& listener_ended, std::chrono::milliseconds limit)
 {
-    // DCMTK offers no callback when it listens: its socket is looked for,
+    // The listener thread offers no callback when it listens: its socket is looked for,
     // which takes well under a millisecond once it is there.
     const auto deadline = std::chrono::steady_clock::now() + limit;
     while (!process_listens_on(port_, fd_)) {

@@ -1,13 +1,13 @@
 #pragma once
 
-/// The gateway's DICOM port from its start until DCMTK's listener holds it.
+/// The gateway's DICOM port from its start until its listener holds it.
 ///
-/// DCMTK binds inside its listen loop, on a thread of its own, after the
+/// The listener (AssociationGate) binds on a thread of its own, after the
 /// Session has opened the ORB's endpoints. Without a reservation the kernel
 /// may hand the very port to one of those endpoints, or to an outgoing
 /// connection, in between (the listener then fails after start), and
 /// nothing tells when the gateway answers. A PortReservation binds the port
-/// (SO_REUSEADDR, not listening: DCMTK's own bind, also SO_REUSEADDR,
+/// (SO_REUSEADDR, not listening: the listener's own bind, also SO_REUSEADDR,
 /// succeeds beside it, and the kernel hands the port to nobody else) at
 /// start; port 0 takes a free port, which the ready line names.
 

@@ -2,7 +2,9 @@
 
 #include "../InstanceIdentity.h"
 #include "../NearestCopy.h"
+#include "AssociationGate.h"
 #include "QueryRetrieve.h"
+#include "Spool.h"
 
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/Text.h>
@@ -13,7 +15,6 @@
 #include <dcmtk/dcmdata/dcuid.h>
 #include <dcmtk/dcmnet/diutil.h>
 #include <dcmtk/dcmnet/scp.h>
-#include <dcmtk/dcmnet/scppool.h>
 #include <dcmtk/dcmnet/scpthrd.h>
 
 #include <spdlog/spdlog.h>
@@ -33,7 +34,7 @@ namespace blobstreaming::dicom {
 
 namespace {
 
-/// The pool builds its SCPs with their default constructor: they reach the
+/// Each association's SCP is built with its default constructor: they reach the
 /// gateway's state through this pointer, set once before listening.
 const GatewayOptions* g_options = nullptr;
 InstanceStore* g_store = nullptr;
@@ -57,8 +58,7 @@ std::string index_failure(const char* operation, const std::string& peer, const 
 
 std::string spool_path()
 {
-    return g_options->spool + "/blob-dicomd-" + std::to_string(::getpid()) + "-" + std::to_string(++g_spool_counter) +
-           ".dcm";
+    return spool_file(g_options->spool, ++g_spool_counter);
 }
 
 class StorageScp : public DcmThreadSCP {
@@ -500,8 +500,7 @@ std::string serve_associations(const GatewayOptions& options, InstanceStore& sto
     g_store = &store;
     g_index = index;
     g_session = &session;
-    DcmSCPPool<StorageScp> pool;
-    DcmSCPConfig& config = pool.getConfig();
+    DcmSCPConfig config;
     config.setAETitle(options.aetitle.c_str());
     config.setPort(static_cast<Uint16>(options.port));
     config.setMaxReceivePDULength(options.max_pdu);
@@ -512,9 +511,15 @@ std::string serve_associations(const GatewayOptions& options, InstanceStore& sto
     config.setACSETimeout(seconds);
     config.setHostLookupEnabled(false);
     add_contexts(config);
-    pool.setMaxThreads(static_cast<Uint16>(options.max_associations));
-    const OFCondition listened = pool.listen();
-    return std::string("listening on port ") + std::to_string(options.port) + " failed: " + listened.text();
+    // Each association on a thread of its own, taken by AssociationGate
+    // (slots, deadlines) rather than DCMTK's pool.
+    const DcmSharedSCPConfig shared(config);
+    return accept_associations(options, [shared](T_ASC_Association* association) {
+        StorageScp scp;
+        scp.setSharedConfig(shared);
+        const OFCondition ended = scp.run(association);
+        if (ended.bad()) spdlog::debug("association ended: {}", ended.text());
+    });
 }
 
 }  // namespace blobstreaming::dicom

@@ -1,6 +1,8 @@
 #pragma once
-/// blob-dicomd's DICOM side: DCMTK's SCP pool (a thread per association, at
-/// most --max-associations; more are rejected "local limit exceeded"),
+/// blob-dicomd's DICOM side: DCMTK's DcmThreadSCP on the threads of
+/// AssociationGate (a thread per association, at most --max-associations,
+/// --max-associations-per-peer from one address; more are rejected "local
+/// limit exceeded"),
 /// accepting storage SOP classes of DCMTK's list with the common transfer
 /// syntaxes, Verification (C-ECHO), and Query/Retrieve (C-FIND, C-GET) in
 /// the Patient Root and Study Root models.

@@ -10,6 +10,7 @@
 #include "InstanceStore.h"
 #include "ListenPort.h"
 #include "LogFile.h"
+#include "Spool.h"
 #include "StableTracker.h"
 #include "StorageScp.h"
 #include "StudyEvents.h"
@@ -130,6 +131,8 @@ int main(int argc, char** argv)
         o.port = port->port();
         if (::access(o.spool.c_str(), W_OK) != 0)
             throw Error(Errc::io_error, "--spool " + o.spool + ": not a writable directory: " + std::strerror(errno));
+        // Before the first association: this gateway's files are none of them.
+        remove_stale_spool(o.spool);
         client::SessionOptions so;
         so.naming_url = o.naming;
         so.default_store = o.store;
@@ -164,12 +167,12 @@ int main(int argc, char** argv)
         g_listener_ended = true;
         ::kill(::getpid(), SIGUSR1);
     });
-    listener.detach();  // DCMTK's pool has no way to stop listening: the process ends around it
-    // Ready means answering: the line below comes once DCMTK listens.
+    listener.detach();  // the accept loop does not stop: the process ends around it
+    // Ready means answering: the line below comes once the listener listens.
     if (!port->await_listener(g_listener_ended, std::chrono::seconds(30))) {
         spdlog::critical("{}", g_listener_ended
                                    ? g_listen_failure
-                                   : "DCMTK did not listen on port " + std::to_string(o.port) + " in 30 s");
+                                   : "the gateway did not listen on port " + std::to_string(o.port) + " in 30 s");
         std::_Exit(static_cast<int>(Errc::unreachable));
     }
     std::cout << "blob-dicomd ready aetitle=" << o.aetitle << " port=" << o.port << " store=" << o.store
