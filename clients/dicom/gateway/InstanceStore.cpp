@@ -4,8 +4,10 @@
 #include "TextDecoder.h"
 
 #include <blobstreaming/common/BlobName.h>
+#include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/Text.h>
+#include <blobstreaming/common/UniqueFd.h>
 
 #include <dcmtk/dcmdata/dcdeftag.h>
 #include <dcmtk/dcmdata/dcfilefo.h>
@@ -22,6 +24,9 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace blobstreaming::dicom {
 
@@ -41,15 +46,56 @@ std::uint16_t status_of(Errc code)
     }
 }
 
-bool same_data_set(const std::vector<std::uint8_t>& stored, const std::string& path)
+/// Whether the stored Blob `name` (`stored`: its version) holds the data set
+/// of the received file at `path`. First the whole file against the Blob's
+/// checksum, in its algorithm (the gateway's own earlier copy: one read of
+/// the file, nothing pulled); otherwise both data sets, past their meta
+/// headers (which the sender's and the gateway's may differ in), compared
+/// a range at a time, so that memory stays bounded whatever the instance's
+/// size. Throws Error(blob_changed) when the Blob was replaced meanwhile.
+bool same_data_set(client::Session& session, const std::string& store, const std::string& name,
+                   const BlobInfo& stored, const std::string& path)
 {
-    std::ifstream in(path, std::ios::binary);
-    const std::vector<std::uint8_t> received{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    const std::size_t a = data_set_offset(stored.data(), stored.size());
-    const std::size_t b = data_set_offset(received.data(), received.size());
-    return stored.size() - a == received.size() - b &&
-           std::equal(stored.begin() + static_cast<std::ptrdiff_t>(a), stored.end(),
-                      received.begin() + static_cast<std::ptrdiff_t>(b));
+    constexpr std::uint64_t kChunk = 4 << 20;
+    const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) throw Error(Errc::io_error, "cannot open the received instance " + path + ": " + std::strerror(errno));
+    ChecksumState state(stored.checksum.algorithm);
+    std::error_code ec;
+    const std::uint64_t size = state.update_from(fd.get(), ec);
+    if (ec) throw Error(Errc::io_error, "cannot read the received instance " + path + ": " + ec.message());
+    if (size == stored.size && state.finish() == stored.checksum) return true;
+
+    auto pull = [&](std::uint64_t offset, std::uint64_t length) {
+        client::PullOptions options;
+        options.store = store;
+        options.offset = offset;
+        options.length = length;
+        return session.pull_memory(name, options);
+    };
+    auto read = [&](std::uint64_t offset, std::size_t length) {
+        std::vector<std::uint8_t> bytes(length);
+        std::size_t got = 0;
+        while (got < length) {
+            const ssize_t n = ::pread(fd.get(), bytes.data() + got, length - got, static_cast<off_t>(offset + got));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) throw Error(Errc::io_error, "cannot read the received instance " + path);
+            got += static_cast<std::size_t>(n);
+        }
+        return bytes;
+    };
+    const auto head_a = pull(0, std::min(stored.size, kChunk));
+    const auto head_b = read(0, static_cast<std::size_t>(std::min(size, kChunk)));
+    const std::uint64_t a = data_set_offset(head_a.data(), head_a.size());
+    const std::uint64_t b = data_set_offset(head_b.data(), head_b.size());
+    if (stored.size - a != size - b) return false;
+    for (std::uint64_t done = 0; done < size - b;) {
+        const std::uint64_t length = std::min(kChunk, size - b - done);
+        if (pull(a + done, length) != read(b + done, static_cast<std::size_t>(length))) return false;
+        done += length;
+    }
+    if (!same_version(session.stat(name, store), stored))
+        throw Error(Errc::blob_changed, "Blob " + name + " was replaced while the resend was compared with it");
+    return true;
 }
 
 /// Whether `value` has the form of `a`'s values (character set only).
@@ -331,11 +377,9 @@ StoreOutcome InstanceStore::push(const ReceivedInstance& instance, const std::st
     }
     // A resend: the same data set is a success without a second copy.
     try {
-        client::PullOptions pull;
-        pull.store = options_.store;
-        const auto stored = session_.pull_memory(name, pull);
-        if (same_data_set(stored, instance.path))
-            return committed(session_.stat(name, options_.store), "already stored with the same data set, kept");
+        const BlobInfo stored = session_.stat(name, options_.store);
+        if (same_data_set(session_, options_.store, name, stored, instance.path))
+            return committed(stored, "already stored with the same data set, kept");
         if (options_.on_conflict == OnConflict::refuse)
             return {status::conflicting_instance,
                     "Blob " + name + " holds another data set for this SOP Instance UID (--on-conflict refuse)"};
