@@ -15,6 +15,10 @@ transfers:
 - other paths and methods: 404 and 405; a bad --metrics-address value and
   one already in use are refused with the value named;
 - HEAD /metrics answers GET's headers: the same Content-Length as GET's body;
+- idle connections cannot keep the scraper out: a fifth connection from
+  one address is closed at once (4 per address), and with all 16 sessions
+  held by four addresses a scrape from another one is answered (the oldest
+  session of the address holding the most is ended for it);
 - out of descriptors (the daemon's soft limit lowered under it with
   prlimit) with a connection pending on the metrics port: the connection is
   accepted and closed with the descriptor kept in reserve, the daemon's CPU
@@ -97,6 +101,30 @@ def head_and_get(address):
         return head.status, dict(head.getheaders()), dict(get.getheaders()), len(body)
     finally:
         conn.close()
+
+
+def idle_sessions(address):
+    host, port = address.rsplit(":", 1)
+    step("idle connections to the metrics port: 4 per address, the scraper still served")
+    held = []
+    try:
+        for n in range(2, 6):
+            for _ in range(4):
+                s = socket.create_connection((host, int(port)), timeout=10, source_address=(f"127.0.0.{n}", 0))
+                held.append(s)
+        fifth = socket.create_connection((host, int(port)), timeout=5, source_address=("127.0.0.2", 0))
+        held.append(fifth)
+        try:
+            data = fifth.recv(1)  # closed at once by the daemon: end of file
+        except socket.timeout:
+            data = None
+        check_equal(data, b"", "what a fifth idle connection from 127.0.0.2 reads (closed at once)")
+        samples = scrape(f"http://{address}")
+        check(any(k.startswith("blobstreaming_build_info{") for k in samples),
+              "a scrape while four addresses hold all 16 sessions")
+    finally:
+        for s in held:
+            s.close()
 
 
 def out_of_descriptors(c, daemon, address):
@@ -284,6 +312,7 @@ def test(c):
     check_equal(head.get("Content-Length"), str(length), f"HEAD's Content-Length (GET's body: {length} bytes)")
     check_equal(head.get("Content-Type"), get.get("Content-Type"), "HEAD's Content-Type")
 
+    idle_sessions(address)
     out_of_descriptors(c, daemon, address)
     tls_store(c)
 

@@ -25,6 +25,10 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
 #include <chrono>
 #include <cstring>
 #include <optional>
@@ -40,6 +44,9 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
 constexpr int kMaxSessions = 16;
+/// Of them from one address: a few peers cannot take every session and
+/// keep the scraper out.
+constexpr int kMaxSessionsPerPeer = 4;
 constexpr std::chrono::seconds kSessionTimeout{10};
 constexpr const char* kContentType = "text/plain; version=0.0.4; charset=utf-8";
 /// Accepting pauses this long when the process is out of descriptors (or
@@ -97,13 +104,71 @@ struct MetricsEndpoint::Impl {
     /// the port readable), then opened again.
     int reserve = -1;
     std::atomic<int> sessions{0};
+    std::mutex peers_mutex;
+    std::map<std::string, int> per_peer;  ///< open sessions by remote address
+    struct Open {
+        std::string peer;
+        std::function<void()> end;  ///< closes its socket (io thread)
+    };
+    std::map<std::uint64_t, Open> open;  ///< by admission, oldest first
+    std::uint64_t last_id = 0;
     LogLimit refused_log;
     LogLimit descriptors_log;
     std::thread thread;
 
     void accept();
     void out_of_descriptors(const beast::error_code& ec);
+    /// Counts a session of `peer` and returns its id, 0 when it is refused:
+    /// `peer` holds kMaxSessionsPerPeer already, or every session is taken
+    /// and no address holds two more than `peer` (otherwise the oldest
+    /// session of the address holding the most is ended for it). io thread.
+    std::uint64_t admit(const std::string& peer);
+    /// How admitted session `id` is ended to make room.
+    void on_end(std::uint64_t id, std::function<void()> end);
+    void release(const std::string& peer, std::uint64_t id);
 };
+
+std::uint64_t MetricsEndpoint::Impl::admit(const std::string& peer)
+{
+    std::function<void()> evict;
+    std::uint64_t id = 0;
+    {
+        std::lock_guard<std::mutex> lock(peers_mutex);
+        int& mine = per_peer[peer];
+        if (mine >= kMaxSessionsPerPeer) return 0;
+        if (open.size() >= static_cast<std::size_t>(kMaxSessions)) {
+            auto most = per_peer.end();
+            for (auto it = per_peer.begin(); it != per_peer.end(); ++it)
+                if (it->second > mine + 1 && (most == per_peer.end() || it->second > most->second)) most = it;
+            if (most == per_peer.end()) return 0;
+            for (auto& [held, o] : open) {
+                if (o.peer != most->first || !o.end) continue;
+                evict = std::move(o.end);
+                break;
+            }
+            if (!evict) return 0;
+        }
+        ++mine;
+        id = ++last_id;
+        open[id] = Open{peer, {}};
+    }
+    if (evict) evict();
+    return id;
+}
+
+void MetricsEndpoint::Impl::on_end(std::uint64_t id, std::function<void()> end)
+{
+    std::lock_guard<std::mutex> lock(peers_mutex);
+    if (auto it = open.find(id); it != open.end()) it->second.end = std::move(end);
+}
+
+void MetricsEndpoint::Impl::release(const std::string& peer, std::uint64_t id)
+{
+    std::lock_guard<std::mutex> lock(peers_mutex);
+    open.erase(id);
+    auto it = per_peer.find(peer);
+    if (it != per_peer.end() && --it->second <= 0) per_peer.erase(it);
+}
 
 namespace {
 
@@ -113,15 +178,24 @@ namespace {
 template <class Stream>
 class Session : public std::enable_shared_from_this<Session<Stream>> {
 public:
+    /// `peer` was admitted (Impl::admit) for this session as `id`.
     template <class... Args>
-    Session(MetricsEndpoint::Impl& endpoint, Args&&... args) : stream_(std::forward<Args>(args)...), endpoint_(endpoint)
+    Session(MetricsEndpoint::Impl& endpoint, std::string peer, std::uint64_t id, Args&&... args)
+        : stream_(std::forward<Args>(args)...), endpoint_(endpoint), peer_(std::move(peer)), id_(id)
     {
         ++endpoint_.sessions;
     }
-    ~Session() { --endpoint_.sessions; }
+    ~Session()
+    {
+        endpoint_.release(peer_, id_);
+        --endpoint_.sessions;
+    }
 
     void start()
     {
+        endpoint_.on_end(id_, [weak = this->weak_from_this()] {
+            if (auto self = weak.lock()) beast::get_lowest_layer(self->stream_).close();
+        });
         if constexpr (std::is_same_v<Stream, tls_stream>) {
             beast::get_lowest_layer(stream_).expires_after(kSessionTimeout);
             stream_.async_handshake(asio::ssl::stream_base::server,
@@ -197,6 +271,8 @@ private:
 
     Stream stream_;
     MetricsEndpoint::Impl& endpoint_;
+    const std::string peer_;
+    const std::uint64_t id_;
     beast::flat_buffer buffer_;
     http::request<http::string_body> request_;
     http::response<http::string_body> response_;
@@ -226,13 +302,17 @@ void MetricsEndpoint::Impl::accept()
             });
             return;
         }
-        if (sessions.load() >= kMaxSessions) {
+        beast::error_code no_peer;
+        const auto remote = socket.remote_endpoint(no_peer);
+        std::string peer = no_peer ? std::string() : remote.address().to_string();
+        const std::uint64_t id = admit(peer);
+        if (id == 0) {
             beast::error_code ignored;
-            socket.close(ignored);  // over the bound: closed at once
+            socket.close(ignored);  // over a bound: closed at once
         } else if (tls) {
-            std::make_shared<Session<tls_stream>>(*this, std::move(socket), *tls)->start();
+            std::make_shared<Session<tls_stream>>(*this, std::move(peer), id, std::move(socket), *tls)->start();
         } else {
-            std::make_shared<Session<beast::tcp_stream>>(*this, std::move(socket))->start();
+            std::make_shared<Session<beast::tcp_stream>>(*this, std::move(peer), id, std::move(socket))->start();
         }
         accept();
     });
