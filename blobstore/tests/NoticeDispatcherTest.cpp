@@ -383,3 +383,35 @@ BOOST_AUTO_TEST_CASE(an_endpoint_that_was_slow_leaves_the_prompt_threads)
     once_prompt->release();
     BOOST_REQUIRE(eventually([&] { return d.stats().queued == 0u && once_prompt->got().size() == 3; }));
 }
+
+BOOST_AUTO_TEST_CASE(a_prompt_thread_held_by_an_endpoint_that_stopped_reading_is_replaced)
+{
+    NoticeLimits limits;
+    limits.threads = 1;
+    limits.prompt_threads = 1;
+    limits.prompt_within = 50ms;
+    NoticeDispatcher d(limits);
+    auto good = sink("127.0.0.1:1");
+    auto turned = sink("127.0.0.1:2");
+    BOOST_CHECK(d.post(good, notice(0)));
+    BOOST_CHECK(d.post(turned, notice(0)));
+    BOOST_REQUIRE(eventually([&] { return good->got().size() == 1 && turned->got().size() == 1; }));
+
+    // The other thread is held by a new endpoint that blocks; then one that
+    // was prompt blocks too (its socket full), on the prompt thread.
+    auto stuck = sink("192.0.2.1:1");
+    stuck->hold();
+    BOOST_CHECK(d.post(stuck, notice(1)));
+    BOOST_REQUIRE(stuck->entered(1));
+    turned->hold();
+    BOOST_CHECK(d.post(turned, notice(1)));
+    BOOST_REQUIRE(turned->entered(2));
+    for (std::uint64_t n = 1; n <= 10; ++n) {
+        BOOST_CHECK(d.post(good, notice(n)));
+        BOOST_REQUIRE(eventually([&] { return good->got().size() == n + 1; }, 5s));
+    }
+    BOOST_CHECK_EQUAL(d.stats().replaced, 1u);
+    turned->release();
+    stuck->release();
+    BOOST_REQUIRE(eventually([&] { return d.stats().queued == 0u && d.stats().delivered == 14u; }));
+}

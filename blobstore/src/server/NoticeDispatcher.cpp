@@ -13,8 +13,59 @@ double seconds(std::chrono::milliseconds ms) { return static_cast<double>(ms.cou
 
 NoticeDispatcher::NoticeDispatcher(NoticeLimits limits) : limits_(limits)
 {
-    for (unsigned i = 0; i < std::max(1u, limits_.threads); ++i) threads_.emplace_back([this] { run(Lane::any); });
-    for (unsigned i = 0; i < limits_.prompt_threads; ++i) threads_.emplace_back([this] { run(Lane::prompt); });
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (unsigned i = 0; i < std::max(1u, limits_.threads); ++i) start_worker_locked(Lane::any);
+    for (unsigned i = 0; i < limits_.prompt_threads; ++i) start_worker_locked(Lane::prompt);
+    if (limits_.prompt_threads > 0) supervisor_ = std::thread([this] { supervise(); });
+}
+
+void NoticeDispatcher::start_worker_locked(Lane lane)
+{
+    Worker& worker = workers_.emplace_back();
+    worker.lane = lane;
+    worker.thread = std::thread([this, &worker] { run(worker); });
+}
+
+void NoticeDispatcher::supervise() noexcept
+{
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stopping_) {
+        const auto now = Clock::now();
+        auto due = Clock::time_point::max();
+        std::size_t replaced_running = 0;
+        for (auto it = workers_.begin(); it != workers_.end();) {
+            if (it->done) {  // a replaced thread that ended: it only returns now
+                it->thread.join();
+                it = workers_.erase(it);
+                continue;
+            }
+            if (it->replaced) ++replaced_running;
+            ++it;
+        }
+        for (Worker& w : workers_) {
+            if (w.lane != Lane::prompt || !w.delivering || w.replaced) continue;
+            const auto overdue = w.started + limits_.prompt_within;
+            if (now < overdue) {
+                due = std::min(due, overdue);
+                continue;
+            }
+            if (replaced_running >= limits_.max_replaced) continue;  // it waits for its call timeout
+            w.replaced = true;
+            ++replaced_running;
+            ++stats_.replaced;
+            prompt_.erase(w.endpoint);  // not prompt any more: its next notices go to the other threads
+            spdlog::info("notices: the delivery to {} takes longer than {} ms: another thread serves the prompt "
+                         "recipients meanwhile",
+                         w.endpoint, limits_.prompt_within.count());
+            try {
+                start_worker_locked(Lane::prompt);
+            } catch (...) {
+                // no thread to be had: the prompt ones wait for this delivery
+            }
+        }
+        if (due == Clock::time_point::max()) supervisor_wake_.wait(lock);
+        else supervisor_wake_.wait_until(lock, due);
+    }
 }
 
 NoticeDispatcher::~NoticeDispatcher() { stop(); }
@@ -188,8 +239,9 @@ const NoticeSink* NoticeDispatcher::next_turn_locked(std::deque<const NoticeSink
     return nullptr;
 }
 
-void NoticeDispatcher::run(Lane lane) noexcept
+void NoticeDispatcher::run(Worker& worker) noexcept
 {
+    const Lane lane = worker.lane;
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
         const auto now = Clock::now();
@@ -228,6 +280,12 @@ void NoticeDispatcher::run(Lane lane) noexcept
         channel.in_flight = true;
         busy_.insert(sink->endpoint());
         const auto started = Clock::now();
+        worker.delivering = true;
+        worker.started = started;
+        if (lane == Lane::prompt) {
+            worker.endpoint = sink->endpoint();
+            supervisor_wake_.notify_one();
+        }
         lock.unlock();
         const std::string why = std::visit(
             [&sink](const auto& n) {
@@ -239,6 +297,7 @@ void NoticeDispatcher::run(Lane lane) noexcept
             notice);
         if (!why.empty()) sink->failed(why);
         lock.lock();
+        worker.delivering = false;
         const auto ended = Clock::now();
         busy_.erase(sink->endpoint());
         auto it = channels_.find(key);
@@ -258,7 +317,10 @@ void NoticeDispatcher::run(Lane lane) noexcept
             fail_locked(sink, why, ended);  // drops its channel too
         }
         wake_.notify_all();  // a turn skipped for this endpoint may be taken now
+        if (worker.replaced) break;  // another prompt thread took its place
     }
+    worker.done = true;
+    supervisor_wake_.notify_one();
 }
 
 void NoticeDispatcher::stop() noexcept
@@ -268,8 +330,10 @@ void NoticeDispatcher::stop() noexcept
         stopping_ = true;
     }
     wake_.notify_all();
-    for (auto& thread : threads_)
-        if (thread.joinable()) thread.join();
+    supervisor_wake_.notify_all();
+    if (supervisor_.joinable()) supervisor_.join();
+    for (auto& worker : workers_)  // no more are started: the supervisor is gone
+        if (worker.thread.joinable()) worker.thread.join();
     // What is still queued is not delivered any more.
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto& [key, channel] : channels_) {

@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -96,6 +97,12 @@ struct NoticeLimits {
     /// one pool for all.
     unsigned prompt_threads = 0;
     std::chrono::milliseconds prompt_within{100};
+    /// A prompt thread whose delivery takes longer than `prompt_within`
+    /// (its endpoint stopped reading) is replaced by a new one at once, so
+    /// that the prompt ones are never held; the old one ends after that
+    /// delivery. At most this many such replaced threads at a time; past it
+    /// a prompt thread that blocks waits for its call timeout.
+    unsigned max_replaced = 32;
 };
 
 struct NoticeStats {
@@ -103,6 +110,7 @@ struct NoticeStats {
     std::uint64_t failed = 0;               ///< deliver() returned a reason
     std::uint64_t dropped_full = 0;         ///< the sink's or the total queue was full
     std::uint64_t fell_behind = 0;          ///< sinks whose queue was dropped to make room (failed())
+    std::uint64_t replaced = 0;             ///< prompt threads replaced while a delivery blocked them
     std::uint64_t dropped_unreachable = 0;  ///< queued for, or posted to, a suspended endpoint
     std::uint64_t dropped_stopped = 0;      ///< still queued at stop(), or posted after it
     std::size_t queued = 0;
@@ -150,6 +158,16 @@ private:
         bool in_flight = false;  ///< a thread is delivering its notice
     };
     enum class Lane { any, prompt };
+    /// A delivery thread; in a std::list: stable, so threads refer to theirs.
+    struct Worker {
+        Lane lane = Lane::any;
+        bool delivering = false;
+        bool replaced = false;  ///< a prompt thread that was too slow: ends after its delivery
+        bool done = false;      ///< returned from run(): may be joined
+        Clock::time_point started;
+        std::string endpoint;  ///< of the delivery in progress
+        std::thread thread;
+    };
     struct Suspension {
         Clock::time_point until;
         std::chrono::milliseconds period{0};
@@ -160,7 +178,10 @@ private:
         std::uint64_t count = 0;
     };
 
-    void run(Lane lane) noexcept;
+    void run(Worker& worker) noexcept;
+    void start_worker_locked(Lane lane);
+    /// Replaces prompt threads whose delivery takes too long (own thread).
+    void supervise() noexcept;
     /// Makes room in a full queue for a notice of `poster`: drops the queue
     /// of the sink with the longest backlog, if longer than the poster's.
     bool make_room_locked(const NoticeSink* poster, std::size_t mine);
@@ -195,7 +216,9 @@ private:
     std::map<DropKey, Clock::time_point> last_report_;
     NoticeStats stats_;
     bool stopping_ = false;
-    std::vector<std::thread> threads_;
+    std::list<Worker> workers_;
+    std::condition_variable supervisor_wake_;
+    std::thread supervisor_;
 };
 
 }  // namespace blobstreaming::server
