@@ -31,6 +31,7 @@ system_tests = \
 	tests/test_advertise.py \
 	tests/test_install.py \
 	tests/test_events.py \
+	tests/test_event_fairness.py \
 	tests/test_tls.py \
 	tests/test_tls_access.py \
 	tests/test_resume_verify.py \
@@ -145,6 +146,13 @@ tests_tools_corba_call_SOURCES = tests/tools/corba_call.cpp
 tests_tools_corba_call_CPPFLAGS = $(corba_tool_cppflags)
 tests_tools_corba_call_LDADD = $(corba_tool_ldadd)
 $(tests_tools_corba_call_OBJECTS): idl/BlobStreaming.hh
+
+# Subscribes one reference to a store's events many times (a subscriber flood).
+check_PROGRAMS += tests/tools/event_flood
+tests_tools_event_flood_SOURCES = tests/tools/event_flood.cpp
+tests_tools_event_flood_CPPFLAGS = $(corba_tool_cppflags)
+tests_tools_event_flood_LDADD = $(corba_tool_ldadd)
+$(tests_tools_event_flood_OBJECTS): idl/BlobStreaming.hh
 
 # Drives BlobTransporter objects directly: observers nobody answers,
 # transporters opened and never closed, a transporter held while the daemon
