@@ -131,11 +131,14 @@ tests_tools_library_logging_SOURCES = tests/tools/library_logging.cpp
 tests_tools_library_logging_CPPFLAGS = $(AM_CPPFLAGS) $(SPDLOG_CFLAGS)
 tests_tools_library_logging_LDADD = clients/libblobclient.la common/libblobcommon.la $(SPDLOG_LIBS)
 
-# The full load test (64 clients x 20 transfers of 0.5-32 MiB); make check
-# runs a smaller variant of the same script.
+# The full load test (64 clients x 20 transfers of 0.5-32 MiB) and event
+# fairness with 1,000 bad subscribers; make check runs smaller variants of
+# the same scripts.
 check-load: $(check_PROGRAMS) $(bin_PROGRAMS)
 	$(AM_V_at)$(AM_TESTS_ENVIRONMENT) BS_LOAD_FULL=1; export BS_LOAD_FULL; \
 	$(PYTHON) $(srcdir)/tests/test_load.py
+	$(AM_V_at)$(AM_TESTS_ENVIRONMENT) BS_EVENT_FAIRNESS_FULL=1; export BS_EVENT_FAIRNESS_FULL; \
+	$(PYTHON) $(srcdir)/tests/test_event_fairness.py
 .PHONY: check-load
 
 # Makes one control-plane call (any operation of a store, a transporter or a
