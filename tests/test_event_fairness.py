@@ -35,7 +35,7 @@ FULL = os.environ.get("BS_EVENT_FAIRNESS_FULL") == "1"
 BAD = 1000 if FULL else 400
 PORTS = 40  # half never accept, half accept and never read
 PUSHES = 100
-SLACK = 0.05  # seconds added to the bound: scheduling noise of a 2-core machine
+SLACK = 0.1  # seconds added to the bound: scheduling noise of a shared 2-core machine (p99 of 100 is the max)
 
 
 def subscriber_ior(host, port):
