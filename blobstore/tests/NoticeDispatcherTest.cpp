@@ -410,8 +410,42 @@ BOOST_AUTO_TEST_CASE(a_prompt_thread_held_by_an_endpoint_that_stopped_reading_is
         BOOST_CHECK(d.post(good, notice(n)));
         BOOST_REQUIRE(eventually([&] { return good->got().size() == n + 1; }, 5s));
     }
-    BOOST_CHECK_EQUAL(d.stats().replaced, 1u);
+    BOOST_CHECK_EQUAL(d.stats().replaced, 2u);  // the prompt thread held by `turned`, the other by `stuck`
     turned->release();
     stuck->release();
     BOOST_REQUIRE(eventually([&] { return d.stats().queued == 0u && d.stats().delivered == 14u; }));
+}
+
+BOOST_AUTO_TEST_CASE(endpoints_that_block_are_tried_side_by_side_and_a_newcomer_is_not_held_for_long)
+{
+    NoticeLimits limits;
+    limits.threads = 1;
+    limits.prompt_threads = 1;
+    limits.prompt_within = 50ms;
+    limits.max_replaced = 8;
+    NoticeDispatcher d(limits);
+    std::vector<std::shared_ptr<RecordingSink>> bad;
+    for (int i = 0; i < 6; ++i) {
+        bad.push_back(sink("192.0.2.1:" + std::to_string(2000 + i)));
+        bad.back()->hold();
+        BOOST_CHECK(d.post(bad.back(), notice(1)));
+    }
+    // Each blocked thread is replaced after 50 ms: all six are being tried
+    // at once, not one after the other.
+    for (auto& b : bad) BOOST_REQUIRE(b->entered(1));
+    // A new subscriber, not yet proven prompt, is served meanwhile.
+    auto newcomer = sink("127.0.0.1:1");
+    BOOST_CHECK(d.post(newcomer, notice(1)));
+    BOOST_REQUIRE(eventually([&] { return newcomer->got().size() == 1; }, 5s));
+    BOOST_CHECK_EQUAL(d.stats().replaced, 6u);
+
+    // Past max_replaced, a thread that blocks keeps its place.
+    for (int i = 0; i < 4; ++i) {
+        bad.push_back(sink("192.0.2.1:" + std::to_string(3000 + i)));
+        bad.back()->hold();
+        BOOST_CHECK(d.post(bad.back(), notice(1)));
+    }
+    BOOST_REQUIRE(eventually([&] { return d.stats().replaced == 8u; }));
+    for (auto& b : bad) b->release();
+    BOOST_REQUIRE(eventually([&] { return d.stats().queued == 0u && d.stats().delivered == 11u; }));
 }

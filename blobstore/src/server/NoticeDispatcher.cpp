@@ -43,7 +43,7 @@ void NoticeDispatcher::supervise() noexcept
             ++it;
         }
         for (Worker& w : workers_) {
-            if (w.lane != Lane::prompt || !w.delivering || w.replaced) continue;
+            if (!w.delivering || w.replaced) continue;
             const auto overdue = w.started + limits_.prompt_within;
             if (now < overdue) {
                 due = std::min(due, overdue);
@@ -54,11 +54,11 @@ void NoticeDispatcher::supervise() noexcept
             ++replaced_running;
             ++stats_.replaced;
             prompt_.erase(w.endpoint);  // not prompt any more: its next notices go to the other threads
-            spdlog::info("notices: the delivery to {} takes longer than {} ms: another thread serves the prompt "
-                         "recipients meanwhile",
+            spdlog::info("notices: the delivery to {} takes longer than {} ms: another thread takes its place "
+                         "meanwhile",
                          w.endpoint, limits_.prompt_within.count());
             try {
-                start_worker_locked(Lane::prompt);
+                start_worker_locked(w.lane);
             } catch (...) {
                 // no thread to be had: the prompt ones wait for this delivery
             }
@@ -85,7 +85,7 @@ bool NoticeDispatcher::post(const std::shared_ptr<NoticeSink>& sink, Notice noti
             const std::string why = "unreachable (" + suspended_.at(endpoint).why + ")";
             drop_locked(*sink, why, 1);
             tell_failed_locked(sink, suspended_.at(endpoint).why);  // not tried again while others wait
-            wake_.notify_one();
+            wake_.notify_all();
             return false;
         }
         auto it = channels_.find(sink.get());
@@ -109,7 +109,7 @@ bool NoticeDispatcher::post(const std::shared_ptr<NoticeSink>& sink, Notice noti
     } catch (...) {
         return false;  // out of memory: the notice is lost, the data plane goes on
     }
-    wake_.notify_one();
+    wake_.notify_all();  // the threads of one lane cannot take the other's turns
     return true;
 }
 
@@ -282,10 +282,8 @@ void NoticeDispatcher::run(Worker& worker) noexcept
         const auto started = Clock::now();
         worker.delivering = true;
         worker.started = started;
-        if (lane == Lane::prompt) {
-            worker.endpoint = sink->endpoint();
-            supervisor_wake_.notify_one();
-        }
+        worker.endpoint = sink->endpoint();
+        supervisor_wake_.notify_one();
         lock.unlock();
         const std::string why = std::visit(
             [&sink](const auto& n) {
@@ -317,7 +315,7 @@ void NoticeDispatcher::run(Worker& worker) noexcept
             fail_locked(sink, why, ended);  // drops its channel too
         }
         wake_.notify_all();  // a turn skipped for this endpoint may be taken now
-        if (worker.replaced) break;  // another prompt thread took its place
+        if (worker.replaced) break;  // another thread took its place
     }
     worker.done = true;
     supervisor_wake_.notify_one();

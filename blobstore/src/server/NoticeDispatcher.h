@@ -97,11 +97,13 @@ struct NoticeLimits {
     /// one pool for all.
     unsigned prompt_threads = 0;
     std::chrono::milliseconds prompt_within{100};
-    /// A prompt thread whose delivery takes longer than `prompt_within`
-    /// (its endpoint stopped reading) is replaced by a new one at once, so
-    /// that the prompt ones are never held; the old one ends after that
-    /// delivery. At most this many such replaced threads at a time; past it
-    /// a prompt thread that blocks waits for its call timeout.
+    /// With prompt threads, a thread whose delivery takes longer than
+    /// `prompt_within` (a connect that hangs, a socket that is full) is
+    /// replaced by a new one of its kind at once, so that the prompt ones
+    /// are never held and endpoints that block are tried side by side; the
+    /// old one ends after that delivery. At most this many such replaced
+    /// threads at a time; past it a thread that blocks holds its place
+    /// until its call timeout.
     unsigned max_replaced = 32;
 };
 
@@ -110,7 +112,7 @@ struct NoticeStats {
     std::uint64_t failed = 0;               ///< deliver() returned a reason
     std::uint64_t dropped_full = 0;         ///< the sink's or the total queue was full
     std::uint64_t fell_behind = 0;          ///< sinks whose queue was dropped to make room (failed())
-    std::uint64_t replaced = 0;             ///< prompt threads replaced while a delivery blocked them
+    std::uint64_t replaced = 0;             ///< threads replaced while a delivery blocked them
     std::uint64_t dropped_unreachable = 0;  ///< queued for, or posted to, a suspended endpoint
     std::uint64_t dropped_stopped = 0;      ///< still queued at stop(), or posted after it
     std::size_t queued = 0;
