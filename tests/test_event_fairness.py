@@ -11,7 +11,8 @@ blob and tests/tools/event_flood processes):
   check-load`; 400 in `make check`) point at ports that never accept (a
   full listen backlog: connect hangs) and ports that accept and never read;
   100 more pushes: the good watcher gets every event, without a gap, with a
-  p99 latency within 2 x of its p99 alone + SLACK; the daemon ends the
+  p99 latency within 2 x of its p99 alone + SLACK; a watcher that
+  subscribed after the bad ones gets every event too; the daemon ends the
   subscriptions of the ports that never accept, with log lines;
 - per-client caps: a client's 17th subscription is refused with the exact
   LimitReached message, and so is its `blob watch`; the total is kept."""
@@ -130,8 +131,8 @@ def flood(c, store, ior, count):
 
 def good_among_bad(c):
     store = "fair"
-    daemon = c.start_daemon(store, "memory:64M", extra=["--max-subscriptions", str(BAD + 1),
-                                                        "--max-client-subscriptions", str(BAD + 1)])
+    daemon = c.start_daemon(store, "memory:64M", extra=["--max-subscriptions", str(BAD + 2),
+                                                        "--max-client-subscriptions", str(BAD + 2)])
     good = TimedWatcher(c, "good", "--store", store)
     payload = c.path("slice")
     harness.write_random(payload, 4096, algorithm=None)
@@ -150,6 +151,7 @@ def good_among_bad(c):
             got = flood(c, store, subscriber_ior("127.0.0.1", port), count)
             check_equal(got, {"subscribed": count, "refused": None}, f"subscriptions to port {port}")
 
+        late = TimedWatcher(c, "late", "--store", store)  # a newcomer, not yet proven prompt
         step(f"the good watcher among {BAD} bad subscribers: {PUSHES} pushes")
         started = time.monotonic()
         among = measure(c, good, store, "among-bad", payload)
@@ -158,6 +160,11 @@ def good_among_bad(c):
               f"{p99(among) * 1000:.1f} ms, more than 2 x {p99(alone) * 1000:.1f} ms alone + "
               f"{SLACK * 1000:.0f} ms")
         step(f"{PUSHES} pushes among bad subscribers in {time.monotonic() - started:.1f} s")
+        got = late.take(PUSHES, timeout=60)
+        check_equal([e["name"] for e in got], [f"CT.among-bad.{i:03d}" for i in range(PUSHES)],
+                    "the events of a watcher that subscribed after the bad ones")
+        step(f"the late watcher: its first event {(got[0]['t'] - started) * 1000:.0f} ms after the first push "
+             "began, all of them")
 
         # Those of the ports that never accept are ended (logged), not retried.
         harness.wait_for(lambda: log_text(daemon).count("ended: it did not take an event") >= BAD // 2, 60,
@@ -169,6 +176,7 @@ def good_among_bad(c):
         for x in holes + deaf:
             x.close()
     good.end(signal.SIGINT)
+    late.end(signal.SIGINT)
 
 
 def per_client_caps(c):
