@@ -32,6 +32,7 @@ system_tests = \
 	tests/test_advertise.py \
 	tests/test_install.py \
 	tests/test_events.py \
+	tests/test_event_fairness.py \
 	tests/test_tls.py \
 	tests/test_tls_access.py \
 	tests/test_resume_verify.py \
@@ -134,11 +135,14 @@ tests_tools_library_logging_SOURCES = tests/tools/library_logging.cpp
 tests_tools_library_logging_CPPFLAGS = $(AM_CPPFLAGS) $(SPDLOG_CFLAGS)
 tests_tools_library_logging_LDADD = clients/libblobclient.la common/libblobcommon.la $(SPDLOG_LIBS)
 
-# The full load test (64 clients x 20 transfers of 0.5-32 MiB); make check
-# runs a smaller variant of the same script.
+# The full load test (64 clients x 20 transfers of 0.5-32 MiB) and event
+# fairness with 1,000 bad subscribers; make check runs smaller variants of
+# the same scripts.
 check-load: $(check_PROGRAMS) $(bin_PROGRAMS)
 	$(AM_V_at)$(AM_TESTS_ENVIRONMENT) BS_LOAD_FULL=1; export BS_LOAD_FULL; \
 	$(PYTHON) $(srcdir)/tests/test_load.py
+	$(AM_V_at)$(AM_TESTS_ENVIRONMENT) BS_EVENT_FAIRNESS_FULL=1; export BS_EVENT_FAIRNESS_FULL; \
+	$(PYTHON) $(srcdir)/tests/test_event_fairness.py
 .PHONY: check-load
 
 # Makes one control-plane call (any operation of a store, a transporter or a
@@ -149,6 +153,13 @@ tests_tools_corba_call_SOURCES = tests/tools/corba_call.cpp
 tests_tools_corba_call_CPPFLAGS = $(corba_tool_cppflags)
 tests_tools_corba_call_LDADD = $(corba_tool_ldadd)
 $(tests_tools_corba_call_OBJECTS): idl/BlobStreaming.hh
+
+# Subscribes one reference to a store's events many times (a subscriber flood).
+check_PROGRAMS += tests/tools/event_flood
+tests_tools_event_flood_SOURCES = tests/tools/event_flood.cpp
+tests_tools_event_flood_CPPFLAGS = $(corba_tool_cppflags)
+tests_tools_event_flood_LDADD = $(corba_tool_ldadd)
+$(tests_tools_event_flood_OBJECTS): idl/BlobStreaming.hh
 
 # Drives BlobTransporter objects directly: observers nobody answers,
 # transporters opened and never closed, a transporter held while the daemon

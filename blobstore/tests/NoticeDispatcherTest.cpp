@@ -59,6 +59,11 @@ public:
         return "";
     }
     const std::string& endpoint() const noexcept override { return endpoint_; }
+    void failed(const std::string& why) noexcept override
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        failures_.push_back(why);
+    }
 
     void hold()
     {
@@ -89,6 +94,12 @@ public:
         std::lock_guard<std::mutex> lock(mutex_);
         return got_;
     }
+    /// What failed() was told, in order.
+    std::vector<std::string> failures()
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return failures_;
+    }
 
 private:
     const std::string endpoint_;
@@ -102,6 +113,7 @@ private:
     int entered_ = 0;
     std::string failure_;
     std::vector<std::uint64_t> got_;
+    std::vector<std::string> failures_;
 };
 
 std::shared_ptr<RecordingSink> sink(std::string endpoint, std::string name = "",
@@ -148,19 +160,69 @@ BOOST_AUTO_TEST_CASE(post_never_waits_for_a_blocked_observer_and_the_queue_is_bo
     BOOST_CHECK_EQUAL(d.stats().dropped_full, 20u);
     BOOST_CHECK_EQUAL(d.stats().queued, 10u);
 
-    // The total bound: another observer gets 5 places, not 10.
+    slow->release();
+    BOOST_REQUIRE(eventually([&] { return d.stats().delivered == 11u; }));
+    BOOST_CHECK(slow->got() == (std::vector<std::uint64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+    BOOST_CHECK(slow->failures().empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_full_shared_queue_gives_up_the_longest_backlog_not_a_sink_that_keeps_up)
+{
+    NoticeLimits limits;
+    limits.per_observer = 10;
+    limits.total = 15;
+    limits.threads = 4;  // one each for the three held, one to tell failed()
+    NoticeDispatcher d(limits);
+    auto slow = sink("127.0.0.1:1");
     auto other = sink("127.0.0.1:2");
+    auto third = sink("127.0.0.1:3");
+    slow->hold();
     other->hold();
-    accepted = 0;
-    for (std::uint64_t i = 100; i < 110; ++i) accepted += d.post(other, notice(i)) ? 1 : 0;
-    BOOST_CHECK_EQUAL(accepted, 5);
-    BOOST_CHECK_EQUAL(d.stats().dropped_full, 25u);
+    third->hold();
+    BOOST_CHECK(d.post(slow, notice(0)));
+    BOOST_REQUIRE(slow->entered(1));
+    for (std::uint64_t i = 1; i <= 10; ++i) BOOST_CHECK(d.post(slow, notice(i)));
+    BOOST_CHECK(d.post(other, notice(100)));
+    BOOST_REQUIRE(other->entered(1));
+    for (std::uint64_t i = 101; i <= 104; ++i) BOOST_CHECK(d.post(other, notice(i)));
+    BOOST_CHECK(d.post(third, notice(200)));
+    BOOST_REQUIRE(third->entered(1));
+    BOOST_CHECK(d.post(third, notice(201)));
+    BOOST_CHECK_EQUAL(d.stats().queued, 15u);
+
+    // The queues are full: the slow one, 10 behind, is given up (its queue
+    // dropped, failed()), not the notice of one that is 1 behind.
+    BOOST_CHECK(d.post(third, notice(202)));
+    BOOST_CHECK_EQUAL(d.stats().fell_behind, 1u);
+    BOOST_CHECK_EQUAL(d.stats().dropped_full, 10u);
+    BOOST_CHECK_EQUAL(d.stats().queued, 6u);
+    BOOST_REQUIRE(eventually([&] { return slow->failures().size() == 1; }));
+    BOOST_CHECK_EQUAL(slow->failures()[0],
+                      "it fell behind: 10 queued, the longest backlog when the queues of all recipients were full (15 "
+                      "in all)");
+    third->release();
+    BOOST_REQUIRE(eventually([&] { return third->got().size() == 3; }));
+
+    // Full again: a sink's own full queue still drops (as before); a sink
+    // with less queued gets room at the expense of the longest backlog.
+    for (std::uint64_t i = 105; i <= 110; ++i) BOOST_CHECK(d.post(other, notice(i)));  // 10 queued
+    for (std::uint64_t i = 11; i <= 15; ++i) BOOST_CHECK(d.post(slow, notice(i)));     // 5: full
+    BOOST_CHECK_EQUAL(d.stats().queued, 15u);
+    BOOST_CHECK(!d.post(other, notice(111)));
+    BOOST_CHECK_EQUAL(d.stats().dropped_full, 11u);
+    BOOST_CHECK(d.post(third, notice(203)));
+    BOOST_CHECK_EQUAL(d.stats().fell_behind, 2u);
+    BOOST_CHECK_EQUAL(d.stats().dropped_full, 21u);
+    BOOST_REQUIRE(eventually([&] { return other->failures().size() == 1; }));
+    BOOST_REQUIRE(eventually([&] { return third->got().size() == 4; }));
 
     slow->release();
     other->release();
-    BOOST_REQUIRE(eventually([&] { return d.stats().delivered == 16u; }));
-    BOOST_CHECK(slow->got() == (std::vector<std::uint64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
-    BOOST_CHECK(other->got() == (std::vector<std::uint64_t>{100, 101, 102, 103, 104}));
+    BOOST_REQUIRE(eventually([&] { return slow->got().size() == 6 && other->got().size() == 1; }));
+    BOOST_CHECK(slow->got() == (std::vector<std::uint64_t>{0, 11, 12, 13, 14, 15}));
+    BOOST_CHECK_EQUAL(other->got().size(), 1u);  // in flight when given up
+    BOOST_CHECK_EQUAL(other->got().at(0), 100u);
+    BOOST_CHECK(third->failures().empty());
 }
 
 BOOST_AUTO_TEST_CASE(observers_take_turns_so_a_slow_one_delays_others_by_one_delivery_at_most)
@@ -202,10 +264,18 @@ BOOST_AUTO_TEST_CASE(a_failed_delivery_drops_what_the_endpoint_has_queued_and_su
     BOOST_REQUIRE(eventually([&] { return d.stats().failed == 1u && d.stats().delivered == 1u; }));
     BOOST_CHECK_EQUAL(d.stats().dropped_unreachable, 2u);  // notices 2 and 3
     BOOST_CHECK(alive->got() == std::vector<std::uint64_t>{4});
+    // Both sinks of the endpoint are told, so that an event subscription
+    // ends at once instead of being tried again later.
+    BOOST_REQUIRE(eventually([&] { return dead_too->failures().size() == 1; }));
+    BOOST_CHECK(dead->failures() == std::vector<std::string>{"CORBA TIMEOUT"});
+    BOOST_CHECK(dead_too->failures() == std::vector<std::string>{"CORBA TIMEOUT"});
 
-    // Suspended: dropped at once, without a delivery attempt.
-    BOOST_CHECK(!d.post(dead_too, notice(5)));
+    // Suspended: dropped at once, without a delivery attempt; the sink is told.
+    auto dead_later = sink("192.0.2.1:9");
+    BOOST_CHECK(!d.post(dead_later, notice(5)));
     BOOST_CHECK_EQUAL(d.stats().dropped_unreachable, 3u);
+    BOOST_REQUIRE(eventually([&] { return dead_later->failures().size() == 1; }));
+    BOOST_CHECK(dead_later->failures() == std::vector<std::string>{"CORBA TIMEOUT"});
     BOOST_CHECK(d.post(alive, notice(6)));
 
     // After the retry period the endpoint is tried again; a success ends the suspension.
@@ -249,4 +319,133 @@ BOOST_AUTO_TEST_CASE(destructor_stops_a_running_dispatcher)
         for (std::uint64_t i = 1; i <= 3; ++i) d.post(s, notice(i));
     }
     BOOST_CHECK_EQUAL(s.use_count(), 1);
+}
+
+BOOST_AUTO_TEST_CASE(prompt_endpoints_do_not_wait_behind_endpoints_that_block)
+{
+    NoticeLimits limits;
+    limits.threads = 2;
+    limits.prompt_threads = 1;
+    limits.prompt_within = 1s;
+    NoticeDispatcher d(limits);
+    auto good = sink("127.0.0.1:1");
+    BOOST_CHECK(d.post(good, notice(0)));  // proves it prompt
+    BOOST_REQUIRE(eventually([&] { return good->got().size() == 1; }));
+
+    // 50 new endpoints that block (connect hangs, nothing read): they hold
+    // the two threads that serve endpoints not yet proven.
+    std::vector<std::shared_ptr<RecordingSink>> bad;
+    for (int i = 0; i < 50; ++i) {
+        bad.push_back(sink("192.0.2.1:" + std::to_string(1000 + i)));
+        bad.back()->hold();
+    }
+    for (std::uint64_t n = 1; n <= 100; ++n) {
+        for (auto& b : bad) d.post(b, notice(n));
+        BOOST_CHECK(d.post(good, notice(n)));
+        // Delivered while every blocking one still blocks.
+        BOOST_REQUIRE(eventually([&] { return good->got().size() == n + 1; }, 5s));
+    }
+    BOOST_CHECK_EQUAL(d.stats().delivered, 101u);
+    for (auto& b : bad) b->release();
+    BOOST_REQUIRE(eventually([&] { return d.stats().queued == 0u; }));
+    BOOST_CHECK_EQUAL(d.stats().delivered, 101u + 50u * 100u);
+}
+
+BOOST_AUTO_TEST_CASE(an_endpoint_that_was_slow_leaves_the_prompt_threads)
+{
+    NoticeLimits limits;
+    limits.threads = 1;
+    limits.prompt_threads = 1;
+    limits.prompt_within = 50ms;
+    NoticeDispatcher d(limits);
+    auto once_prompt = sink("127.0.0.1:1");
+    auto good = sink("127.0.0.1:2");
+    BOOST_CHECK(d.post(once_prompt, notice(0)));
+    BOOST_CHECK(d.post(good, notice(0)));
+    BOOST_REQUIRE(eventually([&] { return once_prompt->got().size() == 1 && good->got().size() == 1; }));
+
+    // It blocks for longer than prompt_within (on the prompt thread, once).
+    once_prompt->hold();
+    BOOST_CHECK(d.post(once_prompt, notice(1)));
+    BOOST_REQUIRE(once_prompt->entered(2));
+    std::this_thread::sleep_for(100ms);  // the time it is slow: the condition under test, not a synchronisation
+    once_prompt->release();
+    BOOST_REQUIRE(eventually([&] { return once_prompt->got().size() == 2; }));
+
+    // Now it blocks again: it holds the other thread, not the prompt one.
+    once_prompt->hold();
+    BOOST_CHECK(d.post(once_prompt, notice(2)));
+    BOOST_REQUIRE(once_prompt->entered(3));
+    for (std::uint64_t n = 1; n <= 10; ++n) {
+        BOOST_CHECK(d.post(good, notice(n)));
+        BOOST_REQUIRE(eventually([&] { return good->got().size() == n + 1; }, 5s));
+    }
+    once_prompt->release();
+    BOOST_REQUIRE(eventually([&] { return d.stats().queued == 0u && once_prompt->got().size() == 3; }));
+}
+
+BOOST_AUTO_TEST_CASE(a_prompt_thread_held_by_an_endpoint_that_stopped_reading_is_replaced)
+{
+    NoticeLimits limits;
+    limits.threads = 1;
+    limits.prompt_threads = 1;
+    limits.prompt_within = 50ms;
+    NoticeDispatcher d(limits);
+    auto good = sink("127.0.0.1:1");
+    auto turned = sink("127.0.0.1:2");
+    BOOST_CHECK(d.post(good, notice(0)));
+    BOOST_CHECK(d.post(turned, notice(0)));
+    BOOST_REQUIRE(eventually([&] { return good->got().size() == 1 && turned->got().size() == 1; }));
+
+    // The other thread is held by a new endpoint that blocks; then one that
+    // was prompt blocks too (its socket full), on the prompt thread.
+    auto stuck = sink("192.0.2.1:1");
+    stuck->hold();
+    BOOST_CHECK(d.post(stuck, notice(1)));
+    BOOST_REQUIRE(stuck->entered(1));
+    turned->hold();
+    BOOST_CHECK(d.post(turned, notice(1)));
+    BOOST_REQUIRE(turned->entered(2));
+    for (std::uint64_t n = 1; n <= 10; ++n) {
+        BOOST_CHECK(d.post(good, notice(n)));
+        BOOST_REQUIRE(eventually([&] { return good->got().size() == n + 1; }, 5s));
+    }
+    BOOST_CHECK_EQUAL(d.stats().replaced, 2u);  // the prompt thread held by `turned`, the other by `stuck`
+    turned->release();
+    stuck->release();
+    BOOST_REQUIRE(eventually([&] { return d.stats().queued == 0u && d.stats().delivered == 14u; }));
+}
+
+BOOST_AUTO_TEST_CASE(endpoints_that_block_are_tried_side_by_side_and_a_newcomer_is_not_held_for_long)
+{
+    NoticeLimits limits;
+    limits.threads = 1;
+    limits.prompt_threads = 1;
+    limits.prompt_within = 50ms;
+    limits.max_replaced = 8;
+    NoticeDispatcher d(limits);
+    std::vector<std::shared_ptr<RecordingSink>> bad;
+    for (int i = 0; i < 6; ++i) {
+        bad.push_back(sink("192.0.2.1:" + std::to_string(2000 + i)));
+        bad.back()->hold();
+        BOOST_CHECK(d.post(bad.back(), notice(1)));
+    }
+    // Each blocked thread is replaced after 50 ms: all six are being tried
+    // at once, not one after the other.
+    for (auto& b : bad) BOOST_REQUIRE(b->entered(1));
+    // A new subscriber, not yet proven prompt, is served meanwhile.
+    auto newcomer = sink("127.0.0.1:1");
+    BOOST_CHECK(d.post(newcomer, notice(1)));
+    BOOST_REQUIRE(eventually([&] { return newcomer->got().size() == 1; }, 5s));
+    BOOST_CHECK_EQUAL(d.stats().replaced, 6u);
+
+    // Past max_replaced, a thread that blocks keeps its place.
+    for (int i = 0; i < 4; ++i) {
+        bad.push_back(sink("192.0.2.1:" + std::to_string(3000 + i)));
+        bad.back()->hold();
+        BOOST_CHECK(d.post(bad.back(), notice(1)));
+    }
+    BOOST_REQUIRE(eventually([&] { return d.stats().replaced == 8u; }));
+    for (auto& b : bad) b->release();
+    BOOST_REQUIRE(eventually([&] { return d.stats().queued == 0u && d.stats().delivered == 11u; }));
 }

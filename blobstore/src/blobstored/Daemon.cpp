@@ -46,6 +46,7 @@ constexpr int kThreadPerConnectionLimit = 128;
 constexpr std::chrono::milliseconds kProbeBound{3000};
 /// Delivery threads of transfer notices and store events (docs/ARCHITECTURE.md, "Events").
 constexpr unsigned kNoticeThreads = 4;
+constexpr unsigned kPromptNoticeThreads = 2;
 
 /// Raises the soft descriptor limit to the hard one: every data connection,
 /// control-plane connection and open Blob costs a descriptor, and the usual
@@ -116,11 +117,14 @@ std::string Daemon::start()
     }
 
     // Transfer notices and store events (EventHub.h); each endpoint on one
-    // thread at a time, so a stuck subscriber holds one of kNoticeThreads.
+    // thread at a time, so a stuck subscriber holds one of kNoticeThreads;
+    // endpoints that answered promptly have kPromptNoticeThreads of their own.
     server::NoticeLimits notice_limits;
     notice_limits.threads = kNoticeThreads;
+    notice_limits.prompt_threads = kPromptNoticeThreads;
     notices_ = std::make_unique<server::NoticeDispatcher>(notice_limits);
-    events_ = std::make_shared<server::EventHub>(options_.name, *notices_);
+    events_ = std::make_shared<server::EventHub>(
+        options_.name, *notices_, server::EventLimits{options_.max_subscriptions, options_.max_client_subscriptions});
     store_ = open_store();
     tickets_ = std::make_unique<server::TicketRegistry>(options_.ticket_lifetime);
     reservations_ = std::make_unique<server::ReservationTable>(

@@ -108,6 +108,8 @@ po::options_description describe()
         ("transporter-idle", po::value<std::string>()->value_name("DURATION")->default_value("300"), "a transporter neither called nor transferring for this long is reclaimed (its client died or never closed it); checked every --naming-check")
         ("max-transporters", po::value<std::string>()->value_name("N")->default_value("4096"), "open transporters in all; more are refused with limit_reached")
         ("max-client-transporters", po::value<std::string>()->value_name("N")->default_value("256"), "open transporters of one client (its host, or its certificate subject with TLS)")
+        ("max-subscriptions", po::value<std::string>()->value_name("N")->default_value("1000"), "event subscriptions (BlobStore::subscribe, blob watch) the store keeps in all; more are refused with LimitReached (1 to 1000000)")
+        ("max-client-subscriptions", po::value<std::string>()->value_name("N")->default_value("16"), "event subscriptions of one client: its certificate subject with TLS, else its IP address (1 to 1000000)")
         ("socket-buffer", po::value<std::string>()->value_name("BYTES"), "SO_SNDBUF and SO_RCVBUF of data connections (default: unset = Linux autotuning)")
         ("checksum", po::value<std::string>()->value_name("ALGORITHM")->default_value("crc32c"), "checksum of pushes that do not choose one: crc32c (fast, the default) or sha256 (cryptographic, ~1.5 GB/s per core); a Blob keeps the algorithm it was pushed with")
         ("no-local", po::bool_switch(), "never offer the same-host fast path (findLocalFile), nor read another store's files for a copy or read-through")
@@ -319,6 +321,9 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
     o.max_transporters = parse_count("max-transporters", value_of(vm, "max-transporters"), 1, 1000000);
     o.max_client_transporters =
         parse_count("max-client-transporters", value_of(vm, "max-client-transporters"), 1, 1000000);
+    o.max_subscriptions = parse_count("max-subscriptions", value_of(vm, "max-subscriptions"), 1, 1000000);
+    o.max_client_subscriptions =
+        parse_count("max-client-subscriptions", value_of(vm, "max-client-subscriptions"), 1, 1000000);
     if (vm.count("socket-buffer")) {
         o.socket_buffer =
             static_cast<int>(cli::parse_size("--socket-buffer", value_of(vm, "socket-buffer"), 4096, 1ULL << 30));

@@ -55,6 +55,8 @@ struct DaemonOptions {
     std::chrono::milliseconds transporter_idle{300000};  ///< an unused transporter is reclaimed after this
     std::size_t max_transporters = 4096;                 ///< open transporters in all
     std::size_t max_client_transporters = 256;           ///< open transporters of one client (host, or TLS subject)
+    std::size_t max_subscriptions = 1000;                ///< event subscriptions in total
+    std::size_t max_client_subscriptions = 16;           ///< ... of one client (host, or TLS subject)
     int socket_buffer = 0;                               ///< 0: autotuning
     bool local_fast_path = true;
     bool read_through = false;                       ///< --read-through: fetch missing Blobs from farther tiers

@@ -8,6 +8,7 @@
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/References.h>
+#include <blobstreaming/transporter/corba/Security.h>
 
 #include <omniORB4/CORBA.h>
 
@@ -96,7 +97,7 @@ CORBA::ULongLong subscribe(const ServantContext& context, BlobStreaming::EventSu
     try {
         // Events published before set_id() cannot fail yet: the sink is
         // called on the dispatcher's thread only after post().
-        const std::uint64_t id = context.events->subscribe(sink, wanted);
+        const std::uint64_t id = context.events->subscribe(sink, wanted, caller_client());
         sink->set_id(id);
         return id;
     } catch (const Error& e) {

@@ -36,23 +36,43 @@ private:
 
 }  // namespace
 
-EventHub::EventHub(std::string store, NoticeDispatcher& dispatcher) : store_(std::move(store)), dispatcher_(&dispatcher)
+EventHub::EventHub(std::string store, NoticeDispatcher& dispatcher, EventLimits limits)
+    : store_(std::move(store)), dispatcher_(&dispatcher), limits_(limits)
 {}
 
-std::uint64_t EventHub::subscribe(std::shared_ptr<NoticeSink> sink, EventKinds kinds)
+std::uint64_t EventHub::subscribe(std::shared_ptr<NoticeSink> sink, EventKinds kinds, const std::string& client)
 {
     std::lock_guard lock(mutex_);
-    if (subscriptions_.size() >= kMaxSubscriptions)
+    if (!client.empty()) {
+        auto mine = per_client_.find(client);
+        if (mine != per_client_.end() && mine->second >= limits_.per_client)
+            throw Error(Errc::limit_reached, "subscribe to the events of store \"" + store_ + "\": client \"" +
+                                                 client + "\" has " + std::to_string(mine->second) +
+                                                 " subscriptions open, the most one client may keep; "
+                                                 "unsubscribe one first");
+    }
+    if (subscriptions_.size() >= limits_.total)
         throw Error(Errc::limit_reached, "subscribe to the events of store \"" + store_ +
-                                             "\": " + std::to_string(kMaxSubscriptions) +
+                                             "\": " + std::to_string(limits_.total) +
                                              " subscriptions are open, the most the store keeps; try again later");
     const std::uint64_t id = ++last_id_;
     spdlog::info("store events: subscription {} for the subscriber at {} (events: {})", id, sink->endpoint(),
                  kinds == kEveryEventKind                          ? "committed, removed"
                  : kinds == event_bit(StoreEvent::Kind::committed) ? "committed"
                                                                    : "removed");
-    subscriptions_.emplace(id, Subscription{std::move(sink), kinds});
+    subscriptions_.emplace(id, Subscription{std::move(sink), kinds, client});
+    if (!client.empty()) ++per_client_[client];
     return id;
+}
+
+void EventHub::erase_locked(std::map<std::uint64_t, Subscription>::iterator it)
+{
+    const std::string& client = it->second.client;
+    if (!client.empty()) {
+        auto mine = per_client_.find(client);
+        if (mine != per_client_.end() && --mine->second == 0) per_client_.erase(mine);
+    }
+    subscriptions_.erase(it);
 }
 
 std::uint64_t EventHub::subscribe_local(std::string who, EventKinds kinds,
@@ -64,7 +84,9 @@ std::uint64_t EventHub::subscribe_local(std::string who, EventKinds kinds,
 bool EventHub::unsubscribe(std::uint64_t id)
 {
     std::lock_guard lock(mutex_);
-    const bool was = subscriptions_.erase(id) > 0;
+    auto it = subscriptions_.find(id);
+    const bool was = it != subscriptions_.end();
+    if (was) erase_locked(it);
     if (was) spdlog::info("store events: subscription {} ended by its subscriber", id);
     return was;
 }
@@ -76,7 +98,7 @@ void EventHub::end(std::uint64_t id, const std::string& why)
     if (it == subscriptions_.end()) return;
     spdlog::warn("store events: subscription {} of the subscriber at {} ended: it did not take an event ({})", id,
                  it->second.sink->endpoint(), why);
-    subscriptions_.erase(it);
+    erase_locked(it);
 }
 
 void EventHub::published(const StoreEvent& event) noexcept
@@ -93,6 +115,7 @@ void EventHub::close() noexcept
     std::lock_guard lock(mutex_);
     dispatcher_ = nullptr;
     subscriptions_.clear();
+    per_client_.clear();
 }
 
 std::size_t EventHub::subscriptions() const

@@ -28,17 +28,26 @@ using EventKinds = unsigned;
 constexpr EventKinds event_bit(StoreEvent::Kind kind) noexcept { return 1u << static_cast<unsigned>(kind); }
 constexpr EventKinds kEveryEventKind = event_bit(StoreEvent::Kind::committed) | event_bit(StoreEvent::Kind::removed);
 
+/// How many subscriptions a hub keeps (blobstored --max-subscriptions,
+/// --max-client-subscriptions).
+struct EventLimits {
+    std::size_t total = 1000;     ///< remote and local together
+    std::size_t per_client = 16;  ///< of one client (certificate subject, else address)
+};
+
 class EventHub final : public StoreListener {
 public:
-    /// The most subscriptions at once, remote and local together.
-    static constexpr std::size_t kMaxSubscriptions = 1000;
+    /// The most subscriptions at once by default, remote and local together.
+    static constexpr std::size_t kMaxSubscriptions = EventLimits{}.total;
 
     /// `dispatcher` must outlive the hub or its close().
-    EventHub(std::string store, NoticeDispatcher& dispatcher);
+    EventHub(std::string store, NoticeDispatcher& dispatcher, EventLimits limits = {});
 
-    /// Sends the events of `kinds` to `sink` from now on. Throws
-    /// Error(Errc::limit_reached) past kMaxSubscriptions. Thread-safe.
-    std::uint64_t subscribe(std::shared_ptr<NoticeSink> sink, EventKinds kinds);
+    /// Sends the events of `kinds` to `sink` from now on, for `client` (""
+    /// for an in-daemon subscriber: not capped per client). Throws
+    /// Error(Errc::limit_reached) past the client's or the total limit.
+    /// Thread-safe.
+    std::uint64_t subscribe(std::shared_ptr<NoticeSink> sink, EventKinds kinds, const std::string& client = {});
 
     /// In-daemon subscriber: `on_event` runs on a dispatcher thread, one
     /// event at a time, in sequence order; it must not throw and should be
@@ -68,13 +77,17 @@ private:
     struct Subscription {
         std::shared_ptr<NoticeSink> sink;
         EventKinds kinds = 0;
+        std::string client;
     };
+    void erase_locked(std::map<std::uint64_t, Subscription>::iterator it);
 
     const std::string store_;
     const std::chrono::system_clock::time_point epoch_ = std::chrono::system_clock::now();
     mutable std::mutex mutex_;
     NoticeDispatcher* dispatcher_;  ///< null once closed
+    const EventLimits limits_;
     std::map<std::uint64_t, Subscription> subscriptions_;
+    std::map<std::string, std::size_t> per_client_;  ///< open subscriptions by client (not "")
     std::uint64_t last_id_ = 0;
 };
 

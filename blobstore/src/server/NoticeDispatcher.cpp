@@ -13,7 +13,59 @@ double seconds(std::chrono::milliseconds ms) { return static_cast<double>(ms.cou
 
 NoticeDispatcher::NoticeDispatcher(NoticeLimits limits) : limits_(limits)
 {
-    for (unsigned i = 0; i < std::max(1u, limits_.threads); ++i) threads_.emplace_back([this] { run(); });
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (unsigned i = 0; i < std::max(1u, limits_.threads); ++i) start_worker_locked(Lane::any);
+    for (unsigned i = 0; i < limits_.prompt_threads; ++i) start_worker_locked(Lane::prompt);
+    if (limits_.prompt_threads > 0) supervisor_ = std::thread([this] { supervise(); });
+}
+
+void NoticeDispatcher::start_worker_locked(Lane lane)
+{
+    Worker& worker = workers_.emplace_back();
+    worker.lane = lane;
+    worker.thread = std::thread([this, &worker] { run(worker); });
+}
+
+void NoticeDispatcher::supervise() noexcept
+{
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stopping_) {
+        const auto now = Clock::now();
+        auto due = Clock::time_point::max();
+        std::size_t replaced_running = 0;
+        for (auto it = workers_.begin(); it != workers_.end();) {
+            if (it->done) {  // a replaced thread that ended: it only returns now
+                it->thread.join();
+                it = workers_.erase(it);
+                continue;
+            }
+            if (it->replaced) ++replaced_running;
+            ++it;
+        }
+        for (Worker& w : workers_) {
+            if (!w.delivering || w.replaced) continue;
+            const auto overdue = w.started + limits_.prompt_within;
+            if (now < overdue) {
+                due = std::min(due, overdue);
+                continue;
+            }
+            if (replaced_running >= limits_.max_replaced) continue;  // it waits for its call timeout
+            w.replaced = true;
+            ++replaced_running;
+            ++stats_.replaced;
+            prompt_.erase(w.endpoint);  // not prompt any more: its next notices go to the other threads
+            spdlog::info("notices: the delivery to {} takes longer than {} ms: another thread takes its place "
+                         "meanwhile",
+                         w.endpoint, limits_.prompt_within.count());
+            try {
+                start_worker_locked(w.lane);
+            } catch (...) {
+                // no thread to be had: the prompt ones wait for this delivery
+            }
+        }
+        if (due == Clock::time_point::max()) supervisor_wake_.wait(lock);
+        else supervisor_wake_.wait_until(lock, due);
+    }
 }
 
 NoticeDispatcher::~NoticeDispatcher() { stop(); }
@@ -30,12 +82,15 @@ bool NoticeDispatcher::post(const std::shared_ptr<NoticeSink>& sink, Notice noti
         }
         if (suspended_locked(endpoint, Clock::now())) {
             ++stats_.dropped_unreachable;
-            drop_locked(*sink, "unreachable (" + suspended_.at(endpoint).why + ")", 1);
+            const std::string why = "unreachable (" + suspended_.at(endpoint).why + ")";
+            drop_locked(*sink, why, 1);
+            tell_failed_locked(sink, suspended_.at(endpoint).why);  // not tried again while others wait
+            wake_.notify_all();
             return false;
         }
         auto it = channels_.find(sink.get());
         const std::size_t mine = it == channels_.end() ? 0 : it->second.queue.size();
-        if (mine >= limits_.per_observer || stats_.queued >= limits_.total) {
+        if (mine >= limits_.per_observer || (stats_.queued >= limits_.total && !make_room_locked(sink.get(), mine))) {
             ++stats_.dropped_full;
             drop_locked(*sink,
                         "its queue is full (" + std::to_string(limits_.per_observer) + " per " + sink->recipient() +
@@ -44,16 +99,58 @@ bool NoticeDispatcher::post(const std::shared_ptr<NoticeSink>& sink, Notice noti
             return false;
         }
         if (it == channels_.end()) {
-            it = channels_.emplace(sink.get(), Channel{sink, {}}).first;
-            turns_.push_back(sink.get());
+            it = channels_.emplace(sink.get(), Channel{sink, {}, false}).first;
+            enqueue_turn_locked(sink.get());
+        } else if (it->second.queue.empty() && !it->second.in_flight) {
+            enqueue_turn_locked(sink.get());  // its queue was given up (make_room_locked)
         }  // else: it has its turn already, or is in flight and takes the next one after it
         it->second.queue.push_back(std::move(notice));
         ++stats_.queued;
     } catch (...) {
         return false;  // out of memory: the notice is lost, the data plane goes on
     }
-    wake_.notify_one();
+    wake_.notify_all();  // the threads of one lane cannot take the other's turns
     return true;
+}
+
+bool NoticeDispatcher::make_room_locked(const NoticeSink* poster, std::size_t mine)
+{
+    auto victim = channels_.end();
+    for (auto it = channels_.begin(); it != channels_.end(); ++it)
+        if (victim == channels_.end() || it->second.queue.size() > victim->second.queue.size()) victim = it;
+    if (victim == channels_.end() || victim->first == poster || victim->second.queue.size() <= mine) return false;
+    Channel& channel = victim->second;
+    const std::size_t backlog = channel.queue.size();
+    const std::string why = "it fell behind: " + std::to_string(backlog) +
+                            " queued, the longest backlog when the queues of all recipients were full (" +
+                            std::to_string(limits_.total) + " in all)";
+    spdlog::warn("{}: the {} at {} is given up: {}", channel.sink->noun(), channel.sink->recipient(),
+                 channel.sink->endpoint(), why);
+    stats_.queued -= backlog;
+    stats_.dropped_full += backlog;
+    ++stats_.fell_behind;
+    drop_locked(*channel.sink, why, backlog);
+    tell_failed_locked(channel.sink, why);
+    channel.queue.clear();
+    const NoticeSink* key = victim->first;
+    for (auto* turns : {&turns_, &prompt_turns_}) turns->erase(std::remove(turns->begin(), turns->end(), key), turns->end());
+    if (!channel.in_flight) channels_.erase(victim);
+    return true;
+}
+
+void NoticeDispatcher::tell_failed_locked(const std::shared_ptr<NoticeSink>& sink, const std::string& why)
+{
+    to_fail_.emplace(sink.get(), std::make_pair(sink, why));
+}
+
+bool NoticeDispatcher::prompt_locked(const std::string& endpoint) const
+{
+    return limits_.prompt_threads > 0 && prompt_.count(endpoint) != 0;
+}
+
+void NoticeDispatcher::enqueue_turn_locked(const NoticeSink* key)
+{
+    (prompt_locked(key->endpoint()) ? prompt_turns_ : turns_).push_back(key);
 }
 
 bool NoticeDispatcher::suspended_locked(const std::string& endpoint, Clock::time_point now) const
@@ -82,9 +179,12 @@ void NoticeDispatcher::fail_locked(const std::shared_ptr<NoticeSink>& sink, cons
         }
         dropped += it->second.queue.size();
         stats_.queued -= it->second.queue.size();
-        if (it->second.sink != sink)
+        if (it->second.sink != sink) {
             drop_locked(*it->second.sink, "unreachable (" + why + ")", it->second.queue.size());
-        turns_.erase(std::remove(turns_.begin(), turns_.end(), it->first), turns_.end());
+            tell_failed_locked(it->second.sink, why);  // shares the endpoint's fate
+        }
+        for (auto* turns : {&turns_, &prompt_turns_})
+            turns->erase(std::remove(turns->begin(), turns->end(), it->first), turns->end());
         it = channels_.erase(it);
     }
     ++stats_.failed;
@@ -115,27 +215,52 @@ void NoticeDispatcher::report_locked(Clock::time_point now, bool all)
         it = now >= it->second + limits_.report_every ? last_report_.erase(it) : std::next(it);
     for (auto it = suspended_.begin(); it != suspended_.end();)
         it = now >= it->second.until + limits_.max_retry_after ? suspended_.erase(it) : std::next(it);
+    for (auto it = prompt_.begin(); it != prompt_.end();)
+        it = now >= it->second + limits_.max_retry_after ? prompt_.erase(it) : std::next(it);
 }
 
-const NoticeSink* NoticeDispatcher::next_turn_locked()
+const NoticeSink* NoticeDispatcher::next_turn_locked(std::deque<const NoticeSink*>& turns, bool prompt_only)
 {
-    for (auto it = turns_.begin(); it != turns_.end(); ++it) {
+    for (auto it = turns.begin(); it != turns.end();) {
         const NoticeSink* key = *it;
-        if (busy_.count(key->endpoint()) != 0) continue;
-        turns_.erase(it);
+        if (busy_.count(key->endpoint()) != 0) {
+            ++it;
+            continue;
+        }
+        if (prompt_only && !prompt_locked(key->endpoint())) {
+            // Slow since it was queued: to the other lane, keeping its turn's order there.
+            it = turns.erase(it);
+            turns_.push_back(key);
+            continue;
+        }
+        turns.erase(it);
         return key;
     }
     return nullptr;
 }
 
-void NoticeDispatcher::run() noexcept
+void NoticeDispatcher::run(Worker& worker) noexcept
 {
+    const Lane lane = worker.lane;
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
         const auto now = Clock::now();
         report_locked(now, false);
         if (stopping_) break;
-        const NoticeSink* key = next_turn_locked();
+        if (!to_fail_.empty()) {
+            auto failing = std::move(to_fail_);
+            to_fail_.clear();
+            lock.unlock();
+            for (auto& [key, entry] : failing) entry.first->failed(entry.second);
+            failing.clear();  // releases the sinks without the lock held
+            lock.lock();
+            continue;
+        }
+        // The endpoints not proven prompt go first on the threads that may
+        // block; the prompt threads never take them.
+        const NoticeSink* key = lane == Lane::prompt ? next_turn_locked(prompt_turns_, true)
+                                                     : next_turn_locked(turns_, false);
+        if (!key && lane == Lane::any) key = next_turn_locked(prompt_turns_, false);
         if (!key) {
             // Sleep until a notice comes, a delivery ends or a deferred report is due.
             auto due = Clock::time_point::max();
@@ -152,7 +277,13 @@ void NoticeDispatcher::run() noexcept
         const Notice notice = std::move(channel.queue.front());
         channel.queue.pop_front();
         --stats_.queued;
+        channel.in_flight = true;
         busy_.insert(sink->endpoint());
+        const auto started = Clock::now();
+        worker.delivering = true;
+        worker.started = started;
+        worker.endpoint = sink->endpoint();
+        supervisor_wake_.notify_one();
         lock.unlock();
         const std::string why = std::visit(
             [&sink](const auto& n) {
@@ -164,19 +295,30 @@ void NoticeDispatcher::run() noexcept
             notice);
         if (!why.empty()) sink->failed(why);
         lock.lock();
+        worker.delivering = false;
+        const auto ended = Clock::now();
         busy_.erase(sink->endpoint());
+        auto it = channels_.find(key);
+        if (it != channels_.end()) it->second.in_flight = false;
         if (why.empty()) {
             ++stats_.delivered;
             suspended_.erase(sink->endpoint());
+            if (ended - started <= limits_.prompt_within) prompt_[sink->endpoint()] = ended;
+            else prompt_.erase(sink->endpoint());
             // Its next notice waits for the turns of those that came meanwhile.
-            auto it = channels_.find(key);
-            if (it->second.queue.empty()) channels_.erase(it);
-            else turns_.push_back(key);
+            if (it != channels_.end()) {
+                if (it->second.queue.empty()) channels_.erase(it);
+                else enqueue_turn_locked(key);
+            }
         } else {
-            fail_locked(sink, why, Clock::now());  // drops its channel too
+            prompt_.erase(sink->endpoint());
+            fail_locked(sink, why, ended);  // drops its channel too
         }
         wake_.notify_all();  // a turn skipped for this endpoint may be taken now
+        if (worker.replaced) break;  // another thread took its place
     }
+    worker.done = true;
+    supervisor_wake_.notify_one();
 }
 
 void NoticeDispatcher::stop() noexcept
@@ -186,8 +328,10 @@ void NoticeDispatcher::stop() noexcept
         stopping_ = true;
     }
     wake_.notify_all();
-    for (auto& thread : threads_)
-        if (thread.joinable()) thread.join();
+    supervisor_wake_.notify_all();
+    if (supervisor_.joinable()) supervisor_.join();
+    for (auto& worker : workers_)  // no more are started: the supervisor is gone
+        if (worker.thread.joinable()) worker.thread.join();
     // What is still queued is not delivered any more.
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto& [key, channel] : channels_) {
@@ -197,6 +341,8 @@ void NoticeDispatcher::stop() noexcept
     }
     channels_.clear();
     turns_.clear();
+    prompt_turns_.clear();
+    to_fail_.clear();  // the daemon is stopping: nothing is ended any more
     report_locked(Clock::now(), true);
 }
 

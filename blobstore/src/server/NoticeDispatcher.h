@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -57,15 +58,23 @@ public:
     virtual const char* noun() const noexcept { return "transfer notices"; }
     virtual const char* recipient() const noexcept { return "observer"; }
 
-    /// After a delivery to this sink failed (`why`), on the dispatcher
-    /// thread, its lock released: a sink may end itself here (EventHub ends
-    /// the subscription). Must not throw.
+    /// After a delivery to this sink failed (`why`), or one to another sink
+    /// of its endpoint, or when the dispatcher gave up on it (it fell
+    /// behind: its backlog was the longest when the queues were full), on a
+    /// dispatcher thread, no lock of the dispatcher held: a sink may end
+    /// itself here (EventHub ends the subscription). Never called from
+    /// post(). Must not throw.
     virtual void failed(const std::string& /*why*/) noexcept {}
 };
 
 struct NoticeLimits {
     std::size_t per_observer = 1000;  ///< notices queued for one sink; more are dropped
-    std::size_t total = 20000;        ///< notices queued for all sinks together
+    /// Notices queued for all sinks together. When they are full, the sink
+    /// with the longest backlog loses its queue and is told failed() ("fell
+    /// behind"), so that a sink that keeps up never loses a notice to the
+    /// backlog of others; a notice for the sink with the longest backlog
+    /// itself is dropped.
+    std::size_t total = 20000;
     /// After a failed delivery an endpoint gets nothing for this long; the
     /// period doubles with each further failure up to `max_retry_after`, and
     /// a delivery that succeeds ends it.
@@ -77,26 +86,49 @@ struct NoticeLimits {
     /// Delivery threads. Each endpoint is served by one thread at a time (its
     /// notices stay in order), so a recipient that blocks for its call
     /// timeout holds one thread and delays the others only when every
-    /// thread is so held.
+    /// thread is so held. They serve the endpoints that have not proven
+    /// prompt first (see prompt_threads).
     unsigned threads = 1;
+    /// Threads more that serve only prompt endpoints: those whose last
+    /// delivery succeeded within `prompt_within`. A new endpoint, or one
+    /// whose last delivery took longer, is served by `threads` only, so that
+    /// endpoints that block (unreachable, not reading) hold those, never
+    /// these: a prompt recipient then waits for other prompt ones only. 0:
+    /// one pool for all.
+    unsigned prompt_threads = 0;
+    std::chrono::milliseconds prompt_within{100};
+    /// With prompt threads, a thread whose delivery takes longer than
+    /// `prompt_within` (a connect that hangs, a socket that is full) is
+    /// replaced by a new one of its kind at once, so that the prompt ones
+    /// are never held and endpoints that block are tried side by side; the
+    /// old one ends after that delivery. At most this many such replaced
+    /// threads at a time; past it a thread that blocks holds its place
+    /// until its call timeout.
+    unsigned max_replaced = 32;
 };
 
 struct NoticeStats {
     std::uint64_t delivered = 0;
     std::uint64_t failed = 0;               ///< deliver() returned a reason
     std::uint64_t dropped_full = 0;         ///< the sink's or the total queue was full
+    std::uint64_t fell_behind = 0;          ///< sinks whose queue was dropped to make room (failed())
+    std::uint64_t replaced = 0;             ///< threads replaced while a delivery blocked them
     std::uint64_t dropped_unreachable = 0;  ///< queued for, or posted to, a suspended endpoint
     std::uint64_t dropped_stopped = 0;      ///< still queued at stop(), or posted after it
     std::size_t queued = 0;
 };
 
-/// One for the whole daemon, with `threads` threads. Notices of one sink are
-/// delivered in the order they were posted; sinks take turns, one notice
-/// each, an endpoint on one thread at a time, so with one thread a slow sink
-/// delays another's notice by at most one of its own deliveries (bounded by
-/// its call timeout), with more not at all until that many endpoints are
-/// slow; a sink whose delivery failed is skipped until its retry period has
-/// passed. Memory is bounded by the limits. Thread-safe.
+/// One for the whole daemon, with `threads` + `prompt_threads` threads.
+/// Notices of one sink are delivered in the order they were posted; sinks
+/// take turns, one notice each, an endpoint on one thread at a time, so with
+/// one thread a slow sink delays another's notice by at most one of its own
+/// deliveries (bounded by its call timeout), with more not at all until that
+/// many endpoints are slow; with prompt threads, a prompt endpoint waits for
+/// the other prompt ones only. After a failed delivery every sink of that
+/// endpoint is told failed() (at once, or at its next post) and its notices
+/// are dropped until its retry period has passed. Memory is bounded by the
+/// limits; a full queue is made room in by giving up the sink that is
+/// furthest behind. Thread-safe.
 class NoticeDispatcher {
 public:
     /// Starts the threads.
@@ -125,6 +157,18 @@ private:
     struct Channel {
         std::shared_ptr<NoticeSink> sink;
         std::deque<Notice> queue;
+        bool in_flight = false;  ///< a thread is delivering its notice
+    };
+    enum class Lane { any, prompt };
+    /// A delivery thread; in a std::list: stable, so threads refer to theirs.
+    struct Worker {
+        Lane lane = Lane::any;
+        bool delivering = false;
+        bool replaced = false;  ///< a prompt thread that was too slow: ends after its delivery
+        bool done = false;      ///< returned from run(): may be joined
+        Clock::time_point started;
+        std::string endpoint;  ///< of the delivery in progress
+        std::thread thread;
     };
     struct Suspension {
         Clock::time_point until;
@@ -136,28 +180,47 @@ private:
         std::uint64_t count = 0;
     };
 
-    void run() noexcept;
+    void run(Worker& worker) noexcept;
+    void start_worker_locked(Lane lane);
+    /// Replaces prompt threads whose delivery takes too long (own thread).
+    void supervise() noexcept;
+    /// Makes room in a full queue for a notice of `poster`: drops the queue
+    /// of the sink with the longest backlog, if longer than the poster's.
+    bool make_room_locked(const NoticeSink* poster, std::size_t mine);
+    /// failed(why) for `sink`, on a dispatcher thread soon, once.
+    void tell_failed_locked(const std::shared_ptr<NoticeSink>& sink, const std::string& why);
+    bool prompt_locked(const std::string& endpoint) const;
     bool suspended_locked(const std::string& endpoint, Clock::time_point now) const;
     void fail_locked(const std::shared_ptr<NoticeSink>& sink, const std::string& why, Clock::time_point now);
     /// What a drop is reported as: endpoint, noun, recipient, reason.
     using DropKey = std::tuple<std::string, std::string, std::string, std::string>;
     void drop_locked(const NoticeSink& sink, const std::string& reason, std::uint64_t count);
-    /// The first sink in turns_ whose endpoint is not being served; null if none.
-    const NoticeSink* next_turn_locked();
+    /// The first sink in `turns` whose endpoint is not being served (and,
+    /// with `prompt_only`, is prompt); null if none.
+    const NoticeSink* next_turn_locked(std::deque<const NoticeSink*>& turns, bool prompt_only);
+    void enqueue_turn_locked(const NoticeSink* key);
     void report_locked(Clock::time_point now, bool all);
 
     const NoticeLimits limits_;
     mutable std::mutex mutex_;
     std::condition_variable wake_;
     std::map<const NoticeSink*, Channel> channels_;  ///< sinks with queued notices, or in flight
-    std::deque<const NoticeSink*> turns_;  ///< round robin over channels_ but those whose notice is being delivered
+    /// Round robin over channels_ but those whose notice is being delivered:
+    /// of endpoints that were prompt when queued, and of the others.
+    std::deque<const NoticeSink*> prompt_turns_;
+    std::deque<const NoticeSink*> turns_;
+    std::map<std::string, Clock::time_point> prompt_;  ///< endpoints whose last delivery was prompt: when
+    /// Sinks to be told failed(), and why.
+    std::map<const NoticeSink*, std::pair<std::shared_ptr<NoticeSink>, std::string>> to_fail_;
     std::set<std::string> busy_;           ///< endpoints a thread is delivering to
     std::map<std::string, Suspension> suspended_;  ///< by endpoint
     std::map<DropKey, Unreported> unreported_;
     std::map<DropKey, Clock::time_point> last_report_;
     NoticeStats stats_;
     bool stopping_ = false;
-    std::vector<std::thread> threads_;
+    std::list<Worker> workers_;
+    std::condition_variable supervisor_wake_;
+    std::thread supervisor_;
 };
 
 }  // namespace blobstreaming::server
