@@ -1,6 +1,8 @@
 #pragma once
-/// ConnectionGate: caps the TCP connections to blob-activatord's CORBA
-/// endpoint, which anyone may open without a credential. omniORB accepts
+/// ConnectionGate: caps the TCP connections to a daemon's CORBA endpoint
+/// (blobstored's control port, blob-activatord's), which anyone may open
+/// without a credential (with TLS too: the gate sees a connection before its
+/// handshake, so peers are told apart by address). omniORB accepts
 /// every connection; its serverAcceptConnection interceptor (installed
 /// here, once per process) asks the gate, which
 /// - refuses a newcomer whose address holds `per_peer` connections already
@@ -17,21 +19,25 @@
 /// few.
 /// Refusals are logged once per address and in a summary (summary()).
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <thread>
 
-namespace blobstreaming::activator {
+namespace blobstreaming::corba {
 
-struct ConnectionLimits {
+struct GateLimits {
     unsigned total = 512;    ///< connections open at once
     unsigned per_peer = 16;  ///< from one address
 };
 
 namespace connection_gate {
 
-/// Starts gating connections whose local port is `port`. Call after
-/// ORB_init, before the POA manager is activated.
-void install(std::uint16_t port, ConnectionLimits limits);
+/// Starts gating connections whose local port is `port` (one endpoint per
+/// process). Call after ORB_init, before the POA manager is activated.
+void install(std::uint16_t port, GateLimits limits);
 
 /// Main thread, every 250 ms: ends the connections beyond the caps that
 /// the gate was not asked about (omniORB asks from a connection's thread;
@@ -44,4 +50,29 @@ void sweep();
 std::string summary();
 
 }  // namespace connection_gate
-}  // namespace blobstreaming::activator
+
+/// For a program whose main thread does not wake every 250 ms: a thread of
+/// its own calls connection_gate::sweep() every 250 ms and logs
+/// connection_gate::summary() as a warning at most every 10 s, from start()
+/// until stop() (or destruction).
+class GateSweeper {
+public:
+    GateSweeper() = default;
+    ~GateSweeper() { stop(); }
+    GateSweeper(const GateSweeper&) = delete;
+    GateSweeper& operator=(const GateSweeper&) = delete;
+
+    void start();
+    /// Returns once the thread has ended; idempotent.
+    void stop();
+
+private:
+    void run();
+
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    bool stopping_ = false;
+    std::thread thread_;
+};
+
+}  // namespace blobstreaming::corba

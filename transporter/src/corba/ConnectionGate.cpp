@@ -1,6 +1,8 @@
-/// ConnectionGate (ConnectionGate.h): connection caps for the activator's
+/// ConnectionGate (ConnectionGate.h): connection caps for a daemon's
 /// CORBA endpoint, from the kernel's socket table.
-#include "ConnectionGate.h"
+#include <blobstreaming/transporter/corba/ConnectionGate.h>
+
+#include "InstallInterceptor.h"
 
 #include <omniORB4/CORBA.h>
 #include <omniORB4/omniInterceptors.h>
@@ -27,7 +29,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-namespace blobstreaming::activator::connection_gate {
+namespace blobstreaming::corba::connection_gate {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -54,7 +56,7 @@ struct Open {
 struct Gate {
     std::mutex mutex;
     std::uint16_t port = 0;
-    ConnectionLimits limits;
+    GateLimits limits;
     Clock::time_point read_at;
     /// By remote address and port: the kernel's table as last read, plus
     /// the connections let in since, less those refused or ended since.
@@ -270,7 +272,7 @@ CORBA::Boolean on_accept(omni::omniInterceptors::serverAcceptConnection_T::info_
 
 }  // namespace
 
-void install(std::uint16_t port, ConnectionLimits limits)
+void install(std::uint16_t port, GateLimits limits)
 {
     Gate& g = gate();
     {
@@ -278,9 +280,7 @@ void install(std::uint16_t port, ConnectionLimits limits)
         g.port = port;
         g.limits = limits;
     }
-    auto& list = omniORB::getInterceptors()->serverAcceptConnection;
-    list.remove(&on_accept);
-    list.add(&on_accept);
+    install_interceptor(omniORB::getInterceptors()->serverAcceptConnection, &on_accept);
 }
 
 void sweep()
@@ -355,4 +355,46 @@ std::string summary()
     return s;
 }
 
-}  // namespace blobstreaming::activator::connection_gate
+}  // namespace blobstreaming::corba::connection_gate
+
+namespace blobstreaming::corba {
+
+namespace {
+constexpr auto kSweepEvery = std::chrono::milliseconds(250);
+constexpr auto kSummaryEvery = std::chrono::seconds(10);
+}  // namespace
+
+void GateSweeper::start()
+{
+    std::lock_guard lock(mutex_);
+    if (thread_.joinable()) return;
+    stopping_ = false;
+    thread_ = std::thread([this] { run(); });
+}
+
+void GateSweeper::stop()
+{
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+}
+
+void GateSweeper::run()
+{
+    auto summary_at = std::chrono::steady_clock::now();
+    std::unique_lock lock(mutex_);
+    while (!wake_.wait_for(lock, kSweepEvery, [this] { return stopping_; })) {
+        lock.unlock();
+        connection_gate::sweep();
+        if (std::chrono::steady_clock::now() - summary_at >= kSummaryEvery) {
+            summary_at = std::chrono::steady_clock::now();
+            if (const std::string s = connection_gate::summary(); !s.empty()) spdlog::warn("{}", s);
+        }
+        lock.lock();
+    }
+}
+
+}  // namespace blobstreaming::corba
