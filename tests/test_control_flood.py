@@ -195,8 +195,12 @@ def flood(c):
     check(threads < MAX_THREADS, f"the daemon holds {threads} threads (limit {MAX_THREADS})")
 
     step("the caps reached: more connections pending; no busy loop, stat, push and pull from 127.0.0.1 succeed")
+    settled = len(open_socks)
     cpu0, wall0 = cpu_seconds(daemon.pid), time.monotonic()
-    more = [connect(host, port, "127.0.0.2") for _ in range(4)] + [connect(host, port, "127.0.0.99")]
+    more = [("127.0.0.2", connect(host, port, "127.0.0.2")) for _ in range(CAP_PEER)]
+    newcomer = connect(host, port, "127.0.0.99")
+    check(all(s is not None for _, s in more) and newcomer is not None,
+          "the daemon did not take a connection while capped")
     stat = c.blob("stat", "CT.seed", store="control", timeout=60).ok()
     check_equal(stat["checksum"], seed_digest, "checksum of CT.seed by stat during the flood")
     source = c.path("during")
@@ -210,25 +214,24 @@ def flood(c):
     cpu, wall = cpu_seconds(daemon.pid) - cpu0, time.monotonic() - wall0
     step(f"daemon CPU during the flood: {cpu:.2f} s in {wall:.2f} s")
     check(cpu < 0.2 * wall, f"the flooded daemon used {cpu:.2f} s of CPU in {wall:.2f} s (a busy loop?)")
-    check(all(s is not None for s in more), "the daemon did not take a connection while capped")
-    harness.wait_for(lambda: all(is_closed(s) for s in more[:4]), 5,
-                     f"the daemon to close the connections of 127.0.0.2 beyond its cap of {CAP_PEER}")
-    check(settle(), "the flood connections exceed the caps after the clients' calls")
+    open_socks += more
+    check(settle(), "the flood connections exceed the caps after more came from 127.0.0.2")
+    check(not is_closed(newcomer), "a connection from a new address was refused while the others held 2 each")
+    check(time.monotonic() - t0 < IDLE - 2, "the steps took too long to tell the caps from the idle timeout")
+    # Each newcomer (the clients', 127.0.0.2's, 127.0.0.99's) ended one at most.
+    check(len(open_socks) >= settled - CAP_PEER - 8,
+          f"{settled + CAP_PEER - len(open_socks)} idle flood connections closed before the idle timeout")
 
     step(f"the flood connections left are closed once idle for {IDLE} s")
-    idle_from = time.monotonic()
-    early = len(open_socks)
-    time.sleep(max(0.0, IDLE * 0.75 - (idle_from - t0)))
-    settle()
-    check(len(open_socks) >= early - 2 * CAP_PEER,
-          f"{early - len(open_socks)} of {early} idle flood connections closed before the idle timeout")
     harness.wait_for(lambda: settle() and not open_socks, IDLE + 10,
                      "the daemon to close the idle flood connections")
-    step(f"all closed {time.monotonic() - t0:.2f} s after the flood began")
-    for _, s in socks:
+    done = time.monotonic() - t0
+    step(f"all closed {done:.2f} s after the flood began")
+    check(done >= IDLE - 1.5, f"the idle flood connections were closed {done:.2f} s after the flood began, before "
+                              f"the {IDLE} s idle timeout")
+    for _, s in socks + more:
         s.close()
-    for s in more:
-        s.close()
+    newcomer.close()
     harness.wait_for(lambda: re.search(r"connections refused: [1-9]\d* \(an address at its cap of 8\)",
                                        log_text(daemon)), 20, "the summary of refused connections in the log")
     log = log_text(daemon)

@@ -44,7 +44,7 @@ EXTRA_DIST += \
 noinst_LTLIBRARIES += transporter/libblobgate.la
 transporter_libblobgate_la_SOURCES = transporter/src/corba/ConnectionGate.cpp
 transporter_libblobgate_la_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(SPDLOG_CFLAGS)
-transporter_libblobgate_la_LIBADD = $(OMNIORB_LIBS) $(SPDLOG_LIBS)
+transporter_libblobgate_la_LIBADD = common/libblobcommon.la $(OMNIORB_LIBS) $(SPDLOG_LIBS)
 EXTRA_DIST += transporter/include/blobstreaming/transporter/corba/ConnectionGate.h
 
 transporter_test_cppflags = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS) -DBOOST_TEST_DYN_LINK

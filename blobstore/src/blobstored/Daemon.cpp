@@ -43,6 +43,8 @@ bool is_wildcard(const std::string& host) { return host == "0.0.0.0" || host == 
 
 /// Control connections served by a thread each; omniORB's default is 10000.
 constexpr int kThreadPerConnectionLimit = 128;
+/// omniORB goes back to a thread per connection below this many.
+constexpr unsigned kThreadPerConnectionLowerLimit = kThreadPerConnectionLimit * 3 / 4;
 /// The control connections take at most this share of the descriptor limit
 /// (1/8): the data plane, files and the Naming Service keep the rest.
 constexpr unsigned long kControlShare = 8;
@@ -126,7 +128,7 @@ std::string Daemon::start()
         {"endPoint", endpoint(options_.control, tls)},
         {"clientCallTimeOutPeriod", "10000"},
         {"threadPerConnectionUpperLimit", std::to_string(kThreadPerConnectionLimit)},
-        {"threadPerConnectionLowerLimit", std::to_string(kThreadPerConnectionLimit * 3 / 4)},
+        {"threadPerConnectionLowerLimit", std::to_string(kThreadPerConnectionLowerLimit)},
         {"inConScanPeriod", idle},
         {"scanGranularity", "1"},
         {"serverCallTimeOutPeriod", idle + "000"}};
@@ -226,7 +228,8 @@ std::string Daemon::start()
     // retries a failing accept() in a busy loop).
     const corba::GateLimits limits = control_limits(options_, descriptors);
     corba::connection_gate::install(
-        static_cast<std::uint16_t>(std::strtoul(control.substr(control.rfind(':') + 1).c_str(), nullptr, 10)), limits);
+        static_cast<std::uint16_t>(std::strtoul(control.substr(control.rfind(':') + 1).c_str(), nullptr, 10)), limits,
+        kThreadPerConnectionLowerLimit);
     control_gate_.start();
     spdlog::info("control port {}: at most {} connections, {} per address; idle ones closed after {} s", control,
                  limits.total, limits.per_peer, options_.control_idle_timeout.count());
