@@ -23,6 +23,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <arpa/inet.h>
@@ -190,7 +191,8 @@ bool read_connections(Gate& g, std::vector<Connection>& out)
 }
 
 /// Calls `each(fd, socket inode)` for every socket descriptor of this
-/// process, and returns how many descriptors it holds (-1: unknown).
+/// process (none with a null `each`: counting only), and returns how many
+/// descriptors it holds (-1: unknown).
 template <class Each>
 long for_each_socket(Gate& g, Each each)
 {
@@ -200,11 +202,14 @@ long for_each_socket(Gate& g, Each each)
     while (const dirent* entry = ::readdir(g.fds.get())) {
         if (entry->d_name[0] == '.') continue;
         ++count;
-        char link[64];
-        const ssize_t n = ::readlinkat(::dirfd(g.fds.get()), entry->d_name, link, sizeof link - 1);
-        if (n <= 8) continue;
-        link[n] = '\0';
-        if (std::strncmp(link, "socket:[", 8) == 0) each(std::atoi(entry->d_name), std::strtoul(link + 8, nullptr, 10));
+        if constexpr (!std::is_same_v<Each, std::nullptr_t>) {
+            char link[64];
+            const ssize_t n = ::readlinkat(::dirfd(g.fds.get()), entry->d_name, link, sizeof link - 1);
+            if (n <= 8) continue;
+            link[n] = '\0';
+            if (std::strncmp(link, "socket:[", 8) == 0)
+                each(std::atoi(entry->d_name), std::strtoul(link + 8, nullptr, 10));
+        }
     }
     return count;
 }
@@ -352,8 +357,7 @@ unsigned sweep()
     // Cheap first: fewer descriptors than omniORB serves on threads of their
     // own (it asked the gate about each) and nothing left from a burst,
     // nothing to sweep (the kernel's table lists every socket of the host).
-    std::map<unsigned long, int> fds;  // socket inode -> descriptor
-    const long descriptors = for_each_socket(g, [&](int fd, unsigned long inode) { fds[inode] = fd; });
+    const long descriptors = for_each_socket(g, nullptr);
     const bool crowded = descriptors < 0 || static_cast<unsigned long>(descriptors) > g.quiet_below;
     if (!crowded && !g.sweep_again) return 0;
     g.sweep_again = crowded;
@@ -382,6 +386,8 @@ unsigned sweep()
     }
     if (victims.empty()) return 0;
     g.sweep_again = true;  // until a sweep finds nothing beyond the caps
+    std::map<unsigned long, int> fds;  // socket inode -> descriptor
+    for_each_socket(g, [&](int fd, unsigned long inode) { fds[inode] = fd; });
     unsigned ended = 0;
     for (const auto& v : victims) {
         const auto fd = fds.find(v->second.inode);
