@@ -223,7 +223,7 @@ blobstore_blobstored_SOURCES = \
 	blobstore/src/blobstored/StoreEntry.h \
 	blobstore/src/blobstored/main.cpp
 blobstore_blobstored_CPPFLAGS = $(blobstore_libblobserver_la_CPPFLAGS) -I$(top_srcdir)/sdc/include $(SYSTEMD_CFLAGS)
-blobstore_blobstored_LDADD = blobstore/libblobserver.la transporter/libblobtransporter.la blobstore/libblobstore.la common/libblobcli.la \
+blobstore_blobstored_LDADD = blobstore/libblobserver.la transporter/libblobgate.la transporter/libblobtransporter.la blobstore/libblobstore.la common/libblobcli.la \
 	common/libblobcommon.la sdc/libblobsdc.la $(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS) \
 	$(SYSTEMD_LIBS)
 $(blobstore_blobstored_OBJECTS): idl/BlobStreaming.hh
@@ -256,11 +256,9 @@ bin_PROGRAMS += blobstore/blob-activatord
 blobstore_blob_activatord_SOURCES = \
 	blobstore/src/activator/Activator.cpp \
 	blobstore/src/activator/Activator.h \
-	blobstore/src/activator/ConnectionGate.cpp \
-	blobstore/src/activator/ConnectionGate.h \
 	blobstore/src/activator/main.cpp
 blobstore_blob_activatord_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(SPDLOG_CFLAGS)
-blobstore_blob_activatord_LDADD = transporter/libblobtransporter.la common/libblobcli.la common/libblobcommon.la \
+blobstore_blob_activatord_LDADD = transporter/libblobgate.la transporter/libblobtransporter.la common/libblobcli.la common/libblobcommon.la \
 	$(OMNIORB_LIBS) $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS)
 $(blobstore_blob_activatord_OBJECTS): idl/BlobStreaming.hh
 if SANITIZERS

@@ -39,6 +39,7 @@ system_tests = \
 	tests/test_replace_race.py \
 	tests/test_streams.py \
 	tests/test_descriptor_flood.py \
+	tests/test_control_flood.py \
 	tests/test_cli_io.py \
 	tests/test_checksum_cli.py \
 	tests/test_checksum_compat.py \

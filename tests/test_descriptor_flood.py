@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Processes that hold more than 1024 descriptors.
 
-Thousands of idle TCP connections to a daemon's control (CORBA) port,
-opened without any credential, hold neither a thread each nor the daemon:
-omniORB watches them from its bounded thread pool past 128 connections, the
-daemon keeps answering, and with more than 1024 descriptors in use the data
-plane still accepts connections (no select()-based reactor anywhere in the
-daemon: it used to abort with "bit out of range 0 - FD_SETSIZE").
+Thousands of idle TCP connections to a daemon's control (CORBA) port from
+one address, opened without any credential, neither hold a thread each nor
+the daemon: all but --max-control-connections-per-peer (32) of them are
+closed at once (the connection gate), those left hold no thread of their
+own past omniORB's 128, and the daemon keeps answering other clients. With
+more than 1024 descriptors in use the data plane still accepts connections
+(no select()-based reactor anywhere in the daemon: it used to abort with
+"bit out of range 0 - FD_SETSIZE").
 
 A client that already holds 1100 descriptors (a PACS, a DICOM gateway)
 pushes and pulls over TCP: libblobclient's reactor is epoll too."""
@@ -23,6 +25,27 @@ from harness import MiB, check, check_equal, step  # noqa: E402
 
 WANTED = 3000
 MAX_THREADS = 400
+CAP_PEER = 32        # blobstored's default --max-control-connections-per-peer
+FLOODER = "127.0.0.2"  # the clients connect from 127.0.0.1
+
+
+def is_closed(s):
+    """True once the daemon closed `s` (EOF or reset); never blocks."""
+    try:
+        return s.recv(1) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def connect(host, port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind((FLOODER, 0))
+    s.settimeout(10)
+    s.connect((host, port))
+    s.setblocking(False)
+    return s
 
 
 def test(c):
@@ -40,9 +63,19 @@ def test(c):
     idle = []
     try:
         for _ in range(count):
-            idle.append(socket.create_connection((host, int(port)), timeout=10))
+            idle.append(connect(host, int(port)))
+        step(f"{count} idle connections from {FLOODER} to the control port {host}:{port}")
+        left = list(idle)
+
+        def capped():
+            nonlocal left
+            left = [s for s in left if not is_closed(s)]
+            return len(left) <= CAP_PEER
+
+        harness.wait_for(capped, 20, f"the daemon to close all but {CAP_PEER} of them")
         threads = harness.proc_status(daemon.pid, "Threads")
-        step(f"{count} idle connections open to the control port {host}:{port}; daemon threads {threads}")
+        step(f"{count - len(left)} closed, {len(left)} open; daemon threads {threads}")
+        check_equal(len(left), CAP_PEER, f"connections from {FLOODER} left open")
         check(daemon.running(), "the daemon died under idle control connections")
         check(threads < MAX_THREADS,
               f"the daemon holds {threads} threads for {count} idle connections (limit {MAX_THREADS})")

@@ -38,6 +38,15 @@ EXTRA_DIST += \
 	transporter/include/blobstreaming/transporter/corba/References.h \
 	transporter/include/blobstreaming/transporter/corba/Security.h
 
+# The connection gate of the daemons' CORBA endpoints (corba/ConnectionGate.h):
+# blobstored's control port and blob-activatord's. Daemons only, so not in
+# the library clients link.
+noinst_LTLIBRARIES += transporter/libblobgate.la
+transporter_libblobgate_la_SOURCES = transporter/src/corba/ConnectionGate.cpp
+transporter_libblobgate_la_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(SPDLOG_CFLAGS)
+transporter_libblobgate_la_LIBADD = common/libblobcommon.la $(OMNIORB_LIBS) $(SPDLOG_LIBS)
+EXTRA_DIST += transporter/include/blobstreaming/transporter/corba/ConnectionGate.h
+
 transporter_test_cppflags = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS) -DBOOST_TEST_DYN_LINK
 transporter_test_ldadd = transporter/libblobtransporter.la common/libblobcommon.la \
 	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)

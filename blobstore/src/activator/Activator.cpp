@@ -182,7 +182,7 @@ Activator::Activator(ActivatorOptions options) : options_(std::move(options))
     own_endpoint_ = corba::endpoint_of(any);
     const auto colon = own_endpoint_.rfind(':');
     const auto port = colon == std::string::npos ? 0 : std::strtoul(own_endpoint_.c_str() + colon + 1, nullptr, 10);
-    connection_gate::install(static_cast<std::uint16_t>(port), options_.connections);
+    corba::connection_gate::install(static_cast<std::uint16_t>(port), options_.connections);
     spdlog::info("listening on {}: at most {} connections, {} per address; idle ones closed after {} s (descriptor "
                  "limit {})",
                  own_endpoint_, options_.connections.total, options_.connections.per_peer,
@@ -516,10 +516,10 @@ std::vector<std::string> Activator::stop_retired(bool at_exit) noexcept
 
 void Activator::maintain()
 {
-    connection_gate::sweep();
+    corba::connection_gate::sweep();
     if (Clock::now() - summary_at_ >= kSummaryEvery) {
         summary_at_ = Clock::now();
-        if (const std::string s = connection_gate::summary(); !s.empty()) spdlog::warn("{}", s);
+        if (const std::string s = corba::connection_gate::summary(); !s.empty()) spdlog::warn("{}", s);
     }
     const std::vector<std::string> ended = stop_retired(false);
     for (auto& [name, store] : stores_) {

@@ -16,9 +16,8 @@
 /// request meanwhile is refused at once saying when. A successful start
 /// resets the back-off.
 
-#include "ConnectionGate.h"
-
 #include <blobstreaming/common/UniqueFd.h>
+#include <blobstreaming/transporter/corba/ConnectionGate.h>
 
 #include <omniORB4/CORBA.h>
 #include <omniORB4/Naming.hh>
@@ -47,7 +46,7 @@ struct ActivatorOptions {
     /// A connection without a request in progress is closed after this;
     /// a request must arrive whole within it once begun.
     std::chrono::seconds idle_timeout{10};
-    ConnectionLimits connections;  ///< lowered to fit the descriptor limit
+    corba::GateLimits connections;  ///< lowered to fit the descriptor limit
 };
 
 /// The back-off after `failures` consecutive failed starts (at least 1):

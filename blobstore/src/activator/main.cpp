@@ -62,7 +62,7 @@ int main(int argc, char** argv)
         ("start-timeout", po::value<unsigned>()->value_name("SECONDS")->default_value(30), "how long a daemon may take to start (1 to 600)")
         ("kill-grace", po::value<unsigned>()->value_name("SECONDS")->default_value(5), "a daemon that did not start gets SIGTERM, then SIGKILL after this (1 to 60)")
         ("idle-timeout", po::value<unsigned>()->value_name("SECONDS")->default_value(10), "a connection without a request in progress is closed after this; a request begun must arrive whole within it (1 to 3600)")
-        ("max-connections", po::value<unsigned>()->value_name("N")->default_value(512), "connections open at once; when reached, one of the address that holds the most is ended (16 to 65536; at most half the descriptor limit)")
+        ("max-connections", po::value<unsigned>()->value_name("N")->default_value(512), "connections open at once; when reached, one of the other address that holds the most is ended if it holds at least as many as the newcomer's would (16 to 65536; at most half the descriptor limit)")
         ("max-connections-per-peer", po::value<unsigned>()->value_name("N")->default_value(16), "connections from one address; more are refused (1 to 4096)");
     // clang-format on
     cli::add_logging_options(desc, spdlog::level::info);

@@ -12,7 +12,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include <sys/resource.h>
@@ -41,6 +43,11 @@ bool is_wildcard(const std::string& host) { return host == "0.0.0.0" || host == 
 
 /// Control connections served by a thread each; omniORB's default is 10000.
 constexpr int kThreadPerConnectionLimit = 128;
+/// omniORB goes back to a thread per connection below this many.
+constexpr unsigned kThreadPerConnectionLowerLimit = kThreadPerConnectionLimit * 3 / 4;
+/// The control connections take at most this share of the descriptor limit
+/// (1/8): the data plane, files and the Naming Service keep the rest.
+constexpr unsigned long kControlShare = 8;
 
 /// How long another daemon registered under this store's name has to answer.
 constexpr std::chrono::milliseconds kProbeBound{3000};
@@ -52,24 +59,42 @@ constexpr unsigned kPromptNoticeThreads = 2;
 /// control-plane connection and open Blob costs a descriptor, and the usual
 /// soft default (1024) is far below what a store should serve. The data
 /// plane sizes its reactor and its connection caps from the result.
-void raise_descriptor_limit()
+/// Returns the limit in force (1024 when it cannot be read).
+rlim_t raise_descriptor_limit()
 {
     rlimit rl{};
     if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) {
         spdlog::warn("cannot read the descriptor limit: {}", std::strerror(errno));
-        return;
+        return 1024;
     }
     const auto text = [](rlim_t v) { return v == RLIM_INFINITY ? std::string("unlimited") : std::to_string(v); };
     if (rl.rlim_cur == rl.rlim_max) {
         spdlog::info("descriptor limit {}", text(rl.rlim_cur));
-        return;
+        return rl.rlim_cur;
     }
     const rlim_t before = rl.rlim_cur;
     rl.rlim_cur = rl.rlim_max;
-    if (::setrlimit(RLIMIT_NOFILE, &rl) != 0)
+    if (::setrlimit(RLIMIT_NOFILE, &rl) != 0) {
         spdlog::warn("cannot raise the descriptor limit from {} to {}: {}", text(before), text(rl.rlim_max),
                      std::strerror(errno));
-    else spdlog::info("descriptor limit raised from {} to {}", text(before), text(rl.rlim_max));
+        return before;
+    }
+    spdlog::info("descriptor limit raised from {} to {}", text(before), text(rl.rlim_max));
+    return rl.rlim_cur;
+}
+
+/// The control port's caps (ConnectionGate.h): the options, the total
+/// lowered to kControlShare of the descriptor limit (at least 2).
+corba::GateLimits control_limits(const DaemonOptions& o, rlim_t descriptors)
+{
+    const rlim_t share = descriptors == RLIM_INFINITY ? 65536 : std::max<rlim_t>(descriptors / kControlShare, 2);
+    corba::GateLimits limits;
+    limits.total = static_cast<unsigned>(std::min<rlim_t>(o.max_control_connections, share));
+    limits.per_peer = static_cast<unsigned>(std::min<std::size_t>(o.max_control_connections_per_peer, limits.total));
+    if (limits.total < o.max_control_connections)
+        spdlog::warn("control port: at most {} connections instead of {}: an eighth of the descriptor limit ({})",
+                     limits.total, o.max_control_connections, descriptors);
+    return limits;
 }
 
 }  // namespace
@@ -89,18 +114,25 @@ std::unique_ptr<Store> Daemon::open_store() const
 
 std::string Daemon::start()
 {
-    raise_descriptor_limit();
+    const rlim_t descriptors = raise_descriptor_limit();
     const bool tls = options_.tls.enabled();
     if (tls) corba::configure_ssl(options_.tls);
     // omniORB serves each control connection on a thread of its own: idle
     // connections (anyone may open them, no credential needed) would each
     // hold a thread. Past kThreadPerConnectionLimit connections it watches
-    // them from its bounded thread pool instead.
+    // them from its bounded thread pool instead. An idle one is closed after
+    // --control-idle-timeout (omniORB's scan of incoming connections, every
+    // second), and a call begun must arrive whole within it; the connection
+    // gate caps them per address and in total (below).
+    const std::string idle = std::to_string(options_.control_idle_timeout.count());
     std::vector<std::pair<std::string, std::string>> orb_options = {
         {"endPoint", endpoint(options_.control, tls)},
         {"clientCallTimeOutPeriod", "10000"},
         {"threadPerConnectionUpperLimit", std::to_string(kThreadPerConnectionLimit)},
-        {"threadPerConnectionLowerLimit", std::to_string(kThreadPerConnectionLimit * 3 / 4)}};
+        {"threadPerConnectionLowerLimit", std::to_string(kThreadPerConnectionLowerLimit)},
+        {"inConScanPeriod", idle},
+        {"scanGranularity", "1"},
+        {"serverCallTimeOutPeriod", idle + "000"}};
     if (!options_.advertise.empty())  // references name that host, with the port the endpoint listens on
         orb_options.push_back({"endPointPublish", published_endpoint(options_.advertise, tls)});
     orb_ = corba::init_orb(orb_options);
@@ -195,6 +227,16 @@ std::string Daemon::start()
     // The control endpoint as published in the reference; a wildcard data
     // address is advertised with the same host.
     const std::string control = corba::endpoint_of(store_ref_);
+    // Anyone may connect to it without a credential: capped so that it
+    // never takes the descriptors the rest of the daemon needs (omniORB 4.2
+    // retries a failing accept() in a busy loop).
+    const corba::GateLimits limits = control_limits(options_, descriptors);
+    corba::connection_gate::install(
+        static_cast<std::uint16_t>(std::strtoul(control.substr(control.rfind(':') + 1).c_str(), nullptr, 10)), limits,
+        kThreadPerConnectionLowerLimit);
+    control_gate_.start();
+    spdlog::info("control port {}: at most {} connections, {} per address; idle ones closed after {} s", control,
+                 limits.total, limits.per_peer, options_.control_idle_timeout.count());
     const std::string control_host = control.substr(0, control.rfind(':'));
     context_.data_host = !options_.advertise.empty()       ? options_.advertise
                          : is_wildcard(options_.data.host) ? control_host
@@ -364,6 +406,7 @@ void Daemon::stop() noexcept
     if (stopped_) return;
     stopped_ = true;
     metrics_.reset();
+    control_gate_.stop();
     std::unique_ptr<SdcStatus> sdc;
     {
         std::lock_guard<std::mutex> lock(sdc_mutex_);

@@ -19,6 +19,7 @@
 #include "server/TransporterRegistry.h"
 
 #include <blobstreaming/blobstore/Store.h>
+#include <blobstreaming/transporter/corba/ConnectionGate.h>
 
 #include <omniORB4/CORBA.h>
 #include <omniORB4/Naming.hh>
@@ -102,6 +103,7 @@ private:
     corba::ServantContext context_;
 
     CORBA::ORB_var orb_;
+    corba::GateSweeper control_gate_;  ///< ends control connections beyond the caps omniORB did not ask about
     PortableServer::POA_var poa_;
     CosNaming::NamingContext_var naming_;
     CORBA::Object_var store_ref_;

@@ -101,6 +101,9 @@ po::options_description describe()
         ("idle-timeout", po::value<std::string>()->value_name("DURATION")->default_value("60"), "a data connection idle between transfers (a client's pooled connection) is closed after this")
         ("max-unauthenticated", po::value<std::string>()->value_name("N")->default_value("1024"), "data connections that have not presented a valid ticket yet; above it the oldest is closed for the newcomer (lowered to fit the descriptor limit)")
         ("max-unauthenticated-per-peer", po::value<std::string>()->value_name("N")->default_value("64"), "the same from one IP address; above it a new connection is closed at once")
+        ("max-control-connections", po::value<std::string>()->value_name("N")->default_value("512"), "control (CORBA) connections open at once (16 to 65536; lowered to an eighth of the descriptor limit); when reached, one of the address that holds the most is closed for the newcomer")
+        ("max-control-connections-per-peer", po::value<std::string>()->value_name("N")->default_value("32"), "the same from one IP address (with TLS too: counted before the handshake); more are closed at once (1 to 4096)")
+        ("control-idle-timeout", po::value<std::string>()->value_name("DURATION")->default_value("30"), "a control connection without a call in progress is closed after this, and a call begun must arrive whole within it (1 to 3600 seconds; clients reconnect transparently)")
         ("reservation-grace", po::value<std::string>()->value_name("DURATION")->default_value("60"), "an unused reservation is aborted after this")
         ("naming-check", po::value<std::string>()->value_name("DURATION")->default_value("2"), "how often the store checks its Naming Service entry and registers again when it is missing (a restarted Naming Service)")
         ("max-reservations", po::value<std::string>()->value_name("N")->default_value("1024"), "open reservations (reserved, not yet committed or aborted) the store holds at most; more are refused with LimitReached (1 to 1000000)")
@@ -312,6 +315,12 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
     o.max_unauthenticated = parse_count("max-unauthenticated", value_of(vm, "max-unauthenticated"), 1, 1000000);
     o.max_unauthenticated_per_peer =
         parse_count("max-unauthenticated-per-peer", value_of(vm, "max-unauthenticated-per-peer"), 1, 1000000);
+    o.max_control_connections =
+        parse_count("max-control-connections", value_of(vm, "max-control-connections"), 16, 65536);
+    o.max_control_connections_per_peer =
+        parse_count("max-control-connections-per-peer", value_of(vm, "max-control-connections-per-peer"), 1, 4096);
+    o.control_idle_timeout = std::chrono::ceil<std::chrono::seconds>(
+        cli::parse_duration("--control-idle-timeout", value_of(vm, "control-idle-timeout"), 1s, 3600s));
     o.reservation_grace = cli::parse_duration("--reservation-grace", value_of(vm, "reservation-grace"), 1ms, 604800s);
     o.naming_check = cli::parse_duration("--naming-check", value_of(vm, "naming-check"), 100ms, 3600s);
     o.max_reservations = parse_count("max-reservations", value_of(vm, "max-reservations"), 1, 1000000);

@@ -1,6 +1,10 @@
-/// ConnectionGate (ConnectionGate.h): connection caps for the activator's
+/// ConnectionGate (ConnectionGate.h): connection caps for a daemon's
 /// CORBA endpoint, from the kernel's socket table.
-#include "ConnectionGate.h"
+#include <blobstreaming/transporter/corba/ConnectionGate.h>
+
+#include "InstallInterceptor.h"
+
+#include <blobstreaming/common/UniqueFd.h>
 
 #include <omniORB4/CORBA.h>
 #include <omniORB4/omniInterceptors.h>
@@ -13,21 +17,24 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <iterator>
-#include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-namespace blobstreaming::activator::connection_gate {
+namespace blobstreaming::corba::connection_gate {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -54,7 +61,11 @@ struct Open {
 struct Gate {
     std::mutex mutex;
     std::uint16_t port = 0;
-    ConnectionLimits limits;
+    GateLimits limits;
+    /// sweep() reads the kernel's table while the process holds more
+    /// descriptors than this, or while the last sweep ended any.
+    unsigned quiet_below = 0;
+    bool sweep_again = false;
     Clock::time_point read_at;
     /// By remote address and port: the kernel's table as last read, plus
     /// the connections let in since, less those refused or ended since.
@@ -66,6 +77,12 @@ struct Gate {
     // for summary()
     unsigned refused_peer = 0, refused_total = 0, evicted = 0, swept = 0;
     std::set<std::string> logged;
+    /// Opened at install() and kept: the gate must read the kernel's table
+    /// and this process's descriptors when the process has none left to
+    /// open (omniORB accepts faster than it asks the gate).
+    UniqueFd tcp, tcp6;
+    std::unique_ptr<DIR, int (*)(DIR*)> fds{nullptr, &::closedir};  ///< /proc/self/fd
+    std::string text;  ///< buffer of read_connections()
 };
 
 Gate& gate()
@@ -125,20 +142,35 @@ std::string address_text(const std::string& hex)
     return s;
 }
 
+/// The whole of a /proc file open as `fd` into `out` (pread from offset 0:
+/// the kernel writes the file anew).
+bool read_whole(int fd, std::string& out)
+{
+    out.clear();
+    char buf[65536];
+    for (off_t offset = 0;;) {
+        const ssize_t n = ::pread(fd, buf, sizeof buf, offset);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return false;
+        if (n == 0) return true;
+        out.append(buf, static_cast<std::size_t>(n));
+        offset += n;
+    }
+}
+
 /// Into `out`: the connections whose local port is `port` and that hold a descriptor:
 /// accepted (a connection in the accept queue has no inode yet), not
 /// listening, not in TIME_WAIT.
-bool read_connections(std::uint16_t port, std::vector<Connection>& out)
+bool read_connections(Gate& g, std::vector<Connection>& out)
 {
-    for (const char* file : {"/proc/net/tcp", "/proc/net/tcp6"}) {
-        std::ifstream in(file);
-        if (!in) {
-            if (std::strcmp(file, "/proc/net/tcp6") == 0 && errno == ENOENT) continue;  // no IPv6
-            return false;  // out of descriptors: the counts stay as they are
-        }
-        std::string line;
-        std::getline(in, line);  // the header
-        while (std::getline(in, line)) {
+    for (const UniqueFd* file : {&g.tcp, &g.tcp6}) {
+        if (!*file) continue;  // no IPv6
+        if (!read_whole(file->get(), g.text)) return false;
+        std::size_t at = g.text.find('\n');  // after the header
+        while (at != std::string::npos && at + 1 < g.text.size()) {
+            const std::size_t next = g.text.find('\n', at + 1);
+            const std::string line = g.text.substr(at + 1, next == std::string::npos ? next : next - at - 1);
+            at = next;
             char local[64], remote[64], state[8];
             unsigned long inode = 0;
             // sl local rem st tx:rx tr:when retrnsmt uid timeout inode
@@ -148,7 +180,7 @@ bool read_connections(std::uint16_t port, std::vector<Connection>& out)
             const std::string l = local, r = remote, st = state;
             const auto lc = l.rfind(':'), rc = r.rfind(':');
             if (lc == std::string::npos || rc == std::string::npos) continue;
-            if (std::strtoul(l.substr(lc + 1).c_str(), nullptr, 16) != port) continue;
+            if (std::strtoul(l.substr(lc + 1).c_str(), nullptr, 16) != g.port) continue;
             if (st == "0A" || st == "06" || st == "03") continue;  // LISTEN, TIME_WAIT, SYN_RECV
             if (inode == 0) continue;  // not accepted yet: no descriptor
             const std::string peer = address_text(r.substr(0, rc));
@@ -156,6 +188,30 @@ bool read_connections(std::uint16_t port, std::vector<Connection>& out)
         }
     }
     return true;
+}
+
+/// Calls `each(fd, socket inode)` for every socket descriptor of this
+/// process (none with a null `each`: counting only), and returns how many
+/// descriptors it holds (-1: unknown).
+template <class Each>
+long for_each_socket(Gate& g, Each each)
+{
+    if (!g.fds) return -1;
+    ::rewinddir(g.fds.get());
+    long count = 0;
+    while (const dirent* entry = ::readdir(g.fds.get())) {
+        if (entry->d_name[0] == '.') continue;
+        ++count;
+        if constexpr (!std::is_same_v<Each, std::nullptr_t>) {
+            char link[64];
+            const ssize_t n = ::readlinkat(::dirfd(g.fds.get()), entry->d_name, link, sizeof link - 1);
+            if (n <= 8) continue;
+            link[n] = '\0';
+            if (std::strncmp(link, "socket:[", 8) == 0)
+                each(std::atoi(entry->d_name), std::strtoul(link + 8, nullptr, 10));
+        }
+    }
+    return count;
 }
 
 /// Reads the kernel's table again unless it was read within kRefreshEvery.
@@ -166,7 +222,7 @@ void refresh(Gate& g)
     const auto now = Clock::now();
     if (now - g.read_at < kRefreshEvery) return;
     std::vector<Connection> connections;
-    if (!read_connections(g.port, connections)) return;
+    if (!read_connections(g, connections)) return;
     g.read_at = now;
     g.open.clear();
     g.count.clear();
@@ -182,20 +238,16 @@ void refresh(Gate& g)
 
 /// Ends the connection of socket `inode` held by this process (shutdown:
 /// omniORB notices the end and closes its descriptor). False when none.
-bool end_connection(unsigned long inode)
+bool end_connection(Gate& g, unsigned long inode)
 {
     if (inode == 0) return false;
-    const std::string target = "socket:[" + std::to_string(inode) + "]";
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
-        std::error_code link_ec;
-        if (std::filesystem::read_symlink(entry.path(), link_ec).string() != target) continue;
-        const int fd = std::atoi(entry.path().filename().c_str());
-        struct stat st {};
-        if (::fstat(fd, &st) != 0 || st.st_ino != inode) return false;
-        return ::shutdown(fd, SHUT_RDWR) == 0;
-    }
-    return false;
+    int found = -1;
+    for_each_socket(g, [&](int fd, unsigned long socket) {
+        if (socket == inode) found = fd;
+    });
+    struct stat st {};
+    if (found < 0 || ::fstat(found, &st) != 0 || st.st_ino != inode) return false;
+    return ::shutdown(found, SHUT_RDWR) == 0;
 }
 
 void log_refusal(Gate& g, const std::string& peer, const std::string& why)
@@ -216,6 +268,11 @@ CORBA::Boolean on_accept(omni::omniInterceptors::serverAcceptConnection_T::info_
     Gate& g = gate();
     std::lock_guard lock(g.mutex);
     refresh(g);
+    if (g.closing.count(key)) {  // ended by sweep() before omniORB asked: already counted
+        info.reject = 1;
+        info.why = "ended: beyond the connection caps";
+        return true;
+    }
     auto self = g.open.find(key);
     if (self == g.open.end()) {  // came after the last read
         self = g.open.emplace(key, Open{peer, 0}).first;
@@ -251,12 +308,15 @@ CORBA::Boolean on_accept(omni::omniInterceptors::serverAcceptConnection_T::info_
             }
             if (g.open.size() <= g.limits.total) return true;
         }
-        const auto hog = std::max_element(g.count.begin(), g.count.end(),
-                                          [](const auto& a, const auto& b) { return a.second < b.second; });
-        if (hog == g.count.end() || hog->first == peer || hog->second <= g.count[peer]) break;
+        // The other address that holds the most, if it holds at least as
+        // many as the newcomer's address would with the newcomer.
+        const auto hog = std::max_element(g.count.begin(), g.count.end(), [&](const auto& a, const auto& b) {
+            return (a.first == peer ? 0 : a.second) < (b.first == peer ? 0 : b.second);
+        });
+        if (hog == g.count.end() || hog->first == peer || hog->second < g.count[peer]) break;
         const std::string victim = hog->first;
         for (auto it = g.open.begin(); it != g.open.end(); ++it) {
-            if (it->second.peer != victim || !end_connection(it->second.inode)) continue;
+            if (it->second.peer != victim || !end_connection(g, it->second.inode)) continue;
             forget(g, it);
             ++g.evicted;
             return true;
@@ -270,32 +330,37 @@ CORBA::Boolean on_accept(omni::omniInterceptors::serverAcceptConnection_T::info_
 
 }  // namespace
 
-void install(std::uint16_t port, ConnectionLimits limits)
+void install(std::uint16_t port, GateLimits limits, unsigned threaded)
 {
     Gate& g = gate();
     {
         std::lock_guard lock(g.mutex);
         g.port = port;
         g.limits = limits;
+        g.quiet_below = threaded > 0 ? std::min(threaded, limits.total) : limits.total;
+        if (!g.tcp) g.tcp.reset(::open("/proc/net/tcp", O_RDONLY | O_CLOEXEC));
+        if (!g.tcp6) g.tcp6.reset(::open("/proc/net/tcp6", O_RDONLY | O_CLOEXEC));
+        if (!g.fds) g.fds.reset(::opendir("/proc/self/fd"));
+        if (!g.tcp || !g.fds)
+            spdlog::warn("connection gate: cannot read /proc/net/tcp or /proc/self/fd ({}): connections are not "
+                         "capped",
+                         std::strerror(errno));
     }
-    auto& list = omniORB::getInterceptors()->serverAcceptConnection;
-    list.remove(&on_accept);
-    list.add(&on_accept);
+    install_interceptor(omniORB::getInterceptors()->serverAcceptConnection, &on_accept);
 }
 
-void sweep()
+unsigned sweep()
 {
     Gate& g = gate();
     std::lock_guard lock(g.mutex);
-    if (g.port == 0) return;
-    // Cheap first: fewer descriptors than the caps allow connections, nothing
-    // to sweep (the kernel's table lists every socket of the host).
-    std::size_t descriptors = 0;
-    std::error_code count_ec;
-    for (auto it = std::filesystem::directory_iterator("/proc/self/fd", count_ec);
-         !count_ec && it != std::filesystem::directory_iterator(); it.increment(count_ec))
-        ++descriptors;
-    if (!count_ec && descriptors <= g.limits.total) return;
+    if (g.port == 0) return 0;
+    // Cheap first: fewer descriptors than omniORB serves on threads of their
+    // own (it asked the gate about each) and nothing left from a burst,
+    // nothing to sweep (the kernel's table lists every socket of the host).
+    const long descriptors = for_each_socket(g, nullptr);
+    const bool crowded = descriptors < 0 || static_cast<unsigned long>(descriptors) > g.quiet_below;
+    if (!crowded && !g.sweep_again) return 0;
+    g.sweep_again = crowded;
     g.read_at = {};
     refresh(g);
     // Newest first (inodes grow): by address beyond its cap, then from the
@@ -319,25 +384,22 @@ void sweep()
         hog->second.erase(hog->second.begin());
         --open;
     }
-    if (victims.empty()) return;
-    // One pass over this process's descriptors for all of them.
-    std::map<unsigned long, int> fds;
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
-        std::error_code link_ec;
-        const std::string link = std::filesystem::read_symlink(entry.path(), link_ec).string();
-        if (link.rfind("socket:[", 0) == 0)
-            fds[std::strtoul(link.c_str() + 8, nullptr, 10)] = std::atoi(entry.path().filename().c_str());
-    }
+    if (victims.empty()) return 0;
+    g.sweep_again = true;  // until a sweep finds nothing beyond the caps
+    std::map<unsigned long, int> fds;  // socket inode -> descriptor
+    for_each_socket(g, [&](int fd, unsigned long inode) { fds[inode] = fd; });
+    unsigned ended = 0;
     for (const auto& v : victims) {
         const auto fd = fds.find(v->second.inode);
         struct stat st {};
         if (fd == fds.end() || ::fstat(fd->second, &st) != 0 || st.st_ino != v->second.inode) continue;
         if (::shutdown(fd->second, SHUT_RDWR) != 0) continue;
         ++g.swept;
+        ++ended;
         spdlog::debug("connection from {} ended: beyond the caps", v->first);
         forget(g, v);
     }
+    return ended;
 }
 
 std::string summary()
@@ -355,4 +417,48 @@ std::string summary()
     return s;
 }
 
-}  // namespace blobstreaming::activator::connection_gate
+}  // namespace blobstreaming::corba::connection_gate
+
+namespace blobstreaming::corba {
+
+namespace {
+constexpr auto kSweepEvery = std::chrono::milliseconds(250);
+constexpr auto kSweepAgain = std::chrono::milliseconds(20);
+constexpr auto kSummaryEvery = std::chrono::seconds(10);
+}  // namespace
+
+void GateSweeper::start()
+{
+    std::lock_guard lock(mutex_);
+    if (thread_.joinable()) return;
+    stopping_ = false;
+    thread_ = std::thread([this] { run(); });
+}
+
+void GateSweeper::stop()
+{
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+}
+
+void GateSweeper::run()
+{
+    auto summary_at = std::chrono::steady_clock::now();
+    std::unique_lock lock(mutex_);
+    unsigned ended = 0;
+    while (!wake_.wait_for(lock, ended > 0 ? kSweepAgain : kSweepEvery, [this] { return stopping_; })) {
+        lock.unlock();
+        ended = connection_gate::sweep();
+        if (std::chrono::steady_clock::now() - summary_at >= kSummaryEvery) {
+            summary_at = std::chrono::steady_clock::now();
+            if (const std::string s = connection_gate::summary(); !s.empty()) spdlog::warn("{}", s);
+        }
+        lock.lock();
+    }
+}
+
+}  // namespace blobstreaming::corba
