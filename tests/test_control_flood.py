@@ -110,7 +110,7 @@ def options(c):
                     f"blobstored {' '.join(extra)}")
     code, out, _ = c.run([daemon, "--help"], timeout=30)
     check_equal(code, 0, "blobstored --help exit status")
-    for option, default in (("--max-control-connections", "512"), ("--max-control-connections-per-peer", "32"),
+    for option, default in (("--max-control-connections", "512"), ("--max-control-connections-per-peer", "64"),
                             ("--control-idle-timeout", "30")):
         check(re.search(rf"{re.escape(option)} \S+ \(=\s*{default}\)", out) is not None,
               f"blobstored --help does not show {option} with its default {default}")

@@ -3,7 +3,7 @@
 
 Thousands of idle TCP connections to a daemon's control (CORBA) port from
 one address, opened without any credential, neither hold a thread each nor
-the daemon: all but --max-control-connections-per-peer (32) of them are
+the daemon: all but --max-control-connections-per-peer (64) of them are
 closed at once (the connection gate), those left hold no thread of their
 own past omniORB's 128, and the daemon keeps answering other clients. With
 more than 1024 descriptors in use the data plane still accepts connections
@@ -25,7 +25,7 @@ from harness import MiB, check, check_equal, step  # noqa: E402
 
 WANTED = 3000
 MAX_THREADS = 400
-CAP_PEER = 32        # blobstored's default --max-control-connections-per-peer
+CAP_PEER = 64        # blobstored's default --max-control-connections-per-peer
 FLOODER = "127.0.0.2"  # the clients connect from 127.0.0.1
 
 

@@ -51,7 +51,7 @@ struct DaemonOptions {
     /// Control (CORBA) connections open at once, lowered to an eighth of the
     /// descriptor limit; beyond it one of the address holding the most ends.
     std::size_t max_control_connections = 512;
-    std::size_t max_control_connections_per_peer = 32;  ///< ... from one IP address; more are closed
+    std::size_t max_control_connections_per_peer = 64;  ///< ... from one IP address; more are closed
     std::chrono::seconds control_idle_timeout{30};      ///< an idle control connection is closed after this
     std::chrono::milliseconds reservation_grace{60000};
     std::chrono::milliseconds naming_check{2000};        ///< period of the Naming Service upkeep
