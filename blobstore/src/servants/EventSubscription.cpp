@@ -8,6 +8,7 @@
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/References.h>
+#include <blobstreaming/transporter/corba/Security.h>
 
 #include <omniORB4/CORBA.h>
 
@@ -96,7 +97,7 @@ CORBA::ULongLong subscribe(const ServantContext& context, BlobStreaming::EventSu
     try {
         // Events published before set_id() cannot fail yet: the sink is
         // called on the dispatcher's thread only after post().
-        const std::uint64_t id = context.events->subscribe(sink, wanted);
+        const std::uint64_t id = context.events->subscribe(sink, wanted, caller_client());
         sink->set_id(id);
         return id;
     } catch (const Error& e) {
@@ -108,7 +109,9 @@ CORBA::ULongLong subscribe(const ServantContext& context, BlobStreaming::EventSu
 
 void unsubscribe(const ServantContext& context, CORBA::ULongLong id)
 {
-    if (context.events) context.events->unsubscribe(id);
+    // Another client's subscription is answered as an unknown id (ignored):
+    // the caller learns nothing of it, and it keeps receiving.
+    if (context.events) context.events->unsubscribe(id, caller_client());
 }
 
 }  // namespace blobstreaming::corba

@@ -10,13 +10,13 @@
 /// in sequence order, with the same bounded queue and drop accounting.
 
 #include "NoticeDispatcher.h"
+#include "SubscriptionTable.h"
 
 #include <blobstreaming/blobstore/ObservedStore.h>
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -36,9 +36,11 @@ public:
     /// `dispatcher` must outlive the hub or its close().
     EventHub(std::string store, NoticeDispatcher& dispatcher);
 
-    /// Sends the events of `kinds` to `sink` from now on. Throws
+    /// Sends the events of `kinds` to `sink` from now on, for `owner` (the
+    /// client that subscribed: corba::caller_client(), never ""). Returns
+    /// the subscription's id, a random 64-bit number. Throws
     /// Error(Errc::limit_reached) past kMaxSubscriptions. Thread-safe.
-    std::uint64_t subscribe(std::shared_ptr<NoticeSink> sink, EventKinds kinds);
+    std::uint64_t subscribe(std::shared_ptr<NoticeSink> sink, EventKinds kinds, std::string owner);
 
     /// In-daemon subscriber: `on_event` runs on a dispatcher thread, one
     /// event at a time, in sequence order; it must not throw and should be
@@ -46,8 +48,11 @@ public:
     /// `who` names it in log lines ("index"). Errors as subscribe().
     std::uint64_t subscribe_local(std::string who, EventKinds kinds, std::function<void(const StoreEvent&)> on_event);
 
-    /// Ends a subscription; false when there is none of that id.
-    bool unsubscribe(std::uint64_t id);
+    /// Ends subscription `id` when `client` made it; true then. False, and
+    /// the subscription keeps receiving, when there is none of that id or
+    /// another client (or the daemon itself) made it: the caller answers
+    /// both alike (the log line says which).
+    bool unsubscribe(std::uint64_t id, const std::string& client);
 
     /// Ends subscription `id` because its subscriber failed (`why`), logged.
     void end(std::uint64_t id, const std::string& why);
@@ -65,17 +70,11 @@ public:
     std::chrono::system_clock::time_point epoch() const noexcept { return epoch_; }
 
 private:
-    struct Subscription {
-        std::shared_ptr<NoticeSink> sink;
-        EventKinds kinds = 0;
-    };
-
     const std::string store_;
     const std::chrono::system_clock::time_point epoch_ = std::chrono::system_clock::now();
     mutable std::mutex mutex_;
     NoticeDispatcher* dispatcher_;  ///< null once closed
-    std::map<std::uint64_t, Subscription> subscriptions_;
-    std::uint64_t last_id_ = 0;
+    SubscriptionTable subscriptions_;
 };
 
 }  // namespace blobstreaming::server
