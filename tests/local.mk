@@ -33,6 +33,7 @@ system_tests = \
 	tests/test_events.py \
 	tests/test_tls.py \
 	tests/test_tls_access.py \
+	tests/test_ownership.py \
 	tests/test_resume_verify.py \
 	tests/test_replace_race.py \
 	tests/test_streams.py \
