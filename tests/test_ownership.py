@@ -16,7 +16,10 @@ one client).
   push in parts logs the bytes its parts brought (it logged 0);
 - a ticket: another client's transporter cancelling it leaves it alone (the
   answer of an unknown ticket, logged): a pull with it still gets the Blob;
-  the transporter that issued it withdraws it (a pull is then refused)."""
+  the transporter that issued it withdraws it (a pull is then refused);
+- a DICOM gateway's study-stable subscription (plaintext: blob-dicomd has
+  no TLS): unsubscribing the ids 1 to 30 ends nothing, the watcher gets its
+  event."""
 
 import json
 import os
@@ -31,6 +34,8 @@ import threading
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import EXIT, MiB, check, check_equal, step  # noqa: E402
+import test_events  # noqa: E402
+from harness.dicom import AE, Gateway, make_objects  # noqa: E402
 from test_tls import corba_call, make_ca, make_cert, tls_args  # noqa: E402
 
 
@@ -112,6 +117,8 @@ def test(c):
 
     step("the daemon survived every refusal")
     check(alpha.running(), "the daemon died")
+
+    study_subscription_ids(c)
 
 
 def subscription_ownership(c, alpha, certs, ok, push, small):
@@ -204,6 +211,35 @@ def ticket_ownership(c, alpha, certs, ok, push, small):
     check_equal(code, EXIT["refused"], f"a pull with a withdrawn ticket ({out}, {err!r})")
     ok("writer", "close", transporter=mine)
     ok("writer2", "close", transporter=theirs)
+
+
+def study_subscription_ids(c):
+    """blob-dicomd has no TLS: every client of this test is one client
+    (127.0.0.1), so what shows here is that its ids are no sequence; that
+    another client's id is refused is StudyEvents' use of the stores' rule
+    (SubscriptionTable, EventHubTest)."""
+    if not os.access(os.path.join(harness.build_dir(), "clients/dicom/blob-dicomd"), os.X_OK):
+        step("blob-dicomd is not built: its study-stable subscriptions are not checked")
+        return
+    step("a gateway's study-stable subscription: unsubscribing ids 1 to 30 ends nothing")
+    c.start_naming()  # the plaintext gateway and store apart from the TLS ones
+    c.start_daemon("plain", "file")
+    gw = Gateway(c, "plain", "gateway", extra=("--stable-after", "1"))
+    watch = test_events.Watcher(c, "watch-study", "--events", "study-stable")
+    found = re.findall(r'study events: subscription (\d+) (?:of client "[^"]*" )?for the subscriber at', gw.log())
+    check_equal(len(found), 1, "the gateway's log line of the watcher's subscription")
+    sid = int(found[0])
+    for guess in range(1, 31):
+        code, out, err = corba_call(c, None, "studyUnsubscribe", AE, guess)
+        check_equal((code, out and out.get("ok")), (0, True), f"studyUnsubscribe {guess} ({out}, {err!r})")
+    study = make_objects(c, "study", c.path("owned"), "2", "PATOWN", "20261115")
+    gw.storescu(*[o["path"] for o in study])
+    (event,) = watch.take(1, timeout=30)
+    check_equal((event["event"], event["study"]), ("study-stable", study[0]["study"]),
+                "the watcher's study-stable event after the unsubscribe attempts")
+    check("ended by its subscriber" not in gw.log(), "the gateway ended the watcher's subscription")
+    check(sid > 30, f"the study subscription id {sid} is one of a short sequence")
+    watch.end()
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@
 ///                         send B | recv ID | poll | observe | cancel [TICKET] | close |
 ///                         pushParts B FILE PARTS
 ///   BlobLocator (--locator IOR, else BlobStreaming/Locator): locate B | stores
+///   StudyEvents (BlobStreaming/Gateways/AE): studyUnsubscribe AE ID
 ///   the data port only: pull TICKET PORT OFFSET LENGTH
 /// commit's CHECKSUM (crc32c:HEX or sha256:HEX) defaults to the CRC32C of 0
 /// bytes; recv asks for the rest of the reservation; observe sets a nil
@@ -438,7 +439,14 @@ int run(const Call& call)
             refuse_plaintext(ref, what + ": store \"" + call.store + "\"", "its reference");
             return ref;
         };
-        if (on_locator) {
+        if (call.op == "studyUnsubscribe") {
+            CORBA::Object_var obj = root->resolve(corba::gateway_path(arg(call, 0)));
+            endpoint = corba::endpoint_of(obj);
+            label = "gateway " + arg(call, 0);
+            BlobStreaming::StudyEvents_var events = BlobStreaming::StudyEvents::_narrow(obj);
+            events->unsubscribe(std::stoull(arg(call, 1)));
+            result = nullptr;
+        } else if (on_locator) {
             CORBA::Object_var obj = call.locator_ior.empty() ? root->resolve(corba::locator_path())
                                                              : orb->string_to_object(call.locator_ior.c_str());
             endpoint = corba::endpoint_of(obj);
