@@ -127,6 +127,8 @@ blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/server/DataPath.h \
 	blobstore/src/server/EventHub.cpp \
 	blobstore/src/server/EventHub.h \
+	blobstore/src/server/SubscriptionTable.cpp \
+	blobstore/src/server/SubscriptionTable.h \
 	blobstore/src/server/ServerConnection.cpp \
 	blobstore/src/server/ServerConnection.h \
 	blobstore/src/server/ServerConnectionPush.cpp \
@@ -166,6 +168,7 @@ server_tests = \
 	blobstore/tests/RecentOutcomesTest \
 	blobstore/tests/DataServerTest \
 	blobstore/tests/NoticeDispatcherTest \
+	blobstore/tests/EventHubTest \
 	blobstore/tests/TransporterRegistryTest
 check_PROGRAMS += $(server_tests)
 TESTS += $(server_tests)
@@ -196,6 +199,10 @@ blobstore_tests_NoticeDispatcherTest_SOURCES = blobstore/tests/NoticeDispatcherT
 blobstore_tests_NoticeDispatcherTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_NoticeDispatcherTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_NoticeDispatcherTest_OBJECTS): idl/BlobStreaming.hh
+blobstore_tests_EventHubTest_SOURCES = blobstore/tests/EventHubTest.cpp
+blobstore_tests_EventHubTest_CPPFLAGS = $(server_test_cppflags)
+blobstore_tests_EventHubTest_LDADD = $(server_test_ldadd)
+$(blobstore_tests_EventHubTest_OBJECTS): idl/BlobStreaming.hh
 blobstore_tests_TransporterRegistryTest_SOURCES = blobstore/tests/TransporterRegistryTest.cpp blobstore/tests/ServerTestSupport.h
 blobstore_tests_TransporterRegistryTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_TransporterRegistryTest_LDADD = $(server_test_ldadd)

@@ -8,14 +8,30 @@
 ///
 /// OP and ARGs:
 ///   BlobStore (--store):  name | status | contains B | stat B | list | reserve B SIZE |
-///                         commit ID [SHA256] | abort ID | resumable B | verify B | remove B |
-///                         findLocalFile B | shareImage B | dataAddress | openTransporter
+///                         commit ID [CHECKSUM] | abort ID | resumable B | verify B | remove B |
+///                         findLocalFile B | shareImage B | dataAddress | openTransporter |
+///                         unsubscribe ID
 ///   BlobTransporter (--transporter IOR, else a new one of --store):
-///                         send B | recv ID | poll | observe | cancel | close
+///                         send B | recv ID | poll | observe | cancel [TICKET] | close |
+///                         pushParts B FILE PARTS
 ///   BlobLocator (--locator IOR, else BlobStreaming/Locator): locate B | stores
-/// commit's SHA256 (hex) defaults to that of 0 bytes; recv asks for the
-/// rest of the reservation; observe sets a nil observer; cancel names an
+///   StudyEvents (BlobStreaming/Gateways/AE): studyUnsubscribe AE ID
+///   the data port only: pull TICKET PORT OFFSET LENGTH
+/// commit's CHECKSUM (crc32c:HEX or sha256:HEX) defaults to the CRC32C of 0
+/// bytes; recv asks for the rest of the reservation; observe sets a nil
+/// observer; cancel names TICKET (32 hex digits, as send prints it) or an
 /// all-zero ticket.
+///
+/// pushParts: what `blob push --streams PARTS` does, without its commit:
+/// reserveParts B (the size of FILE, CRC32C), then for each of PARTS
+/// contiguous parts recvPart and one data connection (TLS with the client's
+/// certificate when given) that sends the part and waits for the store's
+/// acknowledgement. Prints {"id", "size", "parts", "checksum"} (the CRC32C
+/// of the whole file, for commit); the reservation stays open.
+///
+/// pull: presents a pull TICKET (as send printed it) on the data port PORT
+/// of 127.0.0.1 (TLS as above) and receives the range. Prints {"bytes",
+/// "checksum"} (CRC32C of what came), or the store's refusal.
 ///
 /// Like a TLS client should, it refuses a store, transporter or locator
 /// reference that does not require TLS, and references a locator returns,
@@ -26,7 +42,9 @@
 /// `blob` does: 53 permission denied, 25 no such reservation, ...). Usage
 /// errors exit 1.
 
+#include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/common/Error.h>
+#include <blobstreaming/transporter/Protocol.h>
 #include <blobstreaming/transporter/Tls.h>
 #include <blobstreaming/transporter/corba/ChecksumIdl.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
@@ -39,10 +57,19 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 namespace blobstreaming {
 namespace {
@@ -50,6 +77,9 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kEmptyCrc32c = "crc32c:00000000";
+
+/// The client's certificate (empty: plaintext), for pushParts' data connections.
+TlsFiles g_tls;
 
 std::string hex(const CORBA::Octet* bytes, std::size_t n)
 {
@@ -150,11 +180,178 @@ json store_call(BlobStreaming::BlobStore_ptr s, const Call& call)
         BlobStreaming::SharedImage_var image;
         return {{"shared", static_cast<bool>(s->shareImage(arg(call, 0).c_str(), image.out()))}};
     }
+    if (op == "unsubscribe") {
+        s->unsubscribe(std::stoull(arg(call, 0)));
+        return nullptr;
+    }
     if (op == "dataAddress") {
         BlobStreaming::DataEndpoint_var d = s->dataAddress();
         return {{"host", d->host.in()}, {"port", d->port}};
     }
     throw std::invalid_argument("unknown operation " + op);
+}
+
+/// One data connection (TLS with the client's certificate when given),
+/// blocking, with 30 s timeouts. Throws Error.
+class DataConnection {
+public:
+    DataConnection(const std::string& host, std::uint16_t port, std::string what) : what_(std::move(what))
+    {
+        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        if (fd_ < 0) throw Error(Errc::io_error, what_ + ": socket: " + std::strerror(errno));
+        const timeval timeout{30, 0};
+        ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+        ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(port);
+        if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1 ||
+            ::connect(fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0)
+            throw Error(Errc::unreachable, what_ + ": cannot connect to " + host + ":" + std::to_string(port));
+        if (g_tls.enabled()) {
+            context_ = std::make_unique<TlsContext>(TlsContext::Role::client, g_tls);
+            channel_ = std::make_unique<Channel>(fd_, *context_, host);
+        } else {
+            channel_ = std::make_unique<Channel>(fd_);
+        }
+        for (int i = 0; i < 100 && !channel_->handshake_done(); ++i)
+            if (channel_->handshake() == Channel::Handshake::failed)
+                throw Error(Errc::refused, what_ + ": TLS handshake: " + channel_->handshake_error());
+        if (!channel_->handshake_done()) throw Error(Errc::timeout, what_ + ": the TLS handshake did not end");
+    }
+    ~DataConnection()
+    {
+        if (channel_) channel_->close_notify();
+        channel_.reset();
+        ::close(fd_);
+    }
+    DataConnection(const DataConnection&) = delete;
+    DataConnection& operator=(const DataConnection&) = delete;
+
+    void write_all(const void* data, std::size_t size)
+    {
+        const auto* p = static_cast<const std::uint8_t*>(data);
+        while (size > 0) {
+            const long n = channel_->write(p, size);
+            if (n <= 0) throw Error(Errc::transfer_failed, what_ + ": send: " + channel_->error_text(errno));
+            p += n;
+            size -= static_cast<std::size_t>(n);
+        }
+    }
+    void read_all(void* data, std::size_t size)
+    {
+        auto* p = static_cast<std::uint8_t*>(data);
+        while (size > 0) {
+            const long n = channel_->read(p, size);
+            if (n <= 0) throw Error(Errc::transfer_failed, what_ + ": receive: " + channel_->error_text(errno));
+            p += n;
+            size -= static_cast<std::size_t>(n);
+        }
+    }
+    void request(protocol::FrameType type, const protocol::TicketId& ticket, std::uint64_t offset,
+                 std::uint64_t length)
+    {
+        protocol::Request r;
+        r.type = type;
+        r.ticket = ticket;
+        r.offset = offset;
+        r.length = length;
+        std::uint8_t head[protocol::kRequestSize];
+        protocol::encode(r, head);
+        write_all(head, sizeof head);
+    }
+    /// The store's Response; Error(its status, its message) unless ok.
+    protocol::Response response()
+    {
+        std::uint8_t frame[protocol::kResponseHeaderSize];
+        read_all(frame, sizeof frame);
+        protocol::Response r;
+        std::size_t message_size = 0;
+        std::string why;
+        if (protocol::decode(frame, r, message_size, why))
+            throw Error(Errc::protocol_error, what_ + ": the store's response: " + why);
+        std::string message(message_size, '\0');
+        if (message_size > 0) read_all(message.data(), message_size);
+        if (r.status != Errc::ok) throw Error(r.status, what_ + ": " + message);
+        return r;
+    }
+
+private:
+    const std::string what_;
+    int fd_ = -1;
+    std::unique_ptr<TlsContext> context_;
+    std::unique_ptr<Channel> channel_;
+};
+
+/// Sends one part on a data connection of its own and waits for the
+/// store's acknowledgement. Throws Error with the store's answer.
+void send_part(const BlobStreaming::TransferTicket& ticket, const std::string& bytes)
+{
+    DataConnection c(ticket.endpoint.host.in(), ticket.endpoint.port,
+                     "part [" + std::to_string(ticket.offset) + ", +" + std::to_string(ticket.length) + ")");
+    protocol::TicketId id{};
+    std::memcpy(id.data(), ticket.id, id.size());
+    c.request(protocol::FrameType::push, id, ticket.offset, ticket.length);
+    c.write_all(bytes.data() + ticket.offset, ticket.length);
+    const protocol::Trailer trailer{Checksum::crc32c(crc32c(bytes.data() + ticket.offset, ticket.length))};
+    std::uint8_t tail[protocol::kTrailerSize];
+    protocol::encode(trailer, tail);
+    c.write_all(tail, sizeof tail);
+    c.response();
+}
+
+/// A ticket id from its 32 hex digits.
+protocol::TicketId ticket_from_hex(const std::string& text)
+{
+    if (text.size() != 32 || text.find_first_not_of("0123456789abcdef") != std::string::npos)
+        throw std::invalid_argument("TICKET is 32 lower-case hex digits, not \"" + text + "\"");
+    protocol::TicketId id{};
+    for (std::size_t i = 0; i < id.size(); ++i)
+        id[i] = static_cast<std::uint8_t>(std::stoul(text.substr(2 * i, 2), nullptr, 16));
+    return id;
+}
+
+/// pull TICKET PORT OFFSET LENGTH: presents a pull ticket on the data port
+/// of 127.0.0.1 and receives its bytes.
+json pull_with_ticket(const Call& call)
+{
+    const protocol::TicketId id = ticket_from_hex(arg(call, 0));
+    const auto port = static_cast<std::uint16_t>(std::stoul(arg(call, 1)));
+    const std::uint64_t offset = std::stoull(arg(call, 2));
+    const std::uint64_t length = std::stoull(arg(call, 3));
+    DataConnection c("127.0.0.1", port, "pull with ticket " + arg(call, 0).substr(0, 8));
+    c.request(protocol::FrameType::pull, id, offset, length);
+    const protocol::Response r = c.response();
+    std::string bytes(r.length, '\0');
+    c.read_all(bytes.data(), bytes.size());
+    return {{"bytes", bytes.size()}, {"checksum", Checksum::crc32c(crc32c(bytes.data(), bytes.size())).text()}};
+}
+
+json push_parts(BlobStreaming::BlobTransporter_ptr t, const Call& call)
+{
+    std::ifstream in(arg(call, 1), std::ios::binary | std::ios::ate);
+    if (!in) throw std::invalid_argument("pushParts: cannot read " + arg(call, 1));
+    std::string bytes(static_cast<std::size_t>(in.tellg()), '\0');
+    in.seekg(0);
+    if (!in.read(bytes.data(), static_cast<std::streamsize>(bytes.size())))
+        throw std::invalid_argument("pushParts: cannot read " + arg(call, 1));
+    const std::uint64_t parts = std::stoull(arg(call, 2));
+    if (parts == 0 || parts > bytes.size()) throw std::invalid_argument("pushParts: PARTS is 1 to the file's size");
+    BlobStreaming::Reservation_var r =
+        t->reserveParts(arg(call, 0).c_str(), bytes.size(), false, BlobStreaming::CHECKSUM_CRC32C);
+    const BlobStreaming::TimeValue timeout{30, 0};
+    const std::uint64_t each = bytes.size() / parts;
+    for (std::uint64_t i = 0; i < parts; ++i) {
+        const std::uint64_t offset = i * each;
+        const std::uint64_t length = i + 1 == parts ? bytes.size() - offset : each;
+        BlobStreaming::TransferTicket_var ticket = t->recvPart(r->id, length, offset, true, timeout);
+        send_part(ticket.in(), bytes);
+    }
+    t->close();
+    return {{"id", r->id},
+            {"size", bytes.size()},
+            {"parts", parts},
+            {"checksum", Checksum::crc32c(crc32c(bytes.data(), bytes.size())).text()}};
 }
 
 json transporter_call(BlobStreaming::BlobTransporter_ptr t, const Call& call)
@@ -175,6 +372,10 @@ json transporter_call(BlobStreaming::BlobTransporter_ptr t, const Call& call)
     }
     if (op == "cancel") {
         BlobStreaming::TicketId id = {};
+        if (!call.args.empty()) {
+            const protocol::TicketId ticket = ticket_from_hex(call.args[0]);
+            std::copy(ticket.begin(), ticket.end(), id);
+        }
         t->cancel(id);
         return nullptr;
     }
@@ -182,6 +383,7 @@ json transporter_call(BlobStreaming::BlobTransporter_ptr t, const Call& call)
         t->close();
         return nullptr;
     }
+    if (op == "pushParts") return push_parts(t, call);
     throw std::invalid_argument("unknown operation " + op);
 }
 
@@ -209,7 +411,8 @@ void print(const json& line) { std::cout << line.dump() << std::endl; }
 
 int run(const Call& call)
 {
-    static const std::vector<std::string> kTransporterOps = {"send", "recv", "poll", "observe", "cancel", "close"};
+    static const std::vector<std::string> kTransporterOps = {"send", "recv", "poll", "observe", "cancel", "close",
+                                                                   "pushParts"};
     const bool on_transporter =
         std::find(kTransporterOps.begin(), kTransporterOps.end(), call.op) != kTransporterOps.end();
     const bool on_locator = call.op == "locate" || call.op == "stores";
@@ -217,6 +420,15 @@ int run(const Call& call)
     std::string label = on_locator ? "locator" : call.store;
     std::string endpoint = "an unknown endpoint";
 
+    if (call.op == "pull") {  // the data plane only
+        try {
+            print({{"op", call.op}, {"ok", true}, {"result", pull_with_ticket(call)}});
+            return 0;
+        } catch (const Error& e) {
+            print({{"op", call.op}, {"ok", false}, {"code", static_cast<int>(e.code())}, {"message", e.what()}});
+            return static_cast<int>(e.code());
+        }
+    }
     CORBA::ORB_var orb = corba::init_orb({{"clientCallTimeOutPeriod", "30000"}});
     json result;
     try {
@@ -227,7 +439,14 @@ int run(const Call& call)
             refuse_plaintext(ref, what + ": store \"" + call.store + "\"", "its reference");
             return ref;
         };
-        if (on_locator) {
+        if (call.op == "studyUnsubscribe") {
+            CORBA::Object_var obj = root->resolve(corba::gateway_path(arg(call, 0)));
+            endpoint = corba::endpoint_of(obj);
+            label = "gateway " + arg(call, 0);
+            BlobStreaming::StudyEvents_var events = BlobStreaming::StudyEvents::_narrow(obj);
+            events->unsubscribe(std::stoull(arg(call, 1)));
+            result = nullptr;
+        } else if (on_locator) {
             CORBA::Object_var obj = call.locator_ior.empty() ? root->resolve(corba::locator_path())
                                                              : orb->string_to_object(call.locator_ior.c_str());
             endpoint = corba::endpoint_of(obj);
@@ -312,6 +531,7 @@ int main(int argc, char** argv)
         const TlsFiles tls{cert, key, ca};
         tls.check("--tls-");
         if (tls.enabled()) corba::configure_ssl(tls);
+        g_tls = tls;
         return run(call);
     } catch (const std::exception& e) {
         std::cerr << "corba_call: " << e.what() << std::endl;

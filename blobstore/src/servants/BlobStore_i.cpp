@@ -88,7 +88,9 @@ std::uint64_t open_reservation(const ServantContext& context, const char* name, 
     // work, and again when the reservation is added.
     const std::string client = caller_client();
     context.reservations->check_limits(client, "reserve " + quote_name(name));
-    context.reservations->abort_parked(name);
+    // Supersedes the caller's own kept push of `name`, or an abandoned one;
+    // refuses (AlreadyExists) while another client's may still go on.
+    context.reservations->abort_parked(name, client);
     auto reservation =
         context.store->reserve(name, size, overwrite ? ReserveMode::replace : ReserveMode::create, checksum);
     const std::uint64_t id = context.reservations->add(std::move(reservation), client);

@@ -438,16 +438,23 @@ void BlobTransporter_i::cancel(const BlobStreaming::TicketId id)
     require_opener("cancel");
     if (activity_) activity_->touch();
     const protocol::TicketId ticket = ticket_of(id);
-    const bool withdrawn = context_.tickets->withdraw(ticket);
     std::shared_ptr<server::TransferControl> control;
     {
         std::lock_guard<std::mutex> lock(mutex_);
         auto it = issued_.find(ticket);
-        if (it != issued_.end()) {
-            control = it->second.lock();
-            issued_.erase(it);
+        if (it == issued_.end()) {
+            // Not one of this transporter's tickets (another transporter's,
+            // maybe another client's, or one long gone): left alone, and the
+            // caller hears what it would for an unknown ticket.
+            spdlog::info("store \"{}\": cancel of ticket {} ignored: this transporter did not issue it (or it is "
+                         "gone)",
+                         context_.store_name, protocol::ticket_tag(ticket));
+            return;
         }
+        control = it->second.lock();
+        issued_.erase(it);
     }
+    const bool withdrawn = context_.tickets->withdraw(ticket);
     if (control) control->cancelled = true;
     spdlog::debug("ticket {} cancelled ({})", protocol::ticket_tag(ticket),
                   withdrawn ? "unused, withdrawn" : "its transfer is abandoned if still running");

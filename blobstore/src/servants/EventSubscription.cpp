@@ -109,7 +109,9 @@ CORBA::ULongLong subscribe(const ServantContext& context, BlobStreaming::EventSu
 
 void unsubscribe(const ServantContext& context, CORBA::ULongLong id)
 {
-    if (context.events) context.events->unsubscribe(id);
+    // Another client's subscription is answered as an unknown id (ignored):
+    // the caller learns nothing of it, and it keeps receiving.
+    if (context.events) context.events->unsubscribe(id, caller_client());
 }
 
 }  // namespace blobstreaming::corba

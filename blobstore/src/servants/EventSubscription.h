@@ -14,9 +14,12 @@
 namespace blobstreaming::corba {
 
 /// Needs read permission. LimitReached past the hub's limit; NO_RESOURCES
-/// when the daemon has no hub (events off).
+/// when the daemon has no hub (events off). The subscription belongs to
+/// the caller (corba::caller_client()); its id is random.
 CORBA::ULongLong subscribe(const ServantContext& context, BlobStreaming::EventSubscriber_ptr subscriber,
                            const BlobStreaming::StoreEventKindSeq& kinds);
+/// Ends the caller's own subscription `id`. An id of another client is
+/// ignored exactly as an unknown one is (logged by the hub).
 void unsubscribe(const ServantContext& context, CORBA::ULongLong id);
 
 /// The IDL form of `event` of `store` (epoch: the daemon's start).

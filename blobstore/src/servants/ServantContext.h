@@ -78,8 +78,10 @@ void require_reservation_owner(const ServantContext& context, BlobStreaming::Res
 
 /// The checks and work of BlobStore::reserve after its permission check,
 /// shared with BlobTransporter::push: purges expired reservations, checks
-/// `name`, the caller's and the total reservation limits, aborts a parked
-/// reservation of `name`, reserves in the store (checksummed with
+/// `name`, the caller's and the total reservation limits, aborts a kept
+/// reservation of `name` that the caller made or that is abandoned
+/// (ReservationTable::abort_parked(): another client's live one is refused
+/// with AlreadyExists instead), reserves in the store (checksummed with
 /// `checksum`) and records the caller as the reservation's client. Returns
 /// its id; throws what the store and the table throw (map them with
 /// rethrow_reserve_failure()).

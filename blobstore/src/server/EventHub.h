@@ -10,13 +10,13 @@
 /// in sequence order, with the same bounded queue and drop accounting.
 
 #include "NoticeDispatcher.h"
+#include "SubscriptionTable.h"
 
 #include <blobstreaming/blobstore/ObservedStore.h>
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -43,11 +43,13 @@ public:
     /// `dispatcher` must outlive the hub or its close().
     EventHub(std::string store, NoticeDispatcher& dispatcher, EventLimits limits = {});
 
-    /// Sends the events of `kinds` to `sink` from now on, for `client` (""
-    /// for an in-daemon subscriber: not capped per client). Throws
-    /// Error(Errc::limit_reached) past the client's or the total limit.
-    /// Thread-safe.
-    std::uint64_t subscribe(std::shared_ptr<NoticeSink> sink, EventKinds kinds, const std::string& client = {});
+    /// Sends the events of `kinds` to `sink` from now on, for `owner` (the
+    /// client that subscribed: corba::caller_client(); "" for an in-daemon
+    /// subscriber, which no client can end and which is not capped per
+    /// client). Returns the subscription's id, a random 64-bit number.
+    /// Throws Error(Errc::limit_reached) past the owner's or the total
+    /// limit. Thread-safe.
+    std::uint64_t subscribe(std::shared_ptr<NoticeSink> sink, EventKinds kinds, std::string owner);
 
     /// In-daemon subscriber: `on_event` runs on a dispatcher thread, one
     /// event at a time, in sequence order; it must not throw and should be
@@ -55,8 +57,11 @@ public:
     /// `who` names it in log lines ("index"). Errors as subscribe().
     std::uint64_t subscribe_local(std::string who, EventKinds kinds, std::function<void(const StoreEvent&)> on_event);
 
-    /// Ends a subscription; false when there is none of that id.
-    bool unsubscribe(std::uint64_t id);
+    /// Ends subscription `id` when `client` made it; true then. False, and
+    /// the subscription keeps receiving, when there is none of that id or
+    /// another client (or the daemon itself) made it: the caller answers
+    /// both alike (the log line says which).
+    bool unsubscribe(std::uint64_t id, const std::string& client);
 
     /// Ends subscription `id` because its subscriber failed (`why`), logged.
     void end(std::uint64_t id, const std::string& why);
@@ -74,21 +79,17 @@ public:
     std::chrono::system_clock::time_point epoch() const noexcept { return epoch_; }
 
 private:
-    struct Subscription {
-        std::shared_ptr<NoticeSink> sink;
-        EventKinds kinds = 0;
-        std::string client;
-    };
-    void erase_locked(std::map<std::uint64_t, Subscription>::iterator it);
+    /// Ends subscription `id` (known to be there): out of the table and of
+    /// its owner's count.
+    void forget_locked(std::uint64_t id);
 
     const std::string store_;
     const std::chrono::system_clock::time_point epoch_ = std::chrono::system_clock::now();
     mutable std::mutex mutex_;
     NoticeDispatcher* dispatcher_;  ///< null once closed
     const EventLimits limits_;
-    std::map<std::uint64_t, Subscription> subscriptions_;
-    std::map<std::string, std::size_t> per_client_;  ///< open subscriptions by client (not "")
-    std::uint64_t last_id_ = 0;
+    SubscriptionTable subscriptions_;
+    std::map<std::string, std::size_t> per_client_;  ///< open subscriptions by owner (not "")
 };
 
 }  // namespace blobstreaming::server

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <ctime>
 #include <iterator>
 #include <vector>
 
@@ -293,31 +294,71 @@ void ReservationTable::park(std::uint64_t id, std::unique_ptr<Reservation> reser
     if (reservation) reservation->abort();
 }
 
-bool ReservationTable::abort_parked(const std::string& name)
+std::uint64_t ReservationTable::received_locked(const Entry& e) noexcept
 {
-    std::shared_ptr<Reservation> victim;
+    if (e.parts) return e.parts->held_bytes();  // out of order: written() counts the in-order prefix only
+    return e.reservation ? e.reservation->written() : 0;
+}
+
+namespace {
+
+/// "02:10:05 UTC", the wall-clock time `after` from now.
+std::string utc_in(std::chrono::steady_clock::duration after)
+{
+    const auto at = std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::seconds>(after);
+    const std::time_t t = std::chrono::system_clock::to_time_t(at);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char text[32];
+    std::strftime(text, sizeof text, "%H:%M:%S UTC", &tm);
+    return text;
+}
+
+}  // namespace
+
+bool ReservationTable::abort_parked(const std::string& name, const std::string& client)
+{
+    std::vector<std::pair<std::shared_ptr<Reservation>, std::uint64_t>> victims;  // with the bytes received
     {
         std::lock_guard<std::mutex> lock(mutex_);
-        for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+        const auto t = now();
+        // Kept: nobody is filling it, and it waits for its own client.
+        const auto kept = [&](const Entry& e) {
+            const Reservation* r = e.parts ? e.parts->reservation.get() : e.reservation.get();
+            if (!r || r->name() != name) return false;
+            if (e.parts) return e.parts->active.empty() && !e.parts->aborting;  // a push in parts between parts
+            return e.parked;                                                     // an interrupted push
+        };
+        for (const auto& [id, e] : entries_) {
+            if (!kept(e) || e.client == client || t >= e.created + grace_) continue;
+            // Another client's push that may still go on: never aborted for
+            // a newcomer. The caller learns the name and when to try again.
+            const auto left = e.created + grace_ - t;
+            const auto seconds = std::chrono::ceil<std::chrono::seconds>(left).count();
+            throw Error(Errc::already_exists,
+                        "reserve " + quote_name(name) + ": another client's push of " + quote_name(name) +
+                            " is in progress (its reservation is kept for that client to finish or resume it); "
+                            "try again after " +
+                            utc_in(left) + " (in " + std::to_string(seconds) + " s), when it is released if "
+                            "that push has not gone on");
+        }
+        for (auto it = entries_.begin(); it != entries_.end();) {
             Entry& e = it->second;
-            if (e.parked && e.reservation && e.reservation->name() == name) {
-                victim = std::move(e.reservation);
-            } else if (e.parts && e.parts->active.empty() && !e.parts->aborting &&
-                       e.parts->reservation->name() == name) {
-                // A push in parts whose client went away.
-                victim = std::move(e.parts->reservation);
-            } else {
+            if (!kept(e)) {
+                ++it;
                 continue;
             }
-            erase_locked(it);
-            break;
+            const std::uint64_t received = received_locked(e);
+            victims.emplace_back(e.parts ? std::move(e.parts->reservation) : std::move(e.reservation), received);
+            it = erase_locked(it);
         }
     }
-    if (!victim) return false;
-    spdlog::info("interrupted push of {} ({} of {} bytes) superseded by a new push: aborted", quote_name(name),
-                 victim->written(), victim->size());
-    victim->abort();
-    return true;
+    for (auto& [victim, received] : victims) {
+        spdlog::info("interrupted push of {} ({} of {} bytes) superseded by a new push: aborted", quote_name(name),
+                     received, victim->size());
+        victim->abort();
+    }
+    return !victims.empty();
 }
 
 ReservationTable::Taken ReservationTable::take(std::uint64_t id)

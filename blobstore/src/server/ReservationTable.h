@@ -146,10 +146,16 @@ public:
     /// filling it. Error(no_such_reservation).
     void abort(std::uint64_t id);
 
-    /// Aborts the parked reservation of `name` (an interrupted push that a
-    /// new, non-resuming push of the same name supersedes). Returns whether
-    /// there was one.
-    bool abort_parked(const std::string& name);
+    /// A new, non-resuming push of `name` by `client` supersedes the
+    /// reservation an earlier push of `name` left kept (an interrupted push
+    /// parked for resuming, or a push in parts between its parts and its
+    /// commit): aborts it when `client` made it, or when it is abandoned
+    /// (no data connection since the grace period). Returns whether there
+    /// was one. Error(already_exists) naming `name` and until when it is
+    /// kept when another client's is still within its grace period: that
+    /// push goes on (its commit succeeds), the new one must wait. A
+    /// reservation being filled by a data connection is never touched.
+    bool abort_parked(const std::string& name, const std::string& client = {});
 
     /// Aborts waiting reservations older than the grace period; returns how
     /// many. Those whose abort waits for another host
@@ -176,7 +182,7 @@ private:
         std::map<std::uint64_t, Extent> held;                                                        ///< by offset
         std::map<std::uint64_t, std::pair<std::uint64_t, std::shared_ptr<TransferControl>>> active;  ///< by offset
         bool aborting = false;  ///< aborted while parts were being received
-        std::uint64_t held_bytes() const noexcept;
+        std::uint64_t held_bytes() const noexcept;  ///< received and kept, all parts together
         /// The first byte of [offset, end) that is held or being received, or `end`.
         std::uint64_t first_taken(std::uint64_t offset, std::uint64_t end) const noexcept;
     };
@@ -189,6 +195,8 @@ private:
         std::string client;            ///< who reserved it: counted against its limit, the only one to use it
         std::unique_ptr<Parts> parts;  ///< filled in parts
     };
+    /// Bytes received into `e` so far: in order, or by its parts.
+    static std::uint64_t received_locked(const Entry& e) noexcept;
     /// part_start()'s checks; the caller holds mutex_.
     std::uint64_t part_start_locked(const Entry& e, std::uint64_t id, std::uint64_t offset, std::uint64_t length) const;
     std::chrono::steady_clock::time_point now() const;

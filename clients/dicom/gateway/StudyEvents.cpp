@@ -2,17 +2,18 @@
 
 #include "servants/OnewayCall.h"
 #include "server/NoticeDispatcher.h"
+#include "server/SubscriptionTable.h"
 
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/corba/Orb.h>
 #include <blobstreaming/transporter/corba/References.h>
+#include <blobstreaming/transporter/corba/Security.h>
 
 #include <BlobStreaming.hh>
 
 #include <spdlog/spdlog.h>
 
 #include <atomic>
-#include <map>
 #include <mutex>
 
 namespace blobstreaming::dicom {
@@ -38,6 +39,8 @@ public:
     {
         int argc = 0;
         orb_ = CORBA::ORB_init(argc, nullptr);  // the Session's (omniORB has one per process)
+        // Who subscribes: a subscription belongs to that client (unsubscribe).
+        corba::install_caller_identity();
         naming_ = corba::naming_context(orb_, session.naming_url);
         try {
             CORBA::Object_var obj = orb_->resolve_initial_references("RootPOA");
@@ -55,20 +58,35 @@ public:
     }
 
     CORBA::ULongLong subscribe(BlobStreaming::StudyEventSubscriber_ptr subscriber) override;
+    /// Only the client that subscribed ends its subscription; another
+    /// client's id is ignored as an unknown one is (the log says which).
     void unsubscribe(CORBA::ULongLong id) override
     {
+        const std::string client = corba::caller_client();
         std::lock_guard lock(mutex_);
-        if (subscriptions_.erase(id) > 0) spdlog::info("study events: subscription {} ended by its subscriber", id);
+        const server::SubscriptionTable::Subscription* s = subscriptions_.find(id);
+        const std::string owner = s ? s->owner : std::string();
+        switch (subscriptions_.unsubscribe(id, client)) {
+        case server::SubscriptionTable::Removal::ended:
+            spdlog::info("study events: subscription {} ended by its subscriber", id);
+            break;
+        case server::SubscriptionTable::Removal::foreign:
+            spdlog::warn("study events: unsubscribe {} refused: the subscription is client \"{}\"'s, asked by "
+                         "client \"{}\"; it goes on",
+                         id, owner, client);
+            break;
+        case server::SubscriptionTable::Removal::unknown: break;
+        }
     }
 
     void end(std::uint64_t id, const std::string& why)
     {
         std::lock_guard lock(mutex_);
-        const auto it = subscriptions_.find(id);
-        if (it == subscriptions_.end()) return;
+        const server::SubscriptionTable::Subscription* s = subscriptions_.find(id);
+        if (!s) return;
         spdlog::warn("study events: subscription {} of the subscriber at {} ended: it did not take an event ({})", id,
-                     it->second->endpoint(), why);
-        subscriptions_.erase(it);
+                     s->sink->endpoint(), why);
+        subscriptions_.erase(id);
     }
 
     void publish(const StableStudy& study) noexcept
@@ -90,7 +108,9 @@ public:
             std::lock_guard lock(mutex_);
             event->seqNo = ++sequence_;
             const server::OtherNotice notice{std::shared_ptr<const void>(event, event.get())};
-            for (const auto& [id, sink] : subscriptions_) dispatcher_.post(sink, notice);
+            subscriptions_.for_each([&](std::uint64_t, const server::SubscriptionTable::Subscription& subscription) {
+                dispatcher_.post(subscription.sink, notice);
+            });
         } catch (...) {
             spdlog::error("study events: study {} not published: out of memory", study.summary.study_instance_uid);
         }
@@ -126,8 +146,7 @@ private:
     CosNaming::NamingContext_var naming_;
     server::NoticeDispatcher dispatcher_;
     std::mutex mutex_;
-    std::map<std::uint64_t, std::shared_ptr<server::NoticeSink>> subscriptions_;
-    std::uint64_t last_id_ = 0;
+    server::SubscriptionTable subscriptions_;  ///< random ids, each of the client that subscribed
     std::uint64_t sequence_ = 0;
     std::atomic<bool> withdrawn_{false};
 };
@@ -178,6 +197,7 @@ CORBA::ULongLong StudyEvents::Impl::subscribe(BlobStreaming::StudyEventSubscribe
 {
     if (CORBA::is_nil(subscriber)) throw CORBA::BAD_PARAM();
     auto sink = std::make_shared<SubscriberSink>(subscriber, *this);
+    const std::string client = corba::caller_client();
     std::lock_guard lock(mutex_);
     if (subscriptions_.size() >= kMaxSubscriptions) {
         BlobStreaming::LimitReached ex;
@@ -187,10 +207,11 @@ CORBA::ULongLong StudyEvents::Impl::subscribe(BlobStreaming::StudyEventSubscribe
                 .c_str();
         throw ex;
     }
-    const std::uint64_t id = ++last_id_;
-    sink->set_id(id);
-    spdlog::info("study events: subscription {} for the subscriber at {}", id, sink->endpoint());
-    subscriptions_.emplace(id, std::move(sink));
+    const std::string endpoint = sink->endpoint();
+    SubscriberSink* raw = sink.get();
+    const std::uint64_t id = subscriptions_.add({std::move(sink), 0, client});
+    raw->set_id(id);  // under the lock: nothing is posted to it before
+    spdlog::info("study events: subscription {} of client \"{}\" for the subscriber at {}", id, client, endpoint);
     return id;
 }
 
