@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <vector>
 #include <sstream>
 #include <string>
 
@@ -190,6 +191,36 @@ BOOST_FIXTURE_TEST_CASE(the_store_holds_at_most_its_total_of_open_reservations, 
                       "try again when some have ended");
     BOOST_CHECK_EQUAL(table.open(), 5u);
     BOOST_CHECK_EQUAL(store.usage().reserved, 5u);
+}
+
+BOOST_FIXTURE_TEST_CASE(at_the_total_an_unused_reservation_of_the_client_holding_the_most_makes_room, Limited)
+{
+    std::vector<std::uint64_t> a;
+    for (int i = 0; i < 3; ++i) a.push_back(table.add(store.reserve("A." + std::to_string(i), 1), "a"));
+    now += 1s;
+    for (int i = 0; i < 2; ++i) table.add(store.reserve("B." + std::to_string(i), 1), "b");
+    const std::string full = "reserve \"C.0\": the store already holds 5 open reservations, its limit "
+                             "(max-reservations 5); try again when some have ended";
+    // Reserved a moment ago: none is taken.
+    BOOST_CHECK_EQUAL(message_of([&] { table.check_limits("c", "reserve \"C.0\""); }), full);
+    now += 5s;
+    // Unused for 5 s: the oldest of the client holding the most (A.0) makes room.
+    table.check_limits("c", "reserve \"C.0\"");
+    table.add(store.reserve("C.0", 1), "c");
+    BOOST_CHECK_EQUAL(table.open_by("a"), 2u);
+    BOOST_CHECK_EQUAL(table.open(), 5u);
+    BOOST_CHECK_EQUAL(store.usage().reserved, 5u);
+    BOOST_CHECK(code_of([&] { table.find(a[0]); }) == Errc::no_such_reservation);
+    // Shares 2, 2, 1: nobody holds two more than c; c is refused.
+    BOOST_CHECK(code_of([&] { table.add(store.reserve("C.1", 1), "c"); }) == Errc::limit_reached);
+    // A reservation a data connection is filling is never taken: a's are
+    // claimed, so b's oldest goes for a newcomer.
+    auto filling1 = table.claim(a[1]);
+    auto filling2 = table.claim(a[2]);
+    table.add(store.reserve("D.0", 1), "d");
+    BOOST_CHECK_EQUAL(table.open_by("a"), 2u);
+    BOOST_CHECK_EQUAL(table.open_by("b"), 1u);
+    BOOST_CHECK_EQUAL(table.open_by("d"), 1u);
 }
 
 BOOST_FIXTURE_TEST_CASE(every_way_a_reservation_ends_gives_its_slot_back, Limited)

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace blobstreaming::server {
 
@@ -24,6 +25,12 @@ namespace blobstreaming::server {
 struct ReservationLimits {
     std::size_t total = 1024;     ///< --max-reservations
     std::size_t per_client = 64;  ///< --max-reservations-per-client
+    /// At the total, a reservation nobody is filling (waiting for its data
+    /// connection, parked for resuming, or between its parts) of a client
+    /// holding at least two more than the newcomer is aborted to make room
+    /// once it is this old (since reserved or parked), oldest first from
+    /// the client holding the most.
+    std::chrono::milliseconds pressure_idle{5000};
 };
 
 /// Thread-safe. A reservation is in one of two places: here, waiting (for a
@@ -55,8 +62,9 @@ public:
 
     /// The check of add() without adding: call before the store's reserve()
     /// so that a refused client costs no allocation. `what` names the
-    /// operation in the message, e.g. `reserve "CT.1"`.
-    void check_limits(const std::string& client, const std::string& what) const;
+    /// operation in the message, e.g. `reserve "CT.1"`. At the total it
+    /// makes room as add() does (ReservationLimits::pressure_idle).
+    void check_limits(const std::string& client, const std::string& what);
     /// New limits (a SIGHUP reload) for the reservations added from now on;
     /// open ones above them stay until they end.
     void set_limits(ReservationLimits limits);
@@ -201,8 +209,13 @@ private:
     std::uint64_t part_start_locked(const Entry& e, std::uint64_t id, std::uint64_t offset, std::uint64_t length) const;
     std::chrono::steady_clock::time_point now() const;
     [[noreturn]] static void throw_missing(std::uint64_t id, const std::string& why);
-    /// Throws limit_reached; the caller holds mutex_.
-    void check_limits_locked(const std::string& client, const std::string& what) const;
+    /// Throws limit_reached; the caller holds mutex_. At the total, first
+    /// takes out the reservation that may make room (pressure_idle) into
+    /// `evicted`, which the caller aborts once it has released mutex_.
+    void check_limits_locked(const std::string& client, const std::string& what,
+                             std::vector<std::shared_ptr<Reservation>>& evicted);
+    /// Aborts reservations taken out to make room (without mutex_), logged.
+    static void abort_evicted(std::vector<std::shared_ptr<Reservation>>& evicted, const std::string& what) noexcept;
     /// Removes an entry and its client's count; the caller holds mutex_.
     std::map<std::uint64_t, Entry>::iterator erase_locked(std::map<std::uint64_t, Entry>::iterator it);
 
