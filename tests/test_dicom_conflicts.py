@@ -24,7 +24,10 @@ derived from the Blob's checksum and meta header), `blob pull --study S3`
 refuses X naming both Blobs (exit 58, the others written), removing it
 resolves the conflict; `blob push` of X's own file (the same data set behind
 pydicom's meta header, not the gateway's: another Blob checksum) under
-another name is a copy, no conflict.
+another name is a copy, no conflict. At the end the index's data set
+checksum column is dropped, as an older gateway left it: `blob find` reads
+it, the next gateway adds the column, and another data set of an instance
+indexed before is a conflict (not comparable).
 
 UIDs: a C-STORE whose SOP Instance UID has letters, a Study Instance UID
 with a leading zero, a Series Instance UID of 65 characters, or a SOP
@@ -254,6 +257,25 @@ def conflicts(c, store, index_url, tag):
           'instance the index lists: its PatientID is "PAT-A", the index says "PAT-Z"; not sent' in gw.log(),
           "no log line of the contradicted instance refused by C-GET")
     sql(c, gw, f"UPDATE instances SET \"PatientID\" = 'PAT-A' WHERE \"SOPInstanceUID\" = '{y['sop']}'")
+    check_equal(gw.proc.stop(), 0, "the gateway's exit status after SIGTERM")
+
+    step(f"[{tag}] an index made before the data set checksum: read by blob find, the column added by the next "
+         "gateway, another data set of its instances a conflict (not comparable)")
+    for table in ("instances", "copies", "conflicts"):
+        sql(c, gw, f"ALTER TABLE {table} DROP COLUMN data_set_checksum")
+    z = s3[2]
+    check_equal(entry(z["sop"])["conflict"], "", "Z's entry read from the older index")
+    gw = Gateway(c, store, f"gateway-{tag}-again", index_url=gw.index_url)
+    variant = make_objects(c, "variant", z["path"], c.path(f"{tag}-z-variant.dcm"))[0]
+    c.blob("push", variant["path"], store=store).ok()
+    logged = (f'index: instance {z["sop"]}: Blob "{tag}-z-variant.dcm" in store "{store}" holds another data set than '
+              f'its entry\'s (Blob "{z["sop"]}.dcm" in store "{store}"): data set not comparable (the entry\'s copies '
+              'have no data set checksum')
+    wait_for(lambda: logged in gw.log(), 30, "the conflict with an entry indexed before")
+    check(entry(z["sop"])["conflict"].endswith(f", data set {data_set_crc(variant['path'])}"),
+          f"Z's conflict: {entry(z['sop'])['conflict']!r}")
+    c.blob("rm", f"{tag}-z-variant.dcm", store=store).ok()
+    wait_for(lambda: entry(z["sop"])["conflict"] == "", 30, "Z's conflict resolved")
     check_equal(gw.proc.stop(), 0, "the gateway's exit status after SIGTERM")
 
 
