@@ -454,8 +454,8 @@ StudyIndex::StudyIndex(const std::string& url, bool writable) : backend_(open_ba
     // Blob's checksum only).
     for (const char* table : {"instances", "conflicts", "copies"}) {
         if (has_column(*backend_, table, "data_set_checksum")) continue;
-        const std::string add = std::string("ALTER TABLE ") + table + " ADD COLUMN " + (sqlite ? "" : "IF NOT EXISTS ") +
-                                "\"data_set_checksum\" TEXT NOT NULL DEFAULT ''";
+        const std::string add = std::string("ALTER TABLE ") + table + " ADD COLUMN " +
+                                (sqlite ? "" : "IF NOT EXISTS ") + "\"data_set_checksum\" TEXT NOT NULL DEFAULT ''";
         try {
             backend_->script(add);
         } catch (const Error&) {
@@ -828,8 +828,8 @@ std::vector<IndexRow> StudyIndex::find(Level level, const std::vector<Match>& ma
 {
     const Dialect dialect = backend_->dialect();
     std::vector<std::string> params;
-    std::string sql = "SELECT " + select_list(level, dialect, has_copies_, has_conflicts_, has_data_sets_) + " FROM instances WHERE " +
-                      sql_condition(matches, params, dialect);
+    std::string sql = "SELECT " + select_list(level, dialect, has_copies_, has_conflicts_, has_data_sets_) +
+                      " FROM instances WHERE " + sql_condition(matches, params, dialect);
     if (const char* key = group_key(level)) sql += " GROUP BY " + quoted(key);
     sql += " ORDER BY " + order_of(level);
     std::vector<IndexRow> rows = backend_->run(sql, params);
@@ -915,7 +915,8 @@ std::string Conflict::text() const
             out += std::string(first_value ? "" : ", ") + k + " \"" + escaped(value) + "\"";
             first_value = false;
         }
-        if (same_identity) out += ", data set " + (c.data_set.empty() ? std::string("not comparable") : escaped(c.data_set));
+        if (same_identity)
+            out += ", data set " + (c.data_set.empty() ? std::string("not comparable") : escaped(c.data_set));
         out += ")";
     }
     return out;

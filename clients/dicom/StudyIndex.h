@@ -195,7 +195,8 @@ private:
     /// has its Blob checksum or its data set checksum (both known) — a data
     /// set whose checksum is not known is compared by the Blob's checksum
     /// only. "" when it is a copy.
-    std::string data_set_difference(const InstanceRecord& record, const std::map<std::string, std::string>& entry) const;
+    std::string data_set_difference(const InstanceRecord& record,
+                                    const std::map<std::string, std::string>& entry) const;
     /// `"data_set_checksum"` prefixed by `table` (e.g. "c."), or `''` in an
     /// index made before the column.
     std::string data_set_column(const std::string& table = "") const;

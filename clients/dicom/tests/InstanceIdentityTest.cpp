@@ -274,8 +274,8 @@ BOOST_AUTO_TEST_CASE(same_identity_other_data_set_conflicts)
     // The same identifying attributes, other bytes in the data set.
     std::string why = index.put(record("v.dcm", "PAT-A", "1.1", "crc32c:00000003", d2));
     BOOST_TEST(why.find("Blob \"v.dcm\" in store \"ws1\" holds another data set than its entry's (Blob "
-                        "\"a-file.dcm\" in store \"ws1\"): data set crc32c:0000d002 (not crc32c:0000d001); both kept") !=
-                   std::string::npos,
+                        "\"a-file.dcm\" in store \"ws1\"): data set crc32c:0000d002 (not crc32c:0000d001); both "
+                        "kept") != std::string::npos,
                why);
     BOOST_TEST(entry(index)["conflict"] ==
                "\"v.dcm\" in store \"ws1\": PatientID \"PAT-A\", StudyInstanceUID \"1.1\", data set crc32c:0000d002");
@@ -338,7 +338,8 @@ BOOST_AUTO_TEST_CASE(an_index_made_before_gets_the_column)
     {
         // A reader (blob find) of it: the conflict as before.
         StudyIndex reader("sqlite:" + path, false);
-        BOOST_TEST(entry(reader)["conflict"] == "\"b.dcm\" in store \"ws1\": PatientID \"PAT-B\", StudyInstanceUID \"1.9\"");
+        BOOST_TEST(entry(reader)["conflict"] ==
+                   "\"b.dcm\" in store \"ws1\": PatientID \"PAT-B\", StudyInstanceUID \"1.9\"");
         BOOST_TEST(reader.conflicts({}).size() == 1u);
     }
     t.index = std::make_unique<StudyIndex>("sqlite:" + path, true);
