@@ -16,6 +16,19 @@ index entry that the bytes contradict (edited behind the gateway's back) is
 refused at retrieval: the object's own Patient ID is read from what is
 delivered. All of it on SQLite, then on PostgreSQL.
 
+Data sets, not only patients: before that, variant.dcm, X's data set with
+the same patient, study, series and SOP class but another pixel value, is
+pushed with `blob push`: a conflict too (the log line names both data sets'
+CRC32C, computed here over the bytes after the meta header, the gateway's
+derived from the Blob's checksum and meta header), `blob pull --study S3`
+refuses X naming both Blobs (exit 58, the others written), removing it
+resolves the conflict; `blob push` of X's own file (the same data set behind
+pydicom's meta header, not the gateway's: another Blob checksum) under
+another name is a copy, no conflict. At the end the index's data set
+checksum column is dropped, as an older gateway left it: `blob find` reads
+it, the next gateway adds the column, and another data set of an instance
+indexed before is a conflict (not comparable).
+
 UIDs: a C-STORE whose SOP Instance UID has letters, a Study Instance UID
 with a leading zero, a Series Instance UID of 65 characters, or a SOP
 Instance UID that is a path (../) is refused with C000 and an Error Comment
@@ -33,6 +46,29 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import TestSkipped, check, check_equal, step, wait_for  # noqa: E402
 from harness.dicom import Gateway, data_set, make_objects, pynetdicom_python, start_postgresql  # noqa: E402
+
+
+def _crc_of_byte(n):
+    for _ in range(8):
+        n = (n >> 1) ^ 0x82F63B78 if n & 1 else n >> 1
+    return n
+
+
+CRC_TABLE = [_crc_of_byte(i) for i in range(256)]
+
+
+def crc32c_text(data):
+    """CRC32C (the catalogue's: reflected 0x1EDC6F41, initial and final XOR
+    0xFFFFFFFF) a byte at a time: nothing shared with the gateway's."""
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc = (crc >> 8) ^ CRC_TABLE[(crc ^ byte) & 0xFF]
+    return f"crc32c:{crc ^ 0xFFFFFFFF:08x}"
+
+
+def data_set_crc(path):
+    with open(path, "rb") as f:
+        return crc32c_text(data_set(f.read()))
 
 
 def same_data_set(path_a, path_b):
@@ -74,6 +110,46 @@ def conflicts(c, store, index_url, tag):
     other = make_objects(c, "samesop", x["path"], s4[1]["path"], c.path(f"{tag}-other.dcm"))[0]
     check_equal(other["sop"], x["sop"], "other.dcm's SOP Instance UID")
     x_blob, other_blob = x["sop"] + ".dcm", f"{tag}-other.dcm"
+
+    step(f"[{tag}] X's data set with another pixel value, same patient, study and series (blob push): a conflict")
+    variant = make_objects(c, "variant", x["path"], c.path(f"{tag}-variant.dcm"))[0]
+    check_equal((variant["sop"], variant["study"], variant["series"]), (x["sop"], x["study"], x["series"]),
+                "variant.dcm's UIDs")
+    variant_blob, crc_x, crc_variant = f"{tag}-variant.dcm", data_set_crc(x["path"]), data_set_crc(variant["path"])
+    check(crc_x != crc_variant, "the variant's data set is X's")
+    c.blob("push", variant["path"], store=store).ok()
+    logged = (f'index: instance {x["sop"]}: Blob "{variant_blob}" in store "{store}" holds another data set than its '
+              f'entry\'s (Blob "{x_blob}" in store "{store}"): data set {crc_variant} (not {crc_x}); both kept, the '
+              'instance is flagged as a conflict')
+    wait_for(lambda: logged in gw.log(), 30, "the variant's conflict log line")
+    e = entry(x["sop"])
+    check_equal((e["PatientID"], e["blob"], e["conflict"]),
+                ("PAT-A", x_blob, f'"{variant_blob}" in store "{store}": PatientID "PAT-A", StudyInstanceUID '
+                                  f'"{x["study"]}", data set {crc_variant}'), "X's entry with the variant")
+    out = c.path(f"{tag}-pulled-variant")
+    r = c.blob("pull", "--index", index, "--study", x["study"], out, json_out=False)
+    r.error(58, f'pull --study {x["study"]}: instance {x["sop"]} refused: instance {x["sop"]} has more than one data '
+                f'set under its SOP Instance UID: Blob "{x_blob}" in store "{store}" (PatientID "PAT-A", '
+                f'StudyInstanceUID "{x["study"]}", data set {crc_x}), Blob "{variant_blob}" in store "{store}" '
+                f'(PatientID "PAT-A", StudyInstanceUID "{x["study"]}", data set {crc_variant}); not pulled until one '
+                'of them is removed')
+    check_equal(sorted(os.listdir(out)), sorted(g["sop"] + ".dcm" for g in s3[1:]), "the files written")
+    c.blob("rm", variant_blob, store=store).ok()
+    wait_for(lambda: entry(x["sop"])["conflict"] == "", 30, "the variant's conflict resolved")
+
+    step(f"[{tag}] X's own file (another meta header, the same data set) pushed as another name: a copy")
+    x_file = f"{tag}-x-file.dcm"
+    c.blob("push", "--name", x_file, x["path"], store=store).ok()
+    wait_for(lambda: f'index: instance {x["sop"]} indexed from Blob "{x_file}" in store "{store}"' in gw.log(), 30,
+             "X's file indexed")
+    sums = {b["name"]: b["checksum"] for b in c.blob("ls", store=store).ok()["blobs"]}
+    check(sums[x_file] != sums[x_blob], f"X's file and the gateway's Blob have one checksum: {sums[x_file]}")
+    check_equal(entry(x["sop"])["conflict"], "", "X's conflict with its own file")
+    r = c.blob("pull", "--index", index, "--study", x["study"], c.path(f"{tag}-pulled-x-file")).ok()
+    check_equal((r["succeeded"], r["failed"]), (3, 0), "pull --study S3 with X's file a copy")
+    c.blob("rm", x_file, store=store).ok()
+    wait_for(lambda: f'index: Blob "{x_file}" removed from store "{store}": its copy removed, the instance stays '
+                     f'indexed in store "{store}"' in gw.log(), 30, "X's file removed from the index")
 
     step(f"[{tag}] another data set under X's SOP Instance UID (blob push): both kept, flagged, logged")
     c.blob("push", other["path"], store=store).ok()
@@ -181,6 +257,25 @@ def conflicts(c, store, index_url, tag):
           'instance the index lists: its PatientID is "PAT-A", the index says "PAT-Z"; not sent' in gw.log(),
           "no log line of the contradicted instance refused by C-GET")
     sql(c, gw, f"UPDATE instances SET \"PatientID\" = 'PAT-A' WHERE \"SOPInstanceUID\" = '{y['sop']}'")
+    check_equal(gw.proc.stop(), 0, "the gateway's exit status after SIGTERM")
+
+    step(f"[{tag}] an index made before the data set checksum: read by blob find, the column added by the next "
+         "gateway, another data set of its instances a conflict (not comparable)")
+    for table in ("instances", "copies", "conflicts"):
+        sql(c, gw, f"ALTER TABLE {table} DROP COLUMN data_set_checksum")
+    z = s3[2]
+    check_equal(entry(z["sop"])["conflict"], "", "Z's entry read from the older index")
+    gw = Gateway(c, store, f"gateway-{tag}-again", index_url=gw.index_url)
+    variant = make_objects(c, "variant", z["path"], c.path(f"{tag}-z-variant.dcm"))[0]
+    c.blob("push", variant["path"], store=store).ok()
+    logged = (f'index: instance {z["sop"]}: Blob "{tag}-z-variant.dcm" in store "{store}" holds another data set than '
+              f'its entry\'s (Blob "{z["sop"]}.dcm" in store "{store}"): data set not comparable (the entry\'s copies '
+              'have no data set checksum')
+    wait_for(lambda: logged in gw.log(), 30, "the conflict with an entry indexed before")
+    check(entry(z["sop"])["conflict"].endswith(f", data set {data_set_crc(variant['path'])}"),
+          f"Z's conflict: {entry(z['sop'])['conflict']!r}")
+    c.blob("rm", f"{tag}-z-variant.dcm", store=store).ok()
+    wait_for(lambda: entry(z["sop"])["conflict"] == "", 30, "Z's conflict resolved")
     check_equal(gw.proc.stop(), 0, "the gateway's exit status after SIGTERM")
 
 

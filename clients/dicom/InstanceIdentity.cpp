@@ -5,6 +5,7 @@
 #include <dcmtk/dcmdata/dcfilefo.h>
 
 #include <cstdio>
+#include <cstring>
 
 namespace blobstreaming::dicom {
 
@@ -75,6 +76,27 @@ std::string identity_difference(const std::map<std::string, std::string>& a,
                "\")";
     }
     return out;
+}
+
+std::size_t data_set_offset(const std::uint8_t* bytes, std::size_t size)
+{
+    // Preamble (128), "DICM", then (0002,0000) UL 4 <length>: explicit VR little endian.
+    constexpr std::size_t start = 132, element = 12;
+    if (size < start + element || std::memcmp(bytes + 128, "DICM", 4) != 0) return 0;
+    const std::uint8_t* e = bytes + start;
+    if (e[0] != 0x02 || e[1] != 0 || e[2] != 0 || e[3] != 0 || e[4] != 'U' || e[5] != 'L') return 0;
+    const std::size_t length = e[8] | (e[9] << 8) | (e[10] << 16) | (static_cast<std::size_t>(e[11]) << 24);
+    return start + element + length <= size ? start + element + length : 0;
+}
+
+std::string data_set_checksum(const Checksum& blob, std::uint64_t blob_size, const std::uint8_t* head,
+                              std::size_t size)
+{
+    if (blob.algorithm != ChecksumAlgorithm::crc32c) return {};
+    const std::size_t offset = data_set_offset(head, size);
+    if (offset == 0 || offset > blob_size) return {};
+    const std::uint64_t length = blob_size - offset;
+    return Checksum::crc32c(blob.crc() ^ crc32c_combine(crc32c(head, offset), 0, length)).text();
 }
 
 std::string delivered_mismatch(const std::string& path, const std::map<std::string, std::string>& expected)

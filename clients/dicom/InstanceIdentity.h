@@ -6,14 +6,20 @@
 /// - UIDs are checked against PS3.5 9.1 before they are stored, indexed or
 ///   made into a file name.
 /// - Two data sets under one SOP Instance UID are the same instance when
-///   their identifying attributes (kIdentifying) are equal; their Blobs'
-///   checksums may differ (the gateway writes its own meta header before
-///   the data set it received, `blob push` stores the file as it is).
-///   Otherwise they conflict: both are kept and the instance is flagged.
+///   their identifying attributes (kIdentifying) are equal and so are the
+///   data sets themselves, the bytes after the File Meta Information
+///   (data_set_checksum()); their Blobs' checksums may differ (the gateway
+///   writes its own meta header before the data set it received, `blob
+///   push` stores the file as it is). Otherwise they conflict: both are
+///   kept and the instance is flagged.
 /// - A retrieved object's own attributes, read from the bytes delivered,
 ///   must be those the index promised.
 
+#include <blobstreaming/common/Checksum.h>
+
 #include <array>
+#include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -50,6 +56,23 @@ std::string invalid_uid(const std::map<std::string, std::string>& values);
 /// they are the same instance.
 std::string identity_difference(const std::map<std::string, std::string>& a,
                                 const std::map<std::string, std::string>& b);
+
+/// Where the data set starts in a DICOM file's bytes (after the preamble and
+/// the meta group, from its group length), or 0 when that cannot be told
+/// (no DICM at byte 128, no group length first, or the meta group is longer
+/// than `size`).
+std::size_t data_set_offset(const std::uint8_t* bytes, std::size_t size);
+
+/// The CRC32C of a Blob's data set (the bytes after its File Meta
+/// Information), "crc32c:XXXXXXXX", from the Blob's own checksum `blob`
+/// (of all its `blob_size` bytes) and its first `size` bytes `head` (which
+/// must hold the meta group), without reading the rest: CRC32C is linear,
+/// so crc(meta || data set) = crc_combine(crc(meta), crc(data set), n) =
+/// crc_combine(crc(meta), 0, n) XOR crc(data set), n the data set's length.
+/// "" when it cannot be told: `blob` is not a CRC32C (a SHA-256 Blob), or
+/// the meta group is not found in `head` (data_set_offset()).
+std::string data_set_checksum(const Checksum& blob, std::uint64_t blob_size, const std::uint8_t* head,
+                              std::size_t size);
 
 /// Reads the identifying attributes and the SOP Instance UID of the DICOM
 /// file at `path` (its header only, DCMTK) and compares them with

@@ -208,7 +208,7 @@ const char* group_key(Level level)
 /// The SELECT list of a level: its attributes and those above (grouped
 /// levels: MIN of each, the group key itself), then counts (or, for
 /// instances, where the Blob is). Every column named as it is returned.
-std::string select_list(Level level, Dialect dialect, bool copies, bool conflicts)
+std::string select_list(Level level, Dialect dialect, bool copies, bool conflicts, bool data_sets)
 {
     std::string list;
     auto add = [&list](const std::string& expr, const std::string& name) {
@@ -254,8 +254,19 @@ std::string select_list(Level level, Dialect dialect, bool copies, bool conflict
         // The copies whose data set differs from the entry's (table
         // conflicts): `"b.dcm" in store "ws1": PatientID "P", StudyInstanceUID "1.2"`, `; `-separated.
         if (conflicts) {
-            const std::string one = "'\"' || \"blob\" || '\" in store \"' || \"store\" || '\": PatientID \"' || "
-                                    "\"PatientID\" || '\", StudyInstanceUID \"' || \"StudyInstanceUID\" || '\"'";
+            std::string one = "'\"' || \"blob\" || '\" in store \"' || \"store\" || '\": PatientID \"' || "
+                              "\"PatientID\" || '\", StudyInstanceUID \"' || \"StudyInstanceUID\" || '\"'";
+            // A copy whose identifying attributes are the entry's: its data
+            // set differs (`, data set crc32c:...`) or cannot be compared.
+            if (data_sets) {
+                std::string same;
+                for (const char* k : kIdentifying)
+                    same += (same.empty() ? "" : " AND ") + std::string("conflicts.") + quoted(k) + " = instances." +
+                            quoted(k);
+                one += " || CASE WHEN " + same +
+                       " THEN ', data set ' || CASE WHEN conflicts.\"data_set_checksum\" = '' THEN 'not comparable' "
+                       "ELSE conflicts.\"data_set_checksum\" END ELSE '' END";
+            }
             add(dialect == Dialect::sqlite
                     ? "(SELECT group_concat(\"c\", '; ') FROM (SELECT " + one +
                           " AS \"c\" FROM conflicts WHERE \"SOPInstanceUID\" = instances.\"SOPInstanceUID\" "
@@ -318,6 +329,7 @@ RecordColumns record_columns(const InstanceRecord& record)
     add("size", std::to_string(record.size), "CAST(? AS BIGINT)");
     add("checksum", record.checksum, "?");
     add("problem", record.problem, "?");
+    add("data_set_checksum", record.data_set_checksum, "?");
     return out;
 }
 
@@ -335,6 +347,18 @@ std::string identifying_condition()
     std::string out;
     for (const char* k : kIdentifying) out += (out.empty() ? "" : " AND ") + quoted(k) + " = ?";
     return out;
+}
+
+/// Whether the index has column `column` in table `table`.
+bool has_column(StudyIndex::Backend& backend, const std::string& table, const std::string& column)
+{
+    return !backend
+                .run(backend.dialect() == Dialect::sqlite
+                         ? "SELECT 1 AS \"found\" FROM pragma_table_info(?) WHERE name = ?"
+                         : "SELECT 1 AS \"found\" FROM information_schema.columns WHERE table_schema = "
+                           "current_schema() AND table_name = ? AND column_name = ?",
+                     {table, column})
+                .empty();
 }
 
 }  // namespace
@@ -377,6 +401,9 @@ StudyIndex::StudyIndex(const std::string& url, bool writable) : backend_(open_ba
                                         : "SELECT 1 AS \"found\" WHERE to_regclass('conflicts') IS NOT NULL",
                                     {})
                               .empty();
+        has_data_sets_ = has_conflicts_ && has_copies_ && has_column(*backend_, "conflicts", "data_set_checksum") &&
+                         has_column(*backend_, "copies", "data_set_checksum") &&
+                         has_column(*backend_, "instances", "data_set_checksum");
         return;
     }
     const bool sqlite = backend_->dialect() == Dialect::sqlite;
@@ -388,7 +415,7 @@ StudyIndex::StudyIndex(const std::string& url, bool writable) : backend_(open_ba
                   (std::string(a.keyword) == "SOPInstanceUID" ? " PRIMARY KEY" : "") + ", ";
     }
     schema += "\"blob\" TEXT NOT NULL, \"store\" TEXT NOT NULL, \"size\" BIGINT NOT NULL, \"checksum\" TEXT NOT NULL, "
-              "\"problem\" TEXT NOT NULL DEFAULT '');";
+              "\"problem\" TEXT NOT NULL DEFAULT '', \"data_set_checksum\" TEXT NOT NULL DEFAULT '');";
     // A copy whose data set differs from its instance's entry (another
     // patient, study, series or SOP class under the same SOP Instance UID):
     // kept whole, one row per (Blob, store), apart from the entry.
@@ -398,7 +425,8 @@ StudyIndex::StudyIndex(const std::string& url, bool writable) : backend_(open_ba
         schema += quoted(a.keyword) + (a.kind == Kind::number ? " INTEGER" : " TEXT NOT NULL DEFAULT ''") + ", ";
     }
     schema += "\"blob\" TEXT NOT NULL, \"store\" TEXT NOT NULL, \"size\" BIGINT NOT NULL, \"checksum\" TEXT NOT NULL, "
-              "\"problem\" TEXT NOT NULL DEFAULT '', PRIMARY KEY (\"blob\", \"store\"));"
+              "\"problem\" TEXT NOT NULL DEFAULT '', \"data_set_checksum\" TEXT NOT NULL DEFAULT '', PRIMARY KEY "
+              "(\"blob\", \"store\"));"
               "CREATE INDEX IF NOT EXISTS conflicts_sop ON conflicts(\"SOPInstanceUID\");";
     for (const char* column :
          {"PatientID", "StudyInstanceUID", "SeriesInstanceUID", "StudyDate", "AccessionNumber", "blob"})
@@ -408,8 +436,8 @@ StudyIndex::StudyIndex(const std::string& url, bool writable) : backend_(open_ba
     // row names the copy last committed; an index made before this table
     // gets one copy per instance, that one, by the same statement.
     schema += "CREATE TABLE IF NOT EXISTS copies (\"sop\" TEXT NOT NULL, \"blob\" TEXT NOT NULL, \"store\" TEXT "
-              "NOT NULL, \"size\" BIGINT NOT NULL, \"checksum\" TEXT NOT NULL, PRIMARY KEY (\"blob\", "
-              "\"store\"));"
+              "NOT NULL, \"size\" BIGINT NOT NULL, \"checksum\" TEXT NOT NULL, \"data_set_checksum\" TEXT NOT NULL "
+              "DEFAULT '', PRIMARY KEY (\"blob\", \"store\"));"
               "CREATE INDEX IF NOT EXISTS copies_sop ON copies(\"sop\");"
               "INSERT INTO copies (\"sop\", \"blob\", \"store\", \"size\", \"checksum\") SELECT "
               "\"SOPInstanceUID\", \"blob\", \"store\", \"size\", \"checksum\" FROM instances WHERE NOT EXISTS "
@@ -421,6 +449,57 @@ StudyIndex::StudyIndex(const std::string& url, bool writable) : backend_(open_ba
         "CREATE TABLE IF NOT EXISTS study_state (\"study\" TEXT PRIMARY KEY, \"last_instance_ns\" BIGINT NOT NULL, "
         "\"stable_ns\" BIGINT);";
     backend_->script(schema);
+    // The checksum of each copy's data set: added to an index made before
+    // it, empty in the rows it holds (their data sets are compared by the
+    // Blob's checksum only).
+    for (const char* table : {"instances", "conflicts", "copies"}) {
+        if (has_column(*backend_, table, "data_set_checksum")) continue;
+        const std::string add = std::string("ALTER TABLE ") + table + " ADD COLUMN " +
+                                (sqlite ? "" : "IF NOT EXISTS ") + "\"data_set_checksum\" TEXT NOT NULL DEFAULT ''";
+        try {
+            backend_->script(add);
+        } catch (const Error&) {
+            // Another gateway on the same index added it meanwhile.
+            if (!has_column(*backend_, table, "data_set_checksum")) throw;
+        }
+    }
+}
+
+std::string StudyIndex::data_set_column(const std::string& table) const
+{
+    return has_data_sets_ ? table + "\"data_set_checksum\"" : std::string("''");
+}
+
+std::string StudyIndex::data_set_difference(const InstanceRecord& record,
+                                            const std::map<std::string, std::string>& entry) const
+{
+    if (const std::string differs = identity_difference(record.values, entry); !differs.empty()) return differs;
+    if (!has_data_sets_) return {};
+    const auto sop = record.values.find("SOPInstanceUID");
+    const std::vector<IndexRow> copies =
+        backend_->run("SELECT \"checksum\", \"data_set_checksum\" FROM copies WHERE \"sop\" = ? ORDER BY \"store\", "
+                      "\"blob\"",
+                      {sop == record.values.end() ? std::string() : sop->second});
+    std::string known;  // the entry's data set checksum, when a copy has one
+    for (const IndexRow& copy : copies) {
+        // The same bytes (the same Blob checksum), or the same data set.
+        if (copy.at(0).second == record.checksum) return {};
+        if (!record.data_set_checksum.empty() && copy.at(1).second == record.data_set_checksum) return {};
+        if (known.empty()) known = copy.at(1).second;
+    }
+    if (copies.empty()) return {};  // an entry without copies: nothing to compare with
+    if (record.data_set_checksum.empty()) {
+        const auto checksum = Checksum::parse(record.checksum);
+        return "data set not comparable (" +
+               (checksum && checksum->algorithm != ChecksumAlgorithm::crc32c
+                    ? "its Blob's checksum " + checksum->brief() + " is not a CRC32C"
+                    : std::string("its File Meta Information (group 0002) was not found")) +
+               ", and its Blob's checksum is no copy's)";
+    }
+    if (known.empty())
+        return "data set not comparable (the entry's copies have no data set checksum: indexed before it was "
+               "recorded, or SHA-256 Blobs; nor is its Blob's checksum any copy's)";
+    return "data set " + escaped(record.data_set_checksum) + " (not " + escaped(known) + ")";
 }
 
 StudyIndex::~StudyIndex() = default;
@@ -437,7 +516,7 @@ std::string StudyIndex::put(const InstanceRecord& record)
     if (has_conflicts_)
         backend_->run("DELETE FROM conflicts WHERE \"blob\" = ? AND \"store\" = ?", {record.blob, record.store});
     std::map<std::string, std::string> entry = entry_of(uid);
-    if (!entry.empty() && !identity_difference(record.values, entry).empty() &&
+    if (!entry.empty() && !data_set_difference(record, entry).empty() &&
         !backend_
              ->run("SELECT 1 AS \"found\" FROM copies WHERE \"blob\" = ? AND \"store\" = ?",
                    {record.blob, record.store})
@@ -447,7 +526,7 @@ std::string StudyIndex::put(const InstanceRecord& record)
     }
     const RecordColumns r = record_columns(record);
     if (!entry.empty() && has_conflicts_) {
-        if (const std::string differs = identity_difference(record.values, entry); !differs.empty()) {
+        if (const std::string differs = data_set_difference(record, entry); !differs.empty()) {
             // Another Blob holds the entry's data set: both are kept, this
             // one apart; retrieval refuses the instance until one goes.
             std::string updates;
@@ -470,7 +549,7 @@ std::string StudyIndex::put(const InstanceRecord& record)
     backend_->run("INSERT INTO instances (" + r.columns + ") VALUES (" + r.marks +
                       ") ON CONFLICT (\"SOPInstanceUID\") DO UPDATE SET " + updates,
                   r.values);
-    put_copy(uid, record.blob, record.store, record.size, record.checksum);
+    put_copy(uid, record.blob, record.store, record.size, record.checksum, record.data_set_checksum);
     const auto study = record.values.find("StudyInstanceUID");
     if (study != record.values.end() && !study->second.empty()) touch_study(study->second);
     return {};
@@ -551,12 +630,14 @@ std::string StudyIndex::add_copy(const std::string& blob, const std::string& sto
     std::lock_guard<std::mutex> lock(write_mutex_);
     if (conflicting) *conflicting = false;
     const std::vector<IndexRow> same =
-        backend_->run("SELECT \"sop\" FROM copies WHERE \"blob\" = ? AND \"checksum\" = ? AND \"store\" <> ? LIMIT 1",
+        backend_->run("SELECT \"sop\", " + data_set_column() +
+                          " AS \"data_set_checksum\" FROM copies WHERE \"blob\" = ? AND \"checksum\" = ? AND \"store\" "
+                          "<> ? LIMIT 1",
                       {blob, checksum, store});
     if (!same.empty()) {
         const std::string sop = same.front().at(0).second;
         if (has_conflicts_) backend_->run("DELETE FROM conflicts WHERE \"blob\" = ? AND \"store\" = ?", {blob, store});
-        put_copy(sop, blob, store, size, checksum);
+        put_copy(sop, blob, store, size, checksum, same.front().at(1).second);
         return sop;
     }
     if (!has_conflicts_) return {};
@@ -577,6 +658,10 @@ std::string StudyIndex::add_copy(const std::string& blob, const std::string& sto
     }
     columns += "\"blob\", \"store\", \"size\", \"checksum\", \"problem\"";
     selected += "\"blob\", ?, CAST(? AS BIGINT), \"checksum\", \"problem\"";
+    if (has_data_sets_) {
+        columns += ", \"data_set_checksum\"";
+        selected += ", \"data_set_checksum\"";
+    }
     backend_->run("INSERT INTO conflicts (" + columns + ") SELECT " + selected +
                       " FROM conflicts WHERE \"blob\" = ? AND \"store\" = ? ON CONFLICT (\"blob\", \"store\") DO "
                       "NOTHING",
@@ -586,16 +671,21 @@ std::string StudyIndex::add_copy(const std::string& blob, const std::string& sto
 }
 
 void StudyIndex::put_copy(const std::string& sop, const std::string& blob, const std::string& store, std::uint64_t size,
-                          const std::string& checksum)
+                          const std::string& checksum, const std::string& data_set_checksum)
 {
     // The Blob held another instance: that copy goes first.
     for (const IndexRow& row :
          backend_->run("SELECT \"sop\" FROM copies WHERE \"blob\" = ? AND \"store\" = ?", {blob, store}))
         if (row.at(0).second != sop) remove_copy(blob, store);
-    backend_->run("INSERT INTO copies (\"sop\", \"blob\", \"store\", \"size\", \"checksum\") VALUES (?, ?, ?, "
-                  "CAST(? AS BIGINT), ?) ON CONFLICT (\"blob\", \"store\") DO UPDATE SET \"sop\" = excluded.\"sop\", "
-                  "\"size\" = excluded.\"size\", \"checksum\" = excluded.\"checksum\"",
-                  {sop, blob, store, std::to_string(size), checksum});
+    // The same Blob again whose data set checksum is not known this time:
+    // the one recorded stays.
+    backend_->run("INSERT INTO copies (\"sop\", \"blob\", \"store\", \"size\", \"checksum\", \"data_set_checksum\") "
+                  "VALUES (?, ?, ?, CAST(? AS BIGINT), ?, ?) ON CONFLICT (\"blob\", \"store\") DO UPDATE SET \"sop\" = "
+                  "excluded.\"sop\", \"size\" = excluded.\"size\", \"data_set_checksum\" = CASE WHEN "
+                  "excluded.\"data_set_checksum\" = '' AND copies.\"checksum\" = excluded.\"checksum\" THEN "
+                  "copies.\"data_set_checksum\" ELSE excluded.\"data_set_checksum\" END, \"checksum\" = "
+                  "excluded.\"checksum\"",
+                  {sop, blob, store, std::to_string(size), checksum, data_set_checksum});
 }
 
 Removal StudyIndex::remove(const std::string& blob, const std::string& store)
@@ -629,8 +719,8 @@ Removal StudyIndex::remove_copy(const std::string& blob, const std::string& stor
     out.sop = sop;
     backend_->run("DELETE FROM copies WHERE \"blob\" = ? AND \"store\" = ?", {blob, store}, &out.copies);
     const std::vector<IndexRow> left = backend_->run(
-        "SELECT \"blob\", \"store\", \"size\", \"checksum\" FROM copies WHERE \"sop\" = ? ORDER BY \"store\", "
-        "\"blob\" LIMIT 1",
+        "SELECT \"blob\", \"store\", \"size\", \"checksum\", \"data_set_checksum\" FROM copies WHERE \"sop\" = ? "
+        "ORDER BY \"store\", \"blob\" LIMIT 1",
         {sop});
     if (left.empty()) {
         if (restore_from_conflict(sop, out)) return out;
@@ -641,10 +731,10 @@ Removal StudyIndex::remove_copy(const std::string& blob, const std::string& stor
         out.conflicts_left = backend_->run("SELECT \"blob\" FROM conflicts WHERE \"SOPInstanceUID\" = ?", {sop}).size();
     // The instance stays: its row names a copy that is left.
     out.still_in = left.front().at(1).second;
-    backend_->run("UPDATE instances SET \"blob\" = ?, \"store\" = ?, \"size\" = CAST(? AS BIGINT), \"checksum\" = ? "
-                  "WHERE \"SOPInstanceUID\" = ? AND \"blob\" = ? AND \"store\" = ?",
+    backend_->run("UPDATE instances SET \"blob\" = ?, \"store\" = ?, \"size\" = CAST(? AS BIGINT), \"checksum\" = ?, "
+                  "\"data_set_checksum\" = ? WHERE \"SOPInstanceUID\" = ? AND \"blob\" = ? AND \"store\" = ?",
                   {left.front().at(0).second, left.front().at(1).second, left.front().at(2).second,
-                   left.front().at(3).second, sop, blob, store});
+                   left.front().at(3).second, left.front().at(4).second, sop, blob, store});
     return out;
 }
 
@@ -652,25 +742,29 @@ bool StudyIndex::restore_from_conflict(const std::string& sop, Removal& out)
 {
     if (!has_conflicts_) return false;
     const std::vector<IndexRow> first =
-        backend_->run("SELECT \"blob\", \"store\", " + identifying_columns() +
+        backend_->run("SELECT \"blob\", \"store\", \"checksum\", \"data_set_checksum\", " + identifying_columns() +
                           " FROM conflicts WHERE \"SOPInstanceUID\" = ? ORDER BY \"store\", \"blob\" LIMIT 1",
                       {sop});
     if (first.empty()) return false;
     const std::string blob = first.front().at(0).second, store = first.front().at(1).second;
     std::vector<std::string> same{sop};
-    for (std::size_t i = 2; i < first.front().size(); ++i) same.push_back(first.front()[i].second);
+    for (std::size_t i = 4; i < first.front().size(); ++i) same.push_back(first.front()[i].second);
+    // Its data set: the same Blob checksum, or the same data set checksum (known).
+    same.push_back(first.front().at(2).second);
+    same.push_back(first.front().at(3).second);
     std::string columns;
     for (const Attribute& a : attributes())
         if (!a.derived) columns += quoted(a.keyword) + ", ";
-    columns += "\"blob\", \"store\", \"size\", \"checksum\", \"problem\"";
+    columns += "\"blob\", \"store\", \"size\", \"checksum\", \"problem\", \"data_set_checksum\"";
     backend_->run("DELETE FROM instances WHERE \"SOPInstanceUID\" = ?", {sop});
     backend_->run("INSERT INTO instances (" + columns + ") SELECT " + columns +
                       " FROM conflicts WHERE \"blob\" = ? AND \"store\" = ?",
                   {blob, store});
     // Every copy of that data set is a copy of the entry now.
-    const std::string those = " FROM conflicts WHERE \"SOPInstanceUID\" = ? AND " + identifying_condition();
-    backend_->run("INSERT INTO copies (\"sop\", \"blob\", \"store\", \"size\", \"checksum\") SELECT "
-                  "\"SOPInstanceUID\", \"blob\", \"store\", \"size\", \"checksum\"" +
+    const std::string those = " FROM conflicts WHERE \"SOPInstanceUID\" = ? AND " + identifying_condition() +
+                              " AND (\"checksum\" = ? OR (\"data_set_checksum\" <> '' AND \"data_set_checksum\" = ?))";
+    backend_->run("INSERT INTO copies (\"sop\", \"blob\", \"store\", \"size\", \"checksum\", \"data_set_checksum\") "
+                  "SELECT \"SOPInstanceUID\", \"blob\", \"store\", \"size\", \"checksum\", \"data_set_checksum\"" +
                       those,
                   same);
     backend_->run("DELETE" + those, same);
@@ -734,8 +828,8 @@ std::vector<IndexRow> StudyIndex::find(Level level, const std::vector<Match>& ma
 {
     const Dialect dialect = backend_->dialect();
     std::vector<std::string> params;
-    std::string sql = "SELECT " + select_list(level, dialect, has_copies_, has_conflicts_) + " FROM instances WHERE " +
-                      sql_condition(matches, params, dialect);
+    std::string sql = "SELECT " + select_list(level, dialect, has_copies_, has_conflicts_, has_data_sets_) +
+                      " FROM instances WHERE " + sql_condition(matches, params, dialect);
     if (const char* key = group_key(level)) sql += " GROUP BY " + quoted(key);
     sql += " ORDER BY " + order_of(level);
     std::vector<IndexRow> rows = backend_->run(sql, params);
@@ -774,17 +868,20 @@ Conflict StudyIndex::conflict_of(const std::string& sop) const
             copy.blob = row.at(0).second;
             copy.store = row.at(1).second;
             copy.checksum = row.at(2).second;
-            for (std::size_t i = 3; i < row.size(); ++i) copy.identity[row[i].first] = row[i].second;
+            copy.data_set = row.at(3).second;
+            for (std::size_t i = 4; i < row.size(); ++i) copy.identity[row[i].first] = row[i].second;
             copy.entry = entry;
             out.copies.push_back(std::move(copy));
         }
     };
-    add(backend_->run("SELECT c.\"blob\", c.\"store\", c.\"checksum\"" + columns +
+    add(backend_->run("SELECT c.\"blob\", c.\"store\", c.\"checksum\", " + data_set_column("c.") +
+                          " AS \"data_set_checksum\"" + columns +
                           " FROM copies c JOIN instances i ON i.\"SOPInstanceUID\" = c.\"sop\" WHERE c.\"sop\" = ? "
                           "ORDER BY c.\"store\", c.\"blob\"",
                       {sop}),
         true);
-    add(backend_->run("SELECT i.\"blob\", i.\"store\", i.\"checksum\"" + columns +
+    add(backend_->run("SELECT i.\"blob\", i.\"store\", i.\"checksum\", " + data_set_column("i.") +
+                          " AS \"data_set_checksum\"" + columns +
                           " FROM conflicts i WHERE i.\"SOPInstanceUID\" = ? ORDER BY i.\"store\", i.\"blob\"",
                       {sop}),
         false);
@@ -794,6 +891,11 @@ Conflict StudyIndex::conflict_of(const std::string& sop) const
 std::string Conflict::text() const
 {
     std::string out = "instance " + escaped(sop) + " has more than one data set under its SOP Instance UID:";
+    // The copies are one instance by their identifying attributes: their
+    // data sets differ (or cannot be compared), each is named.
+    bool same_identity = true;
+    for (const ConflictCopy& c : copies)
+        if (!identity_difference(c.identity, copies.front().identity).empty()) same_identity = false;
     bool first = true;
     for (const ConflictCopy& c : copies) {
         out += std::string(first ? " " : ", ") + "Blob \"" + escaped(c.blob) + "\" in store \"" + escaped(c.store) +
@@ -813,6 +915,8 @@ std::string Conflict::text() const
             out += std::string(first_value ? "" : ", ") + k + " \"" + escaped(value) + "\"";
             first_value = false;
         }
+        if (same_identity)
+            out += ", data set " + (c.data_set.empty() ? std::string("not comparable") : escaped(c.data_set));
         out += ")";
     }
     return out;

@@ -37,6 +37,10 @@ struct InstanceRecord {
     std::uint64_t size = 0;
     std::string checksum;  ///< "crc32c:..." as the store recorded it
     std::string problem;   ///< why the header parsed only partly ("" : it parsed whole)
+    /// "crc32c:..." of the data set alone, the bytes after the File Meta
+    /// Information (data_set_checksum(), InstanceIdentity.h); "" when it
+    /// cannot be told (a SHA-256 Blob, a meta header not found).
+    std::string data_set_checksum;
 };
 
 /// What a study-stable event says of a study (StudyIndex::study()).
@@ -74,6 +78,7 @@ struct ConflictCopy {
     std::string blob;
     std::string store;
     std::string checksum;
+    std::string data_set;                         ///< its data set's checksum ("" : not known)
     std::map<std::string, std::string> identity;  ///< kIdentifying (InstanceIdentity.h) -> value
     bool entry = false;  ///< a copy of the data set the entry holds (else one in conflict with it)
 };
@@ -84,7 +89,9 @@ struct Conflict {
     std::string sop;
     std::vector<ConflictCopy> copies;
     /// `instance UID has 2 data sets: Blob "a.dcm" in store "ws1" (PatientID
-    /// "P1", StudyInstanceUID "1.2"), Blob "b.dcm" in store "ws1" (...)`.
+    /// "P1", StudyInstanceUID "1.2"), Blob "b.dcm" in store "ws1" (...)`;
+    /// when the copies' identifying attributes are all equal, each names
+    /// its data set's checksum too (`, data set crc32c:...`).
     std::string text() const;
 };
 
@@ -123,8 +130,8 @@ public:
     /// is removed first); its study is then unstable (its last instance's time: now) until
     /// mark_stable(), and the on_put() callback is told.
     /// When the entry holds another data set (its identifying attributes
-    /// differ, InstanceIdentity.h) that a Blob other than this one still
-    /// holds, the record is kept apart as a copy in conflict (the entry is
+    /// differ, or its data set's checksum does; InstanceIdentity.h) that a
+    /// Blob other than this one still holds, the record is kept apart as a copy in conflict (the entry is
     /// left as it is) and put() returns why, naming the UID, both Blobs and
     /// stores and the attributes that differ; otherwise "".
     std::string put(const InstanceRecord& record);
@@ -182,7 +189,17 @@ private:
     /// Records the copy (a copy of another instance under that Blob and
     /// store removed first). With write_mutex_ held.
     void put_copy(const std::string& sop, const std::string& blob, const std::string& store, std::uint64_t size,
-                  const std::string& checksum);
+                  const std::string& checksum, const std::string& data_set_checksum);
+    /// Why `record` is not a copy of the data set that `entry` (entry_of())
+    /// holds: its identifying attributes differ, or no copy of the entry
+    /// has its Blob checksum or its data set checksum (both known) — a data
+    /// set whose checksum is not known is compared by the Blob's checksum
+    /// only. "" when it is a copy.
+    std::string data_set_difference(const InstanceRecord& record,
+                                    const std::map<std::string, std::string>& entry) const;
+    /// `"data_set_checksum"` prefixed by `table` (e.g. "c."), or `''` in an
+    /// index made before the column.
+    std::string data_set_column(const std::string& table = "") const;
     /// The entry's identifying attributes and its `blob` and `store`, or
     /// an empty map when the index has no entry for `sop`.
     std::map<std::string, std::string> entry_of(const std::string& sop) const;
@@ -201,6 +218,8 @@ private:
     bool has_copies_ = true;
     /// Likewise its conflicts table (copies whose data set differs from the entry's).
     bool has_conflicts_ = true;
+    /// Likewise the data set checksum of each copy (column data_set_checksum).
+    bool has_data_sets_ = true;
     std::function<void(const std::string&, std::int64_t)> on_put_;
 };
 

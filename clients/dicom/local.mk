@@ -91,13 +91,15 @@ clients_dicom_tests_StableTrackerTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/
 clients_dicom_tests_StableTrackerTest_LDADD = clients/dicom/libblobdicom.la common/libblobcommon.la $(SPDLOG_LIBS) \
 	$(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 
-# InstanceIdentity and the index's conflicts over a SQLite index in a temporary directory (no processes).
+# InstanceIdentity (the data set checksum derived from DCMTK-written files) and the index's conflicts over a
+# SQLite index in a temporary directory (no processes).
 check_PROGRAMS += clients/dicom/tests/InstanceIdentityTest
 TESTS += clients/dicom/tests/InstanceIdentityTest
 clients_dicom_tests_InstanceIdentityTest_SOURCES = clients/dicom/tests/InstanceIdentityTest.cpp
-clients_dicom_tests_InstanceIdentityTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/dicom -DBOOST_TEST_DYN_LINK
+clients_dicom_tests_InstanceIdentityTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients/dicom $(DCMTK_CFLAGS) \
+	$(SQLITE_CFLAGS) -DBOOST_TEST_DYN_LINK
 clients_dicom_tests_InstanceIdentityTest_LDADD = clients/dicom/libblobdicom.la common/libblobcommon.la \
-	$(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
+	$(DCMTK_LIBS) $(SQLITE_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 
 # The index URL's redaction and the query terms refused for their text (no processes).
 check_PROGRAMS += clients/dicom/tests/QueryTextTest

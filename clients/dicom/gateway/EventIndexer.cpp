@@ -381,7 +381,7 @@ void EventIndexer::index_committed(const client::StoreEvent& event)
         ~Spool() { std::remove(path.c_str()); }
     } spool{path};
     InstanceRecord record;
-    std::string problem, undecodable;
+    std::string problem, undecodable, data_set;
     std::uint64_t read = 0;
     for (std::size_t attempt = 0;; ++attempt) {
         const std::uint64_t length =
@@ -398,6 +398,9 @@ void EventIndexer::index_committed(const client::StoreEvent& event)
             remember_unindexable(event.store, blob.name, checksum);
             return;
         }
+        // The data set's checksum from the Blob's and the meta header's
+        // bytes (in the first range): the pixels are never read.
+        if (attempt == 0) data_set = data_set_checksum(blob.checksum, blob.size, bytes.data(), bytes.size());
         {
             std::ofstream out(path, std::ios::binary | std::ios::trunc);
             out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
@@ -424,6 +427,7 @@ void EventIndexer::index_committed(const client::StoreEvent& event)
     record.size = blob.size;
     record.checksum = checksum;
     record.problem = problem;
+    record.data_set_checksum = data_set;
     if (!undecodable.empty())
         spdlog::warn("index: instance {} from Blob {} in store \"{}\": {}", uid, quote_name(blob.name), event.store,
                      undecodable);

@@ -98,6 +98,20 @@ bool same_data_set(client::Session& session, const std::string& store, const std
     return true;
 }
 
+/// The bytes read for the File Meta Information (as the indexer's first range).
+constexpr std::size_t kMetaRead = 64 * 1024;
+
+/// The data set checksum (data_set_checksum()) of Blob `info`, whose bytes
+/// are those of the file at `path`: its meta header read from the file.
+std::string file_data_set_checksum(const std::string& path, const BlobInfo& info)
+{
+    std::vector<std::uint8_t> head(static_cast<std::size_t>(std::min<std::uint64_t>(info.size, kMetaRead)));
+    std::ifstream in(path, std::ios::binary);
+    in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<std::size_t>(in.gcount()));
+    return data_set_checksum(info.checksum, info.size, head.data(), head.size());
+}
+
 /// Whether `value` has the form of `a`'s values (character set only).
 bool plausible(const Attribute& a, const std::string& value)
 {
@@ -201,17 +215,6 @@ std::string pixel_data_shortfall(DcmDataset& data)
 }
 
 }  // namespace
-
-std::size_t data_set_offset(const std::uint8_t* bytes, std::size_t size)
-{
-    // Preamble (128), "DICM", then (0002,0000) UL 4 <length>: explicit VR little endian.
-    constexpr std::size_t start = 132, element = 12;
-    if (size < start + element || std::memcmp(bytes + 128, "DICM", 4) != 0) return 0;
-    const std::uint8_t* e = bytes + start;
-    if (e[0] != 0x02 || e[1] != 0 || e[2] != 0 || e[3] != 0 || e[4] != 'U' || e[5] != 'L') return 0;
-    const std::size_t length = e[8] | (e[9] << 8) | (e[10] << 16) | (static_cast<std::size_t>(e[11]) << 24);
-    return start + element + length <= size ? start + element + length : 0;
-}
 
 std::string read_header(const std::string& path, std::map<std::string, std::string>& values, bool header_only,
                         Defect* defect, std::string* undecodable)
@@ -356,11 +359,29 @@ StoreOutcome InstanceStore::push(const ReceivedInstance& instance, const std::st
 {
     client::PushOptions push;
     push.store = options_.store;
-    auto committed = [&](const BlobInfo& info, const std::string& how) {
+    // `file`: the Blob holds the received file's bytes (else the stored
+    // Blob's meta header is pulled for its data set's checksum).
+    auto committed = [&](const BlobInfo& info, const std::string& how, bool file) {
         record.blob = name;
         record.store = options_.store;
         record.size = info.size;
         record.checksum = info.checksum.text();
+        if (file) {
+            record.data_set_checksum = file_data_set_checksum(instance.path, info);
+        } else if (info.checksum.algorithm == ChecksumAlgorithm::crc32c) {
+            client::PullOptions head;
+            head.store = options_.store;
+            head.length = std::min<std::uint64_t>(info.size, kMetaRead);
+            head.verify = false;  // a range has no checksum
+            try {
+                const std::vector<std::uint8_t> bytes = session_.pull_memory(name, head);
+                record.data_set_checksum = data_set_checksum(info.checksum, info.size, bytes.data(), bytes.size());
+            } catch (const Error& e) {
+                // Stored all the same; the index compares it by its Blob's checksum.
+                spdlog::warn("Blob {} in store \"{}\": its meta header cannot be read for its data set's checksum: {}",
+                             quote_name(name), options_.store, e.what());
+            }
+        }
         return StoreOutcome{status::success, how};
     };
     // A try that timed out while the store stalled may leave a reservation
@@ -370,7 +391,7 @@ StoreOutcome InstanceStore::push(const ReceivedInstance& instance, const std::st
     // instead of finding the name "being written" for the store's grace.
     push.resume = true;
     try {
-        return committed(session_.push_file(instance.path, name, push), "");
+        return committed(session_.push_file(instance.path, name, push), "", true);
     } catch (const Error& e) {
         if (e.code() != Errc::already_exists)
             return {status_of(e.code()), "push to store \"" + options_.store + "\": " + e.what()};
@@ -379,13 +400,13 @@ StoreOutcome InstanceStore::push(const ReceivedInstance& instance, const std::st
     try {
         const BlobInfo stored = session_.stat(name, options_.store);
         if (same_data_set(session_, options_.store, name, stored, instance.path))
-            return committed(stored, "already stored with the same data set, kept");
+            return committed(stored, "already stored with the same data set, kept", false);
         if (options_.on_conflict == OnConflict::refuse)
             return {status::conflicting_instance,
                     "Blob " + name + " holds another data set for this SOP Instance UID (--on-conflict refuse)"};
         push.replace = true;
         push.resume = false;  // the reservation of the name was the first try's, gone: a replace starts anew
-        return committed(session_.push_file(instance.path, name, push), "replaced another data set");
+        return committed(session_.push_file(instance.path, name, push), "replaced another data set", true);
     } catch (const Error& e) {
         return {status_of(e.code()), "store \"" + options_.store + "\": " + e.what()};
     }

@@ -92,8 +92,4 @@ enum class Defect {
 std::string read_header(const std::string& path, std::map<std::string, std::string>& values, bool header_only = false,
                         Defect* defect = nullptr, std::string* undecodable = nullptr);
 
-/// Where the data set starts in a DICOM file's bytes (after the preamble and
-/// the meta group, from its group length), or 0 when that cannot be told.
-std::size_t data_set_offset(const std::uint8_t* bytes, std::size_t size);
-
 }  // namespace blobstreaming::dicom
