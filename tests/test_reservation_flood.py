@@ -12,7 +12,13 @@ neither locks out real clients nor exhausts the daemon.
   the limit and the count; `blob push` of that client exits 32
   (limit_reached). With TLS the client is the certificate subject: another
   certificate still pushes during the flood, until the store's total is
-  reached, which is refused with its own message.
+  reached, which is refused with its own message (while the flood's
+  reservations are younger than --reservation-idle-at-limit, set long).
+- At the total, unused reservations make room: two certificates hold all 12
+  (8 + 4), unused for --reservation-idle-at-limit (1 s here); a third
+  certificate's `blob push` succeeds, the oldest reservation of the client
+  holding the most aborted for it (logged); with shares equal but for one,
+  nobody is taken from and the newcomer is refused.
 The daemon lives throughout and nothing of the flood is ever listed."""
 
 import json
@@ -20,6 +26,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -121,7 +128,7 @@ def check_limits_tls(c, source):
     writer = test_tls.make_cert(c, "ca", "writer", "/CN=modality1", "clientAuth")
     daemon = c.start_daemon("tlscaps", "file", extra=test_tls.tls_args(c, *store) + [
         "--allow-read", "*", "--allow-write", "*", "--max-reservations", str(TOTAL),
-        "--max-reservations-per-client", str(PER_CLIENT)])
+        "--max-reservations-per-client", str(PER_CLIENT), "--reservation-idle-at-limit", "3600"])
     as_flooder = test_tls.tls_args(c, *flooder)
     as_writer = test_tls.tls_args(c, *writer)
     results, summary = flood(c, "tlscaps", PER_CLIENT + 1, tls=as_flooder)
@@ -147,10 +154,47 @@ def check_limits_tls(c, source):
     check(daemon.running(), "blobstored died")
 
 
+def check_room_at_the_limit(c, source):
+    step("at the total, unused reservations of the client holding the most make room")
+    store = test_tls.make_cert(c, "ca", "store2", "/CN=store.room", "serverAuth,clientAuth", san="IP:127.0.0.1")
+    certs = {cn: test_tls.tls_args(c, *test_tls.make_cert(c, "ca", cn, "/CN=" + cn, "clientAuth"))
+             for cn in ("holder1", "holder2", "modality2")}
+    daemon = c.start_daemon("room", "file", extra=test_tls.tls_args(c, *store) + [
+        "--allow-read", "*", "--allow-write", "*", "--max-reservations", str(TOTAL),
+        "--max-reservations-per-client", str(PER_CLIENT), "--reservation-idle-at-limit", "1"])
+    _, summary = flood(c, "room", PER_CLIENT, prefix="probe.holder1", tls=certs["holder1"])
+    check_equal(summary, {"reserved": PER_CLIENT, "refused": 0}, "flood of CN=holder1")
+    _, summary = flood(c, "room", TOTAL - PER_CLIENT, prefix="probe.holder2", tls=certs["holder2"])
+    check_equal(summary, {"reserved": TOTAL - PER_CLIENT, "refused": 0}, "flood of CN=holder2")
+    # Unused for the documented second: eligible to make room.
+    time.sleep(1.2)
+    pushed = c.blob(*certs["modality2"], "push", "--name", "CT.room", source, store="room").ok()
+    check_equal(pushed["checksum"], harness.checksum_file(source), "checksum of the push at the total")
+    with open(daemon.log_paths[0], encoding="utf-8", errors="replace") as f:
+        log = f.read()
+    check('the reservation of "probe.holder1.0" by client "CN=holder1" (8 open), unused for' in log and
+          'is aborted to make room for client "CN=modality2"' in log,
+          "no log line naming the reservation aborted to make room")
+    step("shares equal but for one: nobody is taken from")
+    # holder1 7, holder2 4, CT.room committed: 11 open; holder2 takes the 12th.
+    _, summary = flood(c, "room", 1, prefix="probe.holder2b", tls=certs["holder2"])
+    check_equal(summary, {"reserved": 1, "refused": 0}, "one more of CN=holder2")
+    time.sleep(1.2)
+    # holder1 7, holder2 5: for holder2, nobody holds 7 or more but holder1 (7 >= 5 + 2): holder1 gives one.
+    _, summary = flood(c, "room", 1, prefix="probe.holder2c", tls=certs["holder2"])
+    check_equal(summary, {"reserved": 1, "refused": 0}, "CN=holder2 at the total, holder1 holding two more")
+    # holder1 6, holder2 6: holder2 holds as many as holder1: refused.
+    results, summary = flood(c, "room", 1, prefix="probe.holder2d", tls=certs["holder2"])
+    check_equal(summary, {"reserved": 0, "refused": 1}, "CN=holder2 at the total, shares equal")
+    check_equal(results[-1]["raised"], "LimitReached", "what CN=holder2 got at the total with equal shares")
+    check(daemon.running(), "blobstored died")
+
+
 def test(c):
     check_descriptors(c)
     source = check_limits(c)
     check_limits_tls(c, source)
+    check_room_at_the_limit(c, source)
 
 
 if __name__ == "__main__":

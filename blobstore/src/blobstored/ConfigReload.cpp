@@ -75,6 +75,8 @@ const std::vector<Setting>& settings()
         {"max-reservations-per-client",
          [](const DaemonOptions& o) { return std::to_string(o.max_reservations_per_client); },
          copy(&DaemonOptions::max_reservations_per_client)},
+        {"reservation-idle-at-limit", [](const DaemonOptions& o) { return seconds(o.reservation_idle_at_limit); },
+         copy(&DaemonOptions::reservation_idle_at_limit)},
         {"transporter-idle", [](const DaemonOptions& o) { return seconds(o.transporter_idle); },
          copy(&DaemonOptions::transporter_idle)},
         {"max-transporters", [](const DaemonOptions& o) { return std::to_string(o.max_transporters); },

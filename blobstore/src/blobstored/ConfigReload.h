@@ -22,7 +22,7 @@ struct SettingChange {
 
 /// Every setting of `next` that differs from `now`, in the order of --help.
 /// Live: log-level, naming-check, max-reservations,
-/// max-reservations-per-client, transporter-idle, max-transporters,
+/// max-reservations-per-client, reservation-idle-at-limit, transporter-idle, max-transporters,
 /// max-client-transporters and the access list (allow-read, allow-write,
 /// allow-delete). Every other one needs a restart.
 std::vector<SettingChange> changed_settings(const DaemonOptions& now, const DaemonOptions& next);

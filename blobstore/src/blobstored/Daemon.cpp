@@ -161,7 +161,8 @@ std::string Daemon::start()
     tickets_ = std::make_unique<server::TicketRegistry>(options_.ticket_lifetime);
     reservations_ = std::make_unique<server::ReservationTable>(
         options_.reservation_grace, nullptr,
-        server::ReservationLimits{options_.max_reservations, options_.max_reservations_per_client});
+        server::ReservationLimits{options_.max_reservations, options_.max_reservations_per_client,
+                                  options_.reservation_idle_at_limit});
 
     server::DataServerConfig data;
     data.host = options_.data.host;
@@ -345,7 +346,8 @@ void Daemon::reload(const DaemonOptions& next, const std::string& source) noexce
             }
         }
         options_ = with_live_settings(options_, next);
-        reservations_->set_limits({options_.max_reservations, options_.max_reservations_per_client});
+        reservations_->set_limits(
+            {options_.max_reservations, options_.max_reservations_per_client, options_.reservation_idle_at_limit});
         transporters_->set_limits(
             {options_.transporter_idle, options_.max_transporters, options_.max_client_transporters});
         access_.replace(options_.access);

@@ -108,6 +108,7 @@ po::options_description describe()
         ("naming-check", po::value<std::string>()->value_name("DURATION")->default_value("2"), "how often the store checks its Naming Service entry and registers again when it is missing (a restarted Naming Service)")
         ("max-reservations", po::value<std::string>()->value_name("N")->default_value("1024"), "open reservations (reserved, not yet committed or aborted) the store holds at most; more are refused with LimitReached (1 to 1000000)")
         ("max-reservations-per-client", po::value<std::string>()->value_name("N")->default_value("64"), "open reservations one client holds at most: its certificate subject with TLS, else its IP address (1 to 1000000)")
+        ("reservation-idle-at-limit", po::value<std::string>()->value_name("DURATION")->default_value("5"), "at --max-reservations, a reservation nobody has filled for this long, of a client holding at least two more than the newcomer, is aborted to make room (0.001 to 604800 s)")
         ("transporter-idle", po::value<std::string>()->value_name("DURATION")->default_value("300"), "a transporter neither called nor transferring for this long is reclaimed (its client died or never closed it); checked every --naming-check")
         ("max-transporters", po::value<std::string>()->value_name("N")->default_value("4096"), "open transporters in all; more are refused with limit_reached")
         ("max-client-transporters", po::value<std::string>()->value_name("N")->default_value("256"), "open transporters of one client (its host, or its certificate subject with TLS)")
@@ -326,6 +327,8 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
     o.max_reservations = parse_count("max-reservations", value_of(vm, "max-reservations"), 1, 1000000);
     o.max_reservations_per_client =
         parse_count("max-reservations-per-client", value_of(vm, "max-reservations-per-client"), 1, 1000000);
+    o.reservation_idle_at_limit = cli::parse_duration("--reservation-idle-at-limit",
+                                                      value_of(vm, "reservation-idle-at-limit"), 1ms, 604800s);
     o.transporter_idle = cli::parse_duration("--transporter-idle", value_of(vm, "transporter-idle"), 100ms, 604800s);
     o.max_transporters = parse_count("max-transporters", value_of(vm, "max-transporters"), 1, 1000000);
     o.max_client_transporters =

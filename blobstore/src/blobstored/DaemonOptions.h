@@ -57,6 +57,9 @@ struct DaemonOptions {
     std::chrono::milliseconds naming_check{2000};        ///< period of the Naming Service upkeep
     std::size_t max_reservations = 1024;                 ///< open reservations in total
     std::size_t max_reservations_per_client = 64;        ///< ... of one client (certificate subject, else address)
+    /// At max_reservations, one unused this long of a client holding at
+    /// least two more than the newcomer is aborted to make room.
+    std::chrono::milliseconds reservation_idle_at_limit{5000};
     std::chrono::milliseconds transporter_idle{300000};  ///< an unused transporter is reclaimed after this
     std::size_t max_transporters = 4096;                 ///< open transporters in all
     std::size_t max_client_transporters = 256;           ///< open transporters of one client (host, or TLS subject)
