@@ -239,6 +239,16 @@ def study_subscription_ids(c):
                 "the watcher's study-stable event after the unsubscribe attempts")
     check("ended by its subscriber" not in gw.log(), "the gateway ended the watcher's subscription")
     check(sid > 30, f"the study subscription id {sid} is one of a short sequence")
+
+    step("a client keeps at most 16 study-stable subscriptions")
+    more = [test_events.Watcher(c, f"watch-study-{n}", "--events", "study-stable") for n in range(2, 17)]
+    code, _, err = c.run([harness.program("clients/blob"), "--naming", c.naming, "watch", "--json", "--events",
+                          "study-stable"], timeout=60)
+    check_equal(code, EXIT["limit_reached"], f"exit code of a 17th study-stable watch ({err.strip()!r})")
+    check('client "127.0.0.1" has 16 subscriptions open, the most one client may keep; unsubscribe one first' in err,
+          f"the 17th study-stable watch's message: {err.strip()!r}")
+    for w in more:
+        w.end()
     watch.end()
 
 

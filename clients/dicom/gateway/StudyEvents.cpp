@@ -21,8 +21,10 @@ namespace {
 
 /// How long a subscriber may take to accept an event, as a store's.
 constexpr CORBA::ULong kSubscriberCallTimeoutMs = 2000;
-/// The most subscriptions at once, as a store's.
+/// The most subscriptions at once, and of one client, as a store's
+/// defaults (blobstored --max-subscriptions, --max-client-subscriptions).
 constexpr std::size_t kMaxSubscriptions = 1000;
+constexpr std::size_t kMaxClientSubscriptions = 16;
 
 CORBA::ULongLong ns_of(std::chrono::system_clock::time_point t)
 {
@@ -199,6 +201,17 @@ CORBA::ULongLong StudyEvents::Impl::subscribe(BlobStreaming::StudyEventSubscribe
     auto sink = std::make_shared<SubscriberSink>(subscriber, *this);
     const std::string client = corba::caller_client();
     std::lock_guard lock(mutex_);
+    std::size_t mine = 0;
+    subscriptions_.for_each([&](std::uint64_t, const server::SubscriptionTable::Subscription& s) {
+        if (s.owner == client) ++mine;
+    });
+    if (mine >= kMaxClientSubscriptions) {
+        BlobStreaming::LimitReached ex;
+        ex.message = ("subscribe to the study events of gateway " + aetitle_ + ": client \"" + client + "\" has " +
+                      std::to_string(mine) + " subscriptions open, the most one client may keep; unsubscribe one first")
+                         .c_str();
+        throw ex;
+    }
     if (subscriptions_.size() >= kMaxSubscriptions) {
         BlobStreaming::LimitReached ex;
         ex.message =
