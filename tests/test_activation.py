@@ -24,17 +24,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import EXIT, MiB, check, check_equal, step  # noqa: E402
+from harness import EXIT, check, check_equal, log_text, MiB, step  # noqa: E402
 
 
 def write_conf(c, conf_dir, name, store):
     with open(os.path.join(conf_dir, f"{name}.conf"), "w") as f:
         f.write(f"store = {store}\ncontrol-address = 127.0.0.1:0\ndata-address = 127.0.0.1:0\n")
 
-
-def log_text(proc):
-    with open(proc.log_paths[0], encoding="utf-8", errors="replace") as f:
-        return f.read()
 
 
 def started(proc, store):

@@ -31,7 +31,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import EXIT, check, check_equal, step  # noqa: E402
+from harness import EXIT, check, check_equal, log_text, step  # noqa: E402
 
 START_TIMEOUT = 3
 GRACE = 2
@@ -43,10 +43,6 @@ def write_conf(conf_dir, name, store, extra=""):
     with open(os.path.join(conf_dir, f"{name}.conf"), "w") as f:
         f.write(f"store = {store}\ncontrol-address = 127.0.0.1:0\ndata-address = 127.0.0.1:0\n{extra}")
 
-
-def log_text(proc):
-    with open(proc.log_paths[0], encoding="utf-8", errors="replace") as f:
-        return f.read()
 
 
 def spawned(proc, store):

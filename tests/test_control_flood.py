@@ -34,7 +34,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import MiB, check, check_equal, step  # noqa: E402
+from harness import check, check_equal, cpu_seconds, log_text, MiB, step  # noqa: E402
 
 NOFILE = 512           # the daemon's descriptor limit
 CAP_TOTAL = NOFILE // 8  # the total cap the daemon lowers --max-control-connections (512) to
@@ -48,16 +48,6 @@ MAX_THREADS = 300
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def log_text(daemon):
-    with open(daemon.log_paths[0], encoding="utf-8", errors="replace") as f:
-        return f.read()
-
-
-def cpu_seconds(pid):
-    """utime + stime of a process, in seconds (/proc/PID/stat)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 def connect(host, port, source):

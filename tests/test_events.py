@@ -26,7 +26,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import MiB, check, check_equal, step  # noqa: E402
+from harness import check, check_equal, log_text, MiB, step  # noqa: E402
 
 
 class Watcher:
@@ -77,10 +77,6 @@ class Watcher:
         code = self.proc.popen.wait(timeout=20)
         check_equal(code, 0, f"{self.name}'s exit status after {signal.Signals(sig).name}")
 
-
-def log_text(daemon):
-    with open(daemon.log_paths[0], encoding="utf-8", errors="replace") as f:
-        return f.read()
 
 
 def expect(events, shape, what):

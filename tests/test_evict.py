@@ -18,7 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import EXIT, MiB, check, check_equal, step  # noqa: E402
+from harness import EXIT, check, check_equal, log_text, MiB, step  # noqa: E402
 from harness.ceph import CephCluster  # noqa: E402
 
 POOL = "cache"
@@ -27,10 +27,6 @@ POOL = "cache"
 def listed(c, store):
     return sorted(b["name"] for b in c.blob("ls", store=store).ok().get("blobs", []))
 
-
-def log_text(daemon):
-    with open(daemon.log_paths[0], encoding="utf-8", errors="replace") as f:
-        return f.read()
 
 
 def cache_behaviour(c, daemon, store):

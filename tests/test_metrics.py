@@ -35,7 +35,6 @@ import resource
 import shutil
 import socket
 import ssl
-import subprocess
 import sys
 import time
 import urllib.error
@@ -43,7 +42,8 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import MiB, check, check_equal, step  # noqa: E402
+import test_tls  # noqa: E402
+from harness import check, check_equal, cpu_seconds, log_text, MiB, step  # noqa: E402
 
 SAMPLE = re.compile(r'^([a-z_:][a-z0-9_:]*)(\{[^}]*\})? (\S+)$')
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -74,16 +74,6 @@ def delta(before, after, key):
     return after.get(key, 0) - before.get(key, 0)
 
 
-def cpu_seconds(pid):
-    """utime + stime of a process, in seconds (/proc/PID/stat)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
-def log_text(daemon):
-    with open(daemon.log_paths[0], encoding="utf-8", errors="replace") as f:
-        return f.read()
 
 
 def head_and_get(address):
@@ -159,28 +149,6 @@ def out_of_descriptors(c, daemon, address):
     harness.wait_for(lambda: scrape("http://" + address), 10, "a scrape once descriptors are back")
 
 
-def openssl(c, *args):
-    r = subprocess.run(["openssl", *args], capture_output=True, text=True, timeout=60, cwd=c.path())
-    if r.returncode != 0:
-        raise harness.TestFailure(f"openssl {' '.join(args)} failed: {r.stderr}")
-
-
-def make_ca(c, name):
-    openssl(c, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", f"/CN={name}",
-            "-keyout", f"{name}.key", "-out", f"{name}.pem",
-            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
-
-
-def make_cert(c, ca, name, usage, san=None):
-    with open(c.path(f"{name}.ext"), "w") as f:
-        f.write(f"extendedKeyUsage={usage}\nbasicConstraints=CA:FALSE\n" + (f"subjectAltName={san}\n" if san else ""))
-    openssl(c, "req", "-new", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}", "-keyout", f"{name}.key",
-            "-out", f"{name}.csr")
-    openssl(c, "x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.pem", "-CAkey", f"{ca}.key", "-CAcreateserial",
-            "-days", "2", "-extfile", f"{name}.ext", "-out", f"{name}.pem")
-    return c.path(f"{name}.pem"), c.path(f"{name}.key")
-
-
 def refused(url, context, what):
     """A scrape that must get no figures: the error it ended with."""
     try:
@@ -198,11 +166,11 @@ def tls_store(c):
         step("no openssl: the TLS store's metrics are not checked")
         return
     step("a TLS store: certificates")
-    make_ca(c, "ca")
-    make_ca(c, "rogue-ca")
-    store = make_cert(c, "ca", "store", "serverAuth,clientAuth", "IP:127.0.0.1")
-    scraper = make_cert(c, "ca", "prometheus", "clientAuth")
-    rogue = make_cert(c, "rogue-ca", "rogue", "clientAuth")
+    test_tls.make_ca(c, "ca")
+    test_tls.make_ca(c, "rogue-ca")
+    store = test_tls.make_cert(c, "ca", "store", "/CN=store", "serverAuth,clientAuth", "IP:127.0.0.1")
+    scraper = test_tls.make_cert(c, "ca", "prometheus", "/CN=prometheus", "clientAuth")
+    rogue = test_tls.make_cert(c, "rogue-ca", "rogue", "/CN=rogue", "clientAuth")
     daemon = c.start_daemon("tlsmon", "memory:16M",
                             extra=["--tls-cert", store[0], "--tls-key", store[1], "--tls-ca", c.path("ca.pem"),
                                    "--metrics-address", "127.0.0.1:0"])

@@ -26,7 +26,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import check, check_equal, step  # noqa: E402
+from harness import check, check_equal, log_text, step  # noqa: E402
 
 NOTICES = 8
 PUSHES = 20
@@ -122,10 +122,6 @@ def probe_argv(c, *args):
     return [harness.program("tests/tools/transporter_probe"), args[0], "--naming", c.naming,
             "--store", "central", *args[1:]]
 
-
-def log_text(daemon):
-    with open(daemon.log_paths[0], encoding="utf-8", errors="replace") as f:
-        return f.read()
 
 
 def dropped_notices(daemon):

@@ -33,7 +33,7 @@ import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import EXIT, MiB, check, check_equal, step  # noqa: E402
+from harness import EXIT, check, check_equal, log_text, MiB, step  # noqa: E402
 import test_events  # noqa: E402
 from harness.dicom import AE, Gateway, make_objects  # noqa: E402
 from test_tls import corba_call, make_ca, make_cert, tls_args  # noqa: E402
@@ -79,10 +79,6 @@ class Watcher:
         os.kill(self.proc.pid, signal.SIGINT)
         check_equal(self.proc.popen.wait(timeout=20), 0, f"{self.name}'s exit status after SIGINT")
 
-
-def log_text(daemon):
-    with open(daemon.log_paths[0], encoding="utf-8", errors="replace") as f:
-        return f.read()
 
 
 def test(c):

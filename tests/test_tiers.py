@@ -41,12 +41,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import EXIT, MiB, check, check_equal, step  # noqa: E402
+from harness import EXIT, check, check_equal, log_text, MiB, step  # noqa: E402
 
-
-def log_text(daemon):
-    with open(daemon.log_paths[0], encoding="utf-8", errors="replace") as f:
-        return f.read()
 
 
 def sent(daemon, name):

@@ -43,7 +43,7 @@ sys.dont_write_bytecode = True  # keeps the source tree free of __pycache__
 sys.path.insert(0, os.path.join(os.environ.get("BS_SRCDIR", os.path.join(os.path.dirname(__file__), "..", "..")),
                                 "tests"))
 import harness  # noqa: E402
-from harness import MiB, check, check_equal, program, start_service, step, wait_for  # noqa: E402
+from harness import check, check_equal, cpu_seconds, MiB, program, start_service, step, wait_for  # noqa: E402
 from sdclib import make_pki, tls_options  # noqa: E402
 
 NOFILE = 512          # the daemon's descriptor limit at exec (soft and hard)
@@ -55,12 +55,6 @@ HANDSHAKE = 5.0       # HttpServerOptions::handshake_timeout (default), seconds
 REQUEST = b"GET /timestamps?last=0 HTTP/1.1\r\nHost: flood\r\n\r\n"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
-
-def cpu_seconds(pid):
-    """utime + stime of a process, in seconds (/proc/PID/stat)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 def descriptors(pid):

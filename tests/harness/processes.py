@@ -173,3 +173,16 @@ def proc_status(pid, field):
 def peak_rss_kib(pid):
     """The peak resident set size (VmHWM) of a running process, in KiB."""
     return proc_status(pid, "VmHWM")
+
+
+def cpu_seconds(pid):
+    """utime + stime of a process, in seconds (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def log_text(proc):
+    """What a started process (a Daemon, a Service) has logged so far: its first log file."""
+    with open(proc.log_paths[0], encoding="utf-8", errors="replace") as f:
+        return f.read()
