@@ -8,10 +8,11 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstddef>
 #include <mutex>
-#include <regex>
+#include <string_view>
 
 #include <sys/stat.h>
 
@@ -363,11 +364,54 @@ bool has_column(StudyIndex::Backend& backend, const std::string& table, const st
 
 }  // namespace
 
+namespace {
+
+/// `text` with the value of every libpq secret parameter (`password`,
+/// `sslpassword`, any case; a keyword of a connection string or a URL's
+/// query) written `***`: a key at the start or after a blank, `&` or `?`,
+/// then `=` (blanks around it allowed), then a quoted value ('...', with
+/// backslash escapes) or one up to a blank, `&` or `#`.
+std::string redacted_parameters(const std::string& text)
+{
+    const auto blank = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+    const auto key_at = [&text](std::size_t at, std::string_view key) {
+        if (text.size() - at < key.size()) return false;
+        for (std::size_t k = 0; k < key.size(); ++k)
+            if (std::tolower(static_cast<unsigned char>(text[at + k])) != key[k]) return false;
+        return true;
+    };
+    std::string out;
+    std::size_t i = 0;
+    while (i < text.size()) {
+        const bool boundary = i == 0 || blank(text[i - 1]) || text[i - 1] == '&' || text[i - 1] == '?';
+        std::size_t key = 0;
+        if (boundary) key = key_at(i, "sslpassword") ? 11 : key_at(i, "password") ? 8 : 0;
+        std::size_t j = i + key;
+        while (key != 0 && j < text.size() && blank(text[j])) ++j;
+        if (key == 0 || j >= text.size() || text[j] != '=') {
+            out += text[i++];
+            continue;
+        }
+        ++j;
+        while (j < text.size() && blank(text[j])) ++j;
+        out.append(text, i, j - i);  // the key, '=' and the blanks, as written
+        if (j < text.size() && text[j] == '\'') {
+            for (++j; j < text.size() && text[j] != '\''; ++j)
+                if (text[j] == '\\' && j + 1 < text.size()) ++j;
+            if (j < text.size()) ++j;  // the closing quote
+        } else {
+            while (j < text.size() && !blank(text[j]) && text[j] != '&' && text[j] != '#') ++j;
+        }
+        out += "***";
+        i = j;
+    }
+    return out;
+}
+
+}  // namespace
+
 std::string redacted_index_url(const std::string& url)
 {
-    // libpq's parameters whose value is a secret.
-    static const std::regex keyword(R"((^|[\s&?])((?:ssl)?password)(\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&#]*))",
-                                    std::regex::icase);
     std::string out = url;
     const auto scheme = out.find("://");
     if (scheme != std::string::npos) {
@@ -380,7 +424,7 @@ std::string redacted_index_url(const std::string& url)
             if (colon != std::string::npos && colon < at) out = out.substr(0, colon) + ":***" + out.substr(at);
         }
     }
-    return std::regex_replace(out, keyword, "$1$2$3***");
+    return redacted_parameters(out);
 }
 
 StudyIndex::StudyIndex(const std::string& url, bool writable) : backend_(open_backend(url, writable))
