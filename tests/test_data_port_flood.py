@@ -174,12 +174,7 @@ def deadlines(c):
 
 
 def flood(c):
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    need = PEERS * PER_PEER + 256
-    if soft < need:
-        if hard != resource.RLIM_INFINITY and hard < need:
-            raise harness.TestSkipped(f"the flood needs {need} descriptors, the hard limit is {hard}")
-        resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
+    harness.ensure_descriptors(PEERS * PER_PEER + 256)
 
     def low_limit():
         resource.setrlimit(resource.RLIMIT_NOFILE, (FLOOD_NOFILE, FLOOD_NOFILE))

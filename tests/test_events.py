@@ -30,12 +30,12 @@ from harness import check, check_equal, log_text, MiB, step  # noqa: E402
 
 
 class Watcher:
-    """`blob watch --json ARGS...`, its stdout lines parsed into `events`."""
+    """`blob [OPTIONS] watch --json ARGS...`, its stdout lines parsed into `events`."""
 
-    def __init__(self, c, name, *args):
+    def __init__(self, c, name, *args, options=()):
         self.name = name
         self.err_path = c.path(f"{name}.err")
-        argv = [harness.program("clients/blob"), "--naming", c.naming, "watch", "--json", *args]
+        argv = [harness.program("clients/blob"), "--naming", c.naming, *options, "watch", "--json", *args]
         with open(self.err_path, "wb") as err:
             self.proc = c.spawn(name, argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, text=True)
         self.proc.log_paths.append(self.err_path)

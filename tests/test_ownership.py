@@ -23,13 +23,9 @@ one client).
 
 import json
 import os
-import queue
 import re
 import shutil
-import signal
-import subprocess
 import sys
-import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -39,46 +35,15 @@ from harness.dicom import AE, Gateway, make_objects  # noqa: E402
 from test_tls import corba_call, make_ca, make_cert, tls_args  # noqa: E402
 
 
-class Watcher:
-    """`blob watch --json` as the client of `cert`, its events parsed."""
+class Watcher(test_events.Watcher):
+    """`blob watch --json --store STORE` as the client of `cert`, its events parsed."""
 
     def __init__(self, c, name, cert, store):
-        self.name = name
-        self.err_path = c.path(f"{name}.err")
-        argv = [harness.program("clients/blob"), "--naming", c.naming, *tls_args(c, *cert), "watch", "--json",
-                "--store", store]
-        with open(self.err_path, "wb") as err:
-            self.proc = c.spawn(name, argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, text=True)
-        self.proc.log_paths.append(self.err_path)
-        self.events = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
-        harness.wait_for(lambda: "blob watch: watching" in self.stderr() or not self.proc.running(), 30,
-                         f"{name}'s subscription")
-        check(self.proc.running(), f"{name} exited {self.proc.popen.poll()}: {self.stderr()!r}")
-
-    def _pump(self):
-        for line in self.proc.popen.stdout:
-            self.events.put(json.loads(line))
-        self.events.put(None)
-
-    def stderr(self):
-        with open(self.err_path, encoding="utf-8", errors="replace") as f:
-            return f.read()
+        super().__init__(c, name, "--store", store, options=tls_args(c, *cert))
 
     def next_name(self, timeout=20):
         """The Blob name of the next event; TestFailure when none comes in time."""
-        try:
-            e = self.events.get(timeout=timeout)
-        except queue.Empty:
-            e = False
-        check(e not in (None, False), f"{self.name}: no event within {timeout} s "
-              f"({'it exited' if e is None else 'none came'}): {self.stderr()!r}")
-        return e["name"]
-
-    def end(self):
-        os.kill(self.proc.pid, signal.SIGINT)
-        check_equal(self.proc.popen.wait(timeout=20), 0, f"{self.name}'s exit status after SIGINT")
-
+        return self.take(1, timeout)[0]["name"]
 
 
 def test(c):

@@ -357,12 +357,7 @@ def provider_tls(c):
 def test(c):
     program("sdc/sdc-get")
     program("sdc/sdc-provider")
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    need = PEERS * PER_PEER + 512
-    if soft < need:
-        if hard != resource.RLIM_INFINITY and hard < need:
-            raise harness.TestSkipped(f"the flood needs {need} descriptors, the hard limit is {hard}")
-        resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
+    harness.ensure_descriptors(PEERS * PER_PEER + 512)
     store_flood(c)
     provider_total_cap(c)
     provider_tls(c)

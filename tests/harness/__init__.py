@@ -33,7 +33,7 @@ from .daemons import Daemon  # noqa: E402
 from .files import (FILE_HEADER, checksum_bytes, checksum_file, read_range, reservation_written_past,  # noqa: E402
                     write_random)
 from .ports import free_port  # noqa: E402
-from .processes import (JsonLines, Process, Service, cpu_seconds, log_text, peak_rss_kib, proc_status,  # noqa: E402
+from .processes import (JsonLines, Process, Service, cpu_seconds, ensure_descriptors, log_text, peak_rss_kib, proc_status,  # noqa: E402
                         start_service)
 from .script import main, run  # noqa: E402
 from .workspace import Workspace  # noqa: E402
@@ -41,5 +41,5 @@ from .workspace import Workspace  # noqa: E402
 __all__ = ["EXIT", "SKIP", "MiB", "TestFailure", "TestSkipped", "build_dir", "check", "check_equal", "program",
            "src_dir", "step", "wait_for", "BlobResult", "DriverShell", "run_blob", "CephCluster", "Cluster", "Daemon",
            "FILE_HEADER", "checksum_bytes", "checksum_file", "read_range", "reservation_written_past", "write_random",
-           "free_port", "JsonLines", "Process", "Service", "cpu_seconds", "log_text", "peak_rss_kib", "proc_status", "start_service", "main",
+           "free_port", "JsonLines", "Process", "Service", "cpu_seconds", "ensure_descriptors", "log_text", "peak_rss_kib", "proc_status", "start_service", "main",
            "run", "Workspace"]

@@ -5,12 +5,13 @@ what /proc says about a process (peak RSS, threads)."""
 import json
 import os
 import queue
+import resource
 import signal
 import subprocess
 import threading
 import time
 
-from .checks import TestFailure, step
+from .checks import TestFailure, TestSkipped, step
 
 
 class Process:
@@ -180,6 +181,17 @@ def cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rpartition(")")[2].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def ensure_descriptors(need):
+    """Raises this process's soft descriptor limit to `need` (a flood test's
+    own sockets); TestSkipped when the hard limit does not allow it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft >= need:
+        return
+    if hard != resource.RLIM_INFINITY and hard < need:
+        raise TestSkipped(f"the flood needs {need} descriptors, the hard limit is {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
 
 
 def log_text(proc):
