@@ -195,11 +195,11 @@ blobstore_tests_DataServerTest_SOURCES = blobstore/tests/DataServerTest.cpp blob
 blobstore_tests_DataServerTest_CPPFLAGS = $(server_test_cppflags) -I$(top_srcdir)/transporter/tests
 blobstore_tests_DataServerTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_DataServerTest_OBJECTS): idl/BlobStreaming.hh
-blobstore_tests_NoticeDispatcherTest_SOURCES = blobstore/tests/NoticeDispatcherTest.cpp
+blobstore_tests_NoticeDispatcherTest_SOURCES = blobstore/tests/NoticeDispatcherTest.cpp blobstore/tests/ServerTestSupport.h
 blobstore_tests_NoticeDispatcherTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_NoticeDispatcherTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_NoticeDispatcherTest_OBJECTS): idl/BlobStreaming.hh
-blobstore_tests_EventHubTest_SOURCES = blobstore/tests/EventHubTest.cpp
+blobstore_tests_EventHubTest_SOURCES = blobstore/tests/EventHubTest.cpp blobstore/tests/ServerTestSupport.h
 blobstore_tests_EventHubTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_EventHubTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_EventHubTest_OBJECTS): idl/BlobStreaming.hh

@@ -3,6 +3,8 @@
 #define BOOST_TEST_MODULE EventHub
 #include <boost/test/unit_test.hpp>
 
+#include "ServerTestSupport.h"
+
 #include <blobstreaming/common/Error.h>
 
 #include <atomic>
@@ -13,21 +15,10 @@
 
 using namespace blobstreaming;
 using namespace blobstreaming::server;
+using blobstreaming::server::test::eventually;
 using namespace std::chrono_literals;
 
 namespace {
-
-/// Waits for a condition with a deadline (the machine may be loaded).
-template <class Condition>
-bool eventually(Condition condition, std::chrono::milliseconds deadline = 20s)
-{
-    const auto end = std::chrono::steady_clock::now() + deadline;
-    while (!condition()) {
-        if (std::chrono::steady_clock::now() >= end) return false;
-        std::this_thread::sleep_for(1ms);
-    }
-    return true;
-}
 
 /// Counts the store events it is given.
 class CountingSink final : public NoticeSink {

@@ -3,6 +3,8 @@
 #define BOOST_TEST_MODULE NoticeDispatcher
 #include <boost/test/unit_test.hpp>
 
+#include "ServerTestSupport.h"
+
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -11,21 +13,10 @@
 #include <vector>
 
 using namespace blobstreaming::server;
+using blobstreaming::server::test::eventually;
 using namespace std::chrono_literals;
 
 namespace {
-
-/// Waits for a condition with a deadline (the machine may be loaded).
-template <class Condition>
-bool eventually(Condition condition, std::chrono::milliseconds deadline = 20s)
-{
-    const auto end = std::chrono::steady_clock::now() + deadline;
-    while (!condition()) {
-        if (std::chrono::steady_clock::now() >= end) return false;
-        std::this_thread::sleep_for(1ms);
-    }
-    return true;
-}
 
 TransferOutcome notice(std::uint64_t n)
 {

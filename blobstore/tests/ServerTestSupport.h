@@ -1,7 +1,8 @@
 #pragma once
 /// Helpers shared by the unit tests of blobstore/src/server: a clock the test
-/// moves by hand, the message of an expected refusal, and the Requests and
-/// pull bindings the ticket tests present.
+/// moves by hand, a wait for a condition with a deadline, the message of an
+/// expected refusal, and the Requests and pull bindings the ticket tests
+/// present.
 
 #include "server/TicketRegistry.h"
 
@@ -14,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <thread>
 
 namespace blobstreaming::server::test {
 
@@ -54,6 +56,18 @@ inline TicketBinding pull_binding(std::string blob, std::uint64_t offset, std::u
     b.offset = offset;
     b.length = length;
     return b;
+}
+
+/// Waits for a condition with a deadline (the machine may be loaded).
+template <class Condition>
+bool eventually(Condition condition, std::chrono::milliseconds deadline = std::chrono::seconds(20))
+{
+    const auto end = std::chrono::steady_clock::now() + deadline;
+    while (!condition()) {
+        if (std::chrono::steady_clock::now() >= end) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
 }
 
 }  // namespace blobstreaming::server::test
