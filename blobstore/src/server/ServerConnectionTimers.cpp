@@ -72,7 +72,7 @@ void ServerConnection::end_transfer(bool succeeded, const std::string& reason)
     // One line per transfer in logfmt (docs/DEPLOYMENT.md, "Logs"): the
     // fields stay, whatever the message around them becomes.
     const std::string line =
-        fmt::format("transfer direction={} blob={} bytes={} seconds={:.3f} MBps={:.2f} peer={} outcome={}",
+        fmt::format("transfer direction={} blob={} bytes={} seconds={:.6f} MBps={:.2f} peer={} outcome={}",
                     push ? "push" : "pull", logfmt_value(binding_.blob), body_done_, seconds,
                     static_cast<double>(body_done_) / 1e6 / seconds, logfmt_value(peer_), succeeded ? "ok" : "failed");
     if (succeeded) spdlog::info("{}", line);
