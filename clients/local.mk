@@ -3,16 +3,11 @@ lib_LTLIBRARIES += clients/libblobclient.la
 clients_libblobclient_la_SOURCES = \
 	clients/src/CallExecutor.cpp \
 	clients/src/CallExecutor.h \
-	clients/src/ConnectionPool.cpp \
 	clients/src/CopyOperation.cpp \
 	clients/src/CopyOperation.h \
-	clients/src/ConnectionPool.h \
+	clients/src/DataPlane.h \
 	clients/src/ControlPlane.cpp \
 	clients/src/ControlPlane.h \
-	clients/src/ClientConnection.cpp \
-	clients/src/ClientConnection.h \
-	clients/src/EventLoop.cpp \
-	clients/src/EventLoop.h \
 	clients/src/IdlConversion.cpp \
 	clients/src/IdlConversion.h \
 	clients/src/LocalRead.cpp \
@@ -39,7 +34,6 @@ clients_libblobclient_la_SOURCES = \
 	clients/src/Sinks.cpp \
 	clients/src/Sources.cpp \
 	clients/src/Streams.h \
-	clients/src/Ticket.h \
 	clients/src/Transfer.cpp \
 	clients/src/TransferResult.cpp \
 	clients/src/TransferResult.h \

@@ -1,10 +1,12 @@
 # transporter/: what both ends of a transfer share, and all that clients
 # link of it (libblobtransporter): the data-plane wire protocol (Protocol),
 # socket tuning (SocketOptions), TLS streams over ACE (Tls), the data-plane
-# I/O layer both connections are written on (DataIo), and the ORB
-# helpers of the control plane (corba/: ORB start-up and naming, IDL
-# exceptions <-> Errc, TLS identities). It knows nothing of stores: the
-# servants and the daemon's data plane are in blobstore/. Its headers are
+# I/O layer both connections are written on (DataIo), the data plane's
+# client (client/: event loop, pooled data connections, sources and sinks)
+# that the client library and the daemon's store-to-store copies both use,
+# and the ORB helpers of the control plane (corba/: ORB start-up and
+# naming, IDL exceptions <-> Errc, TLS identities). It knows nothing of
+# stores: the servants and the daemon's data plane are in blobstore/. Its headers are
 # internal: none is installed.
 lib_LTLIBRARIES += transporter/libblobtransporter.la
 transporter_libblobtransporter_la_SOURCES = \
@@ -14,6 +16,10 @@ transporter_libblobtransporter_la_SOURCES = \
 	transporter/src/Protocol.cpp \
 	transporter/src/SocketOptions.cpp \
 	transporter/src/Tls.cpp \
+	transporter/src/client/ConnectionPool.cpp \
+	transporter/src/client/DataConnection.cpp \
+	transporter/src/client/EventLoop.cpp \
+	transporter/src/client/Streams.cpp \
 	transporter/src/corba/Exceptions.cpp \
 	transporter/src/corba/InstallInterceptor.h \
 	transporter/src/corba/Orb.cpp \
@@ -31,6 +37,11 @@ EXTRA_DIST += \
 	transporter/include/blobstreaming/transporter/Protocol.h \
 	transporter/include/blobstreaming/transporter/SocketOptions.h \
 	transporter/include/blobstreaming/transporter/Tls.h \
+	transporter/include/blobstreaming/transporter/client/ConnectionPool.h \
+	transporter/include/blobstreaming/transporter/client/DataConnection.h \
+	transporter/include/blobstreaming/transporter/client/EventLoop.h \
+	transporter/include/blobstreaming/transporter/client/Streams.h \
+	transporter/include/blobstreaming/transporter/client/Ticket.h \
 	transporter/include/blobstreaming/transporter/corba/ChecksumIdl.h \
 	transporter/include/blobstreaming/transporter/corba/Exceptions.h \
 	transporter/include/blobstreaming/transporter/corba/NameSeqIdl.h \

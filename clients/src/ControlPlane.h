@@ -8,7 +8,7 @@
 /// conversion of IDL types (IdlConversion). This header has no CORBA type.
 
 #include "CallExecutor.h"
-#include "Ticket.h"
+#include "DataPlane.h"
 
 #include <blobstreaming/client/Options.h>
 #include <blobstreaming/client/Result.h>

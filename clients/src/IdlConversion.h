@@ -2,7 +2,7 @@
 /// IDL structs and sequences (BlobStreaming.idl) to the library's own types
 /// and back: the only place that knows both layouts.
 
-#include "Ticket.h"
+#include "DataPlane.h"
 
 #include <blobstreaming/client/Result.h>
 #include <blobstreaming/common/BlobInfo.h>

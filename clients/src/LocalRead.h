@@ -9,7 +9,7 @@
 /// pull must fail rather than start again over another path).
 
 #include "Streams.h"
-#include "Ticket.h"
+#include "DataPlane.h"
 
 #include <blobstreaming/common/BlobInfo.h>
 #include <blobstreaming/common/MappedRegion.h>

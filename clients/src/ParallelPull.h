@@ -15,7 +15,7 @@
 ///   control: on_control_thread_retry()  a ticket for the rest of one part
 ///   loop:    on_loop_thread_finish()    every part has ended: check, finish or abandon
 
-#include "ClientConnection.h"
+#include "DataPlane.h"
 #include "SessionImpl.h"
 
 #include <blobstreaming/client/Transfer.h>

@@ -20,7 +20,7 @@
 ///   loop:    on_loop_thread_part_done() a part's outcome; a retry goes back to
 ///   control: on_control_thread_retry()  a ticket for the rest of one part
 ///   control: on_control_thread_commit() every part is in: commit (or abort)
-#include "ClientConnection.h"
+#include "DataPlane.h"
 #include "ParallelPull.h"  // kStreamRetries
 #include "SessionImpl.h"
 

@@ -6,6 +6,7 @@
 #include "ParallelPull.h"
 #include "StoreChoice.h"
 #include "Streams.h"
+#include "UserCallback.h"
 #include "TransferResult.h"
 
 #include <blobstreaming/common/BlobName.h>
@@ -157,7 +158,10 @@ void PullOperation::on_loop_thread_transfer(const Ticket& ticket, std::optional<
     job->prefix_hash = std::move(prefix);
     job->verify = options_.verify;
     job->whole = options_.offset == 0 && options_.length == 0;
-    job->progress = options_.progress;
+    if (options_.progress)
+        job->progress = [progress = options_.progress, what = job->what](std::uint64_t done, std::uint64_t total) {
+            call_user("progress callback", what, progress, done, total);
+        };
     job->done = [op = shared_from_this(), ticket, retry_if_changed](JobOutcome o) {
         op->on_loop_thread_finished(ticket, retry_if_changed, o);
     };

@@ -11,7 +11,7 @@
 ///   loop:    on_loop_thread_transfer()         queue the transfer on a data connection
 ///   loop:    on_loop_thread_finished()         the data connection's outcome
 
-#include "ClientConnection.h"
+#include "DataPlane.h"
 #include "SessionImpl.h"
 
 #include <blobstreaming/client/Transfer.h>

@@ -5,6 +5,7 @@
 #include "ParallelPush.h"
 #include "StoreChoice.h"
 #include "Streams.h"
+#include "UserCallback.h"
 #include "TransferResult.h"
 
 #include <blobstreaming/common/BlobName.h>
@@ -67,7 +68,10 @@ void PushOperation::on_control_thread_reserve()
     job->type = protocol::FrameType::push;
     job->ticket = grant_.ticket;
     job->what = what_ + ": store \"" + store_ + "\"";
-    job->progress = options_.progress;
+    if (options_.progress)
+        job->progress = [progress = options_.progress, what = job->what](std::uint64_t done, std::uint64_t total) {
+            call_user("progress callback", what, progress, done, total);
+        };
     job->done = [op = shared_from_this()](JobOutcome o) { op->on_loop_thread_finished(o); };
     session_.loop.post([op = shared_from_this(), job] { op->on_loop_thread_send(job); });
 }

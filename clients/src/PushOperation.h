@@ -10,7 +10,7 @@
 ///   loop:    on_loop_thread_finished()     the data connection's outcome
 ///   control: on_control_thread_abort()     a failed push leaves nothing: abort, then complete
 
-#include "ClientConnection.h"
+#include "DataPlane.h"
 #include "SessionImpl.h"
 
 #include <blobstreaming/client/Transfer.h>

@@ -27,7 +27,7 @@ namespace blobstreaming::client {
 // ---- Session::Impl: the wiring ---------------------------------------------
 
 Session::Impl::Impl(Options o)
-    : options(std::move(o)), loop([this] { pool.tick(); }, tick_period(options.timeout)), pool(loop, options)
+    : options(std::move(o)), loop([this] { pool.tick(); }, tick_period(options.timeout)), pool(loop, pool_options(options))
 {
     ignore_sigpipe();
     control = std::make_unique<ControlPlane>(options);
@@ -59,6 +59,19 @@ Session::Impl::~Impl()
         for (int i = 0; i < 1000 && loop.run_once(std::chrono::milliseconds(0)) > 0; ++i) {}
     }
     control.reset();
+}
+
+dataplane::PoolOptions Session::Impl::pool_options(const SessionOptions& options)
+{
+    dataplane::PoolOptions pool;
+    pool.max_connections_per_endpoint = options.max_connections_per_endpoint;
+    pool.timeout = options.timeout;
+    pool.socket.send_buffer = options.send_buffer;
+    pool.socket.receive_buffer = options.receive_buffer;
+    pool.socket.no_delay = options.no_delay;
+    const TlsFiles files{options.tls_cert, options.tls_key, options.tls_ca};
+    if (files.enabled()) pool.tls = std::make_shared<const TlsContext>(TlsContext::Role::client, files);
+    return pool;
 }
 
 std::chrono::milliseconds Session::Impl::tick_period(std::chrono::milliseconds timeout)

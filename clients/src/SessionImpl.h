@@ -12,9 +12,8 @@
 ///   run_once()), which moves the bytes and runs every completion.
 /// The member functions are defined in Session.cpp.
 
-#include "ConnectionPool.h"
+#include "DataPlane.h"
 #include "ControlPlane.h"
-#include "EventLoop.h"
 
 #include <blobstreaming/client/Session.h>
 
@@ -71,6 +70,8 @@ public:
 
 private:
     static std::chrono::milliseconds tick_period(std::chrono::milliseconds timeout);
+    /// The data connections' settings of `options`.
+    static dataplane::PoolOptions pool_options(const SessionOptions& options);
 
     std::mutex control_mutex_;
     bool closing_ = false;

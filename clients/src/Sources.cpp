@@ -214,16 +214,6 @@ private:
 /// Writes all `n` bytes at `data` to `fd` (blocking; a descriptor left in
 }  // namespace
 
-void Source::select(std::uint64_t, std::uint64_t)
-{
-    throw Error(Errc::invalid_argument, "this push source produces its bytes in order only: it cannot send a part");
-}
-
-void Source::hash_range(std::uint64_t, std::uint64_t, ChecksumState&)
-{
-    throw Error(Errc::invalid_argument, "this push source produces its bytes in order only: it cannot hash a part");
-}
-
 std::unique_ptr<Source> open_source(const PushSource& source, const std::string& what)
 {
     switch (source.kind()) {

@@ -1,8 +1,10 @@
 #pragma once
-/// Internal byte sources (push) and sinks (pull) behind PushSource and
-/// PullSink. Sources hash what they send; sinks supply the receive buffer
-/// late (window()), so bytes land straight in the destination when it is
-/// memory. The sources are in Sources.cpp, the sinks in Sinks.cpp.
+/// The client library's byte sources (push) and sinks (pull) behind
+/// PushSource and PullSink, on the data plane's Source and Sink
+/// (transporter/client/Streams.h). The sources are in Sources.cpp, the
+/// sinks in Sinks.cpp.
+
+#include "DataPlane.h"
 
 #include <blobstreaming/client/Transfer.h>
 #include <blobstreaming/common/Checksum.h>
@@ -35,84 +37,8 @@ inline const char* file_kind(mode_t mode) noexcept
     return "not a regular file";
 }
 
-class Source {
-public:
-    virtual ~Source() = default;
-    virtual std::uint64_t size() const noexcept = 0;
-    /// Sends up to `max` of the next bytes on the non-blocking `channel` and
-    /// adds them to `hash`. Returns the bytes sent (0: the socket is full),
-    /// or -1 with errno set by the channel. Throws Error when the source
-    /// itself fails (Errc::io_error). A TLS channel is retried with the same
-    /// bytes after 0 (the sources resend from their unchanged position).
-    virtual long send(Channel& channel, std::size_t max, HashPipeline& hash) = 0;
-    /// Resuming a push: adds bytes [0, offset) to `hash` without sending
-    /// them and continues at `offset`. Called before the first send().
-    /// Throws Error (Errc::io_error) when the source fails.
-    virtual void skip(std::uint64_t offset, ChecksumState& hash) = 0;
-    /// The bytes handed to `hash` stay unchanged in place until the
-    /// transfer ends, so a helper thread may hash them later.
-    virtual bool stable() const noexcept { return false; }
-    /// Whether select() and hash_range() work: a source that can hand out
-    /// any range (a file, memory), not one that produces its bytes in order.
-    virtual bool positional() const noexcept { return false; }
-    /// Positional sources: send() continues at `offset` and ends at `end`
-    /// (one part of a push over several streams). Called before send().
-    virtual void select(std::uint64_t offset, std::uint64_t end);
-    /// Positional sources: adds bytes [offset, offset + length) to `hash`
-    /// without sending them. Throws Error (Errc::io_error).
-    virtual void hash_range(std::uint64_t offset, std::uint64_t length, ChecksumState& hash);
-};
-
 /// Opens the source (a file: opened and mapped now). Throws Error.
 std::unique_ptr<Source> open_source(const PushSource& source, const std::string& what);
-
-/// Where the bytes of a pull go. Life cycle, driven by one transfer:
-/// open(), then window()/commit() until every byte is in, then either
-/// finish() (success) or abandon() (failure, also before open()), at most
-/// one of the two. The transfer checks the checksum before finish(), so that
-/// a Blob that does not match is never made visible.
-class Sink {
-public:
-    /// Without finish() or abandon(): as abandon().
-    virtual ~Sink() = default;
-    /// The range's length is known: prepare for it (a file: create the
-    /// temporary file it is written to, open a device). Touches nothing
-    /// that exists at the destination. Throws Error.
-    virtual void open(std::uint64_t length) = 0;
-    /// Where the next bytes go; never empty while bytes remain.
-    virtual std::pair<std::uint8_t*, std::size_t> window() = 0;
-    /// `n` bytes were written at window(). Throws Error (Errc::io_error
-    /// naming the destination and the system's reason).
-    virtual void commit(std::size_t n) = 0;
-    /// Every byte is in and checked: makes the output visible (a file: the
-    /// temporary file replaces the destination). Throws Error; the
-    /// destination is then as before the pull and nothing is left behind.
-    virtual void finish() = 0;
-    /// The transfer failed before finish(): removes what this pull created
-    /// (the temporary file), never what was there before it (a device, a
-    /// FIFO, standard output, the file being replaced, a file being
-    /// resumed). A no-op after finish().
-    virtual void abandon() noexcept {}
-    /// Bytes received into window() stay unchanged in place until the
-    /// transfer ends (no bounce buffer), so a helper thread may hash them.
-    virtual bool stable() const noexcept { return false; }
-    /// The same-host path: moves up to `n` bytes of the file `fd` from
-    /// `offset` into the destination inside the kernel (copy_file_range, no
-    /// pass through user space) and returns how many; 0 when this
-    /// destination takes no kernel copy (not a regular file, a file system
-    /// that refuses it), and then the bytes go through window() and commit().
-    /// Throws Error (Errc::io_error naming the destination) when it fails.
-    virtual std::size_t copy_from_file(int /*fd*/, std::uint64_t /*offset*/, std::size_t /*n*/) { return 0; }
-    /// Parallel streams (PullOptions::streams): whether, once open(), the
-    /// destination takes bytes anywhere in the range through write_at() (a
-    /// new temporary file, memory), so several data connections can each
-    /// fill a range of it. A device, a FIFO, standard output, a consumer:
-    /// no, they take the bytes in order.
-    virtual bool positional() const noexcept { return false; }
-    /// `n` bytes at `offset` of the range; only where positional(). Throws
-    /// Error (Errc::io_error naming the destination and the system's reason).
-    virtual void write_at(std::uint64_t /*offset*/, const std::uint8_t* /*data*/, std::size_t /*n*/) {}
-};
 
 /// `resume_at` (file sinks only): the file's first bytes are already the
 /// range's first bytes; the pull writes after them, and a failure keeps

@@ -2,7 +2,7 @@
 /// Results of pushes and pulls: built from an Error or from what a data
 /// connection reports, and the one INFO line logged per transfer.
 
-#include "ClientConnection.h"
+#include "DataPlane.h"
 
 #include <blobstreaming/client/Result.h>
 #include <blobstreaming/common/Error.h>

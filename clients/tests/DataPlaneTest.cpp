@@ -1,11 +1,9 @@
-// The client data plane (EventLoop, ConnectionPool, ClientConnection, sources
-// and sinks) against an in-process fake data port that speaks
-// docs/PROTOCOL.md. No CORBA: tickets are made up and the fake port decides
+// The data plane's client (transporter/client: EventLoop, ConnectionPool,
+// DataConnection) with the library's sources and sinks, against an
+// in-process fake data port that speaks docs/PROTOCOL.md. No CORBA: tickets are made up and the fake port decides
 // per ticket whether to serve, refuse, drop or stall.
-#include "ConnectionPool.h"
 
-#include "ClientConnection.h"
-#include "EventLoop.h"
+#include "DataPlane.h"
 #include "Streams.h"
 
 #include <blobstreaming/common/Checksum.h>
@@ -239,8 +237,8 @@ std::vector<std::uint8_t> pattern(std::size_t size, unsigned seed)
 
 /// A loop and a pool as a Session has them, driven by the test.
 struct Fixture {
-    SessionOptions options = [] {
-        SessionOptions o;
+    dataplane::PoolOptions options = [] {
+        dataplane::PoolOptions o;
         o.timeout = std::chrono::milliseconds(500);
         o.max_connections_per_endpoint = 2;
         return o;

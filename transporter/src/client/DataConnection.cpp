@@ -1,5 +1,4 @@
-#include "ClientConnection.h"
-#include "UserCallback.h"
+#include <blobstreaming/transporter/client/DataConnection.h>
 
 #include <blobstreaming/common/Error.h>
 
@@ -11,7 +10,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
-namespace blobstreaming::client {
+namespace blobstreaming::dataplane {
 
 namespace {
 
@@ -25,25 +24,25 @@ double seconds_since(std::chrono::steady_clock::time_point t)
 
 }  // namespace
 
-ClientConnection::ClientConnection(EventLoop& loop, std::string endpoint, const SocketOptions& options,
+DataConnection::DataConnection(EventLoop& loop, std::string endpoint, const SocketOptions& options,
                                    Released released, const TlsContext* tls)
     : loop_(loop), endpoint_(std::move(endpoint)), options_(options), released_(std::move(released)), tls_(tls)
 {}
 
-ClientConnection::~ClientConnection()
+DataConnection::~DataConnection()
 {
     if (io_) io_->close_notify();
     io_.reset();
     if (fd_) loop_.unwatch(fd_.get());
 }
 
-std::string ClientConnection::lost_message(const char* how) const
+std::string DataConnection::lost_message(const char* how) const
 {
     return job_->what + ": data connection to " + endpoint_ + " " + how + " after " + std::to_string(done_bytes_) +
            " of " + std::to_string(total_) + " bytes";
 }
 
-void ClientConnection::start(std::unique_ptr<TransferJob> job)
+void DataConnection::start(std::unique_ptr<TransferJob> job)
 {
     job_ = std::move(job);
     protocol::Request request;
@@ -74,7 +73,7 @@ void ClientConnection::start(std::unique_ptr<TransferJob> job)
     open_socket();  // the first job: connect
 }
 
-void ClientConnection::open_socket()
+void DataConnection::open_socket()
 {
     const auto colon = endpoint_.rfind(':');
     const std::string host = endpoint_.substr(0, colon);
@@ -105,7 +104,7 @@ void ClientConnection::open_socket()
     loop_.watch(fd_.get(), POLLOUT, [this](short revents) { on_event(revents); });
 }
 
-void ClientConnection::on_event(short revents)
+void DataConnection::on_event(short revents)
 {
     if (phase_ == Phase::idle) {
         watch_idle(revents);
@@ -117,7 +116,7 @@ void ClientConnection::on_event(short revents)
     drive();
 }
 
-void ClientConnection::drive()
+void DataConnection::drive()
 {
     try {
         run();
@@ -126,7 +125,7 @@ void ClientConnection::drive()
     }
 }
 
-void ClientConnection::run()
+void DataConnection::run()
 {
     for (;;) {
         Step step = Step::stop;
@@ -151,7 +150,7 @@ void ClientConnection::run()
     }
 }
 
-short ClientConnection::interest() const noexcept
+short DataConnection::interest() const noexcept
 {
     switch (phase_) {
     case Phase::connecting: return POLLOUT;
@@ -167,7 +166,7 @@ short ClientConnection::interest() const noexcept
     return POLLIN;
 }
 
-ClientConnection::Step ClientConnection::finish_connect()
+DataConnection::Step DataConnection::finish_connect()
 {
     int err = 0;
     socklen_t len = sizeof err;
@@ -186,7 +185,7 @@ ClientConnection::Step ClientConnection::finish_connect()
     return Step::next;
 }
 
-ClientConnection::Step ClientConnection::step_handshake()
+DataConnection::Step DataConnection::step_handshake()
 {
     switch (io_->handshake()) {
     case Channel::Handshake::want_read:
@@ -201,7 +200,7 @@ ClientConnection::Step ClientConnection::step_handshake()
     return Step::next;
 }
 
-ClientConnection::Step ClientConnection::send_queued(Phase then)
+DataConnection::Step DataConnection::send_queued(Phase then)
 {
     const IoResult r = out_.drain(*io_);
     if (r.bytes() > 0) touch();
@@ -211,7 +210,7 @@ ClientConnection::Step ClientConnection::send_queued(Phase then)
     return Step::next;
 }
 
-ClientConnection::Step ClientConnection::send_push_body()
+DataConnection::Step DataConnection::send_push_body()
 {
     while (done_bytes_ < total_) {
         const long n = job_->source->send(*io_, kSendChunk, hash_);
@@ -232,14 +231,14 @@ ClientConnection::Step ClientConnection::send_push_body()
     return Step::next;
 }
 
-void ClientConnection::queue_trailer()
+void DataConnection::queue_trailer()
 {
     std::uint8_t frame[protocol::kTrailerSize];
     protocol::encode(protocol::Trailer{hash_.finish()}, frame);
     out_.append(frame, sizeof frame);
 }
 
-ClientConnection::Step ClientConnection::read_response()
+DataConnection::Step DataConnection::read_response()
 {
     const IoResult r = in_.fill(*io_);
     if (r.bytes() > 0) touch();
@@ -260,7 +259,7 @@ ClientConnection::Step ClientConnection::read_response()
     return Step::next;  // its message (none: complete at once)
 }
 
-ClientConnection::Step ClientConnection::on_response()
+DataConnection::Step DataConnection::on_response()
 {
     if (response_.status != Errc::ok) {
         const std::string text =
@@ -306,7 +305,7 @@ ClientConnection::Step ClientConnection::on_response()
     return Step::next;
 }
 
-ClientConnection::Step ClientConnection::read_pull_body()
+DataConnection::Step DataConnection::read_pull_body()
 {
     while (done_bytes_ < total_) {
         auto [data, room] = job_->sink->window();
@@ -331,7 +330,7 @@ ClientConnection::Step ClientConnection::read_pull_body()
     return Step::stop;
 }
 
-bool ClientConnection::pull_checksum_matches()
+bool DataConnection::pull_checksum_matches()
 {
     const Checksum received = hash_.finish();
     if (received == *response_.checksum) return true;
@@ -344,7 +343,7 @@ bool ClientConnection::pull_checksum_matches()
     return false;
 }
 
-void ClientConnection::watch_idle(short revents)
+void DataConnection::watch_idle(short revents)
 {
     // The store closed an idle connection (or sent garbage): drop it.
     // TLS: a record without application data is not a close.
@@ -355,29 +354,29 @@ void ClientConnection::watch_idle(short revents)
     }
 }
 
-ClientConnection::Step ClientConnection::lost(const char* how, const IoResult& result)
+DataConnection::Step DataConnection::lost(const char* how, const IoResult& result)
 {
     if (io_ && io_->tls() && result.error_number() == EPROTO)
         return failed(Errc::transfer_failed, lost_message(how) + ": " + result.text());
     return failed(Errc::transfer_failed, lost_message(how));
 }
 
-ClientConnection::Step ClientConnection::failed(Errc code, const std::string& message)
+DataConnection::Step DataConnection::failed(Errc code, const std::string& message)
 {
     fail(code, message);
     return Step::stop;
 }
 
-void ClientConnection::report_progress(bool force)
+void DataConnection::report_progress(bool force)
 {
     if (!job_->progress) return;
     const auto now = std::chrono::steady_clock::now();
     if (!force && now - last_report_ < kProgressInterval) return;
     last_report_ = now;
-    call_user("progress callback", job_->what, job_->progress, done_bytes_, total_);
+    job_->progress(done_bytes_, total_);
 }
 
-void ClientConnection::complete(bool reusable)
+void DataConnection::complete(bool reusable)
 {
     hash_.stop();  // a no-op: finish() has waited for the helper
     JobOutcome outcome;
@@ -391,7 +390,7 @@ void ClientConnection::complete(bool reusable)
     released_(this, reusable);
 }
 
-void ClientConnection::fail(Errc code, const std::string& message)
+void DataConnection::fail(Errc code, const std::string& message)
 {
     if (!job_) return;
     hash_.stop();  // before the source or sink (perhaps the caller's buffer) goes
@@ -412,7 +411,7 @@ void ClientConnection::fail(Errc code, const std::string& message)
     released_(this, false);
 }
 
-void ClientConnection::check_progress(std::chrono::steady_clock::time_point now, std::chrono::milliseconds limit)
+void DataConnection::check_progress(std::chrono::steady_clock::time_point now, std::chrono::milliseconds limit)
 {
     if (!job_ || now - last_progress_ < limit) return;
     char seconds[32];
@@ -421,4 +420,4 @@ void ClientConnection::check_progress(std::chrono::steady_clock::time_point now,
                             std::to_string(done_bytes_) + " of " + std::to_string(total_) + " bytes)");
 }
 
-}  // namespace blobstreaming::client
+}  // namespace blobstreaming::dataplane

@@ -1,4 +1,4 @@
-#include "EventLoop.h"
+#include <blobstreaming/transporter/client/EventLoop.h>
 
 #include <blobstreaming/common/Error.h>
 
@@ -18,7 +18,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-namespace blobstreaming::client {
+namespace blobstreaming::dataplane {
 
 /// Adapts one watched descriptor to ACE's handler interface.
 class EventLoop::FdHandler final : public ACE_Event_Handler {
@@ -194,4 +194,4 @@ std::size_t EventLoop::run_once(std::chrono::milliseconds timeout)
     return handled;
 }
 
-}  // namespace blobstreaming::client
+}  // namespace blobstreaming::dataplane

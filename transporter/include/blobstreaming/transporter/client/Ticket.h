@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-namespace blobstreaming::client {
+namespace blobstreaming::dataplane {
 
 /// Permission for one data-connection transfer.
 struct Ticket {
@@ -40,4 +40,4 @@ struct LocalFile {
     BlobInfo info;
 };
 
-}  // namespace blobstreaming::client
+}  // namespace blobstreaming::dataplane

@@ -4,9 +4,9 @@
 /// (docs/PROTOCOL.md) and can be reused for the next. All its I/O goes
 /// through the data plane's I/O layer (DataIo.h), as the store's does.
 
-#include "EventLoop.h"
-#include "Streams.h"
-#include "Ticket.h"
+#include <blobstreaming/transporter/client/EventLoop.h>
+#include <blobstreaming/transporter/client/Streams.h>
+#include <blobstreaming/transporter/client/Ticket.h>
 
 #include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/common/UniqueFd.h>
@@ -16,13 +16,14 @@
 #include <blobstreaming/transporter/Tls.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <system_error>
 
-namespace blobstreaming::client {
+namespace blobstreaming::dataplane {
 
 /// How a transfer on a data connection ended.
 struct JobOutcome {
@@ -51,25 +52,29 @@ struct TransferJob {
     /// has them; pull: the file has them). The trailer (push) or the check
     /// (pull) then covers the whole Blob.
     std::optional<ChecksumState> prefix_hash;
-    Progress progress;
+    /// Called on the loop thread about every 20 ms while bytes move, and
+    /// once at the end: (bytes moved, bytes of the range). What it throws
+    /// fails the transfer (an Error with its own code; wrap a callback
+    /// that may throw anything else).
+    std::function<void(std::uint64_t done, std::uint64_t total)> progress;
     /// Runs once on the loop thread.
     std::function<void(JobOutcome)> done;
 };
 
-class ClientConnection {
+class DataConnection {
 public:
     /// Told when the connection can take another job or must be dropped.
-    using Released = std::function<void(ClientConnection*, bool reusable)>;
+    using Released = std::function<void(DataConnection*, bool reusable)>;
 
     /// Starts a non-blocking connect to `endpoint`, then runs `first`.
     /// `tls` (may be null: plain TCP) must outlive the connection; the
     /// store's certificate must then verify against its CA and name the
     /// endpoint's host.
-    ClientConnection(EventLoop& loop, std::string endpoint, const SocketOptions& options, Released released,
+    DataConnection(EventLoop& loop, std::string endpoint, const SocketOptions& options, Released released,
                      const TlsContext* tls = nullptr);
-    ~ClientConnection();
-    ClientConnection(const ClientConnection&) = delete;
-    ClientConnection& operator=(const ClientConnection&) = delete;
+    ~DataConnection();
+    DataConnection(const DataConnection&) = delete;
+    DataConnection& operator=(const DataConnection&) = delete;
 
     const std::string& endpoint() const noexcept { return endpoint_; }
     bool busy() const noexcept { return job_ != nullptr; }
@@ -150,4 +155,4 @@ private:
     std::chrono::steady_clock::time_point last_report_;
 };
 
-}  // namespace blobstreaming::client
+}  // namespace blobstreaming::dataplane

@@ -3,12 +3,13 @@
 /// `max_connections_per_endpoint` per endpoint, one transfer at a time on
 /// each, further transfers queued in order. Loop thread only.
 
-#include "ClientConnection.h"
-#include "EventLoop.h"
-
-#include <blobstreaming/client/Options.h>
+#include <blobstreaming/transporter/client/DataConnection.h>
+#include <blobstreaming/transporter/client/EventLoop.h>
+#include <blobstreaming/transporter/SocketOptions.h>
+#include <blobstreaming/transporter/Tls.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -16,11 +17,24 @@
 #include <string>
 #include <vector>
 
-namespace blobstreaming::client {
+namespace blobstreaming::dataplane {
+
+struct PoolOptions {
+    /// Data connections per data endpoint (at least 1).
+    unsigned max_connections_per_endpoint = 4;
+    /// A running transfer with no byte moving for this long fails
+    /// (Errc::timeout; checked by tick()).
+    std::chrono::milliseconds timeout{30000};
+    /// Socket buffers and TCP_NODELAY, set before connect.
+    SocketOptions socket;
+    /// Client-role TLS (null: plain TCP): the store's certificate must
+    /// verify against its CA and name the endpoint's host.
+    std::shared_ptr<const TlsContext> tls;
+};
 
 class ConnectionPool {
 public:
-    ConnectionPool(EventLoop& loop, const SessionOptions& options);
+    ConnectionPool(EventLoop& loop, PoolOptions options);
     ~ConnectionPool();
     ConnectionPool(const ConnectionPool&) = delete;
     ConnectionPool& operator=(const ConnectionPool&) = delete;
@@ -37,18 +51,16 @@ public:
 
 private:
     struct Endpoint {
-        std::vector<std::unique_ptr<ClientConnection>> connections;
+        std::vector<std::unique_ptr<DataConnection>> connections;
         std::deque<std::unique_ptr<TransferJob>> waiting;
     };
-    void released(ClientConnection* connection, bool reusable);
+    void released(DataConnection* connection, bool reusable);
 
     EventLoop& loop_;
-    SessionOptions options_;
-    SocketOptions socket_options_;
-    std::unique_ptr<TlsContext> tls_;  ///< null: plain TCP
+    const PoolOptions options_;
     std::map<std::string, Endpoint> endpoints_;
     std::atomic<std::uint64_t> opened_{0};
-    std::vector<std::unique_ptr<ClientConnection>> retired_;
+    std::vector<std::unique_ptr<DataConnection>> retired_;
 };
 
-}  // namespace blobstreaming::client
+}  // namespace blobstreaming::dataplane

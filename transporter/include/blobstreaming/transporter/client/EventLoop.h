@@ -24,7 +24,7 @@
 
 class ACE_Reactor;
 
-namespace blobstreaming::client {
+namespace blobstreaming::dataplane {
 
 class EventLoop {
 public:
@@ -76,4 +76,4 @@ private:
     std::atomic<int> depth_{0};
 };
 
-}  // namespace blobstreaming::client
+}  // namespace blobstreaming::dataplane

@@ -1,21 +1,15 @@
-#include "ConnectionPool.h"
+#include <blobstreaming/transporter/client/ConnectionPool.h>
 
 #include <blobstreaming/common/Error.h>
 
 #include <blobstreaming/transporter/Log.h>
 
 #include <algorithm>
+#include <utility>
 
-namespace blobstreaming::client {
+namespace blobstreaming::dataplane {
 
-ConnectionPool::ConnectionPool(EventLoop& loop, const SessionOptions& options) : loop_(loop), options_(options)
-{
-    socket_options_.send_buffer = options.send_buffer;
-    socket_options_.receive_buffer = options.receive_buffer;
-    socket_options_.no_delay = options.no_delay;
-    const TlsFiles files{options.tls_cert, options.tls_key, options.tls_ca};
-    if (files.enabled()) tls_ = std::make_unique<TlsContext>(TlsContext::Role::client, files);
-}
+ConnectionPool::ConnectionPool(EventLoop& loop, PoolOptions options) : loop_(loop), options_(std::move(options)) {}
 
 ConnectionPool::~ConnectionPool() = default;
 
@@ -31,9 +25,9 @@ void ConnectionPool::submit(std::unique_ptr<TransferJob> job)
         }
     }
     if (e.connections.size() < std::max(1u, options_.max_connections_per_endpoint)) {
-        e.connections.push_back(std::make_unique<ClientConnection>(
-            loop_, endpoint, socket_options_, [this](ClientConnection* c, bool reusable) { released(c, reusable); },
-            tls_.get()));
+        e.connections.push_back(std::make_unique<DataConnection>(
+            loop_, endpoint, options_.socket, [this](DataConnection* c, bool reusable) { released(c, reusable); },
+            options_.tls.get()));
         ++opened_;
         library_log()->debug("data connection to {}: opening #{}", endpoint, e.connections.size());
         e.connections.back()->start(std::move(job));
@@ -42,7 +36,7 @@ void ConnectionPool::submit(std::unique_ptr<TransferJob> job)
     e.waiting.push_back(std::move(job));
 }
 
-void ConnectionPool::released(ClientConnection* connection, bool reusable)
+void ConnectionPool::released(DataConnection* connection, bool reusable)
 {
     const std::string endpoint = connection->endpoint();
     Endpoint& e = endpoints_[endpoint];
@@ -66,7 +60,7 @@ void ConnectionPool::released(ClientConnection* connection, bool reusable)
 void ConnectionPool::tick()
 {
     const auto now = std::chrono::steady_clock::now();
-    std::vector<ClientConnection*> running;
+    std::vector<DataConnection*> running;
     for (auto& [endpoint, e] : endpoints_)
         for (auto& c : e.connections)
             if (c->busy()) running.push_back(c.get());
@@ -84,11 +78,11 @@ void ConnectionPool::cancel_all()
             job->done(std::move(outcome));
         }
     }
-    std::vector<ClientConnection*> running;
+    std::vector<DataConnection*> running;
     for (auto& [endpoint, e] : endpoints_)
         for (auto& c : e.connections)
             if (c->busy()) running.push_back(c.get());
     for (auto* c : running) c->fail(Errc::cancelled, "cancelled (the session is closing)");
 }
 
-}  // namespace blobstreaming::client
+}  // namespace blobstreaming::dataplane
