@@ -117,6 +117,8 @@ blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/servants/RecentOutcomes.h \
 	blobstore/src/servants/OnewayCall.h \
 	blobstore/src/servants/ServantContext.h \
+	blobstore/src/servants/SourceReader.cpp \
+	blobstore/src/servants/SourceReader.h \
 	blobstore/src/server/AccessList.cpp \
 	blobstore/src/server/AccessList.h \
 	blobstore/src/server/CommitPool.cpp \

@@ -46,6 +46,9 @@ public:
     /// Per store, the transporter told where to send notices (observe):
     /// another one in `transporters` (reopened) has to be told again.
     std::map<std::string, BlobStreaming::BlobTransporter_var> observing;
+    /// Per store, its BlobStore::identity (the reader of the grants this
+    /// client asks sources for on its behalf).
+    std::map<std::string, std::string> identities;
 
     CosNaming::NamingContext_var naming_root()
     {
@@ -552,12 +555,86 @@ BlobInfo ControlPlane::stat(const std::string& store, const std::string& name)
     });
 }
 
+namespace {
+
+/// `store`'s BlobStore::identity, asked once.
+std::string identity_of(ControlPlane::Refs& refs, const SessionOptions& options, const std::string& store,
+                        const std::string& what)
+{
+    {
+        std::lock_guard<std::mutex> lock(refs.mutex);
+        if (const auto it = refs.identities.find(store); it != refs.identities.end()) return it->second;
+    }
+    std::string identity = with_store(refs, options, store, what, [](BlobStreaming::BlobStore_ptr ref) {
+        CORBA::String_var id = ref->identity();
+        return std::string(id.in());
+    });
+    std::lock_guard<std::mutex> lock(refs.mutex);
+    refs.identities[store] = identity;
+    return identity;
+}
+
+/// A read grant of a store, or why the store refused it.
+struct Granted {
+    BlobStreaming::ReadGrant grant;
+    std::optional<Error> error;
+};
+
+/// Read grants of store `from` for store `to` (its identity), one per name,
+/// obtained under this client's identity (BlobTransporter::grantRead,
+/// grantReads): what a copy hands to `to`, which never reads `from` with
+/// its own authority. One name: its errors are thrown; several: each
+/// name's is its `error`.
+std::vector<Granted> grant_reads(ControlPlane::Refs& refs, const SessionOptions& options, const std::string& from,
+                                 const std::vector<std::string>& names, const std::string& to,
+                                 const std::string& what)
+{
+    const std::string reader = identity_of(refs, options, to, what);
+    std::vector<Granted> out(names.size());
+    with_store(refs, options, from, what, [&](BlobStreaming::BlobStore_ptr ref) {
+        if (names.size() == 1) {
+            // One name: its own errors as the call's, as a fetch raises them.
+            BlobStreaming::TransferTicket_var ticket =
+                with_transporter(refs, from, ref, options, what, [&](BlobStreaming::BlobTransporter_ptr t) {
+                    return t->grantRead(names[0].c_str(), reader.c_str());
+                });
+            out[0].grant.source = BlobStreaming::BlobStore::_duplicate(ref);
+            out[0].grant.ticket = ticket.in();
+            return 0;
+        }
+        const BlobStreaming::NameSeq seq = corba::to_name_seq(names);
+        BlobStreaming::GrantOutcomeSeq_var got =
+            with_transporter(refs, from, ref, options, what, [&](BlobStreaming::BlobTransporter_ptr t) {
+                return t->grantReads(seq, reader.c_str());
+            });
+        if (got->length() != names.size())
+            throw Error(Errc::protocol_error, what + ": store \"" + from + "\" answered " +
+                                                  std::to_string(got->length()) + " grants for " +
+                                                  std::to_string(names.size()) + " names");
+        for (std::size_t i = 0; i < names.size(); ++i) {
+            const BlobStreaming::GrantOutcome& o = got[static_cast<CORBA::ULong>(i)];
+            if (o.code != 0) {
+                out[i].error = Error(static_cast<Errc>(o.code), "copy " + quote_name(names[i]) + " from \"" + from +
+                                                                    "\" to \"" + to + "\": store \"" + from +
+                                                                    "\": " + o.message.in());
+                continue;
+            }
+            out[i].grant.source = BlobStreaming::BlobStore::_duplicate(ref);
+            out[i].grant.ticket = o.ticket;
+        }
+        return 0;
+    });
+    return out;
+}
+
+}  // namespace
+
 BlobInfo ControlPlane::fetch(const std::string& to, const std::string& name, const std::string& from, bool overwrite)
 {
     const std::string what = "copy " + quote_name(name) + " from \"" + from + "\" to \"" + to + "\"";
-    const BlobStreaming::BlobStore_var source = reference_of(*refs_, options_, from, what);
+    const BlobStreaming::ReadGrant grant = std::move(grant_reads(*refs_, options_, from, {name}, to, what).front().grant);
     return with_fetching_store(*refs_, options_, to, what, [&](BlobStreaming::BlobStore_ptr bounded) {
-        BlobStreaming::BlobInfo_var info = bounded->fetch(name.c_str(), source.in(), overwrite);
+        BlobStreaming::BlobInfo_var info = bounded->fetch(grant, overwrite);
         return info_of(info.in());
     });
 }
@@ -568,18 +645,30 @@ std::vector<ControlPlane::FetchOutcome> ControlPlane::fetch_each(const std::stri
 {
     const std::string what =
         "copy of " + std::to_string(names.size()) + " Blobs from \"" + from + "\" to \"" + to + "\"";
-    const BlobStreaming::BlobStore_var source = reference_of(*refs_, options_, from, what);
-    const BlobStreaming::NameSeq seq = corba::to_name_seq(names);
+    std::vector<Granted> granted = grant_reads(*refs_, options_, from, names, to, what);
+    std::vector<FetchOutcome> out(names.size());
+    std::vector<std::size_t> asked;  // index in names of each grant handed on
+    BlobStreaming::ReadGrantSeq seq;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        if (granted[i].error) {
+            out[i].error = granted[i].error;
+            continue;
+        }
+        asked.push_back(i);
+        seq.length(seq.length() + 1);
+        seq[seq.length() - 1] = granted[i].grant;
+    }
+    if (asked.empty()) return out;
     BlobStreaming::FetchOutcomeSeq_var got =
         with_fetching_store(*refs_, options_, to, what, [&](BlobStreaming::BlobStore_ptr bounded) {
-            return BlobStreaming::FetchOutcomeSeq_var(bounded->fetchEach(seq, source.in(), overwrite));
+            return BlobStreaming::FetchOutcomeSeq_var(bounded->fetchEach(seq, overwrite));
         });
-    if (got->length() != names.size())
+    if (got->length() != asked.size())
         throw Error(Errc::protocol_error, what + ": store \"" + to + "\" answered " + std::to_string(got->length()) +
-                                              " outcomes for " + std::to_string(names.size()) + " names");
-    std::vector<FetchOutcome> out(names.size());
-    for (std::size_t i = 0; i < names.size(); ++i) {
-        const BlobStreaming::FetchOutcome& o = got[static_cast<CORBA::ULong>(i)];
+                                              " outcomes for " + std::to_string(asked.size()) + " grants");
+    for (std::size_t k = 0; k < asked.size(); ++k) {
+        const std::size_t i = asked[k];
+        const BlobStreaming::FetchOutcome& o = got[static_cast<CORBA::ULong>(k)];
         if (o.code == 0) {
             out[i].info = info_of(o.info);
         } else {
@@ -594,9 +683,9 @@ std::vector<ControlPlane::FetchOutcome> ControlPlane::fetch_each(const std::stri
 void ControlPlane::begin_fetch(const std::string& to, const std::string& name, const std::string& from, bool overwrite)
 {
     const std::string what = "copy " + quote_name(name) + " from \"" + from + "\" to \"" + to + "\"";
-    const BlobStreaming::BlobStore_var source = reference_of(*refs_, options_, from, what);
+    const BlobStreaming::ReadGrant grant = std::move(grant_reads(*refs_, options_, from, {name}, to, what).front().grant);
     with_fetching_store(*refs_, options_, to, what, [&](BlobStreaming::BlobStore_ptr bounded) {
-        bounded->beginFetch(name.c_str(), source.in(), overwrite);
+        bounded->beginFetch(grant, overwrite);
         return 0;
     });
 }

@@ -221,6 +221,8 @@ void Channel::close_notify() noexcept
     ERR_clear_error();
 }
 
+std::string TlsContext::subject() const { return certificate_subject(SSL_CTX_get0_certificate(ctx_)); }
+
 std::string Channel::peer_subject() const
 {
     if (!ssl_) return {};

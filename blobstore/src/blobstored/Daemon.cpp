@@ -203,7 +203,10 @@ std::string Daemon::start()
     fetch.socket.send_buffer = options_.socket_buffer;
     fetch.socket.receive_buffer = options_.socket_buffer;
     fetch.local = options_.local_fast_path;
-    if (tls) fetch.tls = std::make_shared<TlsContext>(TlsContext::Role::client, options_.tls);
+    if (tls) {
+        fetch.tls = std::make_shared<TlsContext>(TlsContext::Role::client, options_.tls);
+        context_.identity = fetch.tls->subject();
+    }
     fetcher_ = std::make_unique<corba::Fetcher>(*store_, fetch);
     context_.fetcher = fetcher_.get();
     if (options_.local_fast_path && store_->keeps_files()) {

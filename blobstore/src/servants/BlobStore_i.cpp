@@ -127,6 +127,8 @@ BlobStore_i::BlobStore_i(const ServantContext& context) : context_(context) {}
 // permission on its first line.
 char* BlobStore_i::name() { return CORBA::string_dup(context_.store_name.c_str()); }
 
+char* BlobStore_i::identity() { return CORBA::string_dup(context_.identity.c_str()); }
+
 BlobStreaming::StoreStatus* BlobStore_i::status()
 {
     try {
@@ -280,83 +282,104 @@ void BlobStore_i::remove(const char* name)
     }
 }
 
-std::string BlobStore_i::fetch_source(const std::string& name, BlobStreaming::BlobStore_ptr source) const
+Grant BlobStore_i::fetch_grant(const BlobStreaming::ReadGrant& grant) const
 {
-    if (CORBA::is_nil(source))
-        throw Error(Errc::invalid_argument, "fetch " + quote_name(name) + ": no source store (a nil reference)");
-    if (!context_.fetcher)
-        throw Error(Errc::limit_reached, "fetch " + quote_name(name) + ": this store does not fetch");
-    std::string source_name;
-    try {
-        source_name = context_.fetcher->source_name(source);
-    } catch (...) {
-        rethrow_as_error("fetch " + quote_name(name), "(source)", endpoint_of(source));
-    }
-    if (source_name == context_.store_name)
-        throw Error(Errc::invalid_argument, "fetch " + quote_name(name) + ": the source is this store, \"" +
-                                                source_name + "\" (copy between two different stores)");
-    return source_name;
+    const std::string name = grant.ticket.blob.in();
+    const std::string what = "fetch " + quote_name(name);
+    validate_blob_name(name);
+    if (!context_.fetcher) throw Error(Errc::limit_reached, what + ": this store does not fetch");
+    Grant out = context_.fetcher->grant_of(grant, what);
+    if (out.name() != name)
+        throw Error(Errc::invalid_argument, what + ": the grant's version names " + quote_name(out.name()));
+    if (out.source_name == context_.store_name)
+        throw Error(Errc::invalid_argument, what + ": the source is this store, \"" + out.source_name +
+                                                "\" (copy between two different stores)");
+    return out;
 }
 
-BlobStreaming::BlobInfo* BlobStore_i::fetch(const char* name, BlobStreaming::BlobStore_ptr source,
-                                            CORBA::Boolean overwrite)
+BlobStreaming::BlobInfo* BlobStore_i::fetch(const BlobStreaming::ReadGrant& grant, CORBA::Boolean overwrite)
 {
     require_permission(context_, server::Permission::write, "fetch");
+    const std::string name = grant.ticket.blob.in();
     try {
-        validate_blob_name(name);
-        const std::string source_name = fetch_source(name, source);
         const BlobInfo info =
-            context_.fetcher->fetch(name, source, source_name, overwrite ? ReserveMode::replace : ReserveMode::create);
+            context_.fetcher->fetch(fetch_grant(grant), overwrite ? ReserveMode::replace : ReserveMode::create);
         return to_idl(info);
     } catch (...) {
         rethrow_declared(kFetchErrors, context_.store_name, {name});
     }
 }
 
-BlobStreaming::FetchOutcomeSeq* BlobStore_i::fetchEach(const BlobStreaming::NameSeq& names,
-                                                       BlobStreaming::BlobStore_ptr source, CORBA::Boolean overwrite)
+BlobStreaming::FetchOutcomeSeq* BlobStore_i::fetchEach(const BlobStreaming::ReadGrantSeq& grants,
+                                                       CORBA::Boolean overwrite)
 {
     require_permission(context_, server::Permission::write, "fetchEach");
-    if (names.length() == 0) return new BlobStreaming::FetchOutcomeSeq;
-    const std::string first = names[0].in();
-    std::string source_name;
+    if (grants.length() == 0) return new BlobStreaming::FetchOutcomeSeq;
+    const std::string first = grants[0].ticket.blob.in();
+    std::vector<std::optional<Grant>> parsed(grants.length());
+    std::vector<std::string> errors(grants.length());
+    std::vector<Errc> codes(grants.length(), Errc::ok);
     try {
-        check_batch(names, "fetchEach");
-        source_name = fetch_source(first, source);
+        if (grants.length() > kMaxBatch)
+            throw Error(Errc::limit_reached, "fetchEach: " + std::to_string(grants.length()) +
+                                                 " grants; at most " + std::to_string(kMaxBatch) + " per call");
+        if (!context_.fetcher) throw Error(Errc::limit_reached, "fetchEach: this store does not fetch");
+        for (CORBA::ULong i = 0; i < grants.length(); ++i) {
+            if (CORBA::is_nil(grants[i].source.in()) || CORBA::is_nil(grants[0].source.in()) ||
+                !grants[i].source->_is_equivalent(grants[0].source.in()))
+                throw Error(Errc::invalid_argument, "fetchEach: the grants name more than one source store (" +
+                                                        quote_name(grants[i].ticket.blob.in()) + "'s differs from " +
+                                                        quote_name(first) + "'s)");
+        }
+        // Every grant's own problems (a bad name, a ticket of another kind)
+        // are its outcome; the source itself is the call's.
+        fetch_grant(grants[0]);
     } catch (...) {
         rethrow_declared(kFetchErrors, context_.store_name, {first});
     }
-    const ReserveMode mode = overwrite ? ReserveMode::replace : ReserveMode::create;
-    context_.fetcher->prepare_images(from_name_seq(names), source);
-    BlobStreaming::FetchOutcomeSeq_var out = new BlobStreaming::FetchOutcomeSeq;
-    out->length(names.length());
-    for (CORBA::ULong i = 0; i < names.length(); ++i) {
-        BlobStreaming::FetchOutcome& o = out[i];
-        const std::string name = names[i].in();
-        blobstreaming::BlobInfo info;
-        o.code = 0;
+    std::vector<Grant> usable;
+    for (CORBA::ULong i = 0; i < grants.length(); ++i) {
         try {
-            validate_blob_name(name);
-            info = context_.fetcher->fetch(name, source, source_name, mode);
+            parsed[i] = fetch_grant(grants[i]);
+            usable.push_back(*parsed[i]);
         } catch (const Error& e) {
-            o.code = static_cast<CORBA::UShort>(e.code());
-            o.message = e.what();
-        } catch (const std::exception& e) {
-            o.code = static_cast<CORBA::UShort>(Errc::transfer_failed);
-            o.message = ("fetch " + quote_name(name) + ": internal error: " + e.what()).c_str();
+            codes[i] = e.code();
+            errors[i] = e.what();
+        }
+    }
+    const ReserveMode mode = overwrite ? ReserveMode::replace : ReserveMode::create;
+    context_.fetcher->prepare_images(usable);
+    BlobStreaming::FetchOutcomeSeq_var out = new BlobStreaming::FetchOutcomeSeq;
+    out->length(grants.length());
+    for (CORBA::ULong i = 0; i < grants.length(); ++i) {
+        BlobStreaming::FetchOutcome& o = out[i];
+        const std::string name = grants[i].ticket.blob.in();
+        blobstreaming::BlobInfo info;
+        o.code = static_cast<CORBA::UShort>(codes[i]);
+        o.message = errors[i].c_str();
+        if (parsed[i]) {
+            try {
+                info = context_.fetcher->fetch(*parsed[i], mode);
+            } catch (const Error& e) {
+                o.code = static_cast<CORBA::UShort>(e.code());
+                o.message = e.what();
+            } catch (const std::exception& e) {
+                o.code = static_cast<CORBA::UShort>(Errc::transfer_failed);
+                o.message = ("fetch " + quote_name(name) + ": internal error: " + e.what()).c_str();
+            }
         }
         to_idl(info, o.info);  // marshalled also for a failure: an enum left uninitialised fails the reply
     }
     return out._retn();
 }
 
-void BlobStore_i::beginFetch(const char* name, BlobStreaming::BlobStore_ptr source, CORBA::Boolean overwrite)
+void BlobStore_i::beginFetch(const BlobStreaming::ReadGrant& grant, CORBA::Boolean overwrite)
 {
     require_permission(context_, server::Permission::write, "beginFetch");
+    const std::string name = grant.ticket.blob.in();
     try {
-        validate_blob_name(name);
-        const std::string source_name = fetch_source(name, source);
-        context_.fetcher->begin(name, source, source_name, overwrite ? ReserveMode::replace : ReserveMode::create);
+        context_.fetcher->begin(fetch_grant(grant), overwrite ? ReserveMode::replace : ReserveMode::create,
+                                caller_subject());
     } catch (...) {
         rethrow_declared(kFetchErrors, context_.store_name, {name});
     }
@@ -369,10 +392,82 @@ BlobStreaming::BlobInfo* BlobStore_i::awaitFetch(const char* name)
         validate_blob_name(name);
         if (!context_.fetcher)
             throw Error(Errc::limit_reached, "fetch " + quote_name(name) + ": this store does not fetch");
-        return to_idl(context_.fetcher->await(name, context_.store_name));
+        return to_idl(context_.fetcher->await(name, context_.store_name, caller_subject()));
     } catch (...) {
         rethrow_declared(kFetchErrors, context_.store_name, {name});
     }
+}
+
+server::TicketBinding BlobStore_i::granted(const BlobStreaming::TicketId grant, const char* operation) const
+{
+    protocol::TicketId id{};
+    std::copy(grant, grant + id.size(), id.begin());
+    const std::string tag = protocol::ticket_tag(id);
+    server::TicketBinding binding;
+    try {
+        binding = context_.tickets->inspect(id);
+    } catch (const Error& e) {
+        throw Error(Errc::refused, std::string(operation) + ": " + e.what());
+    }
+    if (binding.direction != protocol::FrameType::pull || binding.offset != 0 || !binding.version ||
+        binding.length != binding.version->size)
+        throw Error(Errc::refused, std::string(operation) + ": ticket " + tag + " is not a read grant of a whole Blob");
+    const std::string caller = caller_subject();
+    if (binding.client != caller) {
+        spdlog::warn("store \"{}\": {} refused: ticket {} was issued to \"{}\", not to \"{}\"", context_.store_name,
+                     operation, tag, binding.client, caller);
+        throw Error(Errc::refused, std::string(operation) + ": ticket " + tag + " was issued to another client");
+    }
+    return binding;
+}
+
+CORBA::Boolean BlobStore_i::findGrantedFile(const BlobStreaming::TicketId grant, BlobStreaming::LocalFile_out file)
+{
+    file = new BlobStreaming::LocalFile;
+    // Every field is marshalled, also in a `false` answer: an enum left
+    // uninitialised would fail the reply (MARSHAL).
+    to_idl(blobstreaming::BlobInfo{}, file->info);
+    std::string name;
+    try {
+        const server::TicketBinding binding = granted(grant, "findGrantedFile");
+        name = binding.blob;
+        if (binding.follow) return false;  // still arriving: the data port follows it
+        const auto local = offered_file(name, context_.local_fast_path);
+        if (!local || !same_version(local->info, *binding.version)) return false;
+        file->host = boot_id().c_str();
+        file->path = local->path.c_str();
+        file->dataOffset = local->data_offset;
+        to_idl(local->info, file->info);
+        return true;
+    } catch (...) {
+        rethrow_declared(kNoSuchBlob | kTransferFailed, context_.store_name, {name});
+    }
+}
+
+BlobStreaming::SharedImageSeq* BlobStore_i::shareGrantedImages(const BlobStreaming::TicketIdSeq& grants)
+{
+    if (grants.length() > kMaxBatch) {
+        const std::string msg = "shareGrantedImages: " + std::to_string(grants.length()) + " grants; at most " +
+                                std::to_string(kMaxBatch) + " per call";
+        throw BlobStreaming::LimitReached(msg.c_str());
+    }
+    BlobStreaming::SharedImageSeq_var out = new BlobStreaming::SharedImageSeq;
+    out->length(grants.length());
+    for (CORBA::ULong i = 0; i < grants.length(); ++i) {
+        try {
+            const server::TicketBinding binding = granted(grants[i], "shareGrantedImages");
+            if (binding.follow || !share_image(binding.blob, out[i]) ||
+                !same_version(from_idl(out[i].info, "shareGrantedImages"), *binding.version)) {
+                out[i].fd = -1;
+                to_idl(blobstreaming::BlobInfo{}, out[i].info);
+            }
+        } catch (const std::exception& e) {
+            spdlog::debug("shareGrantedImages: {}", e.what());
+            out[i].fd = -1;
+            to_idl(blobstreaming::BlobInfo{}, out[i].info);
+        }
+    }
+    return out._retn();
 }
 
 std::optional<Store::LocalFile> BlobStore_i::offered_file(const std::string& name, bool offering) const

@@ -2,7 +2,10 @@
 /// The BlobStore servant: the store's index, reservations and tickets on the
 /// control plane. Never moves bulk data (that is the data plane's job).
 
+#include "Fetcher.h"
 #include "ServantContext.h"
+
+#include "server/TicketRegistry.h"
 
 #include <blobstreaming/blobstore/Store.h>
 
@@ -20,6 +23,7 @@ public:
     explicit BlobStore_i(const ServantContext& context);
 
     char* name() override;
+    char* identity() override;
     BlobStreaming::StoreStatus* status() override;
     CORBA::Boolean contains(const char* name) override;
     BlobStreaming::BlobInfo* stat(const char* name) override;
@@ -33,12 +37,14 @@ public:
     BlobStreaming::BlobInfo* verify(const char* name) override;
     void remove(const char* name) override;
     /// Fetcher.h
-    BlobStreaming::BlobInfo* fetch(const char* name, BlobStreaming::BlobStore_ptr source,
-                                   CORBA::Boolean overwrite) override;
-    void beginFetch(const char* name, BlobStreaming::BlobStore_ptr source, CORBA::Boolean overwrite) override;
+    BlobStreaming::BlobInfo* fetch(const BlobStreaming::ReadGrant& grant, CORBA::Boolean overwrite) override;
+    void beginFetch(const BlobStreaming::ReadGrant& grant, CORBA::Boolean overwrite) override;
     BlobStreaming::BlobInfo* awaitFetch(const char* name) override;
-    BlobStreaming::FetchOutcomeSeq* fetchEach(const BlobStreaming::NameSeq& names, BlobStreaming::BlobStore_ptr source,
+    BlobStreaming::FetchOutcomeSeq* fetchEach(const BlobStreaming::ReadGrantSeq& grants,
                                               CORBA::Boolean overwrite) override;
+    /// The source's side of a grant (BlobTransporter_i::grantRead).
+    CORBA::Boolean findGrantedFile(const BlobStreaming::TicketId grant, BlobStreaming::LocalFile_out file) override;
+    BlobStreaming::SharedImageSeq* shareGrantedImages(const BlobStreaming::TicketIdSeq& grants) override;
     CORBA::Boolean findLocalFile(const char* name, BlobStreaming::LocalFile_out file) override;
     CORBA::Boolean shareImage(const char* name, BlobStreaming::SharedImage_out image) override;
     BlobStreaming::SharedImageSeq* shareImages(const BlobStreaming::NameSeq& names) override;
@@ -50,9 +56,14 @@ public:
     void unsubscribe(CORBA::ULongLong id) override;
 
 private:
-    /// The name of `source` for a fetch of `name`; refuses a nil source, a
-    /// store that does not fetch, and this store as its own source.
-    std::string fetch_source(const std::string& name, BlobStreaming::BlobStore_ptr source) const;
+    /// `grant` for a fetch here: refuses a bad name, a nil source, a store
+    /// that does not fetch, a ticket that is not a whole pull of its name,
+    /// and this store as its own source. Throws Error.
+    Grant fetch_grant(const BlobStreaming::ReadGrant& grant) const;
+    /// The binding of the read grant `grant` this store issued, for the
+    /// caller: refused (Errc::refused, naming why) when it is not usable,
+    /// not a whole pull, or bound to another client than the caller.
+    server::TicketBinding granted(const BlobStreaming::TicketId grant, const char* operation) const;
     /// The committed file of `name` this store hands to processes of its
     /// host (findLocalFile, shareImage): none when it does not `offering`
     /// (a missing name is still no_such_blob), for a Blob a fetch is

@@ -180,9 +180,11 @@ std::shared_ptr<server::TransferControl> BlobTransporter_i::make_control(BlobStr
     return control;
 }
 
-BlobStreaming::TransferTicket* BlobTransporter_i::issue(server::TicketBinding binding)
+BlobStreaming::TransferTicket* BlobTransporter_i::issue(server::TicketBinding binding, const std::string* reader)
 {
-    binding.client = caller_subject();  // the data connection must come from the same client
+    // The data connection must come from the same client (or, for a read
+    // grant, from the store it names).
+    binding.client = reader ? *reader : caller_subject();
     const protocol::TicketId id = context_.tickets->issue(binding);
     {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -216,40 +218,8 @@ BlobStreaming::TransferTicket* BlobTransporter_i::send(const char* blob, BlobStr
 {
     require_issuer("send", server::Permission::read);
     const std::string name = blob;
-    if (auto problem = blob_name_problem(name))
-        throw BlobStreaming::InvalidName(("send " + quote_name(name) + ": " + *problem).c_str(), blob);
     try {
-        // A Blob this store is receiving (a copy to it, read-through): the
-        // pull follows the bytes as they arrive, also when an older version
-        // is still here (the next store of a copy chain must get the version
-        // this one receives). Read-through: a Blob only a farther tier holds
-        // is fetched first.
-        Fetcher::Follow follow;
-        if (context_.fetcher) follow.flight = context_.fetcher->in_flight(name);
-        if (!follow.flight && context_.read_through) {
-            follow = context_.fetcher->follow_missing(name, *context_.read_through);
-        } else if (!follow.flight) {
-            try {
-                follow.held = context_.store->stat(name);
-            } catch (const Error& e) {
-                // A fetch that began meanwhile.
-                if (e.code() != Errc::no_such_blob || !context_.fetcher) throw;
-                if (!(follow.flight = context_.fetcher->in_flight(name))) throw;
-            }
-        }
-        const BlobInfo info = follow.flight ? follow.flight->expected() : *follow.held;
-        std::uint64_t resolved = length;
-        if (length == 0 && absoluteOffset <= info.size) resolved = info.size - absoluteOffset;
-        if (resolved > ~std::uint64_t{0} - absoluteOffset || absoluteOffset + resolved > info.size) {
-            // Same wording as the store's own range errors.
-            const std::string msg = "send " + quote_name(name) + ": range " + range_text(absoluteOffset, length) +
-                                    " is outside the blob of " + std::to_string(info.size) + " bytes";
-            throw BlobStreaming::InvalidRange(msg.c_str(), blob, absoluteOffset, length);
-        }
-        server::TicketBinding binding = binding_for(protocol::FrameType::pull, name, absoluteOffset, resolved);
-        binding.version = info;
-        binding.follow = std::move(follow.flight);
-        binding.checksum = info.checksum.algorithm;
+        server::TicketBinding binding = pull_binding(name, absoluteOffset, length);
         set_transfer_options(binding, useTimeout, timeout, semantics);
         return issue(std::move(binding));
     } catch (...) {
@@ -259,6 +229,104 @@ BlobStreaming::TransferTicket* BlobTransporter_i::send(const char* blob, BlobStr
         c.length = length;
         rethrow_declared(kNoSuchBlob | kInvalidName | kInvalidRange | kTransferFailed, context_.store_name, c);
     }
+}
+
+server::TicketBinding BlobTransporter_i::pull_binding(const std::string& name, std::uint64_t offset,
+                                                      std::uint64_t length)
+{
+    if (auto problem = blob_name_problem(name))
+        throw Error(Errc::invalid_name, "send " + quote_name(name) + ": " + *problem);
+    // A Blob this store is receiving (a copy to it, read-through): the
+    // pull follows the bytes as they arrive, also when an older version
+    // is still here (the next store of a copy chain must get the version
+    // this one receives). Read-through: a Blob only a farther tier holds
+    // is fetched first.
+    Fetcher::Follow follow;
+    if (context_.fetcher) follow.flight = context_.fetcher->in_flight(name);
+    if (!follow.flight && context_.read_through) {
+        follow = context_.fetcher->follow_missing(name, *context_.read_through);
+    } else if (!follow.flight) {
+        try {
+            follow.held = context_.store->stat(name);
+        } catch (const Error& e) {
+            // A fetch that began meanwhile.
+            if (e.code() != Errc::no_such_blob || !context_.fetcher) throw;
+            if (!(follow.flight = context_.fetcher->in_flight(name))) throw;
+        }
+    }
+    const BlobInfo info = follow.flight ? follow.flight->expected() : *follow.held;
+    std::uint64_t resolved = length;
+    if (length == 0 && offset <= info.size) resolved = info.size - offset;
+    if (resolved > ~std::uint64_t{0} - offset || offset + resolved > info.size) {
+        // Same wording as the store's own range errors.
+        throw Error(Errc::invalid_range, "send " + quote_name(name) + ": range " + range_text(offset, length) +
+                                             " is outside the blob of " + std::to_string(info.size) + " bytes");
+    }
+    server::TicketBinding binding = binding_for(protocol::FrameType::pull, name, offset, resolved);
+    binding.version = info;
+    binding.follow = std::move(follow.flight);
+    binding.checksum = info.checksum.algorithm;
+    return binding;
+}
+
+BlobStreaming::TransferTicket* BlobTransporter_i::grant_read(const std::string& name, const std::string& reader)
+{
+    server::TicketBinding binding = pull_binding(name, 0, 0);
+    set_transfer_options(binding, false, {}, BlobStreaming::IGNORE_NOTIFICATIONS);
+    const std::string client = caller_subject();
+    // Without TLS nobody has a subject: the ticket itself is the capability.
+    if (!client.empty() && reader.empty())
+        throw Error(Errc::invalid_argument, "grantRead " + quote_name(name) +
+                                                ": no reader named (the certificate subject of the store that "
+                                                "copies, its BlobStore::identity)");
+    const std::string bound = client.empty() ? std::string() : reader;
+    spdlog::info("read grant of {} ({} bytes) issued to client \"{}\" for store \"{}\"", quote_name(name),
+                 binding.length, client, bound);
+    return issue(std::move(binding), &bound);
+}
+
+BlobStreaming::TransferTicket* BlobTransporter_i::grantRead(const char* blob, const char* reader)
+{
+    require_issuer("grantRead", server::Permission::read);
+    try {
+        return grant_read(blob, reader);
+    } catch (...) {
+        IdlContext c;
+        c.name = blob;
+        rethrow_declared(kNoSuchBlob | kInvalidName | kTransferFailed, context_.store_name, c);
+    }
+}
+
+BlobStreaming::GrantOutcomeSeq* BlobTransporter_i::grantReads(const BlobStreaming::NameSeq& blobs, const char* reader)
+{
+    require_issuer("grantReads", server::Permission::read);
+    if (blobs.length() > kMaxGrants) {
+        const std::string msg = "grantReads: " + std::to_string(blobs.length()) + " names; at most " +
+                                std::to_string(kMaxGrants) + " per call";
+        throw BlobStreaming::LimitReached(msg.c_str());
+    }
+    BlobStreaming::GrantOutcomeSeq_var out = new BlobStreaming::GrantOutcomeSeq;
+    out->length(blobs.length());
+    for (CORBA::ULong i = 0; i < blobs.length(); ++i) {
+        BlobStreaming::GrantOutcome& o = out[i];
+        o.code = 0;
+        try {
+            BlobStreaming::TransferTicket_var ticket = grant_read(blobs[i].in(), reader);
+            o.ticket = ticket.in();
+            continue;
+        } catch (const Error& e) {
+            o.code = static_cast<CORBA::UShort>(e.code());
+            o.message = e.what();
+        } catch (const std::exception& e) {
+            o.code = static_cast<CORBA::UShort>(Errc::transfer_failed);
+            o.message = ("grantRead " + quote_name(blobs[i].in()) + ": internal error: " + e.what()).c_str();
+        }
+        // Marshalled also for a failure: an enum left uninitialised fails the reply.
+        o.ticket.direction = BlobStreaming::PULL;
+        to_idl(BlobInfo{}, o.ticket.version);
+        o.ticket.checksum = corba::to_idl(kDefaultChecksum);
+    }
+    return out._retn();
 }
 
 BlobStreaming::TransferTicket* BlobTransporter_i::recv(

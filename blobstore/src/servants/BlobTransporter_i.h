@@ -41,6 +41,8 @@ public:
                                         BlobStreaming::ByteOffset absoluteOffset, CORBA::Boolean useTimeout,
                                         const BlobStreaming::TimeValue& timeout,
                                         BlobStreaming::NotificationSemantics semantics) override;
+    BlobStreaming::TransferTicket* grantRead(const char* blob, const char* reader) override;
+    BlobStreaming::GrantOutcomeSeq* grantReads(const BlobStreaming::NameSeq& blobs, const char* reader) override;
     BlobStreaming::TransferTicket* recv(BlobStreaming::ReservationId reservation, BlobStreaming::ByteCount length,
                                         BlobStreaming::ByteOffset absoluteOffset, CORBA::Boolean useTimeout,
                                         const BlobStreaming::TimeValue& timeout,
@@ -68,12 +70,22 @@ public:
         std::shared_ptr<server::NoticeSink> observer;     ///< SEND_NOTIFICATIONS; null: nowhere
     };
 
+    /// Names per grantReads call.
+    static constexpr CORBA::ULong kMaxGrants = 1024;
     /// Queued notices kept per transporter at most; the oldest are dropped.
     static constexpr std::size_t kMaxQueuedNotices = 10000;
 
 private:
     std::shared_ptr<server::TransferControl> make_control(BlobStreaming::NotificationSemantics semantics);
-    BlobStreaming::TransferTicket* issue(server::TicketBinding binding);
+    /// Registers `binding` and returns its ticket, bound to the caller's
+    /// certificate subject, or to `reader`'s when given (a read grant).
+    BlobStreaming::TransferTicket* issue(server::TicketBinding binding, const std::string* reader = nullptr);
+    /// The binding of a pull of [offset, offset + length) of `name` (length
+    /// 0: to its end) from the version held now or being received here
+    /// (read-through fetches it first). Throws Error.
+    server::TicketBinding pull_binding(const std::string& name, std::uint64_t offset, std::uint64_t length);
+    /// grantRead's work after the permission check; throws Error.
+    BlobStreaming::TransferTicket* grant_read(const std::string& name, const std::string& reader);
     /// The ticket that fills reservation `reservation` (of Blob `blob`)
     /// from `offset` for `length` bytes, the rest of the Blob, checksummed
     /// with the reservation's `checksum`: what recv and push issue once

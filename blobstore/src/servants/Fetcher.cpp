@@ -1,4 +1,5 @@
 #include "Fetcher.h"
+#include "SourceReader.h"
 
 #include "BlobInfoIdl.h"
 
@@ -58,11 +59,9 @@ constexpr std::chrono::seconds kOutcomeMemory{60};
 /// (the oldest forgotten first).
 constexpr std::size_t kMaxRemembered = 4096;
 
-/// Data connections to a source kept between fetches: at most this many
-/// per source, reused within this time (well inside a store's idle timeout
-/// of 60 s, so that the source does not close one as it is reused).
-constexpr std::size_t kMaxIdle = 16;
-constexpr std::chrono::seconds kIdleReuse{20};
+/// Data connections kept per source data port (the data plane's client
+/// reuses them from one fetch to the next).
+constexpr unsigned kConnectionsPerSource = 16;
 
 /// How long whether a source offers its files to this host (its status) is
 /// taken as known: one round trip per source and minute.
@@ -71,195 +70,125 @@ constexpr std::chrono::seconds kLocalRecheck{60};
 /// source keeps it 10 s after the request (ImageShelf::kKeep).
 constexpr std::chrono::seconds kPreparedFor{5};
 
-/// How soon a fetch waiting for the network notices that the store stops.
-constexpr std::chrono::milliseconds kStopSlice{250};
-
-std::string ms_text(std::chrono::milliseconds ms) { return fmt::format("{:.3f} s", ms.count() / 1000.0); }
-
-protocol::TicketId ticket_id(const BlobStreaming::TicketId id)
+dataplane::Ticket ticket_of(const BlobStreaming::TransferTicket& t, const std::string& what)
 {
-    protocol::TicketId out{};
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = id[i];
+    dataplane::Ticket out;
+    std::copy(std::begin(t.id), std::end(t.id), out.id.begin());
+    out.offset = t.offset;
+    out.length = t.length;
+    out.host = t.endpoint.host.in();
+    out.port = t.endpoint.port;
+    out.version = from_idl(t.version, what);
+    out.checksum = out.version->checksum.algorithm;
     return out;
 }
 
-std::string endpoint_text(const BlobStreaming::DataEndpoint& e)
+void to_idl_id(const dataplane::Ticket& ticket, BlobStreaming::TicketId out)
 {
-    const std::string host = e.host.in();
-    const bool ipv6 = host.find(':') != std::string::npos;
-    return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(e.port);
+    std::copy(ticket.id.begin(), ticket.id.end(), out);
+}
+
+std::string ticket_tag(const dataplane::Ticket& ticket)
+{
+    protocol::TicketId id{};
+    std::copy(ticket.id.begin(), ticket.id.end(), id.begin());
+    return protocol::ticket_tag(id);
+}
+
+/// The bytes of a fetch received from the source's data port straight into
+/// the reservation (the data plane's client fills window() and commit()).
+class ReservationSink final : public dataplane::Sink {
+public:
+    ReservationSink(Reservation& reservation, BlobInFlight& progress, std::uint64_t size, std::string what)
+        : reservation_(reservation), progress_(progress), size_(size), what_(std::move(what))
+    {}
+    void open(std::uint64_t length) override
+    {
+        if (length != size_)
+            throw Error(Errc::protocol_error, what_ + ": the source announced " + std::to_string(length) +
+                                                  " bytes, its grant " + std::to_string(size_));
+    }
+    std::pair<std::uint8_t*, std::size_t> window() override
+    {
+        std::error_code ec;
+        const auto w = reservation_.window(
+            static_cast<std::size_t>(std::min<std::uint64_t>(kReceiveChunk, size_ - received_)), ec);
+        if (ec) throw Error(static_cast<Errc>(ec.value()), what_ + ": " + reservation_.error_message());
+        return {w.data, w.size};
+    }
+    void commit(std::size_t n) override
+    {
+        if (auto advanced = reservation_.advance(n))
+            throw Error(static_cast<Errc>(advanced.value()), what_ + ": " + reservation_.error_message());
+        received_ += n;
+        progress_.landed(received_);
+    }
+    /// The reservation commits (and checks the checksum) after the job.
+    void finish() override {}
+
+private:
+    Reservation& reservation_;
+    BlobInFlight& progress_;
+    const std::uint64_t size_;
+    const std::string what_;
+    std::uint64_t received_ = 0;
+};
+
+/// Moves `size` bytes into `reservation` from `read` (up to n bytes into the
+/// buffer, at least one; throws on a failure), reporting each to `progress`.
+void fill_by_reads(Reservation& reservation, BlobInFlight& progress, std::uint64_t size, const std::string& what,
+                   const std::function<std::size_t(std::uint8_t*, std::size_t)>& read)
+{
+    std::uint64_t received = 0;
+    while (received < size) {
+        std::error_code ec;
+        const auto window =
+            reservation.window(static_cast<std::size_t>(std::min<std::uint64_t>(kReceiveChunk, size - received)), ec);
+        if (ec) throw Error(static_cast<Errc>(ec.value()), what + ": " + reservation.error_message());
+        const std::size_t n = read(window.data, window.size);
+        if (auto advanced = reservation.advance(n))
+            throw Error(static_cast<Errc>(advanced.value()), what + ": " + reservation.error_message());
+        received += n;
+        progress.landed(received);
+    }
 }
 
 }  // namespace
 
-/// One data connection to the source's data port, driven by poll() on the
-/// calling thread: every wait is bounded by the idle timeout.
-class FetchConnection {
-public:
-    FetchConnection(const std::string& endpoint, const FetchOptions& options, std::string what,
-                    const std::atomic<bool>& stop)
-        : endpoint_(endpoint), options_(options), what_(std::move(what)), stop_(stop)
-    {
-        const auto colon = endpoint.rfind(':');
-        std::string host = endpoint.substr(0, colon);
-        const std::string port = endpoint.substr(colon + 1);
-        if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-        addrinfo hints{};
-        hints.ai_family = AF_UNSPEC;
-        hints.ai_socktype = SOCK_STREAM;
-        addrinfo* found = nullptr;
-        if (const int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0)
-            throw Error(Errc::unreachable,
-                        what_ + ": cannot resolve data endpoint " + endpoint + ": " + gai_strerror(rc));
-        std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> list(found, &::freeaddrinfo);
-        fd_.reset(::socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-        if (!fd_) throw Error(Errc::unreachable, what_ + ": cannot create a socket: " + std::strerror(errno));
-        apply_socket_options(fd_.get(), options_.socket, endpoint);
-        if (::connect(fd_.get(), found->ai_addr, found->ai_addrlen) != 0 && errno != EINPROGRESS)
-            throw Error(Errc::unreachable,
-                        what_ + ": cannot connect to data endpoint " + endpoint + ": " + std::strerror(errno));
-        wait(POLLOUT, options_.call_timeout, "connecting");
-        int err = 0;
-        socklen_t len = sizeof err;
-        ::getsockopt(fd_.get(), SOL_SOCKET, SO_ERROR, &err, &len);
-        if (err != 0)
-            throw Error(Errc::unreachable,
-                        what_ + ": cannot connect to data endpoint " + endpoint + ": " + std::strerror(err));
-        if (options_.tls) {
-            io_ = std::make_unique<Channel>(fd_.get(), *options_.tls, host);
-            for (;;) {
-                const auto step = io_->handshake();
-                if (step == Channel::Handshake::done) break;
-                if (step == Channel::Handshake::failed)
-                    throw Error(Errc::unreachable, what_ + ": TLS handshake with data endpoint " + endpoint +
-                                                       " failed: " + io_->handshake_error());
-                wait(step == Channel::Handshake::want_write ? POLLOUT : POLLIN, options_.call_timeout, "TLS handshake");
-            }
-        } else {
-            io_ = std::make_unique<Channel>(fd_.get());
-        }
-    }
-
-    ~FetchConnection()
-    {
-        if (io_) io_->close_notify();
-    }
-
-    /// What its messages name (a pooled connection serves one fetch after
-    /// another).
-    void use_for(std::string what) { what_ = std::move(what); }
-
-    /// Idle in the pool: false when the source closed it (or sent
-    /// anything: between transfers it has nothing to say).
-    bool idle_and_open() const
-    {
-        if (io_->pending() > 0) return false;
-        pollfd p{fd_.get(), POLLIN, 0};
-        return ::poll(&p, 1, 0) == 0;
-    }
-
-    void write_all(const void* data, std::size_t size)
-    {
-        const auto* p = static_cast<const std::uint8_t*>(data);
-        while (size > 0) {
-            const IoResult r = write_some(*io_, p, size);
-            p += r.bytes();
-            size -= r.bytes();
-            if (r.failed())
-                throw Error(Errc::transfer_failed,
-                            what_ + ": sending to data endpoint " + endpoint_ + " failed: " + r.text());
-            if (r.blocked()) wait(r.status() == IoResult::Status::want_read ? POLLIN : POLLOUT, options_.idle_timeout);
-        }
-    }
-
-    /// Up to `size` bytes, at least one. End of stream: transfer_failed.
-    std::size_t read_some_bytes(void* data, std::size_t size)
-    {
-        for (;;) {
-            const IoResult r = read_some(*io_, data, size);
-            if (r.done()) return r.bytes();
-            if (r.eof())
-                throw Error(Errc::transfer_failed,
-                            what_ + ": data endpoint " + endpoint_ + " closed the connection before the end");
-            if (r.failed())
-                throw Error(Errc::transfer_failed,
-                            what_ + ": receiving from data endpoint " + endpoint_ + " failed: " + r.text());
-            wait(r.status() == IoResult::Status::want_write ? POLLOUT : POLLIN, options_.idle_timeout);
-        }
-    }
-
-    void read_exact(void* data, std::size_t size)
-    {
-        auto* p = static_cast<std::uint8_t*>(data);
-        while (size > 0) {
-            const std::size_t n = read_some_bytes(p, size);
-            p += n;
-            size -= n;
-        }
-    }
-
-private:
-    void wait(short events, std::chrono::milliseconds bound, const char* doing = "waiting for bytes")
-    {
-        if (events == POLLIN && io_ && io_->pending() > 0) return;
-        pollfd p{fd_.get(), events, 0};
-        const auto until = std::chrono::steady_clock::now() + bound;
-        for (;;) {
-            if (stop_.load()) throw Error(Errc::cancelled, what_ + ": cancelled: the store is shutting down");
-            const auto left =
-                std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
-            if (left.count() <= 0)
-                throw Error(Errc::timeout, what_ + ": data endpoint " + endpoint_ + ": no progress within " +
-                                               ms_text(bound) + " (" + doing + ")");
-            // In slices, so that a stopping store is not held up by a stall.
-            const int rc = ::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left.count(), kStopSlice.count())));
-            if (rc > 0) return;  // ready, or an error the next call reports
-            if (rc < 0 && errno != EINTR)
-                throw Error(Errc::transfer_failed, what_ + ": poll failed: " + std::string(std::strerror(errno)));
-        }
-    }
-
-    const std::string endpoint_;
-    const FetchOptions& options_;
-    std::string what_;
-    const std::atomic<bool>& stop_;
-    UniqueFd fd_;
-    std::unique_ptr<Channel> io_;
-};
-
 Fetcher::Fetcher(Store& store, FetchOptions options)
     : store_(store), options_(std::move(options)), failures_(kFailureMemory, kMaxRemembered),
       outcomes_(kOutcomeMemory, kMaxRemembered)
-{}
+{
+    dataplane::PoolOptions pool;
+    pool.max_connections_per_endpoint = kConnectionsPerSource;
+    pool.timeout = options_.idle_timeout;
+    pool.socket = options_.socket;
+    pool.tls = options_.tls;
+    reader_ = std::make_unique<SourceReader>(std::move(pool));
+}
 
 Fetcher::~Fetcher() = default;
 
-std::unique_ptr<FetchConnection> Fetcher::connection_to(const std::string& endpoint, const std::string& what,
-                                                        bool& reused)
+Grant Fetcher::grant_of(const BlobStreaming::ReadGrant& grant, const std::string& what)
 {
-    {
-        std::lock_guard lock(mutex_);
-        auto& idle = idle_[endpoint];
-        const auto now = std::chrono::steady_clock::now();
-        while (!idle.empty()) {
-            Idle last = std::move(idle.back());
-            idle.pop_back();
-            if (now - last.since < kIdleReuse && last.connection->idle_and_open()) {
-                reused = true;
-                last.connection->use_for(what);
-                return std::move(last.connection);
-            }
-        }
+    if (CORBA::is_nil(grant.source.in()))
+        throw Error(Errc::invalid_argument, what + ": the grant names no source store (a nil reference)");
+    const BlobStreaming::TransferTicket& t = grant.ticket;
+    if (t.direction != BlobStreaming::PULL || t.offset != 0 || t.length != t.version.size)
+        throw Error(Errc::invalid_argument, what + ": the grant is not a pull of a whole Blob (a ticket of " +
+                                                std::string(t.direction == BlobStreaming::PULL ? "pull" : "push") +
+                                                " [" + std::to_string(t.offset) + ", +" + std::to_string(t.length) +
+                                                ") of " + std::to_string(t.version.size) + " bytes)");
+    Grant out;
+    out.source = BlobStreaming::BlobStore::_duplicate(grant.source.in());
+    out.key = endpoint_of(out.source.in());
+    try {
+        out.source_name = source_name(out.source.in());
+    } catch (...) {
+        rethrow_as_error(what, "(source)", out.key);
     }
-    reused = false;
-    return std::make_unique<FetchConnection>(endpoint, options_, what, stop_requested_);
-}
-
-void Fetcher::give_back(const std::string& endpoint, std::unique_ptr<FetchConnection> connection)
-{
-    std::lock_guard lock(mutex_);
-    auto& idle = idle_[endpoint];
-    if (idle.size() < kMaxIdle && !stopping_) idle.push_back({std::chrono::steady_clock::now(), std::move(connection)});
+    out.ticket = ticket_of(t, what);
+    return out;
 }
 
 std::shared_ptr<Fetcher::Flight> Fetcher::join_flight(const std::string& name, bool& first)
@@ -285,16 +214,15 @@ void Fetcher::land(const std::string& name, Flight& flight, std::optional<BlobIn
         flight.info = std::move(info);
         flight.error = std::move(error);
         flights_.erase(name);
-        if (flight.keep) {  // for await()
-            outcomes_.record(name, {flight.info, flight.error});
-        }
+        for (const std::string& client : flight.keepers)  // for their await()
+            outcomes_.record(client + '\n' + name, {flight.info, flight.error});
     }
     landed_.notify_all();
 }
 
-BlobInfo Fetcher::fetch(const std::string& name, BlobStreaming::BlobStore_ptr source, const std::string& source_name,
-                        ReserveMode mode)
+BlobInfo Fetcher::fetch(const Grant& grant, ReserveMode mode)
 {
+    const std::string name = grant.name();
     bool first = false;
     const std::shared_ptr<Flight> flight = join_flight(name, first);
     if (!first) {
@@ -306,7 +234,7 @@ BlobInfo Fetcher::fetch(const std::string& name, BlobStreaming::BlobStore_ptr so
     std::optional<BlobInfo> info;
     std::exception_ptr error;
     try {
-        info = transfer(name, source, source_name, mode, *flight);
+        info = transfer(grant, mode, *flight);
     } catch (...) {
         error = std::current_exception();
     }
@@ -322,17 +250,18 @@ struct Fetcher::LocalSource {
     BlobInfo info;
 };
 
-std::optional<Fetcher::LocalSource> Fetcher::local_source(const std::string& name, BlobStreaming::BlobStore_ptr source,
-                                                          const std::string& source_name, const std::string& key,
-                                                          const std::string& what)
+std::optional<Fetcher::LocalSource> Fetcher::local_source(const Grant& grant, const std::string& what)
 {
-    if (!offers_files(source, key)) return std::nullopt;
+    const std::string& key = grant.key;
+    if (!offers_files(grant.source.in(), key)) return std::nullopt;
     BlobStreaming::LocalFile_var file;
     bool offered = false;
     try {
-        offered = bounded(source)->findLocalFile(name.c_str(), file.out());
+        BlobStreaming::TicketId id;
+        to_idl_id(grant.ticket, id);
+        offered = bounded(grant.source.in())->findGrantedFile(id, file.out());
     } catch (...) {
-        rethrow_as_error(what, source_name, key);
+        rethrow_as_error(what, grant.source_name, key);
     }
     // Not this one (an empty Blob, or one still arriving there, whose pull
     // follows the bytes): the data port serves it.
@@ -368,7 +297,7 @@ std::optional<Fetcher::LocalSource> Fetcher::local_source(const std::string& nam
     }
     std::string why;
     const auto held = FileStore::file_info(out.fd.get(), why);
-    if (!held || !same_version(*held, out.info)) {
+    if (!held || !same_version(*held, out.info) || !same_version(out.info, *grant.ticket.version)) {
         spdlog::debug("{}: the source's file {} no longer holds {}: through its data port", what, out.path,
                       describe_version(out.info));
         return std::nullopt;
@@ -392,37 +321,41 @@ Fetcher::ImageRef Fetcher::image_ref(const BlobStreaming::SharedImage& image, co
     return ImageRef{image.host.in(), image.pid, image.fd, image.inode, from_idl(image.info, what)};
 }
 
-void Fetcher::prepare_images(const std::vector<std::string>& names, BlobStreaming::BlobStore_ptr source)
+void Fetcher::prepare_images(const std::vector<Grant>& grants)
 {
-    if (!options_.local || !store_.adopts_images() || names.empty()) return;
-    const std::string key = endpoint_of(source);
-    if (!images_open(source, key)) return;
+    if (!options_.local || !store_.adopts_images() || grants.empty()) return;
+    const Grant& first = grants.front();
+    if (!images_open(first.source.in(), first.key)) return;
+    BlobStreaming::TicketIdSeq ids;
+    ids.length(static_cast<CORBA::ULong>(grants.size()));
+    for (CORBA::ULong i = 0; i < ids.length(); ++i) to_idl_id(grants[i].ticket, ids[i]);
     BlobStreaming::SharedImageSeq_var got;
     try {
-        got = bounded(source)->shareImages(to_name_seq(names));
+        got = bounded(first.source.in())->shareGrantedImages(ids);
     } catch (const CORBA::Exception& e) {
         // Each fetch asks for its own image, and says why it cannot.
-        spdlog::debug("shareImages of {} Blobs from the store at {}: CORBA {}", names.size(), key, e._name());
+        spdlog::debug("shareGrantedImages of {} Blobs from the store at {}: CORBA {}", grants.size(), first.key,
+                      e._name());
         return;
     }
     const auto now = std::chrono::steady_clock::now();
     std::lock_guard lock(mutex_);
     for (auto it = prepared_.begin(); it != prepared_.end();)
         it = now < it->second.until ? std::next(it) : prepared_.erase(it);
-    for (CORBA::ULong i = 0; i < got->length() && i < names.size(); ++i) {
+    for (CORBA::ULong i = 0; i < got->length() && i < grants.size(); ++i) {
         if (got[i].fd < 0) continue;
         try {
-            prepared_[key + '\n' + names[i]] = {image_ref(got[i], "shareImages"), now + kPreparedFor};
+            prepared_[ticket_tag(grants[i].ticket)] = {image_ref(got[i], "shareGrantedImages"), now + kPreparedFor};
         } catch (const Error&) {
             // A checksum this daemon cannot read: that fetch asks again.
         }
     }
 }
 
-std::optional<Fetcher::ImageRef> Fetcher::take_prepared(const std::string& key, const std::string& name)
+std::optional<Fetcher::ImageRef> Fetcher::take_prepared(const Grant& grant)
 {
     std::lock_guard lock(mutex_);
-    const auto it = prepared_.find(key + '\n' + name);
+    const auto it = prepared_.find(ticket_tag(grant.ticket));
     if (it == prepared_.end()) return std::nullopt;
     std::optional<ImageRef> out;
     if (std::chrono::steady_clock::now() < it->second.until) out = std::move(it->second.image);
@@ -435,24 +368,25 @@ struct Fetcher::SharedSource {
     BlobInfo info;
 };
 
-std::optional<Fetcher::SharedSource> Fetcher::shared_image(const std::string& name, BlobStreaming::BlobStore_ptr source,
-                                                           const std::string& source_name, const std::string& key,
-                                                           const std::string& what)
+std::optional<Fetcher::SharedSource> Fetcher::shared_image(const Grant& grant, const std::string& what)
 {
-    if (!images_open(source, key)) return std::nullopt;
-    std::optional<ImageRef> image = take_prepared(key, name);
+    const std::string& key = grant.key;
+    if (!images_open(grant.source.in(), key)) return std::nullopt;
+    std::optional<ImageRef> image = take_prepared(grant);
     if (!image) {
-        BlobStreaming::SharedImage_var got;
-        bool offered = false;
+        BlobStreaming::SharedImageSeq_var got;
         try {
-            offered = bounded(source)->shareImage(name.c_str(), got.out());
+            BlobStreaming::TicketIdSeq ids;
+            ids.length(1);
+            to_idl_id(grant.ticket, ids[0]);
+            got = bounded(grant.source.in())->shareGrantedImages(ids);
         } catch (...) {
-            rethrow_as_error(what, source_name, key);
+            rethrow_as_error(what, grant.source_name, key);
         }
-        if (!offered) return std::nullopt;
-        image = image_ref(got.in(), what);
+        if (got->length() != 1 || got[0].fd < 0) return std::nullopt;
+        image = image_ref(got[0], what);
     }
-    if (!on_this_host(image->host)) return std::nullopt;
+    if (!on_this_host(image->host) || !same_version(image->info, *grant.ticket.version)) return std::nullopt;
     SharedSource out;
     out.info = image->info;
     const std::string path = "/proc/" + std::to_string(image->pid) + "/fd/" + std::to_string(image->fd);
@@ -520,130 +454,87 @@ bool Fetcher::offers_files(BlobStreaming::BlobStore_ptr source, const std::strin
     return offers;
 }
 
-BlobInfo Fetcher::transfer(const std::string& name, BlobStreaming::BlobStore_ptr source, const std::string& source_name,
-                           ReserveMode mode, Flight& flight)
+BlobInfo Fetcher::transfer(const Grant& grant, ReserveMode mode, Flight& flight)
 {
-    const std::string what = "fetch " + quote_name(name) + " from store \"" + source_name + "\"";
+    const std::string name = grant.name();
+    const BlobInfo& version = *grant.ticket.version;
+    const std::string what = "fetch " + quote_name(name) + " from store \"" + grant.source_name + "\"";
     const auto started = std::chrono::steady_clock::now();
-    const std::string source_endpoint = endpoint_of(source);
     const auto done = [&](const BlobInfo& info, const char* how) {
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         spdlog::info("fetched {} ({} bytes, {}) from store \"{}\" in {:.3f} s{}", quote_name(name), info.size,
-                     info.checksum.brief(), source_name, seconds, how);
+                     info.checksum.brief(), grant.source_name, seconds, how);
         return info;
     };
 
     if (options_.local && store_.adopts_images()) {
-        if (auto image = shared_image(name, source, source_name, source_endpoint, what)) {
+        if (auto image = shared_image(grant, what)) {
             const std::string from = what + " (its image on this host)";
             const std::uint8_t* bytes = image->bytes.get();
             std::uint64_t at = 0;
             const BlobInfo info = receive(
                 name, image->info.size, image->info.checksum, mode, flight, from,
-                [&](std::uint8_t* data, std::size_t n) {  // a store that copied instead of adopting
-                    std::memcpy(data, bytes + at, n);
-                    at += n;
-                    return n;
+                [&](Reservation& reservation, BlobInFlight& progress) {  // a store that copied instead of adopting
+                    fill_by_reads(reservation, progress, image->info.size, from,
+                                  [&](std::uint8_t* data, std::size_t n) {
+                                      std::memcpy(data, bytes + at, n);
+                                      at += n;
+                                      return n;
+                                  });
                 },
-                [] {}, image->bytes);
+                image->bytes);
             return done(info, " (its image on this host)");
         }
     }
     if (options_.local) {
-        if (auto file = local_source(name, source, source_name, source_endpoint, what)) {
+        if (auto file = local_source(grant, what)) {
             const std::string from = what + " (its file " + file->path + " on this host)";
             std::uint64_t at = file->data_offset;
             const int fd = file->fd.get();
-            const BlobInfo info = receive(
-                name, file->info.size, file->info.checksum, mode, flight, from,
-                [&](std::uint8_t* data, std::size_t n) {
-                    for (;;) {
-                        const ssize_t r = ::pread(fd, data, n, static_cast<off_t>(at));
-                        if (r < 0 && errno == EINTR) continue;
-                        if (r <= 0)
-                            throw Error(Errc::io_error, from + ": cannot read it: " +
-                                                            (r < 0 ? std::strerror(errno) : "it ended early"));
-                        at += static_cast<std::uint64_t>(r);
-                        return static_cast<std::size_t>(r);
-                    }
-                },
-                [] {});
+            const BlobInfo info =
+                receive(name, file->info.size, file->info.checksum, mode, flight, from,
+                        [&](Reservation& reservation, BlobInFlight& progress) {
+                            fill_by_reads(reservation, progress, file->info.size, from,
+                                          [&](std::uint8_t* data, std::size_t n) {
+                                              for (;;) {
+                                                  const ssize_t r = ::pread(fd, data, n, static_cast<off_t>(at));
+                                                  if (r < 0 && errno == EINTR) continue;
+                                                  if (r <= 0)
+                                                      throw Error(Errc::io_error,
+                                                                  from + ": cannot read it: " +
+                                                                      (r < 0 ? std::strerror(errno) : "it ended early"));
+                                                  at += static_cast<std::uint64_t>(r);
+                                                  return static_cast<std::size_t>(r);
+                                              }
+                                          });
+                        });
             return done(info, " (its file on this host)");
         }
     }
 
-    BlobStreaming::TransferTicket_var ticket;
-    BlobStreaming::TimeValue lifetime;
-    lifetime.seconds = static_cast<CORBA::ULongLong>(options_.idle_timeout.count() / 1000);
-    lifetime.microseconds = 0;
-    for (int attempt = 0;; ++attempt) {
-        bool cached = false;
-        try {
-            BlobStreaming::BlobTransporter_var transporter = transporter_of(source, source_endpoint, cached);
-            ticket = transporter->send(name.c_str(), 0, 0, true, lifetime, BlobStreaming::IGNORE_NOTIFICATIONS);
-            break;
-        } catch (const CORBA::OBJECT_NOT_EXIST&) {
-            // The source reclaimed the cached transporter (idle too long,
-            // or the source restarted): open a new one, once.
-            forget_transporter(source_endpoint);
-            if (!cached || attempt > 0) rethrow_as_error(what, source_name, source_endpoint);
-        } catch (...) {
-            forget_transporter(source_endpoint);
-            rethrow_as_error(what, source_name, source_endpoint);
-        }
-    }
-
-    const Checksum expected = checksum_of(ticket->version.checksum, what);
-    const std::uint64_t size = ticket->length;
-    const std::string data_endpoint = endpoint_text(ticket->endpoint);
-    protocol::Request request;
-    request.type = protocol::FrameType::pull;
-    request.ticket = ticket_id(ticket->id);
-    request.offset = 0;
-    request.length = size;
-    std::uint8_t frame[protocol::kRequestSize];
-    protocol::encode(request, frame);
-    std::uint8_t header[protocol::kResponseHeaderSize];
-    std::unique_ptr<FetchConnection> pooled;
-    for (;;) {
-        bool reused = false;
-        pooled = connection_to(data_endpoint, what, reused);
-        try {
-            pooled->write_all(frame, sizeof frame);
-            pooled->read_exact(header, sizeof header);
-            break;
-        } catch (const Error& e) {
-            // A kept connection the source closed just now: the Request
-            // never reached it (the ticket is unused), so a new one.
-            if (!reused || e.code() != Errc::transfer_failed) throw;
-        }
-    }
-    FetchConnection& connection = *pooled;
-    protocol::Response response;
-    std::size_t message_size = 0;
-    std::string why;
-    if (protocol::decode(header, response, message_size, why))
-        throw Error(Errc::protocol_error, what + ": the source's data endpoint answered garbage: " + why);
-    if (response.status != Errc::ok) {
-        std::string message(std::min(message_size, protocol::kMaxMessageSize), '\0');
-        connection.read_exact(message.data(), message.size());
-        throw Error(response.status, what + ": the source refused the transfer: " + message);
-    }
-    if (response.length != size || !response.checksum || !(*response.checksum == expected))
-        throw Error(Errc::protocol_error, what + ": the source announced " + std::to_string(response.length) +
-                                              " bytes, its ticket " + std::to_string(size));
-
-    return done(receive(
-                    name, size, expected, mode, flight, what,
-                    [&](std::uint8_t* data, std::size_t n) { return connection.read_some_bytes(data, n); },
-                    [&] { give_back(data_endpoint, std::move(pooled)); }),  // ready for the next fetch
-                "");
+    // The source's data port, through the data plane's client: the grant's
+    // ticket is the only authority presented there.
+    const BlobInfo info = receive(
+        name, version.size, version.checksum, mode, flight, what, [&](Reservation& reservation, BlobInFlight& progress) {
+            auto job = std::make_unique<dataplane::TransferJob>();
+            job->type = protocol::FrameType::pull;
+            job->ticket = grant.ticket;
+            job->what = what;
+            job->sink = std::make_unique<ReservationSink>(reservation, progress, version.size, what);
+            job->whole = true;
+            // The reservation checks the checksum when it commits.
+            job->verify = false;
+            const dataplane::JobOutcome outcome = reader_->run(std::move(job));
+            // The message names the fetch (the job's `what`) and the
+            // source's reason.
+            if (outcome.error) throw Error(static_cast<Errc>(outcome.error.value()), outcome.message);
+        });
+    return done(info, "");
 }
 
 BlobInfo Fetcher::receive(const std::string& name, std::uint64_t size, const Checksum& expected, ReserveMode mode,
-                          Flight& flight, const std::string& what,
-                          const std::function<std::size_t(std::uint8_t*, std::size_t)>& read,
-                          const std::function<void()>& all_read, std::shared_ptr<const std::uint8_t> image)
+                          Flight& flight, const std::string& what, const Fill& fill,
+                          std::shared_ptr<const std::uint8_t> image)
 {
     auto reservation = store_.reserve(name, size, mode, expected.algorithm);
     // Pulls of this name follow the bytes from here on (read-through, the
@@ -662,25 +553,10 @@ BlobInfo Fetcher::receive(const std::string& name, std::uint64_t size, const Che
     landed_.notify_all();
     BlobInfo info;
     try {
-        std::uint64_t received = 0;
         // A sealed image the source verified after sealing: these very bytes
         // were checked against `expected`, and cannot change since.
-        if (image && reservation->adopt(std::move(image), &expected)) {
-            received = size;
-            progress->landed(received);
-        }
-        while (received < size) {
-            std::error_code ec;
-            const auto window = reservation->window(
-                static_cast<std::size_t>(std::min<std::uint64_t>(kReceiveChunk, size - received)), ec);
-            if (ec) throw Error(static_cast<Errc>(ec.value()), what + ": " + reservation->error_message());
-            const std::size_t n = read(window.data, window.size);
-            if (auto advanced = reservation->advance(n))
-                throw Error(static_cast<Errc>(advanced.value()), what + ": " + reservation->error_message());
-            received += n;
-            progress->landed(received);
-        }
-        all_read();
+        if (image && reservation->adopt(std::move(image), &expected)) progress->landed(size);
+        else fill(*reservation, *progress);
         progress->detach();
         try {
             info = reservation->commit(&expected);
@@ -698,6 +574,37 @@ BlobInfo Fetcher::receive(const std::string& name, std::uint64_t size, const Che
     }
     progress->finish(info);
     return info;
+}
+
+Grant Fetcher::own_grant(const std::string& name, BlobStreaming::BlobStore_ptr source, const std::string& source_name)
+{
+    const std::string what = "fetch " + quote_name(name) + " from store \"" + source_name + "\"";
+    Grant grant;
+    grant.source = BlobStreaming::BlobStore::_duplicate(source);
+    grant.source_name = source_name;
+    grant.key = endpoint_of(source);
+    BlobStreaming::TimeValue lifetime;
+    lifetime.seconds = static_cast<CORBA::ULongLong>(options_.idle_timeout.count() / 1000);
+    lifetime.microseconds = 0;
+    BlobStreaming::TransferTicket_var ticket;
+    for (int attempt = 0;; ++attempt) {
+        bool cached = false;
+        try {
+            BlobStreaming::BlobTransporter_var transporter = transporter_of(source, grant.key, cached);
+            ticket = transporter->send(name.c_str(), 0, 0, true, lifetime, BlobStreaming::IGNORE_NOTIFICATIONS);
+            break;
+        } catch (const CORBA::OBJECT_NOT_EXIST&) {
+            // The source reclaimed the cached transporter (idle too long,
+            // or the source restarted): open a new one, once.
+            forget_transporter(grant.key);
+            if (!cached || attempt > 0) rethrow_as_error(what, source_name, grant.key);
+        } catch (...) {
+            forget_transporter(grant.key);
+            rethrow_as_error(what, source_name, grant.key);
+        }
+    }
+    grant.ticket = ticket_of(ticket.in(), what);
+    return grant;
 }
 
 BlobStreaming::BlobTransporter_var Fetcher::transporter_of(BlobStreaming::BlobStore_ptr source, const std::string& key,
@@ -802,7 +709,7 @@ BlobInfo Fetcher::fetch_missing(const std::string& name, const Upstream& upstrea
     }
     auto [source, source_name] = nearest_holder(name, upstream);
     try {
-        return fetch(name, source.in(), source_name, ReserveMode::create);
+        return fetch(own_grant(name, source.in(), source_name), ReserveMode::create);
     } catch (const Error& e) {
         // Another fetch or a push committed it meanwhile: that one serves.
         if (e.code() == Errc::already_exists) return store_.stat(name);
@@ -837,7 +744,7 @@ Fetcher::Follow Fetcher::follow_missing(const std::string& name, const Upstream&
         spawn(name, flight, "read-through", [this, name, up = &upstream, flight] {
             auto [source, source_name] = nearest_holder(name, *up);
             try {
-                return transfer(name, source.in(), source_name, ReserveMode::create, *flight);
+                return transfer(own_grant(name, source.in(), source_name), ReserveMode::create, *flight);
             } catch (const Error& e) {
                 // Another fetch or a push committed it meanwhile: that one
                 // serves the pulls still to come (those following this
@@ -907,42 +814,38 @@ void Fetcher::run(const std::string& name, const std::shared_ptr<Flight>& flight
     }
     land(name, *flight, info, error);
     std::unique_lock lock(mutex_);
-    if (error && flight->progress && !flight->keep) remember_failure(name, error);
+    if (error && flight->progress && flight->keepers.empty()) remember_failure(name, error);
     --threads_;
     // Wakes stop() only once this thread no longer touches the Fetcher.
     std::notify_all_at_thread_exit(threads_ended_, std::move(lock));
 }
 
-void Fetcher::begin(const std::string& name, BlobStreaming::BlobStore_ptr source, const std::string& source_name,
-                    ReserveMode mode)
+void Fetcher::begin(const Grant& grant, ReserveMode mode, const std::string& client)
 {
+    const std::string name = grant.name();
     bool first = false;
     const std::shared_ptr<Flight> flight = join_flight(name, first);
     {
         std::lock_guard lock(mutex_);
-        flight->keep = true;
+        flight->keepers.insert(client);
     }
-    if (first) {
-        BlobStreaming::BlobStore_var held = BlobStreaming::BlobStore::_duplicate(source);
-        spawn(name, flight, "fetch", [this, name, held, source_name, mode, flight] {
-            return transfer(name, held.in(), source_name, mode, *flight);
-        });
-    }
+    if (first)
+        spawn(name, flight, "fetch", [this, grant, mode, flight] { return transfer(grant, mode, *flight); });
     wait_begun(*flight);
 }
 
-BlobInfo Fetcher::await(const std::string& name, const std::string& store_name)
+BlobInfo Fetcher::await(const std::string& name, const std::string& store_name, const std::string& client)
 {
     std::unique_lock lock(mutex_);
-    if (const auto it = flights_.find(name); it != flights_.end()) {
+    if (const auto it = flights_.find(name); it != flights_.end() && it->second->keepers.count(client) != 0) {
         const std::shared_ptr<Flight> flight = it->second;
         landed_.wait(lock, [&] { return flight->done; });
         if (flight->error) std::rethrow_exception(flight->error);
         return *flight->info;
     }
-    const Outcome* outcome = outcomes_.find(name);
+    const Outcome* outcome = outcomes_.find(client + '\n' + name);
     if (!outcome)
-        throw Error(Errc::no_such_blob, "await fetch " + quote_name(name) + ": no fetch of it began at store \"" +
+        throw Error(Errc::no_such_blob, "await fetch " + quote_name(name) + ": this client began no fetch of it at store \"" +
                                             store_name + "\" within the last " +
                                             std::to_string(kOutcomeMemory.count()) + " s");
     if (outcome->error) std::rethrow_exception(outcome->error);
@@ -956,10 +859,9 @@ void Fetcher::remember_failure(const std::string& name, std::exception_ptr error
 
 void Fetcher::stop() noexcept
 {
-    stop_requested_.store(true);
+    reader_->stop();  // transfers under way fail (cancelled)
     std::unique_lock lock(mutex_);
     stopping_ = true;
-    idle_.clear();  // kept data connections closed
     threads_ended_.wait(lock, [&] { return threads_ == 0; });
 }
 

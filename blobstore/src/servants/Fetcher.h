@@ -2,12 +2,17 @@
 /// Store-to-store transfers: this daemon as the client of another store
 /// (docs/ARCHITECTURE.md, "Tiers"). BlobStore::fetch (a third-party copy,
 /// `blob copy`) and read-through (`blobstored --read-through`) both land
-/// here: the source issues a pull ticket, its data port sends the bytes, and
-/// they go straight into a reservation of this store, checksummed as they
-/// arrive and committed only when they match the source's checksum. A source
-/// on this host that offers its files (StoreStatus::localFiles) is read from
-/// its committed file instead (findLocalFile, pread), verified the same way.
-/// Nothing of a failed fetch is ever visible.
+/// here, each with a read grant: the pull ticket a client obtained from the
+/// source for this store (BlobTransporter::grantRead: the client's
+/// authority, never this daemon's), or, for read-through, one this daemon
+/// asked for itself (the operator's configuration is the authority). The
+/// source's data port sends the bytes through the data plane's client
+/// (transporter/client, the one the client library uses: SourceReader)
+/// straight into a reservation of this store, checksummed as they arrive
+/// and committed only when they match the source's checksum. A source on
+/// this host that offers its files (StoreStatus::localFiles) is read from
+/// its committed file instead (findGrantedFile, pread), verified the same
+/// way. Nothing of a failed fetch is ever visible.
 ///
 /// Blocking: runs on the calling thread (an ORB thread), never on the data
 /// plane's reactor; a read-through fetch for a pull on a thread of its own,
@@ -18,6 +23,7 @@
 #include <blobstreaming/blobstore/Store.h>
 #include <blobstreaming/common/BlobInfo.h>
 #include <blobstreaming/transporter/SocketOptions.h>
+#include <blobstreaming/transporter/client/Ticket.h>
 
 #include "RecentOutcomes.h"
 
@@ -33,6 +39,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,7 +50,7 @@ class TlsContext;
 
 namespace blobstreaming::corba {
 
-class FetchConnection;
+class SourceReader;
 
 struct FetchOptions {
     /// A transfer with no byte moving for this long fails (Errc::timeout).
@@ -70,6 +77,15 @@ struct Upstream {
     BlobStreaming::StoreTier own_tier = BlobStreaming::TIER_WORKSTATION;
 };
 
+/// A read grant (IDL ReadGrant) as a fetch uses it.
+struct Grant {
+    BlobStreaming::BlobStore_var source;
+    std::string source_name;   ///< BlobStore::name of the source
+    std::string key;           ///< the source's control endpoint
+    dataplane::Ticket ticket;  ///< a pull of the whole Blob; its version
+    std::string name() const { return ticket.version ? ticket.version->name : std::string(); }
+};
+
 class Fetcher {
 public:
     Fetcher(Store& store, FetchOptions options);
@@ -77,21 +93,25 @@ public:
     Fetcher(const Fetcher&) = delete;
     Fetcher& operator=(const Fetcher&) = delete;
 
-    /// Asks `source` for its images of `names` in one call (shareImages)
-    /// when this store adopts images and the source offers them on this
-    /// host: the fetches of those names that follow within a few seconds
-    /// use them instead of asking one by one (BlobStore::fetchEach). Errors
-    /// only log: each fetch then asks for itself.
-    void prepare_images(const std::vector<std::string>& names, BlobStreaming::BlobStore_ptr source);
+    /// Asks the source of `grants` (all of one source) for its images of
+    /// their Blobs in one call (shareGrantedImages) when this store adopts
+    /// images and the source offers them on this host: the fetches of those
+    /// grants that follow within a few seconds use them instead of asking
+    /// one by one (BlobStore::fetchEach). Errors only log: each fetch then
+    /// asks for itself.
+    void prepare_images(const std::vector<Grant>& grants);
 
-    /// Copies the committed Blob `name` from `source` (called `source_name`
-    /// in messages) into the store, replacing a Blob of that name when
-    /// `mode` is replace. Throws Error: the source's no_such_blob and other
+    /// Copies the Blob of `grant` from its source into the store, replacing
+    /// a Blob of that name when `mode` is replace. Throws Error: the
+    /// source's no_such_blob, its refusal of the grant (refused) and other
     /// errors with the source named, unreachable or timeout for the data
     /// connection, digest_mismatch when the bytes do not match the source's
     /// checksum, this store's own errors (out_of_space, already_exists).
-    BlobInfo fetch(const std::string& name, BlobStreaming::BlobStore_ptr source, const std::string& source_name,
-                   ReserveMode mode);
+    BlobInfo fetch(const Grant& grant, ReserveMode mode);
+
+    /// `grant` from the IDL, its source named by source_name(); throws
+    /// Error (invalid_argument) for a ticket that is not a whole pull.
+    Grant grant_of(const BlobStreaming::ReadGrant& grant, const std::string& what);
 
     /// The source's name (BlobStore::name), asked once per control
     /// endpoint. Throws CORBA exceptions.
@@ -116,15 +136,15 @@ public:
 
     /// fetch() in two steps (BlobStore::beginFetch, awaitFetch), so that a
     /// chain of stores forwards while it receives: begin() returns once the
-    /// bytes have somewhere to go (pulls of `name` then follow the fetch),
-    /// the transfer going on on a thread of its own; await() waits for its
-    /// outcome, kept 60 s after it ends. Errors before the bytes could
+    /// bytes have somewhere to go (pulls of the name then follow the
+    /// fetch), the transfer going on on a thread of its own; await() waits
+    /// for its outcome, kept 60 s after it ends for each `client` (the
+    /// certificate subject) that began it. Errors before the bytes could
     /// start are begin()'s, as fetch() throws them.
-    void begin(const std::string& name, BlobStreaming::BlobStore_ptr source, const std::string& source_name,
-               ReserveMode mode);
-    /// The outcome of the fetch of `name` begin() started, waited for;
-    /// no_such_blob (naming `store_name`) when none did lately.
-    BlobInfo await(const std::string& name, const std::string& store_name);
+    void begin(const Grant& grant, ReserveMode mode, const std::string& client);
+    /// The outcome of the fetch of `name` that `client` began, waited for;
+    /// no_such_blob (naming `store_name`) when it began none lately.
+    BlobInfo await(const std::string& name, const std::string& store_name, const std::string& client);
 
     /// The fetch receiving `name` into the store now (a `blob copy` to this
     /// store, or read-through), once its bytes have somewhere to go; null
@@ -152,8 +172,9 @@ private:
         std::exception_ptr error;
         /// Set once the bytes have somewhere to go: what pulls follow.
         std::shared_ptr<BlobInFlight> progress;
-        /// begin() joined it: its outcome is kept for await().
-        bool keep = false;
+        /// The clients whose begin() joined it: its outcome is kept for
+        /// their await().
+        std::set<std::string> keepers;
     };
 
     /// Joins the flight of `name`, or opens it (`first`); throws
@@ -179,8 +200,10 @@ private:
     std::pair<BlobStreaming::BlobStore_var, std::string> nearest_holder(const std::string& name,
                                                                         const Upstream& upstream) const;
 
-    BlobInfo transfer(const std::string& name, BlobStreaming::BlobStore_ptr source, const std::string& source_name,
-                      ReserveMode mode, Flight& flight);
+    BlobInfo transfer(const Grant& grant, ReserveMode mode, Flight& flight);
+    /// Read-through: a grant of `name` from `source` for this store, asked
+    /// for with this daemon's own authority (BlobTransporter::send).
+    Grant own_grant(const std::string& name, BlobStreaming::BlobStore_ptr source, const std::string& source_name);
 
     /// The source's committed file of `name`, opened, when the source is on
     /// this host and offers it (findLocalFile) and it still holds the
@@ -192,9 +215,7 @@ private:
     bool offers_files(BlobStreaming::BlobStore_ptr source, const std::string& key);
     /// `source` with each call bounded by options_.call_timeout.
     BlobStreaming::BlobStore_var bounded(BlobStreaming::BlobStore_ptr source) const;
-    std::optional<LocalSource> local_source(const std::string& name, BlobStreaming::BlobStore_ptr source,
-                                            const std::string& source_name, const std::string& key,
-                                            const std::string& what);
+    std::optional<LocalSource> local_source(const Grant& grant, const std::string& what);
     struct SharedSource;
     /// An image a source described (shareImage, shareImages).
     struct ImageRef {
@@ -209,30 +230,28 @@ private:
     /// here: it offers its files to this host, and opening one was not
     /// refused within the last minute (no_images_).
     bool images_open(BlobStreaming::BlobStore_ptr source, const std::string& key);
-    /// The image prepare_images() got for `name` from the source at `key`
-    /// (taken: used once), while fresh.
-    std::optional<ImageRef> take_prepared(const std::string& key, const std::string& name);
+    /// The image prepare_images() got for `grant` (taken: used once), while
+    /// fresh.
+    std::optional<ImageRef> take_prepared(const Grant& grant);
     /// The source's sealed image of `name` (shareImage), opened through
     /// /proc/PID/fd/FD and mapped read-only, when this store adopts images,
     /// the source is on this host, offers its files and made one, and the
     /// descriptor opened is that image (its inode), sealed against any
     /// change and of the Blob's size; nullopt otherwise (its file or the
     /// data port serves). Throws what shareImage raises.
-    std::optional<SharedSource> shared_image(const std::string& name, BlobStreaming::BlobStore_ptr source,
-                                             const std::string& source_name, const std::string& key,
-                                             const std::string& what);
-    /// The bytes of a fetch of `size` bytes into a new reservation, from
-    /// `read` (up to n bytes into the buffer, at least one; throws on a
-    /// failure); `all_read` once every byte is in. Pulls of `name` follow
-    /// them as they land (`flight`); committed only when they match
-    /// `expected`. `image`: the whole Blob's bytes in a source's sealed
-    /// image, verified against `expected` by the source after sealing; the
-    /// reservation adopts them with that checksum when its store can
-    /// (Reservation::adopt; `read` then is not called).
+    std::optional<SharedSource> shared_image(const Grant& grant, const std::string& what);
+    /// The bytes of a fetch of `size` bytes into a new reservation, moved
+    /// there by `fill` (every byte, each reported to the flight's progress
+    /// as it lands; throws on a failure). Pulls of `name` follow them as
+    /// they land (`flight`); committed only when they match `expected`
+    /// (`what` names the fetch in that message). `image`: the whole Blob's
+    /// bytes in a source's sealed image, verified against `expected` by the
+    /// source after sealing; the reservation adopts them with that checksum
+    /// when its store can (Reservation::adopt; `fill` then is not called).
+    using Fill = std::function<void(Reservation&, BlobInFlight&)>;
     BlobInfo receive(const std::string& name, std::uint64_t size, const Checksum& expected, ReserveMode mode,
-                     Flight& flight, const std::string& what,
-                     const std::function<std::size_t(std::uint8_t*, std::size_t)>& read,
-                     const std::function<void()>& all_read, std::shared_ptr<const std::uint8_t> image = nullptr);
+                     Flight& flight, const std::string& what, const Fill& fill,
+                     std::shared_ptr<const std::uint8_t> image = nullptr);
 
     /// The transporter kept for the source at control endpoint `key` (one
     /// per source, used by every fetch from it: two round trips fewer per
@@ -240,11 +259,6 @@ private:
     BlobStreaming::BlobTransporter_var transporter_of(BlobStreaming::BlobStore_ptr source, const std::string& key,
                                                       bool& cached);
     void forget_transporter(const std::string& key);
-    /// A data connection to the source's data port `endpoint`: one kept from
-    /// an earlier fetch (`reused`) while it is still open, or a new one.
-    std::unique_ptr<FetchConnection> connection_to(const std::string& endpoint, const std::string& what, bool& reused);
-    /// Keeps a connection whose transfer has ended cleanly for the next.
-    void give_back(const std::string& endpoint, std::unique_ptr<FetchConnection> connection);
 
     Store& store_;
     const FetchOptions options_;
@@ -259,12 +273,11 @@ private:
         std::optional<BlobInfo> info;
         std::exception_ptr error;
     };
-    RecentOutcomes<Outcome> outcomes_;  ///< of fetches begin() started, for await()
-    struct Idle {
-        std::chrono::steady_clock::time_point since;
-        std::unique_ptr<FetchConnection> connection;
-    };
-    std::map<std::string, std::vector<Idle>> idle_;  ///< data endpoint -> kept connections
+    /// Of fetches begin() started, for await(): client + '\n' + name ->
+    /// outcome.
+    RecentOutcomes<Outcome> outcomes_;
+    /// The data connections to sources (the data plane's client).
+    std::unique_ptr<SourceReader> reader_;
     /// Whether the source at a control endpoint offers its files to this
     /// host (StoreStatus::localFiles, same host), and until when that is
     /// taken as known: no findLocalFile is asked of one that does not.
@@ -280,9 +293,8 @@ private:
         ImageRef image;
         std::chrono::steady_clock::time_point until;
     };
-    std::map<std::string, Prepared> prepared_;  ///< source endpoint + '\n' + name -> its image (prepare_images)
+    std::map<std::string, Prepared> prepared_;  ///< grant's ticket tag -> its image (prepare_images)
     bool stopping_ = false;
-    std::atomic<bool> stop_requested_{false};  ///< read by data connections' waits
     std::size_t threads_ = 0;                  ///< read-through threads running
     std::condition_variable threads_ended_;
 };

@@ -32,6 +32,9 @@ struct Upstream;
 
 struct ServantContext {
     std::string store_name;
+    /// The certificate subject this daemon presents to other stores (its
+    /// --tls-cert), "" without TLS (BlobStore::identity).
+    std::string identity;
     BlobStreaming::StoreTier tier = BlobStreaming::TIER_WORKSTATION;
     Store* store = nullptr;
     server::TicketRegistry* tickets = nullptr;

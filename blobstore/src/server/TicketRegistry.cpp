@@ -61,14 +61,8 @@ void TicketRegistry::close_locked(const protocol::TicketId& id, Entry& entry, St
     forget_.emplace(entry.forget_at, id);
 }
 
-TicketBinding TicketRegistry::consume(const protocol::Request& request)
+void TicketRegistry::require_usable(const std::string& tag, const Entry& entry, TimePoint t) const
 {
-    const std::string tag = protocol::ticket_tag(request.ticket);
-    const auto t = now();
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = entries_.find(request.ticket);
-    if (it == entries_.end()) throw Error(Errc::refused, "unknown ticket " + tag);
-    Entry& entry = it->second;
     switch (entry.state) {
     case State::used: throw Error(Errc::refused, "ticket " + tag + " was already used");
     case State::withdrawn: throw Error(Errc::refused, "ticket " + tag + " was withdrawn");
@@ -79,6 +73,28 @@ TicketBinding TicketRegistry::consume(const protocol::Request& request)
         const auto late = std::chrono::duration_cast<std::chrono::milliseconds>(t - expiry).count();
         throw Error(Errc::refused, "ticket " + tag + " expired " + std::to_string(late) + " ms ago");
     }
+}
+
+TicketBinding TicketRegistry::inspect(const protocol::TicketId& ticket) const
+{
+    const std::string tag = protocol::ticket_tag(ticket);
+    const auto t = now();
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = entries_.find(ticket);
+    if (it == entries_.end()) throw Error(Errc::refused, "unknown ticket " + tag);
+    require_usable(tag, it->second, t);
+    return it->second.binding;
+}
+
+TicketBinding TicketRegistry::consume(const protocol::Request& request)
+{
+    const std::string tag = protocol::ticket_tag(request.ticket);
+    const auto t = now();
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(request.ticket);
+    if (it == entries_.end()) throw Error(Errc::refused, "unknown ticket " + tag);
+    Entry& entry = it->second;
+    require_usable(tag, entry, t);
     close_locked(request.ticket, entry, State::used, t);
     const TicketBinding& b = entry.binding;
     if (b.direction != request.type || b.offset != request.offset || b.length != request.length) {

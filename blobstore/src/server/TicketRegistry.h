@@ -86,6 +86,12 @@ public:
     ///   ticket <tag> is bound to a pull of "X" [o, o+l), not a push of [o2, o2+l2)
     TicketBinding consume(const protocol::Request& request);
 
+    /// The binding of the usable ticket `ticket`, without consuming it (a
+    /// read grant checked on the control plane: findGrantedFile,
+    /// shareGrantedImages). Throws Error(Errc::refused) as consume() does
+    /// for an unknown, expired, used or withdrawn ticket.
+    TicketBinding inspect(const protocol::TicketId& ticket) const;
+
     /// Withdraws an unused ticket; returns false when it is not (or no
     /// longer) waiting to be used.
     bool withdraw(const protocol::TicketId& ticket);
@@ -114,6 +120,8 @@ private:
     std::chrono::steady_clock::time_point now() const;
     std::chrono::milliseconds retention() const noexcept;
     std::size_t purge_locked(std::chrono::steady_clock::time_point now);
+    /// Throws consume()'s refusal when `entry` (ticket `tag`) is not usable at `t`.
+    void require_usable(const std::string& tag, const Entry& entry, TimePoint t) const;
     /// The entry of `id` was used or withdrawn at `t`.
     void close_locked(const protocol::TicketId& id, Entry& entry, State state, TimePoint t);
 

@@ -36,6 +36,9 @@ public:
 
     Role role() const noexcept { return role_; }
     ssl_ctx_st* native() const noexcept { return ctx_; }
+    /// The subject of its own certificate, as a peer's is named
+    /// (certificate_subject): what the other end sees of this one.
+    std::string subject() const;
 
 private:
     Role role_;
