@@ -35,6 +35,7 @@ system_tests = \
 	tests/test_event_fairness.py \
 	tests/test_tls.py \
 	tests/test_tls_access.py \
+	tests/test_copy_authority.py \
 	tests/test_ownership.py \
 	tests/test_resume_verify.py \
 	tests/test_replace_race.py \

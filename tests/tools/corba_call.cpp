@@ -10,10 +10,10 @@
 ///   BlobStore (--store):  name | status | contains B | stat B | list | reserve B SIZE |
 ///                         commit ID [CHECKSUM] | abort ID | resumable B | verify B | remove B |
 ///                         findLocalFile B | shareImage B | dataAddress | openTransporter |
-///                         unsubscribe ID
+///                         unsubscribe ID | identity | findGrantedFile TICKET | awaitFetch B
 ///   BlobTransporter (--transporter IOR, else a new one of --store):
 ///                         send B | recv ID | poll | observe | cancel [TICKET] | close |
-///                         pushParts B FILE PARTS
+///                         pushParts B FILE PARTS | grantRead B READER
 ///   BlobLocator (--locator IOR, else BlobStreaming/Locator): locate B | stores
 ///   StudyEvents (BlobStreaming/Gateways/AE): studyUnsubscribe AE ID
 ///   the data port only: pull TICKET PORT OFFSET LENGTH
@@ -99,6 +99,8 @@ json info_json(const BlobStreaming::BlobInfo& info)
             {"checksum", corba::checksum_of(info.checksum, "the store's answer").text()}};
 }
 
+protocol::TicketId ticket_from_hex(const std::string& text);
+
 json ticket_json(const BlobStreaming::TransferTicket& t)
 {
     return {{"ticket", hex(t.id, 16)},
@@ -175,6 +177,15 @@ json store_call(BlobStreaming::BlobStore_ptr s, const Call& call)
     if (op == "findLocalFile") {
         BlobStreaming::LocalFile_var file;
         return {{"found", static_cast<bool>(s->findLocalFile(arg(call, 0).c_str(), file.out()))}};
+    }
+    if (op == "identity") return CORBA::String_var(s->identity()).in();
+    if (op == "awaitFetch") return info_json(BlobStreaming::BlobInfo_var(s->awaitFetch(arg(call, 0).c_str())).in());
+    if (op == "findGrantedFile") {
+        BlobStreaming::TicketId id = {};
+        const protocol::TicketId ticket = ticket_from_hex(arg(call, 0));
+        std::copy(ticket.begin(), ticket.end(), id);
+        BlobStreaming::LocalFile_var file;
+        return {{"found", static_cast<bool>(s->findGrantedFile(id, file.out()))}};
     }
     if (op == "shareImage") {
         BlobStreaming::SharedImage_var image;
@@ -362,6 +373,9 @@ json transporter_call(BlobStreaming::BlobTransporter_ptr t, const Call& call)
     if (op == "send")
         return ticket_json(
             BlobStreaming::TransferTicket_var(t->send(arg(call, 0).c_str(), 0, 0, false, no_timeout, none)).in());
+    if (op == "grantRead")
+        return ticket_json(
+            BlobStreaming::TransferTicket_var(t->grantRead(arg(call, 0).c_str(), arg(call, 1).c_str())).in());
     if (op == "recv")
         return ticket_json(
             BlobStreaming::TransferTicket_var(t->recv(std::stoull(arg(call, 0)), 0, 0, false, no_timeout, none)).in());
@@ -412,7 +426,7 @@ void print(const json& line) { std::cout << line.dump() << std::endl; }
 int run(const Call& call)
 {
     static const std::vector<std::string> kTransporterOps = {"send", "recv", "poll", "observe", "cancel", "close",
-                                                                   "pushParts"};
+                                                                   "pushParts", "grantRead"};
     const bool on_transporter =
         std::find(kTransporterOps.begin(), kTransporterOps.end(), call.op) != kTransporterOps.end();
     const bool on_locator = call.op == "locate" || call.op == "stores";
