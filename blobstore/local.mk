@@ -131,9 +131,20 @@ blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/server/SubscriptionTable.h \
 	blobstore/src/server/ServerConnection.cpp \
 	blobstore/src/server/ServerConnection.h \
-	blobstore/src/server/ServerConnectionPush.cpp \
-	blobstore/src/server/ServerConnectionSend.cpp \
+	blobstore/src/server/ServerConnectionAway.cpp \
 	blobstore/src/server/ServerConnectionTimers.cpp \
+	blobstore/src/server/Transfer.cpp \
+	blobstore/src/server/Transfer.h \
+	blobstore/src/server/ReceiveTransfer.cpp \
+	blobstore/src/server/ReceiveTransfer.h \
+	blobstore/src/server/PushTransfer.cpp \
+	blobstore/src/server/PushTransfer.h \
+	blobstore/src/server/PartTransfer.cpp \
+	blobstore/src/server/PartTransfer.h \
+	blobstore/src/server/PullTransfer.cpp \
+	blobstore/src/server/PullTransfer.h \
+	blobstore/src/server/FollowTransfer.cpp \
+	blobstore/src/server/FollowTransfer.h \
 	blobstore/src/server/DataServer.cpp \
 	blobstore/src/server/DataServer.h \
 	blobstore/src/server/DataServerImpl.h \
