@@ -180,7 +180,11 @@ server_tests = \
 	blobstore/tests/DataServerTest \
 	blobstore/tests/NoticeDispatcherTest \
 	blobstore/tests/EventHubTest \
-	blobstore/tests/TransporterRegistryTest
+	blobstore/tests/TransporterRegistryTest \
+	blobstore/tests/PushTransferTest \
+	blobstore/tests/PartTransferTest \
+	blobstore/tests/PullTransferTest \
+	blobstore/tests/FollowTransferTest
 check_PROGRAMS += $(server_tests)
 TESTS += $(server_tests)
 blobstore_tests_AccessListTest_SOURCES = blobstore/tests/AccessListTest.cpp blobstore/tests/ServerTestSupport.h
@@ -218,6 +222,28 @@ blobstore_tests_TransporterRegistryTest_SOURCES = blobstore/tests/TransporterReg
 blobstore_tests_TransporterRegistryTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_TransporterRegistryTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_TransporterRegistryTest_OBJECTS): idl/BlobStreaming.hh
+# The transfer kinds driven without a reactor, over a socket pair
+# (TransferTestSupport.h).
+blobstore_tests_PushTransferTest_SOURCES = blobstore/tests/PushTransferTest.cpp blobstore/tests/TransferTestSupport.h \
+	blobstore/tests/ServerTestSupport.h
+blobstore_tests_PushTransferTest_CPPFLAGS = $(server_test_cppflags)
+blobstore_tests_PushTransferTest_LDADD = $(server_test_ldadd)
+$(blobstore_tests_PushTransferTest_OBJECTS): idl/BlobStreaming.hh
+blobstore_tests_PartTransferTest_SOURCES = blobstore/tests/PartTransferTest.cpp blobstore/tests/TransferTestSupport.h \
+	blobstore/tests/ServerTestSupport.h
+blobstore_tests_PartTransferTest_CPPFLAGS = $(server_test_cppflags)
+blobstore_tests_PartTransferTest_LDADD = $(server_test_ldadd)
+$(blobstore_tests_PartTransferTest_OBJECTS): idl/BlobStreaming.hh
+blobstore_tests_PullTransferTest_SOURCES = blobstore/tests/PullTransferTest.cpp blobstore/tests/TransferTestSupport.h \
+	blobstore/tests/ServerTestSupport.h
+blobstore_tests_PullTransferTest_CPPFLAGS = $(server_test_cppflags)
+blobstore_tests_PullTransferTest_LDADD = $(server_test_ldadd)
+$(blobstore_tests_PullTransferTest_OBJECTS): idl/BlobStreaming.hh
+blobstore_tests_FollowTransferTest_SOURCES = blobstore/tests/FollowTransferTest.cpp blobstore/tests/TransferTestSupport.h \
+	blobstore/tests/ServerTestSupport.h
+blobstore_tests_FollowTransferTest_CPPFLAGS = $(server_test_cppflags)
+blobstore_tests_FollowTransferTest_LDADD = $(server_test_ldadd)
+$(blobstore_tests_FollowTransferTest_OBJECTS): idl/BlobStreaming.hh
 
 # The daemon; with --sdc-address it also publishes its status as an SDC
 # provider (SdcStatus, on sdc/libblobsdc).
