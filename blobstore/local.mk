@@ -152,6 +152,8 @@ blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/server/NoticeDispatcher.cpp \
 	blobstore/src/server/NoticeDispatcher.h \
 	blobstore/src/server/ReservationTable.cpp \
+	blobstore/src/server/ReservationTableLimits.cpp \
+	blobstore/src/server/ReservationTableParts.cpp \
 	blobstore/src/server/ReservationTable.h \
 	blobstore/src/server/StoreRegistry.cpp \
 	blobstore/src/server/StoreRegistry.h \
