@@ -133,9 +133,20 @@ blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/server/SubscriptionTable.h \
 	blobstore/src/server/ServerConnection.cpp \
 	blobstore/src/server/ServerConnection.h \
-	blobstore/src/server/ServerConnectionPush.cpp \
-	blobstore/src/server/ServerConnectionSend.cpp \
+	blobstore/src/server/ServerConnectionAway.cpp \
 	blobstore/src/server/ServerConnectionTimers.cpp \
+	blobstore/src/server/Transfer.cpp \
+	blobstore/src/server/Transfer.h \
+	blobstore/src/server/ReceiveTransfer.cpp \
+	blobstore/src/server/ReceiveTransfer.h \
+	blobstore/src/server/PushTransfer.cpp \
+	blobstore/src/server/PushTransfer.h \
+	blobstore/src/server/PartTransfer.cpp \
+	blobstore/src/server/PartTransfer.h \
+	blobstore/src/server/PullTransfer.cpp \
+	blobstore/src/server/PullTransfer.h \
+	blobstore/src/server/FollowTransfer.cpp \
+	blobstore/src/server/FollowTransfer.h \
 	blobstore/src/server/DataServer.cpp \
 	blobstore/src/server/DataServer.h \
 	blobstore/src/server/DataServerImpl.h \
@@ -143,6 +154,8 @@ blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/server/NoticeDispatcher.cpp \
 	blobstore/src/server/NoticeDispatcher.h \
 	blobstore/src/server/ReservationTable.cpp \
+	blobstore/src/server/ReservationTableLimits.cpp \
+	blobstore/src/server/ReservationTableParts.cpp \
 	blobstore/src/server/ReservationTable.h \
 	blobstore/src/server/StoreRegistry.cpp \
 	blobstore/src/server/StoreRegistry.h \
@@ -171,7 +184,11 @@ server_tests = \
 	blobstore/tests/DataServerTest \
 	blobstore/tests/NoticeDispatcherTest \
 	blobstore/tests/EventHubTest \
-	blobstore/tests/TransporterRegistryTest
+	blobstore/tests/TransporterRegistryTest \
+	blobstore/tests/PushTransferTest \
+	blobstore/tests/PartTransferTest \
+	blobstore/tests/PullTransferTest \
+	blobstore/tests/FollowTransferTest
 check_PROGRAMS += $(server_tests)
 TESTS += $(server_tests)
 blobstore_tests_AccessListTest_SOURCES = blobstore/tests/AccessListTest.cpp blobstore/tests/ServerTestSupport.h
@@ -209,6 +226,28 @@ blobstore_tests_TransporterRegistryTest_SOURCES = blobstore/tests/TransporterReg
 blobstore_tests_TransporterRegistryTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_TransporterRegistryTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_TransporterRegistryTest_OBJECTS): idl/BlobStreaming.hh
+# The transfer kinds driven without a reactor, over a socket pair
+# (TransferTestSupport.h).
+blobstore_tests_PushTransferTest_SOURCES = blobstore/tests/PushTransferTest.cpp blobstore/tests/TransferTestSupport.h \
+	blobstore/tests/ServerTestSupport.h
+blobstore_tests_PushTransferTest_CPPFLAGS = $(server_test_cppflags)
+blobstore_tests_PushTransferTest_LDADD = $(server_test_ldadd)
+$(blobstore_tests_PushTransferTest_OBJECTS): idl/BlobStreaming.hh
+blobstore_tests_PartTransferTest_SOURCES = blobstore/tests/PartTransferTest.cpp blobstore/tests/TransferTestSupport.h \
+	blobstore/tests/ServerTestSupport.h
+blobstore_tests_PartTransferTest_CPPFLAGS = $(server_test_cppflags)
+blobstore_tests_PartTransferTest_LDADD = $(server_test_ldadd)
+$(blobstore_tests_PartTransferTest_OBJECTS): idl/BlobStreaming.hh
+blobstore_tests_PullTransferTest_SOURCES = blobstore/tests/PullTransferTest.cpp blobstore/tests/TransferTestSupport.h \
+	blobstore/tests/ServerTestSupport.h
+blobstore_tests_PullTransferTest_CPPFLAGS = $(server_test_cppflags)
+blobstore_tests_PullTransferTest_LDADD = $(server_test_ldadd)
+$(blobstore_tests_PullTransferTest_OBJECTS): idl/BlobStreaming.hh
+blobstore_tests_FollowTransferTest_SOURCES = blobstore/tests/FollowTransferTest.cpp blobstore/tests/TransferTestSupport.h \
+	blobstore/tests/ServerTestSupport.h
+blobstore_tests_FollowTransferTest_CPPFLAGS = $(server_test_cppflags)
+blobstore_tests_FollowTransferTest_LDADD = $(server_test_ldadd)
+$(blobstore_tests_FollowTransferTest_OBJECTS): idl/BlobStreaming.hh
 
 # The daemon; with --sdc-address it also publishes its status as an SDC
 # provider (SdcStatus, on sdc/libblobsdc).

@@ -1,7 +1,7 @@
 #pragma once
-/// The data path's shared limits and helpers of ServerConnection's files
-/// (ServerConnection.cpp, ServerConnectionPush.cpp, ServerConnectionSend.cpp,
-/// ServerConnectionTimers.cpp): private to the connection, not an interface.
+/// The data path's shared limits and helpers of ServerConnection and its
+/// transfers (Transfer.h and its kinds): private to the data connections,
+/// not an interface.
 
 #include <cstddef>
 #include <cstdint>

@@ -1,14 +1,16 @@
-/// ServerConnection's life cycle and the front of every transfer: accept
-/// (socket options, TLS handshake), framing a Request, the ticket checks
-/// that admit it (consumed, issued to this TLS client, the push's
-/// reservation where the ticket left it), refusal and draining, close.
-/// The push receive path, the send path and the timers are in
-/// ServerConnectionPush.cpp, ServerConnectionSend.cpp and
-/// ServerConnectionTimers.cpp; the state machine is in ServerConnection.h.
+/// ServerConnection's life cycle and framing: accept (socket options, TLS
+/// handshake), a Request and the ticket checks that admit it (consumed,
+/// issued to this TLS client), the transfer of its kind, Responses,
+/// refusal and draining, close. The deadlines are in
+/// ServerConnectionTimers.cpp, the trips off the reactor in
+/// ServerConnectionAway.cpp; each kind of transfer in its own class.
 #include "ServerConnection.h"
 
 #include "DataPath.h"
-#include "ReservationTable.h"
+#include "FollowTransfer.h"
+#include "PartTransfer.h"
+#include "PullTransfer.h"
+#include "PushTransfer.h"
 
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
@@ -35,7 +37,7 @@ using data_path::kMaxDrain;
 ServerConnection::ServerConnection(DataServer::Impl* server, std::string peer_ip)
     : Base(nullptr, nullptr, server ? server->reactor.get() : nullptr), server_(server), peer_ip_(std::move(peer_ip))
 {
-    frame_.expect(protocol::kRequestSize);
+    request_frame_.expect(protocol::kRequestSize);
 }
 
 ServerConnection::~ServerConnection() = default;
@@ -104,21 +106,18 @@ int ServerConnection::handle_input(ACE_HANDLE)
     switch (phase_) {
     case Phase::handshake: return continue_handshake();
     case Phase::request: return read_request();
-    case Phase::push_body: return read_push_body();
-    case Phase::push_trailer: return read_trailer();
+    case Phase::receiving: return act(transfer_->on_readable());
     case Phase::draining: return drain_input();
     case Phase::response:
-    case Phase::pull_body:
-    case Phase::committing:
-    case Phase::opening:
-    case Phase::storing: return 0;  // input is masked while sending, and away from the reactor
+    case Phase::sending:
+    case Phase::away: return 0;  // input is masked while sending, and away from the reactor
     }
     return 0;
 }
 
 int ServerConnection::read_request()
 {
-    const IoResult r = frame_.fill(*io_);
+    const IoResult r = request_frame_.fill(*io_);
     if (r.bytes() > 0) {
         progress();
         arm_timer();
@@ -126,10 +125,10 @@ int ServerConnection::read_request()
     if (r.done()) return on_request();
     if (r.blocked()) return 0;
     if (r.eof()) {
-        if (frame_.got() == 0) spdlog::debug("data connection {}: closed by the peer", peer_);
+        if (request_frame_.got() == 0) spdlog::debug("data connection {}: closed by the peer", peer_);
         else
             spdlog::warn("data connection {}: closed by the peer after {} of {} bytes of a Request", peer_,
-                         frame_.got(), protocol::kRequestSize);
+                         request_frame_.got(), protocol::kRequestSize);
         return -1;
     }
     spdlog::warn("data connection {}: receive failed while waiting for a Request: {}", peer_, r.text());
@@ -140,35 +139,110 @@ int ServerConnection::on_request()
 {
     protocol::Request request;
     std::string why;
-    const std::error_code bad = protocol::decode(frame_.first<protocol::kRequestSize>(), request, why);
-    frame_.expect(protocol::kRequestSize);  // taken: nothing of a next Request is in yet
+    const std::error_code bad = protocol::decode(request_frame_.first<protocol::kRequestSize>(), request, why);
+    request_frame_.expect(protocol::kRequestSize);  // taken: nothing of a next Request is in yet
     if (bad) {
         spdlog::warn("data connection {}: protocol error: {}", peer_, why);
-        return refuse(Errc::protocol_error, why);
+        return act(refuse(Errc::protocol_error, why));
     }
+    TicketBinding binding;
     try {
-        binding_ = server_->tickets.consume(request);
+        binding = server_->tickets.consume(request);
     } catch (const Error& e) {
         spdlog::warn("data connection {}: refused: {}", peer_, e.what());
-        return refuse(e.code(), e.what());
+        return act(refuse(e.code(), e.what()));
     }
-    if (server_->config.tls && binding_.client != subject_) {
+    if (server_->config.tls && binding.client != subject_) {
         const std::string denied = "permission denied: ticket " + protocol::ticket_tag(request.ticket) +
-                                   "... was issued to client \"" + binding_.client + "\", not to \"" + subject_ + "\"";
+                                   "... was issued to client \"" + binding.client + "\", not to \"" + subject_ + "\"";
         spdlog::warn("data connection {}: refused: {}", peer_, denied);
-        return refuse(Errc::refused, denied);
+        return act(refuse(Errc::refused, denied));
     }
     authenticate();
-    request_ = request;
-    in_transfer_ = true;
-    ++server_->active;
-    body_done_ = 0;
-    started_ = std::chrono::steady_clock::now();
+    drop_transfer();
+    DataServer::Impl& server = *server_;
+    TransferLink& link = *this;
+    if (request.type == protocol::FrameType::push) {
+        if (binding.part) transfer_ = std::make_unique<PartTransfer>(server, link, request, std::move(binding));
+        else transfer_ = std::make_unique<PushTransfer>(server, link, request, std::move(binding));
+    } else if (binding.follow && binding.follow->receiving()) {
+        transfer_ = std::make_unique<FollowTransfer>(server, link, request, std::move(binding));
+    } else {
+        transfer_ = std::make_unique<PullTransfer>(server, link, request, std::move(binding));
+    }
     progress();
     arm_timer();
-
-    return request.type == protocol::FrameType::push ? start_push() : start_pull();
+    return act(transfer_->start());
 }
+
+int ServerConnection::act(Step step)
+{
+    switch (step) {
+    case Step::read: phase_ = Phase::receiving; return set_mask(ACE_Event_Handler::READ_MASK) ? 0 : -1;
+    case Step::write: phase_ = Phase::sending; return set_mask(ACE_Event_Handler::WRITE_MASK) ? 0 : -1;
+    case Step::respond: return continue_sending();
+    case Step::wait: return wait_off_reactor();
+    case Step::away: return 0;
+    case Step::done: return next_request();
+    case Step::close: break;
+    }
+    return -1;
+}
+
+Step ServerConnection::respond(const std::string& frame, AfterResponse after)
+{
+    out_.append(frame);
+    after_ = after;
+    phase_ = Phase::response;
+    return Step::respond;
+}
+
+int ServerConnection::continue_sending()
+{
+    if (phase_ == Phase::response) {
+        const IoResult r = out_.drain(*io_);
+        if (r.bytes() > 0) progress();
+        if (r.blocked()) return set_mask(ACE_Event_Handler::WRITE_MASK) ? 0 : -1;
+        if (!r.done()) {
+            const std::string why = "cannot send the Response: " + r.text();
+            if (in_transfer()) transfer_->fail(Errc::transfer_failed, why, false);
+            else spdlog::warn("data connection {}: {}", peer_, why);
+            return -1;
+        }
+        switch (after_) {
+        case AfterResponse::next_request: return next_request();
+        case AfterResponse::drain: return start_draining();
+        case AfterResponse::body: phase_ = Phase::sending; break;
+        }
+    }
+    return act(transfer_->on_writable());
+}
+
+int ServerConnection::next_request()
+{
+    drop_transfer();
+    phase_ = Phase::request;
+    request_frame_.expect(protocol::kRequestSize);
+    arm_timer();  // now for the idle timeout
+    if (!set_mask(ACE_Event_Handler::READ_MASK)) return -1;
+    return io_->pending() > 0 ? handle_input(get_handle()) : 0;
+}
+
+int ServerConnection::start_draining()
+{
+    drop_transfer();
+    // Shut our side and read to EOF: closing with unread bytes (the body
+    // of a refused push) would reset the connection and could destroy
+    // the Response before the peer reads it. TLS: close_notify first.
+    io_->close_notify();
+    peer().close_writer();
+    phase_ = Phase::draining;
+    drained_ = 0;
+    progress();
+    arm_timer();
+    return set_mask(ACE_Event_Handler::READ_MASK) ? 0 : -1;
+}
+
 int ServerConnection::drain_input()
 {
     const IoResult r = discard(*io_, kMaxDrain + 1 - drained_);
@@ -179,13 +253,13 @@ int ServerConnection::drain_input()
     return r.blocked() ? 0 : -1;
 }
 
-int ServerConnection::refuse(Errc status, const std::string& reason)
+Step ServerConnection::refuse(Errc status, const std::string& reason)
 {
     server_->metrics.request_refused();
     protocol::Response response;
     response.status = status;
     response.message = reason;
-    return send_response(protocol::encode(response), Then::drain);
+    return respond(protocol::encode(response), AfterResponse::drain);
 }
 
 int ServerConnection::handle_output(ACE_HANDLE)
@@ -194,13 +268,10 @@ int ServerConnection::handle_output(ACE_HANDLE)
     switch (phase_) {
     case Phase::handshake: return continue_handshake();
     case Phase::response:
-    case Phase::pull_body: return continue_sending();
+    case Phase::sending: return continue_sending();
     case Phase::request:
-    case Phase::push_body:
-    case Phase::push_trailer:
-    case Phase::committing:
-    case Phase::opening:
-    case Phase::storing:
+    case Phase::receiving:
+    case Phase::away:
     case Phase::draining: break;
     }
     return set_mask(ACE_Event_Handler::READ_MASK) ? 0 : -1;
@@ -216,6 +287,14 @@ bool ServerConnection::set_mask(ACE_Reactor_Mask mask)
     mask_ = mask;
     return true;
 }
+void ServerConnection::drop_transfer() noexcept
+{
+    if (wake_token_) wake_token_->connection = nullptr;
+    wake_token_.reset();
+    waiting_ = false;
+    transfer_.reset();
+}
+
 void ServerConnection::authenticate() noexcept
 {
     if (authenticated_) return;
@@ -225,7 +304,7 @@ void ServerConnection::authenticate() noexcept
 void ServerConnection::shutdown_now() noexcept
 {
     if (closed_) return;
-    if (in_transfer_) fail_transfer(Errc::cancelled, "the store is shutting down", true);
+    if (in_transfer()) transfer_->fail(Errc::cancelled, "the store is shutting down", true);
     handle_close(ACE_INVALID_HANDLE, ACE_Event_Handler::ALL_EVENTS_MASK);
 }
 
@@ -244,11 +323,12 @@ int ServerConnection::handle_close(ACE_HANDLE handle, ACE_Reactor_Mask mask)
 {
     if (closed_) return 0;
     closed_ = true;
-    // A commit in flight goes on: its outcome stands (on_committed()). A
-    // pull being opened ends in on_opened(), a push waiting for the store's
-    // writes in on_store_ready(): a pool thread uses their state.
-    if (in_transfer_ && !away_) fail_transfer(Errc::transfer_failed, "the connection was closed", false);
-    release_range();  // a followed fetch's wake-up finds nothing
+    // Work off the reactor goes on: a commit's outcome stands, a pull being
+    // opened or a push waiting for the store's writes ends in come_back(): a
+    // pool thread uses their state.
+    if (in_transfer() && !away_) transfer_->fail(Errc::transfer_failed, "the connection was closed", false);
+    if (wake_token_) wake_token_->connection = nullptr;  // a followed fetch's wake-up finds nothing
+    if (!away_) drop_transfer();
     disarm_timer();
     if (io_ && phase_ != Phase::draining) io_->close_notify();
     io_.reset();
