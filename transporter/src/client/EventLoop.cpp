@@ -67,7 +67,9 @@ std::size_t handle_limit() noexcept
 {
     rlimit limit{};
     if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 65536;
-    return std::max<std::size_t>(limit.rlim_cur, 1024);
+    // Never past the limit: ACE's epoll reactor refuses a size it cannot
+    // reach (a daemon run with a small descriptor limit).
+    return std::max<std::size_t>(limit.rlim_cur, 1);
 }
 
 ACE_Time_Value to_ace(std::chrono::milliseconds ms)
@@ -88,6 +90,7 @@ EventLoop::EventLoop(Task tick, std::chrono::milliseconds tick_period)
     // descriptor past FD_SETSIZE, and an application (a PACS, a DICOM
     // gateway) may well hold more than 1024 before its Session connects.
     reactor_ = std::make_unique<ACE_Reactor>(new ACE_Dev_Poll_Reactor(handle_limit()), true);
+    if (!reactor_->initialized()) throw_io_error("event loop: open the epoll reactor", errno);
     tick_handler_ = std::make_unique<TickHandler>(*this, wake_.get());
     if (reactor_->register_handler(tick_handler_.get(), ACE_Event_Handler::READ_MASK) == -1)
         throw_io_error("event loop: register the wake-up descriptor", errno);
