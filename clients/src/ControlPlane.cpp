@@ -201,11 +201,14 @@ BlobStreaming::BlobStore_var store_reference(ControlPlane::Refs& refs, const Ses
 /// first attempt (`first_on_cached`) with a cached reference that turned out
 /// stale (TRANSIENT, OBJECT_NOT_EXIST: the call did not run), or whose
 /// connection broke (COMM_FAILURE: the daemon restarted) when the call did
-/// not run or the Naming Service now names another daemon. Otherwise throws
-/// `e` as Error.
+/// not run, the Naming Service now names another daemon, or the call is
+/// `repeatable` (it only reads or issues a ticket: run twice, it changes
+/// nothing; the daemon closes a control connection idle for its
+/// --control-idle-timeout, and a call sent as it does so is lost with it).
+/// Otherwise throws `e` as Error.
 void recover_or_rethrow(ControlPlane::Refs& refs, const SessionOptions& options, const std::string& store,
                         const std::string& what, const std::string& endpoint, const CORBA::SystemException& e,
-                        BlobStreaming::BlobStore_ptr ref, bool first_on_cached)
+                        BlobStreaming::BlobStore_ptr ref, bool first_on_cached, bool repeatable)
 {
     const bool stale = dynamic_cast<const CORBA::TRANSIENT*>(&e) != nullptr ||
                        dynamic_cast<const CORBA::OBJECT_NOT_EXIST*>(&e) != nullptr;
@@ -213,7 +216,7 @@ void recover_or_rethrow(ControlPlane::Refs& refs, const SessionOptions& options,
     const BlobStreaming::BlobStore_var old = BlobStreaming::BlobStore::_duplicate(ref);
     refs.forget(store, ref);
     if (!(first_on_cached && (stale || lost))) corba::rethrow_as_error(what, store, endpoint);
-    if (!lost || e.completed() == CORBA::COMPLETED_NO) return;
+    if (!lost || e.completed() == CORBA::COMPLETED_NO || repeatable) return;
     // The call may have run on the old daemon: repeated only on another one.
     const Error failure = [&] {
         try {
@@ -235,10 +238,10 @@ void recover_or_rethrow(ControlPlane::Refs& refs, const SessionOptions& options,
 
 /// Runs `body(store_ref)`; CORBA exceptions become Error. A cached reference
 /// that turned out stale (daemon restarted) is resolved again once
-/// (recover_or_rethrow).
+/// (recover_or_rethrow; `repeatable`: `body` only reads or issues tickets).
 template <class Body>
 auto with_store(ControlPlane::Refs& refs, const SessionOptions& options, const std::string& store,
-                const std::string& what, Body body)
+                const std::string& what, Body body, bool repeatable = false)
 {
     for (int attempt = 0;; ++attempt) {
         bool cached = false;
@@ -250,7 +253,7 @@ auto with_store(ControlPlane::Refs& refs, const SessionOptions& options, const s
             throw Error(Errc::timeout, what + ": store \"" + store + "\" at " + endpoint + " did not answer within " +
                                            seconds_text(options.timeout) + " s");
         } catch (const CORBA::SystemException& e) {
-            recover_or_rethrow(refs, options, store, what, endpoint, e, ref.in(), cached && attempt == 0);
+            recover_or_rethrow(refs, options, store, what, endpoint, e, ref.in(), cached && attempt == 0, repeatable);
         } catch (...) {
             corba::rethrow_as_error(what, store, endpoint);
         }
@@ -488,7 +491,7 @@ Ticket ControlPlane::begin_pull(const std::string& store, const std::string& nam
         Ticket out = ticket_of(ticket.in());
         await_notice(*refs_, store, out, name, TransferDirection::pull, notices);
         return out;
-    });
+    }, true);
 }
 
 std::vector<std::string> ControlPlane::transporter_stores()
@@ -544,7 +547,7 @@ std::optional<LocalFile> ControlPlane::find_local(const std::string& store, cons
                           if (!ref->findLocalFile(name.c_str(), file.out())) return std::nullopt;
                           if (!on_this_host(file->host.in())) return std::nullopt;
                           return local_file_of(file.in());
-                      });
+                      }, true);
 }
 
 BlobInfo ControlPlane::stat(const std::string& store, const std::string& name)
@@ -552,7 +555,7 @@ BlobInfo ControlPlane::stat(const std::string& store, const std::string& name)
     return with_store(*refs_, options_, store, "stat " + quote_name(name), [&](BlobStreaming::BlobStore_ptr ref) {
         BlobStreaming::BlobInfo_var info = ref->stat(name.c_str());
         return info_of(info.in());
-    });
+    }, true);
 }
 
 namespace {
@@ -568,7 +571,7 @@ std::string identity_of(ControlPlane::Refs& refs, const SessionOptions& options,
     std::string identity = with_store(refs, options, store, what, [](BlobStreaming::BlobStore_ptr ref) {
         CORBA::String_var id = ref->identity();
         return std::string(id.in());
-    });
+    }, true);
     std::lock_guard<std::mutex> lock(refs.mutex);
     refs.identities[store] = identity;
     return identity;
@@ -623,7 +626,7 @@ std::vector<Granted> grant_reads(ControlPlane::Refs& refs, const SessionOptions&
             out[i].grant.ticket = o.ticket;
         }
         return 0;
-    });
+    }, true);
     return out;
 }
 
@@ -704,7 +707,7 @@ BlobInfo ControlPlane::verify(const std::string& store, const std::string& name)
     return with_store(*refs_, options_, store, "verify " + quote_name(name), [&](BlobStreaming::BlobStore_ptr ref) {
         BlobStreaming::BlobInfo_var info = ref->verify(name.c_str());
         return info_of(info.in());
-    });
+    }, true);
 }
 
 std::vector<BlobInfo> ControlPlane::list(const std::string& store)
@@ -712,7 +715,7 @@ std::vector<BlobInfo> ControlPlane::list(const std::string& store)
     return with_store(*refs_, options_, store, "list", [&](BlobStreaming::BlobStore_ptr ref) {
         BlobStreaming::BlobInfoSeq_var seq = ref->list();
         return infos_of(seq.in());
-    });
+    }, true);
 }
 
 void ControlPlane::remove(const std::string& store, const std::string& name)
@@ -855,7 +858,7 @@ StoreStatus ControlPlane::status(const std::string& store, const std::string& wh
         BlobStreaming::DataEndpoint_var data = ref->dataAddress();
         fill_status(s, st.in(), data.in());
         return 0;
-    });
+    }, true);
     s.reachable = true;
     return s;
 }
