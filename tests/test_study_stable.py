@@ -31,7 +31,7 @@ from harness import check, check_equal, program, step, wait_for  # noqa: E402
 from harness.dicom import AE, Gateway, make_objects  # noqa: E402
 from test_events import Watcher  # noqa: E402
 
-STABLE_AFTER = 3.0  # s: a restart and a new watcher fit in it
+STABLE_AFTER = 3.0  # s: a new watcher subscribes within it after the restart
 
 
 def stable_events(events, study=None):

@@ -20,15 +20,14 @@ std::int64_t ns_now()
 StableTracker::StableTracker(StudyIndex& index, Clock::duration stable_after, Publish publish, bool run)
     : index_(index), stable_after_(stable_after), publish_(std::move(publish)), stability_(stable_after)
 {
-    // Left pending by the last run: due stable_after after their last
-    // instance, on this process's steady clock.
+    // Left pending by the last run: due stable_after after the start, on
+    // this process's steady clock. Their last instance is older still, but
+    // subscriptions do not outlive a gateway: published at once, they would
+    // reach nobody. stable_after gives subscribers the time to subscribe
+    // again.
     const Clock::time_point now = Clock::now();
-    const std::int64_t wall = ns_now();
     const std::vector<PendingStudy> pending = index_.pending_studies();
-    for (const PendingStudy& p : pending) {
-        const auto age = std::chrono::nanoseconds(std::max<std::int64_t>(0, wall - p.last_instance_ns));
-        instance_at(p.study, p.last_instance_ns, now - std::chrono::duration_cast<Clock::duration>(age));
-    }
+    for (const PendingStudy& p : pending) instance_at(p.study, p.last_instance_ns, now);
     if (!pending.empty())
         spdlog::info("study-stable: {} studies pending from before the start, the first due in {} ms", pending.size(),
                      std::chrono::duration_cast<std::chrono::milliseconds>(
