@@ -34,16 +34,23 @@ namespace {
 /// What fetch, beginFetch and awaitFetch raise.
 constexpr unsigned kFetchErrors =
     kNoSuchBlob | kInvalidName | kOutOfSpace | kAlreadyExists | kLimitReached | kTransferFailed;
-/// Names per fetchEach and shareImages call.
-constexpr CORBA::ULong kMaxBatch = 1024;
-
-void check_batch(const BlobStreaming::NameSeq& names, const char* operation)
+/// A committed file of this store as findLocalFile and findGrantedFile
+/// answer it.
+void to_idl_file(const Store::LocalFile& local, BlobStreaming::LocalFile& file)
 {
-    if (names.length() > kMaxBatch)
-        throw Error(Errc::limit_reached, std::string(operation) + ": " + std::to_string(names.length()) +
-                                             " names; at most " + std::to_string(kMaxBatch) + " per call");
+    file.host = boot_id().c_str();
+    file.path = local.path.c_str();
+    file.dataOffset = local.data_offset;
+    to_idl(local.info, file.info);
 }
 }  // namespace
+
+void check_batch(std::size_t count, const char* operation, const char* what)
+{
+    if (count > kMaxBatch)
+        throw Error(Errc::limit_reached, std::string(operation) + ": " + std::to_string(count) + " " + what +
+                                             "; at most " + std::to_string(kMaxBatch) + " per call");
+}
 
 void require_permission(const ServantContext& context, server::Permission permission, const char* operation)
 {
@@ -320,9 +327,7 @@ BlobStreaming::FetchOutcomeSeq* BlobStore_i::fetchEach(const BlobStreaming::Read
     std::vector<std::string> errors(grants.length());
     std::vector<Errc> codes(grants.length(), Errc::ok);
     try {
-        if (grants.length() > kMaxBatch)
-            throw Error(Errc::limit_reached, "fetchEach: " + std::to_string(grants.length()) +
-                                                 " grants; at most " + std::to_string(kMaxBatch) + " per call");
+        check_batch(grants.length(), "fetchEach", "grants");
         if (!context_.fetcher) throw Error(Errc::limit_reached, "fetchEach: this store does not fetch");
         for (CORBA::ULong i = 0; i < grants.length(); ++i) {
             if (CORBA::is_nil(grants[i].source.in()) || CORBA::is_nil(grants[0].source.in()) ||
@@ -434,10 +439,7 @@ CORBA::Boolean BlobStore_i::findGrantedFile(const BlobStreaming::TicketId grant,
         if (binding.follow) return false;  // still arriving: the data port follows it
         const auto local = offered_file(name, context_.local_fast_path);
         if (!local || !same_version(local->info, *binding.version)) return false;
-        file->host = boot_id().c_str();
-        file->path = local->path.c_str();
-        file->dataOffset = local->data_offset;
-        to_idl(local->info, file->info);
+        to_idl_file(*local, *file);
         return true;
     } catch (...) {
         rethrow_declared(kNoSuchBlob | kTransferFailed, context_.store_name, {name});
@@ -446,10 +448,10 @@ CORBA::Boolean BlobStore_i::findGrantedFile(const BlobStreaming::TicketId grant,
 
 BlobStreaming::SharedImageSeq* BlobStore_i::shareGrantedImages(const BlobStreaming::TicketIdSeq& grants)
 {
-    if (grants.length() > kMaxBatch) {
-        const std::string msg = "shareGrantedImages: " + std::to_string(grants.length()) + " grants; at most " +
-                                std::to_string(kMaxBatch) + " per call";
-        throw BlobStreaming::LimitReached(msg.c_str());
+    try {
+        check_batch(grants.length(), "shareGrantedImages", "grants");
+    } catch (...) {
+        rethrow_declared(kLimitReached, context_.store_name, {});
     }
     BlobStreaming::SharedImageSeq_var out = new BlobStreaming::SharedImageSeq;
     out->length(grants.length());
@@ -497,10 +499,7 @@ CORBA::Boolean BlobStore_i::findLocalFile(const char* name, BlobStreaming::Local
         if (context_.read_through) context_.fetcher->fetch_missing(name, *context_.read_through);
         const auto local = offered_file(name, context_.local_fast_path);
         if (!local) return false;
-        file->host = boot_id().c_str();
-        file->path = local->path.c_str();
-        file->dataOffset = local->data_offset;
-        to_idl(local->info, file->info);
+        to_idl_file(*local, *file);
         return true;
     } catch (...) {
         rethrow_declared(kNoSuchBlob | kInvalidName, context_.store_name, {name});
@@ -550,7 +549,7 @@ BlobStreaming::SharedImageSeq* BlobStore_i::shareImages(const BlobStreaming::Nam
 {
     require_permission(context_, server::Permission::read, "shareImages");
     try {
-        check_batch(names, "shareImages");
+        check_batch(names.length(), "shareImages", "names");
     } catch (...) {
         rethrow_declared(kLimitReached, context_.store_name, {});
     }

@@ -300,10 +300,10 @@ BlobStreaming::TransferTicket* BlobTransporter_i::grantRead(const char* blob, co
 BlobStreaming::GrantOutcomeSeq* BlobTransporter_i::grantReads(const BlobStreaming::NameSeq& blobs, const char* reader)
 {
     require_issuer("grantReads", server::Permission::read);
-    if (blobs.length() > kMaxGrants) {
-        const std::string msg = "grantReads: " + std::to_string(blobs.length()) + " names; at most " +
-                                std::to_string(kMaxGrants) + " per call";
-        throw BlobStreaming::LimitReached(msg.c_str());
+    try {
+        check_batch(blobs.length(), "grantReads", "names");
+    } catch (...) {
+        rethrow_declared(kLimitReached, context_.store_name, {});
     }
     BlobStreaming::GrantOutcomeSeq_var out = new BlobStreaming::GrantOutcomeSeq;
     out->length(blobs.length());

@@ -70,8 +70,6 @@ public:
         std::shared_ptr<server::NoticeSink> observer;     ///< SEND_NOTIFICATIONS; null: nowhere
     };
 
-    /// Names per grantReads call.
-    static constexpr CORBA::ULong kMaxGrants = 1024;
     /// Queued notices kept per transporter at most; the oldest are dropped.
     static constexpr std::size_t kMaxQueuedNotices = 10000;
 

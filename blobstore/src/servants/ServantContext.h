@@ -7,6 +7,7 @@
 #include <BlobStreaming.hh>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -100,6 +101,13 @@ std::uint64_t open_reservation(const ServantContext& context, const char* name, 
 /// An IDL Reservation.
 void to_idl_reservation(std::uint64_t id, const std::string& name, std::uint64_t size, std::uint64_t received,
                         ChecksumAlgorithm checksum, BlobStreaming::Reservation& out);
+
+/// Names (or grants) per batch call: fetchEach, shareImages,
+/// shareGrantedImages, grantReads.
+constexpr std::size_t kMaxBatch = 1024;
+/// Throws Error(limit_reached) "OPERATION: N WHAT; at most 1024 per call"
+/// past kMaxBatch.
+void check_batch(std::size_t count, const char* operation, const char* what);
 
 /// Converts an IDL relative time to milliseconds, saturating.
 std::chrono::milliseconds to_milliseconds(const BlobStreaming::TimeValue& t);
