@@ -34,6 +34,7 @@ EXTRA_DIST += \
 	transporter/include/blobstreaming/transporter/DataIo.h \
 	transporter/include/blobstreaming/transporter/LibraryVersions.h \
 	transporter/include/blobstreaming/transporter/Log.h \
+	transporter/include/blobstreaming/transporter/Nearest.h \
 	transporter/include/blobstreaming/transporter/Protocol.h \
 	transporter/include/blobstreaming/transporter/SocketOptions.h \
 	transporter/include/blobstreaming/transporter/Tls.h \
@@ -61,12 +62,16 @@ EXTRA_DIST += transporter/include/blobstreaming/transporter/corba/ConnectionGate
 transporter_test_cppflags = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS) -DBOOST_TEST_DYN_LINK
 transporter_test_ldadd = transporter/libblobtransporter.la common/libblobcommon.la \
 	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
-transporter_tests = transporter/tests/DataIoTest transporter/tests/ProtocolTest transporter/tests/TlsTest
+transporter_tests = transporter/tests/DataIoTest transporter/tests/NearestTest transporter/tests/ProtocolTest \
+	transporter/tests/TlsTest
 check_PROGRAMS += $(transporter_tests)
 TESTS += $(transporter_tests)
 transporter_tests_DataIoTest_SOURCES = transporter/tests/DataIoTest.cpp transporter/tests/SocketPair.h
 transporter_tests_DataIoTest_CPPFLAGS = $(transporter_test_cppflags)
 transporter_tests_DataIoTest_LDADD = $(transporter_test_ldadd)
+transporter_tests_NearestTest_SOURCES = transporter/tests/NearestTest.cpp
+transporter_tests_NearestTest_CPPFLAGS = $(transporter_test_cppflags)
+transporter_tests_NearestTest_LDADD = $(transporter_test_ldadd)
 transporter_tests_ProtocolTest_SOURCES = transporter/tests/ProtocolTest.cpp
 transporter_tests_ProtocolTest_CPPFLAGS = $(transporter_test_cppflags)
 transporter_tests_ProtocolTest_LDADD = $(transporter_test_ldadd)

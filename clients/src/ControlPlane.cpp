@@ -15,6 +15,7 @@
 #include <blobstreaming/transporter/corba/Security.h>
 
 #include <blobstreaming/transporter/Log.h>
+#include <blobstreaming/transporter/Nearest.h>
 #include <omniORB4/omniORB.h>
 
 #include <algorithm>
@@ -750,8 +751,7 @@ std::vector<Location> ControlPlane::locate_as(const std::string& name, const std
                                               std::vector<UnreachableStore>* unreachable)
 {
     validate_blob_name(name);
-    std::vector<Location> out;
-    std::vector<Location> fillers;  // read-through stores that lack it
+    std::vector<Location> answered;  // holders, and read-through stores that lack it
     std::optional<Error> insecure;
     for (const auto& store : store_names()) {
         try {
@@ -762,7 +762,7 @@ std::vector<Location> ControlPlane::locate_as(const std::string& name, const std
                     if (!found.holds && !st->readThrough) return std::nullopt;  // neither holds it nor fills itself
                     return found;
                 });
-            if (l) (l->holds ? out : fillers).push_back(*l);
+            if (l) answered.push_back(*l);
         } catch (const InsecureReference& e) {
             // Not asked, so not known: said even when another store answers.
             library_log()->warn("{}", e.what());
@@ -774,17 +774,8 @@ std::vector<Location> ControlPlane::locate_as(const std::string& name, const std
         }
     }
     // "Nowhere" would be a guess while a store was refused unasked.
+    std::vector<Location> out = nearest(std::move(answered));
     if (out.empty() && insecure) throw *insecure;
-    // A read-through store nearer than the farthest holder fills itself
-    // from it (blobstored --read-through): a pull of its tier goes there.
-    if (!out.empty()) {
-        const Tier farthest = std::max_element(out.begin(), out.end(), [](const Location& a, const Location& b) {
-                                  return a.tier < b.tier;
-                              })->tier;
-        for (const Location& f : fillers)
-            if (f.tier < farthest) out.push_back(f);
-    }
-    std::stable_sort(out.begin(), out.end(), [](const Location& a, const Location& b) { return a.tier < b.tier; });
     return out;
 }
 

@@ -1,5 +1,7 @@
 #include "BlobLocator_i.h"
 
+#include <blobstreaming/transporter/Nearest.h>
+
 #include "server/AccessList.h"
 
 #include <blobstreaming/blobstore/Store.h>
@@ -38,8 +40,7 @@ BlobStreaming::LocationSeq* BlobLocator_i::locate(const char* name)
     if (own_.access && own_.access->get()->enforced()) return locate_own(name);
     if (auto problem = blob_name_problem(name))
         throw BlobStreaming::InvalidName(("locate " + quote_name(name) + ": " + *problem).c_str(), name);
-    std::vector<Found> found;
-    std::vector<Found> fillers;  // read-through stores that lack the Blob
+    std::vector<Found> answered;  // holders, and read-through stores that lack the Blob
     std::vector<std::string> stores;
     try {
         stores = list_stores(naming_);
@@ -54,11 +55,8 @@ BlobStreaming::LocationSeq* BlobLocator_i::locate(const char* name)
             const bool holds = f.ref->contains(name);
             BlobStreaming::StoreStatus_var status = f.ref->status();
             f.tier = status->tier;
-            if (holds) found.push_back(std::move(f));
-            else if (status->readThrough) {
-                f.holds = false;
-                fillers.push_back(std::move(f));
-            }
+            f.holds = holds;
+            if (holds || status->readThrough) answered.push_back(std::move(f));
         } catch (const CORBA::Exception& e) {
             spdlog::debug("locate {}: store \"{}\" skipped: CORBA {}", quote_name(name), store, e._name());
         } catch (const std::exception& e) {
@@ -67,14 +65,7 @@ BlobStreaming::LocationSeq* BlobLocator_i::locate(const char* name)
     }
     // A read-through store nearer than every holder fills itself from them
     // (Fetcher.h): it is where a client of its tier pulls, listed first.
-    if (!found.empty()) {
-        const auto farthest = std::max_element(found.begin(), found.end(), [](const Found& a, const Found& b) {
-                                  return a.tier < b.tier;
-                              })->tier;
-        for (Found& f : fillers)
-            if (f.tier < farthest) found.push_back(std::move(f));
-    }
-    std::stable_sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.tier < b.tier; });
+    const std::vector<Found> found = nearest(std::move(answered));
     auto* out = new BlobStreaming::LocationSeq;
     out->length(static_cast<CORBA::ULong>(found.size()));
     for (CORBA::ULong i = 0; i < out->length(); ++i) {

@@ -11,6 +11,7 @@
 #include <blobstreaming/common/MappedRegion.h>
 #include <blobstreaming/common/UniqueFd.h>
 #include <blobstreaming/transporter/DataIo.h>
+#include <blobstreaming/transporter/Nearest.h>
 #include <blobstreaming/transporter/Protocol.h>
 #include <blobstreaming/transporter/Tls.h>
 #include <blobstreaming/transporter/corba/ChecksumIdl.h>
@@ -647,6 +648,7 @@ Fetcher::Holders Fetcher::holders(const std::string& name, const Upstream& upstr
     struct Candidate {
         BlobStreaming::StoreTier tier;
         std::string store;
+        bool holds = true;
     };
     std::vector<Candidate> found;
     std::vector<std::string> stores;
@@ -663,7 +665,7 @@ Fetcher::Holders Fetcher::holders(const std::string& name, const Upstream& upstr
             BlobStreaming::StoreStatus_var status = ref->status();
             if (status->tier <= upstream.own_tier) continue;
             if (!ref->contains(name.c_str())) continue;
-            found.push_back({status->tier, store});
+            found.push_back({status->tier, store, true});
         } catch (const CORBA::SystemException& e) {
             spdlog::debug("read-through {}: store \"{}\" did not answer: CORBA {}", quote_name(name), store, e._name());
             out.silent.push_back(store);
@@ -673,8 +675,7 @@ Fetcher::Holders Fetcher::holders(const std::string& name, const Upstream& upstr
             spdlog::debug("read-through {}: store \"{}\" skipped: {}", quote_name(name), store, e.what());
         }
     }
-    std::stable_sort(found.begin(), found.end(),
-                     [](const Candidate& a, const Candidate& b) { return a.tier < b.tier; });
+    found = nearest(std::move(found));
     for (auto& c : found) out.stores.push_back(std::move(c.store));
     return out;
 }
