@@ -112,9 +112,12 @@ blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/servants/EventSubscription.h \
 	blobstore/src/servants/Fetcher.cpp \
 	blobstore/src/servants/Fetcher.h \
+	blobstore/src/servants/Grant.h \
 	blobstore/src/servants/ImageShelf.cpp \
 	blobstore/src/servants/ImageShelf.h \
 	blobstore/src/servants/RecentOutcomes.h \
+	blobstore/src/servants/SameHostSources.cpp \
+	blobstore/src/servants/SameHostSources.h \
 	blobstore/src/servants/OnewayCall.h \
 	blobstore/src/servants/ServantContext.h \
 	blobstore/src/servants/SourceReader.cpp \

@@ -64,13 +64,6 @@ constexpr std::size_t kMaxRemembered = 4096;
 /// reuses them from one fetch to the next).
 constexpr unsigned kConnectionsPerSource = 16;
 
-/// How long whether a source offers its files to this host (its status) is
-/// taken as known: one round trip per source and minute.
-constexpr std::chrono::seconds kLocalRecheck{60};
-/// How long an image shareImages() described is used for a fetch of it: the
-/// source keeps it 10 s after the request (ImageShelf::kKeep).
-constexpr std::chrono::seconds kPreparedFor{5};
-
 dataplane::Ticket ticket_of(const BlobStreaming::TransferTicket& t, const std::string& what)
 {
     dataplane::Ticket out;
@@ -82,18 +75,6 @@ dataplane::Ticket ticket_of(const BlobStreaming::TransferTicket& t, const std::s
     out.version = from_idl(t.version, what);
     out.checksum = out.version->checksum.algorithm;
     return out;
-}
-
-void to_idl_id(const dataplane::Ticket& ticket, BlobStreaming::TicketId out)
-{
-    std::copy(ticket.id.begin(), ticket.id.end(), out);
-}
-
-std::string ticket_tag(const dataplane::Ticket& ticket)
-{
-    protocol::TicketId id{};
-    std::copy(ticket.id.begin(), ticket.id.end(), id.begin());
-    return protocol::ticket_tag(id);
 }
 
 /// The bytes of a fetch received from the source's data port straight into
@@ -158,7 +139,7 @@ void fill_by_reads(Reservation& reservation, BlobInFlight& progress, std::uint64
 
 Fetcher::Fetcher(Store& store, FetchOptions options)
     : store_(store), options_(std::move(options)), failures_(kFailureMemory, kMaxRemembered),
-      outcomes_(kOutcomeMemory, kMaxRemembered)
+      outcomes_(kOutcomeMemory, kMaxRemembered), same_host_(options_.call_timeout)
 {
     dataplane::PoolOptions pool;
     pool.max_connections_per_endpoint = kConnectionsPerSource;
@@ -244,217 +225,6 @@ BlobInfo Fetcher::fetch(const Grant& grant, ReserveMode mode)
     return *info;
 }
 
-struct Fetcher::LocalSource {
-    UniqueFd fd;
-    std::string path;
-    std::uint64_t data_offset = 0;
-    BlobInfo info;
-};
-
-std::optional<Fetcher::LocalSource> Fetcher::local_source(const Grant& grant, const std::string& what)
-{
-    const std::string& key = grant.key;
-    if (!offers_files(grant.source.in(), key)) return std::nullopt;
-    BlobStreaming::LocalFile_var file;
-    bool offered = false;
-    try {
-        BlobStreaming::TicketId id;
-        to_idl_id(grant.ticket, id);
-        offered = bounded(grant.source.in())->findGrantedFile(id, file.out());
-    } catch (...) {
-        rethrow_as_error(what, grant.source_name, key);
-    }
-    // Not this one (an empty Blob, or one still arriving there, whose pull
-    // follows the bytes): the data port serves it.
-    if (!offered || !on_this_host(file->host.in())) return std::nullopt;
-    LocalSource out;
-    out.path = file->path.in();
-    out.data_offset = file->dataOffset;
-    out.info = from_idl(file->info, what);
-    // O_NONBLOCK: a path that names a FIFO must not hold the fetch (for a
-    // regular file it changes nothing).
-    out.fd.reset(::open(out.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-    if (!out.fd) {
-        const int error = errno;
-        spdlog::info("{}: cannot open the source's file {} ({}): through its data port", what, out.path,
-                     std::strerror(error));
-        // This daemon may not read the source's files (another user): its
-        // data port serves, now and for a while. Any other reason (the Blob
-        // removed or replaced just now) concerns this Blob only.
-        if (error == EACCES || error == EPERM) {
-            std::lock_guard lock(mutex_);
-            offers_[key] = {false, std::chrono::steady_clock::now() + kLocalRecheck};
-        }
-        return std::nullopt;
-    }
-    // The path names whatever version was committed last: the open file
-    // must be the one the source described (else it was replaced just now,
-    // and the data port serves the version it holds).
-    struct stat st {};
-    if (::fstat(out.fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
-        static_cast<std::uint64_t>(st.st_size) < out.data_offset + out.info.size) {
-        spdlog::info("{}: {} is not a file of the Blob's size: through its data port", what, out.path);
-        return std::nullopt;
-    }
-    std::string why;
-    const auto held = FileStore::file_info(out.fd.get(), why);
-    if (!held || !same_version(*held, out.info) || !same_version(out.info, *grant.ticket.version)) {
-        spdlog::debug("{}: the source's file {} no longer holds {}: through its data port", what, out.path,
-                      describe_version(out.info));
-        return std::nullopt;
-    }
-    return out;
-}
-
-bool Fetcher::images_open(BlobStreaming::BlobStore_ptr source, const std::string& key)
-{
-    {
-        std::lock_guard lock(mutex_);
-        if (const auto it = no_images_.find(key);
-            it != no_images_.end() && std::chrono::steady_clock::now() < it->second)
-            return false;
-    }
-    return offers_files(source, key);
-}
-
-Fetcher::ImageRef Fetcher::image_ref(const BlobStreaming::SharedImage& image, const std::string& what)
-{
-    return ImageRef{image.host.in(), image.pid, image.fd, image.inode, from_idl(image.info, what)};
-}
-
-void Fetcher::prepare_images(const std::vector<Grant>& grants)
-{
-    if (!options_.local || !store_.adopts_images() || grants.empty()) return;
-    const Grant& first = grants.front();
-    if (!images_open(first.source.in(), first.key)) return;
-    BlobStreaming::TicketIdSeq ids;
-    ids.length(static_cast<CORBA::ULong>(grants.size()));
-    for (CORBA::ULong i = 0; i < ids.length(); ++i) to_idl_id(grants[i].ticket, ids[i]);
-    BlobStreaming::SharedImageSeq_var got;
-    try {
-        got = bounded(first.source.in())->shareGrantedImages(ids);
-    } catch (const CORBA::Exception& e) {
-        // Each fetch asks for its own image, and says why it cannot.
-        spdlog::debug("shareGrantedImages of {} Blobs from the store at {}: CORBA {}", grants.size(), first.key,
-                      e._name());
-        return;
-    }
-    const auto now = std::chrono::steady_clock::now();
-    std::lock_guard lock(mutex_);
-    for (auto it = prepared_.begin(); it != prepared_.end();)
-        it = now < it->second.until ? std::next(it) : prepared_.erase(it);
-    for (CORBA::ULong i = 0; i < got->length() && i < grants.size(); ++i) {
-        if (got[i].fd < 0) continue;
-        try {
-            prepared_[ticket_tag(grants[i].ticket)] = {image_ref(got[i], "shareGrantedImages"), now + kPreparedFor};
-        } catch (const Error&) {
-            // A checksum this daemon cannot read: that fetch asks again.
-        }
-    }
-}
-
-std::optional<Fetcher::ImageRef> Fetcher::take_prepared(const Grant& grant)
-{
-    std::lock_guard lock(mutex_);
-    const auto it = prepared_.find(ticket_tag(grant.ticket));
-    if (it == prepared_.end()) return std::nullopt;
-    std::optional<ImageRef> out;
-    if (std::chrono::steady_clock::now() < it->second.until) out = std::move(it->second.image);
-    prepared_.erase(it);
-    return out;
-}
-
-struct Fetcher::SharedSource {
-    std::shared_ptr<const std::uint8_t> bytes;
-    BlobInfo info;
-};
-
-std::optional<Fetcher::SharedSource> Fetcher::shared_image(const Grant& grant, const std::string& what)
-{
-    const std::string& key = grant.key;
-    if (!images_open(grant.source.in(), key)) return std::nullopt;
-    std::optional<ImageRef> image = take_prepared(grant);
-    if (!image) {
-        BlobStreaming::SharedImageSeq_var got;
-        try {
-            BlobStreaming::TicketIdSeq ids;
-            ids.length(1);
-            to_idl_id(grant.ticket, ids[0]);
-            got = bounded(grant.source.in())->shareGrantedImages(ids);
-        } catch (...) {
-            rethrow_as_error(what, grant.source_name, key);
-        }
-        if (got->length() != 1 || got[0].fd < 0) return std::nullopt;
-        image = image_ref(got[0], what);
-    }
-    if (!on_this_host(image->host) || !same_version(image->info, *grant.ticket.version)) return std::nullopt;
-    SharedSource out;
-    out.info = image->info;
-    const std::string path = "/proc/" + std::to_string(image->pid) + "/fd/" + std::to_string(image->fd);
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
-    if (!fd) {
-        const int error = errno;
-        spdlog::info("{}: cannot open the source's image {} ({}): its file instead", what, path, std::strerror(error));
-        // Not allowed to read that process (another user, a hardened
-        // daemon): not again for a while. Any other reason (the image
-        // dropped just now) concerns this Blob only.
-        if (error == EACCES || error == EPERM) {
-            std::lock_guard lock(mutex_);
-            no_images_[key] = std::chrono::steady_clock::now() + kLocalRecheck;
-        }
-        return std::nullopt;
-    }
-    // The descriptor number may have been reused since the source answered
-    // (the image dropped, another one made): the inode says which it is.
-    // The seals say that nobody can shorten or change it while it is mapped
-    // here (no SIGBUS, no bytes changing after the checksum).
-    struct stat st {};
-    const int seals = ::fcntl(fd.get(), F_GET_SEALS);
-    constexpr int kSealed = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
-    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_ino) != image->inode ||
-        static_cast<std::uint64_t>(st.st_size) != out.info.size || seals < 0 || (seals & kSealed) != kSealed) {
-        spdlog::info("{}: {} is not the sealed image the source described: its file instead", what, path);
-        return std::nullopt;
-    }
-    std::error_code ec;
-    auto region =
-        std::make_shared<MappedRegion>(MappedRegion::of_file(fd.get(), 0, static_cast<std::size_t>(out.info.size), ec));
-    if (ec) {
-        spdlog::info("{}: cannot map the source's image {} ({}): its file instead", what, path, ec.message());
-        return std::nullopt;
-    }
-    out.bytes = std::shared_ptr<const std::uint8_t>(region, region->data());
-    return out;
-}
-
-BlobStreaming::BlobStore_var Fetcher::bounded(BlobStreaming::BlobStore_ptr source) const
-{
-    BlobStreaming::BlobStore_var ref = BlobStreaming::BlobStore::_duplicate(source);
-    omniORB::setClientCallTimeout(ref, static_cast<CORBA::ULong>(options_.call_timeout.count()));
-    return ref;
-}
-
-bool Fetcher::offers_files(BlobStreaming::BlobStore_ptr source, const std::string& key)
-{
-    const auto now = std::chrono::steady_clock::now();
-    {
-        std::lock_guard lock(mutex_);
-        if (const auto it = offers_.find(key); it != offers_.end() && now < it->second.until) return it->second.offers;
-    }
-    bool offers = false;
-    try {
-        BlobStreaming::StoreStatus_var status = bounded(source)->status();
-        offers = status->localFiles && on_this_host(status->host.in());
-    } catch (const CORBA::Exception& e) {
-        // An older store (no such field), or one not answering: its data
-        // port is asked next, and says why.
-        spdlog::debug("store at {}: status failed (CORBA {}): its files are not read here", key, e._name());
-    }
-    std::lock_guard lock(mutex_);
-    offers_[key] = {offers, now + kLocalRecheck};
-    return offers;
-}
-
 BlobInfo Fetcher::transfer(const Grant& grant, ReserveMode mode, Flight& flight)
 {
     const std::string name = grant.name();
@@ -469,7 +239,7 @@ BlobInfo Fetcher::transfer(const Grant& grant, ReserveMode mode, Flight& flight)
     };
 
     if (options_.local && store_.adopts_images()) {
-        if (auto image = shared_image(grant, what)) {
+        if (auto image = same_host_.image(grant, what)) {
             const std::string from = what + " (its image on this host)";
             const std::uint8_t* bytes = image->bytes.get();
             std::uint64_t at = 0;
@@ -488,7 +258,7 @@ BlobInfo Fetcher::transfer(const Grant& grant, ReserveMode mode, Flight& flight)
         }
     }
     if (options_.local) {
-        if (auto file = local_source(grant, what)) {
+        if (auto file = same_host_.file(grant, what)) {
             const std::string from = what + " (its file " + file->path + " on this host)";
             std::uint64_t at = file->data_offset;
             const int fd = file->fd.get();
@@ -577,6 +347,11 @@ BlobInfo Fetcher::receive(const std::string& name, std::uint64_t size, const Che
     return info;
 }
 
+void Fetcher::prepare_images(const std::vector<Grant>& grants)
+{
+    if (options_.local && store_.adopts_images()) same_host_.prepare_images(grants);
+}
+
 Grant Fetcher::own_grant(const std::string& name, BlobStreaming::BlobStore_ptr source, const std::string& source_name)
 {
     const std::string what = "fetch " + quote_name(name) + " from store \"" + source_name + "\"";
@@ -617,7 +392,7 @@ BlobStreaming::BlobTransporter_var Fetcher::transporter_of(BlobStreaming::BlobSt
         cached = it != transporters_.end();
         if (cached) return it->second;  // duplicates
     }
-    BlobStreaming::BlobTransporter_var opened = bounded(source)->openTransporter();
+    BlobStreaming::BlobTransporter_var opened = bounded(source, options_.call_timeout)->openTransporter();
     omniORB::setClientCallTimeout(opened, static_cast<CORBA::ULong>(options_.call_timeout.count()));
     std::lock_guard lock(mutex_);
     return transporters_.emplace(key, opened)
@@ -637,7 +412,7 @@ std::string Fetcher::source_name(BlobStreaming::BlobStore_ptr source)
         std::lock_guard lock(mutex_);
         if (const auto it = names_.find(key); it != names_.end()) return it->second;
     }
-    CORBA::String_var n = bounded(source)->name();
+    CORBA::String_var n = bounded(source, options_.call_timeout)->name();
     std::lock_guard lock(mutex_);
     return names_[key] = n.in();
 }

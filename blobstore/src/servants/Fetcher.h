@@ -25,7 +25,9 @@
 #include <blobstreaming/transporter/SocketOptions.h>
 #include <blobstreaming/transporter/client/Ticket.h>
 
+#include "Grant.h"
 #include "RecentOutcomes.h"
+#include "SameHostSources.h"
 
 #include <BlobStreaming.hh>
 #include <omniORB4/Naming.hh>
@@ -75,15 +77,6 @@ struct Upstream {
     std::string naming_url;
     std::string own_name;
     BlobStreaming::StoreTier own_tier = BlobStreaming::TIER_WORKSTATION;
-};
-
-/// A read grant (IDL ReadGrant) as a fetch uses it.
-struct Grant {
-    BlobStreaming::BlobStore_var source;
-    std::string source_name;   ///< BlobStore::name of the source
-    std::string key;           ///< the source's control endpoint
-    dataplane::Ticket ticket;  ///< a pull of the whole Blob; its version
-    std::string name() const { return ticket.version ? ticket.version->name : std::string(); }
 };
 
 class Fetcher {
@@ -205,41 +198,6 @@ private:
     /// for with this daemon's own authority (BlobTransporter::send).
     Grant own_grant(const std::string& name, BlobStreaming::BlobStore_ptr source, const std::string& source_name);
 
-    /// The source's committed file of `name`, opened, when the source is on
-    /// this host and offers it (findLocalFile) and it still holds the
-    /// version the source described; nullopt otherwise (the data port
-    /// serves). Throws what findLocalFile raises (no such Blob, ...).
-    struct LocalSource;
-    /// Whether `source` (control endpoint `key`) offers its files to this
-    /// host: its status, asked at most once a minute (offers_).
-    bool offers_files(BlobStreaming::BlobStore_ptr source, const std::string& key);
-    /// `source` with each call bounded by options_.call_timeout.
-    BlobStreaming::BlobStore_var bounded(BlobStreaming::BlobStore_ptr source) const;
-    std::optional<LocalSource> local_source(const Grant& grant, const std::string& what);
-    struct SharedSource;
-    /// An image a source described (shareImage, shareImages).
-    struct ImageRef {
-        std::string host;
-        std::uint64_t pid = 0;
-        long fd = -1;
-        std::uint64_t inode = 0;
-        BlobInfo info;
-    };
-    static ImageRef image_ref(const BlobStreaming::SharedImage& image, const std::string& what);
-    /// Whether images of `source` (control endpoint `key`) may be opened
-    /// here: it offers its files to this host, and opening one was not
-    /// refused within the last minute (no_images_).
-    bool images_open(BlobStreaming::BlobStore_ptr source, const std::string& key);
-    /// The image prepare_images() got for `grant` (taken: used once), while
-    /// fresh.
-    std::optional<ImageRef> take_prepared(const Grant& grant);
-    /// The source's sealed image of `name` (shareImage), opened through
-    /// /proc/PID/fd/FD and mapped read-only, when this store adopts images,
-    /// the source is on this host, offers its files and made one, and the
-    /// descriptor opened is that image (its inode), sealed against any
-    /// change and of the Blob's size; nullopt otherwise (its file or the
-    /// data port serves). Throws what shareImage raises.
-    std::optional<SharedSource> shared_image(const Grant& grant, const std::string& what);
     /// The bytes of a fetch of `size` bytes into a new reservation, moved
     /// there by `fill` (every byte, each reported to the flight's progress
     /// as it lands; throws on a failure). Pulls of `name` follow them as
@@ -278,22 +236,8 @@ private:
     RecentOutcomes<Outcome> outcomes_;
     /// The data connections to sources (the data plane's client).
     std::unique_ptr<SourceReader> reader_;
-    /// Whether the source at a control endpoint offers its files to this
-    /// host (StoreStatus::localFiles, same host), and until when that is
-    /// taken as known: no findLocalFile is asked of one that does not.
-    struct Offer {
-        bool offers = false;
-        std::chrono::steady_clock::time_point until;
-    };
-    std::map<std::string, Offer> offers_;
-    /// Sources whose images this daemon may not open (another user), until
-    /// when: their files or data ports serve meanwhile.
-    std::map<std::string, std::chrono::steady_clock::time_point> no_images_;
-    struct Prepared {
-        ImageRef image;
-        std::chrono::steady_clock::time_point until;
-    };
-    std::map<std::string, Prepared> prepared_;  ///< grant's ticket tag -> its image (prepare_images)
+    /// The sources of this host: their files and images.
+    SameHostSources same_host_;
     bool stopping_ = false;
     std::size_t threads_ = 0;                  ///< read-through threads running
     std::condition_variable threads_ended_;
