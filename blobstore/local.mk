@@ -112,6 +112,8 @@ blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/servants/EventSubscription.h \
 	blobstore/src/servants/Fetcher.cpp \
 	blobstore/src/servants/Fetcher.h \
+	blobstore/src/servants/FlightTable.cpp \
+	blobstore/src/servants/FlightTable.h \
 	blobstore/src/servants/Grant.h \
 	blobstore/src/servants/ImageShelf.cpp \
 	blobstore/src/servants/ImageShelf.h \
@@ -187,6 +189,7 @@ server_tests = \
 	blobstore/tests/DataServerTest \
 	blobstore/tests/NoticeDispatcherTest \
 	blobstore/tests/EventHubTest \
+	blobstore/tests/FlightTableTest \
 	blobstore/tests/TransporterRegistryTest \
 	blobstore/tests/PushTransferTest \
 	blobstore/tests/PartTransferTest \
@@ -221,6 +224,10 @@ blobstore_tests_NoticeDispatcherTest_SOURCES = blobstore/tests/NoticeDispatcherT
 blobstore_tests_NoticeDispatcherTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_NoticeDispatcherTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_NoticeDispatcherTest_OBJECTS): idl/BlobStreaming.hh
+blobstore_tests_FlightTableTest_SOURCES = blobstore/tests/FlightTableTest.cpp
+blobstore_tests_FlightTableTest_CPPFLAGS = $(server_test_cppflags)
+blobstore_tests_FlightTableTest_LDADD = $(server_test_ldadd)
+$(blobstore_tests_FlightTableTest_OBJECTS): idl/BlobStreaming.hh
 blobstore_tests_EventHubTest_SOURCES = blobstore/tests/EventHubTest.cpp blobstore/tests/ServerTestSupport.h
 blobstore_tests_EventHubTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_EventHubTest_LDADD = $(server_test_ldadd)

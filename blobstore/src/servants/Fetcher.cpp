@@ -46,20 +46,6 @@ namespace {
 /// a few system calls per MiB, small enough for a FileStore mapping window.
 constexpr std::size_t kReceiveChunk = std::size_t{1} << 20;
 
-/// How long the failure of a read-through fetch that pulls followed is
-/// the answer to a pull of that Blob: long enough for such a pull to ask
-/// why its data connection broke off (PullOperation asks once, at once).
-constexpr std::chrono::seconds kFailureMemory{3};
-/// Fetches running on threads of their own (read-through, beginFetch) at
-/// once, at most.
-constexpr std::size_t kMaxThreads = 128;
-
-/// How long await() finds the outcome of a fetch begin() started.
-constexpr std::chrono::seconds kOutcomeMemory{60};
-/// At most this many such failures, and as many outcomes, are remembered
-/// (the oldest forgotten first).
-constexpr std::size_t kMaxRemembered = 4096;
-
 /// Data connections kept per source data port (the data plane's client
 /// reuses them from one fetch to the next).
 constexpr unsigned kConnectionsPerSource = 16;
@@ -138,8 +124,7 @@ void fill_by_reads(Reservation& reservation, BlobInFlight& progress, std::uint64
 }  // namespace
 
 Fetcher::Fetcher(Store& store, FetchOptions options)
-    : store_(store), options_(std::move(options)), failures_(kFailureMemory, kMaxRemembered),
-      outcomes_(kOutcomeMemory, kMaxRemembered), same_host_(options_.call_timeout)
+    : store_(store), options_(std::move(options)), same_host_(options_.call_timeout)
 {
     dataplane::PoolOptions pool;
     pool.max_connections_per_endpoint = kConnectionsPerSource;
@@ -173,46 +158,12 @@ Grant Fetcher::grant_of(const BlobStreaming::ReadGrant& grant, const std::string
     return out;
 }
 
-std::shared_ptr<Fetcher::Flight> Fetcher::join_flight(const std::string& name, bool& first)
-{
-    std::lock_guard lock(mutex_);
-    auto& slot = flights_[name];
-    first = !slot;
-    if (first) {
-        if (stopping_) {
-            flights_.erase(name);
-            throw Error(Errc::cancelled, "fetch " + quote_name(name) + ": the store is shutting down");
-        }
-        slot = std::make_shared<Flight>();
-    }
-    return slot;
-}
-
-void Fetcher::land(const std::string& name, Flight& flight, std::optional<BlobInfo> info, std::exception_ptr error)
-{
-    {
-        std::lock_guard lock(mutex_);
-        flight.done = true;
-        flight.info = std::move(info);
-        flight.error = std::move(error);
-        flights_.erase(name);
-        for (const std::string& client : flight.keepers)  // for their await()
-            outcomes_.record(client + '\n' + name, {flight.info, flight.error});
-    }
-    landed_.notify_all();
-}
-
 BlobInfo Fetcher::fetch(const Grant& grant, ReserveMode mode)
 {
     const std::string name = grant.name();
     bool first = false;
-    const std::shared_ptr<Flight> flight = join_flight(name, first);
-    if (!first) {
-        std::unique_lock lock(mutex_);
-        landed_.wait(lock, [&] { return flight->done; });
-        if (flight->error) std::rethrow_exception(flight->error);
-        return *flight->info;
-    }
+    const std::shared_ptr<Flight> flight = flights_.join(name, first);
+    if (!first) return flights_.landed(*flight);
     std::optional<BlobInfo> info;
     std::exception_ptr error;
     try {
@@ -220,7 +171,7 @@ BlobInfo Fetcher::fetch(const Grant& grant, ReserveMode mode)
     } catch (...) {
         error = std::current_exception();
     }
-    land(name, *flight, info, error);
+    flights_.land(name, *flight, info, error);
     if (error) std::rethrow_exception(error);
     return *info;
 }
@@ -317,11 +268,7 @@ BlobInfo Fetcher::receive(const std::string& name, std::uint64_t size, const Che
         BlobInFlight& progress;
         ~Detach() { progress.detach(); }
     } detach{*progress};  // before the reservation goes, however this ends
-    {
-        std::lock_guard lock(mutex_);
-        flight.progress = progress;
-    }
-    landed_.notify_all();
+    flights_.begun(flight, progress);
     BlobInfo info;
     try {
         // A sealed image the source verified after sealing: these very bytes
@@ -493,13 +440,7 @@ BlobInfo Fetcher::fetch_missing(const std::string& name, const Upstream& upstrea
     }
 }
 
-std::shared_ptr<BlobInFlight> Fetcher::in_flight(const std::string& name) const
-{
-    std::lock_guard lock(mutex_);
-    const auto it = flights_.find(name);
-    if (it == flights_.end() || it->second->done || !it->second->progress) return nullptr;
-    return it->second->progress->receiving() ? it->second->progress : nullptr;
-}
+std::shared_ptr<BlobInFlight> Fetcher::in_flight(const std::string& name) const { return flights_.in_flight(name); }
 
 Fetcher::Follow Fetcher::follow_missing(const std::string& name, const Upstream& upstream)
 {
@@ -508,16 +449,13 @@ Fetcher::Follow Fetcher::follow_missing(const std::string& name, const Upstream&
     } catch (const Error& e) {
         if (e.code() != Errc::no_such_blob) throw;
     }
-    {
-        // A fetch of it that failed a moment ago: its reason, not another
-        // fetch (a pull that followed it asks once why it broke off).
-        std::lock_guard lock(mutex_);
-        if (const std::exception_ptr* failed = failures_.find(name)) std::rethrow_exception(*failed);
-    }
+    // A fetch of it that failed a moment ago: its reason, not another
+    // fetch (a pull that followed it asks once why it broke off).
+    flights_.rethrow_recent_failure(name);
     bool first = false;
-    const std::shared_ptr<Flight> flight = join_flight(name, first);
+    const std::shared_ptr<Flight> flight = flights_.join(name, first);
     if (first) {
-        spawn(name, flight, "read-through", [this, name, up = &upstream, flight] {
+        flights_.spawn(name, flight, "read-through", [this, name, up = &upstream, flight] {
             auto [source, source_name] = nearest_holder(name, *up);
             try {
                 return transfer(own_grant(name, source.in(), source_name), ReserveMode::create, *flight);
@@ -530,115 +468,31 @@ Fetcher::Follow Fetcher::follow_missing(const std::string& name, const Upstream&
             }
         });
     }
-    if (auto progress = wait_begun(*flight)) return {std::nullopt, std::move(progress)};
-    std::lock_guard lock(mutex_);
-    return {flight->info, nullptr};
-}
-
-std::shared_ptr<BlobInFlight> Fetcher::wait_begun(Flight& flight)
-{
-    std::unique_lock lock(mutex_);
-    landed_.wait(lock, [&] { return flight.done || flight.progress; });
-    if (!flight.done) return flight.progress;
-    if (flight.error) std::rethrow_exception(flight.error);
-    return nullptr;
-}
-
-void Fetcher::spawn(const std::string& name, std::shared_ptr<Flight> flight, const char* what,
-                    std::function<BlobInfo()> work)
-{
-    std::size_t running = 0;
-    {
-        std::lock_guard lock(mutex_);
-        running = threads_;
-        if (running < kMaxThreads) ++threads_;
-    }
-    if (running >= kMaxThreads) {
-        const Error busy(Errc::limit_reached, std::string(what) + " " + quote_name(name) + ": " +
-                                                  std::to_string(running) +
-                                                  " fetches are running at this store, the limit; try again");
-        land(name, *flight, std::nullopt, std::make_exception_ptr(busy));  // and whoever joined it meanwhile
-        throw busy;
-    }
-    try {
-        std::thread([this, name, flight, what, work = std::move(work)] { run(name, flight, what, work); }).detach();
-    } catch (const std::system_error& e) {
-        const Error failed(Errc::limit_reached,
-                           std::string(what) + " " + quote_name(name) + ": cannot start a fetch thread: " + e.what());
-        land(name, *flight, std::nullopt, std::make_exception_ptr(failed));
-        {
-            std::lock_guard lock(mutex_);
-            --threads_;
-        }
-        threads_ended_.notify_all();
-        throw failed;
-    }
-}
-
-void Fetcher::run(const std::string& name, const std::shared_ptr<Flight>& flight, const char* what,
-                  const std::function<BlobInfo()>& work) noexcept
-{
-    std::optional<BlobInfo> info;
-    std::exception_ptr error;
-    try {
-        info = work();
-    } catch (const std::exception& e) {
-        error = std::current_exception();
-        spdlog::warn("{} {}: {}", what, quote_name(name), e.what());
-    } catch (...) {
-        error = std::current_exception();
-    }
-    land(name, *flight, info, error);
-    std::unique_lock lock(mutex_);
-    if (error && flight->progress && flight->keepers.empty()) remember_failure(name, error);
-    --threads_;
-    // Wakes stop() only once this thread no longer touches the Fetcher.
-    std::notify_all_at_thread_exit(threads_ended_, std::move(lock));
+    Follow out;
+    out.flight = flights_.wait_begun(*flight, &out.held);
+    return out;
 }
 
 void Fetcher::begin(const Grant& grant, ReserveMode mode, const std::string& client)
 {
     const std::string name = grant.name();
     bool first = false;
-    const std::shared_ptr<Flight> flight = join_flight(name, first);
-    {
-        std::lock_guard lock(mutex_);
-        flight->keepers.insert(client);
-    }
+    const std::shared_ptr<Flight> flight = flights_.join(name, first);
+    flights_.keep_for(*flight, client);
     if (first)
-        spawn(name, flight, "fetch", [this, grant, mode, flight] { return transfer(grant, mode, *flight); });
-    wait_begun(*flight);
+        flights_.spawn(name, flight, "fetch", [this, grant, mode, flight] { return transfer(grant, mode, *flight); });
+    flights_.wait_begun(*flight);
 }
 
 BlobInfo Fetcher::await(const std::string& name, const std::string& store_name, const std::string& client)
 {
-    std::unique_lock lock(mutex_);
-    if (const auto it = flights_.find(name); it != flights_.end() && it->second->keepers.count(client) != 0) {
-        const std::shared_ptr<Flight> flight = it->second;
-        landed_.wait(lock, [&] { return flight->done; });
-        if (flight->error) std::rethrow_exception(flight->error);
-        return *flight->info;
-    }
-    const Outcome* outcome = outcomes_.find(client + '\n' + name);
-    if (!outcome)
-        throw Error(Errc::no_such_blob, "await fetch " + quote_name(name) + ": this client began no fetch of it at store \"" +
-                                            store_name + "\" within the last " +
-                                            std::to_string(kOutcomeMemory.count()) + " s");
-    if (outcome->error) std::rethrow_exception(outcome->error);
-    return *outcome->info;
-}
-
-void Fetcher::remember_failure(const std::string& name, std::exception_ptr error)
-{
-    failures_.record(name, std::move(error));
+    return flights_.await(name, store_name, client);
 }
 
 void Fetcher::stop() noexcept
 {
     reader_->stop();  // transfers under way fail (cancelled)
-    std::unique_lock lock(mutex_);
-    stopping_ = true;
-    threads_ended_.wait(lock, [&] { return threads_ == 0; });
+    flights_.stop();
 }
 
 }  // namespace blobstreaming::corba

@@ -25,6 +25,7 @@
 #include <blobstreaming/transporter/SocketOptions.h>
 #include <blobstreaming/transporter/client/Ticket.h>
 
+#include "FlightTable.h"
 #include "Grant.h"
 #include "RecentOutcomes.h"
 #include "SameHostSources.h"
@@ -159,35 +160,8 @@ public:
     Holders holders(const std::string& name, const Upstream& upstream) const;
 
 private:
-    struct Flight {
-        bool done = false;
-        std::optional<BlobInfo> info;
-        std::exception_ptr error;
-        /// Set once the bytes have somewhere to go: what pulls follow.
-        std::shared_ptr<BlobInFlight> progress;
-        /// The clients whose begin() joined it: its outcome is kept for
-        /// their await().
-        std::set<std::string> keepers;
-    };
+    using Flight = FlightTable::Flight;
 
-    /// Joins the flight of `name`, or opens it (`first`); throws
-    /// Error(cancelled) once stopping.
-    std::shared_ptr<Flight> join_flight(const std::string& name, bool& first);
-    /// Records the end of `flight` and wakes whoever waits for it.
-    void land(const std::string& name, Flight& flight, std::optional<BlobInfo> info, std::exception_ptr error);
-    /// Keeps the failure of a fetch that pulls followed for a moment
-    /// (follow_missing() answers it); mutex_ held.
-    void remember_failure(const std::string& name, std::exception_ptr error);
-    /// Runs `work` (a transfer into `flight`) on a thread of its own; `what`
-    /// names it in the log.
-    void spawn(const std::string& name, std::shared_ptr<Flight> flight, const char* what,
-               std::function<BlobInfo()> work);
-    /// The body of that thread.
-    void run(const std::string& name, const std::shared_ptr<Flight>& flight, const char* what,
-             const std::function<BlobInfo()>& work) noexcept;
-    /// Until `flight` has somewhere for its bytes (returned) or ended
-    /// (nullptr; its error thrown).
-    std::shared_ptr<BlobInFlight> wait_begun(Flight& flight);
     /// The nearest holder of `name` of a farther tier: its reference and
     /// name; no_such_blob naming the stores asked when none.
     std::pair<BlobStreaming::BlobStore_var, std::string> nearest_holder(const std::string& name,
@@ -220,27 +194,15 @@ private:
 
     Store& store_;
     const FetchOptions options_;
-    mutable std::mutex mutex_;
+    std::mutex mutex_;  ///< transporters_, names_
     std::map<std::string, BlobStreaming::BlobTransporter_var> transporters_;
     std::map<std::string, std::string> names_;  ///< control endpoint -> store name
-    std::condition_variable landed_;
-    std::map<std::string, std::shared_ptr<Flight>> flights_;
-    /// Failures of fetches that pulls followed (see remember_failure()).
-    RecentOutcomes<std::exception_ptr> failures_;
-    struct Outcome {
-        std::optional<BlobInfo> info;
-        std::exception_ptr error;
-    };
-    /// Of fetches begin() started, for await(): client + '\n' + name ->
-    /// outcome.
-    RecentOutcomes<Outcome> outcomes_;
+    /// One fill per name.
+    FlightTable flights_;
     /// The data connections to sources (the data plane's client).
     std::unique_ptr<SourceReader> reader_;
     /// The sources of this host: their files and images.
     SameHostSources same_host_;
-    bool stopping_ = false;
-    std::size_t threads_ = 0;                  ///< read-through threads running
-    std::condition_variable threads_ended_;
 };
 
 }  // namespace blobstreaming::corba
