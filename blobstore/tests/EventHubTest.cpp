@@ -15,16 +15,17 @@
 
 using namespace blobstreaming;
 using namespace blobstreaming::server;
+using namespace blobstreaming::daemon;
 using blobstreaming::server::test::eventually;
 using namespace std::chrono_literals;
 
 namespace {
 
 /// Counts the store events it is given.
-class CountingSink final : public NoticeSink {
+class CountingSink final : public NoticeSinkOf<StoreEvent> {
 public:
     explicit CountingSink(std::string endpoint) : endpoint_(std::move(endpoint)) {}
-    std::string deliver_event(const StoreEvent&) noexcept override
+    std::string deliver(const StoreEvent&) noexcept override
     {
         ++events;
         return {};

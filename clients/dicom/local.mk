@@ -44,14 +44,10 @@ clients_dicom_blob_dicomd_SOURCES = \
 	clients/dicom/gateway/StudyEvents.h \
 	clients/dicom/gateway/StudyStability.h \
 	clients/dicom/gateway/TextDecoder.cpp \
-	clients/dicom/gateway/TextDecoder.h \
-	blobstore/src/blobstored/LogFile.cpp \
-	blobstore/src/blobstored/LogFile.h
-# LogFile: blobstored's --log-file sink (reopened on SIGHUP), shared as is.
-# StudyEvents: the stores' event delivery (blobstore/src/server/NoticeDispatcher) for study-stable.
-clients_dicom_blob_dicomd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/blobstore/src/blobstored -I$(top_srcdir)/blobstore/src \
-	$(OMNIORB_CFLAGS) $(SPDLOG_CFLAGS) $(DCMTK_CFLAGS)
-clients_dicom_blob_dicomd_LDADD = clients/dicom/libblobdicom.la clients/libblobclient.la blobstore/libblobserver.la \
+	clients/dicom/gateway/TextDecoder.h
+# StudyEvents and the --log-file sink: what blobstored does too (libblobdaemon).
+clients_dicom_blob_dicomd_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(SPDLOG_CFLAGS) $(DCMTK_CFLAGS)
+clients_dicom_blob_dicomd_LDADD = clients/dicom/libblobdicom.la clients/libblobclient.la transporter/libblobdaemon.la \
 	transporter/libblobtransporter.la blobstore/libblobstore.la common/libblobcli.la common/libblobcommon.la \
 	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(DCMTK_LIBS) $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS)
 $(clients_dicom_blob_dicomd_OBJECTS): idl/BlobStreaming.hh

@@ -151,10 +151,10 @@ std::string Daemon::start()
     // Transfer notices and store events (EventHub.h); each endpoint on one
     // thread at a time, so a stuck subscriber holds one of kNoticeThreads;
     // endpoints that answered promptly have kPromptNoticeThreads of their own.
-    server::NoticeLimits notice_limits;
+    NoticeLimits notice_limits;
     notice_limits.threads = kNoticeThreads;
     notice_limits.prompt_threads = kPromptNoticeThreads;
-    notices_ = std::make_unique<server::NoticeDispatcher>(notice_limits);
+    notices_ = std::make_unique<NoticeDispatcher>(notice_limits);
     events_ = std::make_shared<server::EventHub>(
         options_.name, *notices_, server::EventLimits{options_.max_subscriptions, options_.max_client_subscriptions});
     store_ = open_store();

@@ -1,7 +1,6 @@
 #include "EventSubscription.h"
 
 #include "BlobInfoIdl.h"
-#include "OnewayCall.h"
 #include "server/AccessList.h"
 #include "server/EventHub.h"
 
@@ -9,6 +8,7 @@
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/References.h>
 #include <blobstreaming/transporter/corba/Security.h>
+#include <blobstreaming/transporter/daemon/OnewayCall.h>
 
 #include <omniORB4/CORBA.h>
 
@@ -29,7 +29,7 @@ CORBA::ULongLong ns_of(std::chrono::system_clock::time_point t)
 
 /// A client's EventSubscriber, called on a NoticeDispatcher thread with a
 /// call timeout of its own; ended at its first failed delivery.
-class SubscriberSink final : public server::NoticeSink {
+class SubscriberSink final : public daemon::NoticeSinkOf<StoreEvent> {
 public:
     SubscriberSink(BlobStreaming::EventSubscriber_ptr subscriber, server::EventHub& hub)
         : subscriber_(BlobStreaming::EventSubscriber::_duplicate(subscriber)), endpoint_(endpoint_of(subscriber)),
@@ -40,9 +40,9 @@ public:
 
     void set_id(std::uint64_t id) noexcept { id_ = id; }
 
-    std::string deliver_event(const StoreEvent& event) noexcept override
+    std::string deliver(const StoreEvent& event) noexcept override
     {
-        return oneway_call([&] { subscriber_->event(to_idl_event(event, hub_.store(), hub_.epoch())); },
+        return daemon::oneway_call([&] { subscriber_->event(to_idl_event(event, hub_.store(), hub_.epoch())); },
                            kSubscriberCallTimeoutMs, "event");
     }
 

@@ -12,11 +12,13 @@
 
 namespace blobstreaming {
 class Store;
+namespace daemon {
+class NoticeDispatcher;
+}  // namespace daemon
 namespace server {
 class LiveAccessList;
 class DataServer;
 class EventHub;
-class NoticeDispatcher;
 class ReservationTable;
 enum class Permission;
 class TicketRegistry;
@@ -47,7 +49,7 @@ struct ServantContext {
     const server::LiveAccessList* access = nullptr;  ///< null: everything permitted
     /// Delivers SEND_NOTIFICATIONS notices off the data plane's thread (not
     /// owned; null: such notices are dropped).
-    server::NoticeDispatcher* notices = nullptr;
+    daemon::NoticeDispatcher* notices = nullptr;
     /// The open transporters: caps per client and in total, reclamation of
     /// idle ones (not owned; null: no caps, nothing reclaimed).
     server::TransporterRegistry* transporters = nullptr;

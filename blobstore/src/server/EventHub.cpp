@@ -6,16 +6,18 @@
 #include <spdlog/spdlog.h>
 
 namespace blobstreaming::server {
+using daemon::SubscriptionTable;
+
 namespace {
 
 /// An in-daemon subscriber: a function.
-class LocalSink final : public NoticeSink {
+class LocalSink final : public daemon::NoticeSinkOf<StoreEvent> {
 public:
     LocalSink(std::string who, std::function<void(const StoreEvent&)> on_event)
         : who_("in-daemon " + std::move(who)), on_event_(std::move(on_event))
     {}
 
-    std::string deliver_event(const StoreEvent& event) noexcept override
+    std::string deliver(const StoreEvent& event) noexcept override
     {
         try {
             on_event_(event);
@@ -37,11 +39,11 @@ private:
 
 }  // namespace
 
-EventHub::EventHub(std::string store, NoticeDispatcher& dispatcher, EventLimits limits)
+EventHub::EventHub(std::string store, daemon::NoticeDispatcher& dispatcher, EventLimits limits)
     : store_(std::move(store)), dispatcher_(&dispatcher), limits_(limits)
 {}
 
-std::uint64_t EventHub::subscribe(std::shared_ptr<NoticeSink> sink, EventKinds kinds, std::string owner)
+std::uint64_t EventHub::subscribe(std::shared_ptr<daemon::NoticeSink> sink, EventKinds kinds, std::string owner)
 {
     std::lock_guard lock(mutex_);
     if (!owner.empty()) {

@@ -9,10 +9,9 @@
 /// thread, e.g. an index of the Blobs' contents). Both get the same events
 /// in sequence order, with the same bounded queue and drop accounting.
 
-#include "NoticeDispatcher.h"
-#include "SubscriptionTable.h"
-
 #include <blobstreaming/blobstore/ObservedStore.h>
+#include <blobstreaming/transporter/daemon/NoticeDispatcher.h>
+#include <blobstreaming/transporter/daemon/SubscriptionTable.h>
 
 #include <chrono>
 #include <cstdint>
@@ -41,7 +40,7 @@ public:
     static constexpr std::size_t kMaxSubscriptions = EventLimits{}.total;
 
     /// `dispatcher` must outlive the hub or its close().
-    EventHub(std::string store, NoticeDispatcher& dispatcher, EventLimits limits = {});
+    EventHub(std::string store, daemon::NoticeDispatcher& dispatcher, EventLimits limits = {});
 
     /// Sends the events of `kinds` to `sink` from now on, for `owner` (the
     /// client that subscribed: corba::caller_client(); "" for an in-daemon
@@ -49,7 +48,7 @@ public:
     /// client). Returns the subscription's id, a random 64-bit number.
     /// Throws Error(Errc::limit_reached) past the owner's or the total
     /// limit. Thread-safe.
-    std::uint64_t subscribe(std::shared_ptr<NoticeSink> sink, EventKinds kinds, std::string owner);
+    std::uint64_t subscribe(std::shared_ptr<daemon::NoticeSink> sink, EventKinds kinds, std::string owner);
 
     /// In-daemon subscriber: `on_event` runs on a dispatcher thread, one
     /// event at a time, in sequence order; it must not throw and should be
@@ -86,9 +85,9 @@ private:
     const std::string store_;
     const std::chrono::system_clock::time_point epoch_ = std::chrono::system_clock::now();
     mutable std::mutex mutex_;
-    NoticeDispatcher* dispatcher_;  ///< null once closed
+    daemon::NoticeDispatcher* dispatcher_;  ///< null once closed
     const EventLimits limits_;
-    SubscriptionTable subscriptions_;
+    daemon::SubscriptionTable subscriptions_;
     std::map<std::string, std::size_t> per_client_;  ///< open subscriptions by owner (not "")
 };
 

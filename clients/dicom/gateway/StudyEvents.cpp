@@ -1,13 +1,12 @@
 #include "StudyEvents.h"
 
-#include "servants/OnewayCall.h"
-#include "server/NoticeDispatcher.h"
-#include "server/SubscriptionTable.h"
-
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/corba/Orb.h>
 #include <blobstreaming/transporter/corba/References.h>
 #include <blobstreaming/transporter/corba/Security.h>
+#include <blobstreaming/transporter/daemon/NoticeDispatcher.h>
+#include <blobstreaming/transporter/daemon/OnewayCall.h>
+#include <blobstreaming/transporter/daemon/SubscriptionTable.h>
 
 #include <BlobStreaming.hh>
 
@@ -66,25 +65,25 @@ public:
     {
         const std::string client = corba::caller_client();
         std::lock_guard lock(mutex_);
-        const server::SubscriptionTable::Subscription* s = subscriptions_.find(id);
+        const daemon::SubscriptionTable::Subscription* s = subscriptions_.find(id);
         const std::string owner = s ? s->owner : std::string();
         switch (subscriptions_.unsubscribe(id, client)) {
-        case server::SubscriptionTable::Removal::ended:
+        case daemon::SubscriptionTable::Removal::ended:
             spdlog::info("study events: subscription {} ended by its subscriber", id);
             break;
-        case server::SubscriptionTable::Removal::foreign:
+        case daemon::SubscriptionTable::Removal::foreign:
             spdlog::warn("study events: unsubscribe {} refused: the subscription is client \"{}\"'s, asked by "
                          "client \"{}\"; it goes on",
                          id, owner, client);
             break;
-        case server::SubscriptionTable::Removal::unknown: break;
+        case daemon::SubscriptionTable::Removal::unknown: break;
         }
     }
 
     void end(std::uint64_t id, const std::string& why)
     {
         std::lock_guard lock(mutex_);
-        const server::SubscriptionTable::Subscription* s = subscriptions_.find(id);
+        const daemon::SubscriptionTable::Subscription* s = subscriptions_.find(id);
         if (!s) return;
         spdlog::warn("study events: subscription {} of the subscriber at {} ended: it did not take an event ({})", id,
                      s->sink->endpoint(), why);
@@ -109,8 +108,8 @@ public:
                 event->stores[i] = study.summary.stores[i].c_str();
             std::lock_guard lock(mutex_);
             event->seqNo = ++sequence_;
-            const server::OtherNotice notice{std::shared_ptr<const void>(event, event.get())};
-            subscriptions_.for_each([&](std::uint64_t, const server::SubscriptionTable::Subscription& subscription) {
+            const daemon::Notice notice = std::shared_ptr<const BlobStreaming::StudyStableEvent>(std::move(event));
+            subscriptions_.for_each([&](std::uint64_t, const daemon::SubscriptionTable::Subscription& subscription) {
                 dispatcher_.post(subscription.sink, notice);
             });
         } catch (...) {
@@ -146,9 +145,9 @@ private:
     PortableServer::POA_var poa_;
     PortableServer::ObjectId_var oid_;
     CosNaming::NamingContext_var naming_;
-    server::NoticeDispatcher dispatcher_;
+    daemon::NoticeDispatcher dispatcher_;
     std::mutex mutex_;
-    server::SubscriptionTable subscriptions_;  ///< random ids, each of the client that subscribed
+    daemon::SubscriptionTable subscriptions_;  ///< random ids, each of the client that subscribed
     std::uint64_t sequence_ = 0;
     std::atomic<bool> withdrawn_{false};
 };
@@ -157,7 +156,7 @@ namespace {
 
 /// A watcher's StudyEventSubscriber, called on a dispatcher thread with a
 /// call timeout of its own; ended at its first failed delivery.
-class SubscriberSink final : public server::NoticeSink {
+class SubscriberSink final : public daemon::NoticeSinkOf<BlobStreaming::StudyStableEvent> {
 public:
     SubscriberSink(BlobStreaming::StudyEventSubscriber_ptr subscriber, StudyEvents::Impl& events)
         : subscriber_(BlobStreaming::StudyEventSubscriber::_duplicate(subscriber)),
@@ -168,10 +167,9 @@ public:
 
     void set_id(std::uint64_t id) noexcept { id_ = id; }
 
-    std::string deliver_other(const server::OtherNotice& notice) noexcept override
+    std::string deliver(const BlobStreaming::StudyStableEvent& event) noexcept override
     {
-        const auto* event = static_cast<const BlobStreaming::StudyStableEvent*>(notice.payload.get());
-        return corba::oneway_call([&] { subscriber_->studyStable(*event); }, kSubscriberCallTimeoutMs, "event");
+        return daemon::oneway_call([&] { subscriber_->studyStable(event); }, kSubscriberCallTimeoutMs, "event");
     }
 
     const std::string& endpoint() const noexcept override { return endpoint_; }
@@ -202,7 +200,7 @@ CORBA::ULongLong StudyEvents::Impl::subscribe(BlobStreaming::StudyEventSubscribe
     const std::string client = corba::caller_client();
     std::lock_guard lock(mutex_);
     std::size_t mine = 0;
-    subscriptions_.for_each([&](std::uint64_t, const server::SubscriptionTable::Subscription& s) {
+    subscriptions_.for_each([&](std::uint64_t, const daemon::SubscriptionTable::Subscription& s) {
         if (s.owner == client) ++mine;
     });
     if (mine >= kMaxClientSubscriptions) {

@@ -3,7 +3,7 @@
 /// docs/ARCHITECTURE.md "Events"): a StudyEvents servant registered as
 /// BlobStreaming/Gateways/<AE title> in the Naming Service, so that
 /// `blob watch --events study-stable` finds it; each subscriber has the
-/// stores' delivery (server::NoticeDispatcher: a bounded queue, drops
+/// stores' delivery (daemon::NoticeDispatcher: a bounded queue, drops
 /// counted and logged, a subscriber that does not take an event within 2 s
 /// ended), so a slow or dead one never delays the gateway nor another.
 
