@@ -124,8 +124,6 @@ blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/server/DataAcceptor.cpp \
 	blobstore/src/server/DataAcceptor.h \
 	blobstore/src/server/DataPath.h \
-	blobstore/src/server/EventHub.cpp \
-	blobstore/src/server/EventHub.h \
 	blobstore/src/server/ServerConnection.cpp \
 	blobstore/src/server/ServerConnection.h \
 	blobstore/src/server/ServerConnectionPush.cpp \
@@ -138,6 +136,8 @@ blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/server/ReservationTable.cpp \
 	blobstore/src/server/ReservationTable.h \
 	blobstore/src/server/StoreRegistry.cpp \
+	blobstore/src/server/StoreEventHub.cpp \
+	blobstore/src/server/StoreEventHub.h \
 	blobstore/src/server/StoreRegistry.h \
 	blobstore/src/server/TicketRegistry.cpp \
 	blobstore/src/server/TransferMetrics.cpp \
@@ -163,7 +163,6 @@ server_tests = \
 	blobstore/tests/ReservationTableTest \
 	blobstore/tests/RecentOutcomesTest \
 	blobstore/tests/DataServerTest \
-	blobstore/tests/EventHubTest \
 	blobstore/tests/TransporterRegistryTest
 check_PROGRAMS += $(server_tests)
 TESTS += $(server_tests)
@@ -192,11 +191,6 @@ blobstore_tests_DataServerTest_SOURCES = blobstore/tests/DataServerTest.cpp blob
 blobstore_tests_DataServerTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_DataServerTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_DataServerTest_OBJECTS): idl/BlobStreaming.hh
-blobstore_tests_EventHubTest_SOURCES = blobstore/tests/EventHubTest.cpp blobstore/tests/ServerTestSupport.h \
-	transporter/tests/Eventually.h
-blobstore_tests_EventHubTest_CPPFLAGS = $(server_test_cppflags)
-blobstore_tests_EventHubTest_LDADD = $(server_test_ldadd)
-$(blobstore_tests_EventHubTest_OBJECTS): idl/BlobStreaming.hh
 blobstore_tests_TransporterRegistryTest_SOURCES = blobstore/tests/TransporterRegistryTest.cpp blobstore/tests/ServerTestSupport.h \
 	transporter/tests/Eventually.h
 blobstore_tests_TransporterRegistryTest_CPPFLAGS = $(server_test_cppflags)

@@ -49,17 +49,20 @@ EXTRA_DIST += transporter/include/blobstreaming/transporter/corba/ConnectionGate
 
 # What the two servers, blobstored and blob-dicomd, share (daemon/): the
 # delivery of notices and events to clients off the data plane
-# (NoticeDispatcher, OnewayCall), the subscriptions of an event source
-# (SubscriptionTable) and the --log-file sink (LogFile). Daemons only, as
+# (NoticeDispatcher, OnewayCall), the hub of an event source's
+# subscriptions (EventHub, SubscriptionTable) and the --log-file sink
+# (LogFile). Daemons only, as
 # libblobgate: no client links it.
 noinst_LTLIBRARIES += transporter/libblobdaemon.la
 transporter_libblobdaemon_la_SOURCES = \
+	transporter/src/daemon/EventHub.cpp \
 	transporter/src/daemon/LogFile.cpp \
 	transporter/src/daemon/NoticeDispatcher.cpp \
 	transporter/src/daemon/SubscriptionTable.cpp
 transporter_libblobdaemon_la_CPPFLAGS = $(AM_CPPFLAGS) $(SPDLOG_CFLAGS)
 transporter_libblobdaemon_la_LIBADD = transporter/libblobtransporter.la common/libblobcommon.la $(SPDLOG_LIBS)
 EXTRA_DIST += \
+	transporter/include/blobstreaming/transporter/daemon/EventHub.h \
 	transporter/include/blobstreaming/transporter/daemon/LogFile.h \
 	transporter/include/blobstreaming/transporter/daemon/NoticeDispatcher.h \
 	transporter/include/blobstreaming/transporter/daemon/OnewayCall.h \
@@ -69,12 +72,15 @@ transporter_test_cppflags = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPE
 transporter_test_ldadd = transporter/libblobtransporter.la common/libblobcommon.la \
 	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 transporter_tests = transporter/tests/DataIoTest transporter/tests/ProtocolTest transporter/tests/TlsTest \
-	transporter/tests/NoticeDispatcherTest
+	transporter/tests/NoticeDispatcherTest transporter/tests/EventHubTest
 check_PROGRAMS += $(transporter_tests)
 TESTS += $(transporter_tests)
 transporter_tests_NoticeDispatcherTest_SOURCES = transporter/tests/NoticeDispatcherTest.cpp transporter/tests/Eventually.h
 transporter_tests_NoticeDispatcherTest_CPPFLAGS = $(transporter_test_cppflags)
 transporter_tests_NoticeDispatcherTest_LDADD = transporter/libblobdaemon.la $(transporter_test_ldadd)
+transporter_tests_EventHubTest_SOURCES = transporter/tests/EventHubTest.cpp transporter/tests/Eventually.h
+transporter_tests_EventHubTest_CPPFLAGS = $(transporter_test_cppflags)
+transporter_tests_EventHubTest_LDADD = transporter/libblobdaemon.la $(transporter_test_ldadd)
 transporter_tests_DataIoTest_SOURCES = transporter/tests/DataIoTest.cpp transporter/tests/SocketPair.h
 transporter_tests_DataIoTest_CPPFLAGS = $(transporter_test_cppflags)
 transporter_tests_DataIoTest_LDADD = $(transporter_test_ldadd)

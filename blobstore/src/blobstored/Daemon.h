@@ -12,8 +12,8 @@
 #include "servants/ImageShelf.h"
 #include "servants/ServantContext.h"
 #include "server/DataServer.h"
-#include "server/EventHub.h"
 #include "server/ReservationTable.h"
+#include "server/StoreEventHub.h"
 #include "server/TicketRegistry.h"
 #include "server/TransporterRegistry.h"
 
@@ -86,7 +86,7 @@ private:
     std::unique_ptr<server::ReservationTable> reservations_;
     std::unique_ptr<server::DataServer> data_;
     std::unique_ptr<NoticeDispatcher> notices_;
-    std::shared_ptr<server::EventHub> events_;  ///< shared with the ObservedStore in store_
+    std::shared_ptr<server::StoreEventHub> events_;  ///< shared with the ObservedStore in store_
     std::unique_ptr<server::TransporterRegistry> transporters_;
     /// Publishes the store's status over SDC now (main thread every 2 s, and
     /// the data plane's reactor thread when a transfer ends).

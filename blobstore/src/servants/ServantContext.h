@@ -18,7 +18,7 @@ class NoticeDispatcher;
 namespace server {
 class LiveAccessList;
 class DataServer;
-class EventHub;
+class StoreEventHub;
 class ReservationTable;
 enum class Permission;
 class TicketRegistry;
@@ -55,7 +55,7 @@ struct ServantContext {
     server::TransporterRegistry* transporters = nullptr;
     /// The store's event subscriptions (BlobStore::subscribe; not owned;
     /// null: subscribe fails with NO_RESOURCES).
-    server::EventHub* events = nullptr;
+    server::StoreEventHub* events = nullptr;
     /// Store-to-store transfers (BlobStore::fetch, read-through; not owned;
     /// null: fetch fails with NO_RESOURCES).
     Fetcher* fetcher = nullptr;
