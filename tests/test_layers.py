@@ -16,7 +16,7 @@ from collections import Counter, defaultdict
 
 # Bottom first. A folder may include only folders listed before it (and
 # itself). tests/ sits above everything: it drives every layer.
-LAYERS = ["common", "idl", "sdc", "transporter", "blobstore", "clients", "benchmarks", "tests"]
+LAYERS = ["common", "idl", "sdc", "transporter", "blobstore", "clients", "gateway", "benchmarks", "tests"]
 
 # What a folder may reach below it, when that is less than "everything
 # below" (the intent, not just the order).
@@ -29,6 +29,10 @@ ALLOWED = {
     # The client library reads a FileStore's file on the same host
     # (FileStore.h, installed); it never includes the daemon's internals.
     "clients": {"common", "idl", "transporter", "blobstore"},
+    # blob-dicomd: a server, as blobstored is, and a client of the stores
+    # (libblobclient, the study index of clients/dicom). What it shares with
+    # blobstored comes from transporter/ (libblobdaemon), never blobstore/.
+    "gateway": {"common", "idl", "transporter", "clients"},
     "benchmarks": {"common", "idl", "transporter", "clients"},
     "tests": set(LAYERS) - {"tests"},
 }
