@@ -181,7 +181,7 @@ bench-quick: $(bench_programs)
 # PatientID among 100,000 indexed instances (docs/DICOM.md, "Figures").
 # Reported, never asserted.
 DICOM_BENCH_FLAGS =
-bench-dicom: blobstore/blobstored$(EXEEXT) clients/blob$(EXEEXT) clients/dicom/blob-dicomd$(EXEEXT)
+bench-dicom: blobstore/blobstored$(EXEEXT) clients/blob$(EXEEXT) gateway/blob-dicomd$(EXEEXT)
 	$(PYTHON) $(abs_top_srcdir)/benchmarks/bench_dicom.py --build $(abs_top_builddir) \
 	  --out $(BENCH_OUT)/dicom $(DICOM_BENCH_FLAGS)
 

@@ -120,7 +120,6 @@ blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/servants/RecentOutcomes.h \
 	blobstore/src/servants/SameHostSources.cpp \
 	blobstore/src/servants/SameHostSources.h \
-	blobstore/src/servants/OnewayCall.h \
 	blobstore/src/servants/ServantContext.h \
 	blobstore/src/servants/SourceReader.cpp \
 	blobstore/src/servants/SourceReader.h \
@@ -132,10 +131,6 @@ blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/server/DataAcceptor.cpp \
 	blobstore/src/server/DataAcceptor.h \
 	blobstore/src/server/DataPath.h \
-	blobstore/src/server/EventHub.cpp \
-	blobstore/src/server/EventHub.h \
-	blobstore/src/server/SubscriptionTable.cpp \
-	blobstore/src/server/SubscriptionTable.h \
 	blobstore/src/server/ServerConnection.cpp \
 	blobstore/src/server/ServerConnection.h \
 	blobstore/src/server/ServerConnectionAway.cpp \
@@ -156,13 +151,13 @@ blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/server/DataServer.h \
 	blobstore/src/server/DataServerImpl.h \
 	blobstore/src/server/LogThrottle.h \
-	blobstore/src/server/NoticeDispatcher.cpp \
-	blobstore/src/server/NoticeDispatcher.h \
 	blobstore/src/server/ReservationTable.cpp \
 	blobstore/src/server/ReservationTableLimits.cpp \
 	blobstore/src/server/ReservationTableParts.cpp \
 	blobstore/src/server/ReservationTable.h \
 	blobstore/src/server/StoreRegistry.cpp \
+	blobstore/src/server/StoreEventHub.cpp \
+	blobstore/src/server/StoreEventHub.h \
 	blobstore/src/server/StoreRegistry.h \
 	blobstore/src/server/TicketRegistry.cpp \
 	blobstore/src/server/TransferMetrics.cpp \
@@ -177,8 +172,9 @@ $(blobstore_libblobserver_la_OBJECTS): idl/BlobStreaming.hh
 
 # Unit tests of the server pieces: every program takes the same flags and
 # libraries (automake wants them per program; they name these two).
-server_test_cppflags = $(blobstore_libblobserver_la_CPPFLAGS) -I$(top_srcdir)/common/tests -DBOOST_TEST_DYN_LINK
-server_test_ldadd = blobstore/libblobserver.la transporter/libblobtransporter.la blobstore/libblobstore.la common/libblobcommon.la \
+server_test_cppflags = $(blobstore_libblobserver_la_CPPFLAGS) -I$(top_srcdir)/common/tests -I$(top_srcdir)/transporter/tests \
+	-DBOOST_TEST_DYN_LINK
+server_test_ldadd = blobstore/libblobserver.la transporter/libblobdaemon.la transporter/libblobtransporter.la blobstore/libblobstore.la common/libblobcommon.la \
 	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 server_tests = \
 	blobstore/tests/AccessListTest \
@@ -187,8 +183,6 @@ server_tests = \
 	blobstore/tests/ReservationTableTest \
 	blobstore/tests/RecentOutcomesTest \
 	blobstore/tests/DataServerTest \
-	blobstore/tests/NoticeDispatcherTest \
-	blobstore/tests/EventHubTest \
 	blobstore/tests/FlightTableTest \
 	blobstore/tests/TransporterRegistryTest \
 	blobstore/tests/PushTransferTest \
@@ -197,14 +191,16 @@ server_tests = \
 	blobstore/tests/FollowTransferTest
 check_PROGRAMS += $(server_tests)
 TESTS += $(server_tests)
-blobstore_tests_AccessListTest_SOURCES = blobstore/tests/AccessListTest.cpp blobstore/tests/ServerTestSupport.h
+blobstore_tests_AccessListTest_SOURCES = blobstore/tests/AccessListTest.cpp blobstore/tests/ServerTestSupport.h \
+	transporter/tests/Eventually.h
 blobstore_tests_AccessListTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_AccessListTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_AccessListTest_OBJECTS): idl/BlobStreaming.hh
 blobstore_tests_ConnectionLimitsTest_SOURCES = blobstore/tests/ConnectionLimitsTest.cpp
 blobstore_tests_ConnectionLimitsTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_ConnectionLimitsTest_LDADD = $(server_test_ldadd)
-blobstore_tests_TicketRegistryTest_SOURCES = blobstore/tests/TicketRegistryTest.cpp blobstore/tests/ServerTestSupport.h
+blobstore_tests_TicketRegistryTest_SOURCES = blobstore/tests/TicketRegistryTest.cpp blobstore/tests/ServerTestSupport.h \
+	transporter/tests/Eventually.h
 blobstore_tests_TicketRegistryTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_TicketRegistryTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_TicketRegistryTest_OBJECTS): idl/BlobStreaming.hh
@@ -216,23 +212,16 @@ blobstore_tests_RecentOutcomesTest_SOURCES = blobstore/tests/RecentOutcomesTest.
 blobstore_tests_RecentOutcomesTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_RecentOutcomesTest_LDADD = $(server_test_ldadd)
 blobstore_tests_DataServerTest_SOURCES = blobstore/tests/DataServerTest.cpp blobstore/tests/ServerTestSupport.h \
-	transporter/tests/ProtocolPeer.h
-blobstore_tests_DataServerTest_CPPFLAGS = $(server_test_cppflags) -I$(top_srcdir)/transporter/tests
+	transporter/tests/Eventually.h transporter/tests/ProtocolPeer.h
+blobstore_tests_DataServerTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_DataServerTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_DataServerTest_OBJECTS): idl/BlobStreaming.hh
-blobstore_tests_NoticeDispatcherTest_SOURCES = blobstore/tests/NoticeDispatcherTest.cpp blobstore/tests/ServerTestSupport.h
-blobstore_tests_NoticeDispatcherTest_CPPFLAGS = $(server_test_cppflags)
-blobstore_tests_NoticeDispatcherTest_LDADD = $(server_test_ldadd)
-$(blobstore_tests_NoticeDispatcherTest_OBJECTS): idl/BlobStreaming.hh
 blobstore_tests_FlightTableTest_SOURCES = blobstore/tests/FlightTableTest.cpp
 blobstore_tests_FlightTableTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_FlightTableTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_FlightTableTest_OBJECTS): idl/BlobStreaming.hh
-blobstore_tests_EventHubTest_SOURCES = blobstore/tests/EventHubTest.cpp blobstore/tests/ServerTestSupport.h
-blobstore_tests_EventHubTest_CPPFLAGS = $(server_test_cppflags)
-blobstore_tests_EventHubTest_LDADD = $(server_test_ldadd)
-$(blobstore_tests_EventHubTest_OBJECTS): idl/BlobStreaming.hh
-blobstore_tests_TransporterRegistryTest_SOURCES = blobstore/tests/TransporterRegistryTest.cpp blobstore/tests/ServerTestSupport.h
+blobstore_tests_TransporterRegistryTest_SOURCES = blobstore/tests/TransporterRegistryTest.cpp blobstore/tests/ServerTestSupport.h \
+	transporter/tests/Eventually.h
 blobstore_tests_TransporterRegistryTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_TransporterRegistryTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_TransporterRegistryTest_OBJECTS): idl/BlobStreaming.hh
@@ -269,8 +258,6 @@ blobstore_blobstored_SOURCES = \
 	blobstore/src/blobstored/Daemon.h \
 	blobstore/src/blobstored/DaemonOptions.cpp \
 	blobstore/src/blobstored/DaemonOptions.h \
-	blobstore/src/blobstored/LogFile.cpp \
-	blobstore/src/blobstored/LogFile.h \
 	blobstore/src/blobstored/MetricsEndpoint.cpp \
 	blobstore/src/blobstored/MetricsEndpoint.h \
 	blobstore/src/blobstored/Notify.cpp \
@@ -281,7 +268,7 @@ blobstore_blobstored_SOURCES = \
 	blobstore/src/blobstored/StoreEntry.h \
 	blobstore/src/blobstored/main.cpp
 blobstore_blobstored_CPPFLAGS = $(blobstore_libblobserver_la_CPPFLAGS) -I$(top_srcdir)/sdc/include $(SYSTEMD_CFLAGS)
-blobstore_blobstored_LDADD = blobstore/libblobserver.la transporter/libblobgate.la transporter/libblobtransporter.la blobstore/libblobstore.la common/libblobcli.la \
+blobstore_blobstored_LDADD = blobstore/libblobserver.la transporter/libblobdaemon.la transporter/libblobgate.la transporter/libblobtransporter.la blobstore/libblobstore.la common/libblobcli.la \
 	common/libblobcommon.la sdc/libblobsdc.la $(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS) \
 	$(SYSTEMD_LIBS)
 $(blobstore_blobstored_OBJECTS): idl/BlobStreaming.hh

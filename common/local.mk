@@ -1,7 +1,7 @@
 # common/: the vocabulary every layer speaks (libblobcommon): error codes and
 # their category (Error.h), Blob names, a Blob's committed version (BlobInfo),
 # checksums (CRC32C, SHA-256; HashPipeline hashes on a helper thread), file
-# descriptors. It depends on nothing of ours; every other folder may use it.
+# descriptors, the TLS files and the policy every TLS context gets (TlsPolicy). It depends on nothing of ours; every other folder may use it.
 lib_LTLIBRARIES += common/libblobcommon.la
 common_libblobcommon_la_SOURCES = \
 	common/src/BlobInfo.cpp \
@@ -14,6 +14,7 @@ common_libblobcommon_la_SOURCES = \
 	common/src/Sha256.cpp \
 	common/src/Text.cpp \
 	common/src/TlsFiles.cpp \
+	common/src/TlsPolicy.cpp \
 	common/src/UniqueFd.cpp
 common_libblobcommon_la_CPPFLAGS = $(AM_CPPFLAGS) $(OPENSSL_CFLAGS) $(ISAL_CFLAGS)
 common_libblobcommon_la_LIBADD = $(OPENSSL_LIBS) $(ISAL_LIBS)
@@ -33,6 +34,8 @@ commonhdr_HEADERS = \
 	common/include/blobstreaming/common/Text.h \
 	common/include/blobstreaming/common/TlsFiles.h \
 	common/include/blobstreaming/common/UniqueFd.h
+# The TLS policy of our contexts (transporter, sdc): ours, not an API.
+EXTRA_DIST += common/include/blobstreaming/common/TlsPolicy.h
 
 # libblobcli (not installed): what every program's command line shares —
 # sizes, durations, the logging flags, --version, no abbreviated options

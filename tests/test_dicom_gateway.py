@@ -47,7 +47,7 @@ def check_refused(c, gw, entry, code, why):
 
 
 def port_refusals(c, gw):
-    base = [harness.program("clients/dicom/blob-dicomd"), "--aetitle", "GW2", "--store", "ws1", "--naming", c.naming,
+    base = [harness.program("gateway/blob-dicomd"), "--aetitle", "GW2", "--store", "ws1", "--naming", c.naming,
             "--spool", c.root]
     step("--port 0 took a free port, named in the ready line, and the gateway answered when it printed it")
     check(gw.port != 0, f"the port of --port 0: {gw.port}")

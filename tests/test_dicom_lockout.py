@@ -339,7 +339,7 @@ def stale_spool(c, running_gateway):
 
 def option_refusals(c):
     step("--max-associations-per-peer out of range: exit 1 naming the value and what is allowed")
-    base = [harness.program("clients/dicom/blob-dicomd"), "--aetitle", "GW", "--port", "0", "--store", "ws1",
+    base = [harness.program("gateway/blob-dicomd"), "--aetitle", "GW", "--port", "0", "--store", "ws1",
             "--naming", c.naming, "--spool", c.root]
     for extra, message in ((["--max-associations", "4", "--max-associations-per-peer", "5"],
                             "--max-associations-per-peer 5: expected 1 to 4 (--max-associations)"),

@@ -26,7 +26,7 @@ def test(c):
 
     step("a --log-file that cannot be opened: exit 40 naming the file and the reason")
     missing = c.path("no-such-dir/gw.log")
-    base = [program("clients/dicom/blob-dicomd"), "--aetitle", AE, "--port", "11112", "--store", "ws1",
+    base = [program("gateway/blob-dicomd"), "--aetitle", AE, "--port", "11112", "--store", "ws1",
             "--naming", c.naming, "--spool", c.root]
     code, out, err = c.run(base + ["--log-file", missing], timeout=60)
     check_equal(code, 40, f"exit code with --log-file {missing} ({err.strip()!r})")

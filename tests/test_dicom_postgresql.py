@@ -59,7 +59,7 @@ def test(c):
     step("PostgreSQL unreachable: a clear error")
     dead = f"postgresql://blob@127.0.0.1:{free_port()}/dicom"
     c.blob("find", "--index", dead, "PatientID=PAT1").error(52, "cannot connect")
-    code, _, err = c.run([program("clients/dicom/blob-dicomd"), "--aetitle", "X", "--port", "0",
+    code, _, err = c.run([program("gateway/blob-dicomd"), "--aetitle", "X", "--port", "0",
                           "--store", "ws1", "--naming", c.naming, "--index", dead], timeout=60)
     check(code == 52 and "cannot connect" in err and "postgresql://blob@127.0.0.1" in err,
           f"blob-dicomd with an unreachable index: exit {code}, {err!r}")

@@ -31,7 +31,7 @@ def test(c):
         return sorted((e["blob"], e["store"]) for e in instances(f"SOPInstanceUID={sop}"))
 
     step("--rescan out of range: refused, naming the option and the range")
-    code, _, err = c.run([harness.program("clients/dicom/blob-dicomd"), "--aetitle", "GW", "--port", "11112",
+    code, _, err = c.run([harness.program("gateway/blob-dicomd"), "--aetitle", "GW", "--port", "11112",
                           "--store", "ws1", "--rescan", "25h"])
     check_equal(code, 1, f"exit status of --rescan 25h ({err.strip()!r})")
     check("--rescan" in err and "86400" in err, f"the refusal names the option and its range: {err.strip()!r}")

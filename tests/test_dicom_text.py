@@ -155,7 +155,7 @@ def passwords(c):
     shown = f"postgresql://blob:***@127.0.0.1:{dead_port}/dicom?sslmode=disable&password=***"
     r = c.blob("find", "--index", dead, "PatientID=PAT1").error(52, f"index {shown}: cannot connect")
     check(SECRET not in r.stderr + r.stdout, f"the password in blob find's error: {r.describe()}")
-    code, out, err = c.run([program("clients/dicom/blob-dicomd"), "--aetitle", "X", "--port", "0", "--store", "ws1",
+    code, out, err = c.run([program("gateway/blob-dicomd"), "--aetitle", "X", "--port", "0", "--store", "ws1",
                             "--naming", c.naming, "--index", dead], timeout=60)
     check(code == 52 and f"index {shown}: cannot connect" in err and SECRET not in err + out,
           f"blob-dicomd with an unreachable index: exit {code}, {err!r}")

@@ -179,7 +179,7 @@ def study_subscription_ids(c):
     (127.0.0.1), so what shows here is that its ids are no sequence; that
     another client's id is refused is StudyEvents' use of the stores' rule
     (SubscriptionTable, EventHubTest)."""
-    if not os.access(os.path.join(harness.build_dir(), "clients/dicom/blob-dicomd"), os.X_OK):
+    if not os.access(os.path.join(harness.build_dir(), "gateway/blob-dicomd"), os.X_OK):
         step("blob-dicomd is not built: its study-stable subscriptions are not checked")
         return
     step("a gateway's study-stable subscription: unsubscribing ids 1 to 30 ends nothing")

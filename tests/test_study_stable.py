@@ -39,7 +39,7 @@ def stable_events(events, study=None):
 
 
 def option_refusals(c):
-    base = [program("clients/dicom/blob-dicomd"), "--aetitle", AE, "--port", "0", "--store", "ws1",
+    base = [program("gateway/blob-dicomd"), "--aetitle", AE, "--port", "0", "--store", "ws1",
             "--naming", c.naming, "--spool", c.root]
     step("--stable-after out of range or not a duration: exit 1 with the value and what is allowed")
     for value, expected in (("0", "out of range (allowed: 0.001 to 86400 seconds)"),

@@ -59,13 +59,40 @@ transporter_libblobgate_la_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(SPDLOG_
 transporter_libblobgate_la_LIBADD = common/libblobcommon.la $(OMNIORB_LIBS) $(SPDLOG_LIBS)
 EXTRA_DIST += transporter/include/blobstreaming/transporter/corba/ConnectionGate.h
 
+# What the two servers, blobstored and blob-dicomd, share (daemon/): the
+# delivery of notices and events to clients off the data plane
+# (NoticeDispatcher, OnewayCall), the hub of an event source's
+# subscriptions (EventHub, SubscriptionTable) and the --log-file sink
+# (LogFile). Daemons only, as
+# libblobgate: no client links it.
+noinst_LTLIBRARIES += transporter/libblobdaemon.la
+transporter_libblobdaemon_la_SOURCES = \
+	transporter/src/daemon/EventHub.cpp \
+	transporter/src/daemon/LogFile.cpp \
+	transporter/src/daemon/NoticeDispatcher.cpp \
+	transporter/src/daemon/SubscriptionTable.cpp
+transporter_libblobdaemon_la_CPPFLAGS = $(AM_CPPFLAGS) $(SPDLOG_CFLAGS)
+transporter_libblobdaemon_la_LIBADD = transporter/libblobtransporter.la common/libblobcommon.la $(SPDLOG_LIBS)
+EXTRA_DIST += \
+	transporter/include/blobstreaming/transporter/daemon/EventHub.h \
+	transporter/include/blobstreaming/transporter/daemon/LogFile.h \
+	transporter/include/blobstreaming/transporter/daemon/NoticeDispatcher.h \
+	transporter/include/blobstreaming/transporter/daemon/OnewayCall.h \
+	transporter/include/blobstreaming/transporter/daemon/SubscriptionTable.h
+
 transporter_test_cppflags = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS) -DBOOST_TEST_DYN_LINK
 transporter_test_ldadd = transporter/libblobtransporter.la common/libblobcommon.la \
 	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 transporter_tests = transporter/tests/DataIoTest transporter/tests/NearestTest transporter/tests/ProtocolTest \
-	transporter/tests/TlsTest
+	transporter/tests/TlsTest transporter/tests/NoticeDispatcherTest transporter/tests/EventHubTest
 check_PROGRAMS += $(transporter_tests)
 TESTS += $(transporter_tests)
+transporter_tests_NoticeDispatcherTest_SOURCES = transporter/tests/NoticeDispatcherTest.cpp transporter/tests/Eventually.h
+transporter_tests_NoticeDispatcherTest_CPPFLAGS = $(transporter_test_cppflags)
+transporter_tests_NoticeDispatcherTest_LDADD = transporter/libblobdaemon.la $(transporter_test_ldadd)
+transporter_tests_EventHubTest_SOURCES = transporter/tests/EventHubTest.cpp transporter/tests/Eventually.h
+transporter_tests_EventHubTest_CPPFLAGS = $(transporter_test_cppflags)
+transporter_tests_EventHubTest_LDADD = transporter/libblobdaemon.la $(transporter_test_ldadd)
 transporter_tests_DataIoTest_SOURCES = transporter/tests/DataIoTest.cpp transporter/tests/SocketPair.h
 transporter_tests_DataIoTest_CPPFLAGS = $(transporter_test_cppflags)
 transporter_tests_DataIoTest_LDADD = $(transporter_test_ldadd)

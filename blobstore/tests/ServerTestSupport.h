@@ -4,6 +4,7 @@
 /// expected refusal, and the Requests and pull bindings the ticket tests
 /// present.
 
+#include "Eventually.h"
 #include "server/TicketRegistry.h"
 
 #include <blobstreaming/common/Error.h>
@@ -58,16 +59,6 @@ inline TicketBinding pull_binding(std::string blob, std::uint64_t offset, std::u
     return b;
 }
 
-/// Waits for a condition with a deadline (the machine may be loaded).
-template <class Condition>
-bool eventually(Condition condition, std::chrono::milliseconds deadline = std::chrono::seconds(20))
-{
-    const auto end = std::chrono::steady_clock::now() + deadline;
-    while (!condition()) {
-        if (std::chrono::steady_clock::now() >= end) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return true;
-}
+using blobstreaming::test::eventually;
 
 }  // namespace blobstreaming::server::test

@@ -12,8 +12,8 @@ docs/man/blob.1: clients/blob$(EXEEXT) $(top_srcdir)/docs/man/blob.h2m
 	$(AM_V_GEN)$(man_page) -s 1 -i $(top_srcdir)/docs/man/blob.h2m -o $@ ./clients/blob$(EXEEXT)
 docs/man/blobstored.8: blobstore/blobstored$(EXEEXT) $(top_srcdir)/docs/man/blobstored.h2m
 	$(AM_V_GEN)$(man_page) -s 8 -i $(top_srcdir)/docs/man/blobstored.h2m -o $@ ./blobstore/blobstored$(EXEEXT)
-docs/man/blob-dicomd.8: clients/dicom/blob-dicomd$(EXEEXT) $(top_srcdir)/docs/man/blob-dicomd.h2m
-	$(AM_V_GEN)$(man_page) -s 8 -i $(top_srcdir)/docs/man/blob-dicomd.h2m -o $@ ./clients/dicom/blob-dicomd$(EXEEXT)
+docs/man/blob-dicomd.8: gateway/blob-dicomd$(EXEEXT) $(top_srcdir)/docs/man/blob-dicomd.h2m
+	$(AM_V_GEN)$(man_page) -s 8 -i $(top_srcdir)/docs/man/blob-dicomd.h2m -o $@ ./gateway/blob-dicomd$(EXEEXT)
 docs/man/sdc-provider.1: sdc/sdc-provider$(EXEEXT) $(top_srcdir)/docs/man/sdc-provider.h2m
 	$(AM_V_GEN)$(man_page) -s 1 -i $(top_srcdir)/docs/man/sdc-provider.h2m -o $@ ./sdc/sdc-provider$(EXEEXT)
 docs/man/sdc-get.1: sdc/sdc-get$(EXEEXT) $(top_srcdir)/docs/man/sdc-get.h2m

@@ -2,6 +2,8 @@
 
 #include "blobstreaming/sdc/SdcError.h"
 
+#include <blobstreaming/common/TlsPolicy.h>
+
 #include <openssl/x509v3.h>
 
 namespace blobstreaming::sdc {
@@ -15,19 +17,12 @@ std::shared_ptr<ssl::context> make_tls_context(const TlsFiles& files, bool serve
         throw SdcError(Errc::invalid_argument, e.what());
     }
     auto context = std::make_shared<ssl::context>(server ? ssl::context::tls_server : ssl::context::tls_client);
-    context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
-                         ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
-    const auto load = [](const char* what, const std::string& file, auto&& f) {
-        boost::system::error_code ec;
-        f(ec);
-        if (ec)
-            throw SdcError(Errc::invalid_argument,
-                           std::string("TLS ") + what + " " + file + ": cannot load it: " + ec.message());
-    };
-    load("certificate", files.cert, [&](auto& ec) { context->use_certificate_chain_file(files.cert, ec); });
-    load("key", files.key, [&](auto& ec) { context->use_private_key_file(files.key, ssl::context::pem, ec); });
-    load("CA", files.ca, [&](auto& ec) { context->load_verify_file(files.ca, ec); });
-    context->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
+    context->set_options(ssl::context::default_workarounds);
+    try {
+        apply_tls_policy(context->native_handle(), files);
+    } catch (const Error& e) {
+        throw SdcError(Errc::invalid_argument, e.what());
+    }
     return context;
 }
 

@@ -105,8 +105,8 @@ def test(env):
     check("--tls-key is required" in result.stderr, f"--tls-cert alone: {result.stderr}")
     result = env.run([program("sdc/sdc-provider"), "--mdib", mdib_file("mdib.xml"), "--tls-cert", pki["ca"],
                       "--tls-key", pki["consumer_key"], "--tls-ca", pki["ca"]], expect=None)
-    check(result.returncode != 0 and "key values mismatch" in result.stderr, f"a key of another certificate: "
-          f"{result.stderr}")
+    check(result.returncode != 0 and f'TLS key "{pki["consumer_key"]}" does not match the certificate '
+          f'"{pki["ca"]}"' in result.stderr, f"a key of another certificate: {result.stderr}")
     result = env.run([program("sdc/sdc-provider"), "--mdib", mdib_file("mdib.xml"), *tls_options(pki, "provider")[:4],
                       "--tls-ca", env.path("missing.pem")], expect=None)
     check(result.returncode != 0 and "missing.pem" in result.stderr, f"a missing CA file: {result.stderr}")

@@ -76,7 +76,7 @@ class Gateway:
         self.c = c
         self.index = c.path(f"{name}.sqlite")
         self.index_url = f"sqlite:{self.index}" if index_url is None else index_url
-        argv = [program("clients/dicom/blob-dicomd"), "--aetitle", AE, "--port", "0", "--store", store,
+        argv = [program("gateway/blob-dicomd"), "--aetitle", AE, "--port", "0", "--store", store,
                 "--naming", c.naming, "--spool", c.root, "-v", *extra]
         if self.index_url:
             argv += ["--index", self.index_url]

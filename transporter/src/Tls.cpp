@@ -1,6 +1,7 @@
 #include <blobstreaming/transporter/Tls.h>
 
 #include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/TlsPolicy.h>
 #include <blobstreaming/transporter/SocketOptions.h>
 
 #include <openssl/err.h>
@@ -16,27 +17,6 @@
 #include <cstring>
 
 namespace blobstreaming {
-namespace {
-
-/// Drains OpenSSL's error queue of this thread into one line.
-std::string openssl_errors()
-{
-    std::string out;
-    while (const unsigned long e = ERR_get_error()) {
-        const char* reason = ERR_reason_error_string(e);
-        std::string text = reason ? reason : ("error " + std::to_string(e));
-        if (out.find(text) != std::string::npos) continue;
-        out += (out.empty() ? "" : "; ") + text;
-    }
-    return out.empty() ? std::string("unknown TLS error") : out;
-}
-
-[[noreturn]] void fail_file(const std::string& what, const std::string& file)
-{
-    throw Error(Errc::invalid_argument, "TLS " + what + " \"" + file + "\": " + openssl_errors());
-}
-
-}  // namespace
 
 std::string certificate_subject(const void* cert)
 {
@@ -59,23 +39,13 @@ TlsContext::TlsContext(Role role, const TlsFiles& files) : role_(role)
     ctx_ = SSL_CTX_new(role == Role::server ? TLS_server_method() : TLS_client_method());
     if (!ctx_) throw Error(Errc::io_error, "cannot create a TLS context: " + openssl_errors());
     try {
-        SSL_CTX_set_min_proto_version(ctx_, TLS1_2_VERSION);
-        SSL_CTX_set_options(ctx_, SSL_OP_NO_TICKET | SSL_OP_NO_RENEGOTIATION);
+        apply_tls_policy(ctx_, files);
+        // The data plane's own: no session tickets (an unread TLS 1.3 ticket
+        // would make a client's close reset the connection), and writes
+        // that may be partial and resumed from a moved buffer.
+        SSL_CTX_set_options(ctx_, SSL_OP_NO_TICKET);
         SSL_CTX_set_num_tickets(ctx_, 0);
         SSL_CTX_set_mode(ctx_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-        if (SSL_CTX_use_certificate_chain_file(ctx_, files.cert.c_str()) != 1) fail_file("certificate", files.cert);
-        if (SSL_CTX_use_PrivateKey_file(ctx_, files.key.c_str(), SSL_FILETYPE_PEM) != 1) {
-            const std::string why = openssl_errors();
-            if (why.find("key values mismatch") != std::string::npos)
-                throw Error(Errc::invalid_argument,
-                            "TLS key \"" + files.key + "\" does not match the certificate \"" + files.cert + "\"");
-            throw Error(Errc::invalid_argument, "TLS key \"" + files.key + "\": " + why);
-        }
-        if (SSL_CTX_check_private_key(ctx_) != 1)
-            throw Error(Errc::invalid_argument,
-                        "TLS key \"" + files.key + "\" does not match the certificate \"" + files.cert + "\"");
-        if (SSL_CTX_load_verify_locations(ctx_, files.ca.c_str(), nullptr) != 1) fail_file("CA file", files.ca);
-        SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
     } catch (...) {
         SSL_CTX_free(ctx_);
         throw;

@@ -12,14 +12,14 @@
 #include "servants/ImageShelf.h"
 #include "servants/ServantContext.h"
 #include "server/DataServer.h"
-#include "server/EventHub.h"
-#include "server/NoticeDispatcher.h"
 #include "server/ReservationTable.h"
+#include "server/StoreEventHub.h"
 #include "server/TicketRegistry.h"
 #include "server/TransporterRegistry.h"
 
 #include <blobstreaming/blobstore/Store.h>
 #include <blobstreaming/transporter/corba/ConnectionGate.h>
+#include <blobstreaming/transporter/daemon/NoticeDispatcher.h>
 
 #include <omniORB4/CORBA.h>
 #include <omniORB4/Naming.hh>
@@ -85,8 +85,8 @@ private:
     std::unique_ptr<server::TicketRegistry> tickets_;
     std::unique_ptr<server::ReservationTable> reservations_;
     std::unique_ptr<server::DataServer> data_;
-    std::unique_ptr<server::NoticeDispatcher> notices_;
-    std::shared_ptr<server::EventHub> events_;  ///< shared with the ObservedStore in store_
+    std::unique_ptr<NoticeDispatcher> notices_;
+    std::shared_ptr<server::StoreEventHub> events_;  ///< shared with the ObservedStore in store_
     std::unique_ptr<server::TransporterRegistry> transporters_;
     /// Publishes the store's status over SDC now (main thread every 2 s, and
     /// the data plane's reactor thread when a transfer ends).

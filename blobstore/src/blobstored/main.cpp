@@ -4,12 +4,12 @@
 
 #include "Daemon.h"
 #include "DaemonOptions.h"
-#include "LogFile.h"
 #include "Notify.h"
 
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/Log.h>
 #include <blobstreaming/transporter/SocketOptions.h>
+#include <blobstreaming/transporter/daemon/LogFile.h>
 
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>

@@ -2,7 +2,6 @@
 
 #include "BlobInfoIdl.h"
 #include "Fetcher.h"
-#include "OnewayCall.h"
 
 #include "server/AccessList.h"
 
@@ -14,6 +13,7 @@
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Security.h>
+#include <blobstreaming/transporter/daemon/OnewayCall.h>
 
 #include <omniORB4/omniORB.h>
 #include <spdlog/spdlog.h>
@@ -28,7 +28,7 @@ namespace {
 
 /// How long the dispatcher's thread waits for one observer to take a
 /// notice (connecting included) before it gives up on that observer for a
-/// while (server::NoticeLimits::retry_after).
+/// while (daemon::NoticeLimits::retry_after).
 constexpr CORBA::ULong kObserverCallTimeoutMs = 2000;
 
 std::string range_text(std::uint64_t offset, std::uint64_t length)
@@ -69,7 +69,7 @@ BlobStreaming::TransferNotice notice_of(const server::TransferOutcome& outcome)
 
 /// A client's TransferObserver, called on the NoticeDispatcher's thread
 /// with a call timeout of its own.
-class ObserverSink final : public server::NoticeSink {
+class ObserverSink final : public daemon::NoticeSinkOf<server::TransferOutcome> {
 public:
     explicit ObserverSink(BlobStreaming::TransferObserver_ptr observer)
         : observer_(BlobStreaming::TransferObserver::_duplicate(observer)), endpoint_(endpoint_of(observer))
@@ -79,7 +79,7 @@ public:
 
     std::string deliver(const server::TransferOutcome& outcome) noexcept override
     {
-        return oneway_call([&] { observer_->completed(notice_of(outcome)); }, kObserverCallTimeoutMs, "notice");
+        return daemon::oneway_call([&] { observer_->completed(notice_of(outcome)); }, kObserverCallTimeoutMs, "notice");
     }
 
     const std::string& endpoint() const noexcept override { return endpoint_; }
@@ -170,7 +170,7 @@ std::shared_ptr<server::TransferControl> BlobTransporter_i::make_control(BlobStr
             return;
         }
         if (semantics != BlobStreaming::SEND_NOTIFICATIONS) return;
-        std::shared_ptr<server::NoticeSink> observer;
+        std::shared_ptr<daemon::NoticeSink> observer;
         {
             std::lock_guard<std::mutex> lock(notices->mutex);
             observer = notices->observer;
@@ -495,7 +495,7 @@ void BlobTransporter_i::observe(BlobStreaming::TransferObserver_ptr observer)
 {
     require_opener("observe");
     if (activity_) activity_->touch();
-    std::shared_ptr<server::NoticeSink> sink;
+    std::shared_ptr<daemon::NoticeSink> sink;
     if (!CORBA::is_nil(observer)) sink = std::make_shared<ObserverSink>(observer);
     std::lock_guard<std::mutex> lock(notices_->mutex);
     notices_->observer = std::move(sink);

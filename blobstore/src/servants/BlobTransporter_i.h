@@ -3,7 +3,7 @@
 
 #include "ServantContext.h"
 
-#include "server/NoticeDispatcher.h"
+#include <blobstreaming/transporter/daemon/NoticeDispatcher.h>
 #include "server/TicketRegistry.h"
 #include "server/TransporterRegistry.h"
 
@@ -67,7 +67,7 @@ public:
         std::mutex mutex;
         std::deque<BlobStreaming::TransferNotice> queue;  ///< QUEUE_NOTIFICATIONS, at most kMaxQueuedNotices
         std::uint64_t dropped = 0;                        ///< oldest queued notices dropped since the last poll()
-        std::shared_ptr<server::NoticeSink> observer;     ///< SEND_NOTIFICATIONS; null: nowhere
+        std::shared_ptr<daemon::NoticeSink> observer;     ///< SEND_NOTIFICATIONS; null: nowhere
     };
 
     /// Queued notices kept per transporter at most; the oldest are dropped.

@@ -1,18 +1,18 @@
 #include "EventSubscription.h"
 
 #include "BlobInfoIdl.h"
-#include "OnewayCall.h"
 #include "server/AccessList.h"
-#include "server/EventHub.h"
+#include "server/StoreEventHub.h"
 
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/References.h>
 #include <blobstreaming/transporter/corba/Security.h>
+#include <blobstreaming/transporter/daemon/OnewayCall.h>
 
 #include <omniORB4/CORBA.h>
 
-#include <atomic>
+#include <chrono>
 
 namespace blobstreaming::corba {
 namespace {
@@ -28,41 +28,30 @@ CORBA::ULongLong ns_of(std::chrono::system_clock::time_point t)
 }
 
 /// A client's EventSubscriber, called on a NoticeDispatcher thread with a
-/// call timeout of its own; ended at its first failed delivery.
-class SubscriberSink final : public server::NoticeSink {
+/// call timeout of its own; the hub ends its subscription at its first
+/// failed delivery.
+class SubscriberSink final : public daemon::NoticeSinkOf<StoreEvent> {
 public:
-    SubscriberSink(BlobStreaming::EventSubscriber_ptr subscriber, server::EventHub& hub)
+    SubscriberSink(BlobStreaming::EventSubscriber_ptr subscriber, const server::StoreEventHub& hub)
         : subscriber_(BlobStreaming::EventSubscriber::_duplicate(subscriber)), endpoint_(endpoint_of(subscriber)),
-          hub_(hub)
+          store_(hub.store()), epoch_(hub.epoch())
     {
         omniORB::setClientCallTimeout(subscriber_, kSubscriberCallTimeoutMs);
     }
 
-    void set_id(std::uint64_t id) noexcept { id_ = id; }
-
-    std::string deliver_event(const StoreEvent& event) noexcept override
+    std::string deliver(const StoreEvent& event) noexcept override
     {
-        return oneway_call([&] { subscriber_->event(to_idl_event(event, hub_.store(), hub_.epoch())); },
-                           kSubscriberCallTimeoutMs, "event");
+        return daemon::oneway_call([&] { subscriber_->event(to_idl_event(event, store_, epoch_)); },
+                                   kSubscriberCallTimeoutMs, "event");
     }
 
     const std::string& endpoint() const noexcept override { return endpoint_; }
-    const char* noun() const noexcept override { return "store events"; }
-    const char* recipient() const noexcept override { return "subscriber"; }
-    void failed(const std::string& why) noexcept override
-    {
-        try {
-            hub_.end(id_, why);
-        } catch (...) {
-            // out of memory while logging: it is ended all the same
-        }
-    }
 
 private:
     BlobStreaming::EventSubscriber_var subscriber_;
     const std::string endpoint_;
-    server::EventHub& hub_;
-    std::atomic<std::uint64_t> id_{0};
+    const std::string store_;
+    const std::chrono::system_clock::time_point epoch_;
 };
 
 }  // namespace
@@ -95,11 +84,7 @@ CORBA::ULongLong subscribe(const ServantContext& context, BlobStreaming::EventSu
     if (wanted == 0) wanted = server::kEveryEventKind;
     auto sink = std::make_shared<SubscriberSink>(subscriber, *context.events);
     try {
-        // Events published before set_id() cannot fail yet: the sink is
-        // called on the dispatcher's thread only after post().
-        const std::uint64_t id = context.events->subscribe(sink, wanted, caller_client());
-        sink->set_id(id);
-        return id;
+        return context.events->subscribe(sink, wanted, caller_client());
     } catch (const Error& e) {
         BlobStreaming::LimitReached ex;
         ex.message = e.what();

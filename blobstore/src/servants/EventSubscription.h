@@ -1,6 +1,6 @@
 #pragma once
 /// BlobStore::subscribe and unsubscribe: a remote EventSubscriber as a
-/// subscription of the daemon's EventHub (server/EventHub.h).
+/// subscription of the daemon's StoreEventHub (server/StoreEventHub.h).
 
 #include "ServantContext.h"
 

@@ -13,11 +13,13 @@
 
 namespace blobstreaming {
 class Store;
+namespace daemon {
+class NoticeDispatcher;
+}  // namespace daemon
 namespace server {
 class LiveAccessList;
 class DataServer;
-class EventHub;
-class NoticeDispatcher;
+class StoreEventHub;
 class ReservationTable;
 enum class Permission;
 class TicketRegistry;
@@ -51,13 +53,13 @@ struct ServantContext {
     const server::LiveAccessList* access = nullptr;  ///< null: everything permitted
     /// Delivers SEND_NOTIFICATIONS notices off the data plane's thread (not
     /// owned; null: such notices are dropped).
-    server::NoticeDispatcher* notices = nullptr;
+    daemon::NoticeDispatcher* notices = nullptr;
     /// The open transporters: caps per client and in total, reclamation of
     /// idle ones (not owned; null: no caps, nothing reclaimed).
     server::TransporterRegistry* transporters = nullptr;
     /// The store's event subscriptions (BlobStore::subscribe; not owned;
     /// null: subscribe fails with NO_RESOURCES).
-    server::EventHub* events = nullptr;
+    server::StoreEventHub* events = nullptr;
     /// Store-to-store transfers (BlobStore::fetch, read-through; not owned;
     /// null: fetch fails with NO_RESOURCES).
     Fetcher* fetcher = nullptr;

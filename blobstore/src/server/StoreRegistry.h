@@ -30,7 +30,7 @@ struct StoreSettings {
     /// --ceph-grace: abandoned reservations and replaced versions are
     /// deleted after this (RadosStore::Options::grace)
     std::chrono::milliseconds ceph_grace{std::chrono::minutes(10)};
-    /// Not an option: where the store's events go (the daemon's EventHub);
+    /// Not an option: where the store's events go (the daemon's StoreEventHub);
     /// null: the store is not observed.
     std::shared_ptr<StoreListener> listener;
 };

@@ -3,6 +3,7 @@
 #include "InstallInterceptor.h"
 
 #include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/TlsPolicy.h>
 
 #include <omniORB4/CORBA.h>
 #include <omniORB4/omniInterceptors.h>
@@ -59,8 +60,11 @@ void on_info(const SSL*, int where, int ret)
     if (where & SSL_CB_READ) record_failure("the peer refused the TLS handshake: " + desc);
 }
 
-/// omniORB's context with the certificate and the key in separate files and
-/// nothing older than TLS 1.2.
+/// omniORB's context under the house policy (apply_tls_policy: the
+/// certificate and the key in separate files, nothing older than TLS 1.2).
+/// omniORB calls set_supported_versions() first, then the certificate, key
+/// and CA hooks, then sets set_verify_mode() with its verify callback: the
+/// policy is applied whole in the first, the others have nothing left to do.
 class Context final : public sslContext {
 public:
     explicit Context(TlsFiles files) : sslContext(nullptr, nullptr, nullptr), files_(std::move(files)) {}
@@ -68,12 +72,17 @@ public:
 protected:
     void set_supported_versions() override
     {
-        SSL_CTX_set_min_proto_version(get_SSL_CTX(), TLS1_2_VERSION);
-        SSL_CTX_set_options(get_SSL_CTX(), SSL_OP_NO_RENEGOTIATION);
+        try {
+            apply_tls_policy(get_SSL_CTX(), files_);
+        } catch (const std::exception& e) {
+            // configure_ssl() checked the files: one changed since. Not
+            // thrown through omniORB's start-up; handshakes fail instead.
+            library_log()->error("control plane TLS: {}", e.what());
+        }
     }
-    void set_certificate() override { SSL_CTX_use_certificate_chain_file(get_SSL_CTX(), files_.cert.c_str()); }
-    void set_privatekey() override { SSL_CTX_use_PrivateKey_file(get_SSL_CTX(), files_.key.c_str(), SSL_FILETYPE_PEM); }
-    void set_CA() override { SSL_CTX_load_verify_locations(get_SSL_CTX(), files_.ca.c_str(), nullptr); }
+    void set_certificate() override {}
+    void set_privatekey() override {}
+    void set_CA() override {}
     int set_verify_mode() override { return SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT; }
 
 private:

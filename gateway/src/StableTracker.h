@@ -13,7 +13,7 @@
 /// published: a gateway stopped in between publishes it again after its
 /// restart (at least once).
 
-#include "../StudyIndex.h"
+#include "dicom/StudyIndex.h"
 #include "StudyStability.h"
 
 #include <chrono>

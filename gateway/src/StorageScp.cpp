@@ -1,7 +1,7 @@
 #include "StorageScp.h"
 
-#include "../InstanceIdentity.h"
-#include "../NearestCopy.h"
+#include "dicom/InstanceIdentity.h"
+#include "dicom/NearestCopy.h"
 #include "AssociationGate.h"
 #include "QueryRetrieve.h"
 #include "Spool.h"

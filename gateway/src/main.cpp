@@ -9,7 +9,6 @@
 #include "GatewayOptions.h"
 #include "InstanceStore.h"
 #include "ListenPort.h"
-#include "LogFile.h"
 #include "Spool.h"
 #include "StableTracker.h"
 #include "StorageScp.h"
@@ -18,6 +17,7 @@
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/Log.h>
 #include <blobstreaming/transporter/SocketOptions.h>
+#include <blobstreaming/transporter/daemon/LogFile.h>
 
 #include <dcmtk/oflog/oflog.h>
 

@@ -1,15 +1,14 @@
 #pragma once
-/// Delivers what the daemon tells clients off its data plane, on threads of
+/// Delivers what a daemon tells clients off its data plane, on threads of
 /// its own, so that a slow or unreachable recipient never holds up the data
-/// plane nor, beyond one call timeout, another recipient: transfer
-/// completion notices (SEND_NOTIFICATIONS) to TransferObservers, and store
-/// events (committed, removed) to EventSubscribers (EventHub). The threads
-/// that post (the reactor, the commit pool, CORBA upcalls) only queue.
+/// plane nor, beyond one call timeout, another recipient: blobstored's
+/// transfer completion notices (SEND_NOTIFICATIONS) to TransferObservers and
+/// store events to EventSubscribers, blob-dicomd's study-stable events
+/// (EventHub.h). The threads that post (the reactor, the commit pool, CORBA
+/// upcalls) only queue. It knows no notice type: each sink takes its own
+/// (NoticeSinkOf).
 
-#include "TransferControl.h"
-
-#include <blobstreaming/blobstore/ObservedStore.h>
-
+#include <any>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -22,20 +21,13 @@
 #include <string>
 #include <thread>
 #include <tuple>
-#include <variant>
 #include <vector>
 
-namespace blobstreaming::server {
+namespace blobstreaming::daemon {
 
-/// A notice of a layer above the daemon's (blob-dicomd's study-stable
-/// events), queued and accounted for as the others are: its sink knows what
-/// `payload` points to (NoticeSink::deliver_other).
-struct OtherNotice {
-    std::shared_ptr<const void> payload;
-};
-
-/// What is queued: a transfer's outcome, a store's event, or another notice.
-using Notice = std::variant<TransferOutcome, StoreEvent, OtherNotice>;
+/// What is queued: one notice of the type its sink takes (a transfer's
+/// outcome, a store's event, a study's).
+using Notice = std::any;
 
 /// Where the notices of one recipient go.
 class NoticeSink {
@@ -45,10 +37,8 @@ public:
     /// Deliver one notice. Run on a dispatcher thread, one call at a time per
     /// endpoint(); may block, but for a bounded time (the sink's own call
     /// timeout). Return "" when delivered, otherwise why not (e.g. "CORBA
-    /// TIMEOUT"). A sink takes one kind: the other's default drops it.
-    virtual std::string deliver(const TransferOutcome&) noexcept { return {}; }
-    virtual std::string deliver_event(const StoreEvent&) noexcept { return {}; }
-    virtual std::string deliver_other(const OtherNotice&) noexcept { return {}; }
+    /// TIMEOUT"). NoticeSinkOf implements it for one type of notice.
+    virtual std::string deliver_notice(const Notice& notice) noexcept = 0;
 
     /// Where the notices go ("127.0.0.1:4711"), for the log. Sinks with the
     /// same endpoint share its fate: a failed delivery suspends them all.
@@ -65,6 +55,23 @@ public:
     /// itself here (EventHub ends the subscription). Never called from
     /// post(). Must not throw.
     virtual void failed(const std::string& /*why*/) noexcept {}
+};
+
+/// A sink of notices of type `T`, posted as a `T` or, to share one among
+/// many sinks, as a `std::shared_ptr<const T>`. A notice of another type is
+/// dropped as delivered.
+template <class T>
+class NoticeSinkOf : public NoticeSink {
+public:
+    /// deliver_notice() for a `T`: the same contract.
+    virtual std::string deliver(const T& notice) noexcept = 0;
+
+    std::string deliver_notice(const Notice& notice) noexcept final
+    {
+        if (const T* value = std::any_cast<T>(&notice)) return deliver(*value);
+        if (const auto* shared = std::any_cast<std::shared_ptr<const T>>(&notice)) return deliver(**shared);
+        return {};
+    }
 };
 
 struct NoticeLimits {
@@ -118,7 +125,7 @@ struct NoticeStats {
     std::size_t queued = 0;
 };
 
-/// One for the whole daemon, with `threads` + `prompt_threads` threads.
+/// One for the whole daemon (or one per event source), with `threads` + `prompt_threads` threads.
 /// Notices of one sink are delivered in the order they were posted; sinks
 /// take turns, one notice each, an endpoint on one thread at a time, so with
 /// one thread a slow sink delays another's notice by at most one of its own
@@ -223,4 +230,4 @@ private:
     std::thread supervisor_;
 };
 
-}  // namespace blobstreaming::server
+}  // namespace blobstreaming::daemon

@@ -20,7 +20,7 @@
 /// lacks is removed once the store confirms the Blob is gone. A store that
 /// does not answer keeps its entries and is tried again at the next rescan.
 
-#include "../StudyIndex.h"
+#include "dicom/StudyIndex.h"
 #include "GatewayOptions.h"
 
 #include <blobstreaming/client/Session.h>

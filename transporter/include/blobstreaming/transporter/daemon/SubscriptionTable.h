@@ -3,7 +3,7 @@
 /// StudyEvents), each owned by the client that made it: ids are random
 /// 64-bit numbers, and only the owner may end a subscription by its id.
 
-#include "NoticeDispatcher.h"
+#include <blobstreaming/transporter/daemon/NoticeDispatcher.h>
 
 #include <cstdint>
 #include <functional>
@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-namespace blobstreaming::server {
+namespace blobstreaming::daemon {
 
 /// Not thread-safe: its user holds its own mutex around every call.
 class SubscriptionTable {
@@ -57,4 +57,4 @@ private:
     std::map<std::uint64_t, Subscription> subscriptions_;
 };
 
-}  // namespace blobstreaming::server
+}  // namespace blobstreaming::daemon

@@ -1,6 +1,6 @@
 #include "InstanceStore.h"
 
-#include "../InstanceIdentity.h"
+#include "dicom/InstanceIdentity.h"
 #include "TextDecoder.h"
 
 #include <blobstreaming/common/BlobName.h>

@@ -2,7 +2,7 @@
 
 #include "InstanceStore.h"
 
-#include "../InstanceIdentity.h"
+#include "dicom/InstanceIdentity.h"
 
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>

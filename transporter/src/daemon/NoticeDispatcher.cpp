@@ -1,10 +1,10 @@
-#include "NoticeDispatcher.h"
+#include <blobstreaming/transporter/daemon/NoticeDispatcher.h>
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
-namespace blobstreaming::server {
+namespace blobstreaming::daemon {
 namespace {
 
 double seconds(std::chrono::milliseconds ms) { return static_cast<double>(ms.count()) / 1000.0; }
@@ -285,14 +285,7 @@ void NoticeDispatcher::run(Worker& worker) noexcept
         worker.endpoint = sink->endpoint();
         supervisor_wake_.notify_one();
         lock.unlock();
-        const std::string why = std::visit(
-            [&sink](const auto& n) {
-                using N = std::decay_t<decltype(n)>;
-                if constexpr (std::is_same_v<N, TransferOutcome>) return sink->deliver(n);
-                else if constexpr (std::is_same_v<N, StoreEvent>) return sink->deliver_event(n);
-                else return sink->deliver_other(n);
-            },
-            notice);
+        const std::string why = sink->deliver_notice(notice);
         if (!why.empty()) sink->failed(why);
         lock.lock();
         worker.delivering = false;
@@ -352,4 +345,4 @@ NoticeStats NoticeDispatcher::stats() const
     return stats_;
 }
 
-}  // namespace blobstreaming::server
+}  // namespace blobstreaming::daemon

@@ -1,4 +1,4 @@
-#include "LogFile.h"
+#include <blobstreaming/transporter/daemon/LogFile.h>
 
 #include <blobstreaming/common/Error.h>
 

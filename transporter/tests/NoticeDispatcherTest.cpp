@@ -1,9 +1,9 @@
-#include "server/NoticeDispatcher.h"
+#include <blobstreaming/transporter/daemon/NoticeDispatcher.h>
 
 #define BOOST_TEST_MODULE NoticeDispatcher
 #include <boost/test/unit_test.hpp>
 
-#include "ServerTestSupport.h"
+#include "Eventually.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -12,40 +12,38 @@
 #include <thread>
 #include <vector>
 
-using namespace blobstreaming::server;
-using blobstreaming::server::test::eventually;
+using namespace blobstreaming::daemon;
+using blobstreaming::test::eventually;
 using namespace std::chrono_literals;
 
 namespace {
 
-TransferOutcome notice(std::uint64_t n)
-{
-    TransferOutcome o;
-    o.ticket[0] = static_cast<std::uint8_t>(n);
-    o.bytes = n;
-    o.succeeded = true;
-    return o;
-}
+/// What the tests post: a number.
+struct Numbered {
+    std::uint64_t n = 0;
+};
+
+Numbered notice(std::uint64_t n) { return Numbered{n}; }
 
 /// Records what it receives; can be held (deliver() blocks until released)
 /// or made to fail.
-class RecordingSink : public NoticeSink {
+class RecordingSink : public NoticeSinkOf<Numbered> {
 public:
     RecordingSink(std::string endpoint, std::string name, std::vector<std::string>* journal, std::mutex* journal_mutex)
         : endpoint_(std::move(endpoint)), name_(std::move(name)), journal_(journal), journal_mutex_(journal_mutex)
     {}
 
-    std::string deliver(const TransferOutcome& n) noexcept override
+    std::string deliver(const Numbered& notice) noexcept override
     {
         std::unique_lock<std::mutex> lock(mutex_);
         ++entered_;
         entered_cv_.notify_all();
         released_cv_.wait(lock, [this] { return !held_; });
         if (!failure_.empty()) return failure_;
-        got_.push_back(n.bytes);
+        got_.push_back(notice.n);
         if (journal_) {
             std::lock_guard<std::mutex> j(*journal_mutex_);
-            journal_->push_back(name_ + std::to_string(n.bytes));
+            journal_->push_back(name_ + std::to_string(notice.n));
         }
         return "";
     }

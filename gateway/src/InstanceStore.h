@@ -6,7 +6,7 @@
 /// Thread-safe: the association threads call store() at once; they share
 /// the Session (Thread mode) and the StudyIndex.
 
-#include "../StudyIndex.h"
+#include "dicom/StudyIndex.h"
 #include "GatewayOptions.h"
 
 #include <blobstreaming/client/Session.h>

@@ -4,7 +4,7 @@
 /// of the study index, and an index row turned into a C-FIND response
 /// identifier.
 
-#include "../StudyIndex.h"
+#include "dicom/StudyIndex.h"
 
 #include <dcmtk/dcmdata/dcdatset.h>
 

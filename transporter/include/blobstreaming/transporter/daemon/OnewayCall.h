@@ -1,13 +1,14 @@
 #pragma once
 /// A oneway call to a client's callback object (a TransferObserver, an
-/// EventSubscriber) from a NoticeDispatcher thread, its failure as text.
+/// EventSubscriber, a StudyEventSubscriber) from a NoticeDispatcher thread,
+/// its failure as text.
 
 #include <omniORB4/CORBA.h>
 
 #include <exception>
 #include <string>
 
-namespace blobstreaming::corba {
+namespace blobstreaming::daemon {
 
 /// Runs `call` (the oneway call; it still connects and writes, bounded by
 /// the reference's call timeout of `timeout_ms`). Returns "" when it went
@@ -30,4 +31,4 @@ std::string oneway_call(Call&& call, CORBA::ULong timeout_ms, const char* item) 
     }
 }
 
-}  // namespace blobstreaming::corba
+}  // namespace blobstreaming::daemon

@@ -1,7 +1,7 @@
 #pragma once
-/// blobstored --log-file FILE: the daemon's log appended to FILE, opened
-/// again on SIGHUP so that logrotate (or an administrator) can move the old
-/// file away without copying it.
+/// --log-file FILE of blobstored and blob-dicomd: the daemon's log appended
+/// to FILE, opened again on SIGHUP so that logrotate (or an administrator)
+/// can move the old file away without copying it.
 
 #include <blobstreaming/common/UniqueFd.h>
 

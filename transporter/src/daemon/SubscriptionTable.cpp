@@ -1,10 +1,10 @@
-#include "SubscriptionTable.h"
+#include <blobstreaming/transporter/daemon/SubscriptionTable.h>
 
 #include <blobstreaming/transporter/Protocol.h>
 
 #include <cstring>
 
-namespace blobstreaming::server {
+namespace blobstreaming::daemon {
 
 std::uint64_t SubscriptionTable::random_id()
 {
@@ -46,4 +46,4 @@ void SubscriptionTable::for_each(const std::function<void(std::uint64_t, const S
     for (const auto& [id, subscription] : subscriptions_) fn(id, subscription);
 }
 
-}  // namespace blobstreaming::server
+}  // namespace blobstreaming::daemon
