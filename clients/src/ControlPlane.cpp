@@ -261,14 +261,6 @@ auto with_store(ControlPlane::Refs& refs, const SessionOptions& options, const s
     }
 }
 
-/// `store`'s reference (to hand to another store as the source of a fetch).
-BlobStreaming::BlobStore_var reference_of(ControlPlane::Refs& refs, const SessionOptions& options,
-                                          const std::string& store, const std::string& what)
-{
-    return with_store(refs, options, store, what,
-                      [](BlobStreaming::BlobStore_ptr ref) { return BlobStreaming::BlobStore::_duplicate(ref); });
-}
-
 /// with_store() on `store` with `body`'s call bounded by
 /// ControlPlane::kFetchCallTimeout: a fetch's call lasts as long as its
 /// transfer (the store fails one that stalls).
