@@ -204,7 +204,8 @@ blobstore_tests_TicketRegistryTest_SOURCES = blobstore/tests/TicketRegistryTest.
 blobstore_tests_TicketRegistryTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_TicketRegistryTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_TicketRegistryTest_OBJECTS): idl/BlobStreaming.hh
-blobstore_tests_ReservationTableTest_SOURCES = blobstore/tests/ReservationTableTest.cpp
+blobstore_tests_ReservationTableTest_SOURCES = blobstore/tests/ReservationTableTest.cpp blobstore/tests/ServerTestSupport.h \
+	transporter/tests/Eventually.h
 blobstore_tests_ReservationTableTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_ReservationTableTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_ReservationTableTest_OBJECTS): idl/BlobStreaming.hh
@@ -216,7 +217,8 @@ blobstore_tests_DataServerTest_SOURCES = blobstore/tests/DataServerTest.cpp blob
 blobstore_tests_DataServerTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_DataServerTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_DataServerTest_OBJECTS): idl/BlobStreaming.hh
-blobstore_tests_FlightTableTest_SOURCES = blobstore/tests/FlightTableTest.cpp
+blobstore_tests_FlightTableTest_SOURCES = blobstore/tests/FlightTableTest.cpp blobstore/tests/ServerTestSupport.h \
+	transporter/tests/Eventually.h
 blobstore_tests_FlightTableTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_FlightTableTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_FlightTableTest_OBJECTS): idl/BlobStreaming.hh

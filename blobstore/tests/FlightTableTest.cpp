@@ -8,6 +8,8 @@
 #define BOOST_TEST_MODULE FlightTableTest
 #include <boost/test/unit_test.hpp>
 
+#include "ServerTestSupport.h"
+
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -19,6 +21,8 @@ using blobstreaming::Errc;
 using blobstreaming::Error;
 using blobstreaming::corba::FlightTable;
 
+using blobstreaming::server::test::code_of;
+
 namespace {
 
 BlobInfo info(const std::string& name, std::uint64_t size)
@@ -29,15 +33,6 @@ BlobInfo info(const std::string& name, std::uint64_t size)
     return i;
 }
 
-Errc code_of(const std::function<void()>& f)
-{
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.code();
-    }
-    return Errc::ok;
-}
 
 }  // namespace
 

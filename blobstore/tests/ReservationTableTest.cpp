@@ -6,6 +6,8 @@
 #define BOOST_TEST_MODULE ReservationTable
 #include <boost/test/unit_test.hpp>
 
+#include "ServerTestSupport.h"
+
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
@@ -21,6 +23,8 @@ using namespace blobstreaming;
 using namespace blobstreaming::server;
 using namespace std::chrono_literals;
 
+using blobstreaming::server::test::code_of;
+
 namespace {
 
 struct Fixture {
@@ -29,15 +33,6 @@ struct Fixture {
     ReservationTable table{60s, [this] { return now; }};
 };
 
-Errc code_of(const std::function<void()>& f)
-{
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.code();
-    }
-    return Errc::ok;
-}
 
 std::string message_of(const std::function<void()>& f)
 {

@@ -29,6 +29,17 @@ struct FakeClock {
     }
 };
 
+/// The code of the Error `f` throws; Errc::ok when it throws nothing.
+inline Errc code_of(const std::function<void()>& f)
+{
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.code();
+    }
+    return Errc::ok;
+}
+
 /// The message of the Error `f` throws, checked to be of code `expected`;
 /// `otherwise` when it throws nothing.
 template <class F>
