@@ -92,6 +92,13 @@ def test(c):
                 (EXIT["refused"], 'grantRead "CT.SECRET": store "C": permission denied: client "CN=bwriter" may not read'),
                 f"grantRead as bwriter ({err!r})")
 
+    step("a grant whose data endpoint is not the source's is refused: B connects only where C serves")
+    code, line, err = corba_call(c, certs["both"], "fetchGrant", "CT.SECRET", "C", source.data[1] + 1, store="B")
+    check(code != 0 and f"is not store \"C\"'s (127.0.0.1:{source.data[1]})" in (line or {}).get("message", ""),
+          f"fetch of a forged grant: exit {code}, {line}, {err!r}")
+    code, line, err = corba_call(c, certs["both"], "fetchGrant", "CT.SECRET", "C", "-", store="B")
+    check(code == 0 and line["result"]["size"] == 3 * 1024 * 1024 + 17, f"fetch of the grant as issued: {line}, {err!r}")
+
     step("awaitFetch answers only the client that began the fetch")
     code, line, err = corba_call(c, certs["bwriter"], "awaitFetch", "CT.SECRET", store="B")
     check(code == EXIT["no_such_blob"] and "this client began no fetch of it" in (line or {}).get("message", ""),

@@ -10,7 +10,9 @@
 ///   BlobStore (--store):  name | status | contains B | stat B | list | reserve B SIZE |
 ///                         commit ID [CHECKSUM] | abort ID | resumable B | verify B | remove B |
 ///                         findLocalFile B | shareImage B | dataAddress | openTransporter |
-///                         unsubscribe ID | identity | findGrantedFile TICKET | awaitFetch B
+///                         unsubscribe ID | identity | findGrantedFile TICKET | awaitFetch B |
+///                         fetchGrant B FROM PORT (a grant of store FROM for --store, its data
+///                         port replaced by PORT, "-": kept, handed to --store's fetch)
 ///   BlobTransporter (--transporter IOR, else a new one of --store):
 ///                         send B | recv ID | poll | observe | cancel [TICKET] | close |
 ///                         pushParts B FILE PARTS | grantRead B READER
@@ -453,7 +455,19 @@ int run(const Call& call)
             refuse_plaintext(ref, what + ": store \"" + call.store + "\"", "its reference");
             return ref;
         };
-        if (call.op == "studyUnsubscribe") {
+        if (call.op == "fetchGrant") {
+            // A copy as a client makes it, with the grant's data port
+            // replaced by PORT ("-": kept): a forged grant.
+            BlobStreaming::BlobStore_var dest = store();
+            BlobStreaming::BlobStore_var source = corba::resolve_store(root, arg(call, 1), call.naming);
+            BlobStreaming::BlobTransporter_var t = source->openTransporter();
+            CORBA::String_var reader = dest->identity();
+            BlobStreaming::ReadGrant grant;
+            grant.source = BlobStreaming::BlobStore::_duplicate(source.in());
+            grant.ticket = BlobStreaming::TransferTicket_var(t->grantRead(arg(call, 0).c_str(), reader.in())).in();
+            if (arg(call, 2) != "-") grant.ticket.endpoint.port = static_cast<CORBA::UShort>(std::stoul(arg(call, 2)));
+            result = info_json(BlobStreaming::BlobInfo_var(dest->fetch(grant, true)).in());
+        } else if (call.op == "studyUnsubscribe") {
             CORBA::Object_var obj = root->resolve(corba::gateway_path(arg(call, 0)));
             endpoint = corba::endpoint_of(obj);
             label = "gateway " + arg(call, 0);

@@ -149,12 +149,24 @@ Grant Fetcher::grant_of(const BlobStreaming::ReadGrant& grant, const std::string
     Grant out;
     out.source = BlobStreaming::BlobStore::_duplicate(grant.source.in());
     out.key = endpoint_of(out.source.in());
-    try {
-        out.source_name = source_name(out.source.in());
-    } catch (...) {
-        rethrow_as_error(what, "(source)", out.key);
-    }
     out.ticket = ticket_of(t, what);
+    // The grant's data endpoint must be the source's own: this daemon
+    // connects where the client says only when it is where the source
+    // serves (asked again once, for a source restarted on another port).
+    for (bool fresh : {false, true}) {
+        SourceId id;
+        try {
+            id = source_id(out.source.in(), fresh);
+        } catch (...) {
+            rethrow_as_error(what, "(source)", out.key);
+        }
+        out.source_name = id.name;
+        if (id.data_host == out.ticket.host && id.data_port == out.ticket.port) return out;
+        if (fresh)
+            throw Error(Errc::invalid_argument, what + ": the grant's data endpoint " + out.ticket.endpoint() +
+                                                    " is not store \"" + id.name + "\"'s (" + id.data_host + ":" +
+                                                    std::to_string(id.data_port) + ")");
+    }
     return out;
 }
 
@@ -352,16 +364,21 @@ void Fetcher::forget_transporter(const std::string& key)
     transporters_.erase(key);
 }
 
-std::string Fetcher::source_name(BlobStreaming::BlobStore_ptr source)
+std::string Fetcher::source_name(BlobStreaming::BlobStore_ptr source) { return source_id(source, false).name; }
+
+Fetcher::SourceId Fetcher::source_id(BlobStreaming::BlobStore_ptr source, bool fresh)
 {
     const std::string key = endpoint_of(source);
-    {
+    if (!fresh) {
         std::lock_guard lock(mutex_);
-        if (const auto it = names_.find(key); it != names_.end()) return it->second;
+        if (const auto it = sources_.find(key); it != sources_.end()) return it->second;
     }
-    CORBA::String_var n = bounded(source, options_.call_timeout)->name();
+    const BlobStreaming::BlobStore_var ref = bounded(source, options_.call_timeout);
+    CORBA::String_var n = ref->name();
+    BlobStreaming::DataEndpoint_var data = ref->dataAddress();
+    SourceId id{n.in(), data->host.in(), data->port};
     std::lock_guard lock(mutex_);
-    return names_[key] = n.in();
+    return sources_[key] = id;
 }
 
 Fetcher::Holders Fetcher::holders(const std::string& name, const Upstream& upstream) const

@@ -194,9 +194,20 @@ private:
 
     Store& store_;
     const FetchOptions options_;
-    std::mutex mutex_;  ///< transporters_, names_
+    std::mutex mutex_;  ///< transporters_, sources_
     std::map<std::string, BlobStreaming::BlobTransporter_var> transporters_;
-    std::map<std::string, std::string> names_;  ///< control endpoint -> store name
+    /// A source as it names itself: its name and data endpoint.
+    struct SourceId {
+        std::string name;
+        std::string data_host;
+        std::uint16_t data_port = 0;
+    };
+    /// What source_id() learnt, per control endpoint.
+    std::map<std::string, SourceId> sources_;
+    /// The source's name and data endpoint (BlobStore::name, dataAddress),
+    /// asked once per control endpoint, or again (`fresh`). Throws CORBA
+    /// exceptions.
+    SourceId source_id(BlobStreaming::BlobStore_ptr source, bool fresh);
     /// One fill per name.
     FlightTable flights_;
     /// The data connections to sources (the data plane's client).
