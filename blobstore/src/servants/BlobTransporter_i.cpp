@@ -219,7 +219,7 @@ BlobStreaming::TransferTicket* BlobTransporter_i::send(const char* blob, BlobStr
     require_issuer("send", server::Permission::read);
     const std::string name = blob;
     try {
-        server::TicketBinding binding = pull_binding(name, absoluteOffset, length);
+        server::TicketBinding binding = pull_binding("send", name, absoluteOffset, length);
         set_transfer_options(binding, useTimeout, timeout, semantics);
         return issue(std::move(binding));
     } catch (...) {
@@ -231,11 +231,11 @@ BlobStreaming::TransferTicket* BlobTransporter_i::send(const char* blob, BlobStr
     }
 }
 
-server::TicketBinding BlobTransporter_i::pull_binding(const std::string& name, std::uint64_t offset,
-                                                      std::uint64_t length)
+server::TicketBinding BlobTransporter_i::pull_binding(const char* operation, const std::string& name,
+                                                      std::uint64_t offset, std::uint64_t length)
 {
     if (auto problem = blob_name_problem(name))
-        throw Error(Errc::invalid_name, "send " + quote_name(name) + ": " + *problem);
+        throw Error(Errc::invalid_name, std::string(operation) + " " + quote_name(name) + ": " + *problem);
     // A Blob this store is receiving (a copy to it, read-through): the
     // pull follows the bytes as they arrive, also when an older version
     // is still here (the next store of a copy chain must get the version
@@ -259,7 +259,7 @@ server::TicketBinding BlobTransporter_i::pull_binding(const std::string& name, s
     if (length == 0 && offset <= info.size) resolved = info.size - offset;
     if (resolved > ~std::uint64_t{0} - offset || offset + resolved > info.size) {
         // Same wording as the store's own range errors.
-        throw Error(Errc::invalid_range, "send " + quote_name(name) + ": range " + range_text(offset, length) +
+        throw Error(Errc::invalid_range, std::string(operation) + " " + quote_name(name) + ": range " + range_text(offset, length) +
                                              " is outside the blob of " + std::to_string(info.size) + " bytes");
     }
     server::TicketBinding binding = binding_for(protocol::FrameType::pull, name, offset, resolved);
@@ -271,7 +271,7 @@ server::TicketBinding BlobTransporter_i::pull_binding(const std::string& name, s
 
 BlobStreaming::TransferTicket* BlobTransporter_i::grant_read(const std::string& name, const std::string& reader)
 {
-    server::TicketBinding binding = pull_binding(name, 0, 0);
+    server::TicketBinding binding = pull_binding("grantRead", name, 0, 0);
     set_transfer_options(binding, false, {}, BlobStreaming::IGNORE_NOTIFICATIONS);
     const std::string client = caller_subject();
     // Without TLS nobody has a subject: the ticket itself is the capability.

@@ -80,8 +80,9 @@ private:
     BlobStreaming::TransferTicket* issue(server::TicketBinding binding, const std::string* reader = nullptr);
     /// The binding of a pull of [offset, offset + length) of `name` (length
     /// 0: to its end) from the version held now or being received here
-    /// (read-through fetches it first). Throws Error.
-    server::TicketBinding pull_binding(const std::string& name, std::uint64_t offset, std::uint64_t length);
+    /// (read-through fetches it first). Throws Error naming `operation`.
+    server::TicketBinding pull_binding(const char* operation, const std::string& name, std::uint64_t offset,
+                                       std::uint64_t length);
     /// grantRead's work after the permission check; throws Error.
     BlobStreaming::TransferTicket* grant_read(const std::string& name, const std::string& reader);
     /// The ticket that fills reservation `reservation` (of Blob `blob`)
