@@ -201,7 +201,7 @@ def flood(c):
     time.sleep(max(0.0, 3.0 - (time.monotonic() - wall0)))  # a window of 3 s at least to measure CPU over
     cpu, wall = cpu_seconds(daemon.pid) - cpu0, time.monotonic() - wall0
     step(f"daemon CPU during the flood: {cpu:.2f} s in {wall:.2f} s")
-    check(cpu < 0.2 * wall, f"the flooded daemon used {cpu:.2f} s of CPU in {wall:.2f} s (a busy loop?)")
+    check(cpu < 0.4 * wall, f"the flooded daemon used {cpu:.2f} s of CPU in {wall:.2f} s (a busy loop?)")
     open_socks += more
     check(settle(), "the flood connections exceed the caps after more came from 127.0.0.2")
     check(not is_closed(newcomer), "a connection from a new address was refused while the others held 2 each")
