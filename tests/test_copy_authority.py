@@ -10,7 +10,10 @@ read C with its own certificate), and cannot learn whether C holds a name
 either. A client that may read C and write B copies bit-exact: it asks C
 for a read grant for B, and B presents it. The grant is bound to B: its
 client cannot present it on C's data port, nor for C's same-host file; and
-B answers awaitFetch only to the client that began the fetch."""
+B answers awaitFetch only to the client that began the fetch. A batch
+whose later grants expire before the destination reaches them (a source
+with a short --ticket-lifetime) is still copied whole: the client asks
+again for what expired."""
 
 import os
 import shutil
@@ -103,6 +106,24 @@ def test(c):
     code, line, err = corba_call(c, certs["bwriter"], "awaitFetch", "CT.SECRET", store="B")
     check(code == EXIT["no_such_blob"] and "this client began no fetch of it" in (line or {}).get("message", ""),
           f"awaitFetch of a fetch this client did not begin: exit {code}, {line}, {err!r}")
+
+    step("a batch outlasting its grants: the expired ones are asked for again, every Blob copied")
+    slow = c.start_daemon("S", "file", tier="central", extra=tls_args(c, *certs["store.c"]) + [
+        "--allow-write", "CN=writer", "--allow-read", "CN=both", "--ticket-lifetime", "150ms"])
+    c.start_daemon("D", "memory:512M", tier="workstation", extra=tls_args(c, *certs["store.b"]) + [
+        "--allow-write", "CN=both", "--allow-read", "CN=both", "--no-local"])
+    big = c.path("big.bin")
+    big_digest = harness.write_random(big, 24 * 1024 * 1024)
+    names = [f"CT.batch.{i}" for i in range(8)]
+    for name in names:
+        c.blob(*cli("writer"), "push", "--name", name, big, store="S").ok()
+    c.blob(*cli("both"), "copy", *names, "--from", "S", "--to", "D", "--window", "1").ok()
+    for name in names:
+        got = c.path(name + ".pulled")
+        c.blob(*cli("both"), "pull", name, got, store="D").ok()
+        check_equal(harness.checksum_file(got), big_digest, f"{name} at D")
+    expired = harness.log_text(slow).count(" expired ")
+    step(f"grants that expired before their turn and were asked for again: {expired}")
 
 
 if __name__ == "__main__":

@@ -639,6 +639,32 @@ std::vector<ControlPlane::FetchOutcome> ControlPlane::fetch_each(const std::stri
                                                                  const std::vector<std::string>& names,
                                                                  const std::string& from, bool overwrite)
 {
+    std::vector<FetchOutcome> out = fetch_each_granted(to, names, from, overwrite);
+    for (;;) {
+        std::vector<std::size_t> expired;
+        for (std::size_t i = 0; i < out.size(); ++i)
+            if (out[i].error && out[i].error->code() == Errc::refused &&
+                std::string(out[i].error->what()).find(" expired ") != std::string::npos)
+                expired.push_back(i);
+        if (expired.empty()) return out;
+        std::vector<std::string> again;
+        for (std::size_t i : expired) again.push_back(names[i]);
+        library_log()->info("copy from \"{}\" to \"{}\": {} read grant(s) expired before their turn; asking again",
+                            from, to, again.size());
+        std::vector<FetchOutcome> retried = fetch_each_granted(to, again, from, overwrite);
+        bool copied = false;
+        for (std::size_t k = 0; k < expired.size(); ++k) {
+            copied = copied || !retried[k].error;
+            out[expired[k]] = std::move(retried[k]);
+        }
+        if (!copied) return out;
+    }
+}
+
+std::vector<ControlPlane::FetchOutcome> ControlPlane::fetch_each_granted(const std::string& to,
+                                                                         const std::vector<std::string>& names,
+                                                                         const std::string& from, bool overwrite)
+{
     const std::string what =
         "copy of " + std::to_string(names.size()) + " Blobs from \"" + from + "\" to \"" + to + "\"";
     std::vector<Granted> granted = grant_reads(*refs_, options_, from, names, to, what);

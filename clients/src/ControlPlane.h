@@ -102,7 +102,10 @@ public:
     /// fetch() of each of `names` (at most 1024, the store's bound) in one call
     /// (BlobStore::fetchEach): per name what the store committed, or the
     /// error fetch() would have thrown. Throws Error for what fails the
-    /// whole call (the stores unreachable, no permission).
+    /// whole call (the stores unreachable, no permission). The store fetches
+    /// one Blob after another, and a grant lives for the source's ticket
+    /// lifetime: grants that expired meanwhile are asked for again, for as
+    /// long as each round copies at least one Blob.
     struct FetchOutcome {
         std::optional<BlobInfo> info;
         std::optional<Error> error;
@@ -136,6 +139,9 @@ public:
     class Refs;
 
 private:
+    /// fetch_each()'s one round: grants, then one fetchEach call.
+    std::vector<FetchOutcome> fetch_each_granted(const std::string& to, const std::vector<std::string>& names,
+                                                 const std::string& from, bool overwrite);
     /// locate() with `what` naming the operation in messages.
     std::vector<Location> locate_as(const std::string& name, const std::string& what,
                                     std::vector<UnreachableStore>* unreachable);
