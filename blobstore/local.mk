@@ -101,7 +101,6 @@ blobstore_tests_RadosStoreTest_LDADD = $(blobstore_test_ldadd) $(RADOS_LIBS)
 # and connections, reactor thread) and the control-plane servants.
 noinst_LTLIBRARIES += blobstore/libblobserver.la
 blobstore_libblobserver_la_SOURCES = \
-	blobstore/src/servants/BlobInfoIdl.h \
 	blobstore/src/servants/BlobLocator_i.cpp \
 	blobstore/src/servants/BlobLocator_i.h \
 	blobstore/src/servants/BlobStore_i.cpp \

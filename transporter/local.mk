@@ -43,6 +43,7 @@ EXTRA_DIST += \
 	transporter/include/blobstreaming/transporter/client/EventLoop.h \
 	transporter/include/blobstreaming/transporter/client/Streams.h \
 	transporter/include/blobstreaming/transporter/client/Ticket.h \
+	transporter/include/blobstreaming/transporter/corba/BlobInfoIdl.h \
 	transporter/include/blobstreaming/transporter/corba/ChecksumIdl.h \
 	transporter/include/blobstreaming/transporter/corba/Exceptions.h \
 	transporter/include/blobstreaming/transporter/corba/NameSeqIdl.h \

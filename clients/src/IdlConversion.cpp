@@ -1,6 +1,8 @@
 // IDL types <-> the library's types (IdlConversion.h).
 #include "IdlConversion.h"
 
+#include <blobstreaming/transporter/corba/BlobInfoIdl.h>
+
 #include <algorithm>
 #include <string>
 
@@ -18,13 +20,7 @@ Tier tier_of(BlobStreaming::StoreTier tier) noexcept
 
 BlobInfo info_of(const BlobStreaming::BlobInfo& in)
 {
-    BlobInfo out;
-    out.name = in.name.in();
-    out.size = in.size;
-    out.checksum = corba::checksum_of(in.checksum, "the store's answer for " + out.name);
-    out.committed = std::chrono::system_clock::time_point(
-        std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(in.committedNs)));
-    return out;
+    return corba::from_idl(in, "the store's answer for " + std::string(in.name.in()));
 }
 
 std::vector<BlobInfo> infos_of(const BlobStreaming::BlobInfoSeq& in)
@@ -36,22 +32,7 @@ std::vector<BlobInfo> infos_of(const BlobStreaming::BlobInfoSeq& in)
     return out;
 }
 
-Ticket ticket_of(const BlobStreaming::TransferTicket& in)
-{
-    Ticket out;
-    std::copy(in.id, in.id + 16, out.id.begin());
-    out.offset = in.offset;
-    out.length = in.length;
-    out.host = in.endpoint.host.in();
-    out.port = in.endpoint.port;
-    if (in.direction == BlobStreaming::PULL) out.version = info_of(in.version);
-    const auto algorithm = corba::algorithm_of(in.checksum);
-    if (!algorithm)
-        throw Error(Errc::protocol_error, "the store's ticket for " + std::string(in.blob.in()) +
-                                              " names no checksum algorithm (a store of another release?)");
-    out.checksum = *algorithm;
-    return out;
-}
+Ticket ticket_of(const BlobStreaming::TransferTicket& in) { return corba::ticket_of(in); }
 
 LocalFile local_file_of(const BlobStreaming::LocalFile& in)
 {

@@ -1,6 +1,6 @@
 #include "BlobStore_i.h"
 
-#include "BlobInfoIdl.h"
+#include <blobstreaming/transporter/corba/BlobInfoIdl.h>
 
 #include "BlobTransporter_i.h"
 #include "EventSubscription.h"

@@ -1,6 +1,6 @@
 #include "BlobTransporter_i.h"
 
-#include "BlobInfoIdl.h"
+#include <blobstreaming/transporter/corba/BlobInfoIdl.h>
 #include "Fetcher.h"
 
 #include "server/AccessList.h"

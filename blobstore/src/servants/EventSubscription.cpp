@@ -1,6 +1,6 @@
 #include "EventSubscription.h"
 
-#include "BlobInfoIdl.h"
+#include <blobstreaming/transporter/corba/BlobInfoIdl.h>
 #include "server/AccessList.h"
 #include "server/StoreEventHub.h"
 

@@ -1,34 +1,21 @@
 #include "Fetcher.h"
 #include "SourceReader.h"
 
-#include "BlobInfoIdl.h"
+#include <blobstreaming/transporter/corba/BlobInfoIdl.h>
 
-#include <blobstreaming/blobstore/FileStore.h>
 #include <blobstreaming/blobstore/Reservation.h>
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
-#include <blobstreaming/common/Host.h>
-#include <blobstreaming/common/MappedRegion.h>
-#include <blobstreaming/common/UniqueFd.h>
-#include <blobstreaming/transporter/DataIo.h>
 #include <blobstreaming/transporter/Nearest.h>
 #include <blobstreaming/transporter/Protocol.h>
-#include <blobstreaming/transporter/Tls.h>
 #include <blobstreaming/transporter/corba/ChecksumIdl.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
-#include <blobstreaming/transporter/corba/NameSeqIdl.h>
 #include <blobstreaming/transporter/corba/Orb.h>
 #include <blobstreaming/transporter/corba/References.h>
 
 #include <omniORB4/omniORB.h>
-#include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
-#include <fcntl.h>
-#include <netdb.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,7 +23,6 @@
 #include <cstring>
 #include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace blobstreaming::corba {
@@ -49,19 +35,6 @@ constexpr std::size_t kReceiveChunk = std::size_t{1} << 20;
 /// Data connections kept per source data port (the data plane's client
 /// reuses them from one fetch to the next).
 constexpr unsigned kConnectionsPerSource = 16;
-
-dataplane::Ticket ticket_of(const BlobStreaming::TransferTicket& t, const std::string& what)
-{
-    dataplane::Ticket out;
-    std::copy(std::begin(t.id), std::end(t.id), out.id.begin());
-    out.offset = t.offset;
-    out.length = t.length;
-    out.host = t.endpoint.host.in();
-    out.port = t.endpoint.port;
-    out.version = from_idl(t.version, what);
-    out.checksum = out.version->checksum.algorithm;
-    return out;
-}
 
 /// The bytes of a fetch received from the source's data port straight into
 /// the reservation (the data plane's client fills window() and commit()).
@@ -103,21 +76,18 @@ private:
 };
 
 /// Moves `size` bytes into `reservation` from `read` (up to n bytes into the
-/// buffer, at least one; throws on a failure), reporting each to `progress`.
+/// buffer, at least one; throws on a failure), reporting each to `progress`:
+/// what the data plane's client does with a ReservationSink, for a source
+/// read here (its file, its image).
 void fill_by_reads(Reservation& reservation, BlobInFlight& progress, std::uint64_t size, const std::string& what,
                    const std::function<std::size_t(std::uint8_t*, std::size_t)>& read)
 {
-    std::uint64_t received = 0;
-    while (received < size) {
-        std::error_code ec;
-        const auto window =
-            reservation.window(static_cast<std::size_t>(std::min<std::uint64_t>(kReceiveChunk, size - received)), ec);
-        if (ec) throw Error(static_cast<Errc>(ec.value()), what + ": " + reservation.error_message());
-        const std::size_t n = read(window.data, window.size);
-        if (auto advanced = reservation.advance(n))
-            throw Error(static_cast<Errc>(advanced.value()), what + ": " + reservation.error_message());
+    ReservationSink sink(reservation, progress, size, what);
+    for (std::uint64_t received = 0; received < size;) {
+        const auto [data, room] = sink.window();
+        const std::size_t n = read(data, room);
+        sink.commit(n);
         received += n;
-        progress.landed(received);
     }
 }
 
@@ -149,7 +119,7 @@ Grant Fetcher::grant_of(const BlobStreaming::ReadGrant& grant, const std::string
     Grant out;
     out.source = BlobStreaming::BlobStore::_duplicate(grant.source.in());
     out.key = endpoint_of(out.source.in());
-    out.ticket = ticket_of(t, what);
+    out.ticket = ticket_of(t);
     // The grant's data endpoint must be the source's own: this daemon
     // connects where the client says only when it is where the source
     // serves (asked again once, for a source restarted on another port).
@@ -338,7 +308,7 @@ Grant Fetcher::own_grant(const std::string& name, BlobStreaming::BlobStore_ptr s
             rethrow_as_error(what, source_name, grant.key);
         }
     }
-    grant.ticket = ticket_of(ticket.in(), what);
+    grant.ticket = ticket_of(ticket.in());
     return grant;
 }
 

@@ -1,6 +1,6 @@
 #include "SameHostSources.h"
 
-#include "BlobInfoIdl.h"
+#include <blobstreaming/transporter/corba/BlobInfoIdl.h>
 
 #include <blobstreaming/blobstore/FileStore.h>
 #include <blobstreaming/common/Error.h>

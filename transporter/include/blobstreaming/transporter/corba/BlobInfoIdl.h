@@ -1,12 +1,16 @@
 #pragma once
-/// BlobInfo between the store's type and the IDL struct (the servants' side
-/// of the boundary; the client library has its own in ControlPlane.cpp).
+/// BlobInfo and a transfer ticket between our types and the IDL structs,
+/// for both sides of the boundary: the servants and the daemon's fetches,
+/// and the client library.
 
 #include <blobstreaming/common/BlobInfo.h>
+#include <blobstreaming/common/Error.h>
+#include <blobstreaming/transporter/client/Ticket.h>
 #include <blobstreaming/transporter/corba/ChecksumIdl.h>
 
 #include <BlobStreaming.hh>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -38,6 +42,27 @@ inline BlobStreaming::BlobInfo* to_idl(const blobstreaming::BlobInfo& in)
 {
     auto* out = new BlobStreaming::BlobInfo;
     to_idl(in, *out);
+    return out;
+}
+
+/// A ticket the store issued, as the data plane's client presents it: its
+/// version for a pull; its checksum algorithm, which must be one this
+/// release knows (Errc::protocol_error otherwise).
+inline dataplane::Ticket ticket_of(const BlobStreaming::TransferTicket& in)
+{
+    dataplane::Ticket out;
+    std::copy(in.id, in.id + 16, out.id.begin());
+    out.offset = in.offset;
+    out.length = in.length;
+    out.host = in.endpoint.host.in();
+    out.port = in.endpoint.port;
+    if (in.direction == BlobStreaming::PULL)
+        out.version = from_idl(in.version, "the store's answer for " + std::string(in.version.name.in()));
+    const auto algorithm = algorithm_of(in.checksum);
+    if (!algorithm)
+        throw Error(Errc::protocol_error, "the store's ticket for " + std::string(in.blob.in()) +
+                                              " names no checksum algorithm (a store of another release?)");
+    out.checksum = *algorithm;
     return out;
 }
 
