@@ -28,6 +28,7 @@ system_tests = \
 	tests/test_activation.py \
 	tests/test_activation_failures.py \
 	tests/test_cli_ux.py \
+	tests/test_cli_manners.py \
 	tests/test_metrics.py \
 	tests/test_advertise.py \
 	tests/test_install.py \

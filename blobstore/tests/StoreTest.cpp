@@ -324,7 +324,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(existing_name_needs_replace, F, Factories)
     const auto new_bytes = random_bytes(7000, 2);
     put(*store, "x", old_bytes);
     BS_CHECK_ERROR(store->reserve("x", 1), Errc::already_exists,
-                   "blob \"x\" already exists (remove it first, or reserve with replace)");
+                   "blob \"x\" already exists (remove it first, or replace it)");
     const BlobRange old_view = store->read_all("x");
     put(*store, "x", new_bytes, ReserveMode::replace);
     BOOST_TEST(get(*store, "x") == new_bytes);

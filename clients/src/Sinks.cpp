@@ -238,6 +238,20 @@ private:
                                             std::to_string(*resume_at_) + ": " + std::strerror(errno));
     }
 
+    /// Why no file can be created in `dir` (`err`: the errno of the
+    /// attempt), in the user's words: the temporary file's name is ours.
+    static std::string directory_problem(const std::string& dir, int err)
+    {
+        struct stat st {};
+        if (err == ENOENT || err == ENOTDIR) {
+            if (::stat(dir.c_str(), &st) != 0) return "directory " + dir + " does not exist";
+            if (!S_ISDIR(st.st_mode)) return dir + " is not a directory";
+        }
+        if (err == EACCES || err == EPERM) return "no permission to create a file in directory " + dir;
+        if (err == EROFS) return "directory " + dir + " is on a read-only file system";
+        return "cannot create a file in directory " + dir + ": " + std::strerror(err);
+    }
+
     /// A new file beside the destination (`old`: the regular file there,
     /// whose symbolic links are followed and whose mode and owner the new
     /// one takes), renamed over it by finish().
@@ -267,8 +281,7 @@ private:
             if (fd_) {
                 temporary_ = name;
             } else if (errno != EEXIST) {
-                throw Error(Errc::io_error, what_ + ": cannot write " + path_ + ": cannot create " + name + ": " +
-                                                std::strerror(errno));
+                throw Error(Errc::io_error, what_ + ": cannot write " + path_ + ": " + directory_problem(dir, errno));
             }
         }
         if (!fd_) throw Error(Errc::io_error, what_ + ": cannot write " + path_ + ": no free temporary file name");

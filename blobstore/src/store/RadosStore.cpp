@@ -210,7 +210,7 @@ std::unique_ptr<Reservation> RadosStore::reserve(std::string_view name, std::uin
     try {
         if (mode == ReserveMode::create && state_->find(name))
             throw Error(Errc::already_exists,
-                        "blob " + quote_name(name) + " already exists (remove it first, or reserve with replace)");
+                        "blob " + quote_name(name) + " already exists (remove it first, or replace it)");
         const std::string record = encode(ReservationRecord{std::string(name), size, state_->options.chunk_size,
                                                             state_->instance, now_ms(), state_->options.grace.count()});
         rados::WriteOp op;

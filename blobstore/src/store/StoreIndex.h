@@ -68,7 +68,7 @@ public:
                         "blob " + quote_name(name) + " is already being written by another reservation");
         if (mode == ReserveMode::create && committed_.count(name))
             throw Error(Errc::already_exists,
-                        "blob " + quote_name(name) + " already exists (remove it first, or reserve with replace)");
+                        "blob " + quote_name(name) + " already exists (remove it first, or replace it)");
     }
 
     bool fits(std::uint64_t size) const { return capacity_ == 0 || size <= free_bytes(); }

@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -51,8 +52,11 @@ const std::map<std::string, std::pair<std::size_t, std::size_t>>& commands()
     return table;
 }
 
-std::string base_name(const std::string& path)
+/// The last component of `path`, trailing slashes ignored ("study/" is
+/// "study").
+std::string base_name(std::string path)
 {
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
     const auto slash = path.find_last_of('/');
     return slash == std::string::npos ? path : path.substr(slash + 1);
 }
@@ -66,27 +70,111 @@ void print_summary(const char* verb, const char* dir, const std::string& name, c
                  mbps, r.info.checksum.text().c_str(), r.local ? " (local)" : "", resumed.c_str());
 }
 
-/// The Blob names of `blob push FILE...` (--name, else each FILE's base
-/// name), checked before anything is read or pushed: Errc::invalid_name,
-/// Errc::invalid_argument for standard input without --name or two FILEs
-/// of one base name.
-std::vector<std::string> push_names(const Invocation& call)
+}  // namespace
+
+std::string cli_message(const std::string& message, Errc code, const std::string& command)
 {
-    std::vector<std::string> names;
-    std::map<std::string, std::string> seen;  // name -> the FILE it came from
+    // The stores and the library speak of the API; the CLI's user needs its flag.
+    if (code == Errc::already_exists && (command == "push" || command == "copy") &&
+        message.find("--replace") == std::string::npos)
+        return message + "; `blob " + command + " --replace` overwrites it";
+    return message;
+}
+
+namespace {
+
+/// One FILE of `blob push` and the Blob name it is stored under.
+struct PushInput {
+    std::string file;
+    std::string name;
+};
+
+/// The Blob name of `file`, found under directory `dir` (push -r): its path
+/// relative to `dir`, each '/' a '_' (a Blob name has no '/').
+std::string name_under(const std::filesystem::path& dir, const std::filesystem::path& file)
+{
+    std::string name = file.lexically_relative(dir).generic_string();
+    std::replace(name.begin(), name.end(), '/', '_');
+    return name;
+}
+
+/// The regular files under `dir` (push -r), sorted by path; hidden files and
+/// folders (a Blob name cannot start with '.') and anything that is not a
+/// regular file are skipped, and said so on stderr unless `quiet`.
+std::vector<PushInput> files_under(const std::string& dir, bool quiet)
+{
+    namespace fs = std::filesystem;
+    std::vector<PushInput> found;
+    std::size_t hidden = 0, special = 0;
+    std::error_code ec;
+    fs::recursive_directory_iterator it(dir, ec), end;
+    if (ec) throw Error(Errc::io_error, "push -r " + dir + ": cannot read the directory: " + ec.message());
+    for (; it != end; it.increment(ec)) {
+        if (ec) throw Error(Errc::io_error, "push -r " + dir + ": cannot read " + it->path().string() + ": " + ec.message());
+        const std::string leaf = it->path().filename().string();
+        if (!leaf.empty() && leaf[0] == '.') {
+            ++hidden;
+            if (it->is_directory(ec)) it.disable_recursion_pending();
+            continue;
+        }
+        if (it->is_directory(ec)) continue;
+        if (!it->is_regular_file(ec)) {
+            ++special;
+            continue;
+        }
+        if (found.size() == kMaxPushFiles)
+            throw Error(Errc::limit_reached, "push -r " + dir + ": more than " + std::to_string(kMaxPushFiles) +
+                                                 " files; push its folders one at a time");
+        found.push_back({it->path().string(), name_under(dir, it->path())});
+    }
+    if (ec) throw Error(Errc::io_error, "push -r " + dir + ": cannot read the directory: " + ec.message());
+    if (!quiet && (hidden != 0 || special != 0))
+        std::fprintf(stderr, "blob: push -r %s: skipped %zu hidden (name starting with '.') and %zu special file(s)\n",
+                     dir.c_str(), hidden, special);
+    std::sort(found.begin(), found.end(), [](const PushInput& a, const PushInput& b) { return a.file < b.file; });
+    return found;
+}
+
+/// The FILEs of `blob push FILE...` with their Blob names (--name, else
+/// each FILE's base name; with -r each directory's files, named by their
+/// path below it), checked before anything is read or pushed:
+/// Errc::invalid_name, Errc::invalid_argument for standard input without
+/// --name, a directory without -r, or two FILEs of one Blob name.
+std::vector<PushInput> push_inputs(const Invocation& call)
+{
+    std::vector<PushInput> inputs;
     for (const auto& file : call.args) {
         if (file == "-" && !call.name)
             throw Error(Errc::invalid_argument,
                         "push from standard input needs --name NAME (a single FILE): blob push --name NAME -");
-        names.push_back(call.name ? *call.name : base_name(file));
-        validate_blob_name(names.back());
-        const auto [it, fresh] = seen.emplace(names.back(), file);
-        if (!fresh)
-            throw Error(Errc::invalid_argument, "push: " + it->second + " and " + file + " would both be stored as " +
-                                                    quote_name(names.back()) +
-                                                    " (each FILE is stored under its base name)");
+        struct stat st {};
+        if (file != "-" && ::stat(file.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+            if (!call.recursive)
+                throw Error(Errc::invalid_argument, "push: " + file +
+                                                        " is a directory: push the files in it with -r "
+                                                        "(--recursive), each named by its path below it");
+            auto under = files_under(file, call.quiet);
+            if (under.empty()) throw Error(Errc::invalid_argument, "push -r " + file + ": no files in the directory");
+            inputs.insert(inputs.end(), std::make_move_iterator(under.begin()), std::make_move_iterator(under.end()));
+            continue;
+        }
+        inputs.push_back({file, call.name ? *call.name : base_name(file)});
     }
-    return names;
+    if (inputs.size() > kMaxPushFiles)
+        throw Error(Errc::limit_reached, "push: " + std::to_string(inputs.size()) + " files; at most " +
+                                             std::to_string(kMaxPushFiles) + " per command");
+    std::map<std::string, std::string> seen;  // name -> the FILE it came from
+    for (const PushInput& in : inputs) {
+        validate_blob_name(in.name);
+        const auto [it, fresh] = seen.emplace(in.name, in.file);
+        if (!fresh)
+            throw Error(Errc::invalid_argument, "push: " + it->second + " and " + in.file +
+                                                    " would both be stored as " + quote_name(in.name) +
+                                                    (call.recursive ? " (the files of a directory are named by "
+                                                                      "their path below it, '/' as '_')"
+                                                                    : " (each FILE is stored under its base name)"));
+    }
+    return inputs;
 }
 
 /// The notices the store sends (--notices send), taken by the command
@@ -169,16 +257,17 @@ client::PushOptions push_options(const Invocation& call)
 /// (several in flight, Session::push_series); a line per FILE (stderr), or
 /// {"pushes":[...]} with --json. A FILE that fails does not stop the
 /// others; the exit code is the highest of the failures (0: none failed).
-int push_files(Session& session, const Invocation& call, const std::vector<std::string>& names)
+int push_files(Session& session, const Invocation& call, const std::vector<PushInput>& inputs)
 {
-    const std::size_t n = call.args.size();
+    const std::size_t n = inputs.size();
     std::vector<Result> results(n);
     std::vector<client::PushSlice> slices;
     std::vector<std::size_t> file_of_slice;
     for (std::size_t i = 0; i < n; ++i) {
         try {
             slices.push_back(
-                {open_push_input(call.args[i], "push " + quote_name(names[i]), std::nullopt, call.timeout), names[i]});
+                {open_push_input(inputs[i].file, "push " + quote_name(inputs[i].name), std::nullopt, call.timeout),
+                 inputs[i].name});
             file_of_slice.push_back(i);
         } catch (const Error& e) {
             results[i].error = e.error_code();
@@ -196,14 +285,16 @@ int push_files(Session& session, const Invocation& call, const std::vector<std::
         const Result& r = results[i];
         if (!r.ok()) rc = std::max(rc, static_cast<int>(r.errc()));
         if (call.json) {
-            nlohmann::json j = r.ok() ? transfer_json("push", names[i], r) : error_json(r.errc(), r.message);
-            j["path"] = call.args[i];
-            if (!r.ok()) j["name"] = names[i];
+            nlohmann::json j =
+                r.ok() ? transfer_json("push", inputs[i].name, r)
+                       : error_json(r.errc(), cli_message(r.message, r.errc(), "push"));
+            j["path"] = inputs[i].file;
+            if (!r.ok()) j["name"] = inputs[i].name;
             list.push_back(j);
         } else if (!r.ok()) {
-            std::fprintf(stderr, "blob: %s\n", r.message.c_str());
+            std::fprintf(stderr, "blob: %s\n", cli_message(r.message, r.errc(), "push").c_str());
         } else if (!call.quiet) {
-            print_summary("pushed", "to", names[i], r, call.resume);
+            print_summary("pushed", "to", inputs[i].name, r, call.resume);
         }
     }
     if (call.json) std::cout << json_line({{"pushes", list}});
@@ -212,10 +303,10 @@ int push_files(Session& session, const Invocation& call, const std::vector<std::
 
 int push(Session& session, const Invocation& call, NoticeInbox& inbox)
 {
-    const std::vector<std::string> names = push_names(call);  // before reading a stream for them
-    if (call.args.size() > 1) return push_files(session, call, names);
-    const std::string& file = call.args[0];
-    const std::string& name = names[0];
+    const std::vector<PushInput> inputs = push_inputs(call);  // before reading a stream for them
+    if (inputs.size() > 1 || call.recursive) return push_files(session, call, inputs);
+    const std::string& file = inputs[0].file;
+    const std::string& name = inputs[0].name;
     const client::PushSource source = open_push_input(file, "push " + quote_name(name), call.size, call.timeout);
     ProgressBar bar(stderr, !call.quiet && !call.json, "push " + name);
     struct stat st {};
@@ -399,12 +490,13 @@ int copy(Session& session, const Invocation& call)
                 ++done[k];
                 const std::string& name = call.args[i];
                 if (call.json) {
-                    nlohmann::json j = r.ok() ? transfer_json("copy", name, r) : error_json(r.errc(), r.message);
+                    nlohmann::json j = r.ok() ? transfer_json("copy", name, r)
+                                               : error_json(r.errc(), cli_message(r.message, r.errc(), "copy"));
                     j["name"] = name;
                     j["store"] = options.to[k];
                     std::cout << json_line(j);
                 } else if (!r.ok()) {
-                    std::fprintf(stderr, "blob: %s\n", r.message.c_str());
+                    std::fprintf(stderr, "blob: %s\n", cli_message(r.message, r.errc(), "copy").c_str());
                 } else if (!call.quiet) {
                     const double mbps = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds / 1e6 : 0.0;
                     std::fprintf(

@@ -4,6 +4,7 @@
 
 #include <blobstreaming/client/Options.h>
 #include <blobstreaming/common/Checksum.h>
+#include <blobstreaming/common/Error.h>
 
 #include <chrono>
 #include <cstdint>
@@ -24,6 +25,7 @@ struct Invocation {
     bool local = true;
     bool quiet = false;
     bool replace = false;
+    bool recursive = false;  ///< push -r: each directory's files
     bool resume = false;
     bool verify = true;
     bool prune = false;  ///< stores --prune
@@ -54,6 +56,11 @@ constexpr std::size_t kMaxCopyNames = 100000;
 
 /// The most FILEs one `blob push` takes.
 constexpr std::size_t kMaxPushFiles = 100000;
+
+/// `message` of a failure with `code` in `command`, with the CLI's flag
+/// where the message speaks of what the API calls it (already_exists:
+/// `blob push --replace`).
+std::string cli_message(const std::string& message, Errc code, const std::string& command);
 
 /// Commands the CLI knows.
 bool known_command(const std::string& command);

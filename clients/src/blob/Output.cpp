@@ -4,9 +4,12 @@
 #include <blobstreaming/common/Checksum.h>
 
 #include <cctype>
+#include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <ctime>
 #include <iterator>
+#include <pthread.h>
 #include <unistd.h>
 
 namespace blobstreaming::cli {
@@ -184,6 +187,17 @@ void ProgressBar::update(std::uint64_t done, std::uint64_t total)
                  binary_units(whole_done).c_str(), binary_units(whole_total).c_str(), rate.c_str(), left.c_str());
     std::fflush(out_);
     drawn_ = true;
+}
+
+void end_on_closed_output()
+{
+    std::signal(SIGPIPE, SIG_DFL);
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_UNBLOCK, &pipe, nullptr);
+    std::raise(SIGPIPE);
+    std::_Exit(128 + SIGPIPE);  // not reached: the default action ends the process
 }
 
 }  // namespace blobstreaming::cli

@@ -68,4 +68,9 @@ private:
     bool drawn_ = false;
 };
 
+/// Standard output's reader went away (EPIPE: `blob ls | head -3`): ends
+/// the process as ls(1) and cat(1) end, by SIGPIPE, silently (status 141 in
+/// a shell), even where the libraries ignore the signal. Never returns.
+[[noreturn]] void end_on_closed_output();
+
 }  // namespace blobstreaming::cli

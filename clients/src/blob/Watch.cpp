@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <pthread.h>
@@ -120,10 +121,13 @@ int watch(const Invocation& call)
     for (const std::string& kind : call.events) options.kinds.push_back(*client::event_kind_of(kind));
     options.gateways = call.gateways;
     std::atomic<bool> output_failed{false};
+    std::atomic<int> output_errno{0};
     client::Watch watch(session_options(call), options, [&](const client::StoreEvent& e) {
         const std::string line = call.json ? json_line(event_json(e)) : event_line(e) + "\n";
         // One event, one line, at once: a reader sees it as it happens.
+        errno = 0;
         if (std::fwrite(line.data(), 1, line.size(), stdout) != line.size() || std::fflush(stdout) != 0) {
+            output_errno = errno;
             if (!output_failed.exchange(true)) ::kill(::getpid(), SIGTERM);  // ends the wait below
         }
     });
@@ -142,6 +146,8 @@ int watch(const Invocation& call)
     int signal = 0;
     sigwait(&stop_signals, &signal);
     watch.close();
+    // The reader went away (`blob watch | head -3`): the end it asked for.
+    if (output_failed && output_errno == EPIPE) end_on_closed_output();
     if (output_failed) throw Error(Errc::io_error, "watch: cannot write standard output: the events stop here");
     return 0;
 }

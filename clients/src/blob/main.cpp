@@ -25,6 +25,8 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace po = boost::program_options;
@@ -59,15 +61,29 @@ int usage_error(const std::string& message, int argc, char** argv)
     return 1;
 }
 
-/// Whatever went to standard output must have arrived (a closed pipe, a
-/// full disk): otherwise the command failed, exit 40. `rc`: the command's
-/// exit code so far.
-int check_stdout(int rc)
+/// Whether `fd` is a pipe or socket whose reader has gone (an earlier write
+/// failed with EPIPE, and errno no longer says so).
+bool reader_gone(int fd)
+{
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) return false;
+    pollfd p{fd, POLLOUT, 0};
+    return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP)) != 0;
+}
+
+/// Whatever went to standard output must have arrived (a full disk):
+/// otherwise the command failed, exit 40. A reader that went away (EPIPE:
+/// `blob ls | head -3`) ends the process quietly, as ls(1) ends, except
+/// when standard output carries a pulled Blob's bytes (`data`): a consumer
+/// that got part of a Blob is told it failed. `rc`: the command's exit code
+/// so far.
+int check_stdout(int rc, bool data)
 {
     errno = 0;
     const bool flushed = std::fflush(stdout) == 0;  // std::cout writes through stdout
     const int err = errno;
     if (flushed && !std::ferror(stdout) && std::cout.good()) return rc;
+    if ((err == EPIPE || reader_gone(STDOUT_FILENO)) && !data) cli::end_on_closed_output();
     if (rc != 0) return rc;  // the command's own failure was reported already
     std::cerr << "blob: cannot write standard output: " << (err != 0 ? std::strerror(err) : "write error") << std::endl;
     return static_cast<int>(Errc::io_error);
@@ -85,7 +101,7 @@ po::options_description describe()
         "Usage: blob [options] COMMAND ...\n"
         "Commands:\n"
         "  push FILE...       store each FILE ('-': stdin; a FIFO, a device) under its base name, several in\n"
-        "                     flight; --name NAME: a single FILE stored as NAME\n"
+        "                     flight; --name NAME: a single FILE stored as NAME; -r DIR: DIR's files\n"
         "  pull NAME [FILE]   retrieve NAME to FILE (default: ./NAME; '-': stdout; a FIFO, a device);\n"
         "                     a regular FILE is replaced only once every byte is in and checked\n"
         "  stat NAME          size, checksum (crc32c:... or sha256:...), commit time\n"
@@ -126,7 +142,9 @@ po::options_description describe()
         ("tls-key", po::value<std::string>()->value_name("FILE"), "the certificate's private key (PEM, unencrypted)")
         ("tls-ca", po::value<std::string>()->value_name("FILE"), "CA certificates (PEM) that stores' certificates must chain to")
         ("name", po::value<std::string>()->value_name("NAME"), "push: the Blob's name, for a single FILE (default: each FILE's base name)")
-        ("replace,r", "push, copy: overwrite an existing Blob (copy: at the destinations)")
+        ("replace", "push, copy: overwrite an existing Blob (copy: at the destinations)")
+        ("recursive,r", "push: each DIR's files, in every folder below it, each named by its path below DIR ('/' as "
+                        "'_'; hidden files skipped)")
         ("checksum", po::value<std::string>()->value_name("ALGORITHM"),
          "push: the Blob's checksum, crc32c (fast) or sha256 (cryptographic), default: the store's (crc32c unless "
          "blobstored --checksum says otherwise); checksum: the algorithm (default crc32c)")
@@ -171,10 +189,10 @@ const std::vector<CommandHelp>& command_help()
 {
     static const std::vector<CommandHelp> table = {
         {"push",
-         "push FILE... | push --name NAME FILE",
+         "push FILE... | push -r DIR... | push --name NAME FILE",
          "Store each FILE ('-': standard input; a FIFO, a device) under its base name, several in flight, or one "
          "FILE under --name. The store acknowledges once the Blob is committed durably and its checksum verified.",
-         {"name", "replace", "checksum", "size", "resume", "streams", "notices"}},
+         {"name", "recursive", "replace", "checksum", "size", "resume", "streams", "notices"}},
         {"pull",
          "pull NAME [FILE] | pull --study UID DIR | pull --series UID DIR",
          "Retrieve NAME to FILE (default ./NAME; '-': standard output; a FIFO, a device), whole or a range. A "
@@ -325,6 +343,22 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
     }
     call.quiet = cli::quiet(vm);
     call.replace = vm.count("replace") != 0;
+    call.recursive = vm.count("recursive") != 0;
+    if (call.recursive) {
+        // -r meant --replace before it meant --recursive: say which is which.
+        if (call.command != "push")
+            throw UsageError("-r (--recursive) applies to push only, not " + call.command +
+                             (call.command == "copy" ? " (to overwrite at the destinations, say --replace)" : ""));
+        const bool directory = std::any_of(call.args.begin(), call.args.end(), [](const std::string& a) {
+            struct stat st {};
+            return ::stat(a.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+        });
+        if (!directory)
+            throw UsageError("push -r (--recursive) pushes directories, and no FILE given is one (to overwrite an "
+                             "existing Blob, say --replace)");
+        if (vm.count("name")) throw UsageError("--name names one Blob: not with -r (--recursive)");
+        if (vm.count("size")) throw UsageError("--size applies to a single FILE: not with -r (--recursive)");
+    }
     call.offset = size_option(vm, "offset");
     call.length = size_option(vm, "length");
     call.resume = vm.count("resume") != 0;
@@ -458,9 +492,9 @@ int main(int argc, char** argv)
     try {
         rc = cli::run(call);
     } catch (const Error& e) {
-        rc = fail(e.code(), e.what(), call.json, data_on_stdout);
+        rc = fail(e.code(), cli::cli_message(e.what(), e.code(), call.command), call.json, data_on_stdout);
     } catch (const std::exception& e) {
         rc = fail(Errc::io_error, e.what(), call.json, data_on_stdout);
     }
-    return check_stdout(rc);
+    return check_stdout(rc, data_on_stdout);
 }
