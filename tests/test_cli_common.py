@@ -89,6 +89,11 @@ def test(_env):
         says='--socket-buffer: "2T" is out of range (allowed: 4K to 1G)')
     run("blobstore/blobstored", "--name", "a", "--store", "memory:1T", "--evict", "--capacity", "1G", expect=1,
         says="--capacity applies to a file or rados store")
+    # A store's size without a unit below 1 MiB is a typo for 512M, not a store of 512 bytes.
+    run("blobstore/blobstored", "--name", "a", "--store", "memory:512", expect=1,
+        says='"memory:512": 512 bytes is too small for a store; give a unit (512M: 512 MiB;')
+    run("blobstore/blobstored", "--name", "a", "--store", "file:/nonexistent/cap", "--capacity", "100", expect=1,
+        says="--capacity: 100 bytes is too small for a store; give a unit (100M: 100 MiB;")
     run("benchmarks/bsbench", "-c", "127.0.0.1", "-p", "1", "--size", "2T", expect=1,
         says='--size: "2T" is out of range (allowed: 1 to 1T)')
     run("benchmarks/bsbench", "-c", "127.0.0.1", "-p", "1", "--size", "1T", expect=1,

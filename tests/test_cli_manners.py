@@ -13,7 +13,11 @@
   error that names --replace;
 - `pull NAME out/x` into a missing directory names the user's directory,
   never the temporary file;
-- a push of an existing name says `--replace`, not the API's words."""
+- a push of an existing name says `--replace`, not the API's words;
+- `blob help` and `blob --help` list the commands one line each and the
+  options every command takes; `blob help COMMAND` is `blob COMMAND
+  --help`; `--help-all` shows every option; `blob stores` says a store
+  without a capacity is unlimited."""
 
 import json
 import os
@@ -43,7 +47,33 @@ def to_closed_pipe(c, args, timeout=60):
 
 def test(c):
     blob = harness.program("clients/blob")
+    step("help as git's: blob help, blob help COMMAND, a short --help, --help-all")
+    code, overview, err = c.run([blob, "help"], timeout=30)
+    check_equal(code, 0, f"blob help ({err!r})")
+    code, short, err = c.run([blob, "--help"], timeout=30)
+    check_equal(short, overview, "blob --help against blob help")
+    for command in ("push", "pull", "stat", "verify", "ls", "rm", "locate", "stores", "checksum", "copy", "watch",
+                    "find"):
+        lines = [line for line in overview.splitlines() if line.startswith(f"  {command} ")]
+        check(len(lines) == 1, f"blob --help has no one line for {command}: {overview[:900]!r}")
+        code, own, err = c.run([blob, "help", command], timeout=30)
+        code2, same, _ = c.run([blob, command, "--help"], timeout=30)
+        check(code == 0 and code2 == 0 and own == same and own.startswith(f"Usage: blob [options] {command}"),
+              f"blob help {command} against blob {command} --help: {code} {own[:200]!r}")
+    for option in ("--offset", "--replace", "--prune", "--study"):
+        check(option not in short, f"blob --help shows {option}, a command's own option")
+    check(len(short.splitlines()) < 70, f"blob --help has {len(short.splitlines())} lines")
+    code, everything, err = c.run([blob, "--help-all"], timeout=30)
+    check(code == 0 and all(o in everything for o in ("--offset", "--replace", "--prune", "--recursive")),
+          f"blob --help-all: {code} {everything[:300]!r}")
+    code, out, err = c.run([blob, "help", "nope"], timeout=30)
+    check(code == 1 and "unknown command nope" in err, f"blob help nope: {code} {err!r}")
+
     c.start_daemon("unix", "memory:256M")
+    c.start_daemon("plainfile", "file")
+    code, out, err = c.run([blob, "--naming", c.naming, "stores"])
+    line = [x for x in out.splitlines() if x.startswith("plainfile ")]
+    check(code == 0 and line and " capacity unlimited " in line[0], f"blob stores, a file store: {out!r}")
     base = [blob, "--naming", c.naming, "--store", "unix"]
 
     step("folders: push DIR names -r; push -r DIR pushes every file below it")

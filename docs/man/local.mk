@@ -9,7 +9,7 @@ man_help2man = $(HELP2MAN) --no-info --no-discard-stderr --source="Blob Streamin
 man_page = $(MKDIR_P) docs/man && $(man_help2man)
 
 docs/man/blob.1: clients/blob$(EXEEXT) $(top_srcdir)/docs/man/blob.h2m
-	$(AM_V_GEN)$(man_page) -s 1 -i $(top_srcdir)/docs/man/blob.h2m -o $@ ./clients/blob$(EXEEXT)
+	$(AM_V_GEN)$(man_page) -s 1 --help-option=--help-all -i $(top_srcdir)/docs/man/blob.h2m -o $@ ./clients/blob$(EXEEXT)
 docs/man/blobstored.8: blobstore/blobstored$(EXEEXT) $(top_srcdir)/docs/man/blobstored.h2m
 	$(AM_V_GEN)$(man_page) -s 8 -i $(top_srcdir)/docs/man/blobstored.h2m -o $@ ./blobstore/blobstored$(EXEEXT)
 docs/man/blob-dicomd.8: gateway/blob-dicomd$(EXEEXT) $(top_srcdir)/docs/man/blob-dicomd.h2m

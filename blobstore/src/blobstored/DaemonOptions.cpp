@@ -277,6 +277,11 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
             usage("--capacity applies to a " + stores.schemes_that(&StoreKind::takes_capacity) + " store; a " +
                   kind->scheme + " store's size is in --store");
         o.store_settings.capacity = cli::parse_size("--capacity", value_of(vm, "capacity"));
+        try {
+            server::check_plausible_capacity("--capacity", value_of(vm, "capacity"), o.store_settings.capacity);
+        } catch (const Error& e) {
+            usage(e.what());
+        }
     }
     o.store_settings.evict = vm["evict"].as<bool>();
     if (o.store_settings.evict && kind->takes_capacity && !vm.count("capacity"))

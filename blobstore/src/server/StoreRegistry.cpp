@@ -13,6 +13,17 @@
 #include <algorithm>
 
 namespace blobstreaming::server {
+
+void check_plausible_capacity(const std::string& what, std::string_view text, std::uint64_t bytes)
+{
+    const bool unit = !text.empty() && (text.back() < '0' || text.back() > '9');
+    if (unit || bytes >= kPlainCapacityMinimum) return;
+    throw Error(Errc::invalid_argument,
+                what + ": " + std::to_string(bytes) + " bytes is too small for a store; give a unit (" + std::string(text) +
+                    "M: " + std::string(text) + " MiB; K, M, G, T: x1024), or at least " +
+                    std::to_string(kPlainCapacityMinimum) + " as a plain number of bytes");
+}
+
 namespace {
 
 std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
@@ -58,6 +69,7 @@ std::uint64_t memory_size(std::string_view uri, std::string_view rest)
                     in_quotes(uri) + " is not memory:SIZE with a size such as 512M (K, M, G, T: x1024)");
     }
     if (size == 0) throw Error(Errc::invalid_argument, in_quotes(uri) + ": the memory size must be greater than 0");
+    check_plausible_capacity(in_quotes(uri), rest, size);
     return size;
 }
 

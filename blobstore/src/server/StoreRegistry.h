@@ -81,4 +81,14 @@ private:
     std::vector<StoreKind> kinds_;
 };
 
+/// A plain number of bytes (no unit) below this is refused as a store's
+/// capacity (memory:SIZE, --capacity): "memory:512" is a typo for 512M, not
+/// a store of 512 bytes.
+constexpr std::uint64_t kPlainCapacityMinimum = std::uint64_t{1} << 20;
+
+/// Throws Error(invalid_argument) naming `what`, the bytes and the units
+/// when `text` (parsed as `bytes`) has no unit and is below
+/// kPlainCapacityMinimum.
+void check_plausible_capacity(const std::string& what, std::string_view text, std::uint64_t bytes);
+
 }  // namespace blobstreaming::server

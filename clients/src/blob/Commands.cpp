@@ -48,6 +48,7 @@ const std::map<std::string, std::pair<std::size_t, std::size_t>>& commands()
         {"watch", {0, 0}},
         {"copy", {1, kMaxCopyNames}},
         {"find", {0, 64}},
+        {"help", {0, 1}},
     };
     return table;
 }
@@ -578,8 +579,10 @@ int stores(Session& session, const Invocation& call)
             std::printf("%-16s unreachable: %s\n", s.name.c_str(), s.error.c_str());
             continue;
         }
-        std::printf("%-16s %-6s %-11s capacity %llu used %llu reserved %llu blobs %llu data %s\n", s.name.c_str(),
-                    s.kind.c_str(), client::tier_name(s.tier), static_cast<unsigned long long>(s.capacity),
+        // Capacity 0: bounded only by the store's medium (a file store without --capacity).
+        const std::string capacity = s.capacity == 0 ? "unlimited" : std::to_string(s.capacity);
+        std::printf("%-16s %-6s %-11s capacity %s used %llu reserved %llu blobs %llu data %s\n", s.name.c_str(),
+                    s.kind.c_str(), client::tier_name(s.tier), capacity.c_str(),
                     static_cast<unsigned long long>(s.used), static_cast<unsigned long long>(s.reserved),
                     static_cast<unsigned long long>(s.blobs), s.data_endpoint.c_str());
     }

@@ -97,32 +97,12 @@ std::uint64_t size_option(const po::variables_map& vm, const char* option)
 po::options_description describe()
 {
     const char* env = std::getenv("BLOBSTREAMING_NAMING");
-    po::options_description o(
-        "Usage: blob [options] COMMAND ...\n"
-        "Commands:\n"
-        "  push FILE...       store each FILE ('-': stdin; a FIFO, a device) under its base name, several in\n"
-        "                     flight; --name NAME: a single FILE stored as NAME; -r DIR: DIR's files\n"
-        "  pull NAME [FILE]   retrieve NAME to FILE (default: ./NAME; '-': stdout; a FIFO, a device);\n"
-        "                     a regular FILE is replaced only once every byte is in and checked\n"
-        "  stat NAME          size, checksum (crc32c:... or sha256:...), commit time\n"
-        "  verify NAME        the store rereads NAME and checks its checksum\n"
-        "  ls                 Blobs of --store, or of every registered store\n"
-        "  rm NAME            remove NAME\n"
-        "  locate NAME        stores holding NAME, nearest tier first\n"
-        "  stores             registered stores with tier, usage and data endpoint; --prune: first remove\n"
-        "                     the entries whose daemon is gone\n"
-        "  checksum FILE...   the checksum of local files ('-': stdin), to compare with a Blob's; no store\n"
-        "  copy NAME...       have the --to stores fetch each NAME from --from (default: the nearest holder);\n"
-        "                     the bytes go from store to store, never through this client\n"
-        "  watch              print the stores' events (committed, removed) as they happen, until\n"
-        "                     interrupted; --store S (repeatable; default: every registered store);\n"
-        "                     --events study-stable: the DICOM gateways' (--gateway AE, repeatable)\n"
-        "  find KEY=VALUE...  DICOM patients, studies, series or instances of the study index (--index)\n"
-        "                     matching every KEY=VALUE (wildcards * ?, date ranges A-B, UID lists A\\B)\n"
-        "Options");
+    po::options_description o("Options");
     // clang-format off
     o.add_options()
-        ("help,h", "show this help and exit")
+        ("help,h", "show the commands and the options every command takes, and exit (blob help COMMAND: a "
+                   "command's own)")
+        ("help-all", "show every option of every command, and exit")
         ("version", "show the version and exit")
         ("naming,n", po::value<std::string>()->default_value(env ? env : "corbaname::127.0.0.1:2809"),
          "Naming Service URL (env BLOBSTREAMING_NAMING)")
@@ -180,6 +160,7 @@ po::options_description describe()
 /// its own options, then the options every command takes.
 struct CommandHelp {
     const char* command;
+    const char* summary;  ///< one line of `blob --help`
     const char* synopsis;
     const char* what;
     std::vector<const char*> options;  ///< its own (the others are everyone's)
@@ -188,45 +169,68 @@ struct CommandHelp {
 const std::vector<CommandHelp>& command_help()
 {
     static const std::vector<CommandHelp> table = {
-        {"push",
+        {"push", "store files (-r: folders) as Blobs, verified and durable",
          "push FILE... | push -r DIR... | push --name NAME FILE",
          "Store each FILE ('-': standard input; a FIFO, a device) under its base name, several in flight, or one "
          "FILE under --name. The store acknowledges once the Blob is committed durably and its checksum verified.",
          {"name", "recursive", "replace", "checksum", "size", "resume", "streams", "notices"}},
-        {"pull",
+        {"pull", "retrieve a Blob, whole or a range, to a file, a FIFO or stdout, or a DICOM study or series",
          "pull NAME [FILE] | pull --study UID DIR | pull --series UID DIR",
          "Retrieve NAME to FILE (default ./NAME; '-': standard output; a FIFO, a device), whole or a range. A "
          "regular FILE is replaced only once every byte is in and checked. --study/--series: every instance the "
          "study index lists, in parallel, verified, to DIR/SOPInstanceUID.dcm.",
          {"offset", "length", "resume", "streams", "notices", "verify", "no-verify", "study", "series", "index"}},
-        {"stat", "stat NAME", "Size, checksum and commit time of NAME.", {}},
-        {"verify", "verify NAME", "Have the store reread NAME and check its checksum.", {}},
-        {"ls", "ls", "The Blobs of --store, or of every registered store.", {}},
-        {"rm", "rm NAME", "Remove NAME.", {}},
-        {"locate", "locate NAME", "The stores holding NAME, nearest tier first.", {}},
-        {"stores", "stores", "The registered stores with tier, usage and data endpoint.", {"prune"}},
-        {"checksum", "checksum FILE...", "The checksum of local files ('-': standard input); no store.", {"checksum"}},
-        {"copy",
+        {"stat", "size, checksum and commit time of a Blob", "stat NAME", "Size, checksum and commit time of NAME.", {}},
+        {"verify", "have the store reread a Blob and check its checksum", "verify NAME", "Have the store reread NAME and check its checksum.", {}},
+        {"ls", "the Blobs of a store, or of every store", "ls", "The Blobs of --store, or of every registered store.", {}},
+        {"rm", "remove a Blob", "rm NAME", "Remove NAME.", {}},
+        {"locate", "the stores holding a Blob, nearest first", "locate NAME", "The stores holding NAME, nearest tier first.", {}},
+        {"stores", "the registered stores: tier, usage, data endpoint", "stores", "The registered stores with tier, usage and data endpoint.", {"prune"}},
+        {"checksum", "the checksum of local files, to compare with a Blob's", "checksum FILE...", "The checksum of local files ('-': standard input); no store.", {"checksum"}},
+        {"copy", "have stores fetch Blobs from another store (no bytes through this client)",
          "copy NAME... --to STORE[,STORE...] [--from STORE]",
          "Have each destination store fetch each NAME from the source store (a third-party transfer: the bytes go "
          "from store to store, never through this client), verified against the source's checksum and committed "
          "atomically. Several destinations form a chain: each fetches from the one before it while the next Blobs "
          "flow behind, so the source sends each Blob once. --replace overwrites a Blob of the same name.",
          {"to", "from", "no-chain", "window", "replace"}},
-        {"watch",
+        {"watch", "print the stores' and gateways' events as they happen",
          "watch",
          "Print the stores' events (committed, removed) as they happen, until interrupted; --store S (repeatable; "
          "default: every registered store). --events study-stable: also (or only) the DICOM gateways' studies that "
          "had no new instance for their --stable-after; --gateway AE (repeatable; default: every gateway registered "
          "in the naming service).",
          {"events", "gateway"}},
-        {"find",
+        {"find", "search the DICOM study index",
          "find [--level patient|study|series|instance] KEY=VALUE...",
          "The patients, studies, series or instances of the study index (--index) matching every KEY=VALUE with "
          "DICOM's rules: * and ? wildcards, date and time ranges A-B, A-, -B, UID lists UID\\UID. No store.",
          {"index", "level"}},
     };
     return table;
+}
+
+/// `blob --help` and `blob help`: the commands, one line each, and the
+/// options every command takes.
+std::string overview_text(const po::options_description& visible)
+{
+    std::set<std::string> owned;
+    for (const CommandHelp& h : command_help()) owned.insert(h.options.begin(), h.options.end());
+    po::options_description common("Options of every command");
+    for (const auto& option : visible.options())
+        if (!owned.count(option->long_name())) common.add(option);
+    std::ostringstream text;
+    text << "Usage: blob [options] COMMAND ...\n\nCommands:\n";
+    for (const CommandHelp& h : command_help()) {
+        std::string name = h.command;
+        name.resize(std::max<std::size_t>(name.size() + 2, 10), ' ');
+        text << "  " << name << h.summary << "\n";
+    }
+    text << "\n`blob help COMMAND` (or `blob COMMAND --help`) shows a command's own options; `blob --help-all` every "
+            "option of every command.\n\n"
+         << common << "\n"
+         << kExitCodes;
+    return text.str();
 }
 
 /// `blob COMMAND --help`, or nullopt for another command.
@@ -294,15 +298,25 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
     positional.add("command", 1).add("args", -1);
     po::store(cli::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
     po::notify(vm);
-    if (vm.count("help") || vm.count("version")) return {};
+    if (vm.count("help") || vm.count("version") || vm.count("help-all")) {
+        cli::Invocation call;
+        if (vm.count("command")) call.command = vm["command"].as<std::string>();
+        return call;
+    }
 
     cli::Invocation call;
     if (!vm.count("command")) throw UsageError("no command given (try --help)");
     call.command = vm["command"].as<std::string>();
     if (!cli::known_command(call.command))
         throw UsageError("unknown command " + call.command +
-                         " (push, pull, stat, verify, ls, rm, locate, stores, checksum, watch, copy, find)");
+                         " (push, pull, stat, verify, ls, rm, locate, stores, checksum, watch, copy, find; "
+                         "blob help lists them)");
     if (vm.count("args")) call.args = vm["args"].as<std::vector<std::string>>();
+    if (call.command == "help") {
+        if (call.args.size() > 1)
+            throw UsageError("help: expected at most one command, got " + std::to_string(call.args.size()));
+        return call;
+    }
     const auto [low, high] = cli::arity(call.command);
     if (call.args.size() < low || call.args.size() > high)
         throw UsageError(call.command + ": expected " + std::to_string(low) +
@@ -465,10 +479,23 @@ int main(int argc, char** argv)
     cli::Invocation call;
     try {
         call = parse(argc, argv, visible, vm);
-        if (vm.count("help") && vm.count("command")) {
-            const auto text = command_help_text(vm["command"].as<std::string>(), visible);
-            if (!text) throw UsageError("unknown command " + vm["command"].as<std::string>() + " (try --help)");
+        if (vm.count("help-all")) {
+            std::cout << "Usage: blob [options] COMMAND ...\n\n" << visible << "\n" << kExitCodes << std::flush;
+            return 0;
+        }
+        // `blob help [COMMAND]` as `git help`; `blob COMMAND --help` the same.
+        std::optional<std::string> topic;
+        if (call.command == "help" && !call.args.empty()) topic = call.args[0];
+        else if (vm.count("help") && vm.count("command") && vm["command"].as<std::string>() != "help")
+            topic = vm["command"].as<std::string>();
+        if (topic) {
+            const auto text = command_help_text(*topic, visible);
+            if (!text) throw UsageError("unknown command " + *topic + " (blob help lists them)");
             std::cout << *text << std::flush;
+            return 0;
+        }
+        if (call.command == "help" || vm.count("help")) {
+            std::cout << overview_text(visible) << std::flush;
             return 0;
         }
         if (const auto text = cli::help_or_version(vm, visible, "blob", transporter_library_versions(), kExitCodes)) {
