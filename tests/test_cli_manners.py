@@ -17,10 +17,13 @@
 - `blob help` and `blob --help` list the commands one line each and the
   options every command takes; `blob help COMMAND` is `blob COMMAND
   --help`; `--help-all` shows every option; `blob stores` says a store
-  without a capacity is unlimited."""
+  without a capacity is unlimited;
+- the progress bar of a push whose input stops says "stalled" while it
+  waits (it redraws on a timer, not only when bytes arrive)."""
 
 import json
 import os
+import pty
 import select
 import signal
 import subprocess
@@ -119,6 +122,45 @@ def test(c):
     code, out, err = c.run([*base, "pull", "IM1.dcm", target])
     check(code == 40 and f"directory {c.path('nowhere')} does not exist" in err and ".pull-" not in err,
           f"pull into a missing directory: exit {code}, {err!r}")
+
+    step("progress on a terminal: a stalled push says so while it waits")
+    fifo = c.path("slow.fifo")
+    os.mkfifo(fifo)
+    master, slave = pty.openpty()
+    pusher = subprocess.Popen([*base, "--timeout", "60", "push", "--name", "SLOW", "--size", "8M", fifo],
+                              stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=c.env)
+    os.close(slave)
+    drawn = b""
+    try:
+        writer = os.open(fifo, os.O_WRONLY)  # the push opened its end
+        os.write(writer, b"x" * MiB)
+        deadline = time.monotonic() + 20
+        while b"stalled" not in drawn and time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if ready:
+                try:
+                    drawn += os.read(master, 65536)
+                except OSError:
+                    break
+        check(b"stalled 0:0" in drawn and b" / 8.0 MiB" in drawn,
+              f"the bar of a push waiting for its input does not say it stalled: {drawn[-400:]!r}")
+        for _ in range(7):
+            os.write(writer, b"x" * MiB)
+        os.close(writer)
+        deadline = time.monotonic() + 60
+        while pusher.poll() is None and time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if ready:
+                try:
+                    drawn += os.read(master, 65536)
+                except OSError:
+                    break
+        check_equal(pusher.wait(timeout=30), 0, f"the stalled push in the end ({drawn[-300:]!r})")
+    finally:
+        if pusher.poll() is None:
+            pusher.kill()
+            pusher.wait()
+        os.close(master)
 
     step("a reader that went away: listings end quietly, a pull of bytes keeps its error")
     for args in (["ls"], ["stat", "IM1.dcm"], ["stores"], ["--json", "ls"]):

@@ -117,16 +117,35 @@ nlohmann::json error_json(Errc code, const std::string& message)
 }
 
 ProgressBar::ProgressBar(std::FILE* out, bool enabled, std::string label)
-    : out_(out), active_(enabled && ::isatty(::fileno(out)) != 0), label_(std::move(label)),
-      start_(std::chrono::steady_clock::now())
-{}
+    : out_(out), active_(enabled && ::isatty(::fileno(out)) != 0), label_(std::move(label)), start_(Clock::now())
+{
+    if (active_) ticker_ = std::thread([this] { tick(); });
+}
 
-ProgressBar::~ProgressBar() { clear(); }
+ProgressBar::~ProgressBar()
+{
+    clear();
+    if (ticker_.joinable()) ticker_.join();
+}
 
 void ProgressBar::clear()
 {
+    std::lock_guard lock(mutex_);
     if (drawn_) std::fputs("\r\033[K", out_);
+    std::fflush(out_);
     drawn_ = false;
+    finished_ = true;
+    stop_.notify_all();
+}
+
+void ProgressBar::tick()
+{
+    std::unique_lock lock(mutex_);
+    while (!finished_) {
+        stop_.wait_for(lock, std::chrono::milliseconds(250));
+        const auto now = Clock::now();
+        if (!finished_ && started_ && now - last_draw_ >= std::chrono::milliseconds(250)) draw(now);
+    }
 }
 
 namespace {
@@ -161,28 +180,40 @@ std::string clock_time(double seconds)
 void ProgressBar::update(std::uint64_t done, std::uint64_t total)
 {
     if (!active_) return;
-    const auto now = std::chrono::steady_clock::now();
+    std::lock_guard lock(mutex_);
+    if (finished_) return;
+    const auto now = Clock::now();
     if (!started_) {
         started_ = true;
         if (whole_ > total && base_ == 0) base_ = whole_ - total;
-    } else if (done < total && now - last_draw_ < std::chrono::milliseconds(100)) {
-        return;
+        last_progress_ = now;
     }
+    if (done != done_) last_progress_ = now;
+    done_ = done;
+    total_ = total;
+    if (done < total && drawn_ && now - last_draw_ < std::chrono::milliseconds(100)) return;
+    draw(now);
+}
+
+void ProgressBar::draw(Clock::time_point now)
+{
     last_draw_ = now;
-    const std::uint64_t whole_done = base_ + done, whole_total = base_ + total;
+    const std::uint64_t whole_done = base_ + done_, whole_total = base_ + total_;
     constexpr int kWidth = 24;
     const double fraction = whole_total == 0 ? 1.0 : static_cast<double>(whole_done) / static_cast<double>(whole_total);
     std::string bar(static_cast<std::size_t>(fraction * kWidth), '#');
     bar.resize(kWidth, '.');
     const double elapsed = std::chrono::duration<double>(now - start_).count();
     std::string rate = "--- MB/s", left = "ETA --:--";
-    if (elapsed > 0 && done > 0) {  // since the bar was made, just before the transfer
-        const double per_second = static_cast<double>(done) / elapsed;
+    if (elapsed > 0 && done_ > 0) {  // since the bar was made, just before the transfer
+        const double per_second = static_cast<double>(done_) / elapsed;
         char text[32];
         std::snprintf(text, sizeof text, "%.1f MB/s", per_second / 1e6);
         rate = text;
-        left = "ETA " + clock_time(static_cast<double>(total - done) / per_second);
+        left = "ETA " + clock_time(static_cast<double>(total_ - done_) / per_second);
     }
+    const auto still = std::chrono::duration_cast<std::chrono::seconds>(now - last_progress_);
+    if (done_ < total_ && still >= std::chrono::seconds(1)) left = "stalled " + clock_time(static_cast<double>(still.count()));
     std::fprintf(out_, "\r\033[K%s [%s] %5.1f%% %s / %s  %s  %s", label_.c_str(), bar.c_str(), fraction * 100.0,
                  binary_units(whole_done).c_str(), binary_units(whole_total).c_str(), rate.c_str(), left.c_str());
     std::fflush(out_);

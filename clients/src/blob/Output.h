@@ -8,6 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <thread>
+#include <mutex>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
@@ -42,30 +45,46 @@ std::string json_line(nlohmann::json j);
 /// units, the rate in MB/s (10^6 bytes/s) and the time left.
 class ProgressBar {
 public:
-    /// Draws on `out` only when it is a terminal and `enabled`.
+    /// Draws on `out` only when it is a terminal and `enabled`; then also
+    /// redraws four times a second on a thread of its own, so that a
+    /// transfer whose bytes stop shows it: "stalled N s" in place of the
+    /// time left once no byte has moved for a second.
     ProgressBar(std::FILE* out, bool enabled, std::string label);
     ~ProgressBar();
     ProgressBar(const ProgressBar&) = delete;
     ProgressBar& operator=(const ProgressBar&) = delete;
     /// A resumed transfer moves the rest of the Blob: with the bytes there
     /// before (set_base), or the whole Blob's size (set_whole: the rest is
-    /// then the difference), the bar counts the whole Blob.
+    /// then the difference), the bar counts the whole Blob. Before the
+    /// first update().
     void set_base(std::uint64_t bytes_before) { base_ = bytes_before; }
     void set_whole(std::uint64_t whole_size) { whole_ = whole_size; }
+    /// Any thread.
     void update(std::uint64_t done, std::uint64_t total);
-    /// Erases the bar (before a summary line is printed).
+    /// Erases the bar for good (before a summary line is printed).
     void clear();
 
 private:
+    using Clock = std::chrono::steady_clock;
+    void draw(Clock::time_point now);  ///< mutex_ held
+    void tick();
+
     std::FILE* out_;
-    bool active_;
+    const bool active_;
     std::string label_;
     std::uint64_t base_ = 0;
     std::uint64_t whole_ = 0;
+    std::mutex mutex_;  ///< everything below
     bool started_ = false;
-    std::chrono::steady_clock::time_point start_;
-    std::chrono::steady_clock::time_point last_draw_{};
+    bool finished_ = false;
+    std::uint64_t done_ = 0;
+    std::uint64_t total_ = 0;
+    Clock::time_point start_;
+    Clock::time_point last_draw_{};
+    Clock::time_point last_progress_{};
     bool drawn_ = false;
+    std::condition_variable stop_;
+    std::thread ticker_;
 };
 
 /// Standard output's reader went away (EPIPE: `blob ls | head -3`): ends

@@ -62,7 +62,7 @@ void DataConnection::start(std::unique_ptr<TransferJob> job)
         hash_.run_in_background();
     done_bytes_ = 0;
     started_ = std::chrono::steady_clock::now();
-    last_report_ = started_;
+    last_report_ = started_ - kProgressInterval;  // the first bytes are reported at once
     touch();
 
     if (fd_) {
@@ -224,6 +224,10 @@ DataConnection::Step DataConnection::send_push_body()
         }
         done_bytes_ += static_cast<std::uint64_t>(n);
         touch();
+        // Also between chunks: a source that blocks (a producer waiting for
+        // its stream) never lets the socket block, and its progress would
+        // otherwise show only at the end.
+        report_progress(false);
     }
     report_progress(true);
     queue_trailer();
