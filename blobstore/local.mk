@@ -4,9 +4,12 @@
 #                  RadosStore (installed; needs common/ and librados)
 #   src/server     the data plane of a daemon: ticket and reservation tables,
 #                  the ACE acceptor and connections, the reactor thread
-#   src/servants   the CORBA servants (BlobStore, BlobTransporter, BlobLocator)
+#   src/service    the store service: what the servants decide (permissions,
+#                  reservations, tickets, local files), plain C++
+#   src/servants   the CORBA servants (BlobStore, BlobTransporter, BlobLocator):
+#                  IDL conversion and exception mapping over the service
 #   src/blobstored the daemon: options, wiring, Naming Service registration
-# server and servants form libblobserver, which only the daemon links.
+# server, service and servants form libblobserver, which only the daemon links.
 lib_LTLIBRARIES += blobstore/libblobstore.la
 blobstore_libblobstore_la_SOURCES = \
 	blobstore/src/store/BlobInFlight.cpp \
@@ -119,9 +122,14 @@ blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/servants/RecentOutcomes.h \
 	blobstore/src/servants/SameHostSources.cpp \
 	blobstore/src/servants/SameHostSources.h \
+	blobstore/src/servants/ServantContext.cpp \
 	blobstore/src/servants/ServantContext.h \
 	blobstore/src/servants/SourceReader.cpp \
 	blobstore/src/servants/SourceReader.h \
+	blobstore/src/service/StoreService.cpp \
+	blobstore/src/service/StoreService.h \
+	blobstore/src/service/StoreServiceFiles.cpp \
+	blobstore/src/service/StoreServiceTickets.cpp \
 	blobstore/src/server/AccessList.cpp \
 	blobstore/src/server/AccessList.h \
 	blobstore/src/server/CommitPool.cpp \
@@ -248,7 +256,6 @@ blobstore_tests_FollowTransferTest_SOURCES = blobstore/tests/FollowTransferTest.
 blobstore_tests_FollowTransferTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_FollowTransferTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_FollowTransferTest_OBJECTS): idl/BlobStreaming.hh
-
 # The daemon; with --sdc-address it also publishes its status as an SDC
 # provider (SdcStatus, on sdc/libblobsdc).
 bin_PROGRAMS += blobstore/blobstored
