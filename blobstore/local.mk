@@ -195,7 +195,10 @@ server_tests = \
 	blobstore/tests/PushTransferTest \
 	blobstore/tests/PartTransferTest \
 	blobstore/tests/PullTransferTest \
-	blobstore/tests/FollowTransferTest
+	blobstore/tests/FollowTransferTest \
+	blobstore/tests/StoreServiceTest \
+	blobstore/tests/BlobStoreServantTest \
+	blobstore/tests/BlobTransporterServantTest
 check_PROGRAMS += $(server_tests)
 TESTS += $(server_tests)
 blobstore_tests_AccessListTest_SOURCES = blobstore/tests/AccessListTest.cpp blobstore/tests/ServerTestSupport.h \
@@ -256,6 +259,23 @@ blobstore_tests_FollowTransferTest_SOURCES = blobstore/tests/FollowTransferTest.
 blobstore_tests_FollowTransferTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_FollowTransferTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_FollowTransferTest_OBJECTS): idl/BlobStreaming.hh
+# The store service on real stores and tables; the servants over it, called
+# in-process with an ORB of the test's own (no endpoint, no POA).
+blobstore_tests_StoreServiceTest_SOURCES = blobstore/tests/StoreServiceTest.cpp blobstore/tests/ServerTestSupport.h \
+	transporter/tests/Eventually.h
+blobstore_tests_StoreServiceTest_CPPFLAGS = $(server_test_cppflags)
+blobstore_tests_StoreServiceTest_LDADD = $(server_test_ldadd)
+$(blobstore_tests_StoreServiceTest_OBJECTS): idl/BlobStreaming.hh
+blobstore_tests_BlobStoreServantTest_SOURCES = blobstore/tests/BlobStoreServantTest.cpp blobstore/tests/ServantTestSupport.h
+blobstore_tests_BlobStoreServantTest_CPPFLAGS = $(server_test_cppflags)
+blobstore_tests_BlobStoreServantTest_LDADD = $(server_test_ldadd)
+$(blobstore_tests_BlobStoreServantTest_OBJECTS): idl/BlobStreaming.hh
+blobstore_tests_BlobTransporterServantTest_SOURCES = blobstore/tests/BlobTransporterServantTest.cpp \
+	blobstore/tests/ServantTestSupport.h
+blobstore_tests_BlobTransporterServantTest_CPPFLAGS = $(server_test_cppflags)
+blobstore_tests_BlobTransporterServantTest_LDADD = $(server_test_ldadd)
+$(blobstore_tests_BlobTransporterServantTest_OBJECTS): idl/BlobStreaming.hh
+
 # The daemon; with --sdc-address it also publishes its status as an SDC
 # provider (SdcStatus, on sdc/libblobsdc).
 bin_PROGRAMS += blobstore/blobstored
