@@ -198,7 +198,8 @@ server_tests = \
 	blobstore/tests/FollowTransferTest \
 	blobstore/tests/StoreServiceTest \
 	blobstore/tests/BlobStoreServantTest \
-	blobstore/tests/BlobTransporterServantTest
+	blobstore/tests/BlobTransporterServantTest \
+	blobstore/tests/ImageShelfTest
 check_PROGRAMS += $(server_tests)
 TESTS += $(server_tests)
 blobstore_tests_AccessListTest_SOURCES = blobstore/tests/AccessListTest.cpp blobstore/tests/ServerTestSupport.h \
@@ -275,6 +276,11 @@ blobstore_tests_BlobTransporterServantTest_SOURCES = blobstore/tests/BlobTranspo
 blobstore_tests_BlobTransporterServantTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_BlobTransporterServantTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_BlobTransporterServantTest_OBJECTS): idl/BlobStreaming.hh
+blobstore_tests_ImageShelfTest_SOURCES = blobstore/tests/ImageShelfTest.cpp blobstore/tests/ServerTestSupport.h \
+	transporter/tests/Eventually.h
+blobstore_tests_ImageShelfTest_CPPFLAGS = $(server_test_cppflags)
+blobstore_tests_ImageShelfTest_LDADD = $(server_test_ldadd)
+$(blobstore_tests_ImageShelfTest_OBJECTS): idl/BlobStreaming.hh
 
 # The daemon; with --sdc-address it also publishes its status as an SDC
 # provider (SdcStatus, on sdc/libblobsdc).
