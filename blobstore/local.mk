@@ -101,7 +101,8 @@ blobstore_tests_RadosStoreTest_LDADD = $(blobstore_test_ldadd) $(RADOS_LIBS)
 
 #
 # libblobserver: the data plane (ticket registry, reservations, ACE acceptor
-# and connections, reactor thread) and the control-plane servants.
+# and connections, reactor thread), the store service and the control-plane
+# servants over it.
 noinst_LTLIBRARIES += blobstore/libblobserver.la
 blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/servants/BlobLocator_i.cpp \
