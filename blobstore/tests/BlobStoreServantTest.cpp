@@ -80,8 +80,9 @@ BOOST_FIXTURE_TEST_CASE(reservations_raise_their_declared_exceptions, Fixture)
     // A checksum of no algorithm is refused as TransferFailed, naming it.
     BlobStreaming::BlobChecksum none = zero_crc32c();
     none.algorithm = static_cast<BlobStreaming::ChecksumAlgorithm>(99);
-    BOOST_CHECK_EQUAL(idl_message<BlobStreaming::TransferFailed>([&] { servant->commit(r->id, none); })
-                          .find("commit reservation " + std::to_string(r->id) + ": the checksum names no algorithm"),
+    BOOST_CHECK_EQUAL(idl_message<BlobStreaming::TransferFailed>([&] {
+                          servant->commit(r->id, none);
+                      }).find("commit reservation " + std::to_string(r->id) + ": the checksum names no algorithm"),
                       0u);
     // The empty Blob's CRC32C is 0.
     BlobStreaming::BlobInfo_var committed = servant->commit(r->id, zero_crc32c());
@@ -116,8 +117,9 @@ BOOST_FIXTURE_TEST_CASE(a_grant_of_no_ticket_is_refused_as_transfer_failed, Fixt
 {
     BlobStreaming::TicketId unknown{};
     BlobStreaming::LocalFile_var file;
-    BOOST_CHECK(idl_message<BlobStreaming::TransferFailed>([&] { servant->findGrantedFile(unknown, file.out()); })
-                    .find("findGrantedFile: unknown ticket") == 0);
+    BOOST_CHECK(idl_message<BlobStreaming::TransferFailed>([&] {
+                    servant->findGrantedFile(unknown, file.out());
+                }).find("findGrantedFile: unknown ticket") == 0);
 }
 
 BOOST_AUTO_TEST_CASE(a_refused_permission_is_no_permission_with_its_minor_code)

@@ -41,7 +41,8 @@ BOOST_FIXTURE_TEST_CASE(send_issues_a_ticket_of_the_version_or_raises, Fixture)
         servant->send("CT.1", 10, 95, false, no_timeout, BlobStreaming::IGNORE_NOTIFICATIONS);
         BOOST_ERROR("no InvalidRange");
     } catch (const BlobStreaming::InvalidRange& e) {
-        BOOST_CHECK_EQUAL(std::string(e.message.in()), "send \"CT.1\": range [95, 105) is outside the blob of 100 bytes");
+        BOOST_CHECK_EQUAL(std::string(e.message.in()),
+                          "send \"CT.1\": range [95, 105) is outside the blob of 100 bytes");
         BOOST_CHECK_EQUAL(std::string(e.name.in()), "CT.1");
         BOOST_CHECK_EQUAL(e.offset, 95u);
         BOOST_CHECK_EQUAL(e.length, 10u);
@@ -91,11 +92,11 @@ BOOST_FIXTURE_TEST_CASE(pushes_raise_their_declared_exceptions, Fixture)
     } catch (const BlobStreaming::NoSuchReservation& e) {
         BOOST_CHECK_EQUAL(e.id, 999u);
     }
-    BOOST_CHECK(!idl_message<BlobStreaming::NoSuchReservation>([&] { servant->recvPart(999, 1, 0, false, no_timeout); })
-                     .empty());
-    BOOST_CHECK_EQUAL(idl_message<BlobStreaming::TransferFailed>([&] {
-                          servant->reserveParts("CT.3", 8, false, BlobStreaming::CHECKSUM_SHA256);
-                      }),
+    BOOST_CHECK(!idl_message<BlobStreaming::NoSuchReservation>([&] {
+                     servant->recvPart(999, 1, 0, false, no_timeout);
+                 }).empty());
+    BOOST_CHECK_EQUAL(idl_message<BlobStreaming::TransferFailed>(
+                          [&] { servant->reserveParts("CT.3", 8, false, BlobStreaming::CHECKSUM_SHA256); }),
                       "reserveParts \"CT.3\": a Blob filled in parts is checked with CRC32C, which combines from the "
                       "parts; sha256 does not (push it over one stream)");
 }
@@ -136,7 +137,6 @@ BOOST_AUTO_TEST_CASE(a_refused_permission_is_no_permission_with_its_minor_code)
     BOOST_CHECK_EQUAL(
         no_permission_minor([&] { f.servant->recv(1, 0, 0, false, t, BlobStreaming::IGNORE_NOTIFICATIONS); }), write);
     BOOST_CHECK_EQUAL(
-        no_permission_minor([&] { f.servant->reserveParts("CT.1", 1, false, BlobStreaming::CHECKSUM_CRC32C); }),
-        write);
+        no_permission_minor([&] { f.servant->reserveParts("CT.1", 1, false, BlobStreaming::CHECKSUM_CRC32C); }), write);
     BOOST_CHECK_EQUAL(no_permission_minor([&] { f.servant->recvPart(1, 1, 0, false, t); }), write);
 }

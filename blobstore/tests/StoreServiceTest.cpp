@@ -104,7 +104,9 @@ BOOST_FIXTURE_TEST_CASE(each_operation_asks_for_its_own_permission, Fixture)
     BOOST_CHECK(refused([&] { service.verify(carol, "CT.1"); }) == kRead);
     BOOST_CHECK(refused([&] { service.send(carol, "CT.1", 0, 0, {}); }) == kRead);
     BOOST_CHECK(refused([&] { service.grant_read(carol, "CT.1", "CN=s2", {}); }) == kRead);
-    BOOST_CHECK(refused([&] { service.grant_reads(carol, {"CT.1"}, "CN=s2", [] { return StoreService::TransferOptions{}; }); }) == kRead);
+    BOOST_CHECK(refused([&] {
+                    service.grant_reads(carol, {"CT.1"}, "CN=s2", [] { return StoreService::TransferOptions{}; });
+                }) == kRead);
     BOOST_CHECK(refused([&] { service.local_file(carol, "CT.1"); }) == kRead);
     BOOST_CHECK(refused([&] { service.image(carol, "CT.1"); }) == kRead);
     BOOST_CHECK(refused([&] { service.images(carol, {"CT.1"}); }) == kRead);
@@ -190,7 +192,8 @@ BOOST_AUTO_TEST_CASE(reservations_are_bounded_per_client)
     limits.per_client = 1;
     Fixture f(limits);
     f.service.reserve(f.alice, "CT.1", 1, false);
-    const std::string msg = message_of([&] { f.service.reserve(f.alice, "CT.2", 1, false); }, Errc::limit_reached, "none");
+    const std::string msg =
+        message_of([&] { f.service.reserve(f.alice, "CT.2", 1, false); }, Errc::limit_reached, "none");
     BOOST_CHECK_MESSAGE(msg.find("reserve \"CT.2\"") == 0, msg);
     // push opens a reservation as reserve does.
     BOOST_CHECK(code_of([&] { f.service.push(f.alice, "CT.3", 1, false, std::nullopt, {}); }) == Errc::limit_reached);
@@ -239,9 +242,9 @@ BOOST_FIXTURE_TEST_CASE(range_errors_say_what_is_allowed, Fixture)
     put("CT.1", random_bytes(5));
     BOOST_CHECK_EQUAL(message_of([&] { service.send(bob, "CT.1", 10, 10, {}); }, Errc::invalid_range, "none"),
                       "send \"CT.1\": range [10, 20) is outside the blob of 5 bytes");
-    BOOST_CHECK_EQUAL(message_of([&] { service.send(bob, "CT.1", 1, ~std::uint64_t{0}, {}); }, Errc::invalid_range,
-                                 "none"),
-                      "send \"CT.1\": range [1, beyond 2^64) is outside the blob of 5 bytes");
+    BOOST_CHECK_EQUAL(
+        message_of([&] { service.send(bob, "CT.1", 1, ~std::uint64_t{0}, {}); }, Errc::invalid_range, "none"),
+        "send \"CT.1\": range [1, beyond 2^64) is outside the blob of 5 bytes");
     BOOST_CHECK_EQUAL(message_of([&] { service.send(bob, "CT.2", 0, 0, {}); }, Errc::no_such_blob, "none").empty(),
                       false);
     BOOST_CHECK(code_of([&] { service.send(bob, "", 0, 0, {}); }) == Errc::invalid_name);
@@ -297,9 +300,9 @@ BOOST_FIXTURE_TEST_CASE(batches_are_bounded, Fixture)
     put("CT.1", random_bytes(3));
     const std::vector<std::string> many(kMaxBatch + 1, "CT.1");
     const auto options = [] { return StoreService::TransferOptions{}; };
-    BOOST_CHECK_EQUAL(message_of([&] { service.grant_reads(bob, many, "CN=s2", options); }, Errc::limit_reached,
-                                 "none"),
-                      "grantReads: 1025 names; at most 1024 per call");
+    BOOST_CHECK_EQUAL(
+        message_of([&] { service.grant_reads(bob, many, "CN=s2", options); }, Errc::limit_reached, "none"),
+        "grantReads: 1025 names; at most 1024 per call");
     BOOST_CHECK_EQUAL(message_of([&] { service.images(bob, many); }, Errc::limit_reached, "none"),
                       "shareImages: 1025 names; at most 1024 per call");
     BOOST_CHECK_EQUAL(message_of([&] { service.granted_images(bob, std::vector<protocol::TicketId>(1025)); },
@@ -329,8 +332,7 @@ BOOST_FIXTURE_TEST_CASE(push_opens_and_tickets_in_one_and_leaves_nothing_on_fail
     service.abort(alice, pushed.reservation.id);
     BOOST_CHECK(!control->cancelled);  // still waiting: aborted, not cancelled
     BOOST_CHECK_EQUAL(reservations.open(), 0u);
-    BOOST_CHECK(code_of([&] { service.push(alice, "CT.2", 2u << 20, false, std::nullopt, {}); }) ==
-                Errc::out_of_space);
+    BOOST_CHECK(code_of([&] { service.push(alice, "CT.2", 2u << 20, false, std::nullopt, {}); }) == Errc::out_of_space);
     BOOST_CHECK_EQUAL(reservations.open(), 0u);
 }
 

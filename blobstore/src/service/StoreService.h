@@ -113,7 +113,7 @@ public:
     // -- The index (StoreService.cpp). Each needs read (remove: delete).
     struct Status {
         StoreUsage usage;
-        std::string kind;          ///< Store::kind()
+        std::string kind;  ///< Store::kind()
         bool read_through = false;
         bool local_files = false;  ///< processes of this host may read its files
     };
@@ -155,7 +155,7 @@ public:
     // subject (a read grant: to the reader's) and registered; the data
     // connection that presents it must match it.
     struct TransferOptions {
-        std::chrono::milliseconds inactivity_timeout{0};  ///< 0: the data server's default
+        std::chrono::milliseconds inactivity_timeout{0};   ///< 0: the data server's default
         std::shared_ptr<server::TransferControl> control;  ///< where the outcome goes (null: none)
     };
     struct Issued {

@@ -196,7 +196,8 @@ StoreService::Issued StoreService::recv_part(const Caller& caller, std::uint64_t
     const auto start = reservations_.part_start(id, offset, length);
     name = start.name;
     const std::uint64_t end = offset + length;
-    server::TicketBinding binding = binding_for(protocol::FrameType::push, start.name, start.offset, end - start.offset);
+    server::TicketBinding binding =
+        binding_for(protocol::FrameType::push, start.name, start.offset, end - start.offset);
     binding.reservation = id;
     binding.part = true;
     binding.checksum = ChecksumAlgorithm::crc32c;
