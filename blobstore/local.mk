@@ -4,9 +4,12 @@
 #                  RadosStore (installed; needs common/ and librados)
 #   src/server     the data plane of a daemon: ticket and reservation tables,
 #                  the ACE acceptor and connections, the reactor thread
-#   src/servants   the CORBA servants (BlobStore, BlobTransporter, BlobLocator)
+#   src/service    the store service: what the servants decide (permissions,
+#                  reservations, tickets, local files), plain C++
+#   src/servants   the CORBA servants (BlobStore, BlobTransporter, BlobLocator):
+#                  IDL conversion and exception mapping over the service
 #   src/blobstored the daemon: options, wiring, Naming Service registration
-# server and servants form libblobserver, which only the daemon links.
+# server, service and servants form libblobserver, which only the daemon links.
 lib_LTLIBRARIES += blobstore/libblobstore.la
 blobstore_libblobstore_la_SOURCES = \
 	blobstore/src/store/BlobInFlight.cpp \
@@ -98,7 +101,8 @@ blobstore_tests_RadosStoreTest_LDADD = $(blobstore_test_ldadd) $(RADOS_LIBS)
 
 #
 # libblobserver: the data plane (ticket registry, reservations, ACE acceptor
-# and connections, reactor thread) and the control-plane servants.
+# and connections, reactor thread), the store service and the control-plane
+# servants over it.
 noinst_LTLIBRARIES += blobstore/libblobserver.la
 blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/servants/BlobLocator_i.cpp \
@@ -119,9 +123,14 @@ blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/servants/RecentOutcomes.h \
 	blobstore/src/servants/SameHostSources.cpp \
 	blobstore/src/servants/SameHostSources.h \
+	blobstore/src/servants/ServantContext.cpp \
 	blobstore/src/servants/ServantContext.h \
 	blobstore/src/servants/SourceReader.cpp \
 	blobstore/src/servants/SourceReader.h \
+	blobstore/src/service/StoreService.cpp \
+	blobstore/src/service/StoreService.h \
+	blobstore/src/service/StoreServiceFiles.cpp \
+	blobstore/src/service/StoreServiceTickets.cpp \
 	blobstore/src/server/AccessList.cpp \
 	blobstore/src/server/AccessList.h \
 	blobstore/src/server/CommitPool.cpp \
@@ -187,7 +196,11 @@ server_tests = \
 	blobstore/tests/PushTransferTest \
 	blobstore/tests/PartTransferTest \
 	blobstore/tests/PullTransferTest \
-	blobstore/tests/FollowTransferTest
+	blobstore/tests/FollowTransferTest \
+	blobstore/tests/StoreServiceTest \
+	blobstore/tests/BlobStoreServantTest \
+	blobstore/tests/BlobTransporterServantTest \
+	blobstore/tests/ImageShelfTest
 check_PROGRAMS += $(server_tests)
 TESTS += $(server_tests)
 blobstore_tests_AccessListTest_SOURCES = blobstore/tests/AccessListTest.cpp blobstore/tests/ServerTestSupport.h \
@@ -248,6 +261,27 @@ blobstore_tests_FollowTransferTest_SOURCES = blobstore/tests/FollowTransferTest.
 blobstore_tests_FollowTransferTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_FollowTransferTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_FollowTransferTest_OBJECTS): idl/BlobStreaming.hh
+# The store service on real stores and tables; the servants over it, called
+# in-process with an ORB of the test's own (no endpoint, no POA).
+blobstore_tests_StoreServiceTest_SOURCES = blobstore/tests/StoreServiceTest.cpp blobstore/tests/ServerTestSupport.h \
+	transporter/tests/Eventually.h
+blobstore_tests_StoreServiceTest_CPPFLAGS = $(server_test_cppflags)
+blobstore_tests_StoreServiceTest_LDADD = $(server_test_ldadd)
+$(blobstore_tests_StoreServiceTest_OBJECTS): idl/BlobStreaming.hh
+blobstore_tests_BlobStoreServantTest_SOURCES = blobstore/tests/BlobStoreServantTest.cpp blobstore/tests/ServantTestSupport.h
+blobstore_tests_BlobStoreServantTest_CPPFLAGS = $(server_test_cppflags)
+blobstore_tests_BlobStoreServantTest_LDADD = $(server_test_ldadd)
+$(blobstore_tests_BlobStoreServantTest_OBJECTS): idl/BlobStreaming.hh
+blobstore_tests_BlobTransporterServantTest_SOURCES = blobstore/tests/BlobTransporterServantTest.cpp \
+	blobstore/tests/ServantTestSupport.h
+blobstore_tests_BlobTransporterServantTest_CPPFLAGS = $(server_test_cppflags)
+blobstore_tests_BlobTransporterServantTest_LDADD = $(server_test_ldadd)
+$(blobstore_tests_BlobTransporterServantTest_OBJECTS): idl/BlobStreaming.hh
+blobstore_tests_ImageShelfTest_SOURCES = blobstore/tests/ImageShelfTest.cpp blobstore/tests/ServerTestSupport.h \
+	transporter/tests/Eventually.h
+blobstore_tests_ImageShelfTest_CPPFLAGS = $(server_test_cppflags)
+blobstore_tests_ImageShelfTest_LDADD = $(server_test_ldadd)
+$(blobstore_tests_ImageShelfTest_OBJECTS): idl/BlobStreaming.hh
 
 # The daemon; with --sdc-address it also publishes its status as an SDC
 # provider (SdcStatus, on sdc/libblobsdc).

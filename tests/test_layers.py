@@ -51,9 +51,10 @@ BLOBSTORED = {"users": ["blobstore/src/", "blobstore/tests/", "tests/fuzz/"],
 DAEMONS = {"users": ["transporter/", "blobstore/src/", "blobstore/tests/", "gateway/", "tests/fuzz/"],
            "makefiles": ["transporter/local.mk", "blobstore/local.mk", "gateway/local.mk"]}
 PRIVATE = {
-    # The daemon's data plane, servants and start-up (libblobserver,
+    # The daemon's data plane, store service, servants and start-up (libblobserver,
     # blobstored). tests/fuzz feeds its option parser directly.
     "blobstore/src/server": BLOBSTORED,
+    "blobstore/src/service": BLOBSTORED,
     "blobstore/src/servants": BLOBSTORED,
     "blobstore/src/blobstored": BLOBSTORED,
     # blob-dicomd, the DICOM gateway.

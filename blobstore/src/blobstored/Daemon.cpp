@@ -184,45 +184,44 @@ std::string Daemon::start()
     CORBA::Object_var root = orb_->resolve_initial_references("RootPOA");
     poa_ = PortableServer::POA::_narrow(root);
 
-    context_.store_name = options_.name;
-    context_.tier = options_.tier;
-    context_.store = store_.get();
-    context_.tickets = tickets_.get();
-    context_.reservations = reservations_.get();
-    context_.data = data_.get();
-    context_.data_port = data_->port();
-    context_.local_fast_path = options_.local_fast_path;
-    context_.default_checksum = options_.checksum;
-    context_.poa = poa_.in();
-    context_.access = &access_;
-    context_.notices = notices_.get();
-    context_.transporters = transporters_.get();
-    context_.events = events_.get();
     corba::FetchOptions fetch;
     fetch.idle_timeout = options_.fetch_timeout;
     fetch.socket.send_buffer = options_.socket_buffer;
     fetch.socket.receive_buffer = options_.socket_buffer;
     fetch.local = options_.local_fast_path;
-    if (tls) {
-        fetch.tls = std::make_shared<TlsContext>(TlsContext::Role::client, options_.tls);
-        context_.identity = fetch.tls->subject();
-    }
+    if (tls) fetch.tls = std::make_shared<TlsContext>(TlsContext::Role::client, options_.tls);
     fetcher_ = std::make_unique<corba::Fetcher>(*store_, fetch);
-    context_.fetcher = fetcher_.get();
-    if (options_.local_fast_path && store_->keeps_files()) {
-        images_ = std::make_unique<corba::ImageShelf>();
-        context_.images = images_.get();
-    }
+    if (options_.local_fast_path && store_->keeps_files()) images_ = std::make_unique<corba::ImageShelf>();
     if (options_.read_through) {
         upstream_ = std::make_unique<corba::Upstream>();
         upstream_->naming = CosNaming::NamingContext::_duplicate(naming_);
         upstream_->naming_url = options_.naming;
         upstream_->own_name = options_.name;
         upstream_->own_tier = options_.tier;
-        context_.read_through = upstream_.get();
     }
 
-    PortableServer::Servant_var<corba::BlobStore_i> store_servant = new corba::BlobStore_i(context_);
+    service::StoreServiceOptions decisions;
+    decisions.store_name = options_.name;
+    decisions.default_checksum = options_.checksum;
+    decisions.local_fast_path = options_.local_fast_path;
+    decisions.access = &access_;
+    decisions.images = images_.get();
+    decisions.fetcher = fetcher_.get();
+    decisions.read_through = upstream_.get();
+    service_ = std::make_unique<service::StoreService>(*store_, *reservations_, *tickets_, std::move(decisions));
+
+    context_ = std::make_unique<corba::ServantContext>(*service_);
+    context_->tier = options_.tier;
+    context_->data = data_.get();
+    context_->data_port = data_->port();
+    context_->poa = poa_.in();
+    context_->notices = notices_.get();
+    context_->transporters = transporters_.get();
+    context_->events = events_.get();
+    context_->fetcher = fetcher_.get();
+    if (fetch.tls) context_->identity = fetch.tls->subject();
+
+    PortableServer::Servant_var<corba::BlobStore_i> store_servant = new corba::BlobStore_i(*context_);
     PortableServer::ObjectId_var store_id = poa_->activate_object(store_servant);
     store_ref_ = poa_->id_to_reference(store_id);
     PortableServer::POAManager_var manager = poa_->the_POAManager();
@@ -242,12 +241,12 @@ std::string Daemon::start()
     spdlog::info("control port {}: at most {} connections, {} per address; idle ones closed after {} s", control,
                  limits.total, limits.per_peer, options_.control_idle_timeout.count());
     const std::string control_host = control.substr(0, control.rfind(':'));
-    context_.data_host = !options_.advertise.empty()       ? options_.advertise
+    context_->data_host = !options_.advertise.empty()       ? options_.advertise
                          : is_wildcard(options_.data.host) ? control_host
                                                            : options_.data.host;
 
     PortableServer::Servant_var<corba::BlobLocator_i> locator_servant =
-        new corba::BlobLocator_i(naming_, options_.naming, context_, store_ref_);
+        new corba::BlobLocator_i(naming_, options_.naming, *context_, store_ref_);
     PortableServer::ObjectId_var locator_id = poa_->activate_object(locator_servant);
     locator_ref_ = poa_->id_to_reference(locator_id);
     try {
@@ -285,7 +284,7 @@ std::string Daemon::start()
                      tls ? " (a client certificate of the CA required)" : "");
     }
 
-    const std::string data_address = context_.data_host + ":" + std::to_string(context_.data_port);
+    const std::string data_address = context_->data_host + ":" + std::to_string(context_->data_port);
     spdlog::info("store \"{}\" ({} store, tier {}) registered at {}; data {}, control {}", options_.name,
                  store_->kind(), tier_name(options_.tier), options_.naming, data_address, control);
     if (tls)

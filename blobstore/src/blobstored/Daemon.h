@@ -11,6 +11,7 @@
 #include "servants/Fetcher.h"
 #include "servants/ImageShelf.h"
 #include "servants/ServantContext.h"
+#include "service/StoreService.h"
 #include "server/DataServer.h"
 #include "server/ReservationTable.h"
 #include "server/StoreEventHub.h"
@@ -100,7 +101,8 @@ private:
     /// The text of a scrape: the data plane's counters, the store's use,
     /// open reservations, the build (the metrics endpoint's thread).
     std::string metrics_text() const;
-    corba::ServantContext context_;
+    std::unique_ptr<service::StoreService> service_;  ///< what the servants ask
+    std::unique_ptr<corba::ServantContext> context_;
 
     CORBA::ORB_var orb_;
     corba::GateSweeper control_gate_;  ///< ends control connections beyond the caps omniORB did not ask about

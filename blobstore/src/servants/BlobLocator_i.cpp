@@ -37,7 +37,7 @@ BlobLocator_i::BlobLocator_i(CosNaming::NamingContext_ptr naming, std::string na
 
 BlobStreaming::LocationSeq* BlobLocator_i::locate(const char* name)
 {
-    if (own_.access && own_.access->get()->enforced()) return locate_own(name);
+    if (own_.service.access_enforced()) return locate_own(name);
     if (auto problem = blob_name_problem(name))
         throw BlobStreaming::InvalidName(("locate " + quote_name(name) + ": " + *problem).c_str(), name);
     std::vector<Found> answered;  // holders, and read-through stores that lack the Blob
@@ -86,15 +86,15 @@ BlobStreaming::LocationSeq* BlobLocator_i::locate_own(const char* name)
         throw BlobStreaming::InvalidName(("locate " + quote_name(name) + ": " + *problem).c_str(), name);
     BlobStreaming::LocationSeq_var out = new BlobStreaming::LocationSeq;
     try {
-        if (own_.store->contains(name)) {
+        if (own_.service.contains(current_caller(), name)) {
             out->length(1);
-            out[0].store = own_.store_name.c_str();
+            out[0].store = own_.store_name().c_str();
             out[0].tier = own_.tier;
             out[0].ref = BlobStreaming::BlobStore::_duplicate(own_ref_.in());
             out[0].holds = true;
         }
     } catch (...) {
-        rethrow_declared(kInvalidName, own_.store_name, {name});
+        rethrow_idl(own_, kInvalidName, {name});
     }
     return out._retn();
 }

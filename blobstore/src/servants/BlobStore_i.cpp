@@ -5,10 +5,7 @@
 #include "BlobTransporter_i.h"
 #include "EventSubscription.h"
 #include "Fetcher.h"
-#include "ImageShelf.h"
-#include "server/AccessList.h"
 #include "server/DataServer.h"
-#include "server/ReservationTable.h"
 #include "server/TransporterRegistry.h"
 
 #include <blobstreaming/blobstore/Store.h>
@@ -23,8 +20,8 @@
 #include <omniORB4/omniORB.h>
 #include <spdlog/spdlog.h>
 
-#include <chrono>
-#include <cstring>
+#include <algorithm>
+#include <vector>
 
 #include <unistd.h>
 
@@ -34,6 +31,7 @@ namespace {
 /// What fetch, beginFetch and awaitFetch raise.
 constexpr unsigned kFetchErrors =
     kNoSuchBlob | kInvalidName | kOutOfSpace | kAlreadyExists | kLimitReached | kTransferFailed;
+
 /// A committed file of this store as findLocalFile and findGrantedFile
 /// answer it.
 void to_idl_file(const Store::LocalFile& local, BlobStreaming::LocalFile& file)
@@ -43,249 +41,173 @@ void to_idl_file(const Store::LocalFile& local, BlobStreaming::LocalFile& file)
     file.dataOffset = local.data_offset;
     to_idl(local.info, file.info);
 }
-}  // namespace
 
-void check_batch(std::size_t count, const char* operation, const char* what)
+/// A LocalFile answer of `false`: every field is marshalled, also then (an
+/// enum left uninitialised would fail the reply: MARSHAL).
+BlobStreaming::LocalFile* no_file()
 {
-    if (count > kMaxBatch)
-        throw Error(Errc::limit_reached, std::string(operation) + ": " + std::to_string(count) + " " + what +
-                                             "; at most " + std::to_string(kMaxBatch) + " per call");
+    auto* file = new BlobStreaming::LocalFile;
+    to_idl(blobstreaming::BlobInfo{}, file->info);
+    return file;
 }
 
-void require_permission(const ServantContext& context, server::Permission permission, const char* operation)
+/// A SharedImage answer: the image, or none (fd -1, every field still
+/// marshalled).
+bool to_idl_image(const std::optional<service::StoreService::Image>& made, BlobStreaming::SharedImage& image)
 {
-    if (!context.access) return;
-    const auto access = context.access->get();
-    if (!access->enforced()) return;
-    const std::string subject = caller_subject();
-    try {
-        access->require(subject, permission);
-    } catch (const Error& e) {
-        spdlog::warn("store \"{}\": {} refused: {}", context.store_name, operation, e.what());
-        throw CORBA::NO_PERMISSION(
-            static_cast<CORBA::ULong>(kNoPermissionMinor + 1 + static_cast<unsigned>(permission)), CORBA::COMPLETED_NO);
-    }
+    to_idl(made ? made->info : blobstreaming::BlobInfo{}, image.info);
+    image.pid = made ? static_cast<CORBA::ULongLong>(::getpid()) : 0;
+    image.fd = made ? made->fd : -1;
+    image.inode = made ? made->inode : 0;
+    if (made) image.host = boot_id().c_str();
+    return made.has_value();
 }
 
-void require_reservation_owner(const ServantContext& context, BlobStreaming::ReservationId id, const char* operation)
+std::vector<std::string> names_of(const BlobStreaming::NameSeq& names)
 {
-    std::string owner;
-    try {
-        owner = context.reservations->client_of(id);
-    } catch (const Error& e) {
-        throw BlobStreaming::NoSuchReservation(e.what(), id);
-    }
-    const std::string client = caller_client();
-    if (owner == client) return;
-    // The log names both; the caller learns nothing about the other client.
-    spdlog::warn("store \"{}\": {} reservation {} refused: reserved by client \"{}\", asked by \"{}\"",
-                 context.store_name, operation, id, owner, client);
-    const std::string msg = std::string(operation) + " reservation " + std::to_string(id) +
-                            ": it was reserved by another client; only the client that reserved it may commit, "
-                            "abort, fill or resume it";
-    throw BlobStreaming::NoSuchReservation(msg.c_str(), id);
+    std::vector<std::string> out(names.length());
+    for (CORBA::ULong i = 0; i < names.length(); ++i) out[i] = names[i].in();
+    return out;
 }
 
-std::uint64_t open_reservation(const ServantContext& context, const char* name, std::uint64_t size, bool overwrite,
-                               ChecksumAlgorithm checksum)
+protocol::TicketId ticket_id_of(const BlobStreaming::TicketId grant)
 {
-    context.reservations->purge();
-    validate_blob_name(name);
-    // Bounded per client and in total: checked before the store does any
-    // work, and again when the reservation is added.
-    const std::string client = caller_client();
-    context.reservations->check_limits(client, "reserve " + quote_name(name));
-    // Supersedes the caller's own kept push of `name`, or an abandoned one;
-    // refuses (AlreadyExists) while another client's may still go on.
-    context.reservations->abort_parked(name, client);
-    auto reservation =
-        context.store->reserve(name, size, overwrite ? ReserveMode::replace : ReserveMode::create, checksum);
-    const std::uint64_t id = context.reservations->add(std::move(reservation), client);
-    spdlog::debug("reservation {} of {} ({} bytes) opened", id, quote_name(name), size);
+    protocol::TicketId id{};
+    std::copy(grant, grant + id.size(), id.begin());
     return id;
 }
 
-void rethrow_reserve_failure(const ServantContext& context, const char* name, std::uint64_t size,
-                             bool also_transfer_failed)
-{
-    IdlContext c;
-    c.name = name;
-    c.requested = size;
-    rethrow_declared(kInvalidName | kOutOfSpace | kAlreadyExists | kLimitReached |
-                         (also_transfer_failed ? kTransferFailed : kRaisesNothing),
-                     context.store_name, c);
-}
-
-void to_idl_reservation(std::uint64_t id, const std::string& name, std::uint64_t size, std::uint64_t received,
-                        ChecksumAlgorithm checksum, BlobStreaming::Reservation& out)
-{
-    out.checksum = corba::to_idl(checksum);
-    out.id = id;
-    out.name = name.c_str();
-    out.size = size;
-    out.received = received;
-}
+}  // namespace
 
 BlobStore_i::BlobStore_i(const ServantContext& context) : context_(context) {}
 
 // Permissions (docs/PROTOCOL.md, "Access list"): name, status, dataAddress
 // and openTransporter need only a verified certificate (omniORB has refused
-// every other client before any upcall); each other operation names its
-// permission on its first line.
-char* BlobStore_i::name() { return CORBA::string_dup(context_.store_name.c_str()); }
+// every other client before any upcall); the store service checks the
+// permission of each other operation first.
+char* BlobStore_i::name() { return CORBA::string_dup(context_.store_name().c_str()); }
 
 char* BlobStore_i::identity() { return CORBA::string_dup(context_.identity.c_str()); }
 
 BlobStreaming::StoreStatus* BlobStore_i::status()
 {
     try {
-        const StoreUsage usage = context_.store->usage();
+        const service::StoreService::Status status = context_.service.status();
         auto* s = new BlobStreaming::StoreStatus;
-        s->name = context_.store_name.c_str();
-        s->kind = std::string(context_.store->kind()).c_str();
+        s->name = context_.store_name().c_str();
+        s->kind = status.kind.c_str();
         s->tier = context_.tier;
-        s->capacity = usage.capacity;
-        s->used = usage.used;
-        s->reserved = usage.reserved;
-        s->blobCount = static_cast<CORBA::ULong>(usage.blob_count);
-        s->activeTransfers = context_.data->active_transfers();
-        s->readThrough = context_.read_through != nullptr;
+        s->capacity = status.usage.capacity;
+        s->used = status.usage.used;
+        s->reserved = status.usage.reserved;
+        s->blobCount = static_cast<CORBA::ULong>(status.usage.blob_count);
+        s->activeTransfers = context_.data ? context_.data->active_transfers() : 0;
+        s->readThrough = status.read_through;
         s->host = boot_id().c_str();
-        s->localFiles = context_.local_fast_path && context_.store->keeps_files();
+        s->localFiles = status.local_files;
         return s;
     } catch (...) {
-        rethrow_declared(kRaisesNothing, context_.store_name);
+        rethrow_idl(context_, kRaisesNothing);
     }
 }
 
 CORBA::Boolean BlobStore_i::contains(const char* name)
 {
-    require_permission(context_, server::Permission::read, "contains");
     try {
-        validate_blob_name(name);
-        return context_.store->contains(name);
+        return context_.service.contains(current_caller(), name);
     } catch (...) {
-        rethrow_declared(kInvalidName, context_.store_name, {name});
+        rethrow_idl(context_, kInvalidName, {name});
     }
 }
 
 BlobStreaming::BlobInfo* BlobStore_i::stat(const char* name)
 {
-    require_permission(context_, server::Permission::read, "stat");
     try {
-        return to_idl(context_.store->stat(name));
+        return to_idl(context_.service.stat(current_caller(), name));
     } catch (...) {
-        rethrow_declared(kNoSuchBlob | kInvalidName, context_.store_name, {name});
+        rethrow_idl(context_, kNoSuchBlob | kInvalidName, {name});
     }
 }
 
 BlobStreaming::BlobInfoSeq* BlobStore_i::list()
 {
-    require_permission(context_, server::Permission::read, "list");
     try {
-        const auto blobs = context_.store->list();
+        const auto blobs = context_.service.list(current_caller());
         auto* out = new BlobStreaming::BlobInfoSeq;
         out->length(static_cast<CORBA::ULong>(blobs.size()));
         for (CORBA::ULong i = 0; i < out->length(); ++i) to_idl(blobs[i], (*out)[i]);
         return out;
     } catch (...) {
-        rethrow_declared(kRaisesNothing, context_.store_name);
+        rethrow_idl(context_, kRaisesNothing);
     }
 }
 
 BlobStreaming::Reservation* BlobStore_i::reserve(const char* name, BlobStreaming::ByteCount size,
                                                  CORBA::Boolean overwrite)
 {
-    require_permission(context_, server::Permission::write, "reserve");
     try {
-        const std::uint64_t id = open_reservation(context_, name, size, overwrite, context_.default_checksum);
         auto* out = new BlobStreaming::Reservation;
-        to_idl_reservation(id, name, size, 0, context_.default_checksum, *out);
+        to_idl_reservation(context_.service.reserve(current_caller(), name, size, overwrite), *out);
         return out;
     } catch (...) {
-        rethrow_reserve_failure(context_, name, size);
+        IdlContext c;
+        c.name = name;
+        c.requested = size;
+        rethrow_idl(context_, kInvalidName | kOutOfSpace | kAlreadyExists | kLimitReached, c);
     }
 }
 
 BlobStreaming::BlobInfo* BlobStore_i::commit(BlobStreaming::ReservationId id,
                                              const BlobStreaming::BlobChecksum& expected)
 {
-    require_permission(context_, server::Permission::write, "commit");
-    require_reservation_owner(context_, id, "commit");
-    IdlContext c;
-    c.id = id;
     try {
-        const Checksum checksum = corba::checksum_of(expected, "commit reservation " + std::to_string(id));
-        const server::ReservationTable::Taken taken = context_.reservations->take(id);
-        Reservation& reservation = taken.get();
-        c.name = reservation.name();
-        // Filled in parts (push --streams): the checksum combined from
-        // theirs, compared with the client's for the whole Blob.
-        return to_idl(taken.assembled ? reservation.commit_assembled(*taken.assembled, &checksum)
-                                      : reservation.commit(&checksum));
+        return to_idl(context_.service.commit(current_caller(), id, [&] {
+            return corba::checksum_of(expected, "commit reservation " + std::to_string(id));
+        }));
     } catch (...) {
-        rethrow_declared(kNoSuchReservation | kTransferFailed, context_.store_name, c);
+        IdlContext c;
+        c.id = id;
+        rethrow_idl(context_, kNoSuchReservation | kTransferFailed, c);
     }
 }
 
 void BlobStore_i::abort(BlobStreaming::ReservationId id)
 {
-    require_permission(context_, server::Permission::write, "abort");
-    require_reservation_owner(context_, id, "abort");
     try {
-        context_.reservations->abort(id);
-        spdlog::debug("reservation {} aborted on request", id);
+        context_.service.abort(current_caller(), id);
     } catch (...) {
         IdlContext c;
         c.id = id;
-        rethrow_declared(kNoSuchReservation, context_.store_name, c);
+        rethrow_idl(context_, kNoSuchReservation, c);
     }
 }
 
 BlobStreaming::Reservation* BlobStore_i::resumable(const char* name)
 {
-    require_permission(context_, server::Permission::write, "resumable");
     try {
-        validate_blob_name(name);
-        context_.reservations->purge();
-        const auto r = context_.reservations->resumable(name, caller_client());
-        spdlog::info("push {} resumes reservation {} at byte {} of {}", quote_name(name), r.id, r.received, r.size);
         auto* out = new BlobStreaming::Reservation;
-        to_idl_reservation(r.id, name, r.size, r.received, r.checksum, *out);
+        to_idl_reservation(context_.service.resumable(current_caller(), name), *out);
         return out;
     } catch (...) {
-        rethrow_declared(kInvalidName | kNoSuchReservation, context_.store_name, {name});
+        rethrow_idl(context_, kInvalidName | kNoSuchReservation, {name});
     }
 }
 
-// Rereading is disk and CPU work on this upcall thread, never on the reactor:
-// transfers keep moving while a Blob is verified.
 BlobStreaming::BlobInfo* BlobStore_i::verify(const char* name)
 {
-    require_permission(context_, server::Permission::read, "verify");
     try {
-        const auto t0 = std::chrono::steady_clock::now();
-        const blobstreaming::BlobInfo info = context_.store->verify(name);
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        spdlog::info("verified {}: {} bytes in {:.3f} s, {} matches", quote_name(name), info.size, seconds,
-                     info.checksum.text());
-        return to_idl(info);
-    } catch (const Error& e) {
-        if (e.code() == Errc::corrupt) spdlog::error("{}", e.what());
-        rethrow_declared(kNoSuchBlob | kInvalidName | kCorrupt, context_.store_name, {name});
+        return to_idl(context_.service.verify(current_caller(), name));
     } catch (...) {
-        rethrow_declared(kNoSuchBlob | kInvalidName | kCorrupt, context_.store_name, {name});
+        rethrow_idl(context_, kNoSuchBlob | kInvalidName | kCorrupt, {name});
     }
 }
 
 void BlobStore_i::remove(const char* name)
 {
-    require_permission(context_, server::Permission::remove, "remove");
     try {
-        context_.store->remove(name);
-        spdlog::info("removed {}", quote_name(name));
+        context_.service.remove(current_caller(), name);
     } catch (...) {
-        rethrow_declared(kNoSuchBlob | kInvalidName, context_.store_name, {name});
+        rethrow_idl(context_, kNoSuchBlob | kInvalidName, {name});
     }
 }
 
@@ -298,7 +220,7 @@ Grant BlobStore_i::fetch_grant(const BlobStreaming::ReadGrant& grant) const
     Grant out = context_.fetcher->grant_of(grant, what);
     if (out.name() != name)
         throw Error(Errc::invalid_argument, what + ": the grant's version names " + quote_name(out.name()));
-    if (out.source_name == context_.store_name)
+    if (out.source_name == context_.store_name())
         throw Error(Errc::invalid_argument, what + ": the source is this store, \"" + out.source_name +
                                                 "\" (copy between two different stores)");
     return out;
@@ -313,7 +235,7 @@ BlobStreaming::BlobInfo* BlobStore_i::fetch(const BlobStreaming::ReadGrant& gran
             context_.fetcher->fetch(fetch_grant(grant), overwrite ? ReserveMode::replace : ReserveMode::create);
         return to_idl(info);
     } catch (...) {
-        rethrow_declared(kFetchErrors, context_.store_name, {name});
+        rethrow_idl(context_, kFetchErrors, {name});
     }
 }
 
@@ -327,7 +249,7 @@ BlobStreaming::FetchOutcomeSeq* BlobStore_i::fetchEach(const BlobStreaming::Read
     std::vector<std::string> errors(grants.length());
     std::vector<Errc> codes(grants.length(), Errc::ok);
     try {
-        check_batch(grants.length(), "fetchEach", "grants");
+        service::check_batch(grants.length(), "fetchEach", "grants");
         if (!context_.fetcher) throw Error(Errc::limit_reached, "fetchEach: this store does not fetch");
         for (CORBA::ULong i = 0; i < grants.length(); ++i) {
             if (CORBA::is_nil(grants[i].source.in()) || CORBA::is_nil(grants[0].source.in()) ||
@@ -340,7 +262,7 @@ BlobStreaming::FetchOutcomeSeq* BlobStore_i::fetchEach(const BlobStreaming::Read
         // are its outcome; the source itself is the call's.
         fetch_grant(grants[0]);
     } catch (...) {
-        rethrow_declared(kFetchErrors, context_.store_name, {first});
+        rethrow_idl(context_, kFetchErrors, {first});
     }
     std::vector<Grant> usable;
     for (CORBA::ULong i = 0; i < grants.length(); ++i) {
@@ -386,7 +308,7 @@ void BlobStore_i::beginFetch(const BlobStreaming::ReadGrant& grant, CORBA::Boole
         context_.fetcher->begin(fetch_grant(grant), overwrite ? ReserveMode::replace : ReserveMode::create,
                                 caller_subject());
     } catch (...) {
-        rethrow_declared(kFetchErrors, context_.store_name, {name});
+        rethrow_idl(context_, kFetchErrors, {name});
     }
 }
 
@@ -397,173 +319,76 @@ BlobStreaming::BlobInfo* BlobStore_i::awaitFetch(const char* name)
         validate_blob_name(name);
         if (!context_.fetcher)
             throw Error(Errc::limit_reached, "fetch " + quote_name(name) + ": this store does not fetch");
-        return to_idl(context_.fetcher->await(name, context_.store_name, caller_subject()));
+        return to_idl(context_.fetcher->await(name, context_.store_name(), caller_subject()));
     } catch (...) {
-        rethrow_declared(kFetchErrors, context_.store_name, {name});
+        rethrow_idl(context_, kFetchErrors, {name});
     }
-}
-
-server::TicketBinding BlobStore_i::granted(const BlobStreaming::TicketId grant, const char* operation) const
-{
-    protocol::TicketId id{};
-    std::copy(grant, grant + id.size(), id.begin());
-    const std::string tag = protocol::ticket_tag(id);
-    server::TicketBinding binding;
-    try {
-        binding = context_.tickets->inspect(id);
-    } catch (const Error& e) {
-        throw Error(Errc::refused, std::string(operation) + ": " + e.what());
-    }
-    if (binding.direction != protocol::FrameType::pull || binding.offset != 0 || !binding.version ||
-        binding.length != binding.version->size)
-        throw Error(Errc::refused, std::string(operation) + ": ticket " + tag + " is not a read grant of a whole Blob");
-    const std::string caller = caller_subject();
-    if (binding.client != caller) {
-        spdlog::warn("store \"{}\": {} refused: ticket {} was issued to \"{}\", not to \"{}\"", context_.store_name,
-                     operation, tag, binding.client, caller);
-        throw Error(Errc::refused, std::string(operation) + ": ticket " + tag + " was issued to another client");
-    }
-    return binding;
 }
 
 CORBA::Boolean BlobStore_i::findGrantedFile(const BlobStreaming::TicketId grant, BlobStreaming::LocalFile_out file)
 {
-    file = new BlobStreaming::LocalFile;
-    // Every field is marshalled, also in a `false` answer: an enum left
-    // uninitialised would fail the reply (MARSHAL).
-    to_idl(blobstreaming::BlobInfo{}, file->info);
+    file = no_file();
     std::string name;
     try {
-        const server::TicketBinding binding = granted(grant, "findGrantedFile");
-        name = binding.blob;
-        if (binding.follow) return false;  // still arriving: the data port follows it
-        const auto local = offered_file(name, context_.local_fast_path);
-        if (!local || !same_version(local->info, *binding.version)) return false;
+        const auto local = context_.service.granted_file(current_caller(), ticket_id_of(grant), name);
+        if (!local) return false;
         to_idl_file(*local, *file);
         return true;
     } catch (...) {
-        rethrow_declared(kNoSuchBlob | kTransferFailed, context_.store_name, {name});
+        rethrow_idl(context_, kNoSuchBlob | kTransferFailed, {name});
     }
 }
 
 BlobStreaming::SharedImageSeq* BlobStore_i::shareGrantedImages(const BlobStreaming::TicketIdSeq& grants)
 {
     try {
-        check_batch(grants.length(), "shareGrantedImages", "grants");
+        std::vector<protocol::TicketId> ids(grants.length());
+        for (CORBA::ULong i = 0; i < grants.length(); ++i) ids[i] = ticket_id_of(grants[i]);
+        const auto images = context_.service.granted_images(current_caller(), ids);
+        BlobStreaming::SharedImageSeq_var out = new BlobStreaming::SharedImageSeq;
+        out->length(grants.length());
+        for (CORBA::ULong i = 0; i < grants.length(); ++i) to_idl_image(images[i], out[i]);
+        return out._retn();
     } catch (...) {
-        rethrow_declared(kLimitReached, context_.store_name, {});
+        rethrow_idl(context_, kLimitReached);
     }
-    BlobStreaming::SharedImageSeq_var out = new BlobStreaming::SharedImageSeq;
-    out->length(grants.length());
-    for (CORBA::ULong i = 0; i < grants.length(); ++i) {
-        try {
-            const server::TicketBinding binding = granted(grants[i], "shareGrantedImages");
-            if (binding.follow || !share_image(binding.blob, out[i]) ||
-                !same_version(from_idl(out[i].info, "shareGrantedImages"), *binding.version)) {
-                out[i].fd = -1;
-                to_idl(blobstreaming::BlobInfo{}, out[i].info);
-            }
-        } catch (const std::exception& e) {
-            spdlog::debug("shareGrantedImages: {}", e.what());
-            out[i].fd = -1;
-            to_idl(blobstreaming::BlobInfo{}, out[i].info);
-        }
-    }
-    return out._retn();
-}
-
-std::optional<Store::LocalFile> BlobStore_i::offered_file(const std::string& name, bool offering) const
-{
-    if (!offering) {
-        context_.store->stat(name);  // NoSuchBlob still applies
-        return std::nullopt;
-    }
-    // A Blob a fetch is bringing here: its committed file (if any) is the
-    // version being replaced, and a pull follows the new bytes.
-    if (context_.fetcher && context_.fetcher->in_flight(name)) return std::nullopt;
-    auto local = context_.store->local_file(name);
-    // Nothing to map (mmap of 0 bytes fails): use the socket.
-    if (!local || local->info.size == 0) return std::nullopt;
-    return local;
 }
 
 CORBA::Boolean BlobStore_i::findLocalFile(const char* name, BlobStreaming::LocalFile_out file)
 {
-    require_permission(context_, server::Permission::read, "findLocalFile");
-    file = new BlobStreaming::LocalFile;
-    // Every field is marshalled, also in a `false` answer: an enum left
-    // uninitialised would fail the reply (MARSHAL).
-    to_idl(blobstreaming::BlobInfo{}, file->info);
+    file = no_file();
     try {
-        validate_blob_name(name);
-        if (context_.read_through) context_.fetcher->fetch_missing(name, *context_.read_through);
-        const auto local = offered_file(name, context_.local_fast_path);
+        const auto local = context_.service.local_file(current_caller(), name);
         if (!local) return false;
         to_idl_file(*local, *file);
         return true;
     } catch (...) {
-        rethrow_declared(kNoSuchBlob | kInvalidName, context_.store_name, {name});
+        rethrow_idl(context_, kNoSuchBlob | kInvalidName, {name});
     }
-}
-
-bool BlobStore_i::share_image(const std::string& name, BlobStreaming::SharedImage& image)
-{
-    to_idl(blobstreaming::BlobInfo{}, image.info);  // marshalled in a `false` answer too
-    image.pid = 0;
-    image.fd = -1;
-    image.inode = 0;
-    validate_blob_name(name);
-    const auto local = offered_file(name, context_.images != nullptr);
-    if (!local) return false;
-    std::optional<ImageShelf::Image> made;
-    try {
-        made = context_.images->image_of(*local);
-    } catch (const Error& e) {
-        // An image is a shortcut: without one the caller reads the file or
-        // the data port, which say what is wrong (a rotted file: exit 24).
-        if (e.code() == Errc::digest_mismatch) spdlog::error("shareImage: {}", e.what());
-        else spdlog::info("shareImage: {}", e.what());
-        return false;
-    }
-    if (!made) return false;
-    image.host = boot_id().c_str();
-    image.pid = static_cast<CORBA::ULongLong>(::getpid());
-    image.fd = made->fd;
-    image.inode = made->inode;
-    to_idl(made->info, image.info);
-    return true;
 }
 
 CORBA::Boolean BlobStore_i::shareImage(const char* name, BlobStreaming::SharedImage_out image)
 {
-    require_permission(context_, server::Permission::read, "shareImage");
     image = new BlobStreaming::SharedImage;
+    to_idl_image(std::nullopt, *image.ptr());  // marshalled in a `false` answer too
     try {
-        return share_image(name, *image.ptr());
+        return to_idl_image(context_.service.image(current_caller(), name), *image.ptr());
     } catch (...) {
-        rethrow_declared(kNoSuchBlob | kInvalidName, context_.store_name, {name});
+        rethrow_idl(context_, kNoSuchBlob | kInvalidName, {name});
     }
 }
 
 BlobStreaming::SharedImageSeq* BlobStore_i::shareImages(const BlobStreaming::NameSeq& names)
 {
-    require_permission(context_, server::Permission::read, "shareImages");
     try {
-        check_batch(names.length(), "shareImages", "names");
+        const auto images = context_.service.images(current_caller(), names_of(names));
+        BlobStreaming::SharedImageSeq_var out = new BlobStreaming::SharedImageSeq;
+        out->length(names.length());
+        for (CORBA::ULong i = 0; i < names.length(); ++i) to_idl_image(images[i], out[i]);
+        return out._retn();
     } catch (...) {
-        rethrow_declared(kLimitReached, context_.store_name, {});
+        rethrow_idl(context_, kLimitReached);
     }
-    BlobStreaming::SharedImageSeq_var out = new BlobStreaming::SharedImageSeq;
-    out->length(names.length());
-    for (CORBA::ULong i = 0; i < names.length(); ++i) {
-        try {
-            share_image(names[i].in(), out[i]);
-        } catch (...) {
-            // shareImage() of that name says why.
-            out[i].fd = -1;
-        }
-    }
-    return out._retn();
 }
 
 BlobStreaming::DataEndpoint* BlobStore_i::dataAddress()
@@ -597,7 +422,7 @@ BlobStreaming::BlobTransporter_ptr BlobStore_i::openTransporter()
         CORBA::Object_var obj = context_.poa->id_to_reference(oid);
         return BlobStreaming::BlobTransporter::_narrow(obj);
     } catch (...) {
-        rethrow_declared(kLimitReached, context_.store_name);  // admit(): Errc::limit_reached
+        rethrow_idl(context_, kLimitReached);  // admit(): Errc::limit_reached
     }
 }
 

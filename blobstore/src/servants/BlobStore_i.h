@@ -1,15 +1,14 @@
 #pragma once
 /// The BlobStore servant: the store's index, reservations and tickets on the
-/// control plane. Never moves bulk data (that is the data plane's job).
+/// control plane, as the store service (service/StoreService.h) decides
+/// them; this class converts IDL types and maps errors to IDL exceptions.
+/// Never moves bulk data (that is the data plane's job).
 
 #include "Fetcher.h"
 #include "ServantContext.h"
 
-#include "server/TicketRegistry.h"
-
 #include <blobstreaming/blobstore/Store.h>
 
-#include <optional>
 #include <string>
 
 #include <BlobStreaming.hh>
@@ -60,17 +59,6 @@ private:
     /// that does not fetch, a ticket that is not a whole pull of its name,
     /// and this store as its own source. Throws Error.
     Grant fetch_grant(const BlobStreaming::ReadGrant& grant) const;
-    /// The binding of the read grant `grant` this store issued, for the
-    /// caller: refused (Errc::refused, naming why) when it is not usable,
-    /// not a whole pull, or bound to another client than the caller.
-    server::TicketBinding granted(const BlobStreaming::TicketId grant, const char* operation) const;
-    /// The committed file of `name` this store hands to processes of its
-    /// host (findLocalFile, shareImage): none when it does not `offering`
-    /// (a missing name is still no_such_blob), for a Blob a fetch is
-    /// bringing here and for an empty Blob. Throws what the store throws.
-    std::optional<Store::LocalFile> offered_file(const std::string& name, bool offering) const;
-    /// shareImage()'s answer for `name` into `image`; throws Error.
-    bool share_image(const std::string& name, BlobStreaming::SharedImage& image);
 
     const ServantContext& context_;
 };

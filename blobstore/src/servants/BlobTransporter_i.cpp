@@ -1,15 +1,7 @@
 #include "BlobTransporter_i.h"
 
 #include <blobstreaming/transporter/corba/BlobInfoIdl.h>
-#include "Fetcher.h"
 
-#include "server/AccessList.h"
-
-#include "server/ReservationTable.h"
-#include "server/TicketRegistry.h"
-
-#include <blobstreaming/blobstore/Store.h>
-#include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Security.h>
@@ -20,7 +12,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 #include <vector>
 
 namespace blobstreaming::corba {
@@ -30,25 +21,6 @@ namespace {
 /// notice (connecting included) before it gives up on that observer for a
 /// while (daemon::NoticeLimits::retry_after).
 constexpr CORBA::ULong kObserverCallTimeoutMs = 2000;
-
-std::string range_text(std::uint64_t offset, std::uint64_t length)
-{
-    const std::string end =
-        length > ~std::uint64_t{0} - offset ? std::string("beyond 2^64") : std::to_string(offset + length);
-    return "[" + std::to_string(offset) + ", " + end + ")";
-}
-
-/// A ticket's binding to `blob`, [offset, offset + length), in `direction`.
-server::TicketBinding binding_for(protocol::FrameType direction, const std::string& blob, std::uint64_t offset,
-                                  std::uint64_t length)
-{
-    server::TicketBinding binding;
-    binding.direction = direction;
-    binding.blob = blob;
-    binding.offset = offset;
-    binding.length = length;
-    return binding;
-}
 
 protocol::TicketId ticket_of(const BlobStreaming::TicketId id)
 {
@@ -91,25 +63,6 @@ private:
 
 }  // namespace
 
-std::chrono::milliseconds to_milliseconds(const BlobStreaming::TimeValue& t)
-{
-    // Saturates instead of overflowing: seconds up to 2^64-1 and
-    // microseconds up to 2^32-1 (an unnormalised TimeValue) are legal IDL.
-    constexpr std::uint64_t kMaxMs = std::numeric_limits<std::int64_t>::max();
-    const std::uint64_t extra_ms = t.microseconds / 1000;  // < 4294968
-    const std::uint64_t s = std::min<std::uint64_t>(t.seconds, (kMaxMs - extra_ms) / 1000);
-    return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000 + extra_ms));
-}
-
-BlobStreaming::TimeValue to_time_value(std::chrono::milliseconds ms)
-{
-    BlobStreaming::TimeValue t;
-    const auto count = std::max<std::int64_t>(0, ms.count());
-    t.seconds = static_cast<CORBA::ULongLong>(count / 1000);
-    t.microseconds = static_cast<CORBA::ULong>((count % 1000) * 1000);
-    return t;
-}
-
 BlobTransporter_i::BlobTransporter_i(const ServantContext& context,
                                      std::shared_ptr<server::TransporterActivity> activity)
     : context_(context), opener_(caller_subject()), activity_(std::move(activity))
@@ -120,22 +73,17 @@ void BlobTransporter_i::require_opener(const char* operation) const
     const std::string subject = caller_subject();
     if (subject == opener_) return;
     spdlog::warn("store \"{}\": {} refused: the transporter was opened by client \"{}\", called by \"{}\"",
-                 context_.store_name, operation, opener_, subject);
+                 context_.store_name(), operation, opener_, subject);
     throw CORBA::NO_PERMISSION(static_cast<CORBA::ULong>(kNoPermissionMinor), CORBA::COMPLETED_NO);
 }
 
-void BlobTransporter_i::require_issuer(const char* operation, server::Permission permission) const
+service::StoreService::TransferOptions BlobTransporter_i::transfer_options(
+    CORBA::Boolean use_timeout, const BlobStreaming::TimeValue& timeout, BlobStreaming::NotificationSemantics semantics)
 {
-    require_opener(operation);
-    require_permission(context_, permission, operation);
-}
-
-void BlobTransporter_i::set_transfer_options(server::TicketBinding& binding, CORBA::Boolean use_timeout,
-                                             const BlobStreaming::TimeValue& timeout,
-                                             BlobStreaming::NotificationSemantics semantics)
-{
-    if (use_timeout) binding.inactivity_timeout = to_milliseconds(timeout);
-    binding.control = make_control(semantics);
+    service::StoreService::TransferOptions options;
+    if (use_timeout) options.inactivity_timeout = to_milliseconds(timeout);
+    options.control = make_control(semantics);
+    return options;
 }
 
 BlobTransporter_i::~BlobTransporter_i()
@@ -180,33 +128,33 @@ std::shared_ptr<server::TransferControl> BlobTransporter_i::make_control(BlobStr
     return control;
 }
 
-BlobStreaming::TransferTicket* BlobTransporter_i::issue(server::TicketBinding binding, const std::string* reader)
+void BlobTransporter_i::to_idl_ticket(const service::StoreService::Issued& issued,
+                                      BlobStreaming::TransferTicket& ticket) const
 {
-    // The data connection must come from the same client (or, for a read
-    // grant, from the store it names).
-    binding.client = reader ? *reader : caller_subject();
-    const protocol::TicketId id = context_.tickets->issue(binding);
+    const server::TicketBinding& binding = issued.binding;
+    std::memcpy(ticket.id, issued.id.data(), issued.id.size());
+    ticket.blob = binding.blob.c_str();
+    ticket.direction = binding.direction == protocol::FrameType::push ? BlobStreaming::PUSH : BlobStreaming::PULL;
+    ticket.offset = binding.offset;
+    ticket.length = binding.length;
+    ticket.lifetime = to_time_value(context_.service.ticket_lifetime());
+    ticket.endpoint.host = context_.data_host.c_str();
+    ticket.endpoint.port = context_.data_port;
+    // A push ticket names no version: size 0, zero checksum, time 0.
+    to_idl(binding.version.value_or(BlobInfo{}), ticket.version);
+    ticket.checksum = corba::to_idl(binding.checksum);
+}
+
+BlobStreaming::TransferTicket* BlobTransporter_i::keep(const service::StoreService::Issued& issued)
+{
     {
         std::lock_guard<std::mutex> lock(mutex_);
         for (auto it = issued_.begin(); it != issued_.end();)
             it = it->second.expired() ? issued_.erase(it) : std::next(it);
-        issued_.emplace(id, binding.control);
+        issued_.emplace(issued.id, issued.binding.control);
     }
     auto* ticket = new BlobStreaming::TransferTicket;
-    std::memcpy(ticket->id, id.data(), id.size());
-    ticket->blob = binding.blob.c_str();
-    ticket->direction = binding.direction == protocol::FrameType::push ? BlobStreaming::PUSH : BlobStreaming::PULL;
-    ticket->offset = binding.offset;
-    ticket->length = binding.length;
-    ticket->lifetime = to_time_value(context_.tickets->lifetime());
-    ticket->endpoint.host = context_.data_host.c_str();
-    ticket->endpoint.port = context_.data_port;
-    // A push ticket names no version: size 0, zero checksum, time 0.
-    to_idl(binding.version.value_or(BlobInfo{}), ticket->version);
-    ticket->checksum = corba::to_idl(binding.checksum);
-    spdlog::debug("ticket {} issued: {} {} {}", protocol::ticket_tag(id),
-                  binding.direction == protocol::FrameType::push ? "push" : "pull", quote_name(binding.blob),
-                  range_text(binding.offset, binding.length));
+    to_idl_ticket(issued, *ticket);
     return ticket;
 }
 
@@ -216,111 +164,55 @@ BlobStreaming::TransferTicket* BlobTransporter_i::send(const char* blob, BlobStr
                                                        const BlobStreaming::TimeValue& timeout,
                                                        BlobStreaming::NotificationSemantics semantics)
 {
-    require_issuer("send", server::Permission::read);
-    const std::string name = blob;
+    require_opener("send");
+    IdlContext c;
+    c.name = blob;
+    c.offset = absoluteOffset;
+    c.length = length;
     try {
-        server::TicketBinding binding = pull_binding("send", name, absoluteOffset, length);
-        set_transfer_options(binding, useTimeout, timeout, semantics);
-        return issue(std::move(binding));
+        return keep(context_.service.send(current_caller(), blob, absoluteOffset, length,
+                                          transfer_options(useTimeout, timeout, semantics)));
     } catch (...) {
-        IdlContext c;
-        c.name = name;
-        c.offset = absoluteOffset;
-        c.length = length;
-        rethrow_declared(kNoSuchBlob | kInvalidName | kInvalidRange | kTransferFailed, context_.store_name, c);
+        rethrow_idl(context_, kNoSuchBlob | kInvalidName | kInvalidRange | kTransferFailed, c);
     }
-}
-
-server::TicketBinding BlobTransporter_i::pull_binding(const char* operation, const std::string& name,
-                                                      std::uint64_t offset, std::uint64_t length)
-{
-    if (auto problem = blob_name_problem(name))
-        throw Error(Errc::invalid_name, std::string(operation) + " " + quote_name(name) + ": " + *problem);
-    // A Blob this store is receiving (a copy to it, read-through): the
-    // pull follows the bytes as they arrive, also when an older version
-    // is still here (the next store of a copy chain must get the version
-    // this one receives). Read-through: a Blob only a farther tier holds
-    // is fetched first.
-    Fetcher::Follow follow;
-    if (context_.fetcher) follow.flight = context_.fetcher->in_flight(name);
-    if (!follow.flight && context_.read_through) {
-        follow = context_.fetcher->follow_missing(name, *context_.read_through);
-    } else if (!follow.flight) {
-        try {
-            follow.held = context_.store->stat(name);
-        } catch (const Error& e) {
-            // A fetch that began meanwhile.
-            if (e.code() != Errc::no_such_blob || !context_.fetcher) throw;
-            if (!(follow.flight = context_.fetcher->in_flight(name))) throw;
-        }
-    }
-    const BlobInfo info = follow.flight ? follow.flight->expected() : *follow.held;
-    std::uint64_t resolved = length;
-    if (length == 0 && offset <= info.size) resolved = info.size - offset;
-    if (resolved > ~std::uint64_t{0} - offset || offset + resolved > info.size) {
-        // Same wording as the store's own range errors.
-        throw Error(Errc::invalid_range, std::string(operation) + " " + quote_name(name) + ": range " + range_text(offset, length) +
-                                             " is outside the blob of " + std::to_string(info.size) + " bytes");
-    }
-    server::TicketBinding binding = binding_for(protocol::FrameType::pull, name, offset, resolved);
-    binding.version = info;
-    binding.follow = std::move(follow.flight);
-    binding.checksum = info.checksum.algorithm;
-    return binding;
-}
-
-BlobStreaming::TransferTicket* BlobTransporter_i::grant_read(const std::string& name, const std::string& reader)
-{
-    server::TicketBinding binding = pull_binding("grantRead", name, 0, 0);
-    set_transfer_options(binding, false, {}, BlobStreaming::IGNORE_NOTIFICATIONS);
-    const std::string client = caller_subject();
-    // Without TLS nobody has a subject: the ticket itself is the capability.
-    if (!client.empty() && reader.empty())
-        throw Error(Errc::invalid_argument, "grantRead " + quote_name(name) +
-                                                ": no reader named (the certificate subject of the store that "
-                                                "copies, its BlobStore::identity)");
-    const std::string bound = client.empty() ? std::string() : reader;
-    spdlog::info("read grant of {} ({} bytes) issued to client \"{}\" for store \"{}\"", quote_name(name),
-                 binding.length, client, bound);
-    return issue(std::move(binding), &bound);
 }
 
 BlobStreaming::TransferTicket* BlobTransporter_i::grantRead(const char* blob, const char* reader)
 {
-    require_issuer("grantRead", server::Permission::read);
+    require_opener("grantRead");
     try {
-        return grant_read(blob, reader);
+        return keep(context_.service.grant_read(current_caller(), blob, reader,
+                                                transfer_options(false, {}, BlobStreaming::IGNORE_NOTIFICATIONS)));
     } catch (...) {
-        IdlContext c;
-        c.name = blob;
-        rethrow_declared(kNoSuchBlob | kInvalidName | kTransferFailed, context_.store_name, c);
+        rethrow_idl(context_, kNoSuchBlob | kInvalidName | kTransferFailed, {blob});
     }
 }
 
 BlobStreaming::GrantOutcomeSeq* BlobTransporter_i::grantReads(const BlobStreaming::NameSeq& blobs, const char* reader)
 {
-    require_issuer("grantReads", server::Permission::read);
+    require_opener("grantReads");
+    std::vector<std::string> names(blobs.length());
+    for (CORBA::ULong i = 0; i < blobs.length(); ++i) names[i] = blobs[i].in();
+    std::vector<service::StoreService::GrantOutcome> outcomes;
     try {
-        check_batch(blobs.length(), "grantReads", "names");
+        outcomes = context_.service.grant_reads(current_caller(), names, reader, [this] {
+            return transfer_options(false, {}, BlobStreaming::IGNORE_NOTIFICATIONS);
+        });
     } catch (...) {
-        rethrow_declared(kLimitReached, context_.store_name, {});
+        rethrow_idl(context_, kLimitReached);
     }
     BlobStreaming::GrantOutcomeSeq_var out = new BlobStreaming::GrantOutcomeSeq;
     out->length(blobs.length());
     for (CORBA::ULong i = 0; i < blobs.length(); ++i) {
         BlobStreaming::GrantOutcome& o = out[i];
-        o.code = 0;
-        try {
-            BlobStreaming::TransferTicket_var ticket = grant_read(blobs[i].in(), reader);
+        if (outcomes[i].issued) {
+            o.code = 0;
+            BlobStreaming::TransferTicket_var ticket = keep(*outcomes[i].issued);
             o.ticket = ticket.in();
             continue;
-        } catch (const Error& e) {
-            o.code = static_cast<CORBA::UShort>(e.code());
-            o.message = e.what();
-        } catch (const std::exception& e) {
-            o.code = static_cast<CORBA::UShort>(Errc::transfer_failed);
-            o.message = ("grantRead " + quote_name(blobs[i].in()) + ": internal error: " + e.what()).c_str();
         }
+        o.code = static_cast<CORBA::UShort>(outcomes[i].code);
+        o.message = outcomes[i].message.c_str();
         // Marshalled also for a failure: an enum left uninitialised fails the reply.
         o.ticket.direction = BlobStreaming::PULL;
         to_idl(BlobInfo{}, o.ticket.version);
@@ -333,86 +225,39 @@ BlobStreaming::TransferTicket* BlobTransporter_i::recv(
     BlobStreaming::ReservationId reservation, BlobStreaming::ByteCount length, BlobStreaming::ByteOffset absoluteOffset,
     CORBA::Boolean useTimeout, const BlobStreaming::TimeValue& timeout, BlobStreaming::NotificationSemantics semantics)
 {
-    require_issuer("recv", server::Permission::write);
-    require_reservation_owner(context_, reservation, "recv into");
-    server::ReservationTable::Summary summary;
+    require_opener("recv");
+    IdlContext c;
+    c.id = reservation;
+    c.offset = absoluteOffset;
+    c.length = length;
     try {
-        summary = context_.reservations->find(reservation);
+        return keep(context_.service.recv(current_caller(), reservation, absoluteOffset, length,
+                                          transfer_options(useTimeout, timeout, semantics), c.name));
     } catch (...) {
-        IdlContext c;
-        c.id = reservation;
-        rethrow_declared(kNoSuchReservation | kInvalidRange | kTransferFailed, context_.store_name, c);
-    }
-    // A push runs from what the reservation holds (0, or more when resumed)
-    // to the end of the Blob.
-    const std::uint64_t rest = summary.size - summary.received;
-    const std::uint64_t resolved = (length == 0 && absoluteOffset == 0) ? summary.size : length;
-    if (absoluteOffset != summary.received || resolved != rest) {
-        const std::string msg = "recv into reservation " + std::to_string(reservation) + " (" +
-                                quote_name(summary.name) + ", " + std::to_string(summary.size) + " bytes, " +
-                                std::to_string(summary.received) + " received): a push continues at offset " +
-                                std::to_string(summary.received) + " to the end of the Blob (length " +
-                                std::to_string(rest) + "), not " + range_text(absoluteOffset, length);
-        throw BlobStreaming::InvalidRange(msg.c_str(), summary.name.c_str(), absoluteOffset, length);
-    }
-    try {
-        return issue_push(reservation, summary.name, summary.received, rest, summary.checksum, useTimeout, timeout,
-                          semantics);
-    } catch (...) {
-        IdlContext c;
-        c.name = summary.name;
-        c.id = reservation;
-        c.offset = absoluteOffset;
-        c.length = length;
-        rethrow_declared(kNoSuchReservation | kInvalidRange | kTransferFailed, context_.store_name, c);
+        rethrow_idl(context_, kNoSuchReservation | kInvalidRange | kTransferFailed, c);
     }
 }
 
-BlobStreaming::TransferTicket* BlobTransporter_i::issue_push(std::uint64_t reservation, const std::string& blob,
-                                                             std::uint64_t offset, std::uint64_t length,
-                                                             ChecksumAlgorithm checksum, CORBA::Boolean use_timeout,
-                                                             const BlobStreaming::TimeValue& timeout,
-                                                             BlobStreaming::NotificationSemantics semantics)
-{
-    server::TicketBinding binding = binding_for(protocol::FrameType::push, blob, offset, length);
-    binding.reservation = reservation;
-    binding.checksum = checksum;
-    set_transfer_options(binding, use_timeout, timeout, semantics);
-    context_.reservations->attach(reservation, binding.control);
-    return issue(std::move(binding));
-}
-
-// reserve + recv in one upcall: the checks of both (the opener, the write
-// permission, then open_reservation's), nothing of its own.
 BlobStreaming::PushGrant* BlobTransporter_i::push(const char* name, BlobStreaming::ByteCount size,
                                                   CORBA::Boolean overwrite, BlobStreaming::ChecksumAlgorithm checksum,
                                                   CORBA::Boolean useTimeout, const BlobStreaming::TimeValue& timeout,
                                                   BlobStreaming::NotificationSemantics semantics)
 {
-    require_issuer("push", server::Permission::write);
-    const ChecksumAlgorithm algorithm = corba::algorithm_of(checksum).value_or(context_.default_checksum);
-    std::uint64_t id = 0;
+    require_opener("push");
     try {
-        id = open_reservation(context_, name, size, overwrite, algorithm);
-    } catch (...) {
-        rethrow_reserve_failure(context_, name, size, true);
-    }
-    try {
-        BlobStreaming::TransferTicket_var ticket =
-            issue_push(id, name, 0, size, algorithm, useTimeout, timeout, semantics);
+        const service::StoreService::Pushed pushed =
+            context_.service.push(current_caller(), name, size, overwrite, corba::algorithm_of(checksum),
+                                  transfer_options(useTimeout, timeout, semantics));
+        BlobStreaming::TransferTicket_var ticket = keep(pushed.ticket);
         BlobStreaming::PushGrant_var grant = new BlobStreaming::PushGrant;
-        to_idl_reservation(id, name, size, 0, algorithm, grant->space);
+        to_idl_reservation(pushed.reservation, grant->space);
         grant->ticket = ticket.in();
         return grant._retn();
     } catch (...) {
-        // Nothing half-done stays behind: the client never learns this id.
-        try {
-            context_.reservations->abort(id);
-        } catch (const std::exception& e) {
-            spdlog::warn("push {}: cannot abort reservation {} after the ticket failed: {}", quote_name(name), id,
-                         e.what());
-        }
-        rethrow_reserve_failure(context_, name, size, true);
+        IdlContext c;
+        c.name = name;
+        c.requested = size;
+        rethrow_idl(context_, kInvalidName | kOutOfSpace | kAlreadyExists | kLimitReached | kTransferFailed, c);
     }
 }
 
@@ -420,21 +265,18 @@ BlobStreaming::Reservation* BlobTransporter_i::reserveParts(const char* name, Bl
                                                             CORBA::Boolean overwrite,
                                                             BlobStreaming::ChecksumAlgorithm checksum)
 {
-    require_issuer("reserveParts", server::Permission::write);
-    const ChecksumAlgorithm algorithm = corba::algorithm_of(checksum).value_or(context_.default_checksum);
+    require_opener("reserveParts");
     try {
-        if (algorithm != ChecksumAlgorithm::crc32c)
-            throw Error(Errc::invalid_argument, "reserveParts " + quote_name(name) +
-                                                    ": a Blob filled in parts is checked with CRC32C, which "
-                                                    "combines from the parts; " +
-                                                    std::string(to_string(algorithm)) +
-                                                    " does not (push it over one stream)");
-        const std::uint64_t id = open_reservation(context_, name, size, overwrite, algorithm);
         auto* out = new BlobStreaming::Reservation;
-        to_idl_reservation(id, name, size, 0, algorithm, *out);
+        to_idl_reservation(
+            context_.service.reserve_parts(current_caller(), name, size, overwrite, corba::algorithm_of(checksum)),
+            *out);
         return out;
     } catch (...) {
-        rethrow_reserve_failure(context_, name, size, true);
+        IdlContext c;
+        c.name = name;
+        c.requested = size;
+        rethrow_idl(context_, kInvalidName | kOutOfSpace | kAlreadyExists | kLimitReached | kTransferFailed, c);
     }
 }
 
@@ -444,25 +286,18 @@ BlobStreaming::TransferTicket* BlobTransporter_i::recvPart(BlobStreaming::Reserv
                                                            CORBA::Boolean useTimeout,
                                                            const BlobStreaming::TimeValue& timeout)
 {
-    require_issuer("recvPart", server::Permission::write);
-    require_reservation_owner(context_, reservation, "recvPart into");
+    require_opener("recvPart");
     IdlContext c;
     c.id = reservation;
     c.offset = absoluteOffset;
     c.length = length;
     try {
-        const auto start = context_.reservations->part_start(reservation, absoluteOffset, length);
-        c.name = start.name;
-        const std::uint64_t end = absoluteOffset + length;
-        server::TicketBinding binding =
-            binding_for(protocol::FrameType::push, start.name, start.offset, end - start.offset);
-        binding.reservation = reservation;
-        binding.part = true;
-        binding.checksum = ChecksumAlgorithm::crc32c;
-        set_transfer_options(binding, useTimeout, timeout, BlobStreaming::IGNORE_NOTIFICATIONS);
-        return issue(std::move(binding));
+        return keep(context_.service.recv_part(current_caller(), reservation, absoluteOffset, length,
+                                               transfer_options(useTimeout, timeout,
+                                                                BlobStreaming::IGNORE_NOTIFICATIONS),
+                                               c.name));
     } catch (...) {
-        rethrow_declared(kNoSuchReservation | kInvalidRange | kTransferFailed, context_.store_name, c);
+        rethrow_idl(context_, kNoSuchReservation | kInvalidRange | kTransferFailed, c);
     }
 }
 
@@ -487,7 +322,7 @@ BlobStreaming::TransferNoticeSeq* BlobTransporter_i::poll()
         for (CORBA::ULong i = 0; i < out->length(); ++i) (*out)[i] = taken[i];
         return out;
     } catch (...) {
-        rethrow_declared(kRaisesNothing, context_.store_name);
+        rethrow_idl(context_, kRaisesNothing);
     }
 }
 
@@ -516,13 +351,13 @@ void BlobTransporter_i::cancel(const BlobStreaming::TicketId id)
             // caller hears what it would for an unknown ticket.
             spdlog::info("store \"{}\": cancel of ticket {} ignored: this transporter did not issue it (or it is "
                          "gone)",
-                         context_.store_name, protocol::ticket_tag(ticket));
+                         context_.store_name(), protocol::ticket_tag(ticket));
             return;
         }
         control = it->second.lock();
         issued_.erase(it);
     }
-    const bool withdrawn = context_.tickets->withdraw(ticket);
+    const bool withdrawn = context_.service.withdraw(ticket);
     if (control) control->cancelled = true;
     spdlog::debug("ticket {} cancelled ({})", protocol::ticket_tag(ticket),
                   withdrawn ? "unused, withdrawn" : "its transfer is abandoned if still running");
@@ -535,7 +370,7 @@ void BlobTransporter_i::withdraw_all() noexcept
         std::lock_guard<std::mutex> lock(mutex_);
         issued.swap(issued_);
     }
-    for (const auto& kv : issued) context_.tickets->withdraw(kv.first);
+    for (const auto& kv : issued) context_.service.withdraw(kv.first);
 }
 
 void BlobTransporter_i::close()

@@ -1,10 +1,11 @@
 #pragma once
-/// The BlobTransporter servant: issues data-plane tickets; never moves bytes.
+/// The BlobTransporter servant: data-plane tickets as the store service
+/// (service/StoreService.h) issues them, and their notices; never moves
+/// bytes.
 
 #include "ServantContext.h"
 
 #include <blobstreaming/transporter/daemon/NoticeDispatcher.h>
-#include "server/TicketRegistry.h"
 #include "server/TransporterRegistry.h"
 
 #include <blobstreaming/transporter/Protocol.h>
@@ -75,36 +76,21 @@ public:
 
 private:
     std::shared_ptr<server::TransferControl> make_control(BlobStreaming::NotificationSemantics semantics);
-    /// Registers `binding` and returns its ticket, bound to the caller's
-    /// certificate subject, or to `reader`'s when given (a read grant).
-    BlobStreaming::TransferTicket* issue(server::TicketBinding binding, const std::string* reader = nullptr);
-    /// The binding of a pull of [offset, offset + length) of `name` (length
-    /// 0: to its end) from the version held now or being received here
-    /// (read-through fetches it first). Throws Error naming `operation`.
-    server::TicketBinding pull_binding(const char* operation, const std::string& name, std::uint64_t offset,
-                                       std::uint64_t length);
-    /// grantRead's work after the permission check; throws Error.
-    BlobStreaming::TransferTicket* grant_read(const std::string& name, const std::string& reader);
-    /// The ticket that fills reservation `reservation` (of Blob `blob`)
-    /// from `offset` for `length` bytes, the rest of the Blob, checksummed
-    /// with the reservation's `checksum`: what recv and push issue once
-    /// their checks passed. Throws what attach() and the ticket registry
-    /// throw.
-    BlobStreaming::TransferTicket* issue_push(std::uint64_t reservation, const std::string& blob, std::uint64_t offset,
-                                              std::uint64_t length, ChecksumAlgorithm checksum,
-                                              CORBA::Boolean use_timeout, const BlobStreaming::TimeValue& timeout,
-                                              BlobStreaming::NotificationSemantics semantics);
-    void withdraw_all() noexcept;
-    /// Throws CORBA::NO_PERMISSION unless the current caller opened this
-    /// transporter.
-    void require_opener(const char* operation) const;
-    /// The checks of an operation that issues a ticket: the caller opened
-    /// this transporter (require_opener) and holds `permission`.
-    void require_issuer(const char* operation, server::Permission permission) const;
     /// What every ticket request sets alike: the client's own inactivity
     /// timeout when it asks for one, and how it learns of the end.
-    void set_transfer_options(server::TicketBinding& binding, CORBA::Boolean use_timeout,
-                              const BlobStreaming::TimeValue& timeout, BlobStreaming::NotificationSemantics semantics);
+    service::StoreService::TransferOptions transfer_options(CORBA::Boolean use_timeout,
+                                                            const BlobStreaming::TimeValue& timeout,
+                                                            BlobStreaming::NotificationSemantics semantics);
+    /// Keeps the ticket the service issued (for cancel() and close()) and
+    /// returns it as the IDL ticket.
+    BlobStreaming::TransferTicket* keep(const service::StoreService::Issued& ticket);
+    /// The IDL form of `ticket`.
+    void to_idl_ticket(const service::StoreService::Issued& ticket, BlobStreaming::TransferTicket& out) const;
+    void withdraw_all() noexcept;
+    /// Throws CORBA::NO_PERMISSION unless the current caller opened this
+    /// transporter (it serves only its opener; the store service checks
+    /// the permission of each operation after this).
+    void require_opener(const char* operation) const;
 
     void release() noexcept;
 

@@ -1,28 +1,25 @@
 #pragma once
-/// What the control-plane servants of one daemon share. Owned by the daemon;
-/// outlives every servant (the ORB is destroyed first).
+/// What the control-plane servants of one daemon share: the store service
+/// that decides (service/StoreService.h) and what only CORBA needs. Owned by
+/// the daemon; outlives every servant (the ORB is destroyed first).
 
-#include <blobstreaming/common/Checksum.h>
+#include "service/StoreService.h"
+
+#include <blobstreaming/transporter/corba/Exceptions.h>
 
 #include <BlobStreaming.hh>
 
 #include <chrono>
-#include <cstddef>
 #include <cstdint>
 #include <string>
 
 namespace blobstreaming {
-class Store;
 namespace daemon {
 class NoticeDispatcher;
 }  // namespace daemon
 namespace server {
-class LiveAccessList;
 class DataServer;
 class StoreEventHub;
-class ReservationTable;
-enum class Permission;
-class TicketRegistry;
 class TransporterRegistry;
 }  // namespace server
 }  // namespace blobstreaming
@@ -30,27 +27,22 @@ class TransporterRegistry;
 namespace blobstreaming::corba {
 
 class Fetcher;
-class ImageShelf;
-struct Upstream;
 
 struct ServantContext {
-    std::string store_name;
+    explicit ServantContext(service::StoreService& s) : service(s) {}
+
+    /// Permissions, the index, reservations, tickets, files and images.
+    service::StoreService& service;
     /// The certificate subject this daemon presents to other stores (its
     /// --tls-cert), "" without TLS (BlobStore::identity).
     std::string identity;
     BlobStreaming::StoreTier tier = BlobStreaming::TIER_WORKSTATION;
-    Store* store = nullptr;
-    server::TicketRegistry* tickets = nullptr;
-    server::ReservationTable* reservations = nullptr;
-    server::DataServer* data = nullptr;
+    /// The data plane: its active transfers (BlobStore::status; not owned;
+    /// null: none).
+    const server::DataServer* data = nullptr;
     std::string data_host;  ///< advertised in tickets and dataAddress()
     std::uint16_t data_port = 0;
-    bool local_fast_path = true;  ///< findLocalFile answers for a FileStore
-    /// The checksum of pushes that ask for the store's default (blobstored
-    /// --checksum).
-    ChecksumAlgorithm default_checksum = kDefaultChecksum;
-    PortableServer::POA_ptr poa = nullptr;           ///< where transporters are activated (not owned)
-    const server::LiveAccessList* access = nullptr;  ///< null: everything permitted
+    PortableServer::POA_ptr poa = nullptr;  ///< where transporters are activated (not owned)
     /// Delivers SEND_NOTIFICATIONS notices off the data plane's thread (not
     /// owned; null: such notices are dropped).
     daemon::NoticeDispatcher* notices = nullptr;
@@ -60,56 +52,30 @@ struct ServantContext {
     /// The store's event subscriptions (BlobStore::subscribe; not owned;
     /// null: subscribe fails with NO_RESOURCES).
     server::StoreEventHub* events = nullptr;
-    /// Store-to-store transfers (BlobStore::fetch, read-through; not owned;
-    /// null: fetch fails with NO_RESOURCES).
+    /// Store-to-store copies (BlobStore::fetch, beginFetch, awaitFetch,
+    /// fetchEach; not owned; null: they fail with LimitReached).
     Fetcher* fetcher = nullptr;
-    /// Sealed images of Blobs for the memory stores of this host
-    /// (BlobStore::shareImage; not owned; null: it answers false).
-    ImageShelf* images = nullptr;
-    /// Set: a pull of a missing Blob fetches it from a farther tier first
-    /// (blobstored --read-through; not owned).
-    const Upstream* read_through = nullptr;
+
+    /// The store's name (BlobStore::name, OutOfSpace).
+    const std::string& store_name() const noexcept { return service.store_name(); }
 };
 
-/// Checks that the client of the current request (its TLS certificate's
-/// subject) holds `permission` in the context's access list. Otherwise logs
-/// the refusal and throws CORBA::NO_PERMISSION (corba/Exceptions.h).
+/// The client of the current request: its certificate subject
+/// (caller_subject()) and whom limits count (caller_client()).
+service::Caller current_caller();
+
+/// Call from the `catch (...)` of an operation whose IDL `raises` clause is
+/// `declared`: the service's PermissionDenied becomes CORBA::NO_PERMISSION
+/// with minor code kNoPermissionMinor + 1 + the permission; anything else is
+/// rethrown as rethrow_declared() does.
+[[noreturn]] void rethrow_idl(const ServantContext& context, unsigned declared, const IdlContext& c = {});
+
+/// Checks that the client of the current request holds `permission`
+/// (StoreService::require); CORBA::NO_PERMISSION otherwise.
 void require_permission(const ServantContext& context, server::Permission permission, const char* operation);
 
-/// Checks that the client of the current request is the one that reserved
-/// reservation `id` (the same certificate subject; "" == "" without TLS).
-/// Otherwise logs both subjects and throws NoSuchReservation saying that
-/// another client reserved it; NoSuchReservation too when `id` is not open.
-void require_reservation_owner(const ServantContext& context, BlobStreaming::ReservationId id, const char* operation);
-
-/// The checks and work of BlobStore::reserve after its permission check,
-/// shared with BlobTransporter::push: purges expired reservations, checks
-/// `name`, the caller's and the total reservation limits, aborts a kept
-/// reservation of `name` that the caller made or that is abandoned
-/// (ReservationTable::abort_parked(): another client's live one is refused
-/// with AlreadyExists instead), reserves in the store (checksummed with
-/// `checksum`) and records the caller as the reservation's client. Returns
-/// its id; throws what the store and the table throw (map them with
-/// rethrow_reserve_failure()).
-std::uint64_t open_reservation(const ServantContext& context, const char* name, std::uint64_t size, bool overwrite,
-                               ChecksumAlgorithm checksum);
-
-/// From the `catch (...)` of a reservation opened as in open_reservation():
-/// rethrows as InvalidName, OutOfSpace, AlreadyExists or LimitReached (and
-/// TransferFailed when `also_transfer_failed`, for BlobTransporter::push).
-[[noreturn]] void rethrow_reserve_failure(const ServantContext& context, const char* name, std::uint64_t size,
-                                          bool also_transfer_failed = false);
-
 /// An IDL Reservation.
-void to_idl_reservation(std::uint64_t id, const std::string& name, std::uint64_t size, std::uint64_t received,
-                        ChecksumAlgorithm checksum, BlobStreaming::Reservation& out);
-
-/// Names (or grants) per batch call: fetchEach, shareImages,
-/// shareGrantedImages, grantReads.
-constexpr std::size_t kMaxBatch = 1024;
-/// Throws Error(limit_reached) "OPERATION: N WHAT; at most 1024 per call"
-/// past kMaxBatch.
-void check_batch(std::size_t count, const char* operation, const char* what);
+void to_idl_reservation(const service::StoreService::Opened& r, BlobStreaming::Reservation& out);
 
 /// Converts an IDL relative time to milliseconds, saturating.
 std::chrono::milliseconds to_milliseconds(const BlobStreaming::TimeValue& t);

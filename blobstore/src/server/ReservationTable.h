@@ -55,7 +55,7 @@ public:
     /// Takes ownership; returns its id (never 0). `client` (a certificate
     /// subject or an address, see corba::caller_client()) is who the
     /// reservation counts against and the only client that may commit,
-    /// abort, fill or resume it (BlobStore_i checks). Error(limit_reached) naming the limit and
+    /// abort, fill or resume it (service::StoreService checks). Error(limit_reached) naming the limit and
     /// the count when the table or the client already holds as many open
     /// reservations as allowed; the reservation is then aborted.
     std::uint64_t add(std::unique_ptr<Reservation> reservation, const std::string& client = {});
