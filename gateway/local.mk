@@ -10,6 +10,8 @@ gateway_blob_dicomd_SOURCES = \
 	gateway/src/main.cpp \
 	gateway/src/AssociationGate.cpp \
 	gateway/src/AssociationGate.h \
+	gateway/src/DicomSecurity.cpp \
+	gateway/src/DicomSecurity.h \
 	gateway/src/EventIndexer.cpp \
 	gateway/src/EventIndexer.h \
 	gateway/src/GatewayOptions.cpp \
