@@ -61,6 +61,8 @@ system_tests = \
 	tests/test_dicom_gateway.py \
 	tests/test_dicom_logfile.py \
 	tests/test_dicom_lockout.py \
+	tests/test_dicom_security.py \
+	tests/test_dicom_tls.py \
 	tests/test_study_stable.py \
 	tests/test_dicom_find.py \
 	tests/test_dicom_retrieve.py \
