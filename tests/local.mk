@@ -27,6 +27,7 @@ system_tests = \
 	tests/test_tiers.py \
 	tests/test_activation.py \
 	tests/test_activation_failures.py \
+	tests/test_activation_tls.py \
 	tests/test_cli_ux.py \
 	tests/test_metrics.py \
 	tests/test_advertise.py \
