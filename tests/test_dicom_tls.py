@@ -76,6 +76,12 @@ def test(c):
     TlsGateway.client = modality
 
     c.start_daemon("ws1", "file")
+    step("a TLS key that does not match its certificate: the start fails naming both files")
+    code, _, err = c.run([harness.program("gateway/blob-dicomd"), "--aetitle", AE, "--port", "0", "--store", "ws1",
+                          "--naming", c.naming, "--spool", c.root, "--tls-cert", gw_cert[0], "--tls-key", modality[1],
+                          "--tls-ca", c.path("ca.pem")], timeout=60)
+    check(code == 10 and f'TLS key "{modality[1]}" does not match the certificate "{gw_cert[0]}"' in err,
+          f"a mismatched --tls-key: exit {code}, {err!r}")
     ct = make_objects(c, "study", c.path("ct"), "3", "PAT1", "20261115")
     gw = TlsGateway(c, "ws1", "tls-gateway", extra=[
         "--tls-cert", gw_cert[0], "--tls-key", gw_cert[1], "--tls-ca", c.path("ca.pem"),
