@@ -10,8 +10,10 @@ A gateway with --tls-* (--timeout 3, --max-associations-per-peer 2),
 --peer-subject CN=modality1=store,query,retrieve and
 --peer-subject CN=viewer1=query, driven by DCMTK's tools over TLS
 (`+tls KEY CERT +cf CA`):
-- modality1 stores (storescu) and finds (findscu; DCMTK 3.6.7's getscu has
-  no TLS options);
+- modality1 stores (storescu) and finds (findscu); a 5 MiB multi-frame
+  instance stored over TLS comes back bit-exact through pynetdicom's C-GET
+  over TLS (DCMTK 3.6.7's getscu has no TLS options; skipped without the
+  pynetdicom venv);
 - viewer1's C-STORE is refused with 0124;
 - a TLS client without a certificate (`--anonymous-tls`) and a plain TCP
   storescu fail, the gateway logging the failed handshake;
@@ -26,6 +28,7 @@ admits the gateway's certificate subject) stores through plain DICOM
 storescu and gives the instances back through getscu, data sets bit-exact.
 Real omniNames, blobstored, blob-dicomd and DCMTK tools on 127.0.0.0/8."""
 
+import json
 import os
 import shutil
 import socket
@@ -37,7 +40,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import check, check_equal, step  # noqa: E402
-from harness.dicom import AE, Gateway, data_set, make_objects  # noqa: E402
+from harness.dicom import AE, Gateway, data_set, make_objects, pynetdicom_python, tool  # noqa: E402
 from test_dicom_lockout import closed_by_peer, connect  # noqa: E402
 from test_tls import make_ca, make_cert, tls_args  # noqa: E402
 
@@ -96,6 +99,27 @@ def test(c):
                           "-k", "QueryRetrieveLevel=STUDY", "-k", "StudyInstanceUID", "127.0.0.1", str(gw.port)],
                          timeout=60)
     check(code == 0 and ct[0]["study"] in err, f"findscu over TLS lists the study: exit {code}, {err[-2000:]!r}")
+
+    step("a 5 MiB multi-frame instance over TLS: stored by storescu, retrieved by pynetdicom's C-GET bit-exact")
+    mf = make_objects(c, "multiframe", c.path("mf.dcm"), "40")[0]
+    code, _, err = c.run(["storescu", *dcmtk_tls(c, modality), "-aet", "MODALITY", "-aec", AE,
+                          "127.0.0.1", str(gw.port), mf["path"]], timeout=120)
+    check_equal(code, 0, f"storescu of the multi-frame instance over TLS ({err[-2000:]!r})")
+    try:
+        python = pynetdicom_python()
+    except harness.TestSkipped as e:
+        step(f"C-GET over TLS not run: {e}")
+        python = None
+    if python:
+        got = c.path("got-tls")
+        os.makedirs(got)
+        code, out, err = c.run([python, tool("pynetdicom_tls_get.py"), "127.0.0.1", str(gw.port), AE, "MODALITY",
+                                modality[0], modality[1], c.path("ca.pem"), got, "study", "STUDY",
+                                f"StudyInstanceUID={mf['study']}"], timeout=120)
+        check_equal(code, 0, f"pynetdicom's C-GET over TLS ({err[-2000:]!r})")
+        check_equal(json.loads(out.splitlines()[-1]), {"status": 0, "stored": 1}, "the C-GET's final status, instances")
+        with open(os.path.join(got, mf["sop"]), "rb") as f, open(mf["path"], "rb") as g:
+            check(f.read() == data_set(g.read()), "the data set retrieved over TLS differs from the one sent")
 
     step("viewer1 (query only) over TLS: its C-STORE refused with 0124")
     code, _, err = c.run(["storescu", "-v", *dcmtk_tls(c, viewer), "-aet", "VIEWER", "-aec", AE, "127.0.0.1",
