@@ -39,7 +39,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import check, check_equal, step  # noqa: E402
+from harness import check, check_equal, step, wait_for  # noqa: E402
 from harness.dicom import AE, Gateway, data_set, make_objects, pynetdicom_python, tool  # noqa: E402
 from test_dicom_lockout import closed_by_peer, connect  # noqa: E402
 from test_tls import make_ca, make_cert, tls_args  # noqa: E402
@@ -156,6 +156,8 @@ def test(c):
     extra = connect(gw, "127.0.0.2")
     closed = closed_by_peer(extra, 2.0)
     check(closed is not None, "a third connection from 127.0.0.2 was not closed (per-peer cap 2)")
+    wait_for(lambda: "connection from 127.0.0.2 closed before its TLS handshake (a limit is reached): 2 associations "
+             "of 127.0.0.2 are open already (--max-associations-per-peer 2)" in gw.log(), 5, "the cap's log line")
     extra.close()
     t0 = time.monotonic()
     code = gw.echo(expect=None)

@@ -501,7 +501,10 @@ void refuse(UniqueFd fd, const std::string& peer, const std::string& why, bool t
     }
     if (logged < kRefusalLogLines) {
         ++logged;
-        spdlog::warn("association from {} rejected (transient, local limit exceeded): {}", peer, why);
+        if (tls)
+            spdlog::warn("connection from {} closed before its TLS handshake (a limit is reached): {}", peer, why);
+        else
+            spdlog::warn("association from {} rejected (transient, local limit exceeded): {}", peer, why);
     } else {
         ++unlogged;
     }
