@@ -269,7 +269,9 @@ public:
 
     void close() override
     {
-        if (tls_) tls_->close_notify();
+        // Once: a second close must not write to a descriptor number that
+        // another connection may hold by then.
+        if (tls_ && getSocket() != DCMNET_INVALID_SOCKET) tls_->close_notify();
         DcmTCPConnection::close();
     }
 
