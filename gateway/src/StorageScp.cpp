@@ -68,7 +68,9 @@ constexpr Uint16 kNotAuthorized = 0x0124;
 
 class StorageScp : public DcmThreadSCP {
 public:
-    /// The admitted peer (AssociationGate, DicomSecurity::rights_of).
+    /// The admitted peer and its rights (AssociationGate asked
+    /// DicomSecurity::rights_of): each operation checks its own right in
+    /// peer_.rights (a C-MOVE: peer_.rights.may_move_to(destination)).
     void set_peer(const AssociationPeer& peer) { peer_ = peer; }
 
     /// The pool hands each connection to run(): the association is kept for
