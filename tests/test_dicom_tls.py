@@ -15,8 +15,10 @@ A gateway with --tls-* (--timeout 3, --max-associations-per-peer 2),
   over TLS (DCMTK 3.6.7's getscu has no TLS options; skipped without the
   pynetdicom venv);
 - viewer1's C-STORE is refused with 0124;
-- a TLS client without a certificate (`--anonymous-tls`) and a plain TCP
-  storescu fail, the gateway logging the failed handshake;
+- a TLS client without a certificate (`--anonymous-tls`), one with a
+  certificate of another CA and a plain TCP storescu fail, the gateway
+  logging the failed handshake; a certificate of the CA whose subject is
+  not listed is rejected (calling AE title not recognized);
 - lock-out: two connections from 127.0.0.2 that never start the handshake,
   one from 127.0.0.3 that sends a few bytes of a ClientHello and one from
   127.0.0.4 that completes the handshake and sends no association request
@@ -76,6 +78,9 @@ def test(c):
     viewer = make_cert(c, "ca", "viewer1", "/CN=viewer1", "clientAuth")
     store_cert = make_cert(c, "ca", "store", "/CN=store.central", "serverAuth,clientAuth", san="IP:127.0.0.1")
     gw_client = make_cert(c, "ca", "gateway-client", "/CN=gateway", "serverAuth,clientAuth", san="IP:127.0.0.1")
+    stranger = make_cert(c, "ca", "stranger", "/CN=stranger", "clientAuth")
+    make_ca(c, "rogue-ca")
+    rogue = make_cert(c, "rogue-ca", "rogue", "/CN=modality1", "clientAuth")
     TlsGateway.client = modality
 
     c.start_daemon("ws1", "file")
@@ -126,17 +131,31 @@ def test(c):
                           str(gw.port), ct[0]["path"]], timeout=60)
     check("Received Store Response (Unknown Status: 0x124)" in err, f"storescu of viewer1: exit {code}, {err!r}")
 
-    step("no client certificate, and plain TCP to the TLS port: both fail, the handshake's failure logged")
+    step("no client certificate, one of another CA, and plain TCP to the TLS port: each fails, the handshake's failure "
+         "logged")
     code, _, err = c.run(["storescu", "--anonymous-tls", "+cf", c.path("ca.pem"), "-aet", "MODALITY", "-aec", AE,
                           "127.0.0.1", str(gw.port), ct[0]["path"]], timeout=60)
     check(code != 0, f"storescu with TLS but no client certificate succeeded: {err!r}")
     code, _, err = c.run(["storescu", "-aet", "MODALITY", "-aec", AE, "127.0.0.1", str(gw.port), ct[0]["path"]],
                          timeout=60)
     check(code != 0, f"plain storescu to the TLS port succeeded: {err!r}")
+    code, _, err = c.run(["echoscu", *dcmtk_tls(c, rogue), "-aet", "MODALITY", "-aec", AE, "127.0.0.1",
+                          str(gw.port)], timeout=60)
+    check(code != 0, f"echoscu with a certificate of another CA succeeded: {err!r}")
+
+    step("a certificate of the CA whose subject is not listed (--peer-subject): rejected, calling AE title not "
+         "recognized")
+    code, _, err = c.run(["echoscu", *dcmtk_tls(c, stranger), "-aet", "MODALITY", "-aec", AE, "127.0.0.1",
+                          str(gw.port)], timeout=60)
+    check(code != 0 and "Calling AE Title Not Recognized" in err, f"echoscu as CN=stranger: exit {code}, {err!r}")
+    check('association from MODALITY@127.0.0.1 (certificate "CN=stranger") rejected (permanent, calling AE title '
+          'not recognized): certificate subject "CN=stranger" is not in the allow-list (--peer-subject)' in gw.log(),
+          "the unlisted subject's log line")
     log = gw.log()
     check("peer did not return a certificate" in log,
           f"the gateway's log names the missing client certificate: {log[-3000:]!r}")
-    check(log.count("TLS handshake failed") >= 2, f"two failed handshakes logged: {log[-3000:]!r}")
+    check(log.count("TLS handshake failed") >= 3, f"three failed handshakes logged: {log[-3000:]!r}")
+    check("certificate verify failed" in log, f"the other CA's certificate named in the log: {log[-3000:]!r}")
 
     step(f"lock-out: handshake-silent connections are cut at --timeout {TIMEOUT} s; a TLS echo is answered meanwhile")
     held = []
@@ -178,6 +197,9 @@ def test(c):
         t.join(TIMEOUT + 10)
     for s, _, _ in held:
         s.close()
+    step("closed after the connect: " + ", ".join(f"{what} {seconds:.2f} s" if seconds is not None else f"{what} never"
+                                                  for what, seconds in sorted(results.items())) +
+         f"; the TLS echo meanwhile took {took:.2f} s")
     for what, seconds in sorted(results.items()):
         check(seconds is not None and TIMEOUT - 0.2 <= seconds <= TIMEOUT + 2,
               f"{what}: closed {seconds} s after its connect, expected {TIMEOUT} to {TIMEOUT + 2} s")
