@@ -27,7 +27,9 @@ A gateway with --tls-* (--timeout 3, --max-associations-per-peer 2),
   closed 3 to 5 s after its connect (--timeout 3), its slot freed.
 A gateway with --store-tls-* in front of a TLS-only blobstored (which only
 admits the gateway's certificate subject) stores through plain DICOM
-storescu and gives the instances back through getscu, data sets bit-exact.
+storescu and gives the instances back through getscu, data sets bit-exact;
+an instance another client pushes to that store is indexed from the store's
+event, delivered over TLS.
 Real omniNames, blobstored, blob-dicomd and DCMTK tools on 127.0.0.0/8."""
 
 import json
@@ -226,6 +228,12 @@ def test(c):
         with open(os.path.join(got, name), "rb") as f, open(entry["path"], "rb") as g:
             check(data_set(f.read()) == data_set(g.read()), f"the data set of {name} differs from the one sent")
     check('stored as' in front.log() and 'in store "central"' in front.log(), "the gateway's stored lines")
+
+    step("an instance another client pushes to the TLS store is indexed from the store's event (over TLS)")
+    other = make_objects(c, "study", c.path("other"), "1", "PAT3", "20261117")[0]
+    c.blob(*tls_args(c, *gw_client), "push", "--name", other["sop"] + ".dcm", other["path"], store="central").ok()
+    harness.wait_for(lambda: os.path.exists(front.index) and front.findscu(
+        "study", "STUDY", f"StudyInstanceUID={other['study']}")[0], 10, "the pushed study in the gateway's index")
 
 
 if __name__ == "__main__":
