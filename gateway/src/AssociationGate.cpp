@@ -657,7 +657,7 @@ struct Gate {
         std::string refused;
         std::optional<Rights> rights;
         T_ASC_RejectParametersReason reason = ASC_REASON_SU_CALLINGAETITLENOTRECOGNIZED;
-        if (security.checks_called_ae() && called != options.aetitle) {
+        if (security.checks_called_ae() && called != trimmed_ae(options.aetitle.c_str())) {
             refused = "called AE title \"" + printable_ae(called) + "\" is not this gateway's (--aetitle " +
                       options.aetitle + ")";
             reason = ASC_REASON_SU_CALLEDAETITLENOTRECOGNIZED;
