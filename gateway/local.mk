@@ -10,6 +10,8 @@ gateway_blob_dicomd_SOURCES = \
 	gateway/src/main.cpp \
 	gateway/src/AssociationGate.cpp \
 	gateway/src/AssociationGate.h \
+	gateway/src/DicomSecurity.cpp \
+	gateway/src/DicomSecurity.h \
 	gateway/src/EventIndexer.cpp \
 	gateway/src/EventIndexer.h \
 	gateway/src/GatewayOptions.cpp \
@@ -72,3 +74,14 @@ gateway_tests_StableTrackerTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/gatewa
 	-DBOOST_TEST_DYN_LINK
 gateway_tests_StableTrackerTest_LDADD = clients/dicom/libblobdicom.la common/libblobcommon.la $(SPDLOG_LIBS) \
 	$(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
+
+# The DICOM port's access decisions (DicomSecurity): --peer, --peer-subject,
+# rights_of, without a gateway (the one host name resolved is localhost).
+check_PROGRAMS += gateway/tests/DicomSecurityTest
+TESTS += gateway/tests/DicomSecurityTest
+gateway_tests_DicomSecurityTest_SOURCES = gateway/tests/DicomSecurityTest.cpp gateway/src/DicomSecurity.cpp \
+	gateway/src/DicomSecurity.h
+gateway_tests_DicomSecurityTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/gateway/src $(SPDLOG_CFLAGS) \
+	-DBOOST_TEST_DYN_LINK
+gateway_tests_DicomSecurityTest_LDADD = transporter/libblobtransporter.la common/libblobcommon.la $(OPENSSL_LIBS) \
+	$(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)

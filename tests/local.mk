@@ -27,6 +27,7 @@ system_tests = \
 	tests/test_tiers.py \
 	tests/test_activation.py \
 	tests/test_activation_failures.py \
+	tests/test_activation_tls.py \
 	tests/test_cli_ux.py \
 	tests/test_cli_manners.py \
 	tests/test_metrics.py \
@@ -62,6 +63,8 @@ system_tests = \
 	tests/test_dicom_gateway.py \
 	tests/test_dicom_logfile.py \
 	tests/test_dicom_lockout.py \
+	tests/test_dicom_security.py \
+	tests/test_dicom_tls.py \
 	tests/test_study_stable.py \
 	tests/test_dicom_find.py \
 	tests/test_dicom_retrieve.py \

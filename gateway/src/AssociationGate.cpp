@@ -5,6 +5,7 @@
 #include <dcmtk/dcmnet/dul.h>
 
 #include <blobstreaming/common/UniqueFd.h>
+#include <blobstreaming/transporter/Tls.h>
 
 #include <spdlog/spdlog.h>
 
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -105,11 +107,43 @@ bool readable_by(int fd, Clock::time_point deadline)
     }
 }
 
-/// Reads exactly `size` bytes by `deadline`; "" or why not.
-std::string read_by(int fd, std::uint8_t* out, std::size_t size, Clock::time_point deadline)
+/// Waits until `fd` is writable or `deadline` passes; false at the deadline.
+bool writable_by(int fd, Clock::time_point deadline)
+{
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        pollfd p{fd, POLLOUT, 0};
+        const int n = ::poll(&p, 1, static_cast<int>(std::max<long long>(0, std::min<long long>(left, 60000))));
+        if (n > 0) return true;
+        if (n < 0 && errno != EINTR) return true;
+        if (n == 0 && left <= 0) return false;
+    }
+}
+
+/// Waits until a TLS call that returned EAGAIN can go on (the socket
+/// readable or writable, as `channel` wants) or `deadline` passes.
+bool ready_by(const Channel& channel, Clock::time_point deadline)
+{
+    return channel.wants_write() ? writable_by(channel.fd(), deadline) : readable_by(channel.fd(), deadline);
+}
+
+/// Reads exactly `size` bytes by `deadline`, through `tls` when not null
+/// (its socket non-blocking); "" or why not.
+std::string read_by(int fd, Channel* tls, std::uint8_t* out, std::size_t size, Clock::time_point deadline)
 {
     std::size_t got = 0;
     while (got < size) {
+        if (tls) {
+            const long n = tls->read(out + got, size - got);
+            if (n == 0) return "the peer closed the connection";
+            if (n > 0) {
+                got += static_cast<std::size_t>(n);
+                continue;
+            }
+            if (errno != EAGAIN) return tls->error_text(errno);
+            if (!ready_by(*tls, deadline)) return "not received within the deadline";
+            continue;
+        }
         if (!readable_by(fd, deadline)) return "not received within the deadline";
         const ssize_t n = ::recv(fd, out + got, size - got, 0);
         if (n == 0) return "the peer closed the connection";
@@ -133,6 +167,7 @@ std::string seconds_text(std::chrono::milliseconds d)
 /// (on that thread) inside ASC_receiveAssociation.
 thread_local std::vector<std::uint8_t>* t_request = nullptr;
 thread_local const std::string* t_peer = nullptr;
+thread_local std::unique_ptr<Channel>* t_channel = nullptr;
 thread_local bool t_taken = false;
 
 /// Follows a stream of PDUs (6-byte headers: type, reserved, length).
@@ -210,7 +245,9 @@ private:
     std::uint64_t item_left_ = 0;
 };
 
-/// DCMTK's TCP connection with deadlines: the bytes read before DCMTK took
+/// DCMTK's TCP connection with deadlines, plain or TLS (a Channel whose
+/// handshake is done, on the socket made non-blocking; a TLS record begun
+/// must arrive whole within the deadline): the bytes read before DCMTK took
 /// the socket (the association request) come first, then the socket's. A
 /// PDU whose first byte has come must be complete within the deadline, and
 /// so must a DIMSE command (all its fragments, over any number of PDUs)
@@ -222,9 +259,21 @@ private:
 class DeadlineConnection : public DcmTCPConnection {
 public:
     DeadlineConnection(DcmNativeSocketType fd, std::vector<std::uint8_t> request, std::string peer,
-                       std::chrono::milliseconds limit)
-        : DcmTCPConnection(fd), pending_(std::move(request)), peer_(std::move(peer)), limit_(limit)
+                       std::chrono::milliseconds limit, std::unique_ptr<Channel> tls)
+        : DcmTCPConnection(fd), pending_(std::move(request)), peer_(std::move(peer)), limit_(limit),
+          tls_(std::move(tls))
     {}
+
+    /// DCMTK selects on the socket itself only for a transparent connection.
+    OFBool isTransparentConnection() override { return tls_ ? OFFalse : OFTrue; }
+
+    void close() override
+    {
+        // Once: a second close must not write to a descriptor number that
+        // another connection may hold by then.
+        if (tls_ && getSocket() != DCMNET_INVALID_SOCKET) tls_->close_notify();
+        DcmTCPConnection::close();
+    }
 
     ssize_t read(void* buf, size_t nbyte) override
     {
@@ -238,12 +287,12 @@ public:
             return static_cast<ssize_t>(n);
         }
         bool late = expired_;
-        if (!late && closing_ && !readable_by(getSocket(), closing_deadline_)) {
+        if (!late && closing_ && !data_by(closing_deadline_)) {
             late = true;
             ::shutdown(getSocket(), SHUT_RDWR);
         } else if (!late) {
             const auto due = this->due();
-            if (due && !readable_by(getSocket(), *due)) {
+            if (due && !data_by(*due)) {
                 late = true;
                 expire();
             }
@@ -252,14 +301,15 @@ public:
             errno = ETIMEDOUT;
             return -1;
         }
-        const ssize_t n = DcmTCPConnection::read(buf, nbyte);
+        const ssize_t n = tls_ ? tls_read(out, nbyte) : DcmTCPConnection::read(buf, nbyte);
         if (n > 0) account(out, static_cast<std::size_t>(n));
         return n;
     }
 
     ssize_t write(void* buf, size_t nbyte) override
     {
-        const ssize_t n = DcmTCPConnection::write(buf, nbyte);
+        const ssize_t n = tls_ ? tls_write(static_cast<const std::uint8_t*>(buf), nbyte)
+                               : DcmTCPConnection::write(buf, nbyte);
         if (n > 0) {
             out_.account(
                 static_cast<const std::uint8_t*>(buf), static_cast<std::size_t>(n), [] {},
@@ -278,16 +328,86 @@ public:
     {
         if (next_ < pending_.size() || expired_) return OFTrue;
         const auto asked = Clock::now() + std::chrono::seconds(std::max(0, timeout));
-        if (closing_) return readable_by(getSocket(), std::min(asked, closing_deadline_)) ? OFTrue : OFFalse;
+        if (closing_) return data_by(std::min(asked, closing_deadline_)) ? OFTrue : OFFalse;
         const auto due = this->due();
-        if (!due) return DcmTCPConnection::networkDataAvailable(timeout);
-        if (readable_by(getSocket(), std::min(*due, asked))) return OFTrue;
+        if (!due) return tls_ ? (data_by(asked) ? OFTrue : OFFalse) : DcmTCPConnection::networkDataAvailable(timeout);
+        if (data_by(std::min(*due, asked))) return OFTrue;
         if (Clock::now() < *due) return OFFalse;
         expire();
         return OFTrue;  // the read that follows fails
     }
 
 private:
+    /// Whether bytes can be read by `deadline`: decrypted ones buffered in
+    /// the TLS layer at once, else the socket's.
+    bool data_by(Clock::time_point deadline)
+    {
+        if (tls_ && tls_->pending() > 0) return true;
+        return readable_by(getSocket(), deadline);
+    }
+
+    /// One TLS read: what is buffered, else waits for the socket (with no
+    /// deadline between PDUs, as a plain read blocks); once bytes come, the
+    /// record they begin must be whole within the limit.
+    ssize_t tls_read(std::uint8_t* out, std::size_t size)
+    {
+        std::optional<Clock::time_point> record;
+        for (;;) {
+            const long n = tls_->read(out, size);
+            if (n >= 0) return n;
+            if (errno != EAGAIN) {
+                const int err = errno;
+                spdlog::debug("association from {}: {}", peer_, tls_->error_text(err));
+                errno = err == EPROTO ? ECONNRESET : err;
+                return -1;
+            }
+            if (!record) {
+                if (!ready_by(*tls_, Clock::now() + std::chrono::hours(24))) continue;
+                record = Clock::now() + limit_;
+                continue;
+            }
+            if (!ready_by(*tls_, *record)) {
+                spdlog::warn("association from {}: a TLS record not received whole within {} of its first byte "
+                             "(--timeout): connection closed, its slot freed",
+                             peer_, seconds_text(limit_));
+                expired_ = true;
+                ::shutdown(getSocket(), SHUT_RDWR);
+                errno = ETIMEDOUT;
+                return -1;
+            }
+        }
+    }
+
+    /// Writes all of `size` bytes through TLS within the limit (a peer that
+    /// does not read loses its connection, as DCMTK's blocking send would
+    /// wait for it: the same --timeout).
+    ssize_t tls_write(const std::uint8_t* data, std::size_t size)
+    {
+        const auto deadline = Clock::now() + limit_;
+        std::size_t sent = 0;
+        while (sent < size) {
+            const long n = tls_->write(data + sent, size - sent);
+            if (n > 0) {
+                sent += static_cast<std::size_t>(n);
+                continue;
+            }
+            if (n < 0 && errno != EAGAIN) {
+                const int err = errno;
+                spdlog::debug("association from {}: {}", peer_, tls_->error_text(err));
+                errno = err == EPROTO ? ECONNRESET : err;
+                return -1;
+            }
+            if (!ready_by(*tls_, deadline)) {
+                spdlog::warn("association from {}: {} bytes not taken within {} (--timeout): connection closed",
+                             peer_, size - sent, seconds_text(limit_));
+                ::shutdown(getSocket(), SHUT_RDWR);
+                errno = ETIMEDOUT;
+                return -1;
+            }
+        }
+        return static_cast<ssize_t>(size);
+    }
+
     /// When what is under way (a PDU, a command) must be complete; none between them.
     std::optional<Clock::time_point> due() const
     {
@@ -341,6 +461,7 @@ private:
     bool expired_ = false;
     bool closing_ = false;
     Clock::time_point closing_deadline_{};
+    std::unique_ptr<Channel> tls_;  ///< null: plain TCP
 };
 
 class DeadlineLayer : public DcmTransportLayer {
@@ -352,7 +473,10 @@ public:
         t_taken = true;
         std::vector<std::uint8_t> request;
         if (t_request) request.swap(*t_request);
-        return new DeadlineConnection(fd, std::move(request), t_peer ? *t_peer : std::string("?"), limit_);
+        std::unique_ptr<Channel> tls;
+        if (t_channel) tls = std::move(*t_channel);
+        return new DeadlineConnection(fd, std::move(request), t_peer ? *t_peer : std::string("?"), limit_,
+                                      std::move(tls));
     }
 
 private:
@@ -361,7 +485,9 @@ private:
 
 /// The A-ASSOCIATE-RJ, then the peer's bytes read until it closes (a close
 /// with unread bytes would reset the connection, the answer maybe lost).
-void refuse(UniqueFd fd, const std::string& peer, const std::string& why)
+/// On a TLS port the connection is closed at once: a rejection would cost
+/// a handshake first.
+void refuse(UniqueFd fd, const std::string& peer, const std::string& why, bool tls)
 {
     static std::atomic<int> refusing{0};
     // A flood is logged by its first lines and a count (the accept thread alone calls this).
@@ -377,10 +503,14 @@ void refuse(UniqueFd fd, const std::string& peer, const std::string& why)
     }
     if (logged < kRefusalLogLines) {
         ++logged;
-        spdlog::warn("association from {} rejected (transient, local limit exceeded): {}", peer, why);
+        if (tls)
+            spdlog::warn("connection from {} closed before its TLS handshake (a limit is reached): {}", peer, why);
+        else
+            spdlog::warn("association from {} rejected (transient, local limit exceeded): {}", peer, why);
     } else {
         ++unlogged;
     }
+    if (tls) return;  // closed
     if (refusing.fetch_add(1) >= kMaxRefusing) {
         refusing.fetch_sub(1);
         return;  // closed
@@ -403,9 +533,43 @@ void refuse(UniqueFd fd, const std::string& peer, const std::string& why)
     }
 }
 
+/// PS3.8 9.3.4: rejected-permanent by the service user with `reason`.
+void reject(T_ASC_Association* association, T_ASC_RejectParametersReason reason)
+{
+    T_ASC_RejectParameters rejection{ASC_RESULT_REJECTEDPERMANENT, ASC_SOURCE_SERVICEUSER, reason};
+    const OFCondition sent = ASC_rejectAssociation(association, &rejection);
+    if (sent.bad()) spdlog::debug("sending the A-ASSOCIATE-RJ failed: {}", sent.text());
+}
+
+std::string trimmed_ae(const char* ae)
+{
+    std::string s = ae;
+    const auto first = s.find_first_not_of(' ');
+    if (first == std::string::npos) return {};
+    return s.substr(first, s.find_last_not_of(' ') - first + 1);
+}
+
+/// An AE title for a log line: control characters escaped.
+std::string printable_ae(const std::string& ae)
+{
+    std::string out;
+    for (char c : ae) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u >= 0x20 && u < 0x7F) {
+            out += c;
+        } else {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\x%02X", u);
+            out += buf;
+        }
+    }
+    return out;
+}
+
 struct Gate {
     const GatewayOptions& options;
-    const std::function<void(T_ASC_Association*)> serve;
+    const DicomSecurity& security;
+    const std::function<void(T_ASC_Association*, const AssociationPeer&)> serve;
     T_ASC_Network* network = nullptr;
     Slots slots;
     /// DCMTK takes an accepted socket from one process-wide value
@@ -419,8 +583,31 @@ struct Gate {
     std::string connection(UniqueFd fd, const std::string& peer)
     {
         const auto deadline = Clock::now() + options.timeout;
+        // DICOM TLS: the handshake first, by the same deadline as the request.
+        std::unique_ptr<Channel> tls;
+        std::string subject;
+        if (const TlsContext* context = security.tls()) {
+            const int flags = ::fcntl(fd.get(), F_GETFL);
+            if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags | O_NONBLOCK) != 0)
+                return std::string("making the socket non-blocking: ") + std::strerror(errno);
+            try {
+                tls = std::make_unique<Channel>(fd.get(), *context);
+            } catch (const std::exception& e) {
+                return e.what();
+            }
+            for (;;) {
+                const Channel::Handshake h = tls->handshake();
+                if (h == Channel::Handshake::done) break;
+                if (h == Channel::Handshake::failed) return "TLS handshake failed: " + tls->handshake_error();
+                if (!ready_by(*tls, deadline))
+                    return "no TLS handshake within " + seconds_text(options.timeout) +
+                           " of the connection (--timeout)";
+            }
+            subject = tls->peer_subject();
+            spdlog::debug("association from {}: TLS client certificate \"{}\"", peer, subject);
+        }
         std::vector<std::uint8_t> request(6);
-        std::string why = read_by(fd.get(), request.data(), 6, deadline);
+        std::string why = read_by(fd.get(), tls.get(), request.data(), 6, deadline);
         std::uint64_t length = 0;
         if (why.empty()) {
             length = std::uint64_t{request[2]} << 24 | std::uint64_t{request[3]} << 16 |
@@ -433,7 +620,7 @@ struct Gate {
         }
         if (why.empty()) {
             request.resize(6 + length);
-            why = read_by(fd.get(), request.data() + 6, length, deadline);
+            why = read_by(fd.get(), tls.get(), request.data() + 6, length, deadline);
             if (!why.empty()) why = "its A-ASSOCIATE-RQ (" + std::to_string(6 + length) + " bytes): " + why;
         } else if (why == "not received within the deadline") {
             why = "no A-ASSOCIATE-RQ within " + seconds_text(options.timeout) + " of the connection (--timeout)";
@@ -445,6 +632,7 @@ struct Gate {
             std::lock_guard<std::mutex> lock(external_socket);
             t_request = &request;
             t_peer = &peer;
+            t_channel = &tls;
             t_taken = false;
             dcmExternalSocketHandle.set(fd.get());
             received = ASC_receiveAssociation(network, &association, static_cast<long>(options.max_pdu), nullptr,
@@ -452,6 +640,7 @@ struct Gate {
             dcmExternalSocketHandle.set(DCMNET_INVALID_SOCKET);
             t_request = nullptr;
             t_peer = nullptr;
+            t_channel = nullptr;
             if (t_taken) fd.release();  // the association's connection closes it
         }
         if (received.bad()) {
@@ -462,8 +651,31 @@ struct Gate {
             }
             return {};
         }
+        // Who it is and what it may do.
+        const std::string calling = trimmed_ae(association->params->DULparams.callingAPTitle);
+        const std::string called = trimmed_ae(association->params->DULparams.calledAPTitle);
+        std::string refused;
+        std::optional<Rights> rights;
+        T_ASC_RejectParametersReason reason = ASC_REASON_SU_CALLINGAETITLENOTRECOGNIZED;
+        if (security.checks_called_ae() && called != trimmed_ae(options.aetitle.c_str())) {
+            refused = "called AE title \"" + printable_ae(called) + "\" is not this gateway's (--aetitle " +
+                      options.aetitle + ")";
+            reason = ASC_REASON_SU_CALLEDAETITLENOTRECOGNIZED;
+        } else {
+            rights = security.rights_of(calling, peer, subject, &refused);
+        }
+        if (!rights) {
+            spdlog::warn("association from {}@{}{} rejected (permanent, {} AE title not recognized): {}",
+                         printable_ae(calling), peer, subject.empty() ? "" : " (certificate \"" + subject + "\")",
+                         reason == ASC_REASON_SU_CALLEDAETITLENOTRECOGNIZED ? "called" : "calling", printable_ae(refused));
+            reject(association, reason);
+            ASC_dropAssociation(association);
+            ASC_destroyAssociation(&association);
+            return {};
+        }
+        spdlog::debug("association from {}@{}: rights {}", printable_ae(calling), peer, rights->text());
         try {
-            serve(association);
+            serve(association, AssociationPeer{peer, subject, *rights});
         } catch (const std::exception& e) {
             spdlog::error("association from {}: {}", peer, e.what());
         }
@@ -473,7 +685,8 @@ struct Gate {
 
 }  // namespace
 
-std::string accept_associations(const GatewayOptions& options, const std::function<void(T_ASC_Association*)>& serve)
+std::string accept_associations(const GatewayOptions& options, const DicomSecurity& security,
+                                const std::function<void(T_ASC_Association*, const AssociationPeer&)>& serve)
 {
     const std::string where = "listening on port " + std::to_string(options.port) + " failed: ";
     UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -489,7 +702,7 @@ std::string accept_associations(const GatewayOptions& options, const std::functi
         return where + std::strerror(errno);
 
     // Never freed: the connections' detached threads use it until the process ends.
-    Gate& gate = *new Gate{options, serve, nullptr,
+    Gate& gate = *new Gate{options, security, serve, nullptr,
                            Slots(options.max_associations, options.max_associations_per_peer), {}};
     // DCMTK opens no listening socket of its own while an external socket
     // is set; each association's socket is set as it comes.
@@ -526,7 +739,7 @@ std::string accept_associations(const GatewayOptions& options, const std::functi
         std::string peer = text;
         const std::string refused = gate.slots.admit(peer);
         if (!refused.empty()) {
-            refuse(std::move(fd), peer, refused);
+            refuse(std::move(fd), peer, refused, security.tls() != nullptr);
             continue;
         }
         try {

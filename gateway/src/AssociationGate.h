@@ -15,6 +15,7 @@
 /// peer trickling a message loses its association and its slot); between
 /// PDUs DCMTK's DIMSE timeout (--timeout) applies.
 
+#include "DicomSecurity.h"
 #include "GatewayOptions.h"
 
 #include <dcmtk/dcmnet/assoc.h>
@@ -24,10 +25,19 @@
 
 namespace blobstreaming::dicom {
 
+/// An admitted association's peer: what DicomSecurity::rights_of was asked
+/// with (the calling AE title is in the association's parameters) and its answer.
+struct AssociationPeer {
+    std::string address;      ///< IPv4, dotted
+    std::string tls_subject;  ///< the verified client certificate's subject; "" without TLS
+    Rights rights;
+};
+
 /// Listens on options.port (IPv4, every interface) and serves associations
-/// until the process ends: `serve` runs one association to its end on the
-/// connection's thread (it owns the association: DcmThreadSCP::run drops and
-/// destroys it). Returns only when listening fails, with why.
-std::string accept_associations(const GatewayOptions& options, const std::function<void(T_ASC_Association*)>& serve);
+/// until the process ends: `serve` runs one admitted association to its end
+/// on the connection's thread (it owns the association: DcmThreadSCP::run
+/// drops and destroys it). Returns only when listening fails, with why.
+std::string accept_associations(const GatewayOptions& options, const DicomSecurity& security,
+                                const std::function<void(T_ASC_Association*, const AssociationPeer&)>& serve);
 
 }  // namespace blobstreaming::dicom

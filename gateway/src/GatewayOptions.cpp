@@ -1,3 +1,9 @@
+// GCC 12 reports a -Wnull-dereference in std::vector inlined into
+// Boost.Program_options' typed_value<std::vector<std::string>>::notify (the
+// repeatable --peer, --peer-subject); the pointer is never null. A pragma
+// reaches it only from before the file's first include.
+#pragma GCC diagnostic ignored "-Wnull-dereference"
+
 #include "GatewayOptions.h"
 
 #include <blobstreaming/cli/CommandLine.h>
@@ -39,7 +45,7 @@ po::options_description describe()
     d.add_options()
         ("help,h", "show this help and exit")
         ("version", "show the version and exit")
-        ("aetitle,a", po::value<std::string>()->value_name("AE"), "this gateway's application entity title (1-16 characters); associations to any called AE title are accepted")
+        ("aetitle,a", po::value<std::string>()->value_name("AE"), "this gateway's application entity title (1-16 characters); associations to any called AE title are accepted, to this one only with --peer or --peer-subject")
         ("port,p", po::value<unsigned>()->value_name("PORT"), "TCP port to listen on, all interfaces (1-65535; 0: a free port, named in the ready line)")
         ("store,s", po::value<std::string>()->value_name("STORE"), "the Blob store receiving the instances")
         ("naming,n", po::value<std::string>()->default_value(env ? env : "corbaname::127.0.0.1:2809"), "Naming Service URL (env BLOBSTREAMING_NAMING)")
@@ -54,7 +60,16 @@ po::options_description describe()
         ("stable-after", po::value<std::string>()->default_value("60"), "a study with no new instance indexed for this long is stable and published as a study-stable event (with --index; blob watch --events study-stable), seconds unless a unit is given (0.001 to 86400 s, fractions allowed)")
         ("rescan", po::value<std::string>()->default_value("300"), "with --index: how often every registered store's Blobs are compared with the index, seconds unless a unit is given (0 to 86400 s; 0: only at start). A rescan watches stores registered since the last, subscribes again to each (a restarted store forgets its subscribers), indexes what was committed unseen (the gateway down, events dropped) and removes the entries of Blobs gone")
         ("log-file", po::value<std::string>()->value_name("FILE"), "append the log to FILE instead of standard error; opened again on SIGHUP (log rotation)")
-        ("config", po::value<std::string>()->value_name("FILE"), "read `option = value` lines (long option names) from FILE; the command line wins");
+        ("config", po::value<std::string>()->value_name("FILE"), "read `option = value` lines (long option names) from FILE; the command line wins")
+        // Security (issue 33, item 2): docs/DICOM.md, "Security".
+        ("peer", po::value<std::vector<std::string>>()->composing()->value_name("AE@HOST=RIGHTS"), "allow calling AE title AE from HOST (an IPv4 address, a host name resolved at start, or *) with RIGHTS, a comma list of store, query, retrieve, move (any destination) and move:DEST+DEST (those destinations); repeatable. With any --peer or --peer-subject, other peers are rejected (permanent, calling AE title not recognized), operations without their right are refused (status 0124) and the called AE title must be --aetitle")
+        ("peer-subject", po::value<std::vector<std::string>>()->composing()->value_name("SUBJECT=RIGHTS"), "with --tls-*: allow the client certificate subject SUBJECT (RFC 2253, e.g. CN=modality1,O=Radiology) with RIGHTS; repeatable. With both lists a peer must be in both and gets what both allow")
+        ("tls-cert", po::value<std::string>()->value_name("FILE"), "DICOM TLS on --port (PS3.15 B.1, TLS 1.2 or later, TLS only): this gateway's certificate (PEM); needs --tls-key and --tls-ca")
+        ("tls-key", po::value<std::string>()->value_name("FILE"), "the private key of --tls-cert (PEM, unencrypted)")
+        ("tls-ca", po::value<std::string>()->value_name("FILE"), "the CA certificates (PEM) that every peer's client certificate must chain to: peers without one are refused in the handshake")
+        ("store-tls-cert", po::value<std::string>()->value_name("FILE"), "TLS to the Blob stores (both planes; what blob --tls-cert is): this gateway's client certificate (PEM); needs --store-tls-key and --store-tls-ca")
+        ("store-tls-key", po::value<std::string>()->value_name("FILE"), "the private key of --store-tls-cert (PEM, unencrypted)")
+        ("store-tls-ca", po::value<std::string>()->value_name("FILE"), "the CA certificates (PEM) the stores' certificates must chain to");
     // clang-format on
     cli::add_logging_options(d, spdlog::level::info);
     return d;
@@ -78,6 +93,30 @@ void check_name_pattern(const std::string& pattern)
               "} (SOPInstanceUID, SOPClassUID, StudyInstanceUID, SeriesInstanceUID, Modality)");
     });
     if (const auto problem = blob_name_problem(sample)) usage("--name-pattern " + pattern + ": " + *problem);
+}
+
+std::string optional_string(const po::variables_map& vm, const char* key)
+{
+    return vm.count(key) ? vm[key].as<std::string>() : std::string();
+}
+
+/// --peer, --peer-subject, --tls-*, --store-tls-*.
+void parse_security_options(const po::variables_map& vm, GatewayOptions& o)
+{
+    if (vm.count("peer"))
+        for (const std::string& value : vm["peer"].as<std::vector<std::string>>())
+            o.peers.push_back(parse_peer_rule(value));
+    if (vm.count("peer-subject"))
+        for (const std::string& value : vm["peer-subject"].as<std::vector<std::string>>())
+            o.peer_subjects.push_back(parse_subject_rule(value));
+    o.tls = {optional_string(vm, "tls-cert"), optional_string(vm, "tls-key"), optional_string(vm, "tls-ca")};
+    o.store_tls = {optional_string(vm, "store-tls-cert"), optional_string(vm, "store-tls-key"),
+                   optional_string(vm, "store-tls-ca")};
+    if (o.tls.enabled()) o.tls.check("--tls-");
+    if (o.store_tls.enabled()) o.store_tls.check("--store-tls-");
+    if (!o.peer_subjects.empty() && !o.tls.enabled())
+        usage("--peer-subject " + o.peer_subjects.front().text +
+              ": certificate subjects need DICOM TLS (--tls-cert, --tls-key, --tls-ca)");
 }
 
 }  // namespace
@@ -151,6 +190,7 @@ std::optional<GatewayOptions> parse_gateway_options(int argc, char** argv, std::
     } catch (const std::exception& e) {
         usage(e.what());
     }
+    parse_security_options(vm, o);
     return o;
 }
 

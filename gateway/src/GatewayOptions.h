@@ -4,11 +4,16 @@
 /// FILE` of `option = value` lines where the command line wins, the shared
 /// logging flags, --help, --version).
 
+#include "DicomSecurity.h"
+
+#include <blobstreaming/common/TlsFiles.h>
+
 #include <spdlog/common.h>
 
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace blobstreaming::dicom {
 
@@ -40,6 +45,13 @@ struct GatewayOptions {
     std::chrono::milliseconds rescan{300000};
     std::string log_file;  ///< "" : standard error
     spdlog::level::level_enum log_level = spdlog::level::info;
+
+    // Security (issue 33, item 2): who may use the DICOM port, DICOM TLS on
+    // it, and TLS to the Blob stores (docs/DICOM.md, "Security").
+    std::vector<PeerRule> peers;            ///< --peer AE@HOST=RIGHTS
+    std::vector<SubjectRule> peer_subjects;  ///< --peer-subject SUBJECT=RIGHTS
+    TlsFiles tls;                            ///< --tls-*: the DICOM port speaks TLS only
+    TlsFiles store_tls;                      ///< --store-tls-*: this gateway's identity to TLS stores
 };
 
 /// The options to run with, or (nullopt) the text to print for --help or

@@ -61,8 +61,18 @@ std::string spool_path()
     return spool_file(g_options->spool, ++g_spool_counter);
 }
 
+/// PS3.7 Annex C, the general status 0124H "Refused: not authorized"
+/// (DCMTK's STATUS_STORE_Refused_NotAuthorized, STATUS_MOVE_...): an
+/// operation the peer has no right to (docs/DICOM.md, "Security").
+constexpr Uint16 kNotAuthorized = 0x0124;
+
 class StorageScp : public DcmThreadSCP {
 public:
+    /// The admitted peer and its rights (AssociationGate asked
+    /// DicomSecurity::rights_of): each operation checks its own right in
+    /// peer_.rights (a C-MOVE: peer_.rights.may_move_to(destination)).
+    void set_peer(const AssociationPeer& peer) { peer_ = peer; }
+
     /// The pool hands each connection to run(): the association is kept for
     /// C-GET's C-STORE sub-operations, sent straight from the pulled file.
     OFCondition run(T_ASC_Association* association) override
@@ -80,6 +90,7 @@ protected:
         if (message->CommandField == DIMSE_C_GET_RQ) return get(message->msg.CGetRQ, context.presentationContextID);
         if (message->CommandField != DIMSE_C_STORE_RQ) return DcmThreadSCP::handleIncomingCommand(message, context);
         T_DIMSE_C_StoreRQ& request = message->msg.CStoreRQ;
+        if (!peer_.rights.store) return refuse_store(request, context.presentationContextID);
         ReceivedInstance instance;
         instance.sop_class_uid = request.AffectedSOPClassUID;
         instance.sop_instance_uid = request.AffectedSOPInstanceUID;
@@ -110,6 +121,19 @@ protected:
                                          request.AffectedSOPInstanceUID, outcome.status, comment);
         });
         return answered;
+    }
+
+    /// A C-STORE without the store right: its data set read and dropped, 0124.
+    OFCondition refuse_store(T_DIMSE_C_StoreRQ& request, T_ASC_PresentationContextID context)
+    {
+        const OFCondition received = receiveSTORERequest(request, context, "/dev/null");
+        if (received.bad()) return received;
+        spdlog::warn("C-STORE of {} from {}: refused (status 0124, not authorized): no store right (rights {})",
+                     printable(request.AffectedSOPInstanceUID), peer(), peer_.rights.text());
+        DcmDataset detail;
+        return sendSTOREResponse(context, request.MessageID, request.AffectedSOPClassUID,
+                                 request.AffectedSOPInstanceUID, kNotAuthorized,
+                                 error_comment(detail, "not authorized: no store right for this AE title"));
     }
 
     /// The peer for log lines: its AE title is the peer's text, escaped.
@@ -175,7 +199,10 @@ protected:
         Uint16 status = 0;
         std::string why;
         std::vector<IndexRow> rows;
-        if (parse_query(request.AffectedSOPClassUID, identifier, query, status, why)) {
+        if (!peer_.rights.query) {
+            status = kNotAuthorized;
+            why = "not authorized: no query right for this AE title";
+        } else if (parse_query(request.AffectedSOPClassUID, identifier, query, status, why)) {
             try {
                 rows = g_index->find(query.level, query.matches);
             } catch (const Error& e) {
@@ -287,7 +314,10 @@ protected:
         Uint16 status = 0;
         std::string why;
         std::vector<IndexRow> rows;
-        if (parse_query(request.AffectedSOPClassUID, identifier, query, status, why)) {
+        if (!peer_.rights.retrieve) {
+            status = kNotAuthorized;
+            why = "not authorized: no retrieve right for this AE title";
+        } else if (parse_query(request.AffectedSOPClassUID, identifier, query, status, why)) {
             try {
                 rows = g_index->find(Level::instance, query.matches);
             } catch (const Error& e) {
@@ -452,6 +482,7 @@ protected:
 
 private:
     T_ASC_Association* association_ = nullptr;
+    AssociationPeer peer_;
 };
 
 void add_contexts(DcmSCPConfig& config)
@@ -494,7 +525,7 @@ void add_contexts(DcmSCPConfig& config)
 }  // namespace
 
 std::string serve_associations(const GatewayOptions& options, InstanceStore& store, StudyIndex* index,
-                               client::Session& session)
+                               client::Session& session, const DicomSecurity& security)
 {
     g_options = &options;
     g_store = &store;
@@ -514,9 +545,10 @@ std::string serve_associations(const GatewayOptions& options, InstanceStore& sto
     // Each association on a thread of its own, taken by AssociationGate
     // (slots, deadlines) rather than DCMTK's pool.
     const DcmSharedSCPConfig shared(config);
-    return accept_associations(options, [shared](T_ASC_Association* association) {
+    return accept_associations(options, security, [shared](T_ASC_Association* association, const AssociationPeer& peer) {
         StorageScp scp;
         scp.setSharedConfig(shared);
+        scp.set_peer(peer);
         const OFCondition ended = scp.run(association);
         if (ended.bad()) spdlog::debug("association ended: {}", ended.text());
     });

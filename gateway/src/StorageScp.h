@@ -7,6 +7,7 @@
 /// syntaxes, Verification (C-ECHO), and Query/Retrieve (C-FIND, C-GET) in
 /// the Patient Root and Study Root models.
 
+#include "DicomSecurity.h"
 #include "InstanceStore.h"
 
 #include <cstdint>
@@ -16,9 +17,11 @@ namespace blobstreaming::dicom {
 
 /// Listens on options.port and serves associations until the process ends;
 /// each C-STORE goes through `store`, C-FIND and C-GET through `index`
-/// (null: refused, no --index) and `session` (C-GET pulls the instances).
+/// (null: refused, no --index) and `session` (C-GET pulls the instances);
+/// `security` admits associations and each operation needs its right
+/// (refused with status 0124, Refused: not authorized).
 /// Returns only when listening fails (e.g. the port is taken), with why.
 std::string serve_associations(const GatewayOptions& options, InstanceStore& store, StudyIndex* index,
-                               client::Session& session);
+                               client::Session& session, const DicomSecurity& security);
 
 }  // namespace blobstreaming::dicom

@@ -5,6 +5,7 @@
 /// C-STORE in progress is then not answered, and the modality sends it again
 /// (a resend of the same data set succeeds without a second copy).
 
+#include "DicomSecurity.h"
 #include "EventIndexer.h"
 #include "GatewayOptions.h"
 #include "InstanceStore.h"
@@ -125,7 +126,11 @@ int main(int argc, char** argv)
     std::unique_ptr<StableTracker> tracker;
     std::unique_ptr<InstanceStore> store;
     std::optional<PortReservation> port;
+    std::unique_ptr<DicomSecurity> security;
     try {
+        // Who may use the DICOM port, and its TLS: host names resolved and
+        // certificate files loaded before the ready line.
+        security = std::make_unique<DicomSecurity>(o);
         // Before the ORB opens its endpoints: none of them may take the port.
         port.emplace(o.port);
         o.port = port->port();
@@ -137,6 +142,9 @@ int main(int argc, char** argv)
         so.naming_url = o.naming;
         so.default_store = o.store;
         so.timeout = o.timeout;
+        so.tls_cert = o.store_tls.cert;  // TLS-only stores (--store-tls-*)
+        so.tls_key = o.store_tls.key;
+        so.tls_ca = o.store_tls.ca;
         session = std::make_unique<client::Session>(so);
         check_store(*session, o);
         if (!o.index.empty()) {
@@ -162,8 +170,10 @@ int main(int argc, char** argv)
         std::cerr << "blob-dicomd: " << e.what() << "\n";
         return static_cast<int>(e.code());
     }
-    std::thread listener([&o, &store, &index, &session] {
-        g_listen_failure = serve_associations(o, *store, index.get(), *session);
+    if (security->open()) spdlog::warn("{}", security->describe());
+    else spdlog::info("{}", security->describe());
+    std::thread listener([&o, &store, &index, &session, &security] {
+        g_listen_failure = serve_associations(o, *store, index.get(), *session, *security);
         g_listener_ended = true;
         ::kill(::getpid(), SIGUSR1);
     });

@@ -8,6 +8,7 @@
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Orb.h>
 #include <blobstreaming/transporter/corba/References.h>
+#include <blobstreaming/transporter/corba/Security.h>
 
 #include <spdlog/spdlog.h>
 
@@ -153,6 +154,7 @@ Activator::Activator(ActivatorOptions options) : options_(std::move(options))
     options_.connections.per_peer = std::min(options_.connections.per_peer, options_.connections.total);
     const auto idle = std::to_string(options_.idle_timeout.count());
     const unsigned threads = options_.connections.total;
+    if (options_.tls.enabled()) corba::configure_ssl(options_.tls);
     orb_ = corba::init_orb({{"endPoint", options_.endpoint},
                             {"clientCallTimeOutPeriod", "2000"},
                             {"threadPerConnectionUpperLimit", std::to_string(threads + kSpareThreads)},

@@ -16,6 +16,7 @@
 /// request meanwhile is refused at once saying when. A successful start
 /// resets the back-off.
 
+#include <blobstreaming/common/TlsFiles.h>
 #include <blobstreaming/common/UniqueFd.h>
 #include <blobstreaming/transporter/corba/ConnectionGate.h>
 
@@ -40,7 +41,11 @@ struct ActivatorOptions {
     std::string naming;      ///< the Naming Service the stores register in
     std::string config_dir;  ///< NAME.conf per store (blobstored's --config format)
     std::string blobstored;  ///< the daemon's program
-    std::string endpoint;    ///< this activator's omniORB endPoint
+    std::string endpoint;    ///< this activator's omniORB endPoint (giop:ssl with tls)
+    /// TLS stores (--tls-*): the activator's own references are TLS-only
+    /// (a TLS client refuses a plaintext one), and it checks a running
+    /// store's entry over TLS with this identity. Empty: plain TCP.
+    TlsFiles tls;
     std::chrono::seconds start_timeout{30};
     std::chrono::seconds kill_grace{5};  ///< SIGTERM to SIGKILL for a daemon that did not start
     /// A connection without a request in progress is closed after this;

@@ -63,7 +63,10 @@ int main(int argc, char** argv)
         ("kill-grace", po::value<unsigned>()->value_name("SECONDS")->default_value(5), "a daemon that did not start gets SIGTERM, then SIGKILL after this (1 to 60)")
         ("idle-timeout", po::value<unsigned>()->value_name("SECONDS")->default_value(10), "a connection without a request in progress is closed after this; a request begun must arrive whole within it (1 to 3600)")
         ("max-connections", po::value<unsigned>()->value_name("N")->default_value(512), "connections open at once; when reached, one of the other address that holds the most is ended if it holds at least as many as the newcomer's would (16 to 65536; at most half the descriptor limit)")
-        ("max-connections-per-peer", po::value<unsigned>()->value_name("N")->default_value(16), "connections from one address; more are refused (1 to 4096)");
+        ("max-connections-per-peer", po::value<unsigned>()->value_name("N")->default_value(16), "connections from one address; more are refused (1 to 4096)")
+        ("tls-cert", po::value<std::string>()->value_name("FILE"), "for TLS-only stores: this activator's certificate (PEM); its endpoint is then TLS only (giop:ssl), as a TLS client requires of every store reference; needs --tls-key and --tls-ca")
+        ("tls-key", po::value<std::string>()->value_name("FILE"), "the private key of --tls-cert (PEM, unencrypted)")
+        ("tls-ca", po::value<std::string>()->value_name("FILE"), "the CA certificates (PEM) that clients' and stores' certificates must chain to");
     // clang-format on
     cli::add_logging_options(desc, spdlog::level::info);
     po::variables_map vm;
@@ -88,7 +91,11 @@ int main(int argc, char** argv)
         if (colon == std::string::npos) throw po::error("--control-address: \"" + control + "\" is not HOST:PORT");
         const std::string host = control.substr(0, colon) == "0.0.0.0" ? "" : control.substr(0, colon);
         const std::string port = control.substr(colon + 1) == "0" ? "" : control.substr(colon + 1);
-        o.endpoint = "giop:tcp:" + host + ":" + port;
+        for (const auto& [key, file] : {std::pair{"tls-cert", &o.tls.cert}, std::pair{"tls-key", &o.tls.key},
+                                        std::pair{"tls-ca", &o.tls.ca}})
+            if (vm.count(key)) *file = vm[key].as<std::string>();
+        o.tls.check("--tls-");
+        o.endpoint = (o.tls.enabled() ? "giop:ssl:" : "giop:tcp:") + host + ":" + port;
         const auto ranged = [&](const char* name, unsigned low, unsigned high) {
             const unsigned v = vm[name].as<unsigned>();
             if (v < low || v > high)
