@@ -48,6 +48,21 @@ def to_closed_pipe(c, args, timeout=60):
     return p.returncode, p.stderr
 
 
+def read_terminal(master, done, timeout):
+    """What a program draws on the pseudo-terminal `master` until
+    `done(drawn so far)` or `timeout` seconds."""
+    drawn = b""
+    deadline = time.monotonic() + timeout
+    while not done(drawn) and time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.5)
+        if ready:
+            try:
+                drawn += os.read(master, 65536)
+            except OSError:  # the program ended: EIO
+                break
+    return drawn
+
+
 def test(c):
     blob = harness.program("clients/blob")
     step("help as git's: blob help, blob help COMMAND, a short --help, --help-all")
@@ -130,31 +145,16 @@ def test(c):
     pusher = subprocess.Popen([*base, "--timeout", "60", "push", "--name", "SLOW", "--size", "8M", fifo],
                               stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=c.env)
     os.close(slave)
-    drawn = b""
     try:
         writer = os.open(fifo, os.O_WRONLY)  # the push opened its end
         os.write(writer, b"x" * MiB)
-        deadline = time.monotonic() + 20
-        while b"stalled" not in drawn and time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.5)
-            if ready:
-                try:
-                    drawn += os.read(master, 65536)
-                except OSError:
-                    break
+        drawn = read_terminal(master, lambda text: b"stalled" in text, 20)
         check(b"stalled 0:0" in drawn and b" / 8.0 MiB" in drawn,
               f"the bar of a push waiting for its input does not say it stalled: {drawn[-400:]!r}")
         for _ in range(7):
             os.write(writer, b"x" * MiB)
         os.close(writer)
-        deadline = time.monotonic() + 60
-        while pusher.poll() is None and time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.5)
-            if ready:
-                try:
-                    drawn += os.read(master, 65536)
-                except OSError:
-                    break
+        drawn += read_terminal(master, lambda _text: pusher.poll() is not None, 60)
         check_equal(pusher.wait(timeout=30), 0, f"the stalled push in the end ({drawn[-300:]!r})")
     finally:
         if pusher.poll() is None:
