@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -99,10 +100,18 @@ struct MetricsEndpoint::Impl {
     /// Null for plain HTTP; else the store's server context (TlsContext:
     /// client certificates required and verified against its CA).
     std::unique_ptr<asio::ssl::context> tls;
-    /// A descriptor held in reserve: out of descriptors, it is closed to
+    /// Descriptors held in reserve: out of descriptors, they are closed to
     /// accept and close the pending connections (which would otherwise keep
-    /// the port readable), then opened again.
-    int reserve = -1;
+    /// the port readable), then opened again. Two, because another thread
+    /// of the daemon may take a freed number first and keep it (a
+    /// connection to the Naming Service): one is then still there.
+    std::array<int, 2> reserves{-1, -1};
+    /// Opens the reserves that are not open (some may fail at the limit).
+    void fill_reserves() noexcept
+    {
+        for (int& r : reserves)
+            if (r < 0) r = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    }
     std::atomic<int> sessions{0};
     std::mutex peers_mutex;
     std::map<std::string, int> per_peer;  ///< open sessions by remote address
@@ -321,9 +330,15 @@ void MetricsEndpoint::Impl::accept()
 void MetricsEndpoint::Impl::out_of_descriptors(const beast::error_code& ec)
 {
     int dropped = 0;
-    if (reserve >= 0) {
-        ::close(reserve);
-        reserve = -1;
+    fill_reserves();  // descriptors may have been freed since the last time
+    bool freed = false;
+    for (int& r : reserves) {
+        if (r < 0) continue;
+        ::close(r);
+        r = -1;
+        freed = true;
+    }
+    if (freed) {
         for (int i = 0; i < kMaxSessions; ++i) {
             const int fd = ::accept4(acceptor.native_handle(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
             if (fd < 0) {
@@ -333,7 +348,7 @@ void MetricsEndpoint::Impl::out_of_descriptors(const beast::error_code& ec)
             ::close(fd);
             ++dropped;
         }
-        reserve = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+        fill_reserves();
     }
     int suppressed = 0;
     if (descriptors_log.allow(suppressed))
@@ -366,7 +381,7 @@ MetricsEndpoint::MetricsEndpoint(const HostPort& where, std::function<std::strin
     if (ec) throw Error(Errc::unreachable, "--metrics-address: cannot listen on " + text + ": " + ec.message());
     const tcp::endpoint bound = impl_->acceptor.local_endpoint();
     impl_->address = bound.address().to_string() + ":" + std::to_string(bound.port());
-    impl_->reserve = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    impl_->fill_reserves();
     impl_->accept();
     impl_->thread = std::thread([impl = impl_.get()] {
         try {
@@ -381,7 +396,8 @@ MetricsEndpoint::~MetricsEndpoint()
 {
     impl_->io.stop();
     if (impl_->thread.joinable()) impl_->thread.join();
-    if (impl_->reserve >= 0) ::close(impl_->reserve);
+    for (const int r : impl_->reserves)
+        if (r >= 0) ::close(r);
 }
 
 const std::string& MetricsEndpoint::address() const noexcept { return impl_->address; }
