@@ -30,9 +30,19 @@ gateway_blob_dicomd_SOURCES = \
 	gateway/src/StudyEvents.h \
 	gateway/src/StudyStability.h \
 	gateway/src/TextDecoder.cpp \
-	gateway/src/TextDecoder.h
+	gateway/src/TextDecoder.h \
+	gateway/src/web/DicomWeb.cpp \
+	gateway/src/web/DicomWeb.h \
+	gateway/src/web/HttpServer.cpp \
+	gateway/src/web/HttpServer.h \
+	gateway/src/web/Multipart.cpp \
+	gateway/src/web/Multipart.h \
+	gateway/src/web/PixelData.cpp \
+	gateway/src/web/PixelData.h \
+	gateway/src/web/Wado.cpp \
+	gateway/src/web/WebSpool.h
 # StudyEvents and the --log-file sink: what blobstored does too (libblobdaemon).
-gateway_blob_dicomd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients $(OMNIORB_CFLAGS) $(SPDLOG_CFLAGS) $(DCMTK_CFLAGS)
+gateway_blob_dicomd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients -I$(top_srcdir)/gateway/src $(OMNIORB_CFLAGS) $(SPDLOG_CFLAGS) $(DCMTK_CFLAGS)
 gateway_blob_dicomd_LDADD = clients/dicom/libblobdicom.la clients/libblobclient.la transporter/libblobdaemon.la \
 	transporter/libblobtransporter.la blobstore/libblobstore.la common/libblobcli.la common/libblobcommon.la \
 	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(DCMTK_LIBS) $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS)

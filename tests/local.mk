@@ -70,7 +70,8 @@ system_tests = \
 	tests/test_round_trips.py \
 	tests/test_dicom_charsets.py \
 	tests/test_dicom_text.py \
-	tests/test_dicom_postgresql.py
+	tests/test_dicom_postgresql.py \
+	tests/test_dicomweb.py
 TESTS += $(system_tests)
 # bsbench and sdc-bench are built by the bench targets only; this test runs them too.
 tests/test_cli_common.log: benchmarks/bsbench$(EXEEXT) sdc/sdc-bench$(EXEEXT)
@@ -97,7 +98,7 @@ clean-snippet-root:
 	rm -rf $(abs_builddir)/tests/snippet-root
 .PHONY: clean-snippet-root
 dist_check_SCRIPTS += $(system_tests)
-EXTRA_DIST += tests/tools/dicom_objects.py tests/tools/pynetdicom_peer.py tests/harness/dicom.py
+EXTRA_DIST += tests/tools/dicom_objects.py tests/tools/pynetdicom_peer.py tests/tools/dicomweb_peer.py tests/harness/dicom.py
 EXTRA_DIST += tests/harness/__init__.py tests/harness/ceph.py tests/harness/checks.py tests/harness/cli.py \
 	tests/harness/cluster.py tests/harness/daemons.py tests/harness/files.py tests/harness/naming.py \
 	tests/harness/ports.py tests/harness/processes.py tests/harness/script.py tests/harness/workspace.py \
