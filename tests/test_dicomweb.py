@@ -9,13 +9,14 @@ data with Range (206, 416); STOW-RS stored as a C-STORE is, conflicts
 refused (409, 202); then the limits: a bad query parameter (400 naming
 it), a missing token (401), CORS preflight, an oversized body (413), a
 slow-loris connection cut at --http-timeout while another client is
-served, the per-address connection cap. Real omniNames, blobstored and
-blob-dicomd on 127.0.0.1."""
+served, the per-address connection cap, TLS with client certificates.
+Real omniNames, blobstored and blob-dicomd on 127.0.0.1."""
 
 import http.client
 import json
 import os
 import socket
+import ssl
 import statistics
 import subprocess
 import sys
@@ -40,9 +41,12 @@ class Http:
     """Raw HTTP/1.1 requests to a gateway's DICOMweb port (one keep-alive connection, opened again when the
     server has closed it)."""
 
-    def __init__(self, url):
+    def __init__(self, url, context=None):
         self.host, self.port = host_port(url)
-        self.conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
+        if url.startswith("https:"):
+            self.conn = http.client.HTTPSConnection(self.host, self.port, timeout=30, context=context)
+        else:
+            self.conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
 
     def request(self, method, path, body=None, headers=None):
         try:
@@ -70,6 +74,22 @@ def parts(content_type, body):
         check(data.endswith(b"\r\n"), "a part does not end with CRLF before the next delimiter")
         out.append((head.decode(), data[:-2]))
     return out
+
+
+def openssl(c, *args):
+    r = subprocess.run(["openssl", *args], capture_output=True, text=True, timeout=60, cwd=c.path())
+    check(r.returncode == 0, f"openssl {' '.join(args)} failed: {r.stderr}")
+
+
+def make_cert(c, name, subject, usage, san=None):
+    """A key and a certificate of `subject` signed by the test's CA (ca.pem); returns (cert, key)."""
+    with open(c.path(f"{name}.ext"), "w") as f:
+        f.write(f"extendedKeyUsage={usage}\nbasicConstraints=CA:FALSE\n" + (f"subjectAltName={san}\n" if san else ""))
+    openssl(c, "req", "-new", "-newkey", "rsa:2048", "-nodes", "-subj", subject, "-keyout", f"{name}.key",
+            "-out", f"{name}.csr")
+    openssl(c, "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-days", "2", "-extfile", f"{name}.ext", "-out", f"{name}.pem")
+    return c.path(f"{name}.pem"), c.path(f"{name}.key")
 
 
 def file_bytes(path):
@@ -321,20 +341,41 @@ def test(c):
     for s in held + [extra]:
         s.close()
 
-    step("a bearer token (--http-token-file): without it 401, with it served; OPTIONS needs none")
+    step("TLS (--http-tls-cert/key, client certificates of --http-tls-ca) and a bearer token (--http-token-file): "
+         "a client without a certificate is refused at the handshake; without the token 401, with it served; "
+         "OPTIONS needs none")
+    openssl(c, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=web-ca", "-keyout",
+            "ca.key", "-out", "ca.pem", "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    server = make_cert(c, "server", "/CN=gateway", "serverAuth", "IP:127.0.0.1")
+    viewer = make_cert(c, "viewer", "/CN=viewer", "clientAuth")
     with open(c.path("tokens"), "w") as f:
         f.write("# viewers\nsecret-token-1\n")
-    gw2 = Gateway(c, "ws1", "gateway2", extra=["--http-address", "127.0.0.1:0", "--http-token-file",
-                                               c.path("tokens")])
-    h2 = Http(gw2.http)
+    gw2 = Gateway(c, "ws1", "gateway2", extra=["--http-address", "127.0.0.1:0", "--http-token-file", c.path("tokens"),
+                                               "--http-tls-cert", server[0], "--http-tls-key", server[1],
+                                               "--http-tls-ca", c.path("ca.pem")])
+    check(gw2.http.startswith("https://127.0.0.1:"), f"the ready line names https: {gw2.proc.ready_line!r}")
+    host, port = host_port(gw2.http)
+    anonymous = ssl.create_default_context(cafile=c.path("ca.pem"))
+    try:
+        with socket.create_connection((host, port), timeout=10) as raw:
+            with anonymous.wrap_socket(raw, server_hostname=host) as tls:
+                tls.sendall(b"GET /dicom-web/studies HTTP/1.1\r\nHost: x\r\n\r\n")
+                refused = tls.recv(100) == b""
+    except (ssl.SSLError, ConnectionResetError):
+        refused = True
+    check(refused, "a TLS client without a certificate was served")
+    trusted = ssl.create_default_context(cafile=c.path("ca.pem"))
+    trusted.load_cert_chain(viewer[0], viewer[1])
+    h2 = Http(gw2.http, context=trusted)
     status, headers, body = h2.request("GET", "/dicom-web/studies")
     check_equal(status, 401, f"no token ({body!r})")
     check(b"requires an Authorization: Bearer token" in body and headers.get("www-authenticate", "").startswith("Bearer"),
           f"the 401 says what is needed: {headers} {body!r}")
     status, _, _ = h2.request("GET", "/dicom-web/studies", headers={"Authorization": "Bearer wrong"})
     check_equal(status, 401, "a wrong token")
-    status, _, _ = h2.request("GET", "/dicom-web/studies", headers={"Authorization": "Bearer secret-token-1"})
-    check_equal(status, 200, "the token of the file")
+    status, _, body = h2.request("GET", "/dicom-web/studies", headers={"Authorization": "Bearer secret-token-1"})
+    check_equal((status, len(json.loads(body))), (200, 5), "the token of the file, over TLS: the 5 studies")
     status, _, _ = h2.request("OPTIONS", "/dicom-web/studies")
     check_equal(status, 204, "OPTIONS without a token")
 
