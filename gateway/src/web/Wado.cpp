@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -24,8 +25,9 @@ namespace blobstreaming::dicom::web {
 
 namespace {
 
-/// Instances pulled (to the spool) at once for a multipart response.
-constexpr std::size_t kRetrieveBatch = 8;
+/// Instances pulled (to the spool) at once for a multipart response; the next
+/// batch is pulled while one is written.
+constexpr std::size_t kRetrieveBatch = 16;
 /// The first bytes read of an instance to find its Pixel Data; 8 times
 /// more each time the header goes on.
 constexpr std::uint64_t kFirstPrefix = 64 * 1024;
@@ -242,7 +244,14 @@ void DicomWeb::retrieve(const Request& request, const Scope& scope, Reply& reply
     std::uint64_t bytes = 0;
     std::vector<char> buffer(1 << 20);
     const auto stores_now = stores();
-    for (std::size_t begin = 0; begin < rows.size(); begin += kRetrieveBatch) {
+    // One batch pulled (to the spool) while the previous one is written to the client.
+    struct Batch {
+        std::vector<std::unique_ptr<SpoolFile>> files;
+        std::vector<InstanceToPull> instances;
+        std::vector<PulledInstance> results;
+    };
+    const auto pull_batch = [&](std::size_t begin) {
+        Batch batch;
         const std::size_t end = std::min(rows.size(), begin + kRetrieveBatch);
         std::vector<std::string> sops;
         for (std::size_t i = begin; i < end; ++i)
@@ -254,26 +263,34 @@ void DicomWeb::retrieve(const Request& request, const Scope& scope, Reply& reply
             spdlog::warn("DICOMweb WADO-RS: the copies of {} instances: {}; from the stores the index names",
                          sops.size(), e.what());
         }
-        std::vector<std::unique_ptr<SpoolFile>> files;
-        std::vector<InstanceToPull> batch;
         for (std::size_t i = begin; i < end; ++i) {
             const std::string sop = column(rows[i], "SOPInstanceUID");
             if (conflicting.count(sop)) continue;
-            files.push_back(std::make_unique<SpoolFile>(options_.spool));
-            batch.push_back({sop,
-                             nearest_first(std::move(copies[sop]), {column(rows[i], "blob"), column(rows[i], "store"), ""},
-                                           stores_now),
-                             files.back()->path()});
+            batch.files.push_back(std::make_unique<SpoolFile>(options_.spool));
+            batch.instances.push_back(
+                {sop,
+                 nearest_first(std::move(copies[sop]), {column(rows[i], "blob"), column(rows[i], "store"), ""},
+                               stores_now),
+                 batch.files.back()->path()});
         }
-        const std::vector<PulledInstance> results = pull_from_copies(session_, batch, client::PullOptions{});
-        for (std::size_t k = 0; k < batch.size(); ++k) {
-            if (!results[k].result.ok()) {
+        batch.results = pull_from_copies(session_, batch.instances, client::PullOptions{});
+        return batch;
+    };
+    // The future's destructor waits for a pull in flight: its spool files go with it.
+    std::future<Batch> next = std::async(std::launch::async, pull_batch, 0);
+    for (std::size_t begin = 0; begin < rows.size(); begin += kRetrieveBatch) {
+        const Batch batch = next.get();
+        if (begin + kRetrieveBatch < rows.size())
+            next = std::async(std::launch::async, pull_batch, begin + kRetrieveBatch);
+        for (std::size_t k = 0; k < batch.instances.size(); ++k) {
+            if (!batch.results[k].result.ok()) {
                 ++failed;
                 spdlog::error("DICOMweb WADO-RS to {}: instance {}: pulling Blob {}: {}; not sent", request.peer,
-                              printable(batch[k].sop), printable(results[k].blob), results[k].result.message);
+                              printable(batch.instances[k].sop), printable(batch.results[k].blob),
+                              batch.results[k].result.message);
                 continue;
             }
-            std::ifstream in(batch[k].path, std::ios::binary);
+            std::ifstream in(batch.instances[k].path, std::ios::binary);
             const std::string head = part_header(boundary, "application/dicom", sent == 0);
             if (!reply.write(head.data(), head.size())) return;
             while (in) {
