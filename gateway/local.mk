@@ -82,3 +82,16 @@ gateway_tests_StableTrackerTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/gatewa
 	-DBOOST_TEST_DYN_LINK
 gateway_tests_StableTrackerTest_LDADD = clients/dicom/libblobdicom.la common/libblobcommon.la $(SPDLOG_LIBS) \
 	$(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
+
+# DICOMweb's byte-level parts (no processes): where Pixel Data lies in a
+# Part 10 object's first bytes, and multipart/related bodies.
+check_PROGRAMS += gateway/tests/PixelDataTest gateway/tests/MultipartTest
+TESTS += gateway/tests/PixelDataTest gateway/tests/MultipartTest
+gateway_tests_PixelDataTest_SOURCES = gateway/tests/PixelDataTest.cpp gateway/src/web/PixelData.cpp \
+	gateway/src/web/PixelData.h
+gateway_tests_PixelDataTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/gateway/src -DBOOST_TEST_DYN_LINK
+gateway_tests_PixelDataTest_LDADD = $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
+gateway_tests_MultipartTest_SOURCES = gateway/tests/MultipartTest.cpp gateway/src/web/Multipart.cpp \
+	gateway/src/web/Multipart.h
+gateway_tests_MultipartTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/gateway/src -DBOOST_TEST_DYN_LINK
+gateway_tests_MultipartTest_LDADD = $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)

@@ -55,6 +55,7 @@ public:
         std::uint32_t tag;
         std::size_t value;
         std::uint32_t length;
+        bool unknown = false;  ///< VR UN: a value of undefined length is encoded in implicit VR (PS3.5 6.2.2)
     };
     Element element(std::size_t at, bool explicit_vr) const
     {
@@ -64,7 +65,7 @@ public:
         const char vr[3] = {static_cast<char>(data_[at + 4]), static_cast<char>(data_[at + 5]), 0};
         static const char* const kLong[] = {"OB", "OD", "OF", "OL", "OV", "OW", "SQ", "UC", "UN", "UR", "UT", "SV", "UV"};
         for (const char* l : kLong)
-            if (std::strcmp(vr, l) == 0) return {t, at + 12, u32(at + 8)};
+            if (std::strcmp(vr, l) == 0) return {t, at + 12, u32(at + 8), std::strcmp(vr, "UN") == 0};
         if (vr[0] < 'A' || vr[0] > 'Z' || vr[1] < 'A' || vr[1] > 'Z')
             throw Bad{"element (" + hex(t) + ") at byte " + std::to_string(at) + " has no valid VR"};
         return {t, at + 8, u16(at + 6)};
@@ -91,8 +92,9 @@ public:
                     at = inner.value;
                     break;
                 }
-                at = inner.length == kUndefined ? skip_undefined(inner.value, explicit_vr, depth + 1)
-                                                : inner.value + inner.length;
+                at = inner.length == kUndefined
+                         ? skip_undefined(inner.value, explicit_vr && !inner.unknown, depth + 1)
+                         : inner.value + inner.length;
             }
         }
     }
@@ -178,7 +180,7 @@ Scan locate_pixel_data(const std::uint8_t* data, std::size_t size, bool whole, P
             }
             default: break;
             }
-            at = e.length == kUndefined ? w.skip_undefined(e.value, explicit_vr, 0) : e.value + e.length;
+            at = e.length == kUndefined ? w.skip_undefined(e.value, explicit_vr && !e.unknown, 0) : e.value + e.length;
         }
     } catch (const Short&) {
         if (whole) {
