@@ -335,9 +335,9 @@ void DicomWeb::metadata(const Request& request, const Scope& scope, Reply& reply
     if (rows.empty())
         return void(reply.respond(text_response(http::status::not_found, "the index lists no instance of " +
                                                                              utf8_escaped(std::string(request.header.target())))));
-    if (!acceptable(request, "application/dicom+json", "", true))
+    if (!acceptable(request, "application/dicom+json", "", true) && !acceptable(request, "application/json", "", true))
         return void(reply.respond(text_response(http::status::not_acceptable,
-                                                "metadata is served as application/dicom+json")));
+                                                "metadata is served as application/dicom+json (or application/json)")));
     const std::string base = base_url(request);
     bool begun = false;
     std::size_t written = 0;
