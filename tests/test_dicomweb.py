@@ -230,6 +230,22 @@ def test(c):
     check_equal((status, headers.get("content-range")), (416, f"bytes */{total}"), "a range past the end")
     check(b"outside the Pixel Data" in body, f"the 416 says why: {body!r}")
 
+    step("requests of the shapes the OHIF Viewer sends (docs/DICOM.md's recipe): study list, series metadata, "
+         "frames, bulk data")
+    status, _, body = h.request("GET", "/dicom-web/studies?limit=101&offset=0&fuzzymatching=false"
+                                       "&includefield=00081030%2C00080060&PatientName=*PAT1*")
+    check_equal((status, len(json.loads(body))), (200, 2), "the study list of PAT1")
+    status, headers, body = h.request("GET", f"/dicom-web/studies/{mf['study']}/series/{mf['series']}/metadata",
+                                      headers={"Accept": "application/json"})
+    check_equal((status, json.loads(body)[0]["00280008"]["Value"]), (200, [FRAMES]), "series metadata")
+    status, headers, body = h.request("GET", base + "/frames/7", headers={
+        "Accept": "multipart/related; type=application/octet-stream; transfer-syntax=*"})
+    check_equal(status, 200, "a frame with the viewer's Accept")
+    check(parts(headers["content-type"], body)[0][1] == frame_of(c, mf["path"], 7), "frame 7 differs from pydicom's")
+    status, headers, body = h.request("GET", base + "/bulkdata/7FE00010", headers={"Accept": "application/octet-stream"})
+    check_equal((status, headers["content-type"], len(body)), (200, "application/octet-stream", total),
+                "the whole Pixel Data as one body")
+
     step("STOW-RS with dicomweb-client: two new instances stored, then found and retrieved")
     new = make_objects(c, "study", c.path("new"), "2", "PAT9", "20261120")
     stored = peer("store", *[e["path"] for e in new])
