@@ -210,7 +210,7 @@ http::response<http::string_body> DicomWeb::index_failure(const Request& request
 {
     const std::string reference = std::to_string(::getpid()) + "-web-" + std::to_string(++g_failures);
     spdlog::error("DICOMweb {} from {}: the study index failed (reference {}): {}",
-                  std::string(request.header.target()), request.peer, reference, e.what());
+                  printable(std::string(request.header.target())), request.peer, reference, e.what());
     return text_response(http::status::internal_server_error,
                          "study index failure, reference " + reference + " in the gateway's log");
 }

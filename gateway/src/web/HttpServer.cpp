@@ -5,6 +5,7 @@
 #include "Spool.h"
 
 #include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/Text.h>
 
 // GCC 12 reports a -Wnull-dereference inside Asio's scheduler once it is
 // inlined here (as in sdc/src/Asio.h): not ours, silenced for these headers.
@@ -301,8 +302,9 @@ private:
         if (response.result_int() < 400) return;
         std::string why = response.body().substr(0, 500);
         while (!why.empty() && why.back() == '\n') why.pop_back();
-        spdlog::info("DICOMweb {} {} from {}: {} {}", std::string(request_.header.method_string()),
-                     std::string(request_.header.target()).substr(0, 300), peer_, response.result_int(), why);
+        spdlog::info("DICOMweb {} {} from {}: {} {}", printable(std::string(request_.header.method_string())),
+                     printable(std::string(request_.header.target()).substr(0, 300)), peer_, response.result_int(),
+                     printable(why));
     }
 
     void close()
@@ -496,8 +498,8 @@ private:
             try {
                 self->server_.handler(self->request_, *self);
             } catch (const std::exception& e) {
-                spdlog::error("DICOMweb: {} {} from {}: {}", std::string(self->request_.header.method_string()),
-                              std::string(self->request_.header.target()), self->peer_, e.what());
+                spdlog::error("DICOMweb: {} {} from {}: {}", printable(std::string(self->request_.header.method_string())),
+                              printable(std::string(self->request_.header.target())), self->peer_, printable(e.what()));
                 if (!self->answered_)
                     self->respond(text_response(http::status::internal_server_error,
                                                 std::string("the gateway failed: ") + e.what()));
