@@ -59,7 +59,7 @@ po::options_description describe()
         // DICOMweb (gateway/src/web/)
         ("http-address", po::value<std::string>()->value_name("HOST:PORT"), "serve DICOMweb (QIDO-RS, WADO-RS, STOW-RS under /dicom-web) on HOST:PORT (port 0: a free port, named in the ready line); needs --index")
         ("http-max-connections", po::value<unsigned>()->default_value(64), "DICOMweb connections at once (1-4096); at the cap a newcomer ends a connection of the address holding the most, if it holds two more, else it is closed")
-        ("http-max-connections-per-peer", po::value<unsigned>()->value_name("N"), "DICOMweb connections from one IP address (1 to --http-max-connections; default a quarter of it, at least 1); more are closed at once")
+        ("http-max-connections-per-peer", po::value<unsigned>()->value_name("N"), "DICOMweb connections from one IP address (1 to --http-max-connections; default an eighth of it, at least 1); more are closed at once")
         ("http-timeout", po::value<std::string>()->default_value("30"), "a DICOMweb request (the TLS handshake, the headers and the body) must arrive whole within this time of the accept or of the previous response, and each write of a response must progress within it, else the connection is closed; seconds unless a unit is given (1 to 3600 s)")
         ("http-max-body", po::value<std::string>()->default_value("256M"), "largest request body (STOW-RS) in bytes, K/M/G suffixes allowed (1K to 16G); a larger one is answered 413")
         ("http-max-parts", po::value<unsigned>()->default_value(1000), "most instances in one STOW-RS request (1-100000); more are answered 413")
@@ -118,7 +118,7 @@ void parse_http_options(const po::variables_map& vm, GatewayOptions& o)
     o.http_max_connections = vm["http-max-connections"].as<unsigned>();
     if (o.http_max_connections < 1 || o.http_max_connections > 4096)
         usage("--http-max-connections " + std::to_string(o.http_max_connections) + ": expected 1 to 4096");
-    o.http_max_connections_per_peer = std::max(1u, o.http_max_connections / 4);
+    o.http_max_connections_per_peer = std::max(1u, o.http_max_connections / 8);
     if (vm.count("http-max-connections-per-peer")) {
         o.http_max_connections_per_peer = vm["http-max-connections-per-peer"].as<unsigned>();
         if (o.http_max_connections_per_peer < 1 || o.http_max_connections_per_peer > o.http_max_connections)

@@ -46,7 +46,7 @@ struct GatewayOptions {
     std::string http_host;  ///< --http-address's host; "" : no DICOMweb server
     unsigned http_port = 0;
     unsigned http_max_connections = 64;
-    unsigned http_max_connections_per_peer = 16;
+    unsigned http_max_connections_per_peer = 8;
     /// The most time from a connection's accept (or its previous response)
     /// to the end of the next whole request, TLS handshake included; also
     /// how long one write of a response may wait for the peer.
