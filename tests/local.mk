@@ -149,6 +149,18 @@ check-load: $(check_PROGRAMS) $(bin_PROGRAMS)
 	$(PYTHON) $(srcdir)/tests/test_event_fairness.py
 .PHONY: check-load
 
+# Interoperability with heavy peers, not in make check (they need the network
+# once and take minutes): interop_tests lists them; each runs as make check
+# runs a test (skipped, 77, when its peer is missing).
+interop_tests = tests/test_ohif.py
+EXTRA_DIST += $(interop_tests)
+check-interop: $(check_PROGRAMS) $(bin_PROGRAMS)
+	$(AM_V_at)status=0; for t in $(interop_tests); do \
+	  ( $(AM_TESTS_ENVIRONMENT) $(PYTHON) $(srcdir)/$$t ); rc=$$?; \
+	  if test $$rc -ne 0 && test $$rc -ne 77; then status=1; fi; \
+	done; exit $$status
+.PHONY: check-interop
+
 # Makes one control-plane call (any operation of a store, a transporter or a
 # locator) as one client, with or without a TLS certificate, and prints the
 # outcome (tests/test_tls.py, tests/test_tls_access.py).
