@@ -7,9 +7,10 @@ BulkDataURI, frames equal to pydicom's bytes of that frame, read as a
 range of the Blob (the gateway reads far less than the instance); bulk
 data with Range (206, 416); STOW-RS stored as a C-STORE is, conflicts
 refused (409, 202); then the limits: a bad query parameter (400 naming
-it), a missing token (401), CORS preflight, an oversized body (413), a
-slow-loris connection cut at --http-timeout while another client is
-served, the per-address connection cap, TLS with client certificates.
+it), a missing token (401), CORS preflight, an oversized body (413),
+oversized headers (431), a slow-loris connection cut at --http-timeout
+while another client is served, the per-address and total connection caps,
+TLS with client certificates.
 Real omniNames, blobstored and blob-dicomd on 127.0.0.1."""
 
 import http.client
@@ -294,6 +295,14 @@ def test(c):
     check(answer.startswith(b"HTTP/1.1 413") and b"exceeds 2097152 bytes (--http-max-body)" in answer,
           f"the answer to a 3 MB body: {answer!r}")
 
+    step("limits: headers over 16 KiB are refused (431)")
+    s = socket.create_connection((h.host, h.port), timeout=10)
+    s.sendall(b"GET /dicom-web/studies HTTP/1.1\r\nHost: x\r\nX-Filler: " + b"a" * 20000 + b"\r\n\r\n")
+    answer = s.recv(4096)
+    s.close()
+    check(answer.startswith(b"HTTP/1.1 431") and b"the request's headers exceed 16384 bytes" in answer,
+          f"the answer to 20 KB of headers: {answer!r}")
+
     step("CORS: a preflight from the allowed origin is answered 204, another origin 403; responses carry the origin")
     status, headers, _ = h.request("OPTIONS", "/dicom-web/studies", headers={
         "Origin": "http://viewer.test", "Access-Control-Request-Method": "GET",
@@ -356,6 +365,34 @@ def test(c):
     check_equal(status, 200, "a search from 127.0.0.1 while 127.0.0.2 holds its cap")
     for s in held + [extra]:
         s.close()
+
+    step("the total cap (--http-max-connections 32): held by 127.0.0.2-6 (6 each) and 127.0.0.7 (2), a newcomer "
+         "from 127.0.0.1 ends an idle connection of an address holding the most and is served")
+    held = {}
+    for a in range(2, 8):
+        held[a] = []
+        for _ in range(6 if a < 7 else 2):
+            s = socket.socket()
+            s.bind((f"127.0.0.{a}", 0))
+            s.connect((h.host, h.port))
+            held[a].append(s)
+    time.sleep(0.2)  # every connection accepted (they send nothing; the server answers none of them)
+    status, _, _ = Http(url).request("GET", "/dicom-web/studies")
+    check_equal(status, 200, "the newcomer's search at the total cap")
+
+    def ended(sock):
+        sock.settimeout(0.05)
+        try:
+            return sock.recv(10) == b""
+        except socket.timeout:
+            return False
+        except OSError:
+            return True
+    gone = {a: sum(1 for s in socks if ended(s)) for a, socks in held.items()}
+    check(sum(gone.values()) == 1 and gone[7] == 0, f"connections ended per address: {gone}")
+    for socks in held.values():
+        for s in socks:
+            s.close()
 
     step("TLS (--http-tls-cert/key, client certificates of --http-tls-ca) and a bearer token (--http-token-file): "
          "a client without a certificate is refused at the handshake; without the token 401, with it served; "
