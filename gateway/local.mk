@@ -32,9 +32,19 @@ gateway_blob_dicomd_SOURCES = \
 	gateway/src/StudyEvents.h \
 	gateway/src/StudyStability.h \
 	gateway/src/TextDecoder.cpp \
-	gateway/src/TextDecoder.h
+	gateway/src/TextDecoder.h \
+	gateway/src/web/DicomWeb.cpp \
+	gateway/src/web/DicomWeb.h \
+	gateway/src/web/HttpServer.cpp \
+	gateway/src/web/HttpServer.h \
+	gateway/src/web/Multipart.cpp \
+	gateway/src/web/Multipart.h \
+	gateway/src/web/PixelData.cpp \
+	gateway/src/web/PixelData.h \
+	gateway/src/web/Wado.cpp \
+	gateway/src/web/WebSpool.h
 # StudyEvents and the --log-file sink: what blobstored does too (libblobdaemon).
-gateway_blob_dicomd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients $(OMNIORB_CFLAGS) $(SPDLOG_CFLAGS) $(DCMTK_CFLAGS)
+gateway_blob_dicomd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients -I$(top_srcdir)/gateway/src $(OMNIORB_CFLAGS) $(SPDLOG_CFLAGS) $(DCMTK_CFLAGS)
 gateway_blob_dicomd_LDADD = clients/dicom/libblobdicom.la clients/libblobclient.la transporter/libblobdaemon.la \
 	transporter/libblobtransporter.la blobstore/libblobstore.la common/libblobcli.la common/libblobcommon.la \
 	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(DCMTK_LIBS) $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS)
@@ -85,3 +95,16 @@ gateway_tests_DicomSecurityTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/gatewa
 	-DBOOST_TEST_DYN_LINK
 gateway_tests_DicomSecurityTest_LDADD = transporter/libblobtransporter.la common/libblobcommon.la $(OPENSSL_LIBS) \
 	$(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
+
+# DICOMweb's byte-level parts (no processes): where Pixel Data lies in a
+# Part 10 object's first bytes, and multipart/related bodies.
+check_PROGRAMS += gateway/tests/PixelDataTest gateway/tests/MultipartTest
+TESTS += gateway/tests/PixelDataTest gateway/tests/MultipartTest
+gateway_tests_PixelDataTest_SOURCES = gateway/tests/PixelDataTest.cpp gateway/src/web/PixelData.cpp \
+	gateway/src/web/PixelData.h
+gateway_tests_PixelDataTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/gateway/src -DBOOST_TEST_DYN_LINK
+gateway_tests_PixelDataTest_LDADD = $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
+gateway_tests_MultipartTest_SOURCES = gateway/tests/MultipartTest.cpp gateway/src/web/Multipart.cpp \
+	gateway/src/web/Multipart.h
+gateway_tests_MultipartTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/gateway/src -DBOOST_TEST_DYN_LINK
+gateway_tests_MultipartTest_LDADD = $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)

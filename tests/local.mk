@@ -74,7 +74,8 @@ system_tests = \
 	tests/test_round_trips.py \
 	tests/test_dicom_charsets.py \
 	tests/test_dicom_text.py \
-	tests/test_dicom_postgresql.py
+	tests/test_dicom_postgresql.py \
+	tests/test_dicomweb.py
 TESTS += $(system_tests)
 # bsbench and sdc-bench are built by the bench targets only; this test runs them too.
 tests/test_cli_common.log: benchmarks/bsbench$(EXEEXT) sdc/sdc-bench$(EXEEXT)
@@ -101,7 +102,7 @@ clean-snippet-root:
 	rm -rf $(abs_builddir)/tests/snippet-root
 .PHONY: clean-snippet-root
 dist_check_SCRIPTS += $(system_tests)
-EXTRA_DIST += tests/tools/dicom_objects.py tests/tools/pynetdicom_peer.py tests/harness/dicom.py
+EXTRA_DIST += tests/tools/dicom_objects.py tests/tools/pynetdicom_peer.py tests/tools/dicomweb_peer.py tests/harness/dicom.py
 EXTRA_DIST += tests/harness/__init__.py tests/harness/ceph.py tests/harness/checks.py tests/harness/cli.py \
 	tests/harness/cluster.py tests/harness/daemons.py tests/harness/files.py tests/harness/naming.py \
 	tests/harness/ports.py tests/harness/processes.py tests/harness/script.py tests/harness/workspace.py \
@@ -151,6 +152,18 @@ check-load: $(check_PROGRAMS) $(bin_PROGRAMS)
 	$(AM_V_at)$(AM_TESTS_ENVIRONMENT) BS_EVENT_FAIRNESS_FULL=1; export BS_EVENT_FAIRNESS_FULL; \
 	$(PYTHON) $(srcdir)/tests/test_event_fairness.py
 .PHONY: check-load
+
+# Interoperability with heavy peers, not in make check (they need the network
+# once and take minutes): interop_tests lists them; each runs as make check
+# runs a test (skipped, 77, when its peer is missing).
+interop_tests = tests/test_ohif.py
+EXTRA_DIST += $(interop_tests)
+check-interop: $(check_PROGRAMS) $(bin_PROGRAMS)
+	$(AM_V_at)status=0; for t in $(interop_tests); do \
+	  ( $(AM_TESTS_ENVIRONMENT) $(PYTHON) $(srcdir)/$$t ); rc=$$?; \
+	  if test $$rc -ne 0 && test $$rc -ne 77; then status=1; fi; \
+	done; exit $$status
+.PHONY: check-interop
 
 # Makes one control-plane call (any operation of a store, a transporter or a
 # locator) as one client, with or without a TLS certificate, and prints the

@@ -7,6 +7,7 @@
 #include "GatewayOptions.h"
 
 #include <blobstreaming/cli/CommandLine.h>
+#include <blobstreaming/cli/Values.h>
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/LibraryVersions.h>
@@ -61,7 +62,7 @@ po::options_description describe()
         ("rescan", po::value<std::string>()->default_value("300"), "with --index: how often every registered store's Blobs are compared with the index, seconds unless a unit is given (0 to 86400 s; 0: only at start). A rescan watches stores registered since the last, subscribes again to each (a restarted store forgets its subscribers), indexes what was committed unseen (the gateway down, events dropped) and removes the entries of Blobs gone")
         ("log-file", po::value<std::string>()->value_name("FILE"), "append the log to FILE instead of standard error; opened again on SIGHUP (log rotation)")
         ("config", po::value<std::string>()->value_name("FILE"), "read `option = value` lines (long option names) from FILE; the command line wins")
-        // Security (issue 33, item 2): docs/DICOM.md, "Security".
+        // Security: docs/DICOM.md, "Security".
         ("peer", po::value<std::vector<std::string>>()->composing()->value_name("AE@HOST=RIGHTS"), "allow calling AE title AE from HOST (an IPv4 address, a host name resolved at start, or *) with RIGHTS, a comma list of store, query, retrieve, move (any destination) and move:DEST+DEST (those destinations); repeatable. With any --peer or --peer-subject, other peers are rejected (permanent, calling AE title not recognized), operations without their right are refused (status 0124) and the called AE title must be --aetitle")
         ("peer-subject", po::value<std::vector<std::string>>()->composing()->value_name("SUBJECT=RIGHTS"), "with --tls-*: allow the client certificate subject SUBJECT (RFC 2253, e.g. CN=modality1,O=Radiology) with RIGHTS; repeatable. With both lists a peer must be in both and gets what both allow")
         ("tls-cert", po::value<std::string>()->value_name("FILE"), "DICOM TLS on --port (PS3.15 B.1, TLS 1.2 or later, TLS only): this gateway's certificate (PEM); needs --tls-key and --tls-ca")
@@ -69,7 +70,19 @@ po::options_description describe()
         ("tls-ca", po::value<std::string>()->value_name("FILE"), "the CA certificates (PEM) that every peer's client certificate must chain to: peers without one are refused in the handshake")
         ("store-tls-cert", po::value<std::string>()->value_name("FILE"), "TLS to the Blob stores (both planes; what blob --tls-cert is): this gateway's client certificate (PEM); needs --store-tls-key and --store-tls-ca")
         ("store-tls-key", po::value<std::string>()->value_name("FILE"), "the private key of --store-tls-cert (PEM, unencrypted)")
-        ("store-tls-ca", po::value<std::string>()->value_name("FILE"), "the CA certificates (PEM) the stores' certificates must chain to");
+        ("store-tls-ca", po::value<std::string>()->value_name("FILE"), "the CA certificates (PEM) the stores' certificates must chain to")
+        // DICOMweb (gateway/src/web/)
+        ("http-address", po::value<std::string>()->value_name("HOST:PORT"), "serve DICOMweb (QIDO-RS, WADO-RS, STOW-RS under /dicom-web) on HOST:PORT (port 0: a free port, named in the ready line); needs --index")
+        ("http-max-connections", po::value<unsigned>()->default_value(64), "DICOMweb connections at once (1-4096); at the cap a newcomer ends a connection of the address holding the most, if it holds two more, else it is closed")
+        ("http-max-connections-per-peer", po::value<unsigned>()->value_name("N"), "DICOMweb connections from one IP address (1 to --http-max-connections; default an eighth of it, at least 1); more are closed at once")
+        ("http-timeout", po::value<std::string>()->default_value("30"), "a DICOMweb request (the TLS handshake, the headers and the body) must arrive whole within this time of the accept or of the previous response, and each write of a response must progress within it, else the connection is closed; seconds unless a unit is given (1 to 3600 s)")
+        ("http-max-body", po::value<std::string>()->default_value("256M"), "largest request body (STOW-RS) in bytes, K/M/G suffixes allowed (1K to 16G); a larger one is answered 413")
+        ("http-max-parts", po::value<unsigned>()->default_value(1000), "most instances in one STOW-RS request (1-100000); more are answered 413")
+        ("http-tls-cert", po::value<std::string>()->value_name("FILE"), "serve DICOMweb over TLS only (https) with this PEM certificate (chain); needs --http-tls-key")
+        ("http-tls-key", po::value<std::string>()->value_name("FILE"), "the private key (PEM, unencrypted) of --http-tls-cert")
+        ("http-tls-ca", po::value<std::string>()->value_name("FILE"), "with --http-tls-cert: require a client certificate that verifies against these PEM CA certificates")
+        ("http-token-file", po::value<std::string>()->value_name("FILE"), "require `Authorization: Bearer TOKEN` on every DICOMweb request, TOKEN being a line of FILE (read at start; empty lines and lines starting with # ignored)")
+        ("http-cors-origin", po::value<std::string>()->value_name("ORIGIN"), "answer cross-origin requests (CORS, preflight OPTIONS included) of this origin, e.g. https://viewer.example.org, or * for any");
     // clang-format on
     cli::add_logging_options(d, spdlog::level::info);
     return d;
@@ -117,6 +130,66 @@ void parse_security_options(const po::variables_map& vm, GatewayOptions& o)
     if (!o.peer_subjects.empty() && !o.tls.enabled())
         usage("--peer-subject " + o.peer_subjects.front().text +
               ": certificate subjects need DICOM TLS (--tls-cert, --tls-key, --tls-ca)");
+}
+
+/// The DICOMweb block (--http-*).
+void parse_http_options(const po::variables_map& vm, GatewayOptions& o)
+{
+    const bool any = vm.count("http-tls-cert") || vm.count("http-tls-key") || vm.count("http-tls-ca") ||
+                     vm.count("http-token-file") || vm.count("http-cors-origin") || !vm["http-max-connections"].defaulted() ||
+                     vm.count("http-max-connections-per-peer") || !vm["http-timeout"].defaulted() ||
+                     !vm["http-max-body"].defaulted() || !vm["http-max-parts"].defaulted();
+    if (!vm.count("http-address")) {
+        if (any) usage("the --http-* options need --http-address HOST:PORT");
+        return;
+    }
+    const std::string address = vm["http-address"].as<std::string>();
+    const auto colon = address.rfind(':');
+    const std::string port = colon == std::string::npos ? "" : address.substr(colon + 1);
+    if (colon == std::string::npos || colon == 0 || port.empty() || port.size() > 5 ||
+        port.find_first_not_of("0123456789") != std::string::npos || std::stoul(port) > 65535)
+        usage("--http-address \"" + address + "\": expected HOST:PORT, e.g. 127.0.0.1:8042 (port 0-65535; 0: a free port)");
+    o.http_host = address.substr(0, colon);
+    if (o.http_host.size() > 2 && o.http_host.front() == '[' && o.http_host.back() == ']')
+        o.http_host = o.http_host.substr(1, o.http_host.size() - 2);
+    o.http_port = static_cast<unsigned>(std::stoul(port));
+    if (o.index.empty()) usage("--http-address needs --index: DICOMweb answers from the study index");
+    o.http_max_connections = vm["http-max-connections"].as<unsigned>();
+    if (o.http_max_connections < 1 || o.http_max_connections > 4096)
+        usage("--http-max-connections " + std::to_string(o.http_max_connections) + ": expected 1 to 4096");
+    o.http_max_connections_per_peer = std::max(1u, o.http_max_connections / 8);
+    if (vm.count("http-max-connections-per-peer")) {
+        o.http_max_connections_per_peer = vm["http-max-connections-per-peer"].as<unsigned>();
+        if (o.http_max_connections_per_peer < 1 || o.http_max_connections_per_peer > o.http_max_connections)
+            usage("--http-max-connections-per-peer " + std::to_string(o.http_max_connections_per_peer) +
+                  ": expected 1 to " + std::to_string(o.http_max_connections) + " (--http-max-connections)");
+    }
+    o.http_max_parts = vm["http-max-parts"].as<unsigned>();
+    if (o.http_max_parts < 1 || o.http_max_parts > 100000)
+        usage("--http-max-parts " + std::to_string(o.http_max_parts) + ": expected 1 to 100000");
+    try {
+        using namespace std::chrono_literals;
+        o.http_timeout = cli::parse_duration("--http-timeout", vm["http-timeout"].as<std::string>(), 1s, 3600s);
+        o.http_max_body = cli::parse_size("--http-max-body", vm["http-max-body"].as<std::string>(), 1024, 16ull << 30);
+    } catch (const std::exception& e) {
+        usage(e.what());
+    }
+    if (vm.count("http-tls-cert")) o.http_tls_cert = vm["http-tls-cert"].as<std::string>();
+    if (vm.count("http-tls-key")) o.http_tls_key = vm["http-tls-key"].as<std::string>();
+    if (vm.count("http-tls-ca")) o.http_tls_ca = vm["http-tls-ca"].as<std::string>();
+    if (o.http_tls_cert.empty() != o.http_tls_key.empty())
+        usage(o.http_tls_cert.empty() ? "--http-tls-key needs --http-tls-cert" : "--http-tls-cert needs --http-tls-key");
+    if (!o.http_tls_ca.empty() && o.http_tls_cert.empty()) usage("--http-tls-ca needs --http-tls-cert and --http-tls-key");
+    if (vm.count("http-token-file")) {
+        o.http_token_file = vm["http-token-file"].as<std::string>();
+        if (o.http_token_file.empty()) usage("--http-token-file: expected a file name");
+    }
+    if (vm.count("http-cors-origin")) {
+        o.http_cors_origin = vm["http-cors-origin"].as<std::string>();
+        if (o.http_cors_origin.empty() || o.http_cors_origin.find_first_of(" \t\r\n,") != std::string::npos)
+            usage("--http-cors-origin \"" + o.http_cors_origin +
+                  "\": expected one origin (scheme://host[:port]) or *, without spaces or commas");
+    }
 }
 
 }  // namespace
@@ -191,6 +264,7 @@ std::optional<GatewayOptions> parse_gateway_options(int argc, char** argv, std::
         usage(e.what());
     }
     parse_security_options(vm, o);
+    parse_http_options(vm, o);
     return o;
 }
 

@@ -11,6 +11,7 @@
 #include <spdlog/common.h>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,12 +47,28 @@ struct GatewayOptions {
     std::string log_file;  ///< "" : standard error
     spdlog::level::level_enum log_level = spdlog::level::info;
 
-    // Security (issue 33, item 2): who may use the DICOM port, DICOM TLS on
+    // Security: who may use the DICOM port, DICOM TLS on
     // it, and TLS to the Blob stores (docs/DICOM.md, "Security").
     std::vector<PeerRule> peers;            ///< --peer AE@HOST=RIGHTS
     std::vector<SubjectRule> peer_subjects;  ///< --peer-subject SUBJECT=RIGHTS
     TlsFiles tls;                            ///< --tls-*: the DICOM port speaks TLS only
     TlsFiles store_tls;                      ///< --store-tls-*: this gateway's identity to TLS stores
+
+    // ---- DICOMweb (gateway/src/web/, docs/DICOM.md "DICOMweb") -------------
+    std::string http_host;  ///< --http-address's host; "" : no DICOMweb server
+    unsigned http_port = 0;
+    unsigned http_max_connections = 64;
+    unsigned http_max_connections_per_peer = 8;
+    /// The most time from a connection's accept (or its previous response)
+    /// to the end of the next whole request, TLS handshake included; also
+    /// how long one write of a response may wait for the peer.
+    std::chrono::milliseconds http_timeout{30000};
+    std::uint64_t http_max_body = 256ull << 20;  ///< a request's body (STOW-RS), bytes
+    unsigned http_max_parts = 1000;              ///< parts of one STOW-RS request
+    std::string http_tls_cert, http_tls_key;
+    std::string http_tls_ca;     ///< "" : no client certificate asked for
+    std::string http_token_file; ///< "" : no bearer token required
+    std::string http_cors_origin;  ///< "" : no CORS headers
 };
 
 /// The options to run with, or (nullopt) the text to print for --help or

@@ -14,6 +14,8 @@
 #include "StableTracker.h"
 #include "StorageScp.h"
 #include "StudyEvents.h"
+#include "web/DicomWeb.h"
+#include "web/HttpServer.h"
 
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/Log.h>
@@ -185,6 +187,20 @@ int main(int argc, char** argv)
                                    : "the gateway did not listen on port " + std::to_string(o.port) + " in 30 s");
         std::_Exit(static_cast<int>(Errc::unreachable));
     }
+    // DICOMweb (--http-address): once the DIMSE side answers.
+    std::unique_ptr<web::DicomWeb> dicom_web;
+    std::unique_ptr<web::HttpServer> http;
+    if (!o.http_host.empty()) {
+        try {
+            dicom_web = std::make_unique<web::DicomWeb>(o, *store, *index, *session);
+            web::DicomWeb* service = dicom_web.get();
+            http = std::make_unique<web::HttpServer>(
+                o, [service](const web::Request& request, web::Reply& reply) { service->handle(request, reply); });
+        } catch (const Error& e) {
+            spdlog::critical("{}", e.what());
+            std::_Exit(static_cast<int>(e.code()));
+        }
+    }
     std::cout << "blob-dicomd ready aetitle=" << o.aetitle << " port=" << o.port << " store=" << o.store
               << " index=" << (o.index.empty() ? "-" : redacted_index_url(o.index));
     if (indexer) {
@@ -192,6 +208,7 @@ int main(int argc, char** argv)
         for (const std::string& s : indexer->stores()) watched += (watched.empty() ? "" : ",") + s;
         std::cout << " watching=" << watched;
     }
+    if (http) std::cout << " http=" << http->scheme() << "://" << http->address() << "/dicom-web";
     std::cout << std::endl;
 
     int signal = 0;

@@ -19,6 +19,9 @@ from .ports import free_port
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 PYNETDICOM = "pynetdicom==3.0.4"
+# The PyPI peers of the DICOM tests, installed together in the one venv:
+# pynetdicom (DIMSE), dicomweb-client (the reference DICOMweb client).
+VENV_PACKAGES = [PYNETDICOM, "dicomweb-client==0.61.2"]
 AE = "BLOBGW"
 
 
@@ -35,28 +38,31 @@ def make_objects(c, *args):
 
 
 def pynetdicom_python():
-    """A venv over /usr/bin/python3 with pynetdicom, made once per build tree
-    under a lock; skips when PyPI is unreachable."""
+    """A venv over /usr/bin/python3 with VENV_PACKAGES, made once per build
+    tree under a lock (again when the list changed: the marker holds it);
+    skips when PyPI is unreachable."""
     venv = os.path.join(build_dir(), "tests", "dicom-venv")
     python = os.path.join(venv, "bin", "python")
     marker = os.path.join(venv, ".complete")
     os.makedirs(os.path.dirname(venv), exist_ok=True)
     with open(venv + ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if os.path.exists(marker):
+        wanted = "\n".join(VENV_PACKAGES)
+        if os.path.exists(marker) and open(marker).read() == wanted:
             return python
         try:
             socket.create_connection(("pypi.org", 443), timeout=5).close()
         except OSError:
-            raise TestSkipped(f"PyPI is unreachable: cannot install {PYNETDICOM} for the second peer") from None
-        step(f"creating a venv with {PYNETDICOM} in {venv} (once per build tree)")
+            raise TestSkipped(f"PyPI is unreachable: cannot install {', '.join(VENV_PACKAGES)}") from None
+        step(f"creating a venv with {', '.join(VENV_PACKAGES)} in {venv} (once per build tree)")
         shutil.rmtree(venv, ignore_errors=True)
         subprocess.run([SYSTEM_PYTHON, "-m", "venv", "--system-site-packages", venv], check=True, timeout=300)
         pip = subprocess.run([python, "-m", "pip", "install", "--disable-pip-version-check", "-q", "--timeout", "30",
-                              PYNETDICOM], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
+                              *VENV_PACKAGES], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
         if pip.returncode != 0:
-            raise TestFailure(f"pip install {PYNETDICOM} failed:\n{pip.stdout[-4000:]}")
-        open(marker, "w").close()
+            raise TestFailure(f"pip install {' '.join(VENV_PACKAGES)} failed:\n{pip.stdout[-4000:]}")
+        with open(marker, "w") as f:
+            f.write(wanted)
     return python
 
 
@@ -87,6 +93,7 @@ class Gateway:
         check(port.isdigit() and port != "0",
               f"{name}'s ready line does not name the port it listens on: {self.proc.ready_line!r}")
         self.port = int(port)
+        self.http = self.proc.ready.get("http", "")  # with --http-address: http(s)://HOST:PORT/dicom-web
         self.echo()  # the ready line comes once DCMTK listens: no waiting for the first answer
         step(f"{name} pid {self.proc.pid} on port {self.port}: {self.proc.ready_line}")
 

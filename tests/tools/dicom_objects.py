@@ -6,6 +6,9 @@
                                                           slices of one study (ROWSxROWS, default 64, 16 bit;
                                                           default CT)
   dicom_objects.py multiframe FILE FRAMES                 one multi-frame image (256x256, 16 bit)
+  dicom_objects.py framed FILE FRAMES ROWS                one multi-frame image (ROWSxROWS, 16 bit) whose frames
+                                                          all differ (frame N's first byte is N mod 256; for
+                                                          DICOMweb frame retrieval)
   dicom_objects.py nouid FILE                             a CT slice whose data set has no SOP Instance UID
   dicom_objects.py truncated FILE                         a CT slice cut in the middle of its pixel data
   dicom_objects.py shortpixels FILE                       a CT slice, whole, whose pixel data holds half of
@@ -140,6 +143,13 @@ def main(argv):
     elif kind == "multiframe":
         out.append(save(image(SecondaryCaptureImageStorage, 256, 256, frames=int(argv[3]), patient="PAT2",
                               modality="OT"), argv[2]))
+    elif kind == "framed":
+        frames, rows = int(argv[3]), int(argv[4])
+        ds = image(SecondaryCaptureImageStorage, rows, rows, frames=frames, patient="PAT7", modality="OT")
+        frame = rows * rows * 2
+        ds.PixelData = b"".join(bytes([n % 256, n // 256 % 256]) + ds.PixelData[:frame - 2]
+                                for n in range(1, frames + 1))
+        out.append(save(ds, argv[2]))
     elif kind == "nouid":
         ds = image(CTImageStorage, 64, 64, patient="PAT3")
         del ds.SOPInstanceUID  # the meta header keeps it, so that a peer can still name it in its request

@@ -1,0 +1,639 @@
+/// HttpServer (HttpServer.h): Beast connections on one I/O thread, the
+/// handler on a worker pool.
+#include "HttpServer.h"
+
+#include "Spool.h"
+
+#include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/Text.h>
+
+// GCC 12 reports a -Wnull-dereference inside Asio's scheduler once it is
+// inlined here (as in sdc/src/Asio.h): not ours, silenced for these headers.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnull-dereference"
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#pragma GCC diagnostic pop
+#include <openssl/crypto.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <fstream>
+#include <future>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace blobstreaming::dicom::web {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+using tls_stream = beast::ssl_stream<beast::tcp_stream>;
+
+/// Accepting pauses this long when the process is out of descriptors (or
+/// memory), kErrorPause after any other failure of accept(2).
+constexpr std::chrono::milliseconds kOutOfDescriptorsPause{1000};
+constexpr std::chrono::milliseconds kErrorPause{100};
+/// Worker threads: requests answered at once (more wait for one).
+constexpr unsigned kMaxWorkers = 16;
+/// Spool numbers of request bodies, apart from the DIMSE side's.
+constexpr unsigned long kSpoolBase = 1ul << 40;
+
+bool out_of_resources(const beast::error_code& ec)
+{
+    if (ec.category() != boost::system::system_category()) return false;
+    const int v = ec.value();
+    return v == EMFILE || v == ENFILE || v == ENOBUFS || v == ENOMEM;
+}
+
+/// The tokens of --http-token-file: its lines, less empty ones and comments.
+std::vector<std::string> read_tokens(const std::string& path)
+{
+    std::ifstream in(path);
+    if (!in) throw Error(Errc::invalid_argument, "--http-token-file " + path + ": cannot be read");
+    std::vector<std::string> tokens;
+    std::string line;
+    while (std::getline(in, line)) {
+        while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
+        const auto start = line.find_first_not_of(" \t");
+        if (start == std::string::npos || line[start] == '#') continue;
+        tokens.push_back(line.substr(start));
+    }
+    if (tokens.empty())
+        throw Error(Errc::invalid_argument, "--http-token-file " + path + ": holds no token (one per line)");
+    return tokens;
+}
+
+}  // namespace
+
+http::response<http::string_body> text_response(http::status status, const std::string& text)
+{
+    http::response<http::string_body> r{status, 11};
+    r.set(http::field::content_type, "text/plain; charset=utf-8");
+    r.body() = text + "\n";
+    return r;
+}
+
+struct HttpServer::Impl {
+    Impl(const GatewayOptions& o, Handler h)
+        : options(o), handler(std::move(h)), workers(std::min(kMaxWorkers, o.http_max_connections))
+    {
+    }
+
+    const GatewayOptions& options;
+    Handler handler;
+    asio::io_context io{1};
+    tcp::acceptor acceptor{io};
+    asio::steady_timer pause{io};
+    std::unique_ptr<asio::ssl::context> tls;
+    std::vector<std::string> tokens;
+    std::string address;
+    asio::thread_pool workers;
+    std::atomic<unsigned long> spool_counter{0};
+    std::mutex mutex;
+    std::map<std::string, unsigned> per_peer;  ///< open connections by remote address
+    struct Open {
+        std::string peer;
+        bool busy = false;          ///< a request being read or answered: never evicted
+        std::function<void()> end;  ///< closes its socket (I/O thread)
+    };
+    std::map<std::uint64_t, Open> open;  ///< by admission, oldest first
+    std::uint64_t last_id = 0;
+    std::thread thread;
+
+    void accept();
+    /// Counts a connection of `peer` and returns its id, 0 when it is
+    /// refused (HttpServer.h, "Limits"). I/O thread.
+    std::uint64_t admit(const std::string& peer);
+    void set_end(std::uint64_t id, std::function<void()> end);
+    void set_busy(std::uint64_t id, bool busy);
+    void release(const std::string& peer, std::uint64_t id);
+
+    /// Whether `header` carries one of the tokens (or none is required).
+    bool authorised(const http::request_header<>& header) const;
+    /// The CORS headers of a response to `request`'s origin.
+    template <class Fields>
+    void add_cors(const http::request_header<>& request, Fields& response) const;
+};
+
+std::uint64_t HttpServer::Impl::admit(const std::string& peer)
+{
+    std::function<void()> evict;
+    std::uint64_t id = 0;
+    {
+        std::lock_guard<std::mutex> lock(mutex);
+        unsigned& mine = per_peer[peer];
+        if (mine >= options.http_max_connections_per_peer) return 0;
+        if (open.size() >= options.http_max_connections) {
+            auto most = per_peer.end();
+            for (auto it = per_peer.begin(); it != per_peer.end(); ++it)
+                if (it->second > mine + 1 && (most == per_peer.end() || it->second > most->second)) most = it;
+            if (most == per_peer.end()) return 0;
+            for (auto& [held, o] : open) {
+                if (o.peer != most->first || o.busy || !o.end) continue;
+                evict = std::move(o.end);
+                break;
+            }
+            if (!evict) return 0;
+        }
+        ++mine;
+        id = ++last_id;
+        open[id] = Open{peer, false, {}};
+    }
+    if (evict) evict();
+    return id;
+}
+
+void HttpServer::Impl::set_end(std::uint64_t id, std::function<void()> end)
+{
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = open.find(id); it != open.end()) it->second.end = std::move(end);
+}
+
+void HttpServer::Impl::set_busy(std::uint64_t id, bool busy)
+{
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = open.find(id); it != open.end()) it->second.busy = busy;
+}
+
+void HttpServer::Impl::release(const std::string& peer, std::uint64_t id)
+{
+    std::lock_guard<std::mutex> lock(mutex);
+    open.erase(id);
+    auto it = per_peer.find(peer);
+    if (it != per_peer.end() && --it->second == 0) per_peer.erase(it);
+}
+
+bool HttpServer::Impl::authorised(const http::request_header<>& header) const
+{
+    if (tokens.empty()) return true;
+    const auto field = header.find(http::field::authorization);
+    if (field == header.end()) return false;
+    const beast::string_view value = field->value();
+    constexpr beast::string_view kBearer = "Bearer ";
+    if (value.size() <= kBearer.size() || !beast::iequals(value.substr(0, kBearer.size()), kBearer)) return false;
+    const beast::string_view given = value.substr(kBearer.size());
+    bool found = false;
+    for (const std::string& t : tokens)  // every token compared, in constant time each
+        found |= t.size() == given.size() && CRYPTO_memcmp(t.data(), given.data(), t.size()) == 0;
+    return found;
+}
+
+template <class Fields>
+void HttpServer::Impl::add_cors(const http::request_header<>& request, Fields& response) const
+{
+    const std::string& allowed = options.http_cors_origin;
+    const auto origin = request.find(http::field::origin);
+    if (allowed.empty() || origin == request.end()) return;
+    if (allowed == "*") {
+        response.set(http::field::access_control_allow_origin, "*");
+    } else if (origin->value() == allowed) {
+        response.set(http::field::access_control_allow_origin, allowed);
+        response.set(http::field::vary, "Origin");
+    } else {
+        return;
+    }
+    response.set(http::field::access_control_expose_headers,
+                 "Content-Type, Content-Length, Content-Range, Accept-Ranges, Warning, Location");
+}
+
+namespace {
+
+/// One connection: (the TLS handshake, then) requests answered in turn
+/// (keep-alive) until the peer closes, errs, or misses --http-timeout.
+template <class Stream>
+class Connection : public std::enable_shared_from_this<Connection<Stream>>, public Reply {
+public:
+    template <class... Args>
+    Connection(HttpServer::Impl& server, std::string peer, std::uint64_t id, Args&&... args)
+        : stream_(std::forward<Args>(args)...), server_(server), peer_(std::move(peer)), id_(id)
+    {
+    }
+    ~Connection() override
+    {
+        if (!body_path_.empty()) std::remove(body_path_.c_str());
+        server_.release(peer_, id_);
+    }
+
+    void start()
+    {
+        server_.set_end(id_, [weak = this->weak_from_this()] {
+            if (auto self = weak.lock()) self->close();
+        });
+        if constexpr (std::is_same_v<Stream, tls_stream>) {
+            beast::get_lowest_layer(stream_).expires_after(server_.options.http_timeout);
+            stream_.async_handshake(asio::ssl::stream_base::server,
+                                    [self = this->shared_from_this()](beast::error_code ec) {
+                                        if (ec) {
+                                            spdlog::debug("DICOMweb: TLS handshake from {} failed: {}", self->peer_,
+                                                          ec.message());
+                                            return self->close();
+                                        }
+                                        self->read();
+                                    });
+        } else {
+            read();
+        }
+    }
+
+    // ---- Reply (worker thread) ---------------------------------------------
+    bool respond(http::response<http::string_body> response) override
+    {
+        answered_ = true;
+        log_refusal(response);
+        finish(response);
+        response.prepare_payload();
+        auto shared = std::make_shared<http::response<http::string_body>>(std::move(response));
+        return on_io([this, shared](std::function<void(bool)> done) {
+            http::async_write(stream_, *shared, [shared, done](beast::error_code ec, std::size_t) { done(!ec); });
+        });
+    }
+
+    bool begin(http::response<http::empty_body> header) override
+    {
+        answered_ = true;
+        finish(header);
+        header.chunked(true);
+        header_ = std::make_unique<http::response<http::empty_body>>(std::move(header));
+        serializer_ = std::make_unique<http::response_serializer<http::empty_body>>(*header_);
+        return on_io([this](std::function<void(bool)> done) {
+            http::async_write_header(stream_, *serializer_, [done](beast::error_code ec, std::size_t) { done(!ec); });
+        });
+    }
+
+    bool write(const void* data, std::size_t size) override
+    {
+        if (size == 0) return !failed_;
+        return on_io([this, data, size](std::function<void(bool)> done) {
+            asio::async_write(stream_, http::make_chunk(asio::const_buffer(data, size)),
+                              [done](beast::error_code ec, std::size_t) { done(!ec); });
+        });
+    }
+
+    bool end() override
+    {
+        return on_io([this](std::function<void(bool)> done) {
+            asio::async_write(stream_, http::make_chunk_last(),
+                              [done](beast::error_code ec, std::size_t) { done(!ec); });
+        });
+    }
+
+    bool answered() const override { return answered_; }
+
+private:
+    /// A refusal (4xx, 5xx) in the log with its reason, the response's text.
+    void log_refusal(const http::response<http::string_body>& response) const
+    {
+        if (response.result_int() < 400) return;
+        std::string why = response.body().substr(0, 500);
+        while (!why.empty() && why.back() == '\n') why.pop_back();
+        spdlog::info("DICOMweb {} {} from {}: {} {}", printable(std::string(request_.header.method_string())),
+                     printable(std::string(request_.header.target()).substr(0, 300)), peer_, response.result_int(),
+                     printable(why));
+    }
+
+    void close()
+    {
+        beast::error_code ignored;
+        beast::get_lowest_layer(stream_).socket().shutdown(tcp::socket::shutdown_both, ignored);
+        beast::get_lowest_layer(stream_).close();
+    }
+
+    /// Runs `op` on the I/O thread with a deadline and waits for its outcome.
+    bool on_io(std::function<void(std::function<void(bool)>)> op)
+    {
+        if (failed_) return false;
+        std::promise<bool> outcome;
+        auto future = outcome.get_future();
+        asio::post(stream_.get_executor(), [this, &op, &outcome] {
+            beast::get_lowest_layer(stream_).expires_after(server_.options.http_timeout);
+            op([this, &outcome](bool ok) {
+                if (!ok) close();
+                outcome.set_value(ok);
+            });
+        });
+        if (!future.get()) failed_ = true;
+        return !failed_;
+    }
+
+    template <class Response>
+    void finish(Response& response)
+    {
+        response.version(11);
+        response.keep_alive(keep_alive_);
+        response.set(http::field::server, "blob-dicomd");
+        server_.add_cors(request_.header, response);
+    }
+
+    void read()
+    {
+        server_.set_busy(id_, false);
+        request_ = Request{};
+        request_.peer = peer_;
+        answered_ = false;
+        header_parser_.emplace();
+        header_parser_->header_limit(kMaxHeader);
+        // The body's length is checked in on_header() (413 naming it); the body parser has the limit.
+        // (Not boost::none: Beast 1.74 compares a Content-Length with it as "greater than none".)
+        header_parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
+        beast::get_lowest_layer(stream_).expires_after(server_.options.http_timeout);
+        http::async_read_header(stream_, buffer_, *header_parser_,
+                                [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
+                                    self->on_header(ec);
+                                });
+    }
+
+    /// A response the I/O thread sends itself (refusals before the handler);
+    /// the connection then reads on, or ends when `close_after`.
+    void refuse(http::response<http::string_body> response, bool close_after)
+    {
+        if (close_after) keep_alive_ = false;
+        log_refusal(response);
+        finish(response);
+        response.prepare_payload();
+        auto shared = std::make_shared<http::response<http::string_body>>(std::move(response));
+        beast::get_lowest_layer(stream_).expires_after(server_.options.http_timeout);
+        http::async_write(stream_, *shared,
+                          [self = this->shared_from_this(), shared](beast::error_code ec, std::size_t) {
+                              if (ec || !self->keep_alive_) return self->close();
+                              self->read();
+                          });
+    }
+
+    void on_header(beast::error_code ec)
+    {
+        if (ec == http::error::header_limit)
+            return refuse(text_response(http::status::request_header_fields_too_large,
+                                        "the request's headers exceed " + std::to_string(kMaxHeader) + " bytes"),
+                          true);
+        if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::eof ||
+            ec == asio::error::operation_aborted || ec == asio::error::connection_reset || ec == asio::error::bad_descriptor)
+            return close();
+        if (ec) {
+            if (ec.category() == http::make_error_code(http::error::bad_version).category())
+                return refuse(text_response(http::status::bad_request, "malformed HTTP request: " + ec.message()), true);
+            return close();
+        }
+        server_.set_busy(id_, true);
+        request_.header = header_parser_->get().base();
+        keep_alive_ = header_parser_->get().keep_alive();
+        const auto& header = request_.header;
+        if (const auto length = header_parser_->content_length();
+            length && *length > server_.options.http_max_body)
+            return refuse(text_response(http::status::payload_too_large,
+                                        "the request's body of " + std::to_string(*length) + " bytes exceeds " +
+                                            std::to_string(server_.options.http_max_body) + " bytes (--http-max-body)"),
+                          true);
+        if (header.method() == http::verb::options) return preflight();
+        if (!server_.authorised(header)) {
+            auto r = text_response(http::status::unauthorized,
+                                   "this DICOMweb server requires an Authorization: Bearer token "
+                                   "(a valid one: --http-token-file)");
+            r.set(http::field::www_authenticate, "Bearer realm=\"dicom-web\"");
+            // The body (if any) is not read: the connection ends after the answer.
+            return refuse(std::move(r), !header_parser_->is_done());
+        }
+        if (header_parser_->is_done()) return dispatch();
+        if (header.method() != http::verb::post && header.method() != http::verb::put)
+            return refuse(text_response(http::status::bad_request,
+                                        std::string("a ") + std::string(header.method_string()) +
+                                            " request has no body here"),
+                          true);
+        body_parser_.emplace(std::move(*header_parser_));
+        body_parser_->body_limit(server_.options.http_max_body);
+        body_path_ = spool_file(server_.options.spool, kSpoolBase + ++server_.spool_counter);
+        beast::error_code opened;
+        body_parser_->get().body().open(body_path_.c_str(), beast::file_mode::write, opened);
+        if (opened) {
+            spdlog::error("DICOMweb: request from {}: cannot write its body to {}: {}", peer_, body_path_,
+                          opened.message());
+            return refuse(text_response(http::status::internal_server_error,
+                                        "the gateway cannot spool the request's body (see its log)"),
+                          true);
+        }
+        auto read_body = [self = this->shared_from_this()] {
+            http::async_read(self->stream_, self->buffer_, *self->body_parser_,
+                             [self](beast::error_code e, std::size_t) { self->on_body(e); });
+        };
+        const auto expect = header.find(http::field::expect);
+        if (expect != header.end() && beast::iequals(expect->value(), "100-continue")) {
+            auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
+            http::async_write(stream_, *cont, [self = this->shared_from_this(), cont, read_body](beast::error_code e,
+                                                                                                std::size_t) {
+                if (e) return self->close();
+                read_body();
+            });
+            return;
+        }
+        read_body();
+    }
+
+    void on_body(beast::error_code ec)
+    {
+        if (ec == http::error::body_limit)
+            return refuse(text_response(http::status::payload_too_large,
+                                        "the request's body exceeds " + std::to_string(server_.options.http_max_body) +
+                                            " bytes (--http-max-body)"),
+                          true);
+        if (ec) return close();
+        body_parser_->get().body().close();
+        request_.body_path = body_path_;
+        request_.body_size = body_parser_->content_length().value_or(0);
+        if (request_.body_size == 0) {
+            beast::error_code ignored;
+            beast::file_posix f;
+            f.open(body_path_.c_str(), beast::file_mode::scan, ignored);
+            if (!ignored) request_.body_size = f.size(ignored);
+        }
+        dispatch();
+    }
+
+    /// CORS preflight, or OPTIONS of a client that is not a browser.
+    void preflight()
+    {
+        const auto& header = request_.header;
+        http::response<http::string_body> r{http::status::no_content, 11};
+        r.set(http::field::allow, "GET, POST, OPTIONS");
+        const std::string& allowed = server_.options.http_cors_origin;
+        const auto origin = header.find(http::field::origin);
+        if (origin != header.end()) {
+            if (allowed.empty() || (allowed != "*" && origin->value() != allowed))
+                return refuse(text_response(http::status::forbidden,
+                                            "origin \"" + std::string(origin->value()) +
+                                                "\" is not allowed (--http-cors-origin)"),
+                              !header_parser_->is_done());
+            r.set(http::field::access_control_allow_methods, "GET, POST, OPTIONS");
+            std::string wanted = "Authorization, Content-Type, Accept, Range";
+            if (const auto h = header.find(http::field::access_control_request_headers); h != header.end()) {
+                const std::string asked(h->value());
+                if (asked.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_, ") ==
+                    std::string::npos)
+                    wanted = asked;
+            }
+            r.set(http::field::access_control_allow_headers, wanted);
+            r.set(http::field::access_control_max_age, "600");
+        }
+        refuse(std::move(r), !header_parser_->is_done());
+    }
+
+    /// The handler on a worker; then the next request.
+    void dispatch()
+    {
+        asio::post(server_.workers, [self = this->shared_from_this()] {
+            try {
+                self->server_.handler(self->request_, *self);
+            } catch (const std::exception& e) {
+                spdlog::error("DICOMweb: {} {} from {}: {}", printable(std::string(self->request_.header.method_string())),
+                              printable(std::string(self->request_.header.target())), self->peer_, printable(e.what()));
+                if (!self->answered_)
+                    self->respond(text_response(http::status::internal_server_error,
+                                                std::string("the gateway failed: ") + e.what()));
+                else
+                    self->failed_ = true;  // a response cut short: the connection must end
+            }
+            if (!self->answered_)
+                self->respond(text_response(http::status::internal_server_error, "the gateway gave no answer"));
+            if (!self->body_path_.empty()) {
+                std::remove(self->body_path_.c_str());
+                self->body_path_.clear();
+            }
+            asio::post(self->stream_.get_executor(), [self] {
+                self->body_parser_.reset();
+                if (self->failed_ || !self->keep_alive_) return self->close();
+                self->read();
+            });
+        });
+    }
+
+    Stream stream_;
+    HttpServer::Impl& server_;
+    const std::string peer_;
+    const std::uint64_t id_;
+    beast::flat_buffer buffer_;
+    std::optional<http::request_parser<http::empty_body>> header_parser_;
+    std::optional<http::request_parser<http::file_body>> body_parser_;
+    std::string body_path_;
+    Request request_;
+    bool keep_alive_ = true;
+    std::atomic<bool> answered_{false};
+    std::atomic<bool> failed_{false};
+    std::unique_ptr<http::response<http::empty_body>> header_;
+    std::unique_ptr<http::response_serializer<http::empty_body>> serializer_;
+};
+
+}  // namespace
+
+void HttpServer::Impl::accept()
+{
+    acceptor.async_accept(asio::make_strand(io), [this](beast::error_code ec, tcp::socket socket) {
+        if (ec == asio::error::operation_aborted) return;
+        if (ec == asio::error::connection_aborted || ec == asio::error::interrupted) return accept();
+        if (ec) {
+            // Accepting again at once would fail again at once: a busy loop.
+            spdlog::warn("DICOMweb {}: accept failed: {}; accepting again in {} ms", address, ec.message(),
+                         (out_of_resources(ec) ? kOutOfDescriptorsPause : kErrorPause).count());
+            pause.expires_after(out_of_resources(ec) ? kOutOfDescriptorsPause : kErrorPause);
+            pause.async_wait([this](beast::error_code e) {
+                if (!e) accept();
+            });
+            return;
+        }
+        beast::error_code no_peer;
+        const auto remote = socket.remote_endpoint(no_peer);
+        std::string peer = no_peer ? std::string("?") : remote.address().to_string();
+        const std::uint64_t id = admit(peer);
+        if (id == 0) {
+            spdlog::debug("DICOMweb {}: connection from {} closed at once (connection caps)", address, peer);
+            beast::error_code ignored;
+            socket.close(ignored);
+        } else {
+            beast::error_code ignored;
+            socket.set_option(tcp::no_delay(true), ignored);
+            if (tls)
+                std::make_shared<Connection<tls_stream>>(*this, std::move(peer), id, std::move(socket), *tls)->start();
+            else
+                std::make_shared<Connection<beast::tcp_stream>>(*this, std::move(peer), id, std::move(socket))->start();
+        }
+        accept();
+    });
+}
+
+HttpServer::HttpServer(const GatewayOptions& options, Handler handler)
+    : impl_(std::make_unique<Impl>(options, std::move(handler)))
+{
+    if (!options.http_token_file.empty()) impl_->tokens = read_tokens(options.http_token_file);
+    if (!options.http_tls_cert.empty()) {
+        auto context = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
+        context->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                             asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                             asio::ssl::context::no_tlsv1_1);
+        const auto use = [](const char* option, const std::string& file, auto&& load) {
+            beast::error_code ec;
+            load(ec);
+            if (ec) throw Error(Errc::invalid_argument, std::string(option) + " " + file + ": " + ec.message());
+        };
+        use("--http-tls-cert", options.http_tls_cert,
+            [&](beast::error_code& ec) { context->use_certificate_chain_file(options.http_tls_cert, ec); });
+        use("--http-tls-key", options.http_tls_key, [&](beast::error_code& ec) {
+            context->use_private_key_file(options.http_tls_key, asio::ssl::context::pem, ec);
+        });
+        if (!options.http_tls_ca.empty()) {
+            use("--http-tls-ca", options.http_tls_ca,
+                [&](beast::error_code& ec) { context->load_verify_file(options.http_tls_ca, ec); });
+            context->set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert);
+        }
+        impl_->tls = std::move(context);
+    }
+    const std::string text = options.http_host + ":" + std::to_string(options.http_port);
+    beast::error_code ec;
+    const auto host = asio::ip::make_address(options.http_host, ec);
+    if (ec)
+        throw Error(Errc::invalid_argument,
+                    "--http-address \"" + text + "\": \"" + options.http_host + "\" is not an IP address: " + ec.message());
+    const tcp::endpoint endpoint(host, static_cast<unsigned short>(options.http_port));
+    impl_->acceptor.open(endpoint.protocol(), ec);
+    if (!ec) impl_->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) impl_->acceptor.bind(endpoint, ec);
+    if (!ec) impl_->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) throw Error(Errc::unreachable, "--http-address: cannot listen on " + text + ": " + ec.message());
+    const tcp::endpoint bound = impl_->acceptor.local_endpoint();
+    impl_->address = (bound.address().is_v6() ? "[" + bound.address().to_string() + "]" : bound.address().to_string()) +
+                     ":" + std::to_string(bound.port());
+    impl_->accept();
+    impl_->thread = std::thread([impl = impl_.get()] {
+        try {
+            impl->io.run();
+        } catch (const std::exception& e) {
+            spdlog::critical("DICOMweb {}: the I/O thread stopped: {}", impl->address, e.what());
+        }
+    });
+}
+
+HttpServer::~HttpServer()
+{
+    impl_->io.stop();
+    if (impl_->thread.joinable()) impl_->thread.join();
+    impl_->workers.stop();
+    impl_->workers.join();
+}
+
+const std::string& HttpServer::address() const noexcept { return impl_->address; }
+
+const char* HttpServer::scheme() const noexcept { return impl_->tls ? "https" : "http"; }
+
+}  // namespace blobstreaming::dicom::web
