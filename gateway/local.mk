@@ -31,11 +31,28 @@ gateway_blob_dicomd_SOURCES = \
 	gateway/src/StudyStability.h \
 	gateway/src/TextDecoder.cpp \
 	gateway/src/TextDecoder.h
+# C-MOVE, Storage Commitment, and the retrieval C-GET shares with C-MOVE.
+gateway_blob_dicomd_SOURCES += \
+	gateway/src/Destinations.cpp \
+	gateway/src/Destinations.h \
+	gateway/src/MoveScp.cpp \
+	gateway/src/MoveScp.h \
+	gateway/src/OutgoingAssociation.cpp \
+	gateway/src/OutgoingAssociation.h \
+	gateway/src/Retrieval.cpp \
+	gateway/src/Retrieval.h \
+	gateway/src/StorageCommitment.cpp \
+	gateway/src/StorageCommitment.h \
+	gateway/src/SubOperation.cpp \
+	gateway/src/SubOperation.h
 # StudyEvents and the --log-file sink: what blobstored does too (libblobdaemon).
 gateway_blob_dicomd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients $(OMNIORB_CFLAGS) $(SPDLOG_CFLAGS) $(DCMTK_CFLAGS)
 gateway_blob_dicomd_LDADD = clients/dicom/libblobdicom.la clients/libblobclient.la transporter/libblobdaemon.la \
 	transporter/libblobtransporter.la blobstore/libblobstore.la common/libblobcli.la common/libblobcommon.la \
 	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(DCMTK_LIBS) $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS)
+# DCMTK's JPEG and JPEG-LS decoders: a retrieval converts to uncompressed
+# for a receiver that does not accept the stored transfer syntax.
+gateway_blob_dicomd_LDADD += -ldcmjpls -ldcmjpeg -ldcmimgle
 $(gateway_blob_dicomd_OBJECTS): idl/BlobStreaming.hh
 
 # blob-dicomd under systemd (docs/DICOM.md): the template unit beside

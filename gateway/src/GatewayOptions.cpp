@@ -54,7 +54,9 @@ po::options_description describe()
         ("stable-after", po::value<std::string>()->default_value("60"), "a study with no new instance indexed for this long is stable and published as a study-stable event (with --index; blob watch --events study-stable), seconds unless a unit is given (0.001 to 86400 s, fractions allowed)")
         ("rescan", po::value<std::string>()->default_value("300"), "with --index: how often every registered store's Blobs are compared with the index, seconds unless a unit is given (0 to 86400 s; 0: only at start). A rescan watches stores registered since the last, subscribes again to each (a restarted store forgets its subscribers), indexes what was committed unseen (the gateway down, events dropped) and removes the entries of Blobs gone")
         ("log-file", po::value<std::string>()->value_name("FILE"), "append the log to FILE instead of standard error; opened again on SIGHUP (log rotation)")
-        ("config", po::value<std::string>()->value_name("FILE"), "read `option = value` lines (long option names) from FILE; the command line wins");
+        ("config", po::value<std::string>()->value_name("FILE"), "read `option = value` lines (long option names) from FILE; the command line wins")
+        // C-MOVE and Storage Commitment:
+        ("destination", po::value<std::vector<std::string>>()->composing()->value_name("AET=HOST:PORT"), "a C-MOVE destination and where it listens (repeatable; several `destination = ...` lines in --config); a C-MOVE to another AE title is refused (A801). Storage Commitment results whose association has ended go to the requesting AE's destination. AE title 1-16 characters, no backslash; a host name or IPv4 address; port 1-65535");
     // clang-format on
     cli::add_logging_options(d, spdlog::level::info);
     return d;
@@ -150,6 +152,10 @@ std::optional<GatewayOptions> parse_gateway_options(int argc, char** argv, std::
         o.rescan = cli::parse_duration("--rescan", vm["rescan"].as<std::string>(), 0ms, 86400s);
     } catch (const std::exception& e) {
         usage(e.what());
+    }
+    if (vm.count("destination")) {
+        const auto* values = boost::any_cast<std::vector<std::string>>(&vm["destination"].value());
+        if (values) o.destinations = parse_destinations(*values);
     }
     return o;
 }

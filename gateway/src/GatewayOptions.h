@@ -4,11 +4,14 @@
 /// FILE` of `option = value` lines where the command line wins, the shared
 /// logging flags, --help, --version).
 
+#include "Destinations.h"
+
 #include <spdlog/common.h>
 
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace blobstreaming::dicom {
 
@@ -40,6 +43,10 @@ struct GatewayOptions {
     std::chrono::milliseconds rescan{300000};
     std::string log_file;  ///< "" : standard error
     spdlog::level::level_enum log_level = spdlog::level::info;
+
+    // C-MOVE and Storage Commitment (MoveScp, StorageCommitment):
+    /// The move destinations (--destination AET=HOST:PORT), in the order given.
+    std::vector<Destination> destinations;
 };
 
 /// The options to run with, or (nullopt) the text to print for --help or
