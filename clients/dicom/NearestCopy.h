@@ -10,6 +10,7 @@
 #include <blobstreaming/client/Result.h>
 #include <blobstreaming/client/Session.h>
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -17,11 +18,12 @@
 namespace blobstreaming::dicom {
 
 /// One instance to retrieve: its copies (StudyIndex::copies_of) and the
-/// file its bytes go to.
+/// file its bytes go to, or the memory (`memory` not null: `path` unused).
 struct InstanceToPull {
     std::string sop;
     std::vector<IndexedBlob> copies;
     std::string path;
+    std::vector<std::uint8_t>* memory = nullptr;
 };
 
 /// What the retrieval of one instance came to: the last attempt's Result

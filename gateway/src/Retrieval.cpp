@@ -5,12 +5,15 @@
 
 #include <blobstreaming/common/Error.h>
 
+#include <dcmtk/dcmdata/dcistrmb.h>
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <future>
 #include <map>
+#include <memory>
 
 namespace blobstreaming::dicom {
 
@@ -19,6 +22,23 @@ namespace {
 /// Instances pulled at once (a series per store over the Session's pooled
 /// connections) while the batch before them is sent.
 constexpr std::size_t kBatch = 16;
+/// Pulled into memory rather than a spool file: instances up to this size,
+/// as long as the batch's total stays within kBatchMemory.
+constexpr std::uint64_t kInMemory = 8u << 20;
+constexpr std::uint64_t kBatchMemory = 32u << 20;
+
+/// The object in `bytes` (a whole DICOM file), or why it does not parse.
+std::string parse(const std::vector<std::uint8_t>& bytes, DcmFileFormat& object)
+{
+    DcmInputBufferStream stream;
+    stream.setBuffer(bytes.data(), static_cast<offile_off_t>(bytes.size()));
+    stream.setEos();
+    object.transferInit();
+    const OFCondition read = object.read(stream, EXS_Unknown, EGL_noChange, DCM_MaxReadLength);
+    object.transferEnd();
+    if (read.bad()) return std::string("the object delivered does not parse: ") + read.text();
+    return {};
+}
 
 }  // namespace
 
@@ -35,12 +55,15 @@ struct Retrieval::Batch {
     std::map<std::size_t, std::size_t> slot;  ///< item -> its place in `to_pull`
     std::vector<InstanceToPull> to_pull;
     std::vector<PulledInstance> pulled;
+    /// The bytes of those pulled into memory (InstanceToPull::memory).
+    std::vector<std::unique_ptr<std::vector<std::uint8_t>>> memory;
 
-    /// Removes the files of the instances from `from` on (not sent).
+    /// Removes the spool files of the instances from `from` on (not sent).
     void discard(std::size_t from)
     {
         for (std::size_t i = std::max(from, begin); i < end; ++i)
-            if (const auto s = slot.find(i); s != slot.end()) std::remove(to_pull[s->second].path.c_str());
+            if (const auto s = slot.find(i); s != slot.end() && !to_pull[s->second].memory)
+                std::remove(to_pull[s->second].path.c_str());
     }
 };
 
@@ -100,6 +123,7 @@ Retrieval::Batch Retrieval::pull(std::size_t begin, std::size_t end)
     // workstation store is read there), the next copy when that store fails
     // it; the stores' tiers asked once per batch.
     const std::map<std::string, client::StoreStatus> stores = store_statuses(session_);
+    std::uint64_t in_memory = 0;
     for (std::size_t i = begin; i < end; ++i) {
         if (!items_[i].refused.empty()) continue;
         const IndexRow& row = items_[i].row;
@@ -108,7 +132,20 @@ Retrieval::Batch Retrieval::pull(std::size_t begin, std::size_t end)
             {items_[i].sop,
              nearest_first(std::move(copies[items_[i].sop]), {column_of(row, "blob"), column_of(row, "store"), ""},
                            stores),
-             spool_path_()});
+             {}, nullptr});
+        std::uint64_t size = 0;
+        try {
+            size = std::stoull(column_of(row, "size"));
+        } catch (const std::exception&) {
+            size = kInMemory + 1;  // not known: a file
+        }
+        if (size <= kInMemory && in_memory + size <= kBatchMemory) {
+            in_memory += size;
+            batch.memory.push_back(std::make_unique<std::vector<std::uint8_t>>());
+            batch.to_pull.back().memory = batch.memory.back().get();
+        } else {
+            batch.to_pull.back().path = spool_path_();
+        }
     }
     batch.pulled = pull_from_copies(session_, batch.to_pull, client::PullOptions{});
     return batch;
@@ -145,16 +182,26 @@ RetrievalCounts Retrieval::run(const Send& send, const After& after)
                     for (const char* k :
                          {"SOPInstanceUID", "PatientID", "StudyInstanceUID", "SeriesInstanceUID", "SOPClassUID"})
                         expected[k] = column_of(row, k);
-                    if (const std::string mismatch = delivered_mismatch(to_pull.path, expected); !mismatch.empty()) {
+                    DcmFileFormat object;
+                    std::string mismatch;
+                    if (to_pull.memory) {
+                        mismatch = parse(*to_pull.memory, object);
+                        to_pull.memory->clear();
+                        to_pull.memory->shrink_to_fit();
+                    } else if (const OFCondition read = object.loadFile(to_pull.path.c_str()); read.bad()) {
+                        mismatch = std::string("the object delivered does not parse: ") + read.text();
+                    }
+                    if (mismatch.empty()) mismatch = delivered_mismatch(*object.getDataset(), expected);
+                    if (!mismatch.empty()) {
                         outcome.problem = "Blob " + pulled.blob + " in store \"" + pulled.result.store +
                                           "\" is not the instance the index lists: " + mismatch + "; not sent";
                         outcome.comment = "not the instance the index lists: " + mismatch;
                     } else {
-                        outcome = send({to_pull.path, column_of(row, "SOPClassUID"), item.sop,
+                        outcome = send({object, column_of(row, "SOPClassUID"), item.sop,
                                         column_of(row, "TransferSyntaxUID")});
                     }
                 }
-                std::remove(to_pull.path.c_str());
+                if (!to_pull.memory) std::remove(to_pull.path.c_str());
             }
             --counts.remaining;
             switch (outcome.status) {

@@ -6,12 +6,15 @@
 /// one sub-operation each. C-GET sends on the requesting association,
 /// C-MOVE on one of its own to the move destination; both through
 /// send_instance() (SubOperation.h). The next batch is pulled while the
-/// current one is sent.
+/// current one is sent; an instance of up to 8 MiB is pulled into memory
+/// (at most 32 MiB a batch), a larger one into a spool file.
 
 #include "dicom/StudyIndex.h"
 #include "QueryRetrieve.h"
 
 #include <blobstreaming/client/Session.h>
+
+#include <dcmtk/dcmdata/dcfilefo.h>
 
 #include <cstdint>
 #include <functional>
@@ -23,10 +26,11 @@
 
 namespace blobstreaming::dicom {
 
-/// An instance ready to be sent: its file in the spool (the Blob as stored:
-/// meta header, then the data set), removed after the sub-operation.
+/// An instance ready to be sent: the Blob as stored, parsed (meta header,
+/// then the data set; the sender may convert it in place), dropped after
+/// the sub-operation.
 struct RetrievedInstance {
-    std::string path;
+    DcmFileFormat& object;
     std::string sop_class;
     std::string sop;
     std::string transfer_syntax;  ///< as the index lists it

@@ -9,7 +9,6 @@
 #include <dcmtk/dcmjpls/djdecode.h>
 
 #include <cstdio>
-#include <memory>
 #include <mutex>
 
 namespace blobstreaming::dicom {
@@ -98,7 +97,7 @@ SubOutcome send_instance(T_ASC_Association* association, const RetrievedInstance
     }
     // Not accepted as stored: the receiver's preferred uncompressed syntax
     // (an instance stored compressed is decoded when DCMTK can).
-    std::unique_ptr<DcmFileFormat> converted;
+    bool converted = false;
     if (context == 0) {
         std::string accepted;
         for (const std::string& preferred : uncompressed_syntaxes())
@@ -116,10 +115,8 @@ SubOutcome send_instance(T_ASC_Association* association, const RetrievedInstance
             return {SubStatus::failed, why, "no accepted transfer syntax for its SOP class"};
         }
         const E_TransferSyntax to = DcmXfer(target.c_str()).getXfer();
-        converted = std::make_unique<DcmFileFormat>();
-        OFCondition cond = converted->loadFile(instance.path.c_str());
-        DcmDataset* data = converted->getDataset();
-        if (cond.good()) cond = data->chooseRepresentation(to, nullptr);
+        DcmDataset* data = instance.object.getDataset();
+        const OFCondition cond = data->chooseRepresentation(to, nullptr);
         if (cond.bad() || !data->canWriteXfer(to)) {
             const std::string why = "cannot convert from " + instance.transfer_syntax + " to " + target +
                                     " (the receiver accepted " + accepted + "): " +
@@ -128,6 +125,7 @@ SubOutcome send_instance(T_ASC_Association* association, const RetrievedInstance
                     uncompressed(instance.transfer_syntax) ? "conversion failed"
                                                            : "no decoder for its stored transfer syntax"};
         }
+        converted = true;
     }
     T_DIMSE_Message message{};
     message.CommandField = DIMSE_C_STORE_RQ;
@@ -143,11 +141,10 @@ SubOutcome send_instance(T_ASC_Association* association, const RetrievedInstance
         rq.MoveOriginatorID = originator->message_id;
         rq.opts = O_STORE_MOVEORIGINATORAETITLE | O_STORE_MOVEORIGINATORID;
     }
-    OFCondition cond =
-        converted ? DIMSE_sendMessageUsingMemoryData(association, context, &message, nullptr, converted->getDataset(),
-                                                     nullptr, nullptr)
-                  : DIMSE_sendMessageUsingFileData(association, context, &message, nullptr, instance.path.c_str(),
-                                                   nullptr, nullptr);
+    // The data set as parsed, written in the context's transfer syntax (as
+    // DIMSE_sendMessageUsingFileData does with a file).
+    OFCondition cond = DIMSE_sendMessageUsingMemoryData(association, context, &message, nullptr,
+                                                        instance.object.getDataset(), nullptr, nullptr);
     if (cond.bad()) {
         lost = true;
         return {SubStatus::failed, std::string("sending the C-STORE failed: ") + cond.text(), "sending failed"};
