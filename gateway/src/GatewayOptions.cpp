@@ -34,7 +34,8 @@ po::options_description describe()
     const char* tmp = std::getenv("TMPDIR");
     po::options_description d(
         "Usage: blob-dicomd --aetitle AE --port PORT --store STORE [options]\n"
-        "A DICOM Storage SCP (C-STORE, C-ECHO) that stores each instance as a Blob and indexes it.\nOptions");
+        "A DICOM Storage SCP (C-STORE, C-ECHO) that stores each instance as a Blob and indexes it; with --index\n"
+        "it answers C-FIND, C-GET, C-MOVE (to a --destination) and Storage Commitment.\nOptions");
     // clang-format off
     d.add_options()
         ("help,h", "show this help and exit")

@@ -19,6 +19,8 @@ against blob-dicomd), in the venv of harness/dicom.py.
                                            prints {"action": STATUS, "transaction": UID}; MODE wait: then
                                            the N-EVENT-REPORT on the same association, as scp prints it;
                                            MODE release: releases the association at once
+  dicom_move_peer.py fake-j2k IN OUT      OUT: IN with its pixel data encapsulated as JPEG 2000 (lossless) but not
+                                           a JPEG 2000 code stream (no decoder needed to store it, none can read it)
   dicom_move_peer.py compare A B           {"equal": bool, "ts": [A's, B's], "differences": [keyword...]}:
                                            the data sets' elements compared decoded (not their bytes)
 """
@@ -162,6 +164,17 @@ def compare(a, b):
           "differences": differences})
 
 
+def fake_j2k(source, target):
+    from pydicom.encaps import encapsulate
+    from pydicom.uid import JPEG2000Lossless
+    ds = pydicom.dcmread(source)
+    ds.file_meta.TransferSyntaxUID = JPEG2000Lossless
+    ds.PixelData = encapsulate([b"\xff\x4f\xff\x51" + bytes(60)])
+    ds["PixelData"].VR = "OB"
+    ds.save_as(target, enforce_file_format=True)
+    emit({"path": target, "sop": str(ds.SOPInstanceUID)})
+
+
 def main(argv):
     if argv[1] == "scp":
         scp(argv[2], argv[3], argv[4])
@@ -169,6 +182,8 @@ def main(argv):
         move(argv[2], int(argv[3]), argv[4], argv[5], argv[6], argv[7], argv[8:])
     elif argv[1] == "commit":
         commit(argv[2], int(argv[3]), argv[4], argv[5], argv[6:])
+    elif argv[1] == "fake-j2k":
+        fake_j2k(argv[2], argv[3])
     elif argv[1] == "compare":
         compare(argv[2], argv[3])
     else:
