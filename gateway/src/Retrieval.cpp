@@ -5,15 +5,18 @@
 
 #include <blobstreaming/common/Error.h>
 
+#include <dcmtk/dcmdata/dcfilefo.h>
 #include <dcmtk/dcmdata/dcistrmb.h>
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <deque>
 #include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 
 namespace blobstreaming::dicom {
 
@@ -25,21 +28,39 @@ constexpr std::size_t kBatch = 16;
 /// Pulled into memory rather than a spool file: instances up to this size,
 /// as long as the batch's total stays within kBatchMemory.
 constexpr std::uint64_t kInMemory = 8u << 20;
-constexpr std::uint64_t kBatchMemory = 32u << 20;
+constexpr std::uint64_t kBatchMemory = 16u << 20;
+constexpr std::size_t kMetaSlack = 64u << 10;
+/// Batches pulled ahead of the one being sent: two series in flight keep
+/// the stores' round trips off the sender's path.
+constexpr std::size_t kAhead = 2;
 
-/// The object in `bytes` (a whole DICOM file), or why it does not parse.
-std::string parse(const std::vector<std::uint8_t>& bytes, DcmFileFormat& object)
+/// What the header of the object in `bytes` says against `expected`
+/// (delivered_mismatch()): its first 256 KiB are parsed (the pixel data
+/// stays unread), the whole object when the attributes are not all in them.
+std::string header_mismatch(const std::uint8_t* bytes, std::size_t size,
+                            const std::map<std::string, std::string>& expected)
 {
-    DcmInputBufferStream stream;
-    stream.setBuffer(bytes.data(), static_cast<offile_off_t>(bytes.size()));
-    stream.setEos();
-    object.transferInit();
-    const OFCondition read = object.read(stream, EXS_Unknown, EGL_noChange, DCM_MaxReadLength);
-    object.transferEnd();
-    if (read.bad()) return std::string("the object delivered does not parse: ") + read.text();
-    return {};
+    if (data_set_offset(bytes, size) == 0)
+        return "the object delivered is not a DICOM file (no DICM at byte 128 and meta group)";
+    constexpr std::size_t kHead = 256u << 10;
+    std::string mismatch;
+    for (const bool whole : {false, true}) {
+        if (!whole && size <= kHead) continue;
+        DcmFileFormat object;
+        DcmInputBufferStream stream;
+        stream.setBuffer(bytes, static_cast<offile_off_t>(whole ? size : kHead));
+        if (whole) stream.setEos();
+        object.transferInit();
+        const OFCondition read = object.read(stream, EXS_Unknown, EGL_noChange, DCM_MaxReadLength);
+        object.transferEnd();
+        // A head cut short ends with "more data needed": what it held is read.
+        if (read.bad() && (whole || read != EC_StreamNotifyClient))
+            return std::string("the object delivered does not parse: ") + read.text();
+        mismatch = delivered_mismatch(*object.getDataset(), expected);
+        if (mismatch.empty()) return mismatch;
+    }
+    return mismatch;
 }
-
 }  // namespace
 
 std::string column_of(const IndexRow& row, const char* column)
@@ -49,27 +70,73 @@ std::string column_of(const IndexRow& row, const char* column)
     return {};
 }
 
+/// Buffers of the instances pulled into memory, kept for the next batches.
+struct Retrieval::Buffers {
+    struct Buffer {
+        std::unique_ptr<std::uint8_t[]> data;
+        std::size_t capacity = 0;
+    };
+    std::mutex mutex;
+    std::vector<Buffer> free;
+
+    /// A buffer of at least `size` bytes (uninitialised).
+    Buffer take(std::size_t size)
+    {
+        {
+            std::lock_guard<std::mutex> lock(mutex);
+            for (auto it = free.begin(); it != free.end(); ++it) {
+                if (it->capacity < size) continue;
+                Buffer b = std::move(*it);
+                free.erase(it);
+                return b;
+            }
+        }
+        const std::size_t capacity = (size + (1u << 20) - 1) & ~std::size_t((1u << 20) - 1);  // whole MiB
+        return {std::unique_ptr<std::uint8_t[]>(new std::uint8_t[capacity]), capacity};
+    }
+    void give(Buffer b)
+    {
+        if (!b.data) return;
+        std::lock_guard<std::mutex> lock(mutex);
+        free.push_back(std::move(b));
+    }
+};
+
 struct Retrieval::Batch {
     std::size_t begin = 0;
     std::size_t end = 0;
     std::map<std::size_t, std::size_t> slot;  ///< item -> its place in `to_pull`
     std::vector<InstanceToPull> to_pull;
     std::vector<PulledInstance> pulled;
-    /// The bytes of those pulled into memory (InstanceToPull::memory).
-    std::vector<std::unique_ptr<std::vector<std::uint8_t>>> memory;
+    /// The buffers of those pulled into memory, by their place in `to_pull`.
+    std::map<std::size_t, Buffers::Buffer> memory;
 
-    /// Removes the spool files of the instances from `from` on (not sent).
-    void discard(std::size_t from)
+    /// Done with the instance at `place` in `to_pull`: its buffer back to
+    /// `buffers`, or its spool file removed.
+    void release(std::size_t place, Buffers& buffers)
+    {
+        if (const auto m = memory.find(place); m != memory.end()) {
+            buffers.give(std::move(m->second));
+            memory.erase(m);
+        } else {
+            std::remove(to_pull[place].path.c_str());
+        }
+    }
+    /// Releases the instances from `from` on (not sent).
+    void discard(std::size_t from, Buffers& buffers)
     {
         for (std::size_t i = std::max(from, begin); i < end; ++i)
-            if (const auto s = slot.find(i); s != slot.end() && !to_pull[s->second].memory)
-                std::remove(to_pull[s->second].path.c_str());
+            if (const auto s = slot.find(i); s != slot.end()) release(s->second, buffers);
     }
 };
 
 Retrieval::Retrieval(StudyIndex& index, client::Session& session, const IndexQuery& query, std::string operation,
                      std::function<std::string()> spool_path)
-    : index_(index), session_(session), operation_(std::move(operation)), spool_path_(std::move(spool_path))
+    : index_(index),
+      session_(session),
+      operation_(std::move(operation)),
+      spool_path_(std::move(spool_path)),
+      buffers_(std::make_unique<Buffers>())
 {
     std::vector<IndexRow> rows;
     std::map<std::string, std::string> conflicts;
@@ -94,6 +161,8 @@ Retrieval::Retrieval(StudyIndex& index, client::Session& session, const IndexQue
     }
     for (const auto& [sop, text] : conflicts) items_.push_back({sop, {}, text, conflict});
 }
+
+Retrieval::~Retrieval() = default;
 
 std::set<std::pair<std::string, std::string>> Retrieval::presentations() const
 {
@@ -141,8 +210,12 @@ Retrieval::Batch Retrieval::pull(std::size_t begin, std::size_t end)
         }
         if (size <= kInMemory && in_memory + size <= kBatchMemory) {
             in_memory += size;
-            batch.memory.push_back(std::make_unique<std::vector<std::uint8_t>>());
-            batch.to_pull.back().memory = batch.memory.back().get();
+            // The entry's size; another copy's meta header may be longer
+            // (the gateway writes its own): room for that too.
+            Buffers::Buffer buffer = buffers_->take(static_cast<std::size_t>(size) + kMetaSlack);
+            batch.to_pull.back().buffer = buffer.data.get();
+            batch.to_pull.back().capacity = buffer.capacity;
+            batch.memory.emplace(batch.to_pull.size() - 1, std::move(buffer));
         } else {
             batch.to_pull.back().path = spool_path_();
         }
@@ -159,11 +232,20 @@ RetrievalCounts Retrieval::run(const Send& send, const After& after)
         const std::size_t end = std::min(items_.size(), begin + kBatch);
         return std::async(std::launch::async, [this, begin, end] { return pull(begin, end); });
     };
-    std::future<Batch> next;
-    if (!items_.empty()) next = pull_async(0);
-    for (std::size_t begin = 0; begin < items_.size(); begin += kBatch) {
-        Batch batch = next.get();
-        if (batch.end < items_.size()) next = pull_async(batch.end);
+    // kAhead batches pulled while one is sent.
+    std::deque<std::future<Batch>> next;
+    std::size_t queued = 0;  // the first item not yet asked for
+    auto top_up = [&] {
+        while (next.size() < kAhead && queued < items_.size()) {
+            next.push_back(pull_async(queued));
+            queued = std::min(items_.size(), queued + kBatch);
+        }
+    };
+    top_up();
+    while (!next.empty()) {
+        Batch batch = next.front().get();
+        next.pop_front();
+        top_up();
         for (std::size_t i = batch.begin; i < batch.end; ++i) {
             const Item& item = items_[i];
             SubOutcome outcome{SubStatus::failed, item.refused, item.comment};
@@ -182,26 +264,26 @@ RetrievalCounts Retrieval::run(const Send& send, const After& after)
                     for (const char* k :
                          {"SOPInstanceUID", "PatientID", "StudyInstanceUID", "SeriesInstanceUID", "SOPClassUID"})
                         expected[k] = column_of(row, k);
-                    DcmFileFormat object;
-                    std::string mismatch;
-                    if (to_pull.memory) {
-                        mismatch = parse(*to_pull.memory, object);
-                        to_pull.memory->clear();
-                        to_pull.memory->shrink_to_fit();
-                    } else if (const OFCondition read = object.loadFile(to_pull.path.c_str()); read.bad()) {
-                        mismatch = std::string("the object delivered does not parse: ") + read.text();
-                    }
-                    if (mismatch.empty()) mismatch = delivered_mismatch(*object.getDataset(), expected);
+                    const std::size_t size = static_cast<std::size_t>(pulled.result.length);
+                    const std::string mismatch = to_pull.buffer ? header_mismatch(to_pull.buffer, size, expected)
+                                                                : delivered_mismatch(to_pull.path, expected);
                     if (!mismatch.empty()) {
                         outcome.problem = "Blob " + pulled.blob + " in store \"" + pulled.result.store +
                                           "\" is not the instance the index lists: " + mismatch + "; not sent";
                         outcome.comment = "not the instance the index lists: " + mismatch;
                     } else {
-                        outcome = send({object, column_of(row, "SOPClassUID"), item.sop,
-                                        column_of(row, "TransferSyntaxUID")});
+                        RetrievedInstance instance;
+                        instance.bytes = to_pull.buffer;
+                        instance.size = size;
+                        if (to_pull.buffer) instance.data_set_offset = data_set_offset(to_pull.buffer, size);
+                        instance.path = to_pull.path;
+                        instance.sop_class = column_of(row, "SOPClassUID");
+                        instance.sop = item.sop;
+                        instance.transfer_syntax = column_of(row, "TransferSyntaxUID");
+                        outcome = send(instance);
                     }
                 }
-                if (!to_pull.memory) std::remove(to_pull.path.c_str());
+                batch.release(batch.slot[i], *buffers_);
             }
             --counts.remaining;
             switch (outcome.status) {
@@ -217,8 +299,8 @@ RetrievalCounts Retrieval::run(const Send& send, const After& after)
                 spdlog::error("{}: instance {}: {}{}", operation_, escaped(item.sop),
                               outcome.status == SubStatus::warning ? "warning: " : "", outcome.problem);
             if (!after(counts)) {
-                batch.discard(i + 1);
-                if (next.valid()) next.get().discard(0);
+                batch.discard(i + 1, *buffers_);
+                for (std::future<Batch>& f : next) f.get().discard(0, *buffers_);
                 return counts;
             }
         }

@@ -14,10 +14,9 @@
 
 #include <blobstreaming/client/Session.h>
 
-#include <dcmtk/dcmdata/dcfilefo.h>
-
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -26,11 +25,14 @@
 
 namespace blobstreaming::dicom {
 
-/// An instance ready to be sent: the Blob as stored, parsed (meta header,
-/// then the data set; the sender may convert it in place), dropped after
-/// the sub-operation.
+/// An instance ready to be sent: the Blob as stored (meta header, then the
+/// data set), in memory or, over 8 MiB, in a spool file; dropped after the
+/// sub-operation.
 struct RetrievedInstance {
-    DcmFileFormat& object;
+    const std::uint8_t* bytes = nullptr;  ///< the Blob pulled into memory, or null: `path`
+    std::size_t size = 0;                 ///< of `bytes`
+    std::size_t data_set_offset = 0;      ///< where the data set starts in `bytes`
+    std::string path;                                  ///< the Blob's spool file (`bytes` null)
     std::string sop_class;
     std::string sop;
     std::string transfer_syntax;  ///< as the index lists it
@@ -67,6 +69,9 @@ public:
     /// RetrievalRefused (C000) when the index fails.
     Retrieval(StudyIndex& index, client::Session& session, const IndexQuery& query, std::string operation,
               std::function<std::string()> spool_path);
+    ~Retrieval();
+    Retrieval(const Retrieval&) = delete;
+    Retrieval& operator=(const Retrieval&) = delete;
 
     std::size_t size() const { return items_.size(); }
 
@@ -103,6 +108,7 @@ private:
         std::string comment;
     };
     struct Batch;
+    struct Buffers;
     Batch pull(std::size_t begin, std::size_t end);
 
     StudyIndex& index_;
@@ -112,6 +118,7 @@ private:
     std::vector<Item> items_;
     std::vector<std::string> failed_uids_;
     std::string first_comment_;
+    std::unique_ptr<Buffers> buffers_;  ///< reused between batches: no fresh pages, no zeroing
 };
 
 /// `row`'s value of `column` ("" when it has none).

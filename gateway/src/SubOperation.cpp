@@ -2,13 +2,19 @@
 
 #include <dcmtk/dcmdata/dcdeftag.h>
 #include <dcmtk/dcmdata/dcfilefo.h>
+#include <dcmtk/dcmdata/dcistrmb.h>
 #include <dcmtk/dcmdata/dcrledrg.h>
 #include <dcmtk/dcmdata/dcuid.h>
 #include <dcmtk/dcmdata/dcxfer.h>
 #include <dcmtk/dcmjpeg/djdecode.h>
 #include <dcmtk/dcmjpls/djdecode.h>
 
+#include <dcmtk/dcmnet/dul.h>
+
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <mutex>
 
 namespace blobstreaming::dicom {
@@ -35,6 +41,107 @@ std::vector<std::pair<T_ASC_PresentationContextID, std::string>> accepted_contex
             out.emplace_back(pc.presentationContextID, pc.acceptedTransferSyntax);
     }
     return out;
+}
+
+/// The whole object parsed (DCMTK), from memory or its spool file.
+std::unique_ptr<DcmFileFormat> parse(const RetrievedInstance& instance, std::string& why)
+{
+    auto object = std::make_unique<DcmFileFormat>();
+    OFCondition read;
+    if (instance.bytes) {
+        DcmInputBufferStream stream;
+        stream.setBuffer(instance.bytes, static_cast<offile_off_t>(instance.size));
+        stream.setEos();
+        object->transferInit();
+        read = object->read(stream, EXS_Unknown, EGL_noChange, DCM_MaxReadLength);
+        object->transferEnd();
+    } else {
+        read = object->loadFile(instance.path.c_str());
+    }
+    if (read.bad()) {
+        why = std::string("the object does not parse: ") + read.text();
+        return nullptr;
+    }
+    return object;
+}
+
+void put16(std::vector<std::uint8_t>& out, std::uint16_t v)
+{
+    out.push_back(static_cast<std::uint8_t>(v & 0xFF));
+    out.push_back(static_cast<std::uint8_t>(v >> 8));
+}
+
+void put32(std::vector<std::uint8_t>& out, std::uint32_t v)
+{
+    for (int shift = 0; shift < 32; shift += 8) out.push_back(static_cast<std::uint8_t>((v >> shift) & 0xFF));
+}
+
+/// One command element, implicit VR little endian (PS3.7 6.3.1); a text
+/// value padded to an even length (UI with NUL, AE with a space).
+void element(std::vector<std::uint8_t>& out, std::uint16_t tag, const std::string& text, char pad)
+{
+    std::string value = text;
+    if (value.size() % 2) value += pad;
+    put16(out, 0x0000);
+    put16(out, tag);
+    put32(out, static_cast<std::uint32_t>(value.size()));
+    out.insert(out.end(), value.begin(), value.end());
+}
+
+void element(std::vector<std::uint8_t>& out, std::uint16_t tag, std::uint16_t value)
+{
+    put16(out, 0x0000);
+    put16(out, tag);
+    put32(out, 2);
+    put16(out, value);
+}
+
+/// The command set of a C-STORE request (PS3.7 9.3.1.1), group length first.
+std::vector<std::uint8_t> store_command(const RetrievedInstance& instance, Uint16 message_id,
+                                        const MoveOriginator* originator)
+{
+    std::vector<std::uint8_t> body;
+    element(body, 0x0002, instance.sop_class, '\0');  // Affected SOP Class UID
+    element(body, 0x0100, std::uint16_t{0x0001});        // Command Field: C-STORE-RQ
+    element(body, 0x0110, message_id);                   // Message ID
+    element(body, 0x0700, std::uint16_t{0x0000});        // Priority: medium
+    element(body, 0x0800, std::uint16_t{0x0000});        // Command Data Set Type: present
+    element(body, 0x1000, instance.sop, '\0');         // Affected SOP Instance UID
+    if (originator) {
+        element(body, 0x1030, originator->aetitle, ' ');  // Move Originator Application Entity Title
+        element(body, 0x1031, originator->message_id);    // Move Originator Message ID
+    }
+    std::vector<std::uint8_t> out;
+    put16(out, 0x0000);
+    put16(out, 0x0000);  // Command Group Length
+    put32(out, 4);
+    put32(out, static_cast<std::uint32_t>(body.size()));
+    out.insert(out.end(), body.begin(), body.end());
+    return out;
+}
+
+/// `data` as PDVs of the association's largest size, the last one marked.
+OFCondition send_pdvs(T_ASC_Association* association, T_ASC_PresentationContextID context, DUL_DATAPDV type,
+                      const std::uint8_t* data, std::size_t size)
+{
+    const std::size_t most = std::max<unsigned long>(association->sendPDVLength, 1024);
+    std::size_t offset = 0;
+    do {
+        const std::size_t n = std::min(most, size - offset);
+        DUL_PDV pdv{};
+        pdv.fragmentLength = n;
+        pdv.presentationContextID = context;
+        pdv.pdvType = type;
+        pdv.lastPDV = offset + n == size;
+        pdv.data = const_cast<std::uint8_t*>(data + offset);
+        DUL_PDVLIST list{};
+        list.count = 1;
+        list.pdv = &pdv;
+        const OFCondition cond = DUL_WritePDVs(&association->DULassociation, &list);
+        if (cond.bad()) return cond;
+        offset += n;
+    } while (offset < size);
+    return EC_Normal;
 }
 
 bool uncompressed(const std::string& syntax)
@@ -98,6 +205,7 @@ SubOutcome send_instance(T_ASC_Association* association, const RetrievedInstance
     // Not accepted as stored: the receiver's preferred uncompressed syntax
     // (an instance stored compressed is decoded when DCMTK can).
     bool converted = false;
+    std::unique_ptr<DcmFileFormat> object;
     if (context == 0) {
         std::string accepted;
         for (const std::string& preferred : uncompressed_syntaxes())
@@ -115,36 +223,51 @@ SubOutcome send_instance(T_ASC_Association* association, const RetrievedInstance
             return {SubStatus::failed, why, "no accepted transfer syntax for its SOP class"};
         }
         const E_TransferSyntax to = DcmXfer(target.c_str()).getXfer();
-        DcmDataset* data = instance.object.getDataset();
-        const OFCondition cond = data->chooseRepresentation(to, nullptr);
+        std::string why;
+        object = parse(instance, why);
+        OFCondition cond = object ? EC_Normal : makeOFCondition(OFM_dcmdata, 1, OF_error, why.c_str());
+        DcmDataset* data = object ? object->getDataset() : nullptr;
+        if (cond.good()) cond = data->chooseRepresentation(to, nullptr);
         if (cond.bad() || !data->canWriteXfer(to)) {
-            const std::string why = "cannot convert from " + instance.transfer_syntax + " to " + target +
-                                    " (the receiver accepted " + accepted + "): " +
-                                    (cond.bad() ? cond.text() : "DCMTK has no decoder for it");
+            why = "cannot convert from " + instance.transfer_syntax + " to " + target + " (the receiver accepted " +
+                  accepted + "): " + (cond.bad() ? cond.text() : "DCMTK has no decoder for it");
             return {SubStatus::failed, why,
                     uncompressed(instance.transfer_syntax) ? "conversion failed"
                                                            : "no decoder for its stored transfer syntax"};
         }
         converted = true;
     }
-    T_DIMSE_Message message{};
-    message.CommandField = DIMSE_C_STORE_RQ;
-    T_DIMSE_C_StoreRQ& rq = message.msg.CStoreRQ;
-    rq.MessageID = message_id;
-    OFStandard::strlcpy(rq.AffectedSOPClassUID, instance.sop_class.c_str(), sizeof rq.AffectedSOPClassUID);
-    OFStandard::strlcpy(rq.AffectedSOPInstanceUID, instance.sop.c_str(), sizeof rq.AffectedSOPInstanceUID);
-    rq.DataSetType = DIMSE_DATASET_PRESENT;
-    rq.Priority = DIMSE_PRIORITY_MEDIUM;
-    if (originator) {
-        OFStandard::strlcpy(rq.MoveOriginatorApplicationEntityTitle, originator->aetitle.c_str(),
-                            sizeof rq.MoveOriginatorApplicationEntityTitle);
-        rq.MoveOriginatorID = originator->message_id;
-        rq.opts = O_STORE_MOVEORIGINATORAETITLE | O_STORE_MOVEORIGINATORID;
+    OFCondition cond;
+    if (!object && instance.bytes && instance.data_set_offset > 0) {
+        // As stored: the command, then the data set's bytes as they are in
+        // the Blob (never parsed nor written again), bit for bit.
+        const std::vector<std::uint8_t> command = store_command(instance, message_id, originator);
+        cond = send_pdvs(association, context, DUL_COMMANDPDV, command.data(), command.size());
+        if (cond.good())
+            cond = send_pdvs(association, context, DUL_DATASETPDV, instance.bytes + instance.data_set_offset,
+                             instance.size - instance.data_set_offset);
+    } else {
+        std::string why;
+        if (!object && !(object = parse(instance, why))) return {SubStatus::failed, why, "the object does not parse"};
+        T_DIMSE_Message message{};
+        message.CommandField = DIMSE_C_STORE_RQ;
+        T_DIMSE_C_StoreRQ& rq = message.msg.CStoreRQ;
+        rq.MessageID = message_id;
+        OFStandard::strlcpy(rq.AffectedSOPClassUID, instance.sop_class.c_str(), sizeof rq.AffectedSOPClassUID);
+        OFStandard::strlcpy(rq.AffectedSOPInstanceUID, instance.sop.c_str(), sizeof rq.AffectedSOPInstanceUID);
+        rq.DataSetType = DIMSE_DATASET_PRESENT;
+        rq.Priority = DIMSE_PRIORITY_MEDIUM;
+        if (originator) {
+            OFStandard::strlcpy(rq.MoveOriginatorApplicationEntityTitle, originator->aetitle.c_str(),
+                                sizeof rq.MoveOriginatorApplicationEntityTitle);
+            rq.MoveOriginatorID = originator->message_id;
+            rq.opts = O_STORE_MOVEORIGINATORAETITLE | O_STORE_MOVEORIGINATORID;
+        }
+        // Converted, or an instance in a spool file: the data set as parsed,
+        // written in the context's transfer syntax.
+        cond = DIMSE_sendMessageUsingMemoryData(association, context, &message, nullptr, object->getDataset(), nullptr,
+                                                nullptr);
     }
-    // The data set as parsed, written in the context's transfer syntax (as
-    // DIMSE_sendMessageUsingFileData does with a file).
-    OFCondition cond = DIMSE_sendMessageUsingMemoryData(association, context, &message, nullptr,
-                                                        instance.object.getDataset(), nullptr, nullptr);
     if (cond.bad()) {
         lost = true;
         return {SubStatus::failed, std::string("sending the C-STORE failed: ") + cond.text(), "sending failed"};
