@@ -1,8 +1,11 @@
 #pragma once
 /// One C-STORE sub-operation of a C-GET or C-MOVE (docs/DICOM.md,
 /// "Transfer syntaxes of a retrieval"): the instance goes out in its stored
-/// transfer syntax, from its file as it is (bit-exact), when the receiver
-/// accepted a context of its SOP class in that syntax. Otherwise it is
+/// transfer syntax when the receiver accepted a context of its SOP class in
+/// that syntax: the C-STORE command set written here, then the data set's
+/// bytes as the Blob holds them (never parsed nor encoded again). An
+/// instance over 8 MiB, in a spool file, is parsed and written by DCMTK in
+/// that syntax. Otherwise it is
 /// converted with DCMTK into the syntax of a context the receiver accepted
 /// for its SOP class: between the uncompressed syntaxes (explicit and
 /// implicit VR little endian, explicit VR big endian), from deflated, and
