@@ -7,9 +7,11 @@ destination is refused A801; pynetdicom as the move SCU sees a pending
 response after each sub-operation with the remaining/completed/failed/
 warning counts, and cancels a move (FE00, fewer completed than matched); a
 destination that accepts implicit VR little endian only receives the
-instances converted, their elements equal, also from JPEG-LS and RLE
-(decoded), while one stored as JPEG 2000 (DCMTK has no decoder) fails alone
-(B000 with its UID); so does an instance whose only store is down. Storage
+instances converted, their elements equal, also from JPEG-LS, RLE and
+deflated (decoded), while one stored as JPEG 2000 (DCMTK has no decoder)
+fails alone (B000 with its UID); so does an instance whose only store is
+down. A multi-frame instance over 8 MiB (through the spool, not memory)
+arrives bit-exact too. Storage
 Commitment from pynetdicom: the N-EVENT-REPORT on the N-ACTION's
 association lists the stored instances as committed and an unknown one as
 failed (0112); after a release it comes on an association of its own to the
@@ -155,6 +157,18 @@ def test(c):
     check_equal(code, 0, f"movescu's exit code ({err[-2000:]!r})")
     check_received(storescp_dir, mr, "C-MOVE of the series")
 
+    step("movescu: patient level, a multi-frame instance over 8 MiB (pulled through the spool, not memory)")
+    for name in os.listdir(storescp_dir):
+        os.remove(os.path.join(storescp_dir, name))
+    big = make_objects(c, "multiframe", c.path("big.dcm"), "70")[0]
+    gw.storescu(big["path"])
+    code, out, err = c.run(["movescu", "-v", "-P", "-aet", "VIEWER", "-aec", AE, "-aem", "STORESCP",
+                            "-k", "QueryRetrieveLevel=PATIENT", "-k", "PatientID=PAT2", "127.0.0.1", str(gw.port)],
+                           timeout=120)
+    check_equal(code, 0, f"movescu's exit code ({err[-2000:]!r})")
+    check(os.path.getsize(big["path"]) > 8 << 20, "the multi-frame instance is over 8 MiB")
+    check_received(storescp_dir, [big], "C-MOVE of the multi-frame instance")
+
     step("an unknown move destination: A801, nothing sent")
     responses = peer_run(c, python, "move", "127.0.0.1", str(gw.port), AE, "study", "STUDY", "NOWHERE",
                          f"StudyInstanceUID={ct[0]['study']}")
@@ -198,24 +212,27 @@ def test(c):
         r = peer_run(c, python, "compare", entry["path"], os.path.join(implicit.dir, entry["sop"] + ".dcm"))[0]
         check(r["equal"] and r["ts"] == ["1.2.840.10008.1.2.1", IMPLICIT], f"instance {entry['sop']}: {r}")
 
-    step("stored JPEG-LS and RLE: decoded for the implicit-only destination; JPEG 2000 (no decoder): that one fails")
-    coded = make_objects(c, "study", c.path("coded-src"), "3", "PAT4", "20261118")
+    step("stored JPEG-LS, RLE and deflated: decoded for the implicit-only destination; JPEG 2000 (no decoder): that "
+         "one fails")
+    coded = make_objects(c, "study", c.path("coded-src"), "4", "PAT4", "20261118")
     os.makedirs(c.path("coded"))
-    for entry, (tool_name, suffix) in zip(coded, [("dcmcjpls", "jls"), ("dcmcrle", "rle")]):
-        code, _, err = c.run([tool_name, entry["path"], c.path("coded", f"{entry['sop']}.{suffix}.dcm")])
-        check_equal(code, 0, f"{tool_name}'s exit code ({err!r})")
+    for entry, argv, suffix in zip(coded, [["dcmcjpls"], ["dcmcrle"], None, ["dcmconv", "+td"]],
+                                   ["jls", "rle", None, "deflated"]):
+        if argv:
+            code, _, err = c.run(argv + [entry["path"], c.path("coded", f"{entry['sop']}.{suffix}.dcm")])
+            check_equal(code, 0, f"{argv[0]}'s exit code ({err!r})")
     j2k = peer_run(c, python, "fake-j2k", coded[2]["path"], c.path("coded", "j2k.dcm"))[0]
     for option, name in (("-xt", f"{coded[0]['sop']}.jls.dcm"), ("-xr", f"{coded[1]['sop']}.rle.dcm"),
-                         ("-xv", "j2k.dcm")):  # each proposed in its own transfer syntax
-        gw.storescu(option, c.path("coded", name))
+                         ("-xv", "j2k.dcm"), ("-xd", f"{coded[3]['sop']}.deflated.dcm")):
+        gw.storescu(option, c.path("coded", name))  # each proposed in its own transfer syntax
     responses = peer_run(c, python, "move", "127.0.0.1", str(gw.port), AE, "study", "STUDY", "IMPLICIT",
                          f"StudyInstanceUID={coded[0]['study']}")
     final = responses[-1]
     check_equal({k: v for k, v in final.items() if k != "comment"},
-                {"status": 0xB000, "completed": 2, "failed": 1, "warning": 0, "failed_uids": [j2k["sop"]]},
+                {"status": 0xB000, "completed": 3, "failed": 1, "warning": 0, "failed_uids": [j2k["sop"]]},
                 "the final response of the compressed study")
     check_equal(final.get("comment"), "no decoder for its stored transfer syntax", "the Error Comment")
-    for entry in coded[:2]:
+    for entry in (coded[0], coded[1], coded[3]):
         r = peer_run(c, python, "compare", entry["path"], os.path.join(implicit.dir, entry["sop"] + ".dcm"))[0]
         check(r["equal"] and r["ts"][1] == IMPLICIT, f"decoded instance {entry['sop']}: {r}")
     check(f"instance {j2k['sop']}: cannot convert from 1.2.840.10008.1.2.4.90 to {IMPLICIT}" in gw.log(),
