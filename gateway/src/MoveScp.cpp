@@ -76,6 +76,12 @@ OFCondition serve_move(const MoveServices& services, const MoveRequest& move, co
         spdlog::error("{}: refused (status {:04X}): {}", operation, status, printable(why));
         return respond(move, status, {}, nullptr, why);
     }
+    if (move.refusal) {
+        if (const std::string refused = move.refusal(destination_ae); !refused.empty()) {
+            spdlog::error("{}: refused (status 0124): {}", operation, printable(refused));
+            return respond(move, STATUS_MOVE_Refused_NotAuthorized, {}, nullptr, refused);
+        }
+    }
     const Destination* destination = find_destination(services.options.destinations, destination_ae);
     if (!destination) {
         const std::string text = "move destination \"" + destination_ae + "\" unknown (not a --destination)";

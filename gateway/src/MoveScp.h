@@ -39,6 +39,11 @@ struct MoveRequest {
     T_DIMSE_C_MoveRQ& request;
     std::string peer;        ///< "AE@host", printable, for log lines
     std::string calling_ae;  ///< the requestor's AE title (the sub-operations' Move Originator)
+    /// Why the requestor may not move to the destination AE title it names
+    /// ("" : it may), asked before anything else: the association's rights
+    /// as the caller holds them (the DICOM port's access control decides,
+    /// not this code). Null: no check.
+    std::function<std::string(const std::string& destination)> refusal;
 };
 
 /// Serves one C-MOVE whose identifier was parsed into `query` (null: it was

@@ -307,7 +307,7 @@ protected:
         std::string why;
         const bool parsed = parse_query(request.AffectedSOPClassUID, identifier, query, status, why);
         const MoveServices services{*g_options, g_index, *g_session, spool_path};
-        return serve_move(services, {association_, context, request, peer(), getPeerAETitle().c_str()},
+        return serve_move(services, {association_, context, request, peer(), getPeerAETitle().c_str(), nullptr},
                           parsed ? &query : nullptr, status, why);
     }
 
