@@ -89,3 +89,11 @@ gateway_tests_StableTrackerTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/gatewa
 	-DBOOST_TEST_DYN_LINK
 gateway_tests_StableTrackerTest_LDADD = clients/dicom/libblobdicom.la common/libblobcommon.la $(SPDLOG_LIBS) \
 	$(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
+
+# The C-MOVE destination table's parsing (no processes).
+check_PROGRAMS += gateway/tests/DestinationsTest
+TESTS += gateway/tests/DestinationsTest
+gateway_tests_DestinationsTest_SOURCES = gateway/tests/DestinationsTest.cpp gateway/src/Destinations.cpp \
+	gateway/src/Destinations.h
+gateway_tests_DestinationsTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/gateway/src -DBOOST_TEST_DYN_LINK
+gateway_tests_DestinationsTest_LDADD = common/libblobcommon.la $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)

@@ -259,14 +259,14 @@ protected:
             return send_get_response(context, request, status, {}, nullptr, error_comment(detail, why));
         }
         Uint16 message_id = 1;
-        bool lost = false;
+        bool lost = false, cancelled = false;
         const auto timeout = std::chrono::duration_cast<std::chrono::seconds>(g_options->timeout);
         const RetrievalCounts counts = retrieval->run(
             [&](const RetrievedInstance& instance) {
-                return send_instance(association_, instance, message_id++, timeout, nullptr, lost);
+                return send_instance(association_, instance, message_id++, timeout, nullptr, lost, &cancelled);
             },
             [&](const RetrievalCounts& now) {
-                if (lost) return false;
+                if (lost || cancelled) return false;
                 if (checkForCANCEL(context, request.MessageID).good()) return false;
                 if (now.remaining == 0) return true;
                 cond = send_get_response(context, request, STATUS_GET_Pending_SubOperationsAreContinuing, now);

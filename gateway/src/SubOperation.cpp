@@ -190,7 +190,7 @@ std::string error_comment_text(const std::string& text)
 }
 
 SubOutcome send_instance(T_ASC_Association* association, const RetrievedInstance& instance, Uint16 message_id,
-                         std::chrono::seconds timeout, const MoveOriginator* originator, bool& lost)
+                         std::chrono::seconds timeout, const MoveOriginator* originator, bool& lost, bool* cancel)
 {
     const auto contexts = accepted_contexts(association, instance.sop_class);
     T_ASC_PresentationContextID context = 0;
@@ -273,14 +273,24 @@ SubOutcome send_instance(T_ASC_Association* association, const RetrievedInstance
         return {SubStatus::failed, std::string("sending the C-STORE failed: ") + cond.text(), "sending failed"};
     }
     T_DIMSE_Message response{};
-    T_ASC_PresentationContextID response_context = 0;
-    DcmDataset* detail = nullptr;
-    cond = DIMSE_receiveCommand(association, DIMSE_NONBLOCKING, static_cast<int>(timeout.count()), &response_context,
-                                &response, &detail);
-    delete detail;
-    if (cond.bad()) {
-        lost = true;
-        return {SubStatus::failed, std::string("no C-STORE response: ") + cond.text(), "no C-STORE response"};
+    // A C-GET's requestor may send its C-CANCEL before this response (at
+    // most once): noted for the caller, then the response is read.
+    for (int commands = 0;; ++commands) {
+        response = T_DIMSE_Message{};
+        T_ASC_PresentationContextID response_context = 0;
+        DcmDataset* detail = nullptr;
+        cond = DIMSE_receiveCommand(association, DIMSE_NONBLOCKING, static_cast<int>(timeout.count()),
+                                    &response_context, &response, &detail);
+        delete detail;
+        if (cond.bad()) {
+            lost = true;
+            return {SubStatus::failed, std::string("no C-STORE response: ") + cond.text(), "no C-STORE response"};
+        }
+        if (response.CommandField == DIMSE_C_CANCEL_RQ && cancel && commands == 0) {
+            *cancel = true;
+            continue;
+        }
+        break;
     }
     if (response.CommandField != DIMSE_C_STORE_RSP) {
         lost = true;

@@ -42,9 +42,11 @@ struct MoveOriginator {
 /// `originator` when not null) and waits up to `timeout` for its response:
 /// 0000 completed, Bxxx warning, anything else failed (with the status).
 /// A failure to send or receive is failed too; `lost` is then set (the
-/// association cannot be used any more).
+/// association cannot be used any more). `cancel` (C-GET, whose requestor
+/// is the receiver): set when a C-CANCEL came before the response.
 SubOutcome send_instance(T_ASC_Association* association, const RetrievedInstance& instance, Uint16 message_id,
-                         std::chrono::seconds timeout, const MoveOriginator* originator, bool& lost);
+                         std::chrono::seconds timeout, const MoveOriginator* originator, bool& lost,
+                         bool* cancel = nullptr);
 
 /// `text` as the default character set allows (an Error Comment, LO: at
 /// most 64 characters): other bytes as \xNN, a backslash as '/'.
