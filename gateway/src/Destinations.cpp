@@ -52,8 +52,8 @@ Destination parse_destination(const std::string& value)
         refuse(value, "host \"" + d.host + "\": expected a host name or an IPv4 address");
     for (char c : d.host)
         if (!host_name_char(c))
-            refuse(value, "host \"" + d.host +
-                              "\": expected a host name or an IPv4 address (letters, digits, '.' and '-')");
+            refuse(value,
+                   "host \"" + d.host + "\": expected a host name or an IPv4 address (letters, digits, '.' and '-')");
     if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
         std::stoul(port) < 1 || std::stoul(port) > 65535)
         refuse(value, "port \"" + port + "\": expected 1 to 65535");

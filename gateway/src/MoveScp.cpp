@@ -46,8 +46,8 @@ OFCondition respond(const MoveRequest& move, Uint16 status, const RetrievalCount
         rsp.opts |= O_MOVE_NUMBEROFREMAININGSUBOPERATIONS;
     DcmDataset detail;
     if (!comment.empty()) detail.putAndInsertString(DCM_ErrorComment, error_comment_text(comment).c_str());
-    return DIMSE_sendMessageUsingMemoryData(move.association, move.context, &message, comment.empty() ? nullptr : &detail,
-                                            identifier, nullptr, nullptr);
+    return DIMSE_sendMessageUsingMemoryData(move.association, move.context, &message,
+                                            comment.empty() ? nullptr : &detail, identifier, nullptr, nullptr);
 }
 
 /// Per SOP class: a context of the uncompressed syntaxes (an instance is
@@ -90,8 +90,8 @@ OFCondition serve_move(const MoveServices& services, const MoveRequest& move, co
     }
     std::unique_ptr<Retrieval> retrieval;
     try {
-        retrieval = std::make_unique<Retrieval>(*services.index, services.session, *query, operation,
-                                                services.spool_path);
+        retrieval =
+            std::make_unique<Retrieval>(*services.index, services.session, *query, operation, services.spool_path);
     } catch (const RetrievalRefused& e) {
         spdlog::error("{}: refused (status {:04X}): the study index failed: {}", operation, e.status, e.what());
         return respond(move, e.status, {}, nullptr, "study index failure (in the gateway's log)");
@@ -104,9 +104,9 @@ OFCondition serve_move(const MoveServices& services, const MoveRequest& move, co
     const auto timeout = std::chrono::duration_cast<std::chrono::seconds>(services.options.timeout);
     std::unique_ptr<OutgoingAssociation> outgoing;
     try {
-        outgoing = std::make_unique<OutgoingAssociation>(*destination, services.options.aetitle,
-                                                         contexts_for(retrieval->presentations()),
-                                                         services.options.max_pdu, std::max(timeout, std::chrono::seconds(1)));
+        outgoing = std::make_unique<OutgoingAssociation>(
+            *destination, services.options.aetitle, contexts_for(retrieval->presentations()), services.options.max_pdu,
+            std::max(timeout, std::chrono::seconds(1)));
     } catch (const Error& e) {
         spdlog::error("{}: refused (status A702): {}", operation, e.what());
         counts.failed = retrieval->size();

@@ -52,7 +52,8 @@ OutgoingAssociation::OutgoingAssociation(const Destination& to, const std::strin
     const std::string address = to.host + ":" + std::to_string(to.port);
     ASC_setPresentationAddresses(params, "localhost", address.c_str());
     T_ASC_PresentationContextID id = 1;
-    for (std::size_t i = 0; i < contexts.size() && i < kMaxContexts; ++i, id = static_cast<T_ASC_PresentationContextID>(id + 2)) {
+    for (std::size_t i = 0; i < contexts.size() && i < kMaxContexts;
+         ++i, id = static_cast<T_ASC_PresentationContextID>(id + 2)) {
         std::vector<const char*> syntaxes;
         for (const std::string& s : contexts[i].transfer_syntaxes) syntaxes.push_back(s.c_str());
         cond = ASC_addPresentationContext(params, id, contexts[i].abstract_syntax.c_str(), syntaxes.data(),

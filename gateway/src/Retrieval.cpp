@@ -132,10 +132,7 @@ struct Retrieval::Batch {
 
 Retrieval::Retrieval(StudyIndex& index, client::Session& session, const IndexQuery& query, std::string operation,
                      std::function<std::string()> spool_path)
-    : index_(index),
-      session_(session),
-      operation_(std::move(operation)),
-      spool_path_(std::move(spool_path)),
+    : index_(index), session_(session), operation_(std::move(operation)), spool_path_(std::move(spool_path)),
       buffers_(std::make_unique<Buffers>())
 {
     std::vector<IndexRow> rows;
@@ -197,11 +194,11 @@ Retrieval::Batch Retrieval::pull(std::size_t begin, std::size_t end)
         if (!items_[i].refused.empty()) continue;
         const IndexRow& row = items_[i].row;
         batch.slot[i] = batch.to_pull.size();
-        batch.to_pull.push_back(
-            {items_[i].sop,
-             nearest_first(std::move(copies[items_[i].sop]), {column_of(row, "blob"), column_of(row, "store"), ""},
-                           stores),
-             {}, nullptr});
+        batch.to_pull.push_back({items_[i].sop,
+                                 nearest_first(std::move(copies[items_[i].sop]),
+                                               {column_of(row, "blob"), column_of(row, "store"), ""}, stores),
+                                 {},
+                                 nullptr});
         std::uint64_t size = 0;
         try {
             size = std::stoull(column_of(row, "size"));
@@ -293,7 +290,8 @@ RetrievalCounts Retrieval::run(const Send& send, const After& after)
             }
             if (outcome.status == SubStatus::failed) {
                 failed_uids_.push_back(item.sop);
-                if (first_comment_.empty()) first_comment_ = outcome.comment.empty() ? outcome.problem : outcome.comment;
+                if (first_comment_.empty())
+                    first_comment_ = outcome.comment.empty() ? outcome.problem : outcome.comment;
             }
             if (outcome.status != SubStatus::completed)
                 spdlog::error("{}: instance {}: {}{}", operation_, escaped(item.sop),

@@ -9,8 +9,8 @@
 /// current one is sent; an instance of up to 8 MiB is pulled into memory
 /// (at most 32 MiB a batch), a larger one into a spool file.
 
-#include "dicom/StudyIndex.h"
 #include "QueryRetrieve.h"
+#include "dicom/StudyIndex.h"
 
 #include <blobstreaming/client/Session.h>
 
@@ -32,7 +32,7 @@ struct RetrievedInstance {
     const std::uint8_t* bytes = nullptr;  ///< the Blob pulled into memory, or null: `path`
     std::size_t size = 0;                 ///< of `bytes`
     std::size_t data_set_offset = 0;      ///< where the data set starts in `bytes`
-    std::string path;                                  ///< the Blob's spool file (`bytes` null)
+    std::string path;                     ///< the Blob's spool file (`bytes` null)
     std::string sop_class;
     std::string sop;
     std::string transfer_syntax;  ///< as the index lists it

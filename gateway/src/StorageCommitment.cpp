@@ -1,10 +1,10 @@
 #include "StorageCommitment.h"
 
-#include "dicom/InstanceIdentity.h"
-#include "dicom/NearestCopy.h"
 #include "Destinations.h"
 #include "OutgoingAssociation.h"
 #include "SubOperation.h"
+#include "dicom/InstanceIdentity.h"
+#include "dicom/NearestCopy.h"
 
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/Text.h>
@@ -59,8 +59,7 @@ OFCondition answer_action(T_ASC_Association* association, T_ASC_PresentationCont
     T_DIMSE_N_ActionRSP& rsp = message.msg.NActionRSP;
     rsp.MessageIDBeingRespondedTo = request.MessageID;
     OFStandard::strlcpy(rsp.AffectedSOPClassUID, request.RequestedSOPClassUID, sizeof rsp.AffectedSOPClassUID);
-    OFStandard::strlcpy(rsp.AffectedSOPInstanceUID, request.RequestedSOPInstanceUID,
-                        sizeof rsp.AffectedSOPInstanceUID);
+    OFStandard::strlcpy(rsp.AffectedSOPInstanceUID, request.RequestedSOPInstanceUID, sizeof rsp.AffectedSOPInstanceUID);
     rsp.ActionTypeID = request.ActionTypeID;
     rsp.DimseStatus = status;
     rsp.DataSetType = DIMSE_DATASET_NULL;
@@ -113,7 +112,8 @@ void verify(const CommitmentServices& services, std::vector<Reference>& refs, co
             if (!p.result.ok()) {
                 r.failure = kProcessingFailure;
                 r.why = "no copy could be read: Blob " + p.blob + ": " + p.result.message;
-            } else if (const std::string other = delivered_mismatch(path, {{"SOPInstanceUID", r.sop}}); !other.empty()) {
+            } else if (const std::string other = delivered_mismatch(path, {{"SOPInstanceUID", r.sop}});
+                       !other.empty()) {
                 r.failure = kProcessingFailure;
                 r.why = "Blob " + p.blob + " in store \"" + p.result.store + "\" is another instance: " + other;
             } else if (const std::string cls = delivered_mismatch(path, {{"SOPClassUID", r.sop_class}}); !cls.empty()) {
@@ -170,8 +170,8 @@ OFCondition send_event(T_ASC_Association* association, T_ASC_PresentationContext
         return makeOFCondition(OFM_dcmnet, 0x400, OF_error, "expected an N-EVENT-REPORT response");
     if (response.msg.NEventReportRSP.DataSetType != DIMSE_DATASET_NULL) {
         DcmDataset* reply = nullptr;
-        cond = DIMSE_receiveDataSetInMemory(association, DIMSE_NONBLOCKING, seconds, &response_context, &reply,
-                                            nullptr, nullptr);
+        cond = DIMSE_receiveDataSetInMemory(association, DIMSE_NONBLOCKING, seconds, &response_context, &reply, nullptr,
+                                            nullptr);
         delete reply;
         if (cond.bad()) return cond;
     }
@@ -182,9 +182,8 @@ OFCondition send_event(T_ASC_Association* association, T_ASC_PresentationContext
 }  // namespace
 
 OFCondition serve_commitment(const CommitmentServices& services, T_ASC_Association* association,
-                             T_ASC_PresentationContextID context, T_DIMSE_N_ActionRQ& request,
-                             const std::string& peer, const std::string& calling_ae,
-                             std::unique_ptr<CommitmentReport>& later)
+                             T_ASC_PresentationContextID context, T_DIMSE_N_ActionRQ& request, const std::string& peer,
+                             const std::string& calling_ae, std::unique_ptr<CommitmentReport>& later)
 {
     const auto started = std::chrono::steady_clock::now();
     const int seconds = seconds_of(services.options);
@@ -192,8 +191,8 @@ OFCondition serve_commitment(const CommitmentServices& services, T_ASC_Associati
     DcmDataset* received = nullptr;
     if (request.DataSetType != DIMSE_DATASET_NULL) {
         T_ASC_PresentationContextID data_context = context;
-        const OFCondition cond =
-            DIMSE_receiveDataSetInMemory(association, DIMSE_NONBLOCKING, seconds, &data_context, &received, nullptr, nullptr);
+        const OFCondition cond = DIMSE_receiveDataSetInMemory(association, DIMSE_NONBLOCKING, seconds, &data_context,
+                                                              &received, nullptr, nullptr);
         if (cond.bad()) return cond;
     }
     std::unique_ptr<DcmDataset> action(received);
@@ -208,8 +207,8 @@ OFCondition serve_commitment(const CommitmentServices& services, T_ASC_Associati
         return refuse(kNoSuchObjectInstance, std::string("SOP instance ") + request.RequestedSOPInstanceUID +
                                                  " is not " UID_StorageCommitmentPushModelSOPInstance);
     if (request.ActionTypeID != 1)
-        return refuse(0x0123, "action type " + std::to_string(request.ActionTypeID) +
-                                  " is not 1 (Request Storage Commitment)");
+        return refuse(0x0123,
+                      "action type " + std::to_string(request.ActionTypeID) + " is not 1 (Request Storage Commitment)");
     if (!services.index) return refuse(kProcessingFailure, "blob-dicomd runs without --index: nothing to commit");
     const std::string transaction = action ? text_of(*action, DCM_TransactionUID) : "";
     if (!valid_uid(transaction)) return refuse(0x0120, "no valid Transaction UID (0008,1195)");

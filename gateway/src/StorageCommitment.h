@@ -51,9 +51,8 @@ struct CommitmentReport {
 /// the condition returned is the association's (e.g. the peer's release
 /// request, which the caller acknowledges before deliver()).
 OFCondition serve_commitment(const CommitmentServices& services, T_ASC_Association* association,
-                             T_ASC_PresentationContextID context, T_DIMSE_N_ActionRQ& request,
-                             const std::string& peer, const std::string& calling_ae,
-                             std::unique_ptr<CommitmentReport>& later);
+                             T_ASC_PresentationContextID context, T_DIMSE_N_ActionRQ& request, const std::string& peer,
+                             const std::string& calling_ae, std::unique_ptr<CommitmentReport>& later);
 
 /// Sends `report` on an association of its own to the requestor's
 /// --destination (proposing the Storage Commitment Push Model SOP class in

@@ -102,11 +102,11 @@ std::vector<std::uint8_t> store_command(const RetrievedInstance& instance, Uint1
 {
     std::vector<std::uint8_t> body;
     element(body, 0x0002, instance.sop_class, '\0');  // Affected SOP Class UID
-    element(body, 0x0100, std::uint16_t{0x0001});        // Command Field: C-STORE-RQ
-    element(body, 0x0110, message_id);                   // Message ID
-    element(body, 0x0700, std::uint16_t{0x0000});        // Priority: medium
-    element(body, 0x0800, std::uint16_t{0x0000});        // Command Data Set Type: present
-    element(body, 0x1000, instance.sop, '\0');         // Affected SOP Instance UID
+    element(body, 0x0100, std::uint16_t{0x0001});     // Command Field: C-STORE-RQ
+    element(body, 0x0110, message_id);                // Message ID
+    element(body, 0x0700, std::uint16_t{0x0000});     // Priority: medium
+    element(body, 0x0800, std::uint16_t{0x0000});     // Command Data Set Type: present
+    element(body, 0x1000, instance.sop, '\0');        // Affected SOP Instance UID
     if (originator) {
         element(body, 0x1030, originator->aetitle, ' ');  // Move Originator Application Entity Title
         element(body, 0x1031, originator->message_id);    // Move Originator Message ID
