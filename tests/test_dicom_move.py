@@ -1,22 +1,22 @@
 #!/usr/bin/env python3
 """C-MOVE and Storage Commitment in blob-dicomd (docs/DICOM.md, "C-MOVE",
 "Storage Commitment"), against peers nobody here wrote: DCMTK's movescu
-moves a study and a series to DCMTK's storescp (a --destination), and what
-storescp wrote holds the data set storescu sent, bit for bit; an unknown
-destination is refused A801; pynetdicom as the move SCU sees a pending
-response after each sub-operation with the remaining/completed/failed/
-warning counts, and cancels a move (FE00, fewer completed than matched); a
-destination that accepts implicit VR little endian only receives the
-instances converted, their elements equal, also from JPEG-LS, RLE and
-deflated (decoded), while one stored as JPEG 2000 (DCMTK has no decoder)
-fails alone (B000 with its UID); so does an instance whose only store is
-down. A multi-frame instance over 8 MiB (through the spool, not memory)
-arrives bit-exact too. Storage
-Commitment from pynetdicom: the N-EVENT-REPORT on the N-ACTION's
-association lists the stored instances as committed and an unknown one as
-failed (0112); after a release it comes on an association of its own to the
-requestor's --destination. Bad --destination values are refused naming
-them. Real omniNames, blobstored and blob-dicomd on 127.0.0.1."""
+moves a study, a series and a patient to DCMTK's storescp (a
+--destination), and what storescp wrote holds the data set storescu sent,
+bit for bit, also for a multi-frame instance over 8 MiB (through the spool,
+not memory); an unknown destination is refused A801, one that does not
+listen A702; pynetdicom as the move SCU sees a pending response after each
+sub-operation with the remaining/completed/failed/warning counts, and
+cancels a move (FE00, fewer completed than matched); a destination that
+accepts implicit VR little endian only receives the instances converted,
+their elements equal, also from JPEG-LS, RLE and deflated (decoded), while
+one stored as JPEG 2000 (DCMTK has no decoder) fails alone (B000 with its
+UID); so does an instance whose only store is down. Storage Commitment from
+pynetdicom: the N-EVENT-REPORT on the N-ACTION's association lists the
+stored instances as committed and an unknown one as failed (0112); after a
+release it comes on an association of its own to the requestor's
+--destination. Bad --destination values are refused naming them. Real
+omniNames, blobstored and blob-dicomd on 127.0.0.1."""
 
 import json
 import os
@@ -131,7 +131,7 @@ def test(c):
     config = c.path("gateway.conf")
     with open(config, "w") as f:  # the same key on several lines of the configuration file
         f.write(f"destination = PEERSCP=127.0.0.1:{peer.port}\ndestination = IMPLICIT=127.0.0.1:{implicit.port}\n"
-                f"destination = MOVER=127.0.0.1:{peer.port}\n")
+                f"destination = MOVER=127.0.0.1:{peer.port}\ndestination = DOWN=127.0.0.1:{free_port()}\n")
     gw = Gateway(c, "ws1", "gateway", extra=["--destination", f"STORESCP=127.0.0.1:{storescp_port}",
                                              "--config", config])
 
@@ -178,6 +178,14 @@ def test(c):
     code, out, err = movescu(c, gw, "NOWHERE", "STUDY", f"StudyInstanceUID={ct[0]['study']}")
     check("Received Final Move Response (Refused: MoveDestinationUnknown)" in err,
           f"movescu's report of A801: {err[-2000:]!r}")
+
+    step("a configured destination that does not listen: A702, the move refused, the reason logged")
+    responses = peer_run(c, python, "move", "127.0.0.1", str(gw.port), AE, "study", "STUDY", "DOWN",
+                         f"StudyInstanceUID={ct[0]['study']}")
+    check_equal([(r["status"], r.get("comment")) for r in responses], [(0xA702, "cannot reach the move destination")],
+                "the responses to a move to DOWN")
+    check("C-MOVE from MOVER@127.0.0.1 to DOWN: refused (status A702): association to DOWN@127.0.0.1:" in gw.log(),
+          "no log line of the unreachable destination")
 
     step("pynetdicom: a pending response after each sub-operation with the counts, then Success")
     responses = peer_run(c, python, "move", "127.0.0.1", str(gw.port), AE, "study", "STUDY", "PEERSCP",
