@@ -11,7 +11,8 @@ cancels a move (FE00, fewer completed than matched); a destination that
 accepts implicit VR little endian only receives the instances converted,
 their elements equal, also from JPEG-LS, RLE and deflated (decoded), while
 one stored as JPEG 2000 (DCMTK has no decoder) fails alone (B000 with its
-UID); so does an instance whose only store is down. Storage Commitment from
+UID); so does an instance whose only store is down; C-GET converts the
+same way for a requestor of implicit VR only. Storage Commitment from
 pynetdicom: the N-EVENT-REPORT on the N-ACTION's association lists the
 stored instances as committed and an unknown one as failed (0112); after a
 release it comes on an association of its own to the requestor's
@@ -219,6 +220,17 @@ def test(c):
     for entry in mr:
         r = peer_run(c, python, "compare", entry["path"], os.path.join(implicit.dir, entry["sop"] + ".dcm"))[0]
         check(r["equal"] and r["ts"] == ["1.2.840.10008.1.2.1", IMPLICIT], f"instance {entry['sop']}: {r}")
+
+    step("C-GET from a requestor of implicit VR little endian only: converted by the same sub-operation")
+    got_dir = c.path("get-implicit")
+    os.makedirs(got_dir)
+    lines = peer_run(c, python, "get", "127.0.0.1", str(gw.port), AE, got_dir, f"StudyInstanceUID={ct[0]['study']}")
+    check_equal(sorted((line["stored"], line["ts"]) for line in lines if "stored" in line),
+                sorted((e["sop"], IMPLICIT) for e in ct), "the instances C-GET delivered and their syntax")
+    check_equal(lines[-1], {"status": 0, "completed": len(ct), "failed": 0}, "the final C-GET response")
+    for entry in ct[:3]:
+        r = peer_run(c, python, "compare", entry["path"], os.path.join(got_dir, entry["sop"] + ".dcm"))[0]
+        check(r["equal"] and r["ts"][1] == IMPLICIT, f"instance {entry['sop']} by C-GET: {r}")
 
     step("stored JPEG-LS, RLE and deflated: decoded for the implicit-only destination; JPEG 2000 (no decoder): that "
          "one fails")

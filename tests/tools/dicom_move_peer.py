@@ -14,6 +14,11 @@ against blob-dicomd), in the venv of harness/dicom.py.
                                            per response {"status", "remaining", "completed", "failed",
                                            "warning"[, "failed_uids"]}; with --cancel-after, a C-CANCEL
                                            after the Nth pending response
+  dicom_move_peer.py get HOST PORT AE DIR KEY=VALUE...
+                                           C-GET (Study Root, STUDY level) accepting CT Image Storage in
+                                           implicit VR little endian only (SCP role); each instance saved
+                                           as DIR/SOP.dcm, one JSON line per C-STORE {"stored", "ts"} and
+                                           per response as move prints them
   dicom_move_peer.py commit HOST PORT AE MODE CLASS:SOP...
                                            N-ACTION (Request Storage Commitment) of the instances;
                                            prints {"action": STATUS, "transaction": UID}; MODE wait: then
@@ -125,6 +130,37 @@ def move(host, port, called, model, level, destination, args):
     assoc.release()
 
 
+def get(host, port, called, directory, args):
+    from pynetdicom import build_role
+    from pynetdicom.sop_class import CTImageStorage, StudyRootQueryRetrieveInformationModelGet
+    ae = requestor(host, port, called, [StudyRootQueryRetrieveInformationModelGet])
+    ae.add_requested_context(CTImageStorage, [ImplicitVRLittleEndian])
+
+    def on_store(event):
+        ds = event.dataset
+        ds.file_meta = event.file_meta
+        ds.save_as(os.path.join(directory, str(ds.SOPInstanceUID) + ".dcm"), enforce_file_format=True)
+        emit({"stored": str(ds.SOPInstanceUID), "ts": str(event.context.transfer_syntax)})
+        return 0x0000
+
+    identifier = Dataset()
+    identifier.QueryRetrieveLevel = "STUDY"
+    for key in args:
+        name, _, value = key.partition("=")
+        setattr(identifier, name, value)
+    assoc = ae.associate(host, port, ae_title=called, ext_neg=[build_role(CTImageStorage, scp_role=True)],
+                         evt_handlers=[(evt.EVT_C_STORE, on_store)])
+    if not assoc.is_established:
+        sys.exit("association not established")
+    for status, _ in assoc.send_c_get(identifier, StudyRootQueryRetrieveInformationModelGet):
+        out = {"status": status.Status if status else -1}
+        for key, field in (("completed", "NumberOfCompletedSuboperations"), ("failed", "NumberOfFailedSuboperations")):
+            if status and field in status:
+                out[key] = status[field].value
+        emit(out)
+    assoc.release()
+
+
 def commit(host, port, called, mode, references):
     assoc_ae = requestor(host, port, called, [])
     assoc_ae.add_requested_context(StorageCommitmentPushModel)
@@ -180,6 +216,8 @@ def main(argv):
         scp(argv[2], argv[3], argv[4])
     elif argv[1] == "move":
         move(argv[2], int(argv[3]), argv[4], argv[5], argv[6], argv[7], argv[8:])
+    elif argv[1] == "get":
+        get(argv[2], int(argv[3]), argv[4], argv[5], argv[6:])
     elif argv[1] == "commit":
         commit(argv[2], int(argv[3]), argv[4], argv[5], argv[6:])
     elif argv[1] == "fake-j2k":
