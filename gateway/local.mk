@@ -43,11 +43,28 @@ gateway_blob_dicomd_SOURCES = \
 	gateway/src/web/PixelData.h \
 	gateway/src/web/Wado.cpp \
 	gateway/src/web/WebSpool.h
+# C-MOVE, Storage Commitment, and the retrieval C-GET shares with C-MOVE.
+gateway_blob_dicomd_SOURCES += \
+	gateway/src/Destinations.cpp \
+	gateway/src/Destinations.h \
+	gateway/src/MoveScp.cpp \
+	gateway/src/MoveScp.h \
+	gateway/src/OutgoingAssociation.cpp \
+	gateway/src/OutgoingAssociation.h \
+	gateway/src/Retrieval.cpp \
+	gateway/src/Retrieval.h \
+	gateway/src/StorageCommitment.cpp \
+	gateway/src/StorageCommitment.h \
+	gateway/src/SubOperation.cpp \
+	gateway/src/SubOperation.h
 # StudyEvents and the --log-file sink: what blobstored does too (libblobdaemon).
 gateway_blob_dicomd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/clients -I$(top_srcdir)/gateway/src $(OMNIORB_CFLAGS) $(SPDLOG_CFLAGS) $(DCMTK_CFLAGS)
 gateway_blob_dicomd_LDADD = clients/dicom/libblobdicom.la clients/libblobclient.la transporter/libblobdaemon.la \
 	transporter/libblobtransporter.la blobstore/libblobstore.la common/libblobcli.la common/libblobcommon.la \
 	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(DCMTK_LIBS) $(SPDLOG_LIBS) $(BOOST_PROGRAM_OPTIONS_LIBS)
+# DCMTK's JPEG and JPEG-LS decoders: a retrieval converts to uncompressed
+# for a receiver that does not accept the stored transfer syntax.
+gateway_blob_dicomd_LDADD += -ldcmjpls -ldcmjpeg -ldcmimgle
 $(gateway_blob_dicomd_OBJECTS): idl/BlobStreaming.hh
 
 # blob-dicomd under systemd (docs/DICOM.md): the template unit beside
@@ -108,3 +125,11 @@ gateway_tests_MultipartTest_SOURCES = gateway/tests/MultipartTest.cpp gateway/sr
 	gateway/src/web/Multipart.h
 gateway_tests_MultipartTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/gateway/src -DBOOST_TEST_DYN_LINK
 gateway_tests_MultipartTest_LDADD = $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
+
+# The C-MOVE destination table's parsing (no processes).
+check_PROGRAMS += gateway/tests/DestinationsTest
+TESTS += gateway/tests/DestinationsTest
+gateway_tests_DestinationsTest_SOURCES = gateway/tests/DestinationsTest.cpp gateway/src/Destinations.cpp \
+	gateway/src/Destinations.h
+gateway_tests_DestinationsTest_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/gateway/src -DBOOST_TEST_DYN_LINK
+gateway_tests_DestinationsTest_LDADD = common/libblobcommon.la $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)

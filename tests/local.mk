@@ -68,6 +68,7 @@ system_tests = \
 	tests/test_study_stable.py \
 	tests/test_dicom_find.py \
 	tests/test_dicom_retrieve.py \
+	tests/test_dicom_move.py \
 	tests/test_dicom_index.py \
 	tests/test_dicom_conflicts.py \
 	tests/test_dicom_rescan.py \
@@ -102,7 +103,7 @@ clean-snippet-root:
 	rm -rf $(abs_builddir)/tests/snippet-root
 .PHONY: clean-snippet-root
 dist_check_SCRIPTS += $(system_tests)
-EXTRA_DIST += tests/tools/dicom_objects.py tests/tools/pynetdicom_peer.py tests/tools/dicomweb_peer.py tests/harness/dicom.py
+EXTRA_DIST += tests/tools/dicom_objects.py tests/tools/pynetdicom_peer.py tests/tools/dicomweb_peer.py tests/tools/dicom_move_peer.py tests/harness/dicom.py
 EXTRA_DIST += tests/harness/__init__.py tests/harness/ceph.py tests/harness/checks.py tests/harness/cli.py \
 	tests/harness/cluster.py tests/harness/daemons.py tests/harness/files.py tests/harness/naming.py \
 	tests/harness/ports.py tests/harness/processes.py tests/harness/script.py tests/harness/workspace.py \

@@ -106,6 +106,11 @@ std::string delivered_mismatch(const std::string& path, const std::map<std::stri
     DcmFileFormat file;
     const OFCondition read = file.loadFile(path.c_str(), EXS_Unknown, EGL_noChange, 4096, ERM_fileOnly);
     if (read.bad()) return std::string("the object delivered does not parse: ") + read.text();
+    return delivered_mismatch(*file.getDataset(), expected);
+}
+
+std::string delivered_mismatch(DcmItem& data_set, const std::map<std::string, std::string>& expected)
+{
     const std::pair<const char*, DcmTagKey> checked[] = {{"SOPInstanceUID", DCM_SOPInstanceUID},
                                                          {"PatientID", DCM_PatientID},
                                                          {"StudyInstanceUID", DCM_StudyInstanceUID},
@@ -115,7 +120,7 @@ std::string delivered_mismatch(const std::string& path, const std::map<std::stri
         const std::string want = value_of(expected, keyword);
         if (want.empty()) continue;
         OFString got;
-        file.getDataset()->findAndGetOFStringArray(tag, got);
+        data_set.findAndGetOFStringArray(tag, got);
         if (want != got.c_str())
             return std::string("its ") + keyword + " is \"" + escaped(got.c_str()) + "\", the index says \"" +
                    escaped(want) + "\"";

@@ -24,6 +24,8 @@
 #include <string>
 #include <string_view>
 
+class DcmItem;
+
 namespace blobstreaming::dicom {
 
 /// The attributes that identify an instance's place: whose it is and where
@@ -80,5 +82,7 @@ std::string data_set_checksum(const Checksum& blob, std::uint64_t blob_size, con
 /// the file is not the object expected (it does not parse, or e.g.
 /// `its PatientID is "PAT-A", the index says "PAT-B"`).
 std::string delivered_mismatch(const std::string& path, const std::map<std::string, std::string>& expected);
+/// As above, of a data set already parsed.
+std::string delivered_mismatch(DcmItem& data_set, const std::map<std::string, std::string>& expected);
 
 }  // namespace blobstreaming::dicom

@@ -67,7 +67,9 @@ std::vector<PulledInstance> pull_from_copies(client::Session& session, const std
                 const IndexedBlob& copy = instances[i].copies[round];
                 out[i].blob = copy.blob;
                 out[i].tried.push_back(store);
-                slices.push_back({copy.blob, client::PullSink::file(instances[i].path)});
+                slices.push_back({copy.blob, instances[i].buffer
+                                                 ? client::PullSink::buffer(instances[i].buffer, instances[i].capacity)
+                                                 : client::PullSink::file(instances[i].path)});
             }
             client::PullOptions these = options;
             these.store = store;

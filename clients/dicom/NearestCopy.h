@@ -10,6 +10,7 @@
 #include <blobstreaming/client/Result.h>
 #include <blobstreaming/client/Session.h>
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -17,11 +18,15 @@
 namespace blobstreaming::dicom {
 
 /// One instance to retrieve: its copies (StudyIndex::copies_of) and the
-/// file its bytes go to.
+/// file its bytes go to, or the caller's buffer of `capacity` bytes
+/// (`buffer` not null: `path` unused; the Result's `length` says how many
+/// came, a longer Blob fails with Errc::invalid_range).
 struct InstanceToPull {
     std::string sop;
     std::vector<IndexedBlob> copies;
     std::string path;
+    std::uint8_t* buffer = nullptr;
+    std::size_t capacity = 0;
 };
 
 /// What the retrieval of one instance came to: the last attempt's Result

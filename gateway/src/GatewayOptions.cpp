@@ -41,7 +41,8 @@ po::options_description describe()
     const char* tmp = std::getenv("TMPDIR");
     po::options_description d(
         "Usage: blob-dicomd --aetitle AE --port PORT --store STORE [options]\n"
-        "A DICOM Storage SCP (C-STORE, C-ECHO) that stores each instance as a Blob and indexes it.\nOptions");
+        "A DICOM Storage SCP (C-STORE, C-ECHO) that stores each instance as a Blob and indexes it; with --index\n"
+        "it answers C-FIND, C-GET, C-MOVE (to a --destination) and Storage Commitment.\nOptions");
     // clang-format off
     d.add_options()
         ("help,h", "show this help and exit")
@@ -82,7 +83,9 @@ po::options_description describe()
         ("http-tls-key", po::value<std::string>()->value_name("FILE"), "the private key (PEM, unencrypted) of --http-tls-cert")
         ("http-tls-ca", po::value<std::string>()->value_name("FILE"), "with --http-tls-cert: require a client certificate that verifies against these PEM CA certificates")
         ("http-token-file", po::value<std::string>()->value_name("FILE"), "require `Authorization: Bearer TOKEN` on every DICOMweb request, TOKEN being a line of FILE (read at start; empty lines and lines starting with # ignored)")
-        ("http-cors-origin", po::value<std::string>()->value_name("ORIGIN"), "answer cross-origin requests (CORS, preflight OPTIONS included) of this origin, e.g. https://viewer.example.org, or * for any");
+        ("http-cors-origin", po::value<std::string>()->value_name("ORIGIN"), "answer cross-origin requests (CORS, preflight OPTIONS included) of this origin, e.g. https://viewer.example.org, or * for any")
+        // C-MOVE and Storage Commitment:
+        ("destination", po::value<std::vector<std::string>>()->composing()->value_name("AET=HOST:PORT"), "a C-MOVE destination and where it listens (repeatable; several `destination = ...` lines in --config); a C-MOVE to another AE title is refused (A801). Storage Commitment results whose association has ended go to the requesting AE's destination. AE title 1-16 characters, no backslash; a host name or IPv4 address; port 1-65535");
     // clang-format on
     cli::add_logging_options(d, spdlog::level::info);
     return d;
@@ -265,6 +268,10 @@ std::optional<GatewayOptions> parse_gateway_options(int argc, char** argv, std::
     }
     parse_security_options(vm, o);
     parse_http_options(vm, o);
+    if (vm.count("destination")) {
+        const auto* values = boost::any_cast<std::vector<std::string>>(&vm["destination"].value());
+        if (values) o.destinations = parse_destinations(*values);
+    }
     return o;
 }
 

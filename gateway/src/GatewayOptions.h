@@ -7,6 +7,7 @@
 #include "DicomSecurity.h"
 
 #include <blobstreaming/common/TlsFiles.h>
+#include "Destinations.h"
 
 #include <spdlog/common.h>
 
@@ -69,6 +70,10 @@ struct GatewayOptions {
     std::string http_tls_ca;     ///< "" : no client certificate asked for
     std::string http_token_file; ///< "" : no bearer token required
     std::string http_cors_origin;  ///< "" : no CORS headers
+
+    // C-MOVE and Storage Commitment (MoveScp, StorageCommitment):
+    /// The move destinations (--destination AET=HOST:PORT), in the order given.
+    std::vector<Destination> destinations;
 };
 
 /// The options to run with, or (nullopt) the text to print for --help or

@@ -29,12 +29,14 @@ const char* level_keyword(Level level)
 bool information_model_of(const std::string& sop_class, InformationModel& model)
 {
     if (sop_class == UID_FINDPatientRootQueryRetrieveInformationModel ||
-        sop_class == UID_GETPatientRootQueryRetrieveInformationModel) {
+        sop_class == UID_GETPatientRootQueryRetrieveInformationModel ||
+        sop_class == UID_MOVEPatientRootQueryRetrieveInformationModel) {
         model = InformationModel::patient_root;
         return true;
     }
     if (sop_class == UID_FINDStudyRootQueryRetrieveInformationModel ||
-        sop_class == UID_GETStudyRootQueryRetrieveInformationModel) {
+        sop_class == UID_GETStudyRootQueryRetrieveInformationModel ||
+        sop_class == UID_MOVEStudyRootQueryRetrieveInformationModel) {
         model = InformationModel::study_root;
         return true;
     }

@@ -18,7 +18,7 @@ namespace blobstreaming::dicom {
 /// Patient Root or Study Root (PS3.4 C.6.1, C.6.2).
 enum class InformationModel { patient_root, study_root };
 
-/// The information model of a FIND or GET SOP class UID, or false.
+/// The information model of a FIND, GET or MOVE SOP class UID, or false.
 bool information_model_of(const std::string& sop_class, InformationModel& model);
 
 /// Why an identifier cannot be answered, with the DIMSE status to answer:

@@ -3,8 +3,12 @@
 #include "dicom/InstanceIdentity.h"
 #include "dicom/NearestCopy.h"
 #include "AssociationGate.h"
+#include "MoveScp.h"
 #include "QueryRetrieve.h"
+#include "Retrieval.h"
 #include "Spool.h"
+#include "StorageCommitment.h"
+#include "SubOperation.h"
 
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/Text.h>
@@ -42,9 +46,6 @@ StudyIndex* g_index = nullptr;
 client::Session* g_session = nullptr;
 std::atomic<unsigned long> g_spool_counter{0};
 
-/// C-GET sends at most this many instances' files from the spool at once.
-constexpr std::size_t kGetBatch = 16;
-
 std::atomic<unsigned long> g_failure_counter{0};
 
 /// A failure of the index, logged whole; what a peer is told of it: no
@@ -80,6 +81,9 @@ public:
         association_ = association;
         const OFCondition result = DcmThreadSCP::run(association);
         association_ = nullptr;
+        // Storage Commitment results whose association ended first.
+        const CommitmentServices services{*g_options, g_index, *g_session, spool_path};
+        for (const CommitmentReport& report : reports_) deliver(services, report);
         return result;
     }
 
@@ -88,6 +92,9 @@ protected:
     {
         if (message->CommandField == DIMSE_C_FIND_RQ) return find(message->msg.CFindRQ, context.presentationContextID);
         if (message->CommandField == DIMSE_C_GET_RQ) return get(message->msg.CGetRQ, context.presentationContextID);
+        if (message->CommandField == DIMSE_C_MOVE_RQ) return move(message->msg.CMoveRQ, context.presentationContextID);
+        if (message->CommandField == DIMSE_N_ACTION_RQ)
+            return commit(message->msg.NActionRQ, context.presentationContextID);
         if (message->CommandField != DIMSE_C_STORE_RQ) return DcmThreadSCP::handleIncomingCommand(message, context);
         T_DIMSE_C_StoreRQ& request = message->msg.CStoreRQ;
         if (!peer_.rights.store) return refuse_store(request, context.presentationContextID);
@@ -171,18 +178,7 @@ protected:
     static DcmDataset* error_comment(DcmDataset& detail, const std::string& why)
     {
         // The command set's character set is the default one (ASCII).
-        std::string ascii;
-        for (char c : why) {
-            const auto u = static_cast<unsigned char>(c);
-            if (u >= 0x20 && u < 0x7F) {
-                ascii += c;
-            } else {
-                char buf[8];
-                std::snprintf(buf, sizeof buf, "\\x%02X", u);
-                ascii += buf;
-            }
-        }
-        detail.putAndInsertString(DCM_ErrorComment, ascii.substr(0, 64).c_str());
+        detail.putAndInsertString(DCM_ErrorComment, error_comment_text(why).c_str());
         return &detail;
     }
 
@@ -236,8 +232,8 @@ protected:
     }
 
     OFCondition send_get_response(T_ASC_PresentationContextID context, const T_DIMSE_C_GetRQ& request, Uint16 status,
-                                  std::size_t remaining, std::size_t completed, std::size_t failed,
-                                  DcmDataset* identifier = nullptr, DcmDataset* detail = nullptr)
+                                  const RetrievalCounts& counts, DcmDataset* identifier = nullptr,
+                                  DcmDataset* detail = nullptr)
     {
         T_DIMSE_Message message{};
         message.CommandField = DIMSE_C_GET_RSP;
@@ -248,60 +244,22 @@ protected:
         rsp.DataSetType = identifier ? DIMSE_DATASET_PRESENT : DIMSE_DATASET_NULL;
         // The counts are US (16 bits): a retrieval of more instances reports 65535.
         auto count = [](std::size_t n) { return static_cast<DIC_US>(std::min<std::size_t>(n, 65535)); };
-        rsp.NumberOfRemainingSubOperations = count(remaining);
-        rsp.NumberOfCompletedSubOperations = count(completed);
-        rsp.NumberOfFailedSubOperations = count(failed);
-        rsp.NumberOfWarningSubOperations = 0;
+        rsp.NumberOfRemainingSubOperations = count(counts.remaining);
+        rsp.NumberOfCompletedSubOperations = count(counts.completed);
+        rsp.NumberOfFailedSubOperations = count(counts.failed);
+        rsp.NumberOfWarningSubOperations = count(counts.warning);
         rsp.opts = O_GET_AFFECTEDSOPCLASSUID | O_GET_NUMBEROFCOMPLETEDSUBOPERATIONS |
                    O_GET_NUMBEROFFAILEDSUBOPERATIONS | O_GET_NUMBEROFWARNINGSUBOPERATIONS;
-        if (status == STATUS_GET_Pending_SubOperationsAreContinuing) rsp.opts |= O_GET_NUMBEROFREMAININGSUBOPERATIONS;
+        if (status == STATUS_GET_Pending_SubOperationsAreContinuing ||
+            status == STATUS_GET_Cancel_SubOperationsTerminatedDueToCancelIndication)
+            rsp.opts |= O_GET_NUMBEROFREMAININGSUBOPERATIONS;
         return sendDIMSEMessage(context, &message, identifier, detail);
     }
 
-    /// One C-STORE sub-operation of a C-GET: the file's data set as it is,
-    /// on a context of its SOP class and transfer syntax. Returns "" or why
-    /// it failed.
-    std::string store_sub_operation(const std::string& path, const std::string& sop_class, const std::string& sop,
-                                    const std::string& syntax, Uint16 message_id)
-    {
-        const T_ASC_PresentationContextID context =
-            ASC_findAcceptedPresentationContextID(association_, sop_class.c_str(), syntax.c_str());
-        T_ASC_PresentationContext accepted;
-        if (context == 0 || ASC_findAcceptedPresentationContext(association_->params, context, &accepted).bad() ||
-            syntax != accepted.acceptedTransferSyntax)
-            return "no presentation context for SOP class " + sop_class + " in transfer syntax " + syntax +
-                   " (the instance is sent as stored)";
-        T_DIMSE_Message message{};
-        message.CommandField = DIMSE_C_STORE_RQ;
-        T_DIMSE_C_StoreRQ& rq = message.msg.CStoreRQ;
-        rq.MessageID = message_id;
-        OFStandard::strlcpy(rq.AffectedSOPClassUID, sop_class.c_str(), sizeof rq.AffectedSOPClassUID);
-        OFStandard::strlcpy(rq.AffectedSOPInstanceUID, sop.c_str(), sizeof rq.AffectedSOPInstanceUID);
-        rq.DataSetType = DIMSE_DATASET_PRESENT;
-        rq.Priority = DIMSE_PRIORITY_MEDIUM;
-        OFCondition cond =
-            DIMSE_sendMessageUsingFileData(association_, context, &message, nullptr, path.c_str(), nullptr, nullptr);
-        if (cond.bad()) return std::string("sending the C-STORE failed: ") + cond.text();
-        T_DIMSE_Message response{};
-        T_ASC_PresentationContextID response_context = 0;
-        DcmDataset* detail = nullptr;
-        cond = receiveDIMSECommand(&response_context, &response, &detail);
-        delete detail;
-        if (cond.bad()) return std::string("no C-STORE response: ") + cond.text();
-        if (response.CommandField != DIMSE_C_STORE_RSP)
-            return "expected a C-STORE response, got command " + std::to_string(response.CommandField);
-        const Uint16 status = response.msg.CStoreRSP.DimseStatus;
-        if (status != STATUS_Success && (status & 0xF000) != 0xB000) {
-            char code[8];
-            std::snprintf(code, sizeof code, "%04X", status);
-            return std::string("the peer answered the C-STORE with status ") + code;
-        }
-        return {};
-    }
-
     /// C-GET (Patient Root, Study Root): the instances the index lists for
-    /// the identifier, pulled from their stores (verified) in batches and
-    /// sent as C-STORE sub-operations on this association, bit-exact.
+    /// the identifier (Retrieval: from their nearest copies, verified), sent
+    /// as C-STORE sub-operations on this association (send_instance: as
+    /// stored, bit-exact, else converted where the peer needs it).
     OFCondition get(T_DIMSE_C_GetRQ& request, T_ASC_PresentationContextID context)
     {
         DcmDataset* identifier = nullptr;
@@ -313,164 +271,96 @@ protected:
         IndexQuery query;
         Uint16 status = 0;
         std::string why;
-        std::vector<IndexRow> rows;
+        std::unique_ptr<Retrieval> retrieval;
         if (!peer_.rights.retrieve) {
             status = kNotAuthorized;
             why = "not authorized: no retrieve right for this AE title";
         } else if (parse_query(request.AffectedSOPClassUID, identifier, query, status, why)) {
             try {
-                rows = g_index->find(Level::instance, query.matches);
-            } catch (const Error& e) {
-                status = 0xC000;
-                why = index_failure("C-GET", peer(), e);
+                retrieval = std::make_unique<Retrieval>(*g_index, *g_session, query, "C-GET from " + peer(), spool_path);
+            } catch (const RetrievalRefused& e) {
+                status = e.status;
+                why = index_failure("C-GET", peer(), Error(Errc::io_error, e.what()));
             }
         }
         DcmDataset detail;
         if (!why.empty()) {
             spdlog::error("C-GET from {}: refused (status {:04X}): {}", peer(), status, printable(why));
-            return send_get_response(context, request, status, 0, 0, 0, nullptr, error_comment(detail, why));
+            return send_get_response(context, request, status, {}, nullptr, error_comment(detail, why));
         }
-        auto column = [](const IndexRow& row, const char* name) {
-            for (const auto& [c, v] : row)
-                if (c == name) return v;
-            return std::string();
-        };
-        // What is retrieved: each matching instance, but one with more than
-        // one data set under its SOP Instance UID (a conflict: refused,
-        // naming its Blobs, until one is removed), also when only a copy in
-        // conflict matches.
-        struct Item {
-            std::string sop;
-            const IndexRow* row = nullptr;
-            std::string refused;
-            std::string comment;  ///< why, short enough for an Error Comment (LO: 64 characters)
-        };
-        std::vector<Item> items;
-        std::map<std::string, std::string> conflicts;
-        try {
-            for (const Conflict& c : g_index->conflicts(query.matches)) conflicts[c.sop] = c.text();
-        } catch (const Error& e) {
-            spdlog::error("C-GET from {}: refused (status C000): the index's conflicts: {}", peer(), e.what());
-            return send_get_response(context, request, 0xC000, 0, 0, 0, nullptr, error_comment(detail, e.what()));
-        }
-        for (const IndexRow& row : rows) {
-            Item item{column(row, "SOPInstanceUID"), &row, {}, {}};
-            if (const auto c = conflicts.find(item.sop); c != conflicts.end()) {
-                item.refused = c->second;
-                item.comment = "conflict: another data set under its SOP Instance UID";
-                conflicts.erase(c);
-            } else if (!valid_uid(item.sop)) {
-                item.refused = "the index holds an invalid SOP Instance UID \"" + escaped(item.sop) + "\"";
-                item.comment = "invalid SOP Instance UID in the index";
-            }
-            items.push_back(std::move(item));
-        }
-        for (const auto& [sop, text] : conflicts)
-            items.push_back({sop, nullptr, text, "conflict: another data set under its SOP Instance UID"});
-        std::size_t completed = 0, failed = 0;
-        std::vector<std::string> failed_uids;
-        std::string first_comment;
         Uint16 message_id = 1;
-        // Each instance from its nearest copy (a study precached to a
-        // workstation store is read there), the next copy when that store
-        // fails it: the stores' tiers asked once per C-GET.
-        const std::map<std::string, client::StoreStatus> stores = store_statuses(*g_session);
-        for (std::size_t begin = 0; begin < items.size(); begin += kGetBatch) {
-            if (checkForCANCEL(context, request.MessageID).good()) {
-                spdlog::info("C-GET from {}: cancelled after {} of {} instances", peer(), completed + failed,
-                             items.size());
-                return send_get_response(context, request,
-                                         STATUS_GET_Cancel_SubOperationsTerminatedDueToCancelIndication,
-                                         items.size() - completed - failed, completed, failed);
-            }
-            const std::size_t end = std::min(items.size(), begin + kGetBatch);
-            std::vector<InstanceToPull> batch;
-            std::vector<std::size_t> pulled_items;
-            std::vector<std::string> sops;
-            for (std::size_t i = begin; i < end; ++i)
-                if (items[i].refused.empty()) sops.push_back(items[i].sop);
-            std::map<std::string, std::vector<IndexedBlob>> copies;
-            try {
-                copies = g_index->copies_of(sops);
-            } catch (const Error& e) {
-                spdlog::warn("C-GET from {}: the copies of {} instances: {}; from the stores the index names", peer(),
-                             sops.size(), e.what());
-            }
-            std::map<std::size_t, std::size_t> slot;  // item -> its place in batch
-            for (std::size_t i = begin; i < end; ++i) {
-                if (!items[i].refused.empty()) continue;
-                const IndexRow& row = *items[i].row;
-                slot[i] = batch.size();
-                batch.push_back({items[i].sop,
-                                 nearest_first(std::move(copies[items[i].sop]),
-                                               {column(row, "blob"), column(row, "store"), ""}, stores),
-                                 spool_path()});
-            }
-            const std::vector<PulledInstance> results = pull_from_copies(*g_session, batch, client::PullOptions{});
-            for (std::size_t i = begin; i < end; ++i) {
-                const Item& item = items[i];
-                std::string problem = item.refused, comment = item.comment;
-                if (problem.empty()) {
-                    const IndexRow& row = *item.row;
-                    const InstanceToPull& to_pull = batch[slot[i]];
-                    const PulledInstance& pulled = results[slot[i]];
-                    std::string tried;
-                    for (const std::string& t : pulled.tried) tried += (tried.empty() ? "\"" : "\", \"") + t;
-                    if (!pulled.result.ok()) {
-                        problem = "pulling Blob " + pulled.blob + " (stores tried: " + tried +
-                                  "\"): " + pulled.result.message;
-                    } else {
-                        // The object's own attributes, from the bytes to be sent.
-                        std::map<std::string, std::string> expected;
-                        for (const char* k : {"SOPInstanceUID", "PatientID", "StudyInstanceUID", "SeriesInstanceUID",
-                                              "SOPClassUID"})
-                            expected[k] = column(row, k);
-                        if (const std::string mismatch = delivered_mismatch(to_pull.path, expected);
-                            !mismatch.empty()) {
-                            problem = "Blob " + pulled.blob + " in store \"" + pulled.result.store +
-                                      "\" is not the instance the index lists: " + mismatch + "; not sent";
-                            comment = "not the instance the index lists: " + mismatch;
-                        } else {
-                            problem = store_sub_operation(to_pull.path, column(row, "SOPClassUID"), item.sop,
-                                                          column(row, "TransferSyntaxUID"), message_id++);
-                        }
-                    }
-                    std::remove(to_pull.path.c_str());
-                }
-                if (problem.empty()) {
-                    ++completed;
-                } else {
-                    ++failed;
-                    failed_uids.push_back(item.sop);
-                    if (first_comment.empty()) first_comment = comment.empty() ? problem : comment;
-                    spdlog::error("C-GET from {}: instance {}: {}", peer(), escaped(item.sop), problem);
-                }
-                if (i + 1 < items.size()) {
-                    cond = send_get_response(context, request, STATUS_GET_Pending_SubOperationsAreContinuing,
-                                             items.size() - i - 1, completed, failed);
-                    if (cond.bad()) {
-                        for (std::size_t j = i + 1; j < end; ++j)
-                            if (slot.count(j)) std::remove(batch[slot[j]].path.c_str());
-                        return cond;
-                    }
-                }
-            }
+        bool lost = false, cancelled = false;
+        const auto timeout = std::chrono::duration_cast<std::chrono::seconds>(g_options->timeout);
+        const RetrievalCounts counts = retrieval->run(
+            [&](const RetrievedInstance& instance) {
+                return send_instance(association_, instance, message_id++, timeout, nullptr, lost, &cancelled);
+            },
+            [&](const RetrievalCounts& now) {
+                if (lost || cancelled) return false;
+                if (checkForCANCEL(context, request.MessageID).good()) return false;
+                if (now.remaining == 0) return true;
+                cond = send_get_response(context, request, STATUS_GET_Pending_SubOperationsAreContinuing, now);
+                return cond.good();
+            });
+        if (lost) return DIMSE_ILLEGALASSOCIATION;
+        if (cond.bad()) return cond;
+        if (counts.remaining > 0) {
+            spdlog::info("C-GET from {}: cancelled after {} of {} instances", peer(),
+                         retrieval->size() - counts.remaining, retrieval->size());
+            return send_get_response(context, request, STATUS_GET_Cancel_SubOperationsTerminatedDueToCancelIndication,
+                                     counts);
         }
         spdlog::info("C-GET from {}: {} level, {} instances sent, {} failed, in {:.3f} s", peer(),
-                     level_name(query.level), completed, failed,
+                     level_name(query.level), counts.completed, counts.failed,
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-        if (failed == 0) return send_get_response(context, request, STATUS_Success, 0, completed, 0);
+        const Uint16 final_status = Retrieval::final_status(counts);
+        if (final_status == STATUS_Success) return send_get_response(context, request, STATUS_Success, counts);
         DcmDataset failures;
         std::string list;
-        for (const std::string& uid : failed_uids) list += (list.empty() ? "" : "\\") + uid;
+        for (const std::string& uid : retrieval->failed_uids()) list += (list.empty() ? "" : "\\") + uid;
         failures.putAndInsertString(DCM_FailedSOPInstanceUIDList, list.c_str());
         // The first failure's reason (the log has each, in full), as far as LO holds it.
-        std::string comment = first_comment;
-        for (char& ch : comment) ch = ch == '\\' ? '/' : ch;
-        return send_get_response(context, request,
-                                 completed == 0 ? STATUS_GET_Refused_OutOfResourcesSubOperations
-                                                : STATUS_GET_Warning_SubOperationsCompleteOneOrMoreFailures,
-                                 0, completed, failed, &failures, error_comment(detail, comment));
+        return send_get_response(context, request, final_status, counts, &failures,
+                                 error_comment(detail, retrieval->first_comment()));
+    }
+
+    /// C-MOVE (Patient Root, Study Root): MoveScp.
+    OFCondition move(T_DIMSE_C_MoveRQ& request, T_ASC_PresentationContextID context)
+    {
+        DcmDataset* identifier = nullptr;
+        T_ASC_PresentationContextID data_context = context;
+        const OFCondition cond = receiveDIMSEDataset(&data_context, &identifier);
+        if (cond.bad()) return cond;
+        std::unique_ptr<DcmDataset> owned(identifier);
+        IndexQuery query;
+        Uint16 status = 0;
+        std::string why;
+        const bool parsed = parse_query(request.AffectedSOPClassUID, identifier, query, status, why);
+        const MoveServices services{*g_options, g_index, *g_session, spool_path};
+        // The DICOM port's access control decides who may move where.
+        const auto refusal = [this](const std::string& destination) -> std::string {
+            if (!peer_.rights.move) return "not authorized: no move right for this AE title";
+            if (!peer_.rights.may_move_to(destination))
+                return "not authorized: this AE title may not move to " + destination;
+            return {};
+        };
+        return serve_move(services, {association_, context, request, peer(), getPeerAETitle().c_str(), refusal},
+                          parsed ? &query : nullptr, status, why);
+    }
+
+    /// N-ACTION of Storage Commitment: StorageCommitment; a result whose
+    /// association ended is sent once this one is over (run()).
+    OFCondition commit(T_DIMSE_N_ActionRQ& request, T_ASC_PresentationContextID context)
+    {
+        std::unique_ptr<CommitmentReport> later;
+        const CommitmentServices services{*g_options, g_index, *g_session, spool_path};
+        const std::string refusal =
+            peer_.rights.store ? std::string() : "not authorized: no store right for this AE title (Storage "
+                                                 "Commitment confirms what a peer stored)";
+        const OFCondition cond = serve_commitment(services, association_, context, request, peer(),
+                                                  getPeerAETitle().c_str(), later, refusal);
+        if (later) reports_.push_back(std::move(*later));
+        return cond;
     }
 
     void notifyAssociationRequest(const T_ASC_Parameters& params, DcmSCPActionType& action) override
@@ -483,6 +373,7 @@ protected:
 private:
     T_ASC_Association* association_ = nullptr;
     AssociationPeer peer_;
+    std::vector<CommitmentReport> reports_;
 };
 
 void add_contexts(DcmSCPConfig& config)
@@ -493,8 +384,12 @@ void add_contexts(DcmSCPConfig& config)
     config.addPresentationContext(UID_VerificationSOPClass, verification);
     for (const char* model :
          {UID_FINDPatientRootQueryRetrieveInformationModel, UID_FINDStudyRootQueryRetrieveInformationModel,
-          UID_GETPatientRootQueryRetrieveInformationModel, UID_GETStudyRootQueryRetrieveInformationModel})
+          UID_GETPatientRootQueryRetrieveInformationModel, UID_GETStudyRootQueryRetrieveInformationModel,
+          UID_MOVEPatientRootQueryRetrieveInformationModel, UID_MOVEStudyRootQueryRetrieveInformationModel})
         config.addPresentationContext(model, verification);
+    // Either role: a modality may propose the SCP role too, to have the
+    // N-EVENT-REPORT on the association of its N-ACTION.
+    config.addPresentationContext(UID_StorageCommitmentPushModelSOPClass, verification, ASC_SC_ROLE_SCUSCP);
     // Uncompressed first; then the compressed syntaxes a modality may send
     // as they are (the gateway stores the bytes it receives).
     OFList<OFString> syntaxes;
@@ -507,13 +402,13 @@ void add_contexts(DcmSCPConfig& config)
           UID_MPEG2MainProfileAtMainLevelTransferSyntax, UID_MPEG4HighProfileLevel4_1TransferSyntax})
         syntaxes.push_back(uid);
     // DCMTK's association profile holds at most 128 presentation contexts
-    // (5 above): the storage classes a storescu proposes by default come
+    // (8 above): the storage classes a storescu proposes by default come
     // first, then the rest of DCMTK's list while there is room (docs/DICOM.md,
     // "Limits"). Either role: a C-GET's requestor proposes the SCP role for
     // the classes it retrieves, a modality the SCU role.
     std::set<std::string> offered;
     auto offer = [&](const char* uid) {
-        if (offered.size() >= 123 || !offered.insert(uid).second) return;
+        if (offered.size() >= 120 || !offered.insert(uid).second) return;
         const OFCondition added = config.addPresentationContext(uid, syntaxes, ASC_SC_ROLE_SCUSCP);
         if (added.bad()) spdlog::warn("SOP class {} not offered: {}", uid, added.text());
     };
@@ -531,6 +426,7 @@ std::string serve_associations(const GatewayOptions& options, InstanceStore& sto
     g_store = &store;
     g_index = index;
     g_session = &session;
+    register_decoders();
     DcmSCPConfig config;
     config.setAETitle(options.aetitle.c_str());
     config.setPort(static_cast<Uint16>(options.port));

@@ -4,8 +4,9 @@
 /// --max-associations-per-peer from one address; more are rejected "local
 /// limit exceeded"),
 /// accepting storage SOP classes of DCMTK's list with the common transfer
-/// syntaxes, Verification (C-ECHO), and Query/Retrieve (C-FIND, C-GET) in
-/// the Patient Root and Study Root models.
+/// syntaxes, Verification (C-ECHO), Query/Retrieve (C-FIND, C-GET, C-MOVE:
+/// MoveScp) in the Patient Root and Study Root models, and Storage
+/// Commitment (StorageCommitment).
 
 #include "DicomSecurity.h"
 #include "InstanceStore.h"
@@ -16,10 +17,11 @@
 namespace blobstreaming::dicom {
 
 /// Listens on options.port and serves associations until the process ends;
-/// each C-STORE goes through `store`, C-FIND and C-GET through `index`
-/// (null: refused, no --index) and `session` (C-GET pulls the instances);
-/// `security` admits associations and each operation needs its right
-/// (refused with status 0124, Refused: not authorized).
+/// each C-STORE goes through `store`, C-FIND, C-GET, C-MOVE and Storage
+/// Commitment through `index` (null: refused, no --index) and `session`
+/// (they pull the instances); `security` admits associations and each
+/// operation needs its right (refused with status 0124, Refused: not
+/// authorized).
 /// Returns only when listening fails (e.g. the port is taken), with why.
 std::string serve_associations(const GatewayOptions& options, InstanceStore& store, StudyIndex* index,
                                client::Session& session, const DicomSecurity& security);

@@ -1,0 +1,316 @@
+#include "Retrieval.h"
+
+#include "dicom/InstanceIdentity.h"
+#include "dicom/NearestCopy.h"
+
+#include <blobstreaming/common/Error.h>
+
+#include <dcmtk/dcmdata/dcfilefo.h>
+#include <dcmtk/dcmdata/dcistrmb.h>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <deque>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace blobstreaming::dicom {
+
+namespace {
+
+/// Instances pulled at once (a series per store over the Session's pooled
+/// connections) while the batch before them is sent.
+constexpr std::size_t kBatch = 16;
+/// Pulled into memory rather than a spool file: instances up to this size,
+/// as long as the batch's total stays within kBatchMemory.
+constexpr std::uint64_t kInMemory = 8u << 20;
+constexpr std::uint64_t kBatchMemory = 16u << 20;
+constexpr std::size_t kMetaSlack = 64u << 10;
+/// Batches pulled ahead of the one being sent: two series in flight keep
+/// the stores' round trips off the sender's path.
+constexpr std::size_t kAhead = 2;
+
+/// What the header of the object in `bytes` says against `expected`
+/// (delivered_mismatch()): its first 256 KiB are parsed (the pixel data
+/// stays unread), the whole object when the attributes are not all in them.
+std::string header_mismatch(const std::uint8_t* bytes, std::size_t size,
+                            const std::map<std::string, std::string>& expected)
+{
+    if (data_set_offset(bytes, size) == 0)
+        return "the object delivered is not a DICOM file (no DICM at byte 128 and meta group)";
+    constexpr std::size_t kHead = 256u << 10;
+    std::string mismatch;
+    for (const bool whole : {false, true}) {
+        if (!whole && size <= kHead) continue;
+        DcmFileFormat object;
+        DcmInputBufferStream stream;
+        stream.setBuffer(bytes, static_cast<offile_off_t>(whole ? size : kHead));
+        if (whole) stream.setEos();
+        object.transferInit();
+        const OFCondition read = object.read(stream, EXS_Unknown, EGL_noChange, DCM_MaxReadLength);
+        object.transferEnd();
+        // A head cut short ends with "more data needed": what it held is read.
+        if (read.bad() && (whole || read != EC_StreamNotifyClient))
+            return std::string("the object delivered does not parse: ") + read.text();
+        mismatch = delivered_mismatch(*object.getDataset(), expected);
+        if (mismatch.empty()) return mismatch;
+    }
+    return mismatch;
+}
+}  // namespace
+
+std::string column_of(const IndexRow& row, const char* column)
+{
+    for (const auto& [c, v] : row)
+        if (c == column) return v;
+    return {};
+}
+
+/// Buffers of the instances pulled into memory, kept for the next batches.
+struct Retrieval::Buffers {
+    struct Buffer {
+        std::unique_ptr<std::uint8_t[]> data;
+        std::size_t capacity = 0;
+    };
+    std::mutex mutex;
+    std::vector<Buffer> free;
+
+    /// A buffer of at least `size` bytes (uninitialised).
+    Buffer take(std::size_t size)
+    {
+        {
+            std::lock_guard<std::mutex> lock(mutex);
+            for (auto it = free.begin(); it != free.end(); ++it) {
+                if (it->capacity < size) continue;
+                Buffer b = std::move(*it);
+                free.erase(it);
+                return b;
+            }
+        }
+        const std::size_t capacity = (size + (1u << 20) - 1) & ~std::size_t((1u << 20) - 1);  // whole MiB
+        return {std::unique_ptr<std::uint8_t[]>(new std::uint8_t[capacity]), capacity};
+    }
+    void give(Buffer b)
+    {
+        if (!b.data) return;
+        std::lock_guard<std::mutex> lock(mutex);
+        free.push_back(std::move(b));
+    }
+};
+
+struct Retrieval::Batch {
+    std::size_t begin = 0;
+    std::size_t end = 0;
+    std::map<std::size_t, std::size_t> slot;  ///< item -> its place in `to_pull`
+    std::vector<InstanceToPull> to_pull;
+    std::vector<PulledInstance> pulled;
+    /// The buffers of those pulled into memory, by their place in `to_pull`.
+    std::map<std::size_t, Buffers::Buffer> memory;
+
+    /// Done with the instance at `place` in `to_pull`: its buffer back to
+    /// `buffers`, or its spool file removed.
+    void release(std::size_t place, Buffers& buffers)
+    {
+        if (const auto m = memory.find(place); m != memory.end()) {
+            buffers.give(std::move(m->second));
+            memory.erase(m);
+        } else {
+            std::remove(to_pull[place].path.c_str());
+        }
+    }
+    /// Releases the instances from `from` on (not sent).
+    void discard(std::size_t from, Buffers& buffers)
+    {
+        for (std::size_t i = std::max(from, begin); i < end; ++i)
+            if (const auto s = slot.find(i); s != slot.end()) release(s->second, buffers);
+    }
+};
+
+Retrieval::Retrieval(StudyIndex& index, client::Session& session, const IndexQuery& query, std::string operation,
+                     std::function<std::string()> spool_path)
+    : index_(index), session_(session), operation_(std::move(operation)), spool_path_(std::move(spool_path)),
+      buffers_(std::make_unique<Buffers>())
+{
+    std::vector<IndexRow> rows;
+    std::map<std::string, std::string> conflicts;
+    try {
+        rows = index_.find(Level::instance, query.matches);
+        for (const Conflict& c : index_.conflicts(query.matches)) conflicts[c.sop] = c.text();
+    } catch (const Error& e) {
+        throw RetrievalRefused(0xC000, e.what());
+    }
+    const char* conflict = "conflict: another data set under its SOP Instance UID";
+    for (IndexRow& row : rows) {
+        Item item{column_of(row, "SOPInstanceUID"), std::move(row), {}, {}};
+        if (const auto c = conflicts.find(item.sop); c != conflicts.end()) {
+            item.refused = c->second;
+            item.comment = conflict;
+            conflicts.erase(c);
+        } else if (!valid_uid(item.sop)) {
+            item.refused = "the index holds an invalid SOP Instance UID \"" + escaped(item.sop) + "\"";
+            item.comment = "invalid SOP Instance UID in the index";
+        }
+        items_.push_back(std::move(item));
+    }
+    for (const auto& [sop, text] : conflicts) items_.push_back({sop, {}, text, conflict});
+}
+
+Retrieval::~Retrieval() = default;
+
+std::set<std::pair<std::string, std::string>> Retrieval::presentations() const
+{
+    std::set<std::pair<std::string, std::string>> out;
+    for (const Item& item : items_)
+        if (item.refused.empty())
+            out.emplace(column_of(item.row, "SOPClassUID"), column_of(item.row, "TransferSyntaxUID"));
+    return out;
+}
+
+Retrieval::Batch Retrieval::pull(std::size_t begin, std::size_t end)
+{
+    Batch batch;
+    batch.begin = begin;
+    batch.end = end;
+    std::vector<std::string> sops;
+    for (std::size_t i = begin; i < end; ++i)
+        if (items_[i].refused.empty()) sops.push_back(items_[i].sop);
+    std::map<std::string, std::vector<IndexedBlob>> copies;
+    try {
+        copies = index_.copies_of(sops);
+    } catch (const Error& e) {
+        spdlog::warn("{}: the copies of {} instances: {}; from the stores the index names", operation_, sops.size(),
+                     e.what());
+    }
+    // Each instance from its nearest copy (a study precached to a
+    // workstation store is read there), the next copy when that store fails
+    // it; the stores' tiers asked once per batch.
+    const std::map<std::string, client::StoreStatus> stores = store_statuses(session_);
+    std::uint64_t in_memory = 0;
+    for (std::size_t i = begin; i < end; ++i) {
+        if (!items_[i].refused.empty()) continue;
+        const IndexRow& row = items_[i].row;
+        batch.slot[i] = batch.to_pull.size();
+        batch.to_pull.push_back({items_[i].sop,
+                                 nearest_first(std::move(copies[items_[i].sop]),
+                                               {column_of(row, "blob"), column_of(row, "store"), ""}, stores),
+                                 {},
+                                 nullptr});
+        std::uint64_t size = 0;
+        try {
+            size = std::stoull(column_of(row, "size"));
+        } catch (const std::exception&) {
+            size = kInMemory + 1;  // not known: a file
+        }
+        if (size <= kInMemory && in_memory + size <= kBatchMemory) {
+            in_memory += size;
+            // The entry's size; another copy's meta header may be longer
+            // (the gateway writes its own): room for that too.
+            Buffers::Buffer buffer = buffers_->take(static_cast<std::size_t>(size) + kMetaSlack);
+            batch.to_pull.back().buffer = buffer.data.get();
+            batch.to_pull.back().capacity = buffer.capacity;
+            batch.memory.emplace(batch.to_pull.size() - 1, std::move(buffer));
+        } else {
+            batch.to_pull.back().path = spool_path_();
+        }
+    }
+    batch.pulled = pull_from_copies(session_, batch.to_pull, client::PullOptions{});
+    return batch;
+}
+
+RetrievalCounts Retrieval::run(const Send& send, const After& after)
+{
+    RetrievalCounts counts;
+    counts.remaining = items_.size();
+    auto pull_async = [this](std::size_t begin) {
+        const std::size_t end = std::min(items_.size(), begin + kBatch);
+        return std::async(std::launch::async, [this, begin, end] { return pull(begin, end); });
+    };
+    // kAhead batches pulled while one is sent.
+    std::deque<std::future<Batch>> next;
+    std::size_t queued = 0;  // the first item not yet asked for
+    auto top_up = [&] {
+        while (next.size() < kAhead && queued < items_.size()) {
+            next.push_back(pull_async(queued));
+            queued = std::min(items_.size(), queued + kBatch);
+        }
+    };
+    top_up();
+    while (!next.empty()) {
+        Batch batch = next.front().get();
+        next.pop_front();
+        top_up();
+        for (std::size_t i = batch.begin; i < batch.end; ++i) {
+            const Item& item = items_[i];
+            SubOutcome outcome{SubStatus::failed, item.refused, item.comment};
+            if (item.refused.empty()) {
+                const IndexRow& row = item.row;
+                const InstanceToPull& to_pull = batch.to_pull[batch.slot[i]];
+                const PulledInstance& pulled = batch.pulled[batch.slot[i]];
+                std::string tried;
+                for (const std::string& t : pulled.tried) tried += (tried.empty() ? "\"" : "\", \"") + t;
+                if (!pulled.result.ok()) {
+                    outcome.problem =
+                        "pulling Blob " + pulled.blob + " (stores tried: " + tried + "\"): " + pulled.result.message;
+                } else {
+                    // The object's own attributes, from the bytes to be sent.
+                    std::map<std::string, std::string> expected;
+                    for (const char* k :
+                         {"SOPInstanceUID", "PatientID", "StudyInstanceUID", "SeriesInstanceUID", "SOPClassUID"})
+                        expected[k] = column_of(row, k);
+                    const std::size_t size = static_cast<std::size_t>(pulled.result.length);
+                    const std::string mismatch = to_pull.buffer ? header_mismatch(to_pull.buffer, size, expected)
+                                                                : delivered_mismatch(to_pull.path, expected);
+                    if (!mismatch.empty()) {
+                        outcome.problem = "Blob " + pulled.blob + " in store \"" + pulled.result.store +
+                                          "\" is not the instance the index lists: " + mismatch + "; not sent";
+                        outcome.comment = "not the instance the index lists: " + mismatch;
+                    } else {
+                        RetrievedInstance instance;
+                        instance.bytes = to_pull.buffer;
+                        instance.size = size;
+                        if (to_pull.buffer) instance.data_set_offset = data_set_offset(to_pull.buffer, size);
+                        instance.path = to_pull.path;
+                        instance.sop_class = column_of(row, "SOPClassUID");
+                        instance.sop = item.sop;
+                        instance.transfer_syntax = column_of(row, "TransferSyntaxUID");
+                        outcome = send(instance);
+                    }
+                }
+                batch.release(batch.slot[i], *buffers_);
+            }
+            --counts.remaining;
+            switch (outcome.status) {
+            case SubStatus::completed: ++counts.completed; break;
+            case SubStatus::warning: ++counts.warning; break;
+            case SubStatus::failed: ++counts.failed; break;
+            }
+            if (outcome.status == SubStatus::failed) {
+                failed_uids_.push_back(item.sop);
+                if (first_comment_.empty())
+                    first_comment_ = outcome.comment.empty() ? outcome.problem : outcome.comment;
+            }
+            if (outcome.status != SubStatus::completed)
+                spdlog::error("{}: instance {}: {}{}", operation_, escaped(item.sop),
+                              outcome.status == SubStatus::warning ? "warning: " : "", outcome.problem);
+            if (!after(counts)) {
+                batch.discard(i + 1, *buffers_);
+                for (std::future<Batch>& f : next) f.get().discard(0, *buffers_);
+                return counts;
+            }
+        }
+    }
+    return counts;
+}
+
+std::uint16_t Retrieval::final_status(const RetrievalCounts& counts)
+{
+    if (counts.failed == 0 && counts.warning == 0) return 0x0000;
+    if (counts.completed == 0 && counts.warning == 0) return 0xA702;
+    return 0xB000;
+}
+
+}  // namespace blobstreaming::dicom

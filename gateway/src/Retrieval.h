@@ -1,0 +1,127 @@
+#pragma once
+/// What C-GET and C-MOVE retrieve (docs/DICOM.md, "Retrieval"): the
+/// instances the study index lists for an identifier, each pulled from its
+/// nearest copy (NearestCopy.h: verified, the next copy when a store fails
+/// it), checked to be the instance the index lists, and handed to a sender,
+/// one sub-operation each. C-GET sends on the requesting association,
+/// C-MOVE on one of its own to the move destination; both through
+/// send_instance() (SubOperation.h). The next batch is pulled while the
+/// current one is sent; an instance of up to 8 MiB is pulled into memory
+/// (at most 32 MiB a batch), a larger one into a spool file.
+
+#include "QueryRetrieve.h"
+#include "dicom/StudyIndex.h"
+
+#include <blobstreaming/client/Session.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace blobstreaming::dicom {
+
+/// An instance ready to be sent: the Blob as stored (meta header, then the
+/// data set), in memory or, over 8 MiB, in a spool file; dropped after the
+/// sub-operation.
+struct RetrievedInstance {
+    const std::uint8_t* bytes = nullptr;  ///< the Blob pulled into memory, or null: `path`
+    std::size_t size = 0;                 ///< of `bytes`
+    std::size_t data_set_offset = 0;      ///< where the data set starts in `bytes`
+    std::string path;                     ///< the Blob's spool file (`bytes` null)
+    std::string sop_class;
+    std::string sop;
+    std::string transfer_syntax;  ///< as the index lists it
+};
+
+/// How one sub-operation ended (PS3.4 C.4.2.1.4, C.4.3.1.4).
+enum class SubStatus { completed, warning, failed };
+
+struct SubOutcome {
+    SubStatus status = SubStatus::completed;
+    std::string problem;  ///< why (failed or warning), for the log
+    std::string comment;  ///< why, short, for the Error Comment (LO: 64 characters); "": problem
+};
+
+struct RetrievalCounts {
+    std::size_t remaining = 0;
+    std::size_t completed = 0;
+    std::size_t failed = 0;
+    std::size_t warning = 0;
+};
+
+/// Why a retrieval cannot start: the status to answer and why.
+struct RetrievalRefused : std::runtime_error {
+    RetrievalRefused(std::uint16_t code, const std::string& why) : std::runtime_error(why), status(code) {}
+    std::uint16_t status;
+};
+
+class Retrieval {
+public:
+    /// Lists the instances `query` matches (each instance in conflict
+    /// refused, naming its Blobs, also when only its copy in conflict
+    /// matches). `operation` names the request in log lines ("C-GET from
+    /// VIEWER@10.0.0.7"); `spool_path` gives a new spool file name. Throws
+    /// RetrievalRefused (C000) when the index fails.
+    Retrieval(StudyIndex& index, client::Session& session, const IndexQuery& query, std::string operation,
+              std::function<std::string()> spool_path);
+    ~Retrieval();
+    Retrieval(const Retrieval&) = delete;
+    Retrieval& operator=(const Retrieval&) = delete;
+
+    std::size_t size() const { return items_.size(); }
+
+    /// The SOP classes and transfer syntaxes of the instances to send, as
+    /// the index lists them (what an association for them proposes).
+    std::set<std::pair<std::string, std::string>> presentations() const;
+
+    /// Sends one instance; called on the caller's thread, in the index's order.
+    using Send = std::function<SubOutcome(const RetrievedInstance&)>;
+    /// Called after each sub-operation with the counts so far; false stops
+    /// the retrieval there (C-CANCEL, a lost association).
+    using After = std::function<bool(const RetrievalCounts&)>;
+
+    /// Runs every sub-operation (an instance that cannot be pulled, or is
+    /// not what the index lists, fails without calling `send`); each failure
+    /// is logged. Returns the counts: `remaining` > 0 when `after` stopped it.
+    RetrievalCounts run(const Send& send, const After& after);
+
+    /// The SOP Instance UIDs whose sub-operation failed, in order.
+    const std::vector<std::string>& failed_uids() const { return failed_uids_; }
+    /// The first failure's reason, short (the Error Comment of the final response).
+    const std::string& first_comment() const { return first_comment_; }
+
+    /// The final status of a retrieval that ran to its end: 0000 every
+    /// sub-operation completed; A702 none did (out of resources: unable to
+    /// perform sub-operations); else B000 (one or more failures or warnings).
+    static std::uint16_t final_status(const RetrievalCounts& counts);
+
+private:
+    struct Item {
+        std::string sop;
+        IndexRow row;         ///< empty when refused before any pull
+        std::string refused;  ///< why it is not sent ("" : it is)
+        std::string comment;
+    };
+    struct Batch;
+    struct Buffers;
+    Batch pull(std::size_t begin, std::size_t end);
+
+    StudyIndex& index_;
+    client::Session& session_;
+    std::string operation_;
+    std::function<std::string()> spool_path_;
+    std::vector<Item> items_;
+    std::vector<std::string> failed_uids_;
+    std::string first_comment_;
+    std::unique_ptr<Buffers> buffers_;  ///< reused between batches: no fresh pages, no zeroing
+};
+
+/// `row`'s value of `column` ("" when it has none).
+std::string column_of(const IndexRow& row, const char* column);
+
+}  // namespace blobstreaming::dicom
