@@ -11,14 +11,16 @@ A gateway with --peer MODALITY@127.0.0.1=store,query,retrieve,
   --aetitle are rejected: A-ASSOCIATE-RJ permanent (1), service user (1),
   reason calling (3) or called (7) AE title not recognized; FARAWAY from
   127.0.0.3 is accepted (A-ASSOCIATE-AC);
-- VIEWER (query only) finds, but its C-STORE and C-GET are refused with
-  status 0124 (Refused: not authorized), nothing stored or sent;
+- VIEWER (query only) finds, but its C-STORE, C-GET and C-MOVE are refused
+  with status 0124 (Refused: not authorized), nothing stored or sent; so is
+  MOVER's Storage Commitment request (N-ACTION) without the store right;
 - without any --peer a gateway warns at start that its port is open to every
   peer (and still serves an unknown AE title);
 - bad --peer values are usage errors naming the value and what is allowed,
   and an unresolvable host fails the start naming it.
 Real omniNames, blobstored, blob-dicomd and DCMTK tools on 127.0.0.0/8."""
 
+import json
 import os
 import re
 import sys
@@ -26,7 +28,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import check, check_equal, program, step  # noqa: E402
-from harness.dicom import AE, Gateway, make_objects  # noqa: E402
+from harness.dicom import AE, Gateway, make_objects, pynetdicom_python, tool  # noqa: E402
 from test_dicom_lockout import associate_rq, connect, read_pdu  # noqa: E402
 
 REJECTED_PERMANENT, SERVICE_USER = 1, 1
@@ -88,9 +90,11 @@ def test(c):
 
     gw = Gateway(c, "ws1", "gateway", extra=["--peer", "MODALITY@127.0.0.1=store,query,retrieve",
                                              "--peer", "VIEWER@localhost=query",
-                                             "--peer", "FARAWAY@127.0.0.3=store"])
+                                             "--peer", "FARAWAY@127.0.0.3=store",
+                                             "--peer", "MOVER@127.0.0.1=query",
+                                             "--destination", "STORESCP=127.0.0.1:9"])
     check("DICOM port allow-list: MODALITY@127.0.0.1=store,query,retrieve; VIEWER@localhost(127.0.0.1)=query; "
-          "FARAWAY@127.0.0.3=store; other peers are rejected" in gw.log(),
+          "FARAWAY@127.0.0.3=store; MOVER@127.0.0.1=query; other peers are rejected" in gw.log(),
           f"the allow-list's start line: {gw.log()[-2000:]!r}")
 
     step("MODALITY stores, finds and retrieves")
@@ -148,6 +152,18 @@ def test(c):
     check(re.search(r"0x0?124\b", err),
           f"getscu of VIEWER: status 0124 expected: exit {code}, {err[-2000:]!r}")
     check("C-GET from VIEWER@127.0.0.1: refused (status 0124)" in gw.log(), "the refused C-GET's log line")
+
+    step("VIEWER's C-MOVE and MOVER's Storage Commitment (no move, no store right): refused with 0124")
+    code, _, err = c.run(["movescu", "-v", "-S", "-aet", "VIEWER", "-aec", AE, "-aem", "STORESCP",
+                          "-k", "QueryRetrieveLevel=STUDY", "-k", f"StudyInstanceUID={ct[0]['study']}",
+                          "127.0.0.1", str(gw.port)], timeout=60)
+    check(re.search(r"0x0?124\b", err), f"movescu of VIEWER: status 0124 expected: exit {code}, {err[-2000:]!r}")
+    python = pynetdicom_python()
+    code, out, err = c.run([python, tool("dicom_move_peer.py"), "commit", "127.0.0.1", str(gw.port), AE, "nowait",
+                            f"1.2.840.10008.5.1.4.1.1.2:{ct[0]['sop']}"], timeout=120)
+    answers = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    check(code == 0 and answers and answers[0].get("action") == 0x0124,
+          f"MOVER's N-ACTION: status 0124 expected: exit {code}, {out!r} {err[-1000:]!r}")
 
 
 if __name__ == "__main__":
