@@ -105,7 +105,7 @@ Daemon::Daemon(DaemonOptions options)
 
 Daemon::~Daemon() { stop(); }
 
-std::unique_ptr<Store> Daemon::open_store() const
+std::unique_ptr<ReadThroughStore> Daemon::open_store() const
 {
     StoreSettings settings = options_.store_settings;
     settings.listener = events_;
@@ -207,19 +207,23 @@ std::string Daemon::start()
         fetch.tls = std::make_shared<TlsContext>(TlsContext::Role::client, options_.tls);
         context_.identity = fetch.tls->subject();
     }
-    fetcher_ = std::make_unique<corba::Fetcher>(*store_, fetch);
+    // Copies fill the store as flights of its ReadThroughStore, which pulls
+    // of the Blobs follow while they arrive.
+    fetcher_ = std::make_unique<corba::Fetcher>(*store_, store_->flights(), fetch);
     context_.fetcher = fetcher_.get();
+    context_.read_through = store_.get();
     if (options_.local_fast_path && store_->keeps_files()) {
         images_ = std::make_unique<corba::ImageShelf>();
         context_.images = images_.get();
     }
     if (options_.read_through) {
-        upstream_ = std::make_unique<corba::Upstream>();
-        upstream_->naming = CosNaming::NamingContext::_duplicate(naming_);
-        upstream_->naming_url = options_.naming;
-        upstream_->own_name = options_.name;
-        upstream_->own_tier = options_.tier;
-        context_.read_through = upstream_.get();
+        corba::FartherTiers tiers;
+        tiers.naming = CosNaming::NamingContext::_duplicate(naming_);
+        tiers.naming_url = options_.naming;
+        tiers.own_name = options_.name;
+        tiers.own_tier = options_.tier;
+        upstream_ = std::make_unique<corba::FartherStores>(*fetcher_, std::move(tiers));
+        store_->read_through(upstream_.get());
     }
 
     PortableServer::Servant_var<corba::BlobStore_i> store_servant = new corba::BlobStore_i(context_);
@@ -420,6 +424,7 @@ void Daemon::stop() noexcept
     sdc.reset();  // SubscriptionEnd to subscribers, WS-Discovery Bye (outside the lock: the reactor may publish)
     if (data_) data_->stop();
     if (fetcher_) fetcher_->stop();  // its threads call the ORB and use the store
+    if (store_) store_->read_through(nullptr);  // the upstream's flights have ended
     if (events_) events_->close();   // later commits and removals go nowhere
     if (notices_) notices_->stop();  // no transfer ends any more; before the ORB goes
     if (reservations_) reservations_->abort_all();

@@ -11,6 +11,7 @@
 #include "server/ReservationTable.h"
 #include "server/TransporterRegistry.h"
 
+#include <blobstreaming/blobstore/ReadThroughStore.h>
 #include <blobstreaming/blobstore/Store.h>
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
@@ -149,7 +150,7 @@ BlobStreaming::StoreStatus* BlobStore_i::status()
         s->reserved = usage.reserved;
         s->blobCount = static_cast<CORBA::ULong>(usage.blob_count);
         s->activeTransfers = context_.data->active_transfers();
-        s->readThrough = context_.read_through != nullptr;
+        s->readThrough = context_.read_through && context_.read_through->reads_through();
         s->host = boot_id().c_str();
         s->localFiles = context_.local_fast_path && context_.store->keeps_files();
         return s;
@@ -436,7 +437,8 @@ CORBA::Boolean BlobStore_i::findGrantedFile(const BlobStreaming::TicketId grant,
     try {
         const server::TicketBinding binding = granted(grant, "findGrantedFile");
         name = binding.blob;
-        if (binding.follow) return false;  // still arriving: the data port follows it
+        // A grant of a Blob still arriving names the version being
+        // received (no commit time): the data port follows it.
         const auto local = offered_file(name, context_.local_fast_path);
         if (!local || !same_version(local->info, *binding.version)) return false;
         to_idl_file(*local, *file);
@@ -458,7 +460,7 @@ BlobStreaming::SharedImageSeq* BlobStore_i::shareGrantedImages(const BlobStreami
     for (CORBA::ULong i = 0; i < grants.length(); ++i) {
         try {
             const server::TicketBinding binding = granted(grants[i], "shareGrantedImages");
-            if (binding.follow || !share_image(binding.blob, out[i]) ||
+            if (!share_image(binding.blob, out[i]) ||
                 !same_version(from_idl(out[i].info, "shareGrantedImages"), *binding.version)) {
                 out[i].fd = -1;
                 to_idl(blobstreaming::BlobInfo{}, out[i].info);
@@ -478,9 +480,9 @@ std::optional<Store::LocalFile> BlobStore_i::offered_file(const std::string& nam
         context_.store->stat(name);  // NoSuchBlob still applies
         return std::nullopt;
     }
-    // A Blob a fetch is bringing here: its committed file (if any) is the
-    // version being replaced, and a pull follows the new bytes.
-    if (context_.fetcher && context_.fetcher->in_flight(name)) return std::nullopt;
+    // A Blob a fill is bringing here: none (ReadThroughStore::local_file),
+    // its committed file (if any) being the version replaced; a pull
+    // follows the new bytes.
     auto local = context_.store->local_file(name);
     // Nothing to map (mmap of 0 bytes fails): use the socket.
     if (!local || local->info.size == 0) return std::nullopt;
@@ -496,7 +498,9 @@ CORBA::Boolean BlobStore_i::findLocalFile(const char* name, BlobStreaming::Local
     to_idl(blobstreaming::BlobInfo{}, file->info);
     try {
         validate_blob_name(name);
-        if (context_.read_through) context_.fetcher->fetch_missing(name, *context_.read_through);
+        // Being filled (read-through of a Blob only a farther tier holds
+        // begins here): the data port follows the fill.
+        if (context_.read_through && context_.read_through->holding(name).in_flight) return false;
         const auto local = offered_file(name, context_.local_fast_path);
         if (!local) return false;
         to_idl_file(*local, *file);

@@ -1,13 +1,13 @@
 #include "BlobTransporter_i.h"
 
 #include <blobstreaming/transporter/corba/BlobInfoIdl.h>
-#include "Fetcher.h"
 
 #include "server/AccessList.h"
 
 #include "server/ReservationTable.h"
 #include "server/TicketRegistry.h"
 
+#include <blobstreaming/blobstore/ReadThroughStore.h>
 #include <blobstreaming/blobstore/Store.h>
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
@@ -236,25 +236,14 @@ server::TicketBinding BlobTransporter_i::pull_binding(const char* operation, con
 {
     if (auto problem = blob_name_problem(name))
         throw Error(Errc::invalid_name, std::string(operation) + " " + quote_name(name) + ": " + *problem);
-    // A Blob this store is receiving (a copy to it, read-through): the
-    // pull follows the bytes as they arrive, also when an older version
-    // is still here (the next store of a copy chain must get the version
-    // this one receives). Read-through: a Blob only a farther tier holds
-    // is fetched first.
-    Fetcher::Follow follow;
-    if (context_.fetcher) follow.flight = context_.fetcher->in_flight(name);
-    if (!follow.flight && context_.read_through) {
-        follow = context_.fetcher->follow_missing(name, *context_.read_through);
-    } else if (!follow.flight) {
-        try {
-            follow.held = context_.store->stat(name);
-        } catch (const Error& e) {
-            // A fetch that began meanwhile.
-            if (e.code() != Errc::no_such_blob || !context_.fetcher) throw;
-            if (!(follow.flight = context_.fetcher->in_flight(name))) throw;
-        }
-    }
-    const BlobInfo info = follow.flight ? follow.flight->expected() : *follow.held;
+    // The version a read serves (ReadThroughStore::holding): a Blob this
+    // store is receiving (a copy to it, read-through) is the version being
+    // received, also when an older version is still here (the next store
+    // of a copy chain must get the version this one receives), and the
+    // data port's read follows its bytes as they arrive. Read-through: the
+    // fill of a Blob only a farther tier holds begins here.
+    const BlobInfo info =
+        context_.read_through ? context_.read_through->holding(name).version : context_.store->stat(name);
     std::uint64_t resolved = length;
     if (length == 0 && offset <= info.size) resolved = info.size - offset;
     if (resolved > ~std::uint64_t{0} - offset || offset + resolved > info.size) {
@@ -264,7 +253,6 @@ server::TicketBinding BlobTransporter_i::pull_binding(const char* operation, con
     }
     server::TicketBinding binding = binding_for(protocol::FrameType::pull, name, offset, resolved);
     binding.version = info;
-    binding.follow = std::move(follow.flight);
     binding.checksum = info.checksum.algorithm;
     return binding;
 }

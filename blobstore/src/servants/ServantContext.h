@@ -12,6 +12,7 @@
 #include <string>
 
 namespace blobstreaming {
+class ReadThroughStore;
 class Store;
 namespace daemon {
 class NoticeDispatcher;
@@ -31,7 +32,6 @@ namespace blobstreaming::corba {
 
 class Fetcher;
 class ImageShelf;
-struct Upstream;
 
 struct ServantContext {
     std::string store_name;
@@ -60,15 +60,19 @@ struct ServantContext {
     /// The store's event subscriptions (BlobStore::subscribe; not owned;
     /// null: subscribe fails with NO_RESOURCES).
     server::StoreEventHub* events = nullptr;
-    /// Store-to-store transfers (BlobStore::fetch, read-through; not owned;
-    /// null: fetch fails with NO_RESOURCES).
+    /// Store-to-store copies (BlobStore::fetch, fetchEach, beginFetch; not
+    /// owned; null: fetch fails with NO_RESOURCES). Read-through is not
+    /// its business here: the store reads through (read_through).
     Fetcher* fetcher = nullptr;
     /// Sealed images of Blobs for the memory stores of this host
     /// (BlobStore::shareImage; not owned; null: it answers false).
     ImageShelf* images = nullptr;
-    /// Set: a pull of a missing Blob fetches it from a farther tier first
-    /// (blobstored --read-through; not owned).
-    const Upstream* read_through = nullptr;
+    /// The decorator outermost in `store` (the same object): the fills into
+    /// the store, and what a read serves (holding(): a Blob being filled is
+    /// the version being received; with --read-through a Blob only a
+    /// farther tier holds is filled first). Not owned; null: `store` is
+    /// read as it is.
+    const ReadThroughStore* read_through = nullptr;
 };
 
 /// Checks that the client of the current request (its TLS certificate's
