@@ -224,3 +224,35 @@ BOOST_FIXTURE_TEST_CASE(a_ticket_issued_during_a_fill_that_failed_since_gets_its
     BOOST_CHECK(link.answer().response.message.find("the source store is gone") != std::string::npos);
     BOOST_CHECK(t.ended());
 }
+
+BOOST_FIXTURE_TEST_CASE(a_ticket_for_the_committed_version_is_served_while_a_newer_one_arrives, FollowFixture)
+{
+    const auto old_bytes = pattern(300);
+    BlobInfo old_version;
+    {
+        auto r = store.reserve("F.2", old_bytes.size());
+        BOOST_REQUIRE(!r->write(old_bytes.data(), old_bytes.size()));
+        old_version = r->commit();
+    }
+    TicketBinding b = pull_binding("F.2", 0, old_bytes.size());
+    b.version = store.holding("F.2").version;
+    PullTransfer t(server, link, TransferFixture::request(protocol::FrameType::pull, 0, old_bytes.size()), b);
+
+    // A copy replacing it begins: reads follow the new version from now on.
+    auto replacing = store.reserve("F.2", 5000, ReserveMode::replace);
+    bool first = false;
+    const auto copy = store.flights().join("F.2", first);
+    const auto arriving = std::make_shared<BlobInFlight>(BlobInfo{"F.2", 5000, crc_of(pattern(5000)), {}});
+    arriving->attach(replacing.get());
+    store.flights().begun(*copy, arriving);
+    BOOST_REQUIRE(store.holding("F.2").in_flight);
+
+    BOOST_CHECK(t.start() == Step::respond);
+    BOOST_CHECK(link.answer().response.status == Errc::ok);
+    BOOST_CHECK(link.answer().response.checksum == old_version.checksum);
+    BOOST_CHECK(t.on_writable() == Step::done);
+    BOOST_CHECK(sockets.receive(old_bytes.size()) == old_bytes);
+    arriving->detach();
+    arriving->fail(Errc::cancelled, "the test ends");
+    store.flights().land("F.2", *copy, std::nullopt, std::make_exception_ptr(Error(Errc::cancelled, "the test ends")));
+}

@@ -265,11 +265,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_failed_fill_fails_its_readers_and_leaves_nothing
 
     BOOST_TEST(code_of([&] { f.store.stat("RT.3"); }) == Errc::no_such_blob);
     BOOST_TEST(f.store.list().empty());
-    // A read a moment later gets the fill's reason (once the flight has
-    // landed; until then it follows the failed fill), not another fill.
+    // A read a moment later gets the fill's reason, not another fill.
     BOOST_REQUIRE(eventually([&] { return code_of([&] { f.store.holding("RT.3"); }) == Errc::unreachable; }));
     BOOST_TEST(code_of([&] { f.store.read_all("RT.3"); }) == Errc::unreachable);
-    BOOST_TEST(f.store.usage().reserved == 0u);
+    BOOST_TEST(eventually([&] { return f.store.usage().reserved == 0u; }));  // the fill's reservation goes
     BOOST_TEST(f.upstream.fills.load() == 1);
 }
 
@@ -330,6 +329,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_read_of_a_blob_being_replaced_follows_the_new_ve
     BOOST_TEST(held.version.size == new_bytes.size());
     BOOST_TEST(f.store.stat("RT.6").size == old_bytes.size());  // the old version until the commit
     BOOST_TEST(!f.store.local_file("RT.6"));                    // nothing to offer meanwhile
+    BOOST_TEST(f.store.read_committed("RT.6", 0, Store::kToEnd).size() == old_bytes.size());
     const BlobRange range = f.store.read_all("RT.6");
     BOOST_TEST(range.size() == new_bytes.size());
     f.upstream.allow(new_bytes.size());
@@ -338,4 +338,23 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_read_of_a_blob_being_replaced_follows_the_new_ve
     BOOST_TEST(!ec);
     copy.join();
     BOOST_TEST(f.store.stat("RT.6").size == new_bytes.size());
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_reader_of_the_file_waits_for_the_whole_fill, Kind, Kinds)
+{
+    Fixture<Kind> f;
+    const auto bytes = random_bytes(30000, 14);
+    f.upstream.held["RT.7"] = bytes;
+    std::thread let_through([&] {
+        // Let the bytes through once the fill has begun.
+        BOOST_TEST(eventually([&] { return f.store.filling("RT.7"); }));
+        f.upstream.allow(bytes.size());
+    });
+    f.store.fill_and_wait("RT.7");
+    let_through.join();
+    BOOST_TEST(f.store.stat("RT.7").size == bytes.size());  // committed when it returns
+    BOOST_TEST(f.upstream.fills.load() == 1);
+    f.store.fill_and_wait("RT.7");  // committed: nothing to do
+    BOOST_TEST(f.upstream.fills.load() == 1);
+    BOOST_TEST(code_of([&] { f.store.fill_and_wait("RT.none"); }) == Errc::no_such_blob);
 }

@@ -498,9 +498,9 @@ CORBA::Boolean BlobStore_i::findLocalFile(const char* name, BlobStreaming::Local
     to_idl(blobstreaming::BlobInfo{}, file->info);
     try {
         validate_blob_name(name);
-        // Being filled (read-through of a Blob only a farther tier holds
-        // begins here): the data port follows the fill.
-        if (context_.read_through && context_.read_through->holding(name).in_flight) return false;
+        // Read-through: a Blob only a farther tier holds is filled first,
+        // and its file offered once committed.
+        if (context_.read_through) context_.read_through->fill_and_wait(name);
         const auto local = offered_file(name, context_.local_fast_path);
         if (!local) return false;
         to_idl_file(*local, *file);

@@ -133,7 +133,13 @@ BlobRange PullTransfer::read_ticket_version()
     const Error removed(Errc::blob_changed, changed + "; it was removed since");
     BlobRange range;
     try {
-        range = server_.store.read_at(binding_.blob, offset, length);
+        // A committed version is read as committed, also while a newer one
+        // is being filled (that read would follow the fill); a version being
+        // received is read as any read: the fill, or what it committed.
+        // (offset + length within the version: checked when it was issued.)
+        range = want.committed != std::chrono::system_clock::time_point{}
+                    ? server_.store.read_committed(binding_.blob, offset, offset + length)
+                    : server_.store.read_at(binding_.blob, offset, length);
     } catch (const Error& e) {
         // The range was checked against that version when the ticket was
         // issued: a Blob that is gone or now too short was removed or replaced.

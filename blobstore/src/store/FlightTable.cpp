@@ -89,6 +89,17 @@ std::shared_ptr<BlobInFlight> FlightTable::wait_begun(Flight& flight, std::optio
     return nullptr;
 }
 
+std::optional<BlobInfo> FlightTable::wait_landed(const std::string& name)
+{
+    std::unique_lock lock(mutex_);
+    const auto it = flights_.find(name);
+    if (it == flights_.end()) return std::nullopt;
+    const std::shared_ptr<Flight> flight = it->second;
+    landed_.wait(lock, [&] { return flight->done_; });
+    if (flight->error_) std::rethrow_exception(flight->error_);
+    return flight->info_;
+}
+
 void FlightTable::keep_for(Flight& flight, const std::string& client)
 {
     std::lock_guard lock(mutex_);

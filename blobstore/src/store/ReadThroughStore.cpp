@@ -40,7 +40,11 @@ std::shared_ptr<BlobInFlight> ReadThroughStore::fill_missing(const std::string& 
             }
         });
     }
-    return flights_.wait_begun(*flight, &held);
+    std::shared_ptr<BlobInFlight> progress = flights_.wait_begun(*flight, &held);
+    // Failed, its flight not landed yet: its error at once, not a range
+    // whose first read fails without saying why.
+    if (progress && progress->failed()) throw progress->error();
+    return progress;
 }
 
 ReadThroughStore::Holding ReadThroughStore::holding(std::string_view name) const
@@ -60,6 +64,12 @@ ReadThroughStore::Holding ReadThroughStore::holding(std::string_view name) const
         if (auto flight = fill_missing(key, e, held)) return {flight->expected(), true};
         return {*held, false};
     }
+}
+
+void ReadThroughStore::fill_and_wait(std::string_view name) const
+{
+    if (!reads_through() || inner_->contains(name)) return;
+    if (holding(name).in_flight) flights_.wait_landed(std::string(name));
 }
 
 BlobRange ReadThroughStore::read(std::string_view name, std::uint64_t start, std::uint64_t end) const

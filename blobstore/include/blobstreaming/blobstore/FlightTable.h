@@ -59,6 +59,10 @@ public:
     /// (nullptr with what it committed in `info`; its error thrown).
     std::shared_ptr<BlobInFlight> wait_begun(Flight& flight, std::optional<BlobInfo>* info = nullptr);
 
+    /// Waits for the end of the flight of `name` running now, if any: what
+    /// it committed (its error thrown); nullopt when none runs.
+    std::optional<BlobInfo> wait_landed(const std::string& name);
+
     /// The flight's outcome is kept for `client`'s await().
     void keep_for(Flight& flight, const std::string& client);
     /// The outcome of the flight of `name` that `client` began, waited

@@ -46,6 +46,8 @@ public:
 ///   from the committed Blob once the fill commits; a failed fill ends the
 ///   read with the fill's error. A range of the version being received
 ///   names it with no commit time (this store has not committed it yet).
+///   read_committed() reads the committed Blob (a pull's ticket issued for
+///   the older version still gets it).
 /// - With an upstream (read_through()), read() of a Blob the store lacks
 ///   begins its fill (or joins the one running) and follows it; a fill that
 ///   failed a few seconds ago is that read's answer (its error), not
@@ -80,6 +82,12 @@ public:
         bool in_flight = false;
     };
     Holding holding(std::string_view name) const;
+    /// With an upstream, a Blob the store lacks is filled (or the fill
+    /// running joined) and waited for until committed: how a reader of its
+    /// file (the same-host path, local_file()) reads through. Throws as
+    /// holding(), and the fill's error. Nothing without an upstream, nor for
+    /// a committed Blob.
+    void fill_and_wait(std::string_view name) const;
     /// A fill of `name` is receiving it now.
     bool filling(std::string_view name) const;
 
@@ -91,6 +99,11 @@ public:
     BlobInfo stat(std::string_view name) const override { return inner_->stat(name); }
     std::vector<BlobInfo> list() const override { return inner_->list(); }
     BlobRange read(std::string_view name, std::uint64_t start, std::uint64_t end) const override;
+    /// The wrapped store's read(): never a fill.
+    BlobRange read_committed(std::string_view name, std::uint64_t start, std::uint64_t end) const override
+    {
+        return inner_->read(name, start, end);
+    }
     std::unique_ptr<Reservation> reserve(std::string_view name, std::uint64_t size,
                                          ReserveMode mode = ReserveMode::create,
                                          ChecksumAlgorithm checksum = kDefaultChecksum) override
