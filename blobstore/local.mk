@@ -23,6 +23,9 @@ blobstore_libblobstore_la_SOURCES = \
 	blobstore/src/store/FileStoreState.h \
 	blobstore/src/store/FileSystem.cpp \
 	blobstore/src/store/FileSystem.h \
+	blobstore/src/store/FlightReader.cpp \
+	blobstore/src/store/FlightReader.h \
+	blobstore/src/store/FlightTable.cpp \
 	blobstore/src/store/MemoryStore.cpp \
 	blobstore/src/store/ObservedStore.cpp \
 	blobstore/src/store/Rados.cpp \
@@ -36,6 +39,7 @@ blobstore_libblobstore_la_SOURCES = \
 	blobstore/src/store/RadosReservation.h \
 	blobstore/src/store/RadosStore.cpp \
 	blobstore/src/store/RadosStoreState.h \
+	blobstore/src/store/ReadThroughStore.cpp \
 	blobstore/src/store/Reservation.cpp \
 	blobstore/src/store/SpareFile.cpp \
 	blobstore/src/store/SpareFile.h \
@@ -52,9 +56,12 @@ blobstorehdr_HEADERS = \
 	blobstore/include/blobstreaming/blobstore/BlobReader.h \
 	blobstore/include/blobstreaming/blobstore/EvictingStore.h \
 	blobstore/include/blobstreaming/blobstore/FileStore.h \
+	blobstore/include/blobstreaming/blobstore/FlightTable.h \
 	blobstore/include/blobstreaming/blobstore/MemoryStore.h \
 	blobstore/include/blobstreaming/blobstore/ObservedStore.h \
 	blobstore/include/blobstreaming/blobstore/RadosStore.h \
+	blobstore/include/blobstreaming/blobstore/ReadThroughStore.h \
+	blobstore/include/blobstreaming/blobstore/RecentOutcomes.h \
 	blobstore/include/blobstreaming/blobstore/Reservation.h \
 	blobstore/include/blobstreaming/blobstore/Store.h
 
@@ -68,6 +75,7 @@ blobstore_tests = \
 	blobstore/tests/FileStoreTest \
 	blobstore/tests/MemoryStoreTest \
 	blobstore/tests/EvictingStoreTest \
+	blobstore/tests/ReadThroughStoreTest \
 	blobstore/tests/ReservationTest \
 	blobstore/tests/BlobInFlightTest
 check_PROGRAMS += $(blobstore_tests)
@@ -87,6 +95,9 @@ blobstore_tests_MemoryStoreTest_LDADD = $(blobstore_test_ldadd)
 blobstore_tests_EvictingStoreTest_SOURCES = blobstore/tests/EvictingStoreTest.cpp
 blobstore_tests_EvictingStoreTest_CPPFLAGS = $(blobstore_test_cppflags)
 blobstore_tests_EvictingStoreTest_LDADD = $(blobstore_test_ldadd)
+blobstore_tests_ReadThroughStoreTest_SOURCES = blobstore/tests/ReadThroughStoreTest.cpp
+blobstore_tests_ReadThroughStoreTest_CPPFLAGS = $(blobstore_test_cppflags)
+blobstore_tests_ReadThroughStoreTest_LDADD = $(blobstore_test_ldadd)
 blobstore_tests_ReservationTest_SOURCES = blobstore/tests/ReservationTest.cpp
 blobstore_tests_ReservationTest_CPPFLAGS = $(blobstore_test_cppflags)
 blobstore_tests_ReservationTest_LDADD = $(blobstore_test_ldadd)
@@ -115,12 +126,9 @@ blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/servants/EventSubscription.h \
 	blobstore/src/servants/Fetcher.cpp \
 	blobstore/src/servants/Fetcher.h \
-	blobstore/src/servants/FlightTable.cpp \
-	blobstore/src/servants/FlightTable.h \
 	blobstore/src/servants/Grant.h \
 	blobstore/src/servants/ImageShelf.cpp \
 	blobstore/src/servants/ImageShelf.h \
-	blobstore/src/servants/RecentOutcomes.h \
 	blobstore/src/servants/SameHostSources.cpp \
 	blobstore/src/servants/SameHostSources.h \
 	blobstore/src/servants/ServantContext.cpp \
@@ -153,8 +161,6 @@ blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/server/PartTransfer.h \
 	blobstore/src/server/PullTransfer.cpp \
 	blobstore/src/server/PullTransfer.h \
-	blobstore/src/server/FollowTransfer.cpp \
-	blobstore/src/server/FollowTransfer.h \
 	blobstore/src/server/DataServer.cpp \
 	blobstore/src/server/DataServer.h \
 	blobstore/src/server/DataServerImpl.h \
@@ -196,7 +202,6 @@ server_tests = \
 	blobstore/tests/PushTransferTest \
 	blobstore/tests/PartTransferTest \
 	blobstore/tests/PullTransferTest \
-	blobstore/tests/FollowTransferTest \
 	blobstore/tests/StoreServiceTest \
 	blobstore/tests/BlobStoreServantTest \
 	blobstore/tests/BlobTransporterServantTest \
@@ -256,11 +261,6 @@ blobstore_tests_PullTransferTest_SOURCES = blobstore/tests/PullTransferTest.cpp 
 blobstore_tests_PullTransferTest_CPPFLAGS = $(server_test_cppflags)
 blobstore_tests_PullTransferTest_LDADD = $(server_test_ldadd)
 $(blobstore_tests_PullTransferTest_OBJECTS): idl/BlobStreaming.hh
-blobstore_tests_FollowTransferTest_SOURCES = blobstore/tests/FollowTransferTest.cpp blobstore/tests/TransferTestSupport.h \
-	blobstore/tests/ServerTestSupport.h
-blobstore_tests_FollowTransferTest_CPPFLAGS = $(server_test_cppflags)
-blobstore_tests_FollowTransferTest_LDADD = $(server_test_ldadd)
-$(blobstore_tests_FollowTransferTest_OBJECTS): idl/BlobStreaming.hh
 # The store service on real stores and tables; the servants over it, called
 # in-process with an ORB of the test's own (no endpoint, no POA).
 blobstore_tests_StoreServiceTest_SOURCES = blobstore/tests/StoreServiceTest.cpp blobstore/tests/ServerTestSupport.h \

@@ -1,7 +1,7 @@
 // FlightTable: one fill per name, the outcome kept only for the clients that
 // began it, a follower's failure kept briefly, threads bounded and joined.
 
-#include "servants/FlightTable.h"
+#include <blobstreaming/blobstore/FlightTable.h>
 
 #include <blobstreaming/common/Error.h>
 
@@ -19,7 +19,7 @@ using blobstreaming::BlobInFlight;
 using blobstreaming::BlobInfo;
 using blobstreaming::Errc;
 using blobstreaming::Error;
-using blobstreaming::corba::FlightTable;
+using blobstreaming::FlightTable;
 
 using blobstreaming::server::test::code_of;
 

@@ -5,6 +5,9 @@
 
 #include "TransferTestSupport.h"
 
+#include <blobstreaming/blobstore/BlobInFlight.h>
+#include <blobstreaming/blobstore/ReadThroughStore.h>
+
 #include <algorithm>
 #include <thread>
 
@@ -98,4 +101,158 @@ BOOST_FIXTURE_TEST_CASE(a_pull_cancelled_on_the_control_plane_stops_sending, Fix
     BOOST_CHECK(t.on_writable() == Step::close);
     BOOST_CHECK(t.ended());
     BOOST_CHECK_EQUAL(t.bytes_done(), 0u);
+}
+
+namespace {
+
+/// A Blob being received into a ReadThroughStore (a copy to it, or
+/// read-through: a flight of its table) and pulls bound to that version:
+/// the store's read follows the fill.
+struct FollowFixture {
+    ReadThroughStore store{std::make_unique<MemoryStore>(MemoryStore::Options{16u << 20})};
+    TicketRegistry tickets{std::chrono::seconds(30)};
+    ReservationTable reservations{std::chrono::seconds(60)};
+    DataServer::Impl server{store, tickets, reservations, DataServerConfig{}};
+    SocketPair sockets;
+    RecordingLink link{sockets.server.get()};
+
+    const std::vector<std::uint8_t> data = pattern(1000);
+    std::unique_ptr<Reservation> reservation = store.reserve("F.1", data.size());
+    std::shared_ptr<FlightTable::Flight> flight;
+    std::shared_ptr<BlobInFlight> progress;
+
+    FollowFixture()
+    {
+        bool first = false;
+        flight = store.flights().join("F.1", first);
+        progress = std::make_shared<BlobInFlight>(BlobInfo{"F.1", data.size(), crc_of(data), {}});
+        progress->attach(reservation.get());
+        store.flights().begun(*flight, progress);
+    }
+    ~FollowFixture() { store.stop(); }
+    /// A pull of the whole Blob, its ticket issued while it arrives.
+    PullTransfer pull()
+    {
+        TicketBinding b = pull_binding("F.1", 0, data.size());
+        b.version = store.holding("F.1").version;
+        return PullTransfer(server, link, TransferFixture::request(protocol::FrameType::pull, 0, data.size()), b);
+    }
+    void land(std::size_t from, std::size_t size)
+    {
+        BOOST_REQUIRE(!reservation->write(data.data() + from, size));
+        progress->landed(from + size);
+    }
+    void commit()
+    {
+        progress->detach();
+        const BlobInfo info = reservation->commit();
+        progress->finish(info);
+        store.flights().land("F.1", *flight, info, nullptr);
+    }
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_CASE(bytes_being_filled_are_sent_as_they_land_then_from_the_committed_blob, FollowFixture)
+{
+    BOOST_REQUIRE(store.holding("F.1").in_flight);
+    land(0, 400);
+    PullTransfer t = pull();
+    BOOST_CHECK(t.start() == Step::respond);
+    BOOST_CHECK(link.answer().after == AfterResponse::body);
+    BOOST_CHECK_EQUAL(link.answer().response.length, data.size());
+    BOOST_CHECK(link.answer().response.checksum == crc_of(data));
+
+    // The 400 bytes in, then nothing more yet: off the reactor until woken.
+    BOOST_CHECK(t.on_writable() == Step::wait);
+    BOOST_CHECK_EQUAL(t.bytes_done(), 400u);
+    BOOST_CHECK_EQUAL(link.wakes, 0);
+    const auto first = sockets.receive(400);
+    BOOST_CHECK(std::equal(first.begin(), first.end(), data.begin()));
+
+    land(400, 200);
+    BOOST_CHECK_EQUAL(link.wakes, 1);
+    BOOST_CHECK(t.on_writable() == Step::wait);
+    BOOST_CHECK_EQUAL(t.bytes_done(), 600u);
+
+    // Committed: the rest comes from the store's Blob, where the sent bytes end.
+    land(600, 400);
+    commit();
+    BOOST_CHECK(t.on_writable() == Step::done);
+    const auto rest = sockets.receive(600);
+    BOOST_CHECK(std::equal(rest.begin(), rest.end(), data.begin() + 400));
+    BOOST_CHECK(t.ended());
+    BOOST_CHECK_EQUAL(t.bytes_done(), data.size());
+    BOOST_CHECK_EQUAL(server.active.load(), 0u);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_fill_that_fails_fails_its_followers, FollowFixture)
+{
+    land(0, 100);
+    PullTransfer t = pull();
+    BOOST_CHECK(t.start() == Step::respond);
+    BOOST_CHECK(t.on_writable() == Step::wait);
+    progress->fail(Errc::unreachable, "the source store is gone");
+    BOOST_CHECK(t.on_writable() == Step::close);
+    BOOST_CHECK(t.ended());
+    BOOST_CHECK_EQUAL(t.bytes_done(), 100u);
+    BOOST_CHECK_EQUAL(server.active.load(), 0u);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_ticket_issued_during_the_fill_is_served_from_its_commit, FollowFixture)
+{
+    PullTransfer t = pull();
+    land(0, 1000);
+    commit();
+    BOOST_CHECK(t.start() == Step::respond);
+    BOOST_CHECK(link.answer().response.status == Errc::ok);
+    BOOST_CHECK(t.on_writable() == Step::done);
+    BOOST_CHECK(sockets.receive(1000) == data);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_ticket_issued_during_a_fill_that_failed_since_gets_its_error, FollowFixture)
+{
+    PullTransfer t = pull();
+    land(0, 10);
+    progress->detach();
+    progress->fail(Errc::unreachable, "the source store is gone");
+    reservation.reset();
+    store.flights().land("F.1", *flight, std::nullopt,
+                         std::make_exception_ptr(Error(Errc::unreachable, "the source store is gone")));
+    BOOST_CHECK(t.start() == Step::respond);
+    BOOST_CHECK(link.answer().response.status == Errc::unreachable);
+    BOOST_CHECK(link.answer().response.message.find("the source store is gone") != std::string::npos);
+    BOOST_CHECK(t.ended());
+}
+
+BOOST_FIXTURE_TEST_CASE(a_ticket_for_the_committed_version_is_served_while_a_newer_one_arrives, FollowFixture)
+{
+    const auto old_bytes = pattern(300);
+    BlobInfo old_version;
+    {
+        auto r = store.reserve("F.2", old_bytes.size());
+        BOOST_REQUIRE(!r->write(old_bytes.data(), old_bytes.size()));
+        old_version = r->commit();
+    }
+    TicketBinding b = pull_binding("F.2", 0, old_bytes.size());
+    b.version = store.holding("F.2").version;
+    PullTransfer t(server, link, TransferFixture::request(protocol::FrameType::pull, 0, old_bytes.size()), b);
+
+    // A copy replacing it begins: reads follow the new version from now on.
+    auto replacing = store.reserve("F.2", 5000, ReserveMode::replace);
+    bool first = false;
+    const auto copy = store.flights().join("F.2", first);
+    const auto arriving = std::make_shared<BlobInFlight>(BlobInfo{"F.2", 5000, crc_of(pattern(5000)), {}});
+    arriving->attach(replacing.get());
+    store.flights().begun(*copy, arriving);
+    BOOST_REQUIRE(store.holding("F.2").in_flight);
+
+    BOOST_CHECK(t.start() == Step::respond);
+    BOOST_CHECK(link.answer().response.status == Errc::ok);
+    BOOST_CHECK(link.answer().response.checksum == old_version.checksum);
+    BOOST_CHECK(t.on_writable() == Step::done);
+    BOOST_CHECK(sockets.receive(old_bytes.size()) == old_bytes);
+    arriving->detach();
+    arriving->fail(Errc::cancelled, "the test ends");
+    store.flights().land("F.2", *copy, std::nullopt, std::make_exception_ptr(Error(Errc::cancelled, "the test ends")));
 }

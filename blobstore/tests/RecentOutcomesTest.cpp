@@ -1,10 +1,10 @@
 #define BOOST_TEST_MODULE RecentOutcomesTest
-#include "servants/RecentOutcomes.h"
+#include <blobstreaming/blobstore/RecentOutcomes.h>
 #include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <string>
 
-using namespace blobstreaming::corba;
+using namespace blobstreaming;
 using namespace std::chrono_literals;
 
 namespace {

@@ -1,6 +1,6 @@
 #pragma once
 /// What the transfer unit tests (PushTransferTest, PartTransferTest,
-/// PullTransferTest, FollowTransferTest) drive a Transfer with, without a
+/// PullTransferTest) drive a Transfer with, without a
 /// reactor: a data server's state over a MemoryStore (no CommitPool: every
 /// store call stays on the test's thread), and a TransferLink over one end
 /// of a socket pair that records the Responses a transfer queues; the test

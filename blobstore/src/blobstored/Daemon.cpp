@@ -105,7 +105,7 @@ Daemon::Daemon(DaemonOptions options)
 
 Daemon::~Daemon() { stop(); }
 
-std::unique_ptr<Store> Daemon::open_store() const
+std::unique_ptr<ReadThroughStore> Daemon::open_store() const
 {
     StoreSettings settings = options_.store_settings;
     settings.listener = events_;
@@ -190,14 +190,18 @@ std::string Daemon::start()
     fetch.socket.receive_buffer = options_.socket_buffer;
     fetch.local = options_.local_fast_path;
     if (tls) fetch.tls = std::make_shared<TlsContext>(TlsContext::Role::client, options_.tls);
-    fetcher_ = std::make_unique<corba::Fetcher>(*store_, fetch);
+    // Copies fill the store as flights of its ReadThroughStore, which pulls
+    // of the Blobs follow while they arrive.
+    fetcher_ = std::make_unique<corba::Fetcher>(*store_, store_->flights(), fetch);
     if (options_.local_fast_path && store_->keeps_files()) images_ = std::make_unique<corba::ImageShelf>();
     if (options_.read_through) {
-        upstream_ = std::make_unique<corba::Upstream>();
-        upstream_->naming = CosNaming::NamingContext::_duplicate(naming_);
-        upstream_->naming_url = options_.naming;
-        upstream_->own_name = options_.name;
-        upstream_->own_tier = options_.tier;
+        corba::FartherTiers tiers;
+        tiers.naming = CosNaming::NamingContext::_duplicate(naming_);
+        tiers.naming_url = options_.naming;
+        tiers.own_name = options_.name;
+        tiers.own_tier = options_.tier;
+        upstream_ = std::make_unique<corba::FartherStores>(*fetcher_, std::move(tiers));
+        store_->read_through(upstream_.get());
     }
 
     service::StoreServiceOptions decisions;
@@ -206,8 +210,7 @@ std::string Daemon::start()
     decisions.local_fast_path = options_.local_fast_path;
     decisions.access = &access_;
     decisions.images = images_.get();
-    decisions.fetcher = fetcher_.get();
-    decisions.read_through = upstream_.get();
+    decisions.read_through = store_.get();
     service_ = std::make_unique<service::StoreService>(*store_, *reservations_, *tickets_, std::move(decisions));
 
     context_ = std::make_unique<corba::ServantContext>(*service_);
@@ -419,6 +422,7 @@ void Daemon::stop() noexcept
     sdc.reset();  // SubscriptionEnd to subscribers, WS-Discovery Bye (outside the lock: the reactor may publish)
     if (data_) data_->stop();
     if (fetcher_) fetcher_->stop();  // its threads call the ORB and use the store
+    if (store_) store_->read_through(nullptr);  // the upstream's flights have ended
     if (events_) events_->close();   // later commits and removals go nowhere
     if (notices_) notices_->stop();  // no transfer ends any more; before the ORB goes
     if (reservations_) reservations_->abort_all();

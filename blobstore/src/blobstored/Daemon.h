@@ -18,6 +18,7 @@
 #include "server/TicketRegistry.h"
 #include "server/TransporterRegistry.h"
 
+#include <blobstreaming/blobstore/ReadThroughStore.h>
 #include <blobstreaming/blobstore/Store.h>
 #include <blobstreaming/transporter/corba/ConnectionGate.h>
 #include <blobstreaming/transporter/daemon/NoticeDispatcher.h>
@@ -77,12 +78,13 @@ public:
     const DaemonOptions& options() const noexcept { return options_; }
 
 private:
-    std::unique_ptr<Store> open_store() const;
+    std::unique_ptr<ReadThroughStore> open_store() const;
     void naming_unreachable(const std::string& why) noexcept;
 
     DaemonOptions options_;
     server::LiveAccessList access_;  ///< options_.access, replaced by reload()
-    std::unique_ptr<Store> store_;
+    /// The store as served: its decorators, the ReadThroughStore outermost.
+    std::unique_ptr<ReadThroughStore> store_;
     std::unique_ptr<server::TicketRegistry> tickets_;
     std::unique_ptr<server::ReservationTable> reservations_;
     std::unique_ptr<server::DataServer> data_;
@@ -97,7 +99,8 @@ private:
     std::unique_ptr<MetricsEndpoint> metrics_;
     std::unique_ptr<corba::Fetcher> fetcher_;    ///< BlobStore::fetch and read-through
     std::unique_ptr<corba::ImageShelf> images_;  ///< BlobStore::shareImage (a FileStore offering its files)
-    std::unique_ptr<corba::Upstream> upstream_;  ///< set with --read-through
+    /// The store's upstream with --read-through (through fetcher_).
+    std::unique_ptr<corba::FartherStores> upstream_;
     /// The text of a scrape: the data plane's counters, the store's use,
     /// open reservations, the build (the metrics endpoint's thread).
     std::string metrics_text() const;

@@ -93,8 +93,8 @@ void fill_by_reads(Reservation& reservation, BlobInFlight& progress, std::uint64
 
 }  // namespace
 
-Fetcher::Fetcher(Store& store, FetchOptions options)
-    : store_(store), options_(std::move(options)), same_host_(options_.call_timeout)
+Fetcher::Fetcher(Store& store, FlightTable& flights, FetchOptions options)
+    : store_(store), options_(std::move(options)), flights_(flights), same_host_(options_.call_timeout)
 {
     dataplane::PoolOptions pool;
     pool.max_connections_per_endpoint = kConnectionsPerSource;
@@ -351,7 +351,7 @@ Fetcher::SourceId Fetcher::source_id(BlobStreaming::BlobStore_ptr source, bool f
     return sources_[key] = id;
 }
 
-Fetcher::Holders Fetcher::holders(const std::string& name, const Upstream& upstream) const
+Fetcher::Holders Fetcher::holders(const std::string& name, const FartherTiers& upstream) const
 {
     Holders out;
     struct Candidate {
@@ -390,7 +390,7 @@ Fetcher::Holders Fetcher::holders(const std::string& name, const Upstream& upstr
 }
 
 std::pair<BlobStreaming::BlobStore_var, std::string> Fetcher::nearest_holder(const std::string& name,
-                                                                             const Upstream& upstream) const
+                                                                             const FartherTiers& upstream) const
 {
     const Holders found = holders(name, upstream);
     if (found.stores.empty()) {
@@ -410,54 +410,10 @@ std::pair<BlobStreaming::BlobStore_var, std::string> Fetcher::nearest_holder(con
     }
 }
 
-BlobInfo Fetcher::fetch_missing(const std::string& name, const Upstream& upstream)
+BlobInfo Fetcher::fill_from(const std::string& name, const FartherTiers& tiers, FlightTable::Flight& flight)
 {
-    try {
-        return store_.stat(name);
-    } catch (const Error& e) {
-        if (e.code() != Errc::no_such_blob) throw;
-    }
-    auto [source, source_name] = nearest_holder(name, upstream);
-    try {
-        return fetch(own_grant(name, source.in(), source_name), ReserveMode::create);
-    } catch (const Error& e) {
-        // Another fetch or a push committed it meanwhile: that one serves.
-        if (e.code() == Errc::already_exists) return store_.stat(name);
-        throw;
-    }
-}
-
-std::shared_ptr<BlobInFlight> Fetcher::in_flight(const std::string& name) const { return flights_.in_flight(name); }
-
-Fetcher::Follow Fetcher::follow_missing(const std::string& name, const Upstream& upstream)
-{
-    try {
-        return {store_.stat(name), nullptr};
-    } catch (const Error& e) {
-        if (e.code() != Errc::no_such_blob) throw;
-    }
-    // A fetch of it that failed a moment ago: its reason, not another
-    // fetch (a pull that followed it asks once why it broke off).
-    flights_.rethrow_recent_failure(name);
-    bool first = false;
-    const std::shared_ptr<Flight> flight = flights_.join(name, first);
-    if (first) {
-        flights_.spawn(name, flight, "read-through", [this, name, up = &upstream, flight] {
-            auto [source, source_name] = nearest_holder(name, *up);
-            try {
-                return transfer(own_grant(name, source.in(), source_name), ReserveMode::create, *flight);
-            } catch (const Error& e) {
-                // Another fetch or a push committed it meanwhile: that one
-                // serves the pulls still to come (those following this
-                // one have failed).
-                if (e.code() == Errc::already_exists) return store_.stat(name);
-                throw;
-            }
-        });
-    }
-    Follow out;
-    out.flight = flights_.wait_begun(*flight, &out.held);
-    return out;
+    auto [source, source_name] = nearest_holder(name, tiers);
+    return transfer(own_grant(name, source.in(), source_name), ReserveMode::create, flight);
 }
 
 void Fetcher::begin(const Grant& grant, ReserveMode mode, const std::string& client)

@@ -1,8 +1,9 @@
 #pragma once
 /// Store-to-store transfers: this daemon as the client of another store
 /// (docs/ARCHITECTURE.md, "Tiers"). BlobStore::fetch (a third-party copy,
-/// `blob copy`) and read-through (`blobstored --read-through`) both land
-/// here, each with a read grant: the pull ticket a client obtained from the
+/// `blob copy`) and read-through (`blobstored --read-through`: the
+/// ReadThroughStore's upstream, FartherStores) both land here, each with a
+/// read grant: the pull ticket a client obtained from the
 /// source for this store (BlobTransporter::grantRead: the client's
 /// authority, never this daemon's), or, for read-through, one this daemon
 /// asked for itself (the operator's configuration is the authority). The
@@ -14,20 +15,21 @@
 /// its committed file instead (findGrantedFile, pread), verified the same
 /// way. Nothing of a failed fetch is ever visible.
 ///
-/// Blocking: runs on the calling thread (an ORB thread), never on the data
-/// plane's reactor; a read-through fetch for a pull on a thread of its own,
-/// which pulls follow while the bytes arrive (BlobInFlight). Concurrent
-/// fetches of one name share one transfer.
+/// Blocking: runs on the calling thread (an ORB thread, or a thread of the
+/// store's flight table: read-through, beginFetch), never on the data
+/// plane's reactor. Every fetch is a flight of the store's FlightTable
+/// (ReadThroughStore::flights()): concurrent fills of one name share one
+/// transfer, and reads of the name follow its bytes as they arrive.
 
 #include <blobstreaming/blobstore/BlobInFlight.h>
+#include <blobstreaming/blobstore/FlightTable.h>
+#include <blobstreaming/blobstore/ReadThroughStore.h>
 #include <blobstreaming/blobstore/Store.h>
 #include <blobstreaming/common/BlobInfo.h>
 #include <blobstreaming/transporter/SocketOptions.h>
 #include <blobstreaming/transporter/client/Ticket.h>
 
-#include "FlightTable.h"
 #include "Grant.h"
-#include "RecentOutcomes.h"
 #include "SameHostSources.h"
 
 #include <BlobStreaming.hh>
@@ -73,7 +75,7 @@ struct FetchOptions {
 
 /// Where read-through looks for a Blob this store lacks: the Naming
 /// Service's stores of farther tiers than `own_tier`.
-struct Upstream {
+struct FartherTiers {
     CosNaming::NamingContext_var naming;
     std::string naming_url;
     std::string own_name;
@@ -82,7 +84,9 @@ struct Upstream {
 
 class Fetcher {
 public:
-    Fetcher(Store& store, FetchOptions options);
+    /// Fills `store` (the daemon's outermost store) as flights of `flights`
+    /// (its ReadThroughStore's).
+    Fetcher(Store& store, FlightTable& flights, FetchOptions options);
     ~Fetcher();
     Fetcher(const Fetcher&) = delete;
     Fetcher& operator=(const Fetcher&) = delete;
@@ -111,22 +115,11 @@ public:
     /// endpoint. Throws CORBA exceptions.
     std::string source_name(BlobStreaming::BlobStore_ptr source);
 
-    /// Read-through: `name` as the store holds it, fetched first from the
-    /// nearest store of a farther tier that holds it when the store lacks
-    /// it. no_such_blob naming the stores asked when none does.
-    BlobInfo fetch_missing(const std::string& name, const Upstream& upstream);
-
-    /// Read-through for a pull: the Blob as the store holds it (`held`), or
-    /// the fetch receiving it (`flight`), begun here on a thread of its own
-    /// when none runs, as soon as the source has announced the version and
-    /// the store reserved its space. Throws as fetch_missing() when no fetch
-    /// could begin (no holder, the source's refusal, this store's own
-    /// errors); later failures reach the followers through the flight.
-    struct Follow {
-        std::optional<BlobInfo> held;
-        std::shared_ptr<BlobInFlight> flight;
-    };
-    Follow follow_missing(const std::string& name, const Upstream& upstream);
+    /// Read-through (Upstream::fill, on a thread of the flight table):
+    /// `name`, which the store lacks, copied as `flight` from the nearest
+    /// store of `tiers` that holds it, with a grant this daemon asks for
+    /// itself. no_such_blob naming the stores asked when none holds it.
+    BlobInfo fill_from(const std::string& name, const FartherTiers& tiers, FlightTable::Flight& flight);
 
     /// fetch() in two steps (BlobStore::beginFetch, awaitFetch), so that a
     /// chain of stores forwards while it receives: begin() returns once the
@@ -140,16 +133,12 @@ public:
     /// no_such_blob (naming `store_name`) when it began none lately.
     BlobInfo await(const std::string& name, const std::string& store_name, const std::string& client);
 
-    /// The fetch receiving `name` into the store now (a `blob copy` to this
-    /// store, or read-through), once its bytes have somewhere to go; null
-    /// when none: a pull of a Blob still arriving follows it.
-    std::shared_ptr<BlobInFlight> in_flight(const std::string& name) const;
-
     /// The daemon stops (before the ORB goes): fetches still running fail
-    /// (cancelled) and are waited for; no new one begins.
+    /// (cancelled) and are waited for (the store's flight table stops); no
+    /// new one begins.
     void stop() noexcept;
 
-    /// Stores of farther tiers than upstream.own_tier that hold `name`,
+    /// Stores of farther tiers than tiers.own_tier that hold `name`,
     /// nearest first; `silent`: the stores that did not answer (each asked
     /// within the call timeout). Empty when the Naming Service cannot be
     /// reached.
@@ -157,7 +146,7 @@ public:
         std::vector<std::string> stores;
         std::vector<std::string> silent;
     };
-    Holders holders(const std::string& name, const Upstream& upstream) const;
+    Holders holders(const std::string& name, const FartherTiers& tiers) const;
 
 private:
     using Flight = FlightTable::Flight;
@@ -165,7 +154,7 @@ private:
     /// The nearest holder of `name` of a farther tier: its reference and
     /// name; no_such_blob naming the stores asked when none.
     std::pair<BlobStreaming::BlobStore_var, std::string> nearest_holder(const std::string& name,
-                                                                        const Upstream& upstream) const;
+                                                                        const FartherTiers& tiers) const;
 
     BlobInfo transfer(const Grant& grant, ReserveMode mode, Flight& flight);
     /// Read-through: a grant of `name` from `source` for this store, asked
@@ -208,12 +197,27 @@ private:
     /// asked once per control endpoint, or again (`fresh`). Throws CORBA
     /// exceptions.
     SourceId source_id(BlobStreaming::BlobStore_ptr source, bool fresh);
-    /// One fill per name.
-    FlightTable flights_;
+    /// One fill per name: the store's.
+    FlightTable& flights_;
     /// The data connections to sources (the data plane's client).
     std::unique_ptr<SourceReader> reader_;
     /// The sources of this host: their files and images.
     SameHostSources same_host_;
+};
+
+/// Read-through's upstream (ReadThroughStore::read_through): the nearest
+/// store of a farther tier that holds the Blob, through the Fetcher.
+class FartherStores final : public Upstream {
+public:
+    FartherStores(Fetcher& fetcher, FartherTiers tiers) : fetcher_(fetcher), tiers_(std::move(tiers)) {}
+    BlobInfo fill(const std::string& name, FlightTable::Flight& flight) override
+    {
+        return fetcher_.fill_from(name, tiers_, flight);
+    }
+
+private:
+    Fetcher& fetcher_;
+    const FartherTiers tiers_;
 };
 
 }  // namespace blobstreaming::corba

@@ -28,7 +28,7 @@ PullTransfer::~PullTransfer() { release(); }
 
 Step PullTransfer::start()
 {
-    if (!binding_.follow && server_.store.read_waits()) return open_away();
+    if (server_.store.read_waits()) return open_away();
     try {
         range_ = read_ticket_version();
     } catch (const Error& e) {
@@ -102,17 +102,25 @@ Step PullTransfer::answer()
     return link_.respond(protocol::encode(response), AfterResponse::body);
 }
 
+namespace {
+
+/// Whether `got` is the version `want` a ticket names. A ticket issued while
+/// the store was receiving the Blob names the version being received, which
+/// has no commit time yet: that fill (a range that follows it) or what it
+/// committed, the same size and checksum, is it.
+bool is_version(const BlobInfo& got, const BlobInfo& want) noexcept
+{
+    if (want.committed == std::chrono::system_clock::time_point{})
+        return got.size == want.size && got.checksum == want.checksum;
+    return same_version(got, want);
+}
+
+}  // namespace
+
 BlobRange PullTransfer::read_ticket_version()
 {
     const std::uint64_t offset = request_.offset;
     const std::uint64_t length = request_.length;
-    if (binding_.follow) {
-        // The fetch it was issued for has ended: the version is the one
-        // this store committed (its commit time, the same bytes), or none.
-        if (binding_.follow->failed()) throw binding_.follow->error();
-        binding_.version = binding_.follow->committed();
-        binding_.follow.reset();
-    }
     if (!binding_.version) return server_.store.read_at(binding_.blob, offset, length);
     const BlobInfo& want = *binding_.version;
     const std::string changed = "pull " + quote_name(binding_.blob) + ": the Blob changed since ticket " +
@@ -125,7 +133,13 @@ BlobRange PullTransfer::read_ticket_version()
     const Error removed(Errc::blob_changed, changed + "; it was removed since");
     BlobRange range;
     try {
-        range = server_.store.read_at(binding_.blob, offset, length);
+        // A committed version is read as committed, also while a newer one
+        // is being filled (that read would follow the fill); a version being
+        // received is read as any read: the fill, or what it committed.
+        // (offset + length within the version: checked when it was issued.)
+        range = want.committed != std::chrono::system_clock::time_point{}
+                    ? server_.store.read_committed(binding_.blob, offset, offset + length)
+                    : server_.store.read_at(binding_.blob, offset, length);
     } catch (const Error& e) {
         // The range was checked against that version when the ticket was
         // issued: a Blob that is gone or now too short was removed or replaced.
@@ -141,7 +155,7 @@ BlobRange PullTransfer::read_ticket_version()
         throw replaced(now);
     }
     // The view re-read the Blob's own header: it is one version throughout.
-    if (!same_version(range.blob(), want)) throw replaced(range.blob());
+    if (!is_version(range.blob(), want)) throw replaced(range.blob());
     return range;
 }
 
@@ -174,7 +188,6 @@ PullTransfer::Pump PullTransfer::pump()
         switch (send_chunk(want, r)) {
         case Fill::failed: return Pump::failed;
         case Fill::wait: return Pump::wait;
-        case Fill::switched: continue;
         case Fill::ready: break;
         }
         if (r.done()) {

@@ -7,7 +7,6 @@
 #include "ServerConnection.h"
 
 #include "DataPath.h"
-#include "FollowTransfer.h"
 #include "PartTransfer.h"
 #include "PullTransfer.h"
 #include "PushTransfer.h"
@@ -165,8 +164,6 @@ int ServerConnection::on_request()
     if (request.type == protocol::FrameType::push) {
         if (binding.part) transfer_ = std::make_unique<PartTransfer>(server, link, request, std::move(binding));
         else transfer_ = std::make_unique<PushTransfer>(server, link, request, std::move(binding));
-    } else if (binding.follow && binding.follow->receiving()) {
-        transfer_ = std::make_unique<FollowTransfer>(server, link, request, std::move(binding));
     } else {
         transfer_ = std::make_unique<PullTransfer>(server, link, request, std::move(binding));
     }

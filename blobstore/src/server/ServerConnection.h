@@ -25,7 +25,7 @@ namespace blobstreaming::server {
 /// the socket non-blocking, applies the socket options, does the TLS
 /// handshake and registers for input. handle_input() reads a Request,
 /// consumes its ticket (issued to this TLS client) and hands the transfer
-/// to its kind (PushTransfer, PartTransfer, PullTransfer, FollowTransfer),
+/// to its kind (PushTransfer, PartTransfer, PullTransfer),
 /// which asks for the socket as it needs it (Step); the connection sends
 /// the Responses the transfer queues and reads the next Request after it,
 /// or drains and closes after a refusal. All I/O goes through the data

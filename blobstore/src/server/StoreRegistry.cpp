@@ -5,6 +5,7 @@
 #include <blobstreaming/blobstore/FileStore.h>
 #include <blobstreaming/blobstore/MemoryStore.h>
 #include <blobstreaming/blobstore/RadosStore.h>
+#include <blobstreaming/blobstore/ReadThroughStore.h>
 #include <blobstreaming/cli/Values.h>
 #include <blobstreaming/common/Error.h>
 
@@ -143,13 +144,18 @@ const StoreKind& StoreRegistry::check(std::string_view uri) const
     return *kind;
 }
 
-std::unique_ptr<Store> StoreRegistry::open(std::string_view uri, const StoreSettings& settings) const
+std::unique_ptr<ReadThroughStore> StoreRegistry::open(std::string_view uri, const StoreSettings& settings) const
 {
     const StoreKind& kind = check(uri);
     auto store = kind.open(uri.substr(kind.scheme.size() + 1), settings);
     if (settings.listener) store = std::make_unique<ObservedStore>(std::move(store), settings.listener);
-    if (settings.evict) return std::make_unique<EvictingStore>(std::move(store));  // caching: a decorator
-    return store;
+    if (settings.evict) store = std::make_unique<EvictingStore>(std::move(store));  // caching: a decorator
+    // Outermost, over the cache: a fill reserves like any push, so the
+    // cache makes room for it and its commit is observed; a Blob the cache
+    // evicted is missing again, and the next read fills it anew; a read of
+    // a committed Blob goes on to the cache and counts as its use. The
+    // flight table here sees every fill, whoever began it.
+    return std::make_unique<ReadThroughStore>(std::move(store));
 }
 
 std::string StoreRegistry::syntaxes(std::string_view separator) const

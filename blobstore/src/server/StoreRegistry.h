@@ -8,6 +8,7 @@
 /// dynamic_cast).
 
 #include <blobstreaming/blobstore/ObservedStore.h>
+#include <blobstreaming/blobstore/ReadThroughStore.h>
 #include <blobstreaming/blobstore/Store.h>
 
 #include <chrono>
@@ -68,8 +69,10 @@ public:
     const StoreKind& check(std::string_view uri) const;
     /// check(), then the kind's open(); wrapped in an ObservedStore when
     /// `settings.listener`, that in an EvictingStore when `settings.evict`
-    /// (so that evictions are observed as such).
-    std::unique_ptr<Store> open(std::string_view uri, const StoreSettings& settings) const;
+    /// (so that evictions are observed as such), and that in the
+    /// ReadThroughStore that knows the fills into the store (its upstream
+    /// is set by the daemon: `--read-through`).
+    std::unique_ptr<ReadThroughStore> open(std::string_view uri, const StoreSettings& settings) const;
 
     const std::vector<StoreKind>& kinds() const noexcept { return kinds_; }
     /// The kinds' syntaxes joined by `separator` ("file:DIR|memory:SIZE").

@@ -3,7 +3,6 @@
 
 #include "TransferControl.h"
 
-#include <blobstreaming/blobstore/BlobInFlight.h>
 #include <blobstreaming/common/BlobInfo.h>
 #include <blobstreaming/transporter/Protocol.h>
 
@@ -31,15 +30,13 @@ struct TicketBinding {
     bool part = false;
     std::uint64_t offset = 0;
     std::uint64_t length = 0;
-    /// Pull: the committed version the ticket was issued for. The data
-    /// connection serves the range only from exactly this version (same
-    /// size, checksum and commit time) and otherwise answers blob_changed.
+    /// Pull: the version the ticket was issued for. The data connection
+    /// serves the range only from exactly this version (same size, checksum
+    /// and commit time) and otherwise answers blob_changed. A version this
+    /// store was still receiving (ReadThroughStore::holding) has no commit
+    /// time: only its size and checksum are promised, and the store's read
+    /// follows the fill, then its commit.
     std::optional<BlobInfo> version;
-    /// Pull of a Blob this store is still receiving (read-through): the data
-    /// connection follows it (BlobInFlight) while it arrives, then serves the
-    /// committed Blob; `version` is then the version being received, and
-    /// only its size and checksum are promised.
-    std::shared_ptr<BlobInFlight> follow;
     /// Push: the reservation's checksum algorithm (the trailer must use it);
     /// pull: the Blob's.
     ChecksumAlgorithm checksum = kDefaultChecksum;

@@ -4,8 +4,8 @@
 /// (TransferLink), and what every kind keeps (its Request and ticket, the
 /// bytes moved, its start) together with how a transfer ends (log line,
 /// metrics, completion notice). The kinds are siblings: PushTransfer and
-/// PartTransfer (receiving, ReceiveTransfer), PullTransfer and
-/// FollowTransfer (sending).
+/// PartTransfer (receiving, ReceiveTransfer) and PullTransfer (sending,
+/// also a Blob still being filled: its store's reader follows the fill).
 
 #include "DataServerImpl.h"
 #include "TicketRegistry.h"

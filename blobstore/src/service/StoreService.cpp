@@ -1,5 +1,7 @@
 #include "StoreService.h"
 
+#include <blobstreaming/blobstore/ReadThroughStore.h>
+
 #include <blobstreaming/common/BlobName.h>
 
 #include <spdlog/spdlog.h>
@@ -53,7 +55,7 @@ StoreService::Status StoreService::status() const
     Status s;
     s.usage = store_.usage();
     s.kind = std::string(store_.kind());
-    s.read_through = options_.read_through != nullptr;
+    s.read_through = options_.read_through && options_.read_through->reads_through();
     s.local_files = options_.local_fast_path && store_.keeps_files();
     return s;
 }

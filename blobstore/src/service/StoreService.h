@@ -30,10 +30,12 @@
 #include <string>
 #include <vector>
 
+namespace blobstreaming {
+class ReadThroughStore;
+}  // namespace blobstreaming
+
 namespace blobstreaming::corba {
-class Fetcher;
 class ImageShelf;
-struct Upstream;
 }  // namespace blobstreaming::corba
 
 namespace blobstreaming::service {
@@ -85,12 +87,12 @@ struct StoreServiceOptions {
     /// Sealed images for the memory stores of this host; null: image()
     /// offers none.
     corba::ImageShelf* images = nullptr;
-    /// The store-to-store transfers of this daemon (fetches in flight,
-    /// read-through); null: nothing is ever in flight.
-    corba::Fetcher* fetcher = nullptr;
-    /// Set (with `fetcher`): a pull or a local file of a missing Blob
-    /// fetches it from a farther tier first (blobstored --read-through).
-    const corba::Upstream* read_through = nullptr;
+    /// The decorator outermost in the service's store (the same object):
+    /// the fills into the store (copies, read-through) and what a read
+    /// serves (holding(): a Blob being filled is the version being
+    /// received; with --read-through a Blob only a farther tier holds is
+    /// filled first). Null: the store is read as it is.
+    const ReadThroughStore* read_through = nullptr;
 };
 
 class StoreService {
@@ -252,20 +254,9 @@ public:
                                                      const std::vector<protocol::TicketId>& grants);
 
 private:
-    /// How this store holds `name` for a reader, asked in one of three
-    /// ways. Read-through and fetches in flight are decided here and
-    /// nowhere else (this is the part a read-through store decorator takes
-    /// over).
-    enum class Need {
-        pull,     ///< the fetch receiving it (`flight`) or the version held (`held`); throws no_such_blob
-        fetched,  ///< read-through: a missing Blob fetched whole first; returns nothing
-        flight,   ///< only the fetch receiving it, if any
-    };
-    struct Holding {
-        std::optional<BlobInfo> held;
-        std::shared_ptr<BlobInFlight> flight;
-    };
-    Holding resolve(const std::string& name, Need need) const;
+    /// The version a read of `name` serves (ReadThroughStore::holding);
+    /// no_such_blob when there is none.
+    BlobInfo held_version(const std::string& name) const;
 
     /// reserve()'s work after the permission check, with `checksum`
     /// (shared with push and reserve_parts).

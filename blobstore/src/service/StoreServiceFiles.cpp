@@ -1,12 +1,13 @@
 // StoreService: the files and images offered to processes of this host, and
-// how a Blob is held for a reader (read-through, fetches in flight).
+// the version a reader is served (ReadThroughStore: fills in flight,
+// read-through).
 
 #include "StoreService.h"
 
-// The store copier and the image shelf: plain C++ interfaces of the
-// servants' folder (the copier is a CORBA client of other stores inside).
-#include "servants/Fetcher.h"
+// The image shelf: a plain C++ interface of the servants' folder.
 #include "servants/ImageShelf.h"
+
+#include <blobstreaming/blobstore/ReadThroughStore.h>
 
 #include <blobstreaming/common/BlobName.h>
 
@@ -14,44 +15,15 @@
 
 namespace blobstreaming::service {
 
-// Read-through and fetches in flight, as the servants decided them before
-// (BlobTransporter_i::pull_binding, BlobStore_i::findLocalFile and
-// offered_file), in one place.
-StoreService::Holding StoreService::resolve(const std::string& name, Need need) const
+BlobInfo StoreService::held_version(const std::string& name) const
 {
-    if (need == Need::fetched) {
-        if (options_.read_through) options_.fetcher->fetch_missing(name, *options_.read_through);
-        return {};
-    }
-    if (need == Need::flight) {
-        // A Blob a fetch is bringing here: its committed file (if any) is the
-        // version being replaced, and a pull follows the new bytes.
-        Holding holding;
-        if (options_.fetcher) holding.flight = options_.fetcher->in_flight(name);
-        return holding;
-    }
-    // A Blob this store is receiving (a copy to it, read-through): the
-    // pull follows the bytes as they arrive, also when an older version
-    // is still here (the next store of a copy chain must get the version
-    // this one receives). Read-through: a Blob only a farther tier holds
-    // is fetched first.
-    corba::Fetcher::Follow follow;
-    if (options_.fetcher) follow.flight = options_.fetcher->in_flight(name);
-    if (!follow.flight && options_.read_through) {
-        follow = options_.fetcher->follow_missing(name, *options_.read_through);
-    } else if (!follow.flight) {
-        try {
-            follow.held = store_.stat(name);
-        } catch (const Error& e) {
-            // A fetch that began meanwhile.
-            if (e.code() != Errc::no_such_blob || !options_.fetcher) throw;
-            if (!(follow.flight = options_.fetcher->in_flight(name))) throw;
-        }
-    }
-    Holding holding;
-    holding.held = std::move(follow.held);
-    holding.flight = std::move(follow.flight);
-    return holding;
+    // A Blob this store is receiving (a copy to it, read-through) is the
+    // version being received, also when an older version is still here
+    // (the next store of a copy chain must get the version this one
+    // receives), and the data port's read follows its bytes as they
+    // arrive. Read-through: the fill of a Blob only a farther tier holds
+    // begins here.
+    return options_.read_through ? options_.read_through->holding(name).version : store_.stat(name);
 }
 
 std::optional<Store::LocalFile> StoreService::offered_file(const std::string& name, bool offering) const
@@ -60,7 +32,9 @@ std::optional<Store::LocalFile> StoreService::offered_file(const std::string& na
         store_.stat(name);  // NoSuchBlob still applies
         return std::nullopt;
     }
-    if (resolve(name, Need::flight).flight) return std::nullopt;
+    // A Blob a fill is bringing here: none (ReadThroughStore::local_file),
+    // its committed file (if any) being the version replaced; a pull
+    // follows the new bytes.
     auto local = store_.local_file(name);
     // Nothing to map (mmap of 0 bytes fails): use the socket.
     if (!local || local->info.size == 0) return std::nullopt;
@@ -71,7 +45,7 @@ std::optional<Store::LocalFile> StoreService::local_file(const Caller& caller, c
 {
     require(caller, server::Permission::read, "findLocalFile");
     validate_blob_name(name);
-    resolve(name, Need::fetched);
+    if (options_.read_through) options_.read_through->fill_and_wait(name);
     return offered_file(name, options_.local_fast_path);
 }
 
@@ -125,7 +99,8 @@ std::optional<Store::LocalFile> StoreService::granted_file(const Caller& caller,
 {
     const server::TicketBinding binding = granted(caller, grant, "findGrantedFile");
     name = binding.blob;
-    if (binding.follow) return std::nullopt;  // still arriving: the data port follows it
+    // A grant of a Blob still arriving names the version being received
+    // (no commit time): no file matches it, and the data port follows it.
     auto local = offered_file(name, options_.local_fast_path);
     if (!local || !same_version(local->info, *binding.version)) return std::nullopt;
     return local;
@@ -139,7 +114,6 @@ std::vector<std::optional<StoreService::Image>> StoreService::granted_images(
     for (std::size_t i = 0; i < grants.size(); ++i) {
         try {
             const server::TicketBinding binding = granted(caller, grants[i], "shareGrantedImages");
-            if (binding.follow) continue;
             auto image = share_image(binding.blob);
             if (image && same_version(image->info, *binding.version)) out[i] = std::move(image);
         } catch (const std::exception& e) {

@@ -52,8 +52,7 @@ server::TicketBinding StoreService::pull_binding(const char* operation, const st
 {
     if (auto problem = blob_name_problem(name))
         throw Error(Errc::invalid_name, std::string(operation) + " " + quote_name(name) + ": " + *problem);
-    const Holding holding = resolve(name, Need::pull);
-    const BlobInfo info = holding.flight ? holding.flight->expected() : *holding.held;
+    const BlobInfo info = held_version(name);
     std::uint64_t resolved = length;
     if (length == 0 && offset <= info.size) resolved = info.size - offset;
     if (resolved > ~std::uint64_t{0} - offset || offset + resolved > info.size) {
@@ -64,7 +63,6 @@ server::TicketBinding StoreService::pull_binding(const char* operation, const st
     }
     server::TicketBinding binding = binding_for(protocol::FrameType::pull, name, offset, resolved);
     binding.version = info;
-    binding.follow = holding.flight;
     binding.checksum = info.checksum.algorithm;
     return binding;
 }

@@ -53,6 +53,15 @@ public:
     /// of that name exists).
     virtual BlobRange read(std::string_view name, std::uint64_t start, std::uint64_t end) const = 0;
 
+    /// read() of the committed Blob only: what a decorator that may serve
+    /// something else first (ReadThroughStore: the version being filled)
+    /// has committed. How the data plane serves a ticket issued for a
+    /// committed version while a newer one arrives. By default read().
+    virtual BlobRange read_committed(std::string_view name, std::uint64_t start, std::uint64_t end) const
+    {
+        return read(name, start, end);
+    }
+
     /// Bytes [offset, offset + length); Errc::invalid_range also when the sum
     /// overflows 64 bits.
     BlobRange read_at(std::string_view name, std::uint64_t offset, std::uint64_t length) const;

@@ -1,14 +1,15 @@
 #pragma once
-/// One fill per name: the fetches receiving Blobs into the store now
-/// (Fetcher), each a flight that later fetches of the same name join
-/// instead of starting another, that pulls follow once its bytes have
+/// One fill per name: the fills receiving Blobs into a store now (its
+/// ReadThroughStore owns the table: read-through, and the daemon's copies,
+/// BlobStore::fetch), each a flight that later fills of the same name join
+/// instead of starting another, that reads follow once its bytes have
 /// somewhere to go (BlobInFlight), and whose outcome is kept for a while:
 /// for the clients that began it (BlobStore::awaitFetch) and, when it
-/// failed under followers, for their question why. Also runs the fetches
-/// that go on on threads of their own (read-through, beginFetch), bounded
-/// in number. Thread-safe.
+/// failed with nobody awaiting it, for the readers that followed it and
+/// ask why. Also runs the fills that go on on threads of their own
+/// (read-through, beginFetch), bounded in number. Thread-safe.
 
-#include "RecentOutcomes.h"
+#include <blobstreaming/blobstore/RecentOutcomes.h>
 
 #include <blobstreaming/blobstore/BlobInFlight.h>
 #include <blobstreaming/common/BlobInfo.h>
@@ -25,7 +26,7 @@
 #include <set>
 #include <string>
 
-namespace blobstreaming::corba {
+namespace blobstreaming {
 
 class FlightTable {
 public:
@@ -58,6 +59,10 @@ public:
     /// (nullptr with what it committed in `info`; its error thrown).
     std::shared_ptr<BlobInFlight> wait_begun(Flight& flight, std::optional<BlobInfo>* info = nullptr);
 
+    /// Waits for the end of the flight of `name` running now, if any: what
+    /// it committed (its error thrown); nullopt when none runs.
+    std::optional<BlobInfo> wait_landed(const std::string& name);
+
     /// The flight's outcome is kept for `client`'s await().
     void keep_for(Flight& flight, const std::string& client);
     /// The outcome of the flight of `name` that `client` began, waited
@@ -67,7 +72,8 @@ public:
     /// The flight receiving `name` now, once its bytes have somewhere to
     /// go; null when none.
     std::shared_ptr<BlobInFlight> in_flight(const std::string& name) const;
-    /// Throws the failure of a flight of `name` that pulls followed and
+    /// Throws the failure of a flight of `name` that reads may have
+    /// followed (its bytes had somewhere to go, no client awaits it) and
     /// that ended within a few seconds (a pull that followed it asks once
     /// why it broke off: its reason, not another fetch).
     void rethrow_recent_failure(const std::string& name);
@@ -102,4 +108,4 @@ private:
     std::condition_variable threads_ended_;
 };
 
-}  // namespace blobstreaming::corba
+}  // namespace blobstreaming

@@ -22,7 +22,7 @@
 #include <string>
 #include <utility>
 
-namespace blobstreaming::corba {
+namespace blobstreaming {
 
 template <typename T>
 class RecentOutcomes {
@@ -106,4 +106,4 @@ private:
     std::uint64_t serial_ = 0;
 };
 
-}  // namespace blobstreaming::corba
+}  // namespace blobstreaming

@@ -1,4 +1,4 @@
-#include "FlightTable.h"
+#include <blobstreaming/blobstore/FlightTable.h>
 
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
@@ -9,7 +9,7 @@
 #include <thread>
 #include <utility>
 
-namespace blobstreaming::corba {
+namespace blobstreaming {
 
 namespace {
 
@@ -65,6 +65,8 @@ void FlightTable::land(const std::string& name, Flight& flight, std::optional<Bl
         flights_.erase(name);
         for (const std::string& client : flight.keepers_)  // for their await()
             outcomes_.record(client + '\n' + name, {flight.info_, flight.error_});
+        // Pulls may have followed it and nobody awaits it: they may ask why.
+        if (flight.error_ && flight.progress_ && flight.keepers_.empty()) failures_.record(name, flight.error_);
     }
     landed_.notify_all();
 }
@@ -85,6 +87,17 @@ std::shared_ptr<BlobInFlight> FlightTable::wait_begun(Flight& flight, std::optio
     if (flight.error_) std::rethrow_exception(flight.error_);
     if (info) *info = flight.info_;
     return nullptr;
+}
+
+std::optional<BlobInfo> FlightTable::wait_landed(const std::string& name)
+{
+    std::unique_lock lock(mutex_);
+    const auto it = flights_.find(name);
+    if (it == flights_.end()) return std::nullopt;
+    const std::shared_ptr<Flight> flight = it->second;
+    landed_.wait(lock, [&] { return flight->done_; });
+    if (flight->error_) std::rethrow_exception(flight->error_);
+    return flight->info_;
 }
 
 void FlightTable::keep_for(Flight& flight, const std::string& client)
@@ -171,8 +184,6 @@ void FlightTable::run(const std::string& name, const std::shared_ptr<Flight>& fl
     }
     land(name, *flight, info, error);
     std::unique_lock lock(mutex_);
-    // Pulls followed it and nobody awaits it: they may ask why.
-    if (error && flight->progress_ && flight->keepers_.empty()) failures_.record(name, error);
     --threads_;
     // Wakes stop() only once this thread no longer touches the table.
     std::notify_all_at_thread_exit(threads_ended_, std::move(lock));
@@ -185,4 +196,4 @@ void FlightTable::stop() noexcept
     threads_ended_.wait(lock, [&] { return threads_ == 0; });
 }
 
-}  // namespace blobstreaming::corba
+}  // namespace blobstreaming
