@@ -23,6 +23,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,9 @@ private:
 
     /// The index's instance rows of `scope` (an empty vector: none).
     std::vector<IndexRow> instances_of(const Scope& scope) const;
+    /// The one instance `scope` names (frames, bulk data); nullopt once
+    /// `reply` has answered why not (400 a bad UID, 404 none, 500 the index).
+    std::optional<IndexRow> the_instance(const Request& request, const Scope& scope, Reply& reply) const;
     /// An instance's copies, nearest first.
     std::vector<IndexedBlob> copies_of(const IndexRow& row);
     /// The store statuses for nearest-first ordering, asked at most every few seconds.

@@ -406,22 +406,29 @@ void DicomWeb::metadata(const Request& request, const Scope& scope, Reply& reply
 
 // ---- frames and bulk data ----------------------------------------------------
 
-void DicomWeb::frames(const Request& request, const Scope& scope, const std::string& list, Reply& reply)
+std::optional<IndexRow> DicomWeb::the_instance(const Request& request, const Scope& scope, Reply& reply) const
 {
-    const auto started = std::chrono::steady_clock::now();
     std::vector<IndexRow> rows;
     try {
         rows = instances_of(scope);
     } catch (const Error& e) {
         if (e.code() == make_error_code(Errc::invalid_argument))
-            return void(reply.respond(text_response(http::status::bad_request, e.what())));
-        return void(reply.respond(index_failure(request, e)));
+            reply.respond(text_response(http::status::bad_request, e.what()));
+        else reply.respond(index_failure(request, e));
+        return std::nullopt;
     }
-    if (rows.size() != 1)
-        return void(reply.respond(text_response(http::status::not_found, "the index lists no instance " +
-                                                                             utf8_escaped(scope.instance) + " in series " +
-                                                                             utf8_escaped(scope.series))));
-    const IndexRow& row = rows.front();
+    if (rows.size() == 1) return std::move(rows.front());
+    reply.respond(text_response(http::status::not_found, "the index lists no instance " + utf8_escaped(scope.instance) +
+                                                             " in series " + utf8_escaped(scope.series)));
+    return std::nullopt;
+}
+
+void DicomWeb::frames(const Request& request, const Scope& scope, const std::string& list, Reply& reply)
+{
+    const auto started = std::chrono::steady_clock::now();
+    const auto found = the_instance(request, scope, reply);
+    if (!found) return;
+    const IndexRow& row = *found;
     PixelLayout layout;
     http::status status = http::status::ok;
     if (const std::string why = layout_of(row, layout, status); !why.empty())
@@ -512,18 +519,9 @@ void DicomWeb::bulk_data(const Request& request, const Scope& scope, const std::
         return void(reply.respond(text_response(http::status::not_found,
                                                 "bulk data of tag " + utf8_escaped(tag) +
                                                     ": only 7FE00010 (Pixel Data) is served as bulk data")));
-    std::vector<IndexRow> rows;
-    try {
-        rows = instances_of(scope);
-    } catch (const Error& e) {
-        if (e.code() == make_error_code(Errc::invalid_argument))
-            return void(reply.respond(text_response(http::status::bad_request, e.what())));
-        return void(reply.respond(index_failure(request, e)));
-    }
-    if (rows.size() != 1)
-        return void(reply.respond(text_response(http::status::not_found,
-                                                "the index lists no instance " + utf8_escaped(scope.instance))));
-    const IndexRow& row = rows.front();
+    const auto found = the_instance(request, scope, reply);
+    if (!found) return;
+    const IndexRow& row = *found;
     PixelLayout layout;
     http::status status = http::status::ok;
     if (const std::string why = layout_of(row, layout, status); !why.empty())
