@@ -4,15 +4,16 @@ docs/DICOM.md, "Orthanc as a peer"): Debian's Orthanc 1.10 with its DICOMweb
 plugin, started by the test with a configuration of its own
 (tests/harness/orthanc.py) naming blob-dicomd as the modality BLOB and its
 /dicom-web as the DICOMweb server BLOB; blob-dicomd has Orthanc as the
---destination ORTHANC. Through Orthanc's REST API: C-ECHO; a C-FIND
-(/modalities/BLOB/query) finds our study; a C-MOVE (/modalities/BLOB/move)
-brings it into Orthanc, whose stored files hold the data sets sent to
-blob-dicomd bit for bit; a C-STORE (/modalities/BLOB/store) of an instance
-uploaded to Orthanc lands in blob-dicomd (C-FIND finds it, its Blob holds
-the data set); Orthanc's DICOMweb client (/dicom-web/servers/BLOB/retrieve)
-retrieves another study by WADO-RS, bit for bit. Real omniNames, blobstored,
-blob-dicomd and Orthanc on 127.0.0.1. Skipped (77) when Orthanc or its
-DICOMweb plugin is not installed."""
+--destination ORTHANC and in its allow-list (--peer) with the rights it
+uses. Through Orthanc's REST API: C-ECHO; a C-FIND (/modalities/BLOB/query)
+finds our study; a C-MOVE (/modalities/BLOB/move) brings it into Orthanc,
+whose stored files hold the data sets sent to blob-dicomd bit for bit; a
+C-STORE (/modalities/BLOB/store) of an instance uploaded to Orthanc lands in
+blob-dicomd (C-FIND finds it, its Blob holds the data set); Orthanc's
+DICOMweb client (/dicom-web/servers/BLOB/retrieve) retrieves another study
+by WADO-RS, bit for bit. Real omniNames, blobstored, blob-dicomd and Orthanc
+on 127.0.0.1. Skipped (77) when Orthanc or its DICOMweb plugin is not
+installed."""
 
 import os
 import sys
@@ -52,7 +53,10 @@ def test(c):
     c.env["TCP_NODELAY"] = "1"
     c.start_daemon("ws1", "file")
     orthanc_dicom = free_port()
+    # The allow-list of docs/DICOM.md's recipe: Orthanc with the rights it uses, the test's own DCMTK tools.
     gw = Gateway(c, "ws1", "gateway", extra=["--destination", f"{AET}=127.0.0.1:{orthanc_dicom}",
+                                             "--peer", f"{AET}@127.0.0.1=store,query,retrieve,move:{AET}",
+                                             "--peer", "MODALITY@127.0.0.1=store", "--peer", "VIEWER@127.0.0.1=query",
                                              "--http-address", "127.0.0.1:0"])
     orthanc = Orthanc(c, modality=("BLOB", "BLOBGW", gw.port), dicomweb=("BLOB", gw.http),
                       dicom_port=orthanc_dicom)
