@@ -181,7 +181,7 @@ bench-quick: $(bench_programs)
 # PatientID among 100,000 indexed instances (docs/DICOM.md, "Figures"); then,
 # in the same run, the C-MOVE against storescu (bench_dicom_move.py,
 # DICOM_MOVE_BENCH_FLAGS) and DICOMweb against Orthanc (bench_dicom_orthanc.py,
-# DICOM_ORTHANC_BENCH_FLAGS; docs/BENCHMARKS.md, "DICOM").
+# DICOM_ORTHANC_BENCH_FLAGS; docs/BENCHMARKS.md, "DICOMweb against Orthanc").
 # Reported, never asserted.
 DICOM_BENCH_FLAGS =
 DICOM_MOVE_BENCH_FLAGS =

@@ -103,8 +103,8 @@ clean-snippet-root:
 	rm -rf $(abs_builddir)/tests/snippet-root
 .PHONY: clean-snippet-root
 dist_check_SCRIPTS += $(system_tests)
-EXTRA_DIST += tests/tools/dicom_objects.py tests/tools/pynetdicom_peer.py tests/tools/dicomweb_peer.py tests/tools/dicom_move_peer.py tests/harness/dicom.py \
-	tests/harness/orthanc.py
+EXTRA_DIST += tests/tools/dicom_objects.py tests/tools/pynetdicom_peer.py tests/tools/dicomweb_peer.py tests/tools/dicom_move_peer.py tests/harness/dicom.py
+EXTRA_DIST += tests/harness/orthanc.py
 EXTRA_DIST += tests/harness/__init__.py tests/harness/ceph.py tests/harness/checks.py tests/harness/cli.py \
 	tests/harness/cluster.py tests/harness/daemons.py tests/harness/files.py tests/harness/naming.py \
 	tests/harness/ports.py tests/harness/processes.py tests/harness/script.py tests/harness/workspace.py \
