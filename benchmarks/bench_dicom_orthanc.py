@@ -156,7 +156,7 @@ def main():
         c.start_daemon("ws1", "file")
         gw = Gateway(c, "ws1", "gateway", extra=["--http-address", "127.0.0.1:0"])
         try:
-            orthanc = Orthanc(c)
+            orthanc = Orthanc(c, senders=["MODALITY"])  # storescu's AE title
         except harness.TestSkipped as e:
             print(f"Orthanc skipped: {e}", flush=True)
             summary["skipped"] = str(e)

@@ -25,10 +25,12 @@ AET = "ORTHANC"
 class Orthanc:
     """One Orthanc process. `modality`: (NAME, AE title, port) of blob-dicomd's DICOM port (or None);
     `dicomweb`: (NAME, URL of its /dicom-web root) (or None). `dicom_port`/`http_port`: given, or free ports
-    (a port taken meanwhile makes Orthanc exit: tried again on others, unless given)."""
+    (a port taken meanwhile makes Orthanc exit: tried again on others, unless given). Orthanc 1.10 has no bind
+    address: it listens on every interface, so it answers HTTP from loopback only (RemoteAccessAllowed false)
+    and DICOM only from the modality and the `senders` (AE titles) on 127.0.0.1 (DicomCheckModalityHost)."""
 
     def __init__(self, c, name="orthanc", modality=None, dicomweb=None, dicom_port=None, http_port=None,
-                 timeout=60):
+                 senders=(), timeout=60):
         if shutil.which(ORTHANC) is None or not os.path.exists(ORTHANC):
             raise TestSkipped("Orthanc is missing: install orthanc and orthanc-dicomweb (scripts/install-deps)")
         if not os.path.exists(DICOMWEB_PLUGIN):
@@ -45,12 +47,15 @@ class Orthanc:
                 "Name": name, "StorageDirectory": os.path.join(root, "storage"),
                 "IndexDirectory": os.path.join(root, "index"), "DicomAet": AET, "DicomPort": self.dicom_port,
                 "HttpPort": self.http_port, "RemoteAccessAllowed": False, "AuthenticationEnabled": False,
-                "DicomCheckCalledAet": False, "Plugins": [DICOMWEB_PLUGIN],
+                "DicomCheckCalledAet": False, "DicomAlwaysAllowEcho": False, "DicomAlwaysAllowStore": False,
+                "DicomCheckModalityHost": True, "Plugins": [DICOMWEB_PLUGIN],
                 "DicomModalities": {}, "DicomWeb": {"Enable": True, "Root": "/dicom-web/", "Servers": {}},
             }
             if modality:
                 config["DicomModalities"][modality[0]] = {"AET": modality[1], "Host": "127.0.0.1",
                                                           "Port": modality[2]}
+            for sender in senders:
+                config["DicomModalities"][sender] = {"AET": sender, "Host": "127.0.0.1", "Port": 104}
             if dicomweb:
                 config["DicomWeb"]["Servers"][dicomweb[0]] = {"Url": dicomweb[1].rstrip("/") + "/"}
             self.config = os.path.join(root, "orthanc.json")
