@@ -178,12 +178,21 @@ bench-quick: $(bench_programs)
 
 # The DICOM gateway against DCMTK's storescp (a 200-slice CT study, 0.5 MiB
 # slices, one storescu association, median of 3) and `blob find` by
-# PatientID among 100,000 indexed instances (docs/DICOM.md, "Figures").
+# PatientID among 100,000 indexed instances (docs/DICOM.md, "Figures"); then,
+# in the same run, the C-MOVE against storescu (bench_dicom_move.py,
+# DICOM_MOVE_BENCH_FLAGS) and DICOMweb against Orthanc (bench_dicom_orthanc.py,
+# DICOM_ORTHANC_BENCH_FLAGS; docs/BENCHMARKS.md, "DICOMweb against Orthanc").
 # Reported, never asserted.
 DICOM_BENCH_FLAGS =
+DICOM_MOVE_BENCH_FLAGS =
+DICOM_ORTHANC_BENCH_FLAGS =
 bench-dicom: blobstore/blobstored$(EXEEXT) clients/blob$(EXEEXT) gateway/blob-dicomd$(EXEEXT)
 	$(PYTHON) $(abs_top_srcdir)/benchmarks/bench_dicom.py --build $(abs_top_builddir) \
 	  --out $(BENCH_OUT)/dicom $(DICOM_BENCH_FLAGS)
+	$(PYTHON) $(abs_top_srcdir)/benchmarks/bench_dicom_move.py --build $(abs_top_builddir) \
+	  --out $(BENCH_OUT)/dicom-move $(DICOM_MOVE_BENCH_FLAGS)
+	$(PYTHON) $(abs_top_srcdir)/benchmarks/bench_dicom_orthanc.py --build $(abs_top_builddir) \
+	  --out $(BENCH_OUT)/dicom-orthanc $(DICOM_ORTHANC_BENCH_FLAGS)
 
 .PHONY: bench bench-quick bench-rados bench-events bench-copy bench-readthrough bench-dicom bench-streams
 
@@ -195,3 +204,13 @@ bench-dicom-move: blobstore/blobstored$(EXEEXT) clients/blob$(EXEEXT) gateway/bl
 	$(PYTHON) $(abs_top_srcdir)/benchmarks/bench_dicom_move.py --build $(abs_top_builddir) \
 	  --out $(BENCH_OUT)/dicom-move $(DICOM_BENCH_FLAGS)
 .PHONY: bench-dicom-move
+
+# blob-dicomd's DICOMweb against Orthanc's DICOMweb plugin on the same files:
+# WADO-RS retrieve of a 200-slice study (median of 5), one frame of a
+# 600-frame and of a 20-frame instance (median of 20); also run by bench-dicom.
+# Reported, never asserted; Orthanc missing: reported as skipped.
+EXTRA_DIST += benchmarks/bench_dicom_orthanc.py
+bench-dicom-orthanc: blobstore/blobstored$(EXEEXT) clients/blob$(EXEEXT) gateway/blob-dicomd$(EXEEXT)
+	$(PYTHON) $(abs_top_srcdir)/benchmarks/bench_dicom_orthanc.py --build $(abs_top_builddir) \
+	  --out $(BENCH_OUT)/dicom-orthanc $(DICOM_ORTHANC_BENCH_FLAGS)
+.PHONY: bench-dicom-orthanc

@@ -104,6 +104,7 @@ clean-snippet-root:
 .PHONY: clean-snippet-root
 dist_check_SCRIPTS += $(system_tests)
 EXTRA_DIST += tests/tools/dicom_objects.py tests/tools/pynetdicom_peer.py tests/tools/dicomweb_peer.py tests/tools/dicom_move_peer.py tests/harness/dicom.py
+EXTRA_DIST += tests/harness/orthanc.py
 EXTRA_DIST += tests/harness/__init__.py tests/harness/ceph.py tests/harness/checks.py tests/harness/cli.py \
 	tests/harness/cluster.py tests/harness/daemons.py tests/harness/files.py tests/harness/naming.py \
 	tests/harness/ports.py tests/harness/processes.py tests/harness/script.py tests/harness/workspace.py \
@@ -157,7 +158,7 @@ check-load: $(check_PROGRAMS) $(bin_PROGRAMS)
 # Interoperability with heavy peers, not in make check (they need the network
 # once and take minutes): interop_tests lists them; each runs as make check
 # runs a test (skipped, 77, when its peer is missing).
-interop_tests = tests/test_ohif.py
+interop_tests = tests/test_ohif.py tests/test_orthanc.py
 EXTRA_DIST += $(interop_tests)
 check-interop: $(check_PROGRAMS) $(bin_PROGRAMS)
 	$(AM_V_at)status=0; for t in $(interop_tests); do \

@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""blob-dicomd's DICOMweb against Orthanc's DICOMweb plugin on the same files
+(`make bench-dicom-orthanc`, also run by `make bench-dicom`), reported, never
+asserted (docs/BENCHMARKS.md, "DICOM").
+
+Debian's Orthanc 1.10 with orthanc-dicomweb 1.7, started by the benchmark
+(tests/harness/orthanc.py: storage and index in the workspace, default
+settings otherwise, SyncStorageArea included), and blob-dicomd (a file store,
+the SQLite index, --http-address) receive the same objects through the same
+storescu: a study of --slices CT slices (512x512, 16 bit: 0.5 MiB each) and
+two multi-frame instances of --frame-rows square 16-bit frames, uncompressed:
+--frames frames (600: 300 MiB at 512) and 20 frames. TCP_NODELAY=1 in every
+process's environment (DCMTK's receivers, Orthanc among them, leave Nagle on
+otherwise).
+
+1. Study retrieve: WADO-RS `GET /dicom-web/studies/UID` with `Accept:
+   multipart/related; type="application/dicom"`, the response read to its
+   end in 1 MiB reads by one Python client (http.client, a new connection
+   each time), alternately from blob-dicomd and Orthanc, --runs times each;
+   timed: request to last byte. Goal: blob-dicomd >= 2 x Orthanc's throughput.
+2. Frame fetch: `GET .../instances/UID/frames/N` (N the middle frame) on one
+   keep-alive connection per server, --fetches times each, alternately; the
+   first fetch reported apart (Orthanc parses the instance then); the frame's
+   bytes checked (its first two bytes are N, little endian). Goal: <= 5 ms,
+   the same for the large and the small instance.
+
+Prints and writes --out/summary.json."""
+
+import argparse
+import http.client
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+import harness  # noqa: E402
+from harness.dicom import AE, Gateway, make_objects  # noqa: E402
+from harness.orthanc import AET, Orthanc  # noqa: E402
+
+STUDY_ACCEPT = 'multipart/related; type="application/dicom"'
+FRAME_ACCEPT = 'multipart/related; type="application/octet-stream"; transfer-syntax=*'
+
+
+def storescu(c, aec, port, *paths):
+    argv = ["storescu", "-aet", "MODALITY", "-aec", aec, "127.0.0.1", str(port), *paths]
+    started = time.monotonic()
+    code, _, err = c.run(argv, timeout=600)
+    if code != 0:
+        raise harness.TestFailure(f"storescu to {aec} exited {code}: {err[-2000:]}")
+    return time.monotonic() - started
+
+
+def split(url):
+    """(host, port, path prefix) of http://HOST:PORT/PREFIX."""
+    rest = url.split("://", 1)[1]
+    hostport, _, prefix = rest.partition("/")
+    host, port = hostport.rsplit(":", 1)
+    return host, int(port), "/" + prefix.rstrip("/")
+
+
+def retrieve_study(root, study, expect_bytes):
+    """Seconds and bytes of one WADO-RS study retrieve, read to its end."""
+    host, port, prefix = split(root)
+    started = time.monotonic()
+    conn = http.client.HTTPConnection(host, port, timeout=300)
+    try:
+        conn.request("GET", f"{prefix}/studies/{study}", headers={"Accept": STUDY_ACCEPT})
+        r = conn.getresponse()
+        if r.status != 200:
+            raise harness.TestFailure(f"GET {root}/studies/{study}: HTTP {r.status}: {r.read()[:500]!r}")
+        got = 0
+        while True:
+            chunk = r.read(1 << 20)
+            if not chunk:
+                break
+            got += len(chunk)
+    finally:
+        conn.close()
+    seconds = time.monotonic() - started
+    if got < expect_bytes:
+        raise harness.TestFailure(f"GET {root}/studies/{study}: {got} bytes, fewer than the study's "
+                                  f"{expect_bytes}")
+    return seconds, got
+
+
+class FrameClient:
+    """One keep-alive connection to a DICOMweb server fetching frames."""
+
+    def __init__(self, root):
+        host, port, self.prefix = split(root)
+        self.root = root
+        self.conn = http.client.HTTPConnection(host, port, timeout=300)
+
+    def fetch(self, entry, frame, frame_bytes):
+        path = (f"{self.prefix}/studies/{entry['study']}/series/{entry['series']}/instances/{entry['sop']}"
+                f"/frames/{frame}")
+        started = time.monotonic()
+        self.conn.request("GET", path, headers={"Accept": FRAME_ACCEPT})
+        r = self.conn.getresponse()
+        body = r.read()
+        seconds = time.monotonic() - started
+        if r.status != 200:
+            raise harness.TestFailure(f"GET {self.root}{path}: HTTP {r.status}: {body[:500]!r}")
+        boundary = r.getheader("Content-Type", "").split("boundary=", 1)[-1].split(";")[0].strip('"')
+        part = body.split(b"--" + boundary.encode())[1]
+        payload = part.split(b"\r\n\r\n", 1)[1][:-2]
+        if len(payload) != frame_bytes or payload[:2] != bytes([frame % 256, frame // 256 % 256]):
+            raise harness.TestFailure(f"GET {self.root}{path}: a part of {len(payload)} bytes starting "
+                                      f"{payload[:2].hex()}, not frame {frame} ({frame_bytes} bytes)")
+        return seconds
+
+    def close(self):
+        self.conn.close()
+
+
+def frames(servers, entry, frame, frame_bytes, fetches):
+    """{server: {first_ms, median_ms, p90_ms, samples_ms}}: fetches alternate between the servers."""
+    clients = {name: FrameClient(root) for name, root in servers.items()}
+    times = {name: [] for name in servers}
+    try:
+        for _ in range(fetches + 1):
+            for name, client in clients.items():
+                times[name].append(client.fetch(entry, frame, frame_bytes) * 1000)
+    finally:
+        for client in clients.values():
+            client.close()
+    out = {}
+    for name, samples in times.items():
+        rest = sorted(samples[1:])
+        out[name] = {"first_ms": samples[0], "median_ms": statistics.median(rest),
+                     "p90_ms": rest[min(len(rest) - 1, int(round(0.9 * (len(rest) - 1))))], "samples_ms": samples}
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", required=True, help="the build tree")
+    ap.add_argument("--out", required=True, help="directory for summary.json")
+    ap.add_argument("--slices", type=int, default=200)
+    ap.add_argument("--runs", type=int, default=5, help="study retrieves from each server")
+    ap.add_argument("--frames", type=int, default=600, help="frames of the large multi-frame instance")
+    ap.add_argument("--frame-rows", type=int, default=512, help="rows (= columns) of its 16-bit frames")
+    ap.add_argument("--fetches", type=int, default=20, help="frame fetches from each server and instance")
+    args = ap.parse_args()
+    os.environ["BS_BUILDDIR"] = os.path.abspath(args.build)
+    os.makedirs(args.out, exist_ok=True)
+    c = harness.Cluster("bench-dicom-orthanc")
+    c.env["TCP_NODELAY"] = "1"
+    summary = {"slices": args.slices, "runs": args.runs, "frames": args.frames, "frame_rows": args.frame_rows,
+               "fetches": args.fetches, "tcp_nodelay": True}
+    try:
+        c.start_naming()
+        c.start_daemon("ws1", "file")
+        gw = Gateway(c, "ws1", "gateway", extra=["--http-address", "127.0.0.1:0"])
+        try:
+            orthanc = Orthanc(c, senders=["MODALITY"])  # storescu's AE title
+        except harness.TestSkipped as e:
+            print(f"Orthanc skipped: {e}", flush=True)
+            summary["skipped"] = str(e)
+            return
+        servers = {"blob-dicomd": gw.http, "orthanc": f"{orthanc.url}/dicom-web"}
+        summary["orthanc_version"] = orthanc.get("/system")["Version"]
+
+        study_dir = c.path("study")
+        study = make_objects(c, "study", study_dir, str(args.slices), "BENCH", "20261128", "CT", "512")
+        total = sum(os.path.getsize(e["path"]) for e in study)
+        large = make_objects(c, "framed", c.path("large.dcm"), str(args.frames), str(args.frame_rows))[0]
+        small = make_objects(c, "framed", c.path("small.dcm"), "20", str(args.frame_rows))[0]
+        summary["ingest_s"] = {"blob-dicomd": storescu(c, AE, gw.port, "+sd", study_dir),
+                               "orthanc": storescu(c, AET, orthanc.dicom_port, "+sd", study_dir)}
+        for name, aec, port in (("blob-dicomd", AE, gw.port), ("orthanc", AET, orthanc.dicom_port)):
+            storescu(c, aec, port, large["path"], small["path"])
+        harness.step(f"{args.slices} slices ({total / 2**20:.1f} MiB) and the {args.frames}- and 20-frame "
+                     f"instances in both; ingest of the study: blob-dicomd {summary['ingest_s']['blob-dicomd']:.2f} "
+                     f"s, Orthanc {summary['ingest_s']['orthanc']:.2f} s")
+
+        times = {name: [] for name in servers}
+        sizes = {}
+        for _ in range(args.runs):
+            for name, root in servers.items():
+                seconds, sizes[name] = retrieve_study(root, study[0]["study"], total)
+                times[name].append(seconds)
+        retrieve = {name: {"samples_s": t, "median_s": statistics.median(t), "bytes": sizes[name],
+                           "MBps": sizes[name] / statistics.median(t) / 1e6} for name, t in times.items()}
+        retrieve["ratio"] = retrieve["orthanc"]["median_s"] / retrieve["blob-dicomd"]["median_s"]
+        retrieve["study_bytes"] = total
+        summary["study_retrieve"] = retrieve
+        print(f"WADO-RS retrieve of {args.slices} slices ({total / 2**20:.1f} MiB), median of {args.runs}: "
+              f"blob-dicomd {retrieve['blob-dicomd']['median_s']:.3f} s ({retrieve['blob-dicomd']['MBps']:.0f} MB/s), "
+              f"Orthanc {retrieve['orthanc']['median_s']:.3f} s ({retrieve['orthanc']['MBps']:.0f} MB/s): "
+              f"{retrieve['ratio']:.2f} x Orthanc (goal >= 2)", flush=True)
+
+        frame_bytes = args.frame_rows * args.frame_rows * 2
+        summary["frame"] = {}
+        for label, entry, count in (("large", large, args.frames), ("small", small, 20)):
+            n = count // 2
+            result = frames(servers, entry, n, frame_bytes, args.fetches)
+            result["instance_bytes"] = os.path.getsize(entry["path"])
+            result["frame"] = n
+            summary["frame"][label] = result
+            print(f"frame {n} of a {count}-frame instance ({result['instance_bytes'] / 2**20:.0f} MiB), "
+                  f"{frame_bytes} bytes, median of {args.fetches} on one connection: blob-dicomd "
+                  f"{result['blob-dicomd']['median_ms']:.2f} ms (first {result['blob-dicomd']['first_ms']:.1f}), "
+                  f"Orthanc {result['orthanc']['median_ms']:.2f} ms (first {result['orthanc']['first_ms']:.1f}) "
+                  f"(goal <= 5 ms)", flush=True)
+        orthanc.stop()
+    finally:
+        c.close()
+        with open(os.path.join(args.out, "summary.json"), "w") as f:
+            json.dump(summary, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
