@@ -127,6 +127,15 @@ def test(c):
         refused(who, "abort", aborted, permission="write")
         refused(who, "recv", filled, permission="write")
         refused(who, "resumable", "CT.resume", permission="write")
+    for who in ("reader", "deleter", "nobody"):
+        refused(who, "place", "1", permission="write", label="locator", locator=alpha_locator)
+    check_equal(ok("writer", "place", "1", locator=alpha_locator), {"store": "alpha", "tier": 1, "byDefault": True},
+                "place by a writer: the locator's own store only")
+    code, out, err = call("writer", "place", "1", "3", locator=alpha_locator)
+    check_equal((code, out and out.get("message")),
+                (EXIT["unknown_store"], 'place "1": store "locator": no registered store is of tier central '
+                                        '(registered: alpha (workstation, the default)) (with TLS the locator places '
+                                        'on its own store only)'), f"place in tier central by a writer ({err!r})")
     check_equal(ok("writer", "commit", committed)["name"], "CT.commit", "commit by the writer")
     ok("writer", "abort", aborted)
     check_equal(ok("writer", "recv", filled)["length"], 0, "recv by the writer")
