@@ -85,7 +85,8 @@ EXTRA_DIST += \
 transporter_test_cppflags = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS) -DBOOST_TEST_DYN_LINK
 transporter_test_ldadd = transporter/libblobtransporter.la common/libblobcommon.la \
 	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
-transporter_tests = transporter/tests/DataIoTest transporter/tests/NearestTest transporter/tests/PlacementTest \
+transporter_tests = transporter/tests/DataIoTest transporter/tests/EventLoopTest transporter/tests/NearestTest \
+	transporter/tests/PlacementTest \
 	transporter/tests/ProtocolTest \
 	transporter/tests/TlsTest transporter/tests/NoticeDispatcherTest transporter/tests/EventHubTest
 check_PROGRAMS += $(transporter_tests)
@@ -102,6 +103,9 @@ transporter_tests_DataIoTest_LDADD = $(transporter_test_ldadd)
 transporter_tests_NearestTest_SOURCES = transporter/tests/NearestTest.cpp
 transporter_tests_NearestTest_CPPFLAGS = $(transporter_test_cppflags)
 transporter_tests_NearestTest_LDADD = $(transporter_test_ldadd)
+transporter_tests_EventLoopTest_SOURCES = transporter/tests/EventLoopTest.cpp
+transporter_tests_EventLoopTest_CPPFLAGS = $(transporter_test_cppflags)
+transporter_tests_EventLoopTest_LDADD = $(transporter_test_ldadd)
 transporter_tests_PlacementTest_SOURCES = transporter/tests/PlacementTest.cpp
 transporter_tests_PlacementTest_CPPFLAGS = $(transporter_test_cppflags)
 transporter_tests_PlacementTest_LDADD = $(transporter_test_ldadd)
