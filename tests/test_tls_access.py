@@ -79,6 +79,15 @@ def test(c):
         c.blob(*cli("writer"), "push", "--name", name, src, store="alpha").ok()
     c.blob(*cli("writer"), "push", "--name", "CT.secret", src, store="beta").ok()
 
+    step("a TLS client places a push without --store itself (its own identity asks the stores), nearest first")
+    check_equal(c.blob(*cli("writer"), "push", "--name", "CT.placed", src).ok().get("store"), "alpha",
+                "push without --store under TLS")
+    check_equal(c.blob(*cli("writer"), "push", "--name", "CT.placed", "--tier", "central", src).ok().get("store"),
+                "beta", "push --tier central under TLS")
+    c.blob(*cli("writer"), "push", "--name", "CT.placed", "--tier", "memory", src).error(
+        EXIT["unknown_store"], "no registered store is of tier memory (registered: alpha (workstation), "
+                               "beta (central)) (no locator asked: TLS; this client asked the stores itself)")
+
     def call(who, op, *args, store="alpha", **kw):
         return corba_call(c, clients[who] if who else None, op, *args, store=store, **kw)
 
