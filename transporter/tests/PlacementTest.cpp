@@ -100,3 +100,12 @@ BOOST_AUTO_TEST_CASE(no_store_of_the_tier_and_none_registered)
     BOOST_TEST(choice.code == Errc::unknown_store);
     BOOST_TEST(choice.message == "no store is registered to place 4 bytes in");
 }
+
+BOOST_AUTO_TEST_CASE(a_default_that_is_not_registered_is_named)
+{
+    const std::vector<PlacementCandidate> c = {store("c1", kCluster, 3)};
+    const auto choice = choose_placement(c, 4, {}, "gone");
+    BOOST_TEST(choice.message == "no store of any tier has room for 4 bytes (asked: c1 (cluster): 3 bytes free; the "
+                                 "default store \"gone\" is not registered)");
+    BOOST_TEST(chosen(c, choose_placement(c, 3, {}, "gone")) == "c1");
+}

@@ -116,7 +116,11 @@ inline PlacementChoice choose_placement(const std::vector<PlacementCandidate>& c
             add(other, c.store + " (" + placement_tier_name(c.tier) + mark + ")");
         }
     }
-    const std::string did_not_answer = silent.empty() ? "" : "; did not answer: " + silent;
+    bool default_registered = default_store.empty();
+    for (const PlacementCandidate& c : candidates) default_registered = default_registered || c.store == default_store;
+    const std::string did_not_answer = (silent.empty() ? "" : "; did not answer: " + silent) +
+                                       (default_registered ? "" : "; the default store \"" + default_store +
+                                                                      "\" is not registered");
     if (!asked.empty()) {
         out.code = Errc::out_of_space;
         out.message = "no store of " + tier_text + " has room for " + std::to_string(size) + " bytes (asked: " +
@@ -128,7 +132,8 @@ inline PlacementChoice choose_placement(const std::vector<PlacementCandidate>& c
     } else {
         out.code = Errc::unknown_store;
         out.message = candidates.empty() ? "no store is registered to place " + std::to_string(size) + " bytes in"
-                                         : "no registered store is of " + tier_text + " (registered: " + other + ")";
+                                         : "no registered store is of " + tier_text + " (registered: " + other +
+                                               did_not_answer + ")";
     }
     return out;
 }
