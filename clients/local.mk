@@ -87,6 +87,13 @@ clients_examples_async_series_LDADD = clients/libblobclient.la common/libblobcom
 clients_examples_single_threaded_SOURCES = clients/examples/single_threaded.cpp
 clients_examples_single_threaded_CPPFLAGS = $(AM_CPPFLAGS) $(SPDLOG_CFLAGS)
 clients_examples_single_threaded_LDADD = clients/libblobclient.la common/libblobcommon.la $(SPDLOG_LIBS)
+if HAVE_GLIB
+noinst_PROGRAMS += clients/examples/glib_loop
+clients_examples_glib_loop_SOURCES = clients/examples/glib_loop.cpp
+clients_examples_glib_loop_CPPFLAGS = $(AM_CPPFLAGS) $(GLIB_CFLAGS)
+clients_examples_glib_loop_LDADD = clients/libblobclient.la common/libblobcommon.la $(GLIB_LIBS)
+endif
+EXTRA_DIST += clients/examples/glib_loop.cpp
 
 # Tests: the data plane against a fake data port (no CORBA); Session against
 # a real omniNames ($OMNINAMES); Session transfers against real blobstored

@@ -9,6 +9,8 @@ system_tests = \
 	tests/test_push_pull.py \
 	tests/test_series.py \
 	tests/test_locate.py \
+	tests/test_placement.py \
+	tests/test_glib_loop.py \
 	tests/test_store_in_use.py \
 	tests/test_sighup.py \
 	tests/test_dead_store.py \

@@ -101,6 +101,7 @@ DECLARED = {
     "recv": ["NoSuchReservation", "InvalidRange", "TransferFailed"], "poll": [], "observe": [], "cancel": [],
     "commit": ["NoSuchReservation", "TransferFailed"], "abort": ["NoSuchReservation"],
     "remove": ["NoSuchBlob", "InvalidName"], "close": [], "locate": ["InvalidName"],
+    "place": ["OutOfSpace"],
 }
 
 

@@ -79,6 +79,15 @@ def test(c):
         c.blob(*cli("writer"), "push", "--name", name, src, store="alpha").ok()
     c.blob(*cli("writer"), "push", "--name", "CT.secret", src, store="beta").ok()
 
+    step("a TLS client places a push without --store itself (its own identity asks the stores), nearest first")
+    check_equal(c.blob(*cli("writer"), "push", "--name", "CT.placed", src).ok().get("store"), "alpha",
+                "push without --store under TLS")
+    check_equal(c.blob(*cli("writer"), "push", "--name", "CT.placed", "--tier", "central", src).ok().get("store"),
+                "beta", "push --tier central under TLS")
+    c.blob(*cli("writer"), "push", "--name", "CT.placed", "--tier", "memory", src).error(
+        EXIT["unknown_store"], "no registered store is of tier memory (registered: alpha (workstation), "
+                               "beta (central)) (no locator asked: TLS; this client asked the stores itself)")
+
     def call(who, op, *args, store="alpha", **kw):
         return corba_call(c, clients[who] if who else None, op, *args, store=store, **kw)
 
@@ -127,6 +136,15 @@ def test(c):
         refused(who, "abort", aborted, permission="write")
         refused(who, "recv", filled, permission="write")
         refused(who, "resumable", "CT.resume", permission="write")
+    for who in ("reader", "deleter", "nobody"):
+        refused(who, "place", "1", permission="write", label="locator", locator=alpha_locator)
+    check_equal(ok("writer", "place", "1", locator=alpha_locator), {"store": "alpha", "tier": 1, "byDefault": True},
+                "place by a writer: the locator's own store only")
+    code, out, err = call("writer", "place", "1", "3", locator=alpha_locator)
+    check_equal((code, out and out.get("message")),
+                (EXIT["unknown_store"], 'place "1": store "locator": no registered store is of tier central '
+                                        '(registered: alpha (workstation, the default)) (with TLS the locator places '
+                                        'on its own store only)'), f"place in tier central by a writer ({err!r})")
     check_equal(ok("writer", "commit", committed)["name"], "CT.commit", "commit by the writer")
     ok("writer", "abort", aborted)
     check_equal(ok("writer", "recv", filled)["length"], 0, "recv by the writer")

@@ -35,6 +35,7 @@ EXTRA_DIST += \
 	transporter/include/blobstreaming/transporter/LibraryVersions.h \
 	transporter/include/blobstreaming/transporter/Log.h \
 	transporter/include/blobstreaming/transporter/Nearest.h \
+	transporter/include/blobstreaming/transporter/Placement.h \
 	transporter/include/blobstreaming/transporter/Protocol.h \
 	transporter/include/blobstreaming/transporter/SocketOptions.h \
 	transporter/include/blobstreaming/transporter/Tls.h \
@@ -84,7 +85,9 @@ EXTRA_DIST += \
 transporter_test_cppflags = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS) -DBOOST_TEST_DYN_LINK
 transporter_test_ldadd = transporter/libblobtransporter.la common/libblobcommon.la \
 	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
-transporter_tests = transporter/tests/DataIoTest transporter/tests/NearestTest transporter/tests/ProtocolTest \
+transporter_tests = transporter/tests/DataIoTest transporter/tests/EventLoopTest transporter/tests/NearestTest \
+	transporter/tests/PlacementTest \
+	transporter/tests/ProtocolTest \
 	transporter/tests/TlsTest transporter/tests/NoticeDispatcherTest transporter/tests/EventHubTest
 check_PROGRAMS += $(transporter_tests)
 TESTS += $(transporter_tests)
@@ -100,6 +103,12 @@ transporter_tests_DataIoTest_LDADD = $(transporter_test_ldadd)
 transporter_tests_NearestTest_SOURCES = transporter/tests/NearestTest.cpp
 transporter_tests_NearestTest_CPPFLAGS = $(transporter_test_cppflags)
 transporter_tests_NearestTest_LDADD = $(transporter_test_ldadd)
+transporter_tests_EventLoopTest_SOURCES = transporter/tests/EventLoopTest.cpp
+transporter_tests_EventLoopTest_CPPFLAGS = $(transporter_test_cppflags)
+transporter_tests_EventLoopTest_LDADD = $(transporter_test_ldadd)
+transporter_tests_PlacementTest_SOURCES = transporter/tests/PlacementTest.cpp
+transporter_tests_PlacementTest_CPPFLAGS = $(transporter_test_cppflags)
+transporter_tests_PlacementTest_LDADD = $(transporter_test_ldadd)
 transporter_tests_ProtocolTest_SOURCES = transporter/tests/ProtocolTest.cpp
 transporter_tests_ProtocolTest_CPPFLAGS = $(transporter_test_cppflags)
 transporter_tests_ProtocolTest_LDADD = $(transporter_test_ldadd)

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include <pthread.h>
+
 namespace blobstreaming::client {
 
 CallExecutor::CallExecutor(std::size_t max_threads) : max_threads_(std::max<std::size_t>(1, max_threads)) {}
@@ -14,7 +16,11 @@ void CallExecutor::submit(std::function<void()> call, std::string key)
     {
         std::lock_guard<std::mutex> lock(mutex_);
         calls_.push_back(Call{std::move(key), std::move(call)});
-        if (calls_.size() > idle_ && workers_.size() < max_threads_) workers_.emplace_back([this] { work(); });
+        if (calls_.size() > idle_ && workers_.size() < max_threads_) workers_.emplace_back([this] {
+                // Named, so that `top -H` and /proc/PID/task/*/comm tell the control workers apart.
+                ::pthread_setname_np(::pthread_self(), "blob-control");
+                work();
+            });
     }
     ready_.notify_one();
 }

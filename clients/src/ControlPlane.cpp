@@ -16,6 +16,7 @@
 
 #include <blobstreaming/transporter/Log.h>
 #include <blobstreaming/transporter/Nearest.h>
+#include <blobstreaming/transporter/Placement.h>
 #include <omniORB4/omniORB.h>
 
 #include <algorithm>
@@ -797,8 +798,106 @@ std::vector<Location> ControlPlane::locate_as(const std::string& name, const std
     return out;
 }
 
+namespace {
+
+/// The BlobLocator bound as BlobStreaming/Locator, with the call timeout
+/// set; nil when none is bound (or the Naming Service does not answer).
+BlobStreaming::BlobLocator_var bound_locator(ControlPlane::Refs& refs, const SessionOptions& options)
+{
+    try {
+        CORBA::Object_var obj = with_naming(refs, options, [](CosNaming::NamingContext_ptr root) {
+            return CORBA::Object_var(root->resolve(corba::locator_path()));
+        });
+        BlobStreaming::BlobLocator_var locator = BlobStreaming::BlobLocator::_unchecked_narrow(obj.in());
+        if (!CORBA::is_nil(locator))
+            omniORB::setClientCallTimeout(locator, static_cast<CORBA::ULong>(options.timeout.count()));
+        return locator;
+    } catch (const CosNaming::NamingContext::NotFound&) {
+    } catch (const CORBA::Exception& e) {
+        library_log()->debug("BlobStreaming/Locator: cannot resolve it ({})", e._name());
+    } catch (const Error& e) {
+        library_log()->debug("BlobStreaming/Locator: {}", e.what());
+    }
+    return BlobStreaming::BlobLocator::_nil();
+}
+
+int idl_tier_order(Tier tier) noexcept { return static_cast<int>(tier); }
+
+}  // namespace
+
+std::optional<std::string> ControlPlane::locator_answer(const std::string& name, const std::string& what)
+{
+    if (corba::ssl_configured()) return std::nullopt;
+    const BlobStreaming::BlobLocator_var locator = bound_locator(*refs_, options_);
+    if (CORBA::is_nil(locator)) return std::nullopt;
+    try {
+        BlobStreaming::LocationSeq_var where = locator->locate(name.c_str());
+        if (where->length() == 0) return std::nullopt;  // the survey says which stores were asked
+        library_log()->debug("{}: the locator names store \"{}\"", what, where[0].store.in());
+        return std::string(where[0].store.in());
+    } catch (const CORBA::Exception& e) {
+        library_log()->debug("{}: the locator did not answer ({}); asking every store", what, e._name());
+        return std::nullopt;
+    }
+}
+
+std::string ControlPlane::place(std::uint64_t size, std::optional<Tier> tier, const std::string& what)
+{
+    if (!corba::ssl_configured()) {
+        const BlobStreaming::BlobLocator_var locator = bound_locator(*refs_, options_);
+        if (!CORBA::is_nil(locator)) {
+            BlobStreaming::StoreTierSeq tiers;
+            if (tier) {
+                tiers.length(1);
+                tiers[0] = static_cast<BlobStreaming::StoreTier>(idl_tier_order(*tier));
+            }
+            try {
+                BlobStreaming::Placement_var p = locator->place(size, tiers);
+                library_log()->debug("{}: the locator places it on store \"{}\"{}", what, p->store.in(),
+                                     p->byDefault ? " (its default)" : "");
+                return p->store.in();
+            } catch (const BlobStreaming::OutOfSpace& e) {
+                const auto sent = corba::reply_error();
+                throw Error(sent ? sent->code : Errc::out_of_space, what + ": " + e.message.in());
+            } catch (const CORBA::TRANSIENT& e) {
+                library_log()->debug("{}: the locator did not answer ({}); placing here", what, e._name());
+            } catch (const CORBA::COMM_FAILURE& e) {
+                library_log()->debug("{}: the locator did not answer ({}); placing here", what, e._name());
+            } catch (const CORBA::OBJECT_NOT_EXIST& e) {
+                library_log()->debug("{}: the locator is gone ({}); placing here", what, e._name());
+            } catch (const CORBA::TIMEOUT& e) {
+                library_log()->debug("{}: the locator did not answer ({}); placing here", what, e._name());
+            } catch (const CORBA::SystemException& e) {
+                // The locator's own error (no store of the tier, ...) travels in the reply's context.
+                if (const auto sent = corba::reply_error()) throw Error(sent->code, what + ": " + sent->message);
+                throw Error(Errc::transfer_failed, what + ": the locator failed: CORBA " + std::string(e._name()));
+            }
+        }
+    }
+    // No locator: the same rule over what the stores tell this client.
+    std::vector<PlacementCandidate> candidates;
+    for (const StoreStatus& s : stores()) {
+        PlacementCandidate c;
+        c.store = s.name;
+        c.answered = s.reachable;
+        c.problem = s.error;
+        c.tier = idl_tier_order(s.tier);
+        c.room = room_of(s.capacity, s.used, s.reserved);
+        candidates.push_back(std::move(c));
+    }
+    std::vector<int> tiers;
+    if (tier) tiers.push_back(idl_tier_order(*tier));
+    const PlacementChoice choice = choose_placement(candidates, size, tiers, {});
+    if (!choice.index)
+        throw Error(choice.code, what + ": " + choice.message + " (no locator " +
+                                     (corba::ssl_configured() ? "asked: TLS" : "bound") +
+                                     "; this client asked the stores itself)");
+    return candidates[*choice.index].store;
+}
+
 std::string ControlPlane::nearest_holder(const std::string& name, const std::string& what)
 {
+    if (auto found = locator_answer(name, what)) return *found;
     std::vector<UnreachableStore> unreachable;
     const auto where = locate_as(name, what, &unreachable);
     if (where.empty()) {

@@ -122,9 +122,19 @@ public:
     /// as a warning and skipped; when no other store holds `name`, that
     /// refusal is thrown instead of an empty answer.
     std::vector<Location> locate(const std::string& name, std::vector<UnreachableStore>* unreachable = nullptr);
-    /// The nearest store that answers and holds `name`; Errc::no_such_blob
-    /// naming the stores asked and those that did not answer.
+    /// The nearest store that answers and holds `name`: the BlobLocator's
+    /// answer (locator_answer) when it has one, else this client's own
+    /// survey (locate); Errc::no_such_blob naming the stores asked and
+    /// those that did not answer.
     std::string nearest_holder(const std::string& name, const std::string& what);
+    /// Where a push of `size` bytes that names no store goes (the placement
+    /// rule, Placement.h), in `tier` when given: BlobLocator::place of the
+    /// locator bound as BlobStreaming/Locator. When none is bound or it does
+    /// not answer, and for a TLS client (which asks no store through a
+    /// daemon's identity), the same rule over every store's status as this
+    /// client gets it, without a default store. Errc::out_of_space,
+    /// unknown_store or unreachable naming the tiers and stores asked.
+    std::string place(std::uint64_t size, std::optional<Tier> tier, const std::string& what);
     std::vector<StoreStatus> stores();
     /// One store's status (reachable true); Error as any call to it, with
     /// `what` naming the operation.
@@ -142,6 +152,11 @@ private:
     /// fetch_each()'s one round: grants, then one fetchEach call.
     std::vector<FetchOutcome> fetch_each_granted(const std::string& to, const std::vector<std::string>& names,
                                                  const std::string& from, bool overwrite);
+    /// The nearest store holding `name` as the bound BlobLocator answers;
+    /// nullopt when no locator is bound or answers, it knows no holder, or
+    /// this client uses TLS (a TLS daemon's locator answers for its own
+    /// store only).
+    std::optional<std::string> locator_answer(const std::string& name, const std::string& what);
     /// locate() with `what` naming the operation in messages.
     std::vector<Location> locate_as(const std::string& name, const std::string& what,
                                     std::vector<UnreachableStore>* unreachable);

@@ -49,13 +49,13 @@ void PushOperation::on_control_thread_reserve()
     auto job = std::make_shared<TransferJob>();
     try {
         validate_blob_name(name_);
-        store_ = store_to_write(options_.store, session_.options.default_store, what_);
         if (options_.streams < 1 || options_.streams > kMaxStreams)
             throw Error(Errc::invalid_argument, what_ + ": streams " + std::to_string(options_.streams) +
                                                     ": expected 1 to " + std::to_string(kMaxStreams));
         check_notice_mode(options_.notices, session_.options, what_);
         job->source = open_source(source_, what_);
         const std::uint64_t size = job->source->size();
+        store_ = store_to_write(control, options_.store, options_.tier, session_.options.default_store, size, what_);
         if (ParallelPush::start(session_, source_, name_, store_, size, options_, done_)) return;
         std::optional<PushGrant> resumed;
         if (options_.resume) resumed = control.resume_push(store_, name_, size, options_.checksum, options_.notices);

@@ -22,6 +22,8 @@
 #include <exception>
 #include <mutex>
 
+#include <pthread.h>
+
 namespace blobstreaming::client {
 
 // ---- Session::Impl: the wiring ---------------------------------------------
@@ -33,6 +35,7 @@ Session::Impl::Impl(Options o)
     control = std::make_unique<ControlPlane>(options);
     if (options.reactor == ReactorMode::Thread) {
         thread_ = std::thread([this] {
+            ::pthread_setname_np(::pthread_self(), "blob-loop");  // ReactorMode::Thread's data plane
             while (!stop_thread_.load()) loop.run_once(std::chrono::milliseconds(500));
             for (int i = 0; i < 1000 && loop.run_once(std::chrono::milliseconds(0)) > 0; ++i) {}
         });
@@ -193,6 +196,30 @@ std::size_t Session::run_once(std::chrono::milliseconds timeout)
         throw Error(Errc::invalid_argument, "Session::run_once: the session runs its own reactor thread "
                                             "(ReactorMode::Thread); use ReactorMode::Caller to drive it");
     return impl_->loop.run_once(timeout);
+}
+
+namespace {
+
+void require_caller_mode(const SessionOptions& options, const char* what)
+{
+    if (options.reactor != ReactorMode::Caller)
+        throw Error(Errc::invalid_argument, std::string("Session::") + what +
+                                                ": the session runs its own reactor thread (ReactorMode::Thread); "
+                                                "use ReactorMode::Caller to drive it from the application's loop");
+}
+
+}  // namespace
+
+int Session::descriptor() const
+{
+    require_caller_mode(impl_->options, "descriptor");
+    return impl_->loop.descriptor();
+}
+
+std::chrono::milliseconds Session::next_timeout() const
+{
+    require_caller_mode(impl_->options, "next_timeout");
+    return impl_->loop.next_timeout();
 }
 
 std::size_t Session::pending() const noexcept { return impl_->pending.load(); }

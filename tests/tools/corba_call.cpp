@@ -16,7 +16,7 @@
 ///   BlobTransporter (--transporter IOR, else a new one of --store):
 ///                         send B | recv ID | poll | observe | cancel [TICKET] | close |
 ///                         pushParts B FILE PARTS | grantRead B READER
-///   BlobLocator (--locator IOR, else BlobStreaming/Locator): locate B | stores
+///   BlobLocator (--locator IOR, else BlobStreaming/Locator): locate B | stores | place SIZE [TIER...]
 ///   StudyEvents (BlobStreaming/Gateways/AE): studyUnsubscribe AE ID
 ///   the data port only: pull TICKET PORT OFFSET LENGTH
 /// commit's CHECKSUM (crc32c:HEX or sha256:HEX) defaults to the CRC32C of 0
@@ -411,6 +411,15 @@ json locator_call(BlobStreaming::BlobLocator_ptr l, const Call& call, const std:
         for (CORBA::ULong i = 0; i < names->length(); ++i) out.push_back(names[i].in());
         return out;
     }
+    if (call.op == "place") {
+        BlobStreaming::StoreTierSeq tiers;
+        for (std::size_t i = 1; i < call.args.size(); ++i) {
+            tiers.length(tiers.length() + 1);
+            tiers[tiers.length() - 1] = static_cast<BlobStreaming::StoreTier>(std::stoi(call.args[i]));
+        }
+        BlobStreaming::Placement_var p = l->place(std::stoull(arg(call, 0)), tiers);
+        return {{"store", p->store.in()}, {"tier", static_cast<int>(p->tier)}, {"byDefault", bool(p->byDefault)}};
+    }
     BlobStreaming::LocationSeq_var found = l->locate(arg(call, 0).c_str());
     json out = json::array();
     for (CORBA::ULong i = 0; i < found->length(); ++i) {
@@ -431,7 +440,7 @@ int run(const Call& call)
                                                                    "pushParts", "grantRead"};
     const bool on_transporter =
         std::find(kTransporterOps.begin(), kTransporterOps.end(), call.op) != kTransporterOps.end();
-    const bool on_locator = call.op == "locate" || call.op == "stores";
+    const bool on_locator = call.op == "locate" || call.op == "stores" || call.op == "place";
     const std::string what = call.op + (call.args.empty() ? "" : " \"" + call.args[0] + "\"");
     std::string label = on_locator ? "locator" : call.store;
     std::string endpoint = "an unknown endpoint";

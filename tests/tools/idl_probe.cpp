@@ -188,6 +188,11 @@ int each_op(const std::string& naming, const std::string& store_name, const std:
         BlobStreaming::LocationSeq_var l = locator->locate(blob.c_str());
         BlobStreaming::NameSeq_var s = locator->stores();
     });
+    probe("place", [&] {
+        CORBA::Object_var obj = root->resolve(corba::locator_path());
+        BlobStreaming::BlobLocator_var locator = BlobStreaming::BlobLocator::_narrow(obj);
+        BlobStreaming::Placement_var p = locator->place(1, BlobStreaming::StoreTierSeq());
+    });
     orb->destroy();
     return 0;
 }

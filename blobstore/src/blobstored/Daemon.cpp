@@ -249,7 +249,7 @@ std::string Daemon::start()
                                                            : options_.data.host;
 
     PortableServer::Servant_var<corba::BlobLocator_i> locator_servant =
-        new corba::BlobLocator_i(naming_, options_.naming, *context_, store_ref_);
+        new corba::BlobLocator_i(naming_, options_.naming, *context_, store_ref_, options_.default_store);
     PortableServer::ObjectId_var locator_id = poa_->activate_object(locator_servant);
     locator_ref_ = poa_->id_to_reference(locator_id);
     try {

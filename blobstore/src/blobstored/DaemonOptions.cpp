@@ -89,6 +89,7 @@ po::options_description describe()
         ("ceph-grace", po::value<std::string>()->value_name("DURATION")->default_value("600"), "rados store: a reservation nobody vouched for this long (its daemon died) and a replaced or removed version (readers may still read it) are deleted after it")
         ("read-through", po::bool_switch(), "a cache that fills itself: a pull of a Blob this store lacks fetches it first from the nearest store of a farther tier that holds it (verified, committed here; docs/ARCHITECTURE.md, \"Tiers\")")
         ("fetch-timeout", po::value<std::string>()->value_name("DURATION")->default_value("30"), "a fetch from another store (read-through, blob copy) that moves no byte this long fails")
+        ("default-store", po::value<std::string>()->value_name("NAME"), "where a push that names no store goes first when this daemon's locator is the one bound (BlobStreaming/Locator) and NAME answers with room, else a store of the push's --tier with room, nearest first; give every daemon of a site the same (default: this daemon's own store)")
         ("tier", po::value<std::string>()->value_name("TIER"), "memory|workstation|cluster|central (default: memory for a memory store, central for a rados store, else workstation)")
         ("control-address", po::value<std::string>()->value_name("HOST:PORT")->default_value("0.0.0.0:0"), "CORBA endpoint; port 0: ephemeral")
         ("data-address", po::value<std::string>()->value_name("HOST:PORT")->default_value("0.0.0.0:0"), "data port; port 0: ephemeral")
@@ -348,6 +349,11 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
     o.checksum = cli::parse_checksum_algorithm("--checksum", value_of(vm, "checksum"));
     o.local_fast_path = !vm["no-local"].as<bool>();
     o.read_through = vm["read-through"].as<bool>();
+    o.default_store = value_of(vm, "default-store");
+    if (vm.count("default-store") &&
+        (o.default_store.empty() || o.default_store.find('/') != std::string::npos || o.default_store.find('.') == 0))
+        usage("--default-store: " + in_quotes(o.default_store) +
+              " is not a store name (not empty, no '/', not starting with '.')");
     o.fetch_timeout = cli::parse_duration("--fetch-timeout", value_of(vm, "fetch-timeout"), 100ms, 86400s);
     o.store_settings.sync = !vm["no-sync"].as<bool>();
 

@@ -67,6 +67,9 @@ struct DaemonOptions {
     std::size_t max_client_subscriptions = 16;           ///< ... of one client (host, or TLS subject)
     int socket_buffer = 0;                               ///< 0: autotuning
     bool local_fast_path = true;
+    /// --default-store: the store the locator's placement tries first for a
+    /// push that names none (BlobLocator::place); "" : this daemon's own.
+    std::string default_store;
     bool read_through = false;                       ///< --read-through: fetch missing Blobs from farther tiers
     std::chrono::milliseconds fetch_timeout{30000};  ///< a fetch from another store moving no byte fails
     ChecksumAlgorithm checksum = kDefaultChecksum;   ///< of pushes that ask for the store's default

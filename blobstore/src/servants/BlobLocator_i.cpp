@@ -1,6 +1,7 @@
 #include "BlobLocator_i.h"
 
 #include <blobstreaming/transporter/Nearest.h>
+#include <blobstreaming/transporter/Placement.h>
 
 #include "server/AccessList.h"
 
@@ -30,9 +31,10 @@ struct Found {
 }  // namespace
 
 BlobLocator_i::BlobLocator_i(CosNaming::NamingContext_ptr naming, std::string naming_url, const ServantContext& own,
-                             CORBA::Object_ptr own_ref)
+                             CORBA::Object_ptr own_ref, std::string default_store)
     : naming_(CosNaming::NamingContext::_duplicate(naming)), naming_url_(std::move(naming_url)), own_(own),
-      own_ref_(BlobStreaming::BlobStore::_unchecked_narrow(own_ref))
+      own_ref_(BlobStreaming::BlobStore::_unchecked_narrow(own_ref)),
+      default_store_(default_store.empty() ? own.store_name() : std::move(default_store))
 {}
 
 BlobStreaming::LocationSeq* BlobLocator_i::locate(const char* name)
@@ -105,6 +107,93 @@ BlobStreaming::NameSeq* BlobLocator_i::stores()
         return new BlobStreaming::NameSeq(to_name_seq(list_stores(naming_)));
     } catch (...) {
         rethrow_declared(kRaisesNothing, "");
+    }
+}
+
+namespace {
+
+std::string bytes_text(std::uint64_t size) { return std::to_string(size) + " bytes"; }
+
+BlobStreaming::Placement* placement_of(const PlacementCandidate& c, const PlacementChoice& choice,
+                                       BlobStreaming::BlobStore_ptr ref)
+{
+    auto* out = new BlobStreaming::Placement;
+    out->store = c.store.c_str();
+    out->tier = static_cast<BlobStreaming::StoreTier>(c.tier);
+    out->ref = BlobStreaming::BlobStore::_duplicate(ref);
+    out->byDefault = choice.by_default;
+    out->room = c.room;
+    return out;
+}
+
+}  // namespace
+
+BlobStreaming::Placement* BlobLocator_i::place(BlobStreaming::ByteCount size, const BlobStreaming::StoreTierSeq& tiers)
+{
+    std::vector<int> wanted;
+    for (CORBA::ULong i = 0; i < tiers.length(); ++i) wanted.push_back(static_cast<int>(tiers[i]));
+    if (own_.service.access_enforced()) return place_own(size, wanted);
+    std::vector<std::string> stores;
+    try {
+        stores = list_stores(naming_);
+    } catch (...) {
+        rethrow_declared(kOutOfSpace, "");
+    }
+    std::vector<PlacementCandidate> candidates;
+    std::vector<BlobStreaming::BlobStore_var> refs;
+    for (const std::string& store : stores) {
+        PlacementCandidate c;
+        c.store = store;
+        BlobStreaming::BlobStore_var ref;
+        try {
+            ref = resolve_store(naming_, store, naming_url_);
+            BlobStreaming::StoreStatus_var status = ref->status();
+            c.tier = static_cast<int>(status->tier);
+            c.room = room_of(status->capacity, status->used, status->reserved);
+            c.answered = true;
+        } catch (const CORBA::Exception& e) {
+            c.problem = std::string("CORBA ") + e._name();
+        } catch (const std::exception& e) {
+            c.problem = e.what();
+        }
+        if (!c.answered) spdlog::debug("place {}: store \"{}\" skipped: {}", bytes_text(size), store, c.problem);
+        candidates.push_back(std::move(c));
+        refs.push_back(std::move(ref));
+    }
+    const PlacementChoice choice = choose_placement(candidates, size, wanted, default_store_);
+    if (!choice.index) {
+        try {
+            throw Error(choice.code, choice.message);
+        } catch (...) {
+            IdlContext context;
+            context.requested = size;
+            rethrow_declared(kOutOfSpace, "", context);
+        }
+    }
+    const PlacementCandidate& c = candidates[*choice.index];
+    spdlog::debug("place {}: store \"{}\" ({}{})", bytes_text(size), c.store, placement_tier_name(c.tier),
+                  choice.by_default ? ", the default" : "");
+    return placement_of(c, choice, refs[*choice.index].in());
+}
+
+BlobStreaming::Placement* BlobLocator_i::place_own(BlobStreaming::ByteCount size, const std::vector<int>& tiers)
+{
+    require_permission(own_, server::Permission::write, "place");
+    try {
+        const service::StoreService::Status status = own_.service.status();
+        PlacementCandidate c;
+        c.store = own_.store_name();
+        c.answered = true;
+        c.tier = static_cast<int>(own_.tier);
+        c.room = room_of(status.usage.capacity, status.usage.used, status.usage.reserved);
+        const PlacementChoice choice = choose_placement({c}, size, tiers, default_store_);
+        if (!choice.index)
+            throw Error(choice.code, choice.message + " (with TLS the locator places on its own store only)");
+        return placement_of(c, choice, own_ref_.in());
+    } catch (...) {
+        IdlContext context;
+        context.requested = size;
+        rethrow_declared(kOutOfSpace, own_.store_name(), context);
     }
 }
 

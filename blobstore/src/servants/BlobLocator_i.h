@@ -1,5 +1,6 @@
 #pragma once
-/// The BlobLocator servant: which registered stores hold a Blob.
+/// The BlobLocator servant: which registered stores hold a Blob, and where
+/// a new one goes (the placement rule, Placement.h).
 
 #include "ServantContext.h"
 
@@ -7,6 +8,7 @@
 #include <omniORB4/Naming.hh>
 
 #include <string>
+#include <vector>
 
 namespace blobstreaming::corba {
 
@@ -21,27 +23,33 @@ namespace blobstreaming::corba {
 /// (NO_PERMISSION otherwise). It never asks another store on a client's
 /// behalf: it would ask with the daemon's identity, and only the client's
 /// own identity may decide what the client learns (a client asks each store
-/// itself, as libblobclient's locate does). Thread-safe.
+/// itself, as libblobclient's locate does). Likewise `place` considers its
+/// own store only, for a caller with write permission there. Thread-safe.
 class BlobLocator_i : public POA_BlobStreaming::BlobLocator {
 public:
     /// `naming`: the root naming context (duplicated); `own`: the context of
     /// this daemon's store (outlives the servant) and `own_ref` its
-    /// reference (duplicated).
+    /// reference (duplicated); `default_store`: the store a placement
+    /// tries first (blobstored --default-store; "" : this daemon's own).
     BlobLocator_i(CosNaming::NamingContext_ptr naming, std::string naming_url, const ServantContext& own,
-                  CORBA::Object_ptr own_ref);
+                  CORBA::Object_ptr own_ref, std::string default_store = {});
 
     BlobStreaming::LocationSeq* locate(const char* name) override;
     /// The registered names (what the Naming Service tells anyone): needs
     /// only a verified certificate.
     BlobStreaming::NameSeq* stores() override;
+    /// The placement rule (Placement.h) over the registered stores' status.
+    BlobStreaming::Placement* place(BlobStreaming::ByteCount size, const BlobStreaming::StoreTierSeq& tiers) override;
 
 private:
     BlobStreaming::LocationSeq* locate_own(const char* name);
+    BlobStreaming::Placement* place_own(BlobStreaming::ByteCount size, const std::vector<int>& tiers);
 
     CosNaming::NamingContext_var naming_;
     std::string naming_url_;
     const ServantContext& own_;
     BlobStreaming::BlobStore_var own_ref_;
+    std::string default_store_;
 };
 
 /// Binds `locator` as BlobStreaming/Locator (rebinding an older one).

@@ -246,6 +246,7 @@ client::PushOptions push_options(const Invocation& call)
 {
     client::PushOptions options;
     options.store = call.store;
+    options.tier = call.tier;
     options.replace = call.replace;
     options.resume = call.resume;
     options.checksum = call.checksum;

@@ -3,6 +3,7 @@
 /// client::Session.
 
 #include <blobstreaming/client/Options.h>
+#include <blobstreaming/client/Result.h>
 #include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/common/Error.h>
 
@@ -19,6 +20,7 @@ struct Invocation {
     std::string naming;
     std::string tls_cert, tls_key, tls_ca;  ///< TLS on both planes: all three or none
     std::string store;
+    std::optional<client::Tier> tier;  ///< push: --tier (a store of it, chosen by the locator)
     bool json = false;
     int socket_buffer = 0;
     std::chrono::milliseconds timeout{30000};

@@ -106,7 +106,8 @@ po::options_description describe()
         ("version", "show the version and exit")
         ("naming,n", po::value<std::string>()->default_value(env ? env : "corbaname::127.0.0.1:2809"),
          "Naming Service URL (env BLOBSTREAMING_NAMING)")
-        ("store,s", po::value<std::vector<std::string>>()->composing(), "store name (pull/stat/rm: default nearest holder; watch: repeatable)")
+        ("store,s", po::value<std::vector<std::string>>()->composing(), "store name (push: default where the locator places it, docs/CLI.md; pull/stat/rm: default nearest holder; watch: repeatable)")
+        ("tier", po::value<std::string>()->value_name("TIER"), "push without --store: a store of TIER (memory, workstation, cluster, central) with room for the Blob, nearest first (default: the locator's default store, then any tier)")
         ("to", po::value<std::string>()->value_name("STORE[,STORE...]"), "copy: the destination stores")
         ("from", po::value<std::string>()->value_name("STORE"), "copy: the source store (default: for each Blob the nearest store holding it that is not a destination)")
         ("no-chain", "copy: every destination fetches from the source (default: each from the one before it, so the source sends each Blob once)")
@@ -173,7 +174,7 @@ const std::vector<CommandHelp>& command_help()
          "push FILE... | push -r DIR... | push --name NAME FILE",
          "Store each FILE ('-': standard input; a FIFO, a device) under its base name, several in flight, or one "
          "FILE under --name. The store acknowledges once the Blob is committed durably and its checksum verified.",
-         {"name", "recursive", "replace", "checksum", "size", "resume", "streams", "notices"}},
+         {"name", "recursive", "replace", "checksum", "size", "resume", "streams", "notices", "tier"}},
         {"pull", "retrieve a Blob, whole or a range, to a file, a FIFO or stdout, or a DICOM study or series",
          "pull NAME [FILE] | pull --study UID DIR | pull --series UID DIR",
          "Retrieve NAME to FILE (default ./NAME; '-': standard output; a FIFO, a device), whole or a range. A "
@@ -337,7 +338,19 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
         for (const std::string& g : call.gateways)
             if (g.empty()) throw UsageError("--gateway: expected a gateway's AE title, got \"\"");
     }
-    if (call.command == "push" && call.store.empty()) throw UsageError("push: no store given (use --store NAME)");
+    if (vm.count("tier")) {
+        if (call.command != "push") throw UsageError("--tier applies to push only, not " + call.command);
+        if (!call.store.empty())
+            throw UsageError("--tier and --store: give one (--store NAME pushes there; --tier TIER lets the "
+                             "locator choose a store of TIER)");
+        const std::string tier = vm["tier"].as<std::string>();
+        const client::Tier tiers[] = {client::Tier::memory, client::Tier::workstation, client::Tier::cluster,
+                                      client::Tier::central};
+        for (client::Tier t : tiers)
+            if (tier == client::tier_name(t)) call.tier = t;
+        if (!call.tier)
+            throw UsageError("--tier: \"" + tier + "\" is not a tier (memory, workstation, cluster, central)");
+    }
     call.json = vm.count("json") != 0;
     call.socket_buffer =
         static_cast<int>(cli::parse_size("--socket-buffer", vm["socket-buffer"].as<std::string>(), 0, 1ULL << 30));

@@ -6,6 +6,7 @@
 #include <ace/Event_Handler.h>
 #include <ace/Init_ACE.h>
 #include <ace/Reactor.h>
+#include <ace/Timer_Queue.h>
 
 #include <sys/resource.h>
 
@@ -15,6 +16,7 @@
 
 #include <cerrno>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -82,9 +84,16 @@ ACE_Time_Value to_ace(std::chrono::milliseconds ms)
 }  // namespace
 
 EventLoop::EventLoop(Task tick, std::chrono::milliseconds tick_period)
-    : wake_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)), tick_(std::move(tick))
+    : wake_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)), ready_(::epoll_create1(EPOLL_CLOEXEC)), tick_(std::move(tick)),
+      tick_period_(tick_period)
 {
     if (!wake_) throw_io_error("event loop: eventfd", errno);
+    if (!ready_) throw_io_error("event loop: epoll_create1", errno);
+    epoll_event wake{};
+    wake.events = EPOLLIN;
+    wake.data.fd = wake_.get();
+    if (::epoll_ctl(ready_.get(), EPOLL_CTL_ADD, wake_.get(), &wake) != 0)
+        throw_io_error("event loop: add the wake-up descriptor to the readiness set", errno);
     ACE::init();
     // epoll, as in the daemon: ACE's default (select) cannot watch a
     // descriptor past FD_SETSIZE, and an application (a PACS, a DICOM
@@ -128,6 +137,14 @@ void EventLoop::drain_wake() noexcept
 
 namespace {
 
+std::uint32_t to_epoll(short events)
+{
+    std::uint32_t mask = 0;
+    if (events & POLLIN) mask |= EPOLLIN;
+    if (events & POLLOUT) mask |= EPOLLOUT;
+    return mask;
+}
+
 ACE_Reactor_Mask to_mask(short events)
 {
     ACE_Reactor_Mask mask = ACE_Event_Handler::NULL_MASK;
@@ -145,12 +162,33 @@ void EventLoop::watch(int fd, short events, IoHandler handler)
     if (reactor_->register_handler(h.get(), to_mask(events)) == -1)
         throw_io_error("event loop: watch descriptor " + std::to_string(fd), errno);
     watches_[fd] = std::move(h);
+    mirror(fd, events);
+}
+
+void EventLoop::mirror(int fd, short events)
+{
+    // The readiness set holds what the reactor watches. epoll reports
+    // errors and hang-ups whatever the mask, which the reactor dispatches
+    // only to a descriptor watched for something: one watched for nothing
+    // is left out, so that descriptor() is never readable for nothing.
+    epoll_event e{};
+    e.events = to_epoll(events);
+    e.data.fd = fd;
+    if (e.events == 0) {
+        ::epoll_ctl(ready_.get(), EPOLL_CTL_DEL, fd, nullptr);
+        return;
+    }
+    if (::epoll_ctl(ready_.get(), EPOLL_CTL_ADD, fd, &e) != 0 &&
+        (errno != EEXIST || ::epoll_ctl(ready_.get(), EPOLL_CTL_MOD, fd, &e) != 0))
+        throw_io_error("event loop: add descriptor " + std::to_string(fd) + " to the readiness set", errno);
 }
 
 void EventLoop::modify(int fd, short events)
 {
     auto it = watches_.find(fd);
-    if (it != watches_.end()) reactor_->mask_ops(it->second.get(), to_mask(events), ACE_Reactor::SET_MASK);
+    if (it == watches_.end()) return;
+    reactor_->mask_ops(it->second.get(), to_mask(events), ACE_Reactor::SET_MASK);
+    mirror(fd, events);
 }
 
 void EventLoop::unwatch(int fd)
@@ -158,8 +196,24 @@ void EventLoop::unwatch(int fd)
     auto it = watches_.find(fd);
     if (it == watches_.end()) return;
     reactor_->remove_handler(it->second.get(), ACE_Event_Handler::ALL_EVENTS_MASK | ACE_Event_Handler::DONT_CALL);
+    // Fails harmlessly when the descriptor was closed first (epoll forgot it).
+    ::epoll_ctl(ready_.get(), EPOLL_CTL_DEL, fd, nullptr);
     retired_.push_back(std::move(it->second));
     watches_.erase(it);
+}
+
+std::chrono::milliseconds EventLoop::next_timeout()
+{
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!tasks_.empty()) return std::chrono::milliseconds(0);
+    }
+    ACE_Time_Value most = to_ace(tick_period_);
+    const ACE_Time_Value* wait = reactor_->timer_queue()->calculate_timeout(&most);
+    if (wait == nullptr) return tick_period_;
+    // Rounded up: a wake-up a little early would find the tick not yet due.
+    const auto us = static_cast<std::int64_t>(wait->sec()) * 1000000 + static_cast<std::int64_t>(wait->usec());
+    return std::chrono::milliseconds((us + 999) / 1000);
 }
 
 std::size_t EventLoop::run_tasks()

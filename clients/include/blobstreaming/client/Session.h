@@ -72,6 +72,27 @@ public:
     /// event. Returns the number of events handled (0 on timeout). Caller
     /// mode only (Errc::invalid_argument otherwise).
     std::size_t run_once(std::chrono::milliseconds timeout);
+    /// Caller mode: one descriptor through which an application's own event
+    /// loop drives the Session (Qt's QSocketNotifier, GLib's g_unix_fd_add,
+    /// poll(2)). It is readable, level-triggered, while run_once() has work:
+    /// a data connection is ready, or a control thread has handed over a
+    /// step or a completion. The contract:
+    ///  - when it is readable, call run_once(0ms) until it returns 0 (or
+    ///    simply once: it stays readable while work is left);
+    ///  - when next_timeout() has passed without it becoming readable, call
+    ///    run_once(0ms) all the same (the inactivity checks of transfers);
+    ///    ask next_timeout() again after each run_once();
+    ///  - only poll it: never read, write or close it. It is the same
+    ///    descriptor for the Session's lifetime.
+    /// Errc::invalid_argument in ReactorMode::Thread (the Session's own
+    /// thread drives it).
+    int descriptor() const;
+    /// Caller mode: how long the application may wait for descriptor()
+    /// before calling run_once(0ms) anyway: 0 when work is queued, else the
+    /// time to the Session's next inactivity check (at most
+    /// SessionOptions::timeout / 10, clamped to 10 ms .. 1 s).
+    /// Errc::invalid_argument in ReactorMode::Thread.
+    std::chrono::milliseconds next_timeout() const;
     /// Operations started and not yet completed.
     std::size_t pending() const noexcept;
     /// Data connections this Session has opened so far (for checking reuse).

@@ -127,7 +127,11 @@ constexpr std::size_t kMaxStreams = 64;
 constexpr std::uint64_t kMinStreamRange = 1 << 20;
 
 struct PushOptions {
-    std::string store;     ///< "" : the Session's default store
+    /// "" : the Session's default store, or when it has none (or `tier` is
+    /// given) the store the placement rule chooses: the locator's default
+    /// store (blobstored --default-store), then a store of `tier` with room
+    /// for the Blob, nearest tier first (docs/CLIENT_API.md, "Placement").
+    std::string store;  ///< see also `tier` (last, so that aggregate initialisers keep their order)
     bool replace = false;  ///< overwrite an existing Blob of that name
     Progress progress;     ///< optional
     /// Continue an interrupted push of this name where the store's
@@ -159,6 +163,11 @@ struct PushOptions {
     /// Session::poll_notices(). A push with notices runs over one stream
     /// (the store reports whole transfers, not parts).
     NoticeMode notices = NoticeMode::none;
+    /// The tier a push that names no store goes to (nullopt: any), chosen
+    /// by the placement rule (`store` above); Errc::invalid_argument
+    /// together with `store`. Errc::out_of_space when no store of the tier
+    /// has room, naming each with its free bytes.
+    std::optional<Tier> tier = std::nullopt;
 };
 
 struct PullOptions {

@@ -51,6 +51,17 @@ public:
     /// the first. Returns how many were handled.
     std::size_t run_once(std::chrono::milliseconds timeout);
 
+    /// A level-triggered epoll descriptor that is readable while run_once()
+    /// has work: a watched descriptor is ready (for the events it is
+    /// watched for) or a task is posted. For an application's own event
+    /// loop (Session::descriptor()); only to be polled, never read or
+    /// closed. Thread-safe.
+    int descriptor() const noexcept { return ready_.get(); }
+    /// How long until run_once() must run although descriptor() stays
+    /// quiet: 0 with tasks posted, else until the next tick (at most the
+    /// tick period). Thread-safe.
+    std::chrono::milliseconds next_timeout();
+
     /// Whether the caller is the thread that last ran run_once().
     bool in_loop_thread() const noexcept { return std::this_thread::get_id() == owner_.load(); }
     /// Whether the caller is inside run_once() (a handler, task or tick).
@@ -58,6 +69,8 @@ public:
 
 private:
     std::size_t run_tasks();
+    /// Puts `fd` into the readiness set (descriptor()) for `events`.
+    void mirror(int fd, short events);
     void drain_wake() noexcept;
 
     class FdHandler;
@@ -65,6 +78,7 @@ private:
 
     std::unique_ptr<ACE_Reactor> reactor_;
     UniqueFd wake_;
+    UniqueFd ready_;  ///< epoll set of wake_ and every watched descriptor (descriptor())
     std::mutex mutex_;
     std::deque<Task> tasks_;
     std::map<int, std::unique_ptr<FdHandler>> watches_;
@@ -72,6 +86,7 @@ private:
     std::vector<std::unique_ptr<FdHandler>> retired_;
     Task tick_;
     std::unique_ptr<TickHandler> tick_handler_;
+    std::chrono::milliseconds tick_period_;
     std::atomic<std::thread::id> owner_{};
     std::atomic<int> depth_{0};
 };
