@@ -1,6 +1,6 @@
 #pragma once
 /// The study index: DICOM Patient / Study / Series / Instance attributes of
-/// stored Blobs, apart from their pixels (docs/DICOM.md, docs/ARCHITECTURE.md
+/// stored Blobs, apart from their pixels (docs/DICOM.md, docs/EVENTS.md
 /// "The study index"). One row per instance (the levels above are grouped
 /// from it), and one per copy of it (a Blob in a store: an instance copied
 /// to several stores stays indexed until its last copy goes; a Blob holding

@@ -1,6 +1,6 @@
 #pragma once
 /// blob-dicomd's study events (docs/DICOM.md "study-stable",
-/// docs/ARCHITECTURE.md "Events"): a StudyEvents servant registered as
+/// docs/EVENTS.md "study-stable"): a StudyEvents servant registered as
 /// BlobStreaming/Gateways/<AE title> in the Naming Service, so that
 /// `blob watch --events study-stable` finds it; its subscriptions are the
 /// stores' (daemon::EventHub on a NoticeDispatcher: a bounded queue per

@@ -51,7 +51,7 @@ constexpr unsigned long kControlShare = 8;
 
 /// How long another daemon registered under this store's name has to answer.
 constexpr std::chrono::milliseconds kProbeBound{3000};
-/// Delivery threads of transfer notices and store events (docs/ARCHITECTURE.md, "Events").
+/// Delivery threads of transfer notices and store events (docs/EVENTS.md, docs/DAEMON.md).
 constexpr unsigned kNoticeThreads = 4;
 constexpr unsigned kPromptNoticeThreads = 2;
 

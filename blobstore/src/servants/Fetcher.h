@@ -1,6 +1,6 @@
 #pragma once
 /// Store-to-store transfers: this daemon as the client of another store
-/// (docs/ARCHITECTURE.md, "Tiers"). BlobStore::fetch (a third-party copy,
+/// (docs/STORES.md, "Tiers"). BlobStore::fetch (a third-party copy,
 /// `blob copy`) and read-through (`blobstored --read-through`: the
 /// ReadThroughStore's upstream, FartherStores) both land here, each with a
 /// read grant: the pull ticket a client obtained from the

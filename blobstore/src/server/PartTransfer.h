@@ -1,6 +1,6 @@
 #pragma once
 /// One part of a reservation filled in parts (TicketBinding::part,
-/// docs/ARCHITECTURE.md "Parallel streams"): its range is received, its
+/// docs/CLIENT_API.md "Parallel streams"): its range is received, its
 /// CRC32C trailer checked and acknowledged; the control plane commits.
 
 #include "ReceiveTransfer.h"

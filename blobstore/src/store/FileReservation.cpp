@@ -30,7 +30,7 @@ constexpr std::uint64_t kHeaderSize = FileStore::kHeaderSize;
 /// small enough to stay in cache and to keep the daemon's resident memory
 /// flat whatever the Blob size. Measured against receiving into a sliding
 /// 16 MiB MAP_SHARED window of the file (a page fault per 4 KiB; docs/
-/// ARCHITECTURE.md): as fast or faster, with less peak RSS. Never a
+/// STORES.md): as fast or faster, with less peak RSS. Never a
 /// mapping also means a full disk (file systems without fallocate) is an
 /// error from pwrite, never a SIGBUS or EFAULT.
 constexpr std::size_t kBufferSize = 1u << 20;

@@ -1,6 +1,6 @@
 #pragma once
 /// RadosStore's objects in its pool and the records of its index
-/// (docs/ARCHITECTURE.md, "The RADOS tier").
+/// (docs/STORES.md, "The RADOS tier").
 ///
 /// One index object, `blobstreaming.index`, whose omap holds every record,
 /// so that one compound write on it (a commit, a removal, a cleanup) changes

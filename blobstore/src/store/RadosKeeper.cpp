@@ -3,7 +3,7 @@
 /// others nobody vouched for within the grace to the trash, delete what is
 /// due there, refresh the usage. Every change to the index compares the
 /// records it read, so that rounds of several daemons on one pool, and a
-/// commit racing a round, never undo each other (docs/ARCHITECTURE.md,
+/// commit racing a round, never undo each other (docs/STORES.md,
 /// "The RADOS tier").
 #include "RadosStoreState.h"
 

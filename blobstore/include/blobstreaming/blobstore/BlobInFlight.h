@@ -5,7 +5,7 @@
 /// rest as it lands; once the Blob is committed a follower goes on from the
 /// committed Blob; a failure ends every follower with its reason. Nothing
 /// of it is visible in the store before the commit: followers read it only
-/// through this object (docs/ARCHITECTURE.md, "Tiers").
+/// through this object (docs/STORES.md, "Tiers").
 ///
 /// Thread-safe: one filler thread (the fetch) and any number of followers
 /// (the data plane's reactor thread).

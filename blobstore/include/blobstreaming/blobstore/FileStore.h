@@ -12,7 +12,7 @@ namespace blobstreaming {
 
 /// A directory of Blobs on a local file system.
 ///
-/// Layout (see docs/ARCHITECTURE.md): `blobs/<xx>/<name>`, where `<xx>` is a
+/// Layout (see docs/STORES.md): `blobs/<xx>/<name>`, where `<xx>` is a
 /// fan-out of 256 sub-directories chosen by a hash of the name; each file is
 /// a 4 KiB header (size, SHA-256, commit time, name) followed by the bytes,
 /// so that byte i of the Blob is at file offset 4096 + i (page aligned for

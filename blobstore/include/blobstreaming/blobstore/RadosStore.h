@@ -12,7 +12,7 @@ namespace blobstreaming {
 /// Blobs in a pool of a Ceph cluster (RADOS), the central archive tier;
 /// several daemons on several hosts may serve one pool at once.
 ///
-/// Same semantics and errors as FileStore (docs/ARCHITECTURE.md, "The RADOS
+/// Same semantics and errors as FileStore (docs/STORES.md, "The RADOS
 /// tier"): a push writes data objects of its own (never the Blob's name), in
 /// chunks of `chunk_size` bytes from two buffers that RADOS writes while the
 /// next fills; the commit is one atomic compound write on the index object
