@@ -42,7 +42,16 @@ OrbHandle::OrbHandle(const SessionOptions& options)
         // No LocateRequest before the first call on each new reference (the
         // store, its transporter): that call finds a missing object just as
         // well (OBJECT_NOT_EXIST), one round trip sooner on a long link.
+        // A control connection idle for 10 s (to 15 s: omniORB scans every
+        // 5 s) is closed by this side, well before a store closes it
+        // (blobstored --control-idle-timeout, 30 s by default): the store's
+        // close could otherwise cross a call sent at that moment, which then
+        // fails as lost (COMM_FAILURE, completed maybe) and is repeated only
+        // if it changes nothing (a push's reservation is not). A long-lived
+        // client (blob-dicomd between studies) met that race; the next call
+        // opens a new connection.
         live_orb() = corba::init_orb({{"clientCallTimeOutPeriod", std::to_string(options.timeout.count())},
+                                      {"outConScanPeriod", "10"},
                                       {"maxServerThreadPerConnection", "1"},
                                       {"verifyObjectExistsAndType", "0"}});
         orb_tls = tls;
