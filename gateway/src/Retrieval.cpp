@@ -170,6 +170,14 @@ std::set<std::pair<std::string, std::string>> Retrieval::presentations() const
     return out;
 }
 
+std::vector<std::pair<std::string, std::string>> Retrieval::refused() const
+{
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const Item& item : items_)
+        if (!item.refused.empty()) out.emplace_back(item.sop, item.comment.empty() ? item.refused : item.comment);
+    return out;
+}
+
 Retrieval::Batch Retrieval::pull(std::size_t begin, std::size_t end)
 {
     Batch batch;

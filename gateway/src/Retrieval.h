@@ -90,6 +90,11 @@ public:
     /// is logged. Returns the counts: `remaining` > 0 when `after` stopped it.
     RetrievalCounts run(const Send& send, const After& after);
 
+    /// The instances that are not sent, known before run(): their SOP
+    /// Instance UID and why (another data set under the UID, an invalid
+    /// UID), short; run() counts each as failed.
+    std::vector<std::pair<std::string, std::string>> refused() const;
+
     /// The SOP Instance UIDs whose sub-operation failed, in order.
     const std::vector<std::string>& failed_uids() const { return failed_uids_; }
     /// The first failure's reason, short (the Error Comment of the final response).

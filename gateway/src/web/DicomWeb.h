@@ -59,6 +59,9 @@ private:
     void bulk_data(const Request& request, const Scope& scope, const std::string& tag, Reply& reply);
     void store(const Request& request, const std::string& study, Reply& reply);
 
+    /// The index's keys of `scope`'s UIDs; Error(invalid_argument) for a
+    /// UID with a wildcard or a list.
+    static std::vector<Match> scope_matches(const Scope& scope);
     /// The index's instance rows of `scope` (an empty vector: none).
     std::vector<IndexRow> instances_of(const Scope& scope) const;
     /// The one instance `scope` names (frames, bulk data); nullopt once

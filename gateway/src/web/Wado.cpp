@@ -2,6 +2,7 @@
 #include "DicomWeb.h"
 
 #include "Multipart.h"
+#include "Retrieval.h"
 #include "WebSpool.h"
 
 #include <blobstreaming/common/Error.h>
@@ -25,9 +26,6 @@ namespace blobstreaming::dicom::web {
 
 namespace {
 
-/// Instances pulled (to the spool) at once for a multipart response; the next
-/// batch is pulled while one is written.
-constexpr std::size_t kRetrieveBatch = 16;
 /// The first bytes read of an instance to find its Pixel Data; 8 times
 /// more each time the header goes on.
 constexpr std::uint64_t kFirstPrefix = 64 * 1024;
@@ -97,7 +95,7 @@ private:
 
 }  // namespace
 
-std::vector<IndexRow> DicomWeb::instances_of(const Scope& scope) const
+std::vector<Match> DicomWeb::scope_matches(const Scope& scope)
 {
     std::vector<std::string> terms{"StudyInstanceUID=" + scope.study};
     if (!scope.series.empty()) terms.push_back("SeriesInstanceUID=" + scope.series);
@@ -106,7 +104,12 @@ std::vector<IndexRow> DicomWeb::instances_of(const Scope& scope) const
         if (t.find_first_of("*?\\") != std::string::npos)
             throw Error(Errc::invalid_argument, "\"" + utf8_escaped(t.substr(t.find('=') + 1)) +
                                                     "\" in the path is not a UID (no wildcards or lists)");
-    return index_.find(Level::instance, parse_matches(terms));
+    return parse_matches(terms);
+}
+
+std::vector<IndexRow> DicomWeb::instances_of(const Scope& scope) const
+{
+    return index_.find(Level::instance, scope_matches(scope));
 }
 
 std::map<std::string, client::StoreStatus> DicomWeb::stores()
@@ -206,24 +209,27 @@ std::string DicomWeb::layout_of(const IndexRow& row, PixelLayout& layout, http::
 
 void DicomWeb::retrieve(const Request& request, const Scope& scope, Reply& reply)
 {
-    std::vector<IndexRow> rows;
-    std::set<std::string> conflicting;
+    // The instances C-GET and C-MOVE would send (Retrieval: the index's
+    // list, each from its nearest copy, checked to be the instance listed,
+    // pulled into reused memory ahead of the one being written).
+    std::unique_ptr<Retrieval> retrieval;
     try {
-        rows = instances_of(scope);
-        std::vector<std::string> terms{"StudyInstanceUID=" + scope.study};
-        if (!scope.series.empty()) terms.push_back("SeriesInstanceUID=" + scope.series);
-        if (!scope.instance.empty()) terms.push_back("SOPInstanceUID=" + scope.instance);
-        for (const Conflict& c : index_.conflicts(parse_matches(terms))) conflicting.insert(c.sop);
+        const std::string dir = options_.spool;
+        retrieval = std::make_unique<Retrieval>(index_, session_, IndexQuery{Level::instance, scope_matches(scope), {}},
+                                                "DICOMweb WADO-RS to " + request.peer,
+                                                [dir] { return SpoolFile::next_path(dir); });
     } catch (const Error& e) {
         if (e.code() == make_error_code(Errc::invalid_argument))
             return void(reply.respond(text_response(http::status::bad_request, e.what())));
         return void(reply.respond(index_failure(request, e)));
+    } catch (const RetrievalRefused& e) {
+        return void(reply.respond(index_failure(request, Error(Errc::io_error, e.what()))));
     }
-    if (rows.empty())
+    if (retrieval->size() == 0)
         return void(reply.respond(text_response(http::status::not_found, "the index lists no instance of " +
                                                                              utf8_escaped(std::string(request.header.target())))));
     std::set<std::string> syntaxes;
-    for (const IndexRow& row : rows) syntaxes.insert(column(row, "TransferSyntaxUID"));
+    for (const auto& presentation : retrieval->presentations()) syntaxes.insert(presentation.second);
     for (const std::string& syntax : syntaxes)
         if (!acceptable(request, "application/dicom", syntax))
             return void(reply.respond(text_response(
@@ -236,73 +242,43 @@ void DicomWeb::retrieve(const Request& request, const Scope& scope, Reply& reply
     http::response<http::empty_body> header{http::status::ok, 11};
     header.set(http::field::content_type,
                "multipart/related; type=\"application/dicom\"; boundary=" + boundary);
-    for (const std::string& sop : conflicting)
-        header.insert(http::field::warning, "299 blob-dicomd \"instance " + utf8_escaped(sop) +
-                                                " has another data set under its SOP Instance UID: not sent\"");
-    if (!reply.begin(std::move(header))) return;
-    std::size_t sent = 0, failed = 0;
-    std::uint64_t bytes = 0;
-    std::vector<char> buffer(1 << 20);
-    const auto stores_now = stores();
-    // One batch pulled (to the spool) while the previous one is written to the client.
-    struct Batch {
-        std::vector<std::unique_ptr<SpoolFile>> files;
-        std::vector<InstanceToPull> instances;
-        std::vector<PulledInstance> results;
-    };
-    const auto pull_batch = [&](std::size_t begin) {
-        Batch batch;
-        const std::size_t end = std::min(rows.size(), begin + kRetrieveBatch);
-        std::vector<std::string> sops;
-        for (std::size_t i = begin; i < end; ++i)
-            if (!conflicting.count(column(rows[i], "SOPInstanceUID"))) sops.push_back(column(rows[i], "SOPInstanceUID"));
-        std::map<std::string, std::vector<IndexedBlob>> copies;
-        try {
-            copies = index_.copies_of(sops);
-        } catch (const std::exception& e) {
-            spdlog::warn("DICOMweb WADO-RS: the copies of {} instances: {}; from the stores the index names",
-                         sops.size(), e.what());
-        }
-        for (std::size_t i = begin; i < end; ++i) {
-            const std::string sop = column(rows[i], "SOPInstanceUID");
-            if (conflicting.count(sop)) continue;
-            batch.files.push_back(std::make_unique<SpoolFile>(options_.spool));
-            batch.instances.push_back(
-                {sop,
-                 nearest_first(std::move(copies[sop]), {column(rows[i], "blob"), column(rows[i], "store"), ""},
-                               stores_now),
-                 batch.files.back()->path()});
-        }
-        batch.results = pull_from_copies(session_, batch.instances, client::PullOptions{});
-        return batch;
-    };
-    // The future's destructor waits for a pull in flight: its spool files go with it.
-    std::future<Batch> next = std::async(std::launch::async, pull_batch, 0);
-    for (std::size_t begin = 0; begin < rows.size(); begin += kRetrieveBatch) {
-        const Batch batch = next.get();
-        if (begin + kRetrieveBatch < rows.size())
-            next = std::async(std::launch::async, pull_batch, begin + kRetrieveBatch);
-        for (std::size_t k = 0; k < batch.instances.size(); ++k) {
-            if (!batch.results[k].result.ok()) {
-                ++failed;
-                spdlog::error("DICOMweb WADO-RS to {}: instance {}: pulling Blob {}: {}; not sent", request.peer,
-                              printable(batch.instances[k].sop), printable(batch.results[k].blob),
-                              batch.results[k].result.message);
-                continue;
-            }
-            std::ifstream in(batch.instances[k].path, std::ios::binary);
-            const std::string head = part_header(boundary, "application/dicom", sent == 0);
-            if (!reply.write(head.data(), head.size())) return;
-            while (in) {
-                in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-                const auto n = static_cast<std::size_t>(in.gcount());
-                if (n == 0) break;
-                if (!reply.write(buffer.data(), n)) return;
-                bytes += n;
-            }
-            ++sent;
-        }
+    std::size_t refused = 0;
+    for (const auto& [sop, why] : retrieval->refused()) {
+        ++refused;
+        header.insert(http::field::warning, "299 blob-dicomd \"instance " + utf8_escaped(sop) + ": " +
+                                                utf8_escaped(why) + "; not sent\"");
     }
+    if (!reply.begin(std::move(header))) return;
+    std::size_t sent = 0;
+    std::uint64_t bytes = 0;
+    bool lost = false;
+    std::vector<char> buffer;
+    const RetrievalCounts counts = retrieval->run(
+        [&](const RetrievedInstance& instance) -> SubOutcome {
+            const std::string head = part_header(boundary, "application/dicom", sent == 0);
+            bool ok = reply.write(head.data(), head.size());
+            if (ok && instance.bytes) {
+                ok = reply.write(reinterpret_cast<const char*>(instance.bytes), instance.size);
+            } else if (ok) {
+                std::ifstream in(instance.path, std::ios::binary);
+                buffer.resize(1 << 20);
+                while (ok && in) {
+                    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+                    const auto n = static_cast<std::size_t>(in.gcount());
+                    if (n == 0) break;
+                    ok = reply.write(buffer.data(), n);
+                }
+            }
+            if (!ok) {
+                lost = true;
+                return {SubStatus::failed, "the client went away", {}};
+            }
+            bytes += instance.size;
+            ++sent;
+            return {};
+        },
+        [&](const RetrievalCounts&) { return !lost; });
+    if (lost) return;
     if (sent == 0) {
         // A multipart body needs a part before its close delimiter: an empty one.
         const std::string head = "--" + boundary;
@@ -317,7 +293,8 @@ void DicomWeb::retrieve(const Request& request, const Scope& scope, Reply& reply
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     spdlog::info("DICOMweb WADO-RS to {}: {} instances sent ({} bytes), {} failed, {} in conflict not sent, in {:.3f} s "
                  "({:.1f} MB/s)",
-                 request.peer, sent, bytes, failed, conflicting.size(), seconds, seconds > 0 ? bytes / seconds / 1e6 : 0.0);
+                 request.peer, sent, bytes, counts.failed - refused, refused, seconds,
+                 seconds > 0 ? bytes / seconds / 1e6 : 0.0);
 }
 
 // ---- metadata --------------------------------------------------------------

@@ -18,6 +18,9 @@ public:
     SpoolFile(const SpoolFile&) = delete;
     SpoolFile& operator=(const SpoolFile&) = delete;
     const std::string& path() const noexcept { return path_; }
+    /// A new file name of the same numbering, for a user that removes the
+    /// file itself (Retrieval).
+    static std::string next_path(const std::string& dir) { return spool_file(dir, kBase + ++counter()); }
 
 private:
     /// Above the DIMSE side's numbers and the HTTP request bodies' (HttpServer.cpp).
