@@ -33,6 +33,7 @@ system_tests = \
 	tests/test_metrics.py \
 	tests/test_advertise.py \
 	tests/test_install.py \
+	tests/test_run_demo.py \
 	tests/test_events.py \
 	tests/test_event_fairness.py \
 	tests/test_tls.py \
