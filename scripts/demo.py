@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """The main job: a private Naming Service and a blobstored on loopback; a CT
 series and a large image pushed and pulled through them with every checksum
-verified. Everything it starts it stops by PID; everything it writes lives in
-one temporary directory."""
+verified. Everything it starts it stops by PID (on exit, Ctrl-C, SIGTERM and
+SIGHUP); everything it writes lives in one temporary directory, deleted at
+exit, except the store with --data DIR, which is kept in DIR/store for the
+next run."""
 
 import argparse
+import ctypes
 import json
 import os
 import shutil
@@ -35,15 +38,34 @@ def write_random(path, size):
             left -= n
 
 
+class Stopped(Exception):
+    """SIGTERM or SIGHUP arrived: stop the services and remove the temporary directory."""
+
+
+def on_stop_signal(signum, _frame):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one stop at a time: cleanup is not interrupted
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise Stopped(signal.Signals(signum).name)
+
+
+def die_with_parent():
+    """In the child before exec: SIGTERM when the demo itself dies (even by
+    SIGKILL), so that no omniNames or blobstored outlives it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 class Demo:
-    def __init__(self, build, workdir):
+    def __init__(self, build, workdir, store_dir):
         self.build = build
         self.work = workdir
+        self.store_dir = store_dir
         self.procs = []
         self.blob = os.path.join(build, "clients", "blob")
 
     def start(self, argv, **kw):
-        p = subprocess.Popen(argv, **kw)
+        p = subprocess.Popen(argv, preexec_fn=die_with_parent, **kw)
         self.procs.append(p)
         return p
 
@@ -77,7 +99,7 @@ class Demo:
         raise SystemExit("omniNames did not come up within 20 s")
 
     def start_store(self):
-        store_dir = os.path.join(self.work, "store")
+        store_dir = self.store_dir
         log = open(os.path.join(self.work, "blobstored.log"), "w")
         p = self.start([os.path.join(self.build, "blobstore", "blobstored"), "--name", "demo",
                         "--store", f"file:{store_dir}", "--tier", "workstation",
@@ -114,16 +136,30 @@ def main():
     ap.add_argument("--build", required=True, help="the build directory")
     ap.add_argument("--slices", type=int, default=200, help="CT slices in the series (default 200)")
     ap.add_argument("--image-mb", type=int, default=256, help="size of the large image in MiB (default 256)")
-    ap.add_argument("--serve", action="store_true", help="keep omniNames and blobstored running until Ctrl-C")
+    ap.add_argument("--serve", action="store_true",
+                    help="keep omniNames and blobstored running until Ctrl-C, SIGTERM or SIGHUP")
+    ap.add_argument("--data", metavar="DIR",
+                    help="keep the store in DIR/store across runs (default: in the temporary directory, deleted at exit)")
     args = ap.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # progress lines reach a pipe as they happen
 
+    signal.signal(signal.SIGTERM, on_stop_signal)
+    signal.signal(signal.SIGHUP, on_stop_signal)
     work = tempfile.mkdtemp(prefix="blobstreaming-demo-")
-    demo = Demo(os.path.abspath(args.build), work)
+    if args.data:
+        store_dir = os.path.join(os.path.abspath(args.data), "store")
+        os.makedirs(os.path.dirname(store_dir), exist_ok=True)
+        print(f"Store in {store_dir}: kept after exit (--data); work files in {work}, deleted at exit")
+    else:
+        store_dir = os.path.join(work, "store")
+        print(f"Store and work files in {work}: deleted at exit with every Blob pushed "
+              "(keep the store with --data DIR)")
+    demo = Demo(os.path.abspath(args.build), work, store_dir)
     try:
         demo.start_naming()
         demo.start_store()
         print(demo.ready)
-        print(f"Naming Service {demo.naming}; data in {work}\n")
+        print(f"Naming Service {demo.naming}; omniNames PID {demo.procs[0].pid}, blobstored PID {demo.procs[1].pid}\n")
 
         series = os.path.join(demo.build, "clients", "examples", "async_series")
         t0 = time.monotonic()
@@ -142,7 +178,7 @@ def main():
         write_random(image, args.image_mb << 20)
         want = demo.checksum(image)
         print(f"Large image ({args.image_mb} MiB):")
-        pushed = demo.run_blob("push", "--name", "MG.image", image)
+        pushed = demo.run_blob("push", "--replace", "--name", "MG.image", image)
         if pushed["checksum"] != want:
             raise SystemExit(f"checksum mismatch after push: {pushed['checksum']}, not {want}")
         report("push (acknowledged durable)", 1, pushed["bytes"], pushed["seconds"])
@@ -160,11 +196,12 @@ def main():
         print(f"\nPoint blob at this store:\n  export BLOBSTREAMING_NAMING={demo.naming}\n"
               f"  {demo.blob} --store demo ls")
         if args.serve:
-            print("\nServing; Ctrl-C stops omniNames and blobstored.")
-            try:
-                signal.pause()
-            except KeyboardInterrupt:
-                pass
+            kept = f"the store stays in {store_dir}" if args.data else f"{work} and every Blob in it are deleted"
+            print(f"\nServing; Ctrl-C, SIGTERM or SIGHUP (kill {os.getpid()}) stops omniNames and blobstored; "
+                  f"{kept}.")
+            signal.pause()
+    except (KeyboardInterrupt, Stopped) as e:
+        print(f"\nStopping ({e if isinstance(e, Stopped) else 'SIGINT'}).")
     finally:
         demo.stop_all()
         shutil.rmtree(work, ignore_errors=True)

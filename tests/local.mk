@@ -35,6 +35,7 @@ system_tests = \
 	tests/test_metrics.py \
 	tests/test_advertise.py \
 	tests/test_install.py \
+	tests/test_run_demo.py \
 	tests/test_events.py \
 	tests/test_event_fairness.py \
 	tests/test_tls.py \
@@ -201,3 +202,13 @@ $(tests_tools_transporter_probe_OBJECTS): idl/BlobStreaming.hh
 tests_before_install = $$(filter-out tests/test_install.log,$$(TEST_LOGS))
 .SECONDEXPANSION:
 tests/test_install.log: $(tests_before_install)
+
+# The Debian packages (debian/) built from a copy of the tree, checked with
+# lintian, installed with `dpkg --root` into a root of their own and used:
+# the unit's command line serves, the installed blob pushes and pulls
+# (tests/test_packages.py). Not part of `make check`: CI runs it after the
+# suite (.ci/run). Needs `scripts/install-deps --packaging`.
+check-packages: all
+	$(AM_V_GEN)$(AM_TESTS_ENVIRONMENT) $(PYTHON) $(abs_top_srcdir)/tests/test_packages.py
+.PHONY: check-packages
+EXTRA_DIST += tests/test_packages.py debian
