@@ -6,8 +6,8 @@ writing into the client's standard input, pipe-sized writes).
 
 - 300 MiB (BS_STREAM_MIB) into a MemoryStore and a FileStore, checksummed
   with SHA-256 (hashlib over the bytes written, compared with `push`, `stat`
-  and a pull over TCP); the `blob` client's peak RSS (its rusage at exit,
-  os.wait4) stays under 64 MiB, and the daemon's VmHWM grows by less than
+  and a pull over TCP); the `blob` client's peak RSS (VmHWM once all bytes
+  were written, before its input ends) stays under 64 MiB, and the daemon's VmHWM grows by less than
   64 MiB (FileStore) or the Blob plus 64 MiB (MemoryStore);
 - a CRC32C stream (the default algorithm) of 24 MiB + 5 bytes equals `blob
   checksum` of the same bytes, and an empty stream is an empty Blob;
@@ -39,9 +39,12 @@ RSS_BOUND_KIB = 64 * 1024
 
 
 class Producer(threading.Thread):
-    """Writes `total` pseudo-random bytes (or until `stop_after`, then
-    waits for `release`) into `pipe` in writes of 64 KiB, hashing them; the
-    bytes differ in every 64 KiB (a counter over a random block)."""
+    """Writes `total` pseudo-random bytes into `pipe` in writes of 64 KiB,
+    hashing them, then closes it once `release` is set (the client's VmHWM
+    is read meanwhile: all but a pipe's buffer of the bytes are in it, and
+    the process is still there); with `stop_after`, stops writing there and
+    keeps the pipe open. The bytes differ in every 64 KiB (a counter over a
+    random block)."""
 
     def __init__(self, pipe, total, keep, stop_after=None):
         super().__init__(daemon=True)
@@ -51,6 +54,8 @@ class Producer(threading.Thread):
         self.written = 0
         self.error = None
         self.reached = threading.Event()
+        self.written_all = threading.Event()
+        self.release = threading.Event()
         self.block = bytearray(os.urandom(64 * 1024))
 
     def run(self):
@@ -68,9 +73,12 @@ class Producer(threading.Thread):
                     self.kept += piece
                 self.written += len(piece)
                 n += 1
+            self.written_all.set()
+            self.release.wait(300)
             self.pipe.close()
         except (BrokenPipeError, ValueError, OSError) as e:  # the client went
             self.error = e
+            self.written_all.set()
 
     def sha256(self):
         return "sha256:" + self.hash.hexdigest()
@@ -93,8 +101,17 @@ def push_stream(c, store, name, total, *extra, keep=False, stop_after=None):
 
 
 def finish(proc, producer, started, timeout=300):
-    """Waits for the client (bounded): (BlobResult, its peak RSS in KiB from
-    its rusage, seconds)."""
+    """Waits for the client (bounded): (BlobResult, its peak RSS in KiB —
+    VmHWM once every byte was written, before the end of its input —,
+    seconds). Not its rusage: a child's ru_maxrss counts the forking
+    Python's memory too."""
+    rss = None
+    if producer.stop_after is None:
+        check(producer.written_all.wait(timeout) or producer.error is not None,
+              f"the producer did not write its {producer.total} bytes within {timeout} s")
+        if producer.error is None:
+            rss = harness.peak_rss_kib(proc.pid)
+    producer.release.set()
     out = []
     readers = [threading.Thread(target=lambda s=s: out.append((s, s.read())), daemon=True)
                for s in (proc.stdout, proc.stderr)]
@@ -102,7 +119,7 @@ def finish(proc, producer, started, timeout=300):
         r.start()
     deadline = time.monotonic() + timeout
     while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        pid, status = os.waitpid(proc.pid, os.WNOHANG)
         if pid == proc.pid:
             break
         if time.monotonic() > deadline:
@@ -116,7 +133,7 @@ def finish(proc, producer, started, timeout=300):
     producer.join(30)
     texts = {s: t for s, t in out}
     result = harness.BlobResult(proc.argv, proc.returncode, texts.get(proc.stdout, b""), texts.get(proc.stderr, b""))
-    return result, usage.ru_maxrss, seconds
+    return result, rss, seconds
 
 
 def reserved(c, store):
@@ -142,7 +159,7 @@ def big_stream(c, store, daemon, blob_bytes_resident):
     r, rss, seconds = finish(proc, producer, started)
     pushed = r.ok()
     expected = producer.sha256()
-    check_equal((pushed["size"], pushed["checksum"]), (STREAM, expected), f"push of {name}")
+    check_equal((pushed["bytes"], pushed["length"], pushed["checksum"]), (STREAM, STREAM, expected), f"push of {name}")
     info = c.blob("stat", name, store=store).ok()
     check_equal((info["size"], info["checksum"]), (STREAM, expected), f"stat of {name}")
     copy = c.path(f"{name}.pulled")
@@ -163,7 +180,7 @@ def crc_and_empty(c, store):
     proc, producer, started = push_stream(c, store, "US.crc", size, keep=True)
     pushed = finish(proc, producer, started)[0].ok()
     expected = harness.checksum_bytes(bytes(producer.kept))
-    check_equal((pushed["size"], pushed["checksum"]), (size, expected), "push of a CRC32C stream")
+    check_equal((pushed["bytes"], pushed["checksum"]), (size, expected), "push of a CRC32C stream")
     info = c.blob("stat", "US.crc", store=store).ok()
     check_equal((info["size"], info["checksum"]), (size, expected), "stat of a CRC32C stream")
     proc, producer, started = push_stream(c, store, "US.empty", 0)
@@ -201,9 +218,9 @@ def past_the_limits(c, store, daemon, capacity):
 
 
 def usage_errors(c):
-    c.blob("push", "--max-size", "4M", "--size", "1M", "--name", "x", "-", store="ws", stdin=subprocess.DEVNULL).error(
+    c.blob("push", "--max-size", "4M", "--size", "1M", "--name", "x", "-", store="ws", stdin=b"").error(
         EXIT["usage"], "--max-size applies to a stream of unknown length: not with --size")
-    c.blob("push", "--max-size", "0", "--name", "x", "-", store="ws", stdin=subprocess.DEVNULL).error(
+    c.blob("push", "--max-size", "0", "--name", "x", "-", store="ws", stdin=b"").error(
         EXIT["usage"], "--max-size 0: expected at least 1 byte")
     c.blob("pull", "--max-size", "4M", "x", "-", store="ws").error(
         EXIT["usage"], "--max-size applies to push only, not pull")
