@@ -208,3 +208,34 @@ BOOST_AUTO_TEST_CASE(only_an_untouched_reservation_becomes_open_ended)
     BOOST_REQUIRE(s->make_open_ended(1000, why));
     BOOST_TEST(!s->takes_parts());
 }
+
+namespace {
+
+/// A reservation of a store that writes in order and cannot grow (as a
+/// RadosStore's): the base class's defaults.
+class FixedReservation final : public Reservation {
+public:
+    FixedReservation() : Reservation("fixed", 10, ChecksumAlgorithm::crc32c) {}
+    ~FixedReservation() override { abort(); }
+
+private:
+    Window do_window(std::uint64_t offset, std::size_t max, std::error_code&) override
+    {
+        return {bytes_ + offset, max};
+    }
+    BlobInfo do_commit(const Checksum& checksum) override { return {name(), size(), checksum, {}}; }
+    void do_abort() noexcept override {}
+    std::uint8_t bytes_[10]{};
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_store_that_cannot_grow_refuses_at_once)
+{
+    FixedReservation r;
+    std::string why;
+    BOOST_TEST(!r.make_open_ended(1000, why));
+    BOOST_TEST(why == "its store cannot grow a reservation as the bytes arrive: give the Blob's size");
+    BOOST_TEST(!r.open_ended());
+    BOOST_TEST(r.size() == 10u);  // still the reservation it was
+}
