@@ -20,7 +20,9 @@ void Source::hash_range(std::uint64_t, std::uint64_t, ChecksumState&)
 
 ChunkedSource::ChunkedSource(Produce produce, std::string what, std::size_t chunk)
     : produce_(std::move(produce)), what_(std::move(what)),
-      frame_(protocol::kChunkHeaderSize + std::min<std::size_t>(chunk, protocol::kMaxChunk))
+      // A frame of `chunk` bytes, header included: a whole frame per send
+      // of that size, never a 4-byte write of its own.
+      frame_(std::max<std::size_t>(std::min<std::size_t>(chunk, protocol::kMaxChunk), protocol::kChunkHeaderSize + 1))
 {}
 
 long ChunkedSource::send(Channel& channel, std::size_t max, HashPipeline& hash)

@@ -78,7 +78,7 @@ public:
 private:
     Produce produce_;
     std::string what_;
-    std::vector<std::uint8_t> frame_;  ///< chunk header, then up to `chunk` bytes
+    std::vector<std::uint8_t> frame_;  ///< chunk header, then up to `chunk` minus its size
     std::size_t begin_ = 0;            ///< of frame_: sent up to here
     std::size_t end_ = 0;              ///< of frame_: filled up to here
     std::uint64_t produced_ = 0;
