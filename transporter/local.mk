@@ -85,6 +85,7 @@ transporter_test_cppflags = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPE
 transporter_test_ldadd = transporter/libblobtransporter.la common/libblobcommon.la \
 	$(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
 transporter_tests = transporter/tests/DataIoTest transporter/tests/NearestTest transporter/tests/ProtocolTest \
+	transporter/tests/ChunkedSourceTest \
 	transporter/tests/TlsTest transporter/tests/NoticeDispatcherTest transporter/tests/EventHubTest
 check_PROGRAMS += $(transporter_tests)
 TESTS += $(transporter_tests)
@@ -100,6 +101,9 @@ transporter_tests_DataIoTest_LDADD = $(transporter_test_ldadd)
 transporter_tests_NearestTest_SOURCES = transporter/tests/NearestTest.cpp
 transporter_tests_NearestTest_CPPFLAGS = $(transporter_test_cppflags)
 transporter_tests_NearestTest_LDADD = $(transporter_test_ldadd)
+transporter_tests_ChunkedSourceTest_SOURCES = transporter/tests/ChunkedSourceTest.cpp transporter/tests/SocketPair.h
+transporter_tests_ChunkedSourceTest_CPPFLAGS = $(transporter_test_cppflags)
+transporter_tests_ChunkedSourceTest_LDADD = $(transporter_test_ldadd)
 transporter_tests_ProtocolTest_SOURCES = transporter/tests/ProtocolTest.cpp
 transporter_tests_ProtocolTest_CPPFLAGS = $(transporter_test_cppflags)
 transporter_tests_ProtocolTest_LDADD = $(transporter_test_ldadd)
