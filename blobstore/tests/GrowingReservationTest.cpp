@@ -25,7 +25,10 @@ constexpr std::uint64_t kStep = Reservation::kGrowStep;
 
 /// A store of `capacity` bytes (0: unlimited, where the kind allows it).
 struct MemoryKind {
-    std::unique_ptr<Store> open(std::uint64_t capacity) { return std::make_unique<MemoryStore>(MemoryStore::Options{capacity}); }
+    std::unique_ptr<Store> open(std::uint64_t capacity)
+    {
+        return std::make_unique<MemoryStore>(MemoryStore::Options{capacity});
+    }
 };
 struct FileKind {
     test::TempDir dir;
@@ -81,8 +84,9 @@ void grows_then_commits_what_was_received(ChecksumAlgorithm algorithm)
     BOOST_TEST(r->written() == bytes.size());
     // Not visible, and not committable, before its end.
     BS_CHECK_ERROR(store->stat("cine.1"), Errc::no_such_blob, "being written");
-    BS_CHECK_ERROR(r->commit(), Errc::incomplete, "the push of unknown length has not ended (" +
-                                                      std::to_string(bytes.size()) + " bytes received so far)");
+    BS_CHECK_ERROR(r->commit(), Errc::incomplete,
+                   "the push of unknown length has not ended (" + std::to_string(bytes.size()) +
+                       " bytes received so far)");
     BOOST_TEST(r->is_open());
     BOOST_REQUIRE(!r->end_stream());
     BOOST_TEST(!r->open_ended());
@@ -111,10 +115,10 @@ void a_full_store_stops_the_stream_and_keeps_nothing()
     BOOST_TEST(ec == make_error_code(Errc::out_of_space));
     // The last step is what was left, not refused for being smaller.
     BOOST_TEST(r->written() == capacity);
-    BOOST_TEST(r->error_message() ==
-               "no room for blob \"cine.2\": the store is full after " + std::to_string(capacity) +
-                   " bytes of a push of unknown length (capacity " + std::to_string(capacity) + ": 0 used, " +
-                   std::to_string(capacity) + " reserved)");
+    BOOST_TEST(r->error_message() == "no room for blob \"cine.2\": the store is full after " +
+                                         std::to_string(capacity) + " bytes of a push of unknown length (capacity " +
+                                         std::to_string(capacity) + ": 0 used, " + std::to_string(capacity) +
+                                         " reserved)");
     r->abort();
     BOOST_TEST(store->usage().reserved == 0u);
     BOOST_TEST(store->list().empty());
@@ -187,7 +191,10 @@ BOOST_AUTO_TEST_CASE(file_store_file_holds_only_the_bytes_received_after_the_end
     BOOST_TEST(static_cast<std::uint64_t>(st.st_blocks) * 512 < kStep);
 }
 
-BOOST_AUTO_TEST_CASE(memory_store_full_stops_the_stream) { a_full_store_stops_the_stream_and_keeps_nothing<MemoryKind>(); }
+BOOST_AUTO_TEST_CASE(memory_store_full_stops_the_stream)
+{
+    a_full_store_stops_the_stream_and_keeps_nothing<MemoryKind>();
+}
 BOOST_AUTO_TEST_CASE(file_store_full_stops_the_stream) { a_full_store_stops_the_stream_and_keeps_nothing<FileKind>(); }
 BOOST_AUTO_TEST_CASE(memory_store_maximum) { the_maximum_is_a_limit_too<MemoryKind>(); }
 BOOST_AUTO_TEST_CASE(file_store_maximum) { the_maximum_is_a_limit_too<FileKind>(); }

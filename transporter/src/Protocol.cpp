@@ -86,8 +86,7 @@ void encode_chunk_header(std::uint32_t length, std::uint8_t (&out)[kChunkHeaderS
     le::put<std::uint32_t>(out, length);
 }
 
-std::error_code decode_chunk_header(const std::uint8_t (&in)[kChunkHeaderSize], std::uint32_t& length,
-                                    std::string& why)
+std::error_code decode_chunk_header(const std::uint8_t (&in)[kChunkHeaderSize], std::uint32_t& length, std::string& why)
 {
     length = le::get<std::uint32_t>(in);
     if (length > kMaxChunk) {

@@ -19,16 +19,16 @@ using namespace blobstreaming::dataplane;
 // The body of a push of unknown length as the sender writes it: one chunk
 // per producer call, a chunk of length 0 at the end (docs/PROTOCOL.md).
 
-#define BS_CHECK_ERROR_IN(statement, errc, text)                                                          \
-    do {                                                                                                   \
-        try {                                                                                              \
-            statement;                                                                                     \
-            BOOST_ERROR("expected Error(" #errc ") from: " #statement);                                    \
-        } catch (const Error& e_) {                                                                        \
-            BOOST_TEST((e_.code() == (errc)));                                                             \
-            BOOST_TEST_MESSAGE(e_.what());                                                                 \
-            BOOST_TEST(std::string(e_.what()).find(text) != std::string::npos, "message: " << e_.what()); \
-        }                                                                                                  \
+#define BS_CHECK_ERROR_IN(statement, errc, text)                                                                       \
+    do {                                                                                                               \
+        try {                                                                                                          \
+            statement;                                                                                                 \
+            BOOST_ERROR("expected Error(" #errc ") from: " #statement);                                                \
+        } catch (const Error& e_) {                                                                                    \
+            BOOST_TEST((e_.code() == (errc)));                                                                         \
+            BOOST_TEST_MESSAGE(e_.what());                                                                             \
+            BOOST_TEST(std::string(e_.what()).find(text) != std::string::npos, "message: " << e_.what());              \
+        }                                                                                                              \
     } while (false)
 
 namespace {
@@ -59,9 +59,8 @@ std::vector<std::uint8_t> drain(ChunkedSource& source, HashPipeline& hash)
 
 BOOST_AUTO_TEST_CASE(each_call_of_the_producer_is_a_chunk_and_zero_ends_the_body)
 {
-    std::deque<std::vector<std::uint8_t>> pieces = {std::vector<std::uint8_t>(1, 7),
-                                                    std::vector<std::uint8_t>(300000, 1),
-                                                    std::vector<std::uint8_t>(5, 2)};
+    std::deque<std::vector<std::uint8_t>> pieces = {
+        std::vector<std::uint8_t>(1, 7), std::vector<std::uint8_t>(300000, 1), std::vector<std::uint8_t>(5, 2)};
     std::vector<std::uint8_t> all;
     for (const auto& p : pieces) all.insert(all.end(), p.begin(), p.end());
     std::size_t calls = 0;

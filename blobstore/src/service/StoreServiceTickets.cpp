@@ -183,8 +183,7 @@ StoreService::Pushed StoreService::push_stream(const Caller& caller, const std::
     const std::uint64_t max = max_size == 0 ? kMaxStream : std::min(max_size, kMaxStream);
     Pushed out;
     // The first step only: the store accounts what it holds as it grows.
-    out.reservation =
-        open_reservation(caller, name, std::min(Reservation::kGrowStep, max), overwrite, algorithm, max);
+    out.reservation = open_reservation(caller, name, std::min(Reservation::kGrowStep, max), overwrite, algorithm, max);
     const std::uint64_t id = out.reservation.id;
     try {
         server::TicketBinding binding = binding_for(protocol::FrameType::push, name, 0, max);

@@ -176,10 +176,10 @@ private:
         if (err != 0) {
             give_back();
             if (is_no_space(err)) {
-                ec = fail(Errc::out_of_space, "no room for blob " + quote_name(name()) + ": the file system of " +
-                                                  state_->root.string() + " is full after " +
-                                                  std::to_string(written()) + " bytes of a push of unknown length (" +
-                                                  free_text(state_->tmp) + ")");
+                ec =
+                    fail(Errc::out_of_space, "no room for blob " + quote_name(name()) + ": the file system of " +
+                                                 state_->root.string() + " is full after " + std::to_string(written()) +
+                                                 " bytes of a push of unknown length (" + free_text(state_->tmp) + ")");
                 return 0;
             }
             ec = fail(std::error_code(err, std::generic_category()),

@@ -6,8 +6,8 @@
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/MappedRegion.h>
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <list>
 #include <mutex>

@@ -109,7 +109,7 @@ bool Reservation::make_open_ended(std::uint64_t max, std::string& why)
 {
     if (state_ != State::open || written_ != 0 || parted_ || max == 0 || max < size_) {
         why = "reservation for " + quote_name(name_) + " cannot become open-ended: " +
-              (state_ != State::open ? std::string("it is closed")
+              (state_ != State::open      ? std::string("it is closed")
                : written_ != 0 || parted_ ? std::string("bytes were written to it")
                                           : "its maximum of " + std::to_string(max) + " bytes is below the " +
                                                 std::to_string(size_) + " it holds");
@@ -127,8 +127,9 @@ bool Reservation::make_open_ended(std::uint64_t max, std::string& why)
 bool Reservation::grow(std::error_code& ec)
 {
     if (size_ >= max_size_) {
-        ec = fail(Errc::out_of_space, "no room for blob " + quote_name(name_) + ": a push of unknown length may take at most " +
-                                          std::to_string(max_size_) + " bytes here, and all of them were received");
+        ec = fail(Errc::out_of_space, "no room for blob " + quote_name(name_) +
+                                          ": a push of unknown length may take at most " + std::to_string(max_size_) +
+                                          " bytes here, and all of them were received");
         return false;
     }
     const std::uint64_t at_most = size_ + std::min(kGrowStep, max_size_ - size_);

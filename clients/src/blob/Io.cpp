@@ -134,7 +134,8 @@ private:
     std::uint64_t got_ = 0;
 };
 
-client::PushSource from_stream(std::shared_ptr<Stream> stream, bool spool, std::function<std::optional<client::PushSource>()>* fallback)
+client::PushSource from_stream(std::shared_ptr<Stream> stream, bool spool,
+                               std::function<std::optional<client::PushSource>()>* fallback)
 {
     if (!stream->size() && spool) return client::PushSource::owned(stream->read_all());
     // Nothing is reserved before the stream has something to say (a FIFO's
@@ -212,7 +213,8 @@ bool is_standard_output(const std::string& file) noexcept
 }
 
 client::PushSource open_push_input(const std::string& file, const std::string& what, std::optional<std::uint64_t> size,
-                                   milliseconds timeout, bool spool, std::function<std::optional<client::PushSource>()>* fallback)
+                                   milliseconds timeout, bool spool,
+                                   std::function<std::optional<client::PushSource>()>* fallback)
 {
     if (file == "-") {
         std::optional<std::uint64_t> bytes = size;
