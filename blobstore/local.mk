@@ -77,6 +77,7 @@ blobstore_tests = \
 	blobstore/tests/EvictingStoreTest \
 	blobstore/tests/ReadThroughStoreTest \
 	blobstore/tests/ReservationTest \
+	blobstore/tests/GrowingReservationTest \
 	blobstore/tests/BlobInFlightTest
 check_PROGRAMS += $(blobstore_tests)
 TESTS += $(blobstore_tests)
@@ -101,6 +102,9 @@ blobstore_tests_ReadThroughStoreTest_LDADD = $(blobstore_test_ldadd)
 blobstore_tests_ReservationTest_SOURCES = blobstore/tests/ReservationTest.cpp
 blobstore_tests_ReservationTest_CPPFLAGS = $(blobstore_test_cppflags)
 blobstore_tests_ReservationTest_LDADD = $(blobstore_test_ldadd)
+blobstore_tests_GrowingReservationTest_SOURCES = blobstore/tests/GrowingReservationTest.cpp
+blobstore_tests_GrowingReservationTest_CPPFLAGS = $(blobstore_test_cppflags)
+blobstore_tests_GrowingReservationTest_LDADD = $(blobstore_test_ldadd)
 
 # RadosStore against a real Ceph cluster: built by make check, run only by
 # tests/test_rados_store.py, which starts the cluster and sets CEPH_CONF and

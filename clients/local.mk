@@ -40,7 +40,9 @@ clients_libblobclient_la_SOURCES = \
 	clients/src/UserCallback.cpp \
 	clients/src/UserCallback.h \
 	clients/src/Watch.cpp
-clients_libblobclient_la_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
+# The release a refusal of an older store names (ControlPlane.cpp).
+clients_libblobclient_la_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS) \
+	-DBLOBSTREAMING_RELEASE='"$(PACKAGE_VERSION)"'
 if SANITIZERS
 # GCC 12 with -fsanitize reports a false -Warray-bounds in the omniidl
 # skeleton's constructor (POA_BlobStreaming::EventSubscriber, the Watch's

@@ -48,6 +48,7 @@ system_tests = \
 	tests/test_descriptor_flood.py \
 	tests/test_control_flood.py \
 	tests/test_cli_io.py \
+	tests/test_push_stream.py \
 	tests/test_checksum_cli.py \
 	tests/test_checksum_compat.py \
 	tests/test_reservation_flood.py \

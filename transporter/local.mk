@@ -88,6 +88,7 @@ transporter_test_ldadd = transporter/libblobtransporter.la common/libblobcommon.
 transporter_tests = transporter/tests/DataIoTest transporter/tests/EventLoopTest transporter/tests/NearestTest \
 	transporter/tests/PlacementTest \
 	transporter/tests/ProtocolTest \
+	transporter/tests/ChunkedSourceTest \
 	transporter/tests/TlsTest transporter/tests/NoticeDispatcherTest transporter/tests/EventHubTest
 check_PROGRAMS += $(transporter_tests)
 TESTS += $(transporter_tests)
@@ -109,6 +110,9 @@ transporter_tests_EventLoopTest_LDADD = $(transporter_test_ldadd)
 transporter_tests_PlacementTest_SOURCES = transporter/tests/PlacementTest.cpp
 transporter_tests_PlacementTest_CPPFLAGS = $(transporter_test_cppflags)
 transporter_tests_PlacementTest_LDADD = $(transporter_test_ldadd)
+transporter_tests_ChunkedSourceTest_SOURCES = transporter/tests/ChunkedSourceTest.cpp transporter/tests/SocketPair.h
+transporter_tests_ChunkedSourceTest_CPPFLAGS = $(transporter_test_cppflags)
+transporter_tests_ChunkedSourceTest_LDADD = $(transporter_test_ldadd)
 transporter_tests_ProtocolTest_SOURCES = transporter/tests/ProtocolTest.cpp
 transporter_tests_ProtocolTest_CPPFLAGS = $(transporter_test_cppflags)
 transporter_tests_ProtocolTest_LDADD = $(transporter_test_ldadd)

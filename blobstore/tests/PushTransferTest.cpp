@@ -24,6 +24,30 @@ struct Fixture : TransferFixture {
         b.length = size - offset;
         return PushTransfer(server, link, request(protocol::FrameType::push, offset, size - offset), b);
     }
+    /// A push of unknown length of at most `max` bytes as `name`: an
+    /// open-ended reservation and a streamed Request.
+    PushTransfer stream(const std::string& name, std::uint64_t max)
+    {
+        auto r = store.reserve(name, std::min(Reservation::kGrowStep, max));
+        std::string why;
+        BOOST_REQUIRE(r->make_open_ended(max, why));
+        TicketBinding b;
+        b.direction = protocol::FrameType::push;
+        b.blob = name;
+        b.reservation = reservations.add(std::move(r));
+        b.length = max;
+        b.streamed = true;
+        protocol::Request q = request(protocol::FrameType::push, 0, max);
+        q.streamed = true;
+        return PushTransfer(server, link, q, b);
+    }
+    void send_chunk(const std::uint8_t* data, std::uint32_t size) const
+    {
+        std::uint8_t header[protocol::kChunkHeaderSize];
+        protocol::encode_chunk_header(size, header);
+        sockets.send(header, sizeof header);
+        if (size > 0) sockets.send(data, size);
+    }
 };
 
 }  // namespace
@@ -109,4 +133,70 @@ BOOST_FIXTURE_TEST_CASE(a_ticket_whose_reservation_moved_on_is_refused, Fixture)
     BOOST_CHECK_EQUAL(a.response.message, "push \"CT.5\" at byte 400: the reservation now holds 0 bytes");
     BOOST_CHECK(t.ended());
     BOOST_CHECK_EQUAL(reservations.open(), 1u);  // parked again for the push that holds it
+}
+
+BOOST_FIXTURE_TEST_CASE(a_streamed_push_ends_at_its_chunk_of_length_zero, Fixture)
+{
+    const auto data = pattern(70000);
+    PushTransfer t = stream("US.1", 8u << 20);
+    BOOST_CHECK(t.start() == Step::read);
+    send_chunk(data.data(), 30000);
+    // A chunk header split across readable events.
+    std::uint8_t header[protocol::kChunkHeaderSize];
+    protocol::encode_chunk_header(40000, header);
+    sockets.send(header, 2);
+    BOOST_CHECK(t.on_readable() == Step::read);
+    BOOST_CHECK_EQUAL(t.bytes_done(), 30000u);
+    sockets.send(header + 2, 2);
+    sockets.send(data.data() + 30000, 40000);
+    send_chunk(nullptr, 0);
+    BOOST_CHECK(t.on_readable() == Step::read);  // the trailer is missing
+    BOOST_CHECK(!store.contains("US.1"));
+    sockets.send_trailer(crc_of(data));
+    BOOST_CHECK(t.on_readable() == Step::respond);
+    const RecordingLink::Answer& a = link.answer();
+    BOOST_CHECK(a.response.status == Errc::ok);
+    BOOST_CHECK_EQUAL(a.response.length, data.size());
+    BOOST_CHECK_EQUAL(a.response.blob_size, data.size());
+    BOOST_CHECK(a.response.checksum == crc_of(data));
+    BOOST_CHECK_EQUAL(store.stat("US.1").size, data.size());
+    BOOST_CHECK_EQUAL(store.usage().reserved, 0u);
+    BOOST_CHECK_EQUAL(reservations.open(), 0u);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_streamed_push_cut_by_the_peer_leaves_nothing, Fixture)
+{
+    const auto data = pattern(20000);
+    send_chunk(data.data(), 20000);
+    ::shutdown(sockets.client.get(), SHUT_WR);
+    PushTransfer t = stream("US.2", 8u << 20);
+
+    BOOST_CHECK(t.start() == Step::close);
+    BOOST_CHECK(t.ended());
+    BOOST_CHECK_EQUAL(t.bytes_done(), 20000u);
+    BOOST_CHECK(!store.contains("US.2"));
+    BOOST_CHECK_EQUAL(reservations.open(), 0u);  // not parked: nothing can resume it
+    BOOST_CHECK_EQUAL(store.usage().reserved, 0u);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_streamed_push_past_its_maximum_or_with_a_bad_chunk_stores_nothing, Fixture)
+{
+    const auto data = pattern(5000);
+    send_chunk(data.data(), 5000);
+    PushTransfer t = stream("US.3", 4096);
+    BOOST_CHECK(t.start() == Step::close);
+    BOOST_CHECK(t.ended());
+    BOOST_CHECK(!store.contains("US.3"));
+    BOOST_CHECK_EQUAL(reservations.open(), 0u);
+    BOOST_CHECK_EQUAL(store.usage().reserved, 0u);
+
+    Fixture other;
+    std::uint8_t header[protocol::kChunkHeaderSize];
+    protocol::encode_chunk_header(protocol::kMaxChunk + 1, header);
+    other.sockets.send(header, sizeof header);
+    PushTransfer u = other.stream("US.4", 1u << 20);
+    BOOST_CHECK(u.start() == Step::close);
+    BOOST_CHECK(u.ended());
+    BOOST_CHECK(!other.store.contains("US.4"));
+    BOOST_CHECK_EQUAL(other.reservations.open(), 0u);
 }

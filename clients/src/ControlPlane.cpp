@@ -382,6 +382,35 @@ PushGrant ControlPlane::begin_push(const std::string& store, const std::string& 
     });
 }
 
+PushGrant ControlPlane::begin_stream_push(const std::string& store, const std::string& name, std::uint64_t max_size,
+                                          bool replace, std::optional<ChecksumAlgorithm> checksum, NoticeMode notices)
+{
+    const BlobStreaming::ChecksumAlgorithm algorithm =
+        checksum ? corba::to_idl(*checksum) : BlobStreaming::CHECKSUM_STORE_DEFAULT;
+    const std::string what = "push " + quote_name(name);
+    return with_store(*refs_, options_, store, what, [&](BlobStreaming::BlobStore_ptr ref) {
+        BlobStreaming::PushGrant_var granted =
+            with_transporter(*refs_, store, ref, options_, what, [&](BlobStreaming::BlobTransporter_ptr t) {
+                prepare_notices(*refs_, store, t, notices);
+                try {
+                    return t->pushStream(name.c_str(), max_size, replace, algorithm, true,
+                                         time_value(options_.timeout), semantics_of(notices));
+                } catch (const CORBA::BAD_OPERATION&) {
+                    throw Error(Errc::refused,
+                                what + " of unknown length: store \"" + store +
+                                    "\" does not take pushes of unknown length (its blobstored is of a release "
+                                    "before this client's, blobstreaming " BLOBSTREAMING_RELEASE
+                                    "): give the size (blob push --size), or upgrade the store");
+                }
+            });
+        PushGrant grant;
+        grant.reservation = granted->space.id;
+        grant.ticket = ticket_of(granted->ticket);
+        await_notice(*refs_, store, grant.ticket, name, TransferDirection::push, notices);
+        return grant;
+    });
+}
+
 std::optional<PushGrant> ControlPlane::resume_push(const std::string& store, const std::string& name,
                                                    std::uint64_t size, std::optional<ChecksumAlgorithm> checksum,
                                                    NoticeMode notices)

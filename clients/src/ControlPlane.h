@@ -52,6 +52,12 @@ public:
     /// by the caller (check_notice_mode).
     PushGrant begin_push(const std::string& store, const std::string& name, std::uint64_t size, bool replace,
                          std::optional<ChecksumAlgorithm> checksum, NoticeMode notices = NoticeMode::none);
+    /// A push of unknown length (BlobTransporter::pushStream): an
+    /// open-ended reservation of at most `max_size` bytes (0: what the store
+    /// can hold) and its streamed ticket. A store of an earlier release
+    /// (BAD_OPERATION) is Errc::refused naming this client's release.
+    PushGrant begin_stream_push(const std::string& store, const std::string& name, std::uint64_t max_size, bool replace,
+                                std::optional<ChecksumAlgorithm> checksum, NoticeMode notices = NoticeMode::none);
     /// Continues the interrupted push of `name` the store still holds a
     /// reservation for: the ticket starts at the bytes it already has.
     /// nullopt when there is none; Errc::invalid_argument when that

@@ -72,7 +72,9 @@ ParallelPush::ParallelPush(Session::Impl& session, PushSource source, std::strin
 bool ParallelPush::start(Session::Impl& session, const PushSource& source, const std::string& name,
                          const std::string& store, std::uint64_t size, const PushOptions& options, Completion& done)
 {
-    if (options.streams <= 1 || options.resume || source.kind() == PushSource::Kind::producer) return false;
+    if (options.streams <= 1 || options.resume || source.kind() == PushSource::Kind::producer ||
+        source.kind() == PushSource::Kind::stream)
+        return false;
     if (options.notices != NoticeMode::none) {
         library_log()->debug("push {}: notices come for whole transfers, not parts: one stream", quote_name(name));
         return false;

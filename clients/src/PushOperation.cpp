@@ -54,14 +54,27 @@ void PushOperation::on_control_thread_reserve()
                                                     ": expected 1 to " + std::to_string(kMaxStreams));
         check_notice_mode(options_.notices, session_.options, what_);
         job->source = open_source(source_, what_);
-        const std::uint64_t size = job->source->size();
+        const bool streamed = job->source->streamed();
+        // Placed by what a streamed push may come to (its --max-size; 0: unknown).
+        const std::uint64_t size = streamed ? options_.max_size : job->source->size();
         store_ = store_to_write(control, options_.store, options_.tier, session_.options.default_store, size, what_);
-        if (ParallelPush::start(session_, source_, name_, store_, size, options_, done_)) return;
-        std::optional<PushGrant> resumed;
-        if (options_.resume) resumed = control.resume_push(store_, name_, size, options_.checksum, options_.notices);
-        grant_ = resumed
-                     ? std::move(*resumed)
-                     : control.begin_push(store_, name_, size, options_.replace, options_.checksum, options_.notices);
+        if (streamed) {
+            // Length known only at its end: one stream, a reservation that grows.
+            if (options_.resume)
+                throw Error(Errc::invalid_argument,
+                            what_ + ": a push of unknown length cannot resume (its producer cannot give the same "
+                                    "bytes again)");
+            grant_ = control.begin_stream_push(store_, name_, options_.max_size, options_.replace,
+                                               options_.checksum, options_.notices);
+        } else {
+            if (ParallelPush::start(session_, source_, name_, store_, size, options_, done_)) return;
+            std::optional<PushGrant> resumed;
+            if (options_.resume)
+                resumed = control.resume_push(store_, name_, size, options_.checksum, options_.notices);
+            grant_ = resumed ? std::move(*resumed)
+                             : control.begin_push(store_, name_, size, options_.replace, options_.checksum,
+                                                  options_.notices);
+        }
     } catch (const Error& e) {
         return session_.complete(done_, failure(e, store_));
     }
@@ -112,6 +125,7 @@ void PushOperation::on_loop_thread_finished(const JobOutcome& o)
         auto abort = [op = shared_from_this(), r] { op->on_control_thread_abort(r); };
         return session_.control_call(abort, abort, name_);
     }
+    if (source_.kind() == PushSource::Kind::stream) r.length = o.response.blob_size;  // the ticket's is its maximum
     r.info.name = name_;
     r.info.size = o.response.blob_size;
     if (o.response.checksum) r.info.checksum = *o.response.checksum;

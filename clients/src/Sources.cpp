@@ -221,6 +221,12 @@ std::unique_ptr<Source> open_source(const PushSource& source, const std::string&
     case PushSource::Kind::memory: return std::make_unique<MemorySource>(source.data(), source.size());
     case PushSource::Kind::producer:
         return std::make_unique<ProducerSource>(source.size(), source.producer_function(), what);
+    case PushSource::Kind::stream:
+        return std::make_unique<dataplane::ChunkedSource>(
+            [producer = source.producer_function(), what](std::uint8_t* buffer, std::size_t capacity) {
+                return call_user("producer", what, producer, buffer, capacity);
+            },
+            what);
     }
     throw Error(Errc::invalid_argument, what + ": unknown source kind");
 }

@@ -40,6 +40,14 @@ PushSource PushSource::producer(std::uint64_t size, Producer producer)
     return s;
 }
 
+PushSource PushSource::stream(Producer producer)
+{
+    PushSource s;
+    s.kind_ = Kind::stream;
+    s.producer_ = std::move(producer);
+    return s;
+}
+
 PullSink PullSink::file(std::string path)
 {
     PullSink s;

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <utility>
 
@@ -38,6 +39,29 @@ MappedRegion MappedRegion::anonymous(std::size_t length, std::error_code& ec) no
     MappedRegion region(p, length, 0, length);
     region.advise(MADV_HUGEPAGE);  // without THP the mapping stays in 4 KiB pages
     return region;
+}
+
+MappedRegion MappedRegion::address_space(std::size_t length, std::error_code& ec) noexcept
+{
+    ec.clear();
+    void* p = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+        ec = std::error_code(errno, std::generic_category());
+        return {};
+    }
+    MappedRegion region(p, length, 0, length);
+    region.advise(MADV_HUGEPAGE);
+    return region;
+}
+
+void MappedRegion::trim(std::size_t keep) noexcept
+{
+    if (!base_ || keep >= size_) return;
+    static const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const std::size_t lead = static_cast<std::size_t>(data_ - static_cast<std::uint8_t*>(base_));
+    const std::size_t kept = std::max<std::size_t>((lead + keep + page - 1) / page * page, page);
+    if (kept < mapped_ && ::munmap(static_cast<std::uint8_t*>(base_) + kept, mapped_ - kept) == 0) mapped_ = kept;
+    size_ = keep;
 }
 
 MappedRegion::MappedRegion(MappedRegion&& other) noexcept

@@ -44,13 +44,14 @@ std::string ticket_tag(const TicketId& id)
     return out;
 }
 
-// Request: magic u32 | version u8 | type u8 | reserved u16 | ticket[16] | offset u64 | length u64
+// Request: magic u32 | version u8 | type u8 | flags u16 | ticket[16] | offset u64 | length u64
 void encode(const Request& r, std::uint8_t (&out)[kRequestSize])
 {
     std::memset(out, 0, kRequestSize);
     le::put<std::uint32_t>(out, kMagic);
     out[4] = kVersion;
     out[5] = static_cast<std::uint8_t>(r.type);
+    le::put<std::uint16_t>(out + 6, r.streamed ? kFlagStreamed : 0);
     std::memcpy(out + 8, r.ticket.data(), 16);
     le::put<std::uint64_t>(out + 24, r.offset);
     le::put<std::uint64_t>(out + 32, r.length);
@@ -63,14 +64,35 @@ std::error_code decode(const std::uint8_t (&in)[kRequestSize], Request& r, std::
         why = "unknown request type " + std::to_string(in[5]) + " (allowed: 1 push, 2 pull)";
         return Errc::protocol_error;
     }
-    if (le::get<std::uint16_t>(in + 6) != 0) {
+    const auto flags = le::get<std::uint16_t>(in + 6);
+    if ((flags & ~kFlagStreamed) != 0) {
         why = "reserved request bits are set";
+        return Errc::protocol_error;
+    }
+    r.streamed = (flags & kFlagStreamed) != 0;
+    if (r.streamed && (in[5] != static_cast<std::uint8_t>(FrameType::push) || le::get<std::uint64_t>(in + 24) != 0)) {
+        why = "only a push from offset 0 can be streamed";
         return Errc::protocol_error;
     }
     r.type = static_cast<FrameType>(in[5]);
     std::memcpy(r.ticket.data(), in + 8, 16);
     r.offset = le::get<std::uint64_t>(in + 24);
     r.length = le::get<std::uint64_t>(in + 32);
+    return {};
+}
+
+void encode_chunk_header(std::uint32_t length, std::uint8_t (&out)[kChunkHeaderSize])
+{
+    le::put<std::uint32_t>(out, length);
+}
+
+std::error_code decode_chunk_header(const std::uint8_t (&in)[kChunkHeaderSize], std::uint32_t& length, std::string& why)
+{
+    length = le::get<std::uint32_t>(in);
+    if (length > kMaxChunk) {
+        why = "chunk of " + std::to_string(length) + " bytes in a streamed push exceeds " + std::to_string(kMaxChunk);
+        return Errc::protocol_error;
+    }
     return {};
 }
 

@@ -113,3 +113,74 @@ BOOST_AUTO_TEST_CASE(tickets_are_random_and_tags_are_short)
     BOOST_TEST((a != b));
     BOOST_TEST(ticket_tag(a).size() == 8u);
 }
+
+BOOST_AUTO_TEST_CASE(streamed_push_request_round_trip)
+{
+    Request in;
+    in.type = FrameType::push;
+    in.ticket = random_ticket();
+    in.length = 1ULL << 36;  // the maximum the ticket allows
+    in.streamed = true;
+    std::uint8_t wire[kRequestSize];
+    encode(in, wire);
+    BOOST_TEST(wire[6] == 1);  // flag bit 0
+    BOOST_TEST(wire[7] == 0);
+    Request out;
+    std::string why;
+    BOOST_TEST(!decode(wire, out, why));
+    BOOST_TEST(out.streamed);
+    BOOST_TEST(out.length == in.length);
+
+    in.streamed = false;
+    encode(in, wire);
+    BOOST_TEST(!decode(wire, out, why));
+    BOOST_TEST(!out.streamed);
+}
+
+BOOST_AUTO_TEST_CASE(streamed_requests_other_than_a_whole_push_are_refused)
+{
+    Request in;
+    in.type = FrameType::pull;
+    in.streamed = true;
+    std::uint8_t wire[kRequestSize];
+    encode(in, wire);
+    Request out;
+    std::string why;
+    BOOST_TEST(decode(wire, out, why) == make_error_code(Errc::protocol_error));
+    BOOST_TEST(why == "only a push from offset 0 can be streamed");
+
+    in.type = FrameType::push;
+    in.offset = 5;
+    encode(in, wire);
+    BOOST_TEST(decode(wire, out, why) == make_error_code(Errc::protocol_error));
+    BOOST_TEST(why == "only a push from offset 0 can be streamed");
+
+    // Flag bits other than bit 0 stay reserved.
+    in.offset = 0;
+    encode(in, wire);
+    wire[6] = 2;
+    BOOST_TEST(decode(wire, out, why) == make_error_code(Errc::protocol_error));
+    BOOST_TEST(why == "reserved request bits are set");
+}
+
+BOOST_AUTO_TEST_CASE(chunk_headers_round_trip_and_are_bounded)
+{
+    std::uint8_t wire[kChunkHeaderSize];
+    std::uint32_t length = 1;
+    std::string why;
+    encode_chunk_header(0, wire);
+    BOOST_TEST(!decode_chunk_header(wire, length, why));
+    BOOST_TEST(length == 0u);  // the end of the body
+
+    encode_chunk_header(0x01020304, wire);
+    BOOST_TEST(wire[0] == 4);  // little-endian
+    BOOST_TEST(wire[3] == 1);
+    BOOST_TEST(!decode_chunk_header(wire, length, why));
+    BOOST_TEST(length == 0x01020304u);
+
+    encode_chunk_header(kMaxChunk, wire);
+    BOOST_TEST(!decode_chunk_header(wire, length, why));
+    encode_chunk_header(kMaxChunk + 1, wire);
+    BOOST_TEST(decode_chunk_header(wire, length, why) == make_error_code(Errc::protocol_error));
+    BOOST_TEST(why == "chunk of 1073741825 bytes in a streamed push exceeds 1073741824");
+}

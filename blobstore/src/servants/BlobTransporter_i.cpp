@@ -261,6 +261,31 @@ BlobStreaming::PushGrant* BlobTransporter_i::push(const char* name, BlobStreamin
     }
 }
 
+BlobStreaming::PushGrant* BlobTransporter_i::pushStream(const char* name, BlobStreaming::ByteCount maxSize,
+                                                        CORBA::Boolean overwrite,
+                                                        BlobStreaming::ChecksumAlgorithm checksum,
+                                                        CORBA::Boolean useTimeout,
+                                                        const BlobStreaming::TimeValue& timeout,
+                                                        BlobStreaming::NotificationSemantics semantics)
+{
+    require_opener("pushStream");
+    try {
+        const service::StoreService::Pushed pushed =
+            context_.service.push_stream(current_caller(), name, maxSize, overwrite, corba::algorithm_of(checksum),
+                                         transfer_options(useTimeout, timeout, semantics));
+        BlobStreaming::TransferTicket_var ticket = keep(pushed.ticket);
+        BlobStreaming::PushGrant_var grant = new BlobStreaming::PushGrant;
+        to_idl_reservation(pushed.reservation, grant->space);
+        grant->ticket = ticket.in();
+        return grant._retn();
+    } catch (...) {
+        IdlContext c;
+        c.name = name;
+        c.requested = maxSize;
+        rethrow_idl(context_, kInvalidName | kOutOfSpace | kAlreadyExists | kLimitReached | kTransferFailed, c);
+    }
+}
+
 BlobStreaming::Reservation* BlobTransporter_i::reserveParts(const char* name, BlobStreaming::ByteCount size,
                                                             CORBA::Boolean overwrite,
                                                             BlobStreaming::ChecksumAlgorithm checksum)

@@ -52,6 +52,10 @@ public:
                                    BlobStreaming::ChecksumAlgorithm checksum, CORBA::Boolean useTimeout,
                                    const BlobStreaming::TimeValue& timeout,
                                    BlobStreaming::NotificationSemantics semantics) override;
+    BlobStreaming::PushGrant* pushStream(const char* name, BlobStreaming::ByteCount maxSize, CORBA::Boolean overwrite,
+                                   BlobStreaming::ChecksumAlgorithm checksum, CORBA::Boolean useTimeout,
+                                   const BlobStreaming::TimeValue& timeout,
+                                   BlobStreaming::NotificationSemantics semantics) override;
     BlobStreaming::Reservation* reserveParts(const char* name, BlobStreaming::ByteCount size, CORBA::Boolean overwrite,
                                              BlobStreaming::ChecksumAlgorithm checksum) override;
     BlobStreaming::TransferTicket* recvPart(BlobStreaming::ReservationId reservation, BlobStreaming::ByteCount length,

@@ -45,6 +45,8 @@ Reservation::Window PushTransfer::window(std::size_t want, std::error_code& ec)
 
 std::error_code PushTransfer::advance(const std::uint8_t*, std::size_t n) { return reservation_->advance(n); }
 
+std::error_code PushTransfer::end_of_body() { return reservation_->end_stream(); }
+
 bool PushTransfer::wait_for_store()
 {
     if (!server_.commits || !reservation_->window_waits()) return false;
@@ -141,7 +143,7 @@ protocol::Response PushTransfer::record(const CommitOutcome& outcome)
 {
     server_.reservations.release(binding_.reservation);
     protocol::Response response;
-    response.length = request_.length;
+    response.length = body_done_;
     if (!outcome.ok) {
         end(false, outcome.message);
         response.status = outcome.code;
@@ -150,7 +152,7 @@ protocol::Response PushTransfer::record(const CommitOutcome& outcome)
     }
     response.blob_size = outcome.info.size;
     response.checksum = outcome.info.checksum;
-    record_throughput(request_.length);
+    record_throughput(body_done_);
     end(true, "");
     return response;
 }
@@ -160,7 +162,7 @@ void PushTransfer::abandon(Errc status)
     if (!reservation_) return;
     // The connection broke or stalled: keep what arrived for the grace
     // period, so that the client can resume the push.
-    const bool keep = status == Errc::transfer_failed || status == Errc::timeout;
+    const bool keep = (status == Errc::transfer_failed || status == Errc::timeout) && !request_.streamed;
     if (server_.commits && reservation_->ending_waits()) {
         end_reservation_away(keep);
     } else if (keep) {

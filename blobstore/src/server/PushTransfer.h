@@ -14,7 +14,10 @@ namespace blobstreaming::server {
 /// commit or a window that waits for the disk or another host runs off the
 /// reactor (TransferLink::run_off_reactor()). Failed (fail()), the
 /// reservation is parked for a resume when the connection broke or stalled
-/// (transfer_failed, timeout), else aborted.
+/// (transfer_failed, timeout), else aborted. A streamed push (its length
+/// known only at its end) fills an open-ended reservation, ends it at the
+/// chunk of length 0, and is never parked: broken, it is aborted (its
+/// sender cannot produce the same bytes again).
 class PushTransfer final : public ReceiveTransfer {
 public:
     using ReceiveTransfer::ReceiveTransfer;
@@ -36,6 +39,7 @@ private:
     Reservation::Window window(std::size_t want, std::error_code& ec) override;
     std::error_code advance(const std::uint8_t* data, std::size_t n) override;
     bool wait_for_store() override;
+    std::error_code end_of_body() override;
     Step finish() override;
     void abandon(Errc status) override;
 

@@ -35,22 +35,68 @@ std::string store_error_text(const Reservation& r, const std::error_code& ec)
 
 Step ReceiveTransfer::on_readable() { return in_trailer_ ? read_trailer() : read_body(); }
 
+std::string ReceiveTransfer::received_text() const
+{
+    return request_.streamed ? std::to_string(body_done_) + " bytes of a push of unknown length"
+                             : bytes_of(body_done_, request_.length);
+}
+
+ReceiveTransfer::ChunkStep ReceiveTransfer::read_chunk_header()
+{
+    if (chunk_header_.size() == 0) chunk_header_.expect(protocol::kChunkHeaderSize);  // the first
+    const IoResult r = chunk_header_.fill(link_.io());
+    if (r.bytes() > 0) link_.progress();
+    if (r.blocked()) return ChunkStep::wait;
+    if (!r.done()) {
+        fail(Errc::transfer_failed,
+             r.eof() ? "the peer closed the connection after " + received_text() + ", before its end"
+                     : "receive failed after " + received_text() + ": " + r.text(),
+             false);
+        return ChunkStep::failed;
+    }
+    std::uint32_t length = 0;
+    std::string why;
+    if (protocol::decode_chunk_header(chunk_header_.first<protocol::kChunkHeaderSize>(), length, why)) {
+        fail(Errc::protocol_error, why + " after " + received_text(), true);
+        return ChunkStep::failed;
+    }
+    chunk_header_.expect(protocol::kChunkHeaderSize);
+    if (length > 0) {
+        chunk_left_ = length;
+        return ChunkStep::next;
+    }
+    body_ended_ = true;
+    if (auto ec = end_of_body()) {
+        fail(Errc::transfer_failed, into().error_message().empty() ? ec.message() : into().error_message(), true);
+        return ChunkStep::failed;
+    }
+    return ChunkStep::next;
+}
+
 Step ReceiveTransfer::read_body()
 {
     Channel& io = link_.io();
     std::uint64_t budget = kDispatchBudget;
-    while (body_done_ < request_.length) {
+    const bool streamed = request_.streamed;
+    while (streamed ? !body_ended_ : body_done_ < request_.length) {
         if (cancelled()) {
-            fail(Errc::cancelled, "cancelled on the control plane after " + bytes_of(body_done_, request_.length),
-                 true);
+            fail(Errc::cancelled, "cancelled on the control plane after " + received_text(), true);
             return Step::close;
+        }
+        if (streamed && chunk_left_ == 0) {
+            switch (read_chunk_header()) {
+            case ChunkStep::next: continue;
+            case ChunkStep::wait: return Step::read;
+            case ChunkStep::failed: return Step::close;
+            }
         }
         // More later, after the other connections; but bytes already
         // decrypted would not make the socket readable again: take them.
         const std::uint64_t allowance = budget > 0 ? budget : io.pending();
         if (allowance == 0) return Step::read;
         std::error_code ec;
-        const std::uint64_t want = std::min<std::uint64_t>({kChunk, request_.length - body_done_, allowance});
+        const std::uint64_t left = streamed ? chunk_left_ : request_.length - body_done_;
+        const std::uint64_t want = std::min<std::uint64_t>({kChunk, left, allowance});
         if (wait_for_store()) return Step::away;
         const Reservation::Window w = window(static_cast<std::size_t>(want), ec);
         if (ec || w.size == 0) {
@@ -69,6 +115,7 @@ Step ReceiveTransfer::read_body()
                 return Step::close;
             }
             body_done_ += r.bytes();
+            if (streamed) chunk_left_ -= r.bytes();
             budget -= std::min<std::uint64_t>(budget, r.bytes());
             link_.progress();
             continue;
@@ -83,8 +130,8 @@ Step ReceiveTransfer::read_body()
             return Step::read;
         }
         fail(Errc::transfer_failed,
-             r.eof() ? "the peer closed the connection after " + bytes_of(body_done_, request_.length)
-                     : "receive failed after " + bytes_of(body_done_, request_.length) + ": " + r.text(),
+             r.eof() ? "the peer closed the connection after " + received_text()
+                     : "receive failed after " + received_text() + ": " + r.text(),
              false);
         return Step::close;
     }
@@ -100,7 +147,7 @@ Step ReceiveTransfer::read_trailer()
     if (r.done()) return finish();
     if (r.blocked()) return Step::read;
     fail(Errc::transfer_failed,
-         r.eof() ? "the peer closed the connection after all " + std::to_string(request_.length) +
+         r.eof() ? "the peer closed the connection after all " + std::to_string(body_done_) +
                        " bytes but before the checksum trailer"
                  : "receive of the checksum trailer failed: " + r.text(),
          false);

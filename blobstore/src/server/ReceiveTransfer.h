@@ -15,7 +15,10 @@ namespace blobstreaming::server {
 
 /// Receives request_.length bytes into the reservation a kind names (window()
 /// and advance()), at most data_path::kDispatchBudget per readable event,
-/// then reads the trailer and hands it to finish(). A cancellation on the
+/// then reads the trailer and hands it to finish(). A streamed Request's
+/// body is chunks (docs/PROTOCOL.md, "A push of unknown length"): each
+/// chunk's header, then its bytes straight into the window, until the chunk
+/// of length 0 (end_of_body()). A cancellation on the
 /// control plane, a store that cannot take the bytes or a broken connection
 /// fails the transfer (Step::close).
 class ReceiveTransfer : public Transfer {
@@ -34,6 +37,11 @@ protected:
     /// Called before each window: true when the transfer left the reactor
     /// until the store can take more (on_readable() again once back).
     virtual bool wait_for_store() { return false; }
+    /// A streamed body ended (its chunk of length 0), before the trailer:
+    /// an error (with its message) fails the transfer.
+    virtual std::error_code end_of_body() { return {}; }
+    /// "N of M bytes", or "N bytes of a push of unknown length".
+    std::string received_text() const;
     /// The whole trailer is in (trailer()); the body was received whole.
     virtual Step finish() = 0;
     const FrameReader& trailer() const noexcept { return trailer_; }
@@ -41,8 +49,16 @@ protected:
 private:
     Step read_body();
     Step read_trailer();
+    /// A streamed body: the next chunk's header (Step::next: go on reading
+    /// the body or the trailer).
+    enum class ChunkStep { next, wait, failed };
+    ChunkStep read_chunk_header();
 
     bool in_trailer_ = false;
+    /// Streamed: bytes left of the current chunk; none when its header is due.
+    std::uint64_t chunk_left_ = 0;
+    bool body_ended_ = false;  ///< streamed: the chunk of length 0 came
+    FrameReader chunk_header_{protocol::kChunkHeaderSize};
     FrameReader trailer_{protocol::kTrailerSize};
 };
 

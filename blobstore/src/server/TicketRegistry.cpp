@@ -97,6 +97,10 @@ TicketBinding TicketRegistry::consume(const protocol::Request& request)
     require_usable(tag, entry, t);
     close_locked(request.ticket, entry, State::used, t);
     const TicketBinding& b = entry.binding;
+    if (b.streamed != request.streamed)
+        throw Error(Errc::refused, "ticket " + tag + " is bound to a push of " + quote_name(b.blob) +
+                                       (b.streamed ? " of unknown length, whose Request must be streamed"
+                                                   : " of a known length, whose Request must not be streamed"));
     if (b.direction != request.type || b.offset != request.offset || b.length != request.length) {
         throw Error(Errc::refused, "ticket " + tag + " is bound to a " + direction_name(b.direction) + " of " +
                                        quote_name(b.blob) + " " + range_text(b.offset, b.length) + ", not a " +

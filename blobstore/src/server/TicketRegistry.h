@@ -28,6 +28,9 @@ struct TicketBinding {
     /// is received, its CRC32C trailer checked and acknowledged; the control
     /// plane commits.
     bool part = false;
+    /// Push of unknown length (BlobTransporter::pushStream): the Request
+    /// must be streamed, `length` is the most it may send.
+    bool streamed = false;
     std::uint64_t offset = 0;
     std::uint64_t length = 0;
     /// Pull: the version the ticket was issued for. The data connection

@@ -105,7 +105,8 @@ void StoreService::remove(const Caller& caller, const std::string& name)
 }
 
 StoreService::Opened StoreService::open_reservation(const Caller& caller, const std::string& name, std::uint64_t size,
-                                                    bool overwrite, ChecksumAlgorithm checksum)
+                                                    bool overwrite, ChecksumAlgorithm checksum,
+                                                    std::uint64_t open_ended)
 {
     reservations_.purge();
     validate_blob_name(name);
@@ -116,6 +117,11 @@ StoreService::Opened StoreService::open_reservation(const Caller& caller, const 
     // refuses (AlreadyExists) while another client's may still go on.
     reservations_.abort_parked(name, caller.client);
     auto reservation = store_.reserve(name, size, overwrite ? ReserveMode::replace : ReserveMode::create, checksum);
+    if (std::string why; open_ended > 0 && !reservation->make_open_ended(open_ended, why)) {
+        reservation->abort();
+        throw Error(Errc::refused, "push " + quote_name(name) + " of unknown length: store \"" + options_.store_name +
+                                       "\" (" + std::string(store_.kind()) + "): " + why);
+    }
     Opened opened;
     opened.id = reservations_.add(std::move(reservation), caller.client);
     opened.name = name;

@@ -211,6 +211,12 @@ public:
     };
     Pushed push(const Caller& caller, const std::string& name, std::uint64_t size, bool overwrite,
                 std::optional<ChecksumAlgorithm> checksum, TransferOptions options);
+    /// push() of unknown length: an open-ended reservation (growing up to
+    /// `max_size` bytes, 0: kMaxStream) and a ticket for a streamed
+    /// Request. refused when the store cannot grow a reservation.
+    static constexpr std::uint64_t kMaxStream = std::uint64_t{1} << 62;
+    Pushed push_stream(const Caller& caller, const std::string& name, std::uint64_t max_size, bool overwrite,
+                       std::optional<ChecksumAlgorithm> checksum, TransferOptions options);
     /// reserve() for a push in parts (push --streams): only CRC32C combines
     /// from parts; another algorithm is invalid_argument.
     Opened reserve_parts(const Caller& caller, const std::string& name, std::uint64_t size, bool overwrite,
@@ -260,8 +266,10 @@ private:
 
     /// reserve()'s work after the permission check, with `checksum`
     /// (shared with push and reserve_parts).
+    /// `open_ended`: the most an open-ended reservation may grow to (0: a
+    /// fixed size).
     Opened open_reservation(const Caller& caller, const std::string& name, std::uint64_t size, bool overwrite,
-                            ChecksumAlgorithm checksum);
+                            ChecksumAlgorithm checksum, std::uint64_t open_ended = 0);
     /// Checks that `caller` made reservation `id`; no_such_reservation
     /// otherwise (`operation` names the call in the message).
     void require_owner(const Caller& caller, std::uint64_t id, const char* operation) const;

@@ -172,6 +172,36 @@ StoreService::Pushed StoreService::push(const Caller& caller, const std::string&
     }
 }
 
+StoreService::Pushed StoreService::push_stream(const Caller& caller, const std::string& name, std::uint64_t max_size,
+                                               bool overwrite, std::optional<ChecksumAlgorithm> checksum,
+                                               TransferOptions options)
+{
+    require(caller, server::Permission::write, "pushStream");
+    const ChecksumAlgorithm algorithm = checksum.value_or(options_.default_checksum);
+    const std::uint64_t max = max_size == 0 ? kMaxStream : std::min(max_size, kMaxStream);
+    Pushed out;
+    // The first step only: the store accounts what it holds as it grows.
+    out.reservation = open_reservation(caller, name, std::min(Reservation::kGrowStep, max), overwrite, algorithm, max);
+    const std::uint64_t id = out.reservation.id;
+    try {
+        server::TicketBinding binding = binding_for(protocol::FrameType::push, name, 0, max);
+        binding.reservation = id;
+        binding.checksum = algorithm;
+        binding.streamed = true;
+        reservations_.attach(id, options.control);
+        out.ticket = issue(std::move(binding), std::move(options), caller.subject);
+        return out;
+    } catch (...) {
+        try {
+            reservations_.abort(id);
+        } catch (const std::exception& e) {
+            spdlog::warn("push {}: cannot abort reservation {} after the ticket failed: {}", quote_name(name), id,
+                         e.what());
+        }
+        throw;
+    }
+}
+
 StoreService::Opened StoreService::reserve_parts(const Caller& caller, const std::string& name, std::uint64_t size,
                                                  bool overwrite, std::optional<ChecksumAlgorithm> checksum)
 {

@@ -130,6 +130,77 @@ private:
         return {};
     }
 
+    /// Open-ended: the file grows a step at a time (fallocate of the step;
+    /// on a file system without it, the free space is checked and the step
+    /// promised, as at reserve time), each step counted in the index first.
+    bool can_grow() const noexcept override { return true; }
+
+    std::uint64_t do_grow(std::uint64_t at_most, std::error_code& ec) override
+    {
+        std::uint64_t got = 0;
+        {
+            std::lock_guard lock(state_->mutex);
+            got = state_->index.grow_reservation(at_most - size());
+            if (got == 0) {
+                ec = fail(Errc::out_of_space, state_->index.full_message(name(), written()));
+                return 0;
+            }
+        }
+        const std::uint64_t grown = size() + got;
+        auto give_back = [&] {
+            std::lock_guard lock(state_->mutex);
+            state_->index.shrink_reservation(got);
+        };
+        if (!open_file(ec)) {
+            give_back();
+            return 0;
+        }
+        int err = 0;
+        if (::fallocate(fd_.get(), 0, static_cast<off_t>(kHeaderSize + size()), static_cast<off_t>(got)) != 0) {
+            err = errno;
+            if (err == EOPNOTSUPP || err == ENOSYS) {
+                std::lock_guard lock(state_->mutex);
+                const auto free = free_bytes_of(state_->tmp);
+                const std::uint64_t others = state_->promised;
+                if (free && (*free < others || *free - others < got)) {
+                    err = ENOSPC;
+                } else {
+                    err = ::ftruncate(fd_.get(), static_cast<off_t>(kHeaderSize + grown)) == 0 ? 0 : errno;
+                    if (err == 0) {
+                        promised_ += got;
+                        state_->promised += got;
+                    }
+                }
+            }
+        }
+        if (err != 0) {
+            give_back();
+            if (is_no_space(err)) {
+                ec =
+                    fail(Errc::out_of_space, "no room for blob " + quote_name(name()) + ": the file system of " +
+                                                 state_->root.string() + " is full after " + std::to_string(written()) +
+                                                 " bytes of a push of unknown length (" + free_text(state_->tmp) + ")");
+                return 0;
+            }
+            ec = fail(std::error_code(err, std::generic_category()),
+                      "push " + quote_name(name()) + ": cannot grow " + path_.string() + " to " +
+                          std::to_string(grown) + " bytes: " + std::strerror(err));
+            return 0;
+        }
+        return grown;
+    }
+
+    /// The file ends at the bytes received; the index and the promise give
+    /// back the rest.
+    void do_shrink(std::uint64_t size) noexcept override
+    {
+        std::error_code ec;
+        if (open_file(ec)) (void)::ftruncate(fd_.get(), static_cast<off_t>(kHeaderSize + size));
+        settle(std::min(promised_, this->size() - size));
+        std::lock_guard lock(state_->mutex);
+        state_->index.shrink_reservation(this->size() - size);
+    }
+
     /// The helper has let go of the buffer (Reservation::suspend(), abort()).
     void do_suspend() noexcept override
     {

@@ -6,6 +6,7 @@
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/MappedRegion.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <list>
@@ -184,6 +185,46 @@ private:
         return {bytes_.get() + offset, max};
     }
 
+    /// Open-ended: the bytes go to address space for the most the store
+    /// could ever hold (its capacity), which takes memory only as pages are
+    /// written; the capacity is accounted in steps (do_grow()).
+    bool can_grow() const noexcept override { return true; }
+
+    bool do_open_ended(std::uint64_t max, std::string& why) override
+    {
+        const std::uint64_t most = std::min<std::uint64_t>(max, state_->index.capacity());
+        std::error_code ec;
+        auto region = std::make_shared<MappedRegion>(MappedRegion::address_space(static_cast<std::size_t>(most), ec));
+        if (ec) {
+            why = "no room for blob " + quote_name(name()) + ": cannot map " + std::to_string(most) +
+                  " bytes of address space: " + ec.message();
+            return false;
+        }
+        std::uint8_t* data = region->data();
+        bytes_ = Buffer(region, data);
+        space_ = std::move(region);
+        return true;
+    }
+
+    std::uint64_t do_grow(std::uint64_t at_most, std::error_code& ec) override
+    {
+        std::lock_guard lock(state_->mutex);
+        const std::uint64_t got = state_->index.grow_reservation(at_most - size());
+        if (got == 0) ec = fail(Errc::out_of_space, state_->index.full_message(name(), written()));
+        return size() + got;
+    }
+
+    void do_shrink(std::uint64_t size) noexcept override
+    {
+        {
+            std::lock_guard lock(state_->mutex);
+            state_->index.shrink_reservation(this->size() - size);
+        }
+        // The pages beyond were never written: give back their addresses.
+        if (space_) space_->trim(static_cast<std::size_t>(size));
+        space_.reset();
+    }
+
     bool do_adopt(const std::shared_ptr<const std::uint8_t>& bytes) override
     {
         // The bytes are read-only (a sealed image): nothing writes to a
@@ -224,6 +265,7 @@ private:
     std::shared_ptr<MemoryStore::State> state_;
     ReserveMode mode_;
     Buffer bytes_;
+    std::shared_ptr<MappedRegion> space_;  ///< open-ended: what bytes_ points into (do_open_ended())
     bool closed_ = false;
 };
 

@@ -21,7 +21,8 @@ Reservation::Window Reservation::window(std::size_t max, std::error_code& ec)
         error_message_ = "reservation for " + quote_name(name_) + " is filled in parts: bytes go to window_at()";
         return {};
     }
-    if (remaining() == 0 || max == 0) return {};
+    if (max == 0) return {};
+    if (remaining() == 0 && (!open_ended() || !grow(ec))) return {};
     if (hash_.algorithm() == ChecksumAlgorithm::sha256) {
         hash_.run_in_background();  // a no-op when running, inline when no thread can be had
         if (written_ > kMaxHashLag) hash_.wait_hashed(written_ - kMaxHashLag);
@@ -104,10 +105,61 @@ std::error_code Reservation::advance(std::size_t n)
     return {};
 }
 
+bool Reservation::make_open_ended(std::uint64_t max, std::string& why)
+{
+    if (state_ != State::open || written_ != 0 || parted_ || max == 0 || max < size_) {
+        why = "reservation for " + quote_name(name_) + " cannot become open-ended: " +
+              (state_ != State::open      ? std::string("it is closed")
+               : written_ != 0 || parted_ ? std::string("bytes were written to it")
+                                          : "its maximum of " + std::to_string(max) + " bytes is below the " +
+                                                std::to_string(size_) + " it holds");
+        return false;
+    }
+    if (!can_grow()) {
+        why = "its store cannot grow a reservation as the bytes arrive: give the Blob's size";
+        return false;
+    }
+    if (!do_open_ended(max, why)) return false;
+    max_size_ = max;
+    return true;
+}
+
+bool Reservation::grow(std::error_code& ec)
+{
+    if (size_ >= max_size_) {
+        ec = fail(Errc::out_of_space, "no room for blob " + quote_name(name_) +
+                                          ": a push of unknown length may take at most " + std::to_string(max_size_) +
+                                          " bytes here, and all of them were received");
+        return false;
+    }
+    const std::uint64_t at_most = size_ + std::min(kGrowStep, max_size_ - size_);
+    const std::uint64_t grown = do_grow(at_most, ec);
+    if (ec) return false;
+    size_ = grown;
+    return true;
+}
+
+std::uint64_t Reservation::do_grow(std::uint64_t, std::error_code& ec)
+{
+    ec = fail(Errc::invalid_argument, "reservation for " + quote_name(name_) + " cannot grow");
+    return 0;
+}
+
+std::error_code Reservation::end_stream()
+{
+    if (state_ != State::open) return Errc::reservation_closed;
+    if (!open_ended()) return Errc::invalid_argument;
+    last_ = {};
+    do_shrink(written_);
+    size_ = written_;
+    max_size_ = 0;
+    return {};
+}
+
 std::error_code Reservation::write(const void* data, std::size_t size)
 {
     if (state_ != State::open) return Errc::reservation_closed;
-    if (size > remaining()) return Errc::invalid_range;
+    if (size > remaining() && !open_ended()) return Errc::invalid_range;
     const auto* p = static_cast<const std::uint8_t*>(data);
     while (size > 0) {
         std::error_code ec;
@@ -123,7 +175,7 @@ std::error_code Reservation::write(const void* data, std::size_t size)
 
 bool Reservation::adopt(std::shared_ptr<const std::uint8_t> bytes, const Checksum* verified)
 {
-    if (state_ != State::open || parted_ || written_ != 0 || size_ == 0 || !bytes) return false;
+    if (state_ != State::open || parted_ || written_ != 0 || size_ == 0 || open_ended() || !bytes) return false;
     if (verified && verified->algorithm != hash_.algorithm()) verified = nullptr;  // hashed here instead
     if (!do_adopt(bytes)) return false;
     if (verified) adopted_ = *verified;
@@ -140,6 +192,9 @@ BlobInfo Reservation::commit(const Checksum* expected)
     if (parted_)
         throw Error(Errc::incomplete, "commit " + quote_name(name_) +
                                           ": the reservation was filled in parts; it commits with their checksum");
+    if (open_ended())
+        throw Error(Errc::incomplete, "commit " + quote_name(name_) + ": the push of unknown length has not ended (" +
+                                          std::to_string(written_) + " bytes received so far)");
     if (written_ != size_)
         throw Error(Errc::incomplete, "commit " + quote_name(name_) + ": " + std::to_string(written_) + " of " +
                                           std::to_string(size_) + " bytes written");

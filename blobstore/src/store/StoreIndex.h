@@ -8,6 +8,7 @@
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -90,6 +91,25 @@ public:
     {
         reserving_.erase(name);
         reserved_ -= size;
+    }
+
+    /// An open-ended reservation asks for up to `want` more bytes: what
+    /// fits (all of them without a capacity) is counted as reserved and
+    /// returned.
+    std::uint64_t grow_reservation(std::uint64_t want)
+    {
+        const std::uint64_t got = capacity_ == 0 ? want : std::min(want, free_bytes());
+        reserved_ += got;
+        return got;
+    }
+    /// An open-ended reservation gives back `bytes` it will not fill.
+    void shrink_reservation(std::uint64_t bytes) { reserved_ -= std::min(bytes, reserved_); }
+    /// Why an open-ended reservation of `name` cannot grow past `received`.
+    std::string full_message(std::string_view name, std::uint64_t received) const
+    {
+        return "no room for blob " + quote_name(name) + ": the store is full after " + std::to_string(received) +
+               " bytes of a push of unknown length (capacity " + std::to_string(capacity_) + ": " +
+               std::to_string(used_) + " used, " + std::to_string(reserved_) + " reserved)";
     }
 
     /// Adds or replaces a committed Blob; returns the replaced entry's extra

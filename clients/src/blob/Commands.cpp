@@ -252,6 +252,7 @@ client::PushOptions push_options(const Invocation& call)
     options.checksum = call.checksum;
     options.streams = call.streams;
     options.notices = call.notices;
+    options.max_size = call.max_size;
     return options;
 }
 
@@ -309,7 +310,12 @@ int push(Session& session, const Invocation& call, NoticeInbox& inbox)
     if (inputs.size() > 1 || call.recursive) return push_files(session, call, inputs);
     const std::string& file = inputs[0].file;
     const std::string& name = inputs[0].name;
-    const client::PushSource source = open_push_input(file, "push " + quote_name(name), call.size, call.timeout);
+    // Without --size a stream's length is known at its end; a push that
+    // needs it up front (parts, a resume) reads the stream into memory.
+    const bool spool = call.streams > 1 || call.resume;
+    std::function<std::optional<client::PushSource>()> fallback;
+    client::PushSource source =
+        open_push_input(file, "push " + quote_name(name), call.size, call.timeout, spool, &fallback);
     ProgressBar bar(stderr, !call.quiet && !call.json, "push " + name);
     struct stat st {};
     if (call.resume && ::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode))
@@ -318,6 +324,18 @@ int push(Session& session, const Invocation& call, NoticeInbox& inbox)
     options.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
     Result result;
     session.push(source, name, options, Mode::Sync, [&result](const Result& r) { result = r; });
+    if (result.error == Errc::refused && source.kind() == client::PushSource::Kind::stream && fallback &&
+        result.message.find("of unknown length") != std::string::npos) {
+        // A store that needs the size (RADOS, an earlier release), asked
+        // before anything was read: push the stream as read into memory.
+        if (auto spooled = fallback()) {
+            bar.clear();
+            if (!call.quiet) std::fprintf(stderr, "blob: %s; reading it into memory to push it with its size\n",
+                                          result.message.c_str());
+            source = std::move(*spooled);
+            session.push(source, name, options, Mode::Sync, [&result](const Result& r) { result = r; });
+        }
+    }
     bar.clear();
     result.throw_if_error();
     const auto notice = notice_of(session, call, inbox, "push " + quote_name(name), result);

@@ -34,6 +34,7 @@ struct Invocation {
     std::uint64_t offset = 0;
     std::uint64_t length = 0;
     std::optional<std::uint64_t> size;          ///< push: the bytes a stream must deliver (--size)
+    std::uint64_t max_size = 0;                 ///< push of unknown length: the most it may hold (--max-size)
     std::optional<std::string> name;            ///< push: --name, the Blob's name (a single FILE)
     std::optional<ChecksumAlgorithm> checksum;  ///< push, checksum: --checksum
     std::vector<std::string> stores;            ///< watch: every --store (empty: every registered store)

@@ -36,6 +36,8 @@ public:
     {}
 
     std::optional<std::uint64_t> size() const noexcept { return size_; }
+    /// Bytes read so far.
+    std::uint64_t got() const noexcept { return got_; }
 
     /// Returns once a byte, EOF or an error can be read (a FIFO: once a
     /// writer has written or gone). Throws Error (Errc::timeout).
@@ -69,6 +71,22 @@ public:
             if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
             throw Error(Errc::io_error, what_ + ": cannot read " + label_ + ": " + std::strerror(errno));
         }
+    }
+
+    /// read_some(), then more while more can be read at once, up to
+    /// `capacity`: a pipe gives 64 KiB a read, a chunk on the wire may hold
+    /// more. 0 only at EOF.
+    std::size_t read_available(std::uint8_t* buffer, std::size_t capacity)
+    {
+        std::size_t n = read_some(buffer, capacity);
+        while (n > 0 && n < capacity) {
+            pollfd p{fd_, POLLIN, 0};
+            if (::poll(&p, 1, 0) <= 0) break;
+            const std::size_t more = read_some(buffer + n, capacity - n);
+            if (more == 0) break;  // EOF: the next call returns 0
+            n += more;
+        }
+        return n;
     }
 
     /// The stream ended before size() bytes: Errc::incomplete.
@@ -116,12 +134,23 @@ private:
     std::uint64_t got_ = 0;
 };
 
-client::PushSource from_stream(std::shared_ptr<Stream> stream)
+client::PushSource from_stream(std::shared_ptr<Stream> stream, bool spool,
+                               std::function<std::optional<client::PushSource>()>* fallback)
 {
-    if (!stream->size()) return client::PushSource::owned(stream->read_all());
+    if (!stream->size() && spool) return client::PushSource::owned(stream->read_all());
     // Nothing is reserved before the stream has something to say (a FIFO's
     // writer may never come).
     stream->wait_readable();
+    if (!stream->size()) {
+        // Its length is known at its end: memory is one chunk, whatever it is.
+        if (fallback)
+            *fallback = [stream]() -> std::optional<client::PushSource> {
+                if (stream->got() > 0) return std::nullopt;
+                return client::PushSource::owned(stream->read_all());
+            };
+        return client::PushSource::stream(
+            [stream](std::uint8_t* buffer, std::size_t capacity) { return stream->read_available(buffer, capacity); });
+    }
     return client::PushSource::producer(*stream->size(), [stream](std::uint8_t* buffer, std::size_t capacity) {
         const std::size_t n = stream->read_some(buffer, capacity);
         if (n == 0) stream->ended_early();
@@ -184,7 +213,8 @@ bool is_standard_output(const std::string& file) noexcept
 }
 
 client::PushSource open_push_input(const std::string& file, const std::string& what, std::optional<std::uint64_t> size,
-                                   milliseconds timeout)
+                                   milliseconds timeout, bool spool,
+                                   std::function<std::optional<client::PushSource>()>* fallback)
 {
     if (file == "-") {
         std::optional<std::uint64_t> bytes = size;
@@ -195,7 +225,8 @@ client::PushSource open_push_input(const std::string& file, const std::string& w
             bytes = static_cast<std::uint64_t>(std::max<off_t>(st.st_size - at, 0));
         }
         return from_stream(std::make_shared<Stream>(UniqueFd(), STDIN_FILENO, "standard input", what, bytes,
-                                                    size.has_value(), timeout));
+                                                    size.has_value(), timeout),
+                           spool, fallback);
     }
     // O_NONBLOCK: a FIFO opens without waiting for a writer.
     UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
@@ -211,7 +242,8 @@ client::PushSource open_push_input(const std::string& file, const std::string& w
     }
     if (S_ISDIR(st.st_mode)) throw Error(Errc::io_error, what + ": cannot read " + file + ": " + std::strerror(EISDIR));
     const int raw = fd.get();
-    return from_stream(std::make_shared<Stream>(std::move(fd), raw, file, what, size, size.has_value(), timeout));
+    return from_stream(std::make_shared<Stream>(std::move(fd), raw, file, what, size, size.has_value(), timeout), spool,
+                       fallback);
 }
 
 PullOutput::PullOutput(const std::string& file, const std::string& what, bool resume, milliseconds timeout)

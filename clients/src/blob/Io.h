@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -20,15 +21,23 @@ namespace blobstreaming::cli {
 /// - a stream (standard input, a FIFO, a character device): with `size`,
 ///   exactly `size` bytes are streamed as the socket drains (fewer:
 ///   Errc::incomplete naming how many arrived; more are not read); without,
-///   the stream is read to EOF into memory first (at most kSpoolLimit
-///   bytes: Errc::limit_reached) — standard input from a regular file is
-///   streamed with the bytes it holds after its position instead.
+///   a push of unknown length (PushSource::stream: the bytes up to EOF, as
+///   they come) — or, with `spool` (a push that needs the size: several
+///   streams, a resume), the stream is read to EOF into memory first (at
+///   most kSpoolLimit bytes: Errc::limit_reached). Standard input from a
+///   regular file is streamed with the bytes it holds after its position
+///   instead.
+/// `fallback`, when given and a push of unknown length is returned, is set
+/// to what spools the stream instead (as `spool` would), for a store that
+/// refuses a push of unknown length before anything was read; empty once
+/// the stream was read from.
 /// A FIFO is opened without waiting for a writer; its first byte, and each
 /// later one, is awaited for at most `timeout` (Errc::timeout). A read error
 /// fails the push (Errc::io_error naming the input and the reason). Throws
 /// Error.
 client::PushSource open_push_input(const std::string& file, const std::string& what, std::optional<std::uint64_t> size,
-                                   std::chrono::milliseconds timeout);
+                                   std::chrono::milliseconds timeout, bool spool = false,
+                                   std::function<std::optional<client::PushSource>()>* fallback = nullptr);
 
 /// The most a push without --size holds in memory.
 constexpr std::uint64_t kSpoolLimit = std::uint64_t{1} << 30;

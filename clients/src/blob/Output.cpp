@@ -210,7 +210,15 @@ void ProgressBar::draw(Clock::time_point now)
         char text[32];
         std::snprintf(text, sizeof text, "%.1f MB/s", per_second / 1e6);
         rate = text;
-        left = "ETA " + clock_time(static_cast<double>(total_ - done_) / per_second);
+        if (total_ >= done_) left = "ETA " + clock_time(static_cast<double>(total_ - done_) / per_second);
+    }
+    if (total_ == 0 && done_ > 0) {
+        // A push of unknown length: no fraction, no ETA.
+        std::fprintf(out_, "\r\033[K%s %s (length unknown until its end)  %s", label_.c_str(),
+                     binary_units(whole_done).c_str(), rate.c_str());
+        std::fflush(out_);
+        drawn_ = true;
+        return;
     }
     const auto still = std::chrono::duration_cast<std::chrono::seconds>(now - last_progress_);
     if (done_ < total_ && still >= std::chrono::seconds(1)) left = "stalled " + clock_time(static_cast<double>(still.count()));

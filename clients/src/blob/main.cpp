@@ -131,7 +131,11 @@ po::options_description describe()
          "blobstored --checksum says otherwise); checksum: the algorithm (default crc32c)")
         ("size", po::value<std::string>()->value_name("BYTES"),
          "push: stream exactly BYTES from FILE ('-', a FIFO, a device) instead of reading it to its end first; "
-         "fewer fail the push (exit 23); a regular FILE must have this size (K, M, G, T: x1024)")
+         "fewer fail the push (exit 23); a regular FILE must have this size (K, M, G, T: x1024); without it such "
+         "a FILE is pushed as its bytes come, its length known at its end")
+        ("max-size", po::value<std::string>()->value_name("BYTES"),
+         "push of a stream without --size: the most the Blob may hold (default: what the store can hold); more "
+         "fail the push, out of space (exit 25)")
         ("offset,o", po::value<std::string>()->default_value("0"), "pull: first byte of the range")
         ("length,l", po::value<std::string>()->default_value("0"), "pull: bytes of the range (0: to the end)")
         ("resume", "push/pull: continue an interrupted transfer where it stopped (push: the store's kept "
@@ -174,7 +178,7 @@ const std::vector<CommandHelp>& command_help()
          "push FILE... | push -r DIR... | push --name NAME FILE",
          "Store each FILE ('-': standard input; a FIFO, a device) under its base name, several in flight, or one "
          "FILE under --name. The store acknowledges once the Blob is committed durably and its checksum verified.",
-         {"name", "recursive", "replace", "checksum", "size", "resume", "streams", "notices", "tier"}},
+         {"name", "recursive", "replace", "checksum", "size", "max-size", "resume", "streams", "notices", "tier"}},
         {"pull", "retrieve a Blob, whole or a range, to a file, a FIFO or stdout, or a DICOM study or series",
          "pull NAME [FILE] | pull --study UID DIR | pull --series UID DIR",
          "Retrieve NAME to FILE (default ./NAME; '-': standard output; a FIFO, a device), whole or a range. A "
@@ -395,6 +399,13 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
             throw UsageError("--size applies to a single FILE, not to the " + std::to_string(call.args.size()) +
                              " given");
         call.size = size_option(vm, "size");
+    }
+    if (vm.count("max-size")) {
+        if (call.command != "push") throw UsageError("--max-size applies to push only, not " + call.command);
+        if (vm.count("size"))
+            throw UsageError("--max-size applies to a stream of unknown length: not with --size, which gives it");
+        call.max_size = size_option(vm, "max-size");
+        if (call.max_size == 0) throw UsageError("--max-size 0: expected at least 1 byte");
     }
     if (vm.count("name")) {
         if (call.command != "push") throw UsageError("--name applies to push only, not " + call.command);

@@ -38,8 +38,9 @@ DataConnection::~DataConnection()
 
 std::string DataConnection::lost_message(const char* how) const
 {
+    const bool streamed = job_->type == protocol::FrameType::push && job_->source->streamed();
     return job_->what + ": data connection to " + endpoint_ + " " + how + " after " + std::to_string(done_bytes_) +
-           " of " + std::to_string(total_) + " bytes";
+           (streamed ? " bytes of a push of unknown length" : " of " + std::to_string(total_) + " bytes");
 }
 
 void DataConnection::start(std::unique_ptr<TransferJob> job)
@@ -50,6 +51,7 @@ void DataConnection::start(std::unique_ptr<TransferJob> job)
     std::copy(job_->ticket.id.begin(), job_->ticket.id.end(), request.ticket.begin());
     request.offset = job_->ticket.offset;
     request.length = job_->ticket.length;
+    request.streamed = job_->type == protocol::FrameType::push && job_->source->streamed();
     std::uint8_t frame[protocol::kRequestSize];
     protocol::encode(request, frame);
     out_.clear();
@@ -57,7 +59,8 @@ void DataConnection::start(std::unique_ptr<TransferJob> job)
     in_.expect(protocol::kResponseHeaderSize);
     header_in_ = false;
     hash_.reset(job_->prefix_hash ? std::move(*job_->prefix_hash) : ChecksumState(job_->ticket.checksum));
-    total_ = job_->ticket.length;
+    // A push of unknown length has no total until its end (progress: 0).
+    total_ = request.streamed ? 0 : job_->ticket.length;
     if (job_->type == protocol::FrameType::push && job_->source->stable() && total_ >= HashPipeline::kBackgroundFrom)
         hash_.run_in_background();
     done_bytes_ = 0;
@@ -212,8 +215,10 @@ DataConnection::Step DataConnection::send_queued(Phase then)
 
 DataConnection::Step DataConnection::send_push_body()
 {
-    while (done_bytes_ < total_) {
-        const long n = job_->source->send(*io_, kSendChunk, hash_);
+    Source& source = *job_->source;
+    const bool streamed = source.streamed();
+    while (streamed ? !source.ended() : done_bytes_ < total_) {
+        const long n = source.send(*io_, kSendChunk, hash_);
         if (n == 0) {
             report_progress(false);
             return Step::wait;
@@ -222,7 +227,7 @@ DataConnection::Step DataConnection::send_push_body()
             phase_ = Phase::response;  // the store may have answered why
             return Step::next;
         }
-        done_bytes_ += static_cast<std::uint64_t>(n);
+        done_bytes_ = streamed ? source.produced() : done_bytes_ + static_cast<std::uint64_t>(n);
         touch();
         // Also between chunks: a source that blocks (a producer waiting for
         // its stream) never lets the socket block, and its progress would
@@ -271,8 +276,13 @@ DataConnection::Step DataConnection::on_response()
         return failed(response_.status, job_->what + ": " + text);
     }
     if (job_->type == protocol::FrameType::push) {
-        if (done_bytes_ < total_)
+        const bool streamed = job_->source->streamed();
+        if (streamed ? !job_->source->ended() : done_bytes_ < total_)
             return failed(Errc::protocol_error, job_->what + ": store acknowledged before all bytes were sent");
+        if (streamed && response_.blob_size != done_bytes_)
+            return failed(Errc::protocol_error, job_->what + ": the store committed a Blob of " +
+                                                    std::to_string(response_.blob_size) + " bytes, " +
+                                                    std::to_string(done_bytes_) + " were sent");
         complete(true);
         return Step::stop;
     }

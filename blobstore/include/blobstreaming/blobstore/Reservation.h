@@ -53,6 +53,11 @@ public:
     std::uint64_t size() const noexcept { return size_; }
     std::uint64_t written() const noexcept { return written_; }
     std::uint64_t remaining() const noexcept { return size_ - written_; }
+    /// Open-ended (a push whose length is known only at its end): size()
+    /// is what the store holds for it now, not the Blob's size.
+    bool open_ended() const noexcept { return max_size_ != 0; }
+    /// Open-ended: the most it may grow to.
+    std::uint64_t max_size() const noexcept { return max_size_; }
     bool is_open() const noexcept { return state_ == State::open; }
     /// The algorithm the Blob's checksum is computed and committed with.
     ChecksumAlgorithm checksum_algorithm() const noexcept { return hash_.algorithm(); }
@@ -146,6 +151,31 @@ public:
     /// No-op when already closed.
     void abort() noexcept;
 
+    // -- open-ended: a push whose length is known only at its end --
+    //
+    // Reserved with a first step (kGrowStep or less), the reservation grows
+    // as bytes arrive: window() asks the store for the next step whenever
+    // the bytes held are all written. The store accounts only what it holds
+    // (at most kGrowStep beyond the bytes received) and refuses a step that
+    // does not fit (Errc::out_of_space naming its capacity), as reserve()
+    // would; never beyond max_size() (Errc::out_of_space naming it).
+    // end_stream() gives back the space beyond the bytes received, and then
+    // commit() makes the Blob of written() bytes visible.
+
+    /// What the store is asked for at a time.
+    static constexpr std::uint64_t kGrowStep = std::uint64_t{16} << 20;
+
+    /// Makes a reservation that nothing was written to open-ended, growing
+    /// up to `max` (> 0) bytes. False, nothing changed, with `why` set, when
+    /// its store cannot grow a reservation (a RadosStore) or something was
+    /// written already.
+    bool make_open_ended(std::uint64_t max, std::string& why);
+    /// The end of an open-ended reservation's bytes: size() becomes
+    /// written(), the store gets back what it held beyond, and the
+    /// reservation is no longer open-ended (commit() may follow).
+    /// Errc::invalid_argument when not open-ended; Errc::reservation_closed.
+    std::error_code end_stream();
+
     // -- filling in parts: several connections, each a range of the Blob --
     //
     // A reservation is filled either in order (window()/advance() above) or
@@ -160,7 +190,7 @@ public:
     bool takes_parts() const noexcept
     {
         return state_ == State::open && hash_.algorithm() == ChecksumAlgorithm::crc32c && written_ == 0 &&
-               writes_anywhere();
+               !open_ended() && writes_anywhere();
     }
     /// Filled in parts since the first window_at().
     bool parted() const noexcept { return parted_; }
@@ -229,17 +259,32 @@ protected:
     /// Whether do_window() and do_advance() take any offset, in any order
     /// (window_at()); by default not.
     virtual bool writes_anywhere() const noexcept { return false; }
+    /// Whether do_grow() works (see make_open_ended()); by default not.
+    virtual bool can_grow() const noexcept { return false; }
+    /// make_open_ended(): nothing written yet, `max` >= size(). False (with
+    /// `why`) when the store cannot take it after all.
+    virtual bool do_open_ended(std::uint64_t /*max*/, std::string& /*why*/) { return true; }
+    /// Holds up to `at_most` bytes (> size()) and at least one more than
+    /// size(): the new size, or 0 with `ec` set through fail()
+    /// (Errc::out_of_space naming the store's limit).
+    virtual std::uint64_t do_grow(std::uint64_t at_most, std::error_code& ec);
+    /// end_stream(): gives back what the store holds beyond `size` (==
+    /// written() <= size()).
+    virtual void do_shrink(std::uint64_t /*size*/) noexcept {}
     /// See read_back(); by default not supported.
     virtual std::error_code do_read_back(std::uint64_t offset, std::uint8_t* out, std::size_t n) const;
 
 private:
     enum class State { open, committed, aborted };
 
+    /// window() of an open-ended reservation that is full: the next step.
+    bool grow(std::error_code& ec);
     /// commit()'s end: compares with `expected`, publishes, runs the hook.
     BlobInfo finish_commit(const Checksum& checksum, const Checksum* expected);
 
     std::string name_;
     std::uint64_t size_;
+    std::uint64_t max_size_ = 0;  ///< open-ended: the most it may grow to; 0: fixed size
     std::uint64_t written_ = 0;
     Window last_{};
     std::uint64_t last_at_ = 0;  ///< parted: the offset of last_

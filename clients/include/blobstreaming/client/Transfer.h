@@ -41,8 +41,19 @@ public:
     static PushSource owned(std::vector<std::uint8_t> bytes);
     /// `size` bytes obtained from `producer`, called as the socket drains.
     static PushSource producer(std::uint64_t size, Producer producer);
+    /// Bytes of a length known only at their end (a modality streaming cine
+    /// or ultrasound video): `producer` fills the buffer and returns how many
+    /// bytes it wrote, and returns 0 once at the end (it may block until it
+    /// has bytes; it must not return 0 before the end). The store's
+    /// reservation grows as the bytes arrive, up to PushOptions::max_size;
+    /// the commit and checksum are those of any push, and a push that fails
+    /// (the producer throws, the connection breaks, the store fills up)
+    /// leaves nothing. Memory stays one chunk (1 MiB) on each side whatever
+    /// the length. One stream; no resume; a store of an earlier release
+    /// refuses it (Errc::refused naming the release). size() is 0.
+    static PushSource stream(Producer producer);
 
-    enum class Kind { file, memory, producer };
+    enum class Kind { file, memory, producer, stream };
     Kind kind() const noexcept { return kind_; }
     const std::string& path() const noexcept { return path_; }
     const std::uint8_t* data() const noexcept { return data_; }
@@ -158,6 +169,9 @@ struct PushOptions {
     /// for a SHA-256 checksum (its digest does not combine). A broken stream
     /// continues its own part, up to 3 times.
     std::size_t streams = 1;
+    /// PushSource::stream: the most the Blob may hold (0: what the store
+    /// can hold); a stream that goes past it fails with Errc::out_of_space.
+    std::uint64_t max_size = 0;
     /// A notice from the store when the transfer has ended (Notice.h):
     /// send needs SessionOptions::on_notice, queue is taken with
     /// Session::poll_notices(). A push with notices runs over one stream
@@ -203,6 +217,9 @@ struct PullOptions {
     /// SessionOptions::max_connections_per_endpoint wait for a connection.
     /// The same-host fast path, when taken, needs no streams.
     std::size_t streams = 1;
+    /// PushSource::stream: the most the Blob may hold (0: what the store
+    /// can hold); a stream that goes past it fails with Errc::out_of_space.
+    std::uint64_t max_size = 0;
     /// A notice from the store when the transfer has ended, as for
     /// PushOptions::notices. A pull with notices goes over a data connection
     /// (never the same-host fast path, which the store does not see) and one

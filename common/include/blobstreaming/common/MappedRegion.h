@@ -20,6 +20,10 @@ public:
     /// `length` > 0 bytes of private zero-filled memory (huge pages
     /// advised). On failure sets `ec` and returns an empty region.
     static MappedRegion anonymous(std::size_t length, std::error_code& ec) noexcept;
+    /// As anonymous(), without reserving swap (MAP_NORESERVE): address
+    /// space that takes memory only as its pages are written, for bytes
+    /// whose number is known only at their end (an open-ended reservation).
+    static MappedRegion address_space(std::size_t length, std::error_code& ec) noexcept;
 
     MappedRegion() = default;
     ~MappedRegion() { reset(); }
@@ -37,6 +41,9 @@ public:
     /// madvise(2) over the whole mapping; advisory, errors ignored.
     void advise(int advice) const noexcept;
     void reset() noexcept;
+    /// Unmaps the whole pages beyond the first `keep` bytes (<= size()),
+    /// which then is the size.
+    void trim(std::size_t keep) noexcept;
 
 private:
     MappedRegion(void* base, std::size_t mapped, std::size_t lead, std::size_t size) noexcept;

@@ -5,6 +5,8 @@
 /// On one data connection, transfers follow one another:
 ///   PUSH: Request{push} · `length` raw bytes · Trailer  ->  Response
 ///   PULL: Request{pull}                                 ->  Response · `length` raw bytes
+///   PUSH of unknown length: Request{push, streamed} · chunks (u32 length ·
+///         bytes), the last of length 0 · Trailer            ->  Response
 /// Every Request carries a single-use ticket issued on the control plane;
 /// a refused Request gets an error Response and the connection is closed.
 
@@ -39,13 +41,32 @@ struct Request {
     FrameType type = FrameType::pull;
     TicketId ticket{};
     std::uint64_t offset = 0;
+    /// The bytes that follow (push) or are asked for (pull); of a streamed
+    /// push, the most it may send (the ticket's maximum).
     std::uint64_t length = 0;
+    /// A push whose length is known only at its end: the body is a sequence
+    /// of chunks (ChunkHeader), ended by one of length 0 (flag bit 0 of the
+    /// Request's u16 at byte 6; a store of an earlier release refuses it as
+    /// "reserved request bits are set"). Push only, offset 0.
+    bool streamed = false;
 };
+inline constexpr std::uint16_t kFlagStreamed = 1;
 inline constexpr std::size_t kRequestSize = 40;
 
 void encode(const Request& request, std::uint8_t (&out)[kRequestSize]);
 /// Errc::protocol_error with `why` (bad magic, version, or type) on garbage.
 std::error_code decode(const std::uint8_t (&in)[kRequestSize], Request& request, std::string& why);
+
+/// Before each chunk of a streamed push: its length, u32 little-endian.
+/// Length 0 ends the body; the Trailer follows. A chunk may have any length
+/// up to kMaxChunk: the receiver reads it straight into the reservation, so
+/// its memory does not depend on it.
+inline constexpr std::size_t kChunkHeaderSize = 4;
+inline constexpr std::uint32_t kMaxChunk = std::uint32_t{1} << 30;
+void encode_chunk_header(std::uint32_t length, std::uint8_t (&out)[kChunkHeaderSize]);
+/// Errc::protocol_error with `why` for a length above kMaxChunk.
+std::error_code decode_chunk_header(const std::uint8_t (&in)[kChunkHeaderSize], std::uint32_t& length,
+                                    std::string& why);
 
 /// Client -> store after the bytes of a push: the checksum of the whole
 /// Blob, in the algorithm the push ticket names.

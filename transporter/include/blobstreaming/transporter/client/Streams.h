@@ -12,7 +12,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace blobstreaming::dataplane {
 
@@ -33,6 +36,14 @@ public:
     /// The bytes handed to `hash` stay unchanged in place until the
     /// transfer ends, so a helper thread may hash them later.
     virtual bool stable() const noexcept { return false; }
+    /// A push of unknown length: send() writes the body's wire form (chunk
+    /// headers and bytes, the chunk of length 0 at the end; ChunkedSource)
+    /// and returns wire bytes; size() is 0.
+    virtual bool streamed() const noexcept { return false; }
+    /// streamed(): the chunk of length 0 is sent (the trailer may follow).
+    virtual bool ended() const noexcept { return false; }
+    /// streamed(): the Blob's bytes produced so far (what `hash` holds).
+    virtual std::uint64_t produced() const noexcept { return 0; }
     /// Whether select() and hash_range() work: a source that can hand out
     /// any range (a file, memory), not one that produces its bytes in order.
     virtual bool positional() const noexcept { return false; }
@@ -42,6 +53,36 @@ public:
     /// Positional sources: adds bytes [offset, offset + length) to `hash`
     /// without sending them. Throws Error (Errc::io_error).
     virtual void hash_range(std::uint64_t offset, std::uint64_t length, ChecksumState& hash);
+};
+
+/// The bytes of a push of unknown length, from a function that fills a
+/// buffer and returns how many bytes it wrote, 0 at the end (it may block:
+/// it runs on the data connection's thread). Each call becomes one chunk
+/// on the wire (docs/PROTOCOL.md), so memory is one chunk whatever the
+/// length. A call that returns more than it was offered, or throws, fails
+/// the push (Error: its own; anything else: Errc::io_error).
+class ChunkedSource final : public Source {
+public:
+    using Produce = std::function<std::size_t(std::uint8_t* buffer, std::size_t capacity)>;
+    static constexpr std::size_t kChunk = std::size_t{1} << 20;
+
+    explicit ChunkedSource(Produce produce, std::string what, std::size_t chunk = kChunk);
+    std::uint64_t size() const noexcept override { return 0; }
+    long send(Channel& channel, std::size_t max, HashPipeline& hash) override;
+    /// Refused (Errc::invalid_argument): nothing can produce the same bytes again.
+    void skip(std::uint64_t offset, ChecksumState& hash) override;
+    bool streamed() const noexcept override { return true; }
+    bool ended() const noexcept override { return last_ && begin_ == end_; }
+    std::uint64_t produced() const noexcept override { return produced_; }
+
+private:
+    Produce produce_;
+    std::string what_;
+    std::vector<std::uint8_t> frame_;  ///< chunk header, then up to `chunk` minus its size
+    std::size_t begin_ = 0;            ///< of frame_: sent up to here
+    std::size_t end_ = 0;              ///< of frame_: filled up to here
+    std::uint64_t produced_ = 0;
+    bool last_ = false;  ///< the chunk of length 0 is in frame_
 };
 
 /// Where the bytes of a pull go. Life cycle, driven by one transfer:
