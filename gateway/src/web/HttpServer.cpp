@@ -1,13 +1,14 @@
 /// HttpServer (HttpServer.h): Beast connections on one I/O thread, the
 /// handler on a worker pool.
-#include "HttpServer.h"
-
 // Beast's parser (Boost 1.74) keeps a boost::optional whose storage GCC 12
 // reports as maybe uninitialized once the parser is inlined here under the
 // sanitizers (--enable-sanitizers with --enable-werror failed on it); the
 // warning is about the header's code, and a pragma around its include does
 // not reach the inlined copy.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include "HttpServer.h"
+
 
 #include "Spool.h"
 
