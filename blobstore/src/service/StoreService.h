@@ -268,6 +268,11 @@ private:
     /// (shared with push and reserve_parts).
     /// `open_ended`: the most an open-ended reservation may grow to (0: a
     /// fixed size).
+    /// The push ticket of `reservation` (just opened) for `length` bytes
+    /// (`streamed`: chunked, up to that many); the reservation is aborted
+    /// when the ticket cannot be issued.
+    Pushed push_ticket(const Caller& caller, const std::string& name, Opened reservation, std::uint64_t length,
+                       ChecksumAlgorithm algorithm, bool streamed, TransferOptions options);
     Opened open_reservation(const Caller& caller, const std::string& name, std::uint64_t size, bool overwrite,
                             ChecksumAlgorithm checksum, std::uint64_t open_ended = 0);
     /// Checks that `caller` made reservation `id`; no_such_reservation

@@ -150,26 +150,8 @@ StoreService::Pushed StoreService::push(const Caller& caller, const std::string&
     // reserve + recv in one call: the checks of both, nothing of its own.
     require(caller, server::Permission::write, "push");
     const ChecksumAlgorithm algorithm = checksum.value_or(options_.default_checksum);
-    Pushed out;
-    out.reservation = open_reservation(caller, name, size, overwrite, algorithm);
-    const std::uint64_t id = out.reservation.id;
-    try {
-        server::TicketBinding binding = binding_for(protocol::FrameType::push, name, 0, size);
-        binding.reservation = id;
-        binding.checksum = algorithm;
-        reservations_.attach(id, options.control);
-        out.ticket = issue(std::move(binding), std::move(options), caller.subject);
-        return out;
-    } catch (...) {
-        // Nothing half-done stays behind: the client never learns this id.
-        try {
-            reservations_.abort(id);
-        } catch (const std::exception& e) {
-            spdlog::warn("push {}: cannot abort reservation {} after the ticket failed: {}", quote_name(name), id,
-                         e.what());
-        }
-        throw;
-    }
+    return push_ticket(caller, name, open_reservation(caller, name, size, overwrite, algorithm), size, algorithm,
+                       false, std::move(options));
 }
 
 StoreService::Pushed StoreService::push_stream(const Caller& caller, const std::string& name, std::uint64_t max_size,
@@ -179,19 +161,29 @@ StoreService::Pushed StoreService::push_stream(const Caller& caller, const std::
     require(caller, server::Permission::write, "pushStream");
     const ChecksumAlgorithm algorithm = checksum.value_or(options_.default_checksum);
     const std::uint64_t max = max_size == 0 ? kMaxStream : std::min(max_size, kMaxStream);
-    Pushed out;
     // The first step only: the store accounts what it holds as it grows.
-    out.reservation = open_reservation(caller, name, std::min(Reservation::kGrowStep, max), overwrite, algorithm, max);
+    Opened reservation =
+        open_reservation(caller, name, std::min(Reservation::kGrowStep, max), overwrite, algorithm, max);
+    return push_ticket(caller, name, std::move(reservation), max, algorithm, true, std::move(options));
+}
+
+StoreService::Pushed StoreService::push_ticket(const Caller& caller, const std::string& name, Opened reservation,
+                                               std::uint64_t length, ChecksumAlgorithm algorithm, bool streamed,
+                                               TransferOptions options)
+{
+    Pushed out;
+    out.reservation = std::move(reservation);
     const std::uint64_t id = out.reservation.id;
     try {
-        server::TicketBinding binding = binding_for(protocol::FrameType::push, name, 0, max);
+        server::TicketBinding binding = binding_for(protocol::FrameType::push, name, 0, length);
         binding.reservation = id;
         binding.checksum = algorithm;
-        binding.streamed = true;
+        binding.streamed = streamed;
         reservations_.attach(id, options.control);
         out.ticket = issue(std::move(binding), std::move(options), caller.subject);
         return out;
     } catch (...) {
+        // Nothing half-done stays behind: the client never learns this id.
         try {
             reservations_.abort(id);
         } catch (const std::exception& e) {
