@@ -67,6 +67,9 @@ private:
     /// The one instance `scope` names (frames, bulk data); nullopt once
     /// `reply` has answered why not (400 a bad UID, 404 none, 500 the index).
     std::optional<IndexRow> the_instance(const Request& request, const Scope& scope, Reply& reply) const;
+    /// Where `row`'s Pixel Data lies (layout_of); nullopt once `reply` has
+    /// answered why not (the layout's status, or 404 without Pixel Data).
+    std::optional<PixelLayout> pixel_layout(const IndexRow& row, const Scope& scope, Reply& reply);
     /// An instance's copies, nearest first.
     std::vector<IndexedBlob> copies_of(const IndexRow& row);
     /// The store statuses for nearest-first ordering, asked at most every few seconds.

@@ -383,6 +383,19 @@ void DicomWeb::metadata(const Request& request, const Scope& scope, Reply& reply
 
 // ---- frames and bulk data ----------------------------------------------------
 
+std::optional<PixelLayout> DicomWeb::pixel_layout(const IndexRow& row, const Scope& scope, Reply& reply)
+{
+    PixelLayout layout;
+    http::status status = http::status::ok;
+    if (const std::string why = layout_of(row, layout, status); !why.empty()) {
+        reply.respond(text_response(status, why));
+        return std::nullopt;
+    }
+    if (layout.value_offset != 0) return layout;
+    reply.respond(text_response(http::status::not_found, "instance " + scope.instance + " has no Pixel Data"));
+    return std::nullopt;
+}
+
 std::optional<IndexRow> DicomWeb::the_instance(const Request& request, const Scope& scope, Reply& reply) const
 {
     std::vector<IndexRow> rows;
@@ -406,13 +419,9 @@ void DicomWeb::frames(const Request& request, const Scope& scope, const std::str
     const auto found = the_instance(request, scope, reply);
     if (!found) return;
     const IndexRow& row = *found;
-    PixelLayout layout;
-    http::status status = http::status::ok;
-    if (const std::string why = layout_of(row, layout, status); !why.empty())
-        return void(reply.respond(text_response(status, why)));
-    if (layout.value_offset == 0)
-        return void(reply.respond(text_response(http::status::not_found,
-                                                "instance " + scope.instance + " has no Pixel Data")));
+    const auto found_layout = pixel_layout(row, scope, reply);
+    if (!found_layout) return;
+    const PixelLayout& layout = *found_layout;
     if (layout.encapsulated || !native_little_endian(layout.transfer_syntax))
         return void(reply.respond(text_response(
             http::status::not_acceptable,
@@ -499,13 +508,9 @@ void DicomWeb::bulk_data(const Request& request, const Scope& scope, const std::
     const auto found = the_instance(request, scope, reply);
     if (!found) return;
     const IndexRow& row = *found;
-    PixelLayout layout;
-    http::status status = http::status::ok;
-    if (const std::string why = layout_of(row, layout, status); !why.empty())
-        return void(reply.respond(text_response(status, why)));
-    if (layout.value_offset == 0)
-        return void(reply.respond(text_response(http::status::not_found,
-                                                "instance " + scope.instance + " has no Pixel Data")));
+    const auto found_layout = pixel_layout(row, scope, reply);
+    if (!found_layout) return;
+    const PixelLayout& layout = *found_layout;
     if (layout.encapsulated)
         return void(reply.respond(text_response(
             http::status::not_acceptable,
