@@ -1,12 +1,44 @@
 """Ports on 127.0.0.1 (or another local address) for programs that cannot
 bind port 0 themselves and print the port they got."""
 
+import random
 import socket
+
+# Below the kernel's ephemeral range: a port given out there can be taken by
+# any outgoing connection between the check here and the program's bind
+# (storescp then failed with "Address already in use"); a port below it is
+# taken only by a program that binds it.
+_LOWEST = 10000
+
+
+def _ephemeral_range():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(v) for v in f.read().split())
+            return low, high
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def _bindable(host, port):
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, port))
+            return True
+        except OSError:
+            return False
 
 
 def free_port(host="127.0.0.1"):
-    """An ephemeral port that was free a moment ago (omniNames, iperf3 and
-    storescp have no port 0 mode)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    """A port that was free a moment ago, outside the ephemeral range when
+    there is room below it (omniNames, iperf3 and storescp have no port 0
+    mode)."""
+    low, _high = _ephemeral_range()
+    if low - _LOWEST >= 1000:
+        for _ in range(100):
+            port = random.randrange(_LOWEST, low)
+            if _bindable(host, port):
+                return port
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return s.getsockname()[1]
