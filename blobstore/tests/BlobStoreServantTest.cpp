@@ -77,9 +77,10 @@ BOOST_FIXTURE_TEST_CASE(reservations_raise_their_declared_exceptions, Fixture)
     BOOST_CHECK(!idl_message<BlobStreaming::NoSuchReservation>([&] { servant->resumable("CT.3"); }).empty());
     BlobStreaming::Reservation_var r = servant->reserve("CT.3", 0, false);
     BOOST_CHECK_EQUAL(std::string(r->name.in()), "CT.3");
-    // A checksum of no algorithm is refused as TransferFailed, naming it.
+    // A checksum of no algorithm (the "store's default" of requests) is
+    // refused as TransferFailed, naming it.
     BlobStreaming::BlobChecksum none = zero_crc32c();
-    none.algorithm = static_cast<BlobStreaming::ChecksumAlgorithm>(99);
+    none.algorithm = BlobStreaming::CHECKSUM_STORE_DEFAULT;
     BOOST_CHECK_EQUAL(idl_message<BlobStreaming::TransferFailed>([&] {
                           servant->commit(r->id, none);
                       }).find("commit reservation " + std::to_string(r->id) + ": the checksum names no algorithm"),

@@ -146,9 +146,9 @@ BlobStreaming::Reservation* BlobStore_i::reserve(const char* name, BlobStreaming
                                                  CORBA::Boolean overwrite)
 {
     try {
-        auto* out = new BlobStreaming::Reservation;
-        to_idl_reservation(context_.service.reserve(current_caller(), name, size, overwrite), *out);
-        return out;
+        BlobStreaming::Reservation_var out = new BlobStreaming::Reservation;  // freed if the call throws
+        to_idl_reservation(context_.service.reserve(current_caller(), name, size, overwrite), out.inout());
+        return out._retn();
     } catch (...) {
         IdlContext c;
         c.name = name;
@@ -185,9 +185,9 @@ void BlobStore_i::abort(BlobStreaming::ReservationId id)
 BlobStreaming::Reservation* BlobStore_i::resumable(const char* name)
 {
     try {
-        auto* out = new BlobStreaming::Reservation;
-        to_idl_reservation(context_.service.resumable(current_caller(), name), *out);
-        return out;
+        BlobStreaming::Reservation_var out = new BlobStreaming::Reservation;  // freed if the call throws
+        to_idl_reservation(context_.service.resumable(current_caller(), name), out.inout());
+        return out._retn();
     } catch (...) {
         rethrow_idl(context_, kInvalidName | kNoSuchReservation, {name});
     }

@@ -292,11 +292,11 @@ BlobStreaming::Reservation* BlobTransporter_i::reserveParts(const char* name, Bl
 {
     require_opener("reserveParts");
     try {
-        auto* out = new BlobStreaming::Reservation;
+        BlobStreaming::Reservation_var out = new BlobStreaming::Reservation;  // freed if the call throws
         to_idl_reservation(
             context_.service.reserve_parts(current_caller(), name, size, overwrite, corba::algorithm_of(checksum)),
-            *out);
-        return out;
+            out.inout());
+        return out._retn();
     } catch (...) {
         IdlContext c;
         c.name = name;
