@@ -248,17 +248,22 @@ BlobStreaming::PushGrant* BlobTransporter_i::push(const char* name, BlobStreamin
         const service::StoreService::Pushed pushed =
             context_.service.push(current_caller(), name, size, overwrite, corba::algorithm_of(checksum),
                                   transfer_options(useTimeout, timeout, semantics));
-        BlobStreaming::TransferTicket_var ticket = keep(pushed.ticket);
-        BlobStreaming::PushGrant_var grant = new BlobStreaming::PushGrant;
-        to_idl_reservation(pushed.reservation, grant->space);
-        grant->ticket = ticket.in();
-        return grant._retn();
+        return push_grant(pushed);
     } catch (...) {
         IdlContext c;
         c.name = name;
         c.requested = size;
         rethrow_idl(context_, kInvalidName | kOutOfSpace | kAlreadyExists | kLimitReached | kTransferFailed, c);
     }
+}
+
+BlobStreaming::PushGrant* BlobTransporter_i::push_grant(const service::StoreService::Pushed& pushed)
+{
+    BlobStreaming::TransferTicket_var ticket = keep(pushed.ticket);
+    BlobStreaming::PushGrant_var grant = new BlobStreaming::PushGrant;
+    to_idl_reservation(pushed.reservation, grant->space);
+    grant->ticket = ticket.in();
+    return grant._retn();
 }
 
 BlobStreaming::PushGrant* BlobTransporter_i::pushStream(const char* name, BlobStreaming::ByteCount maxSize,
@@ -273,11 +278,7 @@ BlobStreaming::PushGrant* BlobTransporter_i::pushStream(const char* name, BlobSt
         const service::StoreService::Pushed pushed =
             context_.service.push_stream(current_caller(), name, maxSize, overwrite, corba::algorithm_of(checksum),
                                          transfer_options(useTimeout, timeout, semantics));
-        BlobStreaming::TransferTicket_var ticket = keep(pushed.ticket);
-        BlobStreaming::PushGrant_var grant = new BlobStreaming::PushGrant;
-        to_idl_reservation(pushed.reservation, grant->space);
-        grant->ticket = ticket.in();
-        return grant._retn();
+        return push_grant(pushed);
     } catch (...) {
         IdlContext c;
         c.name = name;

@@ -88,6 +88,8 @@ private:
     /// Keeps the ticket the service issued (for cancel() and close()) and
     /// returns it as the IDL ticket.
     BlobStreaming::TransferTicket* keep(const service::StoreService::Issued& ticket);
+    /// The IDL PushGrant of `pushed` (push, pushStream), its ticket kept as keep() keeps it.
+    BlobStreaming::PushGrant* push_grant(const service::StoreService::Pushed& pushed);
     /// The IDL form of `ticket`.
     void to_idl_ticket(const service::StoreService::Issued& ticket, BlobStreaming::TransferTicket& out) const;
     void withdraw_all() noexcept;
