@@ -68,15 +68,15 @@ BlobStreaming::LocationSeq* BlobLocator_i::locate(const char* name)
     // A read-through store nearer than every holder fills itself from them
     // (Fetcher.h): it is where a client of its tier pulls, listed first.
     const std::vector<Found> found = nearest(std::move(answered));
-    auto* out = new BlobStreaming::LocationSeq;
+    BlobStreaming::LocationSeq_var out = new BlobStreaming::LocationSeq;
     out->length(static_cast<CORBA::ULong>(found.size()));
     for (CORBA::ULong i = 0; i < out->length(); ++i) {
-        (*out)[i].store = found[i].store.c_str();
-        (*out)[i].tier = found[i].tier;
-        (*out)[i].ref = BlobStreaming::BlobStore::_duplicate(found[i].ref.in());
-        (*out)[i].holds = found[i].holds;
+        out[i].store = found[i].store.c_str();
+        out[i].tier = found[i].tier;
+        out[i].ref = BlobStreaming::BlobStore::_duplicate(found[i].ref.in());
+        out[i].holds = found[i].holds;
     }
-    return out;
+    return out._retn();
 }
 
 BlobStreaming::LocationSeq* BlobLocator_i::locate_own(const char* name)
@@ -117,13 +117,13 @@ std::string bytes_text(std::uint64_t size) { return std::to_string(size) + " byt
 BlobStreaming::Placement* placement_of(const PlacementCandidate& c, const PlacementChoice& choice,
                                        BlobStreaming::BlobStore_ptr ref)
 {
-    auto* out = new BlobStreaming::Placement;
+    BlobStreaming::Placement_var out = new BlobStreaming::Placement;
     out->store = c.store.c_str();
     out->tier = static_cast<BlobStreaming::StoreTier>(c.tier);
     out->ref = BlobStreaming::BlobStore::_duplicate(ref);
     out->byDefault = choice.by_default;
     out->room = c.room;
-    return out;
+    return out._retn();
 }
 
 }  // namespace

@@ -93,7 +93,7 @@ BlobStreaming::StoreStatus* BlobStore_i::status()
 {
     try {
         const service::StoreService::Status status = context_.service.status();
-        auto* s = new BlobStreaming::StoreStatus;
+        BlobStreaming::StoreStatus_var s = new BlobStreaming::StoreStatus;  // freed if a step throws
         s->name = context_.store_name().c_str();
         s->kind = status.kind.c_str();
         s->tier = context_.tier;
@@ -105,7 +105,7 @@ BlobStreaming::StoreStatus* BlobStore_i::status()
         s->readThrough = status.read_through;
         s->host = boot_id().c_str();
         s->localFiles = status.local_files;
-        return s;
+        return s._retn();
     } catch (...) {
         rethrow_idl(context_, kRaisesNothing);
     }
@@ -133,10 +133,10 @@ BlobStreaming::BlobInfoSeq* BlobStore_i::list()
 {
     try {
         const auto blobs = context_.service.list(current_caller());
-        auto* out = new BlobStreaming::BlobInfoSeq;
+        BlobStreaming::BlobInfoSeq_var out = new BlobStreaming::BlobInfoSeq;
         out->length(static_cast<CORBA::ULong>(blobs.size()));
-        for (CORBA::ULong i = 0; i < out->length(); ++i) to_idl(blobs[i], (*out)[i]);
-        return out;
+        for (CORBA::ULong i = 0; i < out->length(); ++i) to_idl(blobs[i], out[i]);
+        return out._retn();
     } catch (...) {
         rethrow_idl(context_, kRaisesNothing);
     }

@@ -153,9 +153,9 @@ BlobStreaming::TransferTicket* BlobTransporter_i::keep(const service::StoreServi
             it = it->second.expired() ? issued_.erase(it) : std::next(it);
         issued_.emplace(issued.id, issued.binding.control);
     }
-    auto* ticket = new BlobStreaming::TransferTicket;
-    to_idl_ticket(issued, *ticket);
-    return ticket;
+    BlobStreaming::TransferTicket_var ticket = new BlobStreaming::TransferTicket;
+    to_idl_ticket(issued, ticket.inout());
+    return ticket._retn();
 }
 
 BlobStreaming::TransferTicket* BlobTransporter_i::send(const char* blob, BlobStreaming::ByteCount length,
@@ -343,10 +343,10 @@ BlobStreaming::TransferNoticeSeq* BlobTransporter_i::poll()
             spdlog::info("transporter poll: {} oldest notices were dropped since the previous poll (at most {} are "
                          "kept)",
                          dropped, kMaxQueuedNotices);
-        auto* out = new BlobStreaming::TransferNoticeSeq;
+        BlobStreaming::TransferNoticeSeq_var out = new BlobStreaming::TransferNoticeSeq;
         out->length(static_cast<CORBA::ULong>(taken.size()));
-        for (CORBA::ULong i = 0; i < out->length(); ++i) (*out)[i] = taken[i];
-        return out;
+        for (CORBA::ULong i = 0; i < out->length(); ++i) out[i] = taken[i];
+        return out._retn();
     } catch (...) {
         rethrow_idl(context_, kRaisesNothing);
     }
