@@ -7,6 +7,7 @@ common_libblobcommon_la_SOURCES = \
 	common/src/BlobInfo.cpp \
 	common/src/BlobName.cpp \
 	common/src/Checksum.cpp \
+	common/src/DescriptorReserve.cpp \
 	common/src/Error.cpp \
 	common/src/HashPipeline.cpp \
 	common/src/Host.cpp \
@@ -34,8 +35,9 @@ commonhdr_HEADERS = \
 	common/include/blobstreaming/common/Text.h \
 	common/include/blobstreaming/common/TlsFiles.h \
 	common/include/blobstreaming/common/UniqueFd.h
-# The TLS policy of our contexts (transporter, sdc): ours, not an API.
-EXTRA_DIST += common/include/blobstreaming/common/TlsPolicy.h
+# The TLS policy of our contexts (transporter, sdc) and the descriptor
+# reserve of our listening ports: ours, not an API.
+EXTRA_DIST += common/include/blobstreaming/common/TlsPolicy.h common/include/blobstreaming/common/DescriptorReserve.h
 
 # libblobcli (not installed): what every program's command line shares —
 # sizes, durations, the logging flags, --version, no abbreviated options
@@ -52,13 +54,16 @@ common_libblobcli_la_LIBADD = common/libblobcommon.la $(BOOST_PROGRAM_OPTIONS_LI
 
 common_test_cppflags = $(AM_CPPFLAGS) -I$(top_srcdir)/common/tests $(OPENSSL_CFLAGS) -DBOOST_TEST_DYN_LINK
 common_test_ldadd = common/libblobcommon.la $(OPENSSL_LIBS) $(BOOST_UNIT_TEST_FRAMEWORK_LIBS)
-common_tests = common/tests/BlobNameTest common/tests/ChecksumTest common/tests/CliTest common/tests/HashPipelineTest \
+common_tests = common/tests/BlobNameTest common/tests/ChecksumTest common/tests/CliTest common/tests/DescriptorReserveTest common/tests/HashPipelineTest \
 	common/tests/Sha256Test common/tests/TextTest
 check_PROGRAMS += $(common_tests)
 TESTS += $(common_tests)
 common_tests_BlobNameTest_SOURCES = common/tests/BlobNameTest.cpp
 common_tests_BlobNameTest_CPPFLAGS = $(common_test_cppflags)
 common_tests_BlobNameTest_LDADD = $(common_test_ldadd)
+common_tests_DescriptorReserveTest_SOURCES = common/tests/DescriptorReserveTest.cpp
+common_tests_DescriptorReserveTest_CPPFLAGS = $(common_test_cppflags)
+common_tests_DescriptorReserveTest_LDADD = $(common_test_ldadd)
 common_tests_TextTest_SOURCES = common/tests/TextTest.cpp
 common_tests_TextTest_CPPFLAGS = $(common_test_cppflags)
 common_tests_TextTest_LDADD = $(common_test_ldadd)

@@ -4,6 +4,7 @@
 #include <dcmtk/dcmnet/dcmtrans.h>
 #include <dcmtk/dcmnet/dul.h>
 
+#include <blobstreaming/common/DescriptorReserve.h>
 #include <blobstreaming/common/UniqueFd.h>
 #include <blobstreaming/transporter/Tls.h>
 
@@ -47,6 +48,8 @@ constexpr std::uint64_t kMaxRequest = 256 * 1024;
 /// Connections being refused at once (each answered with kLimitExceeded and
 /// read until the peer closes, 2 s at most); beyond, they are closed.
 constexpr int kMaxRefusing = 32;
+/// Pending connections closed at most, out of descriptors, before a pause.
+constexpr int kShedBurst = 64;
 constexpr auto kRefusalDrain = std::chrono::seconds(2);
 /// How long an association that this side has rejected, released or
 /// aborted waits for the peer to close its connection.
@@ -716,17 +719,23 @@ std::string accept_associations(const GatewayOptions& options, const DicomSecuri
     if (initialized.bad()) return where + "DCMTK's network: " + initialized.text();
 
     unsigned exhausted = 0;
+    DescriptorReserve reserve;
     for (;;) {
         sockaddr_in peer_address{};
         socklen_t length = sizeof peer_address;
         UniqueFd fd(::accept4(listener.get(), reinterpret_cast<sockaddr*>(&peer_address), &length, SOCK_CLOEXEC));
         if (!fd) {
             const int err = errno;
-            if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
-                // Out of descriptors: the pending connection waits in the
-                // backlog until an association ends.
-                if (exhausted++ % 100 == 0) spdlog::error("accepting an association: {}", std::strerror(err));
+            if (out_of_descriptors(err)) {
+                // The pending peers would wait in the backlog until their own
+                // timeout: close them (a modality sends again later), then
+                // pause until an association ends.
+                const int closed = reserve.shed_pending(listener.get(), kShedBurst);
+                if (exhausted++ % 100 == 0)
+                    spdlog::error("accepting an association: {}: {} pending connection(s) closed unanswered",
+                                  std::strerror(err), closed);
                 std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                reserve.refill();
                 continue;
             }
             if (err == EBADF || err == EINVAL || err == ENOTSOCK || err == EOPNOTSUPP || err == EFAULT)

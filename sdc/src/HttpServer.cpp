@@ -9,7 +9,6 @@
 #include <optional>
 #include <unordered_map>
 
-#include <fcntl.h>
 
 namespace blobstreaming::sdc {
 
@@ -125,12 +124,8 @@ std::string peer_of(const tcp::socket& socket)
 
 bool out_of_resources(const beast::error_code& ec)
 {
-    if (ec.category() != net::error::get_system_category()) return false;
-    const int e = ec.value();
-    return e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM;
+    return ec.category() == net::error::get_system_category() && out_of_descriptors(ec.value());
 }
-
-UniqueFd open_reserve() { return UniqueFd(::open("/dev/null", O_RDONLY | O_CLOEXEC)); }
 
 /// One keep-alive HTTP connection: (TLS handshake,) wait for a request (idle
 /// timeout), read its header (header timeout; t2), read the body (body
@@ -304,7 +299,7 @@ std::pair<std::string, unsigned short> split_address(const std::string& address)
 HttpServer::HttpServer(net::io_context& io, const std::string& address, RequestHandler& handler,
                        HttpServerOptions options)
     : io_(io), handler_(handler), options_(std::move(options)), acceptor_(io), accept_retry_(io),
-      admission_(std::make_shared<Admission>(options_)), reserve_(open_reserve())
+      admission_(std::make_shared<Admission>(options_))
 {
     if (options_.max_connections < 1 || options_.max_connections_per_peer < 1)
         throw SdcError(Errc::invalid_argument, "server on " + address + ": max_connections (" +
@@ -322,7 +317,7 @@ HttpServer::HttpServer(net::io_context& io, const std::string& address, RequestH
     if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
     if (!ec) acceptor_.bind(endpoint, ec);
     if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
-    if (!ec) acceptor_.non_blocking(true, ec);  // out_of_descriptors() accepts without waiting
+    if (!ec) acceptor_.non_blocking(true, ec);  // shed_pending() accepts without waiting
     if (ec) throw SdcError(Errc::unreachable, "cannot listen on " + address + ": " + ec.message());
 }
 
@@ -340,7 +335,7 @@ void HttpServer::accept()
 {
     acceptor_.async_accept([this](beast::error_code ec, tcp::socket socket) {
         if (ec == net::error::operation_aborted) return;
-        if (out_of_resources(ec)) return out_of_descriptors();
+        if (out_of_resources(ec)) return shed_pending();
         if (ec) return accept_later(kErrorPause);  // e.g. a connection reset before it was accepted
         admit(std::move(socket));
         accept();
@@ -362,20 +357,12 @@ void HttpServer::admit(tcp::socket socket)
     else start(std::make_shared<HttpSession<beast::tcp_stream>>(handler_, options_, admission_, std::move(socket)));
 }
 
-void HttpServer::out_of_descriptors()
+void HttpServer::shed_pending()
 {
     // The pending clients would wait in the backlog until their own timeout
-    // and keep the port readable: accept and close them with the descriptor
+    // and keep the port readable: accept and close them with the descriptors
     // kept in reserve for that, then pause.
-    if (reserve_) {
-        reserve_.reset();
-        for (int i = 0; i < kDropBurst; ++i) {
-            beast::error_code ec;
-            tcp::socket dropped = acceptor_.accept(ec);
-            if (ec == net::error::would_block || ec == net::error::try_again || out_of_resources(ec)) break;
-        }
-        reserve_ = open_reserve();
-    }
+    reserve_.shed_pending(acceptor_.native_handle(), kDropBurst);
     accept_later(kOutOfDescriptorsPause);
 }
 
@@ -384,7 +371,7 @@ void HttpServer::accept_later(std::chrono::milliseconds pause)
     accept_retry_.expires_after(pause);
     accept_retry_.async_wait([this](beast::error_code e) {
         if (e) return;
-        if (!reserve_) reserve_ = open_reserve();
+        reserve_.refill();
         accept();
     });
 }

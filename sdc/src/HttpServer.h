@@ -6,6 +6,7 @@
 
 #include "Asio.h"
 
+#include <blobstreaming/common/DescriptorReserve.h>
 #include <blobstreaming/common/UniqueFd.h>
 
 #include <chrono>
@@ -99,7 +100,7 @@ public:
 private:
     void accept();
     void admit(tcp::socket socket);
-    void out_of_descriptors();
+    void shed_pending();  ///< out of descriptors: closes pending connections, pauses
     void accept_later(std::chrono::milliseconds pause);
 
     net::io_context& io_;
@@ -108,7 +109,7 @@ private:
     tcp::acceptor acceptor_;
     net::steady_timer accept_retry_;
     std::shared_ptr<Admission> admission_;
-    UniqueFd reserve_;  ///< /dev/null, given up to accept-and-close when out of descriptors
+    DescriptorReserve reserve_;  ///< given up to accept-and-close when out of descriptors
 };
 
 /// "HOST:PORT" split (localhost becomes 127.0.0.1); throws

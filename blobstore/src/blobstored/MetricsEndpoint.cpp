@@ -1,6 +1,7 @@
 /// MetricsEndpoint (MetricsEndpoint.h): a small asynchronous HTTP server.
 #include "MetricsEndpoint.h"
 
+#include <blobstreaming/common/DescriptorReserve.h>
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/Tls.h>
 
@@ -19,11 +20,9 @@
 #include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
 
-#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -61,9 +60,7 @@ using tls_stream = beast::ssl_stream<beast::tcp_stream>;
 
 bool out_of_resources(const beast::error_code& ec)
 {
-    if (ec.category() != boost::system::system_category()) return false;
-    const int v = ec.value();
-    return v == EMFILE || v == ENFILE || v == ENOBUFS || v == ENOMEM;
+    return ec.category() == boost::system::system_category() && out_of_descriptors(ec.value());
 }
 
 /// One warning per kLogInterval at most; used on the endpoint's thread only.
@@ -100,18 +97,9 @@ struct MetricsEndpoint::Impl {
     /// Null for plain HTTP; else the store's server context (TlsContext:
     /// client certificates required and verified against its CA).
     std::unique_ptr<asio::ssl::context> tls;
-    /// Descriptors held in reserve: out of descriptors, they are closed to
-    /// accept and close the pending connections (which would otherwise keep
-    /// the port readable), then opened again. Two, because another thread
-    /// of the daemon may take a freed number first and keep it (a
-    /// connection to the Naming Service): one is then still there.
-    std::array<int, 2> reserves{-1, -1};
-    /// Opens the reserves that are not open (some may fail at the limit).
-    void fill_reserves() noexcept
-    {
-        for (int& r : reserves)
-            if (r < 0) r = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    }
+    /// Given up to accept and close the pending connections when out of
+    /// descriptors (DescriptorReserve.h).
+    DescriptorReserve reserve;
     std::atomic<int> sessions{0};
     std::mutex peers_mutex;
     std::map<std::string, int> per_peer;  ///< open sessions by remote address
@@ -126,7 +114,7 @@ struct MetricsEndpoint::Impl {
     std::thread thread;
 
     void accept();
-    void out_of_descriptors(const beast::error_code& ec);
+    void shed_pending(const beast::error_code& ec);
     /// Counts a session of `peer` and returns its id, 0 when it is refused:
     /// `peer` holds kMaxSessionsPerPeer already, or every session is taken
     /// and no address holds two more than `peer` (otherwise the oldest
@@ -298,7 +286,7 @@ void MetricsEndpoint::Impl::accept()
             // Accepting again at once would fail again at once: a busy loop
             // for as long as a connection is pending.
             if (out_of_resources(ec)) {
-                out_of_descriptors(ec);
+                shed_pending(ec);
             } else {
                 int suppressed = 0;
                 if (descriptors_log.allow(suppressed))
@@ -327,29 +315,9 @@ void MetricsEndpoint::Impl::accept()
     });
 }
 
-void MetricsEndpoint::Impl::out_of_descriptors(const beast::error_code& ec)
+void MetricsEndpoint::Impl::shed_pending(const beast::error_code& ec)
 {
-    int dropped = 0;
-    fill_reserves();  // descriptors may have been freed since the last time
-    bool freed = false;
-    for (int& r : reserves) {
-        if (r < 0) continue;
-        ::close(r);
-        r = -1;
-        freed = true;
-    }
-    if (freed) {
-        for (int i = 0; i < kMaxSessions; ++i) {
-            const int fd = ::accept4(acceptor.native_handle(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-            if (fd < 0) {
-                if (errno == ECONNABORTED || errno == EINTR) continue;
-                break;
-            }
-            ::close(fd);
-            ++dropped;
-        }
-        fill_reserves();
-    }
+    const int dropped = reserve.shed_pending(acceptor.native_handle(), kMaxSessions);
     int suppressed = 0;
     if (descriptors_log.allow(suppressed))
         spdlog::warn("metrics endpoint {}: out of descriptors ({}): {} pending connection(s) closed unanswered; "
@@ -381,7 +349,6 @@ MetricsEndpoint::MetricsEndpoint(const HostPort& where, std::function<std::strin
     if (ec) throw Error(Errc::unreachable, "--metrics-address: cannot listen on " + text + ": " + ec.message());
     const tcp::endpoint bound = impl_->acceptor.local_endpoint();
     impl_->address = bound.address().to_string() + ":" + std::to_string(bound.port());
-    impl_->fill_reserves();
     impl_->accept();
     impl_->thread = std::thread([impl = impl_.get()] {
         try {
@@ -396,8 +363,6 @@ MetricsEndpoint::~MetricsEndpoint()
 {
     impl_->io.stop();
     if (impl_->thread.joinable()) impl_->thread.join();
-    for (const int r : impl_->reserves)
-        if (r >= 0) ::close(r);
 }
 
 const std::string& MetricsEndpoint::address() const noexcept { return impl_->address; }

@@ -10,7 +10,6 @@
 #include <cstring>
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -58,8 +57,6 @@ bool connection_gone(int err)
     }
 }
 
-bool out_of_resources(int err) { return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM; }
-
 int accept_one(int listener, sockaddr_storage* from)
 {
     socklen_t len = sizeof *from;
@@ -97,7 +94,7 @@ bool DataAcceptor::open(const ACE_INET_Addr& addr, ACE_Reactor* r)
         errno = err;
         return false;
     }
-    reserve_.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    reserve_.refill();
     reactor(r);
     if (r->register_handler(this, ACE_Event_Handler::ACCEPT_MASK) == -1) {
         const int err = errno;
@@ -117,7 +114,6 @@ void DataAcceptor::close() noexcept
         reactor()->remove_handler(this, ACE_Event_Handler::ACCEPT_MASK | ACE_Event_Handler::DONT_CALL);
     registered_ = false;
     listener_.reset();
-    reserve_.reset();
 }
 
 std::uint16_t DataAcceptor::port() const
@@ -142,8 +138,8 @@ int DataAcceptor::handle_input(ACE_HANDLE)
         const int err = errno;
         if (err == EAGAIN || err == EWOULDBLOCK) break;
         if (connection_gone(err)) continue;
-        if (out_of_resources(err)) {
-            out_of_descriptors(err);
+        if (blobstreaming::out_of_descriptors(err)) {
+            shed_pending(err);
             return 0;
         }
         if (server_.accept_log.allow())
@@ -182,27 +178,17 @@ void DataAcceptor::admit(UniqueFd fd, const std::string& ip)
     if (c->open(this) == -1) c->close(CLOSE_DURING_NEW_CONNECTION);  // deletes it
 }
 
-void DataAcceptor::out_of_descriptors(int err)
+void DataAcceptor::shed_pending(int err)
 {
     // The pending clients would wait in the backlog until their own timeout
     // and keep the port readable (a busy loop): accept and close them with
     // the descriptor kept in reserve for that.
-    int dropped = 0;
-    if (reserve_) {
-        reserve_.reset();
-        for (int i = 0; i < kAcceptBurst; ++i) {
-            sockaddr_storage from{};
-            const UniqueFd fd(accept_one(listener_.get(), &from));
-            if (fd) ++dropped;
-            else if (!connection_gone(errno)) break;
-        }
-        reserve_.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-    }
+    const int dropped = reserve_.shed_pending(listener_.get(), kAcceptBurst);
     if (server_.accept_log.allow())
         spdlog::error("data port: out of descriptors ({}) with {} data connection(s) open: closed {} pending "
                       "connection(s){}; accepting again in {} ms",
                       std::strerror(err), server_.connections.size(), dropped,
-                      reserve_ ? "" : " (no descriptor in reserve)", kOutOfDescriptorsPause.count());
+                      reserve_.held() > 0 ? "" : " (no descriptor in reserve)", kOutOfDescriptorsPause.count());
     pause(kOutOfDescriptorsPause);
 }
 
@@ -218,7 +204,7 @@ void DataAcceptor::pause(std::chrono::milliseconds how_long)
 int DataAcceptor::handle_timeout(const ACE_Time_Value&, const void*)
 {
     pause_timer_ = -1;
-    if (!reserve_) reserve_.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    reserve_.refill();
     resume();
     return 0;
 }

@@ -5,6 +5,7 @@
 
 #include "DataServerImpl.h"
 
+#include <blobstreaming/common/DescriptorReserve.h>
 #include <blobstreaming/common/UniqueFd.h>
 
 #include <ace/Event_Handler.h>
@@ -48,13 +49,13 @@ public:
 
 private:
     void admit(UniqueFd fd, const std::string& ip);
-    void out_of_descriptors(int err);
+    void shed_pending(int err);  ///< out of descriptors: closes pending connections, pauses
     void pause(std::chrono::milliseconds how_long);
     void resume();
 
     DataServer::Impl& server_;
     UniqueFd listener_;
-    UniqueFd reserve_;  ///< /dev/null, given up to accept-and-close when out of descriptors
+    DescriptorReserve reserve_;  ///< given up to accept-and-close when out of descriptors
     long pause_timer_ = -1;
     bool registered_ = false;
 };

@@ -12,6 +12,7 @@
 
 #include "Spool.h"
 
+#include <blobstreaming/common/DescriptorReserve.h>
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/Text.h>
 
@@ -57,6 +58,8 @@ using tls_stream = beast::ssl_stream<beast::tcp_stream>;
 /// memory), kErrorPause after any other failure of accept(2).
 constexpr std::chrono::milliseconds kOutOfDescriptorsPause{1000};
 constexpr std::chrono::milliseconds kErrorPause{100};
+/// Pending connections closed at most, out of descriptors, before the pause.
+constexpr int kMaxConnectionsShed = 64;
 /// Worker threads: requests answered at once (more wait for one).
 constexpr unsigned kMaxWorkers = 16;
 /// Spool numbers of request bodies, apart from the DIMSE side's.
@@ -64,9 +67,7 @@ constexpr unsigned long kSpoolBase = 1ul << 40;
 
 bool out_of_resources(const beast::error_code& ec)
 {
-    if (ec.category() != boost::system::system_category()) return false;
-    const int v = ec.value();
-    return v == EMFILE || v == ENFILE || v == ENOBUFS || v == ENOMEM;
+    return ec.category() == boost::system::system_category() && out_of_descriptors(ec.value());
 }
 
 /// The tokens of --http-token-file: its lines, less empty ones and comments.
@@ -108,6 +109,10 @@ struct HttpServer::Impl {
     asio::io_context io{1};
     tcp::acceptor acceptor{io};
     asio::steady_timer pause{io};
+    /// Given up to accept and close the pending connections when out of
+    /// descriptors, which would otherwise wait in the backlog until their
+    /// own timeout (DescriptorReserve.h).
+    DescriptorReserve reserve;
     std::unique_ptr<asio::ssl::context> tls;
     std::vector<std::string> tokens;
     std::string address;
@@ -553,11 +558,16 @@ void HttpServer::Impl::accept()
         if (ec == asio::error::connection_aborted || ec == asio::error::interrupted) return accept();
         if (ec) {
             // Accepting again at once would fail again at once: a busy loop.
-            spdlog::warn("DICOMweb {}: accept failed: {}; accepting again in {} ms", address, ec.message(),
-                         (out_of_resources(ec) ? kOutOfDescriptorsPause : kErrorPause).count());
-            pause.expires_after(out_of_resources(ec) ? kOutOfDescriptorsPause : kErrorPause);
+            const bool out = out_of_resources(ec);
+            const int closed = out ? reserve.shed_pending(acceptor.native_handle(), kMaxConnectionsShed) : 0;
+            spdlog::warn("DICOMweb {}: accept failed: {}{}; accepting again in {} ms", address, ec.message(),
+                         out ? fmt::format(" ({} pending connection(s) closed unanswered)", closed) : std::string(),
+                         (out ? kOutOfDescriptorsPause : kErrorPause).count());
+            pause.expires_after(out ? kOutOfDescriptorsPause : kErrorPause);
             pause.async_wait([this](beast::error_code e) {
-                if (!e) accept();
+                if (e) return;
+                reserve.refill();
+                accept();
             });
             return;
         }
