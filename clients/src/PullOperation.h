@@ -6,6 +6,7 @@
 ///   caller:  start()
 ///   control: on_control_thread_choose()        validate, choose the store and the path
 ///   loop:    on_loop_thread_read_local()       the same-host fast path: copy from the store's file
+///   loop:    on_loop_thread_named()            name the Blob on a pooled connection (no control call)
 ///   control: on_control_thread_ticket()        a ticket for the data connection
 ///   control: on_control_thread_resume()        a ticket for the bytes a file still lacks
 ///   loop:    on_loop_thread_transfer()         queue the transfer on a data connection
@@ -52,9 +53,16 @@ private:
     /// passes the hash of the bytes the file holds (`prefix`).
     /// `retry_if_changed`: a Blob replaced or removed since the ticket
     /// (Errc::blob_changed) is pulled once more, for the version current then.
-    void on_loop_thread_transfer(const Ticket& ticket, std::optional<ChecksumState> prefix, bool retry_if_changed);
-    /// Loop thread: the data connection's outcome.
-    void on_loop_thread_finished(const Ticket& ticket, bool retry_if_changed, const JobOutcome& outcome);
+    /// `named`: the job names its Blob on a pooled connection of that route
+    /// (the ticket holds the endpoint and the range asked for).
+    void on_loop_thread_transfer(const Ticket& ticket, std::optional<ChecksumState> prefix, bool retry_if_changed,
+                                 const NamedRoutes::Route* named = nullptr);
+    /// Loop thread: a pull that names its Blob (NamedRoutes) runs on an idle
+    /// pooled connection that takes it, else goes back for a ticket.
+    void on_loop_thread_named(const NamedRoutes::Route& route);
+    /// Loop thread: the data connection's outcome (`named`: of a named pull).
+    void on_loop_thread_finished(const Ticket& ticket, bool retry_if_changed, const JobOutcome& outcome,
+                                 bool named = false);
     /// Any thread: completes with `e`.
     void fail(const Error& e);
 

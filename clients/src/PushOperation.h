@@ -5,7 +5,8 @@
 /// runs:
 ///   caller:  start()                     waits for a slot (admit_push) when 16 pushes are ahead
 ///   any:     reserve()                   queues the control step
-///   control: on_control_thread_reserve()   validate, open the source, reserve
+///   control: on_control_thread_reserve()   validate, open the source, reserve (or name the Blob:
+///                                          on_loop_thread_send_named(), on_control_thread_ticket())
 ///   loop:    on_loop_thread_send()         skip what a resume need not send, queue the transfer
 ///   loop:    on_loop_thread_finished()     the data connection's outcome
 ///   control: on_control_thread_abort()     a failed push leaves nothing: abort, then complete
@@ -39,6 +40,16 @@ private:
     /// with `resume`: resumable + recv),
     /// then posts on_loop_thread_send(). Failures complete the push.
     void on_control_thread_reserve();
+    /// Control thread: the ticket of a push that meant to name its Blob but
+    /// found no pooled connection for it.
+    void on_control_thread_ticket(std::shared_ptr<TransferJob> job);
+    /// Loop thread: a named push (NamedRoutes) runs on an idle pooled
+    /// connection that takes it, else goes back for a ticket.
+    void on_loop_thread_send_named(std::shared_ptr<TransferJob> job);
+    /// Any thread: `job` with grant_'s ticket, then on_loop_thread_send().
+    void send_with_ticket(const std::shared_ptr<TransferJob>& job);
+    /// Sets `job`'s type, what, progress and done.
+    void prepare(const std::shared_ptr<TransferJob>& job);
     /// Loop thread: a resumed push hashes the bytes the store already has
     /// (a producer must run on this thread), then the transfer is queued on
     /// a data connection.
@@ -58,6 +69,7 @@ private:
     std::string what_;   ///< `push "N"`
     std::string store_;  ///< once chosen
     PushGrant grant_;
+    bool named_ = false;  ///< the running job names its Blob: no reservation id here
 };
 
 }  // namespace blobstreaming::client
