@@ -26,7 +26,29 @@ void PullOperation::start(Session::Impl& session, std::string name, PullSink sin
 {
     std::shared_ptr<PullOperation> op(
         new PullOperation(session, std::move(name), std::move(sink), std::move(options), std::move(done)));
+    if (op->named_now()) return;
     op->on_control_thread(&PullOperation::on_control_thread_choose);
+}
+
+bool PullOperation::named_now()
+{
+    // Not with the same-host path on: asking for the store's file is a control call.
+    if (options_.resume || options_.notices != NoticeMode::none || options_.streams != 1 ||
+        session_.options.local_fast_path)
+        return false;
+    const std::string& store = options_.store.empty() ? session_.options.default_store : options_.store;
+    if (store.empty()) return false;
+    const auto route = session_.named.find(store);
+    if (!route) return false;
+    store_ = store;
+    try {
+        validate_blob_name(name_);
+    } catch (const Error& e) {
+        fail(e);
+        return true;
+    }
+    session_.loop.post([op = shared_from_this(), route = *route] { op->on_loop_thread_named(route); });
+    return true;
 }
 
 void PullOperation::on_control_thread(void (PullOperation::*step)(), std::optional<Result> if_closed)

@@ -3,7 +3,7 @@
 /// member function named by the thread that runs it; the operation keeps
 /// itself alive (shared_from_this) while a step is queued or its transfer
 /// runs:
-///   caller:  start()
+///   caller:  start()                           (named_now(): straight to on_loop_thread_named())
 ///   control: on_control_thread_choose()        validate, choose the store and the path
 ///   loop:    on_loop_thread_read_local()       the same-host fast path: copy from the store's file
 ///   loop:    on_loop_thread_named()            name the Blob on a pooled connection (no control call)
@@ -34,6 +34,10 @@ public:
 private:
     PullOperation(Session::Impl& session, std::string name, PullSink sink, PullOptions options, Completion done);
 
+    /// Caller thread (start()): a pull from a store known without asking
+    /// that has a named route (and no same-host path to ask about) goes to
+    /// on_loop_thread_named() at once; false when it does not qualify.
+    bool named_now();
     /// Any thread: runs `step` on the control thread; when the Session is
     /// closing, completes with `if_closed` (default: Errc::cancelled).
     void on_control_thread(void (PullOperation::*step)(), std::optional<Result> if_closed = std::nullopt);

@@ -32,8 +32,44 @@ void PushOperation::start(Session::Impl& session, PushSource source, std::string
     session.admit_push([op] { op->reserve(); });
 }
 
+bool PushOperation::named_now()
+{
+    if (options_.resume || options_.notices != NoticeMode::none || options_.streams != 1 || options_.tier ||
+        source_.kind() == PushSource::Kind::stream)
+        return false;
+    const std::string& store = options_.store.empty() ? session_.options.default_store : options_.store;
+    if (store.empty()) return false;
+    const auto route = session_.named.find(store);
+    if (!route) return false;
+    store_ = store;
+    auto job = std::make_shared<TransferJob>();
+    try {
+        validate_blob_name(name_);
+        job->source = open_source(source_, what_);
+    } catch (const Error& e) {
+        session_.complete(done_, failure(e, store_));
+        return true;
+    }
+    send_named(job, *route);
+    return true;
+}
+
+void PushOperation::send_named(const std::shared_ptr<TransferJob>& job, const NamedRoutes::Route& route)
+{
+    NamedRoutes::name_job(*job, route, protocol::FrameType::push, name_, 0, job->source->size(), options_.replace,
+                          options_.checksum);
+    grant_ = PushGrant{};
+    grant_.ticket = job->ticket;
+    named_ = true;
+    prepare(job);
+    session_.loop.post([op = shared_from_this(), job] { op->on_loop_thread_send_named(job); });
+}
+
 void PushOperation::reserve()
 {
+    // A store known without asking whose pooled connections take named
+    // requests: no control thread either.
+    if (named_now()) return;
     auto op = shared_from_this();
     session_.control_call([op] { op->on_control_thread_reserve(); },
                           [op] {
@@ -71,13 +107,7 @@ void PushOperation::on_control_thread_reserve()
             if (!options_.resume && options_.notices == NoticeMode::none) {
                 if (auto route = session_.named.find(store_)) {
                     // No control call: the store decides on a pooled connection.
-                    NamedRoutes::name_job(*job, *route, protocol::FrameType::push, name_, 0, size, options_.replace,
-                                          options_.checksum);
-                    grant_ = PushGrant{};
-                    grant_.ticket = job->ticket;
-                    named_ = true;
-                    prepare(job);
-                    session_.loop.post([op = shared_from_this(), job] { op->on_loop_thread_send_named(job); });
+                    send_named(job, *route);
                     return;
                 }
             }

@@ -4,7 +4,7 @@
 /// itself alive (shared_from_this) while a step is queued or its transfer
 /// runs:
 ///   caller:  start()                     waits for a slot (admit_push) when 16 pushes are ahead
-///   any:     reserve()                   queues the control step
+///   any:     reserve()                   queues the control step (or, named_now(), skips it)
 ///   control: on_control_thread_reserve()   validate, open the source, reserve (or name the Blob:
 ///                                          on_loop_thread_send_named(), on_control_thread_ticket())
 ///   loop:    on_loop_thread_send()         skip what a resume need not send, queue the transfer
@@ -40,6 +40,13 @@ private:
     /// with `resume`: resumable + recv),
     /// then posts on_loop_thread_send(). Failures complete the push.
     void on_control_thread_reserve();
+    /// Any thread (reserve()): a push to a store known without asking (its
+    /// own or the Session's default) that has a named route, validated and
+    /// sent by name at once; false when it does not qualify.
+    bool named_now();
+    /// Makes `job` (its source open) a named push of `route` and posts
+    /// on_loop_thread_send_named().
+    void send_named(const std::shared_ptr<TransferJob>& job, const NamedRoutes::Route& route);
     /// Control thread: the ticket of a push that meant to name its Blob but
     /// found no pooled connection for it.
     void on_control_thread_ticket(std::shared_ptr<TransferJob> job);

@@ -1,13 +1,16 @@
 /// ServerConnection's named requests (docs/PROTOCOL.md, "Named requests"):
 /// on a connection that presented a valid ticket, a push or pull may name
-/// its Blob instead. The admission runs off the reactor (it may create a
-/// reservation file or fetch from a farther tier) and issues a ticket by the
+/// its Blob instead. The admission issues a ticket by the
 /// control plane's own rules (NamedAdmission); the connection consumes it
-/// at once and runs the transfer as for a presented ticket.
+/// at once and runs the transfer as for a presented ticket. The admission
+/// runs off the reactor for a store whose reads may wait on another host
+/// (Store::read_waits(): read-through, RADOS), in place otherwise.
 #include "ServerConnection.h"
 
 #include "NamedAdmission.h"
 #include "ReservationTable.h"
+
+#include <blobstreaming/blobstore/Store.h>
 
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
@@ -82,7 +85,9 @@ int ServerConnection::on_named_request()
     job->request = named_;
     job->subject = subject_;
     job->client = subject_.empty() ? peer_ip_ : subject_;
-    if (server_->commits &&
+    // Off the reactor only for a store that may wait on another host (as a
+    // pull's open: PullTransfer); memory and local files answer in place.
+    if (server_->commits && server_->store.read_waits() &&
         run_off_reactor({"the admission of a named request for", "start a named request for"},
                         [job, admission] { job->run(*admission); },
                         [this, job](bool connected) { return on_admitted(*job, connected); }))
