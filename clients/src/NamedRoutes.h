@@ -4,8 +4,8 @@
 /// advertised: a push or pull to such a store skips the control call when
 /// an advertised connection is idle. Learned from every transfer's
 /// Response, forgotten when one says no more (a store of an earlier
-/// release after a restart). Thread-safe: the control threads read it, the
-/// loop thread learns.
+/// release after a restart). Thread-safe: callers and control threads read
+/// it, the loop thread learns.
 
 #include "DataPlane.h"
 

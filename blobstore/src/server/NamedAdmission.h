@@ -21,8 +21,10 @@ public:
     /// certificate's; "" without TLS) at `client` (the subject, else the
     /// peer's address), registered and ready to be consumed at once.
     /// Throws Error (refused for a permission, the store's own errors) as
-    /// the control plane's push and send do. Runs off the reactor thread
-    /// (it may create a reservation file, or fetch from a farther tier).
+    /// the control plane's push and send do. Runs on the reactor thread for
+    /// a store that answers in place (memory, local files), on the
+    /// CommitPool for one whose reads may wait on another host
+    /// (Store::read_waits(): a read-through fetch, RADOS).
     struct Issued {
         protocol::TicketId ticket{};
         TicketBinding binding;

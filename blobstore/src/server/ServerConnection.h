@@ -92,8 +92,9 @@ private:
     int read_request();
     int on_request();
     /// A named request (ServerConnectionNamed.cpp): its header, then its
-    /// name, then the admission off the reactor (NamedAdmission) and the
-    /// transfer of the ticket it issued, as for a presented one.
+    /// name, then the admission (NamedAdmission; off the reactor when the
+    /// store's reads may wait) and the transfer of the ticket it issued, as
+    /// for a presented one.
     int on_named_request();
     /// Back from the admission: the transfer, or the Response that refuses it.
     struct NamedJob;
