@@ -143,6 +143,10 @@ blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/service/StoreService.h \
 	blobstore/src/service/StoreServiceFiles.cpp \
 	blobstore/src/service/StoreServiceTickets.cpp \
+	blobstore/src/service/NamedRequests.cpp \
+	blobstore/src/service/NamedRequests.h \
+	blobstore/src/server/NamedAdmission.h \
+	blobstore/src/server/ServerConnectionNamed.cpp \
 	blobstore/src/server/AccessList.cpp \
 	blobstore/src/server/AccessList.h \
 	blobstore/src/server/CommitPool.cpp \

@@ -24,6 +24,8 @@ clients_libblobclient_la_SOURCES = \
 	clients/src/PullOperation.cpp \
 	clients/src/PullOperation.h \
 	clients/src/PushOperation.cpp \
+	clients/src/NamedRoutes.cpp \
+	clients/src/NamedRoutes.h \
 	clients/src/PushOperation.h \
 	clients/src/SeriesOperation.cpp \
 	clients/src/SeriesOperation.h \

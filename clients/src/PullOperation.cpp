@@ -26,7 +26,29 @@ void PullOperation::start(Session::Impl& session, std::string name, PullSink sin
 {
     std::shared_ptr<PullOperation> op(
         new PullOperation(session, std::move(name), std::move(sink), std::move(options), std::move(done)));
+    if (op->named_now()) return;
     op->on_control_thread(&PullOperation::on_control_thread_choose);
+}
+
+bool PullOperation::named_now()
+{
+    // Not with the same-host path on: asking for the store's file is a control call.
+    if (options_.resume || options_.notices != NoticeMode::none || options_.streams != 1 ||
+        session_.options.local_fast_path)
+        return false;
+    const std::string& store = options_.store.empty() ? session_.options.default_store : options_.store;
+    if (store.empty()) return false;
+    const auto route = session_.named.find(store);
+    if (!route) return false;
+    store_ = store;
+    try {
+        validate_blob_name(name_);
+    } catch (const Error& e) {
+        fail(e);
+        return true;
+    }
+    session_.loop.post([op = shared_from_this(), route = *route] { op->on_loop_thread_named(route); });
+    return true;
 }
 
 void PullOperation::on_control_thread(void (PullOperation::*step)(), std::optional<Result> if_closed)
@@ -58,10 +80,31 @@ void PullOperation::on_control_thread_choose()
             }
         }
         if (ParallelPull::start(session_, name_, store_, sink_, options_, done_)) return;
+        if (options_.notices == NoticeMode::none) {
+            if (auto route = session_.named.find(store_)) {
+                // No control call: the store decides on a pooled connection.
+                session_.loop.post([op = shared_from_this(), route = *route] { op->on_loop_thread_named(route); });
+                return;
+            }
+        }
     } catch (const Error& e) {
         return fail(e);
     }
     on_control_thread_ticket();
+}
+
+void PullOperation::on_loop_thread_named(const NamedRoutes::Route& route)
+{
+    if (!session_.pool.can_run_named(NamedRoutes::endpoint(route))) {
+        // Every pooled connection is busy (or gone): a ticket opens another.
+        return on_control_thread(&PullOperation::on_control_thread_ticket);
+    }
+    Ticket ticket;
+    ticket.host = route.host;
+    ticket.port = route.port;
+    ticket.offset = options_.offset;
+    ticket.length = options_.length;
+    on_loop_thread_transfer(ticket, std::nullopt, !retried_ && options_.offset == 0 && options_.length == 0, &route);
 }
 
 void PullOperation::on_loop_thread_read_local(const LocalFile& local)
@@ -143,11 +186,14 @@ void PullOperation::on_control_thread_resume()
 }
 
 void PullOperation::on_loop_thread_transfer(const Ticket& ticket, std::optional<ChecksumState> prefix,
-                                            bool retry_if_changed)
+                                            bool retry_if_changed, const NamedRoutes::Route* named)
 {
     auto job = std::make_unique<TransferJob>();
     job->type = protocol::FrameType::pull;
     job->ticket = ticket;
+    if (named)
+        NamedRoutes::name_job(*job, *named, protocol::FrameType::pull, name_, ticket.offset, ticket.length, false,
+                              std::nullopt);
     job->what = what_ + ": store \"" + store_ + "\"";
     const bool resumed = prefix.has_value();
     try {
@@ -162,14 +208,16 @@ void PullOperation::on_loop_thread_transfer(const Ticket& ticket, std::optional<
         job->progress = [progress = options_.progress, what = job->what](std::uint64_t done, std::uint64_t total) {
             call_user("progress callback", what, progress, done, total);
         };
-    job->done = [op = shared_from_this(), ticket, retry_if_changed](JobOutcome o) {
-        op->on_loop_thread_finished(ticket, retry_if_changed, o);
+    job->done = [op = shared_from_this(), ticket, retry_if_changed, named = named != nullptr](JobOutcome o) {
+        op->on_loop_thread_finished(ticket, retry_if_changed, o, named);
     };
     session_.pool.submit(std::move(job));
 }
 
-void PullOperation::on_loop_thread_finished(const Ticket& ticket, bool retry_if_changed, const JobOutcome& o)
+void PullOperation::on_loop_thread_finished(const Ticket& ticket, bool retry_if_changed, const JobOutcome& o,
+                                            bool named)
 {
+    session_.named.learn(store_, ticket, o);
     if (retry_if_changed && o.error == make_error_code(Errc::blob_changed)) {
         library_log()->info(
             "pull {}: store \"{}\": the Blob changed since the ticket was issued; pulling the current version",
@@ -195,6 +243,10 @@ void PullOperation::on_loop_thread_finished(const Ticket& ticket, bool retry_if_
     if (!o.error) {
         // The data connection checked the Response against the version.
         if (ticket.version) r.info = *ticket.version;
+        if (named)  // the store said when the version it bound the pull to was committed
+            r.info.committed = std::chrono::system_clock::time_point(
+                std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                    std::chrono::nanoseconds(protocol::decode_commit_time(o.response.message))));
         r.info.name = name_;
         r.info.size = o.response.blob_size;
         if (o.response.checksum) r.info.checksum = *o.response.checksum;

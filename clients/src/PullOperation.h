@@ -3,9 +3,10 @@
 /// member function named by the thread that runs it; the operation keeps
 /// itself alive (shared_from_this) while a step is queued or its transfer
 /// runs:
-///   caller:  start()
+///   caller:  start()                           (named_now(): straight to on_loop_thread_named())
 ///   control: on_control_thread_choose()        validate, choose the store and the path
 ///   loop:    on_loop_thread_read_local()       the same-host fast path: copy from the store's file
+///   loop:    on_loop_thread_named()            name the Blob on a pooled connection (no control call)
 ///   control: on_control_thread_ticket()        a ticket for the data connection
 ///   control: on_control_thread_resume()        a ticket for the bytes a file still lacks
 ///   loop:    on_loop_thread_transfer()         queue the transfer on a data connection
@@ -33,6 +34,10 @@ public:
 private:
     PullOperation(Session::Impl& session, std::string name, PullSink sink, PullOptions options, Completion done);
 
+    /// Caller thread (start()): a pull from a store known without asking
+    /// that has a named route (and no same-host path to ask about) goes to
+    /// on_loop_thread_named() at once; false when it does not qualify.
+    bool named_now();
     /// Any thread: runs `step` on the control thread; when the Session is
     /// closing, completes with `if_closed` (default: Errc::cancelled).
     void on_control_thread(void (PullOperation::*step)(), std::optional<Result> if_closed = std::nullopt);
@@ -52,9 +57,16 @@ private:
     /// passes the hash of the bytes the file holds (`prefix`).
     /// `retry_if_changed`: a Blob replaced or removed since the ticket
     /// (Errc::blob_changed) is pulled once more, for the version current then.
-    void on_loop_thread_transfer(const Ticket& ticket, std::optional<ChecksumState> prefix, bool retry_if_changed);
-    /// Loop thread: the data connection's outcome.
-    void on_loop_thread_finished(const Ticket& ticket, bool retry_if_changed, const JobOutcome& outcome);
+    /// `named`: the job names its Blob on a pooled connection of that route
+    /// (the ticket holds the endpoint and the range asked for).
+    void on_loop_thread_transfer(const Ticket& ticket, std::optional<ChecksumState> prefix, bool retry_if_changed,
+                                 const NamedRoutes::Route* named = nullptr);
+    /// Loop thread: a pull that names its Blob (NamedRoutes) runs on an idle
+    /// pooled connection that takes it, else goes back for a ticket.
+    void on_loop_thread_named(const NamedRoutes::Route& route);
+    /// Loop thread: the data connection's outcome (`named`: of a named pull).
+    void on_loop_thread_finished(const Ticket& ticket, bool retry_if_changed, const JobOutcome& outcome,
+                                 bool named = false);
     /// Any thread: completes with `e`.
     void fail(const Error& e);
 

@@ -32,8 +32,44 @@ void PushOperation::start(Session::Impl& session, PushSource source, std::string
     session.admit_push([op] { op->reserve(); });
 }
 
+bool PushOperation::named_now()
+{
+    if (options_.resume || options_.notices != NoticeMode::none || options_.streams != 1 || options_.tier ||
+        source_.kind() == PushSource::Kind::stream)
+        return false;
+    const std::string& store = options_.store.empty() ? session_.options.default_store : options_.store;
+    if (store.empty()) return false;
+    const auto route = session_.named.find(store);
+    if (!route) return false;
+    store_ = store;
+    auto job = std::make_shared<TransferJob>();
+    try {
+        validate_blob_name(name_);
+        job->source = open_source(source_, what_);
+    } catch (const Error& e) {
+        session_.complete(done_, failure(e, store_));
+        return true;
+    }
+    send_named(job, *route);
+    return true;
+}
+
+void PushOperation::send_named(const std::shared_ptr<TransferJob>& job, const NamedRoutes::Route& route)
+{
+    NamedRoutes::name_job(*job, route, protocol::FrameType::push, name_, 0, job->source->size(), options_.replace,
+                          options_.checksum);
+    grant_ = PushGrant{};
+    grant_.ticket = job->ticket;
+    named_ = true;
+    prepare(job);
+    session_.loop.post([op = shared_from_this(), job] { op->on_loop_thread_send_named(job); });
+}
+
 void PushOperation::reserve()
 {
+    // A store known without asking whose pooled connections take named
+    // requests: no control thread either.
+    if (named_now()) return;
     auto op = shared_from_this();
     session_.control_call([op] { op->on_control_thread_reserve(); },
                           [op] {
@@ -68,6 +104,13 @@ void PushOperation::on_control_thread_reserve()
                                                options_.checksum, options_.notices);
         } else {
             if (ParallelPush::start(session_, source_, name_, store_, size, options_, done_)) return;
+            if (!options_.resume && options_.notices == NoticeMode::none) {
+                if (auto route = session_.named.find(store_)) {
+                    // No control call: the store decides on a pooled connection.
+                    send_named(job, *route);
+                    return;
+                }
+            }
             std::optional<PushGrant> resumed;
             if (options_.resume)
                 resumed = control.resume_push(store_, name_, size, options_.checksum, options_.notices);
@@ -78,15 +121,54 @@ void PushOperation::on_control_thread_reserve()
     } catch (const Error& e) {
         return session_.complete(done_, failure(e, store_));
     }
-    job->type = protocol::FrameType::push;
+    send_with_ticket(job);
+}
+
+void PushOperation::on_control_thread_ticket(std::shared_ptr<TransferJob> job)
+{
+    try {
+        grant_ = session_.control->begin_push(store_, name_, job->source->size(), options_.replace, options_.checksum,
+                                              options_.notices);
+    } catch (const Error& e) {
+        return session_.complete(done_, failure(e, store_));
+    }
+    job->named.reset();
+    named_ = false;
+    send_with_ticket(job);
+}
+
+void PushOperation::on_loop_thread_send_named(std::shared_ptr<TransferJob> job)
+{
+    if (session_.pool.can_run_named(job->ticket.endpoint())) {
+        session_.pool.submit(std::make_unique<TransferJob>(std::move(*job)));
+        return;
+    }
+    // Every pooled connection is busy (or gone): a ticket opens another.
+    auto op = shared_from_this();
+    session_.control_call([op, job] { op->on_control_thread_ticket(job); },
+                          [op] {
+                              op->session_.complete(
+                                  op->done_, failure(Error(Errc::cancelled, op->what_ + ": the session is closing")));
+                          },
+                          name_);
+}
+
+void PushOperation::send_with_ticket(const std::shared_ptr<TransferJob>& job)
+{
     job->ticket = grant_.ticket;
+    prepare(job);
+    session_.loop.post([op = shared_from_this(), job] { op->on_loop_thread_send(job); });
+}
+
+void PushOperation::prepare(const std::shared_ptr<TransferJob>& job)
+{
+    job->type = protocol::FrameType::push;
     job->what = what_ + ": store \"" + store_ + "\"";
     if (options_.progress)
         job->progress = [progress = options_.progress, what = job->what](std::uint64_t done, std::uint64_t total) {
             call_user("progress callback", what, progress, done, total);
         };
     job->done = [op = shared_from_this()](JobOutcome o) { op->on_loop_thread_finished(o); };
-    session_.loop.post([op = shared_from_this(), job] { op->on_loop_thread_send(job); });
 }
 
 void PushOperation::on_loop_thread_send(std::shared_ptr<TransferJob> job)
@@ -111,6 +193,7 @@ void PushOperation::on_loop_thread_send(std::shared_ptr<TransferJob> job)
 
 void PushOperation::on_loop_thread_finished(const JobOutcome& o)
 {
+    session_.named.learn(store_, grant_.ticket, o);
     Result r = result_of(o, store_, grant_.ticket);
     if (o.error) {
         const auto code = static_cast<Errc>(o.error.value());
@@ -120,6 +203,8 @@ void PushOperation::on_loop_thread_finished(const JobOutcome& o)
             r.message += "; the store keeps the bytes it received for a while: push again with resume to continue";
             return session_.complete(done_, std::move(r));
         }
+        // A named push holds no reservation id here: the store aborted it.
+        if (named_) return session_.complete(done_, std::move(r));
         // Nothing partial may stay. Closing: the worker is gone but the
         // references live until the loop has drained, so abort from the loop.
         auto abort = [op = shared_from_this(), r] { op->on_control_thread_abort(r); };

@@ -4,8 +4,9 @@
 /// itself alive (shared_from_this) while a step is queued or its transfer
 /// runs:
 ///   caller:  start()                     waits for a slot (admit_push) when 16 pushes are ahead
-///   any:     reserve()                   queues the control step
-///   control: on_control_thread_reserve()   validate, open the source, reserve
+///   any:     reserve()                   queues the control step (or, named_now(), skips it)
+///   control: on_control_thread_reserve()   validate, open the source, reserve (or name the Blob:
+///                                          on_loop_thread_send_named(), on_control_thread_ticket())
 ///   loop:    on_loop_thread_send()         skip what a resume need not send, queue the transfer
 ///   loop:    on_loop_thread_finished()     the data connection's outcome
 ///   control: on_control_thread_abort()     a failed push leaves nothing: abort, then complete
@@ -39,6 +40,23 @@ private:
     /// with `resume`: resumable + recv),
     /// then posts on_loop_thread_send(). Failures complete the push.
     void on_control_thread_reserve();
+    /// Any thread (reserve()): a push to a store known without asking (its
+    /// own or the Session's default) that has a named route, validated and
+    /// sent by name at once; false when it does not qualify.
+    bool named_now();
+    /// Makes `job` (its source open) a named push of `route` and posts
+    /// on_loop_thread_send_named().
+    void send_named(const std::shared_ptr<TransferJob>& job, const NamedRoutes::Route& route);
+    /// Control thread: the ticket of a push that meant to name its Blob but
+    /// found no pooled connection for it.
+    void on_control_thread_ticket(std::shared_ptr<TransferJob> job);
+    /// Loop thread: a named push (NamedRoutes) runs on an idle pooled
+    /// connection that takes it, else goes back for a ticket.
+    void on_loop_thread_send_named(std::shared_ptr<TransferJob> job);
+    /// Any thread: `job` with grant_'s ticket, then on_loop_thread_send().
+    void send_with_ticket(const std::shared_ptr<TransferJob>& job);
+    /// Sets `job`'s type, what, progress and done.
+    void prepare(const std::shared_ptr<TransferJob>& job);
     /// Loop thread: a resumed push hashes the bytes the store already has
     /// (a producer must run on this thread), then the transfer is queued on
     /// a data connection.
@@ -58,6 +76,7 @@ private:
     std::string what_;   ///< `push "N"`
     std::string store_;  ///< once chosen
     PushGrant grant_;
+    bool named_ = false;  ///< the running job names its Blob: no reservation id here
 };
 
 }  // namespace blobstreaming::client

@@ -29,7 +29,8 @@ namespace blobstreaming::client {
 // ---- Session::Impl: the wiring ---------------------------------------------
 
 Session::Impl::Impl(Options o)
-    : options(std::move(o)), loop([this] { pool.tick(); }, tick_period(options.timeout)), pool(loop, pool_options(options))
+    : options(std::move(o)), loop([this] { pool.tick(); }, tick_period(options.timeout)), pool(loop, pool_options(options)),
+      named(options.named_requests)
 {
     ignore_sigpipe();
     control = std::make_unique<ControlPlane>(options);

@@ -14,6 +14,7 @@
 
 #include "DataPlane.h"
 #include "ControlPlane.h"
+#include "NamedRoutes.h"
 
 #include <blobstreaming/client/Session.h>
 
@@ -65,6 +66,8 @@ public:
     Options options;
     EventLoop loop;
     ConnectionPool pool;
+    /// The stores whose pooled connections take named requests.
+    NamedRoutes named;
     std::unique_ptr<ControlPlane> control;
     std::atomic<std::size_t> pending{0};
 

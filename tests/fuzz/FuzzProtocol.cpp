@@ -48,6 +48,22 @@ void frame_requests(const std::uint8_t* data, std::size_t size)
     while (take(data, size, at, frame)) {
         Request request;
         std::string why;
+        if (is_named(frame)) {
+            // A named request: its name follows; what decodes encodes back.
+            NamedRequest named;
+            std::size_t name_size = 0;
+            if (const std::error_code ec = decode_named(frame, named, name_size, why)) {
+                require_refusal(ec, why);
+                return;
+            }
+            if (size - at < name_size) return;
+            named.name.assign(reinterpret_cast<const char*>(data + at), name_size);
+            at += name_size;
+            const std::string again = encode(named);
+            require(again.size() == kRequestSize + name_size && std::memcmp(again.data(), frame, kRequestSize) == 0);
+            if (named.type == FrameType::push) return;  // its body: framed as any push's, not again here
+            continue;
+        }
         if (const std::error_code ec = decode(frame, request, why)) {
             require_refusal(ec, why);
             return;  // refused: the store closes the connection

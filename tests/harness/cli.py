@@ -99,10 +99,12 @@ class DriverShell(JsonLines):
     connections, cached references) under the test's control; one command
     in, one JSON line out."""
 
-    def __init__(self, c, store):
+    def __init__(self, c, store, extra=(), err="shell.err", env=None):
+        """`extra`: more client_driver options (--named-requests, --tls-*);
+        stderr goes to c.path(err); `env`: instead of c.env."""
         super().__init__(c, "client_driver shell",
-                         [program("tests/tools/client_driver"), "shell", "--naming", c.naming, "--store", store],
-                         c.path("shell.err"))
+                         [program("tests/tools/client_driver"), "shell", "--naming", c.naming, "--store", store,
+                          *extra], c.path(err), env=env)
         check_equal(self.read(60).get("command"), "ready", "first line of client_driver shell")
 
     def ok(self, command):

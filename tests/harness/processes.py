@@ -133,9 +133,10 @@ class JsonLines:
     one JSON line on stdout (tests/tools/client_driver shell,
     transporter_probe hold); stderr goes to `err_path`."""
 
-    def __init__(self, c, name, argv, err_path):
+    def __init__(self, c, name, argv, err_path, env=None):
         self.err = open(err_path, "wb")
-        self.proc = c.spawn(name, argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, text=True)
+        self.proc = c.spawn(name, argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, text=True,
+                            env=env if env is not None else c.env)
         self.proc.log_paths.append(err_path)
         self.lines = queue.Queue()
         threading.Thread(target=self._pump, daemon=True).start()

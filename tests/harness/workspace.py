@@ -33,7 +33,7 @@ class Workspace:
 
     def spawn(self, name, argv, **popen_args):
         """Starts a client process whose life the test controls; stopped at the end."""
-        popen = subprocess.Popen(argv, env=self.env, **popen_args)
+        popen = subprocess.Popen(argv, env=popen_args.pop("env", self.env), **popen_args)
         proc = Process(name, popen, [])
         self.processes.append(proc)
         return proc

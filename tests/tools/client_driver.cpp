@@ -2,7 +2,8 @@
 ///
 ///   client_driver load  --naming URL --store NAME [--clients N] [--transfers M]
 ///                       [--min-size BYTES] [--max-size BYTES] [--seed S]
-///   client_driver shell --naming URL --store NAME
+///   client_driver shell --naming URL --store NAME [--named-requests 0|1]
+///                       [--tls-cert PEM --tls-key PEM --tls-ca PEM]
 ///
 /// load: N concurrent clients, each with its own Session, run M transfers
 /// each, alternating a push of a new Blob (pseudo-random bytes of a size
@@ -16,6 +17,8 @@
 /// `push NAME SIZE`, `pull NAME`, `ls` — and printing one JSON line per
 /// command: {"command","ok","code","message","sha256"}. It lets a test change
 /// the world (restart the Naming Service) under a client that keeps running.
+/// --named-requests 0 turns SessionOptions::named_requests off (a ticket for
+/// every transfer); the --tls-* files make it a TLS client.
 
 #include <blobstreaming/client/Session.h>
 #include <blobstreaming/common/Checksum.h>
@@ -217,7 +220,12 @@ int load(const std::map<std::string, std::string>& flags)
 
 int shell(const std::map<std::string, std::string>& flags)
 {
-    Session session(session_options(flags.at("--naming"), flags.at("--store")));
+    client::SessionOptions options = session_options(flags.at("--naming"), flags.at("--store"));
+    options.named_requests = flag(flags, "--named-requests", 1) != 0;
+    for (const auto& [key, field] : {std::pair{"--tls-cert", &options.tls_cert}, std::pair{"--tls-key", &options.tls_key},
+                                     std::pair{"--tls-ca", &options.tls_ca}})
+        if (const auto it = flags.find(key); it != flags.end()) *field = it->second;
+    Session session(options);
     std::map<std::string, Checksum> pushed;
     std::string line;
     std::cout << "{\"command\":\"ready\",\"ok\":true}" << std::endl;

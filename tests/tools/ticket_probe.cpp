@@ -7,7 +7,8 @@
 /// Modes: reuse, expire, wrong-direction, wrong-range, random, garbage,
 /// bad-digest (a push of 1000 bytes to a new Blob named --blob whose checksum
 /// trailer is wrong: the store must answer digest_mismatch and keep nothing),
-/// and stale / stale-range (a whole-Blob / [1, 11) pull ticket, presented
+/// named-first (a named pull of --blob as the first Request of a connection:
+/// the store must refuse it), and stale / stale-range (a whole-Blob / [1, 11) pull ticket, presented
 /// only after a line arrives on stdin, so that the test can replace or remove
 /// the Blob in between: the store must answer blob_changed).
 /// Prints one JSON line: the mode, the status (Errc value) and message of the
@@ -196,6 +197,16 @@ int run(const Options& options)
         connection = connect();
         presented = ticket_of(ticket->id);
         connection->send_request(protocol::FrameType::pull, presented, ticket->offset, ticket->length);
+    } else if (mode == "named-first") {
+        // A named request (docs/PROTOCOL.md, "Named requests") as the first
+        // Request of a connection: it has presented no ticket, so the store
+        // must refuse it and close.
+        connection = connect();
+        protocol::NamedRequest named;
+        named.type = protocol::FrameType::pull;
+        named.name = options.blob;
+        const std::string frame = protocol::encode(named);
+        connection->send(frame.data(), frame.size());
     } else if (mode == "random") {
         connection = connect();
         presented = protocol::random_ticket();
@@ -210,7 +221,8 @@ int run(const Options& options)
         throw Error(
             Errc::invalid_argument,
             "unknown --mode \"" + mode +
-                "\" (allowed: reuse, expire, wrong-direction, wrong-range, random, garbage, bad-digest, stale, stale-range)");
+                "\" (allowed: reuse, expire, wrong-direction, wrong-range, random, garbage, bad-digest, named-first, stale, "
+                "stale-range)");
     }
     refusal = connection->receive_response();
     // A refused or garbled Request must close the connection; after other
@@ -219,7 +231,7 @@ int run(const Options& options)
     const std::string closed = must_close ? (connection->closed_by_peer() ? "true" : "false") : "null";
     std::cout << "{\"mode\":" << json_string(mode) << "," << response_fields(refusal)
               << ",\"connection_closed\":" << closed
-              << ",\"ticket\":" << json_string(mode == "garbage" ? std::string() : hex_of(presented)) << extra << "}"
+              << ",\"ticket\":" << json_string(mode == "garbage" || mode == "named-first" ? std::string() : hex_of(presented)) << extra << "}"
               << std::endl;
     try {
         transporter->close();
@@ -261,7 +273,7 @@ int main(int argc, char** argv)
     blobstreaming::Options options;
     if (!blobstreaming::parse(argc, argv, options)) {
         std::cerr << "usage: ticket_probe --naming URL --store NAME --blob NAME --mode "
-                     "reuse|expire|wrong-direction|wrong-range|random|garbage|bad-digest|stale|stale-range\n";
+                     "reuse|expire|wrong-direction|wrong-range|random|garbage|bad-digest|named-first|stale|stale-range\n";
         return 1;
     }
     try {

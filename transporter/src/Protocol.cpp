@@ -178,4 +178,101 @@ std::error_code decode(const std::uint8_t (&in)[kResponseHeaderSize], Response& 
     return {};
 }
 
+// ---- Named requests (Protocol.h): header as a Request's preamble, then
+// checksum algorithm u8 at 8, name length u16 at 12, offset u64 at 24,
+// length u64 at 32; the name follows.
+bool is_named(const std::uint8_t (&in)[kRequestSize]) noexcept { return in[5] == kNamedPush || in[5] == kNamedPull; }
+
+std::string encode(const NamedRequest& r)
+{
+    std::string out(kRequestSize + r.name.size(), '\0');
+    auto* p = reinterpret_cast<std::uint8_t*>(out.data());
+    le::put<std::uint32_t>(p, kMagic);
+    p[4] = kVersion;
+    const bool push = r.type == FrameType::push;
+    p[5] = push ? kNamedPush : kNamedPull;
+    le::put<std::uint16_t>(p + 6, push && r.overwrite ? kNamedFlagOverwrite : 0);
+    p[8] = push ? static_cast<std::uint8_t>(r.checksum) : 0;
+    le::put<std::uint16_t>(p + 12, static_cast<std::uint16_t>(r.name.size()));
+    le::put<std::uint64_t>(p + 24, r.offset);
+    le::put<std::uint64_t>(p + 32, r.length);
+    std::memcpy(p + kRequestSize, r.name.data(), r.name.size());
+    return out;
+}
+
+std::error_code decode_named(const std::uint8_t (&in)[kRequestSize], NamedRequest& r, std::size_t& name_size,
+                             std::string& why)
+{
+    if (auto ec = check_preamble(in, why)) return ec;
+    if (!is_named(in)) {
+        why = "not a named request (type " + std::to_string(in[5]) + ")";
+        return Errc::protocol_error;
+    }
+    const bool push = in[5] == kNamedPush;
+    const auto flags = le::get<std::uint16_t>(in + 6);
+    bool reserved = (flags & ~(push ? kNamedFlagOverwrite : 0)) != 0;
+    for (std::size_t i = 9; i < 24; ++i)
+        if (i != 12 && i != 13 && in[i] != 0) reserved = true;
+    if (reserved) {
+        why = "reserved bits of a named request are set";
+        return Errc::protocol_error;
+    }
+    r.type = push ? FrameType::push : FrameType::pull;
+    r.overwrite = (flags & kNamedFlagOverwrite) != 0;
+    if (push) {
+        const auto algorithm = checksum_algorithm_from_code(in[8]);
+        if (!algorithm) {
+            why = "unknown checksum algorithm " + std::to_string(in[8]) +
+                  " in a named push (allowed: 1 sha256, 2 crc32c)";
+            return Errc::protocol_error;
+        }
+        r.checksum = *algorithm;
+    } else if (in[8] != 0) {
+        why = "a named pull names a checksum algorithm (" + std::to_string(in[8]) + "; allowed: 0)";
+        return Errc::protocol_error;
+    }
+    name_size = le::get<std::uint16_t>(in + 12);
+    if (name_size == 0 || name_size > kMaxNamedName) {
+        why = "named request with a name of " + std::to_string(name_size) + " bytes (allowed: 1 to " +
+              std::to_string(kMaxNamedName) + ")";
+        return Errc::protocol_error;
+    }
+    r.offset = le::get<std::uint64_t>(in + 24);
+    r.length = le::get<std::uint64_t>(in + 32);
+    if (push && r.offset != 0) {
+        why = "a named push starts at offset 0, not " + std::to_string(r.offset);
+        return Errc::protocol_error;
+    }
+    return {};
+}
+
+void advertise(std::string& frame, const Advertisement& what)
+{
+    if (frame.size() < kResponseHeaderSize) return;
+    frame[13] = static_cast<char>(what.named_requests ? 1 : 0);
+    frame[14] = static_cast<char>(what.default_checksum ? static_cast<std::uint8_t>(*what.default_checksum) : 0);
+}
+
+Advertisement advertised(const std::uint8_t (&in)[kResponseHeaderSize])
+{
+    Advertisement out;
+    out.named_requests = (in[13] & 1) != 0;
+    out.default_checksum = checksum_algorithm_from_code(in[14]);
+    return out;
+}
+
+std::string encode_commit_time(std::int64_t nanoseconds)
+{
+    std::string out(kNamedPullMessageSize, '\0');
+    le::put<std::uint64_t>(reinterpret_cast<std::uint8_t*>(out.data()), static_cast<std::uint64_t>(nanoseconds));
+    return out;
+}
+
+std::int64_t decode_commit_time(const std::string& message)
+{
+    if (message.size() != kNamedPullMessageSize) return 0;
+    return static_cast<std::int64_t>(le::get<std::uint64_t>(reinterpret_cast<const std::uint8_t*>(message.data())));
+}
+// ---- end of named requests
+
 }  // namespace blobstreaming::protocol

@@ -212,6 +212,8 @@ std::string Daemon::start()
     decisions.images = images_.get();
     decisions.read_through = store_.get();
     service_ = std::make_unique<service::StoreService>(*store_, *reservations_, *tickets_, std::move(decisions));
+    named_ = std::make_unique<service::NamedRequests>(*service_);
+    data_->serve_named(named_.get());
 
     context_ = std::make_unique<corba::ServantContext>(*service_);
     context_->tier = options_.tier;

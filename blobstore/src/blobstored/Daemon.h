@@ -11,6 +11,7 @@
 #include "servants/Fetcher.h"
 #include "servants/ImageShelf.h"
 #include "servants/ServantContext.h"
+#include "service/NamedRequests.h"
 #include "service/StoreService.h"
 #include "server/DataServer.h"
 #include "server/ReservationTable.h"
@@ -105,6 +106,8 @@ private:
     /// open reservations, the build (the metrics endpoint's thread).
     std::string metrics_text() const;
     std::unique_ptr<service::StoreService> service_;  ///< what the servants ask
+    /// What the data plane asks for named requests (stopped with data_).
+    std::unique_ptr<service::NamedRequests> named_;
     std::unique_ptr<corba::ServantContext> context_;
 
     CORBA::ORB_var orb_;

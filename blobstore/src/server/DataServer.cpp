@@ -233,4 +233,6 @@ double DataServer::last_transfer_mbps() const noexcept { return impl_->last_mbps
 
 std::string DataServer::metrics_text() const { return impl_->metrics.render(impl_->active.load()); }
 
+void DataServer::serve_named(NamedAdmission* admission) noexcept { impl_->named.store(admission); }
+
 }  // namespace blobstreaming::server

@@ -20,6 +20,7 @@ namespace blobstreaming::server {
 
 class TicketRegistry;
 class ReservationTable;
+class NamedAdmission;
 
 struct DataServerConfig {
     std::string host = "0.0.0.0";  ///< address to listen on (IPv4 literal or host name)
@@ -93,6 +94,11 @@ public:
     /// Empty while the data plane serves; after the reactor thread gave up
     /// (repeated reactor errors), why. Any thread.
     std::string failure() const;
+    /// From now on, pooled connections may name Blobs (docs/PROTOCOL.md,
+    /// "Named requests"), decided by `admission` (not owned; it must
+    /// outlive stop()). Before this, such requests are refused and no
+    /// Response advertises them. Any thread, once.
+    void serve_named(NamedAdmission* admission) noexcept;
 
     struct Impl;
 

@@ -20,6 +20,7 @@
 namespace blobstreaming::server {
 
 class CommitPool;
+class NamedAdmission;
 class DataAcceptor;
 class ServerConnection;
 
@@ -37,6 +38,8 @@ struct DataServer::Impl {
     ReservationTable& reservations;
     const DataServerConfig config;
 
+    /// Named requests (DataServer::serve_named); null: not served.
+    std::atomic<NamedAdmission*> named{nullptr};
     std::atomic<std::uint32_t> active{0};
     /// MB/s of the last completed transfer (0 before the first).
     std::atomic<double> last_mbps{0.0};

@@ -99,6 +99,10 @@ Step PullTransfer::answer()
     response.length = range_.size();
     response.blob_size = range_.blob().size;
     response.checksum = range_.blob().checksum;
+    if (binding_.named && binding_.version)  // the client has no ticket naming the version: say when it was committed
+        response.message = protocol::encode_commit_time(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(binding_.version->committed.time_since_epoch())
+                .count());
     return link_.respond(protocol::encode(response), AfterResponse::body);
 }
 

@@ -162,7 +162,8 @@ void PushTransfer::abandon(Errc status)
     if (!reservation_) return;
     // The connection broke or stalled: keep what arrived for the grace
     // period, so that the client can resume the push.
-    const bool keep = (status == Errc::transfer_failed || status == Errc::timeout) && !request_.streamed;
+    const bool keep =
+        (status == Errc::transfer_failed || status == Errc::timeout) && !request_.streamed && !binding_.named;
     if (server_.commits && reservation_->ending_waits()) {
         end_reservation_away(keep);
     } else if (keep) {

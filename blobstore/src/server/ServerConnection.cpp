@@ -7,6 +7,7 @@
 #include "ServerConnection.h"
 
 #include "DataPath.h"
+#include "NamedAdmission.h"
 #include "PartTransfer.h"
 #include "PullTransfer.h"
 #include "PushTransfer.h"
@@ -136,6 +137,7 @@ int ServerConnection::read_request()
 
 int ServerConnection::on_request()
 {
+    if (protocol::is_named(request_frame_.first<protocol::kRequestSize>())) return on_named_request();
     protocol::Request request;
     std::string why;
     const std::error_code bad = protocol::decode(request_frame_.first<protocol::kRequestSize>(), request, why);
@@ -157,6 +159,11 @@ int ServerConnection::on_request()
         spdlog::warn("data connection {}: refused: {}", peer_, denied);
         return act(refuse(Errc::refused, denied));
     }
+    return start_transfer(request, std::move(binding));
+}
+
+int ServerConnection::start_transfer(const protocol::Request& request, TicketBinding binding)
+{
     authenticate();
     drop_transfer();
     DataServer::Impl& server = *server_;
@@ -188,7 +195,20 @@ int ServerConnection::act(Step step)
 
 Step ServerConnection::respond(const std::string& frame, AfterResponse after)
 {
-    out_.append(frame);
+    if (authenticated_) {
+        // Every Response of a connection that presented a valid ticket says
+        // whether it takes named requests (docs/PROTOCOL.md, "Named requests").
+        protocol::Advertisement what;
+        if (const NamedAdmission* named = server_->named.load()) {
+            what.named_requests = true;
+            what.default_checksum = named->default_checksum();
+        }
+        std::string advertised = frame;
+        protocol::advertise(advertised, what);
+        out_.append(advertised);
+    } else {
+        out_.append(frame);
+    }
     after_ = after;
     phase_ = Phase::response;
     return Step::respond;

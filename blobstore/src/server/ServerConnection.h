@@ -91,6 +91,16 @@ private:
     int continue_handshake();
     int read_request();
     int on_request();
+    /// A named request (ServerConnectionNamed.cpp): its header, then its
+    /// name, then the admission (NamedAdmission; off the reactor when the
+    /// store's reads may wait) and the transfer of the ticket it issued, as
+    /// for a presented one.
+    int on_named_request();
+    /// Back from the admission: the transfer, or the Response that refuses it.
+    struct NamedJob;
+    Step on_admitted(NamedJob& job, bool connected);
+    /// Starts the transfer of `request`, whose ticket has `binding`.
+    int start_transfer(const protocol::Request& request, TicketBinding binding);
     /// Does what the transfer's `step` asks.
     int act(Step step);
     /// Sends what the Response has left, then goes on as it says.
@@ -139,7 +149,10 @@ private:
     /// object outlives a close until the job's completion (come_back()).
     bool away_ = false;
 
-    FrameReader request_frame_{protocol::kRequestSize};  ///< the Request being read
+    /// The Request being read (a named request: its header, then its name).
+    FrameReader request_frame_{protocol::kRequestSize + protocol::kMaxNamedName};
+    bool named_header_in_ = false;  ///< request_frame_ now waits for a named request's name
+    protocol::NamedRequest named_;  ///< its decoded header
     OutputBuffer out_;                                   ///< the Response being sent
     AfterResponse after_ = AfterResponse::next_request;
 

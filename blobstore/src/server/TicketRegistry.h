@@ -48,6 +48,10 @@ struct TicketBinding {
     /// The certificate subject of the client the ticket was issued to (TLS
     /// only; "" otherwise): the data connection must present the same.
     std::string client;
+    /// Admitted from a named request on a pooled connection (NamedAdmission):
+    /// the client holds no reservation id, so a broken push is aborted
+    /// rather than parked for a resume.
+    bool named = false;
 };
 
 /// The tickets issued by the control plane and not yet presented on the data

@@ -103,6 +103,8 @@ public:
     StoreService& operator=(const StoreService&) = delete;
 
     const std::string& store_name() const noexcept { return options_.store_name; }
+    /// The checksum of pushes that ask for the store's default.
+    ChecksumAlgorithm default_checksum() const noexcept { return options_.default_checksum; }
 
     /// Checks that `caller` holds `permission` in the access list (always
     /// true when it is not enforced). Otherwise logs the refusal, naming

@@ -18,11 +18,18 @@ void ConnectionPool::submit(std::unique_ptr<TransferJob> job)
     const std::string endpoint = job->ticket.endpoint();
     Endpoint& e = endpoints_[endpoint];
     for (auto& c : e.connections) {
-        if (!c->busy()) {
+        if (!c->busy() && (!job->named || c->accepts_named())) {
             library_log()->debug("data connection to {}: reused", endpoint);
             c->start(std::move(job));
             return;
         }
+    }
+    if (job->named) {
+        JobOutcome outcome;
+        outcome.error = make_error_code(Errc::unreachable);
+        outcome.message = job->what + ": no idle data connection to " + endpoint + " takes named requests";
+        job->done(std::move(outcome));
+        return;
     }
     if (e.connections.size() < std::max(1u, options_.max_connections_per_endpoint)) {
         e.connections.push_back(std::make_unique<DataConnection>(
@@ -34,6 +41,14 @@ void ConnectionPool::submit(std::unique_ptr<TransferJob> job)
         return;
     }
     e.waiting.push_back(std::move(job));
+}
+
+bool ConnectionPool::can_run_named(const std::string& endpoint) const
+{
+    const auto it = endpoints_.find(endpoint);
+    if (it == endpoints_.end()) return false;
+    return std::any_of(it->second.connections.begin(), it->second.connections.end(),
+                       [](const auto& c) { return !c->busy() && c->accepts_named(); });
 }
 
 void ConnectionPool::released(DataConnection* connection, bool reusable)

@@ -52,10 +52,15 @@ void DataConnection::start(std::unique_ptr<TransferJob> job)
     request.offset = job_->ticket.offset;
     request.length = job_->ticket.length;
     request.streamed = job_->type == protocol::FrameType::push && job_->source->streamed();
-    std::uint8_t frame[protocol::kRequestSize];
-    protocol::encode(request, frame);
     out_.clear();
-    out_.append(frame, sizeof frame);
+    if (job_->named) {
+        out_.append(protocol::encode(*job_->named));
+    } else {
+        std::uint8_t frame[protocol::kRequestSize];
+        protocol::encode(request, frame);
+        out_.append(frame, sizeof frame);
+    }
+    answered_ = false;
     in_.expect(protocol::kResponseHeaderSize);
     header_in_ = false;
     hash_.reset(job_->prefix_hash ? std::move(*job_->prefix_hash) : ChecksumState(job_->ticket.checksum));
@@ -264,6 +269,8 @@ DataConnection::Step DataConnection::read_response()
         return failed(Errc::protocol_error,
                       job_->what + ": bad response on data connection to " + endpoint_ + ": " + why);
     header_in_ = true;
+    answered_ = true;
+    advertised_ = protocol::advertised(in_.first<protocol::kResponseHeaderSize>());
     in_.extend(message_size);
     return Step::next;  // its message (none: complete at once)
 }
@@ -286,6 +293,7 @@ DataConnection::Step DataConnection::on_response()
         complete(true);
         return Step::stop;
     }
+    if (job_->named && !take_named_answer()) return Step::stop;
     if (response_.length != job_->ticket.length)
         return failed(Errc::protocol_error, job_->what + ": the store announced " + std::to_string(response_.length) +
                                                 " bytes, the ticket " + std::to_string(job_->ticket.length));
@@ -344,6 +352,35 @@ DataConnection::Step DataConnection::read_pull_body()
     return Step::stop;
 }
 
+bool DataConnection::take_named_answer()
+{
+    const protocol::NamedRequest& asked = *job_->named;
+    if (asked.length != 0 && response_.length != asked.length) {
+        fail(Errc::protocol_error, job_->what + ": the store announced " + std::to_string(response_.length) +
+                                       " bytes, " + std::to_string(asked.length) + " were asked for");
+        return false;
+    }
+    if (!response_.checksum) {
+        fail(Errc::protocol_error, job_->what + ": the store's answer to a named pull carries no checksum");
+        return false;
+    }
+    // The store bound the pull to the version it held when the request
+    // came: that is the ticket's version now (what the checks below and
+    // the caller's Result use).
+    BlobInfo version;
+    version.size = response_.blob_size;
+    version.checksum = *response_.checksum;
+    version.committed = std::chrono::system_clock::time_point(std::chrono::duration_cast<
+                                                              std::chrono::system_clock::duration>(
+        std::chrono::nanoseconds(protocol::decode_commit_time(response_.message))));
+    job_->ticket.version = version;
+    job_->ticket.length = response_.length;
+    job_->ticket.checksum = response_.checksum->algorithm;
+    total_ = response_.length;
+    hash_.reset(ChecksumState(response_.checksum->algorithm));
+    return true;
+}
+
 bool DataConnection::pull_checksum_matches()
 {
     const Checksum received = hash_.finish();
@@ -397,6 +434,7 @@ void DataConnection::complete(bool reusable)
     outcome.response = response_;
     outcome.bytes = done_bytes_;
     outcome.seconds = seconds_since(started_);
+    outcome.advertised = advertised_;
     auto job = std::move(job_);
     phase_ = reusable ? Phase::idle : Phase::closed;
     if (reusable) loop_.modify(fd_.get(), POLLIN);
@@ -413,6 +451,7 @@ void DataConnection::fail(Errc code, const std::string& message)
     outcome.message = message;
     outcome.bytes = done_bytes_;
     outcome.seconds = seconds_since(started_);
+    if (answered_) outcome.advertised = advertised_;
     if (job_->sink) job_->sink->abandon();
     auto job = std::move(job_);
     phase_ = Phase::closed;

@@ -33,6 +33,10 @@ struct SessionOptions {
     std::chrono::milliseconds timeout{30000};
     /// Pull through the store's file when it is on this host (same boot id).
     bool local_fast_path = true;
+    /// A push or pull to a store whose pooled data connection advertised
+    /// named requests names its Blob there, without a control call
+    /// (docs/PROTOCOL.md, "Named requests"); false: always a ticket first.
+    bool named_requests = true;
     /// Data connections per data endpoint; further transfers wait for one.
     unsigned max_connections_per_endpoint = 8;
     ReactorMode reactor = ReactorMode::Thread;

@@ -99,4 +99,65 @@ std::string encode(const Response& response);
 std::error_code decode(const std::uint8_t (&in)[kResponseHeaderSize], Response& response, std::size_t& message_size,
                        std::string& why);
 
+// ---- Named requests on a pooled connection (docs/PROTOCOL.md, "Named
+// requests"). One block, appended: a connection that presented a valid
+// ticket once may start later transfers by naming the Blob instead of
+// presenting a ticket; the store checks the permission and binds the
+// transfer to one version exactly as its control plane issues a ticket.
+// A store of an earlier release answers such a Request protocol_error
+// ("unknown request type"), and never advertises that it takes them.
+
+/// Request types of a named request (the byte at offset 5, as a Request's).
+inline constexpr std::uint8_t kNamedPush = 4;
+inline constexpr std::uint8_t kNamedPull = 5;
+/// Named request flags (the u16 at offset 6): a push may replace a
+/// committed Blob of its name.
+inline constexpr std::uint16_t kNamedFlagOverwrite = 1;
+
+/// Client -> store: a push or pull named by its Blob. 40 bytes of header
+/// (magic · version · type u8 (4 push, 5 pull) · flags u16 · checksum
+/// algorithm u8 (push: the one the client checksums with; pull: 0) ·
+/// reserved[3] · name length u16 · reserved[10] · offset u64 · length u64)
+/// followed by the name (1 to kMaxNamedName bytes).
+struct NamedRequest {
+    FrameType type = FrameType::pull;  ///< push or pull
+    std::string name;
+    std::uint64_t offset = 0;  ///< push: 0
+    /// Push: the Blob's size; pull: the bytes asked for (0: to the end).
+    std::uint64_t length = 0;
+    bool overwrite = false;                 ///< push only
+    ChecksumAlgorithm checksum = kDefaultChecksum;  ///< push only: never "the store's default"
+};
+inline constexpr std::size_t kMaxNamedName = 1024;
+/// Whether the first byte of a Request frame's type (offset 5) is a named one.
+bool is_named(const std::uint8_t (&in)[kRequestSize]) noexcept;
+/// The header and the name, ready to send.
+std::string encode(const NamedRequest& request);
+/// Decodes the header; `name_size` bytes of name follow. protocol_error
+/// with `why` on garbage (reserved bytes, an unknown algorithm, a name
+/// length of 0 or above kMaxNamedName, a push from another offset than 0).
+std::error_code decode_named(const std::uint8_t (&in)[kRequestSize], NamedRequest& request, std::size_t& name_size,
+                             std::string& why);
+
+/// What a store of this release says in every Response on a connection
+/// that presented a valid ticket (bytes 13 and 14 of the Response header,
+/// reserved before and ignored by earlier clients): bit 0 of byte 13, named
+/// requests are taken on this connection; byte 14, the checksum code of the
+/// store's default algorithm.
+struct Advertisement {
+    bool named_requests = false;
+    std::optional<ChecksumAlgorithm> default_checksum;
+};
+/// Writes `what` into the encoded Response `frame` (at least its header).
+void advertise(std::string& frame, const Advertisement& what);
+/// Reads it from a Response header (nothing from an earlier store).
+Advertisement advertised(const std::uint8_t (&in)[kResponseHeaderSize]);
+/// The message of an ok Response to a named pull: the commit time of the
+/// version served, 8 bytes little-endian, nanoseconds since the epoch (0: a
+/// version the store is still receiving).
+inline constexpr std::size_t kNamedPullMessageSize = 8;
+std::string encode_commit_time(std::int64_t nanoseconds);
+std::int64_t decode_commit_time(const std::string& message);
+// ---- end of named requests
+
 }  // namespace blobstreaming::protocol

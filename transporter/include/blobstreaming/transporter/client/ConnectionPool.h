@@ -41,7 +41,12 @@ public:
 
     /// Runs `job` on an idle connection to its ticket's endpoint, a new one,
     /// or later when one frees up.
+    /// A named job (TransferJob::named) runs only on an idle connection
+    /// that advertised named requests (can_run_named()); without one it
+    /// fails at once with Errc::unreachable, nothing sent.
     void submit(std::unique_ptr<TransferJob> job);
+    /// Whether a named job for `endpoint` would start now.
+    bool can_run_named(const std::string& endpoint) const;
     /// Inactivity check of every running transfer.
     void tick();
     /// Fails every running and queued transfer with Errc::cancelled.

@@ -32,6 +32,9 @@ struct JobOutcome {
     protocol::Response response;  ///< valid when !error
     std::uint64_t bytes = 0;      ///< payload bytes moved
     double seconds = 0;
+    /// What the store's Response said of named requests on this connection
+    /// (docs/PROTOCOL.md, "Named requests"); nullopt when no Response came.
+    std::optional<protocol::Advertisement> advertised;
 };
 
 /// One push or pull on a data connection.
@@ -59,6 +62,12 @@ struct TransferJob {
     std::function<void(std::uint64_t done, std::uint64_t total)> progress;
     /// Runs once on the loop thread.
     std::function<void(JobOutcome)> done;
+    /// Set: the transfer names its Blob instead of presenting `ticket.id`
+    /// (only on a connection that advertised named requests; the pool
+    /// picks one). `ticket` then holds the endpoint, offset 0, the push's
+    /// size and checksum or the pull's range (length 0: to the end); the
+    /// Response fills in a pull's length and version.
+    std::optional<protocol::NamedRequest> named;
 };
 
 class DataConnection {
@@ -78,6 +87,8 @@ public:
 
     const std::string& endpoint() const noexcept { return endpoint_; }
     bool busy() const noexcept { return job_ != nullptr; }
+    /// The store's last Response on this connection advertised named requests.
+    bool accepts_named() const noexcept { return advertised_ && advertised_->named_requests; }
     /// Runs `job`; the connection must be idle.
     void start(std::unique_ptr<TransferJob> job);
     /// Fails the running job with Errc::timeout when nothing moved for `limit`.
@@ -121,6 +132,9 @@ private:
     Step read_pull_body();
     /// The push's trailer, queued after the body.
     void queue_trailer();
+    /// A named pull's Response: its length and version become the job's
+    /// ticket's; false (and the job failed) when it does not fit the request.
+    bool take_named_answer();
     /// A pull that covers the whole Blob: its bytes against the announced
     /// checksum; false (and the job failed) when they differ.
     bool pull_checksum_matches();
@@ -147,6 +161,8 @@ private:
     FrameReader in_{protocol::kResponseHeaderSize + protocol::kMaxMessageSize};  ///< the Response
     bool header_in_ = false;  ///< the Response's header is decoded, in_ now waits for its message
     protocol::Response response_;
+    std::optional<protocol::Advertisement> advertised_;  ///< of the last Response header
+    bool answered_ = false;                              ///< the running job's Response header came
     HashPipeline hash_;  ///< after job_: stopped before the job's buffers go
     std::uint64_t total_ = 0;
     std::uint64_t done_bytes_ = 0;
