@@ -2,6 +2,11 @@
 
 #include <blobstreaming/common/Error.h>
 
+#include <algorithm>
+#include <cctype>
+#include <deque>
+#include <mutex>
+
 namespace blobstreaming::dicom {
 
 const char* level_name(Level level) noexcept
@@ -56,6 +61,26 @@ const Attribute* find_attribute(std::string_view keyword)
         if (keyword == a.keyword) return &a;
     }
     return nullptr;
+}
+
+const Attribute* header_attribute(const std::string& keyword, Level level, Kind kind)
+{
+    if (keyword.empty() || keyword.size() > 64 ||
+        !std::all_of(keyword.begin(), keyword.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)); }))
+        throw Error(Errc::invalid_argument, "\"" + keyword + "\" is not a DICOM keyword (letters and digits)");
+    if (find_attribute(keyword))
+        throw Error(Errc::invalid_argument, keyword + " is a column of the index, not kept in its header column");
+    // Interned: a Match holds a pointer (Matching.h). The keywords stay for
+    // the process's life; std::deque never moves what it holds.
+    static std::mutex mutex;
+    static std::deque<std::string> keywords;
+    static std::deque<Attribute> interned;
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const Attribute& a : interned)
+        if (keyword == a.keyword && a.level == level && a.kind == kind) return &a;
+    keywords.push_back(keyword);
+    interned.push_back({keywords.back().c_str(), level, kind, false, true});
+    return &interned.back();
 }
 
 std::string attribute_list()

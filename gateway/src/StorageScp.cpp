@@ -200,7 +200,7 @@ protected:
             why = "not authorized: no query right for this AE title";
         } else if (parse_query(request.AffectedSOPClassUID, identifier, query, status, why)) {
             try {
-                rows = g_index->find(query.level, query.matches);
+                rows = g_index->find(query.level, query.matches, query.returned);
             } catch (const Error& e) {
                 status = 0xC000;
                 why = index_failure("C-FIND", peer(), e);
