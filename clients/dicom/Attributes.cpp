@@ -63,10 +63,15 @@ const Attribute* find_attribute(std::string_view keyword)
     return nullptr;
 }
 
+bool is_keyword(const std::string& text)
+{
+    return !text.empty() && text.size() <= 64 &&
+           std::all_of(text.begin(), text.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)); });
+}
+
 const Attribute* header_attribute(const std::string& keyword, Level level, Kind kind)
 {
-    if (keyword.empty() || keyword.size() > 64 ||
-        !std::all_of(keyword.begin(), keyword.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)); }))
+    if (!is_keyword(keyword))
         throw Error(Errc::invalid_argument, "\"" + keyword + "\" is not a DICOM keyword (letters and digits)");
     if (find_attribute(keyword))
         throw Error(Errc::invalid_argument, keyword + " is a column of the index, not kept in its header column");

@@ -46,6 +46,10 @@ const Attribute* find_attribute(std::string_view keyword);
 /// "PatientID, PatientName, ..." for messages.
 std::string attribute_list();
 
+/// Whether `text` has the form of a DICOM keyword: 1 to 64 letters and
+/// digits (DCMTK names a tag it does not know "Unknown Tag & Data").
+bool is_keyword(const std::string& text);
+
 /// The attribute `keyword` (a DICOM keyword: letters and digits only) kept
 /// in the header column, at `level`, matched as `kind`; one object per
 /// keyword for the life of the process (the same pointer each time), so at

@@ -241,10 +241,12 @@ std::string quoted(const std::string& identifier) { return "\"" + identifier + "
 std::string column_of(const Attribute& attribute, Dialect dialect)
 {
     if (!attribute.in_header) return quoted(attribute.keyword);
-    // The keyword is letters and digits (header_attribute()): safe inside the literal.
+    // The keyword is letters and digits (header_attribute()): safe inside
+    // the literal. A header not read yet ('', an index made before the
+    // column) has no value.
     return dialect == Dialect::sqlite
-               ? "COALESCE(json_extract(\"header\", '$." + std::string(attribute.keyword) + "'), '')"
-               : "COALESCE(CAST(\"header\" AS jsonb) ->> '" + std::string(attribute.keyword) + "', '')";
+               ? "COALESCE(json_extract(NULLIF(\"header\", ''), '$." + std::string(attribute.keyword) + "'), '')"
+               : "COALESCE(CAST(NULLIF(\"header\", '') AS jsonb) ->> '" + std::string(attribute.keyword) + "', '')";
 }
 
 std::string sql_condition(const std::vector<Match>& matches, std::vector<std::string>& params, Dialect dialect)

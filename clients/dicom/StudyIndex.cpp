@@ -476,7 +476,7 @@ StudyIndex::StudyIndex(const std::string& url, bool writable) : backend_(open_ba
     }
     schema += "\"blob\" TEXT NOT NULL, \"store\" TEXT NOT NULL, \"size\" BIGINT NOT NULL, \"checksum\" TEXT NOT NULL, "
               "\"problem\" TEXT NOT NULL DEFAULT '', \"data_set_checksum\" TEXT NOT NULL DEFAULT '', \"header\" TEXT "
-              "NOT NULL DEFAULT '{}');";
+              "NOT NULL DEFAULT '');";
     // A copy whose data set differs from its instance's entry (another
     // patient, study, series or SOP class under the same SOP Instance UID):
     // kept whole, one row per (Blob, store), apart from the entry.
@@ -487,7 +487,7 @@ StudyIndex::StudyIndex(const std::string& url, bool writable) : backend_(open_ba
     }
     schema += "\"blob\" TEXT NOT NULL, \"store\" TEXT NOT NULL, \"size\" BIGINT NOT NULL, \"checksum\" TEXT NOT NULL, "
               "\"problem\" TEXT NOT NULL DEFAULT '', \"data_set_checksum\" TEXT NOT NULL DEFAULT '', \"header\" TEXT "
-              "NOT NULL DEFAULT '{}', PRIMARY KEY (\"blob\", \"store\"));"
+              "NOT NULL DEFAULT '', PRIMARY KEY (\"blob\", \"store\"));"
               "CREATE INDEX IF NOT EXISTS conflicts_sop ON conflicts(\"SOPInstanceUID\");";
     for (const char* column :
          {"PatientID", "StudyInstanceUID", "SeriesInstanceUID", "StudyDate", "AccessionNumber", "blob"})
@@ -513,9 +513,10 @@ StudyIndex::StudyIndex(const std::string& url, bool writable) : backend_(open_ba
     // The checksum of each copy's data set: added to an index made before
     // it, empty in the rows it holds (their data sets are compared by the
     // Blob's checksum only).
-    // The header column (every attribute no column holds): added to an
-    // index made before it as '{}', "not read yet", which blobs() and has()
-    // report so that the start's rescan reads each such Blob's header again.
+    // The header column (every attribute no column holds; a put() writes
+    // a JSON object, '{}' at least): added to an index made before it as
+    // '', "not read yet", which blobs() and has() report so that the
+    // start's rescan reads each such Blob's header again.
     const std::pair<const char*, const char*> added[] = {{"instances", "data_set_checksum"},
                                                          {"conflicts", "data_set_checksum"},
                                                          {"copies", "data_set_checksum"},
@@ -524,8 +525,7 @@ StudyIndex::StudyIndex(const std::string& url, bool writable) : backend_(open_ba
     for (const auto& [table, column] : added) {
         if (has_column(*backend_, table, column)) continue;
         const std::string add = std::string("ALTER TABLE ") + table + " ADD COLUMN " +
-                                (sqlite ? "" : "IF NOT EXISTS ") + quoted(column) + " TEXT NOT NULL DEFAULT '" +
-                                (std::string(column) == "header" ? "{}" : "") + "'";
+                                (sqlite ? "" : "IF NOT EXISTS ") + quoted(column) + " TEXT NOT NULL DEFAULT ''";
         try {
             backend_->script(add);
         } catch (const Error&) {
@@ -858,8 +858,8 @@ bool StudyIndex::has(const std::string& blob, const std::string& store, const st
         const std::string fresh =
             !has_header_ ? ""
             : table == "copies"
-                ? " AND NOT EXISTS (SELECT 1 FROM instances WHERE \"SOPInstanceUID\" = copies.\"sop\" AND \"header\" = '{}')"
-                : " AND \"header\" <> '{}'";
+                ? " AND NOT EXISTS (SELECT 1 FROM instances WHERE \"SOPInstanceUID\" = copies.\"sop\" AND \"header\" = '')"
+                : " AND \"header\" <> ''";
         if (!backend_
                  ->run("SELECT 1 AS \"found\" FROM " + table +
                            " WHERE \"blob\" = ? AND \"store\" = ? AND \"checksum\" = ?" + fresh + " LIMIT 1",
@@ -874,12 +874,12 @@ std::vector<IndexedBlob> StudyIndex::blobs() const
 {
     std::vector<IndexedBlob> out;
     // A copy whose entry's header an older gateway did not record (header
-    // '{}') has no checksum here: a rescan reads it again.
+    // '') has no checksum here: a rescan reads it again.
     const std::string sql =
         has_header_
-            ? std::string("SELECT c.\"blob\", c.\"store\", CASE WHEN i.\"header\" = '{}' THEN '' ELSE c.\"checksum\" "
+            ? std::string("SELECT c.\"blob\", c.\"store\", CASE WHEN i.\"header\" = '' THEN '' ELSE c.\"checksum\" "
                           "END AS \"checksum\" FROM copies c LEFT JOIN instances i ON i.\"SOPInstanceUID\" = c.\"sop\"") +
-                  (has_conflicts_ ? " UNION ALL SELECT \"blob\", \"store\", CASE WHEN \"header\" = '{}' THEN '' ELSE "
+                  (has_conflicts_ ? " UNION ALL SELECT \"blob\", \"store\", CASE WHEN \"header\" = '' THEN '' ELSE "
                                     "\"checksum\" END AS \"checksum\" FROM conflicts"
                                   : "")
             : std::string("SELECT \"blob\", \"store\", \"checksum\" FROM copies") +

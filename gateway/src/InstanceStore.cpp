@@ -1,5 +1,6 @@
 #include "InstanceStore.h"
 
+#include "QueryRetrieve.h"
 #include "dicom/InstanceIdentity.h"
 #include "TextDecoder.h"
 
@@ -14,7 +15,6 @@
 #include <dcmtk/dcmdata/dcistrmf.h>
 #include <dcmtk/dcmdata/dcmetinf.h>
 #include <dcmtk/dcmdata/dctag.h>
-#include <dcmtk/dcmdata/dcvr.h>
 #include <dcmtk/dcmdata/dcxfer.h>
 
 #include <spdlog/spdlog.h>
@@ -232,16 +232,9 @@ void header_values(DcmDataset& data, DcmElement* cut, bool parsed, TextDecoder& 
         if (!element || element == cut) continue;
         DcmTag tag = element->getTag();
         if (tag.getGroup() <= 0x0002 || tag.isPrivate() || element->getLength() > kMaxHeaderValue) continue;
-        const DcmEVR vr = element->ident();
-        const bool numeric =
-            vr == EVR_US || vr == EVR_SS || vr == EVR_UL || vr == EVR_SL || vr == EVR_FL || vr == EVR_FD;
-        if (!numeric && (!DcmVR(vr).isaString() || vr == EVR_UN)) continue;
         const std::string keyword = tag.getTagName();
-        if (keyword.empty() || !std::all_of(keyword.begin(), keyword.end(), [](char c) {
-                return std::isalnum(static_cast<unsigned char>(c)) != 0;
-            }))
-            continue;  // "Unknown Tag & Data"
-        if (find_attribute(keyword)) continue;  // a column of its own, read above
+        if (!header_vr(element->ident()) || !is_keyword(keyword) || find_attribute(keyword))
+            continue;  // binary, unknown, or a column of its own (read above)
         std::string value;
         decoder.decode(*element, value);  // undecodable: escaped, as a column's value
         if (!parsed && std::any_of(value.begin(), value.end(), [](char c) {

@@ -11,8 +11,6 @@
 #include <dcmtk/dcmdata/dcuid.h>
 #include <dcmtk/dcmdata/dcvr.h>
 
-#include <algorithm>
-#include <cctype>
 #include <set>
 
 namespace blobstreaming::dicom {
@@ -61,14 +59,13 @@ Kind kind_of(DcmEVR vr)
     }
 }
 
-/// The VRs whose values the header column holds (InstanceStore.cpp's header_values()).
+}  // namespace
+
 bool header_vr(DcmEVR vr)
 {
     if (vr == EVR_US || vr == EVR_SS || vr == EVR_UL || vr == EVR_SL || vr == EVR_FL || vr == EVR_FD) return true;
     return DcmVR(vr).isaString() && vr != EVR_UN;
 }
-
-}  // namespace
 
 Level level_of(const std::string& keyword)
 {
@@ -164,9 +161,8 @@ IndexQuery parse_identifier(DcmDataset& identifier, InformationModel model)
         const Attribute* a = find_attribute(tag.getTagName());
         if (!a) {
             const std::string keyword = tag.getTagName();
-            const bool matchable = !tag.isPrivate() && tag.getGroup() > 0x0002 && header_vr(element->ident()) &&
-                               std::all_of(keyword.begin(), keyword.end(),
-                                           [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; });
+            const bool matchable =
+                !tag.isPrivate() && tag.getGroup() > 0x0002 && header_vr(element->ident()) && is_keyword(keyword);
             if (!matchable) {
                 if (element->getLength() == 0) continue;  // returned empty: never in the index
                 throw QueryRefused(0xC000, name + ": cannot be matched (a private, unknown, binary or File Meta "

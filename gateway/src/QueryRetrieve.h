@@ -41,6 +41,11 @@ struct IndexQuery {
     std::string charset;
 };
 
+/// Whether values of VR `vr` are kept in the index's header column: the
+/// text VRs and the binary numbers (US, SS, UL, SL, FL, FD), not sequences
+/// nor other binary values.
+bool header_vr(DcmEVR vr);
+
 /// The query/retrieve level an attribute of the DICOM dictionary belongs
 /// to (PS3.4 C.6.1.1 and C.6.2.1: the Patient, Study and Series levels'
 /// keys and the other attributes of those entities' modules); every other
