@@ -16,7 +16,9 @@
   come back filled and filter: `SeriesDescription=NO SUCH*` finds nothing,
   `SeriesDescription=Abd*` one series, `BodyPartExamined=CHEST` its study;
   a key that cannot be matched (a sequence with a value) is refused (C000)
-  with an Error Comment naming it, never ignored.
+  with an Error Comment naming it, never ignored. QIDO-RS (the same parse
+  and index query) matches and returns them likewise (`includefield`
+  names more), in UTF-8, and answers 400 for a private key.
 - An index made before the header column (the column dropped from the
   SQLite file): the restarted gateway's rescan reads the Blobs' headers
   again, and the keys come back filled.
@@ -28,6 +30,9 @@ import os
 import sqlite3
 import subprocess
 import sys
+import urllib.error
+import urllib.parse
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -67,7 +72,7 @@ def findscu_raw(c, gw, keys, expect=0):
 
 
 def run(c, kind, objects, index_url, python):
-    gw = Gateway(c, "ws1", f"gateway-{kind}", index_url=index_url)
+    gw = Gateway(c, "ws1", f"gateway-{kind}", index_url=index_url, extra=("--http-address", "127.0.0.1:0"))
     index = gw.index_url
     step(f"{kind}: a Latin-1 study of two series and a UTF-8 study through storescu")
     gw.storescu(*[o["path"] for o in objects])
@@ -129,6 +134,28 @@ def run(c, kind, objects, index_url, python):
           f"{kind}: findscu's error for a sequence key: {err[-1500:]}")
     check("ProcedureCodeSequence (0008,1032): sequence matching is not supported" in gw.log(),
           f"{kind}: the log line of the refusal")
+    step(f"{kind}: QIDO-RS matches and returns the same keys (DICOM JSON: UTF-8); one it cannot match is a 400")
+
+    def qido(path, **params):
+        url = f"{gw.http}/{path}?{urllib.parse.urlencode(params)}"
+        try:
+            with urllib.request.urlopen(url, timeout=30) as r:
+                return r.status, json.loads(r.read() or b"[]")
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+    status, found = qido("series", SeriesDescription="Abd*", includefield="BodyPartExamined,ProtocolName")
+    check_equal((status, [(m["0020000E"]["Value"][0], m["0008103E"]["Value"][0], m["00180015"]["Value"][0],
+                           "Value" in m["00181030"]) for m in found]),
+                (200, [(objects[1]["series"], "Abdomen nativ", "ABDOMEN", False)]),
+                f"{kind}: QIDO-RS series by SeriesDescription=Abd*, BodyPartExamined included")
+    status, found = qido("studies", PatientName="Müller*", ReferringPhysicianName="")
+    check_equal((status, sorted((m["00100010"]["Value"][0]["Alphabetic"], m["00080090"]["Value"][0]["Alphabetic"])
+                                for m in found)),
+                (200, [("Müller^Jürgen", "Weiß^Anna"), ("Müller^Ωmega", "Ørsted^Hans")]),
+                f"{kind}: QIDO-RS studies by PatientName=Müller*")
+    check_equal(qido("studies", **{"00091010": "x"}),
+                (400, "query parameter 00091010: cannot be matched (Unknown VR: Tag not found in data dictionary)\n"),
+                f"{kind}: QIDO-RS with a private key (refused, not ignored)")
     return gw
 
 

@@ -325,7 +325,9 @@ void DicomWeb::search(const Request& request, const Target& target, Level level,
             (keyword == "SeriesInstanceUID" && !scope.series.empty()))
             return bad("query parameter " + keyword + " repeats the UID of the path");
         if (value.find('\0') != std::string::npos) return bad("query parameter " + keyword + ": NUL byte in the value");
-        identifier.putAndInsertString(tag, value.c_str());
+        // A key DCMTK does not take (a private tag without its creator) is refused, never dropped.
+        if (const OFCondition put = identifier.putAndInsertString(tag, value.c_str()); put.bad())
+            return bad("query parameter " + utf8_escaped(key) + ": cannot be matched (" + put.text() + ")");
     }
     for (const DcmTag& tag : included)
         if (!identifier.tagExists(tag)) identifier.insertEmptyElement(tag);
