@@ -28,8 +28,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import TestSkipped, check, check_equal, step, wait_for  # noqa: E402
-from harness.dicom import AE, Gateway, dump_keys, make_objects, pynetdicom_python, start_postgresql  # noqa: E402
+from harness import check, check_equal, step, wait_for  # noqa: E402
+from harness.dicom import AE, Gateway, dump_keys, make_objects, pynetdicom_python, postgresql_url  # noqa: E402
 from test_events import Watcher  # noqa: E402
 
 TEXT = ("PatientID", "PatientName", "AccessionNumber", "StudyDescription")
@@ -129,12 +129,9 @@ def test(c):
     c.start_daemon("ws1", "file")
     objects = make_objects(c, "charsets", c.path("charsets"))
     run(c, "sqlite", objects, None, python)
-    try:
-        url = start_postgresql(c, ["dicom"])["dicom"]
-    except TestSkipped as e:
-        step(f"PostgreSQL part skipped: {e}")
-        return
-    run(c, "postgresql", objects, url, python)
+    url = postgresql_url(c)
+    if url:
+        run(c, "postgresql", objects, url, python)
 
 
 if __name__ == "__main__":

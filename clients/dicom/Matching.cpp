@@ -132,7 +132,8 @@ std::string list_rows(const std::vector<std::string>& values, std::vector<std::s
 std::string range_condition(const Match& m, bool (*valid)(const std::string&), const char* form,
                             std::vector<std::string>& params, Dialect dialect)
 {
-    const std::string column = column_of(*m.attribute, dialect) + (dialect == Dialect::postgresql ? " COLLATE \"C\"" : "");
+    const std::string column =
+        column_of(*m.attribute, dialect) + (dialect == Dialect::postgresql ? " COLLATE \"C\"" : "");
     const auto dash = m.value.find('-');
     if (dash == std::string::npos) {
         if (!valid(m.value)) refuse(m, std::string("expected ") + form + " or a range of them (A-B, A-, -B)");

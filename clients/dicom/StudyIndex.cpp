@@ -858,7 +858,8 @@ bool StudyIndex::has(const std::string& blob, const std::string& store, const st
         const std::string fresh =
             !has_header_ ? ""
             : table == "copies"
-                ? " AND NOT EXISTS (SELECT 1 FROM instances WHERE \"SOPInstanceUID\" = copies.\"sop\" AND \"header\" = '')"
+                ? " AND NOT EXISTS (SELECT 1 FROM instances WHERE \"SOPInstanceUID\" = copies.\"sop\" AND "
+                  "\"header\" = '')"
                 : " AND \"header\" <> ''";
         if (!backend_
                  ->run("SELECT 1 AS \"found\" FROM " + table +
@@ -877,8 +878,9 @@ std::vector<IndexedBlob> StudyIndex::blobs() const
     // '') has no checksum here: a rescan reads it again.
     const std::string sql =
         has_header_
-            ? std::string("SELECT c.\"blob\", c.\"store\", CASE WHEN i.\"header\" = '' THEN '' ELSE c.\"checksum\" "
-                          "END AS \"checksum\" FROM copies c LEFT JOIN instances i ON i.\"SOPInstanceUID\" = c.\"sop\"") +
+            ? std::string(
+                  "SELECT c.\"blob\", c.\"store\", CASE WHEN i.\"header\" = '' THEN '' ELSE c.\"checksum\" "
+                  "END AS \"checksum\" FROM copies c LEFT JOIN instances i ON i.\"SOPInstanceUID\" = c.\"sop\"") +
                   (has_conflicts_ ? " UNION ALL SELECT \"blob\", \"store\", CASE WHEN \"header\" = '' THEN '' ELSE "
                                     "\"checksum\" END AS \"checksum\" FROM conflicts"
                                   : "")

@@ -1,8 +1,8 @@
 #include "InstanceStore.h"
 
 #include "QueryRetrieve.h"
-#include "dicom/InstanceIdentity.h"
 #include "TextDecoder.h"
+#include "dicom/InstanceIdentity.h"
 
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Checksum.h>
@@ -237,9 +237,8 @@ void header_values(DcmDataset& data, DcmElement* cut, bool parsed, TextDecoder& 
             continue;  // binary, unknown, or a column of its own (read above)
         std::string value;
         decoder.decode(*element, value);  // undecodable: escaped, as a column's value
-        if (!parsed && std::any_of(value.begin(), value.end(), [](char c) {
-                return static_cast<unsigned char>(c) < 0x20 || c == 0x7F;
-            }))
+        if (!parsed && std::any_of(value.begin(), value.end(),
+                                   [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7F; }))
             continue;
         if (!value.empty()) values[keyword] = value;
     }

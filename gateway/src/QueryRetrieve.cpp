@@ -208,8 +208,7 @@ void fill_response(const IndexQuery& query, const IndexRow& row, DcmDataset& res
     // In the query's character set when it holds every value: DCMTK
     // encodes into one set (no code extensions), and fails on a character
     // the set lacks (no transliteration): then the response stays UTF-8.
-    if (query.charset.empty() || query.charset == "ISO_IR 192" || query.charset.find('\\') != std::string::npos)
-        return;
+    if (query.charset.empty() || query.charset == "ISO_IR 192" || query.charset.find('\\') != std::string::npos) return;
     DcmSpecificCharacterSet encoder;
     if (encoder.selectCharacterSet("ISO_IR 192", query.charset.c_str()).bad()) return;
     std::vector<std::pair<DcmTag, OFString>> encoded;

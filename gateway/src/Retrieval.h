@@ -133,7 +133,7 @@ private:
     std::vector<Item> items_;
     std::vector<std::string> failed_uids_;
     std::string first_comment_;
-    std::size_t syntax_failures_ = 0;  ///< failed sub-operations that SubOutcome::syntax marks
+    std::size_t syntax_failures_ = 0;   ///< failed sub-operations that SubOutcome::syntax marks
     std::unique_ptr<Buffers> buffers_;  ///< reused between batches: no fresh pages, no zeroing
 };
 

@@ -198,6 +198,16 @@ def start_postgresql(c, databases):
     return urls
 
 
+def postgresql_url(c, database="dicom"):
+    """The URL of `database` on a throwaway PostgreSQL server (start_postgresql), or None when PostgreSQL is
+    missing (a step says so: the test's PostgreSQL part is skipped)."""
+    try:
+        return start_postgresql(c, [database])[database]
+    except TestSkipped as e:
+        step(f"PostgreSQL part skipped: {e}")
+        return None
+
+
 _counter = [0]
 
 
