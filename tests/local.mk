@@ -79,6 +79,8 @@ system_tests = \
 	tests/test_round_trips.py \
 	tests/test_named_requests.py \
 	tests/test_dicom_charsets.py \
+	tests/test_dicom_query_keys.py \
+	tests/test_dicom_get_syntax.py \
 	tests/test_dicom_text.py \
 	tests/test_dicom_postgresql.py \
 	tests/test_dicomweb.py

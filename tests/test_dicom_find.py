@@ -129,7 +129,7 @@ def test(c, index_url=None):
                   r["PatientName"], r.get("ReferringPhysicianName"), r["QueryRetrieveLevel"]) for r in answers],
                 [(a[0]["study"], "20261115", "CT", "12", "Doe^PAT1", "", "STUDY"),
                  (b[0]["study"], "20261120", "MR", "3", "Doe^PAT1", "", "STUDY")],
-                "findscu's study-level answers (an unknown return key comes back empty)")
+                "findscu's study-level answers (an attribute the instances lack comes back empty)")
     answers, _ = gw.findscu("study", "STUDY", "StudyDate=20261101-20261118", "PatientName=Doe^PAT?",
                             "StudyInstanceUID")
     check_equal(sorted(r["StudyInstanceUID"] for r in answers), sorted([a[0]["study"], mf["study"]]),

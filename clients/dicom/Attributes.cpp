@@ -2,6 +2,11 @@
 
 #include <blobstreaming/common/Error.h>
 
+#include <algorithm>
+#include <cctype>
+#include <deque>
+#include <mutex>
+
 namespace blobstreaming::dicom {
 
 const char* level_name(Level level) noexcept
@@ -56,6 +61,31 @@ const Attribute* find_attribute(std::string_view keyword)
         if (keyword == a.keyword) return &a;
     }
     return nullptr;
+}
+
+bool is_keyword(const std::string& text)
+{
+    return !text.empty() && text.size() <= 64 &&
+           std::all_of(text.begin(), text.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)); });
+}
+
+const Attribute* header_attribute(const std::string& keyword, Level level, Kind kind)
+{
+    if (!is_keyword(keyword))
+        throw Error(Errc::invalid_argument, "\"" + keyword + "\" is not a DICOM keyword (letters and digits)");
+    if (find_attribute(keyword))
+        throw Error(Errc::invalid_argument, keyword + " is a column of the index, not kept in its header column");
+    // Interned: a Match holds a pointer (Matching.h). The keywords stay for
+    // the process's life; std::deque never moves what it holds.
+    static std::mutex mutex;
+    static std::deque<std::string> keywords;
+    static std::deque<Attribute> interned;
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const Attribute& a : interned)
+        if (keyword == a.keyword && a.level == level && a.kind == kind) return &a;
+    keywords.push_back(keyword);
+    interned.push_back({keywords.back().c_str(), level, kind, false, true});
+    return &interned.back();
 }
 
 std::string attribute_list()

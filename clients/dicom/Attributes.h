@@ -32,6 +32,11 @@ struct Attribute {
     Level level;          ///< the level it describes
     Kind kind;
     bool derived;  ///< computed by the index (ModalitiesInStudy), not read from an instance
+    /// Not a column of its own: kept with every other attribute of the
+    /// instance's header in the index's `header` column (a JSON object
+    /// keyword -> value, the values as the columns hold them), matched and
+    /// returned from there (header_attribute()).
+    bool in_header = false;
 };
 
 /// Every attribute, patient level first.
@@ -40,5 +45,17 @@ const std::vector<Attribute>& attributes();
 const Attribute* find_attribute(std::string_view keyword);
 /// "PatientID, PatientName, ..." for messages.
 std::string attribute_list();
+
+/// Whether `text` has the form of a DICOM keyword: 1 to 64 letters and
+/// digits (DCMTK names a tag it does not know "Unknown Tag & Data").
+bool is_keyword(const std::string& text);
+
+/// The attribute `keyword` (a DICOM keyword: letters and digits only) kept
+/// in the header column, at `level`, matched as `kind`; one object per
+/// keyword for the life of the process (the same pointer each time), so at
+/// most as many as the DICOM dictionary has keywords. Throws
+/// Error(invalid_argument) for a keyword of other characters, or one of
+/// attributes() (a column).
+const Attribute* header_attribute(const std::string& keyword, Level level, Kind kind);
 
 }  // namespace blobstreaming::dicom

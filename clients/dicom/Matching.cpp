@@ -132,7 +132,8 @@ std::string list_rows(const std::vector<std::string>& values, std::vector<std::s
 std::string range_condition(const Match& m, bool (*valid)(const std::string&), const char* form,
                             std::vector<std::string>& params, Dialect dialect)
 {
-    const std::string column = quoted(m.attribute->keyword) + (dialect == Dialect::postgresql ? " COLLATE \"C\"" : "");
+    const std::string column =
+        column_of(*m.attribute, dialect) + (dialect == Dialect::postgresql ? " COLLATE \"C\"" : "");
     const auto dash = m.value.find('-');
     if (dash == std::string::npos) {
         if (!valid(m.value)) refuse(m, std::string("expected ") + form + " or a range of them (A-B, A-, -B)");
@@ -158,7 +159,7 @@ std::string range_condition(const Match& m, bool (*valid)(const std::string&), c
 
 std::string condition(const Match& m, std::vector<std::string>& params, Dialect dialect)
 {
-    const std::string column = quoted(m.attribute->keyword);
+    const std::string column = column_of(*m.attribute, dialect);
     if (m.value.empty() || m.value == "*") return {};
     switch (m.attribute->kind) {
     case Kind::text:
@@ -230,7 +231,24 @@ std::vector<Match> parse_matches(const std::vector<std::string>& terms)
     return matches;
 }
 
+void check_match(const Match& match)
+{
+    std::vector<std::string> ignored;
+    condition(match, ignored, Dialect::sqlite);
+}
+
 std::string quoted(const std::string& identifier) { return "\"" + identifier + "\""; }
+
+std::string column_of(const Attribute& attribute, Dialect dialect)
+{
+    if (!attribute.in_header) return quoted(attribute.keyword);
+    // The keyword is letters and digits (header_attribute()): safe inside
+    // the literal. A header not read yet ('', an index made before the
+    // column) has no value.
+    return dialect == Dialect::sqlite
+               ? "COALESCE(json_extract(NULLIF(\"header\", ''), '$." + std::string(attribute.keyword) + "'), '')"
+               : "COALESCE(CAST(NULLIF(\"header\", '') AS jsonb) ->> '" + std::string(attribute.keyword) + "', '')";
+}
 
 std::string sql_condition(const std::vector<Match>& matches, std::vector<std::string>& params, Dialect dialect)
 {

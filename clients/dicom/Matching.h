@@ -33,6 +33,10 @@ struct Match {
 /// Parses `KEY=VALUE` terms (KEY: a keyword of attributes(), once each).
 std::vector<Match> parse_matches(const std::vector<std::string>& terms);
 
+/// Refuses `match` when its value is malformed for its attribute's kind,
+/// as parse_matches() does (Errc::invalid_argument naming it).
+void check_match(const Match& match);
+
 /// The SQL of the two index databases: wildcards are GLOB in SQLite, LIKE
 /// (with `\` escapes) in PostgreSQL, whose ranges compare in the "C"
 /// collation (byte order, as SQLite does).
@@ -41,6 +45,11 @@ enum class Dialect { sqlite, postgresql };
 /// `"keyword"`: identifiers are quoted (PostgreSQL would fold them to lower
 /// case otherwise).
 std::string quoted(const std::string& identifier);
+
+/// The SQL expression of `attribute`'s value in a row of instances (or
+/// conflicts): its column, or for one kept in the header column
+/// (Attribute::in_header) the value there ('' when the instance has none).
+std::string column_of(const Attribute& attribute, Dialect dialect);
 
 /// The SQL condition of `matches` (joined with AND; "1=1" when empty) with
 /// `?` placeholders whose text values are appended to `params` in order.

@@ -5,6 +5,7 @@
 #include <blobstreaming/common/Error.h>
 
 #include <libpq-fe.h>
+#include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -309,6 +310,19 @@ struct RecordColumns {
     std::vector<std::string> values;
 };
 
+/// The values of `values` that no column holds, as the header column's
+/// JSON object (keyword -> value).
+std::string header_json(const std::map<std::string, std::string>& values)
+{
+    nlohmann::json header = nlohmann::json::object();
+    for (const auto& [keyword, value] : values) {
+        const Attribute* a = find_attribute(keyword);
+        if ((a && !a->derived) || value.empty()) continue;
+        header[keyword] = value;
+    }
+    return header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 RecordColumns record_columns(const InstanceRecord& record)
 {
     RecordColumns out;
@@ -331,6 +345,7 @@ RecordColumns record_columns(const InstanceRecord& record)
     add("checksum", record.checksum, "?");
     add("problem", record.problem, "?");
     add("data_set_checksum", record.data_set_checksum, "?");
+    add("header", header_json(record.values), "?");
     return out;
 }
 
@@ -448,6 +463,7 @@ StudyIndex::StudyIndex(const std::string& url, bool writable) : backend_(open_ba
         has_data_sets_ = has_conflicts_ && has_copies_ && has_column(*backend_, "conflicts", "data_set_checksum") &&
                          has_column(*backend_, "copies", "data_set_checksum") &&
                          has_column(*backend_, "instances", "data_set_checksum");
+        has_header_ = has_column(*backend_, "instances", "header");
         return;
     }
     const bool sqlite = backend_->dialect() == Dialect::sqlite;
@@ -459,7 +475,8 @@ StudyIndex::StudyIndex(const std::string& url, bool writable) : backend_(open_ba
                   (std::string(a.keyword) == "SOPInstanceUID" ? " PRIMARY KEY" : "") + ", ";
     }
     schema += "\"blob\" TEXT NOT NULL, \"store\" TEXT NOT NULL, \"size\" BIGINT NOT NULL, \"checksum\" TEXT NOT NULL, "
-              "\"problem\" TEXT NOT NULL DEFAULT '', \"data_set_checksum\" TEXT NOT NULL DEFAULT '');";
+              "\"problem\" TEXT NOT NULL DEFAULT '', \"data_set_checksum\" TEXT NOT NULL DEFAULT '', \"header\" TEXT "
+              "NOT NULL DEFAULT '');";
     // A copy whose data set differs from its instance's entry (another
     // patient, study, series or SOP class under the same SOP Instance UID):
     // kept whole, one row per (Blob, store), apart from the entry.
@@ -469,8 +486,8 @@ StudyIndex::StudyIndex(const std::string& url, bool writable) : backend_(open_ba
         schema += quoted(a.keyword) + (a.kind == Kind::number ? " INTEGER" : " TEXT NOT NULL DEFAULT ''") + ", ";
     }
     schema += "\"blob\" TEXT NOT NULL, \"store\" TEXT NOT NULL, \"size\" BIGINT NOT NULL, \"checksum\" TEXT NOT NULL, "
-              "\"problem\" TEXT NOT NULL DEFAULT '', \"data_set_checksum\" TEXT NOT NULL DEFAULT '', PRIMARY KEY "
-              "(\"blob\", \"store\"));"
+              "\"problem\" TEXT NOT NULL DEFAULT '', \"data_set_checksum\" TEXT NOT NULL DEFAULT '', \"header\" TEXT "
+              "NOT NULL DEFAULT '', PRIMARY KEY (\"blob\", \"store\"));"
               "CREATE INDEX IF NOT EXISTS conflicts_sop ON conflicts(\"SOPInstanceUID\");";
     for (const char* column :
          {"PatientID", "StudyInstanceUID", "SeriesInstanceUID", "StudyDate", "AccessionNumber", "blob"})
@@ -496,15 +513,24 @@ StudyIndex::StudyIndex(const std::string& url, bool writable) : backend_(open_ba
     // The checksum of each copy's data set: added to an index made before
     // it, empty in the rows it holds (their data sets are compared by the
     // Blob's checksum only).
-    for (const char* table : {"instances", "conflicts", "copies"}) {
-        if (has_column(*backend_, table, "data_set_checksum")) continue;
+    // The header column (every attribute no column holds; a put() writes
+    // a JSON object, '{}' at least): added to an index made before it as
+    // '', "not read yet", which blobs() and has() report so that the
+    // start's rescan reads each such Blob's header again.
+    const std::pair<const char*, const char*> added[] = {{"instances", "data_set_checksum"},
+                                                         {"conflicts", "data_set_checksum"},
+                                                         {"copies", "data_set_checksum"},
+                                                         {"instances", "header"},
+                                                         {"conflicts", "header"}};
+    for (const auto& [table, column] : added) {
+        if (has_column(*backend_, table, column)) continue;
         const std::string add = std::string("ALTER TABLE ") + table + " ADD COLUMN " +
-                                (sqlite ? "" : "IF NOT EXISTS ") + "\"data_set_checksum\" TEXT NOT NULL DEFAULT ''";
+                                (sqlite ? "" : "IF NOT EXISTS ") + quoted(column) + " TEXT NOT NULL DEFAULT ''";
         try {
             backend_->script(add);
         } catch (const Error&) {
             // Another gateway on the same index added it meanwhile.
-            if (!has_column(*backend_, table, "data_set_checksum")) throw;
+            if (!has_column(*backend_, table, column)) throw;
         }
     }
 }
@@ -706,6 +732,8 @@ std::string StudyIndex::add_copy(const std::string& blob, const std::string& sto
         columns += ", \"data_set_checksum\"";
         selected += ", \"data_set_checksum\"";
     }
+    columns += ", \"header\"";
+    selected += ", \"header\"";
     backend_->run("INSERT INTO conflicts (" + columns + ") SELECT " + selected +
                       " FROM conflicts WHERE \"blob\" = ? AND \"store\" = ? ON CONFLICT (\"blob\", \"store\") DO "
                       "NOTHING",
@@ -799,7 +827,7 @@ bool StudyIndex::restore_from_conflict(const std::string& sop, Removal& out)
     std::string columns;
     for (const Attribute& a : attributes())
         if (!a.derived) columns += quoted(a.keyword) + ", ";
-    columns += "\"blob\", \"store\", \"size\", \"checksum\", \"problem\", \"data_set_checksum\"";
+    columns += "\"blob\", \"store\", \"size\", \"checksum\", \"problem\", \"data_set_checksum\", \"header\"";
     backend_->run("DELETE FROM instances WHERE \"SOPInstanceUID\" = ?", {sop});
     backend_->run("INSERT INTO instances (" + columns + ") SELECT " + columns +
                       " FROM conflicts WHERE \"blob\" = ? AND \"store\" = ?",
@@ -826,9 +854,16 @@ bool StudyIndex::has(const std::string& blob, const std::string& store, const st
 {
     for (const std::string table : {"copies", "conflicts"}) {
         if (table == "conflicts" && !has_conflicts_) break;
+        // An entry whose header an older gateway did not record is to be read again.
+        const std::string fresh =
+            !has_header_ ? ""
+            : table == "copies"
+                ? " AND NOT EXISTS (SELECT 1 FROM instances WHERE \"SOPInstanceUID\" = copies.\"sop\" AND "
+                  "\"header\" = '')"
+                : " AND \"header\" <> ''";
         if (!backend_
                  ->run("SELECT 1 AS \"found\" FROM " + table +
-                           " WHERE \"blob\" = ? AND \"store\" = ? AND \"checksum\" = ? LIMIT 1",
+                           " WHERE \"blob\" = ? AND \"store\" = ? AND \"checksum\" = ?" + fresh + " LIMIT 1",
                        {blob, store, checksum})
                  .empty())
             return true;
@@ -839,9 +874,18 @@ bool StudyIndex::has(const std::string& blob, const std::string& store, const st
 std::vector<IndexedBlob> StudyIndex::blobs() const
 {
     std::vector<IndexedBlob> out;
+    // A copy whose entry's header an older gateway did not record (header
+    // '') has no checksum here: a rescan reads it again.
     const std::string sql =
-        std::string("SELECT \"blob\", \"store\", \"checksum\" FROM copies") +
-        (has_conflicts_ ? " UNION ALL SELECT \"blob\", \"store\", \"checksum\" FROM conflicts" : "");
+        has_header_
+            ? std::string(
+                  "SELECT c.\"blob\", c.\"store\", CASE WHEN i.\"header\" = '' THEN '' ELSE c.\"checksum\" "
+                  "END AS \"checksum\" FROM copies c LEFT JOIN instances i ON i.\"SOPInstanceUID\" = c.\"sop\"") +
+                  (has_conflicts_ ? " UNION ALL SELECT \"blob\", \"store\", CASE WHEN \"header\" = '' THEN '' ELSE "
+                                    "\"checksum\" END AS \"checksum\" FROM conflicts"
+                                  : "")
+            : std::string("SELECT \"blob\", \"store\", \"checksum\" FROM copies") +
+                  (has_conflicts_ ? " UNION ALL SELECT \"blob\", \"store\", \"checksum\" FROM conflicts" : "");
     for (const IndexRow& row : backend_->run(sql, {}))
         out.push_back({row.at(0).second, row.at(1).second, row.at(2).second});
     return out;
@@ -868,12 +912,18 @@ std::map<std::string, std::vector<IndexedBlob>> StudyIndex::copies_of(const std:
     return out;
 }
 
-std::vector<IndexRow> StudyIndex::find(Level level, const std::vector<Match>& matches) const
+std::vector<IndexRow> StudyIndex::find(Level level, const std::vector<Match>& matches,
+                                       const std::vector<const Attribute*>& returned) const
 {
     const Dialect dialect = backend_->dialect();
     std::vector<std::string> params;
-    std::string sql = "SELECT " + select_list(level, dialect, has_copies_, has_conflicts_, has_data_sets_) +
-                      " FROM instances WHERE " + sql_condition(matches, params, dialect);
+    std::string list = select_list(level, dialect, has_copies_, has_conflicts_, has_data_sets_);
+    for (const Attribute* a : returned) {
+        if (a->level > level || !a->in_header || !has_header_) continue;
+        const std::string value = column_of(*a, dialect);
+        list += ", " + (group_key(level) ? "MIN(" + value + ")" : value) + " AS " + quoted(a->keyword);
+    }
+    std::string sql = "SELECT " + list + " FROM instances WHERE " + sql_condition(matches, params, dialect);
     if (const char* key = group_key(level)) sql += " GROUP BY " + quoted(key);
     sql += " ORDER BY " + order_of(level);
     std::vector<IndexRow> rows = backend_->run(sql, params);

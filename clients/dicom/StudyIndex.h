@@ -31,7 +31,10 @@ namespace blobstreaming::dicom {
 
 /// What the index keeps of one stored instance.
 struct InstanceRecord {
-    std::map<std::string, std::string> values;  ///< keyword -> value ("" or absent: not in the object)
+    /// keyword -> value ("" or absent: not in the object): those of
+    /// attributes() in their columns, any other attribute of the header in
+    /// the header column (Attribute::in_header).
+    std::map<std::string, std::string> values;
     std::string blob;                           ///< the Blob's name
     std::string store;                          ///< the store that committed it
     std::uint64_t size = 0;
@@ -179,8 +182,12 @@ public:
     /// The matches at `level`, ordered (patients by ID, studies by date,
     /// series by their study's date then number, instances likewise then
     /// by number); an instance's `conflict` names its copies in conflict
-    /// ("" when none). Throws Error(io_error).
-    std::vector<IndexRow> find(Level level, const std::vector<Match>& matches) const;
+    /// ("" when none). Each of `returned` kept in the header column
+    /// (Attribute::in_header) of `level` or above is one more column of
+    /// the rows (grouped levels: the least value of the group's instances).
+    /// Throws Error(io_error).
+    std::vector<IndexRow> find(Level level, const std::vector<Match>& matches,
+                               const std::vector<const Attribute*>& returned = {}) const;
 
     class Backend;
 
@@ -220,6 +227,8 @@ private:
     bool has_conflicts_ = true;
     /// Likewise the data set checksum of each copy (column data_set_checksum).
     bool has_data_sets_ = true;
+    /// Likewise the header column (Attribute::in_header).
+    bool has_header_ = true;
     std::function<void(const std::string&, std::int64_t)> on_put_;
 };
 

@@ -1,7 +1,8 @@
 #include "InstanceStore.h"
 
-#include "dicom/InstanceIdentity.h"
+#include "QueryRetrieve.h"
 #include "TextDecoder.h"
+#include "dicom/InstanceIdentity.h"
 
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Checksum.h>
@@ -214,6 +215,35 @@ std::string pixel_data_shortfall(DcmDataset& data)
            " frame(s))";
 }
 
+/// The values of every other attribute of `data`'s top level that a query
+/// may match or ask for (the index's header column, StudyIndex.h): each
+/// element of the DICOM dictionary with a keyword, of a text or numeric VR,
+/// of at most kMaxHeaderValue bytes, decoded to UTF-8 (undecodable bytes
+/// escaped, as the columns' values). Not: the File Meta Information,
+/// private and unknown elements, sequences, binary values (pixel data,
+/// LUTs, ...), the element a failed parse stopped in; after a failed parse
+/// a text value holding control characters.
+void header_values(DcmDataset& data, DcmElement* cut, bool parsed, TextDecoder& decoder,
+                   std::map<std::string, std::string>& values)
+{
+    constexpr Uint32 kMaxHeaderValue = 1024;
+    for (unsigned long i = 0; i < data.card(); ++i) {
+        DcmElement* element = data.getElement(i);
+        if (!element || element == cut) continue;
+        DcmTag tag = element->getTag();
+        if (tag.getGroup() <= 0x0002 || tag.isPrivate() || element->getLength() > kMaxHeaderValue) continue;
+        const std::string keyword = tag.getTagName();
+        if (!header_vr(element->ident()) || !is_keyword(keyword) || find_attribute(keyword))
+            continue;  // binary, unknown, or a column of its own (read above)
+        std::string value;
+        decoder.decode(*element, value);  // undecodable: escaped, as a column's value
+        if (!parsed && std::any_of(value.begin(), value.end(),
+                                   [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7F; }))
+            continue;
+        if (!value.empty()) values[keyword] = value;
+    }
+}
+
 }  // namespace
 
 std::string read_header(const std::string& path, std::map<std::string, std::string>& values, bool header_only,
@@ -252,6 +282,7 @@ std::string read_header(const std::string& path, std::map<std::string, std::stri
         }
         if (read.bad() && !plausible(*a, value)) value.clear();
     }
+    header_values(*data, cut, read.good(), decoder, values);
     if (undecodable && !undecodable->empty())
         *undecodable += "; indexed with the undecodable bytes escaped (\\xNN)";
     if (read.bad()) {

@@ -152,7 +152,7 @@ OFCondition serve_move(const MoveServices& services, const MoveRequest& move, co
     }
     spdlog::info("{}: {} level, {} instances sent, {} failed, {} warnings, in {:.3f} s", operation,
                  level_name(query->level), counts.completed, counts.failed, counts.warning, seconds);
-    const Uint16 final_status = Retrieval::final_status(counts);
+    const Uint16 final_status = retrieval->final_status(counts);
     if (final_status == STATUS_Success) return respond(move, STATUS_Success, counts, nullptr, {});
     DcmDataset failures;
     std::string list;

@@ -298,6 +298,7 @@ RetrievalCounts Retrieval::run(const Send& send, const After& after)
             }
             if (outcome.status == SubStatus::failed) {
                 failed_uids_.push_back(item.sop);
+                if (outcome.syntax) ++syntax_failures_;
                 if (first_comment_.empty())
                     first_comment_ = outcome.comment.empty() ? outcome.problem : outcome.comment;
             }
@@ -314,10 +315,10 @@ RetrievalCounts Retrieval::run(const Send& send, const After& after)
     return counts;
 }
 
-std::uint16_t Retrieval::final_status(const RetrievalCounts& counts)
+std::uint16_t Retrieval::final_status(const RetrievalCounts& counts) const
 {
     if (counts.failed == 0 && counts.warning == 0) return 0x0000;
-    if (counts.completed == 0 && counts.warning == 0) return 0xA702;
+    if (counts.completed == 0 && counts.warning == 0) return syntax_failures_ == counts.failed ? 0xC122 : 0xA702;
     return 0xB000;
 }
 

@@ -42,9 +42,16 @@ struct RetrievedInstance {
 enum class SubStatus { completed, warning, failed };
 
 struct SubOutcome {
-    SubStatus status = SubStatus::completed;
+    SubOutcome(SubStatus status_ = SubStatus::completed, std::string problem_ = {}, std::string comment_ = {},
+               bool syntax_ = false)
+        : status(status_), problem(std::move(problem_)), comment(std::move(comment_)), syntax(syntax_)
+    {}
+    SubStatus status;
     std::string problem;  ///< why (failed or warning), for the log
     std::string comment;  ///< why, short, for the Error Comment (LO: 64 characters); "": problem
+    /// Failed for its transfer syntax alone: the receiver accepted neither
+    /// the stored one nor one it could be converted to.
+    bool syntax;
 };
 
 struct RetrievalCounts {
@@ -101,9 +108,12 @@ public:
     const std::string& first_comment() const { return first_comment_; }
 
     /// The final status of a retrieval that ran to its end: 0000 every
-    /// sub-operation completed; A702 none did (out of resources: unable to
-    /// perform sub-operations); else B000 (one or more failures or warnings).
-    static std::uint16_t final_status(const RetrievalCounts& counts);
+    /// sub-operation completed; none did: C122 when each failed for its
+    /// transfer syntax (SubOutcome::syntax; Failed: unable to process, with
+    /// the code PS3.18 gives "Referenced Transfer Syntax not supported"),
+    /// else A702 (unable to perform sub-operations); else B000 (one or more
+    /// failures or warnings).
+    std::uint16_t final_status(const RetrievalCounts& counts) const;
 
 private:
     struct Item {
@@ -123,6 +133,7 @@ private:
     std::vector<Item> items_;
     std::vector<std::string> failed_uids_;
     std::string first_comment_;
+    std::size_t syntax_failures_ = 0;   ///< failed sub-operations that SubOutcome::syntax marks
     std::unique_ptr<Buffers> buffers_;  ///< reused between batches: no fresh pages, no zeroing
 };
 

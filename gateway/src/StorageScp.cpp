@@ -200,7 +200,7 @@ protected:
             why = "not authorized: no query right for this AE title";
         } else if (parse_query(request.AffectedSOPClassUID, identifier, query, status, why)) {
             try {
-                rows = g_index->find(query.level, query.matches);
+                rows = g_index->find(query.level, query.matches, query.returned);
             } catch (const Error& e) {
                 status = 0xC000;
                 why = index_failure("C-FIND", peer(), e);
@@ -313,7 +313,7 @@ protected:
         spdlog::info("C-GET from {}: {} level, {} instances sent, {} failed, in {:.3f} s", peer(),
                      level_name(query.level), counts.completed, counts.failed,
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-        const Uint16 final_status = Retrieval::final_status(counts);
+        const Uint16 final_status = retrieval->final_status(counts);
         if (final_status == STATUS_Success) return send_get_response(context, request, STATUS_Success, counts);
         DcmDataset failures;
         std::string list;

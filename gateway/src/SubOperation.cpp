@@ -220,7 +220,9 @@ SubOutcome send_instance(T_ASC_Association* association, const RetrievedInstance
                                     (accepted.empty() ? std::string("no transfer syntax") : accepted) +
                                     ", not in its stored " + instance.transfer_syntax +
                                     " nor in an uncompressed one it could be converted to";
-            return {SubStatus::failed, why, "no accepted transfer syntax for its SOP class"};
+            // No context of its SOP class at all is not a matter of transfer syntax.
+            if (contexts.empty()) return {SubStatus::failed, why, "not accepted: its SOP class " + instance.sop_class};
+            return {SubStatus::failed, why, "not accepted: its transfer syntax " + instance.transfer_syntax, true};
         }
         const E_TransferSyntax to = DcmXfer(target.c_str()).getXfer();
         std::string why;
@@ -232,8 +234,10 @@ SubOutcome send_instance(T_ASC_Association* association, const RetrievedInstance
             why = "cannot convert from " + instance.transfer_syntax + " to " + target + " (the receiver accepted " +
                   accepted + "): " + (cond.bad() ? cond.text() : "DCMTK has no decoder for it");
             return {SubStatus::failed, why,
-                    uncompressed(instance.transfer_syntax) ? "conversion failed"
-                                                           : "no decoder for its stored transfer syntax"};
+                    (uncompressed(instance.transfer_syntax) ? "cannot convert from its transfer syntax "
+                                                            : "no decoder for its transfer syntax ") +
+                        instance.transfer_syntax,
+                    true};
         }
         converted = true;
     }

@@ -198,6 +198,16 @@ def start_postgresql(c, databases):
     return urls
 
 
+def postgresql_url(c, database="dicom"):
+    """The URL of `database` on a throwaway PostgreSQL server (start_postgresql), or None when PostgreSQL is
+    missing (a step says so: the test's PostgreSQL part is skipped)."""
+    try:
+        return start_postgresql(c, [database])[database]
+    except TestSkipped as e:
+        step(f"PostgreSQL part skipped: {e}")
+        return None
+
+
 _counter = [0]
 
 
@@ -206,10 +216,12 @@ def next_counter():
     return _counter[0]
 
 
-def dump_keys(c, path):
+def dump_keys(c, path, to_utf8=False):
     """{keyword: value} of a DICOM file's data set, by DCMTK's dcmdump
-    (multiple values joined by backslashes, as DICOM writes them)."""
-    code, out, err = c.run(["dcmdump", "-q", "+L", path])
+    (multiple values joined by backslashes, as DICOM writes them); to_utf8:
+    the text converted to UTF-8 from the file's Specific Character Set
+    (which then reads ISO_IR 192)."""
+    code, out, err = c.run(["dcmdump", "-q", "+L"] + (["+U8"] if to_utf8 else []) + [path])
     check(code == 0, f"dcmdump {path} exited {code}: {err}")
     keys = {}
     for line in out.splitlines():

@@ -14,11 +14,11 @@ against blob-dicomd), in the venv of harness/dicom.py.
                                            per response {"status", "remaining", "completed", "failed",
                                            "warning"[, "failed_uids"]}; with --cancel-after, a C-CANCEL
                                            after the Nth pending response
-  dicom_move_peer.py get HOST PORT AE DIR KEY=VALUE...
+  dicom_move_peer.py get HOST PORT AE DIR [--syntaxes UID,UID...] KEY=VALUE...
                                            C-GET (Study Root, STUDY level) accepting CT Image Storage in
-                                           implicit VR little endian only (SCP role); each instance saved
-                                           as DIR/SOP.dcm, one JSON line per C-STORE {"stored", "ts"} and
-                                           per response as move prints them
+                                           implicit VR little endian only (SCP role; --syntaxes: in those);
+                                           each instance saved as DIR/SOP.dcm, one JSON line per C-STORE
+                                           {"stored", "ts"} and per response as move prints them
   dicom_move_peer.py commit HOST PORT AE MODE CLASS:SOP...
                                            N-ACTION (Request Storage Commitment) of the instances;
                                            prints {"action": STATUS, "transaction": UID}; MODE wait: then
@@ -133,8 +133,11 @@ def move(host, port, called, model, level, destination, args):
 def get(host, port, called, directory, args):
     from pynetdicom import build_role
     from pynetdicom.sop_class import CTImageStorage, StudyRootQueryRetrieveInformationModelGet
+    syntaxes = [ImplicitVRLittleEndian]
+    if args and args[0] == "--syntaxes":
+        syntaxes, args = args[1].split(","), args[2:]
     ae = requestor(host, port, called, [StudyRootQueryRetrieveInformationModelGet])
-    ae.add_requested_context(CTImageStorage, [ImplicitVRLittleEndian])
+    ae.add_requested_context(CTImageStorage, syntaxes)
 
     def on_store(event):
         ds = event.dataset
@@ -152,11 +155,16 @@ def get(host, port, called, directory, args):
                          evt_handlers=[(evt.EVT_C_STORE, on_store)])
     if not assoc.is_established:
         sys.exit("association not established")
-    for status, _ in assoc.send_c_get(identifier, StudyRootQueryRetrieveInformationModelGet):
+    for status, answer in assoc.send_c_get(identifier, StudyRootQueryRetrieveInformationModelGet):
         out = {"status": status.Status if status else -1}
         for key, field in (("completed", "NumberOfCompletedSuboperations"), ("failed", "NumberOfFailedSuboperations")):
             if status and field in status:
                 out[key] = status[field].value
+        if status and "ErrorComment" in status:
+            out["comment"] = str(status.ErrorComment)
+        if answer is not None and "FailedSOPInstanceUIDList" in answer:
+            value = answer.FailedSOPInstanceUIDList
+            out["failed_uids"] = [str(value)] if isinstance(value, str) else [str(v) for v in value]
         emit(out)
     assoc.release()
 

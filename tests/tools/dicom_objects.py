@@ -26,6 +26,11 @@
                                                           each entry also has "charset" and the expected text
   dicom_objects.py text DIR                               CT slices whose text holds control characters (a
                                                           newline, ESC sequences)
+  dicom_objects.py keys DIR                               attributes the index has no column for: a study of
+                                                          patient "Müller^Jürgen" in ISO_IR 100 (PatientSex,
+                                                          ReferringPhysicianName) with two series (their
+                                                          SeriesDescription, BodyPartExamined), and a study of
+                                                          "Müller^Ωmega" in ISO_IR 192 (Ω: not in Latin-1)
 Prints one JSON line: the files written with their SOP Instance, Study
 Instance and Series Instance UIDs."""
 
@@ -127,6 +132,33 @@ def text(directory):
     return [entry]
 
 
+# (name, Specific Character Set, PatientID, PatientName, PatientSex, ReferringPhysicianName,
+#  [(SeriesDescription, BodyPartExamined), ...])
+KEYS = [
+    ("latin1", "ISO_IR 100", "KEYS-1", "Müller^Jürgen", "F", "Weiß^Anna",
+     [("Thorax präop", "CHEST"), ("Abdomen nativ", "ABDOMEN")]),
+    ("utf8", "ISO_IR 192", "KEYS-2", "Müller^Ωmega", "M", "Ørsted^Hans", [("Schädel", "HEAD")]),
+]
+
+
+def keys(directory):
+    os.makedirs(directory, exist_ok=True)
+    out = []
+    for name, charset, patient, person, sex, referring, series in KEYS:
+        study = generate_uid()
+        for n, (description, body_part) in enumerate(series, 1):
+            ds = image(CTImageStorage, 16, 16, patient=patient, study_uid=study, number=n)
+            ds.SpecificCharacterSet = charset
+            ds.PatientName, ds.PatientSex, ds.ReferringPhysicianName = person, sex, referring
+            ds.SeriesDescription, ds.BodyPartExamined, ds.SeriesNumber = description, body_part, n
+            entry = save(ds, os.path.join(directory, f"{name}-{n}.dcm"))
+            entry.update(name=name, charset=charset, PatientID=patient, PatientName=person, PatientSex=sex,
+                         ReferringPhysicianName=referring, SeriesDescription=description,
+                         BodyPartExamined=body_part)
+            out.append(entry)
+    return out
+
+
 def main(argv):
     kind = argv[1]
     out = []
@@ -176,6 +208,8 @@ def main(argv):
         out = charsets(argv[2])
     elif kind == "text":
         out = text(argv[2])
+    elif kind == "keys":
+        out = keys(argv[2])
     elif kind == "variant":
         ds = pydicom.dcmread(argv[2])
         ds.PixelData = bytes((b ^ 0x55) for b in ds.PixelData)

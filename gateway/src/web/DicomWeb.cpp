@@ -279,7 +279,7 @@ void DicomWeb::search(const Request& request, const Target& target, Level level,
     if (!scope.series.empty()) identifier.putAndInsertString(DCM_SeriesInstanceUID, scope.series.c_str());
     std::size_t limit = 0, offset = 0;
     std::set<std::string> seen;
-    std::vector<std::string> ignored;
+    std::vector<DcmTag> included;
     const auto number = [](const std::string& v, std::size_t& out) {
         if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos) return false;
         out = std::stoul(v);
@@ -306,10 +306,11 @@ void DicomWeb::search(const Request& request, const Target& target, Level level,
                 if (field != "all" && !resolve(field, tag))
                     return bad("includefield " + utf8_escaped(field) +
                                ": not a DICOM keyword nor a tag of 8 hexadecimal digits (or all)");
+                if (field != "all") included.push_back(tag);
                 if (comma == std::string::npos) break;
                 start = comma + 1;
             }
-            continue;  // every attribute the index records is returned anyway
+            continue;  // the index's columns are returned anyway, the fields named besides (C-FIND's return keys)
         }
         if (key.find('.') != std::string::npos)
             return bad("query parameter " + utf8_escaped(key) + ": sequence matching is not supported");
@@ -320,25 +321,26 @@ void DicomWeb::search(const Request& request, const Target& target, Level level,
                        "fuzzymatching");
         const std::string keyword = tag.getTagName();
         if (!seen.insert(keyword).second) return bad("query parameter " + keyword + " given twice");
-        if (!find_attribute(keyword) && !value.empty()) {
-            ignored.push_back(keyword);  // not recorded by the index: universal (as C-FIND)
-            continue;
-        }
         if ((keyword == "StudyInstanceUID" && !scope.study.empty()) ||
             (keyword == "SeriesInstanceUID" && !scope.series.empty()))
             return bad("query parameter " + keyword + " repeats the UID of the path");
         if (value.find('\0') != std::string::npos) return bad("query parameter " + keyword + ": NUL byte in the value");
-        identifier.putAndInsertString(tag, value.c_str());
+        // A key DCMTK does not take (a private tag without its creator) is refused, never dropped.
+        if (const OFCondition put = identifier.putAndInsertString(tag, value.c_str()); put.bad())
+            return bad("query parameter " + utf8_escaped(key) + ": cannot be matched (" + put.text() + ")");
     }
+    for (const DcmTag& tag : included)
+        if (!identifier.tagExists(tag)) identifier.insertEmptyElement(tag);
     IndexQuery query;
     try {
+        // As a C-FIND's: a key that cannot be matched is refused (400), never ignored.
         query = parse_identifier(identifier, InformationModel::study_root);
     } catch (const QueryRefused& e) {
         return bad(e.what());
     }
     std::vector<IndexRow> rows;
     try {
-        rows = index_.find(level, query.matches);
+        rows = index_.find(level, query.matches, query.returned);
     } catch (const std::exception& e) {
         return void(reply.respond(index_failure(request, e)));
     }
@@ -371,10 +373,7 @@ void DicomWeb::search(const Request& request, const Target& target, Level level,
         o[tag_key(DCM_RetrieveURL)] = json{{"vr", "UR"}, {"Value", json::array({utf8_escaped(url)})}};
         out.push_back(std::move(o));
     }
-    auto r = json_response(http::status::ok, out);
-    for (const std::string& k : ignored)
-        r.insert(http::field::warning, "299 blob-dicomd \"" + k + " is not recorded by the index: not matched\"");
-    reply.respond(std::move(r));
+    reply.respond(json_response(http::status::ok, out));
 }
 
 // ---- STOW-RS ---------------------------------------------------------------

@@ -215,9 +215,9 @@ void DicomWeb::retrieve(const Request& request, const Scope& scope, Reply& reply
     std::unique_ptr<Retrieval> retrieval;
     try {
         const std::string dir = options_.spool;
-        retrieval = std::make_unique<Retrieval>(index_, session_, IndexQuery{Level::instance, scope_matches(scope), {}},
-                                                "DICOMweb WADO-RS to " + request.peer,
-                                                [dir] { return SpoolFile::next_path(dir); });
+        retrieval = std::make_unique<Retrieval>(
+            index_, session_, IndexQuery{Level::instance, scope_matches(scope), {}, {}, {}},
+            "DICOMweb WADO-RS to " + request.peer, [dir] { return SpoolFile::next_path(dir); });
     } catch (const Error& e) {
         if (e.code() == make_error_code(Errc::invalid_argument))
             return void(reply.respond(text_response(http::status::bad_request, e.what())));
