@@ -42,6 +42,7 @@ system_tests = \
 	tests/test_tls_access.py \
 	tests/test_copy_authority.py \
 	tests/test_ownership.py \
+	tests/test_resume_after_restart.py \
 	tests/test_resume_verify.py \
 	tests/test_replace_race.py \
 	tests/test_streams.py \
