@@ -98,6 +98,14 @@ def kill_daemon_mid_push(c, daemon, source, name, ranges):
     return path, got
 
 
+def pulled_identical(c, name, source):
+    out = c.path(f"{name}.pulled")
+    c.blob("--no-local", "pull", name, out, store="central").ok()
+    with open(out, "rb") as a, open(source, "rb") as b:
+        check(a.read() == b.read(), f"{name} pulled back is not bit-identical to its source")
+    os.unlink(out)
+
+
 def log_text(daemon):
     with open(daemon.log_paths[0], encoding="utf-8", errors="replace") as f:
         return f.read()
@@ -121,12 +129,7 @@ def test(c):
     check_equal((r["offset"], r["bytes"]), (journaled, SIZE - journaled),
                 "where the push resumed after the restart and the bytes it sent")
     check_equal(r["checksum"], digest, "checksum acknowledged by the store")
-    out = c.path("MG.1.pulled")
-    c.blob("--no-local", "pull", "MG.1", out, store="central").ok()
-    check_equal(harness.checksum_file(out), digest, "checksum of MG.1 pulled back")
-    with open(out, "rb") as a, open(source, "rb") as b:
-        check(a.read() == b.read(), "MG.1 pulled back is not bit-identical to its source")
-    os.unlink(out)
+    pulled_identical(c, "MG.1", source)
     check_equal(os.listdir(tmp_dir), [], f"files left in {tmp_dir} after the resumed push committed")
 
     step("a journaled range changed while the daemon was down is received again")
@@ -145,11 +148,7 @@ def test(c):
     check_equal((r["offset"], r["bytes"]), (CHECKPOINT, SIZE - CHECKPOINT),
                 "where the push of MG.2 resumed: at the changed range")
     check_equal(r["checksum"], digest, "checksum acknowledged for MG.2")
-    out = c.path("MG.2.pulled")
-    c.blob("--no-local", "pull", "MG.2", out, store="central").ok()
-    with open(out, "rb") as a, open(source, "rb") as b:
-        check(a.read() == b.read(), "MG.2 pulled back is not bit-identical to its source")
-    os.unlink(out)
+    pulled_identical(c, "MG.2", source)
 
     step("a kept push whose grace period ran out while the daemon was down is removed")
     kill_daemon_mid_push(c, daemon, source, "MG.3", 1)
