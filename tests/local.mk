@@ -18,6 +18,7 @@ system_tests = \
 	tests/test_doc_snippets.py \
 	tests/test_errors.py \
 	tests/test_kill_mid_push.py \
+	tests/test_listen_addresses.py \
 	tests/test_data_port_abuse.py \
 	tests/test_idl_abuse.py \
 	tests/test_load.py \
