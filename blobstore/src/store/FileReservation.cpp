@@ -255,6 +255,7 @@ private:
     {
         const std::string journal = journal_path();
         std::string records;
+        int err = 0;
         if (!journal_fd_) {
             // The first range creates the journal with its header; a kept
             // reservation reopened appends to its own.
@@ -263,9 +264,9 @@ private:
                 journal_fd_.reset(::open(journal.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
                 records = encode_resume_header({name(), size(), checksum_algorithm(), mode_, resume_owner()});
             }
+            if (!journal_fd_) err = errno;
         }
         records += encode_resume_range({journaled_, end, range_crc_});
-        int err = journal_fd_ ? 0 : errno;
         if (err == 0 && sync && ::fdatasync(fd_.get()) != 0) err = errno;
         if (err == 0) {
             const ssize_t w = ::write(journal_fd_.get(), records.data(), records.size());
