@@ -7,7 +7,8 @@ same directory.
   once the journal holds a known number of ranges, restarts it, and
   `blob push --resume` continues exactly at the end of the journaled ranges
   (the client's own report: `offset`, `bytes`); the pulled Blob is
-  bit-identical. Nothing partial is listed meanwhile.
+  bit-identical, for a CRC32C and a SHA-256 Blob. Nothing partial is listed
+  meanwhile.
 - A byte of a journaled range changed while the daemon was down: the
   restarted daemon rereads the ranges, keeps only those before the changed
   one, says so in its log, and the resume sends the rest again (the Blob is
@@ -63,16 +64,16 @@ def journal_in(tmp_dir):
     return None
 
 
-def kill_daemon_mid_push(c, daemon, source, name, ranges):
-    """Pushes `source` as `name`; SIGKILLs the daemon once the journal holds
-    at least `ranges` ranges. Returns the journal's path and its ranges
-    after the kill."""
+def kill_daemon_mid_push(c, daemon, source, name, ranges, extra=()):
+    """Pushes `source` as `name` (with `extra` push options); SIGKILLs the
+    daemon once the journal holds at least `ranges` ranges. Returns the
+    journal's path and its ranges after the kill."""
     tmp_dir = os.path.join(daemon.store_dir, "tmp")
     err_path = c.path(f"push-{name}.err")
     with open(err_path, "wb") as err:
         client = c.spawn("blob push " + name, [harness.program("clients/blob"), "--naming", c.naming, "--store",
                                                "central", "--socket-buffer", "256K", "--timeout", "10", "push",
-                                               "--name", name, source],
+                                               *extra, "--name", name, source],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
     client.log_paths.append(err_path)
 
@@ -131,6 +132,15 @@ def test(c):
     check_equal(r["checksum"], digest, "checksum acknowledged by the store")
     pulled_identical(c, "MG.1", source)
     check_equal(os.listdir(tmp_dir), [], f"files left in {tmp_dir} after the resumed push committed")
+
+    step("the same with a SHA-256 Blob: the kept bytes are rehashed, the resume continues the digest")
+    sha = harness.checksum_file(source, "sha256")
+    _, ranges = kill_daemon_mid_push(c, daemon, source, "MG.sha", 2, extra=("--checksum", "sha256"))
+    daemon = c.restart_daemon(daemon)
+    r = c.blob("push", "--resume", "--name", "MG.sha", source, store="central").ok()
+    check_equal((r["offset"], r["bytes"], r["checksum"]), (ranges[-1][1], SIZE - ranges[-1][1], sha),
+                "where the SHA-256 push resumed, the bytes it sent and the digest the store acknowledged")
+    pulled_identical(c, "MG.sha", source)
 
     step("a journaled range changed while the daemon was down is received again")
     part_journal, ranges = kill_daemon_mid_push(c, daemon, source, "MG.2", 3)
