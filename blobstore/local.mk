@@ -16,6 +16,7 @@ blobstore_libblobstore_la_SOURCES = \
 	blobstore/src/store/EvictingStore.cpp \
 	blobstore/src/store/FileHeader.cpp \
 	blobstore/src/store/FileHeader.h \
+	blobstore/src/store/FileKept.cpp \
 	blobstore/src/store/FileReservation.cpp \
 	blobstore/src/store/FileReservation.h \
 	blobstore/src/store/FileStore.cpp \
@@ -41,6 +42,8 @@ blobstore_libblobstore_la_SOURCES = \
 	blobstore/src/store/RadosStoreState.h \
 	blobstore/src/store/ReadThroughStore.cpp \
 	blobstore/src/store/Reservation.cpp \
+	blobstore/src/store/ResumeJournal.cpp \
+	blobstore/src/store/ResumeJournal.h \
 	blobstore/src/store/SpareFile.cpp \
 	blobstore/src/store/SpareFile.h \
 	blobstore/src/store/Store.cpp \
@@ -73,6 +76,7 @@ blobstore_test_ldadd = blobstore/libblobstore.la common/libblobcommon.la $(OPENS
 blobstore_tests = \
 	blobstore/tests/StoreTest \
 	blobstore/tests/FileStoreTest \
+	blobstore/tests/ResumeJournalTest \
 	blobstore/tests/MemoryStoreTest \
 	blobstore/tests/EvictingStoreTest \
 	blobstore/tests/ReadThroughStoreTest \
@@ -87,6 +91,9 @@ blobstore_tests_StoreTest_LDADD = $(blobstore_test_ldadd)
 blobstore_tests_BlobInFlightTest_SOURCES = blobstore/tests/BlobInFlightTest.cpp
 blobstore_tests_BlobInFlightTest_CPPFLAGS = $(blobstore_test_cppflags)
 blobstore_tests_BlobInFlightTest_LDADD = $(blobstore_test_ldadd)
+blobstore_tests_ResumeJournalTest_SOURCES = blobstore/tests/ResumeJournalTest.cpp
+blobstore_tests_ResumeJournalTest_CPPFLAGS = $(blobstore_test_cppflags)
+blobstore_tests_ResumeJournalTest_LDADD = $(blobstore_test_ldadd)
 blobstore_tests_FileStoreTest_SOURCES = blobstore/tests/FileStoreTest.cpp
 blobstore_tests_FileStoreTest_CPPFLAGS = $(blobstore_test_cppflags)
 blobstore_tests_FileStoreTest_LDADD = $(blobstore_test_ldadd)

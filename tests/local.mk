@@ -18,6 +18,7 @@ system_tests = \
 	tests/test_doc_snippets.py \
 	tests/test_errors.py \
 	tests/test_kill_mid_push.py \
+	tests/test_listen_addresses.py \
 	tests/test_data_port_abuse.py \
 	tests/test_idl_abuse.py \
 	tests/test_load.py \
@@ -42,6 +43,7 @@ system_tests = \
 	tests/test_tls_access.py \
 	tests/test_copy_authority.py \
 	tests/test_ownership.py \
+	tests/test_resume_after_restart.py \
 	tests/test_resume_verify.py \
 	tests/test_replace_race.py \
 	tests/test_streams.py \

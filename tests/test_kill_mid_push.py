@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """blobstored killed with SIGKILL in the middle of a large push: the client
 fails with a transport error that names the store or the connection; a
-daemon restarted on the same directory lists no partial Blob, removed the
-leftover reservation, and still serves the earlier Blobs with their digests.
+daemon restarted on the same directory lists no partial Blob, keeps the
+interrupted reservation (and its journal) only for a resume (see
+test_resume_after_restart.py), and still serves the earlier Blobs with their
+digests.
 Then the same with SIGTERM: the daemon aborts the push, removes its
 reservation and exits 0."""
 
@@ -24,6 +26,8 @@ def interrupt_push(c, daemon, source, name, signum):
     push has visibly written PROGRESS_AT bytes into its reservation, and
     returns the client's (exit code, stderr)."""
     tmp_dir = os.path.join(daemon.store_dir, "tmp")
+    # A reservation kept from an earlier interrupted push is not this one's.
+    before = set(os.listdir(tmp_dir)) if os.path.isdir(tmp_dir) else set()
     out_path, err_path = c.path(f"push-{signum}.out"), c.path(f"push-{signum}.err")
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         client = c.spawn("blob push", [harness.program("clients/blob"), "--naming", c.naming, "--store", "central",
@@ -35,7 +39,8 @@ def interrupt_push(c, daemon, source, name, signum):
         if not client.running():
             raise harness.TestFailure(f"the push ended (exit {client.popen.returncode}) before its progress was "
                                     f"seen past byte {PROGRESS_AT} of {tmp_dir}; nothing to interrupt")
-        return harness.reservation_written_past(tmp_dir, PROGRESS_AT)
+        part = harness.reservation_written_past(tmp_dir, PROGRESS_AT)
+        return part if part and os.path.basename(part) not in before else None
 
     part = harness.wait_for(progress, 120, f"a reservation in {tmp_dir} written past byte {PROGRESS_AT}",
                           interval=0.005)
@@ -58,9 +63,16 @@ def interrupt_push(c, daemon, source, name, signum):
           f"{daemon.ready['data']}: {err_text.strip()!r}")
 
 
-def check_only_earlier(c, daemon, earlier):
+def check_only_earlier(c, daemon, earlier, kept=False):
+    """`kept`: the interrupted push is kept for a resume, its reservation
+    file and journal in tmp/; otherwise tmp/ is empty."""
     tmp_dir = os.path.join(daemon.store_dir, "tmp")
-    check_equal(os.listdir(tmp_dir), [], f"leftover reservations in {tmp_dir} after the restart")
+    left = sorted(os.listdir(tmp_dir))
+    if kept:
+        check(len(left) == 2 and left[0].endswith(".part") and left[1] == left[0] + ".resume",
+              f"{tmp_dir} after the restart holds {left}, not the kept reservation and its journal")
+    else:
+        check_equal(left, [], f"leftover reservations in {tmp_dir} after the restart")
     listed = {b["name"]: b for b in c.blob("ls", store="central").ok().get("blobs", [])}
     check_equal(sorted(listed), sorted(earlier), "Blobs listed after the restart (no partial MG.big)")
     for name, (digest, size) in earlier.items():
@@ -87,9 +99,10 @@ def test(c):
     interrupt_push(c, daemon, source, "MG.big", signal.SIGKILL)
     daemon.popen.wait(timeout=20)
     daemon = c.restart_daemon(daemon)
-    check_only_earlier(c, daemon, earlier)
+    check_only_earlier(c, daemon, earlier, kept=True)
 
-    step("SIGTERM in the middle of a 1 GiB push: the push is aborted, the daemon exits 0")
+    step("SIGTERM in the middle of a 1 GiB push (which supersedes the kept one): the push is aborted, the daemon "
+         "exits 0")
     interrupt_push(c, daemon, source, "MG.big", signal.SIGTERM)
     try:
         status = daemon.popen.wait(timeout=30)

@@ -545,3 +545,29 @@ BOOST_FIXTURE_TEST_CASE(another_clients_interrupted_push_stays_resumable, Fixtur
     BOOST_CHECK(table.abort_parked("P.11", "CN=x"));
     BOOST_CHECK_EQUAL(table.open(), 0u);
 }
+
+BOOST_FIXTURE_TEST_CASE(a_reservation_kept_across_a_restart_waits_for_its_owner_only, Fixture)
+{
+    // As Store::take_kept() hands it back: its owner named, bytes written.
+    auto kept = store.reserve("MG.9", 1000);
+    kept->keep_for_resume("10.0.0.7");
+    const std::vector<std::uint8_t> bytes(400, 7);
+    BOOST_REQUIRE(!kept->write(bytes.data(), bytes.size()));
+    const auto id = table.restore(std::move(kept), 20s);  // its last byte 20 s before the restart
+
+    const auto r = table.resumable("MG.9", "10.0.0.7");
+    BOOST_CHECK_EQUAL(r.id, id);
+    BOOST_CHECK_EQUAL(r.received, 400u);
+    BOOST_CHECK_EQUAL(table.client_of(id), "10.0.0.7");
+    BOOST_CHECK_EQUAL(table.open_by("10.0.0.7"), 1u);
+    BOOST_CHECK(code_of([&] { table.resumable("MG.9", "10.0.0.8"); }) == Errc::no_such_reservation);
+    BOOST_CHECK(code_of([&] { table.abort_parked("MG.9", "10.0.0.8"); }) == Errc::already_exists);
+
+    // The grace period (60 s) goes on from the last byte: 40 s more.
+    now += 39s;
+    BOOST_CHECK_EQUAL(table.purge(), 0u);
+    now += 1s;
+    BOOST_CHECK_EQUAL(table.purge(), 1u);
+    BOOST_CHECK_EQUAL(store.usage().reserved, 0u);
+    BOOST_CHECK_EQUAL(table.open_by("10.0.0.7"), 0u);
+}

@@ -8,8 +8,11 @@
 
 #include <blobstreaming/transporter/Log.h>
 
+#include <cctype>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace blobstreaming::client {
 
@@ -28,7 +31,45 @@ CORBA::ORB_var& live_orb()
     return *orb;
 }
 
+/// The host of a corbaname:/corbaloc: URL ("corbaname::HOST:PORT",
+/// "corbaloc:iiop:HOST:PORT/NameService", "[::1]"), lower-case; "" when
+/// none can be read.
+std::string naming_host(const std::string& url)
+{
+    std::string rest = url;
+    for (const char* scheme : {"corbaname:", "corbaloc:"})
+        if (rest.rfind(scheme, 0) == 0) rest = rest.substr(std::char_traits<char>::length(scheme));
+    for (const char* protocol : {"iiop:", "ssliop:"})
+        if (rest.rfind(protocol, 0) == 0) rest = rest.substr(std::char_traits<char>::length(protocol));
+    if (!rest.empty() && rest[0] == ':') rest = rest.substr(1);
+    const auto at = rest.find('@');  // iiop:1.2@HOST
+    if (at != std::string::npos) rest = rest.substr(at + 1);
+    if (!rest.empty() && rest[0] == '[') return rest.substr(1, rest.find(']') - 1);
+    std::string host = rest.substr(0, rest.find_first_of(":/#,"));
+    for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return host;
+}
+
+bool is_loopback(const std::string& host) { return host.rfind("127.", 0) == 0 || host == "localhost" || host == "::1"; }
+
 }  // namespace
+
+std::string callback_endpoint(const SessionOptions& options)
+{
+    const std::string& a = options.callback_address;
+    if (a.empty()) return is_loopback(naming_host(options.naming_url)) ? "giop:tcp:127.0.0.1:" : "";
+    const auto colon = a.rfind(':');
+    const std::string host = a.substr(0, colon);
+    const std::string port = colon == std::string::npos ? std::string() : a.substr(colon + 1);
+    const bool port_ok = port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos &&
+                         (port.empty() || std::stoul(port) <= 65535);
+    if (host.empty() || host.find_first_of(" :/[]") != std::string::npos || !port_ok)
+        throw Error(Errc::invalid_argument, "callback address \"" + a +
+                                                "\" is not HOST[:PORT] (an IPv4 address or a host name; port 0-65535, "
+                                                "0 or none: ephemeral), e.g. 127.0.0.1 or 192.0.2.10:4711");
+    if (host == "0.0.0.0") return "giop:tcp::" + (port == "0" ? std::string() : port);
+    return "giop:tcp:" + host + ":" + (port == "0" ? std::string() : port);
+}
 
 OrbHandle::OrbHandle(const SessionOptions& options)
 {
@@ -50,10 +91,16 @@ OrbHandle::OrbHandle(const SessionOptions& options)
         // if it changes nothing (a push's reservation is not). A long-lived
         // client (blob-dicomd between studies) met that race; the next call
         // opens a new connection.
-        live_orb() = corba::init_orb({{"clientCallTimeOutPeriod", std::to_string(options.timeout.count())},
-                                      {"outConScanPeriod", "10"},
-                                      {"maxServerThreadPerConnection", "1"},
-                                      {"verifyObjectExistsAndType", "0"}});
+        std::vector<std::pair<std::string, std::string>> orb_options = {
+            {"clientCallTimeOutPeriod", std::to_string(options.timeout.count())},
+            {"outConScanPeriod", "10"},
+            {"maxServerThreadPerConnection", "1"},
+            {"verifyObjectExistsAndType", "0"}};
+        // Where callbacks are served (SessionOptions::callback_address);
+        // omniORB opens it with the root POA, only when something is served.
+        if (const std::string endpoint = callback_endpoint(options); !endpoint.empty())
+            orb_options.push_back({"endPoint", endpoint});
+        live_orb() = corba::init_orb(orb_options);
         orb_tls = tls;
     } else if (tls.cert != orb_tls.cert || tls.key != orb_tls.key || tls.ca != orb_tls.ca) {
         throw Error(Errc::invalid_argument,

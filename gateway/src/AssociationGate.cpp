@@ -700,6 +700,7 @@ std::string accept_associations(const GatewayOptions& options, const DicomSecuri
     address.sin_family = AF_INET;
     address.sin_port = htons(static_cast<std::uint16_t>(options.port));
     address.sin_addr.s_addr = htonl(INADDR_ANY);
+    if (!options.address.empty()) ::inet_pton(AF_INET, options.address.c_str(), &address.sin_addr);  // checked
     if (::bind(listener.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
         ::listen(listener.get(), SOMAXCONN) != 0)
         return where + std::strerror(errno);

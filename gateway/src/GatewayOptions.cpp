@@ -8,6 +8,7 @@
 
 #include <blobstreaming/cli/CommandLine.h>
 #include <blobstreaming/cli/Values.h>
+#include <blobstreaming/client/Options.h>
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/LibraryVersions.h>
@@ -18,6 +19,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 namespace po = boost::program_options;
 
@@ -48,7 +52,9 @@ po::options_description describe()
         ("help,h", "show this help and exit")
         ("version", "show the version and exit")
         ("aetitle,a", po::value<std::string>()->value_name("AE"), "this gateway's application entity title (1-16 characters); associations to any called AE title are accepted, to this one only with --peer or --peer-subject")
-        ("port,p", po::value<unsigned>()->value_name("PORT"), "TCP port to listen on, all interfaces (1-65535; 0: a free port, named in the ready line)")
+        ("port,p", po::value<unsigned>()->value_name("PORT"), "TCP port to listen on (1-65535; 0: a free port, named in the ready line)")
+        ("address", po::value<std::string>()->value_name("HOST"), "the IPv4 address of this host the DICOM port listens on (default: every interface)")
+        ("callback-address", po::value<std::string>()->value_name("HOST[:PORT]"), "where the gateway's CORBA endpoint listens: the stores' event callbacks (--index) and study-event subscribers (default: 127.0.0.1 when the naming service is on a loopback address, else every interface)")
         ("store,s", po::value<std::string>()->value_name("STORE"), "the Blob store receiving the instances")
         ("naming,n", po::value<std::string>()->default_value(env ? env : "corbaname::127.0.0.1:2809"), "Naming Service URL (env BLOBSTREAMING_NAMING)")
         ("index", po::value<std::string>()->value_name("URL"), "the study index: sqlite:PATH (created when missing) or postgresql://[USER[:PASSWORD]@]HOST[:PORT]/DB (the schema created when missing); every DICOM Blob committed to any store is recorded")
@@ -230,6 +236,23 @@ std::optional<GatewayOptions> parse_gateway_options(int argc, char** argv, std::
     if (!vm.count("port")) usage("--port is required");
     o.port = vm["port"].as<unsigned>();
     if (o.port > 65535) usage("--port " + std::to_string(o.port) + ": expected 1 to 65535, or 0 for a free port");
+    if (vm.count("address")) {
+        o.address = vm["address"].as<std::string>();
+        in_addr parsed{};
+        if (::inet_pton(AF_INET, o.address.c_str(), &parsed) != 1)
+            usage("--address \"" + o.address + "\": expected an IPv4 address of this host, e.g. 127.0.0.1 (default: every "
+                  "interface)");
+    }
+    if (vm.count("callback-address")) {
+        o.callback_address = vm["callback-address"].as<std::string>();
+        client::SessionOptions check;
+        check.callback_address = o.callback_address;
+        try {
+            client::callback_endpoint(check);
+        } catch (const Error& e) {
+            usage(std::string("--callback-address: ") + e.what());
+        }
+    }
     o.store = required(vm, "store");
     if (o.store.empty()) usage("--store: expected a store name");
     o.naming = vm["naming"].as<std::string>();

@@ -25,6 +25,10 @@ enum class OnConflict { refuse, replace };
 struct GatewayOptions {
     std::string aetitle;
     unsigned port = 0;
+    /// --address: the IPv4 address the DICOM port listens on ("" : every interface).
+    std::string address;
+    /// --callback-address: where the gateway's ORB listens (client::SessionOptions::callback_address).
+    std::string callback_address;
     std::string store;
     std::string naming;
     std::string index;  ///< "" : no index

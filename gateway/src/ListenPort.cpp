@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -67,13 +68,13 @@ bool process_listens_on(unsigned port, int except)
 
 }  // namespace
 
-PortReservation::PortReservation(unsigned port)
+PortReservation::PortReservation(unsigned port, const std::string& ip)
 {
     // A dual-stack socket holds the port for IPv4 and IPv6 alike; IPv4 alone
-    // where the host has no IPv6.
-    int family = AF_INET6;
-    fd_ = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd_ < 0 && errno == EAFNOSUPPORT) {
+    // where the host has no IPv6, or for one address.
+    int family = ip.empty() ? AF_INET6 : AF_INET;
+    fd_ = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd_ < 0 && errno == EAFNOSUPPORT && family == AF_INET6) {
         family = AF_INET;
         fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     }
@@ -93,6 +94,7 @@ PortReservation::PortReservation(unsigned port)
         a.sin_family = AF_INET;
         a.sin_port = htons(static_cast<std::uint16_t>(port));
         a.sin_addr.s_addr = htonl(INADDR_ANY);
+        if (!ip.empty()) ::inet_pton(AF_INET, ip.c_str(), &a.sin_addr);  // checked by the options
         length = sizeof a;
     }
     if (::bind(fd_, reinterpret_cast<const sockaddr*>(&address), length) != 0) {

@@ -13,14 +13,16 @@
 
 #include <atomic>
 #include <chrono>
+#include <string>
 
 namespace blobstreaming::dicom {
 
 class PortReservation {
 public:
-    /// Binds `port` (0: any free port) on every interface. Throws
-    /// Error(unreachable) naming the port when it is taken or not allowed.
-    explicit PortReservation(unsigned port);
+    /// Binds `port` (0: any free port) on `address` (an IPv4 address; "" :
+    /// every interface). Throws Error(unreachable) naming the port when it
+    /// is taken or not allowed.
+    explicit PortReservation(unsigned port, const std::string& address = {});
     ~PortReservation();
     PortReservation(const PortReservation&) = delete;
     PortReservation& operator=(const PortReservation&) = delete;

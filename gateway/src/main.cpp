@@ -134,7 +134,7 @@ int main(int argc, char** argv)
         // certificate files loaded before the ready line.
         security = std::make_unique<DicomSecurity>(o);
         // Before the ORB opens its endpoints: none of them may take the port.
-        port.emplace(o.port);
+        port.emplace(o.port, o.address);
         o.port = port->port();
         if (::access(o.spool.c_str(), W_OK) != 0)
             throw Error(Errc::io_error, "--spool " + o.spool + ": not a writable directory: " + std::strerror(errno));
@@ -142,6 +142,7 @@ int main(int argc, char** argv)
         remove_stale_spool(o.spool);
         client::SessionOptions so;
         so.naming_url = o.naming;
+        so.callback_address = o.callback_address;
         so.default_store = o.store;
         so.timeout = o.timeout;
         so.tls_cert = o.store_tls.cert;  // TLS-only stores (--store-tls-*)

@@ -4,6 +4,7 @@
 
 #include "server/StoreRegistry.h"
 #include <blobstreaming/cli/CommandLine.h>
+#include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Orb.h>
@@ -163,6 +164,15 @@ std::string Daemon::start()
         options_.reservation_grace, nullptr,
         server::ReservationLimits{options_.max_reservations, options_.max_reservations_per_client,
                                   options_.reservation_idle_at_limit});
+    // Pushes an earlier run kept for a resume wait for their clients again.
+    for (Store::Kept& kept : store_->take_kept()) {
+        const std::string name = kept.reservation->name();
+        const std::uint64_t received = kept.reservation->written();
+        const std::uint64_t id = reservations_->restore(std::move(kept.reservation), kept.idle);
+        spdlog::info("push {} kept across the restart as reservation {}: resumes at byte {}", quote_name(name), id,
+                     received);
+    }
+    reservations_->purge();  // those whose grace period ran out meanwhile
 
     server::DataServerConfig data;
     data.host = options_.data.host;

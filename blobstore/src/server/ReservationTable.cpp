@@ -51,6 +51,21 @@ std::uint64_t ReservationTable::add(std::unique_ptr<Reservation> reservation, co
     return id;
 }
 
+std::uint64_t ReservationTable::restore(std::unique_ptr<Reservation> reservation, std::chrono::seconds idle)
+{
+    reservation->suspend();
+    const std::string client = reservation->resume_owner();
+    std::lock_guard<std::mutex> lock(mutex_);
+    const std::uint64_t id = next_id_++;
+    const auto at = now();
+    const auto since = std::chrono::duration_cast<std::chrono::steady_clock::duration>(idle);
+    const auto created = at.time_since_epoch() > since ? at - since : at;
+    Entry entry{std::move(reservation), created, nullptr, true, client, nullptr};
+    entries_.emplace(id, std::move(entry));
+    ++per_client_[client];
+    return id;
+}
+
 std::map<std::uint64_t, ReservationTable::Entry>::iterator ReservationTable::erase_locked(
     std::map<std::uint64_t, Entry>::iterator it)
 {

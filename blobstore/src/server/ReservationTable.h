@@ -60,6 +60,12 @@ public:
     /// reservations as allowed; the reservation is then aborted.
     std::uint64_t add(std::unique_ptr<Reservation> reservation, const std::string& client = {});
 
+    /// A reservation its store kept across a restart (Store::take_kept()):
+    /// parked for its resume_owner() as an interrupted push is, its grace
+    /// period counted from its last byte, `idle` ago. Not counted against
+    /// the limits (it was within them when reserved). Returns its id.
+    std::uint64_t restore(std::unique_ptr<Reservation> reservation, std::chrono::seconds idle);
+
     /// The check of add() without adding: call before the store's reserve()
     /// so that a refused client costs no allocation. `what` names the
     /// operation in the message, e.g. `reserve "CT.1"`. At the total it

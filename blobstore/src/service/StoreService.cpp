@@ -122,6 +122,9 @@ StoreService::Opened StoreService::open_reservation(const Caller& caller, const 
         throw Error(Errc::refused, "push " + quote_name(name) + " of unknown length: store \"" + options_.store_name +
                                        "\" (" + std::string(store_.kind()) + "): " + why);
     }
+    // Journaled where the store can (a FileStore), so that a push to resume
+    // outlives a restart of the daemon; for its client only, as in memory.
+    reservation->keep_for_resume(caller.client);
     Opened opened;
     opened.id = reservations_.add(std::move(reservation), caller.client);
     opened.name = name;

@@ -4,10 +4,13 @@
 
 #include "FileHeader.h"
 #include "FileSystem.h"
+#include "ResumeJournal.h"
 
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/UniqueFd.h>
+
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -50,6 +53,14 @@ public:
         : Reservation(std::move(name), size, checksum), state_(std::move(state)), mode_(mode), path_(std::move(path)),
           sparse_(sparse), promised_(sparse ? kHeaderSize + size : 0)
     {}
+    /// A kept reservation reopened (make_kept_file_reservation()).
+    FileReservation(std::shared_ptr<FileStore::State> state, const ResumeHeader& kept, fs::path path,
+                    std::uint64_t written, ChecksumState checksum)
+        : FileReservation(std::move(state), kept.name, kept.size, kept.mode, kept.checksum, std::move(path), false)
+    {
+        restore(written, std::move(checksum), kept.owner);
+        journaled_ = written;
+    }
     ~FileReservation() override { abort(); }
 
 private:
@@ -120,6 +131,19 @@ private:
             done += static_cast<std::size_t>(w);
         }
         settle(n);
+        if (journaling()) {
+            // A range ends at every multiple of kResumeCheckpoint.
+            std::uint64_t at = offset;
+            while (at < offset + n && !journal_off_) {
+                const std::uint64_t boundary = (journaled_ / kResumeCheckpoint + 1) * kResumeCheckpoint;
+                const std::uint64_t until = std::min(offset + n, boundary);
+                range_crc_ = crc32c(data + (at - offset), static_cast<std::size_t>(until - at), range_crc_);
+                at = until;
+                if (at == boundary) journal_range(at, false);
+            }
+        } else {
+            journal_off_ = true;  // bytes the journal did not follow: never journal after them
+        }
         // Writeback follows bytes written in order; in parts the commit's
         // fdatasync does it all.
         if (state_->sync && !parted()) writeback_.written(fd_.get(), kHeaderSize + offset + n);
@@ -201,11 +225,65 @@ private:
         state_->index.shrink_reservation(this->size() - size);
     }
 
-    /// The helper has let go of the buffer (Reservation::suspend(), abort()).
+    /// The helper has let go of the buffer (Reservation::suspend()): a kept
+    /// reservation journals what arrived since its last range, durably (a
+    /// parked push waits for its client, perhaps across a restart).
     void do_suspend() noexcept override
     {
+        if (journaling() && fd_ && written() > journaled_) journal_range(written(), state_->sync);
+        release_files();
+    }
+
+    void release_files() noexcept
+    {
         fd_.reset();
+        journal_fd_.reset();
         free_buffer();
+    }
+
+    std::string journal_path() const { return path_.string() + ".resume"; }
+
+    /// Whether the ranges received are journaled (keep_for_resume()): bytes
+    /// in order, of a known size, and no journal write failed.
+    bool journaling() const noexcept { return !resume_owner().empty() && !parted() && !open_ended() && !journal_off_; }
+
+    /// Records [journaled_, end) with its CRC32C; with `sync`, the bytes and
+    /// the record reach the disk first. A failure is logged and ends the
+    /// journal (the push goes on; it is then not kept across a restart):
+    /// never an error of the push.
+    void journal_range(std::uint64_t end, bool sync) noexcept
+    {
+        const std::string journal = journal_path();
+        std::string records;
+        int err = 0;
+        if (!journal_fd_) {
+            // The first range creates the journal with its header; a kept
+            // reservation reopened appends to its own.
+            journal_fd_.reset(::open(journal.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW));
+            if (!journal_fd_ && errno == ENOENT) {
+                journal_fd_.reset(::open(journal.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+                records = encode_resume_header({name(), size(), checksum_algorithm(), mode_, resume_owner()});
+            }
+            if (!journal_fd_) err = errno;
+        }
+        records += encode_resume_range({journaled_, end, range_crc_});
+        if (err == 0 && sync && ::fdatasync(fd_.get()) != 0) err = errno;
+        if (err == 0) {
+            const ssize_t w = ::write(journal_fd_.get(), records.data(), records.size());
+            if (w != static_cast<ssize_t>(records.size())) err = w < 0 ? errno : ENOSPC;
+        }
+        if (err == 0 && sync && ::fdatasync(journal_fd_.get()) != 0) err = errno;
+        if (err != 0) {
+            spdlog::warn("push {}: cannot journal bytes [{}, {}) in {}: {}; this push will not be kept across a "
+                         "restart of the daemon",
+                         quote_name(name()), journaled_, end, journal, std::strerror(err));
+            journal_off_ = true;
+            journal_fd_.reset();
+            ::unlink(journal.c_str());
+            return;
+        }
+        journaled_ = end;
+        range_crc_ = 0;
     }
 
     void free_buffer() noexcept
@@ -267,6 +345,8 @@ private:
             closed_ = true;
             state_->index.publish({info, {}});
         }
+        journal_fd_.reset();
+        ::unlink(journal_path().c_str());  // none unless kept
         if (state_->sync) {
             try {
                 state_->directory_sync.sync(dir);
@@ -308,9 +388,10 @@ private:
 
     void do_abort() noexcept override
     {
-        do_suspend();
+        release_files();
         settle(promised_);
         if (closed_) return;
+        ::unlink(journal_path().c_str());  // none unless kept
         ::unlink(path_.c_str());
         std::lock_guard lock(state_->mutex);
         state_->index.close_reservation(name(), size());
@@ -330,9 +411,21 @@ private:
     std::uint64_t slot_end_[kSlots]{};  ///< each slot's last bytes end before this Blob offset
     Writeback writeback_{kHeaderSize};
     bool closed_ = false;
+    // keep_for_resume(): the journal (ResumeJournal.h), `<file>.resume`
+    UniqueFd journal_fd_;          ///< open only while being filled
+    std::uint64_t journaled_ = 0;  ///< the journal's ranges end here
+    std::uint32_t range_crc_ = 0;  ///< CRC32C of [journaled_, the bytes written)
+    bool journal_off_ = false;     ///< a journal write failed, or bytes came it did not follow
 };
 
 }  // namespace
+
+std::unique_ptr<Reservation> make_kept_file_reservation(std::shared_ptr<FileStore::State> state,
+                                                        const ResumeHeader& kept, fs::path path, std::uint64_t written,
+                                                        ChecksumState checksum)
+{
+    return std::make_unique<FileReservation>(std::move(state), kept, std::move(path), written, std::move(checksum));
+}
 
 std::unique_ptr<Reservation> make_file_reservation(std::shared_ptr<FileStore::State> state, std::string name,
                                                    std::uint64_t size, ReserveMode mode, ChecksumAlgorithm checksum,

@@ -5,6 +5,7 @@
 /// shared with concurrent commits.
 
 #include "FileStoreState.h"
+#include "ResumeJournal.h"
 
 #include <blobstreaming/blobstore/Reservation.h>
 #include <blobstreaming/blobstore/Store.h>
@@ -23,5 +24,18 @@ namespace blobstreaming::detail {
 std::unique_ptr<Reservation> make_file_reservation(std::shared_ptr<FileStore::State> state, std::string name,
                                                    std::uint64_t size, ReserveMode mode, ChecksumAlgorithm checksum,
                                                    std::filesystem::path path, bool sparse);
+
+/// A reservation kept across a restart (Reservation::keep_for_resume()),
+/// reopened: the file at `path` holds its first `written` bytes (checked
+/// against the journal `<path>.resume`), whose checksum state is
+/// `checksum`; counted in the index by the caller.
+std::unique_ptr<Reservation> make_kept_file_reservation(std::shared_ptr<FileStore::State> state,
+                                                        const ResumeHeader& kept, std::filesystem::path path,
+                                                        std::uint64_t written, ChecksumState checksum);
+
+/// FileStore's open: the kept reservations that recover() left in tmp/
+/// (State::journaled) reread and checked against their journals; those of
+/// which nothing usable remains are removed with their journal.
+std::vector<Store::Kept> reopen_kept(const std::shared_ptr<FileStore::State>& state);
 
 }  // namespace blobstreaming::detail

@@ -82,6 +82,7 @@ FileStore::FileStore(const fs::path& directory) : FileStore(directory, Options{}
 FileStore::FileStore(const fs::path& directory, Options options) : state_(std::make_shared<State>(directory, options))
 {
     state_->open();
+    kept_ = detail::reopen_kept(state_);
     spdlog::info("file store {}: {} blob(s), {} bytes", directory.string(), state_->index.count(),
                  state_->index.used());
 }
@@ -204,8 +205,7 @@ std::unique_ptr<Reservation> FileStore::reserve(std::string_view name, std::uint
         state_->index.close_reservation(std::string(name), size);
         state_->promised -= std::min(promised, state_->promised);
     };
-    const fs::path path =
-        state_->tmp / (std::to_string(::getpid()) + "-" + std::to_string(state_->tmp_counter++) + ".part");
+    const fs::path path = state_->tmp / (state_->tmp_prefix + "-" + std::to_string(state_->tmp_counter++) + ".part");
     UniqueFd fd = state_->spare.take(path);
     if (!fd) fd.reset(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
     if (!fd) {
@@ -258,6 +258,12 @@ BlobInfo FileStore::remove(std::string_view name)
         }
     }
     return seen;
+}
+
+std::vector<Store::Kept> FileStore::take_kept()
+{
+    std::lock_guard lock(kept_mutex_);
+    return std::move(kept_);
 }
 
 StoreUsage FileStore::usage() const

@@ -12,11 +12,13 @@
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace fs = std::filesystem;
 
@@ -89,15 +91,32 @@ void FileStore::State::open()
 
 void FileStore::State::recover()
 {
+    tmp_prefix = std::to_string(::getpid()) + "-" +
+                 std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count());
     std::error_code ec;
+    // A reservation file with a journal beside it was kept for a resume
+    // (reopen_kept() checks it); every other file goes.
+    std::vector<fs::path> leftovers;
     for (const auto& entry : fs::directory_iterator(tmp, ec)) {
-        fs::remove(entry.path(), ec);
-        if (ec)
-            throw Error(Errc::io_error, "file store: cannot remove leftover reservation " + entry.path().string() +
-                                            ": " + ec.message());
-        ++recovered;
+        const fs::path& p = entry.path();
+        const std::string file = p.filename().string();
+        if (p.extension() == ".part" && fs::exists(p.string() + ".resume")) {
+            journaled.push_back(p);
+            continue;
+        }
+        if (p.extension() == ".resume" && fs::exists(p.parent_path() / p.stem())) continue;
+        leftovers.push_back(p);
     }
     if (ec) throw Error(Errc::io_error, "file store: cannot list " + tmp.string() + ": " + ec.message());
+    for (const fs::path& leftover : leftovers) {
+        fs::remove(leftover, ec);
+        if (ec)
+            throw Error(Errc::io_error,
+                        "file store: cannot remove leftover reservation " + leftover.string() + ": " + ec.message());
+        ++recovered;
+    }
     if (recovered > 0) {
         spdlog::warn("file store {}: removed {} reservation(s) left by an interrupted process", root.string(),
                      recovered);

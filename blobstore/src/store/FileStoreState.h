@@ -17,6 +17,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <sys/types.h>
 
@@ -41,6 +42,13 @@ struct FileStore::State {
     dev_t root_dev = 0;  ///< identity of `root` when opened: a directory put
     ino_t root_ino = 0;  ///< in its place later is not this store
     std::size_t recovered = 0;
+    /// Reservation files in tmp/ with a resume journal beside them, left by
+    /// an earlier process for reopen_kept() (FileReservation.h).
+    std::vector<std::filesystem::path> journaled;
+    /// Names of new reservation files: this process's id and the time the
+    /// store opened, so that they never meet a kept file of an earlier
+    /// process that had the same id.
+    std::string tmp_prefix;
     std::atomic<std::uint64_t> tmp_counter{0};
     mutable std::mutex mutex;
     detail::StoreIndex<detail::NoExtra> index;

@@ -72,6 +72,19 @@ std::unique_ptr<Reservation> ObservedStore::reserve(std::string_view name, std::
     return reservation;
 }
 
+std::vector<Store::Kept> ObservedStore::take_kept()
+{
+    std::vector<Kept> kept = inner_->take_kept();
+    for (Kept& k : kept) {
+        const bool replaces = inner_->contains(k.reservation->name());
+        k.reservation->on_commit([publisher = publisher_, replaces](const BlobInfo& info) {
+            publisher->publish(StoreEvent::Kind::committed,
+                               replaces ? StoreEvent::Reason::replaced : StoreEvent::Reason::created, info);
+        });
+    }
+    return kept;
+}
+
 BlobInfo ObservedStore::removing(std::string_view name, bool evicting)
 {
     // What the store removed, as it says: a stat() before would be a second

@@ -25,7 +25,7 @@ Reservation::Window Reservation::window(std::size_t max, std::error_code& ec)
     if (remaining() == 0 && (!open_ended() || !grow(ec))) return {};
     if (hash_.algorithm() == ChecksumAlgorithm::sha256) {
         hash_.run_in_background();  // a no-op when running, inline when no thread can be had
-        if (written_ > kMaxHashLag) hash_.wait_hashed(written_ - kMaxHashLag);
+        if (written_ > hash_base_ + kMaxHashLag) hash_.wait_hashed(written_ - hash_base_ - kMaxHashLag);
     }
     const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(max, remaining()));
     last_ = do_window(written_, want, ec);

@@ -82,6 +82,8 @@ public:
                                             std::to_string(reserved_) + " reserved)");
     }
 
+    bool reserving(std::string_view name) const { return reserving_.count(name) > 0; }
+
     void open_reservation(std::string_view name, std::uint64_t size)
     {
         reserving_.emplace(name);

@@ -652,6 +652,7 @@ client::SessionOptions session_options(const Invocation& call)
 {
     client::SessionOptions options;
     options.naming_url = call.naming;
+    options.callback_address = call.callback_address;
     options.default_store = call.command == "push" ? call.store : std::string();
     options.send_buffer = call.socket_buffer;
     options.receive_buffer = call.socket_buffer;

@@ -18,6 +18,7 @@ namespace blobstreaming::cli {
 /// Everything the command line said, already range-checked by main().
 struct Invocation {
     std::string naming;
+    std::string callback_address;  ///< --callback-address ("" : the default)
     std::string tls_cert, tls_key, tls_ca;  ///< TLS on both planes: all three or none
     std::string store;
     std::optional<client::Tier> tier;  ///< push: --tier (a store of it, chosen by the locator)

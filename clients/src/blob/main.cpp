@@ -119,6 +119,7 @@ po::options_description describe()
         ("timeout,t", po::value<std::string>()->default_value("30"), "inactivity timeout, seconds unless a unit is given "
          "(500ms, 2m; 0.001 to 86400 s): the data connection, a FIFO's writer or reader, a stream's next byte")
         ("no-local", "never read a same-host store's file directly")
+        ("callback-address", po::value<std::string>()->value_name("HOST[:PORT]"), "watch, --notices send: where this process listens for the stores' callbacks (default: 127.0.0.1 when the naming service is on a loopback address, else every interface, for stores on other hosts)")
         ("tls-cert", po::value<std::string>()->value_name("FILE"), "TLS on both planes: this client's certificate (PEM); needs --tls-key and --tls-ca")
         ("tls-key", po::value<std::string>()->value_name("FILE"), "the certificate's private key (PEM, unencrypted)")
         ("tls-ca", po::value<std::string>()->value_name("FILE"), "CA certificates (PEM) that stores' certificates must chain to")
@@ -178,13 +179,13 @@ const std::vector<CommandHelp>& command_help()
          "push FILE... | push -r DIR... | push --name NAME FILE",
          "Store each FILE ('-': standard input; a FIFO, a device) under its base name, several in flight, or one "
          "FILE under --name. The store acknowledges once the Blob is committed durably and its checksum verified.",
-         {"name", "recursive", "replace", "checksum", "size", "max-size", "resume", "streams", "notices", "tier"}},
+         {"name", "recursive", "replace", "checksum", "size", "max-size", "resume", "streams", "notices", "tier", "callback-address"}},
         {"pull", "retrieve a Blob, whole or a range, to a file, a FIFO or stdout, or a DICOM study or series",
          "pull NAME [FILE] | pull --study UID DIR | pull --series UID DIR",
          "Retrieve NAME to FILE (default ./NAME; '-': standard output; a FIFO, a device), whole or a range. A "
          "regular FILE is replaced only once every byte is in and checked. --study/--series: every instance the "
          "study index lists, in parallel, verified, to DIR/SOPInstanceUID.dcm.",
-         {"offset", "length", "resume", "streams", "notices", "verify", "no-verify", "study", "series", "index"}},
+         {"offset", "length", "resume", "streams", "notices", "verify", "no-verify", "study", "series", "index", "callback-address"}},
         {"stat", "size, checksum and commit time of a Blob", "stat NAME", "Size, checksum and commit time of NAME.", {}},
         {"verify", "have the store reread a Blob and check its checksum", "verify NAME", "Have the store reread NAME and check its checksum.", {}},
         {"ls", "the Blobs of a store, or of every store", "ls", "The Blobs of --store, or of every registered store.", {}},
@@ -205,7 +206,7 @@ const std::vector<CommandHelp>& command_help()
          "default: every registered store). --events study-stable: also (or only) the DICOM gateways' studies that "
          "had no new instance for their --stable-after; --gateway AE (repeatable; default: every gateway registered "
          "in the naming service).",
-         {"events", "gateway"}},
+         {"events", "gateway", "callback-address"}},
         {"find", "search the DICOM study index",
          "find [--level patient|study|series|instance] KEY=VALUE...",
          "The patients, studies, series or instances of the study index (--index) matching every KEY=VALUE with "
@@ -328,6 +329,16 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
                          (low == high ? "" : " to " + std::to_string(high)) + " argument(s), got " +
                          std::to_string(call.args.size()));
     call.naming = vm["naming"].as<std::string>();
+    if (vm.count("callback-address")) {
+        call.callback_address = vm["callback-address"].as<std::string>();
+        client::SessionOptions check;
+        check.callback_address = call.callback_address;
+        try {
+            client::callback_endpoint(check);
+        } catch (const Error& e) {
+            throw UsageError(std::string("--callback-address: ") + e.what());
+        }
+    }
     if (vm.count("store")) call.stores = vm["store"].as<std::vector<std::string>>();
     if (call.stores.size() > 1 && call.command != "watch")
         throw UsageError("--store given " + std::to_string(call.stores.size()) + " times: only watch takes several");

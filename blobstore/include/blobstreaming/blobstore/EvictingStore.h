@@ -39,6 +39,7 @@ public:
                                          ChecksumAlgorithm checksum = kDefaultChecksum) override;
     BlobInfo remove(std::string_view name) override;
     StoreUsage usage() const override { return inner_->usage(); }
+    std::vector<Kept> take_kept() override { return inner_->take_kept(); }
     std::optional<LocalFile> local_file(std::string_view name) const override;
     bool read_waits() const noexcept override { return inner_->read_waits(); }
     bool keeps_files() const noexcept override { return inner_->keeps_files(); }

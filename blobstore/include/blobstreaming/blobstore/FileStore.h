@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace blobstreaming {
 
@@ -63,6 +65,9 @@ public:
     /// Unlinks the Blob's file (and, with sync, fsyncs its directory).
     BlobInfo remove(std::string_view name) override;
     StoreUsage usage() const override;
+    /// Reservations kept for a resume (their journals in tmp/), reread at
+    /// open: each keeps the prefix whose journaled ranges match the bytes.
+    std::vector<Kept> take_kept() override;
 
     const std::filesystem::path& directory() const noexcept;
 
@@ -106,6 +111,8 @@ public:
 
 private:
     std::shared_ptr<State> state_;
+    std::mutex kept_mutex_;
+    std::vector<Kept> kept_;  ///< until take_kept()
 };
 
 }  // namespace blobstreaming

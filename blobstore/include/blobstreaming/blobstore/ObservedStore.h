@@ -65,6 +65,8 @@ public:
     BlobInfo remove(std::string_view name) override;
     BlobInfo evict(std::string_view name) override;
     StoreUsage usage() const override { return inner_->usage(); }
+    /// The inner store's, each publishing its commit as reserve()'s do.
+    std::vector<Kept> take_kept() override;
     std::optional<LocalFile> local_file(std::string_view name) const override { return inner_->local_file(name); }
     bool read_waits() const noexcept override { return inner_->read_waits(); }
     bool keeps_files() const noexcept override { return inner_->keeps_files(); }

@@ -113,6 +113,7 @@ public:
     BlobInfo remove(std::string_view name) override { return inner_->remove(name); }
     BlobInfo evict(std::string_view name) override { return inner_->evict(name); }
     StoreUsage usage() const override { return inner_->usage(); }
+    std::vector<Kept> take_kept() override { return inner_->take_kept(); }
     std::optional<LocalFile> local_file(std::string_view name) const override;
     bool keeps_files() const noexcept override { return inner_->keeps_files(); }
     bool adopts_images() const noexcept override { return inner_->adopts_images(); }

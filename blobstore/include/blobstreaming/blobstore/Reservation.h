@@ -127,6 +127,17 @@ public:
     /// what failed, on which file or store, and why; "" before any.
     const std::string& error_message() const noexcept { return error_message_; }
 
+    /// Keeps the reservation across a restart of its store's process, for
+    /// `owner` (the client that reserved it, the only one that may resume
+    /// it): a store that can (FileStore) journals the ranges received with
+    /// their CRC32Cs as the bytes arrive in order (never a reservation filled
+    /// in parts or of unknown length), and its next open hands the
+    /// reservation back (Store::take_kept()). A no-op for other stores.
+    /// Call before any byte is written.
+    void keep_for_resume(std::string owner) { owner_ = std::move(owner); }
+    /// keep_for_resume()'s owner; "" when not kept.
+    const std::string& resume_owner() const noexcept { return owner_; }
+
     /// Gives back the resources used only while filling (see above), after
     /// the helper has hashed every byte advanced over and ended. No-op when
     /// closed. The bytes written so far and the checksum state stay.
@@ -230,7 +241,18 @@ protected:
 
     /// Blocks until the bytes at offsets before `end` are hashed: a window
     /// that held them may be handed out again. At once when hashing inline.
-    void wait_hashed(std::uint64_t end) { hash_.wait_hashed(end); }
+    void wait_hashed(std::uint64_t end) { hash_.wait_hashed(end > hash_base_ ? end - hash_base_ : 0); }
+
+    /// A reservation a store reopened after a restart (keep_for_resume()):
+    /// its first `written` bytes are there, `state` is their checksum state
+    /// (the store computed it by rereading them). Before any other call.
+    void restore(std::uint64_t written, ChecksumState state, std::string owner)
+    {
+        written_ = written;
+        hash_base_ = written;
+        hash_.reset(std::move(state));
+        owner_ = std::move(owner);
+    }
 
     /// A writable region for bytes starting at `offset` (< size()), at most
     /// `max` bytes. On failure sets `ec` through fail(). While
@@ -290,8 +312,12 @@ private:
     std::uint64_t last_at_ = 0;  ///< parted: the offset of last_
     bool parted_ = false;
     std::optional<Checksum> adopted_;  ///< adopt()'s `verified`
-    /// Positions count from 0 at construction: they are the Blob's offsets.
+    /// Positions count from 0 at construction (or restore()): the Blob's
+    /// offsets less hash_base_.
     HashPipeline hash_;
+    /// restore(): the Blob offset of the pipeline's position 0.
+    std::uint64_t hash_base_ = 0;
+    std::string owner_;  ///< keep_for_resume()
     std::string error_message_;
     std::function<void(const BlobInfo&)> on_commit_;
     State state_ = State::open;

@@ -4,6 +4,7 @@
 #include <blobstreaming/blobstore/Reservation.h>
 #include <blobstreaming/common/BlobInfo.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -98,6 +99,20 @@ public:
     virtual BlobInfo evict(std::string_view name) { return remove(name); }
 
     virtual StoreUsage usage() const = 0;
+
+    /// A reservation an earlier process of the store kept for a resume
+    /// (Reservation::keep_for_resume()), reopened: resume_owner() says whose
+    /// it is, written() how many bytes are there (the prefix whose journaled
+    /// ranges still match the bytes on disk), `idle` how long ago its last
+    /// byte arrived (its grace period goes on from there).
+    struct Kept {
+        std::unique_ptr<Reservation> reservation;
+        std::chrono::seconds idle{0};
+    };
+    /// The kept reservations this store found when it opened, handed over
+    /// once (later calls return none): the daemon parks them for their
+    /// clients. None for a store that keeps nothing across a restart.
+    virtual std::vector<Kept> take_kept() { return {}; }
 
     /// A committed Blob's bytes in a file of its own, for a reader on the
     /// same host (the same-host fast path): the file, the offset of byte 0

@@ -55,6 +55,21 @@ struct SessionOptions {
     /// process's ORB, which each store calls back (Watch.h: which address
     /// the stores connect to).
     NoticeCallback on_notice;
+    /// Where the process's ORB listens for the stores' callbacks (transfer
+    /// notices, Watch events) and, in a gateway, for its study-event
+    /// subscribers: "HOST" or "HOST:PORT" (IPv4 address or name; port 0 or
+    /// none: ephemeral). "" : 127.0.0.1 when the Naming Service is on a
+    /// loopback address (every daemon it names is then on this host), else
+    /// every interface, so that stores on other hosts can call back
+    /// (callback_endpoint()). The ORB opens it only when something is
+    /// served (a Watch, a notice, study events). One ORB serves the
+    /// process: the first Session's choice holds.
+    std::string callback_address;
 };
+
+/// The omniORB endPoint that `options` asks for ("giop:tcp:HOST:PORT"), ""
+/// for every interface. Error(invalid_argument) naming the value when
+/// callback_address is not HOST[:PORT].
+std::string callback_endpoint(const SessionOptions& options);
 
 }  // namespace blobstreaming::client

@@ -14,8 +14,8 @@
 ///
 /// To receive calls, the process's ORB (shared by every Session, OrbHandle)
 /// serves requests from the stores: a Watch activates its root POA. The
-/// stores connect back to the address omniORB publishes (this host's name
-/// by default; ORBendPoint in the environment or omniORB.cfg chooses).
+/// stores connect back to SessionOptions::callback_address (by default
+/// 127.0.0.1 when the Naming Service is on loopback, else this host's name).
 
 #include <blobstreaming/client/Options.h>
 #include <blobstreaming/common/BlobInfo.h>
