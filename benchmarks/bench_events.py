@@ -81,12 +81,21 @@ def measure(c, watchers, samples, blob_file):
         sel.register(w.popen.stdout, selectors.EVENT_READ, w)
         buffers[w] = b""
     latencies = []
+    push_err = c.path("push.err")
     for n in range(samples):
         name = f"EV.{len(watchers)}.{n}"
-        c.blob("push", "--name", name, blob_file, store="events").ok()
+        # The watchers are read while the push's process still ends: its
+        # exit is no part of the delivery (waiting for it first put it in
+        # every sample).
+        with open(push_err, "wb") as err:
+            push = subprocess.Popen([harness.program("clients/blob"), "--naming", c.naming, "--store", "events", "-q",
+                                     "push", "--name", name, blob_file], stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=err, env=c.env)
         waiting = set(watchers)
         deadline = time.monotonic() + 30
         while waiting:
+            if push.poll():
+                raise harness.TestFailure(f"blob push {name} exited {push.returncode}: {open(push_err).read()}")
             if time.monotonic() > deadline:
                 raise harness.TestFailure(f"{len(waiting)} watchers did not print {name} within 30 s")
             ready = sel.select(timeout=1)
@@ -103,6 +112,8 @@ def measure(c, watchers, samples, blob_file):
                     if event["name"] == name:
                         latencies.append((now - event["time_ns"]) / 1e6)
                         waiting.discard(w)
+        if push.wait(timeout=60) != 0:
+            raise harness.TestFailure(f"blob push {name} exited {push.returncode}: {open(push_err).read()}")
     sel.close()
     return latencies
 
