@@ -7,9 +7,14 @@ after the points):
                   time) and to memory (bsbench, its timed run); the
                   measurement of local_pull.py.
   cli             `blob push` and `blob pull --no-local` of one file through a
-                  fresh blobstored (FileStore) against plain_pair (plain C:
-                  sendfile out, a read loop in, fdatasync, one Ack byte), each
-                  timed from fork to exit; then that daemon's peak RSS.
+                  fresh blobstored against plain_pair (plain C), each timed
+                  from fork to exit, for each kind of store: a FileStore
+                  against plain_pair's file server (sendfile out, a read loop
+                  in, fdatasync, one Ack byte), then a MemoryStore against
+                  its --memory server (each push into a fresh malloc() of
+                  its size, pulls sent from there); the FileStore daemon's
+                  peak RSS. Every run is kept: the summary gives the median
+                  and the spread (slowest / fastest) of each.
 
 Both check the bytes outside the timed interval by comparing files (a pulled
 file with its source; plain_pair's received file with its source; a `blob
@@ -79,21 +84,40 @@ def timed(c, argv, what):
     return seconds
 
 
+# The kinds of store of the cli step: (store kind, plain_pair server options
+# but --bind; "{dir}": a directory of its own).
+CLI_STORES = (("file", ["--dir", "{dir}"]), ("memory", ["--memory"]))
+
+
 def cli_transfers(suite, ns_port, size, runs):
-    """([CLI record], CLI_RSS record): after one untimed round, `runs`
-    rounds of plain push, blob push, plain pull, blob pull (the two programs'
-    order swapped every other round), then the daemon's VmHWM."""
-    daemon, store = suite.start_store("file", "auto", ns_port, 0, name="bench-cli")
+    """([CLI record], CLI_RSS record): per kind of store (CLI_STORES), after
+    one untimed round, `runs` rounds of plain push, blob push, plain pull,
+    blob pull (the two programs' order swapped every other round); the
+    FileStore daemon's VmHWM."""
+    records, rss = [], None
+    for kind, plain_options in CLI_STORES:
+        kind_records, kind_rss = cli_transfers_to(suite, ns_port, size, runs, kind, plain_options)
+        records += kind_records
+        rss = rss or kind_rss
+    return records, rss
+
+
+def cli_transfers_to(suite, ns_port, size, runs, kind, plain_options):
+    """cli_transfers() for one kind of store ("file" or "memory"): a MemoryStore
+    of twice the Blob (a replaced Blob and its successor fit), the plain
+    server keeping the bytes alike; the peak RSS of a FileStore daemon
+    (None for a MemoryStore: it holds the Blob)."""
+    daemon, store = suite.start_store(kind, "auto", ns_port, 2 * size + (64 << 20), name="bench-cli-" + kind)
     plain_dir = os.path.join(suite.tmp, "plain-pair")
     os.makedirs(plain_dir, exist_ok=True)
-    server = suite.start("plain_pair server", [suite.args.plain_pair, "server", "--bind", suite.host,
-                                               "--dir", plain_dir], ready=PLAIN_PAIR_READY)
+    server = suite.start("plain_pair server", [suite.args.plain_pair, "server", "--bind", suite.host] +
+                         [o.format(dir=plain_dir) for o in plain_options], ready=PLAIN_PAIR_READY)
     port = server.ready["port"]
     c = clients(suite, ns_port, "bench-cli")
     blob = [suite.args.blob, "--naming", c.naming, "--store", store, "-q"]
     src, out = c.path("source.bin"), c.path("pulled.bin")
     records = []
-    label = "cli %s" % size_text(size)
+    label = "cli %s %s" % (kind, size_text(size))
     try:
         harness.write_random(src, size, algorithm=None)
         for run in range(runs + 1):  # round 0: untimed (page cache, program start-up)
@@ -112,13 +136,13 @@ def cli_transfers(suite, ns_port, size, runs):
                     if direction == "pull":
                         same_files(src, out, "%s %s pull" % (label, program))
                         os.unlink(out)
-                    elif program == "plain_pair":
+                    elif program == "plain_pair" and kind == "file":
                         same_files(src, os.path.join(plain_dir, "blob"), "%s plain_pair push" % label)
                     if run:
                         records.append({"program": program, "direction": direction, "blob_bytes": size, "run": run,
-                                        "seconds": seconds, "link": suite.link.label})
-        rss = {"target": "file", "blob_bytes": size, "rounds": runs + 1,
-               "peak_rss_kib": harness.peak_rss_kib(daemon.pid)}
+                                        "seconds": seconds, "link": suite.link.label, "store": kind})
+        rss = {"target": kind, "blob_bytes": size, "rounds": runs + 1,
+               "peak_rss_kib": harness.peak_rss_kib(daemon.pid)} if kind == "file" else None
     finally:
         c.close()
         suite.stop(server)

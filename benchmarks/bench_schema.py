@@ -51,12 +51,15 @@ SAME_HOST_FIELDS = ("destination", "mode", "blob_bytes", "run", "seconds", "link
 SAME_HOST_ROW_FIELDS = ("destination", "blob_bytes", "runs", "tcp_median_s", "local_median_s", "tcp_MBps",
                         "local_MBps", "ratio_to_tcp")
 # One whole process of the cli step: program "blob" or "plain_pair",
-# seconds from fork to exit.
-CLI_FIELDS = ("program", "direction", "blob_bytes", "run", "seconds", "link")
-# Per direction: medians, MB/s, ratio_to_plain_pair = plain_pair's median
-# time / blob's (1: as fast as the plain pair).
-CLI_ROW_FIELDS = ("direction", "blob_bytes", "runs", "blob_median_s", "plain_pair_median_s", "blob_MBps",
-                  "plain_pair_MBps", "ratio_to_plain_pair")
+# seconds from fork to exit, store "file" or "memory" (the kind of store
+# and of plain_pair server; older records without it: "file").
+CLI_FIELDS = ("program", "direction", "blob_bytes", "run", "seconds", "link", "store")
+# Per kind of store and direction: medians, MB/s, ratio_to_plain_pair =
+# plain_pair's median time / blob's (1: as fast as the plain pair), every
+# run's seconds of each program and its spread (slowest / fastest).
+CLI_ROW_FIELDS = ("store", "direction", "blob_bytes", "runs", "blob_median_s", "plain_pair_median_s", "blob_MBps",
+                  "plain_pair_MBps", "ratio_to_plain_pair", "blob_seconds", "plain_pair_seconds", "blob_spread",
+                  "plain_pair_spread")
 # VmHWM of the cli step's blobstored (fresh, FileStore) after `rounds`
 # pushes and pulls of blob_bytes (one round untimed).
 CLI_RSS_FIELDS = ("target", "blob_bytes", "rounds", "peak_rss_kib")

@@ -92,6 +92,8 @@ def _paired_rows(records, group_field, side_field, reference, measured, ratio_fi
         for side in (reference, measured):
             row[side + "_median_s"] = statistics.median(times[side])
             row[side + "_MBps"] = blob / row[side + "_median_s"] / 1e6
+            row[side + "_seconds"] = list(times[side])  # every run, in order
+            row[side + "_spread"] = max(times[side]) / min(times[side]) if min(times[side]) > 0 else None
         row[ratio_field] = row[reference + "_median_s"] / row[measured + "_median_s"]
         rows.append(row)
     return rows
@@ -103,8 +105,15 @@ def same_host_rows(records):
 
 
 def cli_rows(records):
-    """CLI_ROW per direction, push first (bench_schema), from the cli step's records."""
-    return _paired_rows(records, "direction", "program", "plain_pair", "blob", "ratio_to_plain_pair")
+    """CLI_ROW per kind of store (FileStore first) and direction, push first
+    (bench_schema), from the cli step's records (without "store": a
+    FileStore's)."""
+    rows = []
+    for store in sorted({rec.get("store", "file") for rec in records}, key=lambda k: k != "file"):
+        for row in _paired_rows([rec for rec in records if rec.get("store", "file") == store], "direction",
+                                "program", "plain_pair", "blob", "ratio_to_plain_pair"):
+            rows.append(dict(row, store=store))
+    return rows
 
 
 def _paired_table(title, rows, group_field, reference, measured, names, ratio_field):
@@ -119,6 +128,9 @@ def _paired_table(title, rows, group_field, reference, measured, names, ratio_fi
     return out
 
 
+STORE_NAMES = {"file": "FileStore", "memory": "MemoryStore"}
+
+
 def programs_markdown(same_host, cli, cli_rss):
     """The whole-program steps as tables (empty when neither ran)."""
     out = []
@@ -126,10 +138,19 @@ def programs_markdown(same_host, cli, cli_rss):
         out += _paired_table("Same-host pulls against TCP (one FileStore Blob, alternately; file: `blob pull` from "
                              "fork to exit, memory: bsbench's timed run):", same_host, "destination", "tcp", "local",
                              ("TCP", "same-host"), "ratio_to_tcp")
-    if cli:
-        out += _paired_table("`blob push` / `blob pull --no-local` against plain_pair (plain C), whole processes "
-                             "(fork to exit), FileStore:", cli, "direction", "plain_pair", "blob",
-                             ("plain_pair", "blob"), "ratio_to_plain_pair")
+    for store, server in (("file", "its file server (fdatasync)"), ("memory", "its --memory server (fresh "
+                                                                            "malloc per push)")):
+        rows = [r for r in cli if r.get("store", "file") == store]
+        if rows:
+            out += _paired_table("`blob push` / `blob pull --no-local` against plain_pair (plain C), whole processes "
+                                 "(fork to exit), %s against %s:" % (STORE_NAMES[store], server), rows,
+                                 "direction", "plain_pair", "blob", ("plain_pair", "blob"), "ratio_to_plain_pair")
+            out += ["", "Every run (s), slowest / fastest:", ""]
+            for r in rows:
+                for side in ("plain_pair", "blob"):
+                    out.append("- %s %s: %s; spread %.2f" % (
+                        side, r["direction"], ", ".join("%.3f" % t for t in r[side + "_seconds"]),
+                        r[side + "_spread"] or 0))
     if cli_rss:
         out += ["", "Peak RSS (VmHWM) of the cli step's blobstored (FileStore, fresh) after %d pushes and pulls of %s: "
                 "%.1f MiB." % (cli_rss["rounds"], size_text(cli_rss["blob_bytes"]), cli_rss["peak_rss_kib"] / 1024)]

@@ -21,7 +21,12 @@ Goals (loopback, default socket buffers, medians, verification on):
   same-host pull of 256 MiB, to a file and to memory   >= 1.0 x TCP pull of the same Blob
   1 Gbit/s + 20 ms RTT link (tun-1gbit-rtt20ms), 32 MiB, MemoryStore, push and pull  >= 0.95 x iperf3
   blobstored peak RSS after 1 GiB FileStore pushes and pulls   <= 64 MiB
-  blob push / blob pull of 1 GiB, whole process >= 0.8 x plain_pair (plain C)
+  blob push / blob pull of 1 GiB, whole process >= 0.9 x plain_pair (plain C), FileStore and MemoryStore
+                                                (a row each, with each side's spread: slowest / fastest run)
+  1 GiB push into a MemoryStore                 >= 0.9 x plain_pair keeping it in fresh memory (--memory),
+                                                with both spreads; reused memory should make ours the steadier
+  store events, 100 `blob watch` subscribers    p50 <= 5 ms, p99 <= 20 ms from commit to line
+                                                (bench_events.py's summary.json: `make bench-events`)
 """
 
 import argparse
@@ -64,8 +69,16 @@ DELAYED_TARGETS = [
      "iperf3", 0.95),
 ]
 SAME_HOST_SIZE, SAME_HOST_GOAL = 256 * MiB, 1.0
-CLI_SIZE, CLI_GOAL = 1 << 30, 0.8
+CLI_SIZE, CLI_GOAL = 1 << 30, 0.9
+CLI_STORES = (("file", "FileStore"), ("memory", "MemoryStore"))
+MEMORY_PUSH_GOAL = 0.9
 RSS_GOAL_MIB = 64
+# bench_events.py's summary.json is marked with this "kind"; its goals:
+# (label, subscribers, the result's field, goal in ms).
+EVENTS_KIND = "events"
+EVENT_SUBSCRIBERS = 100
+EVENT_TARGETS = [("store events, %d watchers: p50 from commit to line" % EVENT_SUBSCRIBERS, "p50_ms", 5.0),
+                 ("store events, %d watchers: p99 from commit to line" % EVENT_SUBSCRIBERS, "p99_ms", 20.0)]
 # Figures shown under the goals, without one: (label, series, direction, point, reference).
 INFORMATIVE = [
     ("push 32 MiB, FileStore", "blobstreaming/file", "push", (32 * MiB, 1), "raw-c"),
@@ -201,23 +214,80 @@ def rss_target(docs):
         not_measured(r, why)
 
 
+def spread_note(found):
+    return "spread (slowest / fastest run): blob %.2f, plain_pair %.2f" % (found.get("blob_spread") or 0,
+                                                                          found.get("plain_pair_spread") or 0)
+
+
+def cli_row(docs, store, direction):
+    """(the cli step's summary row of `store` and `direction`, None) or (None, why)."""
+    return lookup(docs, LOOPBACK, lambda doc: next((x for x in doc.get("cli", []) if x.get("store", "file") == store
+                                                    and x["direction"] == direction), None),
+                  lambda doc: "the cli step %s" % (doc.get("config", {}).get("skipped_steps", {}).get("cli") or
+                                                   "has no %s %s (failed, or an older run)" % (store, direction)))
+
+
 def cli_targets(docs):
     out = []
-    for direction in ("push", "pull"):
-        r = row("`blob %s` of %s, whole process" % (direction, size_text(CLI_SIZE)), LOOPBACK, "plain_pair", ">=",
-                CLI_GOAL)
-        found, why = step_row(docs, "cli", "cli", "direction", direction)
-        out.append(measured(r, found["ratio_to_plain_pair"], found["runs"], found["blob_bytes"], CLI_SIZE)
-                   if found else not_measured(r, why))
+    for store, name in CLI_STORES:
+        for direction in ("push", "pull"):
+            r = row("`blob %s` of %s, whole process, %s" % (direction, size_text(CLI_SIZE), name), LOOPBACK,
+                    "plain_pair", ">=", CLI_GOAL)
+            found, why = cli_row(docs, store, direction)
+            if not found:
+                out.append(not_measured(r, why))
+                continue
+            measured(r, found["ratio_to_plain_pair"], found["runs"], found["blob_bytes"], CLI_SIZE)
+            r["note"] = "; ".join(x for x in (r["note"], spread_note(found)) if x)
+            out.append(r)
+    return out
+
+
+def memory_push_target(docs):
+    """A 1 GiB push into a MemoryStore against plain_pair keeping the bytes
+    in fresh memory: the cli step's MemoryStore push, both spreads noted."""
+    r = row("push of %s into a MemoryStore (vs a receiver keeping it in fresh memory)" % size_text(CLI_SIZE),
+            LOOPBACK, "plain_pair --memory", ">=", MEMORY_PUSH_GOAL)
+    found, why = cli_row(docs, "memory", "push")
+    if not found:
+        return not_measured(r, why)
+    measured(r, found["ratio_to_plain_pair"], found["runs"], found["blob_bytes"], CLI_SIZE)
+    steadier = (found.get("blob_spread") or 0) <= (found.get("plain_pair_spread") or 0)
+    r["note"] = "; ".join(x for x in (r["note"], spread_note(found),
+                                      "ours the steadier" if steadier else "ours NOT the steadier") if x)
+    return r
+
+
+def events_targets(docs):
+    """The EVENT_TARGETS rows from the newest bench_events.py summary among
+    `docs` with a result for EVENT_SUBSCRIBERS subscribers."""
+    out = []
+    found = None
+    for doc in reversed(docs):
+        if doc.get("kind") == EVENTS_KIND:
+            found = next((r for r in doc.get("results", []) if r["subscribers"] == EVENT_SUBSCRIBERS), None)
+            if found:
+                break
+    for label, field, goal in EVENT_TARGETS:
+        r = row(label, LOOPBACK, None, "<=", goal, unit="ms")
+        if found is None or found.get(field) is None:
+            out.append(not_measured(r, "no bench_events.py run with %d subscribers among the results read "
+                                       "(`make bench-events`)" % EVENT_SUBSCRIBERS))
+        else:
+            out.append(measured(r, found[field], found["deliveries"]))
     return out
 
 
 def evaluate(docs):
     """[TARGET] of the issue from the summaries (summary.json objects) of one
     or more invocations, in the order of the issue's table."""
+    events = [doc for doc in docs if doc.get("kind") == EVENTS_KIND]
+    docs = [doc for doc in docs if doc.get("kind") != EVENTS_KIND]
     return ([point_target(docs, *t) for t in POINT_TARGETS] + corba_targets(docs) +
             [point_target(docs, *t) for t in SMALL_TARGETS] + same_host_targets(docs) +
-            [point_target(docs, *t) for t in DELAYED_TARGETS] + [rss_target(docs)] + cli_targets(docs))
+            [point_target(docs, *t) for t in DELAYED_TARGETS] + [rss_target(docs)] + cli_targets(docs) +
+            [memory_push_target(docs)] +
+            events_targets(events))
 
 
 def informative(docs):
@@ -242,6 +312,8 @@ def markdown(targets, extra=()):
             continue
         if t["unit"].startswith("×"):
             value = "%.3f %s (%d runs)" % (t["measured"], t["unit"], t["runs"])
+        elif t["unit"] == "ms":
+            value = "%.2f ms (%d deliveries)" % (t["measured"], t["runs"])
         else:
             value = "%.1f %s (after %d pushes and pulls)" % (t["measured"], t["unit"], t["runs"])
         met = "yes" if t["met"] else "**no**"

@@ -9,6 +9,12 @@
  *         push: reads the bytes into DIR/blob (a read loop of 1 MiB), fdatasync,
  *               then one Ack byte;
  *         pull: sendfile of DIR/blob (the last file pushed).
+ *   plain_pair server [--bind HOST] --memory
+ *       the same, the bytes kept in memory instead (what a MemoryStore is
+ *       compared with): a push frees the last one's buffer, reads into a
+ *       fresh malloc() of its size (glibc maps large ones anew: every page is
+ *       first touched as the bytes arrive), then the Ack; a pull sends that
+ *       buffer.
  *   plain_pair push HOST PORT FILE   sendfile of FILE, then waits for the Ack
  *   plain_pair pull HOST PORT FILE   a read loop of 1 MiB into FILE (created or truncated)
  *
@@ -131,10 +137,37 @@ static void no_delay(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
+/* The last push of a --memory server. */
+static char* kept = NULL;
+static uint64_t kept_size = 0;
+
+static int serve_one_in_memory(int conn, const unsigned char* header)
+{
+    uint64_t size = get_u64(header + 1);
+    if (header[0] == 'P') {
+        free(kept);
+        kept_size = 0;
+        kept = malloc(size ? size : 1);
+        if (!kept) return fail("server: push into memory", "out of memory");
+        if (read_full(conn, kept, size) != 0) return fail("server: push into memory", NULL);
+        kept_size = size;
+        return write_full(conn, &kAck, 1) == 0 ? 0 : fail("server: send Ack", NULL);
+    }
+    if (header[0] == 'G') {
+        unsigned char answer[8];
+        put_u64(answer, kept_size);
+        if (write_full(conn, answer, sizeof answer) != 0 || (kept_size && write_full(conn, kept, kept_size) != 0))
+            return fail("server: send from memory", NULL);
+        return 0;
+    }
+    return fail("server", "unknown request (expected 'P' or 'G')");
+}
+
 static int serve_one(int conn, const char* path, char* buf)
 {
     unsigned char header[kHeader];
     if (read_full(conn, header, sizeof header) != 0) return fail("server: read request", NULL);
+    if (!path) return serve_one_in_memory(conn, header);
     uint64_t size = get_u64(header + 1);
     if (header[0] == 'P') {
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -161,10 +194,11 @@ static int serve_one(int conn, const char* path, char* buf)
     return fail("server", "unknown request (expected 'P' or 'G')");
 }
 
+/* dir NULL: the bytes are kept in memory (--memory). */
 static int server(const char* bind_host, const char* dir)
 {
     char path[4096];
-    if (snprintf(path, sizeof path, "%s/blob", dir) >= (int)sizeof path) return fail("--dir", "too long");
+    if (dir && snprintf(path, sizeof path, "%s/blob", dir) >= (int)sizeof path) return fail("--dir", "too long");
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = 0};
     if (inet_pton(AF_INET, bind_host, &addr.sin_addr) != 1) return fail("--bind: not an IPv4 address", bind_host);
     int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -183,7 +217,7 @@ static int server(const char* bind_host, const char* dir)
             return fail("server: accept", NULL);
         }
         no_delay(conn);
-        serve_one(conn, path, buf); /* an error ends this connection only */
+        serve_one(conn, dir ? path : NULL, buf); /* an error ends this connection only */
         close(conn);
     }
 }
@@ -246,17 +280,20 @@ int main(int argc, char** argv)
     if (argc >= 2 && strcmp(argv[1], "server") == 0) {
         const char* bind_host = "127.0.0.1";
         const char* dir = NULL;
-        for (int i = 2; i + 1 < argc; i += 2) {
-            if (strcmp(argv[i], "--bind") == 0) bind_host = argv[i + 1];
-            else if (strcmp(argv[i], "--dir") == 0) dir = argv[i + 1];
-            else return fail(argv[i], "unknown option (allowed: --bind HOST, --dir DIR)");
+        int memory = 0;
+        for (int i = 2; i < argc; ++i) {
+            if (strcmp(argv[i], "--memory") == 0) memory = 1;
+            else if (i + 1 < argc && strcmp(argv[i], "--bind") == 0) bind_host = argv[++i];
+            else if (i + 1 < argc && strcmp(argv[i], "--dir") == 0) dir = argv[++i];
+            else return fail(argv[i], "unknown option (allowed: --bind HOST, --dir DIR, --memory)");
         }
-        if (!dir || argc % 2 != 0) return fail("server", "usage: plain_pair server [--bind HOST] --dir DIR");
+        if (!dir == !memory)
+            return fail("server", "usage: plain_pair server [--bind HOST] --dir DIR | --memory (one of the two)");
         return server(bind_host, dir);
     }
     if (argc == 5 && strcmp(argv[1], "push") == 0) return push(argv[2], argv[3], argv[4]);
     if (argc == 5 && strcmp(argv[1], "pull") == 0) return pull(argv[2], argv[3], argv[4]);
-    fprintf(stderr, "usage: plain_pair server [--bind HOST] --dir DIR\n"
+    fprintf(stderr, "usage: plain_pair server [--bind HOST] --dir DIR | --memory\n"
                     "       plain_pair push|pull HOST PORT FILE\n");
     return 1;
 }

@@ -70,12 +70,21 @@ def delayed_summary(skipped=None):
 
 
 def cli_summary():
-    """The cli step alone, at 1 GiB: blob push 0.9 x, pull 0.5 x plain_pair."""
+    """The cli step alone, at 1 GiB: FileStore (records of before the store
+    field) blob push 0.9 x, pull 0.5 x plain_pair; MemoryStore push 0.6 s
+    steady against plain_pair's 0.5 s to 3.5 s (median 1.0 s), pull 1.0 x."""
     records = [{"program": program, "direction": direction, "blob_bytes": GiB, "run": run, "seconds": seconds,
                 "link": "loopback"}
                for run in range(1, 11)
                for program, direction, seconds in (("plain_pair", "push", 2.7), ("blob", "push", 3.0),
                                                    ("plain_pair", "pull", 1.0), ("blob", "pull", 2.0 + run / 100))]
+    plain_memory = [0.5, 3.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 2.0, 0.9]
+    records += [{"program": program, "direction": direction, "blob_bytes": GiB, "run": run, "seconds": seconds,
+                 "link": "loopback", "store": "memory"}
+                for run in range(1, 11)
+                for program, direction, seconds in (("plain_pair", "push", plain_memory[run - 1]),
+                                                    ("blob", "push", 0.6 if run > 1 else 0.66),
+                                                    ("plain_pair", "pull", 0.4), ("blob", "pull", 0.4))]
     return {"link": "loopback", "summary": [], "same_host_pull": [], "cli": bench_summary.cli_rows(records),
             "cli_peak_rss": {"target": "file", "blob_bytes": GiB, "rounds": 11, "peak_rss_kib": 80 * 1024},
             "config": {"variants": [], "skipped": None,
@@ -111,8 +120,10 @@ def main():
           to_file["note"] == "at 32 MiB, not 256 MiB", "same-host to a file: TCP 0.32 s / 0.22 s: %s" % to_file)
     check(to_memory["met"] is None and to_memory["not_measured"] == "the same-host step failed (see failures)",
           "same-host to memory, not in the records: %s" % to_memory)
-    for label in ("blobstored peak RSS, 1 GiB FileStore push and pull", "`blob push` of 1 GiB, whole process",
-                  "`blob pull` of 1 GiB, whole process"):
+    for label in ("blobstored peak RSS, 1 GiB FileStore push and pull",
+                  "`blob push` of 1 GiB, whole process, FileStore", "`blob pull` of 1 GiB, whole process, FileStore",
+                  "`blob push` of 1 GiB, whole process, MemoryStore", "`blob pull` of 1 GiB, whole process, MemoryStore",
+                  "push of 1 GiB into a MemoryStore (vs a receiver keeping it in fresh memory)"):
         check(t[label]["not_measured"] == "the cli step not run (--steps)", "%s: the skipped step's reason: %s" % (
             label, t[label]))
     for label in ("1 Gbit/s + 20 ms RTT, push 32 MiB, MemoryStore", "1 Gbit/s + 20 ms RTT, pull 32 MiB, MemoryStore"):
@@ -120,7 +131,11 @@ def main():
 
     text = bench_targets.markdown(targets, bench_targets.informative([loopback_summary()]))
     goal_rows = [line for line in text.split("\n\n")[0].splitlines()[2:]]
-    check(len(goal_rows) == len(targets) == 7 + 5 + 2 + 2 + 1 + 2, "%d goal rows, %d targets: %s" % (
+    for label in ("store events, 100 watchers: p50 from commit to line",
+                  "store events, 100 watchers: p99 from commit to line"):
+        check("no bench_events.py run with 100 subscribers" in (t[label]["not_measured"] or ""), "%s: %s" % (
+            label, t[label]))
+    check(len(goal_rows) == len(targets) == 7 + 5 + 2 + 2 + 1 + 4 + 1 + 2, "%d goal rows, %d targets: %s" % (
         len(goal_rows), len(targets), text))
     check(all(x["target"] in text for x in targets), "a target missing from the Markdown table")
     check("| push 32 MiB, FileStore | loopback | 0.500 × raw-c-durable (20 runs) | ≥ 0.9 × raw-c-durable | **no** |"
@@ -138,9 +153,26 @@ def main():
           j["1 Gbit/s + 20 ms RTT, pull 32 MiB, MemoryStore"]["met"] is False, "the delayed link's rows: %s" % joined)
     rss = j["blobstored peak RSS, 1 GiB FileStore push and pull"]
     check(rss["measured"] == 80 and rss["met"] is False and rss["note"] == "", "RSS 80 MiB at 1 GiB: %s" % rss)
-    push, pull = j["`blob push` of 1 GiB, whole process"], j["`blob pull` of 1 GiB, whole process"]
+    push, pull = j["`blob push` of 1 GiB, whole process, FileStore"], j["`blob pull` of 1 GiB, whole process, FileStore"]
     check(abs(push["measured"] - 0.9) < 1e-9 and push["met"] and push["runs"] == 10, "cli push 2.7/3.0: %s" % push)
     check(abs(pull["measured"] - 1.0 / 2.055) < 1e-9 and not pull["met"], "cli pull 1.0/2.055 (median): %s" % pull)
+    check(push["note"] == "spread (slowest / fastest run): blob 1.00, plain_pair 1.00", "cli push spread: %s" % push)
+    memory = j["push of 1 GiB into a MemoryStore (vs a receiver keeping it in fresh memory)"]
+    check(abs(memory["measured"] - 1.0 / 0.6) < 1e-9 and memory["met"] and
+          memory["note"] == "spread (slowest / fastest run): blob 1.10, plain_pair 7.00; ours the steadier",
+          "the MemoryStore push against fresh memory: %s" % memory)
+    check(j["`blob pull` of 1 GiB, whole process, MemoryStore"]["measured"] == 1.0, "MemoryStore pull: %s" % joined)
+    events = {"kind": "events", "link": "loopback", "samples": 100,
+              "results": [{"subscribers": 1, "p50_ms": 1.0, "p99_ms": 2.0, "deliveries": 100},
+                          {"subscribers": 100, "p50_ms": 4.5, "p99_ms": 25.0, "deliveries": 10000}]}
+    e = by_target(bench_targets.evaluate([loopback_summary(), events]))
+    p50, p99 = (e["store events, 100 watchers: %s from commit to line" % p] for p in ("p50", "p99"))
+    check(p50["measured"] == 4.5 and p50["met"] and p50["unit"] == "ms" and p50["runs"] == 10000,
+          "events p50: %s" % p50)
+    check(p99["measured"] == 25.0 and p99["met"] is False, "events p99: %s" % p99)
+    check(e["push 32 MiB, MemoryStore"]["met"] is True, "an events summary does not hide the loopback run")
+    check("| store events, 100 watchers: p99 from commit to line | loopback | 25.00 ms (10000 deliveries) | ≤ 20 ms "
+          "| **no** |" in bench_targets.markdown(list(e.values())), "the events row in Markdown")
     check(j["push 32 MiB, MemoryStore"]["met"] is True, "the last loopback summary with the row is used")
 
     with tempfile.TemporaryDirectory(prefix="test_targets.") as tmp:

@@ -3,7 +3,12 @@
 #define BOOST_TEST_MODULE MemoryStore
 #include "TestSupport.h"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 using namespace blobstreaming;
 using test::random_bytes;
@@ -15,6 +20,13 @@ void put(Store& store, const std::string& name, std::size_t size)
     const auto bytes = random_bytes(size);
     auto r = store.reserve(name, size);
     BOOST_REQUIRE(!r->write(bytes.data(), size));
+    r->commit();
+}
+
+void put_bytes(Store& store, const std::string& name, const std::vector<std::uint8_t>& bytes)
+{
+    auto r = store.reserve(name, bytes.size());
+    BOOST_REQUIRE(!r->write(bytes.data(), bytes.size()));
     r->commit();
 }
 
@@ -75,6 +87,42 @@ BOOST_AUTO_TEST_CASE(freed_mappings_are_reused_only_once_unread)
     BOOST_TEST((info.checksum == ChecksumState::of(info.checksum.algorithm, second.data(), kSize)));
     const BlobRange view = store.read_all("d");
     BOOST_TEST(std::memcmp(view.data(), second.data(), kSize) == 0);
+}
+
+namespace {
+
+/// How many of the pages of [data, data + size) are resident (mincore).
+std::size_t resident_pages(const std::uint8_t* data, std::size_t size)
+{
+    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    std::vector<unsigned char> in((size + page - 1) / page);
+    BOOST_REQUIRE(::mincore(const_cast<std::uint8_t*>(data), size, in.data()) == 0);
+    return static_cast<std::size_t>(std::count_if(in.begin(), in.end(), [](unsigned char c) { return c & 1; }));
+}
+
+}  // namespace
+
+// A Blob larger than the 128 MiB the pool used to keep at most: the next
+// Blob of its size receives into its memory, every page mapped already
+// (fresh memory has none: each would be faulted in while the bytes
+// arrive); the pool is sized by the store's capacity.
+BOOST_AUTO_TEST_CASE(the_memory_of_a_blob_beyond_128_mib_is_reused)
+{
+    constexpr std::size_t kSize = std::size_t{160} << 20;
+    MemoryStore store({std::uint64_t{400} << 20});
+    const std::vector<std::uint8_t> bytes(kSize, 0x5a);
+    put_bytes(store, "big.1", bytes);
+    store.remove("big.1");
+    auto r = store.reserve("big.2", kSize);
+    std::error_code ec;
+    const Reservation::Window w = r->window(kSize, ec);
+    BOOST_REQUIRE(w.size == kSize);
+    BOOST_TEST(resident_pages(w.data, kSize) == kSize / static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)));
+    std::memset(w.data, 0xa5, kSize);
+    BOOST_REQUIRE(!r->advance(kSize));
+    r->commit();
+    const BlobRange view = store.read_all("big.2");
+    BOOST_TEST(std::all_of(view.data(), view.data() + kSize, [](std::uint8_t b) { return b == 0xa5; }));
 }
 
 // Below 2 MiB (from 64 KiB on) the memory of a freed Blob is reused too, for

@@ -5,6 +5,7 @@
 
 #include "Eventually.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -128,6 +129,46 @@ BOOST_AUTO_TEST_CASE(delivers_every_notice_of_an_observer_in_order)
     BOOST_CHECK_EQUAL(st.delivered, 500u);
     BOOST_CHECK_EQUAL(st.queued, 0u);
     BOOST_CHECK_EQUAL(st.dropped_full + st.dropped_unreachable + st.dropped_stopped + st.failed, 0u);
+}
+
+// post_all: one copy for each sink, every sink's notices in order, with
+// the prompt threads of the daemon's configuration; a sink whose queue is
+// full loses its copy only.
+BOOST_AUTO_TEST_CASE(post_all_gives_each_sink_its_copy_in_order)
+{
+    NoticeLimits limits;
+    limits.threads = 4;
+    limits.prompt_threads = 2;
+    limits.per_observer = 10;
+    NoticeDispatcher d(limits);
+    std::vector<std::shared_ptr<NoticeSink>> sinks;
+    std::vector<std::shared_ptr<RecordingSink>> recorders;
+    for (int i = 0; i < 100; ++i) {
+        recorders.push_back(sink("127.0.0.1:" + std::to_string(1000 + i)));
+        sinks.push_back(recorders.back());
+    }
+    auto full = sink("127.0.0.1:2000");
+    full->hold();
+    BOOST_CHECK(d.post(full, notice(0)));
+    BOOST_REQUIRE(full->entered(1));
+    for (std::uint64_t n = 1; n <= 10; ++n) BOOST_CHECK(d.post(full, notice(n)));  // its queue is full now
+    sinks.push_back(full);
+    std::vector<std::uint64_t> expected;
+    for (std::uint64_t n = 10; n < 20; ++n) {
+        BOOST_CHECK_EQUAL(d.post_all(sinks, Notice(std::make_shared<const Numbered>(notice(n)))), 100u);
+        expected.push_back(n);
+    }
+    // CHECK, not REQUIRE: the held sink must be released whatever happens,
+    // or the dispatcher's destructor would wait for it for ever.
+    BOOST_CHECK(eventually([&] {
+        return std::all_of(recorders.begin(), recorders.end(), [&](const auto& r) { return r->got().size() == 10; });
+    }));
+    for (const auto& r : recorders) BOOST_CHECK(r->got() == expected);
+    full->release();
+    BOOST_REQUIRE(eventually([&] { return full->got().size() == 11; }));
+    BOOST_CHECK((full->got() == std::vector<std::uint64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+    BOOST_CHECK_EQUAL(d.stats().dropped_full, 10u);
+    BOOST_CHECK(eventually([&] { return d.stats().delivered == 1011u; }));  // counted after deliver() returns
 }
 
 BOOST_AUTO_TEST_CASE(post_never_waits_for_a_blocked_observer_and_the_queue_is_bounded)

@@ -48,18 +48,23 @@ constexpr std::size_t kPooledFrom = std::size_t{64} << 10;
 /// land in pages that are mapped already, where fresh memory has the kernel
 /// map and zero every page while the push streams — 2 MiB per fault from
 /// kHugePage on (a 32 MiB MemoryStore push on loopback ran at 0.4-0.9 x raw
-/// C), 4 KiB per fault below (128 faults per 0.5 MiB slice, which also
-/// glibc's heap trimming brings back after every freed series). A
-/// workstation's cache churns series of equal slices, so a block is reused
-/// for a Blob of its size or up to an eighth smaller. At most kMaxBytes are
-/// kept, the least recently freed dropped first; they count in the daemon's
-/// resident memory, not in the store's use. The bytes of a pooled block are
-/// a former Blob's until the new push overwrites them all: a reservation is
-/// readable only once committed, that is full.
+/// C; a 1 GiB one took 0.5 s in some runs and 3.7 s in others on a VM whose
+/// hypervisor backs new guest pages lazily), 4 KiB per fault below (128
+/// faults per 0.5 MiB slice, which also glibc's heap trimming brings back
+/// after every freed series). A workstation's cache churns series of equal
+/// slices, and a store of large Blobs replaces them by others of the same
+/// size, so a block is reused for a Blob of its size or up to an eighth
+/// smaller. The pool is sized by the store's capacity: it keeps at most
+/// the memory the store's Blobs could hold, and before fresh memory is
+/// taken it lets go of its least recently freed blocks until what it keeps
+/// and what the store holds and reserves fit the capacity, so that the
+/// daemon's resident memory stays near the capacity (rounded up to whole
+/// huge pages per Blob) however the sizes change. Pooled blocks count in
+/// the daemon's resident memory, not in the store's use. The bytes of a
+/// pooled block are a former Blob's until the new push overwrites them
+/// all: a reservation is readable only once committed, that is full.
 class BlockPool {
 public:
-    static constexpr std::size_t kMaxBytes = std::size_t{128} << 20;
-
     /// Memory that holds a Blob's bytes: `size` bytes at `data`, alive as
     /// long as `owner`.
     struct Block {
@@ -67,6 +72,11 @@ public:
         std::uint8_t* data = nullptr;
         std::size_t size = 0;
     };
+
+    /// Keeps at most `max_bytes` (the store's capacity).
+    explicit BlockPool(std::uint64_t max_bytes)
+        : max_bytes_(static_cast<std::size_t>(std::min<std::uint64_t>(max_bytes, SIZE_MAX)))
+    {}
 
     /// A freed block of at least `size` bytes and at most an eighth more,
     /// or an empty one.
@@ -83,10 +93,19 @@ public:
         return {};
     }
 
+    /// Lets go of the least recently freed blocks until at most `keep`
+    /// bytes are kept (fresh memory is about to be taken).
+    void shrink_to(std::size_t keep) noexcept
+    {
+        std::list<Block> dropped;  // freed after the lock
+        std::lock_guard lock(mutex_);
+        drop_beyond_locked(keep, dropped);
+    }
+
     /// Keeps `block` (the last reference to a Blob's bytes is gone).
     void give_back(Block block) noexcept
     {
-        if (!block.owner || block.size > kMaxBytes) return;
+        if (!block.owner || block.size > max_bytes_) return;
         std::list<Block> dropped;  // freed after the lock
         std::lock_guard lock(mutex_);
         try {
@@ -95,13 +114,19 @@ public:
             return;
         }
         bytes_ += free_.front().size;
-        while (bytes_ > kMaxBytes) {
+        drop_beyond_locked(max_bytes_, dropped);
+    }
+
+private:
+    void drop_beyond_locked(std::size_t keep, std::list<Block>& dropped) noexcept
+    {
+        while (bytes_ > keep && !free_.empty()) {
             bytes_ -= free_.back().size;
             dropped.splice(dropped.begin(), free_, std::prev(free_.end()));
         }
     }
 
-private:
+    const std::size_t max_bytes_;
     mutable std::mutex mutex_;
     std::list<Block> free_;  ///< most recently freed first
     std::size_t bytes_ = 0;
@@ -133,9 +158,11 @@ BlockPool::Block fresh_block(std::size_t size)
 
 /// Bytes for a Blob of `size` > 0 bytes, with their pages mapped below
 /// kHugePage. From kPooledFrom on a block from `pool` when it holds one that
-/// fits, given back to it once the Blob's last reader is done; throws
-/// std::bad_alloc.
-Buffer allocate(std::size_t size, const std::shared_ptr<BlockPool>& pool)
+/// fits, given back to it once the Blob's last reader is done; otherwise
+/// fresh memory, after the pool has let go of what it keeps beyond `room`
+/// (the capacity less what the store holds and reserves, this Blob
+/// included). Throws std::bad_alloc.
+Buffer allocate(std::size_t size, std::uint64_t room, const std::shared_ptr<BlockPool>& pool)
 {
     if (size < kPooledFrom) {
         BlockPool::Block small = fresh_block(size);  // the heap, prefaulted
@@ -145,7 +172,10 @@ Buffer allocate(std::size_t size, const std::shared_ptr<BlockPool>& pool)
     // Mappings come in whole huge pages: compare blocks by what is mapped.
     const std::size_t want = size < kHugePage ? size : (size + kHugePage - 1) / kHugePage * kHugePage;
     BlockPool::Block block = pool->take(want);
-    if (!block.owner) block = fresh_block(want);
+    if (!block.owner) {
+        pool->shrink_to(static_cast<std::size_t>(std::min<std::uint64_t>(room, SIZE_MAX)));
+        block = fresh_block(want);
+    }
     std::uint8_t* data = block.data;
     return Buffer(data, [block = std::move(block), home = std::weak_ptr<BlockPool>(pool)](std::uint8_t*) mutable {
         if (auto p = home.lock()) p->give_back(std::move(block));
@@ -162,9 +192,9 @@ struct MemoryStore::State {
     mutable std::mutex mutex;
     detail::StoreIndex<Extra> index;
     /// Its own lock: Blobs' last readers give memory back on any thread.
-    std::shared_ptr<BlockPool> pool = std::make_shared<BlockPool>();
+    std::shared_ptr<BlockPool> pool;
 
-    explicit State(const Options& o) : index(o.capacity) {}
+    explicit State(const Options& o) : index(o.capacity), pool(std::make_shared<BlockPool>(o.capacity)) {}
 };
 
 namespace {
@@ -308,14 +338,17 @@ std::unique_ptr<Reservation> MemoryStore::reserve(std::string_view name, std::ui
 {
     validate_blob_name(name);
     Buffer bytes;
+    std::uint64_t room = 0;  // what the pool may keep beside the Blobs held and reserved
     {
         std::lock_guard lock(state_->mutex);
         state_->index.check_reservable(name, mode);
         if (!state_->index.fits(size)) state_->index.throw_out_of_space(name, size);
         state_->index.open_reservation(name, size);
+        const StoreUsage use = state_->index.usage();
+        room = use.capacity - std::min(use.capacity, use.used + use.reserved);
     }
     try {
-        if (size > 0) bytes = allocate(static_cast<std::size_t>(size), state_->pool);
+        if (size > 0) bytes = allocate(static_cast<std::size_t>(size), room, state_->pool);
     } catch (const std::bad_alloc&) {
         std::lock_guard lock(state_->mutex);
         state_->index.close_reservation(std::string(name), size);

@@ -130,9 +130,16 @@ void EventHubBase::post(const Notice& notice, unsigned kinds) noexcept
 {
     std::lock_guard lock(mutex_);
     if (!dispatcher_) return;
-    subscriptions_.for_each([&](std::uint64_t, const SubscriptionTable::Subscription& subscription) {
-        if (subscription.kinds & kinds) dispatcher_->post(subscription.sink, notice);
-    });
+    try {
+        sinks_.clear();  // capacity kept: no allocation per event
+        subscriptions_.for_each([&](std::uint64_t, const SubscriptionTable::Subscription& subscription) {
+            if (subscription.kinds & kinds) sinks_.push_back(subscription.sink);
+        });
+    } catch (...) {
+        // out of memory: those listed so far get it
+    }
+    dispatcher_->post_all(sinks_, notice);
+    sinks_.clear();  // the hub does not keep the sinks alive
 }
 
 void EventHubBase::close() noexcept

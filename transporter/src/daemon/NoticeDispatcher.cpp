@@ -75,41 +75,68 @@ bool NoticeDispatcher::post(const std::shared_ptr<NoticeSink>& sink, Notice noti
     if (!sink) return false;
     try {
         std::lock_guard<std::mutex> lock(mutex_);
-        const std::string& endpoint = sink->endpoint();
-        if (stopping_) {
-            ++stats_.dropped_stopped;
-            return false;  // the threads are gone: nobody reports any more
-        }
-        if (suspended_locked(endpoint, Clock::now())) {
-            ++stats_.dropped_unreachable;
-            const std::string why = "unreachable (" + suspended_.at(endpoint).why + ")";
-            drop_locked(*sink, why, 1);
-            tell_failed_locked(sink, suspended_.at(endpoint).why);  // not tried again while others wait
-            wake_.notify_all();
-            return false;
-        }
-        auto it = channels_.find(sink.get());
-        const std::size_t mine = it == channels_.end() ? 0 : it->second.queue.size();
-        if (mine >= limits_.per_observer || (stats_.queued >= limits_.total && !make_room_locked(sink.get(), mine))) {
-            ++stats_.dropped_full;
-            drop_locked(*sink,
-                        "its queue is full (" + std::to_string(limits_.per_observer) + " per " + sink->recipient() +
-                            ", " + std::to_string(limits_.total) + " in all, are kept)",
-                        1);
-            return false;
-        }
-        if (it == channels_.end()) {
-            it = channels_.emplace(sink.get(), Channel{sink, {}, false}).first;
-            enqueue_turn_locked(sink.get());
-        } else if (it->second.queue.empty() && !it->second.in_flight) {
-            enqueue_turn_locked(sink.get());  // its queue was given up (make_room_locked)
-        }  // else: it has its turn already, or is in flight and takes the next one after it
-        it->second.queue.push_back(std::move(notice));
-        ++stats_.queued;
+        if (!post_locked(sink, std::move(notice))) return false;
     } catch (...) {
         return false;  // out of memory: the notice is lost, the data plane goes on
     }
     wake_.notify_all();  // the threads of one lane cannot take the other's turns
+    return true;
+}
+
+std::size_t NoticeDispatcher::post_all(const std::vector<std::shared_ptr<NoticeSink>>& sinks,
+                                       const Notice& notice) noexcept
+{
+    std::size_t queued = 0;
+    bool told = false;  // a drop has to be told to its sink by a thread
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (const auto& sink : sinks) {
+            if (!sink) continue;
+            try {
+                if (post_locked(sink, notice)) ++queued;
+                else told = true;
+            } catch (...) {
+                // out of memory: this copy is lost, the others and the data plane go on
+            }
+        }
+    }
+    if (queued > 0 || told) wake_.notify_all();
+    return queued;
+}
+
+bool NoticeDispatcher::post_locked(const std::shared_ptr<NoticeSink>& sink, Notice notice)
+{
+    const std::string& endpoint = sink->endpoint();
+    if (stopping_) {
+        ++stats_.dropped_stopped;
+        return false;  // the threads are gone: nobody reports any more
+    }
+    if (suspended_locked(endpoint, Clock::now())) {
+        ++stats_.dropped_unreachable;
+        const std::string why = "unreachable (" + suspended_.at(endpoint).why + ")";
+        drop_locked(*sink, why, 1);
+        tell_failed_locked(sink, suspended_.at(endpoint).why);  // not tried again while others wait
+        wake_.notify_all();
+        return false;
+    }
+    auto it = channels_.find(sink.get());
+    const std::size_t mine = it == channels_.end() ? 0 : it->second.queue.size();
+    if (mine >= limits_.per_observer || (stats_.queued >= limits_.total && !make_room_locked(sink.get(), mine))) {
+        ++stats_.dropped_full;
+        drop_locked(*sink,
+                    "its queue is full (" + std::to_string(limits_.per_observer) + " per " + sink->recipient() +
+                        ", " + std::to_string(limits_.total) + " in all, are kept)",
+                    1);
+        return false;
+    }
+    if (it == channels_.end()) {
+        it = channels_.emplace(sink.get(), Channel{sink, {}, false}).first;
+        enqueue_turn_locked(sink.get());
+    } else if (it->second.queue.empty() && !it->second.in_flight) {
+        enqueue_turn_locked(sink.get());  // its queue was given up (make_room_locked)
+    }  // else: it has its turn already, or is in flight and takes the next one after it
+    it->second.queue.push_back(std::move(notice));
+    ++stats_.queued;
     return true;
 }
 
@@ -268,8 +295,10 @@ void NoticeDispatcher::run(Worker& worker) noexcept
                 auto last = last_report_.find(drop);
                 if (last != last_report_.end()) due = std::min(due, last->second + limits_.report_every);
             }
+            ++idle_;
             if (due == Clock::time_point::max()) wake_.wait(lock);
             else wake_.wait_until(lock, due);
+            --idle_;
             continue;
         }
         Channel& channel = channels_.at(key);
@@ -307,7 +336,11 @@ void NoticeDispatcher::run(Worker& worker) noexcept
             prompt_.erase(sink->endpoint());
             fail_locked(sink, why, ended);  // drops its channel too
         }
-        wake_.notify_all();  // a turn skipped for this endpoint may be taken now
+        // A turn skipped for this endpoint, or one of the lane this thread
+        // does not serve, may be taken now by a thread that sleeps; this one
+        // takes the next turn itself. Threads that are all at work are not
+        // woken (a burst of 100 notices would wake each one 100 times).
+        if (idle_ > 0 && (!turns_.empty() || !prompt_turns_.empty() || !to_fail_.empty())) wake_.notify_all();
         if (worker.replaced) break;  // another thread took its place
     }
     worker.done = true;

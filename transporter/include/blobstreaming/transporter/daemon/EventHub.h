@@ -23,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace blobstreaming::daemon {
 
@@ -101,6 +102,8 @@ private:
     const EventLimits limits_;
     SubscriptionTable subscriptions_;
     std::map<std::string, std::size_t> per_client_;  ///< open subscriptions by owner (not "")
+    /// post()'s list of recipients, empty between posts (mutex_).
+    std::vector<std::shared_ptr<NoticeSink>> sinks_;
 };
 
 /// The hub of one type of event. Every event kind is a bit of `kinds`; a

@@ -151,6 +151,13 @@ public:
     /// counted and reported in the log.
     bool post(const std::shared_ptr<NoticeSink>& sink, Notice notice) noexcept;
 
+    /// Queues one copy of `notice` for each of `sinks`, as post() each, under
+    /// one lock and with one wake-up of the threads: an event for 100
+    /// subscribers wakes the delivery threads once, not 100 times while the
+    /// poster still holds the lock they wait for. Returns how many were
+    /// queued.
+    std::size_t post_all(const std::vector<std::shared_ptr<NoticeSink>>& sinks, const Notice& notice) noexcept;
+
     /// Lets the delivery in progress finish (bounded by the sink's timeout),
     /// drops and reports what is still queued, joins the threads, and
     /// releases every sink. Later posts are dropped. Idempotent; not to be
@@ -188,6 +195,8 @@ private:
     };
 
     void run(Worker& worker) noexcept;
+    /// post() under the lock, without the wake-up; throws std::bad_alloc.
+    bool post_locked(const std::shared_ptr<NoticeSink>& sink, Notice notice);
     void start_worker_locked(Lane lane);
     /// Replaces prompt threads whose delivery takes too long (own thread).
     void supervise() noexcept;
@@ -225,6 +234,7 @@ private:
     std::map<DropKey, Clock::time_point> last_report_;
     NoticeStats stats_;
     bool stopping_ = false;
+    unsigned idle_ = 0;  ///< threads waiting for wake_
     std::list<Worker> workers_;
     std::condition_variable supervisor_wake_;
     std::thread supervisor_;
