@@ -135,7 +135,7 @@ def main():
                   "store events, 100 watchers: p99 from commit to line"):
         check("no bench_events.py run with 100 subscribers" in (t[label]["not_measured"] or ""), "%s: %s" % (
             label, t[label]))
-    check(len(goal_rows) == len(targets) == 7 + 5 + 2 + 2 + 1 + 4 + 1 + 2, "%d goal rows, %d targets: %s" % (
+    check(len(goal_rows) == len(targets) == 7 + 5 + 3 + 2 + 2 + 1 + 4 + 1 + 2, "%d goal rows, %d targets: %s" % (
         len(goal_rows), len(targets), text))
     check(all(x["target"] in text for x in targets), "a target missing from the Markdown table")
     check("| push 32 MiB, FileStore | loopback | 0.500 × raw-c-durable (20 runs) | ≥ 0.9 × raw-c-durable | **no** |"
