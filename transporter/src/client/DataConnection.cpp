@@ -52,6 +52,10 @@ void DataConnection::start(std::unique_ptr<TransferJob> job)
     request.offset = job_->ticket.offset;
     request.length = job_->ticket.length;
     request.streamed = job_->type == protocol::FrameType::push && job_->source->streamed();
+    frames_ = wants_frames();  // compression on the wire
+    request.compress = frames_;
+    request.compress_auto = frames_ && job_->type == protocol::FrameType::pull &&
+                            job_->compress == wire::CompressMode::automatic;
     std::uint8_t frame[protocol::kRequestSize];
     protocol::encode(request, frame);
     out_.clear();
@@ -215,6 +219,7 @@ DataConnection::Step DataConnection::send_queued(Phase then)
 
 DataConnection::Step DataConnection::send_push_body()
 {
+    if (frames_) return send_push_frames();
     Source& source = *job_->source;
     const bool streamed = source.streamed();
     while (streamed ? !source.ended() : done_bytes_ < total_) {
@@ -321,6 +326,7 @@ DataConnection::Step DataConnection::on_response()
 
 DataConnection::Step DataConnection::read_pull_body()
 {
+    if (response_.compressed) return read_pull_frames();
     while (done_bytes_ < total_) {
         auto [data, room] = job_->sink->window();
         const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(room, total_ - done_bytes_));
@@ -397,6 +403,8 @@ void DataConnection::complete(bool reusable)
     outcome.response = response_;
     outcome.bytes = done_bytes_;
     outcome.seconds = seconds_since(started_);
+    outcome.compressed = frames_ && (job_->type == protocol::FrameType::push || response_.compressed);
+    outcome.wire_bytes = outcome.compressed ? wire_bytes_ : done_bytes_;
     auto job = std::move(job_);
     phase_ = reusable ? Phase::idle : Phase::closed;
     if (reusable) loop_.modify(fd_.get(), POLLIN);
