@@ -99,6 +99,12 @@ Step PullTransfer::answer()
     response.length = range_.size();
     response.blob_size = range_.blob().size;
     response.checksum = range_.blob().checksum;
+    if (request_.compress && server_.config.compress && range_.size() > 0) {
+        // Compression on the wire: frames instead of the raw bytes.
+        encoder_ = std::make_unique<wire::FrameEncoder>();
+        policy_.emplace(request_.compress_auto ? wire::CompressMode::automatic : wire::CompressMode::zstd);
+        response.compressed = compressed_ = true;
+    }
     return link_.respond(protocol::encode(response), AfterResponse::body);
 }
 
@@ -175,6 +181,7 @@ Step PullTransfer::on_writable()
 
 PullTransfer::Pump PullTransfer::pump()
 {
+    if (encoder_) return pump_frames();
     std::uint64_t budget = kDispatchBudget;
     const std::uint64_t total = range_.size();
     while (body_done_ < total) {

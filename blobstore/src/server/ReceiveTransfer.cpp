@@ -75,6 +75,7 @@ ReceiveTransfer::ChunkStep ReceiveTransfer::read_chunk_header()
 
 Step ReceiveTransfer::read_body()
 {
+    if (request_.compress) return read_frames();
     Channel& io = link_.io();
     std::uint64_t budget = kDispatchBudget;
     const bool streamed = request_.streamed;
@@ -135,6 +136,11 @@ Step ReceiveTransfer::read_body()
              false);
         return Step::close;
     }
+    return body_received();
+}
+
+Step ReceiveTransfer::body_received()
+{
     in_trailer_ = true;
     trailer_.expect(protocol::kTrailerSize);
     return read_trailer();
