@@ -9,6 +9,8 @@
 #include <blobstreaming/transporter/client/Streams.h>
 #include <blobstreaming/transporter/client/Ticket.h>
 
+#include <blobstreaming/client/Transfer.h>
+
 namespace blobstreaming::client {
 
 using dataplane::ConnectionPool;
@@ -21,5 +23,13 @@ using dataplane::Sink;
 using dataplane::Source;
 using dataplane::Ticket;
 using dataplane::TransferJob;
+
+/// The data plane's name for a Compression.
+inline wire::CompressMode wire_mode(Compression c) noexcept
+{
+    return c == Compression::zstd ? wire::CompressMode::zstd
+           : c == Compression::automatic ? wire::CompressMode::automatic
+                                         : wire::CompressMode::none;
+}
 
 }  // namespace blobstreaming::client

@@ -158,6 +158,7 @@ void PullOperation::on_loop_thread_transfer(const Ticket& ticket, std::optional<
     job->prefix_hash = std::move(prefix);
     job->verify = options_.verify;
     job->whole = options_.offset == 0 && options_.length == 0;
+    job->compress = wire_mode(options_.compress);
     if (options_.progress)
         job->progress = [progress = options_.progress, what = job->what](std::uint64_t done, std::uint64_t total) {
             call_user("progress callback", what, progress, done, total);

@@ -58,6 +58,9 @@ void PushOperation::on_control_thread_reserve()
         // Placed by what a streamed push may come to (its --max-size; 0: unknown).
         const std::uint64_t size = streamed ? options_.max_size : job->source->size();
         store_ = store_to_write(control, options_.store, options_.tier, session_.options.default_store, size, what_);
+        if (streamed && options_.compress == Compression::zstd)
+            throw Error(Errc::invalid_argument, what_ + ": a push of unknown length cannot be compressed on the wire "
+                                                        "(compression zstd); push it with compression auto or none");
         if (streamed) {
             // Length known only at its end: one stream, a reservation that grows.
             if (options_.resume)
@@ -80,6 +83,7 @@ void PushOperation::on_control_thread_reserve()
     }
     job->type = protocol::FrameType::push;
     job->ticket = grant_.ticket;
+    job->compress = wire_mode(options_.compress);
     job->what = what_ + ": store \"" + store_ + "\"";
     if (options_.progress)
         job->progress = [progress = options_.progress, what = job->what](std::uint64_t done, std::uint64_t total) {
