@@ -15,10 +15,6 @@
 #include <cerrno>
 #include <chrono>
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-
 namespace blobstreaming::server {
 
 using data_path::bytes_of;
@@ -55,33 +51,18 @@ Step ReceiveTransfer::read_frames()
         std::error_code ec;
         const std::uint64_t left = request_.length - body_done_;
         const Reservation::Window w = window(static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, left)), ec);
-        if (ec || w.size == 0) {
-            fail(ec ? Errc::io_error : Errc::transfer_failed,
-                 "the store cannot take byte " + std::to_string(request_.offset + body_done_) + ": " +
-                     (ec ? (into().error_message().empty() ? ec.message() : into().error_message())
-                         : std::string("no room left in the reservation")),
-                 true);
-            return Step::close;
-        }
+        if (ec || w.size == 0) return no_window(ec);
         std::size_t produced = 0;
         const IoResult r = frames_->step(io, w.data, w.size, left, produced);
         wire_bytes_ = frames_->wire_bytes();
         if (produced > 0) {
-            if (auto adv = advance(w.data, produced)) {
-                fail(adv.category() == error_category() ? static_cast<Errc>(adv.value()) : Errc::io_error,
-                     into().error_message().empty() ? adv.message() : into().error_message(), true);
-                return Step::close;
-            }
+            if (auto adv = advance(w.data, produced)) return not_taken(adv);
             body_done_ += produced;
             budget -= std::min<std::uint64_t>(budget, produced);
         }
         if (r.bytes() > 0 || produced > 0) link_.progress();
         if (r.done()) continue;
-        if (r.blocked()) {
-            const int one = 1;  // as for a raw body: acknowledge what is consumed
-            ::setsockopt(io.fd(), IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
-            return Step::read;
-        }
+        if (r.blocked()) return acknowledge_and_wait();
         if (r.failed() && r.error_number() == EBADMSG) {
             // Nothing after a corrupt frame can be trusted: the push fails
             // whole (the reservation is aborted, nothing becomes visible).
@@ -89,11 +70,7 @@ Step ReceiveTransfer::read_frames()
                  "corrupt compressed frame after " + received_text() + ": " + r.text() + "; nothing was stored", true);
             return Step::close;
         }
-        fail(Errc::transfer_failed,
-             r.eof() ? "the peer closed the connection after " + received_text()
-                     : "receive failed after " + received_text() + ": " + r.text(),
-             false);
-        return Step::close;
+        return broken(r);
     }
     return body_received();
 }

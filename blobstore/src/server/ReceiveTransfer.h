@@ -64,6 +64,14 @@ private:
     /// into the windows, then the trailer.
     Step read_frames();
     Step body_received();
+    /// How the body's receive ends early, once for both kinds of body:
+    /// the store has no window (`ec`, or none left), the store did not take
+    /// bytes (advance() failed with `ec`), the connection broke (`r`).
+    Step no_window(const std::error_code& ec);
+    Step not_taken(const std::error_code& ec);
+    Step broken(const IoResult& r);
+    /// Nothing more to read now: acknowledges at once, waits for input.
+    Step acknowledge_and_wait();
 
     bool in_trailer_ = false;
     /// Streamed: bytes left of the current chunk; none when its header is due.
