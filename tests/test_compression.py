@@ -20,12 +20,16 @@ dose, about 2x with zstd -1).
    pushes there.
 5. A push of unknown length (`push -` without --size) refuses `zstd` (10)
    and goes uncompressed with `auto`.
-6. Usage errors: `--compress fast`, `stat --compress`, `blobstored
+6. Over TLS on both planes, through 16 KiB socket buffers (TLS writes
+   that stop part way): push and pull with --compress zstd, bit-identical
+   and compressed (skipped without openssl).
+7. Usage errors: `--compress fast`, `stat --compress`, `blobstored
    --compress fast` (1, naming the value and what is allowed)."""
 
 import glob
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -33,6 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import EXIT, check, check_equal, log_text, step  # noqa: E402
 from harness.daemons import blobstored_argv  # noqa: E402
+from test_tls import make_ca, make_cert, tls_args  # noqa: E402
 
 SLICES = 12  # 6 MiB
 
@@ -135,6 +140,27 @@ def unknown_length(c, src):
     step("a push of unknown length: zstd refused (10), auto goes uncompressed")
 
 
+def over_tls(c, src, size):
+    if shutil.which("openssl") is None:
+        step("over TLS: skipped (no openssl)")
+        return
+    make_ca(c, "ca")
+    store_cert, store_key = make_cert(c, "ca", "store", "/CN=store.sealed", "serverAuth,clientAuth",
+                                      san="IP:127.0.0.1")
+    client = tls_args(c, *make_cert(c, "ca", "client", "/CN=modality1", "clientAuth"))
+    c.start_daemon("sealed", "memory:64M", extra=tls_args(c, store_cert, store_key) +
+                   ["--allow-read", "*", "--allow-write", "*", "--socket-buffer", "16K"])
+    r = c.blob(*client, "--socket-buffer", "16K", "push", "--compress", "zstd", "--name", "CT.tls", src,
+               store="sealed").ok()
+    compressed(r, "zstd", size, "push --compress zstd over TLS")
+    out = c.path("CT.tls.out")
+    r = c.blob(*client, "--socket-buffer", "16K", "--no-local", "pull", "--compress", "zstd", "CT.tls", out,
+               store="sealed").ok()
+    compressed(r, "zstd", size, "pull --compress zstd over TLS")
+    check(read(out) == read(src), "pull --compress zstd over TLS: differs")
+    step("over TLS through 16 KiB socket buffers: push and pull with --compress zstd, bit-identical")
+
+
 def usage(c):
     c.blob("push", "--compress", "fast", "--name", "X", c.path("ct.raw"), store="disk").error(
         EXIT["usage"], "--compress fast: expected auto, zstd or none")
@@ -159,6 +185,7 @@ def test(c):
     auto_on_loopback(c, disk, src, size)
     store_without_compression(c, src, size)
     unknown_length(c, src)
+    over_tls(c, src, size)
     usage(c)
     check(re.search(r"wire=zstd", log_text(disk)) is not None, "no compressed transfer logged")
 
