@@ -22,7 +22,9 @@ bool DataConnection::wants_frames()
         if (*loopback_) return false;
     }
     wire_bytes_ = 0;
-    policy_.emplace(job_->compress);
+    raw_left_ = 0;
+    // Kept for the connection's next jobs (a series): what it measured holds.
+    if (!policy_ || policy_->mode() != job_->compress) policy_.emplace(job_->compress);
     if (job_->type == protocol::FrameType::push) {
         if (!encoder_) encoder_ = std::make_unique<wire::FrameEncoder>();
     } else {
@@ -35,18 +37,46 @@ DataConnection::Step DataConnection::send_push_frames()
 {
     Source& source = *job_->source;
     while (done_bytes_ < total_ || !out_.empty()) {
+        if (out_.empty() && raw_left_ > 0) {
+            // A raw frame's bytes straight from the source, as an
+            // uncompressed push sends them (sendfile: no copy).
+            const long n = source.send(*io_, raw_left_, hash_);
+            if (n == 0) {
+                report_progress(false);
+                return Step::wait;
+            }
+            if (n < 0) {
+                phase_ = Phase::response;  // the store may have answered why
+                return Step::next;
+            }
+            raw_left_ -= static_cast<std::size_t>(n);
+            done_bytes_ += static_cast<std::uint64_t>(n);
+            wire_bytes_ += static_cast<std::uint64_t>(n);
+            touch();
+            report_progress(false);
+            continue;
+        }
         if (out_.empty()) {
             const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(wire::kMaxFrame, total_ - done_bytes_));
-            const auto [bytes, n] = source.next(want, hash_);
-            if (n == 0)
-                return failed(Errc::io_error, job_->what + ": the source ended after " + std::to_string(done_bytes_) +
-                                                  " of " + std::to_string(total_) + " bytes");
-            const bool compress = policy_->compress_next(fd_.get());
-            const auto t0 = std::chrono::steady_clock::now();
-            encoder_->encode(bytes, n, compress, out_);
-            policy_->encoded(n, out_.pending(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-                             compress);
-            done_bytes_ += n;
+            if (!policy_->compress_next(fd_.get())) {
+                // Not worth compressing: the header here, the bytes above.
+                std::uint8_t header[wire::kFrameHeaderSize];
+                const auto length = static_cast<std::uint32_t>(want);
+                wire::encode(wire::FrameHeader{wire::FrameKind::raw, length, length}, header);
+                out_.append(header, sizeof header);
+                raw_left_ = want;
+            } else {
+                const auto [bytes, n] = source.next(want, hash_);
+                if (n == 0)
+                    return failed(Errc::io_error, job_->what + ": the source ended after " +
+                                                      std::to_string(done_bytes_) + " of " + std::to_string(total_) +
+                                                      " bytes");
+                const auto t0 = std::chrono::steady_clock::now();
+                encoder_->encode(bytes, n, true, out_);
+                policy_->encoded(n, out_.pending(),
+                                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), true);
+                done_bytes_ += n;
+            }
         }
         const IoResult r = out_.drain(*io_);
         wire_bytes_ += r.bytes();

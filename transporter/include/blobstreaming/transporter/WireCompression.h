@@ -135,6 +135,7 @@ public:
     /// (compressed: it was given to zstd).
     void encoded(std::size_t bytes, std::size_t wire, double seconds, bool compressed) noexcept;
 
+    CompressMode mode() const noexcept { return mode_; }
     /// The figures the last decision was made with (logs, tests).
     double link_rate() const noexcept { return link_rate_; }
     double compress_rate() const noexcept { return compress_rate_; }

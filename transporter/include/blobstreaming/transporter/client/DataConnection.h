@@ -148,7 +148,8 @@ private:
     /// frames (pull).
     bool wants_frames();
     /// push_body of a compressed push: the source's bytes encoded into
-    /// frames, at most one frame ahead of the socket.
+    /// frames, at most one frame ahead of the socket; a frame the policy
+    /// leaves raw goes from the source as an uncompressed push's bytes.
     Step send_push_frames();
     /// pull_body of a pull the store answered with frames.
     Step read_pull_frames();
@@ -158,6 +159,7 @@ private:
     std::unique_ptr<wire::FrameDecoder> decoder_;
     std::optional<wire::CompressionPolicy> policy_;
     std::uint64_t wire_bytes_ = 0;
+    std::size_t raw_left_ = 0;  ///< bytes of the raw frame under way still to send
 
     EventLoop& loop_;
     std::string endpoint_;
