@@ -14,7 +14,8 @@ EXTRA_DIST += benchmarks/BsBench.idl benchmarks/run_bench.py benchmarks/plot.py 
 	benchmarks/bench_summary.py benchmarks/bench_schema.py benchmarks/local_pull.py benchmarks/tests/test_plot.py \
 	benchmarks/bench_cli.py benchmarks/bench_targets.py benchmarks/tests/test_targets.py benchmarks/bench_rados.py benchmarks/bench_events.py \
 	benchmarks/bench_dicom.py benchmarks/bench_copy.py \
-	benchmarks/bench_readthrough.py benchmarks/bench_streams.py benchmarks/bench_output.py
+	benchmarks/bench_readthrough.py benchmarks/bench_streams.py benchmarks/bench_output.py \
+	benchmarks/bench_compress.py
 
 # plot.py's colours and legend, on a made-up results.json (no network, no
 # bsbench; skips with 77 when no python3 has matplotlib); the goals table
@@ -131,6 +132,17 @@ bench-events: blobstore/blobstored$(EXEEXT) clients/blob$(EXEEXT)
 	$(PYTHON) $(abs_top_srcdir)/benchmarks/bench_events.py --build $(abs_top_builddir) \
 	  --out $(BENCH_OUT)/events $(EVENTS_BENCH_FLAGS)
 
+# Compression on the wire: synthetic CT slices (48 MiB) pushed and pulled with
+# --compress none, zstd and auto, 3 rounds alternating, on loopback and on a
+# veth link rate-limited to 155 Mbit/s (root only; skipped with a message
+# otherwise): $(BENCH_OUT)/compress.json with the speed-ups of the same run.
+# Reported, never asserted (goals: zstd >= 1.8x at 155 Mbit/s, auto never
+# slower than none on loopback).
+COMPRESS_BENCH_FLAGS =
+bench-compress: blobstore/blobstored$(EXEEXT) clients/blob$(EXEEXT)
+	$(PYTHON) $(abs_top_srcdir)/benchmarks/bench_compress.py --build $(abs_top_builddir) \
+	  --omninames '$(OMNINAMES)' --out $(BENCH_OUT)/compress.json $(COMPRESS_BENCH_FLAGS)
+
 # Precaching a study with `blob copy`: 200 x 0.5 MiB to one store and to 4
 # in the same run, from a source whose file the destinations read and from
 # one they chain from through data ports: $(BENCH_OUT)/copy/summary.json.
@@ -196,7 +208,7 @@ bench-dicom: blobstore/blobstored$(EXEEXT) clients/blob$(EXEEXT) gateway/blob-di
 	$(PYTHON) $(abs_top_srcdir)/benchmarks/bench_dicom_orthanc.py --build $(abs_top_builddir) \
 	  --out $(BENCH_OUT)/dicom-orthanc $(DICOM_ORTHANC_BENCH_FLAGS)
 
-.PHONY: bench bench-quick bench-rados bench-events bench-copy bench-readthrough bench-dicom bench-streams
+.PHONY: bench bench-quick bench-rados bench-events bench-copy bench-readthrough bench-dicom bench-streams bench-compress
 
 # C-MOVE of a 200-slice CT study (0.5 MiB slices) from blob-dicomd to DCMTK's
 # storescp against storescu sending the same files to it, median of 3

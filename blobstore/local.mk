@@ -174,6 +174,7 @@ blobstore_libblobserver_la_SOURCES = \
 	blobstore/src/server/PushTransfer.h \
 	blobstore/src/server/PartTransfer.cpp \
 	blobstore/src/server/PartTransfer.h \
+	blobstore/src/server/CompressedBody.cpp \
 	blobstore/src/server/PullTransfer.cpp \
 	blobstore/src/server/PullTransfer.h \
 	blobstore/src/server/DataServer.cpp \

@@ -47,6 +47,7 @@ system_tests = \
 	tests/test_resume_verify.py \
 	tests/test_replace_race.py \
 	tests/test_streams.py \
+	tests/test_compression.py \
 	tests/test_descriptor_flood.py \
 	tests/test_control_flood.py \
 	tests/test_cli_io.py \

@@ -2,8 +2,10 @@
 """Misuse of the data port with real tickets (tests/tools/ticket_probe): a
 ticket used twice, an expired ticket, a pull ticket presented as a push, a
 ticket presented for a wider range, a random ticket, bytes that are not
-a Request, and a push whose checksum trailer is wrong (digest_mismatch,
-nothing kept). Each is refused with the documented status and reason, the
+a Request, a push whose checksum trailer is wrong (digest_mismatch,
+nothing kept), and a compressed push whose second frame is not zstd
+(protocol_error "corrupt compressed frame after 100000 of 300000 bytes",
+nothing kept, no reservation left). Each is refused with the documented status and reason, the
 connection is closed, the daemon logs the ticket's tag but never the whole
 ticket, and it keeps serving normal pushes and pulls afterwards."""
 
@@ -26,13 +28,16 @@ EXPECTED = {
     "random": (EXIT["refused"], ("unknown ticket",)),
     "garbage": (EXIT["protocol_error"], ("magic", "request")),
     "bad-digest": (EXIT["digest_mismatch"], ("have checksum", "sender announced")),
+    "corrupt-frame": (EXIT["protocol_error"], ("corrupt compressed frame after 100000 of 300000 bytes: a zstd frame "
+                                               "does not decompress",)),
 }
-BAD_DIGEST_BLOB = "CT.bad-digest"
+# The modes that push a new Blob, and its name: nothing of it may stay.
+PUSHED = {"bad-digest": "CT.bad-digest", "corrupt-frame": "CT.corrupt-frame"}
 
 
 def probe(c, mode):
     argv = [harness.program("tests/tools/ticket_probe"), "--naming", c.naming, "--store", "central",
-            "--blob", BAD_DIGEST_BLOB if mode == "bad-digest" else BLOB, "--mode", mode]
+            "--blob", PUSHED.get(mode, BLOB), "--mode", mode]
     code, out, err = c.run(argv, timeout=90)
     result = harness.BlobResult(argv, code, out, err).json
     check(code == 0 and result is not None,
@@ -74,9 +79,9 @@ def test(c):
               f"{mode}: refusal message {result.get('message')!r} mentions none of {reasons}")
         if status in (EXIT["refused"], EXIT["protocol_error"]):
             check(result.get("connection_closed") is True, f"{mode}: the daemon did not close the connection")
-        if mode == "bad-digest":
-            c.blob("stat", BAD_DIGEST_BLOB, store="central").error(
-                EXIT["no_such_blob"], f'blob "{BAD_DIGEST_BLOB}" not found')
+        if mode in PUSHED:
+            c.blob("stat", PUSHED[mode], store="central").error(
+                EXIT["no_such_blob"], f'blob "{PUSHED[mode]}" not found')
             tmp = os.path.join(daemon.store_dir, "tmp")
             harness.wait_for(lambda: not os.listdir(tmp), 10, f"the aborted reservation to leave {tmp}")
         ticket = result.get("ticket") or ""

@@ -16,8 +16,10 @@ transporter_libblobtransporter_la_SOURCES = \
 	transporter/src/Protocol.cpp \
 	transporter/src/SocketOptions.cpp \
 	transporter/src/Tls.cpp \
+	transporter/src/WireCompression.cpp \
 	transporter/src/client/ConnectionPool.cpp \
 	transporter/src/client/DataConnection.cpp \
+	transporter/src/client/DataConnectionFrames.cpp \
 	transporter/src/client/EventLoop.cpp \
 	transporter/src/client/Streams.cpp \
 	transporter/src/corba/Exceptions.cpp \
@@ -25,9 +27,10 @@ transporter_libblobtransporter_la_SOURCES = \
 	transporter/src/corba/Orb.cpp \
 	transporter/src/corba/References.cpp \
 	transporter/src/corba/Security.cpp
-transporter_libblobtransporter_la_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
+transporter_libblobtransporter_la_CPPFLAGS = $(AM_CPPFLAGS) $(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS) \
+	$(ZSTD_CFLAGS)
 transporter_libblobtransporter_la_LIBADD = idl/libblobstreaming_idl.la common/libblobcommon.la \
-	$(OMNISSL_LIBS) $(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS)
+	$(OMNISSL_LIBS) $(OMNIORB_LIBS) $(ACE_LIBS) $(OPENSSL_LIBS) $(SPDLOG_LIBS) $(ZSTD_LIBS)
 transporter_libblobtransporter_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0
 $(transporter_libblobtransporter_la_OBJECTS): idl/BlobStreaming.hh
 EXTRA_DIST += \
@@ -39,6 +42,7 @@ EXTRA_DIST += \
 	transporter/include/blobstreaming/transporter/Protocol.h \
 	transporter/include/blobstreaming/transporter/SocketOptions.h \
 	transporter/include/blobstreaming/transporter/Tls.h \
+	transporter/include/blobstreaming/transporter/WireCompression.h \
 	transporter/include/blobstreaming/transporter/client/ConnectionPool.h \
 	transporter/include/blobstreaming/transporter/client/DataConnection.h \
 	transporter/include/blobstreaming/transporter/client/EventLoop.h \
@@ -88,6 +92,7 @@ transporter_test_ldadd = transporter/libblobtransporter.la common/libblobcommon.
 transporter_tests = transporter/tests/DataIoTest transporter/tests/EventLoopTest transporter/tests/NearestTest \
 	transporter/tests/PlacementTest \
 	transporter/tests/ProtocolTest \
+	transporter/tests/WireCompressionTest \
 	transporter/tests/ChunkedSourceTest \
 	transporter/tests/TlsTest transporter/tests/NoticeDispatcherTest transporter/tests/EventHubTest
 check_PROGRAMS += $(transporter_tests)
@@ -116,6 +121,9 @@ transporter_tests_ChunkedSourceTest_LDADD = $(transporter_test_ldadd)
 transporter_tests_ProtocolTest_SOURCES = transporter/tests/ProtocolTest.cpp
 transporter_tests_ProtocolTest_CPPFLAGS = $(transporter_test_cppflags)
 transporter_tests_ProtocolTest_LDADD = $(transporter_test_ldadd)
+transporter_tests_WireCompressionTest_SOURCES = transporter/tests/WireCompressionTest.cpp transporter/tests/SocketPair.h
+transporter_tests_WireCompressionTest_CPPFLAGS = $(transporter_test_cppflags)
+transporter_tests_WireCompressionTest_LDADD = $(transporter_test_ldadd) $(ZSTD_LIBS)
 transporter_tests_TlsTest_SOURCES = transporter/tests/TlsTest.cpp transporter/tests/SocketPair.h
 transporter_tests_TlsTest_CPPFLAGS = $(transporter_test_cppflags)
 transporter_tests_TlsTest_LDADD = $(transporter_test_ldadd)

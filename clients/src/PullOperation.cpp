@@ -39,7 +39,7 @@ bool PullOperation::named_now()
     const std::string& store = options_.store.empty() ? session_.options.default_store : options_.store;
     if (store.empty()) return false;
     const auto route = session_.named.find(store);
-    if (!route) return false;
+    if (!route || compresses_towards(options_.compress, route->host)) return false;
     store_ = store;
     try {
         validate_blob_name(name_);
@@ -204,6 +204,7 @@ void PullOperation::on_loop_thread_transfer(const Ticket& ticket, std::optional<
     job->prefix_hash = std::move(prefix);
     job->verify = options_.verify;
     job->whole = options_.offset == 0 && options_.length == 0;
+    job->compress = wire_mode(options_.compress);
     if (options_.progress)
         job->progress = [progress = options_.progress, what = job->what](std::uint64_t done, std::uint64_t total) {
             call_user("progress callback", what, progress, done, total);

@@ -40,7 +40,7 @@ bool PushOperation::named_now()
     const std::string& store = options_.store.empty() ? session_.options.default_store : options_.store;
     if (store.empty()) return false;
     const auto route = session_.named.find(store);
-    if (!route) return false;
+    if (!route || compresses_towards(options_.compress, route->host)) return false;
     store_ = store;
     auto job = std::make_shared<TransferJob>();
     try {
@@ -94,6 +94,9 @@ void PushOperation::on_control_thread_reserve()
         // Placed by what a streamed push may come to (its --max-size; 0: unknown).
         const std::uint64_t size = streamed ? options_.max_size : job->source->size();
         store_ = store_to_write(control, options_.store, options_.tier, session_.options.default_store, size, what_);
+        if (streamed && options_.compress == Compression::zstd)
+            throw Error(Errc::invalid_argument, what_ + ": a push of unknown length cannot be compressed on the wire "
+                                                        "(compression zstd); push it with compression auto or none");
         if (streamed) {
             // Length known only at its end: one stream, a reservation that grows.
             if (options_.resume)
@@ -163,6 +166,7 @@ void PushOperation::send_with_ticket(const std::shared_ptr<TransferJob>& job)
 void PushOperation::prepare(const std::shared_ptr<TransferJob>& job)
 {
     job->type = protocol::FrameType::push;
+    job->compress = wire_mode(options_.compress);
     job->what = what_ + ": store \"" + store_ + "\"";
     if (options_.progress)
         job->progress = [progress = options_.progress, what = job->what](std::uint64_t done, std::uint64_t total) {

@@ -87,6 +87,15 @@ public:
         check_not_shrunk(offset + length);
         hash.update(map_.data() + offset, static_cast<std::size_t>(length));
     }
+    std::pair<const std::uint8_t*, std::size_t> next(std::size_t max, HashPipeline& hash) override
+    {
+        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(max, end_ - offset_));
+        check_not_shrunk(offset_ + n);  // the mapping must not be read past the file's end (SIGBUS)
+        const std::uint8_t* bytes = map_.data() + offset_;
+        hash.update(bytes, n);
+        offset_ += n;
+        return {bytes, n};
+    }
 
 private:
     /// Throws Errc::io_error when the file now ends before byte `end`.
@@ -151,6 +160,14 @@ public:
     {
         hash.update(data_ + offset, static_cast<std::size_t>(length));
     }
+    std::pair<const std::uint8_t*, std::size_t> next(std::size_t max, HashPipeline& hash) override
+    {
+        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(max, end_ - offset_));
+        const std::uint8_t* bytes = data_ + offset_;
+        hash.update(bytes, n);
+        offset_ += n;
+        return {bytes, n};
+    }
 
 private:
     const std::uint8_t* data_;
@@ -186,6 +203,18 @@ public:
                 produce(static_cast<std::size_t>(std::min<std::uint64_t>(buffer_.size(), offset - produced_)));
             hash.update(buffer_.data(), got);
         }
+    }
+    std::pair<const std::uint8_t*, std::size_t> next(std::size_t max, HashPipeline& hash) override
+    {
+        if (begin_ == end_) {
+            end_ = produce(std::min(max, buffer_.size()));
+            hash.update(buffer_.data(), end_);
+            begin_ = 0;
+        }
+        const std::size_t n = std::min(max, end_ - begin_);
+        const std::uint8_t* bytes = buffer_.data() + begin_;
+        begin_ += n;
+        return {bytes, n};
     }
 
 private:

@@ -26,6 +26,8 @@ Result result_of(const JobOutcome& outcome, const std::string& store, const Tick
     r.seconds = outcome.seconds;
     r.error = outcome.error;
     r.message = outcome.message;
+    r.compressed = outcome.compressed;
+    r.wire_bytes = outcome.wire_bytes;
     return r;
 }
 
@@ -33,8 +35,9 @@ void log_transfer(const char* verb, const char* dir, const std::string& name, co
                   const std::string& peer)
 {
     const double mbps = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds / 1e6 : 0.0;
-    library_log()->info("{} {} {} store \"{}\": {} bytes in {:.3f} s ({:.2f} MB/s) via {}", verb, quote_name(name), dir,
-                        store, r.bytes, r.seconds, mbps, peer);
+    library_log()->info("{} {} {} store \"{}\": {} bytes in {:.3f} s ({:.2f} MB/s) via {}{}", verb, quote_name(name),
+                        dir, store, r.bytes, r.seconds, mbps, peer,
+                        r.compressed ? ", zstd: " + std::to_string(r.wire_bytes) + " bytes on the wire" : std::string());
 }
 
 }  // namespace blobstreaming::client

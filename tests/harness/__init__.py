@@ -30,8 +30,8 @@ from .cli import BlobResult, DriverShell, run_blob  # noqa: E402
 from .ceph import CephCluster  # noqa: E402
 from .cluster import Cluster  # noqa: E402
 from .daemons import Daemon  # noqa: E402
-from .files import (FILE_HEADER, checksum_bytes, checksum_file, read_range, reservation_written_past,  # noqa: E402
-                    write_random)
+from .files import (FILE_HEADER, checksum_bytes, checksum_file, ct_slice, read_range,  # noqa: E402
+                    reservation_written_past, write_ct_slices, write_random)
 from .ports import free_port  # noqa: E402
 from .processes import (JsonLines, Process, Service, accepted_connections, cpu_seconds, ensure_descriptors,  # noqa: E402
                         log_text, peak_rss_kib, proc_status, start_service)

@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import subprocess
+import sys
 
 from .checks import MiB, TestFailure, program
 
@@ -99,3 +100,56 @@ def reservation_written_past(tmp_dir, offset):
         if page and any(page):
             return path
     return None
+
+
+def ct_slice(index, seed=7):
+    """One synthetic CT slice as a DICOM modality stores it: 512 x 512
+    samples of 16 bits (little-endian, CT number + 1024), the padding value 0
+    outside the scanner's circular field of view, air inside it, an
+    elliptical body of soft tissue with a fat layer, a bone ring and lungs
+    that change from slice to slice, and Gaussian noise (sigma 10 HU, as a
+    routine dose gives). Uncompressed CT compresses about 2x with zstd -1,
+    as this does. Deterministic in (index, seed)."""
+    import array
+    import math
+    import random
+    rng = random.Random(seed * 100003 + index)
+    # Noise from 4 uniform bytes a sample (near Gaussian), never repeating.
+    raw = rng.randbytes(4 * 512 * 512)
+    rows = array.array("H")
+    ax, by = 200.0, 150.0 + 10.0 * math.sin(index / 9.0)
+    lung = 60.0 + 25.0 * math.sin(index / 7.0)
+    for y in range(512):
+        dy = y - 256.0
+        fov = int(math.sqrt(max(0.0, 256.0 ** 2 - dy * dy)))
+        body = int(ax * math.sqrt(max(0.0, 1.0 - (dy / by) ** 2))) if abs(dy) < by else 0
+        row = [0] * 512
+        for x in range(256 - fov, 256 + fov):
+            dx = x - 256.0
+            adx = abs(dx)
+            if adx >= body:
+                hu = -1000
+            elif adx >= body - 12:
+                hu = -100  # fat
+            elif adx >= body - 20:
+                hu = 900  # bone
+            elif abs(adx - 90.0) < lung and abs(dy) < by * 0.6:
+                hu = -850  # lungs
+            else:
+                hu = 40  # soft tissue
+            j = 4 * (y * 512 + x)
+            noise = (raw[j] + raw[j + 1] + raw[j + 2] + raw[j + 3] - 510) * 10 // 148
+            row[x] = max(0, min(4095, hu + 1024 + noise))
+        rows.extend(row)
+    if sys.byteorder != "little":
+        rows.byteswap()
+    return rows.tobytes()
+
+
+def write_ct_slices(path, slices, seed=7):
+    """`slices` slices of ct_slice() one after another into `path`
+    (0.5 MiB each, a series as one Blob); returns the size."""
+    with open(path, "wb") as f:
+        for i in range(slices):
+            f.write(ct_slice(i, seed))
+    return slices * 512 * 512 * 2

@@ -8,7 +8,9 @@
 /// bad-digest (a push of 1000 bytes to a new Blob named --blob whose checksum
 /// trailer is wrong: the store must answer digest_mismatch and keep nothing),
 /// named-first (a named pull of --blob as the first Request of a connection:
-/// the store must refuse it), and stale / stale-range (a whole-Blob / [1, 11) pull ticket, presented
+/// the store must refuse it), corrupt-frame (a compressed push of 300000
+/// bytes to a new Blob named --blob whose second frame is not zstd:
+/// protocol_error, nothing kept), and stale / stale-range (a whole-Blob / [1, 11) pull ticket, presented
 /// only after a line arrives on stdin, so that the test can replace or remove
 /// the Blob in between: the store must answer blob_changed).
 /// Prints one JSON line: the mode, the status (Errc value) and message of the
@@ -20,6 +22,7 @@
 #include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/Protocol.h>
+#include <blobstreaming/transporter/WireCompression.h>
 #include <blobstreaming/transporter/corba/ChecksumIdl.h>
 #include <blobstreaming/transporter/corba/Exceptions.h>
 #include <blobstreaming/transporter/corba/Orb.h>
@@ -131,6 +134,18 @@ int run(const Options& options)
             test::ProtocolPeer::connect(endpoint->host.in(), endpoint->port, std::chrono::seconds(kIoTimeoutSeconds)));
     };
     std::unique_ptr<test::ProtocolPeer> connection;
+    // A push ticket for `size` bytes of a new Blob named --blob.
+    const auto push_ticket = [&](std::uint64_t size) {
+        try {
+            BlobStreaming::Reservation_var reservation = store->reserve(options.blob.c_str(), size, false);
+            BlobStreaming::TimeValue no_timeout{0, 0};
+            return BlobStreaming::TransferTicket_var(
+                transporter->recv(reservation->id, size, 0, false, no_timeout, BlobStreaming::IGNORE_NOTIFICATIONS));
+        } catch (...) {
+            corba::rethrow_as_error("reserve and ticket for push " + quote_name(options.blob), options.store,
+                                    corba::endpoint_of(store));
+        }
+    };
     const std::string& mode = options.mode;
     if (mode == "reuse") {
         BlobStreaming::TransferTicket_var ticket = pull_ticket(transporter, options, 0, 0);
@@ -166,16 +181,7 @@ int run(const Options& options)
         connection->send_request(protocol::FrameType::pull, presented, 0, 20);
     } else if (mode == "bad-digest") {
         constexpr std::uint64_t kSize = 1000;
-        BlobStreaming::TransferTicket_var ticket;
-        try {
-            BlobStreaming::Reservation_var reservation = store->reserve(options.blob.c_str(), kSize, false);
-            BlobStreaming::TimeValue no_timeout{0, 0};
-            ticket =
-                transporter->recv(reservation->id, kSize, 0, false, no_timeout, BlobStreaming::IGNORE_NOTIFICATIONS);
-        } catch (...) {
-            corba::rethrow_as_error("reserve and ticket for push " + quote_name(options.blob), options.store,
-                                    corba::endpoint_of(store));
-        }
+        BlobStreaming::TransferTicket_var ticket = push_ticket(kSize);
         connection = connect();
         presented = ticket_of(ticket->id);
         connection->send_request(protocol::FrameType::push, presented, 0, kSize);
@@ -185,6 +191,29 @@ int run(const Options& options)
         wrong.value[0] = static_cast<std::uint8_t>(wrong.value[0] ^ 0xff);
         connection->send(body.data(), body.size());
         connection->send_trailer(wrong);
+    } else if (mode == "corrupt-frame") {
+        // Compression on the wire: a valid raw frame of 100000 bytes, then
+        // a zstd frame whose bytes are not zstd. The store must answer
+        // protocol_error and keep nothing.
+        constexpr std::uint64_t kSize = 300000;
+        constexpr std::uint32_t kFrame = 100000;
+        BlobStreaming::TransferTicket_var ticket = push_ticket(kSize);
+        connection = connect();
+        presented = ticket_of(ticket->id);
+        protocol::Request request{protocol::FrameType::push, presented, 0, kSize};
+        request.compress = true;
+        std::uint8_t frame[protocol::kRequestSize];
+        protocol::encode(request, frame);
+        connection->send(frame, sizeof frame);
+        std::uint8_t header[wire::kFrameHeaderSize];
+        wire::encode(wire::FrameHeader{wire::FrameKind::raw, kFrame, kFrame}, header);
+        connection->send(header, sizeof header);
+        const std::vector<std::uint8_t> raw(kFrame, 7);
+        connection->send(raw.data(), raw.size());
+        const std::vector<std::uint8_t> junk(64, 0x5a);
+        wire::encode(wire::FrameHeader{wire::FrameKind::zstd, static_cast<std::uint32_t>(junk.size()), kFrame}, header);
+        connection->send(header, sizeof header);
+        connection->send(junk.data(), junk.size());
     } else if (mode == "stale" || mode == "stale-range") {
         // A ticket for the version committed now, presented after the test
         // replaced or removed the Blob: the probe says "issued" on stdout and
@@ -221,8 +250,8 @@ int run(const Options& options)
         throw Error(
             Errc::invalid_argument,
             "unknown --mode \"" + mode +
-                "\" (allowed: reuse, expire, wrong-direction, wrong-range, random, garbage, bad-digest, named-first, stale, "
-                "stale-range)");
+                "\" (allowed: reuse, expire, wrong-direction, wrong-range, random, garbage, bad-digest, named-first, "
+                "corrupt-frame, stale, stale-range)");
     }
     refusal = connection->receive_response();
     // A refused or garbled Request must close the connection; after other
@@ -273,7 +302,7 @@ int main(int argc, char** argv)
     blobstreaming::Options options;
     if (!blobstreaming::parse(argc, argv, options)) {
         std::cerr << "usage: ticket_probe --naming URL --store NAME --blob NAME --mode "
-                     "reuse|expire|wrong-direction|wrong-range|random|garbage|bad-digest|named-first|stale|stale-range\n";
+                     "reuse|expire|wrong-direction|wrong-range|random|garbage|bad-digest|named-first|corrupt-frame|stale|stale-range\n";
         return 1;
     }
     try {

@@ -51,7 +51,9 @@ void encode(const Request& r, std::uint8_t (&out)[kRequestSize])
     le::put<std::uint32_t>(out, kMagic);
     out[4] = kVersion;
     out[5] = static_cast<std::uint8_t>(r.type);
-    le::put<std::uint16_t>(out + 6, r.streamed ? kFlagStreamed : 0);
+    le::put<std::uint16_t>(out + 6, static_cast<std::uint16_t>((r.streamed ? kFlagStreamed : 0) |
+                                                               (r.compress ? kFlagCompress : 0) |
+                                                               (r.compress_auto ? kFlagCompressAuto : 0)));
     std::memcpy(out + 8, r.ticket.data(), 16);
     le::put<std::uint64_t>(out + 24, r.offset);
     le::put<std::uint64_t>(out + 32, r.length);
@@ -65,13 +67,24 @@ std::error_code decode(const std::uint8_t (&in)[kRequestSize], Request& r, std::
         return Errc::protocol_error;
     }
     const auto flags = le::get<std::uint16_t>(in + 6);
-    if ((flags & ~kFlagStreamed) != 0) {
+    if ((flags & ~(kFlagStreamed | kFlagCompress | kFlagCompressAuto)) != 0) {
         why = "reserved request bits are set";
         return Errc::protocol_error;
     }
     r.streamed = (flags & kFlagStreamed) != 0;
     if (r.streamed && (in[5] != static_cast<std::uint8_t>(FrameType::push) || le::get<std::uint64_t>(in + 24) != 0)) {
         why = "only a push from offset 0 can be streamed";
+        return Errc::protocol_error;
+    }
+    // Compression on the wire (Request::compress).
+    r.compress = (flags & kFlagCompress) != 0;
+    r.compress_auto = (flags & kFlagCompressAuto) != 0;
+    if (r.compress && r.streamed) {
+        why = "a push of unknown length cannot be compressed (flags streamed and compress together)";
+        return Errc::protocol_error;
+    }
+    if (r.compress_auto && (!r.compress || in[5] != static_cast<std::uint8_t>(FrameType::pull))) {
+        why = "the compress-auto request bit is for a compressed pull only";
         return Errc::protocol_error;
     }
     r.type = static_cast<FrameType>(in[5]);
@@ -125,7 +138,7 @@ std::error_code decode(const std::uint8_t (&in)[kTrailerSize], Trailer& t, std::
 }
 
 // Response: magic u32 | version u8 | type u8 | status u16 | message size u32 | checksum algorithm u8
-//           | reserved[3] | length u64 | blob size u64 | checksum value[32]
+//           | body encoding u8 | advertisement u8 | default checksum u8 | length u64 | blob size u64 | checksum value[32]
 std::string encode(const Response& r)
 {
     const std::size_t msg = std::min(r.message.size(), kMaxMessageSize);
@@ -138,6 +151,7 @@ std::string encode(const Response& r)
     le::put<std::uint32_t>(p + 8, static_cast<std::uint32_t>(msg));
     le::put<std::uint64_t>(p + 16, r.length);
     le::put<std::uint64_t>(p + 24, r.blob_size);
+    p[13] = r.compressed ? 1 : 0;  // compression on the wire
     if (r.checksum) {
         p[12] = static_cast<std::uint8_t>(r.checksum->algorithm);
         std::memcpy(p + 32, r.checksum->value.data(), r.checksum->size());
@@ -163,6 +177,11 @@ std::error_code decode(const std::uint8_t (&in)[kResponseHeaderSize], Response& 
     r.status = static_cast<Errc>(le::get<std::uint16_t>(in + 6));
     r.length = le::get<std::uint64_t>(in + 16);
     r.blob_size = le::get<std::uint64_t>(in + 24);
+    if (in[13] > 1) {  // compression on the wire
+        why = "unknown body encoding " + std::to_string(in[13]) + " in a response (allowed: 0 raw, 1 compressed frames)";
+        return Errc::protocol_error;
+    }
+    r.compressed = in[13] == 1;
     r.checksum.reset();
     if (in[12] != 0) {
         const auto algorithm = checksum_algorithm_from_code(in[12]);
@@ -249,15 +268,15 @@ std::error_code decode_named(const std::uint8_t (&in)[kRequestSize], NamedReques
 void advertise(std::string& frame, const Advertisement& what)
 {
     if (frame.size() < kResponseHeaderSize) return;
-    frame[13] = static_cast<char>(what.named_requests ? 1 : 0);
-    frame[14] = static_cast<char>(what.default_checksum ? static_cast<std::uint8_t>(*what.default_checksum) : 0);
+    frame[14] = static_cast<char>(what.named_requests ? 1 : 0);
+    frame[15] = static_cast<char>(what.default_checksum ? static_cast<std::uint8_t>(*what.default_checksum) : 0);
 }
 
 Advertisement advertised(const std::uint8_t (&in)[kResponseHeaderSize])
 {
     Advertisement out;
-    out.named_requests = (in[13] & 1) != 0;
-    out.default_checksum = checksum_algorithm_from_code(in[14]);
+    out.named_requests = (in[14] & 1) != 0;
+    out.default_checksum = checksum_algorithm_from_code(in[15]);
     return out;
 }
 

@@ -155,12 +155,68 @@ BOOST_AUTO_TEST_CASE(streamed_requests_other_than_a_whole_push_are_refused)
     BOOST_TEST(decode(wire, out, why) == make_error_code(Errc::protocol_error));
     BOOST_TEST(why == "only a push from offset 0 can be streamed");
 
-    // Flag bits other than bit 0 stay reserved.
+    // Flag bits other than 0 (streamed), 1 and 2 (compression) stay reserved.
     in.offset = 0;
     encode(in, wire);
-    wire[6] = 2;
+    wire[6] = 8;
     BOOST_TEST(decode(wire, out, why) == make_error_code(Errc::protocol_error));
     BOOST_TEST(why == "reserved request bits are set");
+}
+
+BOOST_AUTO_TEST_CASE(compression_flags_round_trip_and_are_checked)
+{
+    Request in;
+    in.type = FrameType::pull;
+    in.compress = true;
+    in.compress_auto = true;
+    std::uint8_t wire[kRequestSize];
+    encode(in, wire);
+    BOOST_TEST(wire[6] == 6);
+    Request out;
+    std::string why;
+    BOOST_TEST(!decode(wire, out, why));
+    BOOST_TEST(out.compress);
+    BOOST_TEST(out.compress_auto);
+
+    in.type = FrameType::push;  // auto is the store's choice on a pull only
+    encode(in, wire);
+    BOOST_TEST(decode(wire, out, why) == make_error_code(Errc::protocol_error));
+    BOOST_TEST(why == "the compress-auto request bit is for a compressed pull only");
+
+    in.compress_auto = false;
+    in.streamed = true;
+    encode(in, wire);
+    BOOST_TEST(decode(wire, out, why) == make_error_code(Errc::protocol_error));
+    BOOST_TEST(why == "a push of unknown length cannot be compressed (flags streamed and compress together)");
+
+    in.streamed = false;
+    encode(in, wire);
+    BOOST_TEST(!decode(wire, out, why));
+    BOOST_TEST(out.compress);
+    BOOST_TEST(!out.compress_auto);
+}
+
+BOOST_AUTO_TEST_CASE(a_response_says_whether_compressed_frames_follow)
+{
+    Response in;
+    in.length = 10;
+    in.compressed = true;
+    std::string frame = encode(in);
+    BOOST_TEST(static_cast<int>(frame[13]) == 1);
+    Response out;
+    std::size_t message_size = 0;
+    std::string why;
+    const auto header = [&frame]() -> const std::uint8_t(&)[kResponseHeaderSize] {
+        return *reinterpret_cast<const std::uint8_t(*)[kResponseHeaderSize]>(frame.data());
+    };
+    BOOST_TEST(!decode(header(), out, message_size, why));
+    BOOST_TEST(out.compressed);
+    frame[13] = 0;  // a store of an earlier release: raw bytes
+    BOOST_TEST(!decode(header(), out, message_size, why));
+    BOOST_TEST(!out.compressed);
+    frame[13] = 2;
+    BOOST_TEST(decode(header(), out, message_size, why) == make_error_code(Errc::protocol_error));
+    BOOST_TEST(why == "unknown body encoding 2 in a response (allowed: 0 raw, 1 compressed frames)");
 }
 
 BOOST_AUTO_TEST_CASE(chunk_headers_round_trip_and_are_bounded)
@@ -260,6 +316,7 @@ BOOST_AUTO_TEST_CASE(responses_advertise_named_requests_in_reserved_bytes)
 {
     Response r;
     r.length = 3;
+    r.compressed = true;  // byte 13: the advertisement leaves it alone
     std::string wire = encode(r);
     std::uint8_t header[kResponseHeaderSize];
     std::memcpy(header, wire.data(), kResponseHeaderSize);
@@ -277,6 +334,7 @@ BOOST_AUTO_TEST_CASE(responses_advertise_named_requests_in_reserved_bytes)
     std::string why;
     BOOST_TEST(!decode(header, back, message_size, why));
     BOOST_TEST(back.length == 3u);
+    BOOST_TEST(back.compressed);
 
     BOOST_TEST(decode_commit_time(encode_commit_time(1234567890123456789)) == 1234567890123456789);
     BOOST_TEST(decode_commit_time("short") == 0);

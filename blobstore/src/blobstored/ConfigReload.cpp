@@ -86,6 +86,7 @@ const std::vector<Setting>& settings()
         {"socket-buffer", [](const DaemonOptions& o) { return std::to_string(o.socket_buffer); }, {}},
         {"checksum", [](const DaemonOptions& o) { return std::string(to_string(o.checksum)); }, {}},
         {"no-local", [](const DaemonOptions& o) { return on_off(!o.local_fast_path); }, {}},
+        {"compress", [](const DaemonOptions& o) { return std::string(o.compress ? "zstd" : "none"); }, {}},
         {"default-store", [](const DaemonOptions& o) { return o.default_store; }, {}},
         {"read-through", [](const DaemonOptions& o) { return on_off(o.read_through); }, {}},
         {"fetch-timeout", [](const DaemonOptions& o) { return seconds(o.fetch_timeout); }, {}},

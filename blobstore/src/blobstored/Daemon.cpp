@@ -178,6 +178,7 @@ std::string Daemon::start()
     data.host = options_.data.host;
     data.port = options_.data.port;
     data.inactivity_timeout = options_.timeout;
+    data.compress = options_.compress;
     data.handshake_timeout = options_.handshake_timeout;
     data.idle_timeout = options_.idle_timeout;
     data.max_unauthenticated = options_.max_unauthenticated;

@@ -117,6 +117,7 @@ po::options_description describe()
         ("max-client-subscriptions", po::value<std::string>()->value_name("N")->default_value("16"), "event subscriptions of one client: its certificate subject with TLS, else its IP address (1 to 1000000)")
         ("socket-buffer", po::value<std::string>()->value_name("BYTES"), "SO_SNDBUF and SO_RCVBUF of data connections (default: unset = Linux autotuning)")
         ("checksum", po::value<std::string>()->value_name("ALGORITHM")->default_value("crc32c"), "checksum of pushes that do not choose one: crc32c (fast, the default) or sha256 (cryptographic, ~1.5 GB/s per core); a Blob keeps the algorithm it was pushed with")
+        ("compress", po::value<std::string>()->value_name("MODE")->default_value("zstd"), "compression on the data connection: zstd (take compressed pushes, compress the pulls that ask for it) or none (refuse compressed pushes, answer every pull with raw bytes)")
         ("no-local", po::bool_switch(), "never offer the same-host fast path (findLocalFile), nor read another store's files for a copy or read-through")
         ("no-sync", po::bool_switch(), "do not fsync at commit (tests and benchmarks only)")
         ("tls-cert", po::value<std::string>()->value_name("FILE"), "TLS on both planes: this store's certificate (PEM); needs --tls-key and --tls-ca")
@@ -347,6 +348,10 @@ ParsedCommandLine interpret(const po::options_description& desc, const po::varia
             static_cast<int>(cli::parse_size("--socket-buffer", value_of(vm, "socket-buffer"), 4096, 1ULL << 30));
     }
     o.checksum = cli::parse_checksum_algorithm("--checksum", value_of(vm, "checksum"));
+    if (const std::string compress = value_of(vm, "compress"); compress == "zstd" || compress == "none")
+        o.compress = compress == "zstd";
+    else
+        usage("--compress: " + in_quotes(compress) + " is not a compression mode (allowed: zstd, none)");
     o.local_fast_path = !vm["no-local"].as<bool>();
     o.read_through = vm["read-through"].as<bool>();
     o.default_store = value_of(vm, "default-store");

@@ -67,6 +67,7 @@ struct DaemonOptions {
     std::size_t max_client_subscriptions = 16;           ///< ... of one client (host, or TLS subject)
     int socket_buffer = 0;                               ///< 0: autotuning
     bool local_fast_path = true;
+    bool compress = true;  ///< --compress zstd: compression on the data connection
     /// --default-store: the store the locator's placement tries first for a
     /// push that names none (BlobLocator::place); "" : this daemon's own.
     std::string default_store;

@@ -55,6 +55,10 @@ struct DataServerConfig {
     /// publishes its status at once (SDC reports). Must be quick and must
     /// not throw.
     std::function<void()> on_transfer_end;
+    /// Compression on the wire (blobstored --compress): take pushes whose
+    /// body is compressed frames and compress the pulls that ask. False:
+    /// such a push is refused, such a pull answered with raw bytes.
+    bool compress = true;
 };
 
 /// Owns the listening socket, the reactor, its thread and every data

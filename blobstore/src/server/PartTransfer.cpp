@@ -13,6 +13,7 @@ namespace blobstreaming::server {
 
 Step PartTransfer::start()
 {
+    if (auto refused = refuse_compressed()) return *refused;
     try {
         part_ = server_.reservations.begin_part(binding_.reservation, request_.offset, request_.length,
                                                 binding_.control);

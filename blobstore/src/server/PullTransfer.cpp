@@ -103,6 +103,12 @@ Step PullTransfer::answer()
         response.message = protocol::encode_commit_time(
             std::chrono::duration_cast<std::chrono::nanoseconds>(binding_.version->committed.time_since_epoch())
                 .count());
+    if (request_.compress && server_.config.compress && range_.size() > 0) {
+        // Compression on the wire: frames instead of the raw bytes.
+        encoder_ = std::make_unique<wire::FrameEncoder>();
+        policy_.emplace(request_.compress_auto ? wire::CompressMode::automatic : wire::CompressMode::zstd);
+        response.compressed = compressed_ = true;
+    }
     return link_.respond(protocol::encode(response), AfterResponse::body);
 }
 
@@ -179,6 +185,7 @@ Step PullTransfer::on_writable()
 
 PullTransfer::Pump PullTransfer::pump()
 {
+    if (encoder_) return pump_frames();
     std::uint64_t budget = kDispatchBudget;
     const std::uint64_t total = range_.size();
     while (body_done_ < total) {

@@ -6,9 +6,12 @@
 
 #include <blobstreaming/blobstore/BlobRange.h>
 #include <blobstreaming/transporter/DataIo.h>
+#include <blobstreaming/transporter/WireCompression.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <vector>
 
 namespace blobstreaming::server {
@@ -71,6 +74,14 @@ private:
     Fill fill_stream();
     /// start() for a store whose read() waits: opened on the CommitPool.
     Step open_away();
+
+    // Compression on the wire (CompressedBody.cpp): a pull that asked for
+    // it (Request::compress) from a store that compresses.
+    /// The bytes as frames, at most a frame encoded ahead of the socket.
+    Pump pump_frames();
+    std::unique_ptr<wire::FrameEncoder> encoder_;
+    std::optional<wire::CompressionPolicy> policy_;
+    OutputBuffer frames_out_;
 };
 
 }  // namespace blobstreaming::server

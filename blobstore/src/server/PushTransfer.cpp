@@ -17,6 +17,7 @@ namespace blobstreaming::server {
 
 Step PushTransfer::start()
 {
+    if (auto refused = refuse_compressed()) return *refused;
     try {
         reservation_ = server_.reservations.claim(binding_.reservation);
     } catch (const Error& e) {

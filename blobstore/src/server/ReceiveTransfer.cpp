@@ -75,6 +75,7 @@ ReceiveTransfer::ChunkStep ReceiveTransfer::read_chunk_header()
 
 Step ReceiveTransfer::read_body()
 {
+    if (request_.compress) return read_frames();
     Channel& io = link_.io();
     std::uint64_t budget = kDispatchBudget;
     const bool streamed = request_.streamed;
@@ -99,42 +100,61 @@ Step ReceiveTransfer::read_body()
         const std::uint64_t want = std::min<std::uint64_t>({kChunk, left, allowance});
         if (wait_for_store()) return Step::away;
         const Reservation::Window w = window(static_cast<std::size_t>(want), ec);
-        if (ec || w.size == 0) {
-            fail(ec ? store_errc(ec) : Errc::transfer_failed,
-                 "the store cannot take byte " + std::to_string(request_.offset + body_done_) + ": " +
-                     (ec ? store_error_text(into(), ec) : std::string("no room left in the reservation")),
-                 true);
-            return Step::close;
-        }
+        if (ec || w.size == 0) return no_window(ec);
         const IoResult r = read_some(io, w.data, w.size);
         if (r.done()) {
-            if (auto adv = advance(w.data, r.bytes())) {
-                // The store writes the bytes out here on some file systems: a
-                // full disk is out_of_space (and the reservation is aborted).
-                fail(store_errc(adv), store_error_text(into(), adv), true);
-                return Step::close;
-            }
+            if (auto adv = advance(w.data, r.bytes())) return not_taken(adv);
             body_done_ += r.bytes();
             if (streamed) chunk_left_ -= r.bytes();
             budget -= std::min<std::uint64_t>(budget, r.bytes());
             link_.progress();
             continue;
         }
-        if (r.blocked()) {
-            // Everything received so far is consumed: acknowledge it now. A
-            // sender with a send buffer smaller than the MSS (64 KiB on
-            // loopback) otherwise waits for the delayed ACK, ~40 ms per
-            // buffer (a 16 KiB SO_SNDBUF push ran at 1.6 MB/s).
-            const int one = 1;
-            ::setsockopt(io.fd(), IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
-            return Step::read;
-        }
-        fail(Errc::transfer_failed,
-             r.eof() ? "the peer closed the connection after " + received_text()
-                     : "receive failed after " + received_text() + ": " + r.text(),
-             false);
-        return Step::close;
+        if (r.blocked()) return acknowledge_and_wait();
+        return broken(r);
     }
+    return body_received();
+}
+
+Step ReceiveTransfer::no_window(const std::error_code& ec)
+{
+    fail(ec ? store_errc(ec) : Errc::transfer_failed,
+         "the store cannot take byte " + std::to_string(request_.offset + body_done_) + ": " +
+             (ec ? store_error_text(into(), ec) : std::string("no room left in the reservation")),
+         true);
+    return Step::close;
+}
+
+Step ReceiveTransfer::not_taken(const std::error_code& ec)
+{
+    // The store writes the bytes out here on some file systems: a full disk
+    // is out_of_space (and the reservation is aborted).
+    fail(store_errc(ec), store_error_text(into(), ec), true);
+    return Step::close;
+}
+
+Step ReceiveTransfer::acknowledge_and_wait()
+{
+    // Everything received so far is consumed: acknowledge it now. A sender
+    // with a send buffer smaller than the MSS (64 KiB on loopback) otherwise
+    // waits for the delayed ACK, ~40 ms per buffer (a 16 KiB SO_SNDBUF push
+    // ran at 1.6 MB/s).
+    const int one = 1;
+    ::setsockopt(link_.io().fd(), IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
+    return Step::read;
+}
+
+Step ReceiveTransfer::broken(const IoResult& r)
+{
+    fail(Errc::transfer_failed,
+         r.eof() ? "the peer closed the connection after " + received_text()
+                 : "receive failed after " + received_text() + ": " + r.text(),
+         false);
+    return Step::close;
+}
+
+Step ReceiveTransfer::body_received()
+{
     in_trailer_ = true;
     trailer_.expect(protocol::kTrailerSize);
     return read_trailer();

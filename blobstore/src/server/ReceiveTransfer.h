@@ -7,7 +7,11 @@
 #include <blobstreaming/blobstore/Reservation.h>
 #include <blobstreaming/transporter/DataIo.h>
 
+#include <blobstreaming/transporter/WireCompression.h>
+
 #include <cstddef>
+#include <memory>
+#include <optional>
 #include <string>
 #include <system_error>
 
@@ -45,6 +49,9 @@ protected:
     /// The whole trailer is in (trailer()); the body was received whole.
     virtual Step finish() = 0;
     const FrameReader& trailer() const noexcept { return trailer_; }
+    /// A compressed body (Request::compress) where this store takes none
+    /// (DataServerConfig::compress false): the refusal, the transfer ended.
+    std::optional<Step> refuse_compressed();
 
 private:
     Step read_body();
@@ -53,6 +60,18 @@ private:
     /// the body or the trailer).
     enum class ChunkStep { next, wait, failed };
     ChunkStep read_chunk_header();
+    /// A compressed body (CompressedBody.cpp): frames decoded straight
+    /// into the windows, then the trailer.
+    Step read_frames();
+    Step body_received();
+    /// How the body's receive ends early, once for both kinds of body:
+    /// the store has no window (`ec`, or none left), the store did not take
+    /// bytes (advance() failed with `ec`), the connection broke (`r`).
+    Step no_window(const std::error_code& ec);
+    Step not_taken(const std::error_code& ec);
+    Step broken(const IoResult& r);
+    /// Nothing more to read now: acknowledges at once, waits for input.
+    Step acknowledge_and_wait();
 
     bool in_trailer_ = false;
     /// Streamed: bytes left of the current chunk; none when its header is due.
@@ -60,6 +79,7 @@ private:
     bool body_ended_ = false;  ///< streamed: the chunk of length 0 came
     FrameReader chunk_header_{protocol::kChunkHeaderSize};
     FrameReader trailer_{protocol::kTrailerSize};
+    std::unique_ptr<wire::FrameDecoder> frames_;  ///< a compressed body
 };
 
 }  // namespace blobstreaming::server

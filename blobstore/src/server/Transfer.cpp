@@ -90,7 +90,8 @@ void Transfer::end(bool succeeded, const std::string& reason)
         fmt::format("transfer direction={} blob={} bytes={} seconds={:.6f} MBps={:.2f} peer={} outcome={}",
                     push ? "push" : "pull", logfmt_value(binding_.blob), body_done_, seconds,
                     static_cast<double>(body_done_) / 1e6 / seconds, logfmt_value(link_.peer_name()),
-                    succeeded ? "ok" : "failed");
+                    succeeded ? "ok" : "failed") +
+        (compressed_ ? fmt::format(" wire=zstd wire_bytes={}", wire_bytes_) : std::string());
     if (succeeded) spdlog::info("{}", line);
     else spdlog::warn("{} reason={}", line, logfmt_value(reason));
     if (binding_.control && binding_.control->on_finished) {

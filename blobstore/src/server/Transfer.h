@@ -137,6 +137,10 @@ protected:
     TicketBinding binding_;
     std::uint64_t body_done_ = 0;
     SteadyTime started_;
+    /// Compression on the wire (CompressedBody.cpp): the body went as
+    /// frames, of `wire_bytes_` bytes; the log line says so.
+    bool compressed_ = false;
+    std::uint64_t wire_bytes_ = 0;
 
 private:
     bool ended_ = false;

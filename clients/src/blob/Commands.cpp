@@ -253,6 +253,7 @@ client::PushOptions push_options(const Invocation& call)
     options.streams = call.streams;
     options.notices = call.notices;
     options.max_size = call.max_size;
+    options.compress = call.compress;
     return options;
 }
 
@@ -367,6 +368,7 @@ int pull(Session& session, const Invocation& call, NoticeInbox& inbox)
     options.verify = call.verify;
     options.streams = call.streams;
     options.notices = call.notices;
+    options.compress = call.compress;
     options.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
     const PullOutput output(file, "pull " + quote_name(name), call.resume, call.timeout);
     Result result;

@@ -4,6 +4,7 @@
 
 #include <blobstreaming/client/Options.h>
 #include <blobstreaming/client/Result.h>
+#include <blobstreaming/client/Transfer.h>
 #include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/common/Error.h>
 
@@ -46,6 +47,7 @@ struct Invocation {
     bool chain = true;                          ///< copy: false with --no-chain
     std::size_t window = 4;                     ///< copy: --window
     std::size_t streams = 1;                    ///< pull: --streams
+    client::Compression compress = client::Compression::automatic;  ///< push, pull: --compress
     std::string index;                          ///< find, pull --study/--series: the study index URL (--index)
     std::string level;                          ///< find: --level ("" : study)
     std::string study, series;                  ///< pull: --study UID, --series UID (the instances of the index)

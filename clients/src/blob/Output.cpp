@@ -68,7 +68,8 @@ nlohmann::json transfer_json(const char* command, const std::string& name, const
     return {{"command", command},   {"store", r.store},    {"name", name},
             {"offset", r.offset},   {"length", r.length},  {"bytes", r.bytes},
             {"seconds", r.seconds}, {"MBps", mbps},        {"checksum", r.info.checksum.text()},
-            {"local", r.local},     {"streams", r.streams}};
+            {"local", r.local},     {"streams", r.streams},
+            {"compression", r.compressed ? "zstd" : "none"}, {"wire_bytes", r.wire_bytes}};
 }
 
 nlohmann::json notice_json(const client::TransferNotice& n)

@@ -145,6 +145,10 @@ po::options_description describe()
          "push/pull: N data connections, each a contiguous range of at least 1 MiB (1 to 64, default 1; fewer "
          "for a shorter Blob or range; one with --resume, a FIFO, a device or standard input/output, and for a "
          "SHA-256 checksum)")
+        ("compress", po::value<std::string>()->value_name("MODE"),
+         "push/pull: compression of the data connection (of the wire only: the store keeps the original bytes "
+         "and checksum): auto (the default: off towards a loopback address, else while compressing outruns the "
+         "link), zstd (always), none; one stream only, not for a push of unknown length")
         ("notices", po::value<std::string>()->value_name("MODE"),
          "push/pull of one Blob: after it succeeded, print the store's notice of the transfer (send: the store "
          "calls this client back; queue: the store keeps it and this client polls for it), waiting up to "
@@ -179,13 +183,13 @@ const std::vector<CommandHelp>& command_help()
          "push FILE... | push -r DIR... | push --name NAME FILE",
          "Store each FILE ('-': standard input; a FIFO, a device) under its base name, several in flight, or one "
          "FILE under --name. The store acknowledges once the Blob is committed durably and its checksum verified.",
-         {"name", "recursive", "replace", "checksum", "size", "max-size", "resume", "streams", "notices", "tier", "callback-address"}},
+         {"name", "recursive", "replace", "checksum", "size", "max-size", "resume", "streams", "compress", "notices", "tier", "callback-address"}},
         {"pull", "retrieve a Blob, whole or a range, to a file, a FIFO or stdout, or a DICOM study or series",
          "pull NAME [FILE] | pull --study UID DIR | pull --series UID DIR",
          "Retrieve NAME to FILE (default ./NAME; '-': standard output; a FIFO, a device), whole or a range. A "
          "regular FILE is replaced only once every byte is in and checked. --study/--series: every instance the "
          "study index lists, in parallel, verified, to DIR/SOPInstanceUID.dcm.",
-         {"offset", "length", "resume", "streams", "notices", "verify", "no-verify", "study", "series", "index", "callback-address"}},
+         {"offset", "length", "resume", "streams", "compress", "notices", "verify", "no-verify", "study", "series", "index", "callback-address"}},
         {"stat", "size, checksum and commit time of a Blob", "stat NAME", "Size, checksum and commit time of NAME.", {}},
         {"verify", "have the store reread a Blob and check its checksum", "verify NAME", "Have the store reread NAME and check its checksum.", {}},
         {"ls", "the Blobs of a store, or of every store", "ls", "The Blobs of --store, or of every registered store.", {}},
@@ -472,6 +476,15 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
         if (call.command != "pull" && call.command != "push")
             throw UsageError("--streams applies to push and pull only, not " + call.command);
         call.streams = cli::parse_count("--streams", vm["streams"].as<std::string>(), 1, client::kMaxStreams);
+    }
+    if (vm.count("compress")) {
+        if (call.command != "pull" && call.command != "push")
+            throw UsageError("--compress applies to push and pull only, not " + call.command);
+        const std::string text = vm["compress"].as<std::string>();
+        if (text == "auto") call.compress = client::Compression::automatic;
+        else if (text == "zstd") call.compress = client::Compression::zstd;
+        else if (text == "none") call.compress = client::Compression::none;
+        else throw UsageError("--compress " + text + ": expected auto, zstd or none");
     }
     parse_dicom_options(vm, call);
     if (vm.count("notices")) {

@@ -52,6 +52,12 @@ void DataConnection::start(std::unique_ptr<TransferJob> job)
     request.offset = job_->ticket.offset;
     request.length = job_->ticket.length;
     request.streamed = job_->type == protocol::FrameType::push && job_->source->streamed();
+    // Compression on the wire: a ticket's Request only (a named request
+    // carries no such flags; the operations take tickets when they compress).
+    frames_ = !job_->named && wants_frames();
+    request.compress = frames_;
+    request.compress_auto = frames_ && job_->type == protocol::FrameType::pull &&
+                            job_->compress == wire::CompressMode::automatic;
     out_.clear();
     if (job_->named) {
         out_.append(protocol::encode(*job_->named));
@@ -220,6 +226,7 @@ DataConnection::Step DataConnection::send_queued(Phase then)
 
 DataConnection::Step DataConnection::send_push_body()
 {
+    if (frames_) return send_push_frames();
     Source& source = *job_->source;
     const bool streamed = source.streamed();
     while (streamed ? !source.ended() : done_bytes_ < total_) {
@@ -329,6 +336,7 @@ DataConnection::Step DataConnection::on_response()
 
 DataConnection::Step DataConnection::read_pull_body()
 {
+    if (response_.compressed) return read_pull_frames();
     while (done_bytes_ < total_) {
         auto [data, room] = job_->sink->window();
         const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(room, total_ - done_bytes_));
@@ -435,6 +443,8 @@ void DataConnection::complete(bool reusable)
     outcome.bytes = done_bytes_;
     outcome.seconds = seconds_since(started_);
     outcome.advertised = advertised_;
+    outcome.compressed = frames_ && (job_->type == protocol::FrameType::push || response_.compressed);
+    outcome.wire_bytes = outcome.compressed ? wire_bytes_ : done_bytes_;
     auto job = std::move(job_);
     phase_ = reusable ? Phase::idle : Phase::closed;
     if (reusable) loop_.modify(fd_.get(), POLLIN);

@@ -18,6 +18,11 @@ void Source::hash_range(std::uint64_t, std::uint64_t, ChecksumState&)
     throw Error(Errc::invalid_argument, "this push source produces its bytes in order only: it cannot hash a part");
 }
 
+std::pair<const std::uint8_t*, std::size_t> Source::next(std::size_t, HashPipeline&)
+{
+    throw Error(Errc::invalid_argument, "this push source cannot be compressed on the wire: push with compression none");
+}
+
 ChunkedSource::ChunkedSource(Produce produce, std::string what, std::size_t chunk)
     : produce_(std::move(produce)), what_(std::move(what)),
       // A frame of `chunk` bytes, header included: a whole frame per send

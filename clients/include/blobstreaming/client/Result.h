@@ -92,6 +92,8 @@ struct Result {
     double seconds = 0;               ///< wall time of the transfer
     bool local = false;               ///< pull served by the same-host fast path
     std::size_t streams = 1;          ///< pull: the data connections the bytes went over
+    bool compressed = false;          ///< push, pull: the body went as frames (Compression), zstd where that paid
+    std::uint64_t wire_bytes = 0;     ///< push, pull over a data connection: bytes on the wire (compressed: the frames)
     std::vector<StoredBlob> blobs;    ///< list
     std::vector<Location> locations;  ///< locate, nearest tier first
     std::vector<StoreStatus> stores;  ///< stores; prune_stores: the entries kept

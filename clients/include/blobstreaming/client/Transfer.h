@@ -137,6 +137,20 @@ constexpr std::size_t kMaxStreams = 64;
 /// runs over fewer streams (under 2 MiB: one).
 constexpr std::uint64_t kMinStreamRange = 1 << 20;
 
+/// Compression on the data connection (docs/CLIENT_API.md, "Compression on
+/// the wire"): of the wire only, the store keeps the original bytes and
+/// checksum. `automatic` is off towards a loopback address and elsewhere
+/// compresses while compressing outruns the link; `zstd` compresses every
+/// frame it shrinks; `none` sends the bytes as they are (sendfile). One
+/// stream only: the parts of PushOptions::streams / PullOptions::streams > 1
+/// and a push of unknown length (PushSource::stream: `zstd` is refused,
+/// Errc::invalid_argument) go uncompressed. Result::compressed says whether
+/// it was used. Needs a store of this release: an older one refuses a
+/// compressed data connection ("reserved request bits are set"), one run
+/// with `blobstored --compress none` refuses a compressed push and answers a
+/// pull uncompressed.
+enum class Compression { none, zstd, automatic };
+
 struct PushOptions {
     /// "" : the Session's default store, or when it has none (or `tier` is
     /// given) the store the placement rule chooses: the locator's default
@@ -182,6 +196,7 @@ struct PushOptions {
     /// together with `store`. Errc::out_of_space when no store of the tier
     /// has room, naming each with its free bytes.
     std::optional<Tier> tier = std::nullopt;
+    Compression compress = Compression::automatic;  ///< on the wire (Compression)
 };
 
 struct PullOptions {
@@ -225,6 +240,7 @@ struct PullOptions {
     /// (never the same-host fast path, which the store does not see) and one
     /// stream.
     NoticeMode notices = NoticeMode::none;
+    Compression compress = Compression::automatic;  ///< on the wire (Compression)
 };
 
 /// Session::copy(): Blobs copied from store to store, the bytes never

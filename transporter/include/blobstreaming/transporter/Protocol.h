@@ -49,8 +49,21 @@ struct Request {
     /// Request's u16 at byte 6; a store of an earlier release refuses it as
     /// "reserved request bits are set"). Push only, offset 0.
     bool streamed = false;
+    // --- Compression on the wire (WireCompression.h; docs/PROTOCOL.md,
+    // "Compression on the wire"): flag bits 1 and 2 of the u16 at byte 6. A
+    // store of an earlier release refuses them ("reserved request bits are
+    // set"). Not with `streamed`.
+    /// Push: the body is compressed frames. Pull: the client takes them
+    /// (the Response says whether they come).
+    bool compress = false;
+    /// Pull with `compress`: the store compresses a frame only where that
+    /// beats its link (CompressMode::automatic), else each frame.
+    bool compress_auto = false;
+    // --- end of compression
 };
 inline constexpr std::uint16_t kFlagStreamed = 1;
+inline constexpr std::uint16_t kFlagCompress = 2;      ///< compression (see Request::compress)
+inline constexpr std::uint16_t kFlagCompressAuto = 4;  ///< compression (see Request::compress_auto)
 inline constexpr std::size_t kRequestSize = 40;
 
 void encode(const Request& request, std::uint8_t (&out)[kRequestSize]);
@@ -89,6 +102,9 @@ struct Response {
     /// error Response.
     std::optional<Checksum> checksum;
     std::string message;  ///< why, when status != ok
+    /// Compression on the wire: a pull's bytes follow as compressed frames
+    /// (byte 13 = 1; 0: raw, as from a store of an earlier release).
+    bool compressed = false;
 };
 inline constexpr std::size_t kResponseHeaderSize = 64;
 inline constexpr std::size_t kMaxMessageSize = 4096;
@@ -140,9 +156,9 @@ std::error_code decode_named(const std::uint8_t (&in)[kRequestSize], NamedReques
                              std::string& why);
 
 /// What a store of this release says in every Response on a connection
-/// that presented a valid ticket (bytes 13 and 14 of the Response header,
-/// reserved before and ignored by earlier clients): bit 0 of byte 13, named
-/// requests are taken on this connection; byte 14, the checksum code of the
+/// that presented a valid ticket (bytes 14 and 15 of the Response header,
+/// reserved before and ignored by earlier clients): bit 0 of byte 14, named
+/// requests are taken on this connection; byte 15, the checksum code of the
 /// store's default algorithm.
 struct Advertisement {
     bool named_requests = false;

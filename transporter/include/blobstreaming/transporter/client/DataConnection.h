@@ -14,6 +14,7 @@
 #include <blobstreaming/transporter/Protocol.h>
 #include <blobstreaming/transporter/SocketOptions.h>
 #include <blobstreaming/transporter/Tls.h>
+#include <blobstreaming/transporter/WireCompression.h>
 
 #include <chrono>
 #include <cstdint>
@@ -35,6 +36,10 @@ struct JobOutcome {
     /// What the store's Response said of named requests on this connection
     /// (docs/PROTOCOL.md, "Named requests"); nullopt when no Response came.
     std::optional<protocol::Advertisement> advertised;
+    /// Compression on the wire: the body went as frames (of `wire_bytes`
+    /// bytes, headers included) rather than raw.
+    bool compressed = false;
+    std::uint64_t wire_bytes = 0;
 };
 
 /// One push or pull on a data connection.
@@ -55,6 +60,10 @@ struct TransferJob {
     /// has them; pull: the file has them). The trailer (push) or the check
     /// (pull) then covers the whole Blob.
     std::optional<ChecksumState> prefix_hash;
+    /// Compression on the wire (WireCompression.h): `automatic` is none
+    /// towards a loopback address; a push of unknown length is never
+    /// compressed (the caller refuses `zstd` for it).
+    wire::CompressMode compress = wire::CompressMode::none;
     /// Called on the loop thread about every 20 ms while bytes move, and
     /// once at the end: (bytes moved, bytes of the range). What it throws
     /// fails the transfer (an Error with its own code; wrap a callback
@@ -147,6 +156,24 @@ private:
     void touch() noexcept { last_progress_ = std::chrono::steady_clock::now(); }
     void report_progress(bool force);
     std::string lost_message(const char* how) const;
+
+    // Compression on the wire (DataConnectionFrames.cpp).
+    /// Whether this job's body goes as frames (push) or is asked for as
+    /// frames (pull).
+    bool wants_frames();
+    /// push_body of a compressed push: the source's bytes encoded into
+    /// frames, at most one frame ahead of the socket; a frame the policy
+    /// leaves raw goes from the source as an uncompressed push's bytes.
+    Step send_push_frames();
+    /// pull_body of a pull the store answered with frames.
+    Step read_pull_frames();
+    bool frames_ = false;                        ///< this job's body is frames
+    std::optional<bool> loopback_;               ///< the endpoint is a loopback address
+    std::unique_ptr<wire::FrameEncoder> encoder_;
+    std::unique_ptr<wire::FrameDecoder> decoder_;
+    std::optional<wire::CompressionPolicy> policy_;
+    std::uint64_t wire_bytes_ = 0;
+    std::size_t raw_left_ = 0;  ///< bytes of the raw frame under way still to send
 
     EventLoop& loop_;
     std::string endpoint_;

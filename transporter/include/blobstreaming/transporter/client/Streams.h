@@ -53,6 +53,13 @@ public:
     /// Positional sources: adds bytes [offset, offset + length) to `hash`
     /// without sending them. Throws Error (Errc::io_error).
     virtual void hash_range(std::uint64_t offset, std::uint64_t length, ChecksumState& hash);
+    /// Compression on the wire: the next up to `max` bytes (at least one
+    /// while bytes remain), in memory and added to `hash`, valid until the
+    /// next call; the source moves past them. Instead of send() for a
+    /// compressed push. Throws Error (Errc::io_error when the source fails;
+    /// Errc::invalid_argument from a source that has no such bytes: this
+    /// default).
+    virtual std::pair<const std::uint8_t*, std::size_t> next(std::size_t max, HashPipeline& hash);
 };
 
 /// The bytes of a push of unknown length, from a function that fills a
