@@ -184,11 +184,12 @@ def ingest(c, args):
     os.makedirs(c.path("storescp-out"), exist_ok=True)
     harness.wait_for(lambda: c.run(["echoscu", "-aec", AE, "127.0.0.1", str(port)], timeout=30)[0] == 0, 30,
                      "storescp answering C-ECHO")
-    orthanc = None
+    orthanc, orthanc_skipped = None, "--peers none"
     if "orthanc" in args.peers:
         try:
             orthanc = Orthanc(c, senders=["MODALITY"])  # default storage: one fdatasync per instance
         except harness.TestSkipped as e:
+            orthanc_skipped = str(e)
             print(f"Orthanc skipped: {e}", flush=True)
     receivers = {"storescp": (port, AE), "blob-dicomd": (gw.port, AE), "blob-dicomd-nosync": (fast.port, AE)}
     if orthanc:
@@ -255,7 +256,7 @@ def ingest(c, args):
                                   ">= 2", r >= 2))
     else:
         goals.append(goal_row("ingest: blob-dicomd / Orthanc throughput", 0.0, ">= 2", False,
-                              "skipped: Orthanc is not installed"))
+                              f"not measured: Orthanc skipped: {orthanc_skipped}"))
     row["goals"] = goals
     for n in modes:
         figures = ", ".join(f"{name} {med[(name, n)]:.3f} s ({total / med[(name, n)] / 1e6:.0f} MB/s)"
@@ -323,7 +324,10 @@ def query(c, args, gw):
     source = sqlite3.connect(gw.index)
     source.backup(db)  # the gateway's schema, its WAL included (its rows go below)
     source.close()
-    columns = [r[1] for r in db.execute("PRAGMA table_info(instances)")]
+    table = list(db.execute("PRAGMA table_info(instances)"))
+    columns = [r[1] for r in table]
+    # Columns the benchmark does not fill (a newer schema's): NULL, or "" where the schema wants a value.
+    unfilled = {r[1]: ("" if r[3] else None) for r in table}
     db.execute("DELETE FROM instances")
     per_patient = args.instances // args.patients
     rng = random.Random(16)
@@ -339,8 +343,7 @@ def query(c, args, gw):
                       "InstanceNumber": n + 1, "NumberOfFrames": None, "TransferSyntaxUID": "1.2.840.10008.1.2.1",
                       "blob": f"{study}.1.{n}.dcm", "store": "ws1", "size": 525000, "checksum": "crc32c:00000000",
                       "problem": ""}
-            # Columns the benchmark does not fill (a newer schema's) stay NULL.
-            rows.append(tuple(values.get(k) for k in columns))
+            rows.append(tuple(values.get(k, unfilled[k]) for k in columns))
     db.executemany(f"INSERT INTO instances ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", rows)
     db.commit()
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
