@@ -403,8 +403,9 @@ def main():
             summary["find"] = query(c, args, gw)
     finally:
         c.close()
-    with open(os.path.join(args.out, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=2)
+        # What was measured, also when a later step failed.
+        with open(os.path.join(args.out, "summary.json"), "w") as f:
+            json.dump(summary, f, indent=2)
 
 
 if __name__ == "__main__":
