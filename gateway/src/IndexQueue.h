@@ -1,6 +1,6 @@
 #pragma once
 /// The study index entries of the instances blob-dicomd stored, written on a
-/// thread of their own (docs/DICOM.md, "Ingest"): an association answers its
+/// thread of their own (docs/DICOM.md, "How a modality connects"): an association answers its
 /// C-STORE once the store has the instance durably and goes on receiving
 /// the next one while the entry is written. The entries are written in the
 /// order they were queued. An entry lost to a crash before it is written is

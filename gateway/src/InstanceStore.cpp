@@ -268,8 +268,7 @@ std::string read_header(const std::string& path, std::map<std::string, std::stri
 }
 
 InstanceStore::InstanceStore(const GatewayOptions& options, client::Session& session, StudyIndex* index)
-    : options_(options), session_(session), index_(index),
-      queue_(index ? std::make_unique<IndexQueue>(*index) : nullptr)
+    : options_(options), session_(session), queue_(index ? std::make_unique<IndexQueue>(*index) : nullptr)
 {}
 
 InstanceStore::~InstanceStore() = default;

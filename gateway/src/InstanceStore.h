@@ -97,7 +97,6 @@ private:
 
     const GatewayOptions& options_;
     client::Session& session_;
-    StudyIndex* index_;
     mutable std::mutex storing_mutex_;
     std::multiset<std::string> storing_;
     std::unique_ptr<IndexQueue> queue_;  ///< null without an index
