@@ -3,20 +3,24 @@
 never asserted (docs/DICOM.md, "Figures").
 
 1. Ingest: a study of --slices CT slices (512x512, 16 bit: 0.5 MiB each,
-   made with pydicom by tests/tools/dicom_objects.py) sent by one storescu
-   association, alternately to DCMTK's own storescp writing to a directory
-   and to blob-dicomd pushing to a file store (durable, verified commit per
-   instance; and indexing), --runs times each, same storescu options, same
-   receive options (storescp --bit-preserving --max-pdu 131072, as the
-   gateway receives), same host and disk, TCP_NODELAY=1 for both. Each
-   gateway has a Naming Service of its own (it would otherwise index the
-   other's instances too). Timed: the storescu process; the gateways' log
-   lines split each instance into header, push, answer and index. The
-   issue's target: gateway throughput >= 0.9 x storescp's. storescp never
-   syncs; the gateway answers each instance only once the store has it on
-   disk, so the same run also times the disk's floor for that (each file
-   written, fdatasync, renamed, its directory fsync'd, in sequence) and
-   reports (storescp + floor) / gateway beside the plain ratio.
+   made with pydicom by tests/tools/dicom_objects.py) sent by storescu, with
+   one association and then with --associations (4) at once (the study split
+   among them), to each receiver in turn, --runs times: DCMTK's own storescp
+   writing to a directory (never syncs), blob-dicomd pushing to a file store
+   (durable, verified commit per instance; and indexing), blob-dicomd on a
+   store with --no-sync, and Orthanc (Debian's, its default storage: one
+   fdatasync per instance; skipped when not installed, --peers none). Same
+   storescu options, same receive options (storescp --bit-preserving
+   --max-pdu 131072, as the gateway receives), same host and disk,
+   TCP_NODELAY=1 for all. What a receiver stored is removed before each
+   send. Each gateway has a Naming Service of its own (it would otherwise
+   index the other's instances too). Timed: the storescu processes; the
+   gateways' log lines split each instance into header, push, answer and
+   index. Goals (issue: ingest at the disk's pace): blob-dicomd >= 0.6 x
+   storescp's throughput with one association, >= 0.8 x with four, and
+   >= 2 x Orthanc's. The same run also times the disk's floor for a durable
+   answer per instance (each file written, fdatasync, renamed, its
+   directory fsync'd, in sequence).
 2. Query: an index of --instances instances (--patients patients, one study
    each; rows written straight into the schema blob-dicomd created), then
    --samples runs of `blob find --level study PatientID=...` for random
@@ -44,6 +48,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import harness  # noqa: E402
 from harness.dicom import AE, Gateway, make_objects, start_postgresql  # noqa: E402
+from harness.orthanc import AET as ORTHANC_AET, Orthanc  # noqa: E402
 
 
 # storescp with the gateway's receive: bit-preserving into a file, the same largest PDU (blob-dicomd's
@@ -56,13 +61,34 @@ def percentile(values, p):
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
-def storescu(c, port, directory):
-    argv = ["storescu", "-aet", "MODALITY", "-aec", AE, "127.0.0.1", str(port), "+sd", directory]
+def storescu(c, port, directory, aec=AE):
+    argv = ["storescu", "-aet", "MODALITY", "-aec", aec, "127.0.0.1", str(port), "+sd", directory]
     started = time.monotonic()
     code, _, err = c.run(argv, timeout=600)
     seconds = time.monotonic() - started
     if code != 0:
-        raise harness.TestFailure(f"storescu exited {code}: {err[-2000:]}")
+        raise harness.TestFailure(f"storescu to {aec} exited {code}: {err[-2000:]}")
+    return seconds
+
+
+def storescu_parallel(c, port, directories, aec=AE):
+    """Seconds for one storescu association per directory, all at once, until the last has ended."""
+    started = time.monotonic()
+    procs = [subprocess.Popen(["storescu", "-aet", "MODALITY", "-aec", aec, "127.0.0.1", str(port), "+sd", d],
+                              env=c.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             for d in directories]
+    failures = []
+    for p, d in zip(procs, directories):
+        try:
+            _, err = p.communicate(timeout=600)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            _, err = p.communicate()
+        if p.returncode != 0:
+            failures.append(f"storescu +sd {d} to {aec} exited {p.returncode}: {err[-1000:]}")
+    seconds = time.monotonic() - started
+    if failures:
+        raise harness.TestFailure("; ".join(failures))
     return seconds
 
 
@@ -121,10 +147,25 @@ def durable_floor(study_dir, out_dir):
     return seconds
 
 
+def split_study(study_dir, out_dir, parts):
+    """The study's files in `parts` directories (round robin, hard links): one per association."""
+    dirs = [os.path.join(out_dir, f"part{i}") for i in range(parts)]
+    for d in dirs:
+        os.makedirs(d, exist_ok=True)
+    for n, name in enumerate(sorted(os.listdir(study_dir))):
+        os.link(os.path.join(study_dir, name), os.path.join(dirs[n % parts], name))
+    return dirs
+
+
+def goal_row(name, value, goal, met, detail=""):
+    return {"goal": name, "value": round(value, 3), "target": goal, "met": bool(met), "detail": detail}
+
+
 def ingest(c, args):
     study_dir = c.path("study")
     make_objects(c, "study", study_dir, str(args.slices), "BENCH", "20261126", "CT", "512")
     total = sum(os.path.getsize(os.path.join(study_dir, f)) for f in os.listdir(study_dir))
+    parts = split_study(study_dir, c.path("study-split"), args.associations)
     # Each gateway with a Naming Service of its own: a gateway indexes what
     # any store it knows commits, and the other's ingest would load it.
     naming = {}
@@ -143,47 +184,93 @@ def ingest(c, args):
     os.makedirs(c.path("storescp-out"), exist_ok=True)
     harness.wait_for(lambda: c.run(["echoscu", "-aec", AE, "127.0.0.1", str(port)], timeout=30)[0] == 0, 30,
                      "storescp answering C-ECHO")
-    times = {"storescp": [], "blob-dicomd": [], "blob-dicomd-nosync": [], "durable-floor": []}
-    for run in range(args.runs):
-        shutil.rmtree(c.path("storescp-out"))
-        os.makedirs(c.path("storescp-out"))
-        times["storescp"].append(storescu(c, port, study_dir))
-        times["durable-floor"].append(durable_floor(study_dir, c.path("durable-floor")))
-        times["blob-dicomd"].append(storescu(c, gw.port, study_dir))
-        times["blob-dicomd-nosync"].append(storescu(c, fast.port, study_dir))
-        # What a gateway stored would make the next run a resend (no second copy): removed first.
-        for store in ("ingest", "nosync"):
+    orthanc, orthanc_skipped = None, "--peers none"
+    if "orthanc" in args.peers:
+        try:
+            orthanc = Orthanc(c, senders=["MODALITY"])  # default storage: one fdatasync per instance
+        except harness.TestSkipped as e:
+            orthanc_skipped = str(e)
+            print(f"Orthanc skipped: {e}", flush=True)
+    receivers = {"storescp": (port, AE), "blob-dicomd": (gw.port, AE), "blob-dicomd-nosync": (fast.port, AE)}
+    if orthanc:
+        receivers["orthanc"] = (orthanc.dicom_port, ORTHANC_AET)
+
+    def reset(name):
+        """What a receiver stored would make the next run a resend (no second copy): removed first."""
+        if name == "storescp":
+            shutil.rmtree(c.path("storescp-out"))
+            os.makedirs(c.path("storescp-out"))
+        elif name == "orthanc":
+            for study in orthanc.get("/studies"):
+                orthanc.request("DELETE", f"/studies/{study}")
+        else:
+            store = "ingest" if name == "blob-dicomd" else "nosync"
             names = [e["name"] for e in c.blob("ls", store=store, naming=naming[store]).ok()["blobs"]]
             with concurrent.futures.ThreadPoolExecutor(4) as pool:
-                for r in pool.map(lambda n, s=store: c.blob("rm", n, store=s, naming=naming[s]), names):
+                for r in pool.map(lambda n: c.blob("rm", n, store=store, naming=naming[store]), names):
                     r.ok()
+
+    modes = {1: lambda p, aec: storescu(c, p, study_dir, aec),
+             args.associations: lambda p, aec: storescu_parallel(c, p, parts, aec)}
+    times = {(name, n): [] for name in receivers for n in modes}
+    times.update({("durable-floor", 1): []})
+    for run in range(args.runs):
+        for n, send in modes.items():
+            for name, (p, aec) in receivers.items():
+                reset(name)
+                times[(name, n)].append(send(p, aec))
+        times[("durable-floor", 1)].append(durable_floor(study_dir, c.path("durable-floor")))
+    for name in receivers:
+        reset(name)
     scp.stop()
+    if orthanc:
+        orthanc.stop()
     for g in (gw, fast):  # per instance: header, push and index times
         shutil.copy(g.err, os.path.join(args.out, os.path.basename(g.err)))
-    medians = {k: statistics.median(v) for k, v in times.items()}
-    row = {"slices": args.slices, "bytes": total, "runs": args.runs, "storescp_options": " ".join(STORESCP_OPTIONS),
-           "storescp_s": times["storescp"], "gateway_s": times["blob-dicomd"],
-           "storescp_median_s": medians["storescp"], "gateway_median_s": medians["blob-dicomd"],
-           "storescp_MBps": total / medians["storescp"] / 1e6, "gateway_MBps": total / medians["blob-dicomd"] / 1e6,
-           "ratio": medians["storescp"] / medians["blob-dicomd"],
-           "gateway_nosync_s": times["blob-dicomd-nosync"], "gateway_nosync_median_s": medians["blob-dicomd-nosync"],
-           "ratio_nosync": medians["storescp"] / medians["blob-dicomd-nosync"],
-           "durable_floor_s": times["durable-floor"], "durable_floor_median_s": medians["durable-floor"],
-           # storescp plus the disk's cost of answering each instance only once it is durable.
-           "ratio_durable": (medians["storescp"] + medians["durable-floor"]) / medians["blob-dicomd"],
+    med = {k: statistics.median(v) for k, v in times.items()}
+    a = args.associations
+    row = {"slices": args.slices, "bytes": total, "runs": args.runs, "associations": a,
+           "storescp_options": " ".join(STORESCP_OPTIONS),
+           "samples_s": {f"{name}/{n}": v for (name, n), v in times.items()},
+           "median_s": {f"{name}/{n}": v for (name, n), v in med.items()},
+           # Back-compatible keys (one association).
+           "storescp_median_s": med[("storescp", 1)], "gateway_median_s": med[("blob-dicomd", 1)],
+           "gateway_nosync_median_s": med[("blob-dicomd-nosync", 1)],
+           "durable_floor_median_s": med[("durable-floor", 1)],
+           "ratio": med[("storescp", 1)] / med[("blob-dicomd", 1)],
+           "ratio_parallel": med[("storescp", a)] / med[("blob-dicomd", a)],
+           "ratio_nosync": med[("storescp", 1)] / med[("blob-dicomd-nosync", 1)],
+           "ratio_durable": (med[("storescp", 1)] + med[("durable-floor", 1)]) / med[("blob-dicomd", 1)],
            "gateway_push_median_s": statistics.median(log_seconds(gw.log(), "pushed ")),
            "gateway_instance_median_s": statistics.median(log_seconds(gw.log(), "stored as ")),
            "gateway_split_ms": instance_split(gw.log()), "gateway_nosync_split_ms": instance_split(fast.log())}
-    print(f"ingest of {args.slices} slices ({total / 2**20:.1f} MiB), median of {args.runs}: storescp "
-          f"{row['storescp_median_s']:.3f} s ({row['storescp_MBps']:.1f} MB/s), blob-dicomd "
-          f"{row['gateway_median_s']:.3f} s ({row['gateway_MBps']:.1f} MB/s): gateway/storescp throughput "
-          f"{row['ratio']:.2f} (target >= 0.9); against blobstored --no-sync {row['gateway_nosync_median_s']:.3f} s, "
-          f"ratio {row['ratio_nosync']:.2f}; the disk's durable floor (each file written, fdatasync, renamed, its "
-          f"directory fsync'd) {row['durable_floor_median_s']:.3f} s, storescp plus that against blob-dicomd "
-          f"{row['ratio_durable']:.2f}; per instance in the gateway: push (durable, verified) median "
+    goals = [goal_row("ingest, 1 association: blob-dicomd / storescp throughput", row["ratio"], ">= 0.6",
+                      row["ratio"] >= 0.6),
+             goal_row(f"ingest, {a} associations: blob-dicomd / storescp throughput", row["ratio_parallel"],
+                      ">= 0.8", row["ratio_parallel"] >= 0.8)]
+    if orthanc:
+        for n in modes:
+            r = med[("orthanc", n)] / med[("blob-dicomd", n)]
+            row[f"ratio_orthanc_{n}"] = r
+            goals.append(goal_row(f"ingest, {n} association(s): blob-dicomd / Orthanc (durable) throughput", r,
+                                  ">= 2", r >= 2))
+    else:
+        goals.append(goal_row("ingest: blob-dicomd / Orthanc throughput", 0.0, ">= 2", False,
+                              f"not measured: Orthanc skipped: {orthanc_skipped}"))
+    row["goals"] = goals
+    for n in modes:
+        figures = ", ".join(f"{name} {med[(name, n)]:.3f} s ({total / med[(name, n)] / 1e6:.0f} MB/s)"
+                            for name in receivers)
+        print(f"ingest of {args.slices} slices ({total / 2**20:.1f} MiB), {n} association(s), median of "
+              f"{args.runs}: {figures}", flush=True)
+    print(f"the disk's durable floor (each file written, fdatasync, renamed, its directory fsync'd, in sequence) "
+          f"{med[('durable-floor', 1)]:.3f} s; per instance in the gateway: push (durable, verified) median "
           f"{row['gateway_push_median_s'] * 1000:.1f} ms of {row['gateway_instance_median_s'] * 1000:.1f} ms; "
           f"split (header/push/answer/index, ms) {'/'.join(f'{v:.1f}' for v in row['gateway_split_ms'].values())}, "
           f"--no-sync {'/'.join(f'{v:.1f}' for v in row['gateway_nosync_split_ms'].values())}", flush=True)
+    for g in goals:
+        print(f"goal: {g['goal']}: {g['value']:.2f} (target {g['target']}): {'met' if g['met'] else 'MISSED'}"
+              f"{' (' + g['detail'] + ')' if g['detail'] else ''}", flush=True)
     return row, gw
 
 
@@ -237,7 +324,10 @@ def query(c, args, gw):
     source = sqlite3.connect(gw.index)
     source.backup(db)  # the gateway's schema, its WAL included (its rows go below)
     source.close()
-    columns = [r[1] for r in db.execute("PRAGMA table_info(instances)")]
+    table = list(db.execute("PRAGMA table_info(instances)"))
+    columns = [r[1] for r in table]
+    # Columns the benchmark does not fill (a newer schema's): NULL, or "" where the schema wants a value.
+    unfilled = {r[1]: ("" if r[3] else None) for r in table}
     db.execute("DELETE FROM instances")
     per_patient = args.instances // args.patients
     rng = random.Random(16)
@@ -253,7 +343,7 @@ def query(c, args, gw):
                       "InstanceNumber": n + 1, "NumberOfFrames": None, "TransferSyntaxUID": "1.2.840.10008.1.2.1",
                       "blob": f"{study}.1.{n}.dcm", "store": "ws1", "size": 525000, "checksum": "crc32c:00000000",
                       "problem": ""}
-            rows.append(tuple(values[k] for k in columns))
+            rows.append(tuple(values.get(k, unfilled[k]) for k in columns))
     db.executemany(f"INSERT INTO instances ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", rows)
     db.commit()
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -282,6 +372,10 @@ def main():
     ap.add_argument("--out", required=True, help="directory for summary.json")
     ap.add_argument("--slices", type=int, default=200)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--associations", type=int, default=4,
+                    help="concurrent storescu associations of the parallel ingest (the study split among them)")
+    ap.add_argument("--peers", default="orthanc",
+                    help="other receivers of the ingest besides storescp: orthanc, or none")
     ap.add_argument("--instances", type=int, default=100000)
     ap.add_argument("--patients", type=int, default=2000)
     ap.add_argument("--samples", type=int, default=50)
@@ -293,6 +387,10 @@ def main():
     unknown = [s for s in steps if s not in ("ingest", "find")]
     if unknown:
         ap.error(f"--steps: unknown {','.join(unknown)}; allowed: ingest,find")
+    if args.peers not in ("orthanc", "none"):
+        ap.error(f"--peers: unknown {args.peers}; allowed: orthanc, none")
+    if not 1 <= args.associations <= 16:
+        ap.error(f"--associations: {args.associations}; allowed: 1 to 16")
     os.environ["BS_BUILDDIR"] = os.path.abspath(args.build)
     os.makedirs(args.out, exist_ok=True)
     c = harness.Cluster("bench-dicom")
@@ -305,8 +403,9 @@ def main():
             summary["find"] = query(c, args, gw)
     finally:
         c.close()
-    with open(os.path.join(args.out, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=2)
+        # What was measured, also when a later step failed.
+        with open(os.path.join(args.out, "summary.json"), "w") as f:
+            json.dump(summary, f, indent=2)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ gateway_blob_dicomd_SOURCES = \
 	gateway/src/GatewayOptions.h \
 	gateway/src/InstanceStore.cpp \
 	gateway/src/InstanceStore.h \
+	gateway/src/IndexQueue.cpp \
+	gateway/src/IndexQueue.h \
 	gateway/src/ListenPort.cpp \
 	gateway/src/ListenPort.h \
 	gateway/src/QueryRetrieve.cpp \

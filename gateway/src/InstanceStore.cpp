@@ -25,6 +25,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <optional>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -298,8 +299,22 @@ std::string read_header(const std::string& path, std::map<std::string, std::stri
 }
 
 InstanceStore::InstanceStore(const GatewayOptions& options, client::Session& session, StudyIndex* index)
-    : options_(options), session_(session), index_(index)
+    : options_(options), session_(session), queue_(index ? std::make_unique<IndexQueue>(*index) : nullptr)
 {}
+
+InstanceStore::~InstanceStore() = default;
+
+InstanceStore::Storing::Storing(InstanceStore& s, std::string n) : self(s), name(std::move(n))
+{
+    std::lock_guard<std::mutex> lock(self.storing_mutex_);
+    self.storing_.insert(name);
+}
+
+InstanceStore::Storing::~Storing()
+{
+    std::lock_guard<std::mutex> lock(self.storing_mutex_);
+    self.storing_.erase(self.storing_.find(name));
+}
 
 bool InstanceStore::storing(const std::string& name) const
 {
@@ -342,22 +357,8 @@ StoreOutcome InstanceStore::store(const ReceivedInstance& instance,
 
     using ms = std::chrono::duration<double, std::milli>;
     const auto parsed = std::chrono::steady_clock::now();
-    struct Storing {  // from the push until the entry is written
-        InstanceStore& self;
-        std::string name;
-        Storing(InstanceStore& s, std::string n) : self(s), name(std::move(n))
-        {
-            std::lock_guard<std::mutex> lock(self.storing_mutex_);
-            self.storing_.insert(name);
-        }
-        ~Storing()
-        {
-            std::lock_guard<std::mutex> lock(self.storing_mutex_);
-            self.storing_.erase(self.storing_.find(name));
-        }
-        Storing(const Storing&) = delete;
-        Storing& operator=(const Storing&) = delete;
-    } storing(*this, name);
+    // From the push until the entry is written (by the index queue).
+    auto storing = std::make_shared<Storing>(*this, name);
     StoreOutcome outcome = push(instance, name, record);
     if (!undecodable.empty() && outcome.status == status::success)
         spdlog::warn("{}: Blob {}: {}", what, quote_name(name), undecodable);
@@ -366,24 +367,39 @@ StoreOutcome InstanceStore::store(const ReceivedInstance& instance,
     const StoreOutcome stored{status::success, {}};
     answer(stored);
     const auto answered = std::chrono::steady_clock::now();
-    if (index_) {
-        try {
-            if (const std::string conflict = index_->put(record); !conflict.empty())
-                spdlog::warn("index: {}", conflict);
-        } catch (const Error& e) {
-            // The instance is stored: the modality must not send it again.
-            spdlog::error("{}: stored as {} but not indexed: {}", what, name, e.what());
-        }
-    }
-    const auto indexed = std::chrono::steady_clock::now();
     const double seconds = std::chrono::duration<double>(pushed - started).count();
-    spdlog::info("{}: {} as {} in store \"{}\" ({} bytes, {:.3f} s: header {:.1f} ms, push {:.1f} ms; then "
-                 "answer {:.1f} ms, index {:.1f} ms{})",
-                 what, outcome.comment.empty() ? "stored" : outcome.comment, name, record.store, record.size, seconds,
-                 ms(parsed - started).count(), ms(pushed - parsed).count(), ms(answered - pushed).count(),
-                 ms(indexed - answered).count(),
-                 record.values["Modality"].empty() ? "" : ", " + printable(record.values["Modality"]));
+    const std::string modality =
+        record.values["Modality"].empty() ? "" : ", " + printable(record.values["Modality"]);
+    auto line = [what, how = outcome.comment.empty() ? "stored" : outcome.comment, name, store = record.store,
+                 size = record.size, seconds, header = ms(parsed - started).count(), push = ms(pushed - parsed).count(),
+                 reply = ms(answered - pushed).count(), modality](double index_ms) {
+        spdlog::info("{}: {} as {} in store \"{}\" ({} bytes, {:.3f} s: header {:.1f} ms, push {:.1f} ms; then "
+                     "answer {:.1f} ms, index {:.1f} ms{})",
+                     what, how, name, store, size, seconds, header, push, reply, index_ms, modality);
+    };
+    if (!queue_) {
+        line(0.0);
+        return stored;
+    }
+    // The modality's next instance comes meanwhile.
+    queue_->push(std::move(record), [line, what, name, storing](const std::string& conflict, const std::string& error,
+                                                                double put_seconds) {
+        if (!conflict.empty()) spdlog::warn("index: {}", conflict);
+        // The instance is stored: the modality must not send it again.
+        if (!error.empty()) spdlog::error("{}: stored as {} but not indexed: {}", what, name, error);
+        line(put_seconds * 1000);
+    });
     return stored;
+}
+
+void InstanceStore::wait_indexed()
+{
+    if (queue_) queue_->wait_written();
+}
+
+bool InstanceStore::drain_index(std::chrono::milliseconds bound)
+{
+    return !queue_ || queue_->drain(bound);
 }
 
 StoreOutcome InstanceStore::push(const ReceivedInstance& instance, const std::string& name, InstanceRecord& record)
@@ -415,12 +431,8 @@ StoreOutcome InstanceStore::push(const ReceivedInstance& instance, const std::st
         }
         return StoreOutcome{status::success, how};
     };
-    // A try that timed out while the store stalled may leave a reservation
-    // of this name, the gateway's own (a reservation belongs to the client
-    // that made it), that the store created after the gateway gave up and
-    // that nothing fills: the next try (the modality's resend) resumes it
-    // instead of finding the name "being written" for the store's grace.
-    push.resume = true;
+    // One round trip to the store for a new instance: the reservation and
+    // its ticket together.
     try {
         return committed(session_.push_file(instance.path, name, push), "", true);
     } catch (const Error& e) {
@@ -429,14 +441,29 @@ StoreOutcome InstanceStore::push(const ReceivedInstance& instance, const std::st
     }
     // A resend: the same data set is a success without a second copy.
     try {
-        const BlobInfo stored = session_.stat(name, options_.store);
+        std::optional<BlobInfo> found;
+        try {
+            found = session_.stat(name, options_.store);
+        } catch (const Error& e) {
+            if (e.code() != Errc::no_such_blob) throw;
+        }
+        if (!found) {
+            // No Blob, yet the name is taken: a try that timed out while the
+            // store stalled may leave a reservation of this name, the
+            // gateway's own (a reservation belongs to the client that made
+            // it), that the store created after the gateway gave up and that
+            // nothing fills: the resend resumes it instead of finding the
+            // name "being written" for the store's grace.
+            push.resume = true;
+            return committed(session_.push_file(instance.path, name, push), "", true);
+        }
+        const BlobInfo& stored = *found;
         if (same_data_set(session_, options_.store, name, stored, instance.path))
             return committed(stored, "already stored with the same data set, kept", false);
         if (options_.on_conflict == OnConflict::refuse)
             return {status::conflicting_instance,
                     "Blob " + name + " holds another data set for this SOP Instance UID (--on-conflict refuse)"};
         push.replace = true;
-        push.resume = false;  // the reservation of the name was the first try's, gone: a replace starts anew
         return committed(session_.push_file(instance.path, name, push), "replaced another data set", true);
     } catch (const Error& e) {
         return {status_of(e.code()), "store \"" + options_.store + "\": " + e.what()};

@@ -8,12 +8,15 @@
 
 #include "dicom/StudyIndex.h"
 #include "GatewayOptions.h"
+#include "IndexQueue.h"
 
 #include <blobstreaming/client/Session.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -51,25 +54,52 @@ public:
     /// `index` may be null (no --index).
     InstanceStore(const GatewayOptions& options, client::Session& session, StudyIndex* index);
 
+    /// Waits until the queued index entries are written (the IndexQueue's
+    /// destructor), then stops.
+    ~InstanceStore();
+    InstanceStore(const InstanceStore&) = delete;
+    InstanceStore& operator=(const InstanceStore&) = delete;
+
     /// Parses and pushes (durable, verified), calls `answer` with the
-    /// outcome (the C-STORE response), then indexes the stored instance:
-    /// the modality's next instance is on its way meanwhile, and an entry
+    /// outcome (the C-STORE response), then queues the stored instance's
+    /// index entry (IndexQueue) and returns: the association receives the
+    /// modality's next instance while the entry is written, and an entry
     /// lost to a crash in between is made by the indexer's rescan at the
-    /// next start. Logs one line. Returns the outcome.
+    /// next start. Logs one line per instance (a stored one once its entry
+    /// is written). Returns the outcome.
     StoreOutcome store(const ReceivedInstance& instance, const std::function<void(const StoreOutcome&)>& answer);
+
+    /// Waits until the index entries of the instances stored so far are
+    /// written: before a C-FIND, C-GET, C-MOVE, Storage Commitment or the
+    /// release of an association, and a STOW-RS answer, so that a peer sees
+    /// what it was told is stored.
+    void wait_indexed();
+    /// Waits at most `bound` for the queued entries (a stopping gateway);
+    /// whether they were all written.
+    bool drain_index(std::chrono::milliseconds bound);
 
     /// Whether Blob `name` of --store is being stored (pushed, not yet
     /// indexed) by store(): its commit event needs no header read.
     bool storing(const std::string& name) const;
 
 private:
+    /// Blob `name` is being stored while one lives (storing()).
+    struct Storing {
+        InstanceStore& self;
+        std::string name;
+        Storing(InstanceStore& s, std::string n);
+        ~Storing();
+        Storing(const Storing&) = delete;
+        Storing& operator=(const Storing&) = delete;
+    };
+
     StoreOutcome push(const ReceivedInstance& instance, const std::string& name, InstanceRecord& record);
 
     const GatewayOptions& options_;
     client::Session& session_;
-    StudyIndex* index_;
     mutable std::mutex storing_mutex_;
     std::multiset<std::string> storing_;
+    std::unique_ptr<IndexQueue> queue_;  ///< null without an index
 };
 
 /// What read_header() found wrong with a whole object.

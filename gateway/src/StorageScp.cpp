@@ -90,6 +90,10 @@ public:
 protected:
     OFCondition handleIncomingCommand(T_DIMSE_Message* message, const DcmPresentationContextInfo& context) override
     {
+        // What this association (or another) was told is stored is indexed
+        // before anything reads the index (InstanceStore::wait_indexed).
+        if (message->CommandField != DIMSE_C_STORE_RQ && message->CommandField != DIMSE_C_ECHO_RQ)
+            g_store->wait_indexed();
         if (message->CommandField == DIMSE_C_FIND_RQ) return find(message->msg.CFindRQ, context.presentationContextID);
         if (message->CommandField == DIMSE_C_GET_RQ) return get(message->msg.CGetRQ, context.presentationContextID);
         if (message->CommandField == DIMSE_C_MOVE_RQ) return move(message->msg.CMoveRQ, context.presentationContextID);
@@ -361,6 +365,14 @@ protected:
                                                   getPeerAETitle().c_str(), later, refusal);
         if (later) reports_.push_back(std::move(*later));
         return cond;
+    }
+
+    /// The release is answered once the entries of what the association
+    /// stored are written: a query after the modality's release finds them.
+    void notifyReleaseRequest() override
+    {
+        g_store->wait_indexed();
+        DcmThreadSCP::notifyReleaseRequest();
     }
 
     void notifyAssociationRequest(const T_ASC_Parameters& params, DcmSCPActionType& action) override

@@ -229,6 +229,10 @@ int main(int argc, char** argv)
         std::_Exit(static_cast<int>(Errc::unreachable));
     }
     spdlog::info("{}: stopping", ::strsignal(signal));
+    // The index entries of what was acknowledged (the rescan at the next
+    // start makes any left over).
+    if (store && !store->drain_index(std::chrono::seconds(5)))
+        spdlog::warn("index entries still queued after 5 s: the rescan at the next start makes them");
     if (events) events->withdraw();  // watchers find no stale registration
     spdlog::default_logger()->flush();
     // Associations in progress answer their current C-STORE from the store's

@@ -474,6 +474,7 @@ void DicomWeb::store(const Request& request, const std::string& study, Reply& re
         out[tag_key(DCM_RetrieveURL)] = json{{"vr", "UR"}, {"Value", json::array({base + "/studies/" + study})}};
     if (!referenced.empty()) out[tag_key(DCM_ReferencedSOPSequence)] = json{{"vr", "SQ"}, {"Value", referenced}};
     if (!failed.empty()) out[tag_key(DCM_FailedSOPSequence)] = json{{"vr", "SQ"}, {"Value", failed}};
+    store_.wait_indexed();  // a search after the answer finds what it stored
     spdlog::info("DICOMweb STOW-RS from {}: {} parts, {} stored, {} failed, in {:.3f} s", request.peer, parts.size(),
                  referenced.size(), failed.size(),
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
