@@ -55,7 +55,8 @@ benchmarks_bsbench_SOURCES = \
 	benchmarks/src/DurableFiles.h \
 	benchmarks/src/Ace.cpp \
 	benchmarks/src/Corba.cpp \
-	benchmarks/src/BlobStreamingVariant.cpp
+	benchmarks/src/BlobStreamingVariant.cpp \
+	benchmarks/src/Memcpy.cpp
 benchmarks_bsbench_CPPFLAGS = $(AM_CPPFLAGS) -isystem $(top_builddir)/benchmarks/idl \
 	$(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
 if SANITIZERS
