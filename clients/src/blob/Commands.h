@@ -4,6 +4,7 @@
 
 #include <blobstreaming/client/Options.h>
 #include <blobstreaming/client/Result.h>
+#include <blobstreaming/client/Transfer.h>
 #include <blobstreaming/common/Checksum.h>
 #include <blobstreaming/common/Error.h>
 
@@ -44,7 +45,7 @@ struct Invocation {
     std::string from;                           ///< copy: --from ("" : the nearest holder)
     bool chain = true;                          ///< copy: false with --no-chain
     std::size_t window = 4;                     ///< copy: --window
-    std::size_t streams = 1;                    ///< pull: --streams
+    std::size_t streams = client::kAutoStreams;  ///< push, pull: --streams (auto: kAutoStreams)
     std::string index;                          ///< find, pull --study/--series: the study index URL (--index)
     std::string level;                          ///< find: --level ("" : study)
     std::string study, series;                  ///< pull: --study UID, --series UID (the instances of the index)
