@@ -131,10 +131,12 @@ class Suite:
     # ---- clients --------------------------------------------------------
     def client_argv(self, variant, port, direction, size, count, buffer_text, store=None, verify=True):
         """(label, argv) of one bsbench client of the point's runs (point_runs)."""
-        argv = self.link.cli + [self.args.bsbench, "-c", self.host] + (["-p", str(port)] if port is not None else []) + [
-            "--variant", variant, "--direction", direction, "--size", str(size), "--count", str(count),
-                                "--runs", str(point_runs(self.plan, size, count)), "--socket-buffer", buffer_text,
-                                "--chunk", self.args.chunk, "--link", self.link.label, "-J"]
+        argv = self.link.cli + [self.args.bsbench, "-c", self.host]
+        if port is not None:  # memcpy has no server
+            argv += ["-p", str(port)]
+        argv += ["--variant", variant, "--direction", direction, "--size", str(size), "--count", str(count),
+                 "--runs", str(point_runs(self.plan, size, count)), "--socket-buffer", buffer_text,
+                 "--chunk", self.args.chunk, "--link", self.link.label, "-J"]
         if store:
             argv += ["--store", store]
         if not verify:

@@ -120,8 +120,8 @@ def markdown(rows, rss):
     cpu = [r for r in rows if any(key in r for _, key in CPU_COLUMNS)]
     if cpu:
         out += ["", "Where the CPU goes: seconds per GB moved (client: bsbench's getrusage, every thread; server: "
-                "the bsbench server's or blobstored's threads' run time during the interleaved runs, /proc/PID/task/*/schedstat; "
-                "its user/sys split from /proc/PID/stat in 10 ms ticks, rough for short runs):", "",
+                "the bsbench server's or blobstored's threads' run time during the interleaved runs, "
+                "/proc/PID/task/*/schedstat; its user/sys split from /proc/PID/stat in 10 ms ticks, rough for short runs):", "",
                 "| direction | buffer | blob | count | variant | " + " | ".join(h for h, _ in CPU_COLUMNS) + " |",
                 "|---|---|---|---|---|" + "---|" * len(CPU_COLUMNS)]
         for r in cpu:

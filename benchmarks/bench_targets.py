@@ -251,8 +251,8 @@ def cli_targets(docs):
 def evaluate(docs):
     """[TARGET] of the issue from the summaries (summary.json objects) of one
     or more invocations, in the order of the issue's table."""
-    return (raw_c_targets(docs) + [point_target(docs, *t) for t in POINT_TARGETS] + corba_targets(docs) + same_host_targets(docs) +
-            [point_target(docs, *t) for t in DELAYED_TARGETS] + [rss_target(docs)] + cli_targets(docs))
+    return (raw_c_targets(docs) + [point_target(docs, *t) for t in POINT_TARGETS] + corba_targets(docs) +
+            same_host_targets(docs) + [point_target(docs, *t) for t in DELAYED_TARGETS] + [rss_target(docs)] + cli_targets(docs))
 
 
 def informative(docs):
