@@ -99,7 +99,8 @@ Step PullTransfer::answer()
     response.length = range_.size();
     response.blob_size = range_.blob().size;
     response.checksum = range_.blob().checksum;
-    return link_.respond(protocol::encode(response), AfterResponse::body);
+    const bool at_once = range_.size() > 0 && (range_.fd() >= 0 || range_.data());
+    return link_.respond(protocol::encode(response), at_once ? AfterResponse::body_at_once : AfterResponse::body);
 }
 
 namespace {
