@@ -106,6 +106,7 @@ class PacedClient:
             self.failed = "run %d: no record within %d s: %s" % (self.runs + 1, self.timeout, self.stderr_tail())
             return None
         self.runs += 1
+        rec["client"] = self.label
         if "end" in rec:
             self.values.append(megabytes_per_second(rec))
         if before and after:

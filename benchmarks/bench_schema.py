@@ -28,7 +28,8 @@ NO_VERIFY = "-noverify"
 
 # Fields every record adds to iperf3's: which variant moved what, how.
 # An interleaved run (bench_paced.py) also has "order" (its place in its
-# round) and "server_cpu" {seconds, user_seconds, system_seconds}.
+# round), "client" (the driver's label of its bsbench client) and
+# "server_cpu" {seconds, user_seconds, system_seconds}.
 RECORD_FIELDS = ("variant", "target", "direction", "blob_bytes", "count", "socket_buffer", "link", "run")
 # A point of the summary: records with equal values of these are one group.
 POINT_FIELDS = ("link", "variant", "direction", "blob_bytes", "count", "socket_buffer")

@@ -14,7 +14,7 @@ EXTRA_DIST += benchmarks/BsBench.idl benchmarks/run_bench.py benchmarks/plot.py 
 	benchmarks/bench_summary.py benchmarks/bench_schema.py benchmarks/local_pull.py benchmarks/tests/test_plot.py \
 	benchmarks/bench_cli.py benchmarks/bench_targets.py benchmarks/tests/test_targets.py benchmarks/bench_rados.py benchmarks/bench_events.py \
 	benchmarks/bench_dicom.py benchmarks/bench_copy.py \
-	benchmarks/bench_readthrough.py benchmarks/bench_streams.py benchmarks/bench_output.py benchmarks/bench_paced.py
+	benchmarks/bench_readthrough.py benchmarks/bench_streams.py benchmarks/bench_output.py benchmarks/bench_paced.py benchmarks/ab_daemons.py
 
 # plot.py's colours and legend, on a made-up results.json (no network, no
 # bsbench; skips with 77 when no python3 has matplotlib); the goals table
