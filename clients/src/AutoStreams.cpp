@@ -1,5 +1,6 @@
 #include "AutoStreams.h"
 
+#include <blobstreaming/client/Transfer.h>
 #include <blobstreaming/transporter/Log.h>
 
 #include <arpa/inet.h>
@@ -23,6 +24,7 @@ bool is_loopback_host(const std::string& host)
 
 std::size_t auto_streams(const std::string& what, const dataplane::Ticket& ticket, std::uint64_t length)
 {
+    if (length < 2 * kMinStreamRange) return 1;  // one stream whatever was asked: nothing to say
     if (is_loopback_host(ticket.host)) {
         library_log()->info("{}: streams auto: 1 stream: the data endpoint {} is on loopback, where the CPUs "
                             "copying the bytes, not a link, bound the rate (more streams are slower)",

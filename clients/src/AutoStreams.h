@@ -30,7 +30,8 @@ inline constexpr std::size_t kAutoStreamCount = 4;
 bool is_loopback_host(const std::string& host);
 
 /// The streams auto picks for `length` bytes to the endpoint of `ticket`;
-/// says which and why at INFO (`what`: "push \"NAME\"").
+/// says which and why at INFO (`what`: "push \"NAME\""), except for fewer
+/// than 2 x kMinStreamRange bytes, which take one stream whatever is asked.
 std::size_t auto_streams(const std::string& what, const dataplane::Ticket& ticket, std::uint64_t length);
 
 /// Several streams asked for (`streams` > 1) to a loopback endpoint: a

@@ -76,8 +76,10 @@ void PushOperation::on_control_thread_reserve()
             grant_ = resumed ? std::move(*resumed)
                              : control.begin_push(store_, name_, size, options_.replace, options_.checksum,
                                                   options_.notices);
-            if (options_.streams == kAutoStreams && !resumed &&
-                auto_streams(what_, grant_.ticket, size) > 1) {
+            // Several streams combine CRC32C parts and report no notice: auto
+            // keeps one for a SHA-256 Blob (asked for, or the store's default).
+            if (options_.streams == kAutoStreams && !resumed && options_.notices == NoticeMode::none &&
+                grant_.ticket.checksum == ChecksumAlgorithm::crc32c && auto_streams(what_, grant_.ticket, size) > 1) {
                 // Several streams pay off on this link: the parts' reservation instead.
                 PushOptions parallel = options_;
                 parallel.streams = kAutoStreamCount;
