@@ -136,8 +136,9 @@ constexpr std::size_t kMaxStreams = 64;
 /// PushOptions::streams, PullOptions::streams: chosen once the store's data
 /// endpoint is known. One stream on loopback (the host's CPUs copy the
 /// bytes whatever the number of connections: more are slower); elsewhere
-/// 4 for a Blob or range of at least 64 MiB, else one. The choice is
-/// logged at INFO (blob -v). No extra round trip on loopback.
+/// 4 for a Blob or range of at least 64 MiB (a push: CRC32C, no notices),
+/// else one. The choice is logged at INFO (blob -v) from 2 MiB on. No extra
+/// round trip on loopback.
 constexpr std::size_t kAutoStreams = 0;
 /// Each stream of a pull carries at least this many bytes: a shorter range
 /// runs over fewer streams (under 2 MiB: one).
