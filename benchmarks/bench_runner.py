@@ -17,10 +17,11 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
 import bench_cli  # noqa: E402
 import bench_link  # noqa: E402
+import bench_paced  # noqa: E402
 import bench_summary  # noqa: E402
 import dcmtk_peer  # noqa: E402
 import harness  # noqa: E402
-from bench_plan import SOCKET_VARIANTS, STORE_TARGETS, buffer_bytes, directions_of, points  # noqa: E402
+from bench_plan import SOCKET_VARIANTS, STORE_TARGETS, buffer_bytes, directions_of, point_runs, points  # noqa: E402
 from bench_schema import MiB, NO_VERIFY, megabytes_per_second, size_text  # noqa: E402
 from harness.daemons import READY as BLOBSTORED_READY, blobstored_argv  # noqa: E402
 from harness.naming import naming_url, nameclt_answers, omninames_argv  # noqa: E402
@@ -128,28 +129,19 @@ class Suite:
         log("FAIL " + message)
 
     # ---- clients --------------------------------------------------------
-    def client(self, variant, port, direction, size, count, buffer_text, store=None, verify=True):
-        argv = self.link.cli + [self.args.bsbench, "-c", self.host, "-p", str(port), "--variant", variant,
-                                "--direction", direction, "--size", str(size), "--count", str(count),
-                                "--runs", str(self.plan["runs"]), "--socket-buffer", buffer_text,
-                                "--chunk", self.args.chunk, "--link", self.link.label, "-J"]
+    def client_argv(self, variant, port, direction, size, count, buffer_text, store=None, verify=True):
+        """(label, argv) of one bsbench client of the point's runs (point_runs)."""
+        argv = self.link.cli + [self.args.bsbench, "-c", self.host]
+        if port is not None:  # memcpy has no server
+            argv += ["-p", str(port)]
+        argv += ["--variant", variant, "--direction", direction, "--size", str(size), "--count", str(count),
+                 "--runs", str(point_runs(self.plan, size, count)), "--socket-buffer", buffer_text,
+                 "--chunk", self.args.chunk, "--link", self.link.label, "-J"]
         if store:
             argv += ["--store", store]
         if not verify:
             argv.append("--no-verify")
-        label = "%s%s%s %s %d x%d buffer %s" % (variant, "/" + store if store else "", "" if verify else NO_VERIFY,
-                                                direction, size, count, buffer_text)
-        try:
-            r = subprocess.run(argv, capture_output=True, text=True, timeout=self.args.point_timeout)
-        except subprocess.TimeoutExpired:
-            return self.fail(label + ": timed out after %d s" % self.args.point_timeout)
-        records = [json.loads(line.strip()) for line in r.stdout.splitlines() if line.strip().startswith("{")]
-        bad = [rec for rec in records if "error" in rec or not rec.get("end", {}).get("sha256_verified", False)]
-        self.results += [rec for rec in records if "start" in rec]
-        if r.returncode != 0 or bad or len([x for x in records if "start" in x]) != self.plan["runs"]:
-            why = bad[0].get("error") if bad else (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]
-            return self.fail("%s: exit %d: %s" % (label, r.returncode, why))
-        log("%-55s median %9.1f MB/s" % (label, statistics.median(megabytes_per_second(rec) for rec in records)))
+        return bench_paced.client_label(variant, store, verify, direction, size, count, buffer_text), argv
 
     def iperf3(self, direction, buffer_text):
         for run in range(1, self.plan["iperf3_runs"] + 1):
@@ -265,7 +257,9 @@ class Suite:
             self.program_step(step, ns_port)
 
     def run_points(self, ns_port):
-        """Every variant at every point of the plan."""
+        """Every variant at every point of the plan; at each point the runs
+        of the variants interleaved (bench_paced.py), every server already
+        running."""
         variants = self.args.variants
         biggest = max(size * count for size, count in points(self.plan))
         if "dcmtk" in variants:
@@ -274,38 +268,44 @@ class Suite:
             if "iperf3" in variants:
                 for direction in self.args.directions:
                     self.iperf3(direction, buffer_text)
+            servers = {}  # variant: (process, port)
             for variant in SOCKET_VARIANTS:
-                if variant not in variants:
-                    continue
-                directions = directions_of(variant, self.args.directions)
-                if not directions:
-                    continue
-                server, port = self.start_bsbench_server(variant, buffer_text)
-                for size, count in points(self.plan):
-                    for direction in directions:
-                        self.client(variant, port, direction, size, count, buffer_text)
-                self.stop(server)
+                if variant in variants and directions_of(variant, self.args.directions):
+                    servers[variant] = self.start_bsbench_server(variant, buffer_text)
+            stores = {}  # target: (daemon, store name)
             for target in STORE_TARGETS:
-                self.store_points(target, buffer_text, ns_port, 2 * biggest + 64 * MiB)
+                if any(v in variants for v in ("blobstreaming-" + target, "blobstreaming-" + target + NO_VERIFY)):
+                    stores[target] = self.start_store(target, buffer_text, ns_port, 2 * biggest + 64 * MiB)
+            for size, count in points(self.plan):
+                for direction in self.args.directions:
+                    clients = self.point_clients(servers, stores, direction, size, count, buffer_text, ns_port)
+                    self.results += bench_paced.interleave(clients, point_runs(self.plan, size, count),
+                                                           self.args.point_timeout, log, self.fail)
+            for target, (daemon, _) in stores.items():
+                self.rss.append({"target": target, "socket_buffer": buffer_text,
+                                 "largest_blob_bytes": max(s for s, _ in points(self.plan)),
+                                 "peak_rss_kib": peak_rss_kib(daemon.pid)})
+                self.stop(daemon)
+            for server, _ in servers.values():
+                self.stop(server)
 
-    def store_points(self, target, buffer_text, ns_port, capacity):
-        """The blobstreaming variants of one store target, then its daemon's peak RSS."""
-        variants = self.args.variants
-        verified = "blobstreaming-" + target in variants
-        unverified = "blobstreaming-" + target + NO_VERIFY in variants and "pull" in self.args.directions
-        if not verified and not unverified:
-            return
-        daemon, store = self.start_store(target, buffer_text, ns_port, capacity)
-        for size, count in points(self.plan):
-            for direction in self.args.directions:
-                if verified:
-                    self.client("blobstreaming", ns_port, direction, size, count, buffer_text, store)
-            if unverified:
-                self.client("blobstreaming", ns_port, "pull", size, count, buffer_text, store, verify=False)
-        self.rss.append({"target": target, "socket_buffer": buffer_text,
-                         "largest_blob_bytes": max(s for s, _ in points(self.plan)),
-                         "peak_rss_kib": peak_rss_kib(daemon.pid)})
-        self.stop(daemon)
+    def point_clients(self, servers, stores, direction, size, count, buffer_text, ns_port):
+        """[(label, argv, server pid or None)] of every variant at one point
+        and direction, in the order of VARIANTS."""
+        out = []
+        for variant, (server, port) in servers.items():
+            if direction in directions_of(variant, [direction]):
+                out.append(self.client_argv(variant, port, direction, size, count, buffer_text) + (server.pid,))
+        for target, (daemon, store) in stores.items():
+            for verify in (True, False):
+                if "blobstreaming-" + target + ("" if verify else NO_VERIFY) not in self.args.variants:
+                    continue
+                if verify or direction == "pull":
+                    out.append(self.client_argv("blobstreaming", ns_port, direction, size, count, buffer_text,
+                                                store, verify) + (daemon.pid,))
+        if "memcpy" in self.args.variants:
+            out.append(self.client_argv("memcpy", None, direction, size, count, buffer_text) + (None,))
+        return out
 
     def program_step(self, step, ns_port):
         """One whole-program step of bench_cli.py, when the plan, --steps,

@@ -27,6 +27,9 @@ MiB = 1 << 20
 NO_VERIFY = "-noverify"
 
 # Fields every record adds to iperf3's: which variant moved what, how.
+# An interleaved run (bench_paced.py) also has "order" (its place in its
+# round), "client" (the driver's label of its bsbench client) and
+# "server_cpu" {seconds, user_seconds, system_seconds}.
 RECORD_FIELDS = ("variant", "target", "direction", "blob_bytes", "count", "socket_buffer", "link", "run")
 # A point of the summary: records with equal values of these are one group.
 POINT_FIELDS = ("link", "variant", "direction", "blob_bytes", "count", "socket_buffer")
@@ -34,8 +37,13 @@ POINT_FIELDS = ("link", "variant", "direction", "blob_bytes", "count", "socket_b
 # ratios of medians (None when the reference was not measured at that point:
 # raw-c-durable and DCMTK push only). Fields are only ever added here, never
 # renamed, so that older readers of summary.json keep working.
+# interleaved: the point's runs alternated with the other variants'
+# (bench_paced.py); then ratio_to_X_rounds {median, min, max, rounds}: the
+# ratio of each round's two runs (X: raw_c, corba, raw_c_durable, memcpy).
+# The CPU per GB moved: client_cpu_{user,system}_s_per_GB and, for
+# interleaved runs, server_cpu_s_per_GB and server_cpu_{user,system}_s_per_GB.
 ROW_FIELDS = ("runs", "median_MBps", "min_MBps", "max_MBps", "ratio_to_raw_c", "ratio_to_iperf3",
-              "ratio_to_dcmtk_default", "ratio_to_corba", "ratio_to_raw_c_durable")
+              "ratio_to_dcmtk_default", "ratio_to_corba", "ratio_to_raw_c_durable", "ratio_to_memcpy", "interleaved")
 # Peak resident set size (VmHWM, KiB) of each blobstored after its points.
 RSS_FIELDS = ("target", "socket_buffer", "largest_blob_bytes", "peak_rss_kib")
 
@@ -65,9 +73,12 @@ CLI_ROW_FIELDS = ("store", "direction", "blob_bytes", "runs", "blob_median_s", "
 CLI_RSS_FIELDS = ("target", "blob_bytes", "rounds", "peak_rss_kib")
 # One goal of the issue as measured (bench_targets.py): measured is a ratio
 # (unit "× REFERENCE") or MiB; met is None when not measured (not_measured
-# says why); note names a size other than the goal's (a quick run).
+# says why); note names a size other than the goal's (a quick run). A point
+# row also has per_round (ratio_to_X_rounds of the summary: the spread of
+# the interleaved rounds' ratios, or None), MBps (its median) and its
+# ratio_to_iperf3 and ratio_to_memcpy (how far from the ceilings).
 TARGET_FIELDS = ("target", "link", "measured", "unit", "comparison", "goal", "runs", "met", "note",
-                 "not_measured")
+                 "not_measured", "per_round", "MBps", "ratio_to_iperf3", "ratio_to_memcpy")
 
 
 # One colour per series (series_name), the same in every panel of every
@@ -84,6 +95,7 @@ SERIES_COLOURS = {
     "dcmtk/default": "#8c564b",
     "dcmtk/tuned": "#e377c2",
     "iperf3": "#7f7f7f",
+    "memcpy": "#bcbd22",
 }
 OTHER_COLOUR = "#000000"  # a series this table does not know yet
 
@@ -128,11 +140,12 @@ def megabytes_per_second(rec):
     return rec["end"]["sum_received"]["bits_per_second"] / 8e6
 
 
-def group_by_point(results):
-    """{(link, series_name, direction, blob_bytes, count, str(socket_buffer)): [MB/s, ...]}."""
+def group_by_point(results, values=True):
+    """{(link, series_name, direction, blob_bytes, count, str(socket_buffer)): [MB/s, ...]}
+    (values=False: [record, ...])."""
     groups = {}
     for rec in results:
         key = (rec["link"], series_name(rec), rec["direction"], rec["blob_bytes"], rec["count"],
                str(rec["socket_buffer"]))
-        groups.setdefault(key, []).append(megabytes_per_second(rec))
+        groups.setdefault(key, []).append(megabytes_per_second(rec) if values else rec)
     return groups

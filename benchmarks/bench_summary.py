@@ -9,40 +9,90 @@ import platform
 import statistics
 import time
 
-from bench_schema import group_by_point, size_text
+from bench_schema import group_by_point, megabytes_per_second, size_text
+
+
+# The references a row's ratios are taken to: (field suffix, variant, whether
+# it is measured at the same blob size or, iperf3, per direction only).
+REFERENCES = [("raw_c", "raw-c", True), ("iperf3", "iperf3", False), ("dcmtk_default", "dcmtk/default", True),
+              ("corba", "corba", True), ("raw_c_durable", "raw-c-durable", True), ("memcpy", "memcpy", True)]
+# Paired (interleaved) references: the ratio of each round's runs too.
+PAIRED = ("raw_c", "corba", "raw_c_durable", "memcpy")
+
+
+def _cpu_per_gb(records):
+    """CPU seconds per GB (10^9 bytes) moved, summed over `records`: the
+    client's (bsbench's own getrusage, every thread) and, where the runs
+    were interleaved, its server's (/proc/PID/stat), user and system."""
+    moved = sum(rec["end"]["sum_received"]["bytes"] for rec in records)
+    if not moved:
+        return {}
+    out = {}
+    client = [rec for rec in records if "cpu_utilization_percent" in rec.get("end", {})]
+    if client and client[0]["variant"] not in ("iperf3", "dcmtk"):
+        for field, key in (("user", "host_user"), ("system", "host_system")):
+            seconds = sum(rec["end"]["cpu_utilization_percent"][key] / 100 * rec["end"]["sum_received"]["seconds"]
+                          for rec in client)
+            out["client_cpu_%s_s_per_GB" % field] = seconds / moved * 1e9
+    served = [rec for rec in records if "server_cpu" in rec]
+    if served and len(served) == len(records):
+        out["server_cpu_s_per_GB"] = sum(rec["server_cpu"]["seconds"] for rec in served) / moved * 1e9
+        for field in ("user", "system"):
+            out["server_cpu_%s_s_per_GB" % field] = sum(rec["server_cpu"][field + "_seconds"] for rec in served) / \
+                moved * 1e9
+    return out
 
 
 def summarize(results):
+    records = group_by_point(results, values=False)
     rows = []
-    for key, values in sorted(group_by_point(results).items(),
-                              key=lambda kv: (kv[0][0], kv[0][2], kv[0][5], kv[0][4], kv[0][3], kv[0][1])):
+    for key, recs in sorted(records.items(),
+                            key=lambda kv: (kv[0][0], kv[0][2], kv[0][5], kv[0][4], kv[0][3], kv[0][1])):
         link, name, direction, blob, count, buf = key
-        rows.append({"link": link, "variant": name, "direction": direction, "blob_bytes": blob, "count": count,
-                     "socket_buffer": buf, "runs": len(values), "median_MBps": statistics.median(values),
-                     "min_MBps": min(values), "max_MBps": max(values)})
+        values = [megabytes_per_second(rec) for rec in recs]
+        row = {"link": link, "variant": name, "direction": direction, "blob_bytes": blob, "count": count,
+               "socket_buffer": buf, "runs": len(values), "median_MBps": statistics.median(values),
+               "min_MBps": min(values), "max_MBps": max(values),
+               "interleaved": bool(recs) and all("order" in rec for rec in recs)}
+        row.update(_cpu_per_gb(recs))
+        rows.append(row)
     index = {(r["link"], r["variant"], r["direction"], r["blob_bytes"], r["count"], r["socket_buffer"]): r
              for r in rows}
 
     def ratio(r, reference):
         return r["median_MBps"] / reference["median_MBps"] if reference and reference["median_MBps"] else None
 
-    def same_point(r, variant):
-        return index.get((r["link"], variant, r["direction"], r["blob_bytes"], r["count"], r["socket_buffer"]))
+    def reference_key(r, variant, same_size):
+        if variant == "dcmtk/default":
+            return r["link"], variant, r["direction"], r["blob_bytes"], r["count"], "auto"
+        if not same_size:
+            return r["link"], variant, r["direction"], 0, 0, r["socket_buffer"]
+        return r["link"], variant, r["direction"], r["blob_bytes"], r["count"], r["socket_buffer"]
 
     for r in rows:
-        r["ratio_to_raw_c"] = ratio(r, same_point(r, "raw-c"))
-        r["ratio_to_iperf3"] = ratio(r, index.get((r["link"], "iperf3", r["direction"], 0, 0, r["socket_buffer"])))
-        r["ratio_to_dcmtk_default"] = ratio(r, index.get((r["link"], "dcmtk/default", r["direction"],
-                                                          r["blob_bytes"], r["count"], "auto")))
-        r["ratio_to_corba"] = ratio(r, same_point(r, "corba"))
-        r["ratio_to_raw_c_durable"] = ratio(r, same_point(r, "raw-c-durable"))  # push only
+        key = (r["link"], r["variant"], r["direction"], r["blob_bytes"], r["count"], r["socket_buffer"])
+        for suffix, variant, same_size in REFERENCES:
+            ref_key = reference_key(r, variant, same_size)
+            r["ratio_to_" + suffix] = ratio(r, index.get(ref_key))  # raw-c-durable, dcmtk: push only
+            if suffix in PAIRED and r["ratio_to_" + suffix] is not None and r["interleaved"]:
+                ours = {rec["run"]: megabytes_per_second(rec) for rec in records[key]}
+                theirs = {rec["run"]: megabytes_per_second(rec) for rec in records[ref_key] if "order" in rec}
+                per_round = [ours[run] / theirs[run] for run in ours if theirs.get(run)]
+                if per_round:
+                    r["ratio_to_%s_rounds" % suffix] = {"median": statistics.median(per_round),
+                                                        "min": min(per_round), "max": max(per_round),
+                                                        "rounds": len(per_round)}
     return rows
 
 
 # The ratio columns of the Markdown table: (header, ROW_FIELDS key).
 RATIO_COLUMNS = [("×raw-c", "ratio_to_raw_c"), ("×raw-c-durable", "ratio_to_raw_c_durable"),
                  ("×corba", "ratio_to_corba"), ("×iperf3", "ratio_to_iperf3"),
-                 ("×dcmtk", "ratio_to_dcmtk_default")]
+                 ("×dcmtk", "ratio_to_dcmtk_default"), ("×memcpy", "ratio_to_memcpy")]
+# The CPU columns: seconds per GB moved (bench_summary._cpu_per_gb).
+CPU_COLUMNS = [("client user", "client_cpu_user_s_per_GB"), ("client sys", "client_cpu_system_s_per_GB"),
+               ("server", "server_cpu_s_per_GB"), ("server user", "server_cpu_user_s_per_GB"),
+               ("server sys", "server_cpu_system_s_per_GB")]
 
 
 def dcmtk_timing_note(results):
@@ -67,6 +117,17 @@ def markdown(rows, rss):
             r["link"], r["direction"], r["socket_buffer"], size_text(r["blob_bytes"]), r["count"] or "-",
             r["variant"], r["runs"], r["median_MBps"], r["min_MBps"], r["max_MBps"],
             " | ".join(fmt(r.get(key)) for _, key in RATIO_COLUMNS)))
+    cpu = [r for r in rows if any(key in r for _, key in CPU_COLUMNS)]
+    if cpu:
+        out += ["", "Where the CPU goes: seconds per GB moved (client: bsbench's getrusage, every thread; server: "
+                "the bsbench server's or blobstored's threads' run time during the interleaved runs, "
+                "/proc/PID/task/*/schedstat; its user/sys split from /proc/PID/stat in 10 ms ticks, rough for short runs):", "",
+                "| direction | buffer | blob | count | variant | " + " | ".join(h for h, _ in CPU_COLUMNS) + " |",
+                "|---|---|---|---|---|" + "---|" * len(CPU_COLUMNS)]
+        for r in cpu:
+            out.append("| %s | %s | %s | %s | %s | %s |" % (
+                r["direction"], r["socket_buffer"], size_text(r["blob_bytes"]), r["count"] or "-", r["variant"],
+                " | ".join("%.3f" % r[key] if key in r else "-" for _, key in CPU_COLUMNS)))
     if rss:
         out += ["", "| blobstored target | buffer | largest blob | peak RSS (VmHWM) |", "|---|---|---|---|"]
         for x in rss:

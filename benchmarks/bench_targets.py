@@ -11,8 +11,8 @@ summary.md); `make bench` then joins the invocations of every link:
                                         targets.json into --out
 
 Goals (loopback, default socket buffers, medians, verification on):
-  push and pull 32 MiB, MemoryStore             >= 0.9 x raw-c
-  pull 32 MiB, FileStore                        >= 0.9 x raw-c
+  push and pull, MemoryStore, every single-blob point of 1 MiB or more   >= 0.95 x raw-c (a row each)
+  pull, FileStore, every single-blob point of 1 MiB or more              >= 0.9 x raw-c (a row each)
   push 32 MiB, FileStore                        >= 0.9 x raw-c-durable
   200 x 0.5 MiB series, MemoryStore, push, pull >= 0.8 x raw-c
   200 x 0.5 MiB series, FileStore push          >= 0.8 x raw-c-durable
@@ -42,12 +42,13 @@ DELAYED = "tun-1gbit-rtt20ms"  # bench_link.namespaces_label("1gbit", 20)
 STORES = {"blobstreaming/memory": "MemoryStore", "blobstreaming/file": "FileStore"}
 SERIES = (MiB // 2, 200)
 
+# Against raw-c at every single-blob point of at least 1 MiB (32 MiB when
+# none was measured): (series, direction, goal).
+RAW_C_TARGETS = [("blobstreaming/memory", "push", 0.95), ("blobstreaming/memory", "pull", 0.95),
+                 ("blobstreaming/file", "pull", 0.9)]
 # (label, link, series, direction, (blob_bytes, count), reference, goal);
 # the ratio is the summary row's ratio_to_<reference>.
 POINT_TARGETS = [
-    ("push 32 MiB, MemoryStore", LOOPBACK, "blobstreaming/memory", "push", (32 * MiB, 1), "raw-c", 0.9),
-    ("pull 32 MiB, MemoryStore", LOOPBACK, "blobstreaming/memory", "pull", (32 * MiB, 1), "raw-c", 0.9),
-    ("pull 32 MiB, FileStore", LOOPBACK, "blobstreaming/file", "pull", (32 * MiB, 1), "raw-c", 0.9),
     ("push 32 MiB, FileStore", LOOPBACK, "blobstreaming/file", "push", (32 * MiB, 1), "raw-c-durable", 0.9),
     ("push 200 × 0.5 MiB series, MemoryStore", LOOPBACK, "blobstreaming/memory", "push", SERIES, "raw-c", 0.8),
     ("pull 200 × 0.5 MiB series, MemoryStore", LOOPBACK, "blobstreaming/memory", "pull", SERIES, "raw-c", 0.8),
@@ -95,7 +96,8 @@ def ratio_key(reference):
 
 def row(label, link, reference, comparison, goal, unit=None):
     return {"target": label, "link": link, "measured": None, "unit": unit or "× " + reference,
-            "comparison": comparison, "goal": goal, "runs": None, "met": None, "note": "", "not_measured": None}
+            "comparison": comparison, "goal": goal, "runs": None, "met": None, "note": "", "not_measured": None,
+            "per_round": None, "MBps": None, "ratio_to_iperf3": None, "ratio_to_memcpy": None}
 
 
 def measured(r, value, runs, size=None, goal_size=None):
@@ -161,26 +163,69 @@ def point_target(docs, label, link, series, direction, point, reference, goal):
         return not_measured(r, why)
     if found.get(ratio_key(reference)) is None:
         return not_measured(r, "%s not measured at the point of %s" % (reference, what))
+    # How far from the physical limits (iperf3: one TCP stream; memcpy: one
+    # copy in memory), and the spread of the interleaved rounds' ratios.
+    r.update(per_round=found.get(ratio_key(reference) + "_rounds"), MBps=found.get("median_MBps"),
+             ratio_to_iperf3=found.get("ratio_to_iperf3"), ratio_to_memcpy=found.get("ratio_to_memcpy"))
     return measured(r, found[ratio_key(reference)], found["runs"])
+
+
+def single_points(docs, wanted):
+    """[(blob_bytes, series, direction)] of the single-blob points of at
+    least 1 MiB (loopback, default buffers) of the newest loopback summary
+    that has any whose (series, direction) is in `wanted`; (None, why) when none."""
+    def pick(doc):
+        return sorted({(s["blob_bytes"], s["variant"], s["direction"]) for s in doc.get("summary", [])
+                       if s["link"] == LOOPBACK and (s["variant"], s["direction"]) in wanted and s["count"] == 1
+                       and s["blob_bytes"] >= MiB and str(s["socket_buffer"]) == "auto"},
+                      key=lambda p: (p[0], p[2] != "push", p[1] != "blobstreaming/memory")) or None
+
+    return lookup(docs, LOOPBACK, pick,
+                  lambda doc: why_no_point(doc, "blobstreaming/memory", "single blob of 1 MiB or more"))
+
+
+def raw_c_targets(docs):
+    """One row per single-blob point of at least 1 MiB and RAW_C_TARGETS
+    entry; the rows of 32 MiB (not measured, and why) when there is none."""
+    goals = {(series, direction): goal for series, direction, goal in RAW_C_TARGETS}
+    points, _ = single_points(docs, set(goals))
+    points = points or [(32 * MiB, series, direction) for series, direction, _ in RAW_C_TARGETS]
+    return [point_target(docs, "%s %s, %s" % (direction, size_text(blob), STORES[series]), LOOPBACK, series,
+                         direction, (blob, 1), "raw-c", goals[(series, direction)])
+            for blob, series, direction in points]
 
 
 def corba_targets(docs):
     """One row per Blob Streaming store, direction and single-blob point of
     at least 1 MiB (default buffers, loopback)."""
-    def pick(doc):
-        return sorted({(s["blob_bytes"], s["variant"], s["direction"]) for s in doc.get("summary", [])
-                       if s["link"] == LOOPBACK and s["variant"] in STORES and s["count"] == 1
-                       and s["blob_bytes"] >= MiB and str(s["socket_buffer"]) == "auto"},
-                      key=lambda p: (p[0], p[2] != "push", p[1] != "blobstreaming/memory")) or None
-
-    points, why = lookup(docs, LOOPBACK, pick,
-                         lambda doc: why_no_point(doc, "blobstreaming/memory", "single blob of 1 MiB or more"))
+    points, why = single_points(docs, {(series, d) for series in STORES for d in ("push", "pull")})
     if not points:
         return [not_measured(row("any point ≥ 1 MiB: Blob Streaming vs corba", LOOPBACK, "corba", ">=",
                                  CORBA_GOAL), why)]
     return [point_target(docs, "any point ≥ 1 MiB: %s %s, %s" % (direction, size_text(blob), STORES[series]),
                          LOOPBACK, series, direction, (blob, 1), "corba", CORBA_GOAL)
             for blob, series, direction in points]
+
+
+def ceilings(docs):
+    """(label, link, MB/s, runs) of the physical ceilings each invocation
+    measured beside the goals, default buffers: iperf3 (one TCP stream, no
+    transactions) per direction, and memcpy (one copy in memory) at its
+    largest single-blob point."""
+    out = []
+    for doc in docs:
+        rows = [s for s in doc.get("summary", []) if str(s["socket_buffer"]) == "auto"]
+        for s in rows:
+            if s["variant"] == "iperf3":
+                out.append(("iperf3 %s (one TCP stream)" % s["direction"], s["link"], s["median_MBps"], s["runs"]))
+        copies = [s for s in rows if s["variant"] == "memcpy" and s["count"] == 1]
+        for direction in ("push", "pull"):
+            biggest = [s for s in copies if s["direction"] == direction]
+            if biggest:
+                s = max(biggest, key=lambda x: x["blob_bytes"])
+                out.append(("memcpy %s, one copy in memory" % size_text(s["blob_bytes"]), s["link"],
+                            s["median_MBps"], s["runs"]))
+    return out
 
 
 def why_no_step(step):
@@ -283,7 +328,7 @@ def evaluate(docs):
     or more invocations, in the order of the issue's table."""
     events = [doc for doc in docs if doc.get("kind") == EVENTS_KIND]
     docs = [doc for doc in docs if doc.get("kind") != EVENTS_KIND]
-    return ([point_target(docs, *t) for t in POINT_TARGETS] + corba_targets(docs) +
+    return (raw_c_targets(docs) + [point_target(docs, *t) for t in POINT_TARGETS] + corba_targets(docs) +
             [point_target(docs, *t) for t in SMALL_TARGETS] + same_host_targets(docs) +
             [point_target(docs, *t) for t in DELAYED_TARGETS] + [rss_target(docs)] + cli_targets(docs) +
             [memory_push_target(docs)] +
@@ -302,23 +347,41 @@ def informative(docs):
     return out
 
 
-def markdown(targets, extra=()):
-    out = ["| goal | link | measured | goal | met |", "|---|---|---|---|---|"]
+def _limits(t):
+    """The MB/s and ceilings column of a measured point row."""
+    if t["MBps"] is None:
+        return ""
+    parts = ["%.0f MB/s" % t["MBps"]]
+    for key, name in (("ratio_to_iperf3", "iperf3"), ("ratio_to_memcpy", "memcpy")):
+        if t[key] is not None:
+            parts.append("%.2f × %s" % (t[key], name))
+    return ", ".join(parts)
+
+
+def markdown(targets, extra=(), limits=()):
+    out = ["| goal | link | measured | goal | met | MB/s, × ceilings |", "|---|---|---|---|---|---|"]
     for t in targets:
         sign = "≥" if t["comparison"] == ">=" else "≤"
         goal = "%s %g %s" % (sign, t["goal"], t["unit"])
         if t["not_measured"]:
-            out.append("| %s | %s | not measured: %s | %s | - |" % (t["target"], t["link"], t["not_measured"], goal))
+            out.append("| %s | %s | not measured: %s | %s | - | |" % (t["target"], t["link"], t["not_measured"],
+                                                                      goal))
             continue
         if t["unit"].startswith("×"):
             value = "%.3f %s (%d runs)" % (t["measured"], t["unit"], t["runs"])
+            if t.get("per_round"):
+                value += "; per round %.2f–%.2f" % (t["per_round"]["min"], t["per_round"]["max"])
         elif t["unit"] == "ms":
             value = "%.2f ms (%d deliveries)" % (t["measured"], t["runs"])
         else:
             value = "%.1f %s (after %d pushes and pulls)" % (t["measured"], t["unit"], t["runs"])
         met = "yes" if t["met"] else "**no**"
-        out.append("| %s | %s | %s | %s | %s%s |" % (
-            t["target"], t["link"], value, goal, met, " (%s)" % t["note"] if t["note"] else ""))
+        out.append("| %s | %s | %s | %s | %s%s | %s |" % (
+            t["target"], t["link"], value, goal, met, " (%s)" % t["note"] if t["note"] else "", _limits(t)))
+    if limits:
+        out += ["", "Ceilings, measured in the same invocation (default buffers):", "",
+                "| ceiling | link | median MB/s |", "|---|---|---|"]
+        out += ["| %s | %s | %.1f (%d runs) |" % x for x in limits]
     if extra:
         out += ["", "Other figures, no goal (default buffers):", "", "| figure | link | measured |", "|---|---|---|"]
         out += ["| %s | %s | %.3f × %s (%d runs) |" % x for x in extra]
@@ -340,7 +403,7 @@ def main():
             print("bench_targets.py: %s: %s" % (path, e), file=sys.stderr)
             return 2
     targets = evaluate(docs)
-    text = markdown(targets, informative(docs))
+    text = markdown(targets, informative(docs), ceilings(docs))
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "targets.md"), "w") as f:

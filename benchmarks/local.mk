@@ -15,7 +15,8 @@ EXTRA_DIST += benchmarks/BsBench.idl benchmarks/run_bench.py benchmarks/plot.py 
 	benchmarks/bench_cli.py benchmarks/bench_targets.py benchmarks/tests/test_targets.py benchmarks/bench_rados.py benchmarks/bench_events.py \
 	benchmarks/bench_dicom.py benchmarks/bench_dicom_goals.py benchmarks/bench_copy.py \
 	benchmarks/bench_readthrough.py benchmarks/bench_streams.py benchmarks/bench_output.py \
-	benchmarks/bench_compress.py
+	benchmarks/bench_compress.py \
+	benchmarks/bench_paced.py benchmarks/ab_daemons.py
 
 # plot.py's colours and legend, on a made-up results.json (no network, no
 # bsbench; skips with 77 when no python3 has matplotlib); the goals table
@@ -56,7 +57,8 @@ benchmarks_bsbench_SOURCES = \
 	benchmarks/src/DurableFiles.h \
 	benchmarks/src/Ace.cpp \
 	benchmarks/src/Corba.cpp \
-	benchmarks/src/BlobStreamingVariant.cpp
+	benchmarks/src/BlobStreamingVariant.cpp \
+	benchmarks/src/Memcpy.cpp
 benchmarks_bsbench_CPPFLAGS = $(AM_CPPFLAGS) -isystem $(top_builddir)/benchmarks/idl \
 	$(OMNIORB_CFLAGS) $(ACE_CFLAGS) $(OPENSSL_CFLAGS) $(SPDLOG_CFLAGS)
 if SANITIZERS

@@ -124,7 +124,8 @@ def write(out, suite, plan, args):
                "cli": bench_summary.cli_rows(suite.cli), "cli_peak_rss": suite.cli_rss,
                "failures": suite.failures}
     summary["targets"] = bench_targets.evaluate([summary])
-    goals = bench_targets.markdown(summary["targets"], bench_targets.informative([summary]))
+    goals = bench_targets.markdown(summary["targets"], bench_targets.informative([summary]),
+                                   bench_targets.ceilings([summary]))
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
     with open(os.path.join(out, "summary.md"), "w") as f:

@@ -18,6 +18,8 @@ clients_libblobclient_la_SOURCES = \
 	clients/src/OrbHandle.cpp \
 	clients/src/OrbHandle.h \
 	clients/src/ParallelPull.cpp \
+	clients/src/AutoStreams.cpp \
+	clients/src/AutoStreams.h \
 	clients/src/ParallelPull.h \
 	clients/src/ParallelPush.cpp \
 	clients/src/ParallelPush.h \

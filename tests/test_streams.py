@@ -18,6 +18,9 @@ contiguous range, its checksum combined from the parts and checked once.
    bounded retries and leaves no file.
 4. Usage errors: --streams 0, 65, a non-number, stat --streams and pull
    --study --streams: exit 1 naming the value and what is allowed.
+   --streams auto, the default: to the loopback data endpoint a push and a
+   pull of 10 MiB take one stream and say why with -v; --streams 4 there
+   still runs 4 and warns that they are slower than one.
 5. `blob push --streams N` into a memory and a file store: bit-exact, the
    committed CRC32C is the source's, --json reports the streams (one under
    2 MiB, for SHA-256 and standard input), --replace works and an existing
@@ -414,9 +417,36 @@ def usage(c):
     step("--streams 0, 65, four, stat --streams and pull --study --streams: usage errors naming the value")
 
 
+def auto_streams(c):
+    """--streams auto (the default) picks one stream on loopback and says so; 4 asked for there warn."""
+    src = c.path("src-auto")
+    harness.write_random(src, 10 * MiB + 7)
+    said = "streams auto: 1 stream: the data endpoint 127.0.0.1:"
+    why = "is on loopback, where the CPUs copying the bytes, not a link, bound the rate (more streams are slower)"
+    for how in ([], ["--streams", "auto"]):
+        r = ok(c.blob("-v", "--no-local", "push", *how, "--replace", "--name", "A.auto", src, store="mem"))
+        check_equal(r.json.get("streams"), 1, f"push of 10 MiB to loopback, {how or 'default'}: streams used")
+        check(said in r.stderr and why in r.stderr, f"push {how or 'default'} -v must say why one stream: {r.stderr}")
+        out = c.path("out-auto")
+        r = ok(c.blob("-v", "--no-local", "pull", *how, "A.auto", out, store="mem"))
+        check_equal(r.json.get("streams"), 1, f"pull of 10 MiB from loopback, {how or 'default'}: streams used")
+        check(said in r.stderr and why in r.stderr, f"pull {how or 'default'} -v must say why one stream: {r.stderr}")
+        check(same_bytes(src, out), "the pulled file differs")
+    warned = "4 streams to a data endpoint on loopback (127.0.0.1:"
+    slower = "they share this host's CPUs and are slower than one stream there (streams auto picks one)"
+    r = ok(c.blob("--no-local", "push", "--streams", "4", "--replace", "--name", "A.auto", src, store="mem"))
+    check_equal(r.json.get("streams"), 4, "push --streams 4 to loopback: streams used (as asked)")
+    check(warned in r.stderr and slower in r.stderr, f"push --streams 4 to loopback must warn: {r.stderr}")
+    r = ok(c.blob("--no-local", "pull", "--streams", "4", "A.auto", c.path("out-auto4"), store="mem"))
+    check_equal(r.json.get("streams"), 4, "pull --streams 4 from loopback: streams used (as asked)")
+    check(warned in r.stderr and slower in r.stderr, f"pull --streams 4 from loopback must warn: {r.stderr}")
+    step("--streams auto (the default) takes one stream to loopback and says why with -v; 4 there warn")
+
+
 def test(c):
     c.start_daemon("mem", "memory:256M", tier="memory")
     c.start_daemon("disk", "file", tier="workstation", extra=["--no-sync"])
+    auto_streams(c)
     exact(c, "mem")
     push_exact(c, "mem")
     push_exact(c, "disk")

@@ -37,7 +37,8 @@ po::options_description describe()
         ("port,p", po::value<std::string>()->value_name("PORT"), "server port; server default 0 = ephemeral, printed when ready")
         ("bind,B", po::value<std::string>()->value_name("ADDRESS"), "server address (default 127.0.0.1)")
         ("one-off,1", "server: handle one client, then exit")
-        ("variant", po::value<std::string>()->value_name("V"), "raw-c | raw-c-durable | ace | corba | blobstreaming (default raw-c)")
+        ("variant", po::value<std::string>()->value_name("V"), "raw-c | raw-c-durable | ace | corba | blobstreaming | memcpy (default raw-c; memcpy: no server, "
+                                                  "one memcpy() per blob between two buffers of this process, the memory ceiling)")
         ("direction", po::value<std::string>()->value_name("D"), "push | pull (default push)")
         ("size", po::value<std::string>()->value_name("BYTES"), "bytes per blob, K M G T (x1024) allowed, 1 to 1T (default 1M)")
         ("count", po::value<std::string>()->value_name("N"), "blobs per timed run, e.g. 200 slices (default 1); blobstreaming moves them as one series")
@@ -45,6 +46,9 @@ po::options_description describe()
         ("socket-buffer", po::value<std::string>()->value_name("B"), "SO_SNDBUF/SO_RCVBUF, 1K to 1G, or auto (default auto)")
         ("chunk", po::value<std::string>()->value_name("BYTES"), "bytes per read/write call or CORBA call, 1K to 1G (default 1M)")
         ("no-warmup", "skip the untimed transaction before the runs")
+        ("paced", "prints \"bsbench client ready\" after the warm-up; each timed run then waits for a line on "
+                  "standard input (EOF: no more runs) and prints \"bsbench run timed\" when its timed interval ends; "
+                  "for a driver that interleaves variants")
         ("store", po::value<std::string>()->value_name("NAME"), "blobstreaming: the store to push to / pull from")
         ("local-fast-path", "blobstreaming: allow same-host file pulls (default off)")
         ("no-verify", "blobstreaming pull: the library does not hash while receiving "
@@ -111,8 +115,8 @@ Config parse_command_line(int argc, char** argv)
     if (vm.count("variant")) {
         config.variant = text("variant");
         if (config.variant != "raw-c" && config.variant != "raw-c-durable" && config.variant != "ace" &&
-            config.variant != "corba" && config.variant != "blobstreaming")
-            bad("--variant", config.variant, "expected raw-c, raw-c-durable, ace, corba or blobstreaming");
+            config.variant != "corba" && config.variant != "blobstreaming" && config.variant != "memcpy")
+            bad("--variant", config.variant, "expected raw-c, raw-c-durable, ace, corba, blobstreaming or memcpy");
     }
     if (vm.count("direction")) {
         const std::string value = text("direction");
@@ -129,6 +133,7 @@ Config parse_command_line(int argc, char** argv)
     if (vm.count("chunk"))
         config.chunk = static_cast<std::uint32_t>(cli::parse_size("--chunk", text("chunk"), 1024, 1ULL << 30));
     config.warmup = vm.count("no-warmup") == 0;
+    config.paced = vm.count("paced") != 0;
     if (vm.count("store")) config.store = text("store");
     config.local_fast_path = vm.count("local-fast-path") != 0;
     config.verify = vm.count("no-verify") == 0;
@@ -138,7 +143,8 @@ Config parse_command_line(int argc, char** argv)
     config.corrupt = vm.count("corrupt") != 0;
     if (server == client) throw Error(Errc::invalid_argument, "must either be a client (-c) or server (-s)");
     config.role = server ? Role::server : Role::client;
-    if (client && !port_given) throw Error(Errc::invalid_argument, "client: --port is required");
+    if (client && !port_given && config.variant != "memcpy")
+        throw Error(Errc::invalid_argument, "client: --port is required");
     if (config.size * config.count > (8ULL << 30))
         throw Error(Errc::invalid_argument, "--size x --count: at most 8G per run (held in memory on both sides)");
     if (config.variant == "blobstreaming" && client && config.store.empty())

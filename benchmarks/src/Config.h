@@ -17,7 +17,7 @@ struct Config {
     Role role = Role::client;
     std::string host = "127.0.0.1";  ///< -c HOST (server: address to bind)
     std::uint16_t port = 0;          ///< 0: ephemeral (server), required (client)
-    std::string variant = "raw-c";   ///< raw-c | raw-c-durable | ace | corba | blobstreaming
+    std::string variant = "raw-c";   ///< raw-c | raw-c-durable | ace | corba | blobstreaming | memcpy
     Direction direction = Direction::push;
     std::uint64_t size = 1U << 20;   ///< bytes per blob
     std::uint32_t count = 1;         ///< blobs per timed run (a series)
@@ -27,6 +27,11 @@ struct Config {
     bool json = false;               ///< -J: one JSON object per run, one per line
     bool one_off = false;            ///< -1: the server handles one client and exits
     bool warmup = true;              ///< one untimed transaction before the runs
+    /// --paced: each timed run waits for one line on standard input (EOF:
+    /// no more runs), so that a driver can interleave the runs of several
+    /// variants (run 1 of each, then run 2 of each, ...) on processes that
+    /// were opened and warmed up alike.
+    bool paced = false;
     std::string store;               ///< blobstreaming: store name
     bool local_fast_path = false;    ///< blobstreaming: allow the same-host file path
     /// blobstreaming pull: the client library compares the whole-Blob

@@ -23,6 +23,16 @@ void emit(const Config& config, const TransportInfo& info, const RunRecord& reco
     std::fflush(stdout);
 }
 
+/// --paced: waits for the driver's line that starts the next run; false
+/// on EOF (the driver wants no more).
+bool next_run_wanted()
+{
+    int c = 0;
+    while ((c = std::getchar()) != EOF)
+        if (c == '\n') return true;
+    return false;
+}
+
 }  // namespace
 
 int run_client(const Config& config)
@@ -55,9 +65,14 @@ int run_client(const Config& config)
         else blobs.clear();
         client->end_run();
     }
+    if (config.paced) {
+        std::printf("bsbench client ready\n");  // opened and warmed up: the driver may start the runs
+        std::fflush(stdout);
+    }
 
     int status = 0;
     for (std::uint32_t run = 1; run <= config.runs; ++run) {
+        if (config.paced && !next_run_wanted()) break;
         RunRecord record;
         record.run = run;
         record.started = std::chrono::system_clock::now();
@@ -80,6 +95,12 @@ int run_client(const Config& config)
         record.bytes = config.size * config.count;
         record.cpu_user = cpu_seconds(after.ru_utime) - cpu_seconds(before.ru_utime);
         record.cpu_system = cpu_seconds(after.ru_stime) - cpu_seconds(before.ru_stime);
+        if (config.paced) {
+            // The timed interval is over: the driver reads its server's CPU
+            // time now, before the untimed digests.
+            std::printf("bsbench run timed\n");
+            std::fflush(stdout);
+        }
 
         // Untimed: digests of what arrived, then reset for the next run.
         if (push) {

@@ -2,7 +2,8 @@
 /// The client side of bsbench: open the variant's transport, one untimed
 /// warm-up transaction, then `runs` timed runs of `count` transactions (the
 /// transport's push_series/pull_series), each checked by SHA-256 outside the
-/// timed interval.
+/// timed interval. With --paced each run waits for a line on standard
+/// input.
 
 #include "Config.h"
 

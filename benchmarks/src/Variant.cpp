@@ -22,6 +22,7 @@ const Variant* find_variant(const std::string& name)
         {"ace", make_ace_client, serve_ace},
         {"corba", make_corba_client, serve_corba},
         {"blobstreaming", make_blobstreaming_client, nullptr},
+        {"memcpy", make_memcpy_client, nullptr},
     };
     for (const auto& v : kVariants)
         if (name == v.name) return &v;

@@ -73,6 +73,8 @@ void serve_ace(const Config& config);
 std::unique_ptr<ClientTransport> make_corba_client();
 void serve_corba(const Config& config);
 std::unique_ptr<ClientTransport> make_blobstreaming_client();
+/// No server: memcpy() between two buffers of the client (Memcpy.cpp).
+std::unique_ptr<ClientTransport> make_memcpy_client();
 
 /// Prints the server's ready line (stdout, flushed).
 void announce_ready(const char* variant, const std::string& host, unsigned port);

@@ -33,7 +33,7 @@ int main(int argc, char** argv)
         if (config.role == Role::client) return run_client(config);
         const Variant* variant = find_variant(config.variant);
         if (variant == nullptr || variant->serve == nullptr) {
-            std::fprintf(stderr, "bsbench: --variant %s has no bsbench server (blobstreaming: run blobstored)\n",
+            std::fprintf(stderr, "bsbench: --variant %s has no bsbench server (blobstreaming: run blobstored; memcpy: none)\n",
                          config.variant.c_str());
             return 1;
         }

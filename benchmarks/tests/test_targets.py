@@ -34,8 +34,10 @@ def check(ok, message):
 def point(variant, direction, blob, count=1, buffer="auto", link="loopback", **ratios):
     row = {"link": link, "variant": variant, "direction": direction, "blob_bytes": blob, "count": count,
            "socket_buffer": buffer, "runs": 20, "median_MBps": 1000.0, "min_MBps": 900.0, "max_MBps": 1100.0}
-    for key in ("raw_c", "iperf3", "dcmtk_default", "corba", "raw_c_durable"):
+    for key in ("raw_c", "iperf3", "dcmtk_default", "corba", "raw_c_durable", "memcpy"):
         row["ratio_to_" + key] = ratios.get(key)
+    if "rounds" in ratios:
+        row["ratio_to_raw_c_rounds"] = ratios["rounds"]
     return row
 
 
@@ -43,7 +45,8 @@ def loopback_summary():
     """Measured: the 32 MiB points, the series except the FileStore push,
     corba at 1 and 32 MiB (and at 0.5 MiB and 64K buffers, which do not
     count), the same-host step to a file at 32 MiB; the cli step skipped."""
-    rows = [point("blobstreaming/memory", "push", 32 * MiB, raw_c=0.95, corba=1.2),
+    rows = [point("blobstreaming/memory", "push", 32 * MiB, raw_c=0.95, corba=1.2, iperf3=0.5, memcpy=0.1,
+                  rounds={"median": 0.96, "min": 0.8, "max": 1.1, "rounds": 20}),
             point("blobstreaming/memory", "pull", 32 * MiB, raw_c=0.85, corba=0.8),
             point("blobstreaming/file", "pull", 32 * MiB, raw_c=0.91, corba=1.0),
             point("blobstreaming/file", "push", 32 * MiB, raw_c=0.2, raw_c_durable=0.5, corba=0.3),
@@ -52,7 +55,10 @@ def loopback_summary():
             point("blobstreaming/memory", "push", MiB, corba=1.5),
             point("blobstreaming/memory", "push", MiB // 2, corba=0.1),
             point("blobstreaming/file", "pull", 32 * MiB, buffer="65536", raw_c=0.1, corba=0.1),
-            point("blobstreaming/file-noverify", "pull", 32 * MiB, raw_c=1.1)]
+            point("blobstreaming/file-noverify", "pull", 32 * MiB, raw_c=1.1),
+            dict(point("iperf3", "push", 0, 0), median_MBps=2000.0, runs=3),
+            dict(point("memcpy", "push", 32 * MiB), median_MBps=10000.0),
+            dict(point("memcpy", "push", MiB), median_MBps=9000.0)]
     same_host = bench_summary.same_host_rows(
         [{"destination": "file", "mode": mode, "blob_bytes": 32 * MiB, "run": run, "seconds": seconds,
           "link": "loopback"}
@@ -105,6 +111,12 @@ def main():
                               ("pull 200 × 0.5 MiB series, MemoryStore", 0.79, False)):
         check(t[label]["measured"] == value and t[label]["met"] is met and t[label]["runs"] == 20,
               "%s: expected %s, met %s: %s" % (label, value, met, t[label]))
+    one = t["push 1 MiB, MemoryStore"]
+    check(one["goal"] == 0.95 and one["not_measured"] == "raw-c not measured at the point of blobstreaming/memory "
+          "push 1 MiB", "every point of 1 MiB or more has a raw-c row, 0.95 for MemoryStore: %s" % one)
+    check(t["pull 32 MiB, FileStore"]["goal"] == 0.9, "the FileStore pull's goal: 0.9 x raw-c")
+    check(t["push 32 MiB, MemoryStore"]["per_round"]["max"] == 1.1 and t["push 32 MiB, MemoryStore"]["MBps"] == 1000,
+          "a point row carries its rounds' spread and MB/s: %s" % t["push 32 MiB, MemoryStore"])
     series = t["push 200 × 0.5 MiB series, FileStore"]
     check(series["met"] is None and "no blobstreaming/file push 0.5 MiB × 200" in series["not_measured"],
           "the missing FileStore series must say which row is missing: %s" % series)
@@ -129,14 +141,20 @@ def main():
     for label in ("1 Gbit/s + 20 ms RTT, push 32 MiB, MemoryStore", "1 Gbit/s + 20 ms RTT, pull 32 MiB, MemoryStore"):
         check("not part of this invocation" in (t[label]["not_measured"] or ""), "%s: %s" % (label, t[label]))
 
-    text = bench_targets.markdown(targets, bench_targets.informative([loopback_summary()]))
+    text = bench_targets.markdown(targets, bench_targets.informative([loopback_summary()]),
+                                  bench_targets.ceilings([loopback_summary()]))
     goal_rows = [line for line in text.split("\n\n")[0].splitlines()[2:]]
     for label in ("store events, 100 watchers: p50 from commit to line",
                   "store events, 100 watchers: p99 from commit to line"):
         check("no bench_events.py run with 100 subscribers" in (t[label]["not_measured"] or ""), "%s: %s" % (
             label, t[label]))
-    check(len(goal_rows) == len(targets) == 7 + 5 + 3 + 2 + 2 + 1 + 4 + 1 + 2, "%d goal rows, %d targets: %s" % (
+    check(len(goal_rows) == len(targets) == 4 + 4 + 5 + 3 + 2 + 2 + 1 + 4 + 1 + 2, "%d goal rows, %d targets: %s" % (
         len(goal_rows), len(targets), text))
+    check("| push 32 MiB, MemoryStore | loopback | 0.950 × raw-c (20 runs); per round 0.80–1.10 | ≥ 0.95 × raw-c | "
+          "yes | 1000 MB/s, 0.50 × iperf3, 0.10 × memcpy |" in text, "a row with its spread and ceilings:\n" + text)
+    check("| iperf3 push (one TCP stream) | loopback | 2000.0 (3 runs) |" in text and
+          "| memcpy 32 MiB, one copy in memory | loopback | 10000.0 (20 runs) |" in text,
+          "the ceilings, memcpy at its largest point:\n" + text)
     check(all(x["target"] in text for x in targets), "a target missing from the Markdown table")
     check("| push 32 MiB, FileStore | loopback | 0.500 × raw-c-durable (20 runs) | ≥ 0.9 × raw-c-durable | **no** |"
           in text, "the Markdown row of a missed goal:\n" + text)

@@ -1,6 +1,8 @@
 // One pull over several data connections (ParallelPull.h).
 #include "ParallelPull.h"
 
+#include "AutoStreams.h"
+
 #include "Streams.h"
 #include "TransferResult.h"
 
@@ -92,9 +94,10 @@ ParallelPull::ParallelPull(Session::Impl& session, std::string name, std::string
 {}
 
 bool ParallelPull::start(Session::Impl& session, const std::string& name, const std::string& store,
-                         const PullSink& sink, const PullOptions& options, Completion& done)
+                         const PullSink& sink, const PullOptions& options, Completion& done,
+                         std::optional<Ticket>* single)
 {
-    if (options.streams <= 1 || options.resume || !takes_ranges(sink)) return false;
+    if (options.streams == 1 || options.resume || !takes_ranges(sink)) return false;
     if (options.notices != NoticeMode::none) return false;  // one notice for the pull, not one per part
     ControlPlane& control = *session.control;
     const bool whole = options.offset == 0 && options.length == 0;
@@ -105,19 +108,27 @@ bool ParallelPull::start(Session::Impl& session, const std::string& name, const 
     // it and the streams' tickets is split again, once.
     for (int attempt = 0; attempt < 2; ++attempt) {
         const Ticket probe = control.begin_pull(store, name, options.offset, options.length);
-        if (!probe.version) return false;
+        const auto one_stream = [&] {
+            if (single) *single = probe;
+            return false;
+        };
+        if (!probe.version) return one_stream();
         const BlobInfo info = *probe.version;
         if (whole && options.verify && info.checksum.algorithm != ChecksumAlgorithm::crc32c) {
             library_log()->debug("pull {}: a {} checksum does not combine from parts: one stream", quote_name(name),
                                  to_string(info.checksum.algorithm));
-            return false;
+            return one_stream();
         }
-        if (options.offset > info.size) return false;
+        if (options.offset > info.size) return one_stream();
         const std::uint64_t end = options.length == 0 ? info.size : options.offset + options.length;
-        if (end > info.size || end < options.offset) return false;
+        if (end > info.size || end < options.offset) return one_stream();
         const std::uint64_t length = end - options.offset;
-        const std::uint64_t count = std::min<std::uint64_t>(options.streams, length / kMinStreamRange);
-        if (count <= 1) return false;
+        const std::string what = "pull " + quote_name(name);
+        std::size_t streams = options.streams;
+        if (streams == kAutoStreams) streams = auto_streams(what, probe, length);
+        else warn_streams_on_loopback(what, probe, streams);
+        const std::uint64_t count = std::min<std::uint64_t>(streams, length / kMinStreamRange);
+        if (count <= 1) return one_stream();
 
         std::shared_ptr<ParallelPull> pull(new ParallelPull(session, name, store, sink, options, nullptr));
         pull->begin_ = options.offset;

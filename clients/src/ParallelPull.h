@@ -63,11 +63,14 @@ public:
     /// only in order (standard output, a FIFO, a device, a descriptor, a
     /// consumer), a whole-Blob check of a SHA-256 Blob (its digest does not
     /// combine), a range shorter than two parts of kMinStreamRange, or a
-    /// range the Blob does not have (the single pull reports it). Throws
-    /// Error (the stat failed, the Blob changed while the tickets were
-    /// issued).
+    /// range the Blob does not have (the single pull reports it), or
+    /// kAutoStreams choosing one (AutoStreams.h). When it returns false
+    /// after asking for a ticket of the whole range to choose, that ticket
+    /// goes to `*single` (when given): the single pull uses it, so that
+    /// choosing costs no round trip. Throws Error (the stat failed, the
+    /// Blob changed while the tickets were issued).
     static bool start(Session::Impl& session, const std::string& name, const std::string& store, const PullSink& sink,
-                      const PullOptions& options, Completion& done);
+                      const PullOptions& options, Completion& done, std::optional<Ticket>* single = nullptr);
 
 private:
     struct Part {

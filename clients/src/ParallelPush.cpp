@@ -1,6 +1,8 @@
 // One push over several data connections (ParallelPush.h).
 #include "ParallelPush.h"
 
+#include "AutoStreams.h"
+
 #include "Streams.h"
 #include "TransferResult.h"
 
@@ -101,6 +103,7 @@ bool ParallelPush::start(Session::Impl& session, const PushSource& source, const
             at += p.length;
             tickets.push_back(control.part_ticket(store, name, push->reservation_, p.offset, p.length));
         }
+        warn_streams_on_loopback(push->what_, tickets.front(), tickets.size());
     } catch (const Error& e) {
         control.abort(store, push->reservation_);
         // A store that writes in order only (RADOS) fills no parts.

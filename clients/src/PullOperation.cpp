@@ -1,6 +1,7 @@
 // One pull across the caller, control and loop threads (PullOperation.h).
 #include "PullOperation.h"
 
+#include "AutoStreams.h"
 #include "LocalRead.h"
 #include "NoticeBoard.h"
 #include "ParallelPull.h"
@@ -65,9 +66,10 @@ void PullOperation::on_control_thread_choose()
 {
     try {
         validate_blob_name(name_);
-        if (options_.streams < 1 || options_.streams > kMaxStreams)
+        if (options_.streams > kMaxStreams)
             throw Error(Errc::invalid_argument, what_ + ": streams " + std::to_string(options_.streams) +
-                                                    ": expected 1 to " + std::to_string(kMaxStreams));
+                                                    ": expected 1 to " + std::to_string(kMaxStreams) +
+                                                    ", or kAutoStreams (0)");
         check_notice_mode(options_.notices, session_.options, what_);
         store_ = store_holding(*session_.control, options_.store, session_.options.default_store, name_, what_);
         if (options_.resume) return on_control_thread_resume();
@@ -79,9 +81,9 @@ void PullOperation::on_control_thread_choose()
                 return;
             }
         }
-        if (ParallelPull::start(session_, name_, store_, sink_, options_, done_)) return;
+        if (ParallelPull::start(session_, name_, store_, sink_, options_, done_, &probe_)) return;
         if (options_.notices == NoticeMode::none) {
-            if (auto route = session_.named.find(store_)) {
+            if (auto route = session_.named.find(store_); route && !compresses_towards(options_.compress, route->host)) {
                 // No control call: the store decides on a pooled connection.
                 session_.loop.post([op = shared_from_this(), route = *route] { op->on_loop_thread_named(route); });
                 return;
@@ -150,8 +152,11 @@ void PullOperation::on_loop_thread_read_local(const LocalFile& local)
 void PullOperation::on_control_thread_ticket()
 {
     try {
+        // The ticket ParallelPull asked for to choose (one stream after all), else a new one.
         const Ticket ticket =
-            session_.control->begin_pull(store_, name_, options_.offset, options_.length, options_.notices);
+            probe_ ? *probe_
+                   : session_.control->begin_pull(store_, name_, options_.offset, options_.length, options_.notices);
+        probe_.reset();
         const bool retry = !retried_ && options_.offset == 0 && options_.length == 0;
         session_.loop.post(
             [op = shared_from_this(), ticket, retry] { op->on_loop_thread_transfer(ticket, std::nullopt, retry); });

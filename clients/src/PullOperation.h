@@ -78,6 +78,9 @@ private:
     std::string what_;      ///< `pull "N"`
     std::string store_;     ///< once chosen
     bool retried_ = false;  ///< the ticket was obtained once more after Errc::blob_changed
+    /// The whole range's ticket ParallelPull::start asked for before it
+    /// chose one stream: used by the next on_control_thread_ticket().
+    std::optional<Ticket> probe_;
 };
 
 }  // namespace blobstreaming::client

@@ -1,6 +1,7 @@
 // One push across the caller, control and loop threads (PushOperation.h).
 #include "PushOperation.h"
 
+#include "AutoStreams.h"
 #include "NoticeBoard.h"
 #include "ParallelPush.h"
 #include "StoreChoice.h"
@@ -85,9 +86,10 @@ void PushOperation::on_control_thread_reserve()
     auto job = std::make_shared<TransferJob>();
     try {
         validate_blob_name(name_);
-        if (options_.streams < 1 || options_.streams > kMaxStreams)
+        if (options_.streams > kMaxStreams)
             throw Error(Errc::invalid_argument, what_ + ": streams " + std::to_string(options_.streams) +
-                                                    ": expected 1 to " + std::to_string(kMaxStreams));
+                                                    ": expected 1 to " + std::to_string(kMaxStreams) +
+                                                    ", or kAutoStreams (0)");
         check_notice_mode(options_.notices, session_.options, what_);
         job->source = open_source(source_, what_);
         const bool streamed = job->source->streamed();
@@ -120,6 +122,18 @@ void PushOperation::on_control_thread_reserve()
             grant_ = resumed ? std::move(*resumed)
                              : control.begin_push(store_, name_, size, options_.replace, options_.checksum,
                                                   options_.notices);
+            // Several streams combine CRC32C parts and report no notice: auto
+            // keeps one for a SHA-256 Blob (asked for, or the store's default).
+            if (options_.streams == kAutoStreams && !resumed && options_.notices == NoticeMode::none &&
+                grant_.ticket.checksum == ChecksumAlgorithm::crc32c && auto_streams(what_, grant_.ticket, size) > 1) {
+                // Several streams pay off on this link: the parts' reservation instead.
+                PushOptions parallel = options_;
+                parallel.streams = kAutoStreamCount;
+                control.abort(store_, grant_.reservation);
+                if (ParallelPush::start(session_, source_, name_, store_, size, parallel, done_)) return;
+                grant_ = control.begin_push(store_, name_, size, options_.replace, options_.checksum,
+                                            options_.notices);
+            }
         }
     } catch (const Error& e) {
         return session_.complete(done_, failure(e, store_));

@@ -58,10 +58,10 @@ IoResult read_some(Channel& channel, void* data, std::size_t size)
     return retrying(channel, false, [&] { return channel.read(data, size); });
 }
 
-IoResult write_some(Channel& channel, const void* data, std::size_t size)
+IoResult write_some(Channel& channel, const void* data, std::size_t size, bool more)
 {
     if (size == 0) return IoResult::moved(0);
-    IoResult r = retrying(channel, true, [&] { return channel.write(data, size); });
+    IoResult r = retrying(channel, true, [&] { return channel.write(data, size, more); });
     if (r.eof()) return IoResult::failed(EPIPE, channel.error_text(EPIPE));  // send() moved nothing of `size`
     return r;
 }
@@ -122,11 +122,11 @@ IoResult FrameReader::fill(Channel& channel)
 
 void OutputBuffer::append(const void* data, std::size_t size) { bytes_.append(static_cast<const char*>(data), size); }
 
-IoResult OutputBuffer::drain(Channel& channel)
+IoResult OutputBuffer::drain(Channel& channel, bool more)
 {
     std::size_t left = 0;
     while (sent_ < bytes_.size()) {
-        IoResult r = write_some(channel, bytes_.data() + sent_, bytes_.size() - sent_);
+        IoResult r = write_some(channel, bytes_.data() + sent_, bytes_.size() - sent_, more);
         if (!r.done()) return std::move(r).after(left);
         sent_ += r.bytes();
         left += r.bytes();

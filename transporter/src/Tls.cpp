@@ -149,9 +149,9 @@ long Channel::read(void* data, std::size_t size)
     return result(n);
 }
 
-long Channel::write(const void* data, std::size_t size)
+long Channel::write(const void* data, std::size_t size, bool more)
 {
-    if (!ssl_) return ::send(fd_, data, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (!ssl_) return ::send(fd_, data, size, MSG_NOSIGNAL | MSG_DONTWAIT | (more ? MSG_MORE : 0));
     ERR_clear_error();
     errno = 0;
     const int n = SSL_write(ssl_, data, static_cast<int>(std::min<std::size_t>(size, 1u << 30)));

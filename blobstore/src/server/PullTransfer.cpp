@@ -109,7 +109,9 @@ Step PullTransfer::answer()
         policy_.emplace(request_.compress_auto ? wire::CompressMode::automatic : wire::CompressMode::zstd);
         response.compressed = compressed_ = true;
     }
-    return link_.respond(protocol::encode(response), AfterResponse::body);
+    // Frames are written by pump_frames(), never together with the header.
+    const bool at_once = !compressed_ && range_.size() > 0 && (range_.fd() >= 0 || range_.data());
+    return link_.respond(protocol::encode(response), at_once ? AfterResponse::body_at_once : AfterResponse::body);
 }
 
 namespace {

@@ -217,7 +217,7 @@ Step ServerConnection::respond(const std::string& frame, AfterResponse after)
 int ServerConnection::continue_sending()
 {
     if (phase_ == Phase::response) {
-        const IoResult r = out_.drain(*io_);
+        const IoResult r = out_.drain(*io_, after_ == AfterResponse::body_at_once);
         if (r.bytes() > 0) progress();
         if (r.blocked()) return set_mask(ACE_Event_Handler::WRITE_MASK) ? 0 : -1;
         if (!r.done()) {
@@ -229,7 +229,8 @@ int ServerConnection::continue_sending()
         switch (after_) {
         case AfterResponse::next_request: return next_request();
         case AfterResponse::drain: return start_draining();
-        case AfterResponse::body: phase_ = Phase::sending; break;
+        case AfterResponse::body:
+        case AfterResponse::body_at_once: phase_ = Phase::sending; break;
         }
     }
     return act(transfer_->on_writable());

@@ -39,6 +39,10 @@ enum class Step {
 enum class AfterResponse {
     next_request,  ///< the transfer has ended: read the next Request
     body,          ///< on_writable() sends the body (a pull)
+    /// As body, and its first bytes go at once (a file or memory, not a
+    /// store's reader that may wait): the Response leaves with them in one
+    /// segment (MSG_MORE), one packet and one wake-up of the client fewer.
+    body_at_once,
     drain,         ///< refused: shut the write side, read to EOF, close
 };
 
@@ -106,7 +110,7 @@ public:
     /// The socket is readable (Step::read).
     virtual Step on_readable() { return Step::read; }
     /// The socket is writable (Step::write, a Response with
-    /// AfterResponse::body sent, or woken after Step::wait).
+    /// AfterResponse::body or body_at_once sent, or woken after Step::wait).
     virtual Step on_writable() { return Step::write; }
 
     /// Abandons the transfer: what it holds is parked for a resume or let go

@@ -46,7 +46,7 @@ struct Invocation {
     std::string from;                           ///< copy: --from ("" : the nearest holder)
     bool chain = true;                          ///< copy: false with --no-chain
     std::size_t window = 4;                     ///< copy: --window
-    std::size_t streams = 1;                    ///< pull: --streams
+    std::size_t streams = client::kAutoStreams;  ///< push, pull: --streams (auto: kAutoStreams)
     client::Compression compress = client::Compression::automatic;  ///< push, pull: --compress
     std::string index;                          ///< find, pull --study/--series: the study index URL (--index)
     std::string level;                          ///< find: --level ("" : study)

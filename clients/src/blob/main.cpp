@@ -142,9 +142,10 @@ po::options_description describe()
         ("resume", "push/pull: continue an interrupted transfer where it stopped (push: the store's kept "
                    "reservation; pull: the bytes FILE already holds)")
         ("streams", po::value<std::string>()->value_name("N"),
-         "push/pull: N data connections, each a contiguous range of at least 1 MiB (1 to 64, default 1; fewer "
-         "for a shorter Blob or range; one with --resume, a FIFO, a device or standard input/output, and for a "
-         "SHA-256 checksum)")
+         "push/pull: N data connections, each a contiguous range of at least 1 MiB (1 to 64, or auto; default "
+         "auto: one to a data endpoint on loopback, where more are slower, else 4 from 64 MiB; -v says which; "
+         "fewer for a shorter Blob or range; one with --resume, a FIFO, a device or standard input/output, and "
+         "for a SHA-256 checksum)")
         ("compress", po::value<std::string>()->value_name("MODE"),
          "push/pull: compression of the data connection (of the wire only: the store keeps the original bytes "
          "and checksum): auto (the default: off towards a loopback address, else while compressing outruns the "
@@ -475,7 +476,13 @@ cli::Invocation parse(int argc, char** argv, const po::options_description& visi
     if (vm.count("streams")) {
         if (call.command != "pull" && call.command != "push")
             throw UsageError("--streams applies to push and pull only, not " + call.command);
-        call.streams = cli::parse_count("--streams", vm["streams"].as<std::string>(), 1, client::kMaxStreams);
+        const std::string streams = vm["streams"].as<std::string>();
+        try {
+            call.streams = streams == "auto" ? client::kAutoStreams
+                                             : cli::parse_count("--streams", streams, 1, client::kMaxStreams);
+        } catch (const UsageError& e) {
+            throw UsageError(std::string(e.what()) + "; or auto");
+        }
     }
     if (vm.count("compress")) {
         if (call.command != "pull" && call.command != "push")

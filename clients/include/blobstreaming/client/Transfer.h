@@ -133,6 +133,13 @@ private:
 
 /// PullOptions::streams: at most this many data connections for one pull.
 constexpr std::size_t kMaxStreams = 64;
+/// PushOptions::streams, PullOptions::streams: chosen once the store's data
+/// endpoint is known. One stream on loopback (the host's CPUs copy the
+/// bytes whatever the number of connections: more are slower); elsewhere
+/// 4 for a Blob or range of at least 64 MiB (a push: CRC32C, no notices),
+/// else one. The choice is logged at INFO (blob -v) from 2 MiB on. No extra
+/// round trip on loopback.
+constexpr std::size_t kAutoStreams = 0;
 /// Each stream of a pull carries at least this many bytes: a shorter range
 /// runs over fewer streams (under 2 MiB: one).
 constexpr std::uint64_t kMinStreamRange = 1 << 20;
@@ -173,8 +180,8 @@ struct PushOptions {
     /// (blobstored --checksum). The Blob keeps it: stat, list and every
     /// whole-Blob pull use it.
     std::optional<ChecksumAlgorithm> checksum;
-    /// Data connections the Blob is pushed over, 1 to kMaxStreams
-    /// (Errc::invalid_argument otherwise): for long links where one TCP
+    /// Data connections the Blob is pushed over, 1 to kMaxStreams, or
+    /// kAutoStreams (Errc::invalid_argument otherwise): for long links where one TCP
     /// connection's window limits the rate. The Blob is split into this many
     /// contiguous parts of at least kMinStreamRange bytes (fewer when it is
     /// shorter), received by the store concurrently and committed once, with
@@ -216,8 +223,8 @@ struct PullOptions {
     /// pull leaves the file as it was). Result::offset says where it
     /// continued. With `verify`, the file's bytes are part of the check.
     bool resume = false;
-    /// Data connections the range is pulled over, 1 to kMaxStreams
-    /// (Errc::invalid_argument otherwise): for long links where one TCP
+    /// Data connections the range is pulled over, 1 to kMaxStreams, or
+    /// kAutoStreams (Errc::invalid_argument otherwise): for long links where one TCP
     /// connection's window limits the rate. The range is split into this
     /// many contiguous parts of at least kMinStreamRange bytes (fewer when
     /// it is shorter), each with its own ticket for the same committed

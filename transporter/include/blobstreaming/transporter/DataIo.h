@@ -71,8 +71,10 @@ IoResult read_some(Channel& channel, void* data, std::size_t size);
 
 /// One send() / SSL_write() of up to `size` bytes: done with bytes() > 0
 /// (0 when `size` is 0), want_write (TLS: or want_read), or error (EPIPE
-/// when a TLS peer closed). Never raises SIGPIPE.
-IoResult write_some(Channel& channel, const void* data, std::size_t size);
+/// when a TLS peer closed). Never raises SIGPIPE. `more`: the caller sends
+/// more at once (Channel::write): the kernel may hold these bytes until
+/// then, so a call with `more` must be followed by one without it.
+IoResult write_some(Channel& channel, const void* data, std::size_t size, bool more = false);
 
 /// One sendfile(2) of up to `size` bytes of the file `file` from `offset`
 /// to a plain channel (never TLS: sendfile cannot encrypt): done with
@@ -139,8 +141,8 @@ public:
 
     /// Writes what waits: done once everything is written (at once when
     /// nothing waits), else what stopped it; bytes() is what left during
-    /// this call.
-    IoResult drain(Channel& channel);
+    /// this call. `more`: as write_some()'s.
+    IoResult drain(Channel& channel, bool more = false);
 
     bool empty() const noexcept { return sent_ == bytes_.size(); }
     /// Bytes waiting to be written.

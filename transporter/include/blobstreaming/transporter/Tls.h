@@ -74,7 +74,9 @@ public:
     bool handshake_done() const noexcept { return !ssl_ || established_; }
 
     long read(void* data, std::size_t size);
-    long write(const void* data, std::size_t size);
+    /// `more`: more bytes follow at once (plain: MSG_MORE, so that a small
+    /// frame leaves in one segment with the first of them; TLS: ignored).
+    long write(const void* data, std::size_t size, bool more = false);
     /// Idle check without consuming: > 0 bytes are waiting, 0 the peer
     /// closed, -1 errno (EAGAIN: nothing yet).
     long probe();
