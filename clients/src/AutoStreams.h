@@ -11,6 +11,7 @@
 /// link, one TCP connection's window per round trip may be the limit, and a
 /// Blob of at least kAutoStreamsFrom goes over kAutoStreamCount streams.
 
+#include <blobstreaming/client/Transfer.h>
 #include <blobstreaming/transporter/client/Ticket.h>
 
 #include <cstddef>
@@ -25,14 +26,12 @@ inline constexpr std::uint64_t kAutoStreamsFrom = std::uint64_t{64} << 20;
 /// The streams auto picks there.
 inline constexpr std::size_t kAutoStreamCount = 4;
 
-/// Whether `host` (a ticket's data endpoint host: an address or a name) is
-/// on loopback: 127.0.0.0/8, ::1, ::ffff:127.x.x.x or "localhost".
-bool is_loopback_host(const std::string& host);
-
 /// The streams auto picks for `length` bytes to the endpoint of `ticket`;
 /// says which and why at INFO (`what`: "push \"NAME\""), except for fewer
 /// than 2 x kMinStreamRange bytes, which take one stream whatever is asked.
-std::size_t auto_streams(const std::string& what, const dataplane::Ticket& ticket, std::uint64_t length);
+/// One stream for `compress` zstd (compressed frames go over one stream).
+std::size_t auto_streams(const std::string& what, const dataplane::Ticket& ticket, std::uint64_t length,
+                         Compression compress);
 
 /// Several streams asked for (`streams` > 1) to a loopback endpoint: a
 /// warning that they are slower than one there. They still run as asked.

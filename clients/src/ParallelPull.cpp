@@ -125,7 +125,7 @@ bool ParallelPull::start(Session::Impl& session, const std::string& name, const 
         const std::uint64_t length = end - options.offset;
         const std::string what = "pull " + quote_name(name);
         std::size_t streams = options.streams;
-        if (streams == kAutoStreams) streams = auto_streams(what, probe, length);
+        if (streams == kAutoStreams) streams = auto_streams(what, probe, length, options.compress);
         else warn_streams_on_loopback(what, probe, streams);
         const std::uint64_t count = std::min<std::uint64_t>(streams, length / kMinStreamRange);
         if (count <= 1) return one_stream();

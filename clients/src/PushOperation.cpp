@@ -125,7 +125,7 @@ void PushOperation::on_control_thread_reserve()
             // Several streams combine CRC32C parts and report no notice: auto
             // keeps one for a SHA-256 Blob (asked for, or the store's default).
             if (options_.streams == kAutoStreams && !resumed && options_.notices == NoticeMode::none &&
-                grant_.ticket.checksum == ChecksumAlgorithm::crc32c && auto_streams(what_, grant_.ticket, size) > 1) {
+                grant_.ticket.checksum == ChecksumAlgorithm::crc32c && auto_streams(what_, grant_.ticket, size, options_.compress) > 1) {
                 // Several streams pay off on this link: the parts' reservation instead.
                 PushOptions parallel = options_;
                 parallel.streams = kAutoStreamCount;

@@ -256,11 +256,17 @@ bool peer_is_loopback(int socket) noexcept
 
 bool host_is_loopback(const std::string& host) noexcept
 {
+    std::string text = host;
+    if (text.size() > 2 && text.front() == '[' && text.back() == ']') text = text.substr(1, text.size() - 2);
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICHOST;  // an address first: no lookup
     addrinfo* found = nullptr;
-    if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0) return false;
+    if (::getaddrinfo(text.c_str(), nullptr, &hints, &found) != 0) {
+        hints.ai_flags = 0;  // a name ("localhost", an --advertise name)
+        if (::getaddrinfo(text.c_str(), nullptr, &hints, &found) != 0) return false;
+    }
     const bool loopback = found && is_loopback(found->ai_addr);
     ::freeaddrinfo(found);
     return loopback;

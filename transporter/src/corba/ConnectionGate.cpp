@@ -27,6 +27,10 @@
 #include <vector>
 
 #include <arpa/inet.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/tcp.h>
 #include <netinet/in.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -81,6 +85,11 @@ struct Gate {
     /// and this process's descriptors when the process has none left to
     /// open (omniORB accepts faster than it asks the gate).
     UniqueFd tcp, tcp6;
+    /// A NETLINK_SOCK_DIAG socket: asks the kernel for the endpoint's
+    /// connections only (a filter on the local port), where /proc/net/tcp
+    /// lists every socket of the host (most of the gate's CPU on a host with
+    /// a thousand sockets). The /proc files are the fallback.
+    UniqueFd diag;
     std::unique_ptr<DIR, int (*)(DIR*)> fds{nullptr, &::closedir};  ///< /proc/self/fd
     std::string text;  ///< buffer of read_connections()
 };
@@ -158,11 +167,84 @@ bool read_whole(int fd, std::string& out)
     }
 }
 
+/// The text of an address of a sock_diag answer (`words`: network order),
+/// an IPv4-mapped IPv6 address as IPv4.
+std::string diag_address(std::uint8_t family, const std::uint32_t (&words)[4])
+{
+    char text[INET6_ADDRSTRLEN] = "";
+    ::inet_ntop(family == AF_INET ? AF_INET : AF_INET6, words, text, sizeof text);
+    std::string a = text;
+    if (a.rfind("::ffff:", 0) == 0 && a.find('.') != std::string::npos) a = a.substr(7);
+    return a;
+}
+
+/// One sock_diag dump of `family`'s TCP sockets whose local port is the
+/// gate's, accepted ones only (as read_connections()). False when the kernel
+/// did not answer as expected (the caller reads /proc instead).
+bool diag_connections(Gate& g, std::uint8_t family, std::vector<Connection>& out)
+{
+    struct Request {
+        nlmsghdr header;
+        inet_diag_req_v2 request;
+        nlattr filter;
+        inet_diag_bc_op ops[2];  // local port == g.port (ss(8)'s "sport = :PORT")
+    } req{};
+    req.header.nlmsg_len = sizeof req;
+    req.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    req.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+    req.request.sdiag_family = family;
+    req.request.sdiag_protocol = IPPROTO_TCP;
+    // Not LISTEN, TIME_WAIT nor SYN_RECV (no descriptor).
+    req.request.idiag_states = 0xfff & ~((1u << TCP_LISTEN) | (1u << TCP_TIME_WAIT) | (1u << TCP_SYN_RECV));
+    req.filter.nla_len = sizeof req.filter + sizeof req.ops;
+    req.filter.nla_type = INET_DIAG_REQ_BYTECODE;
+    req.ops[0] = inet_diag_bc_op{INET_DIAG_BC_S_EQ, static_cast<unsigned char>(sizeof req.ops),
+                                 static_cast<unsigned short>(sizeof req.ops + 4)};  // no: past the end, rejected
+    req.ops[1] = inet_diag_bc_op{0, 0, g.port};
+    sockaddr_nl kernel{};
+    kernel.nl_family = AF_NETLINK;
+    if (::sendto(g.diag.get(), &req, sizeof req, 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) !=
+        static_cast<ssize_t>(sizeof req))
+        return false;
+    alignas(nlmsghdr) char buf[32768];
+    for (;;) {
+        const ssize_t n = ::recv(g.diag.get(), buf, sizeof buf, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        // The messages of this datagram (NLMSG_NEXT without its casts).
+        constexpr std::size_t kHeader = (sizeof(nlmsghdr) + 3) & ~std::size_t{3};
+        for (std::size_t at = 0; at + sizeof(nlmsghdr) <= static_cast<std::size_t>(n);) {
+            nlmsghdr h;
+            std::memcpy(&h, buf + at, sizeof h);
+            if (h.nlmsg_len < sizeof h || at + h.nlmsg_len > static_cast<std::size_t>(n)) return false;
+            if (h.nlmsg_type == NLMSG_DONE) return true;
+            if (h.nlmsg_type == NLMSG_ERROR) return false;
+            if (h.nlmsg_type == SOCK_DIAG_BY_FAMILY && h.nlmsg_len >= kHeader + sizeof(inet_diag_msg)) {
+                inet_diag_msg m;
+                std::memcpy(&m, buf + at + kHeader, sizeof m);
+                if (m.idiag_inode != 0) {  // 0: not accepted yet, no descriptor
+                    const std::string peer = diag_address(m.idiag_family, m.id.idiag_dst);
+                    out.push_back({peer, peer + ":" + std::to_string(ntohs(m.id.idiag_dport)), m.idiag_inode});
+                }
+            }
+            at += (h.nlmsg_len + 3) & ~std::uint32_t{3};
+        }
+    }
+}
+
 /// Into `out`: the connections whose local port is `port` and that hold a descriptor:
 /// accepted (a connection in the accept queue has no inode yet), not
 /// listening, not in TIME_WAIT.
 bool read_connections(Gate& g, std::vector<Connection>& out)
 {
+    if (g.diag) {
+        if (diag_connections(g, AF_INET, out) && diag_connections(g, AF_INET6, out)) return true;
+        // An answer cut short or refused: drain what is left, then /proc.
+        out.clear();
+        char drain[4096];
+        while (::recv(g.diag.get(), drain, sizeof drain, MSG_DONTWAIT) > 0) {
+        }
+    }
     for (const UniqueFd* file : {&g.tcp, &g.tcp6}) {
         if (!*file) continue;  // no IPv6
         if (!read_whole(file->get(), g.text)) return false;
@@ -341,6 +423,7 @@ void install(std::uint16_t port, GateLimits limits, unsigned threaded)
         if (!g.tcp) g.tcp.reset(::open("/proc/net/tcp", O_RDONLY | O_CLOEXEC));
         if (!g.tcp6) g.tcp6.reset(::open("/proc/net/tcp6", O_RDONLY | O_CLOEXEC));
         if (!g.fds) g.fds.reset(::opendir("/proc/self/fd"));
+        if (!g.diag) g.diag.reset(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG));
         if (!g.tcp || !g.fds)
             spdlog::warn("connection gate: cannot read /proc/net/tcp or /proc/self/fd ({}): connections are not "
                          "capped",

@@ -12,9 +12,10 @@
 ///   sees the end and closes it), unless that address holds fewer than the
 ///   newcomer's would with it: the newcomer is then refused. So no address,
 ///   nor a few, can keep the others out.
-/// The counts come from the kernel's table of TCP sockets (/proc/net/tcp
-/// and tcp6: the connections whose local port is the endpoint's, by remote
-/// address, accepted ones only), read again at most every 100 ms and
+/// The counts come from the kernel's table of TCP sockets (asked with
+/// sock_diag for the connections whose local port is the endpoint's, else
+/// read from /proc/net/tcp and tcp6; by remote address, accepted ones
+/// only), read again at most every 100 ms and
 /// counted up by the connections accepted since, so they never count too
 /// few.
 /// Refusals are logged once per address and in a summary (summary()).
