@@ -255,6 +255,7 @@ void PullOperation::on_loop_thread_finished(const Ticket& ticket, bool retry_if_
                     std::chrono::nanoseconds(protocol::decode_commit_time(o.response.message))));
         r.info.name = name_;
         r.info.size = o.response.blob_size;
+        if (named) r.length = o.response.length;  // the ticket of a named pull asked for "to the end" (0)
         if (o.response.checksum) r.info.checksum = *o.response.checksum;
         log_transfer("pulled", "from", name_, store_, r, ticket.endpoint());
     }

@@ -443,6 +443,7 @@ BOOST_AUTO_TEST_CASE(the_next_slices_tickets_are_obtained_while_a_slice_streams)
     const TracedStore traced;
     Session::Options o = traced.options();
     o.max_connections_per_endpoint = 2;  // a window of 4
+    o.named_requests = false;  // each slice's ticket is a control call, counted here
     const Study study("ahead", 6);
     std::vector<std::vector<std::uint8_t>> back(study.size());
     for (const bool push : {true, false}) {

@@ -338,9 +338,12 @@ void NoticeDispatcher::run(Worker& worker) noexcept
         }
         // A turn skipped for this endpoint, or one of the lane this thread
         // does not serve, may be taken now by a thread that sleeps; this one
-        // takes the next turn itself. Threads that are all at work are not
-        // woken (a burst of 100 notices would wake each one 100 times).
-        if (idle_ > 0 && (!turns_.empty() || !prompt_turns_.empty() || !to_fail_.empty())) wake_.notify_all();
+        // takes the next turn itself; drops counted meanwhile are reported
+        // by a sleeping thread once due (it sleeps until the earliest report
+        // it knew of). Threads that are all at work are not woken (a burst
+        // of 100 notices would wake each one 100 times).
+        if (idle_ > 0 && (!turns_.empty() || !prompt_turns_.empty() || !to_fail_.empty() || !unreported_.empty()))
+            wake_.notify_all();
         if (worker.replaced) break;  // another thread took its place
     }
     worker.done = true;
