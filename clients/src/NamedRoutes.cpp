@@ -5,13 +5,18 @@
 
 namespace blobstreaming::client {
 
-std::optional<NamedRoutes::Route> NamedRoutes::find(const std::string& store) const
+std::optional<NamedRoutes::Route> NamedRoutes::find(const std::string& store, Compression compress) const
 {
     if (!enabled_) return std::nullopt;
-    std::lock_guard<std::mutex> lock(mutex_);
-    const auto it = routes_.find(store);
-    if (it == routes_.end()) return std::nullopt;
-    return it->second;
+    std::optional<Route> route;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        const auto it = routes_.find(store);
+        if (it == routes_.end()) return std::nullopt;
+        route = it->second;
+    }
+    if (compresses_towards(compress, route->host)) return std::nullopt;
+    return route;
 }
 
 void NamedRoutes::learn(const std::string& store, const Ticket& ticket, const JobOutcome& outcome)

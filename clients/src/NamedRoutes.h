@@ -30,8 +30,10 @@ public:
     /// `enabled` false (SessionOptions::named_requests): never a route.
     explicit NamedRoutes(bool enabled) : enabled_(enabled) {}
 
-    /// The route to `store`, when its connections advertised named requests.
-    std::optional<Route> find(const std::string& store) const;
+    /// The route to `store`, when its connections advertised named requests
+    /// and a transfer of `compress` to it goes uncompressed (compressed
+    /// frames are asked for in a ticket's Request only).
+    std::optional<Route> find(const std::string& store, Compression compress) const;
     /// A transfer to `store` over `ticket`'s endpoint ended with `outcome`:
     /// its Response's advertisement (none: nothing learned).
     void learn(const std::string& store, const Ticket& ticket, const JobOutcome& outcome);

@@ -39,8 +39,8 @@ bool PullOperation::named_now()
         return false;
     const std::string& store = options_.store.empty() ? session_.options.default_store : options_.store;
     if (store.empty()) return false;
-    const auto route = session_.named.find(store);
-    if (!route || compresses_towards(options_.compress, route->host)) return false;
+    const auto route = session_.named.find(store, options_.compress);
+    if (!route) return false;
     store_ = store;
     try {
         validate_blob_name(name_);
@@ -83,7 +83,7 @@ void PullOperation::on_control_thread_choose()
         }
         if (ParallelPull::start(session_, name_, store_, sink_, options_, done_, &probe_)) return;
         if (options_.notices == NoticeMode::none) {
-            if (auto route = session_.named.find(store_); route && !compresses_towards(options_.compress, route->host)) {
+            if (auto route = session_.named.find(store_, options_.compress)) {
                 // No control call: the store decides on a pooled connection.
                 session_.loop.post([op = shared_from_this(), route = *route] { op->on_loop_thread_named(route); });
                 return;

@@ -40,8 +40,8 @@ bool PushOperation::named_now()
         return false;
     const std::string& store = options_.store.empty() ? session_.options.default_store : options_.store;
     if (store.empty()) return false;
-    const auto route = session_.named.find(store);
-    if (!route || compresses_towards(options_.compress, route->host)) return false;
+    const auto route = session_.named.find(store, options_.compress);
+    if (!route) return false;
     store_ = store;
     auto job = std::make_shared<TransferJob>();
     try {
@@ -110,7 +110,7 @@ void PushOperation::on_control_thread_reserve()
         } else {
             if (ParallelPush::start(session_, source_, name_, store_, size, options_, done_)) return;
             if (!options_.resume && options_.notices == NoticeMode::none) {
-                if (auto route = session_.named.find(store_)) {
+                if (auto route = session_.named.find(store_, options_.compress)) {
                     // No control call: the store decides on a pooled connection.
                     send_named(job, *route);
                     return;
