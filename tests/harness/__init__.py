@@ -33,8 +33,8 @@ from .daemons import Daemon  # noqa: E402
 from .files import (FILE_HEADER, checksum_bytes, checksum_file, ct_slice, read_range,  # noqa: E402
                     reservation_written_past, write_ct_slices, write_random)
 from .ports import free_port  # noqa: E402
-from .processes import (JsonLines, Process, Service, accepted_connections, cpu_seconds, ensure_descriptors,  # noqa: E402
-                        log_text, peak_rss_kib, proc_status, start_service)
+from .processes import (JsonLines, Process, Service, cpu_seconds, ensure_descriptors, log_text, peak_rss_kib, proc_status,  # noqa: E402
+                        start_service)
 from .script import main, run  # noqa: E402
 from .workspace import Workspace  # noqa: E402
 

@@ -1,6 +1,6 @@
 """Child processes of a test or benchmark: stopped by PID (SIGTERM, SIGKILL
 after a deadline), servers awaited on their ready line, JSON-line shells, and
-what /proc says about a process (peak RSS, threads, accepted connections)."""
+what /proc says about a process (peak RSS, threads)."""
 
 import json
 import os
@@ -182,33 +182,6 @@ def cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rpartition(")")[2].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def accepted_connections(pid, port):
-    """How many ESTABLISHED TCP connections of local port `port` process
-    `pid` holds a descriptor of, that is has accepted (/proc/PID/fd among
-    /proc/PID/net/tcp and tcp6). A connection still in the listen queue is
-    not counted."""
-    inodes = set()
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue  # closed meanwhile
-        if target.startswith("socket:["):
-            inodes.add(target[len("socket:["):-1])
-    count = 0
-    for table in ("tcp", "tcp6"):
-        try:
-            with open(f"/proc/{pid}/net/{table}") as f:
-                rows = f.read().splitlines()[1:]
-        except FileNotFoundError:
-            continue
-        for row in rows:
-            fields = row.split()
-            if fields[3] == "01" and int(fields[1].rsplit(":", 1)[1], 16) == port and fields[9] in inodes:
-                count += 1
-    return count
 
 
 def ensure_descriptors(need):
