@@ -89,9 +89,6 @@ private:
 }  // namespace
 
 struct MetricsEndpoint::Impl {
-    asio::io_context io{1};
-    tcp::acceptor acceptor{io};
-    asio::steady_timer pause{io};
     std::function<std::string()> render;
     std::string address;
     /// Null for plain HTTP; else the store's server context (TlsContext:
@@ -111,6 +108,12 @@ struct MetricsEndpoint::Impl {
     std::uint64_t last_id = 0;
     LogLimit refused_log;
     LogLimit descriptors_log;
+    /// Declared after everything a session touches: a session still
+    /// queued when the endpoint stops is destroyed with the io_context and
+    /// releases its admission (`open`, `per_peer`) and its TLS stream then.
+    asio::io_context io{1};
+    tcp::acceptor acceptor{io};
+    asio::steady_timer pause{io};
     std::thread thread;
 
     void accept();

@@ -106,9 +106,6 @@ struct HttpServer::Impl {
 
     const GatewayOptions& options;
     Handler handler;
-    asio::io_context io{1};
-    tcp::acceptor acceptor{io};
-    asio::steady_timer pause{io};
     /// Given up to accept and close the pending connections when out of
     /// descriptors, which would otherwise wait in the backlog until their
     /// own timeout (DescriptorReserve.h).
@@ -127,6 +124,12 @@ struct HttpServer::Impl {
     };
     std::map<std::uint64_t, Open> open;  ///< by admission, oldest first
     std::uint64_t last_id = 0;
+    /// Declared after everything a connection touches: a connection still
+    /// queued when the server stops is destroyed with the io_context and
+    /// releases its admission (`open`, `per_peer`) and its TLS stream then.
+    asio::io_context io{1};
+    tcp::acceptor acceptor{io};
+    asio::steady_timer pause{io};
     std::thread thread;
 
     void accept();
