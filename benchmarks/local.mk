@@ -226,7 +226,7 @@ bench-dicom: blobstore/blobstored$(EXEEXT) clients/blob$(EXEEXT) gateway/blob-di
 EXTRA_DIST += benchmarks/bench_dicom_move.py
 bench-dicom-move: blobstore/blobstored$(EXEEXT) clients/blob$(EXEEXT) gateway/blob-dicomd$(EXEEXT)
 	$(PYTHON) $(abs_top_srcdir)/benchmarks/bench_dicom_move.py --build $(abs_top_builddir) \
-	  --out $(BENCH_OUT)/dicom-move $(DICOM_BENCH_FLAGS)
+	  --out $(BENCH_OUT)/dicom-move $(DICOM_MOVE_BENCH_FLAGS)
 .PHONY: bench-dicom-move
 
 # blob-dicomd's DICOMweb against Orthanc's DICOMweb plugin on the same files:
