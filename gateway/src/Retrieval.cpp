@@ -35,29 +35,31 @@ constexpr std::size_t kMetaSlack = 64u << 10;
 constexpr std::size_t kAhead = 2;
 
 /// What the header of the object in `bytes` says against `expected`
-/// (delivered_mismatch()): its first 256 KiB are parsed (the pixel data
-/// stays unread), the whole object when the attributes are not all in them.
+/// (delivered_mismatch()): its first 16 KiB are parsed, then its first
+/// 256 KiB, then the whole object, until the attributes are all found. A
+/// buffer stream copies what it holds of the Pixel Data into the object: the
+/// short head keeps that small (an image's header is a few KiB).
 std::string header_mismatch(const std::uint8_t* bytes, std::size_t size,
                             const std::map<std::string, std::string>& expected)
 {
     if (data_set_offset(bytes, size) == 0)
         return "the object delivered is not a DICOM file (no DICM at byte 128 and meta group)";
-    constexpr std::size_t kHead = 256u << 10;
     std::string mismatch;
-    for (const bool whole : {false, true}) {
-        if (!whole && size <= kHead) continue;
+    for (const std::size_t head : {std::size_t{16} << 10, std::size_t{256} << 10, size}) {
+        const bool whole = head >= size;
         DcmFileFormat object;
         DcmInputBufferStream stream;
-        stream.setBuffer(bytes, static_cast<offile_off_t>(whole ? size : kHead));
+        stream.setBuffer(bytes, static_cast<offile_off_t>(whole ? size : head));
         if (whole) stream.setEos();
         object.transferInit();
         const OFCondition read = object.read(stream, EXS_Unknown, EGL_noChange, DCM_MaxReadLength);
         object.transferEnd();
-        // A head cut short ends with "more data needed": what it held is read.
-        if (read.bad() && (whole || read != EC_StreamNotifyClient))
-            return std::string("the object delivered does not parse: ") + read.text();
+        // A head cut short ends with "more data needed": what it held is read
+        // (any other error there: the next, longer pass decides).
+        if (read.bad() && whole) return std::string("the object delivered does not parse: ") + read.text();
+        if (read.bad() && read != EC_StreamNotifyClient) continue;
         mismatch = delivered_mismatch(*object.getDataset(), expected);
-        if (mismatch.empty()) return mismatch;
+        if (mismatch.empty() || whole) break;
     }
     return mismatch;
 }
