@@ -25,6 +25,9 @@ namespace {
 /// Instances pulled at once (a series per store over the Session's pooled
 /// connections) while the batch before them is sent.
 constexpr std::size_t kBatch = 16;
+/// The first batch is smaller: the first sub-operation waits for all of it
+/// (the next batch is pulled meanwhile).
+constexpr std::size_t kFirstBatch = 4;
 /// Pulled into memory rather than a spool file: instances up to this size,
 /// as long as the batch's total stays within kBatchMemory.
 constexpr std::uint64_t kInMemory = 8u << 20;
@@ -235,8 +238,7 @@ RetrievalCounts Retrieval::run(const Send& send, const After& after)
 {
     RetrievalCounts counts;
     counts.remaining = items_.size();
-    auto pull_async = [this](std::size_t begin) {
-        const std::size_t end = std::min(items_.size(), begin + kBatch);
+    auto pull_async = [this](std::size_t begin, std::size_t end) {
         return std::async(std::launch::async, [this, begin, end] { return pull(begin, end); });
     };
     // kAhead batches pulled while one is sent.
@@ -244,8 +246,9 @@ RetrievalCounts Retrieval::run(const Send& send, const After& after)
     std::size_t queued = 0;  // the first item not yet asked for
     auto top_up = [&] {
         while (next.size() < kAhead && queued < items_.size()) {
-            next.push_back(pull_async(queued));
-            queued = std::min(items_.size(), queued + kBatch);
+            const std::size_t end = std::min(items_.size(), queued + (queued == 0 ? kFirstBatch : kBatch));
+            next.push_back(pull_async(queued, end));
+            queued = end;
         }
     };
     top_up();

@@ -5,9 +5,10 @@
 /// it), checked to be the instance the index lists, and handed to a sender,
 /// one sub-operation each. C-GET sends on the requesting association,
 /// C-MOVE on one of its own to the move destination; both through
-/// send_instance() (SubOperation.h). The next batch is pulled while the
-/// current one is sent; an instance of up to 8 MiB is pulled into memory
-/// (at most 32 MiB a batch), a larger one into a spool file.
+/// send_instance() (SubOperation.h). The next two batches (16 instances;
+/// the first, 4) are pulled while the current one is sent; an instance of
+/// up to 8 MiB is pulled into memory (at most 16 MiB a batch), a larger one
+/// into a spool file.
 
 #include "QueryRetrieve.h"
 #include "dicom/StudyIndex.h"
