@@ -25,8 +25,8 @@ namespace {
 /// Pending responses are optional (PS3.4 C.4.2.3): one after the first
 /// sub-operation, then at most one per interval, not one per instance (each
 /// is a DIMSE message the gateway encodes and the requestor wakes up for:
-/// about a tenth of a 200-slice move's CPU time). A C-CANCEL is looked for
-/// after every sub-operation all the same.
+/// ~13 ms of CPU time in a 200-slice move, 9% of what it costs beside the
+/// receiver). A C-CANCEL is looked for after every sub-operation all the same.
 constexpr std::chrono::milliseconds kPendingInterval{50};
 
 /// The counts are US (16 bits): a move of more instances reports 65535.
