@@ -189,6 +189,13 @@ def test(c):
                 "the responses to a move to DOWN")
     check("C-MOVE from MOVER@127.0.0.1 to DOWN: refused (status A702): association to DOWN@127.0.0.1:" in gw.log(),
           "no log line of the unreachable destination")
+    # The first instances are pulled while the association is negotiated: the
+    # multi-frame one into a spool file, removed before the A702.
+    responses = peer_run(c, python, "move", "127.0.0.1", str(gw.port), AE, "patient", "PATIENT", "DOWN",
+                         "PatientID=PAT2")
+    check_equal([r["status"] for r in responses], [0xA702], "the responses to a move of PAT2 to DOWN")
+    spooled = [n for n in os.listdir(c.root) if n.startswith(f"blob-dicomd-{gw.proc.pid}-")]
+    check_equal(spooled, [], "spool files left after the move to DOWN")
 
     step("pynetdicom: a pending response after the first sub-operation, then at most one per 50 ms, each with the "
          "counts so far, then Success")

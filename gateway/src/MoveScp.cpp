@@ -110,6 +110,8 @@ OFCondition serve_move(const MoveServices& services, const MoveRequest& move, co
         return respond(move, STATUS_Success, counts, nullptr, {});
     }
     const auto timeout = std::chrono::duration_cast<std::chrono::seconds>(services.options.timeout);
+    // The first instances are pulled while the association is negotiated.
+    retrieval->prefetch();
     std::unique_ptr<OutgoingAssociation> outgoing;
     try {
         outgoing = std::make_unique<OutgoingAssociation>(
@@ -118,6 +120,7 @@ OFCondition serve_move(const MoveServices& services, const MoveRequest& move, co
     } catch (const Error& e) {
         spdlog::error("{}: refused (status A702): {}", operation, e.what());
         counts.failed = retrieval->size();
+        retrieval.reset();  // what was pulled ahead dropped (spool files removed) before the answer
         return respond(move, STATUS_MOVE_Refused_OutOfResourcesSubOperations, counts, nullptr,
                        "cannot reach the move destination");
     }
