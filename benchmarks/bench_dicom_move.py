@@ -23,8 +23,9 @@ stopping after --seconds (and at least --min-runs rounds) so that a loaded
 machine bounds the time. Timed: the storescu and movescu processes,
 association set-up included. Also the CPU time each run costs (mean over
 the rounds): the sender process, storescp, and for a C-MOVE the gateway
-and its store, from /proc: on a loaded machine the time follows the CPU
-that a run needs more than anything else. The issue's target: C-MOVE throughput >= 0.8 x
+and its store, from /proc, and their context switches (all their
+threads; the median): on a loaded machine each switch is a wait for a
+core, and the time follows the CPU and the switches a run needs. The issue's target: C-MOVE throughput >= 0.8 x
 storescu's, as the ratio of the medians; also each round's own ratio
 (storescu / C-MOVE time of the same round), their median, least and
 greatest, and the share of rounds at or above the target.
@@ -74,6 +75,24 @@ def cpu_seconds(pid):
 def children_cpu_seconds():
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+def switches(pid):
+    """Context switches of every thread of process `pid` so far (each one a
+    wait for the scheduler on a loaded machine)."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/status") as f:
+                total += sum(int(line.split()[1]) for line in f if "ctxt_switches" in line)
+        except OSError:
+            pass  # a thread that ended meanwhile
+    return total
+
+
+def children_switches():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_nvcsw + usage.ru_nivcsw
 
 
 def quartiles(values):
@@ -148,16 +167,22 @@ def main():
         if baseline:
             busy["c-move-baseline"] = {"storescp": scp.pid, "gateway": baseline.proc.pid, "store": ws2.pid}
         cpu = {kind: [] for kind in kinds}
+        ctx = {kind: [] for kind in kinds}
 
         def run(kind):
             shutil.rmtree(received)
             os.makedirs(received)
             before = {name: cpu_seconds(pid) for name, pid in busy[kind].items()}
             before["sender"] = children_cpu_seconds()
+            switched = {name: switches(pid) for name, pid in busy[kind].items()}
+            switched["sender"] = children_switches()
             seconds = timed(c, senders[kind])
             after = {name: cpu_seconds(pid) for name, pid in busy[kind].items()}
             after["sender"] = children_cpu_seconds()
             cpu[kind].append({name: after[name] - before[name] for name in before})
+            now = {name: switches(pid) for name, pid in busy[kind].items()}
+            now["sender"] = children_switches()
+            ctx[kind].append({name: now[name] - switched[name] for name in now})
             if len(os.listdir(received)) != args.slices:
                 raise harness.TestFailure(f"{kind}: storescp wrote {len(os.listdir(received))} files, "
                                           f"not {args.slices}")
@@ -166,6 +191,7 @@ def main():
         warm = {kind: run(kind) for kind in kinds}
         for kind in kinds:
             cpu[kind].clear()
+            ctx[kind].clear()
         times = {kind: [] for kind in kinds}
         started = time.monotonic()
         rounds = 0
@@ -197,7 +223,9 @@ def main():
                "ratio": ratio, "round_ratios": per_round, "round_ratio": pr,
                "rounds_meeting_target": sum(r >= TARGET for r in per_round), "target": TARGET,
                "cpu_s": {kind: {name: statistics.mean(r[name] for r in runs) for name in runs[0]}
-                         for kind, runs in cpu.items()}}
+                         for kind, runs in cpu.items()},
+               "context_switches": {kind: {name: statistics.median(r[name] for r in runs) for name in runs[0]}
+                                    for kind, runs in ctx.items()}}
     print(f"C-MOVE of {args.slices} slices ({total / 2**20:.1f} MiB) to storescp, {rounds} interleaved rounds in "
           f"{rounds_s:.0f} s, load {load[0]:.1f}-{load[-1]:.1f}: storescu median {su['median']:.3f} s "
           f"(p25-p75 {su['p25']:.3f}-{su['p75']:.3f}, {total / su['median'] / 1e6:.1f} MB/s), C-MOVE median "
@@ -207,7 +235,8 @@ def main():
           flush=True)
     for kind, by in summary["cpu_s"].items():
         print(f"  CPU per run of {kind}, mean: " + ", ".join(f"{name} {t * 1000:.0f} ms" for name, t in by.items()) +
-              f"; total {sum(by.values()) * 1000:.0f} ms", flush=True)
+              f"; total {sum(by.values()) * 1000:.0f} ms; context switches (median): " +
+              ", ".join(f"{name} {n:.0f}" for name, n in summary["context_switches"][kind].items()), flush=True)
     print(f"  runs storescu {['%.3f' % t for t in times['storescu']]}", flush=True)
     print(f"  runs C-MOVE   {['%.3f' % t for t in times['c-move']]}", flush=True)
     if baseline:
