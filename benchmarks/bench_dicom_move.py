@@ -52,6 +52,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import harness  # noqa: E402
 from harness.dicom import AE, Gateway, make_objects  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_copy import children_cpu, cpu_seconds  # noqa: E402
+
 STORESCP_OPTIONS = ["--bit-preserving", "--max-pdu", "131072"]
 TARGET = 0.8
 
@@ -63,18 +66,6 @@ def timed(c, argv):
     if code != 0 or "Failed" in err or "Refused" in err:
         raise harness.TestFailure(f"{argv[0]} exited {code}: {err[-2000:]}")
     return seconds
-
-
-def cpu_seconds(pid):
-    """User and system CPU time of process `pid` so far, seconds."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def children_cpu_seconds():
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def switches(pid):
@@ -173,12 +164,12 @@ def main():
             shutil.rmtree(received)
             os.makedirs(received)
             before = {name: cpu_seconds(pid) for name, pid in busy[kind].items()}
-            before["sender"] = children_cpu_seconds()
+            before["sender"] = children_cpu()
             switched = {name: switches(pid) for name, pid in busy[kind].items()}
             switched["sender"] = children_switches()
             seconds = timed(c, senders[kind])
             after = {name: cpu_seconds(pid) for name, pid in busy[kind].items()}
-            after["sender"] = children_cpu_seconds()
+            after["sender"] = children_cpu()
             cpu[kind].append({name: after[name] - before[name] for name in before})
             now = {name: switches(pid) for name, pid in busy[kind].items()}
             now["sender"] = children_switches()
