@@ -221,12 +221,14 @@ bench-dicom: blobstore/blobstored$(EXEEXT) clients/blob$(EXEEXT) gateway/blob-di
 .PHONY: bench bench-quick bench-rados bench-events bench-copy bench-readthrough bench-dicom bench-streams bench-compress
 
 # C-MOVE of a 200-slice CT study (0.5 MiB slices) from blob-dicomd to DCMTK's
-# storescp against storescu sending the same files to it, median of 3
-# (docs/DICOM.md, "Figures"). Reported, never asserted.
+# storescp against storescu sending the same files to it: one untimed run of
+# each, then up to 15 interleaved rounds within 60 s, medians, each round's
+# ratio, CPU and context switches per run (DICOM_MOVE_BENCH_FLAGS;
+# docs/DICOM.md, "C-MOVE against storescu"). Reported, never asserted.
 EXTRA_DIST += benchmarks/bench_dicom_move.py
 bench-dicom-move: blobstore/blobstored$(EXEEXT) clients/blob$(EXEEXT) gateway/blob-dicomd$(EXEEXT)
 	$(PYTHON) $(abs_top_srcdir)/benchmarks/bench_dicom_move.py --build $(abs_top_builddir) \
-	  --out $(BENCH_OUT)/dicom-move $(DICOM_BENCH_FLAGS)
+	  --out $(BENCH_OUT)/dicom-move $(DICOM_MOVE_BENCH_FLAGS)
 .PHONY: bench-dicom-move
 
 # blob-dicomd's DICOMweb against Orthanc's DICOMweb plugin on the same files:

@@ -5,9 +5,11 @@ moves a study, a series and a patient to DCMTK's storescp (a
 --destination), and what storescp wrote holds the data set storescu sent,
 bit for bit, also for a multi-frame instance over 8 MiB (through the spool,
 not memory); an unknown destination is refused A801, one that does not
-listen A702; pynetdicom as the move SCU sees a pending response after each
-sub-operation with the remaining/completed/failed/warning counts, and
-cancels a move (FE00, fewer completed than matched); a destination that
+listen A702; pynetdicom as the move SCU sees a pending response after the
+first sub-operation, then at most one per 50 ms, with the
+remaining/completed/failed/warning counts so far, and cancels a move (FE00,
+fewer completed than matched, the destination having received those and
+no more, the batches pulled ahead dropped); a destination that
 accepts implicit VR little endian only receives the instances converted,
 their elements equal, also from JPEG-LS, RLE and deflated (decoded), while
 one stored as JPEG 2000 (DCMTK has no decoder) fails alone (B000 with its
@@ -187,16 +189,36 @@ def test(c):
                 "the responses to a move to DOWN")
     check("C-MOVE from MOVER@127.0.0.1 to DOWN: refused (status A702): association to DOWN@127.0.0.1:" in gw.log(),
           "no log line of the unreachable destination")
+    # The first instances are pulled while the association is negotiated: the
+    # multi-frame one into a spool file, removed before the A702.
+    responses = peer_run(c, python, "move", "127.0.0.1", str(gw.port), AE, "patient", "PATIENT", "DOWN",
+                         "PatientID=PAT2")
+    check_equal([r["status"] for r in responses], [0xA702], "the responses to a move of PAT2 to DOWN")
+    spooled = [n for n in os.listdir(c.root) if n.startswith(f"blob-dicomd-{gw.proc.pid}-")]
+    check_equal(spooled, [], "spool files left after the move to DOWN")
 
-    step("pynetdicom: a pending response after each sub-operation with the counts, then Success")
-    responses = peer_run(c, python, "move", "127.0.0.1", str(gw.port), AE, "study", "STUDY", "PEERSCP",
-                         f"StudyInstanceUID={ct[0]['study']}")
-    n = len(ct)
-    expected = [{"status": 0xFF00, "remaining": n - i, "completed": i, "failed": 0, "warning": 0} for i in range(1, n)]
-    expected.append({"status": 0, "completed": n, "failed": 0, "warning": 0})
-    check_equal(responses, expected, "the C-MOVE responses")
+    step("pynetdicom: a pending response after the first sub-operation, then at most one per 50 ms, each with the "
+         "counts so far, then Success")
+    responses = peer_run(c, python, "move", "127.0.0.1", str(gw.port), AE, "study", "STUDY", "PEERSCP", "--times",
+                         f"StudyInstanceUID={many[0]['study']}")
+    n = len(many)
+    elapsed = responses[-1].pop("t")
+    pending = [{k: v for k, v in r.items() if k != "t"} for r in responses[:-1]]
+    check_equal(responses[-1], {"status": 0, "completed": n, "failed": 0, "warning": 0}, "the final response")
+    check(pending, f"no pending response: {responses}")
+    check_equal(pending[0], {"status": 0xFF00, "remaining": n - 1, "completed": 1, "failed": 0, "warning": 0},
+                "the first pending response")
+    completed = [r["completed"] for r in pending]
+    check(completed == sorted(set(completed)) and completed[-1] < n, f"pending counts not increasing: {pending}")
+    for r in pending:
+        check_equal(r, {"status": 0xFF00, "remaining": n - r["completed"], "completed": r["completed"], "failed": 0,
+                        "warning": 0}, "a pending response")
+    # The gateway sends them 50 ms apart at least, all within the move's time.
+    check(len(pending) <= 1 + elapsed / 0.05, f"{len(pending)} pending responses in {elapsed:.3f} s: more than one "
+          "per 50 ms")
+    step(f"({len(pending)} pending responses for {n} instances in {elapsed:.3f} s)")
     stored = [line for line in peer.lines() if "stored" in line]
-    check_equal(sorted(s["stored"] for s in stored), sorted(e["sop"] for e in ct), "the instances PEERSCP received")
+    check_equal(sorted(s["stored"] for s in stored), sorted(e["sop"] for e in many), "the instances PEERSCP received")
     check_equal({(s["ts"], s["originator"]) for s in stored}, {("1.2.840.10008.1.2.1", "MOVER")},
                 "their transfer syntax (as stored) and Move Originator")
 
@@ -210,6 +232,11 @@ def test(c):
                 f"the counts of the cancelled move {final}")
     check(f"C-MOVE from MOVER@127.0.0.1 to PEERSCP: cancelled after {final['completed']} of 60 instances" in gw.log(),
           "no log line of the cancel")
+    # The batches pulled ahead are dropped: the destination got the completed
+    # instances and no more (its association is released before FE00).
+    many_sops = {e["sop"] for e in many}
+    sent = [line["stored"] for line in peer.lines() if line.get("stored") in many_sops]
+    check_equal(len(sent) - len(many), final["completed"], "instances of the cancelled move PEERSCP received")
 
     step("a destination of implicit VR little endian only: the instances converted, their elements equal")
     responses = peer_run(c, python, "move", "127.0.0.1", str(gw.port), AE, "study", "STUDY", "IMPLICIT",
@@ -220,6 +247,9 @@ def test(c):
     for entry in mr:
         r = peer_run(c, python, "compare", entry["path"], os.path.join(implicit.dir, entry["sop"] + ".dcm"))[0]
         check(r["equal"] and r["ts"] == ["1.2.840.10008.1.2.1", IMPLICIT], f"instance {entry['sop']}: {r}")
+
+    check_equal(len([line for line in peer.lines() if line.get("stored") in many_sops]) - len(many),
+                final["completed"], "instances of the cancelled move PEERSCP received, a step later")
 
     step("C-GET from a requestor of implicit VR little endian only: converted by the same sub-operation")
     got_dir = c.path("get-implicit")

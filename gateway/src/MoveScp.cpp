@@ -15,11 +15,19 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace blobstreaming::dicom {
 
 namespace {
+
+/// Pending responses are optional (PS3.4 C.4.2.3): one after the first
+/// sub-operation, then at most one per interval, not one per instance (each
+/// is a DIMSE message the gateway encodes and the requestor wakes up for:
+/// ~13 ms of CPU time in a 200-slice move, 9% of what it costs beside the
+/// receiver). A C-CANCEL is looked for after every sub-operation all the same.
+constexpr std::chrono::milliseconds kPendingInterval{50};
 
 /// The counts are US (16 bits): a move of more instances reports 65535.
 DIC_US count(std::size_t n) { return static_cast<DIC_US>(std::min<std::size_t>(n, 65535)); }
@@ -102,6 +110,8 @@ OFCondition serve_move(const MoveServices& services, const MoveRequest& move, co
         return respond(move, STATUS_Success, counts, nullptr, {});
     }
     const auto timeout = std::chrono::duration_cast<std::chrono::seconds>(services.options.timeout);
+    // The first instances are pulled while the association is negotiated.
+    retrieval->prefetch();
     std::unique_ptr<OutgoingAssociation> outgoing;
     try {
         outgoing = std::make_unique<OutgoingAssociation>(
@@ -110,6 +120,7 @@ OFCondition serve_move(const MoveServices& services, const MoveRequest& move, co
     } catch (const Error& e) {
         spdlog::error("{}: refused (status A702): {}", operation, e.what());
         counts.failed = retrieval->size();
+        retrieval.reset();  // what was pulled ahead dropped (spool files removed) before the answer
         return respond(move, STATUS_MOVE_Refused_OutOfResourcesSubOperations, counts, nullptr,
                        "cannot reach the move destination");
     }
@@ -117,6 +128,7 @@ OFCondition serve_move(const MoveServices& services, const MoveRequest& move, co
     Uint16 message_id = 1;
     bool lost = false, cancelled = false;
     OFCondition requestor = EC_Normal;
+    std::optional<std::chrono::steady_clock::time_point> last_pending;
     counts = retrieval->run(
         [&](const RetrievedInstance& instance) {
             return send_instance(outgoing->get(), instance, message_id++, timeout, &originator, lost);
@@ -128,6 +140,9 @@ OFCondition serve_move(const MoveServices& services, const MoveRequest& move, co
                 return false;
             }
             if (now.remaining == 0) return true;
+            const auto at = std::chrono::steady_clock::now();
+            if (last_pending && at - *last_pending < kPendingInterval) return true;
+            last_pending = at;
             requestor = respond(move, STATUS_MOVE_Pending_SubOperationsAreContinuing, now, nullptr, {});
             return requestor.good();
         });

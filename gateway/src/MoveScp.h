@@ -6,7 +6,8 @@
 /// association of their own (OutgoingAssociation), one C-STORE
 /// sub-operation each (send_instance: as stored, else converted). A pending
 /// response with the remaining, completed, failed and warning counts follows
-/// each sub-operation; C-CANCEL stops the move after the current one (FE00
+/// the first sub-operation, then at most one per 50 ms; C-CANCEL, looked for
+/// after each sub-operation, stops the move after the current one (FE00
 /// with the counts); the final response is 0000, B000 with the Failed SOP
 /// Instance UID List, or A702 when none was sent.
 

@@ -30,6 +30,13 @@ struct SocketOf : DcmTransportConnection {
 
 }  // namespace
 
+int socket_of(T_ASC_Association* association)
+{
+    DcmTransportConnection* connection =
+        association ? DUL_getTransportConnection(association->DULassociation) : nullptr;
+    return connection ? static_cast<int>(SocketOf::of(*connection)) : -1;
+}
+
 OutgoingAssociation::OutgoingAssociation(const Destination& to, const std::string& calling_ae,
                                          const std::vector<ProposedContext>& contexts, unsigned max_pdu,
                                          std::chrono::seconds timeout)
@@ -87,9 +94,9 @@ OutgoingAssociation::OutgoingAssociation(const Destination& to, const std::strin
     }
     // DCMTK leaves Nagle on unless TCP_NODELAY=1 is in the environment:
     // each C-STORE would then wait for the peer's delayed ACK.
-    if (DcmTransportConnection* connection = DUL_getTransportConnection(association_->DULassociation)) {
+    if (const int fd = socket_of(association_); fd >= 0) {
         const int on = 1;
-        if (::setsockopt(SocketOf::of(*connection), IPPROTO_TCP, TCP_NODELAY, &on, sizeof on) != 0)
+        if (::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on) != 0)
             spdlog::warn("association to {}: TCP_NODELAY not set: {}", peer_, std::strerror(errno));
     }
 }

@@ -23,6 +23,10 @@ struct ProposedContext {
     T_ASC_SC_ROLE role = ASC_SC_ROLE_DEFAULT;
 };
 
+/// The TCP socket under `association` (-1: none), for socket options DCMTK
+/// does not set (TCP_NODELAY here, TCP_CORK while a C-STORE is written).
+int socket_of(T_ASC_Association* association);
+
 class OutgoingAssociation {
 public:
     /// At most this many contexts in one association (odd IDs 1 to 255).

@@ -11,12 +11,14 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <deque>
 #include <future>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 namespace blobstreaming::dicom {
 
@@ -25,6 +27,9 @@ namespace {
 /// Instances pulled at once (a series per store over the Session's pooled
 /// connections) while the batch before them is sent.
 constexpr std::size_t kBatch = 16;
+/// The first batch is smaller: the first sub-operation waits for all of it
+/// (the next batch is pulled meanwhile).
+constexpr std::size_t kFirstBatch = 4;
 /// Pulled into memory rather than a spool file: instances up to this size,
 /// as long as the batch's total stays within kBatchMemory.
 constexpr std::uint64_t kInMemory = 8u << 20;
@@ -33,31 +38,36 @@ constexpr std::size_t kMetaSlack = 64u << 10;
 /// Batches pulled ahead of the one being sent: two series in flight keep
 /// the stores' round trips off the sender's path.
 constexpr std::size_t kAhead = 2;
+/// The stores' statuses (one call to the Naming Service and one to each
+/// store) are reused by the batches for this long.
+constexpr std::chrono::seconds kStoresFresh{5};
 
 /// What the header of the object in `bytes` says against `expected`
-/// (delivered_mismatch()): its first 256 KiB are parsed (the pixel data
-/// stays unread), the whole object when the attributes are not all in them.
+/// (delivered_mismatch()): its first 16 KiB are parsed, then its first
+/// 256 KiB, then the whole object, until the attributes are all found. A
+/// buffer stream copies what it holds of the Pixel Data into the object: the
+/// short head keeps that small (an image's header is a few KiB).
 std::string header_mismatch(const std::uint8_t* bytes, std::size_t size,
                             const std::map<std::string, std::string>& expected)
 {
     if (data_set_offset(bytes, size) == 0)
         return "the object delivered is not a DICOM file (no DICM at byte 128 and meta group)";
-    constexpr std::size_t kHead = 256u << 10;
     std::string mismatch;
-    for (const bool whole : {false, true}) {
-        if (!whole && size <= kHead) continue;
+    for (const std::size_t head : {std::size_t{16} << 10, std::size_t{256} << 10, size}) {
+        const bool whole = head >= size;
         DcmFileFormat object;
         DcmInputBufferStream stream;
-        stream.setBuffer(bytes, static_cast<offile_off_t>(whole ? size : kHead));
+        stream.setBuffer(bytes, static_cast<offile_off_t>(whole ? size : head));
         if (whole) stream.setEos();
         object.transferInit();
         const OFCondition read = object.read(stream, EXS_Unknown, EGL_noChange, DCM_MaxReadLength);
         object.transferEnd();
-        // A head cut short ends with "more data needed": what it held is read.
-        if (read.bad() && (whole || read != EC_StreamNotifyClient))
-            return std::string("the object delivered does not parse: ") + read.text();
+        // A head cut short ends with "more data needed": what it held is read
+        // (any other error there: the next, longer pass decides).
+        if (read.bad() && whole) return std::string("the object delivered does not parse: ") + read.text();
+        if (read.bad() && read != EC_StreamNotifyClient) continue;
         mismatch = delivered_mismatch(*object.getDataset(), expected);
-        if (mismatch.empty()) return mismatch;
+        if (mismatch.empty() || whole) break;
     }
     return mismatch;
 }
@@ -130,10 +140,19 @@ struct Retrieval::Batch {
     }
 };
 
+/// The batches asked for and not yet sent, in order; the stores' statuses.
+struct Retrieval::Pending {
+    std::deque<std::future<Batch>> next;
+    std::size_t queued = 0;  ///< the first item not yet asked for
+    std::mutex stores_mutex;
+    std::optional<std::map<std::string, client::StoreStatus>> stores;
+    std::chrono::steady_clock::time_point stores_at;
+};
+
 Retrieval::Retrieval(StudyIndex& index, client::Session& session, const IndexQuery& query, std::string operation,
                      std::function<std::string()> spool_path)
     : index_(index), session_(session), operation_(std::move(operation)), spool_path_(std::move(spool_path)),
-      buffers_(std::make_unique<Buffers>())
+      buffers_(std::make_unique<Buffers>()), pending_(std::make_unique<Pending>())
 {
     std::vector<IndexRow> rows;
     std::map<std::string, std::string> conflicts;
@@ -159,7 +178,41 @@ Retrieval::Retrieval(StudyIndex& index, client::Session& session, const IndexQue
     for (const auto& [sop, text] : conflicts) items_.push_back({sop, {}, text, conflict});
 }
 
-Retrieval::~Retrieval() = default;
+Retrieval::~Retrieval()
+{
+    // Pulled and never sent (prefetch() without run(), or run() stopped):
+    // the buffers back, the spool files removed.
+    for (std::future<Batch>& f : pending_->next) {
+        try {
+            f.get().discard(0, *buffers_);
+        } catch (const std::exception& e) {
+            spdlog::warn("{}: a batch pulled ahead: {}", operation_, e.what());
+        }
+    }
+}
+
+void Retrieval::prefetch()
+{
+    Pending& p = *pending_;
+    while (p.next.size() < kAhead && p.queued < items_.size()) {
+        const std::size_t begin = p.queued;
+        const std::size_t end = std::min(items_.size(), begin + (begin == 0 ? kFirstBatch : kBatch));
+        p.next.push_back(std::async(std::launch::async, [this, begin, end] { return pull(begin, end); }));
+        p.queued = end;
+    }
+}
+
+std::map<std::string, client::StoreStatus> Retrieval::stores()
+{
+    Pending& p = *pending_;
+    std::lock_guard<std::mutex> lock(p.stores_mutex);
+    const auto now = std::chrono::steady_clock::now();
+    if (!p.stores || now - p.stores_at > kStoresFresh) {
+        p.stores = store_statuses(session_);
+        p.stores_at = now;
+    }
+    return *p.stores;
+}
 
 std::set<std::pair<std::string, std::string>> Retrieval::presentations() const
 {
@@ -195,8 +248,8 @@ Retrieval::Batch Retrieval::pull(std::size_t begin, std::size_t end)
     }
     // Each instance from its nearest copy (a study precached to a
     // workstation store is read there), the next copy when that store fails
-    // it; the stores' tiers asked once per batch.
-    const std::map<std::string, client::StoreStatus> stores = store_statuses(session_);
+    // it; the stores' tiers asked at most every kStoresFresh.
+    const std::map<std::string, client::StoreStatus> stores = this->stores();
     std::uint64_t in_memory = 0;
     for (std::size_t i = begin; i < end; ++i) {
         if (!items_[i].refused.empty()) continue;
@@ -233,24 +286,13 @@ RetrievalCounts Retrieval::run(const Send& send, const After& after)
 {
     RetrievalCounts counts;
     counts.remaining = items_.size();
-    auto pull_async = [this](std::size_t begin) {
-        const std::size_t end = std::min(items_.size(), begin + kBatch);
-        return std::async(std::launch::async, [this, begin, end] { return pull(begin, end); });
-    };
     // kAhead batches pulled while one is sent.
-    std::deque<std::future<Batch>> next;
-    std::size_t queued = 0;  // the first item not yet asked for
-    auto top_up = [&] {
-        while (next.size() < kAhead && queued < items_.size()) {
-            next.push_back(pull_async(queued));
-            queued = std::min(items_.size(), queued + kBatch);
-        }
-    };
-    top_up();
+    std::deque<std::future<Batch>>& next = pending_->next;
+    prefetch();
     while (!next.empty()) {
         Batch batch = next.front().get();
         next.pop_front();
-        top_up();
+        prefetch();
         for (std::size_t i = batch.begin; i < batch.end; ++i) {
             const Item& item = items_[i];
             SubOutcome outcome{SubStatus::failed, item.refused, item.comment};
@@ -308,6 +350,7 @@ RetrievalCounts Retrieval::run(const Send& send, const After& after)
             if (!after(counts)) {
                 batch.discard(i + 1, *buffers_);
                 for (std::future<Batch>& f : next) f.get().discard(0, *buffers_);
+                next.clear();
                 return counts;
             }
         }

@@ -5,9 +5,10 @@
 /// it), checked to be the instance the index lists, and handed to a sender,
 /// one sub-operation each. C-GET sends on the requesting association,
 /// C-MOVE on one of its own to the move destination; both through
-/// send_instance() (SubOperation.h). The next batch is pulled while the
-/// current one is sent; an instance of up to 8 MiB is pulled into memory
-/// (at most 32 MiB a batch), a larger one into a spool file.
+/// send_instance() (SubOperation.h). The next two batches (16 instances;
+/// the first, 4) are pulled while the current one is sent; an instance of
+/// up to 8 MiB is pulled into memory (at most 16 MiB a batch), a larger one
+/// into a spool file.
 
 #include "QueryRetrieve.h"
 #include "dicom/StudyIndex.h"
@@ -16,6 +17,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -92,6 +94,11 @@ public:
     /// the retrieval there (C-CANCEL, a lost association).
     using After = std::function<bool(const RetrievalCounts&)>;
 
+    /// Starts pulling the first batches now (run() starts them otherwise):
+    /// for a caller with something else to wait for first (C-MOVE: its
+    /// association to the destination). Batches never sent are dropped.
+    void prefetch();
+
     /// Runs every sub-operation (an instance that cannot be pulled, or is
     /// not what the index lists, fails without calling `send`); each failure
     /// is logged. Returns the counts: `remaining` > 0 when `after` stopped it.
@@ -124,7 +131,10 @@ private:
     };
     struct Batch;
     struct Buffers;
+    struct Pending;
     Batch pull(std::size_t begin, std::size_t end);
+    /// The stores' statuses for nearest_first(), asked again when older than 5 s.
+    std::map<std::string, client::StoreStatus> stores();
 
     StudyIndex& index_;
     client::Session& session_;
@@ -135,6 +145,7 @@ private:
     std::string first_comment_;
     std::size_t syntax_failures_ = 0;   ///< failed sub-operations that SubOutcome::syntax marks
     std::unique_ptr<Buffers> buffers_;  ///< reused between batches: no fresh pages, no zeroing
+    std::unique_ptr<Pending> pending_;  ///< the batches being pulled, the stores' statuses
 };
 
 /// `row`'s value of `column` ("" when it has none).

@@ -1,5 +1,7 @@
 #include "SubOperation.h"
 
+#include "OutgoingAssociation.h"
+
 #include <dcmtk/dcmdata/dcdeftag.h>
 #include <dcmtk/dcmdata/dcfilefo.h>
 #include <dcmtk/dcmdata/dcistrmb.h>
@@ -16,6 +18,11 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <optional>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 namespace blobstreaming::dicom {
 
@@ -144,6 +151,30 @@ OFCondition send_pdvs(T_ASC_Association* association, T_ASC_PresentationContextI
     return EC_Normal;
 }
 
+/// TCP_CORK on the association's socket while one C-STORE request is
+/// written. DCMTK writes each P-DATA-TF PDU as two writes, its 12-byte
+/// header then the PDV's data; with TCP_NODELAY on (as it must be, or each
+/// response waits for a delayed ACK) every header leaves in a segment of its
+/// own, one more packet and one more wake-up of the receiver per PDU. Corked,
+/// the headers and the command go out in the data's full segments; the
+/// destructor uncorks, which sends what is left before the response is
+/// awaited. Nothing is held past the request: a failure to set it only
+/// costs the packets.
+class Corked {
+public:
+    explicit Corked(T_ASC_Association* association) : fd_(socket_of(association)) { set(1); }
+    ~Corked() { set(0); }
+    Corked(const Corked&) = delete;
+    Corked& operator=(const Corked&) = delete;
+
+private:
+    void set(int on)
+    {
+        if (fd_ >= 0) ::setsockopt(fd_, IPPROTO_TCP, TCP_CORK, &on, sizeof on);
+    }
+    int fd_;
+};
+
 bool uncompressed(const std::string& syntax)
 {
     for (const std::string& s : uncompressed_syntaxes())
@@ -242,6 +273,7 @@ SubOutcome send_instance(T_ASC_Association* association, const RetrievedInstance
         converted = true;
     }
     OFCondition cond;
+    std::optional<Corked> corked(association);
     if (!object && instance.bytes && instance.data_set_offset > 0) {
         // As stored: the command, then the data set's bytes as they are in
         // the Blob (never parsed nor written again), bit for bit.
@@ -272,6 +304,7 @@ SubOutcome send_instance(T_ASC_Association* association, const RetrievedInstance
         cond = DIMSE_sendMessageUsingMemoryData(association, context, &message, nullptr, object->getDataset(), nullptr,
                                                 nullptr);
     }
+    corked.reset();  // the request's last bytes leave now
     if (cond.bad()) {
         lost = true;
         return {SubStatus::failed, std::string("sending the C-STORE failed: ") + cond.text(), "sending failed"};

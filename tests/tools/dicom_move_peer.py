@@ -9,11 +9,12 @@ against blob-dicomd), in the venv of harness/dicom.py.
                                            {"stored": SOP, "ts": UID, "originator": AE} (the data set saved
                                            as DIR/SOP.dcm in the received syntax) and per N-EVENT-REPORT
                                            {"event": TYPE, "transaction", "committed": [SOP], "failed": [[SOP, REASON]]}
-  dicom_move_peer.py move HOST PORT AE MODEL LEVEL DEST [--cancel-after N] KEY=VALUE...
+  dicom_move_peer.py move HOST PORT AE MODEL LEVEL DEST [--cancel-after N] [--times] KEY=VALUE...
                                            C-MOVE in MODEL (patient or study root) to DEST; one JSON line
                                            per response {"status", "remaining", "completed", "failed",
                                            "warning"[, "failed_uids"]}; with --cancel-after, a C-CANCEL
-                                           after the Nth pending response
+                                           after the Nth pending response; with --times, each line also
+                                           has "t": seconds from the C-MOVE request to that response
   dicom_move_peer.py get HOST PORT AE DIR [--syntaxes UID,UID...] KEY=VALUE...
                                            C-GET (Study Root, STUDY level) accepting CT Image Storage in
                                            implicit VR little endian only (SCP role; --syntaxes: in those);
@@ -34,6 +35,7 @@ import json
 import os
 import sys
 import threading
+import time
 
 import pydicom
 from pydicom.dataset import Dataset
@@ -97,6 +99,9 @@ def move(host, port, called, model, level, destination, args):
     cancel_after = None
     if args and args[0] == "--cancel-after":
         cancel_after, args = int(args[1]), args[2:]
+    times = bool(args) and args[0] == "--times"
+    if times:
+        args = args[1:]
     query_model = {"patient": PatientRootQueryRetrieveInformationModelMove,
                    "study": StudyRootQueryRetrieveInformationModelMove}[model]
     identifier = Dataset()
@@ -108,11 +113,14 @@ def move(host, port, called, model, level, destination, args):
     if not assoc.is_established:
         sys.exit("association not established")
     pending = 0
+    started = time.monotonic()
     for status, answer in assoc.send_c_move(identifier, destination, query_model, msg_id=1):
         if not status:
             emit({"status": -1})
             break
         out = {"status": status.Status}
+        if times:
+            out["t"] = time.monotonic() - started
         for key, field in (("remaining", "NumberOfRemainingSuboperations"), ("completed", "NumberOfCompletedSuboperations"),
                            ("failed", "NumberOfFailedSuboperations"), ("warning", "NumberOfWarningSuboperations")):
             if field in status:
