@@ -77,13 +77,14 @@ class Gateway:
     """blob-dicomd with an index: `index_url` (default sqlite:<name>.sqlite in the workspace; self.index is then
     that file; "": none)."""
 
-    def __init__(self, c, store, name, extra=(), index_url=None):
-        """index_url "": no --index."""
+    def __init__(self, c, store, name, extra=(), index_url=None, binary=None, spool=None):
+        """index_url "": no --index. binary: another build's blob-dicomd (a benchmark's baseline). spool: its
+        --spool (default the workspace)."""
         self.c = c
         self.index = c.path(f"{name}.sqlite")
         self.index_url = f"sqlite:{self.index}" if index_url is None else index_url
-        argv = [program("gateway/blob-dicomd"), "--aetitle", AE, "--port", "0", "--store", store,
-                "--naming", c.naming, "--spool", c.root, "-v", *extra]
+        argv = [binary or program("gateway/blob-dicomd"), "--aetitle", AE, "--port", "0", "--store", store,
+                "--naming", c.naming, "--spool", spool or c.root, "-v", *extra]
         if self.index_url:
             argv += ["--index", self.index_url]
         self.err = c.path(f"{name}.err")
