@@ -20,7 +20,9 @@ never asserted (docs/DICOM.md, "Figures").
    storescp's throughput with one association, >= 0.8 x with four, and
    >= 2 x Orthanc's. The same run also times the disk's floor for a durable
    answer per instance (each file written, fdatasync, renamed, its
-   directory fsync'd, in sequence).
+   directory fsync'd, in sequence). --baseline-gateway PROGRAM adds another
+   build's blob-dicomd (on a durable store of its own) to the receivers,
+   interleaved with them: a before/after of the gateway in one invocation.
 2. Query: an index of --instances instances (--patients patients, one study
    each; rows written straight into the schema blob-dicomd created), then
    --samples runs of `blob find --level study PatientID=...` for random
