@@ -26,30 +26,16 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import check, check_equal, step, wait_for  # noqa: E402
-from harness.dicom import AE, Gateway, data_set, make_objects  # noqa: E402
+from harness.dicom import Gateway, associate_rq, data_set, make_objects, read_pdu  # noqa: E402
 
 CT_IMAGE_STORAGE = "1.2.840.10008.5.1.4.1.1.2"
 EXPLICIT_LITTLE = "1.2.840.10008.1.2.1"
-IMPLICIT_LITTLE = "1.2.840.10008.1.2"
 FRAGMENT = 16384  # bytes of data set per P-DATA-TF PDU (below the gateway's --max-pdu)
-
-
-def item(kind, payload):
-    return struct.pack(">BBH", kind, 0, len(payload)) + payload
 
 
 def uid(value):
     data = value.encode()
     return data + b"\0" * (len(data) % 2)
-
-
-def associate_rq(sop_class):
-    """An A-ASSOCIATE-RQ proposing `sop_class` in explicit VR little endian (context 1)."""
-    body = struct.pack(">HH", 1, 0) + AE.ljust(16).encode() + b"MODALITY".ljust(16) + bytes(32)
-    body += item(0x10, b"1.2.840.10008.3.1.1.1")
-    body += item(0x20, bytes([1, 0, 0, 0]) + item(0x30, sop_class.encode()) + item(0x40, EXPLICIT_LITTLE.encode()))
-    body += item(0x50, item(0x51, struct.pack(">I", 65536)) + item(0x52, b"1.2.826.0.1.3680043.9.7433.1"))
-    return struct.pack(">BBI", 1, 0, len(body)) + body
 
 
 def element(group, elem, value):
@@ -70,22 +56,6 @@ def p_data(fragment, command, last):
     return struct.pack(">BBI", 4, 0, len(pdv)) + pdv
 
 
-def read_pdu(s, limit=30):
-    s.settimeout(limit)
-    head = b""
-    while len(head) < 6:
-        chunk = s.recv(6 - len(head))
-        check(chunk, f"the gateway closed the connection after {len(head)} bytes of a PDU header")
-        head += chunk
-    length = struct.unpack(">I", head[2:6])[0]
-    body = b""
-    while len(body) < length:
-        chunk = s.recv(length - len(body))
-        check(chunk, "the gateway closed the connection inside a PDU")
-        body += chunk
-    return head[0], body
-
-
 def data_set_of(path):
     """The data set of a DICOM file (what follows its File Meta Information)."""
     with open(path, "rb") as f:
@@ -100,8 +70,9 @@ class Peer:
 
     def __init__(self, gw):
         self.s = socket.create_connection(("127.0.0.1", gw.port), timeout=30)
-        self.s.sendall(associate_rq(CT_IMAGE_STORAGE))
-        kind, body = read_pdu(self.s)
+        self.s.sendall(associate_rq(calling="MODALITY", abstract_syntax=CT_IMAGE_STORAGE,
+                                    transfer_syntax=EXPLICIT_LITTLE, max_pdu=65536))
+        kind, body = read_pdu(self.s, 30)
         check_equal(kind, 2, "the answer to the A-ASSOCIATE-RQ (A-ASSOCIATE-AC)")
 
     def send(self, sop, data, stop=None, last=True):
@@ -115,7 +86,7 @@ class Peer:
 
     def status(self):
         """The C-STORE-RSP's Status (0000,0900) and Error Comment (0000,0902)."""
-        kind, body = read_pdu(self.s)
+        kind, body = read_pdu(self.s, 30)
         check_equal(kind, 4, "the PDU answering the C-STORE (P-DATA-TF)")
         command = body[6:]  # one PDV: length, context, control header
         values, offset = {}, 0
@@ -131,7 +102,7 @@ class Peer:
 
     def release(self):
         self.s.sendall(struct.pack(">BBI", 5, 0, 4) + bytes(4))
-        check_equal(read_pdu(self.s)[0], 6, "the answer to the A-RELEASE-RQ (A-RELEASE-RP)")
+        check_equal(read_pdu(self.s, 30)[0], 6, "the answer to the A-RELEASE-RQ (A-RELEASE-RP)")
         self.s.close()
 
 
