@@ -296,18 +296,50 @@ std::string header_of(DcmFileFormat& file, const OFCondition& read, const std::s
     return short_pixels;
 }
 
-/// read_header() of a whole object in memory (DataSetReceiver's). DCMTK
-/// loads every value here (a buffer cannot be reread later), the pixel data
-/// too: bounded by DataSetReceiver::kMemoryLimit.
+/// An object in memory as DCMTK's input. A stream that can be reread
+/// (newFactory(): the same memory from the value's offset) has values over
+/// kMaxLoadedValue, the pixel data, skipped rather than copied, as from a
+/// file. The bytes must outlive what DCMTK read from it.
+class MemoryInputStream final : public DcmInputBufferStream {
+public:
+    MemoryInputStream(const std::uint8_t* data, std::size_t size) : data_(data), size_(size)
+    {
+        setBuffer(data, static_cast<offile_off_t>(size));
+        setEos();
+    }
+    DcmInputStreamFactory* newFactory() const override
+    {
+        return new Factory(data_, size_, static_cast<std::size_t>(tell()));
+    }
+
+private:
+    class Factory final : public DcmInputStreamFactory {
+    public:
+        Factory(const std::uint8_t* data, std::size_t size, std::size_t offset)
+            : data_(data), size_(size), offset_(std::min(offset, size))
+        {}
+        DcmInputStream* create() const override { return new MemoryInputStream(data_ + offset_, size_ - offset_); }
+        DcmInputStreamFactory* clone() const override { return new Factory(*this); }
+        DcmInputStreamFactoryType ident() const override { return DFT_DcmInputFileStreamFactory; }
+
+    private:
+        const std::uint8_t* data_;
+        std::size_t size_;
+        std::size_t offset_;
+    };
+
+    const std::uint8_t* data_;
+    std::size_t size_;
+};
+
+/// read_header() of a whole object in memory (DataSetReceiver's).
 std::string read_header(const std::vector<std::uint8_t>& bytes, std::map<std::string, std::string>& values,
                         Defect* defect, std::string* undecodable)
 {
     if (defect) *defect = Defect::none;
     if (undecodable) undecodable->clear();
     DcmFileFormat file;
-    DcmInputBufferStream stream;
-    stream.setBuffer(bytes.data(), static_cast<offile_off_t>(bytes.size()));
-    stream.setEos();
+    MemoryInputStream stream(bytes.data(), bytes.size());
     file.setReadMode(ERM_fileOnly);
     file.transferInit();
     const OFCondition read = file.read(stream, EXS_Unknown, EGL_noChange, kMaxLoadedValue);
