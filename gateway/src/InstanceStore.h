@@ -39,6 +39,8 @@ constexpr std::uint16_t conflicting_instance = 0xC011;
 /// A received instance: the file DCMTK wrote (meta header + the data set as
 /// it came) and what the C-STORE request said.
 struct ReceivedInstance {
+    /// The file; for an object received into memory, where it is written
+    /// when one is needed (InstanceStore::store with bytes).
     std::string path;
     std::string sop_class_uid;     ///< Affected SOP Class UID of the request
     std::string sop_instance_uid;  ///< Affected SOP Instance UID of the request
