@@ -26,7 +26,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import check, check_equal, step, wait_for  # noqa: E402
-from harness.dicom import Gateway, associate_rq, data_set, make_objects, read_pdu  # noqa: E402
+from harness.dicom import AE, Gateway, associate_rq, data_set, make_objects, read_pdu  # noqa: E402
 
 CT_IMAGE_STORAGE = "1.2.840.10008.5.1.4.1.1.2"
 EXPLICIT_LITTLE = "1.2.840.10008.1.2.1"
@@ -172,6 +172,18 @@ def test(c):
             check(data_set(pulled.stdout) == data_set(f.read()), f"the data set of Blob {entry['sop']}.dcm differs")
     rows = c.blob("find", "--index", index, "--level", "instance", "PatientID=PATINGEST").ok()["matches"]
     check_equal(len(rows), 3, "index entries of PATINGEST")
+
+    step("a slice sent deflated (storescu -xd): parsed in memory through the inflating filter, stored, indexed")
+    deflated = make_objects(c, "study", c.path("deflated"), "1", "PATDEFLATE", "20261128", "CT", "512")[0]
+    c.run(["storescu", "-xd", "-aet", "MODALITY", "-aec", AE, "127.0.0.1", str(gw.port), deflated["path"]],
+          timeout=120)
+    check(f"instance {deflated['sop']} from MODALITY@127.0.0.1: stored as {deflated['sop']}.dcm" in gw.log(),
+          "no line for the deflated slice stored")
+    pulled = c.blob("pull", deflated["sop"] + ".dcm", "-", store="ws1", binary=True, json_out=False)
+    pulled.ok()
+    check(b"1.2.840.10008.1.2.1.99" in pulled.stdout[:1024], "the Blob of the deflated slice is not deflated")
+    rows = c.blob("find", "--index", index, "--level", "instance", "PatientID=PATDEFLATE").ok()["matches"]
+    check_equal([r["SOPInstanceUID"] for r in rows], [deflated["sop"]], "index entries of PATDEFLATE")
 
     step("the spool directory gone: a 0.5 MiB slice is stored (never spooled), a 10 MiB instance fails its "
          "receive naming its spool file, nothing of it left")

@@ -299,7 +299,9 @@ std::string header_of(DcmFileFormat& file, const OFCondition& read, const std::s
 /// An object in memory as DCMTK's input. A stream that can be reread
 /// (newFactory(): the same memory from the value's offset) has values over
 /// kMaxLoadedValue, the pixel data, skipped rather than copied, as from a
-/// file. The bytes must outlive what DCMTK read from it.
+/// file; not once a filter is installed (a deflated data set, whose offsets
+/// are the inflated bytes'), as DCMTK's file stream. The bytes must outlive
+/// what DCMTK read from it.
 class MemoryInputStream final : public DcmInputBufferStream {
 public:
     MemoryInputStream(const std::uint8_t* data, std::size_t size) : data_(data), size_(size)
@@ -309,7 +311,13 @@ public:
     }
     DcmInputStreamFactory* newFactory() const override
     {
+        if (filtered_) return nullptr;
         return new Factory(data_, size_, static_cast<std::size_t>(tell()));
+    }
+    OFCondition installCompressionFilter(E_StreamCompression type) override
+    {
+        filtered_ = true;
+        return DcmInputBufferStream::installCompressionFilter(type);
     }
 
 private:
@@ -330,6 +338,7 @@ private:
 
     const std::uint8_t* data_;
     std::size_t size_;
+    bool filtered_ = false;
 };
 
 /// read_header() of a whole object in memory (DataSetReceiver's).
