@@ -20,7 +20,9 @@ never asserted (docs/DICOM.md, "Figures").
    storescp's throughput with one association, >= 0.8 x with four, and
    >= 2 x Orthanc's. The same run also times the disk's floor for a durable
    answer per instance (each file written, fdatasync, renamed, its
-   directory fsync'd, in sequence).
+   directory fsync'd, in sequence). --baseline-gateway PROGRAM adds another
+   build's blob-dicomd (on a durable store of its own) to the receivers,
+   interleaved with them: a before/after of the gateway in one invocation.
 2. Query: an index of --instances instances (--patients patients, one study
    each; rows written straight into the schema blob-dicomd created), then
    --samples runs of `blob find --level study PatientID=...` for random
@@ -176,6 +178,13 @@ def ingest(c, args):
     c.start_daemon("nosync", "file", extra=("--no-sync",))
     fast = Gateway(c, "nosync", "gateway-nosync")
     naming["nosync"] = c.naming
+    baseline = None
+    if args.baseline_gateway:
+        # Another build's gateway on a durable store of its own, interleaved with this one's.
+        c.start_naming()
+        c.start_daemon("baseline", "file")
+        baseline = Gateway(c, "baseline", "gateway-baseline", binary=args.baseline_gateway)
+        naming["baseline"] = c.naming
     port = harness.free_port()
     # The gateway's receive options: the data set written as it comes
     # (bit-preserving) into a file, PDUs of up to 128 KiB.
@@ -192,6 +201,8 @@ def ingest(c, args):
             orthanc_skipped = str(e)
             print(f"Orthanc skipped: {e}", flush=True)
     receivers = {"storescp": (port, AE), "blob-dicomd": (gw.port, AE), "blob-dicomd-nosync": (fast.port, AE)}
+    if baseline:
+        receivers["blob-dicomd-baseline"] = (baseline.port, AE)
     if orthanc:
         receivers["orthanc"] = (orthanc.dicom_port, ORTHANC_AET)
 
@@ -204,7 +215,7 @@ def ingest(c, args):
             for study in orthanc.get("/studies"):
                 orthanc.request("DELETE", f"/studies/{study}")
         else:
-            store = "ingest" if name == "blob-dicomd" else "nosync"
+            store = {"blob-dicomd": "ingest", "blob-dicomd-nosync": "nosync", "blob-dicomd-baseline": "baseline"}[name]
             names = [e["name"] for e in c.blob("ls", store=store, naming=naming[store]).ok()["blobs"]]
             with concurrent.futures.ThreadPoolExecutor(4) as pool:
                 for r in pool.map(lambda n: c.blob("rm", n, store=store, naming=naming[store]), names):
@@ -225,7 +236,7 @@ def ingest(c, args):
     scp.stop()
     if orthanc:
         orthanc.stop()
-    for g in (gw, fast):  # per instance: header, push and index times
+    for g in (gw, fast, *([baseline] if baseline else [])):  # per instance: header, push and index times
         shutil.copy(g.err, os.path.join(args.out, os.path.basename(g.err)))
     med = {k: statistics.median(v) for k, v in times.items()}
     a = args.associations
@@ -244,6 +255,12 @@ def ingest(c, args):
            "gateway_push_median_s": statistics.median(log_seconds(gw.log(), "pushed ")),
            "gateway_instance_median_s": statistics.median(log_seconds(gw.log(), "stored as ")),
            "gateway_split_ms": instance_split(gw.log()), "gateway_nosync_split_ms": instance_split(fast.log())}
+    if baseline:
+        row["baseline_gateway"] = args.baseline_gateway
+        for n in modes:
+            row[f"ratio_baseline_{n}"] = med[("storescp", n)] / med[("blob-dicomd-baseline", n)]
+            row[f"speedup_over_baseline_{n}"] = med[("blob-dicomd-baseline", n)] / med[("blob-dicomd", n)]
+        row["gateway_baseline_split_ms"] = instance_split(baseline.log())
     goals = [goal_row("ingest, 1 association: blob-dicomd / storescp throughput", row["ratio"], ">= 0.6",
                       row["ratio"] >= 0.6),
              goal_row(f"ingest, {a} associations: blob-dicomd / storescp throughput", row["ratio_parallel"],
@@ -268,6 +285,11 @@ def ingest(c, args):
           f"{row['gateway_push_median_s'] * 1000:.1f} ms of {row['gateway_instance_median_s'] * 1000:.1f} ms; "
           f"split (header/push/answer/index, ms) {'/'.join(f'{v:.1f}' for v in row['gateway_split_ms'].values())}, "
           f"--no-sync {'/'.join(f'{v:.1f}' for v in row['gateway_nosync_split_ms'].values())}", flush=True)
+    if baseline:
+        print("the baseline gateway (" + args.baseline_gateway + "), interleaved: " + ", ".join(
+            f"{n} association(s) {row[f'ratio_baseline_{n}']:.2f} x storescp, this build "
+            f"{row[f'speedup_over_baseline_{n}']:.2f} x its throughput" for n in modes) +
+            f"; split {'/'.join(f'{v:.1f}' for v in row['gateway_baseline_split_ms'].values())}", flush=True)
     for g in goals:
         print(f"goal: {g['goal']}: {g['value']:.2f} (target {g['target']}): {'met' if g['met'] else 'MISSED'}"
               f"{' (' + g['detail'] + ')' if g['detail'] else ''}", flush=True)
@@ -379,6 +401,9 @@ def main():
     ap.add_argument("--instances", type=int, default=100000)
     ap.add_argument("--patients", type=int, default=2000)
     ap.add_argument("--samples", type=int, default=50)
+    ap.add_argument("--baseline-gateway", metavar="PROGRAM",
+                    help="ingest: also another build's blob-dicomd (its build tree's gateway/blob-dicomd) on a "
+                         "durable file store, interleaved with the others, for a before/after in one invocation")
     ap.add_argument("--steps", default="ingest,find",
                     help="which parts to run, comma-separated: ingest (the gateway against storescp), find (the "
                          "queries; needs ingest's gateway index schema, so ingest runs with it)")
@@ -389,6 +414,9 @@ def main():
         ap.error(f"--steps: unknown {','.join(unknown)}; allowed: ingest,find")
     if args.peers not in ("orthanc", "none"):
         ap.error(f"--peers: unknown {args.peers}; allowed: orthanc, none")
+    if args.baseline_gateway and not os.access(args.baseline_gateway, os.X_OK):
+        ap.error(f"--baseline-gateway {args.baseline_gateway}: not an executable program; expected a build tree's "
+                 "gateway/blob-dicomd")
     if not 1 <= args.associations <= 16:
         ap.error(f"--associations: {args.associations}; allowed: 1 to 16")
     os.environ["BS_BUILDDIR"] = os.path.abspath(args.build)

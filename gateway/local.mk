@@ -45,6 +45,10 @@ gateway_blob_dicomd_SOURCES = \
 	gateway/src/web/PixelData.h \
 	gateway/src/web/Wado.cpp \
 	gateway/src/web/WebSpool.h
+# C-STORE: each data set received into memory before its push.
+gateway_blob_dicomd_SOURCES += \
+	gateway/src/DataSetReceiver.cpp \
+	gateway/src/DataSetReceiver.h
 # C-MOVE, Storage Commitment, and the retrieval C-GET shares with C-MOVE.
 gateway_blob_dicomd_SOURCES += \
 	gateway/src/Destinations.cpp \

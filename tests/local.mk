@@ -80,6 +80,7 @@ system_tests = \
 	tests/test_dicom_conflicts.py \
 	tests/test_dicom_rescan.py \
 	tests/test_dicom_acknowledged.py \
+	tests/test_dicom_ingest.py \
 	tests/test_round_trips.py \
 	tests/test_named_requests.py \
 	tests/test_dicom_charsets.py \

@@ -38,7 +38,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import check, check_equal, step, wait_for  # noqa: E402
-from harness.dicom import AE, Gateway, data_set, make_objects  # noqa: E402
+from harness.dicom import AE, Gateway, associate_rq, data_set, make_objects, read_pdu  # noqa: E402
 
 ECHO_BOUND = 3.0  # seconds: a lock-out bound, not a speed target
 
@@ -49,36 +49,6 @@ def connect(gw, source):
     s.settimeout(10)
     s.connect(("127.0.0.1", gw.port))
     return s
-
-
-def item(kind, payload):
-    return struct.pack(">BBH", kind, 0, len(payload)) + payload
-
-
-def associate_rq(called=AE, calling="HOSTILE"):
-    """An A-ASSOCIATE-RQ proposing Verification in implicit VR little endian."""
-    body = struct.pack(">HH", 1, 0) + called.ljust(16).encode() + calling.ljust(16).encode() + bytes(32)
-    body += item(0x10, b"1.2.840.10008.3.1.1.1")
-    body += item(0x20, bytes([1, 0, 0, 0]) + item(0x30, b"1.2.840.10008.1.1") + item(0x40, b"1.2.840.10008.1.2"))
-    body += item(0x50, item(0x51, struct.pack(">I", 16384)) + item(0x52, b"1.2.826.0.1.3680043.9.7433.1"))
-    return struct.pack(">BBI", 1, 0, len(body)) + body
-
-
-def read_pdu(s, limit=10):
-    """The first PDU the gateway answers with: (type, body)."""
-    s.settimeout(limit)
-    head = b""
-    while len(head) < 6:
-        chunk = s.recv(6 - len(head))
-        check(chunk, f"the gateway closed the connection after {len(head)} bytes of a PDU header")
-        head += chunk
-    length = struct.unpack(">I", head[2:6])[0]
-    body = b""
-    while len(body) < length:
-        chunk = s.recv(length - len(body))
-        check(chunk, "the gateway closed the connection inside a PDU")
-        body += chunk
-    return head[0], body
 
 
 def closed_by_peer(s, limit):

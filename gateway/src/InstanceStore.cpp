@@ -1,5 +1,6 @@
 #include "InstanceStore.h"
 
+#include "DataSetReceiver.h"
 #include "QueryRetrieve.h"
 #include "TextDecoder.h"
 #include "dicom/InstanceIdentity.h"
@@ -12,6 +13,7 @@
 
 #include <dcmtk/dcmdata/dcdeftag.h>
 #include <dcmtk/dcmdata/dcfilefo.h>
+#include <dcmtk/dcmdata/dcistrmb.h>
 #include <dcmtk/dcmdata/dcistrmf.h>
 #include <dcmtk/dcmdata/dcmetinf.h>
 #include <dcmtk/dcmdata/dctag.h>
@@ -247,19 +249,15 @@ void header_values(DcmDataset& data, DcmElement* cut, bool parsed, TextDecoder& 
 
 }  // namespace
 
-std::string read_header(const std::string& path, std::map<std::string, std::string>& values, bool header_only,
-                        Defect* defect, std::string* undecodable)
+namespace {
+
+/// read_header's reading of `file`, which DCMTK has parsed with outcome
+/// `read`; `path`: the file's, for why it does not parse (none: an object
+/// in memory, whose caller reads it from a file for that).
+std::string header_of(DcmFileFormat& file, const OFCondition& read, const std::string* path,
+                      std::map<std::string, std::string>& values, bool header_only, Defect* defect,
+                      std::string* undecodable)
 {
-    if (defect) *defect = Defect::none;
-    if (undecodable) undecodable->clear();
-    DcmFileFormat file;
-    // Whole: every element is parsed, those over kMaxLoadedValue (the pixel
-    // data) are skipped, DCMTK checking that each declared length fits in
-    // what is left of the file. Header only: parsing stops at the pixel data.
-    const OFCondition read =
-        header_only ? file.loadFileUntilTag(path.c_str(), EXS_Unknown, EGL_noChange, kMaxLoadedValue, ERM_fileOnly,
-                                            DCM_PixelData)
-                    : file.loadFile(path.c_str(), EXS_Unknown, EGL_noChange, kMaxLoadedValue, ERM_fileOnly);
     DcmDataset* data = file.getDataset();
     // An object that does not parse leaves the element it stopped in (the
     // last one read) half read, the rest of its buffer never written: its
@@ -289,13 +287,91 @@ std::string read_header(const std::string& path, std::map<std::string, std::stri
     if (read.bad()) {
         if (header_only) return std::string("the object does not parse: ") + read.text();
         if (defect) *defect = Defect::unreadable;
-        const std::string truncated = pixel_data_truncation(path);
+        const std::string truncated = path ? pixel_data_truncation(*path) : std::string();
         return truncated.empty() ? std::string("the object does not parse: ") + read.text() : truncated;
     }
     if (header_only) return {};
     const std::string short_pixels = pixel_data_shortfall(*data);
     if (!short_pixels.empty() && defect) *defect = Defect::short_pixel_data;
     return short_pixels;
+}
+
+/// An object in memory as DCMTK's input. A stream that can be reread
+/// (newFactory(): the same memory from the value's offset) has values over
+/// kMaxLoadedValue, the pixel data, skipped rather than copied, as from a
+/// file; not once a filter is installed (a deflated data set, whose offsets
+/// are the inflated bytes'), as DCMTK's file stream. The bytes must outlive
+/// what DCMTK read from it.
+class MemoryInputStream final : public DcmInputBufferStream {
+public:
+    MemoryInputStream(const std::uint8_t* data, std::size_t size) : data_(data), size_(size)
+    {
+        setBuffer(data, static_cast<offile_off_t>(size));
+        setEos();
+    }
+    DcmInputStreamFactory* newFactory() const override
+    {
+        if (filtered_) return nullptr;
+        return new Factory(data_, size_, static_cast<std::size_t>(tell()));
+    }
+    OFCondition installCompressionFilter(E_StreamCompression type) override
+    {
+        filtered_ = true;
+        return DcmInputBufferStream::installCompressionFilter(type);
+    }
+
+private:
+    class Factory final : public DcmInputStreamFactory {
+    public:
+        Factory(const std::uint8_t* data, std::size_t size, std::size_t offset)
+            : data_(data), size_(size), offset_(std::min(offset, size))
+        {}
+        DcmInputStream* create() const override { return new MemoryInputStream(data_ + offset_, size_ - offset_); }
+        DcmInputStreamFactory* clone() const override { return new Factory(*this); }
+        DcmInputStreamFactoryType ident() const override { return DFT_DcmInputFileStreamFactory; }
+
+    private:
+        const std::uint8_t* data_;
+        std::size_t size_;
+        std::size_t offset_;
+    };
+
+    const std::uint8_t* data_;
+    std::size_t size_;
+    bool filtered_ = false;
+};
+
+/// read_header() of a whole object in memory (DataSetReceiver's).
+std::string read_header(const std::vector<std::uint8_t>& bytes, std::map<std::string, std::string>& values,
+                        Defect* defect, std::string* undecodable)
+{
+    if (defect) *defect = Defect::none;
+    if (undecodable) undecodable->clear();
+    DcmFileFormat file;
+    MemoryInputStream stream(bytes.data(), bytes.size());
+    file.setReadMode(ERM_fileOnly);
+    file.transferInit();
+    const OFCondition read = file.read(stream, EXS_Unknown, EGL_noChange, kMaxLoadedValue);
+    file.transferEnd();
+    return header_of(file, read, nullptr, values, false, defect, undecodable);
+}
+
+}  // namespace
+
+std::string read_header(const std::string& path, std::map<std::string, std::string>& values, bool header_only,
+                        Defect* defect, std::string* undecodable)
+{
+    if (defect) *defect = Defect::none;
+    if (undecodable) undecodable->clear();
+    DcmFileFormat file;
+    // Whole: every element is parsed, those over kMaxLoadedValue (the pixel
+    // data) are skipped, DCMTK checking that each declared length fits in
+    // what is left of the file. Header only: parsing stops at the pixel data.
+    const OFCondition read =
+        header_only ? file.loadFileUntilTag(path.c_str(), EXS_Unknown, EGL_noChange, kMaxLoadedValue, ERM_fileOnly,
+                                            DCM_PixelData)
+                    : file.loadFile(path.c_str(), EXS_Unknown, EGL_noChange, kMaxLoadedValue, ERM_fileOnly);
+    return header_of(file, read, &path, values, header_only, defect, undecodable);
 }
 
 InstanceStore::InstanceStore(const GatewayOptions& options, client::Session& session, StudyIndex* index)
@@ -325,11 +401,36 @@ bool InstanceStore::storing(const std::string& name) const
 StoreOutcome InstanceStore::store(const ReceivedInstance& instance,
                                   const std::function<void(const StoreOutcome&)>& answer)
 {
+    return store_object(instance, nullptr, answer);
+}
+
+StoreOutcome InstanceStore::store(const ReceivedInstance& instance, const std::vector<std::uint8_t>& bytes,
+                                  const std::function<void(const StoreOutcome&)>& answer)
+{
+    return store_object(instance, &bytes, answer);
+}
+
+StoreOutcome InstanceStore::store_object(const ReceivedInstance& instance, const std::vector<std::uint8_t>* bytes,
+                                         const std::function<void(const StoreOutcome&)>& answer)
+{
     const auto started = std::chrono::steady_clock::now();
     InstanceRecord record;
     Defect defect = Defect::none;
     std::string undecodable;
-    const std::string problem = read_header(instance.path, record.values, false, &defect, &undecodable);
+    std::string problem = bytes ? read_header(*bytes, record.values, &defect, &undecodable)
+                                : read_header(instance.path, record.values, false, &defect, &undecodable);
+    std::string spill_error;
+    if (bytes && !problem.empty()) {
+        // Why it does not parse is told by the file's reader (how far the
+        // pixel data got): the object written where DCMTK would have put it.
+        try {
+            write_spool_file(instance.path, *bytes);
+            bytes = nullptr;
+            problem = read_header(instance.path, record.values, false, &defect, &undecodable);
+        } catch (const Error& e) {
+            spill_error = e.what();
+        }
+    }
     const std::string& uid = record.values["SOPInstanceUID"];
     const std::string what =
         "instance " + printable(uid.empty() ? instance.sop_instance_uid : uid) + " from " + printable(instance.peer);
@@ -339,6 +440,7 @@ StoreOutcome InstanceStore::store(const ReceivedInstance& instance,
         answer(refused);
         return refused;
     };
+    if (!spill_error.empty()) return refuse(status::out_of_resources, spill_error);
     if (!problem.empty())
         return refuse(defect == Defect::short_pixel_data ? status::data_set_mismatch : status::cannot_understand,
                       problem);
@@ -359,7 +461,7 @@ StoreOutcome InstanceStore::store(const ReceivedInstance& instance,
     const auto parsed = std::chrono::steady_clock::now();
     // From the push until the entry is written (by the index queue).
     auto storing = std::make_shared<Storing>(*this, name);
-    StoreOutcome outcome = push(instance, name, record);
+    StoreOutcome outcome = push(instance, bytes, name, record);
     if (!undecodable.empty() && outcome.status == status::success)
         spdlog::warn("{}: Blob {}: {}", what, quote_name(name), undecodable);
     if (outcome.status != status::success) return refuse(outcome.status, outcome.comment);
@@ -402,18 +504,22 @@ bool InstanceStore::drain_index(std::chrono::milliseconds bound)
     return !queue_ || queue_->drain(bound);
 }
 
-StoreOutcome InstanceStore::push(const ReceivedInstance& instance, const std::string& name, InstanceRecord& record)
+StoreOutcome InstanceStore::push(const ReceivedInstance& instance, const std::vector<std::uint8_t>*& bytes,
+                                 const std::string& name, InstanceRecord& record)
 {
     client::PushOptions push;
     push.store = options_.store;
-    // `file`: the Blob holds the received file's bytes (else the stored
+    // `file`: the Blob holds the received object's bytes (else the stored
     // Blob's meta header is pulled for its data set's checksum).
     auto committed = [&](const BlobInfo& info, const std::string& how, bool file) {
         record.blob = name;
         record.store = options_.store;
         record.size = info.size;
         record.checksum = info.checksum.text();
-        if (file) {
+        if (file && bytes) {
+            record.data_set_checksum = data_set_checksum(
+                info.checksum, info.size, bytes->data(), std::min<std::size_t>(bytes->size(), kMetaRead));
+        } else if (file) {
             record.data_set_checksum = file_data_set_checksum(instance.path, info);
         } else if (info.checksum.algorithm == ChecksumAlgorithm::crc32c) {
             client::PullOptions head;
@@ -421,8 +527,8 @@ StoreOutcome InstanceStore::push(const ReceivedInstance& instance, const std::st
             head.length = std::min<std::uint64_t>(info.size, kMetaRead);
             head.verify = false;  // a range has no checksum
             try {
-                const std::vector<std::uint8_t> bytes = session_.pull_memory(name, head);
-                record.data_set_checksum = data_set_checksum(info.checksum, info.size, bytes.data(), bytes.size());
+                const std::vector<std::uint8_t> meta = session_.pull_memory(name, head);
+                record.data_set_checksum = data_set_checksum(info.checksum, info.size, meta.data(), meta.size());
             } catch (const Error& e) {
                 // Stored all the same; the index compares it by its Blob's checksum.
                 spdlog::warn("Blob {} in store \"{}\": its meta header cannot be read for its data set's checksum: {}",
@@ -434,10 +540,21 @@ StoreOutcome InstanceStore::push(const ReceivedInstance& instance, const std::st
     // One round trip to the store for a new instance: the reservation and
     // its ticket together.
     try {
-        return committed(session_.push_file(instance.path, name, push), "", true);
+        return committed(bytes ? session_.push_memory(bytes->data(), bytes->size(), name, push)
+                               : session_.push_file(instance.path, name, push),
+                         "", true);
     } catch (const Error& e) {
         if (e.code() != Errc::already_exists)
             return {status_of(e.code()), "push to store \"" + options_.store + "\": " + e.what()};
+    }
+    if (bytes) {
+        // A resend compares the file with the stored Blob, a range at a time.
+        try {
+            write_spool_file(instance.path, *bytes);
+            bytes = nullptr;
+        } catch (const Error& e) {
+            return {status_of(e.code()), e.what()};
+        }
     }
     // A resend: the same data set is a success without a second copy.
     try {

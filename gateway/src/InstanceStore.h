@@ -20,6 +20,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace blobstreaming::dicom {
 
@@ -38,6 +39,8 @@ constexpr std::uint16_t conflicting_instance = 0xC011;
 /// A received instance: the file DCMTK wrote (meta header + the data set as
 /// it came) and what the C-STORE request said.
 struct ReceivedInstance {
+    /// The file; for an object received into memory, where it is written
+    /// when one is needed (InstanceStore::store with bytes).
     std::string path;
     std::string sop_class_uid;     ///< Affected SOP Class UID of the request
     std::string sop_instance_uid;  ///< Affected SOP Instance UID of the request
@@ -68,6 +71,14 @@ public:
     /// next start. Logs one line per instance (a stored one once its entry
     /// is written). Returns the outcome.
     StoreOutcome store(const ReceivedInstance& instance, const std::function<void(const StoreOutcome&)>& answer);
+    /// The same for an object received into memory (DataSetReceiver):
+    /// `bytes` is what the file at instance.path would hold; it is parsed
+    /// and pushed from memory. The file is written only when the memory
+    /// cannot serve: an object that does not parse (the file's reader says
+    /// why) and a resend of a name the store holds (compared with the
+    /// stored Blob); the caller removes it afterwards.
+    StoreOutcome store(const ReceivedInstance& instance, const std::vector<std::uint8_t>& bytes,
+                       const std::function<void(const StoreOutcome&)>& answer);
 
     /// Waits until the index entries of the instances stored so far are
     /// written: before a C-FIND, C-GET, C-MOVE, Storage Commitment or the
@@ -93,7 +104,13 @@ private:
         Storing& operator=(const Storing&) = delete;
     };
 
-    StoreOutcome push(const ReceivedInstance& instance, const std::string& name, InstanceRecord& record);
+    /// store()'s work; `bytes` null: the object is the file at instance.path.
+    StoreOutcome store_object(const ReceivedInstance& instance, const std::vector<std::uint8_t>* bytes,
+                              const std::function<void(const StoreOutcome&)>& answer);
+    /// The push of store(); `bytes` as for store_object(), set to null once
+    /// it had to be written to instance.path (a resend).
+    StoreOutcome push(const ReceivedInstance& instance, const std::vector<std::uint8_t>*& bytes,
+                      const std::string& name, InstanceRecord& record);
 
     const GatewayOptions& options_;
     client::Session& session_;

@@ -3,6 +3,7 @@
 #include "dicom/InstanceIdentity.h"
 #include "dicom/NearestCopy.h"
 #include "AssociationGate.h"
+#include "DataSetReceiver.h"
 #include "MoveScp.h"
 #include "QueryRetrieve.h"
 #include "Retrieval.h"
@@ -106,21 +107,25 @@ protected:
         instance.sop_class_uid = request.AffectedSOPClassUID;
         instance.sop_instance_uid = request.AffectedSOPInstanceUID;
         instance.peer = std::string(getPeerAETitle().c_str()) + "@" + getPeerIP().c_str();
+        // Into memory (a large data set: into this spool file), nothing of
+        // it pushed before its last PDV: an association that breaks meanwhile
+        // leaves no Blob and no index entry.
         instance.path = spool_path();
-        const OFCondition received = receiveSTORERequest(request, context.presentationContextID, instance.path.c_str());
+        const OFCondition received =
+            received_.receive(association_, request, context.presentationContextID, getDIMSEBlockingMode(),
+                              static_cast<int>(getDIMSETimeout()), instance.path);
         if (received.bad()) {
-            std::remove(instance.path.c_str());
             spdlog::error("instance {} from {}: receiving failed: {}", printable(instance.sop_instance_uid),
                           printable(instance.peer), received.text());
             return received;
         }
-        // The spool file goes once the modality has its answer.
+        // The spool file, if any, goes once the modality has its answer.
         struct Spool {
             const std::string& path;
             ~Spool() { std::remove(path.c_str()); }
         } spool{instance.path};
         OFCondition answered = EC_Normal;
-        g_store->store(instance, [&](const StoreOutcome& outcome) {
+        const auto respond = [&](const StoreOutcome& outcome) {
             DcmDataset detail;
             DcmDataset* comment = nullptr;
             if (outcome.status != status::success) {
@@ -130,7 +135,11 @@ protected:
             }
             answered = sendSTOREResponse(context.presentationContextID, request.MessageID, request.AffectedSOPClassUID,
                                          request.AffectedSOPInstanceUID, outcome.status, comment);
-        });
+        };
+        if (received_.spilled())
+            g_store->store(instance, respond);
+        else
+            g_store->store(instance, received_.bytes(), respond);
         return answered;
     }
 
@@ -385,6 +394,7 @@ protected:
 private:
     T_ASC_Association* association_ = nullptr;
     AssociationPeer peer_;
+    DataSetReceiver received_;  ///< each C-STORE's data set, its memory kept between them
     std::vector<CommitmentReport> reports_;
 };
 

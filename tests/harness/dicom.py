@@ -11,6 +11,7 @@ import os
 import pwd
 import shutil
 import socket
+import struct
 import subprocess
 
 from . import processes
@@ -73,17 +74,52 @@ def data_set(data):
     return data[144 + int.from_bytes(data[140:144], "little"):]
 
 
+def pdu_item(kind, payload):
+    """An item of an A-ASSOCIATE PDU (PS3.8 9.3.2): type, reserved, length, payload."""
+    return struct.pack(">BBH", kind, 0, len(payload)) + payload
+
+
+def associate_rq(called=AE, calling="HOSTILE", abstract_syntax="1.2.840.10008.1.1",
+                 transfer_syntax="1.2.840.10008.1.2", max_pdu=16384):
+    """An A-ASSOCIATE-RQ proposing one presentation context (ID 1): by default Verification in implicit VR
+    little endian."""
+    body = struct.pack(">HH", 1, 0) + called.ljust(16).encode() + calling.ljust(16).encode() + bytes(32)
+    body += pdu_item(0x10, b"1.2.840.10008.3.1.1.1")
+    body += pdu_item(0x20, bytes([1, 0, 0, 0]) + pdu_item(0x30, abstract_syntax.encode()) +
+                     pdu_item(0x40, transfer_syntax.encode()))
+    body += pdu_item(0x50, pdu_item(0x51, struct.pack(">I", max_pdu)) + pdu_item(0x52, b"1.2.826.0.1.3680043.9.7433.1"))
+    return struct.pack(">BBI", 1, 0, len(body)) + body
+
+
+def read_pdu(s, limit=10):
+    """The next PDU the peer sends on socket `s`: (type, body); fails when it closes the connection first."""
+    s.settimeout(limit)
+    head = b""
+    while len(head) < 6:
+        chunk = s.recv(6 - len(head))
+        check(chunk, f"the gateway closed the connection after {len(head)} bytes of a PDU header")
+        head += chunk
+    length = struct.unpack(">I", head[2:6])[0]
+    body = b""
+    while len(body) < length:
+        chunk = s.recv(length - len(body))
+        check(chunk, "the gateway closed the connection inside a PDU")
+        body += chunk
+    return head[0], body
+
+
 class Gateway:
     """blob-dicomd with an index: `index_url` (default sqlite:<name>.sqlite in the workspace; self.index is then
     that file; "": none)."""
 
-    def __init__(self, c, store, name, extra=(), index_url=None):
-        """index_url "": no --index."""
+    def __init__(self, c, store, name, extra=(), index_url=None, binary=None, spool=None):
+        """index_url "": no --index. binary: another build's blob-dicomd (a benchmark's baseline). spool: its
+        --spool (default the workspace)."""
         self.c = c
         self.index = c.path(f"{name}.sqlite")
         self.index_url = f"sqlite:{self.index}" if index_url is None else index_url
-        argv = [program("gateway/blob-dicomd"), "--aetitle", AE, "--port", "0", "--store", store,
-                "--naming", c.naming, "--spool", c.root, "-v", *extra]
+        argv = [binary or program("gateway/blob-dicomd"), "--aetitle", AE, "--port", "0", "--store", store,
+                "--naming", c.naming, "--spool", spool or c.root, "-v", *extra]
         if self.index_url:
             argv += ["--index", self.index_url]
         self.err = c.path(f"{name}.err")
