@@ -62,7 +62,8 @@ def reservation_of(ceph, name):
     for key in rados_ok(ceph, "listomapkeys", INDEX).split():
         if key.startswith("r:"):
             path = ceph.path("omap-value")
-            rados_ok(ceph, "getomapval", INDEX, key, path)
+            if ceph.rados("getomapval", INDEX, key, path, pool=POOL).returncode != 0:
+                continue  # gone since it was listed (committed or aborted)
             with open(path, encoding="utf-8", errors="replace") as f:
                 record = f.read()
             if record.endswith(f" name={name}"):
