@@ -18,6 +18,7 @@
 #include <ctime>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include <unistd.h>
 

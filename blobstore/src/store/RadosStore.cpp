@@ -266,13 +266,14 @@ std::unique_ptr<Reservation> RadosStore::reserve(std::string_view name, std::uin
         if (mode == ReserveMode::create && state_->find(name))
             throw Error(Errc::already_exists,
                         "blob " + quote_name(name) + " already exists (remove it first, or replace it)");
-        const std::string record = encode(ReservationRecord{std::string(name),
-                                                            size,
-                                                            state_->options.chunk_size,
-                                                            state_->instance,
-                                                            now_ms(),
-                                                            state_->options.grace.count(),
-                                                            {}});
+        const ReservationRecord fresh{std::string(name),
+                                      size,
+                                      state_->options.chunk_size,
+                                      state_->instance,
+                                      now_ms(),
+                                      state_->options.grace.count(),
+                                      {}};
+        const std::string record = encode(fresh);
         rados::WriteOp op;
         op.set(reservation_key(id), record);
         op.set(touch_key(id), std::to_string(now_ms()));
