@@ -40,7 +40,7 @@ from .workspace import Workspace  # noqa: E402
 
 __all__ = ["EXIT", "SKIP", "MiB", "TestFailure", "TestSkipped", "build_dir", "check", "check_equal", "program",
            "src_dir", "step", "wait_for", "BlobResult", "DriverShell", "run_blob", "CephCluster", "Cluster", "Daemon",
-           "FILE_HEADER", "checksum_bytes", "checksum_file", "read_range", "reservation_written_past", "resume_journal_ranges",
-           "write_random",
+           "FILE_HEADER", "checksum_bytes", "checksum_file", "read_range", "reservation_written_past",
+           "resume_journal_ranges", "write_random",
            "free_port", "JsonLines", "Process", "Service", "cpu_seconds", "ensure_descriptors", "log_text", "peak_rss_kib", "proc_status", "start_service", "main",
            "run", "Workspace"]
