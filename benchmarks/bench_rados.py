@@ -18,6 +18,12 @@ reference is `rados --striper put/get` (libradosstriper, 4 MiB stripes), the
 RadosStore's own layout being 4 MiB data objects too. Every pulled file is
 compared with its source outside the timed interval.
 
+With --baseline BUILD, a second daemon from that build (another checkout's
+blobstored, e.g. main's) serves the same pool as store `bench-baseline`, and
+each round also pushes and pulls through it (the same `blob` client, the
+order rotating with the others): the ratio blob / baseline of throughputs
+compares the two daemons in one run.
+
 Writes --out/results.json (every run) and --out/summary.{json,md} (medians,
 MB/s = 10^6 bytes/s, and the ratio blob / rados of throughputs: the issue's
 target is >= 0.8). Exit status 0 when every byte was right, 1 otherwise;
@@ -40,6 +46,7 @@ from harness.ceph import CephCluster, ceph_programs  # noqa: E402
 
 POOL = "bench"
 STORE = "bench-central"
+BASELINE_STORE = "bench-baseline"
 MAX_OBJECT = 128 * MiB  # osd_max_object_size, Ceph 16's default
 
 
@@ -50,6 +57,7 @@ def parse_args():
     ap.add_argument("--sizes", default="32M,256M", help="Blob sizes, K/M suffixes (default 32M,256M)")
     ap.add_argument("--runs", type=int, default=10, help="timed rounds per size (default 10)")
     ap.add_argument("--objectstore", default="memstore", choices=("memstore", "bluestore"))
+    ap.add_argument("--baseline", help="another build tree whose blobstored serves the pool too, for comparison")
     args = ap.parse_args()
     try:
         args.sizes = [parse_size(s) for s in args.sizes.split(",")]
@@ -103,27 +111,32 @@ def installed_like(c, relative):
     return real
 
 
-def rounds(c, ceph, size, runs):
-    """[record] of `runs` timed rounds (plus an untimed first one)."""
-    blob = [installed_like(c, "clients/blob"), "--naming", c.naming, "--store", STORE, "-q", "--timeout", "600"]
+def rounds(c, ceph, size, runs, baseline):
+    """[record] of `runs` timed rounds (plus an untimed first one); with
+    `baseline`, the baseline daemon's too."""
+    client = [installed_like(c, "clients/blob"), "--naming", c.naming, "-q", "--timeout", "600"]
+    stores = {"blob": STORE, "baseline": BASELINE_STORE}
     rados = [ceph.programs["rados"], "-c", ceph.conf_path, "-p", POOL]
     striped = size > MAX_OBJECT
     if striped:
         rados.append("--striper")
     src, out = c.path("source.bin"), c.path("pulled.bin")
     harness.write_random(src, size, algorithm=None)
-    name, obj = f"bench.{size}", f"bench-rados.{size}"
+    obj = f"bench-rados.{size}"
+    names = {"blob": f"bench.{size}", "baseline": f"bench-baseline.{size}"}
+    programs = ("blob", "rados", "baseline") if baseline else ("blob", "rados")
     run_blob = lambda argv: c.run(argv, timeout=1800)  # noqa: E731
     run_rados = lambda argv: ceph.run(argv, timeout=1800)  # noqa: E731
     records = []
     for n in range(runs + 1):  # round 0: untimed (page cache, first objects, program start-up)
-        order = ("rados", "blob") if n % 2 else ("blob", "rados")
+        order = programs[n % len(programs):] + programs[:n % len(programs)]
         for direction in ("push", "pull"):
             for program in order:
-                if program == "blob":
-                    argv = blob + (["push", "--name", name, src] if direction == "push"
-                                   else ["--no-local", "pull", name, out])
-                    seconds = timed(run_blob, argv, f"{size_text(size)} blob {direction}")
+                if program != "rados":
+                    blob = client + ["--store", stores[program]]
+                    argv = blob + (["push", "--name", names[program], src] if direction == "push"
+                                   else ["--no-local", "pull", names[program], out])
+                    seconds = timed(run_blob, argv, f"{size_text(size)} {program} {direction}")
                 else:
                     argv = rados + (["put", obj, src] if direction == "push" else ["get", obj, out])
                     seconds = timed(run_rados, argv, f"{size_text(size)} rados {direction}")
@@ -133,7 +146,9 @@ def rounds(c, ceph, size, runs):
                     records.append({"program": program, "direction": direction, "blob_bytes": size, "run": n,
                                     "seconds": seconds, "reference": "rados --striper" if striped else "rados"})
         # untimed: the next round pushes anew (a push without --replace; rados put overwrites)
-        timed(run_blob, blob + ["rm", name], "blob rm")
+        for program in programs:
+            if program != "rados":
+                timed(run_blob, client + ["--store", stores[program], "rm", names[program]], f"{program} rm")
         timed(run_rados, rados + ["rm", obj], "rados rm")
     os.unlink(src)
     return records
@@ -144,10 +159,11 @@ def summarise(records):
     for size in sorted({r["blob_bytes"] for r in records}):
         for direction in ("push", "pull"):
             med = {}
-            for program in ("blob", "rados"):
+            for program in ("blob", "rados", "baseline"):
                 times = [r["seconds"] for r in records
                          if (r["blob_bytes"], r["direction"], r["program"]) == (size, direction, program)]
-                med[program] = statistics.median(times)
+                if times:
+                    med[program] = statistics.median(times)
             reference = next(r["reference"] for r in records if r["blob_bytes"] == size)
             rows.append({"blob_bytes": size, "direction": direction, "reference": reference,
                          "runs": sum(1 for r in records if (r["blob_bytes"], r["direction"], r["program"]) ==
@@ -156,6 +172,9 @@ def summarise(records):
                          "blob_MBps": size / med["blob"] / 1e6, "rados_MBps": size / med["rados"] / 1e6,
                          "ratio": med["rados"] / med["blob"], "target": 0.8,
                          "met": med["rados"] / med["blob"] >= 0.8})
+            if "baseline" in med:
+                rows[-1].update({"baseline_median_s": med["baseline"], "baseline_MBps": size / med["baseline"] / 1e6,
+                                 "vs_baseline": med["baseline"] / med["blob"]})
     return rows
 
 
@@ -167,6 +186,12 @@ def markdown(rows, meta):
     for r in rows:
         lines.append(f"| {size_text(r['blob_bytes'])} | {r['direction']} | {r['blob_MBps']:.0f} | `{r['reference']}` "
                      f"| {r['rados_MBps']:.0f} | {r['ratio']:.3f} | {'yes' if r['met'] else 'no'} |")
+    if any("vs_baseline" in r for r in rows):
+        lines += ["", f"Against the baseline daemon ({meta['baseline']}) on the same pool, same run:", "",
+                  "| size | direction | blob MB/s | baseline MB/s | blob / baseline |", "|---|---|---|---|---|"]
+        for r in rows:
+            lines.append(f"| {size_text(r['blob_bytes'])} | {r['direction']} | {r['blob_MBps']:.0f} "
+                         f"| {r['baseline_MBps']:.0f} | {r['vs_baseline']:.3f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -190,15 +215,25 @@ def main():
     try:
         c.start_naming()
         biggest = max(args.sizes)
-        # memstore holds the objects in RAM: a Blob, its rados copy and a replaced version's trash
-        with CephCluster(c, objectstore=args.objectstore, memstore_bytes=4 * biggest + 512 * MiB) as ceph:
+        # memstore holds the objects in RAM: a Blob, its rados copy and a
+        # replaced version's trash (and the baseline daemon's Blob and trash)
+        room = (6 if args.baseline else 4) * biggest + 512 * MiB
+        with CephCluster(c, objectstore=args.objectstore, memstore_bytes=room) as ceph:
             ceph.create_pool(POOL, pg_num=8)
-            c.start_daemon(STORE, f"rados:{POOL}", extra=("--ceph-conf", ceph.conf_path, "--ceph-grace", "2"))
+            extra = ("--ceph-conf", ceph.conf_path, "--ceph-grace", "2")
+            c.start_daemon(STORE, f"rados:{POOL}", extra=extra)
+            if args.baseline:  # harness.program() looks in BS_BUILDDIR
+                os.environ["BS_BUILDDIR"] = os.path.abspath(args.baseline)
+                try:
+                    c.start_daemon(BASELINE_STORE, f"rados:{POOL}", extra=extra)
+                finally:
+                    os.environ["BS_BUILDDIR"] = os.path.abspath(args.build)
             records = []
             for size in args.sizes:
-                records += rounds(c, ceph, size, args.runs)
+                records += rounds(c, ceph, size, args.runs, bool(args.baseline))
             meta = {"objectstore": args.objectstore, "ceph_ready_s": ceph.ready_seconds, "runs": args.runs,
-                    "sizes": args.sizes, "machine": os.uname().nodename}
+                    "sizes": args.sizes, "machine": os.uname().nodename,
+                    "baseline": os.path.abspath(args.baseline) if args.baseline else None}
         rows = summarise(records)
         write(args.out, "results.json", {"config": meta, "results": records})
         write(args.out, "summary.json", {"config": meta, "rows": rows})

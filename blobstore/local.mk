@@ -33,7 +33,10 @@ blobstore_libblobstore_la_SOURCES = \
 	blobstore/src/store/Rados.h \
 	blobstore/src/store/RadosIndex.cpp \
 	blobstore/src/store/RadosIndex.h \
+	blobstore/src/store/RadosJournal.cpp \
+	blobstore/src/store/RadosJournal.h \
 	blobstore/src/store/RadosKeeper.cpp \
+	blobstore/src/store/RadosKept.cpp \
 	blobstore/src/store/RadosReader.cpp \
 	blobstore/src/store/RadosReader.h \
 	blobstore/src/store/RadosReservation.cpp \

@@ -67,6 +67,7 @@ system_tests = \
 	tests/test_ceph_cluster.py \
 	tests/test_rados_store.py \
 	tests/test_rados_daemon.py \
+	tests/test_rados_resume_after_restart.py \
 	tests/test_dicom_gateway.py \
 	tests/test_dicom_logfile.py \
 	tests/test_dicom_lockout.py \

@@ -13,8 +13,10 @@ CLI, all of them real processes:
   `rm`, then `stat` fails with no_such_blob; the daemon's peak RSS printed;
 - SIGKILL of the daemon in the middle of a push (from a pipe, so that the
   test knows the push is under way: data objects are in the pool): after a
-  restart the Blob is not listed, the abandoned data objects are deleted
-  once the grace (--ceph-grace 3) has passed, and the name pushes again;
+  restart the Blob is not listed, the push is kept for a resume
+  (tests/test_rados_resume_after_restart.py resumes such pushes), a new
+  push of the name (no --resume) supersedes it, and once that Blob is
+  removed the kept push's data objects and journal are deleted too;
 - a pull whose client is killed (by its PID) while the daemon, still
   sending one data object, has its read of the next one on its way to the
   stopped OSD: the data port refuses a garbage Request at once for 4 s
@@ -55,6 +57,12 @@ def data_objects(ceph):
     r = ceph.rados("ls", pool=POOL)
     check_equal(r.returncode, 0, f"exit status of `rados ls` (stderr {r.stderr.strip()!r})")
     return {o for o in r.stdout.split() if o.startswith(DATA_PREFIX)}
+
+
+def journal_objects(ceph):
+    r = ceph.rados("ls", pool=POOL)
+    check_equal(r.returncode, 0, f"exit status of `rados ls` (stderr {r.stderr.strip()!r})")
+    return {o for o in r.stdout.split() if o.startswith("blobstreaming.resume.")}
 
 
 def push_pull(c, name, size):
@@ -140,17 +148,21 @@ def killed_mid_push(c, ceph, daemon, baseline):
     check(code in (EXIT["transfer_failed"], EXIT["unreachable"]), f"blob push exited {code}: {text!r}")
 
     daemon = c.restart_daemon(daemon)
+    check('push "MG.killed" kept across the restart' in daemon_log(daemon),
+          "the restarted daemon's log does not say it kept the interrupted push")
     listed = [b["name"] for b in c.blob("ls", store=STORE).ok().get("blobs", [])]
     check("MG.killed" not in listed, f"the interrupted push is listed after the restart: {listed}")
     c.blob("stat", "MG.killed", store=STORE).error(EXIT["no_such_blob"], 'blob "MG.killed" not found')
-    t0 = time.monotonic()
-    wait_for(lambda: data_objects(ceph) <= baseline, 60, "the abandoned data objects deleted", interval=0.5)
-    step(f"abandoned data objects deleted {time.monotonic() - t0:.1f} s after the restart (grace {GRACE} s)")
     source = c.path("killed.src")
     digest = harness.write_random(source, 20 * MiB)
     check_equal(c.blob("push", "--name", "MG.killed", source, store=STORE).ok().get("checksum"), digest,
-                "checksum of MG.killed pushed again")
+                "checksum of MG.killed pushed again (superseding the kept push)")
     c.blob("rm", "MG.killed", store=STORE).ok()
+    t0 = time.monotonic()
+    wait_for(lambda: data_objects(ceph) <= baseline and not journal_objects(ceph), 60,
+             "the kept push's and the removed Blob's data objects and journal deleted", interval=0.5)
+    step(f"kept push superseded; its objects deleted {time.monotonic() - t0:.1f} s after the removal "
+         f"(grace {GRACE} s)")
     return daemon
 
 

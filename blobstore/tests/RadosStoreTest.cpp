@@ -4,6 +4,8 @@
 // librados itself (the index's omap, the data objects).
 #include <blobstreaming/blobstore/RadosStore.h>
 
+#include "../src/store/ResumeJournal.h"
+
 #define BOOST_TEST_MODULE RadosStore
 #define BOOST_TEST_NO_MAIN
 #include "TestSupport.h"
@@ -100,6 +102,35 @@ struct Pool {
         for (const auto& entry : index()) n += entry.first.rfind(prefix, 0) == 0;
         return n;
     }
+    /// The id of the open reservation of Blob `name` ("" when none).
+    std::string reservation_of(const std::string& name) const
+    {
+        for (const auto& [key, value] : index())
+            if (key.rfind("r:", 0) == 0 && value.size() > name.size() + 6 &&
+                value.compare(value.size() - name.size() - 6, std::string::npos, " name=" + name) == 0)
+                return key.substr(2);
+        return {};
+    }
+    /// The whole of object `oid`; nullopt when there is none.
+    std::optional<std::string> object(const std::string& oid) const
+    {
+        std::uint64_t size = 0;
+        std::time_t mtime = 0;
+        if (rados_stat(io, oid.c_str(), &size, &mtime) == -ENOENT) return std::nullopt;
+        std::string out(size, '\0');
+        if (size > 0) BOOST_REQUIRE_EQUAL(rados_read(io, oid.c_str(), out.data(), size, 0), static_cast<int>(size));
+        return out;
+    }
+    /// Waits (bounded) until object `oid` is gone; whether it is.
+    bool gone(const std::string& oid, std::chrono::milliseconds within = 5s) const
+    {
+        const auto until = std::chrono::steady_clock::now() + within;
+        while (object(oid)) {
+            if (std::chrono::steady_clock::now() > until) return false;
+            std::this_thread::sleep_for(20ms);
+        }
+        return true;
+    }
     /// The data id of committed Blob `name`.
     std::string data_of(const std::string& name) const
     {
@@ -190,6 +221,36 @@ void settle(RadosStore& store)
 {
     std::this_thread::sleep_for(1100ms);
     store.collect();
+}
+
+/// A child process reserves `name` (`size` bytes, `algorithm`) kept for a
+/// resume by client "CN=modality 7", writes its first `written` bytes,
+/// breaks the push off (suspend(): what arrived is in RADOS and journaled),
+/// and dies by SIGKILL.
+void crash_kept_push(const std::string& name, std::uint64_t size, std::uint64_t written, ChecksumAlgorithm algorithm)
+{
+    const pid_t child = ::fork();
+    BOOST_REQUIRE_GE(child, 0);
+    if (child == 0) {
+        const char* self = "/proc/self/exe";
+        const std::string sizes = std::to_string(size) + ":" + std::to_string(written);
+        ::execl(self, self, "--crash-kept", name.c_str(), sizes.c_str(), to_string(algorithm).data(),
+                static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    int status = 0;
+    BOOST_REQUIRE_EQUAL(::waitpid(child, &status, 0), child);
+    BOOST_REQUIRE_MESSAGE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "the child did not die by SIGKILL");
+}
+
+/// The checksum of pattern bytes [0, size).
+Checksum pattern_checksum(std::uint64_t size, ChecksumAlgorithm algorithm)
+{
+    ChecksumState hash(algorithm);
+    std::vector<std::uint8_t> bytes(static_cast<std::size_t>(size));
+    for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = pattern(i);
+    hash.update(bytes.data(), bytes.size());
+    return hash.finish();
 }
 
 std::uint64_t status_kib(const char* field)
@@ -386,6 +447,117 @@ BOOST_AUTO_TEST_CASE(crashed_push_is_never_listed_and_is_cleaned_up_after_its_gr
     store.remove("CT.crashed");
 }
 
+BOOST_AUTO_TEST_CASE(a_kept_push_is_adopted_after_its_process_died)
+{
+    Pool raw;
+    const std::uint64_t size = 10 * 65536 + 123;
+    const std::uint64_t written = 4 * 65536 + 10;  // four whole data objects and 10 bytes of the fifth
+    crash_kept_push("CT.kept", size, written, ChecksumAlgorithm::sha256);
+
+    // The dead process's record names the client; its journal, the ranges.
+    const std::string id = raw.reservation_of("CT.kept");
+    BOOST_REQUIRE(!id.empty());
+    const std::string dead = raw.index().at("r:" + id);
+    BOOST_CHECK_MESSAGE(dead.find(" client=CN=modality%207 ") != std::string::npos, dead);
+    const auto journal = raw.object("blobstreaming.resume." + id);
+    BOOST_REQUIRE(journal);
+    std::string why;
+    const auto parsed = detail::parse_resume_journal(*journal, why);
+    BOOST_REQUIRE_MESSAGE(parsed, why);
+    BOOST_CHECK_EQUAL(parsed->header.owner, "CN=modality 7");
+    BOOST_CHECK_EQUAL(parsed->ranges.size(), 5u);
+    BOOST_CHECK_EQUAL(parsed->received(), written);
+
+    RadosStore store(pool(), options(3s));
+    auto kept = store.take_kept();
+    BOOST_REQUIRE_EQUAL(kept.size(), 1u);
+    BOOST_CHECK(store.take_kept().empty());  // handed over once
+    Reservation& r = *kept[0].reservation;
+    BOOST_CHECK_EQUAL(r.name(), "CT.kept");
+    BOOST_CHECK_EQUAL(r.size(), size);
+    BOOST_CHECK_EQUAL(r.written(), written);
+    BOOST_CHECK_EQUAL(r.resume_owner(), "CN=modality 7");
+    BOOST_CHECK(r.checksum_algorithm() == ChecksumAlgorithm::sha256);
+    BOOST_CHECK_LT(kept[0].idle.count(), 60);
+    // This store vouches for it now, as for its own; the name is taken.
+    BOOST_CHECK_NE(raw.index().at("r:" + id).find(" owner=" + store.instance() + " "), std::string::npos);
+    BS_CHECK_ERROR(store.reserve("CT.kept", 10), Errc::already_exists, "already being written");
+    BOOST_CHECK_EQUAL(store.collect().abandoned, 0u);
+
+    // The rest, and the commit verifies the whole Blob.
+    fill(r, size, ChecksumAlgorithm::sha256);
+    const Checksum expected = pattern_checksum(size, ChecksumAlgorithm::sha256);
+    BOOST_CHECK(r.commit(&expected).checksum == expected);
+    BOOST_CHECK(is_pattern(bytes_of(store.read_all("CT.kept")), 0));
+    BOOST_CHECK(store.verify("CT.kept").checksum == expected);
+    BOOST_CHECK(raw.gone("blobstreaming.resume." + id));  // the commit removes the journal
+    store.remove("CT.kept");
+}
+
+BOOST_AUTO_TEST_CASE(a_kept_push_resumes_before_a_data_object_changed_meanwhile)
+{
+    Pool raw;
+    const std::uint64_t size = 8 * 65536;
+    crash_kept_push("CT.changed", size, 5 * 65536, ChecksumAlgorithm::crc32c);
+    const std::string id = raw.reservation_of("CT.changed");
+    BOOST_REQUIRE(!id.empty());
+    const std::string third = kDataPrefix + id + ".00000002";
+    char byte = 0;
+    BOOST_REQUIRE_EQUAL(rados_read(raw.io, third.c_str(), &byte, 1, 4321), 1);
+    byte = static_cast<char>(byte ^ 0x08);
+    BOOST_REQUIRE_EQUAL(rados_write(raw.io, third.c_str(), &byte, 1, 4321), 0);
+
+    RadosStore store(pool(), options(3s));
+    auto kept = store.take_kept();
+    BOOST_REQUIRE_EQUAL(kept.size(), 1u);
+    Reservation& r = *kept[0].reservation;
+    BOOST_CHECK_EQUAL(r.written(), 2u * 65536);  // up to the changed object
+    // The journal keeps the ranges that matched: the ones appended next follow them.
+    std::string why;
+    const auto parsed = detail::parse_resume_journal(*raw.object("blobstreaming.resume." + id), why);
+    BOOST_REQUIRE_MESSAGE(parsed, why);
+    BOOST_CHECK_EQUAL(parsed->received(), 2u * 65536);
+    fill(r, size);
+    const Checksum expected = pattern_checksum(size, ChecksumAlgorithm::crc32c);
+    BOOST_CHECK(r.commit(&expected).checksum == expected);
+    BOOST_CHECK(is_pattern(bytes_of(store.read_all("CT.changed")), 0));
+    store.remove("CT.changed");
+}
+
+BOOST_AUTO_TEST_CASE(kept_pushes_of_a_live_store_or_without_a_journal_are_not_adopted)
+{
+    Pool raw;
+    RadosStore store(pool(), options(3s));
+    settle(store);
+    const auto objects = raw.data_objects();
+
+    // A store of this process that is open keeps its own.
+    auto live = store.reserve("CT.live", 4 * 65536);
+    live->keep_for_resume("10.0.0.7");
+    fill(*live, 4 * 65536, ChecksumAlgorithm::crc32c, 2 * 65536 + 1);
+    live->suspend();
+    {
+        RadosStore other(pool(), options(3s));
+        BOOST_CHECK(other.take_kept().empty());
+    }
+    BOOST_CHECK(live->is_open());
+    live->abort();
+
+    // A dead one's whose journal went: to the trash, with its data objects.
+    crash_kept_push("CT.lost", 6 * 65536, 3 * 65536, ChecksumAlgorithm::crc32c);
+    const std::string id = raw.reservation_of("CT.lost");
+    BOOST_REQUIRE(!id.empty());
+    BOOST_REQUIRE_EQUAL(rados_remove(raw.io, ("blobstreaming.resume." + id).c_str()), 0);
+    RadosStore opened(pool(), options(3s));
+    BOOST_CHECK(opened.take_kept().empty());
+    BOOST_CHECK_EQUAL(raw.index().count("r:" + id), 0u);
+    opened.collect();  // (or the store's own thread first)
+    BOOST_CHECK(added(objects, raw.data_objects()).empty());
+    BOOST_CHECK_EQUAL(raw.index().count("t:" + id), 0u);
+    put(opened, "CT.lost", 100);  // the name is free
+    opened.remove("CT.lost");
+}
+
 BOOST_AUTO_TEST_CASE(checksums_sha256_and_crc32c)
 {
     RadosStore store(pool(), options());
@@ -538,6 +710,22 @@ static int crash_push(const char* name)
     return 1;
 }
 
+// The child of crash_kept_push(): SIZE:WRITTEN and the algorithm.
+static int crash_kept(const char* name, const char* sizes, const char* algorithm)
+{
+    const std::string text = sizes;
+    const std::uint64_t size = std::stoull(text.substr(0, text.find(':')));
+    const std::uint64_t written = std::stoull(text.substr(text.find(':') + 1));
+    const auto checksum = checksum_algorithm_from(algorithm);
+    RadosStore store(pool(), options(3s));
+    auto r = store.reserve(name, size, ReserveMode::create, *checksum);
+    r->keep_for_resume("CN=modality 7");
+    fill(*r, size, *checksum, written);
+    r->suspend();  // what was advanced over is in RADOS and journaled
+    ::raise(SIGKILL);
+    return 1;
+}
+
 int main(int argc, char* argv[])
 {
     if (env("CEPH_CONF").empty() || pool().empty()) {
@@ -551,5 +739,6 @@ int main(int argc, char* argv[])
     // fixed threshold measures what the store itself holds.
     mallopt(M_MMAP_THRESHOLD, 1 << 20);
     if (argc == 3 && std::strcmp(argv[1], "--crash-push") == 0) return crash_push(argv[2]);
+    if (argc == 5 && std::strcmp(argv[1], "--crash-kept") == 0) return crash_kept(argv[2], argv[3], argv[4]);
     return boost::unit_test::unit_test_main(&init_unit_test, argc, argv);
 }

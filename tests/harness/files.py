@@ -10,6 +10,7 @@ SHA-256 by hashlib."""
 import hashlib
 import json
 import os
+import struct
 import subprocess
 import sys
 
@@ -100,6 +101,28 @@ def reservation_written_past(tmp_dir, offset):
         if page and any(page):
             return path
     return None
+
+
+def resume_journal_ranges(data):
+    """The (start, end) of each range record of a resume journal's bytes
+    (blobstore/src/store/ResumeJournal.h: records [u32 length][u32 CRC32C]
+    [payload], a header first), in order, up to the first torn record. The
+    stores' own reading also checks each record's CRC32C; a test only needs
+    the offsets."""
+    ranges, at, first = [], 0, True
+    while at + 8 <= len(data):
+        length, _crc = struct.unpack_from("<II", data, at)
+        payload = data[at + 8:at + 8 + length]
+        if len(payload) < length:
+            break
+        if not first:
+            if payload[:1] != b"R":
+                break
+            start, end = struct.unpack_from("<QQ", payload, 1)
+            ranges.append((start, end))
+        first = False
+        at += 8 + length
+    return ranges
 
 
 def ct_slice(index, seed=7):

@@ -122,7 +122,7 @@ StoreService::Opened StoreService::open_reservation(const Caller& caller, const 
         throw Error(Errc::refused, "push " + quote_name(name) + " of unknown length: store \"" + options_.store_name +
                                        "\" (" + std::string(store_.kind()) + "): " + why);
     }
-    // Journaled where the store can (a FileStore), so that a push to resume
+    // Journaled where the store can (a FileStore, a RadosStore), so that a push to resume
     // outlives a restart of the daemon; for its client only, as in memory.
     reservation->keep_for_resume(caller.client);
     Opened opened;

@@ -198,6 +198,15 @@ int WriteOp::submit(rados_ioctx_t io, const std::string& oid)
     return rc;
 }
 
+int WriteOp::submit(rados_ioctx_t io, const std::string& oid, Completion& done)
+{
+    rados_completion_t c = done.arm();
+    if (!c) return -ENOMEM;
+    const int rc = rados_aio_write_op_operate(op_, io, c, oid.c_str(), nullptr, 0);
+    if (rc < 0) done.reset();
+    return rc;
+}
+
 namespace {
 
 /// Appends the entries of `it` to `out` (and ends the iterator).

@@ -116,6 +116,9 @@ public:
     /// Submits it and returns at once (require(), not expect(): nobody
     /// reads the outcome).
     int submit(rados_ioctx_t io, const std::string& oid);
+    /// Submits it; `done` completes with its outcome (0, -ECANCELED when a
+    /// requirement failed, or another -errno).
+    int submit(rados_ioctx_t io, const std::string& oid, Completion& done);
     /// After operate() returned -ECANCELED: whether expectation `i` failed.
     bool failed(std::size_t i) const { return results_.at(i) != 0; }
 

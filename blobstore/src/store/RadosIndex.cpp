@@ -76,7 +76,46 @@ bool number_field(const Fields& f, const char* key, T& out, std::string& why)
     return true;
 }
 
+/// Percent-encodes what a field cannot hold as it is: spaces (the
+/// separator), '%', and bytes outside printable ASCII.
+std::string escape(std::string_view text)
+{
+    static const char* hex = "0123456789ABCDEF";
+    std::string out;
+    for (const char c : text) {
+        const auto b = static_cast<unsigned char>(c);
+        if (b <= 0x20 || b >= 0x7f || c == '%') {
+            out += '%';
+            out += hex[b >> 4];
+            out += hex[b & 15];
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
+bool unescape(std::string_view text, std::string& out)
+{
+    out.clear();
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (text[i] != '%') {
+            out += text[i];
+            continue;
+        }
+        unsigned value = 0;
+        if (text.size() - i < 3) return false;
+        const auto [end, ec] = std::from_chars(text.data() + i + 1, text.data() + i + 3, value, 16);
+        if (ec != std::errc() || end != text.data() + i + 3) return false;
+        out += static_cast<char>(value);
+        i += 2;
+    }
+    return true;
+}
+
 }  // namespace
+
+std::string resume_object(const std::string& id) { return "blobstreaming.resume." + id; }
 
 std::string data_object(const std::string& id, std::uint64_t chunk)
 {
@@ -152,7 +191,7 @@ std::string encode(const ReservationRecord& r)
 {
     return std::string(kVersion) + " size=" + std::to_string(r.size) + " chunk=" + std::to_string(r.chunk) +
            " owner=" + r.owner + " created=" + std::to_string(r.created_ms) + " grace=" + std::to_string(r.grace_ms) +
-           " name=" + r.name;
+           (r.client.empty() ? std::string() : " client=" + escape(r.client)) + " name=" + r.name;
 }
 
 std::optional<ReservationRecord> decode_reservation(std::string_view text, std::string& why)
@@ -164,6 +203,10 @@ std::optional<ReservationRecord> decode_reservation(std::string_view text, std::
         !text_field(*f, "owner", r.owner, why) || !number_field(*f, "created", r.created_ms, why) ||
         !number_field(*f, "grace", r.grace_ms, why) || !text_field(*f, "name", r.name, why))
         return std::nullopt;
+    if (const auto client = f->find("client"); client != f->end() && !unescape(client->second, r.client)) {
+        why = "field client=" + client->second + " is not percent-encoded text";
+        return std::nullopt;
+    }
     return r;
 }
 

@@ -8,7 +8,7 @@
 /// that share the pool:
 ///
 ///   b:NAME  a committed Blob:  "1 size=N chunk=C data=ID committed=NS checksum=ALG:HEX"
-///   r:ID    an open reservation: "1 size=N chunk=C owner=OWNER created=MS grace=MS name=NAME"
+///   r:ID    an open reservation: "1 size=N chunk=C owner=OWNER created=MS grace=MS [client=CLIENT] name=NAME"
 ///   u:ID    when its owner last vouched for it: "MS"
 ///   t:ID    data objects to delete: "1 chunks=K deadline=MS name=NAME"
 ///
@@ -17,6 +17,10 @@
 /// holds bytes [i*C, (i+1)*C). ID is random, fresh for every reservation,
 /// never the Blob's name: a version's objects are never written again once
 /// committed, and a push that dies leaves objects nobody lists.
+///
+/// A reservation kept for a resume across a restart (its r:ID names the
+/// client, percent-encoded) journals the ranges written so far in object
+/// `blobstreaming.resume.ID` (ResumeJournal.h's records; RadosJournal.h).
 
 #include <blobstreaming/common/BlobInfo.h>
 
@@ -40,6 +44,8 @@ inline std::string trash_key(const std::string& id) { return kTrashPrefix + id; 
 
 /// `blobstreaming.data.ID.XXXXXXXX` (chunk in hex).
 std::string data_object(const std::string& id, std::uint64_t chunk);
+/// `blobstreaming.resume.ID`: the resume journal of reservation ID.
+std::string resume_object(const std::string& id);
 /// Data objects of a Blob of `size` bytes in chunks of `chunk` bytes.
 std::uint64_t chunk_count(std::uint64_t size, std::uint32_t chunk) noexcept;
 /// 32 random hex digits.
@@ -63,6 +69,10 @@ struct ReservationRecord {
     std::int64_t created_ms = 0;
     /// The owner's grace: nobody gives it up sooner, whatever their own.
     std::int64_t grace_ms = 0;
+    /// Kept for a resume across a restart (Reservation::keep_for_resume()):
+    /// the client that may resume it, once its journal holds a range; "" when
+    /// not kept.
+    std::string client;
 };
 std::string encode(const ReservationRecord& record);
 std::optional<ReservationRecord> decode_reservation(std::string_view text, std::string& why);

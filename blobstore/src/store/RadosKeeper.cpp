@@ -38,22 +38,6 @@ constexpr std::size_t kRemoveWindow = 32;
 /// Open reservations vouched for by one index write.
 constexpr std::size_t kVouchBatch = 256;
 
-/// The entries with `prefix`, at most `max`, the prefix cut off the keys.
-Entries scan(const RadosStore::State& state, const char* prefix, std::size_t max)
-{
-    Entries out;
-    std::string after;
-    for (bool more = true; more && out.size() < max;) {
-        Entries page;
-        const int rc = rados::omap_scan(state.io(), kIndexObject, prefix, after, kPage, page, more);
-        if (rc < 0) state.fail("cleanup: read the index", rc);
-        if (page.empty()) break;
-        after = page.back().first;
-        for (auto& [key, value] : page) out.emplace_back(key.substr(std::strlen(prefix)), std::move(value));
-    }
-    return out;
-}
-
 std::optional<std::int64_t> parse_ms(const std::string& text)
 {
     std::int64_t v = 0;
@@ -132,8 +116,8 @@ void RadosStore::State::vouch()
 
 std::size_t RadosStore::State::abandon_stale()
 {
-    const Entries reservations = scan(*this, kReservationPrefix, kMaxScan);
-    const Entries touches = scan(*this, kTouchPrefix, kMaxScan);
+    const Entries reservations = scan(kReservationPrefix, kMaxScan, "cleanup: read the index");
+    const Entries touches = scan(kTouchPrefix, kMaxScan, "cleanup: read the index");
     std::map<std::string, std::string> touched(touches.begin(), touches.end());
     std::set<std::string> mine;
     {
@@ -189,7 +173,7 @@ std::size_t RadosStore::State::abandon_stale()
 void RadosStore::State::purge_trash(Cleanup& out)
 {
     const std::int64_t now = now_ms();
-    const Entries trash = scan(*this, kTrashPrefix, kMaxScan);
+    const Entries trash = scan(kTrashPrefix, kMaxScan, "cleanup: read the index");
     for (const auto& [id, raw] : trash) {
         if (out.purged == kMaxPurge) break;
         std::string why;
@@ -218,6 +202,18 @@ void RadosStore::State::purge_trash(Cleanup& out)
                     failed = true;
                     spdlog::warn("{}: cannot delete {}: {}", store(), data_object(id, at + i), rados::errno_text(rc));
                 }
+            }
+        }
+        // A reservation kept for a resume has a journal object too.
+        if (!failed) {
+            rados::Completion removal;
+            rados_completion_t c = removal.arm();
+            int rc = c ? rados_aio_remove(io(), resume_object(id).c_str(), c) : -ENOMEM;
+            if (rc == 0) rc = removal.wait();
+            else removal.reset();
+            if (rc < 0 && rc != -ENOENT) {
+                failed = true;
+                spdlog::warn("{}: cannot delete {}: {}", store(), resume_object(id), rados::errno_text(rc));
             }
         }
         out.objects += deleted;

@@ -1,6 +1,9 @@
 /// RadosReservation (RadosReservation.h): the push's bytes into data
-/// objects through two buffers, the commit's compound write, the abort.
+/// objects through two buffers, the commit's compound write, the abort; a
+/// kept one's journal (RadosJournal.h).
 #include "RadosReservation.h"
+
+#include "RadosJournal.h"
 
 #include <blobstreaming/common/BlobName.h>
 #include <blobstreaming/common/Error.h>
@@ -30,11 +33,21 @@ constexpr int kCommitAttempts = 16;
 class RadosReservation final : public Reservation {
 public:
     RadosReservation(std::shared_ptr<RadosStore::State> state, std::string name, std::uint64_t size, ReserveMode mode,
-                     ChecksumAlgorithm checksum, std::string id, std::string record)
+                     ChecksumAlgorithm checksum, std::string id, std::string record, std::uint32_t chunk)
         : Reservation(std::move(name), size, checksum), state_(std::move(state)), mode_(mode), id_(std::move(id)),
-          record_(std::move(record)), chunk_(state_->options.chunk_size)
+          record_(std::move(record)), chunk_(chunk)
     {
         slots_[current_].limit = 0;  // "full": the first window() takes slot 0
+    }
+    /// A kept reservation adopted after a restart (make_kept_rados_reservation()).
+    RadosReservation(std::shared_ptr<RadosStore::State> state, const ResumeHeader& kept, std::string id,
+                     std::string record, std::uint32_t chunk, std::uint64_t written, ChecksumState checksum)
+        : RadosReservation(std::move(state), kept.name, kept.size, kept.mode, kept.checksum, std::move(id),
+                           std::move(record), chunk)
+    {
+        restore(written, std::move(checksum), kept.owner);
+        journal_ = std::make_shared<RadosJournal>(state_->io(), state_->store(), id_, kept, record_, written);
+        adopted_ = true;
     }
     ~RadosReservation() override { abort(); }
 
@@ -44,6 +57,7 @@ private:
         std::uint64_t start = 0;  ///< Blob offset of bytes[0]
         std::size_t fill = 0;     ///< bytes advanced over
         std::size_t limit = 0;    ///< bytes it takes: to the end of its chunk or of the Blob; fill once written
+        std::uint32_t crc = 0;    ///< kept for a resume: CRC32C of its `fill` bytes (the journal's range)
         /// Its write while in flight; declared after `bytes`, so that it is
         /// waited for before they go.
         rados::Completion write;
@@ -75,6 +89,7 @@ private:
             }
             next.start = offset;
             next.fill = 0;
+            next.crc = 0;
             next.limit = static_cast<std::size_t>(std::min<std::uint64_t>(chunk_ - offset % chunk_, size() - offset));
         }
         Slot& s = slots_[current_];
@@ -98,27 +113,52 @@ private:
     /// An abort writes the index; a suspend waits for the writes in flight.
     bool do_ending_waits() const noexcept override { return true; }
 
-    std::error_code do_advance(const std::uint8_t*, std::size_t n, std::uint64_t) override
+    std::error_code do_advance(const std::uint8_t* data, std::size_t n, std::uint64_t) override
     {
         Slot& s = slots_[current_];
+        if (!resume_owner().empty()) s.crc = crc32c(data, n, s.crc);
         s.fill += n;
         if (s.fill == s.limit) submit(s);
         return broken_;
     }
 
-    /// Starts writing what `s` holds to its chunk's object.
+    /// Starts writing what `s` holds to its chunk's object; a kept
+    /// reservation journals the range once the write completes.
     void submit(Slot& s) noexcept
     {
         s.limit = s.fill;
         const std::string oid = data_object(id_, s.start / chunk_);
-        rados_completion_t c = s.write.arm();
+        std::unique_ptr<RadosJournal::Written> journaled;
+        if (RadosJournal* journal = journal_for_resume())
+            journaled = journal->expect({s.start, s.start + s.fill, s.crc});
+        rados_completion_t c = s.write.arm(journaled ? &RadosJournal::written : nullptr, journaled.get());
         const int rc = c ? rados_aio_write(state_->io(), oid.c_str(), c, reinterpret_cast<const char*>(s.bytes.get()),
                                            s.fill, s.start % chunk_)
                          : -ENOMEM;
         if (rc < 0) {
             s.write.reset();
+            if (journal_) journal_->cancel(std::move(journaled));
             write_failed(s, rc);
+            return;
         }
+        (void)journaled.release();  // the callback's now
+    }
+
+    /// The journal of a reservation kept for a resume (keep_for_resume()),
+    /// made with its first write; nullptr when not kept.
+    RadosJournal* journal_for_resume() noexcept
+    {
+        if (!journal_ && !resume_owner().empty()) {
+            try {
+                journal_ = std::make_shared<RadosJournal>(
+                    state_->io(), state_->store(), id_,
+                    ResumeHeader{name(), size(), checksum_algorithm(), mode_, resume_owner()}, record_, 0);
+            } catch (const std::exception& e) {
+                spdlog::warn("{}: push {} is not journaled for a resume across a restart: {}", state_->store(),
+                             quote_name(name()), e.what());
+            }
+        }
+        return journal_.get();
     }
 
     /// Waits for the write of `s`; true when it failed (broken_ set).
@@ -149,12 +189,17 @@ private:
                                  : "push " + quote_name(name()) + ": " + state_->store() + ": writing " + what);
     }
 
-    /// Waits for every write; drops the buffers.
+    /// Waits for every write, and for the journal's appends that follow
+    /// them; drops the buffers.
     void settle() noexcept
     {
         for (Slot& s : slots_) {
             finish_write(s);
             s.bytes.reset();
+        }
+        if (journal_) {
+            journal_->drain();
+            record_ = journal_->record();
         }
     }
 
@@ -190,6 +235,7 @@ private:
             const int rc = op.operate(state_->io(), kIndexObject);
             if (rc == 0) {
                 closed_ = true;
+                if (journal_ && journal_->started()) rados::remove_async(state_->io(), resume_object(id_));
                 state_->close_reservation(id_);
                 state_->count_commit(size(), old ? std::optional(old->info.size) : std::nullopt);
                 return record.info;
@@ -224,7 +270,10 @@ private:
             op.require(reservation_key(id_), record_);
             op.remove(reservation_key(id_));
             op.remove(touch_key(id_));
-            op.set(trash_key(id_), encode(TrashRecord{name(), chunk_count(written(), chunk_), now_ms()}));
+            // Adopted after a restart: the objects its earlier process wrote
+            // may go beyond the bytes kept.
+            const std::uint64_t extent = adopted_ ? size() : written();
+            op.set(trash_key(id_), encode(TrashRecord{name(), chunk_count(extent, chunk_), now_ms()}));
             const int rc = op.submit(state_->io(), kIndexObject);
             if (rc < 0)
                 spdlog::warn("{}: abort of the reservation of {}: {} (its objects go once it is found abandoned)",
@@ -244,6 +293,9 @@ private:
     std::size_t current_ = kSlots - 1;
     std::error_code broken_;  ///< a write failed: the push cannot complete
     bool closed_ = false;
+    /// Kept for a resume: its journal, from its first write (or adoption).
+    std::shared_ptr<RadosJournal> journal_;
+    bool adopted_ = false;  ///< reopened after a restart of its store
 };
 
 }  // namespace
@@ -252,8 +304,18 @@ std::unique_ptr<Reservation> make_rados_reservation(std::shared_ptr<RadosStore::
                                                     std::uint64_t size, ReserveMode mode, ChecksumAlgorithm checksum,
                                                     std::string id, std::string record)
 {
+    const std::uint32_t chunk = state->options.chunk_size;
     return std::make_unique<RadosReservation>(std::move(state), std::move(name), size, mode, checksum, std::move(id),
-                                              std::move(record));
+                                              std::move(record), chunk);
+}
+
+std::unique_ptr<Reservation> make_kept_rados_reservation(std::shared_ptr<RadosStore::State> state,
+                                                         const ResumeHeader& kept, std::string id, std::string record,
+                                                         std::uint32_t chunk, std::uint64_t written,
+                                                         ChecksumState checksum)
+{
+    return std::make_unique<RadosReservation>(std::move(state), kept, std::move(id), std::move(record), chunk, written,
+                                              std::move(checksum));
 }
 
 }  // namespace blobstreaming::detail

@@ -17,6 +17,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <set>
 
 #include <unistd.h>
 
@@ -37,7 +39,49 @@ std::string host_name()
     return name;
 }
 
+/// RadosStore::State::open_here(): the instances of this process.
+std::mutex& instances_mutex()
+{
+    static std::mutex m;
+    return m;
+}
+
+std::set<std::string>& instances()
+{
+    static std::set<std::string> open;
+    return open;
+}
+
 }  // namespace
+
+bool RadosStore::State::open_here(const std::string& instance)
+{
+    std::lock_guard lock(instances_mutex());
+    return instances().count(instance) != 0;
+}
+
+RadosStore::State::~State()
+{
+    stop_keeper();
+    std::lock_guard lock(instances_mutex());
+    instances().erase(instance);
+}
+
+std::vector<std::pair<std::string, std::string>> RadosStore::State::scan(const char* prefix, std::size_t max,
+                                                                         const std::string& what) const
+{
+    std::vector<std::pair<std::string, std::string>> out;
+    std::string after;
+    for (bool more = true; more && out.size() < max;) {
+        std::vector<std::pair<std::string, std::string>> page;
+        const int rc = rados::omap_scan(io(), kIndexObject, prefix, after, kPage, page, more);
+        if (rc < 0) fail(what, rc);
+        if (page.empty()) break;
+        after = page.back().first;
+        for (auto& [key, value] : page) out.emplace_back(key.substr(std::strlen(prefix)), std::move(value));
+    }
+    return out;
+}
 
 RadosStore::State::State(const std::string& pool_name, const Options& o)
     : options(o), pool("rados:" + pool_name, pool_name, rados::ConnectSettings{o.conf_file, o.user, o.timeout}),
@@ -50,6 +94,8 @@ RadosStore::State::State(const std::string& pool_name, const Options& o)
         throw Error(Errc::refused, store() + ": " + pool.user() + " may not write to pool \"" + pool.name() +
                                        "\" (its OSD caps): " + rados::errno_text(rc));
     if (rc < 0) fail("create the index object " + std::string(kIndexObject), rc);
+    std::lock_guard lock(instances_mutex());
+    instances().insert(instance);
 }
 
 Errc RadosStore::State::errc_of(int rc) noexcept
@@ -125,7 +171,10 @@ RadosStore::RadosStore(const std::string& pool, Options options)
                                                 " is outside 1 byte to 64 MiB");
     if (options.user.empty()) options.user = "admin";
     state_ = std::make_shared<State>(pool, options);
-    state_->collect();  // vouches for nothing yet; cleans up after the dead, counts the Blobs
+    // Before the first round: the pushes kept for a resume by a process of
+    // this host that died are this store's now, not the cleanup's.
+    kept_ = detail::adopt_kept(state_);
+    state_->collect();  // vouches for the kept ones; cleans up after the dead, counts the Blobs
     state_->start_keeper();
     spdlog::info("rados store {} as {}: {} blob(s), {} bytes; instance {}", name(), state_->pool.user(),
                  state_->blob_count, state_->used, state_->instance);
@@ -138,6 +187,12 @@ const std::string& RadosStore::name() const noexcept { return state_->store(); }
 const std::string& RadosStore::instance() const noexcept { return state_->instance; }
 
 RadosStore::Cleanup RadosStore::collect() { return state_->collect(); }
+
+std::vector<Store::Kept> RadosStore::take_kept()
+{
+    std::lock_guard lock(kept_mutex_);
+    return std::move(kept_);
+}
 
 BlobInfo RadosStore::stat(std::string_view name) const
 {
@@ -211,8 +266,14 @@ std::unique_ptr<Reservation> RadosStore::reserve(std::string_view name, std::uin
         if (mode == ReserveMode::create && state_->find(name))
             throw Error(Errc::already_exists,
                         "blob " + quote_name(name) + " already exists (remove it first, or replace it)");
-        const std::string record = encode(ReservationRecord{std::string(name), size, state_->options.chunk_size,
-                                                            state_->instance, now_ms(), state_->options.grace.count()});
+        const ReservationRecord fresh{std::string(name),
+                                      size,
+                                      state_->options.chunk_size,
+                                      state_->instance,
+                                      now_ms(),
+                                      state_->options.grace.count(),
+                                      {}};
+        const std::string record = encode(fresh);
         rados::WriteOp op;
         op.set(reservation_key(id), record);
         op.set(touch_key(id), std::to_string(now_ms()));

@@ -18,6 +18,8 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace blobstreaming {
 
@@ -26,7 +28,7 @@ struct RadosStore::State {
     State(const std::string& pool_name, const Options& options);
     /// Stops the cleanup thread should ~RadosStore not have (a constructor
     /// that failed after starting it).
-    ~State() { stop_keeper(); }
+    ~State();
     State(const State&) = delete;
     State& operator=(const State&) = delete;
 
@@ -55,6 +57,15 @@ struct RadosStore::State {
 
     const std::string& store() const noexcept { return pool.store(); }
     rados_ioctx_t io() const noexcept { return pool.io(); }
+
+    /// Whether `instance` is a RadosStore open in this process now: a
+    /// store of this process never adopts another's reservations.
+    static bool open_here(const std::string& instance);
+
+    /// Up to `max` index entries whose keys start with `prefix`, the
+    /// prefix cut off the keys. Throws Error(io_error) naming `what`.
+    std::vector<std::pair<std::string, std::string>> scan(const char* prefix, std::size_t max,
+                                                          const std::string& what) const;
 
     /// The record of Blob `name` and its encoded text (`raw`), nullopt when
     /// not committed. Throws Error(io_error) when the index cannot be read,

@@ -13,9 +13,9 @@
 /// commit compares the whole Blob's checksum, computed over the bytes
 /// as they are on disk, with the client's.
 ///
-/// The format is the store's own; FileStore keeps it in tmp/ beside the
-/// reservation file, a RadosStore would keep it as an object beside the
-/// reservation's stripes (docs/STORES.md).
+/// The format is the stores' own; FileStore keeps it in tmp/ beside the
+/// reservation file, RadosStore as the object `blobstreaming.resume.ID`
+/// beside the reservation's data objects (RadosJournal.h, docs/STORES.md).
 
 #include <blobstreaming/blobstore/Store.h>
 #include <blobstreaming/common/Checksum.h>

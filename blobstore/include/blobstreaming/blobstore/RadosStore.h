@@ -5,7 +5,9 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 namespace blobstreaming {
 
@@ -25,6 +27,10 @@ namespace blobstreaming {
 /// (its daemon died). A thread of the store does that cleanup and keeps its
 /// own open reservations alive; it runs once at open and then every
 /// grace / 4 (at most 30 s).
+///
+/// A push kept for a resume (Reservation::keep_for_resume()) journals its
+/// ranges beside its data objects; a store opened on the same host after its
+/// process died adopts it (take_kept()).
 ///
 /// Errors name the store ("rados:POOL") and the reason; a cluster that does
 /// not answer fails an operation after `timeout` (Errc::io_error; the
@@ -66,6 +72,11 @@ public:
     /// From the last refresh (open, then each cleanup round; this store's
     /// own commits and removals count at once): never waits for the cluster.
     StoreUsage usage() const override;
+    /// The pushes kept for a resume (Reservation::keep_for_resume()) by a
+    /// store instance of this host whose process is gone, adopted at open:
+    /// each reread up to the first journaled range that no longer matches
+    /// its data object (docs/STORES.md, "The RADOS tier").
+    std::vector<Kept> take_kept() override;
 
     /// "rados:POOL".
     const std::string& name() const noexcept;
@@ -89,6 +100,8 @@ public:
 
 private:
     std::shared_ptr<State> state_;
+    std::mutex kept_mutex_;
+    std::vector<Kept> kept_;  ///< until take_kept(); destroyed (aborted) before state_ goes
 };
 
 }  // namespace blobstreaming

@@ -129,10 +129,11 @@ public:
 
     /// Keeps the reservation across a restart of its store's process, for
     /// `owner` (the client that reserved it, the only one that may resume
-    /// it): a store that can (FileStore) journals the ranges received with
-    /// their CRC32Cs as the bytes arrive in order (never a reservation filled
-    /// in parts or of unknown length), and its next open hands the
-    /// reservation back (Store::take_kept()). A no-op for other stores.
+    /// it): a store that can (FileStore, RadosStore) journals the ranges
+    /// received with their CRC32Cs as the bytes arrive in order (never a
+    /// reservation filled in parts or of unknown length), and its next open
+    /// hands the reservation back (Store::take_kept()). A no-op for other
+    /// stores.
     /// Call before any byte is written.
     void keep_for_resume(std::string owner) { owner_ = std::move(owner); }
     /// keep_for_resume()'s owner; "" when not kept.
