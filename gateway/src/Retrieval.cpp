@@ -5,12 +5,14 @@
 
 #include <blobstreaming/common/Error.h>
 
+#include <dcmtk/dcmdata/dcdeftag.h>
 #include <dcmtk/dcmdata/dcfilefo.h>
 #include <dcmtk/dcmdata/dcistrmb.h>
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <deque>
 #include <future>
@@ -35,8 +37,9 @@ constexpr std::size_t kMetaSlack = 64u << 10;
 constexpr std::size_t kAhead = 2;
 
 /// What the header of the object in `bytes` says against `expected`
-/// (delivered_mismatch()): its first 256 KiB are parsed (the pixel data
-/// stays unread), the whole object when the attributes are not all in them.
+/// (delivered_mismatch()): its first 256 KiB are parsed up to the Pixel
+/// Data (which stays unread: not copied into DCMTK's element), the whole
+/// object up to there when the attributes are not all in them.
 std::string header_mismatch(const std::uint8_t* bytes, std::size_t size,
                             const std::map<std::string, std::string>& expected)
 {
@@ -51,7 +54,8 @@ std::string header_mismatch(const std::uint8_t* bytes, std::size_t size,
         stream.setBuffer(bytes, static_cast<offile_off_t>(whole ? size : kHead));
         if (whole) stream.setEos();
         object.transferInit();
-        const OFCondition read = object.read(stream, EXS_Unknown, EGL_noChange, DCM_MaxReadLength);
+        const OFCondition read =
+            object.readUntilTag(stream, EXS_Unknown, EGL_noChange, DCM_MaxReadLength, DCM_PixelData);
         object.transferEnd();
         // A head cut short ends with "more data needed": what it held is read.
         if (read.bad() && (whole || read != EC_StreamNotifyClient))
@@ -110,11 +114,14 @@ struct Retrieval::Batch {
     std::vector<PulledInstance> pulled;
     /// The buffers of those pulled into memory, by their place in `to_pull`.
     std::map<std::size_t, Buffers::Buffer> memory;
+    /// Those served in place (Retrieval::in_place()), by their place in `to_pull`.
+    std::vector<std::shared_ptr<const client::InPlaceBlob>> in_place;
 
     /// Done with the instance at `place` in `to_pull`: its buffer back to
-    /// `buffers`, or its spool file removed.
+    /// `buffers`, or its spool file removed; its store's file closed.
     void release(std::size_t place, Buffers& buffers)
     {
+        if (place < in_place.size()) in_place[place].reset();
         if (const auto m = memory.find(place); m != memory.end()) {
             buffers.give(std::move(m->second));
             memory.erase(m);
@@ -225,6 +232,10 @@ Retrieval::Batch Retrieval::pull(std::size_t begin, std::size_t end)
             batch.to_pull.back().path = spool_path_();
         }
     }
+    if (in_place_) {
+        batch.in_place.resize(batch.to_pull.size());
+        for (std::size_t k = 0; k < batch.to_pull.size(); ++k) batch.to_pull[k].place = &batch.in_place[k];
+    }
     batch.pulled = pull_from_copies(session_, batch.to_pull, client::PullOptions{});
     return batch;
 }
@@ -248,7 +259,9 @@ RetrievalCounts Retrieval::run(const Send& send, const After& after)
     };
     top_up();
     while (!next.empty()) {
+        const auto asked = std::chrono::steady_clock::now();
         Batch batch = next.front().get();
+        waited_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
         next.pop_front();
         top_up();
         for (std::size_t i = batch.begin; i < batch.end; ++i) {
@@ -269,19 +282,27 @@ RetrievalCounts Retrieval::run(const Send& send, const After& after)
                     for (const char* k :
                          {"SOPInstanceUID", "PatientID", "StudyInstanceUID", "SeriesInstanceUID", "SOPClassUID"})
                         expected[k] = column_of(row, k);
-                    const std::size_t size = static_cast<std::size_t>(pulled.result.length);
-                    const std::string mismatch = to_pull.buffer ? header_mismatch(to_pull.buffer, size, expected)
-                                                                : delivered_mismatch(to_pull.path, expected);
+                    const client::InPlaceBlob* place =
+                        batch.in_place.empty() ? nullptr : batch.in_place[batch.slot[i]].get();
+                    const std::uint8_t* bytes = place ? place->data() : to_pull.buffer;
+                    const std::size_t size = place ? place->size() : static_cast<std::size_t>(pulled.result.length);
+                    const std::string mismatch = bytes ? header_mismatch(bytes, size, expected)
+                                                       : delivered_mismatch(to_pull.path, expected);
                     if (!mismatch.empty()) {
                         outcome.problem = "Blob " + pulled.blob + " in store \"" + pulled.result.store +
                                           "\" is not the instance the index lists: " + mismatch + "; not sent";
                         outcome.comment = "not the instance the index lists: " + mismatch;
                     } else {
                         RetrievedInstance instance;
-                        instance.bytes = to_pull.buffer;
+                        instance.bytes = bytes;
                         instance.size = size;
-                        if (to_pull.buffer) instance.data_set_offset = data_set_offset(to_pull.buffer, size);
-                        instance.path = to_pull.path;
+                        if (bytes) instance.data_set_offset = data_set_offset(bytes, size);
+                        if (place) {
+                            instance.fd = place->fd();
+                            instance.file_offset = place->file_offset();
+                        } else {
+                            instance.path = to_pull.path;
+                        }
                         instance.sop_class = column_of(row, "SOPClassUID");
                         instance.sop = item.sop;
                         instance.transfer_syntax = column_of(row, "TransferSyntaxUID");

@@ -65,6 +65,16 @@ public:
     /// Sends `header` with chunked transfer coding: the body follows in write()s.
     virtual bool begin(http::response<http::empty_body> header) = 0;
     virtual bool write(const void* data, std::size_t size) = 0;
+    /// One part of a body written with begin(), as one chunk: `head` (the
+    /// part's delimiter and headers), then its `size` bytes at `data`. With
+    /// `fd` >= 0 those bytes are also bytes [file_offset, file_offset +
+    /// size) of the open file `fd` (unchanged meanwhile): a plain
+    /// connection then sends them from the file with sendfile(2), written
+    /// by the worker itself (no copy through the process, no hand-off to
+    /// the I/O thread); a TLS connection encrypts them from `data`, in one
+    /// hand-off. Returns as write() does.
+    virtual bool write_part(const std::string& head, const void* data, std::size_t size, int fd = -1,
+                            std::uint64_t file_offset = 0) = 0;
     virtual bool end() = 0;
     /// Whether respond() or begin() was called.
     virtual bool answered() const = 0;
