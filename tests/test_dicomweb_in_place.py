@@ -13,7 +13,15 @@ then sendfile(2)), never copied through the gateway.
   another version (other pixel data) and instance 36's removed; then the
   client reads on. Every part is still its stored version whole (the file
   opened and verified before), none is the new version or a mix. A second
-  request no longer has instance 36 (its Blob is gone).
+  request no longer has instance 36 (its Blob is gone). The client reads
+  64 KiB before the change and the gateway's writes block within a few MiB
+  (the sockets' buffers), 15 MiB before instance 31.
+- Access refused stays refused: a gateway whose certificate may write to a
+  TLS-only store on this host but not read there (--allow-write CN=gateway
+  only) stores a study through storescu, and each WADO-RS request for it
+  sends no instance, the store refusing the file of each instance again
+  for each request (findLocalFile refused in the store's log, "may not
+  read" in the gateway's, three per request).
 Real omniNames, blobstored and blob-dicomd on 127.0.0.1."""
 
 import os
@@ -26,6 +34,7 @@ import harness  # noqa: E402
 from harness import check, check_equal, step, wait_for  # noqa: E402
 from harness.dicom import Gateway, make_objects  # noqa: E402
 from test_dicomweb import Http, host_port, parts  # noqa: E402
+from test_tls import make_ca, make_cert, tls_args  # noqa: E402
 
 SLICES = 40
 ACCEPT = 'multipart/related; type="application/dicom"'
@@ -127,6 +136,30 @@ def test(c):
     check(stored[removed] not in after, "the removed instance was served again")
     for p in after:
         check(p == variant or p in stored.values(), f"a part of {len(p)} bytes is neither a stored Blob nor the new one")
+
+
+    step("access refused stays refused: a gateway that may write to a TLS store but not read there serves nothing")
+    make_ca(c, "ca")
+    store_cert = make_cert(c, "ca", "store", "/CN=store.central", "serverAuth,clientAuth", san="IP:127.0.0.1")
+    gw_client = make_cert(c, "ca", "gateway-client", "/CN=gateway", "serverAuth,clientAuth", san="IP:127.0.0.1")
+    central = c.start_daemon("central", "file", extra=tls_args(c, *store_cert) + ["--allow-write", "CN=gateway"])
+    writer = Gateway(c, "central", "write-only-gateway", extra=[
+        "--http-address", "127.0.0.1:0", "--store-tls-cert", gw_client[0], "--store-tls-key", gw_client[1],
+        "--store-tls-ca", c.path("ca.pem")])
+    small = make_objects(c, "study", c.path("small"), "3", "PAT2", "20261116", "CT")
+    writer.storescu("+sd", c.path("small"))
+    h = Http(writer.http)
+    for n in (1, 2):
+        status, headers, body = h.request("GET", f"/dicom-web/studies/{small[0]['study']}", headers={"Accept": ACCEPT})
+        check_equal(status, 200, f"request {n}: the study's status")
+        check_equal([p for _, p in parts(headers["content-type"], body) if p], [], f"request {n}: instances sent")
+        refusals = [line for line in writer.log().splitlines()
+                    if "DICOMweb WADO-RS to" in line and '"CN=gateway" may not read' in line]
+        check_equal(len(refusals), 3 * n, f"request {n}: instances refused by the store (the gateway's log)")
+        with open(central.log_paths[0], errors="replace") as f:
+            check_equal(f.read().count('findLocalFile refused: permission denied: client "CN=gateway" may not read'),
+                        3 * n, f"request {n}: the store's refusals of the instances' files (its log)")
+        check_equal(writer.log().count("pulled in place"), 0, "instances pulled in place")
 
 
 if __name__ == "__main__":

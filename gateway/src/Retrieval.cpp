@@ -5,7 +5,6 @@
 
 #include <blobstreaming/common/Error.h>
 
-#include <dcmtk/dcmdata/dcdeftag.h>
 #include <dcmtk/dcmdata/dcfilefo.h>
 #include <dcmtk/dcmdata/dcistrmb.h>
 
@@ -37,31 +36,32 @@ constexpr std::size_t kMetaSlack = 64u << 10;
 constexpr std::size_t kAhead = 2;
 
 /// What the header of the object in `bytes` says against `expected`
-/// (delivered_mismatch()): its first 256 KiB are parsed up to the Pixel
-/// Data (which stays unread: not copied into DCMTK's element), the whole
-/// object up to there when the attributes are not all in them.
+/// (delivered_mismatch()): its first 16 KiB are parsed, then its first
+/// 256 KiB, then the whole object, until the attributes are all found. A
+/// head's start of the Pixel Data is copied into DCMTK's element (a buffer
+/// stream cannot be read later), so the first head is small; readUntilTag()
+/// would copy nothing but logs a warning for each object.
 std::string header_mismatch(const std::uint8_t* bytes, std::size_t size,
                             const std::map<std::string, std::string>& expected)
 {
     if (data_set_offset(bytes, size) == 0)
         return "the object delivered is not a DICOM file (no DICM at byte 128 and meta group)";
-    constexpr std::size_t kHead = 256u << 10;
     std::string mismatch;
-    for (const bool whole : {false, true}) {
-        if (!whole && size <= kHead) continue;
+    for (const std::size_t head : {std::size_t{16} << 10, std::size_t{256} << 10, size}) {
+        const std::size_t length = std::min(head, size);
+        const bool whole = length == size;
         DcmFileFormat object;
         DcmInputBufferStream stream;
-        stream.setBuffer(bytes, static_cast<offile_off_t>(whole ? size : kHead));
+        stream.setBuffer(bytes, static_cast<offile_off_t>(length));
         if (whole) stream.setEos();
         object.transferInit();
-        const OFCondition read =
-            object.readUntilTag(stream, EXS_Unknown, EGL_noChange, DCM_MaxReadLength, DCM_PixelData);
+        const OFCondition read = object.read(stream, EXS_Unknown, EGL_noChange, DCM_MaxReadLength);
         object.transferEnd();
         // A head cut short ends with "more data needed": what it held is read.
         if (read.bad() && (whole || read != EC_StreamNotifyClient))
             return std::string("the object delivered does not parse: ") + read.text();
         mismatch = delivered_mismatch(*object.getDataset(), expected);
-        if (mismatch.empty()) return mismatch;
+        if (mismatch.empty() || whole) break;
     }
     return mismatch;
 }
