@@ -100,7 +100,7 @@ bool wait_writable(int socket, std::chrono::steady_clock::time_point deadline, s
     for (;;) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         if (left.count() <= 0) {
-            why = "the client read nothing for --http-timeout";
+            why = "the client did not take the part within --http-timeout";
             return false;
         }
         pollfd p{socket, POLLOUT, 0};
@@ -407,7 +407,7 @@ public:
             std::string why;
             if (!send_chunk(socket, head, static_cast<const char*>(data), size, fd, file_offset,
                             std::chrono::steady_clock::now() + server_.options.http_timeout, why)) {
-                spdlog::debug("DICOMweb: response to {} cut short: {}", peer_, why);
+                spdlog::info("DICOMweb: response to {} cut short: {}", peer_, why);
                 failed_ = true;  // closed once the handler returns (dispatch())
             }
             return !failed_;

@@ -6,9 +6,11 @@
 /// the request's headers and body, and the writes of responses. A request
 /// read whole is handed to a pool of worker threads (the index and the
 /// stores are asked synchronously there); the worker's Reply posts each
-/// write to the I/O thread and waits for it. So a slow or silent client
-/// holds no thread while it sends, and a worker at most --http-timeout per
-/// write while it reads slowly.
+/// write to the I/O thread and waits for it, except the parts of a plain
+/// connection's multipart body (Reply::write_part), which the worker
+/// writes to the socket itself while the I/O thread leaves it alone. So a
+/// slow or silent client holds no thread while it sends, and a worker at
+/// most --http-timeout per write while it reads slowly.
 ///
 /// Limits: --http-max-connections at once (at the cap, a newcomer ends the
 /// idle connection of the address holding the most if that address holds
