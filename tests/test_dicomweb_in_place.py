@@ -16,6 +16,8 @@ then sendfile(2)), never copied through the gateway.
   request no longer has instance 36 (its Blob is gone). The client reads
   64 KiB before the change and the gateway's writes block within a few MiB
   (the sockets' buffers), 15 MiB before instance 31.
+- A client that closes mid-response (a reset): the gateway logs the
+  response cut short and serves the next request whole.
 - Access refused stays refused: a gateway whose certificate may write to a
   TLS-only store on this host but not read there (--allow-write CN=gateway
   only) stores a study through storescu, and each WADO-RS request for it
@@ -137,6 +139,19 @@ def test(c):
     for p in after:
         check(p == variant or p in stored.values(), f"a part of {len(p)} bytes is neither a stored Blob nor the new one")
 
+
+    step("a client that goes away mid-response: the response is cut short (logged), the next one served whole")
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    s.settimeout(30)
+    s.connect(host_port(gw.http))
+    s.sendall(f"GET /dicom-web/studies/{uid} HTTP/1.1\r\nHost: x\r\nAccept: {ACCEPT}\r\n\r\n".encode())
+    check(s.recv(65536).startswith(b"HTTP/1.1 200"), "the response begins")
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")  # RST at close
+    s.close()
+    wait_for(lambda: "DICOMweb: response to 127.0.0.1 cut short" in gw.log(), 35, "the cut-short log line")
+    status, headers, body = h.request("GET", f"/dicom-web/studies/{uid}", headers={"Accept": ACCEPT})
+    check_equal((status, len(parts(headers["content-type"], body))), (200, len(after)), "the next response, whole")
 
     step("access refused stays refused: a gateway that may write to a TLS store but not read there serves nothing")
     make_ca(c, "ca")
