@@ -38,9 +38,8 @@ constexpr std::size_t kAhead = 2;
 /// What the header of the object in `bytes` says against `expected`
 /// (delivered_mismatch()): its first 16 KiB are parsed, then its first
 /// 256 KiB, then the whole object, until the attributes are all found. A
-/// head's start of the Pixel Data is copied into DCMTK's element (a buffer
-/// stream cannot be read later), so the first head is small; readUntilTag()
-/// would copy nothing but logs a warning for each object.
+/// buffer stream copies what it holds of the Pixel Data into the object: the
+/// short head keeps that small (an image's header is a few KiB).
 std::string header_mismatch(const std::uint8_t* bytes, std::size_t size,
                             const std::map<std::string, std::string>& expected)
 {
@@ -48,18 +47,18 @@ std::string header_mismatch(const std::uint8_t* bytes, std::size_t size,
         return "the object delivered is not a DICOM file (no DICM at byte 128 and meta group)";
     std::string mismatch;
     for (const std::size_t head : {std::size_t{16} << 10, std::size_t{256} << 10, size}) {
-        const std::size_t length = std::min(head, size);
-        const bool whole = length == size;
+        const bool whole = head >= size;
         DcmFileFormat object;
         DcmInputBufferStream stream;
-        stream.setBuffer(bytes, static_cast<offile_off_t>(length));
+        stream.setBuffer(bytes, static_cast<offile_off_t>(whole ? size : head));
         if (whole) stream.setEos();
         object.transferInit();
         const OFCondition read = object.read(stream, EXS_Unknown, EGL_noChange, DCM_MaxReadLength);
         object.transferEnd();
-        // A head cut short ends with "more data needed": what it held is read.
-        if (read.bad() && (whole || read != EC_StreamNotifyClient))
-            return std::string("the object delivered does not parse: ") + read.text();
+        // A head cut short ends with "more data needed": what it held is read
+        // (any other error there: the next, longer pass decides).
+        if (read.bad() && whole) return std::string("the object delivered does not parse: ") + read.text();
+        if (read.bad() && read != EC_StreamNotifyClient) continue;
         mismatch = delivered_mismatch(*object.getDataset(), expected);
         if (mismatch.empty() || whole) break;
     }

@@ -142,13 +142,13 @@ private:
     client::Session& session_;
     std::string operation_;
     std::function<std::string()> spool_path_;
+    bool in_place_ = false;
+    double waited_ = 0;  ///< seconds run() waited for pulls
     std::vector<Item> items_;
     std::vector<std::string> failed_uids_;
     std::string first_comment_;
     std::size_t syntax_failures_ = 0;   ///< failed sub-operations that SubOutcome::syntax marks
-    double waited_ = 0;
     std::unique_ptr<Buffers> buffers_;  ///< reused between batches: no fresh pages, no zeroing
-    bool in_place_ = false;
 };
 
 /// `row`'s value of `column` ("" when it has none).
