@@ -15,9 +15,13 @@ otherwise).
 
 1. Study retrieve: WADO-RS `GET /dicom-web/studies/UID` with `Accept:
    multipart/related; type="application/dicom"`, the response read to its
-   end in 1 MiB reads by one Python client (http.client, a new connection
-   each time), alternately from blob-dicomd and Orthanc, --runs times each;
+   end in 1 MiB reads into one reused buffer by one Python client
+   (http.client's readinto, a new connection each time), alternately from
+   blob-dicomd and Orthanc, --runs times each;
    timed: request to last byte. Goal: blob-dicomd >= 2 x Orthanc's throughput.
+   A third server in the same rotation, the floor, only sendfile(2)s the
+   study's Blob files (FLOOR_SERVER): what a study retrieve costs at least
+   here, whatever the server.
 2. Frame fetch: `GET .../instances/UID/frames/N` (N the middle frame) on one
    keep-alive connection per server, --fetches times each, alternately; the
    first fetch reported apart (Orthanc parses the instance then); the frame's
@@ -27,10 +31,12 @@ otherwise).
 Prints and writes --out/summary.json."""
 
 import argparse
+import glob
 import http.client
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -41,6 +47,42 @@ from harness.dicom import AE, Gateway, make_objects  # noqa: E402
 from harness.orthanc import AET, Orthanc  # noqa: E402
 
 STUDY_ACCEPT = 'multipart/related; type="application/dicom"'
+# The floor: an HTTP server that does nothing but sendfile(2) the study's
+# Blob files (from byte 4096, after the FileStore's header) to each client,
+# in one response ended by closing the connection, as Orthanc's is. No
+# index, no access check, no verification, no multipart framing: what any
+# server's study retrieve costs at least on this machine with this client.
+FLOOR_SERVER = r"""
+import os, socket, sys
+paths = sys.argv[1:]
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(8)
+print(s.getsockname()[1], flush=True)
+while True:
+    c, _ = s.accept()
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        more = c.recv(65536)
+        if not more:
+            break
+        data += more
+    c.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: application/octet-stream\r\n\r\n")
+    try:
+        for p in paths:
+            with open(p, "rb") as f:
+                offset, left = 4096, os.fstat(f.fileno()).st_size - 4096
+                while left > 0:
+                    n = os.sendfile(c.fileno(), f.fileno(), offset, left)
+                    if n == 0:
+                        break
+                    offset += n
+                    left -= n
+    except OSError:
+        pass
+    c.close()
+"""
 FRAME_ACCEPT = 'multipart/related; type="application/octet-stream"; transfer-syntax=*'
 
 
@@ -61,6 +103,11 @@ def split(url):
     return host, int(port), "/" + prefix.rstrip("/")
 
 
+# Reused by every read (readinto): no allocation and no copy per read, so
+# the client costs as little as the standard library allows.
+BUFFER = memoryview(bytearray(1 << 20))
+
+
 def retrieve_study(root, study, expect_bytes):
     """Seconds and bytes of one WADO-RS study retrieve, read to its end."""
     host, port, prefix = split(root)
@@ -73,10 +120,10 @@ def retrieve_study(root, study, expect_bytes):
             raise harness.TestFailure(f"GET {root}/studies/{study}: HTTP {r.status}: {r.read()[:500]!r}")
         got = 0
         while True:
-            chunk = r.read(1 << 20)
-            if not chunk:
+            n = r.readinto(BUFFER)
+            if not n:
                 break
-            got += len(chunk)
+            got += n
     finally:
         conn.close()
     seconds = time.monotonic() - started
@@ -177,21 +224,34 @@ def main():
                      f"instances in both; ingest of the study: blob-dicomd {summary['ingest_s']['blob-dicomd']:.2f} "
                      f"s, Orthanc {summary['ingest_s']['orthanc']:.2f} s")
 
-        times = {name: [] for name in servers}
-        sizes = {}
-        for _ in range(args.runs):
-            for name, root in servers.items():
-                seconds, sizes[name] = retrieve_study(root, study[0]["study"], total)
-                times[name].append(seconds)
+        blobs = [glob.glob(c.path("store-ws1", "blobs", "*", e["sop"] + ".dcm")) for e in study]
+        harness.check(all(len(b) == 1 for b in blobs), "every slice's Blob file in the store's directory")
+        blobs = [b[0] for b in blobs]
+        floor = subprocess.Popen([sys.executable, "-c", FLOOR_SERVER, *blobs], stdout=subprocess.PIPE, text=True)
+        try:
+            floor_port = int(floor.stdout.readline())
+            floor_bytes = sum(os.path.getsize(b) - 4096 for b in blobs)
+            times = {name: [] for name in (*servers, "floor")}
+            sizes = {}
+            for _ in range(args.runs):
+                for name, root in (*servers.items(), ("floor", f"http://127.0.0.1:{floor_port}/floor")):
+                    seconds, sizes[name] = retrieve_study(root, study[0]["study"],
+                                                          floor_bytes if name == "floor" else total)
+                    times[name].append(seconds)
+        finally:
+            floor.kill()
+            floor.wait()
         retrieve = {name: {"samples_s": t, "median_s": statistics.median(t), "bytes": sizes[name],
                            "MBps": sizes[name] / statistics.median(t) / 1e6} for name, t in times.items()}
         retrieve["ratio"] = retrieve["orthanc"]["median_s"] / retrieve["blob-dicomd"]["median_s"]
+        retrieve["floor_ratio"] = retrieve["orthanc"]["median_s"] / retrieve["floor"]["median_s"]
         retrieve["study_bytes"] = total
         summary["study_retrieve"] = retrieve
         print(f"WADO-RS retrieve of {args.slices} slices ({total / 2**20:.1f} MiB), median of {args.runs}: "
               f"blob-dicomd {retrieve['blob-dicomd']['median_s']:.3f} s ({retrieve['blob-dicomd']['MBps']:.0f} MB/s), "
               f"Orthanc {retrieve['orthanc']['median_s']:.3f} s ({retrieve['orthanc']['MBps']:.0f} MB/s): "
-              f"{retrieve['ratio']:.2f} x Orthanc (goal >= 2)", flush=True)
+              f"{retrieve['ratio']:.2f} x Orthanc (goal >= 2); the floor (sendfile of the Blob files alone) "
+              f"{retrieve['floor']['median_s']:.3f} s: {retrieve['floor_ratio']:.2f} x Orthanc", flush=True)
 
         frame_bytes = args.frame_rows * args.frame_rows * 2
         summary["frame"] = {}

@@ -61,6 +61,7 @@ $(clients_libblobclient_la_OBJECTS): idl/BlobStreaming.hh
 
 clienthdrdir = $(includedir)/blobstreaming/client
 clienthdr_HEADERS = \
+	clients/include/blobstreaming/client/InPlace.h \
 	clients/include/blobstreaming/client/Logging.h \
 	clients/include/blobstreaming/client/Notice.h \
 	clients/include/blobstreaming/client/Options.h \

@@ -10,7 +10,8 @@ refused (409, 202); then the limits: a bad query parameter (400 naming
 it), a missing token (401), CORS preflight, an oversized body (413),
 oversized headers (431), a slow-loris connection cut at --http-timeout
 while another client is served, the per-address and total connection caps,
-TLS with client certificates.
+TLS with client certificates (a study retrieved over it, from the store's
+file in place).
 Real omniNames, blobstored and blob-dicomd on 127.0.0.1."""
 
 import http.client
@@ -435,6 +436,13 @@ def test(c):
         "the 5 studies over TLS", interval=0.2)
     status, _, _ = h2.request("OPTIONS", "/dicom-web/studies")
     check_equal(status, 204, "OPTIONS without a token")
+    status, headers, body = h2.request("GET", f"/dicom-web/studies/{mr[0]['study']}", headers={
+        "Authorization": "Bearer secret-token-1", "Accept": 'multipart/related; type="application/dicom"'})
+    check_equal(status, 200, "the MR study over TLS")
+    check(sorted(data_set(d) for _, d in parts(headers["content-type"], body)) ==
+          sorted(data_set(file_bytes(e["path"])) for e in mr),
+          "over TLS, the MR study's parts (encrypted from the store's file, mapped in place) are the data sets sent")
+    check("pulled in place" in gw2.log(), "no instance served in place over TLS")
 
     step("bad options: exit 1 naming the value")
     for extra_args, text in [(["--http-address", "nowhere"], "--http-address \"nowhere\": expected HOST:PORT"),

@@ -67,9 +67,11 @@ std::vector<PulledInstance> pull_from_copies(client::Session& session, const std
                 const IndexedBlob& copy = instances[i].copies[round];
                 out[i].blob = copy.blob;
                 out[i].tried.push_back(store);
-                slices.push_back({copy.blob, instances[i].buffer
-                                                 ? client::PullSink::buffer(instances[i].buffer, instances[i].capacity)
-                                                 : client::PullSink::file(instances[i].path)});
+                client::PullSink sink = instances[i].buffer
+                                            ? client::PullSink::buffer(instances[i].buffer, instances[i].capacity)
+                                            : client::PullSink::file(instances[i].path);
+                if (instances[i].place) sink = client::PullSink::in_place(instances[i].place, std::move(sink));
+                slices.push_back({copy.blob, std::move(sink)});
             }
             client::PullOptions these = options;
             these.store = store;

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,13 +21,17 @@ namespace blobstreaming::dicom {
 /// One instance to retrieve: its copies (StudyIndex::copies_of) and the
 /// file its bytes go to, or the caller's buffer of `capacity` bytes
 /// (`buffer` not null: `path` unused; the Result's `length` says how many
-/// came, a longer Blob fails with Errc::invalid_range).
+/// came, a longer Blob fails with Errc::invalid_range). With `place`, a
+/// copy in a store of this host is not copied at all: `*place` is set to
+/// it in the store's file (PullSink::in_place), the file or buffer
+/// untouched.
 struct InstanceToPull {
     std::string sop;
     std::vector<IndexedBlob> copies;
     std::string path;
     std::uint8_t* buffer = nullptr;
     std::size_t capacity = 0;
+    std::shared_ptr<const client::InPlaceBlob>* place = nullptr;
 };
 
 /// What the retrieval of one instance came to: the last attempt's Result

@@ -92,7 +92,53 @@ void populate(const std::uint8_t* data, std::size_t n) noexcept
 #endif
 }
 
+/// Throws Errc::digest_mismatch unless `read` (of the whole Blob in
+/// `range`) is the Blob's checksum.
+void check_whole(const Checksum& read, const LocalRange& range, const std::string& what)
+{
+    const BlobInfo& info = range.file().info;
+    if (read != info.checksum)
+        throw Error(Errc::digest_mismatch, what + ": the " + std::to_string(range.length()) + " bytes of local file " +
+                                               range.file().path + " have checksum " + read.text() +
+                                               ", not the Blob's " + info.checksum.text() + "; nothing was kept");
+}
+
+/// A LocalRange handed over in place (keep_in_place).
+class KeptRange final : public InPlaceBlob {
+public:
+    explicit KeptRange(LocalRange range) : range_(std::move(range)) {}
+    const std::uint8_t* data() const noexcept override { return range_.data(); }
+    std::size_t size() const noexcept override { return static_cast<std::size_t>(range_.length()); }
+    int fd() const noexcept override { return range_.fd(); }
+    std::uint64_t file_offset() const noexcept override { return range_.file().data_offset + range_.offset(); }
+    const std::string& path() const noexcept override { return range_.file().path; }
+
+private:
+    LocalRange range_;
+};
+
 }  // namespace
+
+std::shared_ptr<const InPlaceBlob> keep_in_place(LocalRange range, bool verify, const std::string& what,
+                                                 const Progress& progress)
+{
+    const std::uint64_t length = range.length();
+    if (verify && range.offset() == 0 && length == range.file().info.size) {
+        // Inline, slice by slice from the mapping, its page tables
+        // populated first: nothing else runs meanwhile to overlap with.
+        HashPipeline hash;
+        hash.reset(ChecksumState(range.file().info.checksum.algorithm));
+        for (std::uint64_t done = 0; done < length;) {
+            const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kLocalSlice, length - done));
+            populate(range.data() + done, n);
+            hash.update(range.data() + done, n);
+            done += n;
+        }
+        check_whole(hash.finish(), range, what);
+    }
+    if (progress) call_user("progress callback", what, progress, length, length);
+    return std::make_shared<KeptRange>(std::move(range));
+}
 
 std::uint64_t copy_local(const LocalRange& range, Sink& sink, bool verify, const std::string& what,
                          const Progress& progress)
@@ -134,13 +180,7 @@ std::uint64_t copy_local(const LocalRange& range, Sink& sink, bool verify, const
         done += n;
         if (progress) call_user("progress callback", what, progress, done, length);
     }
-    if (whole) {
-        const Checksum read = hash.finish();
-        if (read != info.checksum)
-            throw Error(Errc::digest_mismatch, what + ": the " + std::to_string(length) + " bytes of local file " +
-                                                   range.file().path + " have checksum " + read.text() +
-                                                   ", not the Blob's " + info.checksum.text() + "; nothing was kept");
-    }
+    if (whole) check_whole(hash.finish(), range, what);
     sink.finish();
     return done;
 }

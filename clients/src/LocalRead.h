@@ -11,12 +11,14 @@
 #include "Streams.h"
 #include "DataPlane.h"
 
+#include <blobstreaming/client/InPlace.h>
 #include <blobstreaming/common/BlobInfo.h>
 #include <blobstreaming/common/MappedRegion.h>
 #include <blobstreaming/common/UniqueFd.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace blobstreaming::client {
@@ -67,6 +69,14 @@ constexpr std::size_t kLocalSlice = std::size_t{8} << 20;
 
 std::uint64_t copy_local(const LocalRange& range, Sink& sink, bool verify, const std::string& what,
                          const Progress& progress);
+
+/// Keeps `range` in place (PullSink::in_place) instead of copying it:
+/// checks the whole Blob's checksum over the mapping when the range is the
+/// whole Blob and `verify` is set, then hands the range over, its file
+/// still open. `progress` is called once, at the end. Throws Error:
+/// Errc::digest_mismatch (nothing is handed over).
+std::shared_ptr<const InPlaceBlob> keep_in_place(LocalRange range, bool verify, const std::string& what,
+                                                 const Progress& progress);
 
 /// Whether `path` can be opened for reading by this process.
 bool local_file_readable(const std::string& path) noexcept;

@@ -129,6 +129,14 @@ void PullOperation::on_loop_thread_read_local(const LocalFile& local)
             library_log()->debug("{}; pulling over the network instead", e.what());
             return on_control_thread(&PullOperation::on_control_thread_ticket, failure(e));
         }
+        if (auto* place = sink_.place()) {
+            // Nothing copied: the range itself, checked, to the caller.
+            *place = keep_in_place(std::move(range), options_.verify, where, options_.progress);
+            r.bytes = r.length = (*place)->size();
+            r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            log_transfer("pulled in place", "from", name_, store_, r, "local file " + local.path);
+            return session_.complete(done_, std::move(r));
+        }
         // From here a failure is the destination's or the checksum's: bytes
         // may be out already (a FIFO, standard output), so the pull fails
         // instead of starting over on another path.

@@ -90,4 +90,10 @@ PullSink PullSink::consumer(Consumer consumer)
     return s;
 }
 
+PullSink PullSink::in_place(std::shared_ptr<const InPlaceBlob>* place, PullSink otherwise)
+{
+    otherwise.place_ = place;
+    return otherwise;
+}
+
 }  // namespace blobstreaming::client

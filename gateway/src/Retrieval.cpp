@@ -120,11 +120,14 @@ struct Retrieval::Batch {
     std::vector<PulledInstance> pulled;
     /// The buffers of those pulled into memory, by their place in `to_pull`.
     std::map<std::size_t, Buffers::Buffer> memory;
+    /// Those served in place (Retrieval::in_place()), by their place in `to_pull`.
+    std::vector<std::shared_ptr<const client::InPlaceBlob>> in_place;
 
     /// Done with the instance at `place` in `to_pull`: its buffer back to
-    /// `buffers`, or its spool file removed.
+    /// `buffers`, or its spool file removed; its store's file closed.
     void release(std::size_t place, Buffers& buffers)
     {
+        if (place < in_place.size()) in_place[place].reset();
         if (const auto m = memory.find(place); m != memory.end()) {
             buffers.give(std::move(m->second));
             memory.erase(m);
@@ -278,6 +281,10 @@ Retrieval::Batch Retrieval::pull(std::size_t begin, std::size_t end)
             batch.to_pull.back().path = spool_path_();
         }
     }
+    if (in_place_) {
+        batch.in_place.resize(batch.to_pull.size());
+        for (std::size_t k = 0; k < batch.to_pull.size(); ++k) batch.to_pull[k].place = &batch.in_place[k];
+    }
     batch.pulled = pull_from_copies(session_, batch.to_pull, client::PullOptions{});
     return batch;
 }
@@ -290,7 +297,9 @@ RetrievalCounts Retrieval::run(const Send& send, const After& after)
     std::deque<std::future<Batch>>& next = pending_->next;
     prefetch();
     while (!next.empty()) {
+        const auto asked = std::chrono::steady_clock::now();
         Batch batch = next.front().get();
+        waited_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
         next.pop_front();
         prefetch();
         for (std::size_t i = batch.begin; i < batch.end; ++i) {
@@ -311,19 +320,27 @@ RetrievalCounts Retrieval::run(const Send& send, const After& after)
                     for (const char* k :
                          {"SOPInstanceUID", "PatientID", "StudyInstanceUID", "SeriesInstanceUID", "SOPClassUID"})
                         expected[k] = column_of(row, k);
-                    const std::size_t size = static_cast<std::size_t>(pulled.result.length);
-                    const std::string mismatch = to_pull.buffer ? header_mismatch(to_pull.buffer, size, expected)
-                                                                : delivered_mismatch(to_pull.path, expected);
+                    const client::InPlaceBlob* place =
+                        batch.in_place.empty() ? nullptr : batch.in_place[batch.slot[i]].get();
+                    const std::uint8_t* bytes = place ? place->data() : to_pull.buffer;
+                    const std::size_t size = place ? place->size() : static_cast<std::size_t>(pulled.result.length);
+                    const std::string mismatch = bytes ? header_mismatch(bytes, size, expected)
+                                                       : delivered_mismatch(to_pull.path, expected);
                     if (!mismatch.empty()) {
                         outcome.problem = "Blob " + pulled.blob + " in store \"" + pulled.result.store +
                                           "\" is not the instance the index lists: " + mismatch + "; not sent";
                         outcome.comment = "not the instance the index lists: " + mismatch;
                     } else {
                         RetrievedInstance instance;
-                        instance.bytes = to_pull.buffer;
+                        instance.bytes = bytes;
                         instance.size = size;
-                        if (to_pull.buffer) instance.data_set_offset = data_set_offset(to_pull.buffer, size);
-                        instance.path = to_pull.path;
+                        if (bytes) instance.data_set_offset = data_set_offset(bytes, size);
+                        if (place) {
+                            instance.fd = place->fd();
+                            instance.file_offset = place->file_offset();
+                        } else {
+                            instance.path = to_pull.path;
+                        }
                         instance.sop_class = column_of(row, "SOPClassUID");
                         instance.sop = item.sop;
                         instance.transfer_syntax = column_of(row, "TransferSyntaxUID");

@@ -28,13 +28,17 @@
 namespace blobstreaming::dicom {
 
 /// An instance ready to be sent: the Blob as stored (meta header, then the
-/// data set), in memory or, over 8 MiB, in a spool file; dropped after the
-/// sub-operation.
+/// data set), in memory or, over 8 MiB, in a spool file, or (in_place())
+/// in the file of a store of this host; dropped after the sub-operation.
 struct RetrievedInstance {
-    const std::uint8_t* bytes = nullptr;  ///< the Blob pulled into memory, or null: `path`
+    const std::uint8_t* bytes = nullptr;  ///< the Blob in memory (or mapped in place), or null: `path`
     std::size_t size = 0;                 ///< of `bytes`
     std::size_t data_set_offset = 0;      ///< where the data set starts in `bytes`
     std::string path;                     ///< the Blob's spool file (`bytes` null)
+    /// In place: the store's file holding `bytes` at `file_offset`, for
+    /// sendfile(2) (-1: none). The same bytes as `bytes`, verified.
+    int fd = -1;
+    std::uint64_t file_offset = 0;
     std::string sop_class;
     std::string sop;
     std::string transfer_syntax;  ///< as the index lists it
@@ -84,6 +88,12 @@ public:
 
     std::size_t size() const { return items_.size(); }
 
+    /// An instance whose nearest copy is in a store of this host is not
+    /// copied into memory: it is sent from the store's file, mapped and
+    /// verified (PullSink::in_place), its descriptor in
+    /// RetrievedInstance::fd. Before run(); off by default.
+    void in_place(bool on) { in_place_ = on; }
+
     /// The SOP classes and transfer syntaxes of the instances to send, as
     /// the index lists them (what an association for them proposes).
     std::set<std::pair<std::string, std::string>> presentations() const;
@@ -113,6 +123,8 @@ public:
     const std::vector<std::string>& failed_uids() const { return failed_uids_; }
     /// The first failure's reason, short (the Error Comment of the final response).
     const std::string& first_comment() const { return first_comment_; }
+    /// How long run() waited for pulls (the sender idle), seconds.
+    double waited() const { return waited_; }
 
     /// The final status of a retrieval that ran to its end: 0000 every
     /// sub-operation completed; none did: C122 when each failed for its
@@ -140,6 +152,8 @@ private:
     client::Session& session_;
     std::string operation_;
     std::function<std::string()> spool_path_;
+    bool in_place_ = false;
+    double waited_ = 0;  ///< seconds run() waited for pulls
     std::vector<Item> items_;
     std::vector<std::string> failed_uids_;
     std::string first_comment_;

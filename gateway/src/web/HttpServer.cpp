@@ -31,10 +31,16 @@
 #include <boost/beast/ssl.hpp>
 #pragma GCC diagnostic pop
 #include <openssl/crypto.h>
+#include <poll.h>
 #include <spdlog/spdlog.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 
+#include <array>
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <future>
@@ -86,6 +92,92 @@ std::vector<std::string> read_tokens(const std::string& path)
     if (tokens.empty())
         throw Error(Errc::invalid_argument, "--http-token-file " + path + ": holds no token (one per line)");
     return tokens;
+}
+
+/// Waits until `socket` can take more bytes, at most until `deadline`.
+bool wait_writable(int socket, std::chrono::steady_clock::time_point deadline, std::string& why)
+{
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) {
+            why = "the client did not take the part within --http-timeout";
+            return false;
+        }
+        pollfd p{socket, POLLOUT, 0};
+        const int n = ::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left.count(), 1 << 30)));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            why = std::string("poll: ") + std::strerror(errno);
+            return false;
+        }
+        if (n > 0) return true;
+    }
+}
+
+/// Sends every byte of `iov` (advanced as it goes) with `flags`.
+bool send_all(int socket, iovec* iov, std::size_t count, int flags, std::chrono::steady_clock::time_point deadline,
+              std::string& why)
+{
+    while (count > 0) {
+        msghdr m{};
+        m.msg_iov = iov;
+        m.msg_iovlen = count;
+        const ssize_t n = ::sendmsg(socket, &m, flags | MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (!wait_writable(socket, deadline, why)) return false;
+            continue;
+        }
+        if (n < 0) {
+            why = std::string("send: ") + std::strerror(errno);
+            return false;
+        }
+        auto sent = static_cast<std::size_t>(n);
+        while (count > 0 && sent >= iov->iov_len) {
+            sent -= iov->iov_len;
+            ++iov;
+            --count;
+        }
+        if (count > 0) {
+            iov->iov_base = static_cast<char*>(iov->iov_base) + sent;
+            iov->iov_len -= sent;
+        }
+    }
+    return true;
+}
+
+/// One chunk of a chunked body written straight to `socket` (non-blocking,
+/// as Asio leaves it): its size line and `head`, then `size` bytes from
+/// `fd` at `file_offset` with sendfile(2) (`fd` >= 0) or from `data`, then
+/// its CRLF. False and `why` when the client is gone or too slow, or the
+/// file ends early.
+bool send_chunk(int socket, const std::string& head, const char* data, std::size_t size, int fd,
+                std::uint64_t file_offset, std::chrono::steady_clock::time_point deadline, std::string& why)
+{
+    char line[24];
+    const int length = std::snprintf(line, sizeof line, "%zx\r\n", head.size() + size);
+    static const char crlf[] = "\r\n";
+    iovec iov[4] = {{line, static_cast<std::size_t>(length)},
+                    {const_cast<char*>(head.data()), head.size()},
+                    {const_cast<char*>(data), size},
+                    {const_cast<char*>(crlf), 2}};
+    if (fd < 0) return send_all(socket, iov, 4, 0, deadline, why);
+    if (!send_all(socket, iov, 2, MSG_MORE, deadline, why)) return false;
+    auto offset = static_cast<off_t>(file_offset);
+    for (std::size_t left = size; left > 0;) {
+        const ssize_t n = ::sendfile(socket, fd, &offset, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (!wait_writable(socket, deadline, why)) return false;
+            continue;
+        }
+        if (n <= 0) {
+            why = n < 0 ? std::string("sendfile: ") + std::strerror(errno) : "sendfile: the file ended early";
+            return false;
+        }
+        left -= static_cast<std::size_t>(n);
+    }
+    return send_all(socket, iov + 3, 1, 0, deadline, why);
 }
 
 }  // namespace
@@ -299,6 +391,30 @@ public:
             asio::async_write(stream_, http::make_chunk(asio::const_buffer(data, size)),
                               [done](beast::error_code ec, std::size_t) { done(!ec); });
         });
+    }
+
+    bool write_part(const std::string& head, const void* data, std::size_t size, int fd,
+                    std::uint64_t file_offset) override
+    {
+        if (failed_) return false;
+        if constexpr (std::is_same_v<Stream, tls_stream>) {
+            const std::array<asio::const_buffer, 2> pieces{asio::buffer(head), asio::const_buffer(data, size)};
+            return on_io([this, &pieces](std::function<void(bool)> done) {
+                asio::async_write(stream_, http::make_chunk(pieces),
+                                  [done](beast::error_code ec, std::size_t) { done(!ec); });
+            });
+        } else {
+            // The I/O thread is not using the socket while a handler answers
+            // (the connection is busy: no read, no eviction).
+            const int socket = beast::get_lowest_layer(stream_).socket().native_handle();
+            std::string why;
+            if (!send_chunk(socket, head, static_cast<const char*>(data), size, fd, file_offset,
+                            std::chrono::steady_clock::now() + server_.options.http_timeout, why)) {
+                spdlog::info("DICOMweb: response to {} cut short: {}", peer_, why);
+                failed_ = true;  // closed once the handler returns (dispatch())
+            }
+            return !failed_;
+        }
     }
 
     bool end() override

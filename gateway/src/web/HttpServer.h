@@ -6,9 +6,11 @@
 /// the request's headers and body, and the writes of responses. A request
 /// read whole is handed to a pool of worker threads (the index and the
 /// stores are asked synchronously there); the worker's Reply posts each
-/// write to the I/O thread and waits for it. So a slow or silent client
-/// holds no thread while it sends, and a worker at most --http-timeout per
-/// write while it reads slowly.
+/// write to the I/O thread and waits for it, except the parts of a plain
+/// connection's multipart body (Reply::write_part), which the worker
+/// writes to the socket itself while the I/O thread leaves it alone. So a
+/// slow or silent client holds no thread while it sends, and a worker at
+/// most --http-timeout per write while it reads slowly.
 ///
 /// Limits: --http-max-connections at once (at the cap, a newcomer ends the
 /// idle connection of the address holding the most if that address holds
@@ -65,6 +67,16 @@ public:
     /// Sends `header` with chunked transfer coding: the body follows in write()s.
     virtual bool begin(http::response<http::empty_body> header) = 0;
     virtual bool write(const void* data, std::size_t size) = 0;
+    /// One part of a body written with begin(), as one chunk: `head` (the
+    /// part's delimiter and headers), then its `size` bytes at `data`. With
+    /// `fd` >= 0 those bytes are also bytes [file_offset, file_offset +
+    /// size) of the open file `fd` (unchanged meanwhile): a plain
+    /// connection then sends them from the file with sendfile(2), written
+    /// by the worker itself (no copy through the process, no hand-off to
+    /// the I/O thread); a TLS connection encrypts them from `data`, in one
+    /// hand-off. Returns as write() does.
+    virtual bool write_part(const std::string& head, const void* data, std::size_t size, int fd = -1,
+                            std::uint64_t file_offset = 0) = 0;
     virtual bool end() = 0;
     /// Whether respond() or begin() was called.
     virtual bool answered() const = 0;

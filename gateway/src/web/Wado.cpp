@@ -218,6 +218,7 @@ void DicomWeb::retrieve(const Request& request, const Scope& scope, Reply& reply
         retrieval = std::make_unique<Retrieval>(
             index_, session_, IndexQuery{Level::instance, scope_matches(scope), {}, {}, {}},
             "DICOMweb WADO-RS to " + request.peer, [dir] { return SpoolFile::next_path(dir); });
+        retrieval->in_place(true);
     } catch (const Error& e) {
         if (e.code() == make_error_code(Errc::invalid_argument))
             return void(reply.respond(text_response(http::status::bad_request, e.what())));
@@ -256,10 +257,11 @@ void DicomWeb::retrieve(const Request& request, const Scope& scope, Reply& reply
     const RetrievalCounts counts = retrieval->run(
         [&](const RetrievedInstance& instance) -> SubOutcome {
             const std::string head = part_header(boundary, "application/dicom", sent == 0);
-            bool ok = reply.write(head.data(), head.size());
-            if (ok && instance.bytes) {
-                ok = reply.write(reinterpret_cast<const char*>(instance.bytes), instance.size);
-            } else if (ok) {
+            bool ok = true;
+            if (instance.bytes) {
+                // One chunk; from the store's file itself when it is on this host.
+                ok = reply.write_part(head, instance.bytes, instance.size, instance.fd, instance.file_offset);
+            } else if ((ok = reply.write(head.data(), head.size()))) {
                 std::ifstream in(instance.path, std::ios::binary);
                 buffer.resize(1 << 20);
                 while (ok && in) {
@@ -292,9 +294,9 @@ void DicomWeb::retrieve(const Request& request, const Scope& scope, Reply& reply
     reply.end();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     spdlog::info("DICOMweb WADO-RS to {}: {} instances sent ({} bytes), {} failed, {} in conflict not sent, in {:.3f} s "
-                 "({:.1f} MB/s)",
+                 "({:.1f} MB/s; {:.3f} s waiting for the stores)",
                  request.peer, sent, bytes, counts.failed - refused, refused, seconds,
-                 seconds > 0 ? bytes / seconds / 1e6 : 0.0);
+                 seconds > 0 ? bytes / seconds / 1e6 : 0.0, retrieval->waited());
 }
 
 // ---- metadata --------------------------------------------------------------
@@ -486,7 +488,7 @@ void DicomWeb::frames(const Request& request, const Scope& scope, const std::str
         }
         const std::string head = part_header(boundary, "application/octet-stream; transfer-syntax=" +
                                                            layout.transfer_syntax, i == 0);
-        if (!reply.write(head.data(), head.size()) || !reply.write(bytes.data(), bytes.size())) return;
+        if (!reply.write_part(head, bytes.data(), bytes.size())) return;
     }
     const std::string close = close_delimiter(boundary);
     if (reply.write(close.data(), close.size())) reply.end();

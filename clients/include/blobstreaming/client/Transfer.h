@@ -1,6 +1,7 @@
 #pragma once
 /// Where a push takes its bytes from and where a pull puts them.
 
+#include <blobstreaming/client/InPlace.h>
 #include <blobstreaming/client/Notice.h>
 #include <blobstreaming/client/Result.h>
 
@@ -111,6 +112,14 @@ public:
     static PullSink buffer(void* data, std::size_t capacity);
     /// Bytes handed to `consumer` as they arrive.
     static PullSink consumer(Consumer consumer);
+    /// `otherwise`, unless the pull takes the same-host fast path
+    /// (SessionOptions::local_fast_path): then nothing is copied and
+    /// nothing of `otherwise` is opened or written: `*place` is set to the
+    /// range in the store's file (InPlace.h), verified as any pull is
+    /// (PullOptions::verify), and Result::local is true. Otherwise `*place`
+    /// is left empty and the bytes go to `otherwise`. The caller keeps
+    /// `place` alive until the completion has run.
+    static PullSink in_place(std::shared_ptr<const InPlaceBlob>* place, PullSink otherwise);
 
     enum class Kind { file, memory, buffer, consumer, descriptor };
     Kind kind() const noexcept { return kind_; }
@@ -120,6 +129,8 @@ public:
     std::size_t capacity() const noexcept { return capacity_; }
     int fd() const noexcept { return fd_; }
     const Consumer& consumer_function() const noexcept { return consumer_; }
+    /// Where in_place() puts the same-host range (nullptr: not asked for).
+    std::shared_ptr<const InPlaceBlob>* place() const noexcept { return place_; }
 
 private:
     Kind kind_ = Kind::consumer;
@@ -129,6 +140,7 @@ private:
     std::size_t capacity_ = 0;
     int fd_ = -1;
     Consumer consumer_;
+    std::shared_ptr<const InPlaceBlob>* place_ = nullptr;
 };
 
 /// PullOptions::streams: at most this many data connections for one pull.
