@@ -29,8 +29,8 @@ public:
     /// Caller thread: queues the push on the control thread (or completes
     /// it with Errc::cancelled when the Session is closing).
     /// `caller_waits` (Mode::Sync): a named push may run on this thread.
-    static void start(Session::Impl& session, PushSource source, std::string name, PushOptions options,
-                      Completion done, bool caller_waits = false);
+    static void start(Session::Impl& session, PushSource source, std::string name, PushOptions options, Completion done,
+                      bool caller_waits = false);
 
 private:
     PushOperation(Session::Impl& session, PushSource source, std::string name, PushOptions options, Completion done);

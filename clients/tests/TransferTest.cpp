@@ -258,11 +258,10 @@ BOOST_AUTO_TEST_CASE(a_sync_named_transfer_runs_on_the_caller_thread_an_async_on
     // thread, on the pooled connection.
     std::thread::id pushed_on, pulled_on;
     Result pushed, pulled;
-    session.push(PushSource::memory(bytes.data(), bytes.size()), "here.1", replace, Mode::Sync,
-                 [&](const Result& r) {
-                     pushed = r;
-                     pushed_on = std::this_thread::get_id();
-                 });
+    session.push(PushSource::memory(bytes.data(), bytes.size()), "here.1", replace, Mode::Sync, [&](const Result& r) {
+        pushed = r;
+        pushed_on = std::this_thread::get_id();
+    });
     BOOST_TEST(pushed.ok(), pushed.message);
     BOOST_TEST((pushed_on == me));
     std::vector<std::uint8_t> got;

@@ -220,8 +220,7 @@ void ConnectionPool::cancel_all()
             for (auto& job : e.waiting) waiting.push_back(std::move(job));
             e.waiting.clear();
             for (auto& c : e.connections)
-                if (e.leased.count(c.get()) == 0 && e.held.count(c.get()) > 0 && c->busy())
-                    running.push_back(c.get());
+                if (e.leased.count(c.get()) == 0 && e.held.count(c.get()) > 0 && c->busy()) running.push_back(c.get());
         }
     }
     for (auto& job : waiting) {

@@ -113,8 +113,8 @@ void DataConnection::run_here(std::unique_ptr<TransferJob> job, std::chrono::mil
         const int rc = ::poll(&p, 1, static_cast<int>((limit - quiet).count()) + 1);
         if (rc < 0 && errno != EINTR) {
             const int err = errno;
-            fail(Errc::transfer_failed, job_->what + ": cannot wait for data connection to " + endpoint_ + ": " +
-                                            std::strerror(err));
+            fail(Errc::transfer_failed,
+                 job_->what + ": cannot wait for data connection to " + endpoint_ + ": " + std::strerror(err));
             break;
         }
         // An error or hang-up is seen by the next read (as the loop reports it).
