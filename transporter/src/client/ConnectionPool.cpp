@@ -174,13 +174,18 @@ void ConnectionPool::released(DataConnection* connection, bool reusable)
         if (!e.waiting.empty()) {
             next = std::move(e.waiting.front());
             e.waiting.pop_front();
-        } else if (reusable) {
-            e.held.erase(connection);
         }
     }
-    if (!next) return;
-    if (reusable) connection->start(std::move(next));  // still held
-    else submit(std::move(next));
+    if (next) {
+        if (reusable) connection->start(std::move(next));  // still held, still watched
+        else submit(std::move(next));
+        return;
+    }
+    if (!reusable) return;
+    // Idle: out of the loop before anyone may lease it.
+    connection->park();
+    std::lock_guard<std::mutex> lock(mutex_);
+    endpoints_[connection->endpoint()].held.erase(connection);
 }
 
 void ConnectionPool::tick()

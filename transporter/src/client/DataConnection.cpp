@@ -123,6 +123,13 @@ void DataConnection::run_here(std::unique_ptr<TransferJob> job, std::chrono::mil
     here_ = false;
 }
 
+void DataConnection::park()
+{
+    if (!watched_) return;
+    loop_.unwatch(fd_.get());
+    watched_ = false;
+}
+
 bool DataConnection::still_open()
 {
     if (phase_ != Phase::idle) return false;
@@ -481,12 +488,6 @@ void DataConnection::complete(bool reusable)
     outcome.wire_bytes = outcome.compressed ? wire_bytes_ : done_bytes_;
     auto job = std::move(job_);
     phase_ = reusable ? Phase::idle : Phase::closed;
-    // Idle: out of the loop, so that a caller may lease it (still_open()
-    // sees the store's close before the next use).
-    if (reusable && watched_) {
-        loop_.unwatch(fd_.get());
-        watched_ = false;
-    }
     job->done(std::move(outcome));
     if (!here_) released_(this, reusable);
 }

@@ -115,6 +115,10 @@ public:
     /// watched by the loop (any thread may lease them): this is how a
     /// store's close is seen before the connection is used again.
     bool still_open();
+    /// Loop thread: an idle connection leaves the loop (no job follows at
+    /// once), so that a caller may lease it; still_open() sees the store's
+    /// close before the next use.
+    void park();
     /// Fails the running job with Errc::timeout when nothing moved for `limit`.
     void check_progress(std::chrono::steady_clock::time_point now, std::chrono::milliseconds limit);
     /// Fails the running job with `code` and drops the connection.
