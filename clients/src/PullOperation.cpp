@@ -23,10 +23,12 @@ PullOperation::PullOperation(Session::Impl& session, std::string name, PullSink 
       done_(std::move(done)), what_("pull " + quote_name(name_))
 {}
 
-void PullOperation::start(Session::Impl& session, std::string name, PullSink sink, PullOptions options, Completion done)
+void PullOperation::start(Session::Impl& session, std::string name, PullSink sink, PullOptions options, Completion done,
+                          bool caller_waits)
 {
     std::shared_ptr<PullOperation> op(
         new PullOperation(session, std::move(name), std::move(sink), std::move(options), std::move(done)));
+    if (caller_waits) op->waiter_ = std::this_thread::get_id();
     if (op->named_now()) return;
     op->on_control_thread(&PullOperation::on_control_thread_choose);
 }
@@ -48,8 +50,33 @@ bool PullOperation::named_now()
         fail(e);
         return true;
     }
+    if (run_here(*route)) return true;
     session_.loop.post([op = shared_from_this(), route = *route] { op->on_loop_thread_named(route); });
     return true;
+}
+
+bool PullOperation::run_here(const NamedRoutes::Route& route)
+{
+    if (waiter_ != std::this_thread::get_id() || options_.progress || sink_.kind() == PullSink::Kind::consumer)
+        return false;
+    DataConnection* connection = session_.pool.lease(NamedRoutes::endpoint(route));
+    if (!connection) return false;
+    here_ = true;
+    Ticket ticket;
+    ticket.host = route.host;
+    ticket.port = route.port;
+    ticket.offset = options_.offset;
+    ticket.length = options_.length;
+    if (auto job = make_job(ticket, std::nullopt, options_.offset == 0 && options_.length == 0, &route))
+        connection->run_here(std::move(job), session_.options.timeout);
+    session_.pool.give_back(connection);
+    return true;
+}
+
+void PullOperation::finish(Result r)
+{
+    if (here_ && waiter_ == std::this_thread::get_id()) session_.complete_here(done_, std::move(r));
+    else session_.complete(done_, std::move(r));
 }
 
 void PullOperation::on_control_thread(void (PullOperation::*step)(), std::optional<Result> if_closed)
@@ -60,7 +87,7 @@ void PullOperation::on_control_thread(void (PullOperation::*step)(), std::option
                           name_);
 }
 
-void PullOperation::fail(const Error& e) { session_.complete(done_, failure(e, store_)); }
+void PullOperation::fail(const Error& e) { finish(failure(e, store_)); }
 
 void PullOperation::on_control_thread_choose()
 {
@@ -201,6 +228,19 @@ void PullOperation::on_control_thread_resume()
 void PullOperation::on_loop_thread_transfer(const Ticket& ticket, std::optional<ChecksumState> prefix,
                                             bool retry_if_changed, const NamedRoutes::Route* named)
 {
+    auto job = make_job(ticket, std::move(prefix), retry_if_changed, named);
+    if (!job) return;
+    if (!named) return session_.pool.submit(std::move(job));
+    auto back = session_.pool.submit_named(std::move(job));
+    if (!back) return;
+    // Taken meanwhile (a caller's lease): a ticket opens another connection.
+    back->sink->abandon();
+    on_control_thread(&PullOperation::on_control_thread_ticket);
+}
+
+std::unique_ptr<TransferJob> PullOperation::make_job(const Ticket& ticket, std::optional<ChecksumState> prefix,
+                                                     bool retry_if_changed, const NamedRoutes::Route* named)
+{
     auto job = std::make_unique<TransferJob>();
     job->type = protocol::FrameType::pull;
     job->ticket = ticket;
@@ -212,7 +252,8 @@ void PullOperation::on_loop_thread_transfer(const Ticket& ticket, std::optional<
     try {
         job->sink = make_sink(sink_, job->what, resumed ? std::optional<std::uint64_t>(ticket.offset) : std::nullopt);
     } catch (const Error& e) {
-        return fail(e);
+        fail(e);
+        return nullptr;
     }
     job->prefix_hash = std::move(prefix);
     job->verify = options_.verify;
@@ -225,7 +266,7 @@ void PullOperation::on_loop_thread_transfer(const Ticket& ticket, std::optional<
     job->done = [op = shared_from_this(), ticket, retry_if_changed, named = named != nullptr](JobOutcome o) {
         op->on_loop_thread_finished(ticket, retry_if_changed, o, named);
     };
-    session_.pool.submit(std::move(job));
+    return job;
 }
 
 void PullOperation::on_loop_thread_finished(const Ticket& ticket, bool retry_if_changed, const JobOutcome& o,
@@ -267,7 +308,7 @@ void PullOperation::on_loop_thread_finished(const Ticket& ticket, bool retry_if_
         if (o.response.checksum) r.info.checksum = *o.response.checksum;
         log_transfer("pulled", "from", name_, store_, r, ticket.endpoint());
     }
-    session_.complete(done_, std::move(r));
+    finish(std::move(r));
 }
 
 }  // namespace blobstreaming::client

@@ -4,6 +4,8 @@
 /// itself alive (shared_from_this) while a step is queued or its transfer
 /// runs:
 ///   caller:  start()                           (named_now(): straight to on_loop_thread_named())
+///   caller:  run_here()                        Mode::Sync, named, an idle pooled connection: the
+///                                              whole transfer on the caller's thread
 ///   control: on_control_thread_choose()        validate, choose the store and the path
 ///   loop:    on_loop_thread_read_local()       the same-host fast path: copy from the store's file
 ///   loop:    on_loop_thread_named()            name the Blob on a pooled connection (no control call)
@@ -22,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 
 namespace blobstreaming::client {
 
@@ -29,7 +32,9 @@ class PullOperation : public std::enable_shared_from_this<PullOperation> {
 public:
     /// Caller thread: queues the pull on the control thread (or completes
     /// it with Errc::cancelled when the Session is closing).
-    static void start(Session::Impl& session, std::string name, PullSink sink, PullOptions options, Completion done);
+    /// `caller_waits` (Mode::Sync): a named pull may run on this thread.
+    static void start(Session::Impl& session, std::string name, PullSink sink, PullOptions options, Completion done,
+                      bool caller_waits = false);
 
 private:
     PullOperation(Session::Impl& session, std::string name, PullSink sink, PullOptions options, Completion done);
@@ -64,6 +69,18 @@ private:
     /// Loop thread: a pull that names its Blob (NamedRoutes) runs on an idle
     /// pooled connection that takes it, else goes back for a ticket.
     void on_loop_thread_named(const NamedRoutes::Route& route);
+    /// Caller thread of a Mode::Sync pull (named_now()): the named pull on
+    /// an idle pooled connection leased for it, driven and completed here;
+    /// false (nothing done) when it does not qualify or no connection is
+    /// idle. Not with a consumer or a progress callback, which run on the
+    /// reactor thread.
+    bool run_here(const NamedRoutes::Route& route);
+    /// The job of on_loop_thread_transfer() (its arguments); null when its
+    /// sink cannot be opened (the pull has failed).
+    std::unique_ptr<TransferJob> make_job(const Ticket& ticket, std::optional<ChecksumState> prefix,
+                                          bool retry_if_changed, const NamedRoutes::Route* named);
+    /// Completes with `r`: here when the transfer ran on the waiting caller's thread.
+    void finish(Result r);
     /// Loop thread: the data connection's outcome (`named`: of a named pull).
     void on_loop_thread_finished(const Ticket& ticket, bool retry_if_changed, const JobOutcome& outcome,
                                  bool named = false);
@@ -81,6 +98,9 @@ private:
     /// The whole range's ticket ParallelPull::start asked for before it
     /// chose one stream: used by the next on_control_thread_ticket().
     std::optional<Ticket> probe_;
+    /// The thread of a Mode::Sync caller (default: none, Mode::Async).
+    std::thread::id waiter_;
+    bool here_ = false;  ///< the transfer runs on waiter_ (run_here())
 };
 
 }  // namespace blobstreaming::client

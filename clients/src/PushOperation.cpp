@@ -21,7 +21,7 @@ PushOperation::PushOperation(Session::Impl& session, PushSource source, std::str
 {}
 
 void PushOperation::start(Session::Impl& session, PushSource source, std::string name, PushOptions options,
-                          Completion done)
+                          Completion done, bool caller_waits)
 {
     // The slot is given back when the completion runs, whatever the path.
     Completion released = [&session, done = std::move(done)](const Result& r) {
@@ -30,6 +30,7 @@ void PushOperation::start(Session::Impl& session, PushSource source, std::string
     };
     std::shared_ptr<PushOperation> op(
         new PushOperation(session, std::move(source), std::move(name), std::move(options), std::move(released)));
+    if (caller_waits) op->waiter_ = std::this_thread::get_id();
     session.admit_push([op] { op->reserve(); });
 }
 
@@ -51,19 +52,47 @@ bool PushOperation::named_now()
         session_.complete(done_, failure(e, store_));
         return true;
     }
+    if (run_here(job, *route)) return true;
     send_named(job, *route);
     return true;
 }
 
-void PushOperation::send_named(const std::shared_ptr<TransferJob>& job, const NamedRoutes::Route& route)
+void PushOperation::name(TransferJob& job, const NamedRoutes::Route& route)
 {
-    NamedRoutes::name_job(*job, route, protocol::FrameType::push, name_, 0, job->source->size(), options_.replace,
+    NamedRoutes::name_job(job, route, protocol::FrameType::push, name_, 0, job.source->size(), options_.replace,
                           options_.checksum);
     grant_ = PushGrant{};
-    grant_.ticket = job->ticket;
+    grant_.ticket = job.ticket;
     named_ = true;
+}
+
+void PushOperation::send_named(const std::shared_ptr<TransferJob>& job, const NamedRoutes::Route& route)
+{
+    name(*job, route);
     prepare(job);
     session_.loop.post([op = shared_from_this(), job] { op->on_loop_thread_send_named(job); });
+}
+
+bool PushOperation::run_here(const std::shared_ptr<TransferJob>& job, const NamedRoutes::Route& route)
+{
+    // Only the caller that waits, on its own thread (admit_push() may have
+    // started this push from another push's completion).
+    if (waiter_ != std::this_thread::get_id() || options_.progress || source_.kind() == PushSource::Kind::producer)
+        return false;
+    DataConnection* connection = session_.pool.lease(NamedRoutes::endpoint(route));
+    if (!connection) return false;
+    name(*job, route);
+    prepare(job);
+    here_ = true;
+    connection->run_here(std::make_unique<TransferJob>(std::move(*job)), session_.options.timeout);
+    session_.pool.give_back(connection);
+    return true;
+}
+
+void PushOperation::finish(Result r)
+{
+    if (here_ && waiter_ == std::this_thread::get_id()) session_.complete_here(done_, std::move(r));
+    else session_.complete(done_, std::move(r));
 }
 
 void PushOperation::reserve()
@@ -156,10 +185,9 @@ void PushOperation::on_control_thread_ticket(std::shared_ptr<TransferJob> job)
 
 void PushOperation::on_loop_thread_send_named(std::shared_ptr<TransferJob> job)
 {
-    if (session_.pool.can_run_named(job->ticket.endpoint())) {
-        session_.pool.submit(std::make_unique<TransferJob>(std::move(*job)));
-        return;
-    }
+    auto back = session_.pool.submit_named(std::make_unique<TransferJob>(std::move(*job)));
+    if (!back) return;
+    *job = std::move(*back);
     // Every pooled connection is busy (or gone): a ticket opens another.
     auto op = shared_from_this();
     session_.control_call([op, job] { op->on_control_thread_ticket(job); },
@@ -222,7 +250,7 @@ void PushOperation::on_loop_thread_finished(const JobOutcome& o)
             return session_.complete(done_, std::move(r));
         }
         // A named push holds no reservation id here: the store aborted it.
-        if (named_) return session_.complete(done_, std::move(r));
+        if (named_) return finish(std::move(r));
         // Nothing partial may stay. Closing: the worker is gone but the
         // references live until the loop has drained, so abort from the loop.
         auto abort = [op = shared_from_this(), r] { op->on_control_thread_abort(r); };
@@ -234,7 +262,7 @@ void PushOperation::on_loop_thread_finished(const JobOutcome& o)
     if (o.response.checksum) r.info.checksum = *o.response.checksum;
     r.info.committed = std::chrono::system_clock::now();
     log_transfer("pushed", "to", name_, store_, r, grant_.ticket.endpoint());
-    session_.complete(done_, std::move(r));
+    finish(std::move(r));
 }
 
 void PushOperation::on_control_thread_abort(const Result& r)

@@ -4,6 +4,8 @@
 /// itself alive (shared_from_this) while a step is queued or its transfer
 /// runs:
 ///   caller:  start()                     waits for a slot (admit_push) when 16 pushes are ahead
+///   caller:  run_here()                  Mode::Sync, named, an idle pooled connection: the whole
+///                                        transfer on the caller's thread (DataConnection::run_here())
 ///   any:     reserve()                   queues the control step (or, named_now(), skips it)
 ///   control: on_control_thread_reserve()   validate, open the source, reserve (or name the Blob:
 ///                                          on_loop_thread_send_named(), on_control_thread_ticket())
@@ -18,6 +20,7 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 
 namespace blobstreaming::client {
 
@@ -25,8 +28,9 @@ class PushOperation : public std::enable_shared_from_this<PushOperation> {
 public:
     /// Caller thread: queues the push on the control thread (or completes
     /// it with Errc::cancelled when the Session is closing).
-    static void start(Session::Impl& session, PushSource source, std::string name, PushOptions options,
-                      Completion done);
+    /// `caller_waits` (Mode::Sync): a named push may run on this thread.
+    static void start(Session::Impl& session, PushSource source, std::string name, PushOptions options, Completion done,
+                      bool caller_waits = false);
 
 private:
     PushOperation(Session::Impl& session, PushSource source, std::string name, PushOptions options, Completion done);
@@ -47,6 +51,16 @@ private:
     /// Makes `job` (its source open) a named push of `route` and posts
     /// on_loop_thread_send_named().
     void send_named(const std::shared_ptr<TransferJob>& job, const NamedRoutes::Route& route);
+    /// Makes `job` a named push of `route` (type, name, endpoint, grant_, what, done).
+    void name(TransferJob& job, const NamedRoutes::Route& route);
+    /// Caller thread of a Mode::Sync push (named_now()): the named push on
+    /// an idle pooled connection leased for it, driven here, completed
+    /// here; false (nothing done) when it does not qualify or no connection
+    /// is idle. Not with a producer or a progress callback, which run on
+    /// the reactor thread.
+    bool run_here(const std::shared_ptr<TransferJob>& job, const NamedRoutes::Route& route);
+    /// Completes with `r`: here when the transfer ran on the waiting caller's thread.
+    void finish(Result r);
     /// Control thread: the ticket of a push that meant to name its Blob but
     /// found no pooled connection for it.
     void on_control_thread_ticket(std::shared_ptr<TransferJob> job);
@@ -77,6 +91,9 @@ private:
     std::string store_;  ///< once chosen
     PushGrant grant_;
     bool named_ = false;  ///< the running job names its Blob: no reservation id here
+    /// The thread of a Mode::Sync caller (default: none, Mode::Async).
+    std::thread::id waiter_;
+    bool here_ = false;  ///< the transfer runs on waiter_ (run_here())
 };
 
 }  // namespace blobstreaming::client

@@ -91,6 +91,12 @@ void Session::Impl::complete(const Completion& done, Result r)
     });
 }
 
+void Session::Impl::complete_here(const Completion& done, Result r)
+{
+    if (done) call_logged("completion callback", [&] { done(r); });
+    --pending;
+}
+
 void Session::Impl::control_call(std::function<void()> call, std::function<void()> if_closed, std::string blob)
 {
     std::lock_guard<std::mutex> lock(control_mutex_);
@@ -230,14 +236,16 @@ std::uint64_t Session::connections_opened() const noexcept { return impl_->pool.
 void Session::push(PushSource source, std::string name, PushOptions options, Mode mode, Completion done)
 {
     impl_->run(mode, std::move(done), [&](Completion c) {
-        PushOperation::start(*impl_, std::move(source), std::move(name), std::move(options), std::move(c));
+        PushOperation::start(*impl_, std::move(source), std::move(name), std::move(options), std::move(c),
+                             mode == Mode::Sync);
     });
 }
 
 void Session::pull(std::string name, PullSink sink, PullOptions options, Mode mode, Completion done)
 {
     impl_->run(mode, std::move(done), [&](Completion c) {
-        PullOperation::start(*impl_, std::move(name), std::move(sink), std::move(options), std::move(c));
+        PullOperation::start(*impl_, std::move(name), std::move(sink), std::move(options), std::move(c),
+                             mode == Mode::Sync);
     });
 }
 

@@ -37,6 +37,10 @@ public:
     /// Any thread: delivers `r` to `done` on the loop thread, later. What
     /// `done` throws is logged and dropped.
     void complete(const Completion& done, Result r);
+    /// The caller's thread of a Mode::Sync operation whose transfer ran
+    /// there (DataConnection::run_here()): delivers `r` to `done` now,
+    /// before the call returns, with no trip through the loop.
+    void complete_here(const Completion& done, Result r);
     /// Any thread: runs `call` on a control thread, after the calls queued
     /// before with the same non-empty `blob` (a Blob name); `if_closed` on
     /// the loop thread instead when the Session is closing.

@@ -34,6 +34,7 @@ Result result_of(const JobOutcome& outcome, const std::string& store, const Tick
 void log_transfer(const char* verb, const char* dir, const std::string& name, const std::string& store, const Result& r,
                   const std::string& peer)
 {
+    if (!library_log()->should_log(spdlog::level::info)) return;  // its text costs a small transfer's microseconds
     const double mbps = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds / 1e6 : 0.0;
     library_log()->info("{} {} {} store \"{}\": {} bytes in {:.3f} s ({:.2f} MB/s) via {}{}", verb, quote_name(name),
                         dir, store, r.bytes, r.seconds, mbps, peer,

@@ -39,7 +39,8 @@ namespace {
 /// replaced: a pull is answered as a store that binds tickets to names did
 /// when the Blob was replaced by a longer one: status ok, the ticket's length,
 /// the new Blob's size and digest, and the new Blob's first bytes.
-enum class Behaviour { serve, refuse, drop_midway, stall, corrupt, replaced };
+/// close_after: a push is answered, then the connection closed.
+enum class Behaviour { serve, refuse, drop_midway, stall, corrupt, replaced, close_after };
 
 /// A fake store data port on 127.0.0.1:ephemeral, one thread per
 /// connection, each a ProtocolPeer in the store's role.
@@ -73,6 +74,16 @@ public:
 
     std::uint16_t port() const { return port_; }
     int accepted() const { return accepted_.load(); }
+    /// Connections this port has closed (their threads ended).
+    int closed() const { return closed_.load(); }
+    /// A named pull (its Responses advertise them) of any name is answered
+    /// with `content` as `behaviour` says (serve, drop_midway, stall: half
+    /// of the bytes, then nothing).
+    void name_blob(std::vector<std::uint8_t> content, Behaviour behaviour)
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        named_ = Entry{protocol::FrameType::pull, behaviour, std::move(content), kDefaultChecksum};
+    }
 
     Ticket ticket(protocol::FrameType type, std::uint64_t length, Behaviour behaviour,
                   std::vector<std::uint8_t> content = {}, ChecksumAlgorithm algorithm = kDefaultChecksum)
@@ -113,7 +124,12 @@ private:
         r.blob_size = blob_size.value_or(length);
         r.checksum = checksum;
         r.message = message;
-        peer.send_response(r);
+        std::string frame = protocol::encode(r);
+        protocol::Advertisement named;
+        named.named_requests = true;
+        named.default_checksum = kDefaultChecksum;
+        protocol::advertise(frame, named);
+        peer.send(frame.data(), frame.size());
     }
 
     void accept_loop()
@@ -142,14 +158,51 @@ private:
         std::lock_guard<std::mutex> lock(mutex_);
         ::shutdown(fd, SHUT_RDWR);
         open_.erase(std::remove(open_.begin(), open_.end(), fd), open_.end());
+        ++closed_;
     }  // closes fd
+
+    /// A named pull: the Blob set by name_blob().
+    void serve_named(ProtocolPeer& peer, const std::uint8_t (&header)[protocol::kRequestSize])
+    {
+        protocol::NamedRequest request;
+        std::size_t name_size = 0;
+        std::string why;
+        if (protocol::decode_named(header, request, name_size, why)) {
+            respond(peer, Errc::protocol_error, 0, {}, why);
+            throw Error(Errc::protocol_error, why);
+        }
+        std::string name(name_size, '\0');
+        peer.receive(name.data(), name.size());
+        std::optional<Entry> entry;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            entry = named_;
+        }
+        if (!entry || request.type != protocol::FrameType::pull) {
+            respond(peer, Errc::no_such_blob, 0, {}, "no Blob named " + name);
+            return;
+        }
+        const auto& c = entry->content;
+        respond(peer, Errc::ok, c.size(), ChecksumState::of(entry->algorithm, c.data(), c.size()),
+                protocol::encode_commit_time(1));
+        if (entry->behaviour == Behaviour::serve) return peer.send(c.data(), c.size());
+        peer.send(c.data(), c.size() / 2);
+        if (entry->behaviour == Behaviour::stall) peer.swallow();  // never the rest: the client must give up
+        throw Error(Errc::transfer_failed, "stopped midway");
+    }
 
     void serve(ProtocolPeer& peer)
     {
         for (;;) {
+            std::uint8_t header[protocol::kRequestSize];
+            peer.receive(header, sizeof header);
+            if (protocol::is_named(header)) {
+                serve_named(peer, header);
+                continue;
+            }
             protocol::Request request;
             std::string why;
-            if (!peer.receive_request(request, why)) {
+            if (protocol::decode(header, request, why)) {
                 respond(peer, Errc::protocol_error, 0, {}, why);
                 return;
             }
@@ -189,6 +242,7 @@ private:
                     received_[request.ticket] = bytes;
                 }
                 respond(peer, Errc::ok, bytes.size(), checksum, "");
+                if (entry->behaviour == Behaviour::close_after) return;
                 continue;
             }
             const auto& c = entry->content;
@@ -220,6 +274,8 @@ private:
     std::uint16_t port_ = 0;
     std::atomic<bool> stopping_{false};
     std::atomic<int> accepted_{0};
+    std::atomic<int> closed_{0};
+    std::optional<Entry> named_;
     std::thread acceptor_;
     std::mutex mutex_;
     std::vector<std::thread> workers_;
@@ -257,6 +313,14 @@ struct Fixture {
         while (!out && std::chrono::steady_clock::now() < deadline) loop.run_once(std::chrono::milliseconds(100));
         BOOST_REQUIRE(out.has_value());
         return *out;
+    }
+    /// One ticket push, so that the pool holds an idle connection that
+    /// advertised named requests; its error message (empty: none).
+    std::string lease_after_a_ticket()
+    {
+        const auto bytes = pattern(1024, 99);
+        const auto out = run(push_job(bytes, Behaviour::serve));
+        return out.error ? out.message : std::string();
     }
     std::unique_ptr<TransferJob> push_job(const std::vector<std::uint8_t>& bytes, Behaviour b,
                                           ChecksumAlgorithm algorithm = kDefaultChecksum)
@@ -450,6 +514,110 @@ BOOST_FIXTURE_TEST_CASE(a_broken_connection_is_replaced, Fixture)
 {
     const auto bytes = pattern(4096, 7);
     BOOST_TEST(run(push_job(bytes, Behaviour::refuse)).error == make_error_code(Errc::refused));
+    BOOST_TEST(!run(push_job(bytes, Behaviour::serve)).error);
+    BOOST_TEST(pool.opened() == 2u);
+}
+
+namespace {
+
+/// A named pull of "T" on the fake port's endpoint, into `out`.
+std::unique_ptr<TransferJob> named_pull_job(std::uint16_t port, std::vector<std::uint8_t>* out,
+                                            std::optional<JobOutcome>& outcome)
+{
+    auto job = std::make_unique<TransferJob>();
+    job->type = protocol::FrameType::pull;
+    job->ticket.host = "127.0.0.1";
+    job->ticket.port = port;
+    protocol::NamedRequest request;
+    request.type = protocol::FrameType::pull;
+    request.name = "T";
+    job->named = request;
+    job->what = "pull \"T\": store \"fake\"";
+    job->sink = make_sink(PullSink::memory(out), job->what);
+    job->verify = true;
+    job->whole = true;
+    job->done = [&outcome](JobOutcome o) { outcome = std::move(o); };
+    return job;
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_CASE(a_named_pull_runs_on_the_callers_thread_on_a_leased_connection, Fixture)
+{
+    BOOST_TEST(lease_after_a_ticket().empty());
+    const auto content = pattern(700 * 1024, 11);
+    port.name_blob(content, Behaviour::serve);
+    DataConnection* c = pool.lease("127.0.0.1:" + std::to_string(port.port()));
+    BOOST_REQUIRE(c != nullptr);
+    BOOST_TEST(pool.lease("127.0.0.1:" + std::to_string(port.port())) == nullptr);  // one connection, leased
+    std::vector<std::uint8_t> got;
+    std::optional<JobOutcome> out;
+    std::thread::id done_on;
+    auto job = named_pull_job(port.port(), &got, out);
+    job->done = [&out, &done_on](JobOutcome o) {
+        done_on = std::this_thread::get_id();
+        out = std::move(o);
+    };
+    c->run_here(std::move(job), options.timeout);
+    pool.give_back(c);
+    BOOST_REQUIRE(out.has_value());
+    BOOST_TEST(!out->error, out->message);
+    BOOST_TEST((done_on == std::this_thread::get_id()));
+    BOOST_TEST((got == content));
+    // Given back: the loop's next transfer reuses it.
+    const auto bytes = pattern(4096, 10);
+    BOOST_TEST(!run(push_job(bytes, Behaviour::serve)).error);
+    BOOST_TEST(pool.opened() == 1u);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_named_pull_on_the_callers_thread_times_out_when_the_store_stalls_midway, Fixture)
+{
+    BOOST_TEST(lease_after_a_ticket().empty());
+    const auto content = pattern(4 * 1024 * 1024, 12);
+    port.name_blob(content, Behaviour::stall);
+    DataConnection* c = pool.lease("127.0.0.1:" + std::to_string(port.port()));
+    BOOST_REQUIRE(c != nullptr);
+    std::vector<std::uint8_t> got;
+    std::optional<JobOutcome> out;
+    const auto t0 = std::chrono::steady_clock::now();
+    c->run_here(named_pull_job(port.port(), &got, out), options.timeout);
+    const auto waited_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+    BOOST_REQUIRE(out.has_value());
+    BOOST_TEST(out->error == make_error_code(Errc::timeout));
+    BOOST_TEST(out->message == "pull \"T\": store \"fake\": no progress for 0.500 s on data connection to 127.0.0.1:" +
+                                   std::to_string(port.port()) + " (2097152 of 4194304 bytes)",
+               out->message);
+    BOOST_TEST(waited_ms >= 500);
+    BOOST_TEST(waited_ms < 5000);
+    BOOST_TEST(c->closed());
+    pool.give_back(c);  // discarded on the loop thread: the next transfer opens another
+    const auto bytes = pattern(4096, 13);
+    BOOST_TEST(!run(push_job(bytes, Behaviour::serve)).error);
+    BOOST_TEST(pool.opened() == 2u);
+}
+
+BOOST_FIXTURE_TEST_CASE(an_idle_connection_the_store_closed_is_not_reused, Fixture)
+{
+    // The store answers a push, then closes the connection while it is idle
+    // (not watched by the loop): the next transfer sees that before it
+    // sends anything, and opens another.
+    const auto bytes = pattern(4096, 14);
+    BOOST_TEST(!run(push_job(bytes, Behaviour::close_after)).error);
+    for (int i = 0; i < 200 && port.closed() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    BOOST_REQUIRE(port.closed() == 1);
+    // Until its end reaches this side, the connection still looks open.
+    const std::string endpoint = "127.0.0.1:" + std::to_string(port.port());
+    bool dropped = false;
+    for (int i = 0; i < 2000 && !dropped; ++i) {
+        DataConnection* c = pool.lease(endpoint);
+        dropped = c == nullptr;  // seen closed: discarded, not leased
+        if (c) {
+            pool.give_back(c);
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+    }
+    BOOST_REQUIRE(dropped);
     BOOST_TEST(!run(push_job(bytes, Behaviour::serve)).error);
     BOOST_TEST(pool.opened() == 2u);
 }

@@ -242,6 +242,72 @@ BOOST_AUTO_TEST_CASE(caller_mode_runs_completions_in_run_once)
     BOOST_TEST(session.pending() == 0u);
 }
 
+BOOST_AUTO_TEST_CASE(a_sync_named_transfer_runs_on_the_caller_thread_an_async_one_never_blocks_it)
+{
+    auto o = options("mem");
+    o.local_fast_path = false;  // a pull over the data connection, not the store's file
+    Session session(o);
+    const auto bytes = pattern(512 * 1024, 21);
+    PushOptions replace;
+    replace.replace = true;
+    session.push_memory(bytes.data(), bytes.size(), "here.1", replace);  // a ticket: the store's route is learnt
+    const auto me = std::this_thread::get_id();
+    const auto opened = session.connections_opened();
+
+    // Mode::Sync: the named push and pull, and their completions, on this
+    // thread, on the pooled connection.
+    std::thread::id pushed_on, pulled_on;
+    Result pushed, pulled;
+    session.push(PushSource::memory(bytes.data(), bytes.size()), "here.1", replace, Mode::Sync, [&](const Result& r) {
+        pushed = r;
+        pushed_on = std::this_thread::get_id();
+    });
+    BOOST_TEST(pushed.ok(), pushed.message);
+    BOOST_TEST((pushed_on == me));
+    std::vector<std::uint8_t> got;
+    session.pull("here.1", PullSink::memory(&got), PullOptions{}, Mode::Sync, [&](const Result& r) {
+        pulled = r;
+        pulled_on = std::this_thread::get_id();
+    });
+    BOOST_TEST(pulled.ok(), pulled.message);
+    BOOST_TEST((pulled_on == me));
+    BOOST_TEST((got == bytes));
+    BOOST_TEST(pulled.info.checksum.text() == pushed.info.checksum.text());
+    BOOST_TEST(session.connections_opened() == opened);
+
+    // Mode::Async with the same route: the call returns first, the
+    // completion runs on the Session's thread (it waits, bounded, for the
+    // call to have returned: a transfer run inside the call would find it
+    // never did).
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool returned = false, completed = false, saw_return = false;
+    std::thread::id async_on;
+    Result async;
+    std::vector<std::uint8_t> again;
+    session.pull("here.1", PullSink::memory(&again), PullOptions{}, Mode::Async, [&](const Result& r) {
+        std::unique_lock<std::mutex> lock(mutex);
+        saw_return = cv.wait_for(lock, std::chrono::seconds(10), [&] { return returned; });
+        async = r;
+        async_on = std::this_thread::get_id();
+        completed = true;
+        cv.notify_all();
+    });
+    {
+        std::unique_lock<std::mutex> lock(mutex);
+        returned = true;
+        cv.notify_all();
+        BOOST_REQUIRE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return completed; }));
+    }
+    BOOST_TEST(saw_return);
+    BOOST_TEST(async.ok(), async.message);
+    BOOST_TEST((async_on != me));
+    BOOST_TEST((again == bytes));
+    // The loop counts the operation done once its completion has returned.
+    for (int i = 0; i < 5000 && session.pending() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    BOOST_TEST(session.pending() == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(failures_name_the_object_and_the_reason)
 {
     Session session(options("ws"));

@@ -4,6 +4,12 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cstring>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace blobstreaming;
 using namespace blobstreaming::protocol;
@@ -112,6 +118,40 @@ BOOST_AUTO_TEST_CASE(tickets_are_random_and_tags_are_short)
     const TicketId a = random_ticket(), b = random_ticket();
     BOOST_TEST((a != b));
     BOOST_TEST(ticket_tag(a).size() == 8u);
+}
+
+BOOST_AUTO_TEST_CASE(tickets_drawn_in_batches_never_repeat_across_batches_threads_or_a_fork)
+{
+    // Several batches of 256 on this thread and on another, and a forked
+    // child's: all distinct, none all-zero.
+    std::set<TicketId> seen;
+    const TicketId zero{};
+    for (int i = 0; i < 1000; ++i) seen.insert(random_ticket());
+    std::thread other([&seen] {
+        std::vector<TicketId> mine;
+        for (int i = 0; i < 600; ++i) mine.push_back(random_ticket());
+        seen.insert(mine.begin(), mine.end());  // joined before the main thread reads it again
+    });
+    other.join();
+    int fds[2];
+    BOOST_REQUIRE(::pipe(fds) == 0);
+    const pid_t child = ::fork();
+    BOOST_REQUIRE(child >= 0);
+    if (child == 0) {
+        const TicketId t = random_ticket();  // the parent's batch is half used: the child must not reuse it
+        const bool written = ::write(fds[1], t.data(), t.size()) == static_cast<ssize_t>(t.size());
+        ::_exit(written ? 0 : 1);
+    }
+    ::close(fds[1]);
+    TicketId from_child{};
+    BOOST_TEST(::read(fds[0], from_child.data(), from_child.size()) == static_cast<ssize_t>(from_child.size()));
+    ::close(fds[0]);
+    int status = 0;
+    BOOST_TEST(::waitpid(child, &status, 0) == child);
+    seen.insert(from_child);
+    for (int i = 0; i < 10; ++i) seen.insert(random_ticket());  // the parent's next ones
+    BOOST_TEST(seen.size() == 1000u + 600u + 1u + 10u);
+    BOOST_TEST(seen.count(zero) == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(streamed_push_request_round_trip)

@@ -135,14 +135,17 @@ BlobRange PullTransfer::read_ticket_version()
     const std::uint64_t length = request_.length;
     if (!binding_.version) return server_.store.read_at(binding_.blob, offset, length);
     const BlobInfo& want = *binding_.version;
-    const std::string changed = "pull " + quote_name(binding_.blob) + ": the Blob changed since ticket " +
-                                protocol::ticket_tag(request_.ticket) + "... was issued for its version of " +
-                                describe_version(want);
+    // The messages are made only for a refusal: formatting the versions
+    // costs more than a small pull's lookup.
+    const auto changed = [&] {
+        return "pull " + quote_name(binding_.blob) + ": the Blob changed since ticket " +
+               protocol::ticket_tag(request_.ticket) + "... was issued for its version of " + describe_version(want);
+    };
     const auto replaced = [&](const BlobInfo& now) {
-        return Error(Errc::blob_changed, changed + "; the store now holds " + describe_version(now) +
+        return Error(Errc::blob_changed, changed() + "; the store now holds " + describe_version(now) +
                                              "; pull again for the current version");
     };
-    const Error removed(Errc::blob_changed, changed + "; it was removed since");
+    const auto removed = [&] { return Error(Errc::blob_changed, changed() + "; it was removed since"); };
     BlobRange range;
     try {
         // A committed version is read as committed, also while a newer one
@@ -155,13 +158,13 @@ BlobRange PullTransfer::read_ticket_version()
     } catch (const Error& e) {
         // The range was checked against that version when the ticket was
         // issued: a Blob that is gone or now too short was removed or replaced.
-        if (e.code() == Errc::no_such_blob) throw removed;
+        if (e.code() == Errc::no_such_blob) throw removed();
         if (e.code() != Errc::invalid_range) throw;
         BlobInfo now;
         try {
             now = server_.store.stat(binding_.blob);
         } catch (const Error& gone) {
-            if (gone.code() == Errc::no_such_blob) throw removed;
+            if (gone.code() == Errc::no_such_blob) throw removed();
             throw;
         }
         throw replaced(now);

@@ -74,6 +74,19 @@ void Transfer::record_throughput(std::uint64_t bytes) noexcept
     server_.last_mbps = static_cast<double>(bytes) / 1e6 / seconds_since(started_);
 }
 
+void Transfer::log_line(bool succeeded, const std::string& reason, double seconds) const
+{
+    const bool push = request_.type == protocol::FrameType::push;
+    const std::string line =
+        fmt::format("transfer direction={} blob={} bytes={} seconds={:.6f} MBps={:.2f} peer={} outcome={}",
+                    push ? "push" : "pull", logfmt_value(binding_.blob), body_done_, seconds,
+                    static_cast<double>(body_done_) / 1e6 / seconds, logfmt_value(link_.peer_name()),
+                    succeeded ? "ok" : "failed") +
+        (compressed_ ? fmt::format(" wire=zstd wire_bytes={}", wire_bytes_) : std::string());
+    if (succeeded) spdlog::info("{}", line);
+    else spdlog::warn("{} reason={}", line, logfmt_value(reason));
+}
+
 void Transfer::end(bool succeeded, const std::string& reason)
 {
     if (ended_) return;
@@ -85,15 +98,9 @@ void Transfer::end(bool succeeded, const std::string& reason)
                                    succeeded, body_done_, seconds);
     if (server_.config.on_transfer_end) server_.config.on_transfer_end();
     // One line per transfer in logfmt (docs/DEPLOYMENT.md, "Logs"): the
-    // fields stay, whatever the message around them becomes.
-    const std::string line =
-        fmt::format("transfer direction={} blob={} bytes={} seconds={:.6f} MBps={:.2f} peer={} outcome={}",
-                    push ? "push" : "pull", logfmt_value(binding_.blob), body_done_, seconds,
-                    static_cast<double>(body_done_) / 1e6 / seconds, logfmt_value(link_.peer_name()),
-                    succeeded ? "ok" : "failed") +
-        (compressed_ ? fmt::format(" wire=zstd wire_bytes={}", wire_bytes_) : std::string());
-    if (succeeded) spdlog::info("{}", line);
-    else spdlog::warn("{} reason={}", line, logfmt_value(reason));
+    // fields stay, whatever the message around them becomes. Made only
+    // when it is logged (a quiet daemon's small transfers would pay for it).
+    if (spdlog::should_log(succeeded ? spdlog::level::info : spdlog::level::warn)) log_line(succeeded, reason, seconds);
     if (binding_.control && binding_.control->on_finished) {
         TransferOutcome outcome;
         outcome.ticket = request_.ticket;

@@ -131,6 +131,8 @@ protected:
     /// Ends the transfer (once): active count, metrics, the log line, the
     /// ticket's completion notice.
     void end(bool succeeded, const std::string& reason);
+    /// end()'s logfmt line (docs/DEPLOYMENT.md, "Logs").
+    void log_line(bool succeeded, const std::string& reason, double seconds) const;
     /// The finished transfer's `bytes` over its time, published as the
     /// daemon's last transfer throughput.
     void record_throughput(std::uint64_t bytes) noexcept;

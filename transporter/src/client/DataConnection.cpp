@@ -33,7 +33,7 @@ DataConnection::~DataConnection()
 {
     if (io_) io_->close_notify();
     io_.reset();
-    if (fd_) loop_.unwatch(fd_.get());
+    if (fd_ && watched_) loop_.unwatch(fd_.get());
 }
 
 std::string DataConnection::lost_message(const char* how) const
@@ -81,10 +81,64 @@ void DataConnection::start(std::unique_ptr<TransferJob> job)
 
     if (fd_) {
         phase_ = Phase::request;
+        if (!here_) watch(interest());
         drive();
         return;
     }
     open_socket();  // the first job: connect
+}
+
+void DataConnection::watch(short events)
+{
+    if (watched_) {
+        loop_.modify(fd_.get(), events);
+        return;
+    }
+    loop_.watch(fd_.get(), events, [this](short revents) { on_event(revents); });
+    watched_ = true;
+}
+
+void DataConnection::run_here(std::unique_ptr<TransferJob> job, std::chrono::milliseconds limit)
+{
+    here_ = true;
+    start(std::move(job));
+    while (job_) {
+        const auto now = std::chrono::steady_clock::now();
+        const auto quiet = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_progress_);
+        if (quiet >= limit) {
+            check_progress(now, limit);  // fails the job: the loop ends
+            break;
+        }
+        pollfd p{fd_.get(), interest(), 0};
+        const int rc = ::poll(&p, 1, static_cast<int>((limit - quiet).count()) + 1);
+        if (rc < 0 && errno != EINTR) {
+            const int err = errno;
+            fail(Errc::transfer_failed,
+                 job_->what + ": cannot wait for data connection to " + endpoint_ + ": " + std::strerror(err));
+            break;
+        }
+        // An error or hang-up is seen by the next read (as the loop reports it).
+        if (rc > 0) on_event(static_cast<short>(p.revents & (POLLERR | POLLHUP) ? p.revents | POLLIN : p.revents));
+    }
+    here_ = false;
+}
+
+void DataConnection::park()
+{
+    if (!watched_) return;
+    loop_.unwatch(fd_.get());
+    watched_ = false;
+}
+
+bool DataConnection::still_open()
+{
+    if (phase_ != Phase::idle) return false;
+    // The store closed an idle connection (or sent garbage): drop it.
+    // TLS: a record without application data is not a close.
+    const IoResult r = peek(*io_);
+    if (!r.eof() && !r.failed()) return true;
+    phase_ = Phase::closed;
+    return false;
 }
 
 void DataConnection::open_socket()
@@ -103,6 +157,7 @@ void DataConnection::open_socket()
     }
     std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> list(found, &::freeaddrinfo);
     fd_.reset(::socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    watched_ = false;
     if (!fd_) {
         fail(Errc::unreachable, job_->what + ": cannot create a socket: " + std::strerror(errno));
         return;
@@ -115,15 +170,12 @@ void DataConnection::open_socket()
              job_->what + ": cannot connect to data endpoint " + endpoint_ + ": " + std::strerror(err));
         return;
     }
-    loop_.watch(fd_.get(), POLLOUT, [this](short revents) { on_event(revents); });
+    watch(POLLOUT);
 }
 
 void DataConnection::on_event(short revents)
 {
-    if (phase_ == Phase::idle) {
-        watch_idle(revents);
-        return;
-    }
+    if (phase_ == Phase::idle || phase_ == Phase::closed) return;  // not watched
     // The store answers before the end of a push: a refusal. Read it.
     const bool sending = phase_ == Phase::request || phase_ == Phase::push_body || phase_ == Phase::push_trailer;
     if (sending && (revents & POLLIN)) phase_ = Phase::response;
@@ -158,7 +210,7 @@ void DataConnection::run()
         }
         if (step == Step::stop) return;
         if (step == Step::wait) {
-            loop_.modify(fd_.get(), interest());
+            if (!here_) loop_.modify(fd_.get(), interest());  // run_here() polls for interest()
             return;
         }
     }
@@ -402,17 +454,6 @@ bool DataConnection::pull_checksum_matches()
     return false;
 }
 
-void DataConnection::watch_idle(short revents)
-{
-    // The store closed an idle connection (or sent garbage): drop it.
-    // TLS: a record without application data is not a close.
-    const IoResult r = peek(*io_);
-    if (r.eof() || r.failed() || (revents & (POLLERR | POLLHUP))) {
-        phase_ = Phase::closed;
-        released_(this, false);
-    }
-}
-
 DataConnection::Step DataConnection::lost(const char* how, const IoResult& result)
 {
     if (io_ && io_->tls() && result.error_number() == EPROTO)
@@ -447,9 +488,8 @@ void DataConnection::complete(bool reusable)
     outcome.wire_bytes = outcome.compressed ? wire_bytes_ : done_bytes_;
     auto job = std::move(job_);
     phase_ = reusable ? Phase::idle : Phase::closed;
-    if (reusable) loop_.modify(fd_.get(), POLLIN);
     job->done(std::move(outcome));
-    released_(this, reusable);
+    if (!here_) released_(this, reusable);
 }
 
 void DataConnection::fail(Errc code, const std::string& message)
@@ -466,8 +506,17 @@ void DataConnection::fail(Errc code, const std::string& message)
     auto job = std::move(job_);
     phase_ = Phase::closed;
     io_.reset();
+    if (here_) {
+        // Off the loop's thread: the descriptor is closed when the loop
+        // discards the connection (ConnectionPool::give_back()); the store
+        // sees the end now.
+        if (fd_) ::shutdown(fd_.get(), SHUT_RDWR);
+        job->done(std::move(outcome));
+        return;
+    }
     if (fd_) {
-        loop_.unwatch(fd_.get());
+        if (watched_) loop_.unwatch(fd_.get());
+        watched_ = false;
         fd_.reset();
     }
     job->done(std::move(outcome));

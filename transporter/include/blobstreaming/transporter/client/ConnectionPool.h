@@ -1,7 +1,12 @@
 #pragma once
 /// Data connections per data endpoint, reused across transfers: at most
 /// `max_connections_per_endpoint` per endpoint, one transfer at a time on
-/// each, further transfers queued in order. Loop thread only.
+/// each, further transfers queued in order. Loop thread only, except
+/// lease() and give_back(): a caller that waits for its transfer anyway
+/// (Mode::Sync) may run it on its own thread on an idle connection
+/// (DataConnection::run_here()), with no hand-off to the loop and back.
+/// Idle connections are not watched by the loop; each is checked with
+/// DataConnection::still_open() before it is used again, and by tick().
 
 #include <blobstreaming/transporter/client/DataConnection.h>
 #include <blobstreaming/transporter/client/EventLoop.h>
@@ -14,6 +19,8 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,8 +52,20 @@ public:
     /// that advertised named requests (can_run_named()); without one it
     /// fails at once with Errc::unreachable, nothing sent.
     void submit(std::unique_ptr<TransferJob> job);
+    /// Runs the named `job` on an idle connection to its endpoint that
+    /// advertised named requests; without one (all busy or leased) gives
+    /// it back, nothing sent, its done not run.
+    std::unique_ptr<TransferJob> submit_named(std::unique_ptr<TransferJob> job);
     /// Whether a named job for `endpoint` would start now.
     bool can_run_named(const std::string& endpoint) const;
+    /// Any thread: an idle connection to `endpoint` that advertised named
+    /// requests and is still open, held for the caller (the loop neither
+    /// watches nor uses it) until give_back(); null when there is none.
+    DataConnection* lease(const std::string& endpoint);
+    /// Any thread: ends a lease. A connection its transfer left closed is
+    /// discarded on the loop thread; a transfer queued meanwhile for the
+    /// endpoint gets the connection.
+    void give_back(DataConnection* connection);
     /// Inactivity check of every running transfer.
     void tick();
     /// Fails every running and queued transfer with Errc::cancelled.
@@ -57,15 +76,33 @@ public:
 private:
     struct Endpoint {
         std::vector<std::unique_ptr<DataConnection>> connections;
+        /// The connections a thread runs a transfer on (the loop, or a
+        /// caller that leased it); the others are idle.
+        std::set<const DataConnection*> held;
+        /// Of those, the ones a caller leased: the loop leaves them alone.
+        std::set<const DataConnection*> leased;
         std::deque<std::unique_ptr<TransferJob>> waiting;
     };
     void released(DataConnection* connection, bool reusable);
+    /// Loop thread, under mutex_: takes `c` out of `e` (destroyed later:
+    /// it may be on the stack).
+    void retire(Endpoint& e, const DataConnection* c);
+    /// Loop thread: destroys the retired connections, then starts the
+    /// queued transfers that can run now.
+    void on_given_back();
+    /// Holds an idle connection to `endpoint` that advertised named
+    /// requests and is still open (`leased`: for a caller); null when none.
+    DataConnection* claim_named(const std::string& endpoint, bool leased);
 
     EventLoop& loop_;
     const PoolOptions options_;
+    /// Guards endpoints_ (the loop changes it under the lock and reads it
+    /// without; lease() and give_back() use it under the lock): which
+    /// connections exist, which are held, what waits.
+    mutable std::mutex mutex_;
     std::map<std::string, Endpoint> endpoints_;
     std::atomic<std::uint64_t> opened_{0};
-    std::vector<std::unique_ptr<DataConnection>> retired_;
+    std::vector<std::unique_ptr<DataConnection>> retired_;  ///< under mutex_
 };
 
 }  // namespace blobstreaming::dataplane

@@ -96,10 +96,29 @@ public:
 
     const std::string& endpoint() const noexcept { return endpoint_; }
     bool busy() const noexcept { return job_ != nullptr; }
+    /// Failed or dropped: the pool discards it.
+    bool closed() const noexcept { return phase_ == Phase::closed; }
     /// The store's last Response on this connection advertised named requests.
     bool accepts_named() const noexcept { return advertised_ && advertised_->named_requests; }
     /// Runs `job`; the connection must be idle.
     void start(std::unique_ptr<TransferJob> job);
+    /// Runs `job` on the calling thread and returns once its `done` has run
+    /// there: the same steps as start(), waiting for the socket with poll(2)
+    /// instead of the event loop; nothing moving for `limit` fails it with
+    /// Errc::timeout. For a connection ConnectionPool::lease() handed out
+    /// (idle, connected, not watched by the loop, no other thread near it);
+    /// a failure leaves it closed() but its descriptor open until the loop
+    /// discards it.
+    void run_here(std::unique_ptr<TransferJob> job, std::chrono::milliseconds limit);
+    /// An idle connection: whether its store still holds it open (a peek at
+    /// the socket); false leaves it closed(). Idle connections are not
+    /// watched by the loop (any thread may lease them): this is how a
+    /// store's close is seen before the connection is used again.
+    bool still_open();
+    /// Loop thread: an idle connection leaves the loop (no job follows at
+    /// once), so that a caller may lease it; still_open() sees the store's
+    /// close before the next use.
+    void park();
     /// Fails the running job with Errc::timeout when nothing moved for `limit`.
     void check_progress(std::chrono::steady_clock::time_point now, std::chrono::milliseconds limit);
     /// Fails the running job with `code` and drops the connection.
@@ -118,7 +137,7 @@ private:
         push_trailer,  ///< sending the push's trailer (the Blob's checksum)
         response,      ///< reading the Response (header, then its message)
         pull_body,     ///< receiving the pull's bytes into the sink
-        idle,          ///< between jobs: watching for the store closing
+        idle,          ///< between jobs: not watched by the loop (still_open() before the next)
         closed,        ///< failed or dropped: the pool discards it
     };
     /// What a step leaves to run(): go on with the (new) phase, wait for the
@@ -147,8 +166,9 @@ private:
     /// A pull that covers the whole Blob: its bytes against the announced
     /// checksum; false (and the job failed) when they differ.
     bool pull_checksum_matches();
-    void watch_idle(short revents);
     short interest() const noexcept;
+    /// Loop thread: the loop watches the socket for `events` (again, after idle).
+    void watch(short events);
     /// fail() for a lost connection (`how`: "closed"), with the TLS reason.
     Step lost(const char* how, const IoResult& result);
     Step failed(Errc code, const std::string& message);
@@ -180,6 +200,8 @@ private:
     SocketOptions options_;
     Released released_;
     UniqueFd fd_;
+    bool watched_ = false;  ///< the loop watches fd_ (never while idle or run_here())
+    bool here_ = false;     ///< run_here() drives the running job
     const TlsContext* tls_;
     std::unique_ptr<Channel> io_;
     Phase phase_ = Phase::connecting;
