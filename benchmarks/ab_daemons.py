@@ -64,9 +64,10 @@ def main():
         micros = sorted(1e6 * rec["end"]["sum_received"]["seconds"] for rec in mine)
         cpu = [rec["server_cpu"]["seconds"] for rec in mine if "server_cpu" in rec]
         print("%s %s: median %.1f MB/s (min %.1f, max %.1f, %d runs); per transfer p25/p50 %.0f/%.0f us, "
-              "the daemon's CPU %.0f us" % (
+              "the daemon's CPU median/mean %.0f/%.0f us" % (
                   label, program, statistics.median(v), min(v), max(v), len(v), micros[len(micros) // 4],
-                  statistics.median(micros), 1e6 * sum(cpu) / max(len(cpu), 1)))
+                  statistics.median(micros), 1e6 * statistics.median(cpu) if cpu else 0,
+                  1e6 * sum(cpu) / max(len(cpu), 1)))
     per_round = [values["b"][run] / values["a"][run] for run in values["b"] if values["a"].get(run)]
     print("b / a: %.3f of the medians; per round median %.3f (min %.3f, max %.3f, %d rounds)" % (
         statistics.median(values["b"].values()) / statistics.median(values["a"].values()),
