@@ -742,10 +742,12 @@ BOOST_AUTO_TEST_CASE(a_header_changed_behind_the_store_is_corrupt_at_the_next_re
     BOOST_TEST(store.read_all("CT.2").size() == 5000u);
     const fs::path one = store.locate("CT.1").path;
     poke(one, 1000, 0x5a);  // the zero padding, under the header's SHA-256
-    BS_CHECK_ERROR(store.read_all("CT.1"), Errc::corrupt, "read \"CT.1\": " + one.string() + ": header checksum mismatch");
+    BS_CHECK_ERROR(store.read_all("CT.1"), Errc::corrupt,
+                   "read \"CT.1\": " + one.string() + ": header checksum mismatch");
     const fs::path two = store.locate("CT.2").path;
     poke(two, FileStore::kHeaderSize - 1, 0x5a);  // the SHA-256 itself
-    BS_CHECK_ERROR(store.read_all("CT.2"), Errc::corrupt, "read \"CT.2\": " + two.string() + ": header checksum mismatch");
+    BS_CHECK_ERROR(store.read_all("CT.2"), Errc::corrupt,
+                   "read \"CT.2\": " + two.string() + ": header checksum mismatch");
 }
 
 BOOST_AUTO_TEST_CASE(a_missing_blob_or_file_is_still_reported_with_its_error)

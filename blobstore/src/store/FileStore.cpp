@@ -52,10 +52,7 @@ struct OpenBlob final : LazyMapping {
         std::call_once(once, [this] { map = MappedRegion::of_file(fd.get(), offset, length, map_error); });
         return map.data();
     }
-    std::string error() const override
-    {
-        return map_error ? what + ": " + map_error.message() : std::string();
-    }
+    std::string error() const override { return map_error ? what + ": " + map_error.message() : std::string(); }
 };
 
 /// Gives a new reservation file (`fd`, at `path`) the room for a Blob of
