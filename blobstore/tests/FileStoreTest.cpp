@@ -776,3 +776,22 @@ BOOST_AUTO_TEST_CASE(a_missing_blob_or_file_is_still_reported_with_its_error)
     BS_CHECK_ERROR(store.read_all("CT.2"), Errc::io_error, "was replaced since the store opened it");
     BOOST_TEST(store.usage().blob_count == 1u);
 }
+
+BOOST_AUTO_TEST_CASE(a_store_directory_renamed_under_the_store_serves_readers_and_refuses_writers)
+{
+    test::TempDir parent;
+    const fs::path dir = parent.path() / "store";
+    FileStore store(dir);
+    const auto bytes = random_bytes(5000);
+    put(store, "CT.1", bytes);
+    fs::rename(dir, parent.path() / "moved");
+    // Readers find the files relative to blobs/ as the store opened it:
+    // this store's own committed Blobs, wherever the directory now is.
+    BOOST_TEST(store.stat("CT.1").size == 5000u);
+    const BlobRange v = store.read_all("CT.1");
+    BOOST_TEST(std::memcmp(v.data(), bytes.data(), bytes.size()) == 0);
+    const std::string gone = "cannot access its directory " + dir.string() + ": No such file or directory";
+    BS_CHECK_ERROR(store.reserve("CT.2", 10), Errc::io_error, "reserve \"CT.2\": file store " + dir.string() + ": " + gone);
+    BS_CHECK_ERROR(store.list(), Errc::io_error, gone);
+    BS_CHECK_ERROR(store.stat("CT.9"), Errc::io_error, gone);
+}
