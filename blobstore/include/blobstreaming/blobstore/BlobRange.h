@@ -10,6 +10,17 @@
 
 namespace blobstreaming {
 
+/// A file view's bytes, mapped into the process on the first
+/// BlobRange::data() (FileStore): a view sent with `sendfile` never maps.
+class LazyMapping {
+public:
+    virtual ~LazyMapping() = default;
+    /// The bytes, mapped once; nullptr when the mapping failed (error()).
+    virtual const std::uint8_t* bytes() const noexcept = 0;
+    /// Why bytes() is nullptr: what was mapped and the system's reason.
+    virtual std::string error() const = 0;
+};
+
 /// A read-only, zero-copy view of bytes [start, end) of one committed Blob.
 ///
 /// The view is a consistent snapshot: it stays valid and unchanged while the
@@ -25,17 +36,6 @@ namespace blobstreaming {
 ///   the process only when used) (FileStore);
 /// - streamed: `data()` null, `fd()` -1, and `reader()` fetches the bytes
 ///   piece by piece into the caller's buffer (RadosStore).
-/// A file view's bytes, mapped into the process on the first
-/// BlobRange::data() (FileStore): a view sent with `sendfile` never maps.
-class LazyMapping {
-public:
-    virtual ~LazyMapping() = default;
-    /// The bytes, mapped once; nullptr when the mapping failed (error()).
-    virtual const std::uint8_t* bytes() const noexcept = 0;
-    /// Why bytes() is nullptr: what was mapped and the system's reason.
-    virtual std::string error() const = 0;
-};
-
 class BlobRange {
 public:
     BlobRange() = default;
