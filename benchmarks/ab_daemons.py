@@ -8,8 +8,10 @@ against the daemon without it in one invocation:
   ab_daemons.py --bsbench _build/benchmarks/bsbench --a OLD/blobstored --b NEW/blobstored \\
       [--store memory|file] [--direction pull|push] [--size 1M] [--runs 300]
 
-Prints each daemon's median, min and max MB/s and the ratio b / a of the
-medians and of each round's two runs. Exit 1 when a run failed."""
+Prints each daemon's median, min and max MB/s, the p25 and median time per
+transfer, the daemon's CPU per transfer (its threads' run time across each
+run, /proc/PID/task/*/schedstat) and the ratio b / a of the medians and of
+each round's two runs. Exit 1 when a run failed."""
 
 import argparse
 import os
@@ -58,8 +60,14 @@ def main():
               for label in ("a", "b")}
     for label, program in (("a", args.a), ("b", args.b)):
         v = list(values[label].values())
-        print("%s %s: median %.1f MB/s (min %.1f, max %.1f, %d runs)" % (
-            label, program, statistics.median(v), min(v), max(v), len(v)))
+        mine = [rec for rec in records if rec["client"] == label]
+        micros = sorted(1e6 * rec["end"]["sum_received"]["seconds"] for rec in mine)
+        cpu = [rec["server_cpu"]["seconds"] for rec in mine if "server_cpu" in rec]
+        print("%s %s: median %.1f MB/s (min %.1f, max %.1f, %d runs); per transfer p25/p50 %.0f/%.0f us, "
+              "the daemon's CPU median/mean %.0f/%.0f us" % (
+                  label, program, statistics.median(v), min(v), max(v), len(v), micros[len(micros) // 4],
+                  statistics.median(micros), 1e6 * statistics.median(cpu) if cpu else 0,
+                  1e6 * sum(cpu) / max(len(cpu), 1)))
     per_round = [values["b"][run] / values["a"][run] for run in values["b"] if values["a"].get(run)]
     print("b / a: %.3f of the medians; per round median %.3f (min %.3f, max %.3f, %d rounds)" % (
         statistics.median(values["b"].values()) / statistics.median(values["a"].values()),

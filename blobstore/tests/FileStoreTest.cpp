@@ -656,3 +656,142 @@ BOOST_AUTO_TEST_CASE(a_file_store_adopts_no_image)
     BOOST_TEST(!r->adopt(image));
     BOOST_TEST(r->written() == 0u);
 }
+
+namespace {
+
+/// Whether this process maps `path` (/proc/self/maps).
+bool mapped(const fs::path& path)
+{
+    std::ifstream maps("/proc/self/maps");
+    for (std::string line; std::getline(maps, line);)
+        if (line.size() >= path.string().size() &&
+            line.compare(line.size() - path.string().size(), std::string::npos, path.string()) == 0)
+            return true;
+    return false;
+}
+
+/// Overwrites byte `at` of `path` with `value`.
+void poke(const fs::path& path, std::uint64_t at, std::uint8_t value)
+{
+    std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+    f.seekp(static_cast<std::streamoff>(at));
+    f.write(reinterpret_cast<const char*>(&value), 1);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_view_maps_its_file_only_when_its_bytes_are_read_from_memory)
+{
+    test::TempDir dir;
+    FileStore store(dir.path());
+    const auto bytes = random_bytes(300000);
+    put(store, "CT.1", bytes);
+    const fs::path path = store.locate("CT.1").path;
+    {
+        const BlobRange v = store.read_all("CT.1");
+        BOOST_REQUIRE(v.fd() >= 0);
+        BOOST_TEST(!mapped(path));  // what sendfile needs: the descriptor only
+        BOOST_REQUIRE(v.data() != nullptr);
+        BOOST_TEST(mapped(path));
+        BOOST_TEST(std::memcmp(v.data(), bytes.data(), bytes.size()) == 0);
+        const BlobRange copy = v;  // copies share the one mapping
+        BOOST_TEST(copy.data() == v.data());
+    }
+    BOOST_TEST(!mapped(path));
+}
+
+BOOST_AUTO_TEST_CASE(a_blob_replaced_between_two_reads_is_never_served_stale)
+{
+    test::TempDir dir;
+    FileStore store(dir.path());
+    const auto first = random_bytes(200000, 1);
+    const auto second = random_bytes(200000, 2);
+    put(store, "CT.1", first);
+    const BlobRange before = store.read_all("CT.1");  // not mapped yet
+    auto r = store.reserve("CT.1", second.size(), ReserveMode::replace);
+    BOOST_REQUIRE(!r->write(second.data(), second.size()));
+    const BlobInfo replaced = r->commit();
+    const BlobRange after = store.read_all("CT.1");
+    BOOST_TEST(after.blob().checksum.text() == replaced.checksum.text());
+    BOOST_TEST((after.blob().committed == replaced.committed));
+    BOOST_TEST(std::memcmp(after.data(), second.data(), second.size()) == 0);
+    // The earlier view, mapped only now, still shows the version it named.
+    BOOST_TEST(before.blob().checksum.text() != replaced.checksum.text());
+    BOOST_TEST(std::memcmp(before.data(), first.data(), first.size()) == 0);
+    // A file put in its place behind the store's back: read as what its
+    // header says, never as what the index remembered.
+    const fs::path path = store.locate("CT.1").path;
+    {
+        FileStore other(dir.path() / "other");
+        put(other, "CT.1", first);
+        fs::copy_file(other.locate("CT.1").path, path.string() + ".new");
+    }
+    fs::rename(path.string() + ".new", path);
+    const BlobRange swapped = store.read_all("CT.1");
+    BOOST_TEST(swapped.blob().checksum.text() == before.blob().checksum.text());
+    BOOST_TEST(std::memcmp(swapped.data(), first.data(), first.size()) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_header_changed_behind_the_store_is_corrupt_at_the_next_read)
+{
+    test::TempDir dir;
+    FileStore store(dir.path());
+    put(store, "CT.1", random_bytes(5000, 1));
+    put(store, "CT.2", random_bytes(5000, 2));
+    BOOST_TEST(store.read_all("CT.1").size() == 5000u);
+    BOOST_TEST(store.read_all("CT.2").size() == 5000u);
+    const fs::path one = store.locate("CT.1").path;
+    poke(one, 1000, 0x5a);  // the zero padding, under the header's SHA-256
+    BS_CHECK_ERROR(store.read_all("CT.1"), Errc::corrupt,
+                   "read \"CT.1\": " + one.string() + ": header checksum mismatch");
+    const fs::path two = store.locate("CT.2").path;
+    poke(two, FileStore::kHeaderSize - 1, 0x5a);  // the SHA-256 itself
+    BS_CHECK_ERROR(store.read_all("CT.2"), Errc::corrupt,
+                   "read \"CT.2\": " + two.string() + ": header checksum mismatch");
+}
+
+BOOST_AUTO_TEST_CASE(a_missing_blob_or_file_is_still_reported_with_its_error)
+{
+    test::TempDir parent;
+    const fs::path dir = parent.path() / "store";
+    FileStore store(dir);
+    put(store, "CT.1", random_bytes(1000));
+    put(store, "CT.2", random_bytes(1000));
+    BOOST_TEST(!store.find("CT.9").has_value());
+    BS_CHECK_ERROR(store.read_all("CT.9"), Errc::no_such_blob, "blob \"CT.9\" not found");
+    const fs::path one = file_of(dir, "CT.1");
+    fs::remove(one);
+    BOOST_TEST(!store.find("CT.1").has_value());  // and dropped, as stat() drops it
+    BOOST_TEST(store.list().size() == 1u);
+    // The whole directory removed, then another put in its place: the
+    // checks that run when a file cannot be found say so.
+    fs::remove_all(dir);
+    const std::string gone = "cannot access its directory " + dir.string() + ": No such file or directory";
+    BS_CHECK_ERROR(store.find("CT.2"), Errc::io_error, "stat \"CT.2\": file store " + dir.string() + ": " + gone);
+    BS_CHECK_ERROR(store.find("CT.9"), Errc::io_error, gone);
+    BS_CHECK_ERROR(store.read_all("CT.2"), Errc::io_error, "read \"CT.2\": file store " + dir.string() + ": " + gone);
+    fs::create_directories(dir / "blobs");
+    fs::create_directories(dir / "tmp");
+    BS_CHECK_ERROR(store.stat("CT.2"), Errc::io_error, "was replaced since the store opened it");
+    BS_CHECK_ERROR(store.read_all("CT.2"), Errc::io_error, "was replaced since the store opened it");
+    BOOST_TEST(store.usage().blob_count == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_store_directory_renamed_under_the_store_serves_readers_and_refuses_writers)
+{
+    test::TempDir parent;
+    const fs::path dir = parent.path() / "store";
+    FileStore store(dir);
+    const auto bytes = random_bytes(5000);
+    put(store, "CT.1", bytes);
+    fs::rename(dir, parent.path() / "moved");
+    // Readers find the files relative to blobs/ as the store opened it:
+    // this store's own committed Blobs, wherever the directory now is.
+    BOOST_TEST(store.stat("CT.1").size == 5000u);
+    const BlobRange v = store.read_all("CT.1");
+    BOOST_TEST(std::memcmp(v.data(), bytes.data(), bytes.size()) == 0);
+    const std::string gone = "cannot access its directory " + dir.string() + ": No such file or directory";
+    BS_CHECK_ERROR(store.reserve("CT.2", 10), Errc::io_error, "reserve \"CT.2\": file store " + dir.string() + ": " + gone);
+    BS_CHECK_ERROR(store.list(), Errc::io_error, gone);
+    BS_CHECK_ERROR(store.stat("CT.9"), Errc::io_error, gone);
+}

@@ -92,6 +92,11 @@ const char* PullTransfer::method() const noexcept
 
 Step PullTransfer::answer()
 {
+    // A file's bytes come from its mapping only when sendfile cannot send
+    // them (TLS, compression): mapped here, where a failure is answered.
+    const bool from_mapping =
+        range_.fd() >= 0 && range_.size() > 0 && (link_.io().tls() || (request_.compress && server_.config.compress));
+    if (from_mapping && !range_.data()) return refuse(Error(Errc::io_error, range_.mapping_error()));
     spdlog::debug("data connection {}: pull {} [{}, +{}) (ticket {}) started, {}", link_.peer_name(),
                   quote_name(binding_.blob), request_.offset, request_.length, protocol::ticket_tag(request_.ticket),
                   method());

@@ -343,7 +343,10 @@ private:
                                errno);
             state_->index.close_reservation(name(), size());
             closed_ = true;
-            state_->index.publish({info, {}});
+            detail::FileExtra extra;
+            std::memcpy(extra.header_digest.data(), header + kHeaderSize - extra.header_digest.size(),
+                        extra.header_digest.size());
+            state_->index.publish({info, extra});
         }
         journal_fd_.reset();
         ::unlink(journal_path().c_str());  // none unless kept

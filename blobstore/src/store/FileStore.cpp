@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include <fcntl.h>
@@ -35,10 +36,23 @@ using detail::read_header;
 
 namespace {
 
-/// What a BlobRange keeps alive: the open file and the mapped range.
-struct OpenBlob {
+/// What a BlobRange keeps alive: the open file, and the range mapped on its
+/// first data() (a pull sent with sendfile never maps it).
+struct OpenBlob final : LazyMapping {
     UniqueFd fd;
-    MappedRegion map;
+    std::uint64_t offset = 0;
+    std::size_t length = 0;
+    std::string what;  ///< "read \"NAME\": mmap PATH", for error()
+    mutable std::once_flag once;
+    mutable MappedRegion map;
+    mutable std::error_code map_error;
+
+    const std::uint8_t* bytes() const noexcept override
+    {
+        std::call_once(once, [this] { map = MappedRegion::of_file(fd.get(), offset, length, map_error); });
+        return map.data();
+    }
+    std::string error() const override { return map_error ? what + ": " + map_error.message() : std::string(); }
 };
 
 /// Gives a new reservation file (`fd`, at `path`) the room for a Blob of
@@ -104,20 +118,15 @@ bool FileStore::file_ready_ahead() const { return state_->spare.ready(); }
 BlobInfo FileStore::stat(std::string_view name) const
 {
     validate_blob_name(name);
-    const std::string what = "stat " + quote_name(name);
     std::lock_guard lock(state_->mutex);
-    state_->check_directories(what);
-    const BlobInfo info = state_->index.get(name).info;
-    // The index answers; the file confirms (it may have been removed behind
-    // the store's back).
-    const fs::path path = state_->path_of(name);
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) {
-        const int err = errno;
-        if (err == ENOENT) state_->forget_missing(what, name, info, path);
-        throw_io_error(what + ": cannot access " + path.string(), err);
-    }
-    return info;
+    return *state_->confirm(name, "stat " + quote_name(name), false);
+}
+
+std::optional<BlobInfo> FileStore::find(std::string_view name) const
+{
+    validate_blob_name(name);
+    std::lock_guard lock(state_->mutex);
+    return state_->confirm(name, "stat " + quote_name(name), true);
 }
 
 std::vector<BlobInfo> FileStore::list() const
@@ -146,42 +155,51 @@ BlobRange FileStore::read(std::string_view name, std::uint64_t start, std::uint6
 {
     validate_blob_name(name);
     const std::string what = "read " + quote_name(name);
-    fs::path path;
+    const std::string relative = State::relative_path_of(name);
     BlobInfo seen;
+    detail::HeaderDigest digest{};
     {
         std::lock_guard lock(state_->mutex);
-        state_->check_directories(what);
-        seen = state_->index.get(name).info;  // throws no_such_blob, also while only reserved
-        path = state_->path_of(name);
+        const auto* entry = state_->index.find(name);
+        if (!entry) state_->check_directories(what);
+        // throws no_such_blob (also while only reserved)
+        const auto& found = entry ? *entry : state_->index.get(name);
+        seen = found.info;
+        digest = found.extra.header_digest;
     }
     auto blob = std::make_shared<OpenBlob>();
-    blob->fd.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    // Relative to blobs/ as the store opened it: a file of this store's
+    // own directory, never of one put in its place.
+    blob->fd.reset(::openat(state_->blobs_fd.get(), relative.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     if (!blob->fd) {
         const int err = errno;
-        if (err == ENOENT) {
-            // Removed by the store meanwhile, or behind its back.
+        const fs::path path = state_->path_of(name);
+        {
+            // A removed or replaced store directory says so; a missing file
+            // was removed by the store meanwhile, or behind its back.
             std::lock_guard lock(state_->mutex);
             state_->check_directories(what);
-            state_->forget_missing(what, name, seen, path);
+            if (err == ENOENT) state_->forget_missing(what, name, seen, path);
         }
         throw_io_error(what + ": open " + path.string(), err);
     }
     // The header of the file actually opened: if the Blob was replaced since
-    // the index lookup, the view is consistently of the new one.
+    // the index lookup, the view is consistently of the new one. A header
+    // equal to the one the index checked is not hashed again.
     std::string why;
-    auto info = read_header(blob->fd.get(), why);
-    if (!info) throw Error(Errc::corrupt, "read " + quote_name(name) + ": " + path.string() + ": " + why);
+    const detail::KnownHeader known{seen, digest};
+    auto info = read_header(blob->fd.get(), why, &known);
+    if (!info) throw Error(Errc::corrupt, what + ": " + state_->path_of(name).string() + ": " + why);
     end = detail::checked_end(name, info->size, start, end);
-    const std::uint8_t* data = nullptr;
+    blob->offset = kHeaderSize + start;
+    blob->length = static_cast<std::size_t>(end - start);
+    const LazyMapping* mapping = nullptr;
     if (end > start) {
-        std::error_code map_error;
-        blob->map = MappedRegion::of_file(blob->fd.get(), kHeaderSize + start, static_cast<std::size_t>(end - start),
-                                          map_error);
-        if (map_error) throw_io_error("read " + quote_name(name) + ": mmap " + path.string(), map_error.value());
-        data = blob->map.data();
+        blob->what = what + ": mmap " + state_->path_of(name).string();
+        mapping = blob.get();
     }
     const int fd = blob->fd.get();
-    return BlobRange(std::move(*info), start, end, std::move(blob), data, fd, kHeaderSize + start);
+    return BlobRange(std::move(*info), start, end, std::move(blob), mapping, fd, kHeaderSize + start);
 }
 
 std::unique_ptr<Reservation> FileStore::reserve(std::string_view name, std::uint64_t size, ReserveMode mode,

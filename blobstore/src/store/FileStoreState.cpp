@@ -50,18 +50,45 @@ void FileStore::State::check_directories(const std::string& what) const
     }
 }
 
+bool FileStore::State::drop_missing(std::string_view name, const BlobInfo& seen, const fs::path& path)
+{
+    const auto* entry = index.find(name);
+    if (!entry || entry->info.committed != seen.committed || !(entry->info.checksum == seen.checksum)) return false;
+    index.erase(name);
+    spdlog::warn("file store {}: {} was removed outside the store: blob {} dropped from the index", root.string(),
+                 path.string(), quote_name(name));
+    return true;
+}
+
 void FileStore::State::forget_missing(const std::string& what, std::string_view name, const BlobInfo& seen,
                                       const fs::path& path)
 {
-    const auto* entry = index.find(name);
-    if (entry && entry->info.committed == seen.committed && entry->info.checksum == seen.checksum) {
-        index.erase(name);
-        spdlog::warn("file store {}: {} was removed outside the store: blob {} dropped from the index", root.string(),
-                     path.string(), quote_name(name));
+    if (drop_missing(name, seen, path))
         throw Error(Errc::no_such_blob, what + ": blob " + quote_name(name) + " not found: its file " + path.string() +
                                             " was removed outside the store");
-    }
     throw Error(Errc::no_such_blob, "blob " + quote_name(name) + " not found (removed meanwhile)");
+}
+
+std::optional<BlobInfo> FileStore::State::confirm(std::string_view name, const std::string& what, bool quiet)
+{
+    const auto* entry = index.find(name);
+    if (!entry) {
+        check_directories(what);
+        if (quiet) return std::nullopt;
+        return index.get(name).info;  // throws no_such_blob, saying if a reservation is open
+    }
+    const BlobInfo info = entry->info;
+    struct stat st {};
+    if (::fstatat(blobs_fd.get(), relative_path_of(name).c_str(), &st, 0) == 0) return info;
+    const int err = errno;
+    check_directories(what);
+    const fs::path path = path_of(name);
+    if (err == ENOENT) {
+        if (!quiet) forget_missing(what, name, info, path);
+        drop_missing(name, info, path);
+        return std::nullopt;
+    }
+    throw_io_error(what + ": cannot access " + path.string(), err);
 }
 
 void FileStore::State::open()
@@ -85,6 +112,8 @@ void FileStore::State::open()
     if (::stat(root.c_str(), &st) != 0) throw_io_error("file store: cannot access " + root.string(), errno);
     root_dev = st.st_dev;
     root_ino = st.st_ino;
+    blobs_fd.reset(::open(blobs.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!blobs_fd) throw_io_error("file store: cannot open " + blobs.string(), errno);
     recover();
     scan();
 }
@@ -133,11 +162,12 @@ void FileStore::State::scan()
             const std::string fname = file.path().filename().string();
             std::string why;
             std::optional<BlobInfo> info;
+            detail::HeaderDigest digest{};
             if (blob_name_problem(fname)) {
                 why = "not a blob name";
             } else if (UniqueFd fd(::open(file.path().c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)); !fd) {
                 why = std::strerror(errno);
-            } else if ((info = detail::read_header(fd.get(), why)) && info->name != fname) {
+            } else if ((info = detail::read_header(fd.get(), why, nullptr, &digest)) && info->name != fname) {
                 why = "header names blob \"" + info->name + "\"";
                 info.reset();
             } else if (info && detail::fanout(fname) != sub.path().filename().string()) {
@@ -148,7 +178,7 @@ void FileStore::State::scan()
                 spdlog::warn("file store {}: ignoring {}: {}", root.string(), file.path().string(), why);
                 continue;
             }
-            index.publish({std::move(*info), {}});
+            index.publish({std::move(*info), {digest}});
         }
     }
     if (ec) throw Error(Errc::io_error, "file store: cannot list " + blobs.string() + ": " + ec.message());

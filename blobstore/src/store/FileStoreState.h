@@ -4,6 +4,7 @@
 /// opening: recovery of a crashed process's reservations and the scan that
 /// rebuilds the index. Shared by the store and its reservations.
 
+#include "FileHeader.h"
 #include "FileSystem.h"
 #include "SpareFile.h"
 #include "StoreIndex.h"
@@ -15,6 +16,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,8 +30,13 @@ namespace detail {
 /// The fan-out sub-directory of blob `name` ("00" to "ff").
 std::string fanout(std::string_view name);
 
-/// A file store's index entries carry nothing beyond the BlobInfo.
-struct NoExtra {};
+/// What a file store's index keeps beside a Blob's BlobInfo: the SHA-256
+/// its file's header carried when the store wrote or last checked it. A
+/// read whose header is byte for byte the one that digest was checked over
+/// need not hash it again (FileHeader.h: read_header).
+struct FileExtra {
+    HeaderDigest header_digest{};
+};
 
 }  // namespace detail
 
@@ -41,6 +48,9 @@ struct FileStore::State {
     UniqueFd lock_fd;
     dev_t root_dev = 0;  ///< identity of `root` when opened: a directory put
     ino_t root_ino = 0;  ///< in its place later is not this store
+    /// blobs/, opened with the store: reads find a Blob's file relative to
+    /// it (one path lookup, and always in this store's own directory).
+    UniqueFd blobs_fd;
     std::size_t recovered = 0;
     /// Reservation files in tmp/ with a resume journal beside them, left by
     /// an earlier process for reopen_kept() (FileReservation.h).
@@ -51,7 +61,7 @@ struct FileStore::State {
     std::string tmp_prefix;
     std::atomic<std::uint64_t> tmp_counter{0};
     mutable std::mutex mutex;
-    detail::StoreIndex<detail::NoExtra> index;
+    detail::StoreIndex<detail::FileExtra> index;
     /// Bytes that open reservations on a file system without fallocate will
     /// still write (guarded by `mutex`): the free space they are counting on.
     std::uint64_t promised = 0;
@@ -69,6 +79,11 @@ struct FileStore::State {
     {
         return blobs / detail::fanout(name) / std::string(name);
     }
+    /// path_of() relative to blobs/ (for blobs_fd).
+    static std::string relative_path_of(std::string_view name)
+    {
+        return detail::fanout(name) + "/" + std::string(name);
+    }
 
     void open();
     void recover();
@@ -82,6 +97,16 @@ struct FileStore::State {
     /// no_such_blob naming the file. The caller holds `mutex`.
     [[noreturn]] void forget_missing(const std::string& what, std::string_view name, const BlobInfo& seen,
                                      const std::filesystem::path& path);
+    /// forget_missing() without the throw: true when it dropped the entry.
+    bool drop_missing(std::string_view name, const BlobInfo& seen, const std::filesystem::path& path);
+    /// The committed Blob `name` as the index has it, confirmed by its file
+    /// (fstatat relative to blobs_fd). The directories are checked
+    /// (check_directories) only when the index or the file says no, so that
+    /// a removed or replaced store directory is still reported as such.
+    /// A Blob whose file is missing is dropped (drop_missing). nullopt for
+    /// "no such Blob" when `quiet`; otherwise no_such_blob is thrown with
+    /// the index's or forget_missing()'s message. The caller holds `mutex`.
+    std::optional<BlobInfo> confirm(std::string_view name, const std::string& what, bool quiet);
 };
 
 }  // namespace blobstreaming

@@ -317,6 +317,15 @@ BlobInfo MemoryStore::stat(std::string_view name) const
     return state_->index.get(name).info;
 }
 
+std::optional<BlobInfo> MemoryStore::find(std::string_view name) const
+{
+    validate_blob_name(name);
+    std::lock_guard lock(state_->mutex);
+    const auto* entry = state_->index.find(name);
+    if (!entry) return std::nullopt;
+    return entry->info;
+}
+
 std::vector<BlobInfo> MemoryStore::list() const
 {
     std::lock_guard lock(state_->mutex);

@@ -200,6 +200,14 @@ BlobInfo RadosStore::stat(std::string_view name) const
     return state_->get(name).info;
 }
 
+std::optional<BlobInfo> RadosStore::find(std::string_view name) const
+{
+    validate_blob_name(name);
+    auto record = state_->find(name);
+    if (!record) return std::nullopt;
+    return std::move(record->info);
+}
+
 std::vector<BlobInfo> RadosStore::list() const
 {
     std::vector<BlobInfo> out;

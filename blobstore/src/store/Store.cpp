@@ -20,13 +20,12 @@ std::optional<Store::LocalFile> Store::local_file(std::string_view name) const
     return std::nullopt;
 }
 
-bool Store::contains(std::string_view name) const
+std::optional<BlobInfo> Store::find(std::string_view name) const
 {
     try {
-        stat(name);
-        return true;
+        return stat(name);
     } catch (const Error& e) {
-        if (e.code() == Errc::no_such_blob) return false;
+        if (e.code() == Errc::no_such_blob) return std::nullopt;
         throw;
     }
 }

@@ -6,8 +6,20 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 namespace blobstreaming {
+
+/// A file view's bytes, mapped into the process on the first
+/// BlobRange::data() (FileStore): a view sent with `sendfile` never maps.
+class LazyMapping {
+public:
+    virtual ~LazyMapping() = default;
+    /// The bytes, mapped once; nullptr when the mapping failed (error()).
+    virtual const std::uint8_t* bytes() const noexcept = 0;
+    /// Why bytes() is nullptr: what was mapped and the system's reason.
+    virtual std::string error() const = 0;
+};
 
 /// A read-only, zero-copy view of bytes [start, end) of one committed Blob.
 ///
@@ -32,6 +44,13 @@ public:
         : info_(std::move(info)), start_(start), end_(end), keep_alive_(std::move(keep_alive)), data_(data), fd_(fd),
           file_offset_(file_offset)
     {}
+    /// A file view whose data() maps `mapping` on first use; `keep_alive`
+    /// owns it and `fd`.
+    BlobRange(BlobInfo info, std::uint64_t start, std::uint64_t end, std::shared_ptr<const void> keep_alive,
+              const LazyMapping* mapping, int fd, std::uint64_t file_offset)
+        : info_(std::move(info)), start_(start), end_(end), keep_alive_(std::move(keep_alive)), mapping_(mapping),
+          fd_(fd), file_offset_(file_offset)
+    {}
     /// A streamed view: `reader` delivers bytes [start, end) of `info`.
     BlobRange(BlobInfo info, std::uint64_t start, std::uint64_t end, std::shared_ptr<BlobReader> reader)
         : info_(std::move(info)), start_(start), end_(end), reader_(std::move(reader))
@@ -42,8 +61,12 @@ public:
     std::uint64_t end() const noexcept { return end_; }
     std::uint64_t size() const noexcept { return end_ - start_; }
 
-    /// The bytes; nullptr when size() is 0, and for a streamed view.
-    const std::uint8_t* data() const noexcept { return data_; }
+    /// The bytes; nullptr when size() is 0, and for a streamed view. A file
+    /// view maps them on the first call (nullptr if that fails:
+    /// mapping_error()).
+    const std::uint8_t* data() const noexcept { return data_ ? data_ : mapping_ ? mapping_->bytes() : nullptr; }
+    /// Why data() of a file view is nullptr although size() is not 0.
+    std::string mapping_error() const { return mapping_ ? mapping_->error() : std::string(); }
 
     /// An open descriptor of the file holding the bytes, or -1 when the view
     /// is not file-backed. Owned by the view: do not close it.
@@ -61,6 +84,7 @@ private:
     std::uint64_t end_ = 0;
     std::shared_ptr<const void> keep_alive_;
     const std::uint8_t* data_ = nullptr;
+    const LazyMapping* mapping_ = nullptr;
     int fd_ = -1;
     std::uint64_t file_offset_ = 0;
     std::shared_ptr<BlobReader> reader_;

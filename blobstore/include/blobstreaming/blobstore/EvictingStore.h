@@ -32,6 +32,7 @@ public:
 
     std::string_view kind() const noexcept override { return inner_->kind(); }
     BlobInfo stat(std::string_view name) const override { return inner_->stat(name); }
+    std::optional<BlobInfo> find(std::string_view name) const override { return inner_->find(name); }
     std::vector<BlobInfo> list() const override { return inner_->list(); }
     BlobRange read(std::string_view name, std::uint64_t start, std::uint64_t end) const override;
     std::unique_ptr<Reservation> reserve(std::string_view name, std::uint64_t size,

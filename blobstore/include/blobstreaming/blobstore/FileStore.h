@@ -52,6 +52,7 @@ public:
     std::string_view kind() const noexcept override { return "file"; }
     /// The index answers; the Blob's file confirms it is still there.
     BlobInfo stat(std::string_view name) const override;
+    std::optional<BlobInfo> find(std::string_view name) const override;
     std::vector<BlobInfo> list() const override;
     /// A view of the file actually opened, by its own header: a Blob
     /// replaced since the lookup is seen whole in its new version. The view

@@ -23,6 +23,7 @@ public:
 
     std::string_view kind() const noexcept override { return "memory"; }
     BlobInfo stat(std::string_view name) const override;
+    std::optional<BlobInfo> find(std::string_view name) const override;
     std::vector<BlobInfo> list() const override;
     /// The view shares the Blob's buffer, which outlives its removal.
     BlobRange read(std::string_view name, std::uint64_t start, std::uint64_t end) const override;

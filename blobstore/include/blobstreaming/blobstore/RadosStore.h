@@ -58,6 +58,7 @@ public:
     bool read_waits() const noexcept override { return true; }
     /// Each asks the index object: what any daemon of the pool committed.
     BlobInfo stat(std::string_view name) const override;
+    std::optional<BlobInfo> find(std::string_view name) const override;
     std::vector<BlobInfo> list() const override;
     /// A streamed view (BlobRange::reader()) of the version the index names
     /// now; it reads RADOS a chunk ahead of its caller.

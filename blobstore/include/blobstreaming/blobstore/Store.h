@@ -39,7 +39,13 @@ public:
 
     /// Errc::invalid_name, Errc::no_such_blob.
     virtual BlobInfo stat(std::string_view name) const = 0;
-    bool contains(std::string_view name) const;
+    /// stat() whose "no such Blob" is a value, not an exception: nullopt
+    /// where stat() throws Errc::no_such_blob (a push's admission asks it
+    /// for every new name). Its other errors are thrown as stat()'s.
+    /// The default catches stat()'s no_such_blob; every store kind and
+    /// decorator here answers without throwing.
+    virtual std::optional<BlobInfo> find(std::string_view name) const;
+    bool contains(std::string_view name) const { return find(name).has_value(); }
 
     /// Committed Blobs, ordered by name.
     virtual std::vector<BlobInfo> list() const = 0;
