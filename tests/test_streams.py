@@ -32,6 +32,7 @@ contiguous range, its checksum combined from the parts and checked once.
    and nothing is visible.
 """
 
+import errno
 import os
 import re
 import socket
@@ -166,13 +167,19 @@ class Relay:
         self.lock = threading.Lock()
         self.stopping = False
         self.listeners = []
-        for port in ports:
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(("127.0.0.2", port))
-            s.listen(64)
-            s.settimeout(0.2)
-            self.listeners.append(s)
+        try:
+            for port in ports:
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                self.listeners.append(s)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind(("127.0.0.2", port))  # OSError when another socket holds 127.0.0.2:PORT
+                s.listen(64)
+                s.settimeout(0.2)
+        except OSError:
+            for s in self.listeners:
+                s.close()
+            raise
+        for s, port in zip(self.listeners, ports):
             threading.Thread(target=self.accept, args=(s, port), daemon=True).start()
 
     def accept(self, listener, port):
@@ -277,20 +284,37 @@ class Relay:
             s.close()
 
 
+def relayed_store(c, attempts=5):
+    """A store on ports the kernel chooses on 127.0.0.1, advertised at
+    127.0.0.2, where a Relay takes the same numbers. Another socket may hold
+    one of those numbers on 127.0.0.2 (the kernel only chose them free on
+    127.0.0.1): that store is stopped and another started, `attempts` times
+    at most."""
+    for attempt in range(1, attempts + 1):
+        argv = [harness.program("blobstore/blobstored"), "--name", "relayed", "--store", "memory:128M", "--naming",
+                c.naming, "--control-address", "127.0.0.1:0", "--data-address", "127.0.0.1:0",
+                "--advertise", "127.0.0.2"]
+        err_path = c.path(f"relayed-{attempt}.err")
+        with open(err_path, "wb") as err:
+            popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, env=c.env,
+                                     text=True)
+        process = harness.Process("blobstored relayed", popen, [err_path])
+        c.processes.append(process)
+        line = popen.stdout.readline().strip()
+        check(line.startswith("blobstored ready"), f"blobstored behind the relay: no ready line ({line!r})")
+        fields = ready_fields(line)
+        control, data = (int(fields[k].rsplit(":", 1)[1]) for k in ("control", "data"))
+        try:
+            return Relay((control, data), data, cut_after=MiB)
+        except OSError as e:
+            if e.errno != errno.EADDRINUSE or attempt == attempts:
+                raise
+            step(f"relay: 127.0.0.2:{control} or :{data} is taken ({e.strerror}); another store")
+            process.stop()
+
+
 def cut_stream(c):
-    # Ports the kernel chooses on 127.0.0.1, advertised at 127.0.0.2 where the relay takes the same numbers.
-    argv = [harness.program("blobstore/blobstored"), "--name", "relayed", "--store", "memory:128M", "--naming",
-            c.naming, "--control-address", "127.0.0.1:0", "--data-address", "127.0.0.1:0", "--advertise", "127.0.0.2"]
-    err_path = c.path("relayed.err")
-    with open(err_path, "wb") as err:
-        popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, env=c.env,
-                                 text=True)
-    c.processes.append(harness.Process("blobstored relayed", popen, [err_path]))
-    line = popen.stdout.readline().strip()
-    check(line.startswith("blobstored ready"), f"blobstored behind the relay: no ready line ({line!r})")
-    fields = ready_fields(line)
-    control, data = (int(fields[k].rsplit(":", 1)[1]) for k in ("control", "data"))
-    relay = Relay((control, data), data, cut_after=MiB)
+    relay = relayed_store(c)
     try:
         src = c.path("cut-src")
         harness.write_random(src, 16 * MiB + 9)
