@@ -28,7 +28,7 @@ void PullOperation::start(Session::Impl& session, std::string name, PullSink sin
 {
     std::shared_ptr<PullOperation> op(
         new PullOperation(session, std::move(name), std::move(sink), std::move(options), std::move(done)));
-    if (caller_waits) op->waiter_ = std::this_thread::get_id();
+    if (caller_waits) op->caller_.waits_here();
     if (op->named_now()) return;
     op->on_control_thread(&PullOperation::on_control_thread_choose);
 }
@@ -57,26 +57,16 @@ bool PullOperation::named_now()
 
 bool PullOperation::run_here(const NamedRoutes::Route& route)
 {
-    if (waiter_ != std::this_thread::get_id() || options_.progress || sink_.kind() == PullSink::Kind::consumer)
-        return false;
-    DataConnection* connection = session_.pool.lease(NamedRoutes::endpoint(route));
-    if (!connection) return false;
-    here_ = true;
-    Ticket ticket;
-    ticket.host = route.host;
-    ticket.port = route.port;
-    ticket.offset = options_.offset;
-    ticket.length = options_.length;
-    if (auto job = make_job(ticket, std::nullopt, options_.offset == 0 && options_.length == 0, &route))
-        connection->run_here(std::move(job), session_.options.timeout);
-    session_.pool.give_back(connection);
-    return true;
-}
-
-void PullOperation::finish(Result r)
-{
-    if (here_ && waiter_ == std::this_thread::get_id()) session_.complete_here(done_, std::move(r));
-    else session_.complete(done_, std::move(r));
+    if (!caller_.is_this_thread() || options_.progress || sink_.kind() == PullSink::Kind::consumer) return false;
+    return session_.pool.run_leased(NamedRoutes::endpoint(route), session_.options.timeout, [&] {
+        caller_.ran_here();
+        Ticket ticket;
+        ticket.host = route.host;
+        ticket.port = route.port;
+        ticket.offset = options_.offset;
+        ticket.length = options_.length;
+        return make_job(ticket, std::nullopt, options_.offset == 0 && options_.length == 0, &route);
+    });
 }
 
 void PullOperation::on_control_thread(void (PullOperation::*step)(), std::optional<Result> if_closed)

@@ -24,7 +24,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 
 namespace blobstreaming::client {
 
@@ -80,7 +79,7 @@ private:
     std::unique_ptr<TransferJob> make_job(const Ticket& ticket, std::optional<ChecksumState> prefix,
                                           bool retry_if_changed, const NamedRoutes::Route* named);
     /// Completes with `r`: here when the transfer ran on the waiting caller's thread.
-    void finish(Result r);
+    void finish(Result r) { session_.finish(done_, std::move(r), caller_); }
     /// Loop thread: the data connection's outcome (`named`: of a named pull).
     void on_loop_thread_finished(const Ticket& ticket, bool retry_if_changed, const JobOutcome& outcome,
                                  bool named = false);
@@ -98,9 +97,7 @@ private:
     /// The whole range's ticket ParallelPull::start asked for before it
     /// chose one stream: used by the next on_control_thread_ticket().
     std::optional<Ticket> probe_;
-    /// The thread of a Mode::Sync caller (default: none, Mode::Async).
-    std::thread::id waiter_;
-    bool here_ = false;  ///< the transfer runs on waiter_ (run_here())
+    CallerThread caller_;  ///< of a Mode::Sync call; whether the transfer ran there
 };
 
 }  // namespace blobstreaming::client

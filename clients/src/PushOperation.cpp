@@ -30,7 +30,7 @@ void PushOperation::start(Session::Impl& session, PushSource source, std::string
     };
     std::shared_ptr<PushOperation> op(
         new PushOperation(session, std::move(source), std::move(name), std::move(options), std::move(released)));
-    if (caller_waits) op->waiter_ = std::this_thread::get_id();
+    if (caller_waits) op->caller_.waits_here();
     session.admit_push([op] { op->reserve(); });
 }
 
@@ -77,22 +77,14 @@ bool PushOperation::run_here(const std::shared_ptr<TransferJob>& job, const Name
 {
     // Only the caller that waits, on its own thread (admit_push() may have
     // started this push from another push's completion).
-    if (waiter_ != std::this_thread::get_id() || options_.progress || source_.kind() == PushSource::Kind::producer)
+    if (!caller_.is_this_thread() || options_.progress || source_.kind() == PushSource::Kind::producer)
         return false;
-    DataConnection* connection = session_.pool.lease(NamedRoutes::endpoint(route));
-    if (!connection) return false;
-    name(*job, route);
-    prepare(job);
-    here_ = true;
-    connection->run_here(std::make_unique<TransferJob>(std::move(*job)), session_.options.timeout);
-    session_.pool.give_back(connection);
-    return true;
-}
-
-void PushOperation::finish(Result r)
-{
-    if (here_ && waiter_ == std::this_thread::get_id()) session_.complete_here(done_, std::move(r));
-    else session_.complete(done_, std::move(r));
+    return session_.pool.run_leased(NamedRoutes::endpoint(route), session_.options.timeout, [&] {
+        name(*job, route);
+        prepare(job);
+        caller_.ran_here();
+        return std::make_unique<TransferJob>(std::move(*job));
+    });
 }
 
 void PushOperation::reserve()

@@ -20,7 +20,6 @@
 
 #include <memory>
 #include <string>
-#include <thread>
 
 namespace blobstreaming::client {
 
@@ -60,7 +59,7 @@ private:
     /// the reactor thread.
     bool run_here(const std::shared_ptr<TransferJob>& job, const NamedRoutes::Route& route);
     /// Completes with `r`: here when the transfer ran on the waiting caller's thread.
-    void finish(Result r);
+    void finish(Result r) { session_.finish(done_, std::move(r), caller_); }
     /// Control thread: the ticket of a push that meant to name its Blob but
     /// found no pooled connection for it.
     void on_control_thread_ticket(std::shared_ptr<TransferJob> job);
@@ -91,9 +90,7 @@ private:
     std::string store_;  ///< once chosen
     PushGrant grant_;
     bool named_ = false;  ///< the running job names its Blob: no reservation id here
-    /// The thread of a Mode::Sync caller (default: none, Mode::Async).
-    std::thread::id waiter_;
-    bool here_ = false;  ///< the transfer runs on waiter_ (run_here())
+    CallerThread caller_;  ///< of a Mode::Sync call; whether the transfer ran there
 };
 
 }  // namespace blobstreaming::client

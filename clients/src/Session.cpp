@@ -97,6 +97,12 @@ void Session::Impl::complete_here(const Completion& done, Result r)
     --pending;
 }
 
+void Session::Impl::finish(const Completion& done, Result r, const CallerThread& caller)
+{
+    if (caller.completes_here()) complete_here(done, std::move(r));
+    else complete(done, std::move(r));
+}
+
 void Session::Impl::control_call(std::function<void()> call, std::function<void()> if_closed, std::string blob)
 {
     std::lock_guard<std::mutex> lock(control_mutex_);

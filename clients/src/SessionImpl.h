@@ -28,6 +28,26 @@
 
 namespace blobstreaming::client {
 
+/// The thread of a Mode::Sync call that waits for its operation (none for
+/// Mode::Async), and whether the operation's transfer ran there
+/// (ConnectionPool::run_leased()): then it completes there too
+/// (Session::Impl::finish()).
+class CallerThread {
+public:
+    /// On the waiting caller's thread, before the operation starts.
+    void waits_here() noexcept { waiter_ = std::this_thread::get_id(); }
+    /// Whether this thread is the waiting caller's.
+    bool is_this_thread() const noexcept { return waiter_ == std::this_thread::get_id(); }
+    /// The transfer runs on the waiting caller's thread.
+    void ran_here() noexcept { here_ = true; }
+    /// Whether the completion may run now, on this thread.
+    bool completes_here() const noexcept { return here_ && is_this_thread(); }
+
+private:
+    std::thread::id waiter_;
+    bool here_ = false;
+};
+
 class Session::Impl {
 public:
     explicit Impl(Options o);
@@ -41,6 +61,8 @@ public:
     /// there (DataConnection::run_here()): delivers `r` to `done` now,
     /// before the call returns, with no trip through the loop.
     void complete_here(const Completion& done, Result r);
+    /// complete_here() when `caller` completes here, else complete().
+    void finish(const Completion& done, Result r, const CallerThread& caller);
     /// Any thread: runs `call` on a control thread, after the calls queued
     /// before with the same non-empty `blob` (a Blob name); `if_closed` on
     /// the loop thread instead when the Session is closing.

@@ -570,6 +570,53 @@ BOOST_FIXTURE_TEST_CASE(a_named_pull_runs_on_the_callers_thread_on_a_leased_conn
     BOOST_TEST(pool.opened() == 1u);
 }
 
+BOOST_FIXTURE_TEST_CASE(run_leased_runs_on_this_thread_and_always_gives_the_connection_back, Fixture)
+{
+    const std::string endpoint = "127.0.0.1:" + std::to_string(port.port());
+    bool made = false;
+    // No connection to the endpoint yet: nothing leased, the job not made.
+    BOOST_TEST(!pool.run_leased(endpoint, options.timeout, [&] {
+        made = true;
+        return std::unique_ptr<TransferJob>();
+    }));
+    BOOST_TEST(!made);
+    BOOST_TEST(lease_after_a_ticket().empty());
+    // No job made (the operation failed before its transfer): given back.
+    BOOST_TEST(pool.run_leased(endpoint, options.timeout, [&] {
+        made = true;
+        return std::unique_ptr<TransferJob>();
+    }));
+    BOOST_TEST(made);
+    // The maker throws: the error reaches the caller, the connection is given back.
+    BOOST_CHECK_EXCEPTION(pool.run_leased(endpoint, options.timeout,
+                                          []() -> std::unique_ptr<TransferJob> {
+                                              throw Error(Errc::io_error, "the sink cannot be opened");
+                                          }),
+                          Error, [](const Error& e) { return e.code() == Errc::io_error; });
+    const auto content = pattern(300 * 1024, 14);
+    port.name_blob(content, Behaviour::serve);
+    std::vector<std::uint8_t> got;
+    std::optional<JobOutcome> out;
+    std::thread::id done_on;
+    BOOST_TEST(pool.run_leased(endpoint, options.timeout, [&] {
+        auto job = named_pull_job(port.port(), &got, out);
+        job->done = [&out, &done_on](JobOutcome o) {
+            done_on = std::this_thread::get_id();
+            out = std::move(o);
+        };
+        return job;
+    }));
+    BOOST_REQUIRE(out.has_value());
+    BOOST_TEST(!out->error, out->message);
+    BOOST_TEST((done_on == std::this_thread::get_id()));
+    BOOST_TEST((got == content));
+    // Every lease above ended: the one connection is idle again.
+    DataConnection* c = pool.lease(endpoint);
+    BOOST_TEST(c != nullptr);
+    if (c) pool.give_back(c);
+    BOOST_TEST(pool.opened() == 1u);
+}
+
 BOOST_FIXTURE_TEST_CASE(a_named_pull_on_the_callers_thread_times_out_when_the_store_stalls_midway, Fixture)
 {
     BOOST_TEST(lease_after_a_ticket().empty());

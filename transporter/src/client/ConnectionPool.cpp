@@ -139,6 +139,20 @@ void ConnectionPool::give_back(DataConnection* connection)
     if (tell_loop) loop_.post([this] { on_given_back(); });
 }
 
+bool ConnectionPool::run_leased(const std::string& endpoint, std::chrono::milliseconds limit,
+                                const std::function<std::unique_ptr<TransferJob>()>& make)
+{
+    DataConnection* connection = lease(endpoint);
+    if (!connection) return false;
+    struct GiveBack {
+        ConnectionPool& pool;
+        DataConnection* connection;
+        ~GiveBack() { pool.give_back(connection); }
+    } give_back_at_exit{*this, connection};
+    if (auto job = make()) connection->run_here(std::move(job), limit);
+    return true;
+}
+
 void ConnectionPool::on_given_back()
 {
     std::vector<std::unique_ptr<DataConnection>> retired;

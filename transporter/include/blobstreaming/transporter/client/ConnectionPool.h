@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -66,6 +67,15 @@ public:
     /// discarded on the loop thread; a transfer queued meanwhile for the
     /// endpoint gets the connection.
     void give_back(DataConnection* connection);
+    /// Any thread, a caller that waits for its transfer anyway: lease() an
+    /// idle connection to `endpoint`, run the job `make` returns on it on
+    /// this thread (DataConnection::run_here(), `limit` without progress),
+    /// give it back. False when there was no idle connection (`make` not
+    /// called); true once `make` was called, also when it returned no job
+    /// (it completed the operation itself). What `make` throws propagates,
+    /// the connection given back.
+    bool run_leased(const std::string& endpoint, std::chrono::milliseconds limit,
+                    const std::function<std::unique_ptr<TransferJob>()>& make);
     /// Inactivity check of every running transfer.
     void tick();
     /// Fails every running and queued transfer with Errc::cancelled.
