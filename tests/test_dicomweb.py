@@ -377,7 +377,9 @@ def test(c):
             s.bind((f"127.0.0.{a}", 0))
             s.connect((h.host, h.port))
             held[a].append(s)
-    time.sleep(0.2)  # every connection accepted (they send nothing; the server answers none of them)
+    # They send nothing and the server answers none of them: the newcomer below must come after all 32.
+    harness.wait_for(lambda: harness.all_accepted(h.port, [s for socks in held.values() for s in socks]), 10,
+                     f"the gateway on port {h.port} to accept the 32 held connections")
     status, _, _ = Http(url).request("GET", "/dicom-web/studies")
     check_equal(status, 200, "the newcomer's search at the total cap")
 

@@ -32,7 +32,7 @@ from .cluster import Cluster  # noqa: E402
 from .daemons import Daemon  # noqa: E402
 from .files import (FILE_HEADER, checksum_bytes, checksum_file, ct_slice, read_range,  # noqa: E402
                     reservation_written_past, resume_journal_ranges, write_ct_slices, write_random)
-from .ports import free_port  # noqa: E402
+from .ports import all_accepted, free_port  # noqa: E402
 from .processes import (JsonLines, Process, Service, cpu_seconds, ensure_descriptors, log_text, peak_rss_kib, proc_status,  # noqa: E402
                         start_service)
 from .script import main, run  # noqa: E402
@@ -42,5 +42,5 @@ __all__ = ["EXIT", "SKIP", "MiB", "TestFailure", "TestSkipped", "build_dir", "ch
            "src_dir", "step", "wait_for", "BlobResult", "DriverShell", "run_blob", "CephCluster", "Cluster", "Daemon",
            "FILE_HEADER", "checksum_bytes", "checksum_file", "read_range", "reservation_written_past",
            "resume_journal_ranges", "write_random",
-           "free_port", "JsonLines", "Process", "Service", "cpu_seconds", "ensure_descriptors", "log_text", "peak_rss_kib", "proc_status", "start_service", "main",
+           "all_accepted", "free_port", "JsonLines", "Process", "Service", "cpu_seconds", "ensure_descriptors", "log_text", "peak_rss_kib", "proc_status", "start_service", "main",
            "run", "Workspace"]

@@ -42,3 +42,41 @@ def free_port(host="127.0.0.1"):
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+
+def _tcp_rows():
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = f.read().splitlines()[1:]
+        except FileNotFoundError:
+            continue
+        for row in rows:
+            yield row.split()
+
+
+def _ipv4_port(field):
+    """("127.0.0.1", 80) of a /proc/net/tcp address field ("0100007F:0050")."""
+    address, port = field.split(":")
+    return socket.inet_ntoa(bytes.fromhex(address)[::-1]), int(port, 16)
+
+
+def all_accepted(port, clients):
+    """Whether the server listening on IPv4 `port` has accepted every
+    connection of `clients` (connected sockets): each is established on the
+    server's side (/proc/net/tcp) and the listening socket's accept queue
+    (its rx_queue there) is empty."""
+    peers = {c.getsockname() for c in clients}
+    queued, established = 0, set()
+    for fields in _tcp_rows():
+        if ":" in fields[1] and len(fields[1].split(":")[0]) != 8:
+            continue  # an IPv6 row
+        local = _ipv4_port(fields[1])
+        if local[1] != port:
+            continue
+        if fields[3] == "0A":
+            queued += int(fields[4].split(":")[1], 16)
+        elif fields[3] == "01":
+            established.add(_ipv4_port(fields[2]))
+    return queued == 0 and peers <= established
