@@ -262,6 +262,29 @@ def test(c):
         r = peer_run(c, python, "compare", entry["path"], os.path.join(got_dir, entry["sop"] + ".dcm"))[0]
         check(r["equal"] and r["ts"][1] == IMPLICIT, f"instance {entry['sop']} by C-GET: {r}")
 
+    step("C-GET of the 60-instance study: a pending response after the first sub-operation, then at most one per "
+         "50 ms, as for C-MOVE")
+    got_dir = c.path("get-many")
+    os.makedirs(got_dir)
+    lines = peer_run(c, python, "get", "127.0.0.1", str(gw.port), AE, got_dir, "--times",
+                     f"StudyInstanceUID={many[0]['study']}")
+    responses = [line for line in lines if "status" in line]
+    n = len(many)
+    elapsed = responses[-1].pop("t")
+    check_equal(responses[-1], {"status": 0, "completed": n, "failed": 0}, "the final C-GET response")
+    pending = [{k: v for k, v in r.items() if k != "t"} for r in responses[:-1]]
+    check(pending, f"no pending C-GET response: {responses}")
+    check_equal(pending[0], {"status": 0xFF00, "remaining": n - 1, "completed": 1, "failed": 0},
+                "the first pending C-GET response")
+    for r in pending:
+        check_equal(r, {"status": 0xFF00, "remaining": n - r["completed"], "completed": r["completed"], "failed": 0},
+                    "a pending C-GET response")
+    check(len(pending) <= 1 + elapsed / 0.05, f"{len(pending)} pending C-GET responses in {elapsed:.3f} s: more "
+          "than one per 50 ms")
+    check_equal(sorted(line["stored"] for line in lines if "stored" in line), sorted(e["sop"] for e in many),
+                "the instances the C-GET delivered")
+    step(f"({len(pending)} pending responses for {n} instances in {elapsed:.3f} s)")
+
     step("stored JPEG-LS, RLE and deflated: decoded for the implicit-only destination; JPEG 2000 (no decoder): that "
          "one fails")
     coded = make_objects(c, "study", c.path("coded-src"), "4", "PAT4", "20261118")

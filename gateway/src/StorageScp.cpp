@@ -303,6 +303,7 @@ protected:
         }
         Uint16 message_id = 1;
         bool lost = false, cancelled = false;
+        PendingPacer pending;
         const auto timeout = std::chrono::duration_cast<std::chrono::seconds>(g_options->timeout);
         const RetrievalCounts counts = retrieval->run(
             [&](const RetrievedInstance& instance) {
@@ -311,7 +312,7 @@ protected:
             [&](const RetrievalCounts& now) {
                 if (lost || cancelled) return false;
                 if (checkForCANCEL(context, request.MessageID).good()) return false;
-                if (now.remaining == 0) return true;
+                if (now.remaining == 0 || !pending.due()) return true;
                 cond = send_get_response(context, request, STATUS_GET_Pending_SubOperationsAreContinuing, now);
                 return cond.good();
             });

@@ -15,11 +15,12 @@ against blob-dicomd), in the venv of harness/dicom.py.
                                            "warning"[, "failed_uids"]}; with --cancel-after, a C-CANCEL
                                            after the Nth pending response; with --times, each line also
                                            has "t": seconds from the C-MOVE request to that response
-  dicom_move_peer.py get HOST PORT AE DIR [--syntaxes UID,UID...] KEY=VALUE...
+  dicom_move_peer.py get HOST PORT AE DIR [--syntaxes UID,UID...] [--times] KEY=VALUE...
                                            C-GET (Study Root, STUDY level) accepting CT Image Storage in
                                            implicit VR little endian only (SCP role; --syntaxes: in those);
                                            each instance saved as DIR/SOP.dcm, one JSON line per C-STORE
-                                           {"stored", "ts"} and per response as move prints them
+                                           {"stored", "ts"} and per response as move prints them (with
+                                           "remaining" in pending ones; --times as move)
   dicom_move_peer.py commit HOST PORT AE MODE CLASS:SOP...
                                            N-ACTION (Request Storage Commitment) of the instances;
                                            prints {"action": STATUS, "transaction": UID}; MODE wait: then
@@ -144,6 +145,9 @@ def get(host, port, called, directory, args):
     syntaxes = [ImplicitVRLittleEndian]
     if args and args[0] == "--syntaxes":
         syntaxes, args = args[1].split(","), args[2:]
+    times = bool(args) and args[0] == "--times"
+    if times:
+        args = args[1:]
     ae = requestor(host, port, called, [StudyRootQueryRetrieveInformationModelGet])
     ae.add_requested_context(CTImageStorage, syntaxes)
 
@@ -163,9 +167,16 @@ def get(host, port, called, directory, args):
                          evt_handlers=[(evt.EVT_C_STORE, on_store)])
     if not assoc.is_established:
         sys.exit("association not established")
+    started = time.monotonic()
     for status, answer in assoc.send_c_get(identifier, StudyRootQueryRetrieveInformationModelGet):
         out = {"status": status.Status if status else -1}
-        for key, field in (("completed", "NumberOfCompletedSuboperations"), ("failed", "NumberOfFailedSuboperations")):
+        if times:
+            out["t"] = time.monotonic() - started
+        pending = bool(status) and status.Status in (0xFF00, 0xFF01)
+        for key, field in (("remaining", "NumberOfRemainingSuboperations"), ("completed", "NumberOfCompletedSuboperations"),
+                           ("failed", "NumberOfFailedSuboperations")):
+            if key == "remaining" and not pending:
+                continue
             if status and field in status:
                 out[key] = status[field].value
         if status and "ErrorComment" in status:
