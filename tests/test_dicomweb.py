@@ -171,6 +171,32 @@ def test(c):
         check(text in body, f"?{query}: the 400 names the problem: {body!r}")
     status, _, body = h.request("GET", "/dicom-web/nothing")
     check_equal(status, 404, f"an unknown path ({body!r})")
+    for method, path, allow, text in [
+            ("DELETE", "/dicom-web/studies", "GET, HEAD, POST, OPTIONS",
+             b"only GET, HEAD, POST and OPTIONS are served here, not DELETE"),
+            ("PUT", f"/dicom-web/studies/{ct[0]['study']}", "GET, HEAD, POST, OPTIONS", b"not PUT"),
+            ("PATCH", f"/dicom-web/studies/{ct[0]['study']}/metadata", "GET, HEAD, OPTIONS",
+             b"only GET, HEAD and OPTIONS are served here, not PATCH"),
+            ("POST", f"/dicom-web/studies/{ct[0]['study']}/series", "GET, HEAD, OPTIONS", b"POST (STOW-RS) goes to")]:
+        status, headers, body = h.request(method, path, body=b"" if method in ("PUT", "POST", "PATCH") else None)
+        check_equal((status, headers.get("allow")), (405, allow), f"{method} {path}: status and Allow ({body!r})")
+        check(text in body, f"{method} {path}: the 405 names what is served: {body!r}")
+
+    step("HEAD: GET's status and header fields without content, each followed on the same connection by a GET "
+         "that is answered whole (a HEAD response with content would be read as the next answer)")
+    study = f"/dicom-web/studies/{ct[0]['study']}"
+    for path in ["/dicom-web/studies?PatientID=PAT1", "/dicom-web/studies?PatientID=NOBODY", study + "/metadata",
+                 study, study + f"/series/{ct[0]['series']}/instances/{ct[0]['sop']}/frames/1",
+                 "/dicom-web/studies/1.2.3/metadata", "/dicom-web/nothing"]:
+        head_status, head_headers, head_body = h.request("HEAD", path)
+        get_status, get_headers, get_body = h.request("GET", path)
+        check_equal((head_status, head_body), (get_status, b""), f"HEAD {path}: status and content")
+        check_equal(head_headers.get("content-type", "").split(";")[0], get_headers.get("content-type", "").split(";")[0],
+                    f"HEAD {path}: Content-Type")
+        if "content-length" in get_headers:
+            check_equal(head_headers.get("content-length"), str(len(get_body)), f"HEAD {path}: Content-Length")
+    status, _, body = h.request("GET", "/dicom-web/studies?PatientID=PAT1")
+    check(status == 200 and body.startswith(b"["), f"a GET after the HEADs on the same connection: {status} {body[:80]!r}")
 
     step("WADO-RS with dicomweb-client: retrieve_study and retrieve_instance, bit-exact data sets")
     got = peer("study", ct[0]["study"], c.path("wado-ct"))

@@ -224,15 +224,22 @@ void DicomWeb::handle(const Request& request, Reply& reply)
     const auto& s = t.segments;
     const http::verb method = request.header.method();
     const auto is = [&s](std::size_t i, const char* word) { return s.size() > i && s[i] == word; };
+    // STOW-RS's resources take POST too; a 405 names what the resource takes (RFC 9110 15.5.6).
+    const bool stow = is(0, "studies") && s.size() <= 2;
+    const auto not_allowed = [&](const std::string& text) {
+        auto r = text_response(http::status::method_not_allowed, text);
+        r.set(http::field::allow, stow ? "GET, HEAD, POST, OPTIONS" : "GET, HEAD, OPTIONS");
+        reply.respond(std::move(r));
+    };
     if (method == http::verb::post) {
-        if (is(0, "studies") && s.size() <= 2) return store(request, s.size() == 2 ? s[1] : "", reply);
-        return void(reply.respond(text_response(http::status::method_not_allowed,
-                                                "POST (STOW-RS) goes to /dicom-web/studies or /dicom-web/studies/{study}")));
+        if (stow) return store(request, s.size() == 2 ? s[1] : "", reply);
+        return not_allowed("POST (STOW-RS) goes to /dicom-web/studies or /dicom-web/studies/{study}");
     }
-    if (method != http::verb::get)
-        return void(reply.respond(text_response(http::status::method_not_allowed,
-                                                "only GET, POST and OPTIONS are served, not " +
-                                                    std::string(request.header.method_string()))));
+    // HEAD: as GET; the server sends no content (HttpServer).
+    if (method != http::verb::get && method != http::verb::head)
+        return not_allowed(std::string(stow ? "only GET, HEAD, POST and OPTIONS are"
+                                            : "only GET, HEAD and OPTIONS are") +
+                           " served here, not " + std::string(request.header.method_string()));
     // QIDO-RS without a study in the path.
     if (s.size() == 1 && is(0, "studies")) return search(request, t, Level::study, {}, reply);
     if (s.size() == 1 && is(0, "series")) return search(request, t, Level::series, {}, reply);

@@ -366,6 +366,7 @@ public:
         log_refusal(response);
         finish(response);
         response.prepare_payload();
+        if (head()) response.body().clear();  // the GET's header fields, Content-Length included; no content
         auto shared = std::make_shared<http::response<http::string_body>>(std::move(response));
         return on_io([this, shared](std::function<void(bool)> done) {
             http::async_write(stream_, *shared, [shared, done](beast::error_code ec, std::size_t) { done(!ec); });
@@ -379,9 +380,11 @@ public:
         header.chunked(true);
         header_ = std::make_unique<http::response<http::empty_body>>(std::move(header));
         serializer_ = std::make_unique<http::response_serializer<http::empty_body>>(*header_);
-        return on_io([this](std::function<void(bool)> done) {
+        const bool sent = on_io([this](std::function<void(bool)> done) {
             http::async_write_header(stream_, *serializer_, [done](beast::error_code ec, std::size_t) { done(!ec); });
         });
+        // A HEAD response ends with its header: the handler stops here, the connection reads on.
+        return sent && !head();
     }
 
     bool write(const void* data, std::size_t size) override
@@ -428,6 +431,9 @@ public:
     bool answered() const override { return answered_; }
 
 private:
+    /// RFC 9110 9.3.2: a HEAD request is answered as GET would be, without content.
+    bool head() const { return request_.header.method() == http::verb::head; }
+
     /// A refusal (4xx, 5xx) in the log with its reason, the response's text.
     void log_refusal(const http::response<http::string_body>& response) const
     {
@@ -498,6 +504,7 @@ private:
         log_refusal(response);
         finish(response);
         response.prepare_payload();
+        if (head()) response.body().clear();
         auto shared = std::make_shared<http::response<http::string_body>>(std::move(response));
         beast::get_lowest_layer(stream_).expires_after(server_.options.http_timeout);
         http::async_write(stream_, *shared,
@@ -600,7 +607,7 @@ private:
     {
         const auto& header = request_.header;
         http::response<http::string_body> r{http::status::no_content, 11};
-        r.set(http::field::allow, "GET, POST, OPTIONS");
+        r.set(http::field::allow, "GET, HEAD, POST, OPTIONS");
         const std::string& allowed = server_.options.http_cors_origin;
         const auto origin = header.find(http::field::origin);
         if (origin != header.end()) {
@@ -609,7 +616,7 @@ private:
                                             "origin \"" + std::string(origin->value()) +
                                                 "\" is not allowed (--http-cors-origin)"),
                               !header_parser_->is_done());
-            r.set(http::field::access_control_allow_methods, "GET, POST, OPTIONS");
+            r.set(http::field::access_control_allow_methods, "GET, HEAD, POST, OPTIONS");
             std::string wanted = "Authorization, Content-Type, Accept, Range";
             if (const auto h = header.find(http::field::access_control_request_headers); h != header.end()) {
                 const std::string asked(h->value());
