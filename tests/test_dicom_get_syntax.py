@@ -13,7 +13,12 @@ did not accept (docs/DICOM.md, "Transfer syntaxes of a retrieval"):
   Syntax not supported"), not A702 (out of resources), with an Error Comment
   naming the stored syntax and the instance in Failed SOP Instance UID List;
   a C-MOVE of it to a pynetdicom Storage SCP of the uncompressed syntaxes
-  ends the same way.
+  ends the same way;
+- WADO-RS (PS3.18 8.7.3.5) of the same instances: without a transfer-syntax
+  (explicit VR little endian, the default) the JPEG-LS one arrives decoded,
+  equal to the original; with transfer-syntax=* as stored; with implicit VR
+  little endian converted to it; the JPEG 2000 one is 406 naming its syntax
+  unless the request takes it as stored.
 Real omniNames, blobstored, blob-dicomd, storescu, dcmcjpls and pynetdicom
 on 127.0.0.1."""
 
@@ -25,6 +30,7 @@ import harness  # noqa: E402
 from harness import check, check_equal, step  # noqa: E402
 from harness.dicom import AE, Gateway, make_objects, pynetdicom_python  # noqa: E402
 from test_dicom_move import Peer, peer_run  # noqa: E402
+from test_dicomweb import Http, parts  # noqa: E402
 
 EXPLICIT, IMPLICIT = "1.2.840.10008.1.2.1", "1.2.840.10008.1.2"
 JPEG_LS, J2K = "1.2.840.10008.1.2.4.80", "1.2.840.10008.1.2.4.90"
@@ -34,7 +40,8 @@ def test(c):
     python = pynetdicom_python()
     c.start_daemon("ws1", "file")
     peer = Peer(c, python, "PEERSCP", "any")
-    gw = Gateway(c, "ws1", "gateway", extra=("--destination", f"PEERSCP=127.0.0.1:{peer.port}"))
+    gw = Gateway(c, "ws1", "gateway", extra=("--destination", f"PEERSCP=127.0.0.1:{peer.port}",
+                                             "--http-address", "127.0.0.1:0"))
 
     step("a CT slice compressed with dcmcjpls (JPEG-LS lossless), another stored as JPEG 2000")
     plain, other = make_objects(c, "study", c.path("src"), "2", "PATJLS", "20261118")
@@ -81,6 +88,41 @@ def test(c):
     check_equal(responses, [{"status": 0xC122, "completed": 0, "failed": 1, "warning": 0, "comment": comment,
                              "failed_uids": [j2k["sop"]]}], "the C-MOVE responses")
     check_equal(peer.lines(), [], "nothing delivered to the destination")
+
+    step("WADO-RS of the JPEG-LS instance: decoded to explicit VR little endian by default, as stored with "
+         "transfer-syntax=*, converted to implicit VR little endian when asked")
+    h = Http(gw.http)
+    path = f"/dicom-web/studies/{plain['study']}/series/{plain['series']}/instances/"
+
+    def retrieve(sop, accept, name):
+        status, headers, body = h.request("GET", path + sop, headers={"Accept": accept})
+        if status != 200:
+            return status, body, None
+        (head, data), = parts(headers["content-type"], body)
+        with open(c.path(name), "wb") as f:
+            f.write(data)
+        return status, head, c.path(name)
+
+    dicom = 'multipart/related; type="application/dicom"'
+    for accept, ts, original in [(dicom, EXPLICIT, plain["path"]), (dicom + "; transfer-syntax=*", JPEG_LS, jls),
+                                 (dicom + f"; transfer-syntax={IMPLICIT}", IMPLICIT, plain["path"]),
+                                 (dicom + f"; transfer-syntax={J2K}, " + dicom + f"; transfer-syntax={JPEG_LS}",
+                                  JPEG_LS, jls)]:
+        status, head, got = retrieve(plain["sop"], accept, "wado-" + ts + ".dcm")
+        check_equal(status, 200, f"Accept: {accept}: status ({head!r})")
+        check(f"transfer-syntax={ts}" in head, f"Accept: {accept}: the part names {ts}: {head!r}")
+        r = peer_run(c, python, "compare", original, got)[0]
+        check_equal(r, {"equal": True, "ts": [r["ts"][0], ts], "differences": []},
+                    f"Accept: {accept}: the part's data set against {os.path.basename(original)}")
+    check("1 converted to an uncompressed syntax" in gw.log(), "no log line of a converted instance")
+
+    step("WADO-RS of the JPEG 2000 instance: 406 naming its syntax unless taken as stored")
+    status, body, _ = retrieve(j2k["sop"], dicom, "wado-j2k.dcm")
+    check_equal(status, 406, f"the JPEG 2000 instance by default ({body!r})")
+    check(f"stored in transfer syntax {J2K} are served as stored only (DCMTK has no decoder for it)".encode() in body,
+          f"the 406 names the syntax: {body!r}")
+    status, head, got = retrieve(j2k["sop"], dicom + "; transfer-syntax=*", "wado-j2k.dcm")
+    check(status == 200 and f"transfer-syntax={J2K}" in head, f"the JPEG 2000 instance as stored: {status} {head!r}")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@
 
 #include <dcmtk/dcmdata/dcdeftag.h>
 #include <dcmtk/dcmdata/dcfilefo.h>
+#include <dcmtk/dcmdata/dccodec.h>
 #include <dcmtk/dcmdata/dcistrmb.h>
+#include <dcmtk/dcmdata/dcostrmb.h>
 #include <dcmtk/dcmdata/dcrledrg.h>
 #include <dcmtk/dcmdata/dcuid.h>
 #include <dcmtk/dcmdata/dcxfer.h>
@@ -19,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -200,6 +203,50 @@ const std::vector<std::string>& uncompressed_syntaxes()
                                                       UID_LittleEndianImplicitTransferSyntax,
                                                       UID_BigEndianExplicitTransferSyntax};
     return syntaxes;
+}
+
+bool convertible(const std::string& syntax)
+{
+    register_decoders();
+    const DcmXfer xfer(syntax.c_str());
+    if (xfer.getXfer() == EXS_Unknown) return false;
+    return !xfer.isEncapsulated() || DcmCodecList::canChangeCoding(xfer.getXfer(), EXS_LittleEndianExplicit);
+}
+
+std::vector<std::uint8_t> converted_part10(const RetrievedInstance& instance, const std::string& target,
+                                           std::string& why)
+{
+    register_decoders();
+    std::unique_ptr<DcmFileFormat> object = parse(instance, why);
+    if (!object) return {};
+    const E_TransferSyntax to = DcmXfer(target.c_str()).getXfer();
+    DcmDataset* data = object->getDataset();
+    OFCondition cond = data->chooseRepresentation(to, nullptr);
+    if (cond.bad() || !data->canWriteXfer(to)) {
+        why = "cannot convert from " + instance.transfer_syntax + " to " + target + ": " +
+              (cond.bad() ? std::string(cond.text()) : std::string("DCMTK has no decoder for it"));
+        return {};
+    }
+    std::vector<std::uint8_t> out;
+    out.reserve(instance.size + instance.size / 2);
+    std::vector<std::uint8_t> piece(std::size_t{1} << 20);
+    DcmOutputBufferStream stream(piece.data(), static_cast<offile_off_t>(piece.size()));
+    object->transferInit();
+    do {
+        cond = object->write(stream, to, EET_ExplicitLength, nullptr, EGL_recalcGL, EPD_noChange, 0, 0, 0,
+                             EWM_updateMeta);
+        void* written = nullptr;
+        offile_off_t length = 0;
+        stream.flushBuffer(written, length);
+        const auto* bytes = static_cast<const std::uint8_t*>(written);
+        out.insert(out.end(), bytes, bytes + length);
+    } while (cond == EC_StreamNotifyClient);
+    object->transferEnd();
+    if (cond.bad()) {
+        why = "cannot write it in " + target + ": " + std::string(cond.text());
+        return {};
+    }
+    return out;
 }
 
 std::string error_comment_text(const std::string& text)

@@ -32,6 +32,18 @@ void register_decoders();
 /// preferred first (explicit VR little endian, implicit, big endian).
 const std::vector<std::string>& uncompressed_syntaxes();
 
+/// Whether an instance stored in `syntax` can be converted here to an
+/// uncompressed one: it is uncompressed (or deflated), or one of DCMTK's
+/// decoders reads it (JPEG, JPEG-LS, RLE; not JPEG 2000 nor MPEG).
+bool convertible(const std::string& syntax);
+
+/// `instance` as a Part 10 object in the uncompressed transfer syntax
+/// `target` (its pixel data decoded with DCMTK where stored compressed; the
+/// meta group updated to name `target`). Empty, with `why`, when it cannot
+/// be converted.
+std::vector<std::uint8_t> converted_part10(const RetrievedInstance& instance, const std::string& target,
+                                           std::string& why);
+
 /// A C-MOVE's originator, carried in each C-STORE request.
 struct MoveOriginator {
     std::string aetitle;

@@ -64,19 +64,20 @@ def _ipv4_port(field):
 
 def all_accepted(port, clients):
     """Whether the server listening on IPv4 `port` has accepted every
-    connection of `clients` (connected sockets): each is established on the
-    server's side (/proc/net/tcp) and the listening socket's accept queue
-    (its rx_queue there) is empty."""
+    connection of `clients` (connected sockets): each has its socket on the
+    server's side (/proc/net/tcp: established, or closing when the server
+    has ended it since) and the listening socket's accept queue (its
+    rx_queue there) is empty."""
     peers = {c.getsockname() for c in clients}
-    queued, established = 0, set()
+    queued, known = 0, set()
     for fields in _tcp_rows():
-        if ":" in fields[1] and len(fields[1].split(":")[0]) != 8:
+        if len(fields[1].split(":")[0]) != 8:
             continue  # an IPv6 row
         local = _ipv4_port(fields[1])
         if local[1] != port:
             continue
         if fields[3] == "0A":
             queued += int(fields[4].split(":")[1], 16)
-        elif fields[3] == "01":
-            established.add(_ipv4_port(fields[2]))
-    return queued == 0 and peers <= established
+        else:
+            known.add(_ipv4_port(fields[2]))
+    return queued == 0 and peers <= known

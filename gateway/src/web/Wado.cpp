@@ -3,6 +3,7 @@
 
 #include "Multipart.h"
 #include "Retrieval.h"
+#include "SubOperation.h"
 #include "WebSpool.h"
 
 #include <blobstreaming/common/Error.h>
@@ -18,7 +19,9 @@
 #include <algorithm>
 #include <fstream>
 #include <future>
+#include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -69,6 +72,40 @@ bool acceptable(const Request& request, const std::string& part_type, const std:
         }
         if (type == part_type && syntax_ok && (single || part_type == "application/dicom")) return true;
         if (comma == std::string::npos) return false;
+        start = comma + 1;
+    }
+}
+
+/// How the instances stored in `stored` are sent under the request's Accept
+/// (PS3.18 8.7.3.5): "" as stored (no Accept, `*/*`, `transfer-syntax=*`
+/// or the stored one); else the uncompressed syntax to convert them to (an
+/// `application/dicom` part without a transfer-syntax means explicit VR
+/// little endian, the default; another uncompressed one when named); nullopt
+/// when neither is possible (a syntax DCMTK cannot decode, a compressed
+/// target). An element that takes them as stored is preferred.
+std::optional<std::string> part_syntax(const Request& request, const std::string& stored)
+{
+    const std::string accept(request.header[http::field::accept]);
+    if (accept.empty()) return std::string();
+    std::optional<std::string> converted;
+    std::size_t start = 0;
+    for (;;) {
+        const std::size_t comma = accept.find(',', start);
+        const std::string element = accept.substr(start, comma == std::string::npos ? comma : comma - start);
+        const std::string type = media_type(element);
+        const std::string part = media_type(media_parameter(element, "type"));
+        const bool dicom = type == "*/*" || type == "application/dicom" ||
+                           (type == "multipart/related" && (part.empty() || part == "application/dicom" || part == "*/*"));
+        if (dicom) {
+            std::string ts = media_parameter(element, "transfer-syntax");
+            if (ts.empty() && type == "*/*") ts = "*";
+            if (ts.empty()) ts = UID_LittleEndianExplicitTransferSyntax;
+            if (ts == "*" || ts == stored) return std::string();
+            const auto& targets = uncompressed_syntaxes();
+            if (!converted && std::find(targets.begin(), targets.end(), ts) != targets.end() && convertible(stored))
+                converted = ts;
+        }
+        if (comma == std::string::npos) return converted;
         start = comma + 1;
     }
 }
@@ -229,15 +266,22 @@ void DicomWeb::retrieve(const Request& request, const Scope& scope, Reply& reply
     if (retrieval->size() == 0)
         return void(reply.respond(text_response(http::status::not_found, "the index lists no instance of " +
                                                                              utf8_escaped(std::string(request.header.target())))));
-    std::set<std::string> syntaxes;
-    for (const auto& presentation : retrieval->presentations()) syntaxes.insert(presentation.second);
-    for (const std::string& syntax : syntaxes)
-        if (!acceptable(request, "application/dicom", syntax))
+    // Each stored syntax as stored, or converted to the uncompressed one the request asks for.
+    std::map<std::string, std::string> convert_to;
+    for (const auto& presentation : retrieval->presentations()) {
+        const std::string& syntax = presentation.second;
+        if (convert_to.count(syntax)) continue;
+        const std::optional<std::string> target = part_syntax(request, syntax);
+        if (!target)
             return void(reply.respond(text_response(
                 http::status::not_acceptable,
-                "the instances are served as stored (multipart/related; type=\"application/dicom\"; transfer-syntax=" +
-                    syntax + "): no transcoding; the request accepts " +
-                    utf8_escaped(std::string(request.header[http::field::accept])))));
+                "instances stored in transfer syntax " + syntax + " are served as stored" +
+                    (convertible(syntax) ? " or converted to an uncompressed syntax (explicit VR little endian, the "
+                                           "default; implicit VR little endian; explicit VR big endian)"
+                                         : " only (DCMTK has no decoder for it)") +
+                    "; the request accepts " + utf8_escaped(std::string(request.header[http::field::accept])))));
+        convert_to[syntax] = *target;
+    }
     const auto started = std::chrono::steady_clock::now();
     const std::string boundary = new_boundary();
     http::response<http::empty_body> header{http::status::ok, 11};
@@ -253,12 +297,29 @@ void DicomWeb::retrieve(const Request& request, const Scope& scope, Reply& reply
     std::size_t sent = 0;
     std::uint64_t bytes = 0;
     bool lost = false;
+    std::size_t converted = 0;
     std::vector<char> buffer;
     const RetrievalCounts counts = retrieval->run(
         [&](const RetrievedInstance& instance) -> SubOutcome {
-            const std::string head = part_header(boundary, "application/dicom", sent == 0);
+            const auto target = convert_to.find(instance.transfer_syntax);
+            const bool convert = target != convert_to.end() && !target->second.empty();
+            const std::string head =
+                part_header(boundary,
+                            "application/dicom; transfer-syntax=" + (convert ? target->second : instance.transfer_syntax),
+                            sent == 0);
             bool ok = true;
-            if (instance.bytes) {
+            std::size_t size = instance.size;
+            if (convert) {
+                std::string why;
+                const std::vector<std::uint8_t> object = converted_part10(instance, target->second, why);
+                if (object.empty()) {
+                    spdlog::warn("DICOMweb WADO-RS to {}: instance {} not sent: {}", request.peer, instance.sop, why);
+                    return {SubStatus::failed, why, {}};
+                }
+                ok = reply.write_part(head, object.data(), object.size());
+                size = object.size();
+                ++converted;
+            } else if (instance.bytes) {
                 // One chunk; from the store's file itself when it is on this host.
                 ok = reply.write_part(head, instance.bytes, instance.size, instance.fd, instance.file_offset);
             } else if ((ok = reply.write(head.data(), head.size()))) {
@@ -275,7 +336,7 @@ void DicomWeb::retrieve(const Request& request, const Scope& scope, Reply& reply
                 lost = true;
                 return {SubStatus::failed, "the client went away", {}};
             }
-            bytes += instance.size;
+            bytes += size;
             ++sent;
             return {};
         },
@@ -293,9 +354,11 @@ void DicomWeb::retrieve(const Request& request, const Scope& scope, Reply& reply
     }
     reply.end();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    spdlog::info("DICOMweb WADO-RS to {}: {} instances sent ({} bytes), {} failed, {} in conflict not sent, in {:.3f} s "
-                 "({:.1f} MB/s; {:.3f} s waiting for the stores)",
-                 request.peer, sent, bytes, counts.failed - refused, refused, seconds,
+    spdlog::info("DICOMweb WADO-RS to {}: {} instances sent ({} bytes{}), {} failed, {} in conflict not sent, in "
+                 "{:.3f} s ({:.1f} MB/s; {:.3f} s waiting for the stores)",
+                 request.peer, sent, bytes,
+                 converted ? fmt::format("; {} converted to an uncompressed syntax", converted) : std::string(),
+                 counts.failed - refused, refused, seconds,
                  seconds > 0 ? bytes / seconds / 1e6 : 0.0, retrieval->waited());
 }
 
