@@ -30,6 +30,10 @@ constexpr std::size_t kBatch = 16;
 /// The first batch is smaller: the first sub-operation waits for all of it
 /// (the next batch is pulled meanwhile).
 constexpr std::size_t kFirstBatch = 4;
+/// Served in place (Retrieval::in_place()), a batch holds no memory: the
+/// next ones are larger, each one control call to a store for the files of
+/// all its instances (BlobStore::findLocalFiles).
+constexpr std::size_t kInPlaceBatch = 32;
 /// Pulled into memory rather than a spool file: instances up to this size,
 /// as long as the batch's total stays within kBatchMemory.
 constexpr std::uint64_t kInMemory = 8u << 20;
@@ -199,7 +203,8 @@ void Retrieval::prefetch()
     Pending& p = *pending_;
     while (p.next.size() < kAhead && p.queued < items_.size()) {
         const std::size_t begin = p.queued;
-        const std::size_t end = std::min(items_.size(), begin + (begin == 0 ? kFirstBatch : kBatch));
+        const std::size_t end =
+            std::min(items_.size(), begin + (begin == 0 ? kFirstBatch : in_place_ ? kInPlaceBatch : kBatch));
         p.next.push_back(std::async(std::launch::async, [this, begin, end] { return pull(begin, end); }));
         p.queued = end;
     }
