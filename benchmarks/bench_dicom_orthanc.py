@@ -110,6 +110,16 @@ def split(url):
 BUFFER = memoryview(bytearray(1 << 20))
 
 
+def cpu_s(pid):
+    """CPU seconds (user + system) process `pid` has used so far (/proc/PID/stat; 0 when unknown)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def retrieve_study(root, study, expect_bytes):
     """Seconds and bytes of one WADO-RS study retrieve, read to its end."""
     host, port, prefix = split(root)
@@ -204,7 +214,7 @@ def main():
                "fetches": args.fetches, "tcp_nodelay": True}
     try:
         c.start_naming()
-        c.start_daemon("ws1", "file")
+        store = c.start_daemon("ws1", "file")
         gw = Gateway(c, "ws1", "gateway", extra=["--http-address", "127.0.0.1:0"])
         try:
             orthanc = Orthanc(c, senders=["MODALITY"])  # storescu's AE title
@@ -243,17 +253,28 @@ def main():
             floor_port = int(floor.stdout.readline())
             floor_bytes = sum(os.path.getsize(b) - 4096 for b in blobs)
             times = {name: [] for name in (*study_servers, "floor")}
+            # The CPU a blob-dicomd and its store use for the retrieves (one at a time: the store's is theirs).
+            pids = {"blob-dicomd": gw.proc.pid}
+            if args.baseline:
+                pids["baseline"] = base.proc.pid
+            cpu = {name: {"gateway_s": 0.0, "store_s": 0.0} for name in pids}
             sizes = {}
             for _ in range(args.runs):
                 for name, root in (*study_servers.items(), ("floor", f"http://127.0.0.1:{floor_port}/floor")):
+                    before = (cpu_s(pids[name]), cpu_s(store.pid)) if name in pids else None
                     seconds, sizes[name] = retrieve_study(root, study[0]["study"],
                                                           floor_bytes if name == "floor" else total)
                     times[name].append(seconds)
+                    if before:
+                        cpu[name]["gateway_s"] += cpu_s(pids[name]) - before[0]
+                        cpu[name]["store_s"] += cpu_s(store.pid) - before[1]
         finally:
             floor.kill()
             floor.wait()
         retrieve = {name: {"samples_s": t, "median_s": statistics.median(t), "bytes": sizes[name],
                            "MBps": sizes[name] / statistics.median(t) / 1e6} for name, t in times.items()}
+        for name, used in cpu.items():
+            retrieve[name]["cpu_ms_per_retrieve"] = {k[:-2]: v * 1000 / args.runs for k, v in used.items()}
         retrieve["ratio"] = retrieve["orthanc"]["median_s"] / retrieve["blob-dicomd"]["median_s"]
         retrieve["floor_ratio"] = retrieve["orthanc"]["median_s"] / retrieve["floor"]["median_s"]
         retrieve["study_bytes"] = total
@@ -269,6 +290,10 @@ def main():
                   f"build {retrieve['baseline_ratio']:.2f} x the baseline's throughput; this build / the floor "
                   f"{retrieve['blob-dicomd']['median_s'] / retrieve['floor']['median_s']:.2f} x the floor's time",
                   flush=True)
+        for name in cpu:
+            used = retrieve[name]["cpu_ms_per_retrieve"]
+            print(f"CPU per retrieve, {name}: the gateway {used['gateway']:.0f} ms, its store {used['store']:.0f} ms "
+                  f"(/proc/PID/stat, mean of {args.runs})", flush=True)
 
         frame_bytes = args.frame_rows * args.frame_rows * 2
         summary["frame"] = {}
