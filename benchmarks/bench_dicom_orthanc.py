@@ -21,7 +21,9 @@ otherwise).
    timed: request to last byte. Goal: blob-dicomd >= 2 x Orthanc's throughput.
    A third server in the same rotation, the floor, only sendfile(2)s the
    study's Blob files (FLOOR_SERVER): what a study retrieve costs at least
-   here, whatever the server.
+   here, whatever the server. With --baseline BUILD, another build's
+   blob-dicomd (on the same store and index) joins the rotation: this
+   build against it in one invocation.
 2. Frame fetch: `GET .../instances/UID/frames/N` (N the middle frame) on one
    keep-alive connection per server, --fetches times each, alternately; the
    first fetch reported apart (Orthanc parses the instance then); the frame's
@@ -108,6 +110,16 @@ def split(url):
 BUFFER = memoryview(bytearray(1 << 20))
 
 
+def cpu_s(pid):
+    """CPU seconds (user + system) process `pid` has used so far (/proc/PID/stat; 0 when unknown)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def retrieve_study(root, study, expect_bytes):
     """Seconds and bytes of one WADO-RS study retrieve, read to its end."""
     host, port, prefix = split(root)
@@ -191,6 +203,8 @@ def main():
     ap.add_argument("--frames", type=int, default=600, help="frames of the large multi-frame instance")
     ap.add_argument("--frame-rows", type=int, default=512, help="rows (= columns) of its 16-bit frames")
     ap.add_argument("--fetches", type=int, default=20, help="frame fetches from each server and instance")
+    ap.add_argument("--baseline", help="another build tree (e.g. main's) whose blob-dicomd joins the study "
+                    "retrieves' rotation as \"baseline\", on the same store and index")
     args = ap.parse_args()
     os.environ["BS_BUILDDIR"] = os.path.abspath(args.build)
     os.makedirs(args.out, exist_ok=True)
@@ -200,7 +214,7 @@ def main():
                "fetches": args.fetches, "tcp_nodelay": True}
     try:
         c.start_naming()
-        c.start_daemon("ws1", "file")
+        store = c.start_daemon("ws1", "file")
         gw = Gateway(c, "ws1", "gateway", extra=["--http-address", "127.0.0.1:0"])
         try:
             orthanc = Orthanc(c, senders=["MODALITY"])  # storescu's AE title
@@ -224,6 +238,13 @@ def main():
                      f"instances in both; ingest of the study: blob-dicomd {summary['ingest_s']['blob-dicomd']:.2f} "
                      f"s, Orthanc {summary['ingest_s']['orthanc']:.2f} s")
 
+        study_servers = dict(servers)
+        if args.baseline:
+            base = Gateway(c, "ws1", "gateway-baseline", extra=["--http-address", "127.0.0.1:0"],
+                           index_url=gw.index_url, binary=os.path.join(os.path.abspath(args.baseline), "gateway",
+                                                                       "blob-dicomd"))
+            study_servers["baseline"] = base.http
+            summary["baseline"] = os.path.abspath(args.baseline)
         blobs = [glob.glob(c.path("store-ws1", "blobs", "*", e["sop"] + ".dcm")) for e in study]
         harness.check(all(len(b) == 1 for b in blobs), "every slice's Blob file in the store's directory")
         blobs = [b[0] for b in blobs]
@@ -231,18 +252,29 @@ def main():
         try:
             floor_port = int(floor.stdout.readline())
             floor_bytes = sum(os.path.getsize(b) - 4096 for b in blobs)
-            times = {name: [] for name in (*servers, "floor")}
+            times = {name: [] for name in (*study_servers, "floor")}
+            # The CPU a blob-dicomd and its store use for the retrieves (one at a time: the store's is theirs).
+            pids = {"blob-dicomd": gw.proc.pid}
+            if args.baseline:
+                pids["baseline"] = base.proc.pid
+            cpu = {name: {"gateway_s": 0.0, "store_s": 0.0} for name in pids}
             sizes = {}
             for _ in range(args.runs):
-                for name, root in (*servers.items(), ("floor", f"http://127.0.0.1:{floor_port}/floor")):
+                for name, root in (*study_servers.items(), ("floor", f"http://127.0.0.1:{floor_port}/floor")):
+                    before = (cpu_s(pids[name]), cpu_s(store.pid)) if name in pids else None
                     seconds, sizes[name] = retrieve_study(root, study[0]["study"],
                                                           floor_bytes if name == "floor" else total)
                     times[name].append(seconds)
+                    if before:
+                        cpu[name]["gateway_s"] += cpu_s(pids[name]) - before[0]
+                        cpu[name]["store_s"] += cpu_s(store.pid) - before[1]
         finally:
             floor.kill()
             floor.wait()
         retrieve = {name: {"samples_s": t, "median_s": statistics.median(t), "bytes": sizes[name],
                            "MBps": sizes[name] / statistics.median(t) / 1e6} for name, t in times.items()}
+        for name, used in cpu.items():
+            retrieve[name]["cpu_ms_per_retrieve"] = {k[:-2]: v * 1000 / args.runs for k, v in used.items()}
         retrieve["ratio"] = retrieve["orthanc"]["median_s"] / retrieve["blob-dicomd"]["median_s"]
         retrieve["floor_ratio"] = retrieve["orthanc"]["median_s"] / retrieve["floor"]["median_s"]
         retrieve["study_bytes"] = total
@@ -252,6 +284,16 @@ def main():
               f"Orthanc {retrieve['orthanc']['median_s']:.3f} s ({retrieve['orthanc']['MBps']:.0f} MB/s): "
               f"{retrieve['ratio']:.2f} x Orthanc (goal >= 2); the floor (sendfile of the Blob files alone) "
               f"{retrieve['floor']['median_s']:.3f} s: {retrieve['floor_ratio']:.2f} x Orthanc", flush=True)
+        if args.baseline:
+            retrieve["baseline_ratio"] = retrieve["baseline"]["median_s"] / retrieve["blob-dicomd"]["median_s"]
+            print(f"the baseline's blob-dicomd ({args.baseline}) {retrieve['baseline']['median_s']:.3f} s: this "
+                  f"build {retrieve['baseline_ratio']:.2f} x the baseline's throughput; this build / the floor "
+                  f"{retrieve['blob-dicomd']['median_s'] / retrieve['floor']['median_s']:.2f} x the floor's time",
+                  flush=True)
+        for name in cpu:
+            used = retrieve[name]["cpu_ms_per_retrieve"]
+            print(f"CPU per retrieve, {name}: the gateway {used['gateway']:.0f} ms, its store {used['store']:.0f} ms "
+                  f"(/proc/PID/stat, mean of {args.runs})", flush=True)
 
         frame_bytes = args.frame_rows * args.frame_rows * 2
         summary["frame"] = {}

@@ -31,6 +31,8 @@ clients_libblobclient_la_SOURCES = \
 	clients/src/PushOperation.h \
 	clients/src/SeriesOperation.cpp \
 	clients/src/SeriesOperation.h \
+	clients/src/InPlaceSeries.cpp \
+	clients/src/InPlaceSeries.h \
 	clients/src/Session.cpp \
 	clients/src/SessionImpl.h \
 	clients/src/StoreChoice.cpp \

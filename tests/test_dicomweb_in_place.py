@@ -21,9 +21,9 @@ then sendfile(2)), never copied through the gateway.
 - Access refused stays refused: a gateway whose certificate may write to a
   TLS-only store on this host but not read there (--allow-write CN=gateway
   only) stores a study through storescu, and each WADO-RS request for it
-  sends no instance, the store refusing the file of each instance again
-  for each request (findLocalFile refused in the store's log, "may not
-  read" in the gateway's, three per request).
+  sends no instance, the store refusing the files of the instances again
+  for each request, in one call (findLocalFiles refused in the store's log
+  once per request; "may not read" in the gateway's, once per instance).
 Real omniNames, blobstored and blob-dicomd on 127.0.0.1."""
 
 import os
@@ -172,8 +172,10 @@ def test(c):
                     if "DICOMweb WADO-RS to" in line and '"CN=gateway" may not read' in line]
         check_equal(len(refusals), 3 * n, f"request {n}: instances refused by the store (the gateway's log)")
         with open(central.log_paths[0], errors="replace") as f:
-            check_equal(f.read().count('findLocalFile refused: permission denied: client "CN=gateway" may not read'),
-                        3 * n, f"request {n}: the store's refusals of the instances' files (its log)")
+            log = f.read()
+        check_equal(log.count('findLocalFiles refused: permission denied: client "CN=gateway" may not read'),
+                    n, f"request {n}: the store's refusals of the files of the request's instances, one call (its log)")
+        check_equal(log.count("findLocalFile refused"), 0, f"request {n}: refusals of one instance's file (its log)")
         check_equal(writer.log().count("pulled in place"), 0, "instances pulled in place")
 
 

@@ -94,6 +94,7 @@ def probe(c, daemon, store):
 DECLARED = {
     "name": [], "status": [], "contains": ["InvalidName"], "stat": ["NoSuchBlob", "InvalidName"], "list": [],
     "findLocalFile": ["NoSuchBlob", "InvalidName"], "shareImage": ["NoSuchBlob", "InvalidName"],
+    "findLocalFiles": ["LimitReached"],
     "verify": ["NoSuchBlob", "InvalidName", "Corrupt"],
     "resumable": ["InvalidName", "NoSuchReservation"], "dataAddress": [], "openTransporter": ["LimitReached"],
     "reserve": ["InvalidName", "OutOfSpace", "AlreadyExists", "LimitReached"],

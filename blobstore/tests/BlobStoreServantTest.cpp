@@ -97,6 +97,8 @@ BOOST_FIXTURE_TEST_CASE(batches_raise_limit_reached, Fixture)
     for (CORBA::ULong i = 0; i < names.length(); ++i) names[i] = "CT.1";
     BOOST_CHECK_EQUAL(idl_message<BlobStreaming::LimitReached>([&] { servant->shareImages(names); }),
                       "shareImages: 1025 names; at most 1024 per call");
+    BOOST_CHECK_EQUAL(idl_message<BlobStreaming::LimitReached>([&] { servant->findLocalFiles(names); }),
+                      "findLocalFiles: 1025 names; at most 1024 per call");
     BlobStreaming::TicketIdSeq grants;
     grants.length(1025);
     BOOST_CHECK_EQUAL(idl_message<BlobStreaming::LimitReached>([&] { servant->shareGrantedImages(grants); }),
@@ -112,6 +114,14 @@ BOOST_FIXTURE_TEST_CASE(batches_raise_limit_reached, Fixture)
                      BlobStreaming::LocalFile_var f;
                      servant->findLocalFile("CT.2", f.out());
                  }).empty());
+    // In one call: an entry per name, none with a file (a missing Blob, an
+    // invalid name included: no exception for one name).
+    names.length(3);
+    names[1] = "CT.2";
+    names[2] = "../x";
+    BlobStreaming::LocalFileSeq_var files = servant->findLocalFiles(names);
+    BOOST_REQUIRE_EQUAL(files->length(), 3u);
+    for (CORBA::ULong i = 0; i < files->length(); ++i) BOOST_CHECK_EQUAL(std::string(files[i].path.in()), "");
 }
 
 BOOST_FIXTURE_TEST_CASE(a_grant_of_no_ticket_is_refused_as_transfer_failed, Fixture)

@@ -573,6 +573,28 @@ std::optional<LocalFile> ControlPlane::find_local(const std::string& store, cons
                       }, true);
 }
 
+std::optional<std::vector<std::optional<LocalFile>>> ControlPlane::find_local_files(
+    const std::string& store, const std::vector<std::string>& names)
+{
+    using Files = std::vector<std::optional<LocalFile>>;
+    const std::string what = "pull " + std::to_string(names.size()) + " Blobs in place";
+    return with_store(*refs_, options_, store, what, [&](BlobStreaming::BlobStore_ptr ref) -> std::optional<Files> {
+        const BlobStreaming::NameSeq seq = corba::to_name_seq(names);
+        BlobStreaming::LocalFileSeq_var files;
+        try {
+            files = ref->findLocalFiles(seq);
+        } catch (const CORBA::BAD_OPERATION&) {
+            return std::nullopt;  // a store older than findLocalFiles
+        }
+        Files out(names.size());
+        for (CORBA::ULong i = 0; i < files->length() && i < names.size(); ++i) {
+            const BlobStreaming::LocalFile& file = files[i];
+            if (file.path.in()[0] != '\0' && on_this_host(file.host.in())) out[i] = local_file_of(file);
+        }
+        return out;
+    }, true);
+}
+
 BlobInfo ControlPlane::stat(const std::string& store, const std::string& name)
 {
     return with_store(*refs_, options_, store, "stat " + quote_name(name), [&](BlobStreaming::BlobStore_ptr ref) {

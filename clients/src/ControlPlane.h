@@ -89,6 +89,13 @@ public:
     std::vector<std::string> transporter_stores();
     /// The Blob's file when the store offers one on this very host.
     std::optional<LocalFile> find_local(const std::string& store, const std::string& name);
+    /// find_local() of each of `names` (at most 1024) in one call
+    /// (BlobStore::findLocalFiles): none where the store offers no file on
+    /// this very host. std::nullopt as a whole when the store is older than
+    /// that operation (the caller then asks name by name). Throws Error for
+    /// what concerns every name (no read permission, the store unreachable).
+    std::optional<std::vector<std::optional<LocalFile>>> find_local_files(const std::string& store,
+                                                                          const std::vector<std::string>& names);
     BlobInfo stat(const std::string& store, const std::string& name);
     /// The store rereads the Blob and checks its checksum (Errc::corrupt).
     BlobInfo verify(const std::string& store, const std::string& name);

@@ -2,6 +2,7 @@
 // (SeriesOperation.h), and SeriesResult.
 #include "SeriesOperation.h"
 
+#include "InPlaceSeries.h"
 #include "PullOperation.h"
 #include "PushOperation.h"
 #include "TransferResult.h"
@@ -18,7 +19,7 @@ void SeriesOperation::push(Session::Impl& session, std::vector<PushSlice> slices
                            SeriesCompletion done, SliceCompletion slice_done)
 {
     run(session, "push", std::move(slices), std::move(options), mode, std::move(done), std::move(slice_done),
-        [](Session::Impl& s, PushSlice&& slice, const PushOptions& o, Completion c) {
+        [](Session::Impl& s, std::size_t, PushSlice&& slice, const PushOptions& o, Completion c) {
             PushOperation::start(s, std::move(slice.source), std::move(slice.name), o, std::move(c));
         });
 }
@@ -26,15 +27,28 @@ void SeriesOperation::push(Session::Impl& session, std::vector<PushSlice> slices
 void SeriesOperation::pull(Session::Impl& session, std::vector<PullSlice> slices, PullOptions options, Mode mode,
                            SeriesCompletion done, SliceCompletion slice_done)
 {
+    // Every slice in place from one store: their files asked for in one
+    // control call before the first starts (InPlaceSeries.h).
+    std::shared_ptr<InPlaceSeries> in_place;
+    std::function<void()> prepare;
+    if (InPlaceSeries::applies(session, slices, options)) {
+        std::vector<std::string> names;
+        for (const PullSlice& slice : slices) names.push_back(slice.name);
+        in_place = std::make_shared<InPlaceSeries>(options.store, std::move(names));
+        prepare = [&session, in_place] { in_place->ask(*session.control); };
+    }
     run(session, "pull", std::move(slices), std::move(options), mode, std::move(done), std::move(slice_done),
-        [](Session::Impl& s, PullSlice&& slice, const PullOptions& o, Completion c) {
+        [in_place](Session::Impl& s, std::size_t index, PullSlice&& slice, const PullOptions& o, Completion c) {
+            if (in_place) return in_place->start(s, index, std::move(slice), o, std::move(c));
             PullOperation::start(s, std::move(slice.name), std::move(slice.sink), o, std::move(c));
-        });
+        },
+        std::move(prepare));
 }
 
 template <class Slice, class Options, class StartOne>
 void SeriesOperation::run(Session::Impl& session, const char* verb, std::vector<Slice> slices, Options options,
-                          Mode mode, SeriesCompletion done, SliceCompletion slice_done, StartOne start_one)
+                          Mode mode, SeriesCompletion done, SliceCompletion slice_done, StartOne start_one,
+                          std::function<void()> prepare)
 {
     std::vector<std::string> names;
     names.reserve(slices.size());
@@ -42,7 +56,7 @@ void SeriesOperation::run(Session::Impl& session, const char* verb, std::vector<
     // Each slice moves into its operation when it starts.
     auto waiting = std::make_shared<std::vector<Slice>>(std::move(slices));
     StartSlice start = [&session, waiting, options = std::move(options), start_one](std::size_t i, Completion c) {
-        start_one(session, std::move((*waiting)[i]), options, std::move(c));
+        start_one(session, i, std::move((*waiting)[i]), options, std::move(c));
     };
     std::shared_ptr<SeriesOperation> series(
         new SeriesOperation(session, verb, std::move(names), std::move(start), std::move(slice_done)));
@@ -51,7 +65,16 @@ void SeriesOperation::run(Session::Impl& session, const char* verb, std::vector<
     Completion finished = [series, done = std::move(done)](const Result&) {
         if (done) call_logged("series completion callback", [&] { done(series->result_); });
     };
-    session.run(mode, std::move(finished), [&series](Completion c) { series->begin(std::move(c)); });
+    if (!prepare)
+        return session.run(mode, std::move(finished), [&series](Completion c) { series->begin(std::move(c)); });
+    session.run(mode, std::move(finished), [&session, &series, &prepare](Completion c) {
+        // The Session closing: begin() completes every slice cancelled.
+        session.control_call([series, prepare = std::move(prepare), c] {
+                                 prepare();
+                                 series->begin(c);
+                             },
+                             [series, c] { series->begin(c); });
+    });
 }
 
 SeriesOperation::SeriesOperation(Session::Impl& session, const char* verb, std::vector<std::string> names,

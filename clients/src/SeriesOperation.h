@@ -6,6 +6,7 @@
 /// while the current slices' bytes move on the loop thread. No transfer of
 /// its own: it only decides when each slice starts and gathers the Results.
 /// The completions it hands to its slices keep it alive:
+///   control: prepare                       a pull series in place: its files asked for at once (InPlaceSeries.h)
 ///   caller:  begin()                       starts the first window (an empty series: finish())
 ///   loop:    on_loop_thread_slice_done()   records a slice, starts the next one or, after the last, finish()
 
@@ -44,12 +45,17 @@ private:
 
     /// Caller thread: runs the series of `slices` in `mode`
     /// (Session::Impl::run), `done` receiving its SeriesResult;
-    /// `start_one(session, slice, options, completion)` starts one slice.
+    /// `start_one(session, index, slice, options, completion)` starts one
+    /// slice; `prepare`, when given, runs on a control thread before the
+    /// first slice starts.
     template <class Slice, class Options, class StartOne>
     static void run(Session::Impl& session, const char* verb, std::vector<Slice> slices, Options options, Mode mode,
-                    SeriesCompletion done, SliceCompletion slice_done, StartOne start_one);
-    /// Caller thread: starts the first window; `done` runs once every slice
-    /// has ended (its Result is empty: the series' outcome is result_).
+                    SeriesCompletion done, SliceCompletion slice_done, StartOne start_one,
+                    std::function<void()> prepare = {});
+    /// Caller thread (a control thread after `prepare`, the loop thread when
+    /// the Session closed meanwhile): starts the first window; `done` runs
+    /// once every slice has ended (its Result is empty: the series' outcome
+    /// is result_).
     void begin(Completion done);
     /// Any thread: starts slices while the window has room. A slice due
     /// while the Session closes is not started: it completes cancelled.

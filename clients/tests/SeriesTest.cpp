@@ -3,8 +3,9 @@
 // and the per-slice Results in series order in Mode::Sync and Mode::Async
 // with either reactor, a failing slice that fails alone, the bound on the
 // slices in flight, the next slices' control calls made while a slice's
-// bytes move (counted in the daemon's request trace), and a Session
-// destroyed mid-series.
+// bytes move (counted in the daemon's request trace), a Session
+// destroyed mid-series, and a series kept in place that asks for its files
+// in one call and serves a Blob replaced meanwhile whole.
 #include <blobstreaming/client/Session.h>
 
 #include "ErrorOf.h"
@@ -23,11 +24,14 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <poll.h>
 
 using namespace blobstreaming;
 using namespace blobstreaming::client;
@@ -599,4 +603,67 @@ BOOST_AUTO_TEST_CASE(destroying_the_session_mid_series_completes_every_slice_onc
             BOOST_TEST(reserved_once_settled(check) == 0u, label);
         }
     }
+}
+
+// A pull series kept in place from a file store of this host asks the store
+// for every slice's file in one call (findLocalFiles, in the daemon's request
+// trace), then serves each slice from its file. The reactor is the test's
+// (ReactorMode::Caller), so the slices are served only when run_once() runs:
+// a Blob replaced after the store answered and before its slice is served is
+// served whole in the version its file then holds (that slice asks again on
+// its own: one findLocalFile), never a mix.
+BOOST_AUTO_TEST_CASE(an_in_place_series_asks_for_its_files_in_one_call_and_serves_each_version_whole,
+                     *boost::unit_test::timeout(120))
+{
+    NameServer ns;
+    const std::string trace = ns.dir() + "/daemon.trace";
+    StoreDaemon daemon{ns, "tf", "file:" + ns.dir() + "/tf", trace};
+    Session::Options wo = options_for(ns.url());
+    wo.default_store = "tf";
+    wo.local_fast_path = false;
+    Session writer(wo);
+    const Study study("IP", 3);
+    for (std::size_t i = 0; i < study.size(); ++i)
+        writer.push_memory(study.bytes[i].data(), study.bytes[i].size(), study.names[i]);
+    const std::vector<std::uint8_t> replacement(123457, 0x5A);
+
+    Session::Options ro = options_for(ns.url());
+    ro.default_store = "tf";
+    ro.reactor = ReactorMode::Caller;
+    ro.local_fast_path = true;
+    Session reader(ro);
+    std::vector<std::shared_ptr<const InPlaceBlob>> places(study.size());
+    std::vector<std::vector<std::uint8_t>> copied(study.size());
+    std::vector<PullSlice> slices;
+    for (std::size_t i = 0; i < study.size(); ++i)
+        slices.push_back({study.names[i], PullSink::in_place(&places[i], PullSink::memory(&copied[i]))});
+    PullOptions po;
+    po.store = "tf";
+    const std::size_t calls_before = dispatched(trace).size();
+    std::optional<SeriesResult> result;
+    reader.pull_series(std::move(slices), po, Mode::Async, [&](const SeriesResult& r) { result = r; });
+
+    // The store has answered once the slices' work reaches the loop.
+    pollfd p{reader.descriptor(), POLLIN, 0};
+    BOOST_REQUIRE_MESSAGE(::poll(&p, 1, 20000) == 1, "the store's answer did not reach the loop within 20 s");
+    PushOptions replace;
+    replace.replace = true;
+    const BlobInfo replaced = writer.push_memory(replacement.data(), replacement.size(), study.names[1], replace);
+
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!result && std::chrono::steady_clock::now() < deadline) reader.run_once(std::chrono::milliseconds(100));
+    BOOST_REQUIRE(result.has_value());
+    BOOST_TEST(result->ok());
+    for (std::size_t i = 0; i < study.size(); ++i) {
+        BOOST_REQUIRE_MESSAGE(places[i] != nullptr, "slice " << i << " was not served in place");
+        BOOST_TEST(copied[i].empty());
+        const std::vector<std::uint8_t>& want = i == 1 ? replacement : study.bytes[i];
+        BOOST_TEST_REQUIRE(places[i]->size() == want.size());
+        BOOST_TEST(std::equal(want.begin(), want.end(), places[i]->data()), "slice " << i << "'s bytes");
+    }
+    BOOST_TEST(result->slices[1].info.checksum.text() == replaced.checksum.text());
+    std::vector<std::string> calls = dispatched(trace);
+    calls.erase(calls.begin(), calls.begin() + static_cast<std::ptrdiff_t>(calls_before));
+    BOOST_TEST(std::count(calls.begin(), calls.end(), "findLocalFiles") == 1);
+    BOOST_TEST(std::count(calls.begin(), calls.end(), "findLocalFile") == 1);  // the replaced slice, alone
 }

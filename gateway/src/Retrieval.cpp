@@ -6,6 +6,7 @@
 #include <blobstreaming/common/Error.h>
 
 #include <dcmtk/dcmdata/dcfilefo.h>
+#include <dcmtk/dcmdata/dcdeftag.h>
 #include <dcmtk/dcmdata/dcistrmb.h>
 
 #include <spdlog/spdlog.h>
@@ -30,6 +31,10 @@ constexpr std::size_t kBatch = 16;
 /// The first batch is smaller: the first sub-operation waits for all of it
 /// (the next batch is pulled meanwhile).
 constexpr std::size_t kFirstBatch = 4;
+/// Served in place (Retrieval::in_place()), a batch holds no memory: the
+/// next ones are larger, each one control call to a store for the files of
+/// all its instances (BlobStore::findLocalFiles).
+constexpr std::size_t kInPlaceBatch = 32;
 /// Pulled into memory rather than a spool file: instances up to this size,
 /// as long as the batch's total stays within kBatchMemory.
 constexpr std::uint64_t kInMemory = 8u << 20;
@@ -44,9 +49,8 @@ constexpr std::chrono::seconds kStoresFresh{5};
 
 /// What the header of the object in `bytes` says against `expected`
 /// (delivered_mismatch()): its first 16 KiB are parsed, then its first
-/// 256 KiB, then the whole object, until the attributes are all found. A
-/// buffer stream copies what it holds of the Pixel Data into the object: the
-/// short head keeps that small (an image's header is a few KiB).
+/// 256 KiB, then the whole object, until the attributes are all found, each
+/// pass up to the Pixel Data's tag (an image's header is a few KiB).
 std::string header_mismatch(const std::uint8_t* bytes, std::size_t size,
                             const std::map<std::string, std::string>& expected)
 {
@@ -60,7 +64,10 @@ std::string header_mismatch(const std::uint8_t* bytes, std::size_t size,
         stream.setBuffer(bytes, static_cast<offile_off_t>(whole ? size : head));
         if (whole) stream.setEos();
         object.transferInit();
-        const OFCondition read = object.read(stream, EXS_Unknown, EGL_noChange, DCM_MaxReadLength);
+        // The attributes checked all come before the Pixel Data: the parse
+        // stops at its tag, none of its value copied.
+        const OFCondition read =
+            object.readUntilTag(stream, EXS_Unknown, EGL_noChange, DCM_MaxReadLength, DCM_PixelData);
         object.transferEnd();
         // A head cut short ends with "more data needed": what it held is read
         // (any other error there: the next, longer pass decides).
@@ -199,7 +206,8 @@ void Retrieval::prefetch()
     Pending& p = *pending_;
     while (p.next.size() < kAhead && p.queued < items_.size()) {
         const std::size_t begin = p.queued;
-        const std::size_t end = std::min(items_.size(), begin + (begin == 0 ? kFirstBatch : kBatch));
+        const std::size_t end =
+            std::min(items_.size(), begin + (begin == 0 ? kFirstBatch : in_place_ ? kInPlaceBatch : kBatch));
         p.next.push_back(std::async(std::launch::async, [this, begin, end] { return pull(begin, end); }));
         p.queued = end;
     }

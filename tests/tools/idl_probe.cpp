@@ -157,6 +157,13 @@ int each_op(const std::string& naming, const std::string& store_name, const std:
         BlobStreaming::SharedImage_var image;
         store->shareImage(blob.c_str(), image.out());
     });
+    probe("findLocalFiles", [&] {
+        BlobStreaming::NameSeq names;
+        names.length(2);
+        names[0] = blob.c_str();
+        names[1] = "probe.missing";
+        BlobStreaming::LocalFileSeq_var files = store->findLocalFiles(names);
+    });
     probe("verify", [&] { BlobStreaming::BlobInfo_var i = store->verify(blob.c_str()); });
     probe("resumable", [&] { BlobStreaming::Reservation_var r = store->resumable(fresh.c_str()); });
     probe("dataAddress", [&] { BlobStreaming::DataEndpoint_var e = store->dataAddress(); });

@@ -359,11 +359,35 @@ CORBA::Boolean BlobStore_i::findLocalFile(const char* name, BlobStreaming::Local
     file = no_file();
     try {
         const auto local = context_.service.local_file(current_caller(), name);
+        spdlog::debug("findLocalFile: {}: {}", quote_name(name), local ? "file offered" : "no file");
         if (!local) return false;
         to_idl_file(*local, *file);
         return true;
     } catch (...) {
         rethrow_idl(context_, kNoSuchBlob | kInvalidName, {name});
+    }
+}
+
+BlobStreaming::LocalFileSeq* BlobStore_i::findLocalFiles(const BlobStreaming::NameSeq& names)
+{
+    try {
+        const auto files = context_.service.local_files(current_caller(), names_of(names));
+        BlobStreaming::LocalFileSeq_var out = new BlobStreaming::LocalFileSeq;
+        out->length(names.length());
+        CORBA::ULong offered = 0;
+        for (CORBA::ULong i = 0; i < names.length(); ++i) {
+            // Every field marshalled, also for a name without a file (path "").
+            if (files[i]) {
+                to_idl_file(*files[i], out[i]);
+                ++offered;
+            } else {
+                to_idl(blobstreaming::BlobInfo{}, out[i].info);
+            }
+        }
+        spdlog::debug("findLocalFiles: {} names, {} files offered", names.length(), offered);
+        return out._retn();
+    } catch (...) {
+        rethrow_idl(context_, kLimitReached);
     }
 }
 

@@ -45,6 +45,7 @@ public:
     CORBA::Boolean findGrantedFile(const BlobStreaming::TicketId grant, BlobStreaming::LocalFile_out file) override;
     BlobStreaming::SharedImageSeq* shareGrantedImages(const BlobStreaming::TicketIdSeq& grants) override;
     CORBA::Boolean findLocalFile(const char* name, BlobStreaming::LocalFile_out file) override;
+    BlobStreaming::LocalFileSeq* findLocalFiles(const BlobStreaming::NameSeq& names) override;
     CORBA::Boolean shareImage(const char* name, BlobStreaming::SharedImage_out image) override;
     BlobStreaming::SharedImageSeq* shareImages(const BlobStreaming::NameSeq& names) override;
     BlobStreaming::DataEndpoint* dataAddress() override;

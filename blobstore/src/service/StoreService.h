@@ -65,7 +65,7 @@ private:
     server::Permission permission_;
 };
 
-/// Names (or grants) per batch call: fetchEach, shareImages,
+/// Names (or grants) per batch call: fetchEach, findLocalFiles, shareImages,
 /// shareGrantedImages, grantReads.
 constexpr std::size_t kMaxBatch = 1024;
 /// Throws Error(limit_reached) "OPERATION: N WHAT; at most 1024 per call"
@@ -235,6 +235,11 @@ public:
     /// offer them, is receiving the Blob now, or for an empty Blob. Needs
     /// read. invalid_name, no_such_blob.
     std::optional<Store::LocalFile> local_file(const Caller& caller, const std::string& name);
+    /// local_file() of each of `names` (findLocalFiles): the read
+    /// permission checked once, at most kMaxBatch names; none for a name
+    /// local_file() would refuse or offer no file for.
+    std::vector<std::optional<Store::LocalFile>> local_files(const Caller& caller,
+                                                             const std::vector<std::string>& names);
     /// A sealed image of `name` (shareImage): none as local_file(), without
     /// an image shelf, or when the shelf cannot make one (logged). Needs
     /// read.

@@ -49,6 +49,25 @@ std::optional<Store::LocalFile> StoreService::local_file(const Caller& caller, c
     return offered_file(name, options_.local_fast_path);
 }
 
+std::vector<std::optional<Store::LocalFile>> StoreService::local_files(const Caller& caller,
+                                                                      const std::vector<std::string>& names)
+{
+    require(caller, server::Permission::read, "findLocalFiles");
+    check_batch(names.size(), "findLocalFiles", "names");
+    std::vector<std::optional<Store::LocalFile>> out(names.size());
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        try {
+            validate_blob_name(names[i]);
+            if (options_.read_through) options_.read_through->fill_and_wait(names[i]);
+            out[i] = offered_file(names[i], options_.local_fast_path);
+        } catch (const std::exception& e) {
+            // findLocalFile() of that name says why.
+            spdlog::debug("findLocalFiles: {}: {}", quote_name(names[i]), e.what());
+        }
+    }
+    return out;
+}
+
 std::optional<StoreService::Image> StoreService::share_image(const std::string& name)
 {
     validate_blob_name(name);
