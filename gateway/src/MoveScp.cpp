@@ -92,6 +92,8 @@ OFCondition serve_move(const MoveServices& services, const MoveRequest& move, co
     try {
         retrieval =
             std::make_unique<Retrieval>(*services.index, services.session, *query, operation, services.spool_path);
+        // Same-host copies sent from the stores' files, as WADO-RS does.
+        retrieval->in_place(true);
     } catch (const RetrievalRefused& e) {
         spdlog::error("{}: refused (status {:04X}): the study index failed: {}", operation, e.status, e.what());
         return respond(move, e.status, {}, nullptr, "study index failure (in the gateway's log)");

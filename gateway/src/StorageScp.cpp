@@ -291,6 +291,7 @@ protected:
         } else if (parse_query(request.AffectedSOPClassUID, identifier, query, status, why)) {
             try {
                 retrieval = std::make_unique<Retrieval>(*g_index, *g_session, query, "C-GET from " + peer(), spool_path);
+                retrieval->in_place(true);  // same-host copies sent from the stores' files
             } catch (const RetrievalRefused& e) {
                 status = e.status;
                 why = index_failure("C-GET", peer(), Error(Errc::io_error, e.what()));
