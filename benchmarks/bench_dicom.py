@@ -22,7 +22,10 @@ never asserted (docs/DICOM.md, "Figures").
    answer per instance (each file written, fdatasync, renamed, its
    directory fsync'd, in sequence). --baseline-gateway PROGRAM adds another
    build's blob-dicomd (on a durable store of its own) to the receivers,
-   interleaved with them: a before/after of the gateway in one invocation.
+   interleaved with them: a before/after of the gateway in one invocation;
+   --baseline-daemon PROGRAM runs that receiver's store on another build's
+   blobstored (with this build's gateway unless --baseline-gateway too): a
+   before/after of the store's commit.
 2. Query: an index of --instances instances (--patients patients, one study
    each; rows written straight into the schema blob-dicomd created), then
    --samples runs of `blob find --level study PatientID=...` for random
@@ -179,10 +182,10 @@ def ingest(c, args):
     fast = Gateway(c, "nosync", "gateway-nosync")
     naming["nosync"] = c.naming
     baseline = None
-    if args.baseline_gateway:
-        # Another build's gateway on a durable store of its own, interleaved with this one's.
+    if args.baseline_gateway or args.baseline_daemon:
+        # Another build's gateway and/or blobstored on a durable store of its own, interleaved with this one's.
         c.start_naming()
-        c.start_daemon("baseline", "file")
+        c.start_daemon("baseline", "file", binary=args.baseline_daemon)
         baseline = Gateway(c, "baseline", "gateway-baseline", binary=args.baseline_gateway)
         naming["baseline"] = c.naming
     port = harness.free_port()
@@ -257,6 +260,7 @@ def ingest(c, args):
            "gateway_split_ms": instance_split(gw.log()), "gateway_nosync_split_ms": instance_split(fast.log())}
     if baseline:
         row["baseline_gateway"] = args.baseline_gateway
+        row["baseline_daemon"] = args.baseline_daemon
         for n in modes:
             row[f"ratio_baseline_{n}"] = med[("storescp", n)] / med[("blob-dicomd-baseline", n)]
             row[f"speedup_over_baseline_{n}"] = med[("blob-dicomd-baseline", n)] / med[("blob-dicomd", n)]
@@ -286,7 +290,8 @@ def ingest(c, args):
           f"split (header/push/answer/index, ms) {'/'.join(f'{v:.1f}' for v in row['gateway_split_ms'].values())}, "
           f"--no-sync {'/'.join(f'{v:.1f}' for v in row['gateway_nosync_split_ms'].values())}", flush=True)
     if baseline:
-        print("the baseline gateway (" + args.baseline_gateway + "), interleaved: " + ", ".join(
+        print("the baseline (gateway " + (args.baseline_gateway or "this build's") + ", blobstored " +
+              (args.baseline_daemon or "this build's") + "), interleaved: " + ", ".join(
             f"{n} association(s) {row[f'ratio_baseline_{n}']:.2f} x storescp, this build "
             f"{row[f'speedup_over_baseline_{n}']:.2f} x its throughput" for n in modes) +
             f"; split {'/'.join(f'{v:.1f}' for v in row['gateway_baseline_split_ms'].values())}", flush=True)
@@ -404,6 +409,9 @@ def main():
     ap.add_argument("--baseline-gateway", metavar="PROGRAM",
                     help="ingest: also another build's blob-dicomd (its build tree's gateway/blob-dicomd) on a "
                          "durable file store, interleaved with the others, for a before/after in one invocation")
+    ap.add_argument("--baseline-daemon", metavar="PROGRAM",
+                    help="ingest: the baseline receiver's store on another build's blobstored (its build tree's "
+                         "blobstore/blobstored); with this build's gateway unless --baseline-gateway")
     ap.add_argument("--steps", default="ingest,find",
                     help="which parts to run, comma-separated: ingest (the gateway against storescp), find (the "
                          "queries; needs ingest's gateway index schema, so ingest runs with it)")
@@ -417,6 +425,9 @@ def main():
     if args.baseline_gateway and not os.access(args.baseline_gateway, os.X_OK):
         ap.error(f"--baseline-gateway {args.baseline_gateway}: not an executable program; expected a build tree's "
                  "gateway/blob-dicomd")
+    if args.baseline_daemon and not os.access(args.baseline_daemon, os.X_OK):
+        ap.error(f"--baseline-daemon {args.baseline_daemon}: not an executable program; expected a build tree's "
+                 "blobstore/blobstored")
     if not 1 <= args.associations <= 16:
         ap.error(f"--associations: {args.associations}; allowed: 1 to 16")
     os.environ["BS_BUILDDIR"] = os.path.abspath(args.build)

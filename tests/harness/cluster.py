@@ -79,12 +79,13 @@ class Cluster(Workspace):
 
     # ---- blobstored ----------------------------------------------------------
     def start_daemon(self, name, store, tier=None, extra=(), timeout=60, store_dir=None, naming=None,
-                     preexec_fn=None):
+                     preexec_fn=None, binary=None):
         """Starts blobstored --name NAME --store STORE and waits for its ready
         line. `store` is "file" (a new directory under the test's root, or
         `store_dir`), "memory:SIZE", or any --store value. `preexec_fn` runs
-        in the child before the exec (e.g. to lower a resource limit)."""
-        daemon_path = program("blobstore/blobstored")
+        in the child before the exec (e.g. to lower a resource limit).
+        `binary`: another build's blobstored (benchmarks' before/after)."""
+        daemon_path = binary or program("blobstore/blobstored")
         if store == "file":
             store_dir = store_dir or self.path(f"store-{name}")
             store = f"file:{store_dir}"
