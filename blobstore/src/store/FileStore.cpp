@@ -9,6 +9,7 @@
 #include "FileSystem.h"
 
 #include <blobstreaming/common/BlobName.h>
+#include <blobstreaming/common/DescriptorReserve.h>
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/MappedRegion.h>
 #include <blobstreaming/common/UniqueFd.h>
@@ -36,10 +37,11 @@ using detail::read_header;
 
 namespace {
 
-/// What a BlobRange keeps alive: the open file, and the range mapped on its
-/// first data() (a pull sent with sendfile never maps it).
+/// What a BlobRange keeps alive: the open file (shared with the store's
+/// OpenFiles), and the range mapped on its first data() (a pull sent with
+/// sendfile never maps it).
 struct OpenBlob final : LazyMapping {
-    UniqueFd fd;
+    std::shared_ptr<const detail::OpenFile> file;
     std::uint64_t offset = 0;
     std::size_t length = 0;
     std::string what;  ///< "read \"NAME\": mmap PATH", for error()
@@ -49,11 +51,20 @@ struct OpenBlob final : LazyMapping {
 
     const std::uint8_t* bytes() const noexcept override
     {
-        std::call_once(once, [this] { map = MappedRegion::of_file(fd.get(), offset, length, map_error); });
+        std::call_once(once, [this] { map = MappedRegion::of_file(file->fd.get(), offset, length, map_error); });
         return map.data();
     }
     std::string error() const override { return map_error ? what + ": " + map_error.message() : std::string(); }
 };
+
+/// openat(2) that, when the process is out of descriptors, has the idle
+/// ones (this store's open files among them) closed and tries once more.
+int open_giving_way(int dir, const char* relative, int flags)
+{
+    int fd = ::openat(dir, relative, flags);
+    if (fd < 0 && out_of_descriptors(errno) && IdleDescriptors::release_all() > 0) fd = ::openat(dir, relative, flags);
+    return fd;
+}
 
 /// Gives a new reservation file (`fd`, at `path`) the room for a Blob of
 /// `size` bytes and its header: fallocate; on a file system without it
@@ -96,6 +107,10 @@ FileStore::FileStore(const fs::path& directory) : FileStore(directory, Options{}
 FileStore::FileStore(const fs::path& directory, Options options) : state_(std::make_shared<State>(directory, options))
 {
     state_->open();
+    state_->idle = IdleDescriptors::add([state = state_.get()] {
+        std::lock_guard lock(state->mutex);
+        return state->open_files.clear();
+    });
     kept_ = detail::reopen_kept(state_);
     spdlog::info("file store {}: {} blob(s), {} bytes", directory.string(), state_->index.count(),
                  state_->index.used());
@@ -114,6 +129,18 @@ std::uint64_t FileStore::directory_syncs() const { return state_->directory_sync
 std::uint64_t FileStore::files_created_ahead() const { return state_->spare.taken(); }
 
 bool FileStore::file_ready_ahead() const { return state_->spare.ready(); }
+
+std::size_t FileStore::open_files() const
+{
+    std::lock_guard lock(state_->mutex);
+    return state_->open_files.size();
+}
+
+std::uint64_t FileStore::reads_from_open_files() const
+{
+    std::lock_guard lock(state_->mutex);
+    return state_->reads_kept_open;
+}
 
 BlobInfo FileStore::stat(std::string_view name) const
 {
@@ -158,6 +185,7 @@ BlobRange FileStore::read(std::string_view name, std::uint64_t start, std::uint6
     const std::string relative = State::relative_path_of(name);
     BlobInfo seen;
     detail::HeaderDigest digest{};
+    std::shared_ptr<const detail::OpenFile> kept;
     {
         std::lock_guard lock(state_->mutex);
         const auto* entry = state_->index.find(name);
@@ -166,31 +194,58 @@ BlobRange FileStore::read(std::string_view name, std::uint64_t start, std::uint6
         const auto& found = entry ? *entry : state_->index.get(name);
         seen = found.info;
         digest = found.extra.header_digest;
+        kept = state_->open_files.find(name, seen);
     }
-    auto blob = std::make_shared<OpenBlob>();
-    // Relative to blobs/ as the store opened it: a file of this store's
-    // own directory, never of one put in its place.
-    blob->fd.reset(::openat(state_->blobs_fd.get(), relative.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-    if (!blob->fd) {
-        const int err = errno;
-        const fs::path path = state_->path_of(name);
-        {
-            // A removed or replaced store directory says so; a missing file
-            // was removed by the store meanwhile, or behind its back.
+    if (kept) {
+        // The file kept open is the one the path names, unchanged since its
+        // header was checked: served without opening or checking it again.
+        struct stat st {};
+        if (::fstatat(state_->blobs_fd.get(), relative.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            detail::FileIdentity::of(st) == kept->identity) {
             std::lock_guard lock(state_->mutex);
-            state_->check_directories(what);
-            if (err == ENOENT) state_->forget_missing(what, name, seen, path);
+            ++state_->reads_kept_open;
+        } else {
+            std::lock_guard lock(state_->mutex);
+            state_->open_files.erase(name, kept.get());
+            kept.reset();
         }
-        throw_io_error(what + ": open " + path.string(), err);
     }
-    // The header of the file actually opened: if the Blob was replaced since
-    // the index lookup, the view is consistently of the new one. A header
-    // equal to the one the index checked is not hashed again.
-    std::string why;
-    const detail::KnownHeader known{seen, digest};
-    auto info = read_header(blob->fd.get(), why, &known);
-    if (!info) throw Error(Errc::corrupt, what + ": " + state_->path_of(name).string() + ": " + why);
-    end = detail::checked_end(name, info->size, start, end);
+    auto file = std::const_pointer_cast<detail::OpenFile>(kept);
+    if (!file) {
+        file = std::make_shared<detail::OpenFile>();
+        // Relative to blobs/ as the store opened it: a file of this store's
+        // own directory, never of one put in its place.
+        file->fd.reset(open_giving_way(state_->blobs_fd.get(), relative.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+        if (!file->fd) {
+            const int err = errno;
+            const fs::path path = state_->path_of(name);
+            {
+                // A removed or replaced store directory says so; a missing file
+                // was removed by the store meanwhile, or behind its back.
+                std::lock_guard lock(state_->mutex);
+                state_->check_directories(what);
+                if (err == ENOENT) state_->forget_missing(what, name, seen, path);
+            }
+            throw_io_error(what + ": open " + path.string(), err);
+        }
+        // The header of the file actually opened: if the Blob was replaced
+        // since the index lookup, the view is consistently of the new one. A
+        // header equal to the one the index checked is not hashed again.
+        std::string why;
+        const detail::KnownHeader known{seen, digest};
+        struct stat st {};
+        auto info = read_header(file->fd.get(), why, &known, nullptr, &st);
+        if (!info) throw Error(Errc::corrupt, what + ": " + state_->path_of(name).string() + ": " + why);
+        file->info = std::move(*info);
+        file->identity = detail::FileIdentity::of(st);
+        if (same_version(file->info, seen) && detail::OpenFiles::settled(st)) {
+            std::lock_guard lock(state_->mutex);
+            const auto* entry = state_->index.find(name);
+            if (entry && same_version(entry->info, seen)) state_->open_files.keep(name, file);
+        }
+    }
+    end = detail::checked_end(name, file->info.size, start, end);
+    auto blob = std::make_shared<OpenBlob>();
     blob->offset = kHeaderSize + start;
     blob->length = static_cast<std::size_t>(end - start);
     const LazyMapping* mapping = nullptr;
@@ -198,8 +253,10 @@ BlobRange FileStore::read(std::string_view name, std::uint64_t start, std::uint6
         blob->what = what + ": mmap " + state_->path_of(name).string();
         mapping = blob.get();
     }
-    const int fd = blob->fd.get();
-    return BlobRange(std::move(*info), start, end, std::move(blob), mapping, fd, kHeaderSize + start);
+    const int fd = file->fd.get();
+    BlobInfo info = file->info;
+    blob->file = std::move(file);
+    return BlobRange(std::move(info), start, end, std::move(blob), mapping, fd, kHeaderSize + start);
 }
 
 std::unique_ptr<Reservation> FileStore::reserve(std::string_view name, std::uint64_t size, ReserveMode mode,
@@ -265,6 +322,7 @@ BlobInfo FileStore::remove(std::string_view name)
             throw_io_error(what + ": unlink " + path.string(), err);
         }
         state_->index.erase(name);
+        state_->open_files.erase(name);
     }
     if (state_->sync) {
         try {
