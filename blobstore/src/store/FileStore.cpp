@@ -44,7 +44,6 @@ struct OpenBlob final : LazyMapping {
     std::shared_ptr<const detail::OpenFile> file;
     std::uint64_t offset = 0;
     std::size_t length = 0;
-    std::string what;  ///< "read \"NAME\": mmap PATH", for error()
     mutable std::once_flag once;
     mutable MappedRegion map;
     mutable std::error_code map_error;
@@ -54,7 +53,10 @@ struct OpenBlob final : LazyMapping {
         std::call_once(once, [this] { map = MappedRegion::of_file(file->fd.get(), offset, length, map_error); });
         return map.data();
     }
-    std::string error() const override { return map_error ? what + ": " + map_error.message() : std::string(); }
+    std::string error() const override
+    {
+        return map_error ? file->mmap_what + ": " + map_error.message() : std::string();
+    }
 };
 
 /// openat(2) that, when the process is out of descriptors, has the idle
@@ -138,8 +140,7 @@ std::size_t FileStore::open_files() const
 
 std::uint64_t FileStore::reads_from_open_files() const
 {
-    std::lock_guard lock(state_->mutex);
-    return state_->reads_kept_open;
+    return state_->reads_kept_open.load(std::memory_order_relaxed);
 }
 
 BlobInfo FileStore::stat(std::string_view name) const
@@ -181,15 +182,16 @@ std::optional<Store::LocalFile> FileStore::local_file(std::string_view name) con
 BlobRange FileStore::read(std::string_view name, std::uint64_t start, std::uint64_t end) const
 {
     validate_blob_name(name);
-    const std::string what = "read " + quote_name(name);
-    const std::string relative = State::relative_path_of(name);
+    // Messages are made only when needed: a read served from a kept file
+    // formats nothing.
+    const auto what = [name] { return "read " + quote_name(name); };
     BlobInfo seen;
     detail::HeaderDigest digest{};
     std::shared_ptr<const detail::OpenFile> kept;
     {
         std::lock_guard lock(state_->mutex);
         const auto* entry = state_->index.find(name);
-        if (!entry) state_->check_directories(what);
+        if (!entry) state_->check_directories(what());
         // throws no_such_blob (also while only reserved)
         const auto& found = entry ? *entry : state_->index.get(name);
         seen = found.info;
@@ -197,36 +199,35 @@ BlobRange FileStore::read(std::string_view name, std::uint64_t start, std::uint6
         kept = state_->open_files.find(name, seen);
     }
     if (kept) {
-        // The file kept open is the one the path names, unchanged since its
-        // header was checked: served without opening or checking it again.
+        // The file kept open is unchanged since its header was checked, and
+        // still linked: served without opening or checking it again.
         struct stat st {};
-        if (::fstatat(state_->blobs_fd.get(), relative.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-            detail::FileIdentity::of(st) == kept->identity) {
-            std::lock_guard lock(state_->mutex);
-            ++state_->reads_kept_open;
+        if (::fstat(kept->fd.get(), &st) == 0 && st.st_nlink > 0 && detail::FileIdentity::of(st) == kept->identity) {
+            state_->reads_kept_open.fetch_add(1, std::memory_order_relaxed);
         } else {
             std::lock_guard lock(state_->mutex);
             state_->open_files.erase(name, kept.get());
             kept.reset();
         }
     }
-    auto file = std::const_pointer_cast<detail::OpenFile>(kept);
+    std::shared_ptr<const detail::OpenFile> file = std::move(kept);
     if (!file) {
-        file = std::make_shared<detail::OpenFile>();
+        auto opened = std::make_shared<detail::OpenFile>();
+        const std::string relative = State::relative_path_of(name);
         // Relative to blobs/ as the store opened it: a file of this store's
         // own directory, never of one put in its place.
-        file->fd.reset(open_giving_way(state_->blobs_fd.get(), relative.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-        if (!file->fd) {
+        opened->fd.reset(open_giving_way(state_->blobs_fd.get(), relative.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+        if (!opened->fd) {
             const int err = errno;
             const fs::path path = state_->path_of(name);
             {
                 // A removed or replaced store directory says so; a missing file
                 // was removed by the store meanwhile, or behind its back.
                 std::lock_guard lock(state_->mutex);
-                state_->check_directories(what);
-                if (err == ENOENT) state_->forget_missing(what, name, seen, path);
+                state_->check_directories(what());
+                if (err == ENOENT) state_->forget_missing(what(), name, seen, path);
             }
-            throw_io_error(what + ": open " + path.string(), err);
+            throw_io_error(what() + ": open " + path.string(), err);
         }
         // The header of the file actually opened: if the Blob was replaced
         // since the index lookup, the view is consistently of the new one. A
@@ -234,25 +235,23 @@ BlobRange FileStore::read(std::string_view name, std::uint64_t start, std::uint6
         std::string why;
         const detail::KnownHeader known{seen, digest};
         struct stat st {};
-        auto info = read_header(file->fd.get(), why, &known, nullptr, &st);
-        if (!info) throw Error(Errc::corrupt, what + ": " + state_->path_of(name).string() + ": " + why);
-        file->info = std::move(*info);
-        file->identity = detail::FileIdentity::of(st);
-        if (same_version(file->info, seen) && detail::OpenFiles::settled(st)) {
+        auto info = read_header(opened->fd.get(), why, &known, nullptr, &st);
+        if (!info) throw Error(Errc::corrupt, what() + ": " + state_->path_of(name).string() + ": " + why);
+        opened->info = std::move(*info);
+        opened->mmap_what = what() + ": mmap " + state_->path_of(name).string();
+        opened->identity = detail::FileIdentity::of(st);
+        if (same_version(opened->info, seen) && detail::OpenFiles::settled(st)) {
             std::lock_guard lock(state_->mutex);
             const auto* entry = state_->index.find(name);
-            if (entry && same_version(entry->info, seen)) state_->open_files.keep(name, file);
+            if (entry && same_version(entry->info, seen)) state_->open_files.keep(name, opened);
         }
+        file = std::move(opened);
     }
     end = detail::checked_end(name, file->info.size, start, end);
     auto blob = std::make_shared<OpenBlob>();
     blob->offset = kHeaderSize + start;
     blob->length = static_cast<std::size_t>(end - start);
-    const LazyMapping* mapping = nullptr;
-    if (end > start) {
-        blob->what = what + ": mmap " + state_->path_of(name).string();
-        mapping = blob.get();
-    }
+    const LazyMapping* mapping = end > start ? blob.get() : nullptr;
     const int fd = file->fd.get();
     BlobInfo info = file->info;
     blob->file = std::move(file);

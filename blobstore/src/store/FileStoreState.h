@@ -75,7 +75,7 @@ struct FileStore::State {
     /// Recently read Blob files, kept open (guarded by `mutex`; OpenFiles.h),
     /// and the reads they served.
     detail::OpenFiles open_files;
-    std::uint64_t reads_kept_open = 0;
+    std::atomic<std::uint64_t> reads_kept_open{0};
     /// Gives the open files up when the process runs out of descriptors.
     IdleDescriptors::Registration idle;
 

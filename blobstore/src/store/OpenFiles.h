@@ -1,7 +1,7 @@
 #pragma once
 /// A FileStore's recently read Blob files, kept open so that the next read
 /// of the same version skips the open, the header's read and its checks:
-/// one fstatat proves the path still names the very file, unchanged.
+/// one fstat of the open file proves it unchanged and still linked.
 
 #include <blobstreaming/common/BlobInfo.h>
 #include <blobstreaming/common/UniqueFd.h>
@@ -21,9 +21,10 @@
 namespace blobstreaming::detail {
 
 /// A file's identity and state as one stat saw it. Any write, truncation,
-/// chmod, link or unlink of the file moves its ctime, and a file renamed
-/// into its path has another inode: a file whose identity is unchanged has
-/// the bytes it had (once settled(): see OpenFiles).
+/// chmod, link, unlink or rename of the file moves its ctime (a file
+/// renamed over it unlinks it, so that too): a file whose identity is
+/// unchanged, still linked, is the one at its path with the bytes it had
+/// (once settled(): see OpenFiles).
 struct FileIdentity {
     dev_t dev = 0;
     ino_t ino = 0;
@@ -43,6 +44,7 @@ struct OpenFile {
     UniqueFd fd;
     BlobInfo info;
     FileIdentity identity;
+    std::string mmap_what;  ///< "read \"NAME\": mmap PATH": a view's mapping error
 };
 
 /// At most `capacity` open files by Blob name, the least recently read

@@ -64,9 +64,10 @@ public:
     ///
     /// The store keeps the last Options::open_files files it read open, with
     /// their checked headers: a read of the version the index lists, whose
-    /// path still names that very file unchanged (one fstatat: device,
-    /// inode, size, mtime, ctime), is served from it without opening or
-    /// checking the header again. A file changed less than
+    /// file is unchanged and still linked (one fstat of it: device, inode,
+    /// size, mtime, ctime, link count; any write, unlink, rename, or a file
+    /// renamed over it moves its ctime), is served from it without opening
+    /// or checking the header again. A file changed less than
     /// OpenFiles::kSettle before is not kept (a change in the same clock
     /// tick could leave its ctime as it was). A replace or remove through
     /// the store drops the name's file; anything else (a file replaced,
