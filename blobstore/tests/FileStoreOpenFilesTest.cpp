@@ -32,18 +32,16 @@ void put(Store& store, const std::string& name, const std::vector<std::uint8_t>&
     r->commit();
 }
 
-/// Returns once the file at `path` last changed OpenFiles::kSettle ago, so
-/// that a read keeps it open (at most kSettle from its last change).
+/// Returns once the file at `path` was last changed longer ago than
+/// OpenFiles::settle_time, so that a read keeps it open.
 void settle(const fs::path& path)
 {
     struct stat st {};
     BOOST_REQUIRE(::stat(path.c_str(), &st) == 0);
-    const auto changed = std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
-        std::chrono::seconds(st.st_ctim.tv_sec) + std::chrono::nanoseconds(st.st_ctim.tv_nsec)));
-    const auto until = changed + OpenFiles::kSettle + std::chrono::milliseconds(5);
-    const auto now = std::chrono::system_clock::now();
-    BOOST_REQUIRE(until - now <= OpenFiles::kSettle + std::chrono::milliseconds(5));  // bounded
-    if (until > now) std::this_thread::sleep_for(until - now);
+    const auto wait = OpenFiles::settle_time(st) + std::chrono::milliseconds(1);
+    BOOST_REQUIRE(wait <= std::chrono::seconds(4));  // bounded
+    for (int i = 0; i < 2 && !OpenFiles::settled(st, OpenFiles::now()); ++i) std::this_thread::sleep_for(wait);
+    BOOST_REQUIRE(OpenFiles::settled(st, OpenFiles::now()));
 }
 
 void poke(const fs::path& path, std::uint64_t at, std::uint8_t value)
@@ -98,8 +96,9 @@ BOOST_AUTO_TEST_CASE(a_file_changed_just_now_is_not_kept)
     struct stat st {};
     BOOST_REQUIRE(::stat(store.locate("CT.1").path.c_str(), &st) == 0);
     const BlobRange v = store.read_all("CT.1");
-    // Kept only when its last change was kSettle ago when read.
-    if (!OpenFiles::settled(st)) BOOST_TEST(store.open_files() == 0u);
+    const timespec after = OpenFiles::now();
+    // Kept only when its last change was settle_time before the read.
+    if (!OpenFiles::settled(st, after)) BOOST_TEST(store.open_files() == 0u);
     BOOST_TEST(v.size() == 1000u);
 }
 

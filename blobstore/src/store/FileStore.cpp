@@ -235,12 +235,13 @@ BlobRange FileStore::read(std::string_view name, std::uint64_t start, std::uint6
         std::string why;
         const detail::KnownHeader known{seen, digest};
         struct stat st {};
+        const timespec taken = detail::OpenFiles::now();  // before the fstat that settled() judges
         auto info = read_header(opened->fd.get(), why, &known, nullptr, &st);
         if (!info) throw Error(Errc::corrupt, what() + ": " + state_->path_of(name).string() + ": " + why);
         opened->info = std::move(*info);
         opened->mmap_what = what() + ": mmap " + state_->path_of(name).string();
         opened->identity = detail::FileIdentity::of(st);
-        if (same_version(opened->info, seen) && detail::OpenFiles::settled(st)) {
+        if (same_version(opened->info, seen) && detail::OpenFiles::settled(st, taken)) {
             std::lock_guard lock(state_->mutex);
             const auto* entry = state_->index.find(name);
             if (entry && same_version(entry->info, seen)) state_->open_files.keep(name, opened);

@@ -71,14 +71,32 @@ std::size_t OpenFiles::clear() noexcept
     return closed;
 }
 
-bool OpenFiles::settled(const struct stat& st) noexcept
+std::chrono::nanoseconds OpenFiles::settle_time(const struct stat& st) noexcept
 {
-    timespec now{};
-    if (::clock_gettime(CLOCK_REALTIME, &now) != 0) return false;
+    using std::chrono::milliseconds;
+    using std::chrono::nanoseconds;
+    if (st.st_ctim.tv_nsec % 1'000'000 == 0) return std::chrono::seconds(3);
+    static const nanoseconds tick = [] {
+        timespec res{};
+        if (::clock_getres(CLOCK_REALTIME_COARSE, &res) != 0) return nanoseconds(milliseconds(10));
+        return nanoseconds(static_cast<std::int64_t>(res.tv_sec) * 1'000'000'000 + res.tv_nsec);
+    }();
+    return std::max<nanoseconds>(2 * tick, milliseconds(2));
+}
+
+timespec OpenFiles::now() noexcept
+{
+    timespec t{};
+    ::clock_gettime(CLOCK_REALTIME, &t);
+    return t;
+}
+
+bool OpenFiles::settled(const struct stat& st, const timespec& taken) noexcept
+{
     const auto ns = [](const timespec& t) {
         return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + static_cast<std::int64_t>(t.tv_nsec);
     };
-    return ns(now) - ns(st.st_ctim) >= std::chrono::nanoseconds(kSettle).count();
+    return ns(taken) - ns(st.st_ctim) > settle_time(st).count();
 }
 
 }  // namespace blobstreaming::detail

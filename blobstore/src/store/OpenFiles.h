@@ -24,7 +24,7 @@ namespace blobstreaming::detail {
 /// chmod, link, unlink or rename of the file moves its ctime (a file
 /// renamed over it unlinks it, so that too): a file whose identity is
 /// unchanged, still linked, is the one at its path with the bytes it had
-/// (once settled(): see OpenFiles).
+/// (once settled(): see OpenFiles::settle_time).
 struct FileIdentity {
     dev_t dev = 0;
     ino_t ino = 0;
@@ -53,12 +53,17 @@ class OpenFiles {
 public:
     /// How many a store keeps at most (FileStore::Options::open_files).
     static constexpr std::size_t kDefaultCapacity = 64;
-    /// A file changed within this long of now is not kept: file systems
-    /// stamp ctime from a clock that advances in ticks (1-10 ms), so a
-    /// change in the same tick as the stat that is kept could leave the
-    /// ctime as it was ("racy git"). Once the file's ctime is older than
-    /// this when it is kept, any later change stamps a later ctime.
-    static constexpr std::chrono::milliseconds kSettle{100};
+    /// A file is kept only when its identity was taken a while after its
+    /// last change (settled()): file systems stamp ctime from the kernel's
+    /// coarse clock, which advances in ticks (clock_getres of
+    /// CLOCK_REALTIME_COARSE: 1-10 ms), truncated to their own granularity,
+    /// so a change in the same tick as the stat that is kept could leave
+    /// the ctime as it was ("racy git"). Once the stat was taken more than
+    /// a tick and the granularity after the last change, any later change
+    /// stamps a later ctime. This long: two ticks (at least 2 ms) on a file
+    /// system with sub-millisecond stamps, 3 s on one whose ctime is a
+    /// whole number of milliseconds (FAT, ext3's small inodes, ...).
+    static std::chrono::nanoseconds settle_time(const struct stat& st) noexcept;
 
     /// `capacity` bounded by the process's descriptor limit: at most one
     /// sixteenth of RLIMIT_NOFILE's soft limit. 0 keeps none.
@@ -79,8 +84,11 @@ public:
     std::size_t size() const noexcept { return order_.size(); }
     std::size_t capacity() const noexcept { return capacity_; }
 
-    /// Whether a file that `st` describes may be kept (kSettle).
-    static bool settled(const struct stat& st) noexcept;
+    /// Whether a file that `st` describes, taken at or after `taken`
+    /// (CLOCK_REALTIME, read before the stat), may be kept (settle_time).
+    static bool settled(const struct stat& st, const timespec& taken) noexcept;
+    /// CLOCK_REALTIME now, for settled().
+    static timespec now() noexcept;
 
 private:
     using Order = std::list<std::pair<std::string, std::shared_ptr<const OpenFile>>>;

@@ -67,9 +67,10 @@ public:
     /// file is unchanged and still linked (one fstat of it: device, inode,
     /// size, mtime, ctime, link count; any write, unlink, rename, or a file
     /// renamed over it moves its ctime), is served from it without opening
-    /// or checking the header again. A file changed less than
-    /// OpenFiles::kSettle before is not kept (a change in the same clock
-    /// tick could leave its ctime as it was). A replace or remove through
+    /// or checking the header again. A file changed less than two ticks of
+    /// the kernel's coarse clock before is not kept (a change in the same
+    /// tick could leave its ctime as it was; 3 s on a file system with
+    /// coarse timestamps). A replace or remove through
     /// the store drops the name's file; anything else (a file replaced,
     /// removed or written behind the store) fails the identity check, and
     /// the read opens the path as above. When the process runs out of
