@@ -38,25 +38,22 @@ using detail::read_header;
 namespace {
 
 /// What a BlobRange keeps alive: the open file (shared with the store's
-/// OpenFiles), and the range mapped on its first data() (a pull sent with
-/// sendfile never maps it).
+/// OpenFiles), whose bytes are mapped on the first data() of any of its
+/// views (a pull sent with sendfile never maps them).
 struct OpenBlob final : LazyMapping {
     std::shared_ptr<const detail::OpenFile> file;
-    std::uint64_t offset = 0;
-    std::size_t length = 0;
-    mutable std::once_flag once;
-    mutable MappedRegion map;
-    mutable std::error_code map_error;
+    std::uint64_t start = 0;  ///< of the view, in the Blob
 
     const std::uint8_t* bytes() const noexcept override
     {
-        std::call_once(once, [this] { map = MappedRegion::of_file(file->fd.get(), offset, length, map_error); });
-        return map.data();
+        const std::uint8_t* all = file->bytes();
+        return all ? all + start : nullptr;
     }
     std::string error() const override
     {
-        return map_error ? file->mmap_what + ": " + map_error.message() : std::string();
+        return file->map_error ? file->mmap_what + ": " + file->map_error.message() : std::string();
     }
+    bool mapped() const noexcept override { return file->mapped(); }
 };
 
 /// openat(2) that, when the process is out of descriptors, has the idle
@@ -241,17 +238,21 @@ BlobRange FileStore::read(std::string_view name, std::uint64_t start, std::uint6
         opened->info = std::move(*info);
         opened->mmap_what = what() + ": mmap " + state_->path_of(name).string();
         opened->identity = detail::FileIdentity::of(st);
+        bool kept_now = false;
         if (same_version(opened->info, seen) && detail::OpenFiles::settled(st, taken)) {
             std::lock_guard lock(state_->mutex);
             const auto* entry = state_->index.find(name);
-            if (entry && same_version(entry->info, seen)) state_->open_files.keep(name, opened);
+            kept_now = entry && same_version(entry->info, seen) && state_->open_files.keep(name, opened);
         }
+        // A kept file is mapped once, for all its views: the data plane
+        // sends a small range from memory (PullTransfer). The pages are
+        // the page cache's; nothing is read until sent.
+        if (kept_now && opened->info.size > 0) opened->bytes();
         file = std::move(opened);
     }
     end = detail::checked_end(name, file->info.size, start, end);
     auto blob = std::make_shared<OpenBlob>();
-    blob->offset = kHeaderSize + start;
-    blob->length = static_cast<std::size_t>(end - start);
+    blob->start = start;
     const LazyMapping* mapping = end > start ? blob.get() : nullptr;
     const int fd = file->fd.get();
     BlobInfo info = file->info;

@@ -1,6 +1,8 @@
 /// A FileStore's recently read Blob files (OpenFiles.h).
 #include "OpenFiles.h"
 
+#include <blobstreaming/blobstore/FileStore.h>
+
 #include <algorithm>
 #include <ctime>
 
@@ -25,6 +27,15 @@ bool FileIdentity::operator==(const FileIdentity& other) const noexcept
            same_time(ctime, other.ctime);
 }
 
+const std::uint8_t* OpenFile::bytes() const noexcept
+{
+    std::call_once(mapped_once_, [this] {
+        mapped_ = MappedRegion::of_file(fd.get(), FileStore::kHeaderSize, static_cast<std::size_t>(info.size), map_error);
+        mapped_done_.store(mapped_.data() != nullptr, std::memory_order_release);
+    });
+    return mapped_.data();
+}
+
 OpenFiles::OpenFiles(std::size_t capacity) : capacity_(capacity)
 {
     rlimit limit{};
@@ -42,9 +53,9 @@ std::shared_ptr<const OpenFile> OpenFiles::find(std::string_view name, const Blo
     return file;
 }
 
-void OpenFiles::keep(std::string_view name, std::shared_ptr<const OpenFile> file)
+bool OpenFiles::keep(std::string_view name, std::shared_ptr<const OpenFile> file)
 {
-    if (capacity_ == 0) return;
+    if (capacity_ == 0) return false;
     erase(name);
     order_.emplace_front(std::string(name), std::move(file));
     by_name_.emplace(order_.front().first, order_.begin());
@@ -52,6 +63,7 @@ void OpenFiles::keep(std::string_view name, std::shared_ptr<const OpenFile> file
         by_name_.erase(order_.back().first);
         order_.pop_back();
     }
+    return true;
 }
 
 void OpenFiles::erase(std::string_view name, const OpenFile* file) noexcept

@@ -4,16 +4,20 @@
 /// one fstat of the open file proves it unchanged and still linked.
 
 #include <blobstreaming/common/BlobInfo.h>
+#include <blobstreaming/common/MappedRegion.h>
 #include <blobstreaming/common/UniqueFd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <list>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 
 #include <sys/stat.h>
@@ -45,6 +49,18 @@ struct OpenFile {
     BlobInfo info;
     FileIdentity identity;
     std::string mmap_what;  ///< "read \"NAME\": mmap PATH": a view's mapping error
+
+    /// The Blob's bytes, mapped on the first call and shared by every view
+    /// of this file (nullptr when the mapping failed: `map_error`).
+    const std::uint8_t* bytes() const noexcept;
+    /// Whether bytes() has mapped them.
+    bool mapped() const noexcept { return mapped_done_.load(std::memory_order_acquire); }
+    mutable std::error_code map_error;
+
+private:
+    mutable std::once_flag mapped_once_;
+    mutable MappedRegion mapped_;
+    mutable std::atomic<bool> mapped_done_{false};
 };
 
 /// At most `capacity` open files by Blob name, the least recently read
@@ -73,8 +89,8 @@ public:
     /// the most recently read; nullptr otherwise.
     std::shared_ptr<const OpenFile> find(std::string_view name, const BlobInfo& version);
     /// Keeps `file` as `name`'s (replacing any), dropping the least recently
-    /// read beyond the capacity.
-    void keep(std::string_view name, std::shared_ptr<const OpenFile> file);
+    /// read beyond the capacity; false when the capacity is 0.
+    bool keep(std::string_view name, std::shared_ptr<const OpenFile> file);
     /// Drops `name`'s, if it is `file` (or any, when `file` is null).
     void erase(std::string_view name, const OpenFile* file = nullptr) noexcept;
     /// Drops every file; returns how many descriptors closed (a view still
