@@ -133,7 +133,8 @@ BOOST_FIXTURE_TEST_CASE(a_blob_removed_through_the_store_is_gone_with_its_open_f
 BOOST_FIXTURE_TEST_CASE(a_header_changed_behind_the_store_after_it_was_kept_is_corrupt, Kept)
 {
     poke(path, 1000, 0x5a);  // the zero padding, under the header's SHA-256
-    BS_CHECK_ERROR(store.read_all("CT.1"), Errc::corrupt, "read \"CT.1\": " + path.string() + ": header checksum mismatch");
+    BS_CHECK_ERROR(store.read_all("CT.1"), Errc::corrupt,
+                   "read \"CT.1\": " + path.string() + ": header checksum mismatch");
     BOOST_TEST(store.reads_from_open_files() == 0u);
     BOOST_TEST(store.open_files() == 0u);
 }
@@ -165,7 +166,8 @@ BOOST_FIXTURE_TEST_CASE(a_file_removed_behind_the_store_after_it_was_kept_is_gon
 {
     fs::remove(path);
     BS_CHECK_ERROR(store.read_all("CT.1"), Errc::no_such_blob,
-                   "read \"CT.1\": blob \"CT.1\" not found: its file " + path.string() + " was removed outside the store");
+                   "read \"CT.1\": blob \"CT.1\" not found: its file " + path.string() +
+                       " was removed outside the store");
     BOOST_TEST(store.open_files() == 0u);
     BOOST_TEST(store.reads_from_open_files() == 0u);
 }

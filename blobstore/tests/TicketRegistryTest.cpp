@@ -199,7 +199,8 @@ BOOST_AUTO_TEST_CASE(a_named_requests_ticket_is_forgotten_once_consumed)
     const auto id = registry.issue(pull_binding("CT.1", 0, 10));
     BOOST_CHECK_EQUAL(message_of([&] { registry.consume_named(request_for(id, protocol::FrameType::push, 0, 10)); },
                                  Errc::refused, "accepted"),
-                      "ticket " + protocol::ticket_tag(id) + " is bound to a pull of \"CT.1\" [0, 10), not a push of [0, 10)");
+                      "ticket " + protocol::ticket_tag(id) +
+                          " is bound to a pull of \"CT.1\" [0, 10), not a push of [0, 10)");
     clock.now += 31s;
     BOOST_CHECK_EQUAL(refusal(registry, request_for(other, protocol::FrameType::pull, 0, 1)),
                       "ticket " + protocol::ticket_tag(other) + " expired 1000 ms ago");

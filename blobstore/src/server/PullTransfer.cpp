@@ -97,7 +97,8 @@ Step PullTransfer::answer()
     const bool from_mapping =
         range_.fd() >= 0 && range_.size() > 0 && (link_.io().tls() || (request_.compress && server_.config.compress));
     if (from_mapping && !range_.data()) return refuse(Error(Errc::io_error, range_.mapping_error()));
-    from_mapping_ = from_mapping || (range_.fd() >= 0 && range_.size() <= data_path::kFromMappingAtMost && range_.mapped());
+    from_mapping_ =
+        from_mapping || (range_.fd() >= 0 && range_.size() <= data_path::kFromMappingAtMost && range_.mapped());
     spdlog::debug("data connection {}: pull {} [{}, +{}) (ticket {}) started, {}", link_.peer_name(),
                   quote_name(binding_.blob), request_.offset, request_.length, protocol::ticket_tag(request_.ticket),
                   method());

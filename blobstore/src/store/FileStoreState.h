@@ -80,8 +80,7 @@ struct FileStore::State {
     IdleDescriptors::Registration idle;
 
     State(const std::filesystem::path& dir, const Options& o)
-        : root(dir), blobs(dir / "blobs"), tmp(dir / "tmp"), sync(o.sync), index(o.capacity),
-          open_files(o.open_files)
+        : root(dir), blobs(dir / "blobs"), tmp(dir / "tmp"), sync(o.sync), index(o.capacity), open_files(o.open_files)
     {}
 
     std::filesystem::path path_of(std::string_view name) const

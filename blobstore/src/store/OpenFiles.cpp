@@ -30,7 +30,8 @@ bool FileIdentity::operator==(const FileIdentity& other) const noexcept
 const std::uint8_t* OpenFile::bytes() const noexcept
 {
     std::call_once(mapped_once_, [this] {
-        mapped_ = MappedRegion::of_file(fd.get(), FileStore::kHeaderSize, static_cast<std::size_t>(info.size), map_error);
+        mapped_ =
+            MappedRegion::of_file(fd.get(), FileStore::kHeaderSize, static_cast<std::size_t>(info.size), map_error);
         mapped_done_.store(mapped_.data() != nullptr, std::memory_order_release);
     });
     return mapped_.data();

@@ -59,8 +59,8 @@ public:
     std::vector<BlobInfo> list() const override;
     /// A view of the file actually opened, by its own header: a Blob
     /// replaced since the lookup is seen whole in its new version. The view
-    /// holds the file open (usable by sendfile) and maps [start, end) on
-    /// its first data().
+    /// holds the file open (usable by sendfile) and maps the Blob's bytes
+    /// on its first data() (once per open file, shared by its views).
     ///
     /// The store keeps the last Options::open_files files it read open, with
     /// their checked headers: a read of the version the index lists, whose
@@ -70,11 +70,11 @@ public:
     /// or checking the header again. A file changed less than two ticks of
     /// the kernel's coarse clock before is not kept (a change in the same
     /// tick could leave its ctime as it was; 3 s on a file system with
-    /// coarse timestamps). A replace or remove through
-    /// the store drops the name's file; anything else (a file replaced,
-    /// removed or written behind the store) fails the identity check, and
-    /// the read opens the path as above. When the process runs out of
-    /// descriptors they are all closed (IdleDescriptors).
+    /// coarse timestamps). A replace or remove through the store drops the
+    /// name's file; anything else (a file replaced, removed or written
+    /// behind the store) fails the identity check, and the read opens the
+    /// path as above. When the process runs out of descriptors they are all
+    /// closed (IdleDescriptors).
     BlobRange read(std::string_view name, std::uint64_t start, std::uint64_t end) const override;
     /// Creates the reservation file in tmp/ at its full size (fallocate; on
     /// a file system without it, after checking the free space).
