@@ -29,6 +29,8 @@ blobstore_libblobstore_la_SOURCES = \
 	blobstore/src/store/FlightTable.cpp \
 	blobstore/src/store/MemoryStore.cpp \
 	blobstore/src/store/ObservedStore.cpp \
+	blobstore/src/store/OpenFiles.cpp \
+	blobstore/src/store/OpenFiles.h \
 	blobstore/src/store/Rados.cpp \
 	blobstore/src/store/Rados.h \
 	blobstore/src/store/RadosIndex.cpp \
@@ -79,6 +81,7 @@ blobstore_test_ldadd = blobstore/libblobstore.la common/libblobcommon.la $(OPENS
 blobstore_tests = \
 	blobstore/tests/StoreTest \
 	blobstore/tests/FileStoreTest \
+	blobstore/tests/FileStoreOpenFilesTest \
 	blobstore/tests/ResumeJournalTest \
 	blobstore/tests/MemoryStoreTest \
 	blobstore/tests/EvictingStoreTest \
@@ -100,6 +103,9 @@ blobstore_tests_ResumeJournalTest_LDADD = $(blobstore_test_ldadd)
 blobstore_tests_FileStoreTest_SOURCES = blobstore/tests/FileStoreTest.cpp
 blobstore_tests_FileStoreTest_CPPFLAGS = $(blobstore_test_cppflags)
 blobstore_tests_FileStoreTest_LDADD = $(blobstore_test_ldadd)
+blobstore_tests_FileStoreOpenFilesTest_SOURCES = blobstore/tests/FileStoreOpenFilesTest.cpp
+blobstore_tests_FileStoreOpenFilesTest_CPPFLAGS = $(blobstore_test_cppflags)
+blobstore_tests_FileStoreOpenFilesTest_LDADD = $(blobstore_test_ldadd)
 blobstore_tests_MemoryStoreTest_SOURCES = blobstore/tests/MemoryStoreTest.cpp
 blobstore_tests_MemoryStoreTest_CPPFLAGS = $(blobstore_test_cppflags)
 blobstore_tests_MemoryStoreTest_LDADD = $(blobstore_test_ldadd)

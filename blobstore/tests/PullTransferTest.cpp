@@ -3,12 +3,15 @@
 #define BOOST_TEST_MODULE PullTransfer
 #include <boost/test/unit_test.hpp>
 
+#include "TestSupport.h"
 #include "TransferTestSupport.h"
 
 #include <blobstreaming/blobstore/BlobInFlight.h>
+#include <blobstreaming/blobstore/FileStore.h>
 #include <blobstreaming/blobstore/ReadThroughStore.h>
 
 #include <algorithm>
+#include <chrono>
 #include <thread>
 
 using namespace blobstreaming;
@@ -50,6 +53,46 @@ BOOST_FIXTURE_TEST_CASE(the_range_of_the_tickets_version_is_answered_then_sent, 
     BOOST_CHECK(t.ended());
     BOOST_CHECK_EQUAL(t.bytes_done(), 5000u);
     BOOST_CHECK_EQUAL(server.active.load(), 0u);
+}
+
+// A FileStore's file kept open is mapped: a small range goes from the
+// mapping (send), a larger one by sendfile; both are the version's bytes.
+BOOST_AUTO_TEST_CASE(a_kept_file_store_blob_is_sent_from_its_mapping_or_by_sendfile)
+{
+    blobstreaming::test::TempDir dir;
+    FileStore store(dir.path());
+    TicketRegistry tickets{std::chrono::seconds(30)};
+    ReservationTable reservations{std::chrono::seconds(60)};
+    DataServer::Impl server{store, tickets, reservations, DataServerConfig{}};
+    const auto data = pattern(1500000);
+    auto r = store.reserve("CT.1", data.size());
+    BOOST_REQUIRE(!r->write(data.data(), data.size()));
+    const BlobInfo info = r->commit();
+    // Kept once its last change is a few clock ticks old (OpenFiles.h).
+    for (int i = 0; i < 400 && store.open_files() == 0; ++i) {
+        if (store.read_all("CT.1").size() == data.size() && store.open_files() == 0)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    BOOST_REQUIRE_EQUAL(store.open_files(), 1u);
+    BOOST_REQUIRE(store.read_all("CT.1").mapped());
+
+    for (const auto& [offset, length] : {std::pair<std::uint64_t, std::uint64_t>{4097, 5000},
+                                         {0, std::uint64_t{1} << 20}, {100, data.size() - 100}}) {
+        SocketPair sockets;
+        RecordingLink link{sockets.server.get()};
+        TicketBinding b = pull_binding("CT.1", offset, length);
+        b.version = info;
+        PullTransfer t(server, link, TransferFixture::request(protocol::FrameType::pull, offset, length), b);
+        BOOST_REQUIRE(t.start() == Step::respond);
+        BOOST_CHECK(link.answer().response.status == Errc::ok);
+        std::vector<std::uint8_t> sent;
+        std::thread reader([&] { sent = sockets.receive(static_cast<std::size_t>(length)); });
+        Step step = Step::write;
+        for (int i = 0; i < 100000 && step == Step::write; ++i) step = t.on_writable();
+        reader.join();
+        BOOST_CHECK(step == Step::done);
+        BOOST_CHECK(std::equal(sent.begin(), sent.end(), data.begin() + static_cast<std::ptrdiff_t>(offset)));
+    }
 }
 
 BOOST_FIXTURE_TEST_CASE(a_full_socket_asks_for_writable_and_goes_on, Fixture)

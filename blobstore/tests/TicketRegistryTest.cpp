@@ -180,6 +180,33 @@ BOOST_AUTO_TEST_CASE(entries_are_forgotten_when_due)
                       "unknown ticket " + protocol::ticket_tag(expires));
 }
 
+// A named request's ticket, which no client holds, is gone once consumed:
+// a daemon serving named transfers keeps no entry per transfer. Its binding
+// is checked and handed over as any ticket's.
+BOOST_AUTO_TEST_CASE(a_named_requests_ticket_is_forgotten_once_consumed)
+{
+    FakeClock clock;
+    TicketRegistry registry(30s, clock.fn());
+    const auto other = registry.issue(pull_binding("A", 0, 1));
+    for (int i = 0; i < 100; ++i) {
+        const auto id = registry.issue(pull_binding("CT.1", 0, 10));
+        const TicketBinding got = registry.consume_named(request_for(id, protocol::FrameType::pull, 0, 10));
+        BOOST_CHECK_EQUAL(got.blob, "CT.1");
+        BOOST_CHECK(got.control != nullptr);
+    }
+    BOOST_CHECK_EQUAL(registry.remembered(), 1u);
+    BOOST_CHECK_EQUAL(registry.pending(), 1u);
+    const auto id = registry.issue(pull_binding("CT.1", 0, 10));
+    BOOST_CHECK_EQUAL(message_of([&] { registry.consume_named(request_for(id, protocol::FrameType::push, 0, 10)); },
+                                 Errc::refused, "accepted"),
+                      "ticket " + protocol::ticket_tag(id) +
+                          " is bound to a pull of \"CT.1\" [0, 10), not a push of [0, 10)");
+    clock.now += 31s;
+    BOOST_CHECK_EQUAL(refusal(registry, request_for(other, protocol::FrameType::pull, 0, 1)),
+                      "ticket " + protocol::ticket_tag(other) + " expired 1000 ms ago");
+    BOOST_CHECK_EQUAL(registry.purge(), 0u);
+}
+
 BOOST_AUTO_TEST_CASE(tickets_are_distinct)
 {
     TicketRegistry registry(30s);

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <map>
+#include <mutex>
 
 namespace blobstreaming {
 
@@ -34,6 +36,7 @@ std::size_t DescriptorReserve::held() const noexcept
 
 int DescriptorReserve::shed_pending(int listener, int limit) noexcept
 {
+    IdleDescriptors::release_all();  // what is open only to save work goes first
     refill();  // descriptors may have been freed since the last time
     bool freed = false;
     for (int& fd : fds_) {
@@ -56,6 +59,63 @@ int DescriptorReserve::shed_pending(int listener, int limit) noexcept
     }
     refill();
     return closed;
+}
+
+namespace {
+
+struct IdleHolders {
+    std::mutex mutex;
+    std::uint64_t next = 1;
+    std::map<std::uint64_t, IdleDescriptors::Release> releases;
+};
+
+IdleHolders& idle_holders()
+{
+    static auto* holders = new IdleHolders;  // never destroyed: registrations may outlive statics
+    return *holders;
+}
+
+}  // namespace
+
+IdleDescriptors::Registration& IdleDescriptors::Registration::operator=(Registration&& other) noexcept
+{
+    if (this != &other) {
+        Registration gone(id_);
+        id_ = other.id_;
+        other.id_ = 0;
+    }
+    return *this;
+}
+
+IdleDescriptors::Registration::~Registration()
+{
+    if (id_ == 0) return;
+    auto& holders = idle_holders();
+    std::lock_guard lock(holders.mutex);
+    holders.releases.erase(id_);
+}
+
+IdleDescriptors::Registration IdleDescriptors::add(Release release)
+{
+    auto& holders = idle_holders();
+    std::lock_guard lock(holders.mutex);
+    const std::uint64_t id = holders.next++;
+    holders.releases.emplace(id, std::move(release));
+    return Registration(id);
+}
+
+std::size_t IdleDescriptors::release_all() noexcept
+{
+    auto& holders = idle_holders();
+    std::lock_guard lock(holders.mutex);
+    std::size_t dropped = 0;
+    for (auto& [id, release] : holders.releases) {
+        try {
+            dropped += release();
+        } catch (...) {  // a holder that cannot release keeps its descriptors
+        }
+    }
+    return dropped;
 }
 
 }  // namespace blobstreaming

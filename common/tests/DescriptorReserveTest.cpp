@@ -102,3 +102,23 @@ BOOST_AUTO_TEST_CASE(out_of_descriptors_the_pending_connections_are_closed_and_t
     BOOST_REQUIRE_EQUAL(::setrlimit(RLIMIT_NOFILE, &saved), 0);
     for (const auto& p : peers) BOOST_CHECK(closed_by_peer(p.get()));
 }
+
+BOOST_AUTO_TEST_CASE(the_idle_holders_are_asked_first_and_never_after_they_go)
+{
+    std::uint16_t port = 0;
+    const UniqueFd l = listener(port);
+    DescriptorReserve reserve;
+    int asked = 0;
+    {
+        const auto registration = IdleDescriptors::add([&] {
+            ++asked;
+            return std::size_t{3};
+        });
+        BOOST_CHECK_EQUAL(reserve.shed_pending(l.get(), 8), 0);
+        BOOST_CHECK_EQUAL(asked, 1);
+        BOOST_CHECK_EQUAL(IdleDescriptors::release_all(), 3u);
+        BOOST_CHECK_EQUAL(asked, 2);
+    }
+    BOOST_CHECK_EQUAL(IdleDescriptors::release_all(), 0u);
+    BOOST_CHECK_EQUAL(asked, 2);
+}

@@ -16,6 +16,11 @@ inline constexpr std::size_t kChunk = std::size_t{4} << 20;
 inline constexpr std::size_t kStreamBuffer = std::size_t{1} << 20;
 /// Bytes one dispatch may move before yielding to the other connections.
 inline constexpr std::uint64_t kDispatchBudget = std::uint64_t{32} << 20;
+/// A pull of at most this many bytes from a file already mapped (a
+/// FileStore's file kept open) is sent from the mapping: on loopback a
+/// send() from memory finishes sooner than sendfile, which feeds the socket
+/// through a pipe 16 pages at a time. Larger ranges go by sendfile.
+inline constexpr std::uint64_t kFromMappingAtMost = std::uint64_t{1} << 20;
 /// Bytes read and discarded after a refusal before giving up on a clean close.
 inline constexpr std::uint64_t kMaxDrain = std::uint64_t{64} << 20;
 

@@ -87,7 +87,7 @@ Step PullTransfer::refuse(const Error& e)
 
 const char* PullTransfer::method() const noexcept
 {
-    return range_.fd() >= 0 ? "sendfile" : range_.data() ? "from memory" : "streamed";
+    return range_.fd() >= 0 && !from_mapping_ ? "sendfile" : range_.data() ? "from memory" : "streamed";
 }
 
 Step PullTransfer::answer()
@@ -97,6 +97,8 @@ Step PullTransfer::answer()
     const bool from_mapping =
         range_.fd() >= 0 && range_.size() > 0 && (link_.io().tls() || (request_.compress && server_.config.compress));
     if (from_mapping && !range_.data()) return refuse(Error(Errc::io_error, range_.mapping_error()));
+    from_mapping_ =
+        from_mapping || (range_.fd() >= 0 && range_.size() <= data_path::kFromMappingAtMost && range_.mapped());
     spdlog::debug("data connection {}: pull {} [{}, +{}) (ticket {}) started, {}", link_.peer_name(),
                   quote_name(binding_.blob), request_.offset, request_.length, protocol::ticket_tag(request_.ticket),
                   method());
@@ -230,7 +232,7 @@ PullTransfer::Pump PullTransfer::pump()
 PullTransfer::Fill PullTransfer::send_chunk(std::size_t want, IoResult& r)
 {
     Channel& io = link_.io();
-    if (range_.fd() >= 0 && !io.tls()) {
+    if (range_.fd() >= 0 && !io.tls() && !from_mapping_) {
         r = send_file(io, range_.fd(), range_.file_offset() + body_done_, want);
     } else if (range_.fd() < 0 && !range_.data() && range_.reader()) {
         const Fill fill = fill_stream();

@@ -61,6 +61,9 @@ private:
     void abandon(Errc) override { release(); }
 
     BlobRange range_;
+    /// A file view sent from its mapping rather than by sendfile (TLS,
+    /// compression, or a small range of a file mapped already).
+    bool from_mapping_ = false;
     /// Bytes read from the store's reader, [stream_at_,
     /// stream_end_) not sent yet; allocated for those only.
     std::vector<std::uint8_t> stream_;

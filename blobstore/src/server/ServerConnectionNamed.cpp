@@ -130,7 +130,7 @@ Step ServerConnection::on_admitted(NamedJob& job, bool connected)
     request.length = job.issued.binding.length;
     TicketBinding binding;
     try {
-        binding = server_->tickets.consume(request);
+        binding = server_->tickets.consume_named(request);
     } catch (const Error& e) {  // expired while it waited for the pool: as any refused ticket
         spdlog::warn("data connection {}: refused: {}", peer_, e.what());
         return refuse(e.code(), e.what());

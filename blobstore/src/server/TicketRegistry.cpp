@@ -86,7 +86,11 @@ TicketBinding TicketRegistry::inspect(const protocol::TicketId& ticket) const
     return it->second.binding;
 }
 
-TicketBinding TicketRegistry::consume(const protocol::Request& request)
+TicketBinding TicketRegistry::consume(const protocol::Request& request) { return consume(request, false); }
+
+TicketBinding TicketRegistry::consume_named(const protocol::Request& request) { return consume(request, true); }
+
+TicketBinding TicketRegistry::consume(const protocol::Request& request, bool forget)
 {
     const std::string tag = protocol::ticket_tag(request.ticket);
     const auto t = now();
@@ -108,6 +112,11 @@ TicketBinding TicketRegistry::consume(const protocol::Request& request)
                                        range_text(request.offset, request.length));
     }
     TicketBinding out = std::move(entry.binding);
+    if (forget) {
+        forget_.erase({entry.forget_at, request.ticket});
+        entries_.erase(it);
+        return out;
+    }
     entry.binding = TicketBinding{};
     entry.binding.direction = out.direction;
     return out;

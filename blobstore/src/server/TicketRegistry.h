@@ -89,6 +89,12 @@ public:
     ///   ticket <tag> was withdrawn
     ///   ticket <tag> is bound to a pull of "X" [o, o+l), not a push of [o2, o2+l2)
     TicketBinding consume(const protocol::Request& request);
+    /// consume() for the ticket of a named request (NamedAdmission), which
+    /// no client holds: forgotten as soon as it is consumed instead of
+    /// remembered for a refusal's sake, so that named transfers leave no
+    /// entry behind (the registry's trees hold the usable tickets and the
+    /// control plane's, not a minute of every transfer).
+    TicketBinding consume_named(const protocol::Request& request);
 
     /// The binding of the usable ticket `ticket`, without consuming it (a
     /// read grant checked on the control plane: findGrantedFile,
@@ -126,6 +132,8 @@ private:
     std::size_t purge_locked(std::chrono::steady_clock::time_point now);
     /// Throws consume()'s refusal when `entry` (ticket `tag`) is not usable at `t`.
     void require_usable(const std::string& tag, const Entry& entry, TimePoint t) const;
+    /// consume() and consume_named(): `forget` drops the entry once used.
+    TicketBinding consume(const protocol::Request& request, bool forget);
     /// The entry of `id` was used or withdrawn at `t`.
     void close_locked(const protocol::TicketId& id, Entry& entry, State state, TimePoint t);
 

@@ -93,7 +93,8 @@ std::optional<BlobInfo> decode_header(const std::uint8_t* h, std::string& why)
 }
 
 /// Reads and validates the header of an open blob file against its size.
-std::optional<BlobInfo> read_header(int fd, std::string& why, const KnownHeader* known, HeaderDigest* digest)
+std::optional<BlobInfo> read_header(int fd, std::string& why, const KnownHeader* known, HeaderDigest* digest,
+                                    struct stat* st)
 {
     std::uint8_t h[kHeaderSize];
     const ssize_t n = ::pread(fd, h, sizeof h, 0);
@@ -109,9 +110,10 @@ std::optional<BlobInfo> read_header(int fd, std::string& why, const KnownHeader*
     if (!info) info = decode_header(h, why);
     if (!info) return info;
     if (digest) std::memcpy(digest->data(), h + kHeaderDigestAt, digest->size());
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) return why = std::strerror(errno), std::nullopt;
-    if (static_cast<std::uint64_t>(st.st_size) != kHeaderSize + info->size)
+    struct stat own {};
+    if (!st) st = &own;
+    if (::fstat(fd, st) != 0) return why = std::strerror(errno), std::nullopt;
+    if (static_cast<std::uint64_t>(st->st_size) != kHeaderSize + info->size)
         return why = "file size does not match the header (truncated or extended)", std::nullopt;
     return info;
 }

@@ -12,6 +12,8 @@
 #include <optional>
 #include <string>
 
+#include <sys/stat.h>
+
 namespace blobstreaming::detail {
 
 /// The header's own SHA-256 (its last 32 bytes).
@@ -34,8 +36,9 @@ std::optional<BlobInfo> decode_header(const std::uint8_t* h, std::string& why);
 /// Reads and validates the header of an open blob file against its size.
 /// A header equal to `known`'s (compared byte for byte) is not hashed again;
 /// any other is decoded with every check. `digest` receives the header's
-/// own SHA-256 of a valid header.
+/// own SHA-256 of a valid header, `st` the file's fstat (the one that
+/// checked its size).
 std::optional<BlobInfo> read_header(int fd, std::string& why, const KnownHeader* known = nullptr,
-                                    HeaderDigest* digest = nullptr);
+                                    HeaderDigest* digest = nullptr, struct stat* st = nullptr);
 
 }  // namespace blobstreaming::detail

@@ -347,6 +347,7 @@ private:
             std::memcpy(extra.header_digest.data(), header + kHeaderSize - extra.header_digest.size(),
                         extra.header_digest.size());
             state_->index.publish({info, extra});
+            state_->open_files.erase(name());  // a replaced version's file goes (and its space)
         }
         journal_fd_.reset();
         ::unlink(journal_path().c_str());  // none unless kept

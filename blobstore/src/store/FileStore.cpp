@@ -9,6 +9,7 @@
 #include "FileSystem.h"
 
 #include <blobstreaming/common/BlobName.h>
+#include <blobstreaming/common/DescriptorReserve.h>
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/common/MappedRegion.h>
 #include <blobstreaming/common/UniqueFd.h>
@@ -36,24 +37,33 @@ using detail::read_header;
 
 namespace {
 
-/// What a BlobRange keeps alive: the open file, and the range mapped on its
-/// first data() (a pull sent with sendfile never maps it).
+/// What a BlobRange keeps alive: the open file (shared with the store's
+/// OpenFiles), whose bytes are mapped on the first data() of any of its
+/// views (a pull sent with sendfile never maps them).
 struct OpenBlob final : LazyMapping {
-    UniqueFd fd;
-    std::uint64_t offset = 0;
-    std::size_t length = 0;
-    std::string what;  ///< "read \"NAME\": mmap PATH", for error()
-    mutable std::once_flag once;
-    mutable MappedRegion map;
-    mutable std::error_code map_error;
+    std::shared_ptr<const detail::OpenFile> file;
+    std::uint64_t start = 0;  ///< of the view, in the Blob
 
     const std::uint8_t* bytes() const noexcept override
     {
-        std::call_once(once, [this] { map = MappedRegion::of_file(fd.get(), offset, length, map_error); });
-        return map.data();
+        const std::uint8_t* all = file->bytes();
+        return all ? all + start : nullptr;
     }
-    std::string error() const override { return map_error ? what + ": " + map_error.message() : std::string(); }
+    std::string error() const override
+    {
+        return file->map_error ? file->mmap_what + ": " + file->map_error.message() : std::string();
+    }
+    bool mapped() const noexcept override { return file->mapped(); }
 };
+
+/// openat(2) that, when the process is out of descriptors, has the idle
+/// ones (this store's open files among them) closed and tries once more.
+int open_giving_way(int dir, const char* relative, int flags)
+{
+    int fd = ::openat(dir, relative, flags);
+    if (fd < 0 && out_of_descriptors(errno) && IdleDescriptors::release_all() > 0) fd = ::openat(dir, relative, flags);
+    return fd;
+}
 
 /// Gives a new reservation file (`fd`, at `path`) the room for a Blob of
 /// `size` bytes and its header: fallocate; on a file system without it
@@ -96,6 +106,10 @@ FileStore::FileStore(const fs::path& directory) : FileStore(directory, Options{}
 FileStore::FileStore(const fs::path& directory, Options options) : state_(std::make_shared<State>(directory, options))
 {
     state_->open();
+    state_->idle = IdleDescriptors::add([state = state_.get()] {
+        std::lock_guard lock(state->mutex);
+        return state->open_files.clear();
+    });
     kept_ = detail::reopen_kept(state_);
     spdlog::info("file store {}: {} blob(s), {} bytes", directory.string(), state_->index.count(),
                  state_->index.used());
@@ -114,6 +128,17 @@ std::uint64_t FileStore::directory_syncs() const { return state_->directory_sync
 std::uint64_t FileStore::files_created_ahead() const { return state_->spare.taken(); }
 
 bool FileStore::file_ready_ahead() const { return state_->spare.ready(); }
+
+std::size_t FileStore::open_files() const
+{
+    std::lock_guard lock(state_->mutex);
+    return state_->open_files.size();
+}
+
+std::uint64_t FileStore::reads_from_open_files() const
+{
+    return state_->reads_kept_open.load(std::memory_order_relaxed);
+}
 
 BlobInfo FileStore::stat(std::string_view name) const
 {
@@ -154,52 +179,85 @@ std::optional<Store::LocalFile> FileStore::local_file(std::string_view name) con
 BlobRange FileStore::read(std::string_view name, std::uint64_t start, std::uint64_t end) const
 {
     validate_blob_name(name);
-    const std::string what = "read " + quote_name(name);
-    const std::string relative = State::relative_path_of(name);
+    // Messages are made only when needed: a read served from a kept file
+    // formats nothing.
+    const auto what = [name] { return "read " + quote_name(name); };
     BlobInfo seen;
     detail::HeaderDigest digest{};
+    std::shared_ptr<const detail::OpenFile> kept;
     {
         std::lock_guard lock(state_->mutex);
         const auto* entry = state_->index.find(name);
-        if (!entry) state_->check_directories(what);
+        if (!entry) state_->check_directories(what());
         // throws no_such_blob (also while only reserved)
         const auto& found = entry ? *entry : state_->index.get(name);
         seen = found.info;
         digest = found.extra.header_digest;
+        kept = state_->open_files.find(name, seen);
     }
-    auto blob = std::make_shared<OpenBlob>();
-    // Relative to blobs/ as the store opened it: a file of this store's
-    // own directory, never of one put in its place.
-    blob->fd.reset(::openat(state_->blobs_fd.get(), relative.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-    if (!blob->fd) {
-        const int err = errno;
-        const fs::path path = state_->path_of(name);
-        {
-            // A removed or replaced store directory says so; a missing file
-            // was removed by the store meanwhile, or behind its back.
+    if (kept) {
+        // The file kept open is unchanged since its header was checked, and
+        // still linked: served without opening or checking it again.
+        struct stat st {};
+        if (::fstat(kept->fd.get(), &st) == 0 && st.st_nlink > 0 && detail::FileIdentity::of(st) == kept->identity) {
+            state_->reads_kept_open.fetch_add(1, std::memory_order_relaxed);
+        } else {
             std::lock_guard lock(state_->mutex);
-            state_->check_directories(what);
-            if (err == ENOENT) state_->forget_missing(what, name, seen, path);
+            state_->open_files.erase(name, kept.get());
+            kept.reset();
         }
-        throw_io_error(what + ": open " + path.string(), err);
     }
-    // The header of the file actually opened: if the Blob was replaced since
-    // the index lookup, the view is consistently of the new one. A header
-    // equal to the one the index checked is not hashed again.
-    std::string why;
-    const detail::KnownHeader known{seen, digest};
-    auto info = read_header(blob->fd.get(), why, &known);
-    if (!info) throw Error(Errc::corrupt, what + ": " + state_->path_of(name).string() + ": " + why);
-    end = detail::checked_end(name, info->size, start, end);
-    blob->offset = kHeaderSize + start;
-    blob->length = static_cast<std::size_t>(end - start);
-    const LazyMapping* mapping = nullptr;
-    if (end > start) {
-        blob->what = what + ": mmap " + state_->path_of(name).string();
-        mapping = blob.get();
+    std::shared_ptr<const detail::OpenFile> file = std::move(kept);
+    if (!file) {
+        auto opened = std::make_shared<detail::OpenFile>();
+        const std::string relative = State::relative_path_of(name);
+        // Relative to blobs/ as the store opened it: a file of this store's
+        // own directory, never of one put in its place.
+        opened->fd.reset(open_giving_way(state_->blobs_fd.get(), relative.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+        if (!opened->fd) {
+            const int err = errno;
+            const fs::path path = state_->path_of(name);
+            {
+                // A removed or replaced store directory says so; a missing file
+                // was removed by the store meanwhile, or behind its back.
+                std::lock_guard lock(state_->mutex);
+                state_->check_directories(what());
+                if (err == ENOENT) state_->forget_missing(what(), name, seen, path);
+            }
+            throw_io_error(what() + ": open " + path.string(), err);
+        }
+        // The header of the file actually opened: if the Blob was replaced
+        // since the index lookup, the view is consistently of the new one. A
+        // header equal to the one the index checked is not hashed again.
+        std::string why;
+        const detail::KnownHeader known{seen, digest};
+        struct stat st {};
+        const timespec taken = detail::OpenFiles::now();  // before the fstat that settled() judges
+        auto info = read_header(opened->fd.get(), why, &known, nullptr, &st);
+        if (!info) throw Error(Errc::corrupt, what() + ": " + state_->path_of(name).string() + ": " + why);
+        opened->info = std::move(*info);
+        opened->mmap_what = what() + ": mmap " + state_->path_of(name).string();
+        opened->identity = detail::FileIdentity::of(st);
+        bool kept_now = false;
+        if (same_version(opened->info, seen) && detail::OpenFiles::settled(st, taken)) {
+            std::lock_guard lock(state_->mutex);
+            const auto* entry = state_->index.find(name);
+            kept_now = entry && same_version(entry->info, seen) && state_->open_files.keep(name, opened);
+        }
+        // A kept file is mapped once, for all its views: the data plane
+        // sends a small range from memory (PullTransfer). The pages are
+        // the page cache's; nothing is read until sent.
+        if (kept_now && opened->info.size > 0) opened->bytes();
+        file = std::move(opened);
     }
-    const int fd = blob->fd.get();
-    return BlobRange(std::move(*info), start, end, std::move(blob), mapping, fd, kHeaderSize + start);
+    end = detail::checked_end(name, file->info.size, start, end);
+    auto blob = std::make_shared<OpenBlob>();
+    blob->start = start;
+    const LazyMapping* mapping = end > start ? blob.get() : nullptr;
+    const int fd = file->fd.get();
+    BlobInfo info = file->info;
+    blob->file = std::move(file);
+    return BlobRange(std::move(info), start, end, std::move(blob), mapping, fd, kHeaderSize + start);
 }
 
 std::unique_ptr<Reservation> FileStore::reserve(std::string_view name, std::uint64_t size, ReserveMode mode,
@@ -265,6 +323,7 @@ BlobInfo FileStore::remove(std::string_view name)
             throw_io_error(what + ": unlink " + path.string(), err);
         }
         state_->index.erase(name);
+        state_->open_files.erase(name);
     }
     if (state_->sync) {
         try {

@@ -55,6 +55,7 @@ bool FileStore::State::drop_missing(std::string_view name, const BlobInfo& seen,
     const auto* entry = index.find(name);
     if (!entry || entry->info.committed != seen.committed || !(entry->info.checksum == seen.checksum)) return false;
     index.erase(name);
+    open_files.erase(name);
     spdlog::warn("file store {}: {} was removed outside the store: blob {} dropped from the index", root.string(),
                  path.string(), quote_name(name));
     return true;

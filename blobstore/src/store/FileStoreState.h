@@ -6,10 +6,12 @@
 
 #include "FileHeader.h"
 #include "FileSystem.h"
+#include "OpenFiles.h"
 #include "SpareFile.h"
 #include "StoreIndex.h"
 
 #include <blobstreaming/blobstore/FileStore.h>
+#include <blobstreaming/common/DescriptorReserve.h>
 #include <blobstreaming/common/UniqueFd.h>
 
 #include <atomic>
@@ -70,9 +72,15 @@ struct FileStore::State {
     detail::DirectorySync directory_sync;
     /// The next reservation's file, created ahead in tmp/ (SpareFile.h).
     detail::SpareFile spare{tmp};
+    /// Recently read Blob files, kept open (guarded by `mutex`; OpenFiles.h),
+    /// and the reads they served.
+    detail::OpenFiles open_files;
+    std::atomic<std::uint64_t> reads_kept_open{0};
+    /// Gives the open files up when the process runs out of descriptors.
+    IdleDescriptors::Registration idle;
 
     State(const std::filesystem::path& dir, const Options& o)
-        : root(dir), blobs(dir / "blobs"), tmp(dir / "tmp"), sync(o.sync), index(o.capacity)
+        : root(dir), blobs(dir / "blobs"), tmp(dir / "tmp"), sync(o.sync), index(o.capacity), open_files(o.open_files)
     {}
 
     std::filesystem::path path_of(std::string_view name) const

@@ -19,6 +19,9 @@ public:
     virtual const std::uint8_t* bytes() const noexcept = 0;
     /// Why bytes() is nullptr: what was mapped and the system's reason.
     virtual std::string error() const = 0;
+    /// Whether the bytes are mapped already (bytes() costs nothing): a
+    /// FileStore's file kept open for its next reads.
+    virtual bool mapped() const noexcept { return false; }
 };
 
 /// A read-only, zero-copy view of bytes [start, end) of one committed Blob.
@@ -65,6 +68,9 @@ public:
     /// view maps them on the first call (nullptr if that fails:
     /// mapping_error()).
     const std::uint8_t* data() const noexcept { return data_ ? data_ : mapping_ ? mapping_->bytes() : nullptr; }
+    /// Whether data() is at hand without mapping anything: a memory view,
+    /// or a file view whose file is mapped already (LazyMapping::mapped).
+    bool mapped() const noexcept { return data_ || (mapping_ && mapping_->mapped()); }
     /// Why data() of a file view is nullptr although size() is not 0.
     std::string mapping_error() const { return mapping_ ? mapping_->error() : std::string(); }
 

@@ -43,6 +43,9 @@ public:
     struct Options {
         std::uint64_t capacity = 0;  ///< 0: only the file system limits
         bool sync = true;            ///< fsync at commit (off only for tests and benchmarks)
+        /// Recently read Blob files kept open, at most (and at most a
+        /// sixteenth of RLIMIT_NOFILE's soft limit); 0 keeps none.
+        std::size_t open_files = 64;
     };
 
     explicit FileStore(const std::filesystem::path& directory);
@@ -56,7 +59,22 @@ public:
     std::vector<BlobInfo> list() const override;
     /// A view of the file actually opened, by its own header: a Blob
     /// replaced since the lookup is seen whole in its new version. The view
-    /// holds the file open (usable by sendfile) and maps [start, end).
+    /// holds the file open (usable by sendfile) and maps the Blob's bytes
+    /// on its first data() (once per open file, shared by its views).
+    ///
+    /// The store keeps the last Options::open_files files it read open, with
+    /// their checked headers: a read of the version the index lists, whose
+    /// file is unchanged and still linked (one fstat of it: device, inode,
+    /// size, mtime, ctime, link count; any write, unlink, rename, or a file
+    /// renamed over it moves its ctime), is served from it without opening
+    /// or checking the header again. A file changed less than two ticks of
+    /// the kernel's coarse clock before is not kept (a change in the same
+    /// tick could leave its ctime as it was; 3 s on a file system with
+    /// coarse timestamps). A replace or remove through the store drops the
+    /// name's file; anything else (a file replaced, removed or written
+    /// behind the store) fails the identity check, and the read opens the
+    /// path as above. When the process runs out of descriptors they are all
+    /// closed (IdleDescriptors).
     BlobRange read(std::string_view name, std::uint64_t start, std::uint64_t end) const override;
     /// Creates the reservation file in tmp/ at its full size (fallocate; on
     /// a file system without it, after checking the free space).
@@ -90,6 +108,11 @@ public:
     /// path may have been replaced since). nullopt, with `why`, when `fd` is
     /// not a valid Blob file.
     static std::optional<BlobInfo> file_info(int fd, std::string& why);
+
+    /// Blob files the store holds open now for its next reads (see read()),
+    /// and how many reads they served.
+    std::size_t open_files() const;
+    std::uint64_t reads_from_open_files() const;
 
     /// How many leftover reservations the last open removed.
     std::size_t recovered_reservations() const noexcept;

@@ -8,6 +8,8 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 
 namespace blobstreaming {
 
@@ -28,9 +30,10 @@ public:
     void refill() noexcept;
     /// How many descriptors the reserve holds now.
     std::size_t held() const noexcept;
-    /// Gives up the reserve, accepts and closes at most `limit` connections
-    /// pending on `listener` (never blocking, whether or not the listener is
-    /// in non-blocking mode), and takes the reserve again. Returns how many
+    /// Asks the IdleDescriptors holders to close theirs, gives up the
+    /// reserve, accepts and closes at most `limit` connections pending on
+    /// `listener` (never blocking, whether or not the listener is in
+    /// non-blocking mode), and takes the reserve again. Returns how many
     /// connections were closed; 0 when the reserve held nothing.
     int shed_pending(int listener, int limit) noexcept;
 
@@ -38,6 +41,37 @@ private:
     /// Two, because another thread may take a freed number first and keep it
     /// (a connection to the Naming Service): one is then still there.
     std::array<int, 2> fds_{-1, -1};
+};
+
+/// Descriptors a process keeps open only to save work later (a FileStore's
+/// recently read files): when the process runs out, their holders close
+/// what they can. DescriptorReserve::shed_pending asks them first, and a
+/// holder whose own open fails with out_of_descriptors() may ask too.
+/// Any thread. A holder's release runs on the asking thread, with this
+/// registry locked: it must not add, remove or ask in turn.
+class IdleDescriptors {
+public:
+    /// Closes what the holder can spare; returns how many it dropped.
+    using Release = std::function<std::size_t()>;
+
+    /// Keeps its release registered while it lives; once its destructor
+    /// has returned, the release is not running and never runs again.
+    class Registration {
+    public:
+        Registration() = default;
+        Registration(Registration&& other) noexcept : id_(other.id_) { other.id_ = 0; }
+        Registration& operator=(Registration&& other) noexcept;
+        ~Registration();
+
+    private:
+        friend class IdleDescriptors;
+        explicit Registration(std::uint64_t id) noexcept : id_(id) {}
+        std::uint64_t id_ = 0;
+    };
+
+    [[nodiscard]] static Registration add(Release release);
+    /// Asks every registered holder; returns how many descriptors they dropped.
+    static std::size_t release_all() noexcept;
 };
 
 }  // namespace blobstreaming
