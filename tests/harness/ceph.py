@@ -30,7 +30,7 @@ import time
 import uuid
 
 from .checks import MiB, TestFailure, TestSkipped, check_equal, step, wait_for
-from .ports import free_port
+from .ports import free_port, tcp_rows
 from .processes import Process, proc_status
 
 PROGRAMS = ("ceph-mon", "ceph-mgr", "ceph-osd", "monmaptool", "ceph", "rados")
@@ -57,16 +57,9 @@ def ceph_programs():
 
 def _listeners():
     """(port, socket inode) of every TCP socket in LISTEN state."""
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table) as f:
-                rows = f.read().splitlines()[1:]
-        except FileNotFoundError:
-            continue
-        for row in rows:
-            fields = row.split()
-            if fields[3] == "0A":
-                yield int(fields[1].rsplit(":", 1)[1], 16), fields[9]
+    for fields in tcp_rows():
+        if fields[3] == "0A":
+            yield int(fields[1].rsplit(":", 1)[1], 16), fields[9]
 
 
 def listening_sockets(pids):

@@ -45,7 +45,8 @@ def free_port(host="127.0.0.1"):
 
 
 
-def _tcp_rows():
+def tcp_rows():
+    """The fields of every row of /proc/net/tcp and tcp6."""
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             with open(table) as f:
@@ -70,7 +71,7 @@ def all_accepted(port, clients):
     rx_queue there) is empty."""
     peers = {c.getsockname() for c in clients}
     queued, known = 0, set()
-    for fields in _tcp_rows():
+    for fields in tcp_rows():
         if len(fields[1].split(":")[0]) != 8:
             continue  # an IPv6 row
         local = _ipv4_port(fields[1])
