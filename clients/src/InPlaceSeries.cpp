@@ -68,11 +68,7 @@ void InPlaceSeries::start(Session::Impl& session, std::size_t index, PullSlice s
 void InPlaceSeries::serve(Session::Impl& session, const std::string& store, const LocalFile& local, PullSlice slice,
                           const PullOptions& options, const Completion& done)
 {
-    Result r;
-    r.store = store;
-    r.local = true;
-    r.info = local.info;
-    r.offset = options.offset;
+    Result r = local_result(store, local, options.offset);
     const auto t0 = std::chrono::steady_clock::now();
     const std::string where = "pull " + quote_name(slice.name) + ": store \"" + store + "\"";
     LocalRange range;

@@ -19,6 +19,16 @@ namespace blobstreaming::client {
 
 bool local_file_readable(const std::string& path) noexcept { return ::access(path.c_str(), R_OK) == 0; }
 
+Result local_result(const std::string& store, const LocalFile& file, std::uint64_t offset)
+{
+    Result r;
+    r.store = store;
+    r.local = true;
+    r.info = file.info;
+    r.offset = offset;
+    return r;
+}
+
 LocalRange open_local(const LocalFile& file, std::uint64_t offset, std::uint64_t length, const std::string& what)
 {
     const std::uint64_t size = file.info.size;

@@ -12,6 +12,7 @@
 #include "DataPlane.h"
 
 #include <blobstreaming/client/InPlace.h>
+#include <blobstreaming/client/Result.h>
 #include <blobstreaming/common/BlobInfo.h>
 #include <blobstreaming/common/MappedRegion.h>
 #include <blobstreaming/common/UniqueFd.h>
@@ -46,6 +47,11 @@ private:
     UniqueFd fd_;
     MappedRegion map_;
 };
+
+/// What a same-host pull of `file` from `store` at `offset` reports before
+/// it moves a byte (local, the file's version); bytes, length and time are
+/// the caller's to fill.
+Result local_result(const std::string& store, const LocalFile& file, std::uint64_t offset);
 
 /// Opens and maps [offset, offset + length) of the Blob in `file` (length
 /// 0: to the end). Touches no sink. Throws Error: Errc::invalid_range,

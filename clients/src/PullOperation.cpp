@@ -128,11 +128,7 @@ void PullOperation::on_loop_thread_named(const NamedRoutes::Route& route)
 
 void PullOperation::on_loop_thread_read_local(const LocalFile& local)
 {
-    Result r;
-    r.store = store_;
-    r.local = true;
-    r.info = local.info;
-    r.offset = options_.offset;
+    Result r = local_result(store_, local, options_.offset);
     const auto t0 = std::chrono::steady_clock::now();
     const std::string where = what_ + ": store \"" + store_ + "\"";
     try {
