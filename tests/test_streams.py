@@ -36,7 +36,6 @@ import errno
 import os
 import re
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -44,7 +43,6 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import EXIT, MiB, check, check_equal, step  # noqa: E402
-from harness.processes import ready_fields  # noqa: E402
 
 RACE_SECONDS = float(os.environ.get("BS_RACE_SECONDS", "5"))
 
@@ -294,16 +292,9 @@ def relayed_store(c, attempts=5):
         argv = [harness.program("blobstore/blobstored"), "--name", "relayed", "--store", "memory:128M", "--naming",
                 c.naming, "--control-address", "127.0.0.1:0", "--data-address", "127.0.0.1:0",
                 "--advertise", "127.0.0.2"]
-        err_path = c.path(f"relayed-{attempt}.err")
-        with open(err_path, "wb") as err:
-            popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, env=c.env,
-                                     text=True)
-        process = harness.Process("blobstored relayed", popen, [err_path])
-        c.processes.append(process)
-        line = popen.stdout.readline().strip()
-        check(line.startswith("blobstored ready"), f"blobstored behind the relay: no ready line ({line!r})")
-        fields = ready_fields(line)
-        control, data = (int(fields[k].rsplit(":", 1)[1]) for k in ("control", "data"))
+        process = harness.start_service("blobstored relayed", argv, "blobstored ready", 60, env=c.env,
+                                        err_path=c.path(f"relayed-{attempt}.err"), track=c.processes)
+        control, data = (int(process.ready[k].rsplit(":", 1)[1]) for k in ("control", "data"))
         try:
             return Relay((control, data), data, cut_after=MiB)
         except OSError as e:
