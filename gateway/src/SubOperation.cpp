@@ -75,6 +75,27 @@ std::unique_ptr<DcmFileFormat> parse(const RetrievedInstance& instance, std::str
     return object;
 }
 
+/// The whole object parsed and its pixel data put in the transfer syntax
+/// `target` (DCMTK's decoders); null with `why` ("cannot convert from
+/// STORED to TARGET`context`: the reason") when it cannot be.
+std::unique_ptr<DcmFileFormat> convert_object(const RetrievedInstance& instance, const std::string& target,
+                                              const std::string& context, std::string& why)
+{
+    register_decoders();
+    std::string unparsed;
+    std::unique_ptr<DcmFileFormat> object = parse(instance, unparsed);
+    OFCondition cond = object ? EC_Normal : makeOFCondition(OFM_dcmdata, 1, OF_error, unparsed.c_str());
+    const E_TransferSyntax to = DcmXfer(target.c_str()).getXfer();
+    DcmDataset* data = object ? object->getDataset() : nullptr;
+    if (cond.good()) cond = data->chooseRepresentation(to, nullptr);
+    if (cond.bad() || !data->canWriteXfer(to)) {
+        why = "cannot convert from " + instance.transfer_syntax + " to " + target + context + ": " +
+              (cond.bad() ? std::string(cond.text()) : std::string("DCMTK has no decoder for it"));
+        return nullptr;
+    }
+    return object;
+}
+
 void put16(std::vector<std::uint8_t>& out, std::uint16_t v)
 {
     out.push_back(static_cast<std::uint8_t>(v & 0xFF));
@@ -216,17 +237,10 @@ bool convertible(const std::string& syntax)
 std::vector<std::uint8_t> converted_part10(const RetrievedInstance& instance, const std::string& target,
                                            std::string& why)
 {
-    register_decoders();
-    std::unique_ptr<DcmFileFormat> object = parse(instance, why);
+    const std::unique_ptr<DcmFileFormat> object = convert_object(instance, target, "", why);
     if (!object) return {};
     const E_TransferSyntax to = DcmXfer(target.c_str()).getXfer();
-    DcmDataset* data = object->getDataset();
-    OFCondition cond = data->chooseRepresentation(to, nullptr);
-    if (cond.bad() || !data->canWriteXfer(to)) {
-        why = "cannot convert from " + instance.transfer_syntax + " to " + target + ": " +
-              (cond.bad() ? std::string(cond.text()) : std::string("DCMTK has no decoder for it"));
-        return {};
-    }
+    OFCondition cond;
     std::vector<std::uint8_t> out;
     out.reserve(instance.size + instance.size / 2);
     std::vector<std::uint8_t> piece(std::size_t{1} << 20);
@@ -302,15 +316,9 @@ SubOutcome send_instance(T_ASC_Association* association, const RetrievedInstance
             if (contexts.empty()) return {SubStatus::failed, why, "not accepted: its SOP class " + instance.sop_class};
             return {SubStatus::failed, why, "not accepted: its transfer syntax " + instance.transfer_syntax, true};
         }
-        const E_TransferSyntax to = DcmXfer(target.c_str()).getXfer();
         std::string why;
-        object = parse(instance, why);
-        OFCondition cond = object ? EC_Normal : makeOFCondition(OFM_dcmdata, 1, OF_error, why.c_str());
-        DcmDataset* data = object ? object->getDataset() : nullptr;
-        if (cond.good()) cond = data->chooseRepresentation(to, nullptr);
-        if (cond.bad() || !data->canWriteXfer(to)) {
-            why = "cannot convert from " + instance.transfer_syntax + " to " + target + " (the receiver accepted " +
-                  accepted + "): " + (cond.bad() ? cond.text() : "DCMTK has no decoder for it");
+        object = convert_object(instance, target, " (the receiver accepted " + accepted + ")", why);
+        if (!object) {
             return {SubStatus::failed, why,
                     (uncompressed(instance.transfer_syntax) ? "cannot convert from its transfer syntax "
                                                             : "no decoder for its transfer syntax ") +

@@ -24,6 +24,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <vector>
 
 namespace blobstreaming::dicom::web {
 
@@ -51,29 +52,46 @@ std::string column(const IndexRow& row, const char* name)
 /// Another copy may succeed where this one failed (NearestCopy.cpp's rule).
 bool another_copy_may_serve(Errc errc) noexcept { return errc != Errc::io_error && errc != Errc::cancelled; }
 
+/// One media range of a request's Accept header: its media type, the type
+/// of the parts (of multipart/related) and its transfer-syntax parameter.
+struct AcceptElement {
+    std::string type;
+    std::string part;
+    std::string syntax;
+};
+
+/// The Accept header's media ranges, in order (none when it is absent).
+std::vector<AcceptElement> accept_elements(const Request& request)
+{
+    const std::string accept(request.header[http::field::accept]);
+    std::vector<AcceptElement> out;
+    if (accept.empty()) return out;
+    std::size_t start = 0;
+    for (;;) {
+        const std::size_t comma = accept.find(',', start);
+        const std::string element = accept.substr(start, comma == std::string::npos ? comma : comma - start);
+        out.push_back({media_type(element), media_type(media_parameter(element, "type")),
+                       media_parameter(element, "transfer-syntax")});
+        if (comma == std::string::npos) return out;
+        start = comma + 1;
+    }
+}
+
 /// Whether the request's Accept allows `part_type` in a multipart/related
 /// response (or as the whole body when `single` is allowed), and in the
 /// stored transfer syntax `syntax` when it names one.
 bool acceptable(const Request& request, const std::string& part_type, const std::string& syntax, bool single = false)
 {
-    const std::string accept(request.header[http::field::accept]);
-    if (accept.empty()) return true;
-    std::size_t start = 0;
-    for (;;) {
-        const std::size_t comma = accept.find(',', start);
-        const std::string element = accept.substr(start, comma == std::string::npos ? comma : comma - start);
-        const std::string type = media_type(element);
-        const std::string ts = media_parameter(element, "transfer-syntax");
-        const bool syntax_ok = ts.empty() || ts == "*" || syntax.empty() || ts == syntax;
-        if (type == "*/*" && syntax_ok) return true;
-        if (type == "multipart/related" && syntax_ok) {
-            const std::string t = media_type(media_parameter(element, "type"));
-            if (t.empty() || t == part_type || t == "*/*") return true;
-        }
-        if (type == part_type && syntax_ok && (single || part_type == "application/dicom")) return true;
-        if (comma == std::string::npos) return false;
-        start = comma + 1;
+    const std::vector<AcceptElement> elements = accept_elements(request);
+    if (elements.empty()) return true;
+    for (const AcceptElement& e : elements) {
+        const bool syntax_ok = e.syntax.empty() || e.syntax == "*" || syntax.empty() || e.syntax == syntax;
+        if (!syntax_ok) continue;
+        if (e.type == "*/*") return true;
+        if (e.type == "multipart/related" && (e.part.empty() || e.part == part_type || e.part == "*/*")) return true;
+        if (e.type == part_type && (single || part_type == "application/dicom")) return true;
     }
+    return false;
 }
 
 /// How the instances stored in `stored` are sent under the request's Accept
@@ -85,29 +103,23 @@ bool acceptable(const Request& request, const std::string& part_type, const std:
 /// target). An element that takes them as stored is preferred.
 std::optional<std::string> part_syntax(const Request& request, const std::string& stored)
 {
-    const std::string accept(request.header[http::field::accept]);
-    if (accept.empty()) return std::string();
+    const std::vector<AcceptElement> elements = accept_elements(request);
+    if (elements.empty()) return std::string();
     std::optional<std::string> converted;
-    std::size_t start = 0;
-    for (;;) {
-        const std::size_t comma = accept.find(',', start);
-        const std::string element = accept.substr(start, comma == std::string::npos ? comma : comma - start);
-        const std::string type = media_type(element);
-        const std::string part = media_type(media_parameter(element, "type"));
-        const bool dicom = type == "*/*" || type == "application/dicom" ||
-                           (type == "multipart/related" && (part.empty() || part == "application/dicom" || part == "*/*"));
-        if (dicom) {
-            std::string ts = media_parameter(element, "transfer-syntax");
-            if (ts.empty() && type == "*/*") ts = "*";
-            if (ts.empty()) ts = UID_LittleEndianExplicitTransferSyntax;
-            if (ts == "*" || ts == stored) return std::string();
-            const auto& targets = uncompressed_syntaxes();
-            if (!converted && std::find(targets.begin(), targets.end(), ts) != targets.end() && convertible(stored))
-                converted = ts;
-        }
-        if (comma == std::string::npos) return converted;
-        start = comma + 1;
+    for (const AcceptElement& e : elements) {
+        const bool dicom = e.type == "*/*" || e.type == "application/dicom" ||
+                           (e.type == "multipart/related" &&
+                            (e.part.empty() || e.part == "application/dicom" || e.part == "*/*"));
+        if (!dicom) continue;
+        std::string ts = e.syntax;
+        if (ts.empty() && e.type == "*/*") ts = "*";
+        if (ts.empty()) ts = UID_LittleEndianExplicitTransferSyntax;
+        if (ts == "*" || ts == stored) return std::string();
+        const auto& targets = uncompressed_syntaxes();
+        if (!converted && std::find(targets.begin(), targets.end(), ts) != targets.end() && convertible(stored))
+            converted = ts;
     }
+    return converted;
 }
 
 bool wants_multipart(const Request& request)
