@@ -27,9 +27,19 @@ class TestSkipped(Exception):
     """The test cannot run here (a program is not built)."""
 
 
+LAST_STEP = ""
+
+
 def step(message):
     """A progress line in the test's log, with the time since the start."""
-    print(f"[{time.monotonic() - STEP_T0:7.2f} s] {message}", flush=True)
+    global LAST_STEP
+    LAST_STEP = f"[{time.monotonic() - STEP_T0:7.2f} s] {message}"
+    print(LAST_STEP, flush=True)
+
+
+def last_step():
+    """The last progress line step() printed ("" before the first)."""
+    return LAST_STEP
 
 
 def check(condition, message):

@@ -6,12 +6,36 @@ import signal
 import sys
 import traceback
 
-from .checks import SKIP, TestFailure, TestSkipped, program, step
+from .checks import SKIP, TestFailure, TestSkipped, last_step, program, step
 from .cluster import Cluster
 
 
 def _terminate(signum, _frame):
     raise SystemExit(f"terminated by signal {signum}")
+
+
+# `make check` gives each test descriptor 9 as its own standard error
+# (AM_TESTS_FD_REDIRECT in Makefile.am): a failure's reason and the step it
+# came in reach the run's output beside automake's FAIL line, where the log
+# itself (with every process's log dumped after it) is only in the build tree.
+CONSOLE_FD = 9
+
+
+def _tell_console(line):
+    try:
+        os.fstat(CONSOLE_FD)
+    except OSError:
+        return  # run by hand: the reason is on standard output already
+    try:
+        os.write(CONSOLE_FD, (line.replace("\n", " ")[:2000] + "\n").encode("utf-8", "replace"))
+    except OSError:
+        pass
+
+
+def _failed(name, reason):
+    line = f"FAIL {name}: {reason}"
+    print(line, flush=True)
+    _tell_console(f"{line} (last step: {last_step() or 'none'})")
 
 
 def run(test, setup, name=None, finish=None):
@@ -35,11 +59,11 @@ def run(test, setup, name=None, finish=None):
         print(f"SKIP {name}: {e}", flush=True)
         rc = SKIP
     except TestFailure as e:
-        print(f"FAIL {name}: {e}", flush=True)
+        _failed(name, e)
         if env:
             env.dump_logs()
-    except BaseException:
-        print(f"FAIL {name}: unexpected exception", flush=True)
+    except BaseException as e:
+        _failed(name, f"unexpected exception: {type(e).__name__}: {e}")
         traceback.print_exc(file=sys.stdout)
         if env:
             env.dump_logs()
