@@ -21,10 +21,10 @@ inline constexpr std::uint64_t kDispatchBudget = std::uint64_t{32} << 20;
 /// send() from memory finishes sooner than sendfile, which feeds the socket
 /// through a pipe 16 pages at a time (1.15 x at 1 MiB, 1.2-1.6 x at 2-8 MiB
 /// and at 32 MiB: docs/BENCHMARKS.md). Larger ranges go by sendfile, so
-/// that the pages a daemon's kept files have mapped in stay bounded (64
-/// files x 8 MiB) and a 1 GiB pull does not map its Blob in at all. A
-/// file truncated behind the store fails the send (EFAULT), as a read
-/// through sendfile ends early: the daemon itself never touches the bytes.
+/// that a large Blob's whole pull maps none of its pages into the daemon
+/// (its RSS). A file truncated behind the store fails the send (EFAULT),
+/// as a read through sendfile ends early: the daemon itself never touches
+/// the bytes.
 inline constexpr std::uint64_t kFromMappingAtMost = std::uint64_t{8} << 20;
 /// Bytes read and discarded after a refusal before giving up on a clean close.
 inline constexpr std::uint64_t kMaxDrain = std::uint64_t{64} << 20;
