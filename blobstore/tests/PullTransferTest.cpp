@@ -12,7 +12,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <thread>
+
+#include <unistd.h>
 
 using namespace blobstreaming;
 using namespace blobstreaming::server;
@@ -55,44 +58,107 @@ BOOST_FIXTURE_TEST_CASE(the_range_of_the_tickets_version_is_answered_then_sent, 
     BOOST_CHECK_EQUAL(server.active.load(), 0u);
 }
 
-// A FileStore's file kept open is mapped: a small range goes from the
-// mapping (send), a larger one by sendfile; both are the version's bytes.
-BOOST_AUTO_TEST_CASE(a_kept_file_store_blob_is_sent_from_its_mapping_or_by_sendfile)
-{
+namespace {
+
+/// A FileStore holding `data` as CT.1, its file kept open and mapped.
+struct KeptFileFixture {
     blobstreaming::test::TempDir dir;
-    FileStore store(dir.path());
+    FileStore store{dir.path()};
     TicketRegistry tickets{std::chrono::seconds(30)};
     ReservationTable reservations{std::chrono::seconds(60)};
     DataServer::Impl server{store, tickets, reservations, DataServerConfig{}};
-    const auto data = pattern(1500000);
-    auto r = store.reserve("CT.1", data.size());
-    BOOST_REQUIRE(!r->write(data.data(), data.size()));
-    const BlobInfo info = r->commit();
-    // Kept once its last change is a few clock ticks old (OpenFiles.h).
-    for (int i = 0; i < 400 && store.open_files() == 0; ++i) {
-        if (store.read_all("CT.1").size() == data.size() && store.open_files() == 0)
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    BOOST_REQUIRE_EQUAL(store.open_files(), 1u);
-    BOOST_REQUIRE(store.read_all("CT.1").mapped());
+    std::vector<std::uint8_t> data = pattern((std::size_t{8} << 20) + 1500000);
+    BlobInfo info;
 
-    for (const auto& [offset, length] : {std::pair<std::uint64_t, std::uint64_t>{4097, 5000},
-                                         {0, std::uint64_t{1} << 20}, {100, data.size() - 100}}) {
-        SocketPair sockets;
-        RecordingLink link{sockets.server.get()};
+    KeptFileFixture()
+    {
+        auto r = store.reserve("CT.1", data.size());
+        BOOST_REQUIRE(!r->write(data.data(), data.size()));
+        info = r->commit();
+        // Kept once its last change is a few clock ticks old (OpenFiles.h).
+        for (int i = 0; i < 400 && store.open_files() == 0; ++i) {
+            if (store.read_all("CT.1").size() == data.size() && store.open_files() == 0)
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        BOOST_REQUIRE_EQUAL(store.open_files(), 1u);
+        BOOST_REQUIRE(store.read_all("CT.1").mapped());
+    }
+    PullTransfer pull(TransferLink& link, std::uint64_t offset, std::uint64_t length)
+    {
         TicketBinding b = pull_binding("CT.1", offset, length);
         b.version = info;
-        PullTransfer t(server, link, TransferFixture::request(protocol::FrameType::pull, offset, length), b);
-        BOOST_REQUIRE(t.start() == Step::respond);
-        BOOST_CHECK(link.answer().response.status == Errc::ok);
-        std::vector<std::uint8_t> sent;
-        std::thread reader([&] { sent = sockets.receive(static_cast<std::size_t>(length)); });
-        Step step = Step::write;
-        for (int i = 0; i < 100000 && step == Step::write; ++i) step = t.on_writable();
-        reader.join();
-        BOOST_CHECK(step == Step::done);
-        BOOST_CHECK(std::equal(sent.begin(), sent.end(), data.begin() + static_cast<std::ptrdiff_t>(offset)));
+        return PullTransfer(server, link, TransferFixture::request(protocol::FrameType::pull, offset, length), b);
     }
+    std::filesystem::path file() const
+    {
+        for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path() / "blobs"))
+            if (e.path().filename() == "CT.1") return e.path();
+        BOOST_FAIL("no file of CT.1 under " + (dir.path() / "blobs").string());
+        return {};
+    }
+};
+
+}  // namespace
+
+// A FileStore's file kept open is mapped: a range of up to 8 MiB goes from
+// the mapping (send), a larger one by sendfile; both are the version's bytes.
+BOOST_FIXTURE_TEST_CASE(a_kept_file_store_blob_is_sent_from_its_mapping_or_by_sendfile, KeptFileFixture)
+{
+    struct Case {
+        std::uint64_t offset, length;
+        const char* method;
+    };
+    for (const Case& c : {Case{4097, 5000, "from memory"}, Case{0, std::uint64_t{1} << 20, "from memory"},
+                          Case{100, 1500000, "from memory"}, Case{7, std::uint64_t{8} << 20, "from memory"},
+                          Case{100, data.size() - 100, "sendfile"}}) {
+        BOOST_TEST_CONTEXT("[" << c.offset << ", +" << c.length << ")")
+        {
+            SocketPair sockets;
+            RecordingLink link{sockets.server.get()};
+            PullTransfer t = pull(link, c.offset, c.length);
+            BOOST_REQUIRE(t.start() == Step::respond);
+            BOOST_CHECK(link.answer().response.status == Errc::ok);
+            BOOST_CHECK_EQUAL(std::string(t.method()), c.method);
+            std::vector<std::uint8_t> sent;
+            std::thread reader([&] { sent = sockets.receive(static_cast<std::size_t>(c.length)); });
+            Step step = Step::write;
+            for (int i = 0; i < 100000 && step == Step::write; ++i) step = t.on_writable();
+            reader.join();
+            BOOST_CHECK(step == Step::done);
+            BOOST_CHECK(std::equal(sent.begin(), sent.end(), data.begin() + static_cast<std::ptrdiff_t>(c.offset)));
+        }
+    }
+}
+
+// The daemon never reads a mapped range itself: a file truncated behind the
+// store while its range is sent from the mapping fails that pull (the send
+// reports EFAULT), as sendfile's would end early, and nothing else; no
+// SIGBUS.
+BOOST_FIXTURE_TEST_CASE(a_kept_file_truncated_while_it_is_sent_fails_the_pull_only, KeptFileFixture)
+{
+    SocketPair sockets;
+    RecordingLink link{sockets.server.get()};
+    const std::uint64_t length = std::uint64_t{4} << 20;
+    PullTransfer t = pull(link, 0, length);
+    BOOST_REQUIRE(t.start() == Step::respond);
+    BOOST_REQUIRE_EQUAL(std::string(t.method()), "from memory");
+    std::filesystem::permissions(file(), std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
+    BOOST_REQUIRE(::truncate(file().c_str(), FileStore::kHeaderSize + 100000) == 0);
+
+    std::uint64_t got = 0;
+    std::thread reader([&] {
+        std::vector<std::uint8_t> buffer(1 << 16);
+        for (ssize_t n; (n = ::recv(sockets.client.get(), buffer.data(), buffer.size(), 0)) > 0;)
+            got += static_cast<std::uint64_t>(n);
+    });
+    Step step = Step::write;
+    for (int i = 0; i < 100000 && step == Step::write; ++i) step = t.on_writable();
+    sockets.server.reset();  // the connection closes: the reader sees its end
+    reader.join();
+    BOOST_CHECK(step == Step::close);
+    BOOST_CHECK(t.ended());
+    BOOST_CHECK_LT(got, length);
+    BOOST_CHECK_EQUAL(server.active.load(), 0u);
 }
 
 BOOST_FIXTURE_TEST_CASE(a_full_socket_asks_for_writable_and_goes_on, Fixture)

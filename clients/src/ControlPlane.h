@@ -89,7 +89,7 @@ public:
     std::vector<std::string> transporter_stores();
     /// The Blob's file when the store offers one on this very host.
     std::optional<LocalFile> find_local(const std::string& store, const std::string& name);
-    /// find_local() of each of `names` (at most 1024) in one call
+    /// find_local() of each of `names` (at most BlobStore::MaxBatch) in one call
     /// (BlobStore::findLocalFiles): none where the store offers no file on
     /// this very host. std::nullopt as a whole when the store is older than
     /// that operation (the caller then asks name by name). Throws Error for
@@ -112,7 +112,7 @@ public:
     /// or the next store of a chain, then follows the transfer); await
     /// returns what fetch() would, waiting up to kFetchCallTimeout.
     void begin_fetch(const std::string& to, const std::string& name, const std::string& from, bool overwrite);
-    /// fetch() of each of `names` (at most 1024, the store's bound) in one call
+    /// fetch() of each of `names` (at most BlobStore::MaxBatch) in one call
     /// (BlobStore::fetchEach): per name what the store committed, or the
     /// error fetch() would have thrown. Throws Error for what fails the
     /// whole call (the stores unreachable, no permission). The store fetches

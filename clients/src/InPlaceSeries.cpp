@@ -9,16 +9,13 @@
 
 #include <blobstreaming/transporter/Log.h>
 
+#include <BlobStreaming.hh>
+
 #include <algorithm>
 #include <chrono>
 #include <utility>
 
 namespace blobstreaming::client {
-
-namespace {
-/// Names per findLocalFiles call (the store's limit).
-constexpr std::size_t kNamesPerCall = 1024;
-}  // namespace
 
 bool InPlaceSeries::applies(const Session::Impl& session, const std::vector<PullSlice>& slices,
                             const PullOptions& options)
@@ -35,9 +32,11 @@ InPlaceSeries::InPlaceSeries(std::string store, std::vector<std::string> names)
 
 void InPlaceSeries::ask(ControlPlane& control)
 {
+    // As many names per call as the store takes (LimitReached past them).
+    constexpr std::size_t per_call = BlobStreaming::BlobStore::MaxBatch;
     try {
-        for (std::size_t begin = 0; begin < names_.size(); begin += kNamesPerCall) {
-            const std::size_t end = std::min(names_.size(), begin + kNamesPerCall);
+        for (std::size_t begin = 0; begin < names_.size(); begin += per_call) {
+            const std::size_t end = std::min(names_.size(), begin + per_call);
             const std::vector<std::string> names(names_.begin() + static_cast<std::ptrdiff_t>(begin),
                                                  names_.begin() + static_cast<std::ptrdiff_t>(end));
             auto found = control.find_local_files(store_, names);

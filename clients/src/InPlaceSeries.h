@@ -36,9 +36,10 @@ public:
     InPlaceSeries(std::string store, std::vector<std::string> names);
 
     /// Control thread, before any slice starts: the files of every name
-    /// (batches of at most 1024). A failure that concerns every name (no
-    /// read permission, the store unreachable) is kept: each slice then
-    /// fails with it, as its own pull would.
+    /// (batches of at most BlobStore::MaxBatch, the IDL constant the store
+    /// enforces). A failure that concerns every name (no read permission,
+    /// the store unreachable) is kept: each slice then fails with it, as
+    /// its own pull would.
     void ask(ControlPlane& control);
 
     /// Any thread: starts slice `index` (`slice` its name and sink) with

@@ -32,6 +32,9 @@ public:
 
     Step start() override;
     Step on_writable() override;
+    /// How the bytes go once answered: "sendfile", "from memory" (memory,
+    /// or a file's mapping), "streamed" (a store's reader); for the log line.
+    const char* method() const noexcept;
 
 private:
     /// What one step of the send loop found.
@@ -46,8 +49,6 @@ private:
     /// Error(blob_changed) when the Blob was replaced or removed since. Any
     /// thread (a CommitPool thread for a store whose read() waits).
     BlobRange read_ticket_version();
-    /// How the bytes go, for the log line.
-    const char* method() const noexcept;
     /// Sends at most `want` bytes at body_done_ (ready: `r` says what moved);
     /// wait: nothing to send until woken; failed: the transfer has failed.
     Fill send_chunk(std::size_t want, IoResult& r);

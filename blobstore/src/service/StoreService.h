@@ -21,6 +21,8 @@
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/Protocol.h>
 
+#include <BlobStreaming.hh>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -66,8 +68,9 @@ private:
 };
 
 /// Names (or grants) per batch call: fetchEach, findLocalFiles, shareImages,
-/// shareGrantedImages, grantReads.
-constexpr std::size_t kMaxBatch = 1024;
+/// shareGrantedImages, grantReads. The IDL's BlobStore::MaxBatch, which
+/// clients read to split their batches.
+constexpr std::size_t kMaxBatch = BlobStreaming::BlobStore::MaxBatch;
 /// Throws Error(limit_reached) "OPERATION: N WHAT; at most 1024 per call"
 /// past kMaxBatch.
 void check_batch(std::size_t count, const char* operation, const char* what);
