@@ -25,6 +25,9 @@
 
 #include <unistd.h>
 
+static_assert(blobstreaming::service::kMaxBatch == BlobStreaming::BlobStore::MaxBatch,
+              "the store's batch limit is the IDL's BlobStore::MaxBatch, which clients read");
+
 namespace blobstreaming::corba {
 
 namespace {

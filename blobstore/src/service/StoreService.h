@@ -21,8 +21,6 @@
 #include <blobstreaming/common/Error.h>
 #include <blobstreaming/transporter/Protocol.h>
 
-#include <BlobStreaming.hh>
-
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -68,9 +66,10 @@ private:
 };
 
 /// Names (or grants) per batch call: fetchEach, findLocalFiles, shareImages,
-/// shareGrantedImages, grantReads. The IDL's BlobStore::MaxBatch, which
-/// clients read to split their batches.
-constexpr std::size_t kMaxBatch = BlobStreaming::BlobStore::MaxBatch;
+/// shareGrantedImages, grantReads: the IDL's BlobStore::MaxBatch, which
+/// clients read to split their batches (BlobStore_i.cpp asserts the two
+/// agree; this header names no CORBA type).
+constexpr std::size_t kMaxBatch = 1024;
 /// Throws Error(limit_reached) "OPERATION: N WHAT; at most 1024 per call"
 /// past kMaxBatch.
 void check_batch(std::size_t count, const char* operation, const char* what);
