@@ -86,6 +86,7 @@ std::string header_mismatch(const std::uint8_t* bytes, std::size_t size,
     }
     return mismatch;
 }
+
 /// The instances found to be what the index lists (header_mismatch()
 /// empty), by their Blob's name and version and the attributes the index
 /// listed: the check is a function of the bytes, and a pull that verified
@@ -131,6 +132,7 @@ IdentityChecks& identity_checks()
     static IdentityChecks checks;
     return checks;
 }
+
 }  // namespace
 
 std::string column_of(const IndexRow& row, const char* column)
