@@ -50,6 +50,12 @@ InPlaceMappings::InPlaceMappings(std::size_t files, std::uint64_t bytes) : max_f
     if (max_bytes_ == 0) max_files_ = 0;
 }
 
+bool InPlaceMappings::holds(const std::string& path) const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    return by_path_.count(path) > 0;
+}
+
 std::size_t InPlaceMappings::files() const
 {
     std::lock_guard<std::mutex> lock(mutex_);

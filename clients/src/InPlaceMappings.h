@@ -55,6 +55,10 @@ public:
     std::shared_ptr<const InPlaceBlob> keep(LocalRange range, const timespec& opened, bool verify,
                                             const std::string& what, const Progress& progress);
 
+    /// Whether a mapping of the file at `path` is kept (of whichever
+    /// version: reuse() decides).
+    bool holds(const std::string& path) const;
+
     std::size_t files() const;
     std::uint64_t bytes() const;
     std::size_t capacity() const noexcept { return max_files_; }

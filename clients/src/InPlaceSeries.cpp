@@ -59,7 +59,9 @@ void InPlaceSeries::start(Session::Impl& session, std::size_t index, PullSlice s
         return session.complete(done, std::move(r));
     }
     const LocalFile* local = index < files_.size() && files_[index] ? &*files_[index] : nullptr;
-    if (!local || !local_file_readable(local->path))
+    // A file kept mapped was readable (the check's access(2) saved);
+    // serve() opens any other again if the kept one no longer holds it.
+    if (!local || (!session.mappings.holds(local->path) && !local_file_readable(local->path)))
         return PullOperation::start(session, std::move(slice.name), std::move(slice.sink), options, std::move(done));
     session.loop.post([&session, store = store_, local = *local, slice = std::move(slice), options,
                        done = std::move(done)]() mutable {
