@@ -15,7 +15,9 @@ every instance's bytes against its Blob's checksum on every serve.
 - A stored byte flipped behind the store (same size, its mtime put back
   with os.utime) between two retrieves: that instance is refused on the
   second (the checksum mismatch in the gateway's log), the others served.
-- A removed Blob: left out of the next retrieve, the others served.
+- A removed Blob: left out of the next retrieve, the others served; its
+  file, unlinked, is let go (no "(deleted)" store file in /proc/PID/maps)
+  by a retrieve once a second has passed (its disk space not held).
 - The bound: a second gateway with --kept-mappings 3 retrieves the study
   (10 instances by then: 6 more stored, the flipped one removed) twice: every part bit-identical, and its address
   space never holds more than 3 mappings of the store's files.
@@ -26,7 +28,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import check, check_equal, step  # noqa: E402
+from harness import check, check_equal, step, wait_for  # noqa: E402
 from harness.dicom import Gateway, make_objects  # noqa: E402
 from test_checksum_compat import blob_file  # noqa: E402
 from test_dicomweb import Http, parts  # noqa: E402
@@ -48,6 +50,13 @@ def store_mappings(pid, store_dir):
             if len(fields) == 6 and fields[5].strip().startswith(root):
                 out.add((fields[0], fields[4]))
     return out
+
+
+def deleted_mappings(pid, store_dir):
+    """How many of those are of files unlinked since (their Blob replaced or removed)."""
+    root = os.path.realpath(store_dir) + "/"
+    with open(f"/proc/{pid}/maps") as f:
+        return sum(1 for line in f if root in line and line.rstrip().endswith("(deleted)"))
 
 
 def test(c):
@@ -136,6 +145,8 @@ def test(c):
     c.blob("rm", removed + ".dcm", store="ws1").ok()
     check_equal(served(retrieve(gw), stored), sorted(s for s in stored if s not in (rotten, removed)),
                 "the instances served")
+    wait_for(lambda: served(retrieve(gw), stored) and deleted_mappings(gw.proc.pid, ws1.store_dir) == 0, 10,
+             "no unlinked store file left mapped once a retrieve a second later has looked (their disk space freed)")
 
     step(f"the bound: --kept-mappings {CAPACITY}, a study of {SLICES + MORE - 2} instances retrieved twice")
     c.blob("rm", rotten + ".dcm", store="ws1").ok()

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -56,16 +57,22 @@ bool InPlaceMappings::holds(const std::string& path) const
     return by_path_.count(path) > 0;
 }
 
-std::size_t InPlaceMappings::files() const
+void InPlaceMappings::sweep()
 {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return order_.size();
-}
-
-std::uint64_t InPlaceMappings::bytes() const
-{
-    std::lock_guard<std::mutex> lock(mutex_);
-    return bytes_;
+    std::vector<std::shared_ptr<const Kept>> all;
+    {
+        const auto now = std::chrono::steady_clock::now();
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (order_.empty() || now - swept_ < kSweepEvery) return;
+        swept_ = now;
+        all.assign(order_.begin(), order_.end());
+    }
+    for (const auto& kept : all) {
+        struct stat st {};
+        if (::fstat(kept->range.fd(), &st) == 0 && st.st_nlink > 0) continue;
+        library_log()->debug("local file {} no longer kept mapped: it was unlinked", kept->range.file().path);
+        drop(kept->range.file().path, kept.get());
+    }
 }
 
 std::shared_ptr<const InPlaceMappings::Kept> InPlaceMappings::find(const LocalFile& file, const std::string& what)
@@ -127,6 +134,7 @@ std::shared_ptr<const InPlaceBlob> InPlaceMappings::reuse(const LocalFile& file,
                                                           const Progress& progress)
 {
     if (max_files_ == 0) return nullptr;
+    sweep();
     std::shared_ptr<const Kept> kept = find(file, what);
     if (!kept) return nullptr;
     try {
@@ -146,6 +154,7 @@ std::shared_ptr<const InPlaceBlob> InPlaceMappings::reuse(const LocalFile& file,
 std::shared_ptr<const InPlaceBlob> InPlaceMappings::keep(LocalRange range, const timespec& opened, bool verify,
                                                          const std::string& what, const Progress& progress)
 {
+    sweep();
     struct stat st {};
     const bool settled = max_files_ > 0 && range.length() <= max_bytes_ && ::fstat(range.fd(), &st) == 0 &&
                          identity_settled(st, opened);

@@ -17,7 +17,8 @@
 /// a file gone: the entry is dropped and the pull opens the file as a
 /// first pull does (LocalRead.h). The least recently served are dropped
 /// beyond the bounds (files, bytes of mappings; the files at most a
-/// quarter of RLIMIT_NOFILE's soft limit). Any thread.
+/// quarter of RLIMIT_NOFILE's soft limit), and those whose file was
+/// unlinked (kSweepEvery). Any thread.
 
 #include "DataPlane.h"
 #include "LocalRead.h"
@@ -25,6 +26,7 @@
 
 #include <blobstreaming/client/InPlace.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <list>
@@ -59,9 +61,10 @@ public:
     /// version: reuse() decides).
     bool holds(const std::string& path) const;
 
-    std::size_t files() const;
-    std::uint64_t bytes() const;
-    std::size_t capacity() const noexcept { return max_files_; }
+    /// reuse() and keep() look at every kept file at most this often and
+    /// drop those unlinked (their Blob replaced or removed): their disk
+    /// space is not held longer than that after the next pull in place.
+    static constexpr std::chrono::seconds kSweepEvery{1};
 
 private:
     struct Kept;
@@ -70,6 +73,8 @@ private:
     std::shared_ptr<const Kept> find(const LocalFile& file, const std::string& what);
     void add(std::shared_ptr<const Kept> kept);
     void drop(const std::string& path, const Kept* only = nullptr);
+    /// Drops the kept files no longer linked, at most every kSweepEvery.
+    void sweep();
 
     std::size_t max_files_;
     std::uint64_t max_bytes_;
@@ -77,6 +82,7 @@ private:
     Order order_;  ///< most recently served first
     std::map<std::string, Order::iterator> by_path_;
     std::uint64_t bytes_ = 0;
+    std::chrono::steady_clock::time_point swept_{};
 };
 
 }  // namespace blobstreaming::client
