@@ -118,8 +118,13 @@ def test(c):
     variant[0:16] = b"another version."  # the preamble: free bytes, the data set unchanged
     with open(c.path("variant.dcm"), "wb") as f:
         f.write(variant)
+    indexed = f"index: instance {replaced} indexed from Blob"
+    before = gw.log().count(indexed)
     c.blob("push", "--replace", "--name", replaced + ".dcm", c.path("variant.dcm"), store="ws1").ok()
     stored[replaced] = bytes(variant)
+    # The gateway indexes the new version from the store's event (until
+    # then a query may miss the instance, with or without kept mappings).
+    wait_for(lambda: gw.log().count(indexed) > before, 20, "the new version indexed (the gateway's log)")
     kept = kept_lines()
     check_equal(served(retrieve(gw), stored), sorted(stored), "every instance once, the replaced one in its new version")
     check_equal(kept_lines() - kept, SLICES - 1, "instances served from a kept mapping (all but the replaced one)")
