@@ -33,6 +33,8 @@ clients_libblobclient_la_SOURCES = \
 	clients/src/SeriesOperation.h \
 	clients/src/InPlaceSeries.cpp \
 	clients/src/InPlaceSeries.h \
+	clients/src/InPlaceMappings.cpp \
+	clients/src/InPlaceMappings.h \
 	clients/src/Session.cpp \
 	clients/src/SessionImpl.h \
 	clients/src/StoreChoice.cpp \

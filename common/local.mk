@@ -9,6 +9,7 @@ common_libblobcommon_la_SOURCES = \
 	common/src/Checksum.cpp \
 	common/src/DescriptorReserve.cpp \
 	common/src/Error.cpp \
+	common/src/FileIdentity.cpp \
 	common/src/HashPipeline.cpp \
 	common/src/Host.cpp \
 	common/src/MappedRegion.cpp \
@@ -37,7 +38,8 @@ commonhdr_HEADERS = \
 	common/include/blobstreaming/common/UniqueFd.h
 # The TLS policy of our contexts (transporter, sdc) and the descriptor
 # reserve of our listening ports: ours, not an API.
-EXTRA_DIST += common/include/blobstreaming/common/TlsPolicy.h common/include/blobstreaming/common/DescriptorReserve.h
+EXTRA_DIST += common/include/blobstreaming/common/TlsPolicy.h common/include/blobstreaming/common/DescriptorReserve.h \
+	common/include/blobstreaming/common/FileIdentity.h
 
 # libblobcli (not installed): what every program's command line shares —
 # sizes, durations, the logging flags, --version, no abbreviated options

@@ -91,7 +91,8 @@ system_tests = \
 	tests/test_dicom_postgresql.py \
 	tests/test_dicomweb.py \
 	tests/test_dicomweb_in_place.py \
-	tests/test_dicomweb_batch.py
+	tests/test_dicomweb_batch.py \
+	tests/test_dicomweb_mapped.py
 TESTS += $(system_tests)
 # bsbench and sdc-bench are built by the bench targets only; this test runs them too.
 tests/test_cli_common.log: benchmarks/bsbench$(EXEEXT) sdc/sdc-bench$(EXEEXT)

@@ -1,11 +1,13 @@
 // A pull series served in place with one control call (InPlaceSeries.h).
 #include "InPlaceSeries.h"
 
+#include "InPlaceMappings.h"
 #include "LocalRead.h"
 #include "PullOperation.h"
 #include "TransferResult.h"
 
 #include <blobstreaming/common/BlobName.h>
+#include <blobstreaming/common/FileIdentity.h>
 
 #include <blobstreaming/transporter/Log.h>
 
@@ -56,7 +58,9 @@ void InPlaceSeries::start(Session::Impl& session, std::size_t index, PullSlice s
         return session.complete(done, std::move(r));
     }
     const LocalFile* local = index < files_.size() && files_[index] ? &*files_[index] : nullptr;
-    if (!local || !local_file_readable(local->path))
+    // A file kept mapped was readable (the check's access(2) saved);
+    // serve() opens any other again if the kept one no longer holds it.
+    if (!local || (!session.mappings.holds(local->path) && !local_file_readable(local->path)))
         return PullOperation::start(session, std::move(slice.name), std::move(slice.sink), options, std::move(done));
     session.loop.post([&session, store = store_, local = *local, slice = std::move(slice), options,
                        done = std::move(done)]() mutable {
@@ -70,27 +74,43 @@ void InPlaceSeries::serve(Session::Impl& session, const std::string& store, cons
     Result r = local_result(store, local, options.offset);
     const auto t0 = std::chrono::steady_clock::now();
     const std::string where = "pull " + quote_name(slice.name) + ": store \"" + store + "\"";
-    LocalRange range;
+    // A whole Blob: from its kept mapping when the Session has one
+    // (InPlaceMappings), else opened and then kept.
+    const bool whole = options.offset == 0 && (options.length == 0 || options.length == local.info.size);
+    bool reused = false;
     try {
-        range = open_local(local, options.offset, options.length, where);
-    } catch (const Error& e) {
-        if (e.code() != Errc::io_error && e.code() != Errc::blob_changed)
-            return session.complete(done, failure(e, store));
-        // The file cannot be used, or holds another version since the
-        // store answered: nothing was handed over; an ordinary pull asks
-        // again (the version it then finds, whole, or the data port).
-        library_log()->debug("{}; pulling it on its own instead", e.what());
-        return PullOperation::start(session, std::move(slice.name), std::move(slice.sink), options, done);
-    }
-    try {
-        *slice.sink.place() = keep_in_place(std::move(range), options.verify, where, options.progress);
+        if (whole) {
+            *slice.sink.place() = session.mappings.reuse(local, options.verify, where, options.progress);
+            reused = *slice.sink.place() != nullptr;
+        }
+        if (!reused) {
+            const timespec opened = realtime_now();
+            LocalRange range;
+            try {
+                range = open_local(local, options.offset, options.length, where);
+            } catch (const Error& e) {
+                if (e.code() != Errc::io_error && e.code() != Errc::blob_changed)
+                    return session.complete(done, failure(e, store));
+                // The file cannot be used, or holds another version since
+                // the store answered: nothing was handed over; an ordinary
+                // pull asks again (the version it then finds, whole, or the
+                // data port).
+                library_log()->debug("{}; pulling it on its own instead", e.what());
+                return PullOperation::start(session, std::move(slice.name), std::move(slice.sink), options, done);
+            }
+            *slice.sink.place() =
+                whole ? session.mappings.keep(std::move(range), opened, options.verify, where, options.progress)
+                      : keep_in_place(std::move(range), options.verify, where, options.progress);
+        }
         r.bytes = r.length = (*slice.sink.place())->size();
     } catch (const Error& e) {
         r.error = e.error_code();
         r.message = e.what();
     }
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (r.ok()) log_transfer("pulled in place", "from", slice.name, store, r, "local file " + local.path);
+    if (r.ok())
+        log_transfer("pulled in place", "from", slice.name, store, r,
+                     "local file " + local.path + (reused ? ", its mapping kept from an earlier pull" : ""));
     session.complete(done, std::move(r));
 }
 

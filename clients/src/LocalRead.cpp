@@ -129,24 +129,31 @@ private:
 
 }  // namespace
 
-std::shared_ptr<const InPlaceBlob> keep_in_place(LocalRange range, bool verify, const std::string& what,
-                                                 const Progress& progress)
+void verify_in_place(const LocalRange& range, bool verify, const std::string& what, const Progress& progress,
+                     bool populate_first)
 {
     const std::uint64_t length = range.length();
     if (verify && range.offset() == 0 && length == range.file().info.size) {
-        // Inline, slice by slice from the mapping, its page tables
-        // populated first: nothing else runs meanwhile to overlap with.
+        // Inline, slice by slice from the mapping (its page tables
+        // populated first when it is new): nothing else runs meanwhile to
+        // overlap with.
         HashPipeline hash;
         hash.reset(ChecksumState(range.file().info.checksum.algorithm));
         for (std::uint64_t done = 0; done < length;) {
             const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kLocalSlice, length - done));
-            populate(range.data() + done, n);
+            if (populate_first) populate(range.data() + done, n);
             hash.update(range.data() + done, n);
             done += n;
         }
         check_whole(hash.finish(), range, what);
     }
     if (progress) call_user("progress callback", what, progress, length, length);
+}
+
+std::shared_ptr<const InPlaceBlob> keep_in_place(LocalRange range, bool verify, const std::string& what,
+                                                 const Progress& progress)
+{
+    verify_in_place(range, verify, what, progress, true);
     return std::make_shared<KeptRange>(std::move(range));
 }
 

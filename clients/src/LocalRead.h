@@ -84,6 +84,15 @@ std::uint64_t copy_local(const LocalRange& range, Sink& sink, bool verify, const
 std::shared_ptr<const InPlaceBlob> keep_in_place(LocalRange range, bool verify, const std::string& what,
                                                  const Progress& progress);
 
+/// What keep_in_place() checks before it hands `range` over: the whole
+/// Blob's checksum over the mapping (its page tables populated first when
+/// `populate_first`: a new mapping) when the range is the whole Blob and
+/// `verify` is set; then `progress`, once. Throws Error:
+/// Errc::digest_mismatch. For a caller that keeps the range itself
+/// (InPlaceMappings).
+void verify_in_place(const LocalRange& range, bool verify, const std::string& what, const Progress& progress,
+                     bool populate_first);
+
 /// Whether `path` can be opened for reading by this process.
 bool local_file_readable(const std::string& path) noexcept;
 

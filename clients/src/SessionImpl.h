@@ -14,6 +14,7 @@
 
 #include "DataPlane.h"
 #include "ControlPlane.h"
+#include "InPlaceMappings.h"
 #include "NamedRoutes.h"
 
 #include <blobstreaming/client/Session.h>
@@ -94,6 +95,8 @@ public:
     ConnectionPool pool;
     /// The stores whose pooled connections take named requests.
     NamedRoutes named;
+    /// The store files of whole-Blob pulls in place, kept mapped (Options::kept_mappings).
+    InPlaceMappings mappings{options.kept_mappings, options.kept_mapping_bytes};
     std::unique_ptr<ControlPlane> control;
     std::atomic<std::size_t> pending{0};
 

@@ -67,6 +67,8 @@ po::options_description describe()
         ("timeout,t", po::value<std::string>()->default_value("30"), "network and store inactivity timeout, and the deadline of each whole PDU and each whole DIMSE command a peer sends (the association request counted from the connection's accept): a peer that has not sent it by then loses its association; seconds unless a unit is given (1 to 3600 s)")
         ("stable-after", po::value<std::string>()->default_value("60"), "a study with no new instance indexed for this long is stable and published as a study-stable event (with --index; blob watch --events study-stable), seconds unless a unit is given (0.001 to 86400 s, fractions allowed)")
         ("rescan", po::value<std::string>()->default_value("300"), "with --index: how often every registered store's Blobs are compared with the index, seconds unless a unit is given (0 to 86400 s; 0: only at start). A rescan watches stores registered since the last, subscribes again to each (a restarted store forgets its subscribers), indexes what was committed unseen (the gateway down, events dropped) and removes the entries of Blobs gone")
+        ("kept-mappings", po::value<unsigned>()->default_value(256), "store files of this host that retrievals served in place kept open and mapped for the next retrieval of the same version, the least recently served dropped first (0-65536; 0: none kept); each serve still checks the Blob's checksum")
+        ("kept-mapping-bytes", po::value<std::string>()->default_value("1G"), "the most bytes of those mappings, K/M/G suffixes allowed (1M to 1T)")
         ("log-file", po::value<std::string>()->value_name("FILE"), "append the log to FILE instead of standard error; opened again on SIGHUP (log rotation)")
         ("config", po::value<std::string>()->value_name("FILE"), "read `option = value` lines (long option names) from FILE; the command line wins")
         // Security: docs/DICOM.md, "Security".
@@ -277,6 +279,9 @@ std::optional<GatewayOptions> parse_gateway_options(int argc, char** argv, std::
     else if (conflict == "replace") o.on_conflict = OnConflict::replace;
     else usage("--on-conflict " + conflict + ": expected refuse or replace");
     o.spool = vm["spool"].as<std::string>();
+    o.kept_mappings = vm["kept-mappings"].as<unsigned>();
+    if (o.kept_mappings > 65536)
+        usage("--kept-mappings " + std::to_string(o.kept_mappings) + ": expected 0 to 65536");
     if (vm.count("log-file")) {
         o.log_file = vm["log-file"].as<std::string>();
         if (o.log_file.empty()) usage("--log-file: expected a file name (leave the option out for standard error)");
@@ -286,6 +291,8 @@ std::optional<GatewayOptions> parse_gateway_options(int argc, char** argv, std::
         o.timeout = cli::parse_duration("--timeout", vm["timeout"].as<std::string>(), 1s, 3600s);
         o.stable_after = cli::parse_duration("--stable-after", vm["stable-after"].as<std::string>(), 1ms, 86400s);
         o.rescan = cli::parse_duration("--rescan", vm["rescan"].as<std::string>(), 0ms, 86400s);
+        o.kept_mapping_bytes =
+            cli::parse_size("--kept-mapping-bytes", vm["kept-mapping-bytes"].as<std::string>(), 1ull << 20, 1ull << 40);
     } catch (const std::exception& e) {
         usage(e.what());
     }

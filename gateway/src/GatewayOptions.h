@@ -44,6 +44,9 @@ struct GatewayOptions {
     /// whole PDU and DIMSE command a peer sends (the association request
     /// from the accept on).
     std::chrono::milliseconds timeout{30000};
+    /// --kept-mappings, --kept-mapping-bytes (client::SessionOptions::kept_mappings).
+    unsigned kept_mappings = 256;
+    std::uint64_t kept_mapping_bytes = 1ull << 30;
     /// No new instance of a study for this long: the study is stable.
     std::chrono::milliseconds stable_after{60000};
     /// How often the indexer compares every store's Blobs with the index

@@ -145,6 +145,8 @@ int main(int argc, char** argv)
         so.callback_address = o.callback_address;
         so.default_store = o.store;
         so.timeout = o.timeout;
+        so.kept_mappings = o.kept_mappings;
+        so.kept_mapping_bytes = o.kept_mapping_bytes;
         so.tls_cert = o.store_tls.cert;  // TLS-only stores (--store-tls-*)
         so.tls_key = o.store_tls.key;
         so.tls_ca = o.store_tls.ca;

@@ -4,6 +4,7 @@
 /// one fstat of the open file proves it unchanged and still linked.
 
 #include <blobstreaming/common/BlobInfo.h>
+#include <blobstreaming/common/FileIdentity.h>
 #include <blobstreaming/common/MappedRegion.h>
 #include <blobstreaming/common/UniqueFd.h>
 
@@ -24,21 +25,9 @@
 
 namespace blobstreaming::detail {
 
-/// A file's identity and state as one stat saw it. Any write, truncation,
-/// chmod, link, unlink or rename of the file moves its ctime (a file
-/// renamed over it unlinks it, so that too): a file whose identity is
-/// unchanged, still linked, is the one at its path with the bytes it had
-/// (once settled(): see OpenFiles::settle_time).
-struct FileIdentity {
-    dev_t dev = 0;
-    ino_t ino = 0;
-    off_t size = 0;
-    timespec mtime{};
-    timespec ctime{};
-
-    static FileIdentity of(const struct stat& st) noexcept;
-    bool operator==(const FileIdentity& other) const noexcept;
-};
+/// A file's identity (common/FileIdentity.h): unchanged and still linked,
+/// the file is the one at its path with the bytes it had (once settled()).
+using FileIdentity = blobstreaming::FileIdentity;
 
 /// A committed Blob file held open: its descriptor, the Blob its header
 /// named when it was checked (read_header, every check), and its identity
@@ -70,16 +59,8 @@ public:
     /// How many a store keeps at most (FileStore::Options::open_files).
     static constexpr std::size_t kDefaultCapacity = 64;
     /// A file is kept only when its identity was taken a while after its
-    /// last change (settled()): file systems stamp ctime from the kernel's
-    /// coarse clock, which advances in ticks (clock_getres of
-    /// CLOCK_REALTIME_COARSE: 1-10 ms), truncated to their own granularity,
-    /// so a change in the same tick as the stat that is kept could leave
-    /// the ctime as it was ("racy git"). Once the stat was taken more than
-    /// a tick and the granularity after the last change, any later change
-    /// stamps a later ctime. This long: two ticks (at least 2 ms) on a file
-    /// system with sub-millisecond stamps, 3 s on one whose ctime is a
-    /// whole number of milliseconds (FAT, ext3's small inodes, ...).
-    static std::chrono::nanoseconds settle_time(const struct stat& st) noexcept;
+    /// last change (settled()): identity_settle_time (FileIdentity.h).
+    static std::chrono::nanoseconds settle_time(const struct stat& st) noexcept { return identity_settle_time(st); }
 
     /// `capacity` bounded by the process's descriptor limit: at most one
     /// sixteenth of RLIMIT_NOFILE's soft limit. 0 keeps none.
@@ -102,9 +83,9 @@ public:
 
     /// Whether a file that `st` describes, taken at or after `taken`
     /// (CLOCK_REALTIME, read before the stat), may be kept (settle_time).
-    static bool settled(const struct stat& st, const timespec& taken) noexcept;
+    static bool settled(const struct stat& st, const timespec& taken) noexcept { return identity_settled(st, taken); }
     /// CLOCK_REALTIME now, for settled().
-    static timespec now() noexcept;
+    static timespec now() noexcept { return realtime_now(); }
 
 private:
     using Order = std::list<std::pair<std::string, std::shared_ptr<const OpenFile>>>;

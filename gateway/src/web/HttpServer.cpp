@@ -161,7 +161,12 @@ bool send_chunk(int socket, const std::string& head, const char* data, std::size
                     {const_cast<char*>(head.data()), head.size()},
                     {const_cast<char*>(data), size},
                     {const_cast<char*>(crlf), 2}};
-    if (fd < 0) return send_all(socket, iov, 4, 0, deadline, why);
+    // The chunk's CRLF waits for what follows (MSG_MORE): a chunked body
+    // always goes on (the next chunk, or the last chunk sent through Asio,
+    // which pushes), and the receiver needs the next part's boundary before
+    // it can end this part anyway; sent alone it would be one 2-byte
+    // segment per part on a TCP_NODELAY socket.
+    if (fd < 0) return send_all(socket, iov, 4, MSG_MORE, deadline, why);
     if (!send_all(socket, iov, 2, MSG_MORE, deadline, why)) return false;
     auto offset = static_cast<off_t>(file_offset);
     for (std::size_t left = size; left > 0;) {
@@ -177,7 +182,7 @@ bool send_chunk(int socket, const std::string& head, const char* data, std::size
         }
         left -= static_cast<std::size_t>(n);
     }
-    return send_all(socket, iov + 3, 1, 0, deadline, why);
+    return send_all(socket, iov + 3, 1, MSG_MORE, deadline, why);
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <blobstreaming/client/Notice.h>
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace blobstreaming::client {
@@ -33,6 +35,15 @@ struct SessionOptions {
     std::chrono::milliseconds timeout{30000};
     /// Pull through the store's file when it is on this host (same boot id).
     bool local_fast_path = true;
+    /// Whole-Blob pulls in place (PullSink::in_place) keep the store files
+    /// they served open and mapped, at most this many files and this many
+    /// bytes of mappings (the least recently served dropped first; the
+    /// files also at most a quarter of RLIMIT_NOFILE's soft limit): a pull
+    /// of the same version again checks its checksum over the kept mapping
+    /// instead of opening and mapping the file anew (docs/CLIENT_API.md,
+    /// "Inside the library"). 0: none kept.
+    std::size_t kept_mappings = 256;
+    std::uint64_t kept_mapping_bytes = std::uint64_t{1} << 30;
     /// A push or pull to a store whose pooled data connection advertised
     /// named requests names its Blob there, without a control call
     /// (docs/PROTOCOL.md, "Named requests"); false: always a ticket first.
