@@ -795,3 +795,86 @@ BOOST_AUTO_TEST_CASE(a_store_directory_renamed_under_the_store_serves_readers_an
     BS_CHECK_ERROR(store.list(), Errc::io_error, gone);
     BS_CHECK_ERROR(store.stat("CT.9"), Errc::io_error, gone);
 }
+
+BOOST_AUTO_TEST_CASE(a_commit_makes_its_fanout_directory_only_when_it_is_missing)
+{
+    // The commit renames first and makes the fan-out directory only when
+    // the rename finds none: a directory removed after its last Blob is
+    // made again, one that exists is used as it is.
+    test::TempDir dir;
+    const auto bytes = random_bytes(70000);
+    {
+        FileStore store(dir.path());
+        put(store, "CT.1", bytes);
+        const fs::path fanout = store.locate("CT.1").path.parent_path();
+        store.remove("CT.1");
+        fs::remove(fanout);  // empty now
+        BOOST_REQUIRE(!fs::exists(fanout));
+        put(store, "CT.1", bytes);
+        BOOST_TEST(fs::is_directory(fanout));
+        put(store, "CT.1.again", bytes);
+        BOOST_TEST(count_files(dir.path() / "tmp") == 0u);
+    }
+    FileStore store(dir.path());
+    for (const char* name : {"CT.1", "CT.1.again"}) {
+        const BlobRange v = store.read_all(name);
+        BOOST_REQUIRE(v.size() == bytes.size());
+        BOOST_TEST(std::memcmp(v.data(), bytes.data(), bytes.size()) == 0);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_commit_whose_reservation_file_vanished_leaves_no_blob)
+{
+    test::TempDir dir;
+    FileStore store(dir.path());
+    const auto bytes = random_bytes(40000);
+    auto r = store.reserve("CT.3", bytes.size());
+    BOOST_REQUIRE(!r->write(bytes.data(), bytes.size()));
+    // Removed behind the store's back after its bytes arrived: the rename
+    // fails (also after the fan-out directory is made), nothing is visible.
+    for (const auto& e : fs::directory_iterator(dir.path() / "tmp")) fs::remove(e.path());
+    BS_CHECK_ERROR(r->commit(), Errc::io_error, "commit \"CT.3\": rename ");
+    r.reset();
+    BS_CHECK_ERROR(store.stat("CT.3"), Errc::no_such_blob, "not found");
+    BOOST_TEST(store.list().empty());
+    BOOST_TEST(store.usage().reserved == 0u);
+    put(store, "CT.3", bytes);  // the name is free again
+    BOOST_TEST(store.stat("CT.3").size == bytes.size());
+}
+
+BOOST_AUTO_TEST_CASE(a_process_killed_right_after_a_durable_commit_leaves_the_blob_whole)
+{
+    test::TempDir dir;
+    const auto bytes = random_bytes(600000);
+    int ready[2];
+    BOOST_REQUIRE(::pipe(ready) == 0);
+    const pid_t child = ::fork();
+    BOOST_REQUIRE(child >= 0);
+    if (child == 0) {
+        ::close(ready[0]);
+        FileStore store(dir.path());  // durable (sync) by default
+        auto r = store.reserve("CT.7", bytes.size());
+        if (r->write(bytes.data(), bytes.size())) ::_exit(3);
+        r->commit();
+        // The commit has returned: the parent kills this process at once.
+        if (::write(ready[1], "c", 1) != 1) ::_exit(5);
+        ::pause();
+        ::_exit(4);
+    }
+    ::close(ready[1]);
+    char c = 0;
+    const bool committed = ::read(ready[0], &c, 1) == 1;
+    ::kill(child, SIGKILL);
+    int status = 0;
+    BOOST_REQUIRE(::waitpid(child, &status, 0) == child);
+    ::close(ready[0]);
+    BOOST_REQUIRE(committed);
+    BOOST_REQUIRE(WIFSIGNALED(status));
+
+    FileStore store(dir.path());
+    BOOST_TEST(store.recovered_reservations() == 0u);
+    BOOST_TEST(count_files(dir.path() / "tmp") == 0u);
+    const BlobRange v = store.read_all("CT.7");
+    BOOST_REQUIRE(v.size() == bytes.size());
+    BOOST_TEST(std::memcmp(v.data(), bytes.data(), bytes.size()) == 0);
+}
