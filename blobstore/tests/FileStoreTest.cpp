@@ -878,3 +878,32 @@ BOOST_AUTO_TEST_CASE(a_process_killed_right_after_a_durable_commit_leaves_the_bl
     BOOST_REQUIRE(v.size() == bytes.size());
     BOOST_TEST(std::memcmp(v.data(), bytes.data(), bytes.size()) == 0);
 }
+
+BOOST_AUTO_TEST_CASE(a_commit_that_makes_its_fanout_directory_syncs_blobs_too)
+{
+    // A new fan-out directory's entry in blobs/ must be durable before the
+    // commit returns, else a crash may lose it with its Blob: one more
+    // directory fsync (of blobs/) for the commit that made it, none after.
+    test::TempDir dir;
+    FileStore store(dir.path());
+    const auto bytes = random_bytes(1000);
+    const std::uint64_t before = store.directory_syncs();
+    put(store, "CT.20", bytes);
+    BOOST_TEST(store.directory_syncs() - before == 2u);  // blobs/<xx>/ and blobs/
+    std::string same;  // another name in the same fan-out directory
+    for (int i = 0; same.empty() && i < 100000; ++i) {
+        const std::string name = "CT.20." + std::to_string(i);
+        if (detail::fanout(name) == detail::fanout("CT.20")) same = name;
+    }
+    BOOST_REQUIRE(!same.empty());
+    const std::uint64_t second = store.directory_syncs();
+    put(store, same, bytes);
+    BOOST_TEST(store.directory_syncs() - second == 1u);  // the fan-out directory only
+
+    test::TempDir nosync;
+    FileStore::Options options;
+    options.sync = false;
+    FileStore unsynced(nosync.path(), options);
+    put(unsynced, "CT.20", bytes);
+    BOOST_TEST(unsynced.directory_syncs() == 0u);
+}

@@ -337,6 +337,7 @@ private:
 
         const fs::path final_path = state_->path_of(name());
         const fs::path dir = final_path.parent_path();
+        bool new_fanout = false;  // its entry in blobs/ not yet known durable
         {
             std::lock_guard lock(state_->mutex);
             if (mode_ == ReserveMode::create && state_->index.find(name()))
@@ -346,7 +347,7 @@ private:
             // (its first Blob): a mkdir and a stat less per commit.
             int renamed = ::rename(path_.c_str(), final_path.c_str());
             if (renamed != 0 && errno == ENOENT) {
-                fs::create_directory(dir, ec);
+                if (fs::create_directory(dir, ec) && state_->sync) state_->fanouts_unsynced.insert(dir.filename().string());
                 if (ec)
                     throw Error(Errc::io_error,
                                 "commit " + quote_name(name()) + ": cannot create " + dir.string() + ": " + ec.message());
@@ -356,6 +357,7 @@ private:
                 throw_io_error("commit " + quote_name(name()) + ": rename " + path_.string() + " into " +
                                    final_path.string(),
                                errno);
+            new_fanout = state_->fanouts_unsynced.count(dir.filename().string()) != 0;
             state_->index.close_reservation(name(), size());
             closed_ = true;
             detail::FileExtra extra;
@@ -369,6 +371,13 @@ private:
         if (state_->sync) {
             try {
                 state_->directory_sync.sync(dir);
+                if (new_fanout) {
+                    // The directory's own entry, else a crash may lose it
+                    // with every Blob renamed into it.
+                    state_->directory_sync.sync(state_->blobs);
+                    std::lock_guard lock(state_->mutex);
+                    state_->fanouts_unsynced.erase(dir.filename().string());
+                }
             } catch (const Error& e) {
                 // The rename may not survive a crash: withdraw the Blob, so
                 // that a failed commit never leaves it visible.
