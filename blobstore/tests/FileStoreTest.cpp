@@ -879,14 +879,36 @@ BOOST_AUTO_TEST_CASE(a_process_killed_right_after_a_durable_commit_leaves_the_bl
     BOOST_TEST(std::memcmp(v.data(), bytes.data(), bytes.size()) == 0);
 }
 
+BOOST_AUTO_TEST_CASE(a_store_makes_its_fanout_directories_durable_once_at_open)
+{
+    // All 256 fan-out directories are made when the store opens, and their
+    // entries in blobs/ made durable there: a commit syncs only its own
+    // fan-out directory.
+    test::TempDir dir;
+    FileStore store(dir.path());
+    std::size_t fanouts = 0;
+    for (const auto& e : fs::directory_iterator(dir.path() / "blobs")) {
+        BOOST_TEST(e.is_directory());
+        BOOST_TEST(e.path().filename().string().size() == 2u);
+        ++fanouts;
+    }
+    BOOST_TEST(fanouts == 256u);
+    const std::uint64_t before = store.directory_syncs();
+    put(store, "CT.21", random_bytes(1000));
+    BOOST_TEST(store.directory_syncs() - before == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(a_commit_that_makes_its_fanout_directory_syncs_blobs_too)
 {
-    // A new fan-out directory's entry in blobs/ must be durable before the
-    // commit returns, else a crash may lose it with its Blob: one more
-    // directory fsync (of blobs/) for the commit that made it, none after.
+    // A fan-out directory removed after the store opened is made again by
+    // the next commit into it, whose entry in blobs/ must then be durable
+    // before the commit returns, else a crash may lose the directory with
+    // its Blob: one more directory fsync (of blobs/) for that commit, none
+    // for the next.
     test::TempDir dir;
     FileStore store(dir.path());
     const auto bytes = random_bytes(1000);
+    fs::remove(dir.path() / "blobs" / detail::fanout("CT.20"));
     const std::uint64_t before = store.directory_syncs();
     put(store, "CT.20", bytes);
     BOOST_TEST(store.directory_syncs() - before == 2u);  // blobs/<xx>/ and blobs/
@@ -904,6 +926,8 @@ BOOST_AUTO_TEST_CASE(a_commit_that_makes_its_fanout_directory_syncs_blobs_too)
     FileStore::Options options;
     options.sync = false;
     FileStore unsynced(nosync.path(), options);
+    fs::remove(nosync.path() / "blobs" / detail::fanout("CT.20"));
     put(unsynced, "CT.20", bytes);
     BOOST_TEST(unsynced.directory_syncs() == 0u);
+    BOOST_TEST(unsynced.read_all("CT.20").size() == bytes.size());
 }

@@ -99,6 +99,12 @@ struct FileStore::State {
     }
 
     void open();
+    /// Makes every fan-out directory blobs/<xx>/ there is not yet and, with
+    /// `sync`, makes their entries durable with one fsync of blobs/: a commit
+    /// then neither makes one nor syncs blobs/ (unless one was removed
+    /// since). A directory that cannot be made is left to the first commit
+    /// into it.
+    void make_fanouts();
     void recover();
     void scan();
     /// Throws Error(io_error) naming the path when the store's directory, or
