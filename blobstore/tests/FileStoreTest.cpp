@@ -912,7 +912,8 @@ BOOST_AUTO_TEST_CASE(a_commit_that_makes_its_fanout_directory_syncs_blobs_too)
     const std::uint64_t before = store.directory_syncs();
     put(store, "CT.20", bytes);
     BOOST_TEST(store.directory_syncs() - before == 2u);  // blobs/<xx>/ and blobs/
-    std::string same;  // another name in the same fan-out directory
+    // Another name in the same fan-out directory.
+    std::string same;
     for (int i = 0; same.empty() && i < 100000; ++i) {
         const std::string name = "CT.20." + std::to_string(i);
         if (detail::fanout(name) == detail::fanout("CT.20")) same = name;

@@ -343,14 +343,15 @@ private:
             if (mode_ == ReserveMode::create && state_->index.find(name()))
                 throw Error(Errc::already_exists,
                             "commit " + quote_name(name()) + ": a blob of that name was committed meanwhile");
-            // The fan-out directory is made only when the rename finds none
-            // (its first Blob): a mkdir and a stat less per commit.
+            // The store made every fan-out directory at open: one is made
+            // here only when the rename finds none (removed since).
             int renamed = ::rename(path_.c_str(), final_path.c_str());
             if (renamed != 0 && errno == ENOENT) {
-                if (fs::create_directory(dir, ec) && state_->sync) state_->fanouts_unsynced.insert(dir.filename().string());
+                if (fs::create_directory(dir, ec) && state_->sync)
+                    state_->fanouts_unsynced.insert(dir.filename().string());
                 if (ec)
-                    throw Error(Errc::io_error,
-                                "commit " + quote_name(name()) + ": cannot create " + dir.string() + ": " + ec.message());
+                    throw Error(Errc::io_error, "commit " + quote_name(name()) + ": cannot create " + dir.string() +
+                                                    ": " + ec.message());
                 renamed = ::rename(path_.c_str(), final_path.c_str());
             }
             if (renamed != 0)

@@ -71,9 +71,9 @@ struct FileStore::State {
     /// fsyncs of blobs/<fan-out>/ after renames and unlinks, shared by
     /// concurrent commits and removals.
     detail::DirectorySync directory_sync;
-    /// Fan-out directories a commit made whose entry in blobs/ is not yet
-    /// known durable (guarded by `mutex`): a commit renamed into one syncs
-    /// blobs/ too, whoever made it.
+    /// Fan-out directories made (at open or by a commit) whose entry in
+    /// blobs/ is not yet known durable (guarded by `mutex`): a commit
+    /// renamed into one syncs blobs/ too, whoever made it.
     std::set<std::string> fanouts_unsynced;
     /// The next reservation's file, created ahead in tmp/ (SpareFile.h).
     detail::SpareFile spare{tmp};
