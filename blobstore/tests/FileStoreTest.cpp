@@ -795,3 +795,140 @@ BOOST_AUTO_TEST_CASE(a_store_directory_renamed_under_the_store_serves_readers_an
     BS_CHECK_ERROR(store.list(), Errc::io_error, gone);
     BS_CHECK_ERROR(store.stat("CT.9"), Errc::io_error, gone);
 }
+
+BOOST_AUTO_TEST_CASE(a_commit_makes_its_fanout_directory_only_when_it_is_missing)
+{
+    // The commit renames first and makes the fan-out directory only when
+    // the rename finds none: a directory removed after its last Blob is
+    // made again, one that exists is used as it is.
+    test::TempDir dir;
+    const auto bytes = random_bytes(70000);
+    {
+        FileStore store(dir.path());
+        put(store, "CT.1", bytes);
+        const fs::path fanout = store.locate("CT.1").path.parent_path();
+        store.remove("CT.1");
+        fs::remove(fanout);  // empty now
+        BOOST_REQUIRE(!fs::exists(fanout));
+        put(store, "CT.1", bytes);
+        BOOST_TEST(fs::is_directory(fanout));
+        put(store, "CT.1.again", bytes);
+        BOOST_TEST(count_files(dir.path() / "tmp") == 0u);
+    }
+    FileStore store(dir.path());
+    for (const char* name : {"CT.1", "CT.1.again"}) {
+        const BlobRange v = store.read_all(name);
+        BOOST_REQUIRE(v.size() == bytes.size());
+        BOOST_TEST(std::memcmp(v.data(), bytes.data(), bytes.size()) == 0);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_commit_whose_reservation_file_vanished_leaves_no_blob)
+{
+    test::TempDir dir;
+    FileStore store(dir.path());
+    const auto bytes = random_bytes(40000);
+    auto r = store.reserve("CT.3", bytes.size());
+    BOOST_REQUIRE(!r->write(bytes.data(), bytes.size()));
+    // Removed behind the store's back after its bytes arrived: the rename
+    // fails (also after the fan-out directory is made), nothing is visible.
+    for (const auto& e : fs::directory_iterator(dir.path() / "tmp")) fs::remove(e.path());
+    BS_CHECK_ERROR(r->commit(), Errc::io_error, "commit \"CT.3\": rename ");
+    r.reset();
+    BS_CHECK_ERROR(store.stat("CT.3"), Errc::no_such_blob, "not found");
+    BOOST_TEST(store.list().empty());
+    BOOST_TEST(store.usage().reserved == 0u);
+    put(store, "CT.3", bytes);  // the name is free again
+    BOOST_TEST(store.stat("CT.3").size == bytes.size());
+}
+
+BOOST_AUTO_TEST_CASE(a_process_killed_right_after_a_durable_commit_leaves_the_blob_whole)
+{
+    test::TempDir dir;
+    const auto bytes = random_bytes(600000);
+    int ready[2];
+    BOOST_REQUIRE(::pipe(ready) == 0);
+    const pid_t child = ::fork();
+    BOOST_REQUIRE(child >= 0);
+    if (child == 0) {
+        ::close(ready[0]);
+        FileStore store(dir.path());  // durable (sync) by default
+        auto r = store.reserve("CT.7", bytes.size());
+        if (r->write(bytes.data(), bytes.size())) ::_exit(3);
+        r->commit();
+        // The commit has returned: the parent kills this process at once.
+        if (::write(ready[1], "c", 1) != 1) ::_exit(5);
+        ::pause();
+        ::_exit(4);
+    }
+    ::close(ready[1]);
+    char c = 0;
+    const bool committed = ::read(ready[0], &c, 1) == 1;
+    ::kill(child, SIGKILL);
+    int status = 0;
+    BOOST_REQUIRE(::waitpid(child, &status, 0) == child);
+    ::close(ready[0]);
+    BOOST_REQUIRE(committed);
+    BOOST_REQUIRE(WIFSIGNALED(status));
+
+    FileStore store(dir.path());
+    BOOST_TEST(store.recovered_reservations() == 0u);
+    BOOST_TEST(count_files(dir.path() / "tmp") == 0u);
+    const BlobRange v = store.read_all("CT.7");
+    BOOST_REQUIRE(v.size() == bytes.size());
+    BOOST_TEST(std::memcmp(v.data(), bytes.data(), bytes.size()) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_store_makes_its_fanout_directories_durable_once_at_open)
+{
+    // All 256 fan-out directories are made when the store opens, and their
+    // entries in blobs/ made durable there: a commit syncs only its own
+    // fan-out directory.
+    test::TempDir dir;
+    FileStore store(dir.path());
+    std::size_t fanouts = 0;
+    for (const auto& e : fs::directory_iterator(dir.path() / "blobs")) {
+        BOOST_TEST(e.is_directory());
+        BOOST_TEST(e.path().filename().string().size() == 2u);
+        ++fanouts;
+    }
+    BOOST_TEST(fanouts == 256u);
+    const std::uint64_t before = store.directory_syncs();
+    put(store, "CT.21", random_bytes(1000));
+    BOOST_TEST(store.directory_syncs() - before == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_commit_that_makes_its_fanout_directory_syncs_blobs_too)
+{
+    // A fan-out directory removed after the store opened is made again by
+    // the next commit into it, whose entry in blobs/ must then be durable
+    // before the commit returns, else a crash may lose the directory with
+    // its Blob: one more directory fsync (of blobs/) for that commit, none
+    // for the next.
+    test::TempDir dir;
+    FileStore store(dir.path());
+    const auto bytes = random_bytes(1000);
+    fs::remove(dir.path() / "blobs" / detail::fanout("CT.20"));
+    const std::uint64_t before = store.directory_syncs();
+    put(store, "CT.20", bytes);
+    BOOST_TEST(store.directory_syncs() - before == 2u);  // blobs/<xx>/ and blobs/
+    // Another name in the same fan-out directory.
+    std::string same;
+    for (int i = 0; same.empty() && i < 100000; ++i) {
+        const std::string name = "CT.20." + std::to_string(i);
+        if (detail::fanout(name) == detail::fanout("CT.20")) same = name;
+    }
+    BOOST_REQUIRE(!same.empty());
+    const std::uint64_t second = store.directory_syncs();
+    put(store, same, bytes);
+    BOOST_TEST(store.directory_syncs() - second == 1u);  // the fan-out directory only
+
+    test::TempDir nosync;
+    FileStore::Options options;
+    options.sync = false;
+    FileStore unsynced(nosync.path(), options);
+    fs::remove(nosync.path() / "blobs" / detail::fanout("CT.20"));
+    put(unsynced, "CT.20", bytes);
+    BOOST_TEST(unsynced.directory_syncs() == 0u);
+    BOOST_TEST(unsynced.read_all("CT.20").size() == bytes.size());
+}

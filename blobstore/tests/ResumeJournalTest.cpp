@@ -300,3 +300,28 @@ BOOST_AUTO_TEST_CASE(a_kept_reservation_aborted_takes_its_journal)
     BOOST_TEST(count_files(dir.path() / "tmp") == 0u);
     BOOST_TEST(store.usage().reserved == 0u);
 }
+
+BOOST_AUTO_TEST_CASE(a_kept_push_committed_without_a_restart_takes_its_journal)
+{
+    // The journal this reservation made itself (past its first checkpoint)
+    // goes with the commit; one that never reached a checkpoint had none.
+    test::TempDir dir;
+    const auto bytes = random_bytes(2 * kStep + 100);
+    FileStore store(dir.path());
+    auto r = store.reserve("MG.7", bytes.size());
+    r->keep_for_resume("10.0.0.7");
+    BOOST_REQUIRE(!r->write(bytes.data(), static_cast<std::size_t>(kStep + 10)));
+    BOOST_TEST(!only_file(dir.path() / "tmp", ".resume").empty());
+    BOOST_REQUIRE(!r->write(bytes.data() + kStep + 10, bytes.size() - kStep - 10));
+    const Checksum whole = ChecksumState::of(r->checksum_algorithm(), bytes.data(), bytes.size());
+    r->commit(&whole);
+    BOOST_TEST(count_files(dir.path() / "tmp") == 0u);
+    BOOST_TEST((read_blob(store, "MG.7") == bytes));
+
+    auto small = store.reserve("MG.8", 1000);
+    small->keep_for_resume("10.0.0.7");
+    BOOST_REQUIRE(!small->write(bytes.data(), 1000));
+    BOOST_TEST(only_file(dir.path() / "tmp", ".resume").empty());
+    small->commit();
+    BOOST_TEST(count_files(dir.path() / "tmp") == 0u);
+}

@@ -60,6 +60,7 @@ public:
     {
         restore(written, std::move(checksum), kept.owner);
         journaled_ = written;
+        journal_made_ = true;
     }
     ~FileReservation() override { abort(); }
 
@@ -264,6 +265,7 @@ private:
                 journal_fd_.reset(::open(journal.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
                 records = encode_resume_header({name(), size(), checksum_algorithm(), mode_, resume_owner()});
             }
+            if (journal_fd_) journal_made_ = true;
             if (!journal_fd_) err = errno;
         }
         records += encode_resume_range({journaled_, end, range_crc_});
@@ -279,11 +281,18 @@ private:
                          quote_name(name()), journaled_, end, journal, std::strerror(err));
             journal_off_ = true;
             journal_fd_.reset();
-            ::unlink(journal.c_str());
+            remove_journal();
             return;
         }
         journaled_ = end;
         range_crc_ = 0;
+    }
+
+    /// The journal goes with the reservation: an unlink only when this
+    /// reservation ever made or reopened one (most pushes are never kept).
+    void remove_journal() noexcept
+    {
+        if (journal_made_) ::unlink(journal_path().c_str());
     }
 
     void free_buffer() noexcept
@@ -328,19 +337,28 @@ private:
 
         const fs::path final_path = state_->path_of(name());
         const fs::path dir = final_path.parent_path();
-        fs::create_directory(dir, ec);
-        if (ec)
-            throw Error(Errc::io_error,
-                        "commit " + quote_name(name()) + ": cannot create " + dir.string() + ": " + ec.message());
+        bool new_fanout = false;  // its entry in blobs/ not yet known durable
         {
             std::lock_guard lock(state_->mutex);
             if (mode_ == ReserveMode::create && state_->index.find(name()))
                 throw Error(Errc::already_exists,
                             "commit " + quote_name(name()) + ": a blob of that name was committed meanwhile");
-            if (::rename(path_.c_str(), final_path.c_str()) != 0)
+            // The store made every fan-out directory at open: one is made
+            // here only when the rename finds none (removed since).
+            int renamed = ::rename(path_.c_str(), final_path.c_str());
+            if (renamed != 0 && errno == ENOENT) {
+                if (fs::create_directory(dir, ec) && state_->sync)
+                    state_->fanouts_unsynced.insert(dir.filename().string());
+                if (ec)
+                    throw Error(Errc::io_error, "commit " + quote_name(name()) + ": cannot create " + dir.string() +
+                                                    ": " + ec.message());
+                renamed = ::rename(path_.c_str(), final_path.c_str());
+            }
+            if (renamed != 0)
                 throw_io_error("commit " + quote_name(name()) + ": rename " + path_.string() + " into " +
                                    final_path.string(),
                                errno);
+            new_fanout = state_->fanouts_unsynced.count(dir.filename().string()) != 0;
             state_->index.close_reservation(name(), size());
             closed_ = true;
             detail::FileExtra extra;
@@ -350,10 +368,17 @@ private:
             state_->open_files.erase(name());  // a replaced version's file goes (and its space)
         }
         journal_fd_.reset();
-        ::unlink(journal_path().c_str());  // none unless kept
+        remove_journal();
         if (state_->sync) {
             try {
                 state_->directory_sync.sync(dir);
+                if (new_fanout) {
+                    // The directory's own entry, else a crash may lose it
+                    // with every Blob renamed into it.
+                    state_->directory_sync.sync(state_->blobs);
+                    std::lock_guard lock(state_->mutex);
+                    state_->fanouts_unsynced.erase(dir.filename().string());
+                }
             } catch (const Error& e) {
                 // The rename may not survive a crash: withdraw the Blob, so
                 // that a failed commit never leaves it visible.
@@ -395,7 +420,7 @@ private:
         release_files();
         settle(promised_);
         if (closed_) return;
-        ::unlink(journal_path().c_str());  // none unless kept
+        remove_journal();
         ::unlink(path_.c_str());
         std::lock_guard lock(state_->mutex);
         state_->index.close_reservation(name(), size());
@@ -420,6 +445,7 @@ private:
     std::uint64_t journaled_ = 0;  ///< the journal's ranges end here
     std::uint32_t range_crc_ = 0;  ///< CRC32C of [journaled_, the bytes written)
     bool journal_off_ = false;     ///< a journal write failed, or bytes came it did not follow
+    bool journal_made_ = false;    ///< this reservation created or reopened its journal file
 };
 
 }  // namespace

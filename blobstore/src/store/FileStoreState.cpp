@@ -115,8 +115,29 @@ void FileStore::State::open()
     root_ino = st.st_ino;
     blobs_fd.reset(::open(blobs.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!blobs_fd) throw_io_error("file store: cannot open " + blobs.string(), errno);
+    make_fanouts();
     recover();
     scan();
+}
+
+void FileStore::State::make_fanouts()
+{
+    static constexpr char kHex[] = "0123456789abcdef";
+    bool made = false;
+    for (int i = 0; i < 256; ++i) {
+        const char sub[] = {kHex[i >> 4], kHex[i & 0xf], '\0'};
+        if (::mkdirat(blobs_fd.get(), sub, 0777) != 0) continue;  // there already, or for its first commit to make
+        made = true;
+        if (sync) fanouts_unsynced.insert(sub);
+    }
+    if (!made || !sync) return;
+    if (::fsync(blobs_fd.get()) != 0) {
+        spdlog::warn("file store {}: fsync {} after making its fan-out directories: {}; each commit into one of them "
+                     "syncs it again",
+                     root.string(), blobs.string(), std::strerror(errno));
+        return;
+    }
+    fanouts_unsynced.clear();
 }
 
 void FileStore::State::recover()

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,6 +71,10 @@ struct FileStore::State {
     /// fsyncs of blobs/<fan-out>/ after renames and unlinks, shared by
     /// concurrent commits and removals.
     detail::DirectorySync directory_sync;
+    /// Fan-out directories made (at open or by a commit) whose entry in
+    /// blobs/ is not yet known durable (guarded by `mutex`): a commit
+    /// renamed into one syncs blobs/ too, whoever made it.
+    std::set<std::string> fanouts_unsynced;
     /// The next reservation's file, created ahead in tmp/ (SpareFile.h).
     detail::SpareFile spare{tmp};
     /// Recently read Blob files, kept open (guarded by `mutex`; OpenFiles.h),
@@ -94,6 +99,12 @@ struct FileStore::State {
     }
 
     void open();
+    /// Makes every fan-out directory blobs/<xx>/ there is not yet and, with
+    /// `sync`, makes their entries durable with one fsync of blobs/: a commit
+    /// then neither makes one nor syncs blobs/ (unless one was removed
+    /// since). A directory that cannot be made is left to the first commit
+    /// into it.
+    void make_fanouts();
     void recover();
     void scan();
     /// Throws Error(io_error) naming the path when the store's directory, or
