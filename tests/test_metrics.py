@@ -138,17 +138,6 @@ def server_connections(ports):
     return found
 
 
-def accepted(port, client):
-    """Whether the server on `port` has accepted the connection `client`
-    (its side of it established)."""
-    client_port = client.getsockname()[1]
-    for fields in harness.ports.tcp_rows():
-        if (len(fields[1].split(":")[0]) == 8 and int(fields[1].split(":")[1], 16) == port
-                and int(fields[2].split(":")[1], 16) == client_port and fields[3] in ("01", "08")):
-            return True
-    return False
-
-
 def out_of_descriptors(c, daemon, address):
     """The metrics port with a connection pending while the daemon has no
     descriptor left: no busy loop."""
@@ -185,7 +174,7 @@ def out_of_descriptors(c, daemon, address):
         check(cpu < 0.2 * wall, f"the daemon out of descriptors used {cpu:.2f} s of CPU in {wall:.2f} s (a busy loop?)")
         check(closed, "the connection pending on the metrics port was not accepted and closed"
               + (" (accepted as an ordinary session: a number below the limit was freed after it was set)"
-                 if accepted(int(port), pending) else ""))
+                 if harness.all_accepted(int(port), [pending]) else ""))
         check(f"metrics endpoint {address}: out of descriptors (Too many open files)" in log_text(daemon),
               "the daemon's log does not say the metrics endpoint ran out of descriptors")
         pending.close()
