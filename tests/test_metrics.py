@@ -241,9 +241,8 @@ def test(c):
 
     # No naming check during the test (--naming-check 3600): its connections
     # to the Naming Service and to a locator left by the daemon "y" below
-    # would take the descriptors the out-of-descriptors step frees for the
-    # endpoint, whenever the two fall in the same moment (the reserve of two
-    # covers one such thread, not one that opens several).
+    # open and close descriptors while the out-of-descriptors step lowers
+    # the limit; one closed just after would leave a number free under it.
     daemon = c.start_daemon("mon", "memory:64M", extra=["--metrics-address", "127.0.0.1:0", "--naming-check", "3600"])
     address = daemon.ready.get("metrics", "")
     check(address.startswith("127.0.0.1:") and not address.endswith(":0"), f"metrics= in the ready line: {address!r}")
