@@ -6,13 +6,15 @@ not one call per instance, and serves each of them in place, verified.
 - One call per batch, not per instance: a study of 12 instances in a file
   store (blobstored --debug logs each findLocalFiles and findLocalFile call)
   is served whole, every part bit-identical to its Blob, each instance
-  logged as pulled in place by the gateway; the store logs two
+  counted as pulled in place by the gateway's log (the client library's
+  one summary line per series); the store logs two
   findLocalFiles calls (the gateway's batches: the first 4, then the other
   8) and no findLocalFile call.
 - Local and not local in one study: 4 more instances of the same study
   stored through a second gateway (the same index) into a memory store,
-  which offers no files: the request serves all 16, the 12 in place, the 4
-  over the memory store's data port, each bit-identical.
+  which offers no files: the request serves all 16, the 12 in place (from
+  the mappings the first request kept), the 4 over the memory store's data
+  port (the summaries: pulled on their own), each bit-identical.
 - A removed Blob: one instance's Blob removed from the file store: the 15
   others are served, that one is not.
 - A corrupted file: one instance's stored file has its last byte changed
@@ -30,7 +32,7 @@ import harness  # noqa: E402
 from harness import check, check_equal, step  # noqa: E402
 from harness.dicom import Gateway, make_objects  # noqa: E402
 from test_checksum_compat import blob_file  # noqa: E402
-from test_dicomweb import Http, parts  # noqa: E402
+from test_dicomweb import Http, in_place_counts, parts  # noqa: E402
 
 LOCAL = 12
 REMOTE = 4
@@ -82,10 +84,11 @@ def test(c):
     stored = stored_blobs()
     check_equal(len(stored), LOCAL, "Blobs stored")
     calls, singles, in_place = (store_log().count("findLocalFiles: "), store_log().count("findLocalFile: "),
-                                gw.log().count("pulled in place"))
+                                in_place_counts(gw.log())["in_place"])
     got = retrieve()
     check_equal(served(got, stored), sorted(stored), "every instance once, bit-identical")
-    check_equal(gw.log().count("pulled in place") - in_place, LOCAL, "instances pulled in place (the gateway's log)")
+    check_equal(in_place_counts(gw.log())["in_place"] - in_place, LOCAL,
+                "instances pulled in place (the gateway's summary lines)")
     check_equal(store_log().count("findLocalFiles: ") - calls, 2, "findLocalFiles calls (the store's log)")
     check_equal(store_log().count("findLocalFile: ") - singles, 0, "findLocalFile calls (the store's log)")
     check("findLocalFiles: 4 names, 4 files offered" in store_log(), "the first batch's call: 4 names, 4 files")
@@ -98,10 +101,13 @@ def test(c):
     shutil.rmtree(c.path("stored"))
     stored = stored_blobs()
     check_equal(len(stored), LOCAL + REMOTE, "Blobs stored")
-    in_place = gw.log().count("pulled in place")
+    before = in_place_counts(gw.log())
     got = retrieve()
     check_equal(served(got, stored), sorted(stored), "every instance once, bit-identical")
-    check_equal(gw.log().count("pulled in place") - in_place, LOCAL, "instances pulled in place (the gateway's log)")
+    after = in_place_counts(gw.log())
+    check_equal({k: after[k] - before[k] for k in after}, {"slices": LOCAL + REMOTE, "in_place": LOCAL, "kept": LOCAL,
+                "own": REMOTE, "failed": 0}, "the series' summaries (the gateway's log): the memory store's instances "
+                "pulled on their own")
 
     step("a Blob removed behind the index: every other instance served, that one not")
     removed = study[3]["sop"]

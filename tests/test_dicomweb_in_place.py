@@ -6,10 +6,11 @@ then sendfile(2)), never copied through the gateway.
 
 - A study of 40 CT slices (0.5 MiB each) stored through storescu comes back
   from WADO-RS with every part bit-identical to its Blob as pulled over TCP
-  (`blob --no-local pull --study`), each instance logged as pulled in place.
+  (`blob --no-local pull --study`), each instance counted as pulled in place
+  (the client library's one summary line per series of a batch).
 - A Blob replaced or removed mid-response: a client with a 64 KiB receive
   buffer reads the first part and stops; once the gateway has opened every
-  instance in place (40 log lines), instance 31's Blob is replaced by
+  instance in place (the summaries count 40), instance 31's Blob is replaced by
   another version (other pixel data) and instance 36's removed; then the
   client reads on. Every part is still its stored version whole (the file
   opened and verified before), none is the new version or a mix. A second
@@ -35,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import check, check_equal, step, wait_for  # noqa: E402
 from harness.dicom import Gateway, make_objects  # noqa: E402
-from test_dicomweb import Http, host_port, parts  # noqa: E402
+from test_dicomweb import Http, host_port, in_place_counts, parts  # noqa: E402
 from test_tls import make_ca, make_cert, tls_args  # noqa: E402
 
 SLICES = 40
@@ -93,7 +94,7 @@ def test(c):
         return next(sop for sop, blob in stored.items() if blob == part)
 
     step(f"WADO-RS of the study: {SLICES} parts, each bit-identical to its Blob, each served in place")
-    before = gw.log().count("pulled in place")
+    before = in_place_counts(gw.log())["in_place"]
     h = Http(gw.http)
     status, headers, body = h.request("GET", f"/dicom-web/studies/{uid}", headers={"Accept": ACCEPT})
     check_equal(status, 200, "the study's status")
@@ -102,7 +103,8 @@ def test(c):
     for _, part in got:
         check(part in stored.values(), f"a part of {len(part)} bytes is not a stored Blob")
     check_equal(sorted(sop_of(p) for _, p in got), sorted(stored), "every instance once")
-    check_equal(gw.log().count("pulled in place") - before, SLICES, "instances pulled in place (log lines)")
+    check_equal(in_place_counts(gw.log())["in_place"] - before, SLICES, "instances pulled in place (summary lines)")
+    check_equal(gw.log().count("pulled in place"), 0, "lines per instance at the default level (info)")
 
     step("a Blob replaced and one removed while the response is held up: every part its stored version, whole")
     order = [sop_of(p) for _, p in got]  # the index's order, as the next response sends them
@@ -111,7 +113,7 @@ def test(c):
     with open(c.path("variant.dcm"), "rb") as f:
         variant = f.read()
     check(variant != stored[replaced], "the variant has other bytes")
-    before = gw.log().count("pulled in place")
+    before = in_place_counts(gw.log())["in_place"]
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)  # the gateway's writes soon block
     s.settimeout(30)
@@ -119,8 +121,8 @@ def test(c):
     s.sendall(f"GET /dicom-web/studies/{uid} HTTP/1.1\r\nHost: x\r\nAccept: {ACCEPT}\r\n\r\n".encode())
     first = s.recv(65536)
     check(first.startswith(b"HTTP/1.1 200"), f"the response begins: {first[:200]!r}")
-    wait_for(lambda: gw.log().count("pulled in place") - before >= SLICES, 20,
-             "every instance of the held-up response opened in place (log lines)")
+    wait_for(lambda: in_place_counts(gw.log())["in_place"] - before >= SLICES, 20,
+             "every instance of the held-up response opened in place (summary lines)")
     c.blob("push", "--replace", "--name", replaced + ".dcm", c.path("variant.dcm"), store="ws1").ok()
     c.blob("rm", removed + ".dcm", store="ws1").ok()
     headers, body = read_response(s, first, time.monotonic() + 60)
@@ -176,7 +178,8 @@ def test(c):
         check_equal(log.count('findLocalFiles refused: permission denied: client "CN=gateway" may not read'),
                     n, f"request {n}: the store's refusals of the files of the request's instances, one call (its log)")
         check_equal(log.count("findLocalFile refused"), 0, f"request {n}: refusals of one instance's file (its log)")
-        check_equal(writer.log().count("pulled in place"), 0, "instances pulled in place")
+        check_equal(in_place_counts(writer.log())["in_place"], 0, "instances pulled in place (summary lines)")
+        check_equal(in_place_counts(writer.log())["failed"], 3 * n, "instances failed (summary lines)")
 
 
 if __name__ == "__main__":

@@ -29,8 +29,24 @@ bool InPlaceSeries::applies(const Session::Impl& session, const std::vector<Pull
 }
 
 InPlaceSeries::InPlaceSeries(std::string store, std::vector<std::string> names)
-    : store_(std::move(store)), names_(std::move(names)), files_(names_.size())
+    : store_(std::move(store)), names_(std::move(names)), files_(names_.size()),
+      tally_(std::make_shared<Tally>(store_, names_.size()))
 {}
+
+void InPlaceSeries::Tally::ended(const Result& r)
+{
+    if (r.ok()) {
+        bytes += r.bytes;
+    } else {
+        ++failed;
+    }
+    if (++done != slices) return;
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    library_log()->info("pull series from store \"{}\" in place: {} slices, {} in place ({} from kept mappings), {} "
+                        "pulled on their own, {} failed; {} bytes in {:.3f} s",
+                        store, slices, in_place.load(), kept.load(), on_their_own.load(), failed.load(), bytes.load(),
+                        seconds);
+}
 
 void InPlaceSeries::ask(ControlPlane& control)
 {
@@ -53,6 +69,11 @@ void InPlaceSeries::ask(ControlPlane& control)
 void InPlaceSeries::start(Session::Impl& session, std::size_t index, PullSlice slice, const PullOptions& options,
                           Completion done) const
 {
+    // The series' summary logged before its last slice's completion.
+    done = [tally = tally_, done = std::move(done)](const Result& r) {
+        tally->ended(r);
+        done(r);
+    };
     if (failed_) {
         Result r = failure(*failed_, store_);
         return session.complete(done, std::move(r));
@@ -60,16 +81,18 @@ void InPlaceSeries::start(Session::Impl& session, std::size_t index, PullSlice s
     const LocalFile* local = index < files_.size() && files_[index] ? &*files_[index] : nullptr;
     // A file kept mapped was readable (the check's access(2) saved);
     // serve() opens any other again if the kept one no longer holds it.
-    if (!local || (!session.mappings.holds(local->path) && !local_file_readable(local->path)))
+    if (!local || (!session.mappings.holds(local->path) && !local_file_readable(local->path))) {
+        ++tally_->on_their_own;
         return PullOperation::start(session, std::move(slice.name), std::move(slice.sink), options, std::move(done));
+    }
     session.loop.post([&session, store = store_, local = *local, slice = std::move(slice), options,
-                       done = std::move(done)]() mutable {
-        serve(session, store, local, std::move(slice), options, done);
+                       done = std::move(done), tally = tally_]() mutable {
+        serve(session, store, local, std::move(slice), options, done, *tally);
     });
 }
 
 void InPlaceSeries::serve(Session::Impl& session, const std::string& store, const LocalFile& local, PullSlice slice,
-                          const PullOptions& options, const Completion& done)
+                          const PullOptions& options, const Completion& done, Tally& tally)
 {
     Result r = local_result(store, local, options.offset);
     const auto t0 = std::chrono::steady_clock::now();
@@ -96,6 +119,7 @@ void InPlaceSeries::serve(Session::Impl& session, const std::string& store, cons
                 // pull asks again (the version it then finds, whole, or the
                 // data port).
                 library_log()->debug("{}; pulling it on its own instead", e.what());
+                ++tally.on_their_own;
                 return PullOperation::start(session, std::move(slice.name), std::move(slice.sink), options, done);
             }
             *slice.sink.place() =
@@ -108,9 +132,13 @@ void InPlaceSeries::serve(Session::Impl& session, const std::string& store, cons
         r.message = e.what();
     }
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (r.ok())
+    if (r.ok()) {
+        ++tally.in_place;
+        if (reused) ++tally.kept;
         log_transfer("pulled in place", "from", slice.name, store, r,
-                     "local file " + local.path + (reused ? ", its mapping kept from an earlier pull" : ""));
+                     "local file " + local.path + (reused ? ", its mapping kept from an earlier pull" : ""),
+                     spdlog::level::debug);
+    }
     session.complete(done, std::move(r));
 }
 

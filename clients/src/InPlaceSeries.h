@@ -8,6 +8,11 @@
 /// Blob) and handed over exactly as a single pull's same-host path does
 /// (LocalRead.h); a slice without a file, or whose file cannot be used or
 /// holds another version by then, is an ordinary pull (PullOperation).
+/// Logged: each slice served in place at DEBUG ("pulled in place ..."),
+/// the series once at INFO when its last slice ends ("pull series from
+/// store "S" in place: N slices, I in place (K from kept mappings), P
+/// pulled on their own, F failed; B bytes in T s"); an ordinary pull's own
+/// lines as ever.
 ///   control: ask()      the one call (a store older than it: every slice an ordinary pull)
 ///   any:     start()    slice i: to the loop thread with its file, else an ordinary pull
 ///   loop:    serve()    open, check, verify, complete
@@ -18,7 +23,11 @@
 #include <blobstreaming/client/Series.h>
 #include <blobstreaming/common/Error.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,14 +57,27 @@ public:
                Completion done) const;
 
 private:
+    /// How the series' slices went, for its one summary line; any thread.
+    struct Tally {
+        Tally(std::string store_, std::size_t slices_) : store(std::move(store_)), slices(slices_) {}
+        /// Counts slice `r` as ended; the last one logs the summary.
+        void ended(const Result& r);
+        const std::string store;
+        const std::size_t slices;
+        const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+        std::atomic<std::size_t> done{0}, in_place{0}, kept{0}, on_their_own{0}, failed{0};
+        std::atomic<std::uint64_t> bytes{0};
+    };
+
     /// Loop thread: slice `name` from `local`, in place.
     static void serve(Session::Impl& session, const std::string& store, const LocalFile& local, PullSlice slice,
-                      const PullOptions& options, const Completion& done);
+                      const PullOptions& options, const Completion& done, Tally& tally);
 
     std::string store_;
     std::vector<std::string> names_;
     std::vector<std::optional<LocalFile>> files_;
     std::optional<Error> failed_;
+    std::shared_ptr<Tally> tally_;
 };
 
 }  // namespace blobstreaming::client

@@ -32,11 +32,11 @@ Result result_of(const JobOutcome& outcome, const std::string& store, const Tick
 }
 
 void log_transfer(const char* verb, const char* dir, const std::string& name, const std::string& store, const Result& r,
-                  const std::string& peer)
+                  const std::string& peer, spdlog::level::level_enum level)
 {
-    if (!library_log()->should_log(spdlog::level::info)) return;  // its text costs a small transfer's microseconds
+    if (!library_log()->should_log(level)) return;  // its text costs a small transfer's microseconds
     const double mbps = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds / 1e6 : 0.0;
-    library_log()->info("{} {} {} store \"{}\": {} bytes in {:.3f} s ({:.2f} MB/s) via {}{}", verb, quote_name(name),
+    library_log()->log(level, "{} {} {} store \"{}\": {} bytes in {:.3f} s ({:.2f} MB/s) via {}{}", verb, quote_name(name),
                         dir, store, r.bytes, r.seconds, mbps, peer,
                         r.compressed ? ", zstd: " + std::to_string(r.wire_bytes) + " bytes on the wire" : std::string());
 }

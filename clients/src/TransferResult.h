@@ -7,6 +7,8 @@
 #include <blobstreaming/client/Result.h>
 #include <blobstreaming/common/Error.h>
 
+#include <spdlog/common.h>
+
 #include <string>
 
 namespace blobstreaming::client {
@@ -20,8 +22,9 @@ Result failure(const Error& e, const std::string& store = {});
 /// (`info`) are the caller's to fill.
 Result result_of(const JobOutcome& outcome, const std::string& store, const Ticket& ticket);
 
-/// "pushed "N" to store "S": B bytes in T s (R MB/s) via PEER" at INFO.
+/// "pushed "N" to store "S": B bytes in T s (R MB/s) via PEER" at INFO
+/// (or `level`: a series' slices in place are DEBUG, InPlaceSeries.h).
 void log_transfer(const char* verb, const char* dir, const std::string& name, const std::string& store, const Result& r,
-                  const std::string& peer);
+                  const std::string& peer, spdlog::level::level_enum level = spdlog::level::info);
 
 }  // namespace blobstreaming::client
