@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <deque>
 #include <future>
@@ -20,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <unordered_set>
 
 namespace blobstreaming::dicom {
@@ -205,13 +207,66 @@ struct Retrieval::Batch {
     }
 };
 
-/// The batches asked for and not yet sent, in order; the stores' statuses.
+/// The batches asked for and not yet sent, in order; the stores' statuses;
+/// the threads that pull them: started as batches are asked for, at most
+/// kAhead (as many as can be in flight), each pulling batch after batch
+/// until the retrieval ends, not one thread per batch.
 struct Retrieval::Pending {
     std::deque<std::future<Batch>> next;
     std::size_t queued = 0;  ///< the first item not yet asked for
     std::mutex stores_mutex;
     std::optional<std::map<std::string, client::StoreStatus>> stores;
     std::chrono::steady_clock::time_point stores_at;
+
+    /// Runs `pull` on a worker; its batch (or exception) in the future.
+    std::future<Batch> submit(std::function<Batch()> pull)
+    {
+        std::packaged_task<Batch()> task(std::move(pull));
+        std::future<Batch> out = task.get_future();
+        std::lock_guard<std::mutex> lock(work_mutex);
+        tasks.push_back(std::move(task));
+        if (idle < tasks.size() && workers.size() < kAhead) {
+            workers.emplace_back([this] { work(); });
+        } else {
+            work_ready.notify_one();
+        }
+        return out;
+    }
+    /// The workers ended (every batch submitted has been taken by then:
+    /// ~Retrieval waits for each future first).
+    ~Pending()
+    {
+        {
+            std::lock_guard<std::mutex> lock(work_mutex);
+            ending = true;
+        }
+        work_ready.notify_all();
+        for (std::thread& t : workers) t.join();
+    }
+
+private:
+    void work()
+    {
+        std::unique_lock<std::mutex> lock(work_mutex);
+        for (;;) {
+            ++idle;
+            work_ready.wait(lock, [this] { return ending || !tasks.empty(); });
+            --idle;
+            if (tasks.empty()) return;  // ending
+            std::packaged_task<Batch()> task = std::move(tasks.front());
+            tasks.pop_front();
+            lock.unlock();
+            task();  // an exception goes to its future
+            lock.lock();
+        }
+    }
+
+    std::mutex work_mutex;
+    std::condition_variable work_ready;
+    std::deque<std::packaged_task<Batch()>> tasks;
+    std::vector<std::thread> workers;
+    std::size_t idle = 0;
+    bool ending = false;
 };
 
 Retrieval::Retrieval(StudyIndex& index, client::Session& session, const IndexQuery& query, std::string operation,
@@ -263,7 +318,7 @@ void Retrieval::prefetch()
         const std::size_t begin = p.queued;
         const std::size_t end =
             std::min(items_.size(), begin + (begin == 0 ? kFirstBatch : in_place_ ? kInPlaceBatch : kBatch));
-        p.next.push_back(std::async(std::launch::async, [this, begin, end] { return pull(begin, end); }));
+        p.next.push_back(p.submit([this, begin, end] { return pull(begin, end); }));
         p.queued = end;
     }
 }
