@@ -6,8 +6,10 @@
 /// one sub-operation each. C-GET sends on the requesting association,
 /// C-MOVE on one of its own to the move destination; both through
 /// send_instance() (SubOperation.h). The next two batches (16 instances;
-/// the first, 4) are pulled while the current one is sent; an instance of
-/// up to 8 MiB is pulled into memory (at most 16 MiB a batch), a larger one
+/// the first, 4) are pulled while the current one is sent, by at most two
+/// threads of the retrieval's own (started as its first batches are asked
+/// for, each taking batch after batch, ended with it); an instance of up
+/// to 8 MiB is pulled into memory (at most 16 MiB a batch), a larger one
 /// into a spool file.
 
 #include "QueryRetrieve.h"
