@@ -4,6 +4,7 @@
 #include "dicom/NearestCopy.h"
 
 #include <blobstreaming/common/Error.h>
+#include <blobstreaming/common/Host.h>
 
 #include <dcmtk/dcmdata/dcfilefo.h>
 #include <dcmtk/dcmdata/dcdeftag.h>
@@ -188,14 +189,17 @@ struct Retrieval::Batch {
     std::vector<std::shared_ptr<const client::InPlaceBlob>> in_place;
 
     /// Done with the instance at `place` in `to_pull`: its buffer back to
-    /// `buffers`, or its spool file removed; its store's file closed.
+    /// `buffers`, or its spool file removed (none when it was served in
+    /// place: nothing of its fallback is written then); its store's file
+    /// closed.
     void release(std::size_t place, Buffers& buffers)
     {
+        const bool served_in_place = place < in_place.size() && in_place[place];
         if (place < in_place.size()) in_place[place].reset();
         if (const auto m = memory.find(place); m != memory.end()) {
             buffers.give(std::move(m->second));
             memory.erase(m);
-        } else {
+        } else if (!served_in_place) {
             std::remove(to_pull[place].path.c_str());
         }
     }
@@ -387,7 +391,15 @@ Retrieval::Batch Retrieval::pull(std::size_t begin, std::size_t end)
         } catch (const std::exception&) {
             size = kInMemory + 1;  // not known: a file
         }
-        if (size <= kInMemory && in_memory + size <= kBatchMemory) {
+        // Served in place (Retrieval::in_place()) when its nearest copy is in
+        // a store of this host that offers its files: no buffer taken for
+        // it; should the store's file not serve it after all (another
+        // version by then, unreadable), it is pulled into a spool file.
+        const std::vector<IndexedBlob>& nearest = batch.to_pull.back().copies;
+        const auto store = nearest.empty() ? stores.end() : stores.find(nearest.front().store);
+        const bool local = in_place_ && store != stores.end() && store->second.local_files &&
+                           on_this_host(store->second.host);
+        if (!local && size <= kInMemory && in_memory + size <= kBatchMemory) {
             in_memory += size;
             // The entry's size; another copy's meta header may be longer
             // (the gateway writes its own): room for that too.
