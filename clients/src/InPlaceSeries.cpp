@@ -85,10 +85,9 @@ void InPlaceSeries::start(Session::Impl& session, std::size_t index, PullSlice s
         ++tally_->on_their_own;
         return PullOperation::start(session, std::move(slice.name), std::move(slice.sink), options, std::move(done));
     }
-    session.loop.post([&session, store = store_, local = *local, slice = std::move(slice), options,
-                       done = std::move(done), tally = tally_]() mutable {
-        serve(session, store, local, std::move(slice), options, done, *tally);
-    });
+    session.loop.post(
+        [&session, store = store_, local = *local, slice = std::move(slice), options, done = std::move(done),
+         tally = tally_]() mutable { serve(session, store, local, std::move(slice), options, done, *tally); });
 }
 
 void InPlaceSeries::serve(Session::Impl& session, const std::string& store, const LocalFile& local, PullSlice slice,

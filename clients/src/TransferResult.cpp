@@ -36,9 +36,9 @@ void log_transfer(const char* verb, const char* dir, const std::string& name, co
 {
     if (!library_log()->should_log(level)) return;  // its text costs a small transfer's microseconds
     const double mbps = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds / 1e6 : 0.0;
-    library_log()->log(level, "{} {} {} store \"{}\": {} bytes in {:.3f} s ({:.2f} MB/s) via {}{}", verb, quote_name(name),
-                        dir, store, r.bytes, r.seconds, mbps, peer,
-                        r.compressed ? ", zstd: " + std::to_string(r.wire_bytes) + " bytes on the wire" : std::string());
+    library_log()->log(level, "{} {} {} store \"{}\": {} bytes in {:.3f} s ({:.2f} MB/s) via {}{}", verb,
+                       quote_name(name), dir, store, r.bytes, r.seconds, mbps, peer,
+                       r.compressed ? ", zstd: " + std::to_string(r.wire_bytes) + " bytes on the wire" : std::string());
 }
 
 }  // namespace blobstreaming::client

@@ -397,8 +397,8 @@ Retrieval::Batch Retrieval::pull(std::size_t begin, std::size_t end)
         // version by then, unreadable), it is pulled into a spool file.
         const std::vector<IndexedBlob>& nearest = batch.to_pull.back().copies;
         const auto store = nearest.empty() ? stores.end() : stores.find(nearest.front().store);
-        const bool local = in_place_ && store != stores.end() && store->second.local_files &&
-                           on_this_host(store->second.host);
+        const bool local =
+            in_place_ && store != stores.end() && store->second.local_files && on_this_host(store->second.host);
         if (!local && size <= kInMemory && in_memory + size <= kBatchMemory) {
             in_memory += size;
             // The entry's size; another copy's meta header may be longer
