@@ -79,18 +79,19 @@ def parts(content_type, body):
     return out
 
 
-IN_PLACE_SUMMARY = re.compile(r'pull series from store "[^"]*" in place: (\d+) slices, (\d+) in place '
-                              r'\((\d+) from kept mappings\), (\d+) pulled on their own, (\d+) failed; ')
+IN_PLACE_SUMMARY = re.compile(r'pull series of (?P<slices>\d+) Blobs: \d+ bytes in [\d.]+ s \([\d.]+ MB/s\), '
+                              r'(?P<failed>\d+) failed; in place from store "[^"]*": (?P<in_place>\d+) '
+                              r'\((?P<kept>\d+) from kept mappings\), (?P<own>\d+) pulled on their own$', re.M)
 
 
 def in_place_counts(log):
-    """The client library's summaries of the pull series asked for in place
+    """The client library's log lines of the pull series asked for in place
     (one line per series, its slices at debug level), summed:
     {"slices", "in_place", "kept", "own", "failed"}."""
     out = dict.fromkeys(("slices", "in_place", "kept", "own", "failed"), 0)
     for m in IN_PLACE_SUMMARY.finditer(log):
-        for key, value in zip(out, m.groups()):
-            out[key] += int(value)
+        for key in out:
+            out[key] += int(m.group(key))
     return out
 
 

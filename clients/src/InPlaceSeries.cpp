@@ -29,23 +29,14 @@ bool InPlaceSeries::applies(const Session::Impl& session, const std::vector<Pull
 }
 
 InPlaceSeries::InPlaceSeries(std::string store, std::vector<std::string> names)
-    : store_(std::move(store)), names_(std::move(names)), files_(names_.size()),
-      tally_(std::make_shared<Tally>(store_, names_.size()))
+    : store_(std::move(store)), names_(std::move(names)), files_(names_.size()), tally_(std::make_shared<Tally>())
 {}
 
-void InPlaceSeries::Tally::ended(const Result& r)
+std::string InPlaceSeries::summary() const
 {
-    if (r.ok()) {
-        bytes += r.bytes;
-    } else {
-        ++failed;
-    }
-    if (++done != slices) return;
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    library_log()->info("pull series from store \"{}\" in place: {} slices, {} in place ({} from kept mappings), {} "
-                        "pulled on their own, {} failed; {} bytes in {:.3f} s",
-                        store, slices, in_place.load(), kept.load(), on_their_own.load(), failed.load(), bytes.load(),
-                        seconds);
+    return "in place from store \"" + store_ + "\": " + std::to_string(tally_->in_place) + " (" +
+           std::to_string(tally_->kept) + " from kept mappings), " + std::to_string(tally_->on_their_own) +
+           " pulled on their own";
 }
 
 void InPlaceSeries::ask(ControlPlane& control)
@@ -69,11 +60,6 @@ void InPlaceSeries::ask(ControlPlane& control)
 void InPlaceSeries::start(Session::Impl& session, std::size_t index, PullSlice slice, const PullOptions& options,
                           Completion done) const
 {
-    // The series' summary logged before its last slice's completion.
-    done = [tally = tally_, done = std::move(done)](const Result& r) {
-        tally->ended(r);
-        done(r);
-    };
     if (failed_) {
         Result r = failure(*failed_, store_);
         return session.complete(done, std::move(r));

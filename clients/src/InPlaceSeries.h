@@ -9,10 +9,9 @@
 /// (LocalRead.h); a slice without a file, or whose file cannot be used or
 /// holds another version by then, is an ordinary pull (PullOperation).
 /// Logged: each slice served in place at DEBUG ("pulled in place ..."),
-/// the series once at INFO when its last slice ends ("pull series from
-/// store "S" in place: N slices, I in place (K from kept mappings), P
-/// pulled on their own, F failed; B bytes in T s"); an ordinary pull's own
-/// lines as ever.
+/// the series in its one INFO line (SeriesOperation), which summary()
+/// completes ("; in place from store "S": I (K from kept mappings), P
+/// pulled on their own"); an ordinary pull's own lines as ever.
 ///   control: ask()      the one call (a store older than it: every slice an ordinary pull)
 ///   any:     start()    slice i: to the loop thread with its file, else an ordinary pull
 ///   loop:    serve()    open, check, verify, complete
@@ -24,9 +23,7 @@
 #include <blobstreaming/common/Error.h>
 
 #include <atomic>
-#include <chrono>
 #include <cstddef>
-#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -56,17 +53,15 @@ public:
     void start(Session::Impl& session, std::size_t index, PullSlice slice, const PullOptions& options,
                Completion done) const;
 
+    /// After the last slice: how the slices were served, for the series'
+    /// log line ("in place from store "S": I (K from kept mappings), P
+    /// pulled on their own").
+    std::string summary() const;
+
 private:
-    /// How the series' slices went, for its one summary line; any thread.
+    /// How the slices were served so far; any thread.
     struct Tally {
-        Tally(std::string store_, std::size_t slices_) : store(std::move(store_)), slices(slices_) {}
-        /// Counts slice `r` as ended; the last one logs the summary.
-        void ended(const Result& r);
-        const std::string store;
-        const std::size_t slices;
-        const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-        std::atomic<std::size_t> done{0}, in_place{0}, kept{0}, on_their_own{0}, failed{0};
-        std::atomic<std::uint64_t> bytes{0};
+        std::atomic<std::size_t> in_place{0}, kept{0}, on_their_own{0};
     };
 
     /// Loop thread: slice `name` from `local`, in place.

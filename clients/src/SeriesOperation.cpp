@@ -31,24 +31,26 @@ void SeriesOperation::pull(Session::Impl& session, std::vector<PullSlice> slices
     // control call before the first starts (InPlaceSeries.h).
     std::shared_ptr<InPlaceSeries> in_place;
     std::function<void()> prepare;
+    std::function<std::string()> detail;
     if (InPlaceSeries::applies(session, slices, options)) {
         std::vector<std::string> names;
         for (const PullSlice& slice : slices) names.push_back(slice.name);
         in_place = std::make_shared<InPlaceSeries>(options.store, std::move(names));
         prepare = [&session, in_place] { in_place->ask(*session.control); };
+        detail = [in_place] { return in_place->summary(); };
     }
     run(session, "pull", std::move(slices), std::move(options), mode, std::move(done), std::move(slice_done),
         [in_place](Session::Impl& s, std::size_t index, PullSlice&& slice, const PullOptions& o, Completion c) {
             if (in_place) return in_place->start(s, index, std::move(slice), o, std::move(c));
             PullOperation::start(s, std::move(slice.name), std::move(slice.sink), o, std::move(c));
         },
-        std::move(prepare));
+        std::move(prepare), std::move(detail));
 }
 
 template <class Slice, class Options, class StartOne>
 void SeriesOperation::run(Session::Impl& session, const char* verb, std::vector<Slice> slices, Options options,
                           Mode mode, SeriesCompletion done, SliceCompletion slice_done, StartOne start_one,
-                          std::function<void()> prepare)
+                          std::function<void()> prepare, std::function<std::string()> detail)
 {
     std::vector<std::string> names;
     names.reserve(slices.size());
@@ -60,6 +62,7 @@ void SeriesOperation::run(Session::Impl& session, const char* verb, std::vector<
     };
     std::shared_ptr<SeriesOperation> series(
         new SeriesOperation(session, verb, std::move(names), std::move(start), std::move(slice_done)));
+    series->detail_ = std::move(detail);
     // The series' own completion carries an empty Result; `done` gets the
     // SeriesResult, complete by then (every slice has ended).
     Completion finished = [series, done = std::move(done)](const Result&) {
@@ -135,8 +138,8 @@ void SeriesOperation::finish()
         result_.bytes += r.bytes;
     }
     const double mbps = result_.seconds > 0 ? static_cast<double>(result_.bytes) / result_.seconds / 1e6 : 0.0;
-    library_log()->info("{} series of {} Blobs: {} bytes in {:.3f} s ({:.2f} MB/s), {} failed", verb_, names_.size(),
-                        result_.bytes, result_.seconds, mbps, result_.failed);
+    library_log()->info("{} series of {} Blobs: {} bytes in {:.3f} s ({:.2f} MB/s), {} failed{}", verb_, names_.size(),
+                        result_.bytes, result_.seconds, mbps, result_.failed, detail_ ? "; " + detail_() : "");
     // Handed over, not kept: `done_` refers to this series (a cycle).
     const Completion done = std::move(done_);
     session_.complete(done, Result{});

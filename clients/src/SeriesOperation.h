@@ -47,11 +47,12 @@ private:
     /// (Session::Impl::run), `done` receiving its SeriesResult;
     /// `start_one(session, index, slice, options, completion)` starts one
     /// slice; `prepare`, when given, runs on a control thread before the
-    /// first slice starts.
+    /// first slice starts; `detail`, when given, completes the series' log
+    /// line after its last slice.
     template <class Slice, class Options, class StartOne>
     static void run(Session::Impl& session, const char* verb, std::vector<Slice> slices, Options options, Mode mode,
                     SeriesCompletion done, SliceCompletion slice_done, StartOne start_one,
-                    std::function<void()> prepare = {});
+                    std::function<void()> prepare = {}, std::function<std::string()> detail = {});
     /// Caller thread (a control thread after `prepare`, the loop thread when
     /// the Session closed meanwhile): starts the first window; `done` runs
     /// once every slice has ended (its Result is empty: the series' outcome
@@ -63,7 +64,8 @@ private:
     /// Loop thread: slice `index` ended with `r`.
     void on_loop_thread_slice_done(std::size_t index, const Result& r);
     /// Loop thread, after the last slice (the caller's, for an empty
-    /// series): the totals, one log line, then `done_`, later.
+    /// series): the totals, one log line (`detail_` appended), then
+    /// `done_`, later.
     void finish();
 
     Session::Impl& session_;
@@ -71,6 +73,7 @@ private:
     std::vector<std::string> names_;
     StartSlice start_;
     SliceCompletion slice_done_;
+    std::function<std::string()> detail_;
     const std::size_t window_;
     Completion done_;
     std::chrono::steady_clock::time_point started_;
