@@ -79,6 +79,26 @@ def parts(content_type, body):
     return out
 
 
+def study_parts(http_url, uid):
+    """The parts of a WADO-RS retrieve of study `uid` as application/dicom
+    instances (HTTP 200 checked): [bytes]."""
+    status, headers, body = Http(http_url).request(
+        "GET", f"/dicom-web/studies/{uid}", headers={"Accept": 'multipart/related; type="application/dicom"'})
+    check_equal(status, 200, "the study's status")
+    return [p for _, p in parts(headers["content-type"], body)]
+
+
+def served(got, stored):
+    """The SOP Instance UIDs of the parts `got`, sorted, each checked to be
+    one of `stored` ({SOP Instance UID: bytes}) as it is."""
+    out = []
+    for part in got:
+        sop = next((s for s, b in stored.items() if b == part), None)
+        check(sop is not None, f"a part of {len(part)} bytes is not a stored Blob")
+        out.append(sop)
+    return sorted(out)
+
+
 IN_PLACE_SUMMARY = re.compile(r'pull series of (?P<slices>\d+) Blobs: \d+ bytes in [\d.]+ s \([\d.]+ MB/s\), '
                               r'(?P<failed>\d+) failed; in place from store "[^"]*": (?P<in_place>\d+) '
                               r'\((?P<kept>\d+) from kept mappings\), (?P<own>\d+) pulled on their own$', re.M)

@@ -32,11 +32,10 @@ import harness  # noqa: E402
 from harness import check, check_equal, step  # noqa: E402
 from harness.dicom import Gateway, make_objects  # noqa: E402
 from test_checksum_compat import blob_file  # noqa: E402
-from test_dicomweb import Http, in_place_counts, parts  # noqa: E402
+from test_dicomweb import in_place_counts, served, study_parts  # noqa: E402
 
 LOCAL = 12
 REMOTE = 4
-ACCEPT = 'multipart/related; type="application/dicom"'
 
 
 def test(c):
@@ -64,21 +63,8 @@ def test(c):
                     out[e["sop"]] = f.read()
         return out
 
-    h = Http(gw.http)
-
     def retrieve():
-        status, headers, body = h.request("GET", f"/dicom-web/studies/{uid}", headers={"Accept": ACCEPT})
-        check_equal(status, 200, "the study's status")
-        return [p for _, p in parts(headers["content-type"], body)]
-
-    def served(got, stored):
-        """The SOP Instance UIDs of the parts, each checked to be a stored Blob as it is."""
-        out = []
-        for part in got:
-            sop = next((s for s, b in stored.items() if b == part), None)
-            check(sop is not None, f"a part of {len(part)} bytes is not a stored Blob")
-            out.append(sop)
-        return sorted(out)
+        return study_parts(gw.http, uid)
 
     step(f"a study of {LOCAL} instances in a file store: two findLocalFiles calls (4 + 8), no findLocalFile")
     stored = stored_blobs()

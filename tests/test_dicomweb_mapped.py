@@ -32,12 +32,11 @@ import harness  # noqa: E402
 from harness import check, check_equal, step, wait_for  # noqa: E402
 from harness.dicom import Gateway, make_objects  # noqa: E402
 from test_checksum_compat import blob_file  # noqa: E402
-from test_dicomweb import Http, in_place_counts, parts  # noqa: E402
+from test_dicomweb import in_place_counts, served, study_parts  # noqa: E402
 
 SLICES = 6
 MORE = 6
 CAPACITY = 3
-ACCEPT = 'multipart/related; type="application/dicom"'
 
 
 def store_mappings(pid, store_dir):
@@ -84,18 +83,7 @@ def test(c):
         return out
 
     def retrieve(g):
-        status, headers, body = Http(g.http).request("GET", f"/dicom-web/studies/{uid}", headers={"Accept": ACCEPT})
-        check_equal(status, 200, "the study's status")
-        return [p for _, p in parts(headers["content-type"], body)]
-
-    def served(got, stored):
-        """The SOP Instance UIDs of the parts, each checked to be a stored Blob as it is."""
-        out = []
-        for part in got:
-            sop = next((s for s, b in stored.items() if b == part), None)
-            check(sop is not None, f"a part of {len(part)} bytes is not a stored Blob")
-            out.append(sop)
-        return sorted(out)
+        return study_parts(g.http, uid)
 
     def kept_lines():
         return in_place_counts(gw.log())["kept"]

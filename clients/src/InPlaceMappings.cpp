@@ -23,26 +23,6 @@ struct InPlaceMappings::Kept {
     FileIdentity identity;
 };
 
-namespace {
-
-/// A kept mapping handed over: shares it (the descriptor and the mapping
-/// stay until the last holder lets go, kept or dropped meanwhile).
-class KeptBlob final : public InPlaceBlob {
-public:
-    KeptBlob(std::shared_ptr<const void> owner, const LocalRange& range) : owner_(std::move(owner)), range_(range) {}
-    const std::uint8_t* data() const noexcept override { return range_.data(); }
-    std::size_t size() const noexcept override { return static_cast<std::size_t>(range_.length()); }
-    int fd() const noexcept override { return range_.fd(); }
-    std::uint64_t file_offset() const noexcept override { return range_.file().data_offset + range_.offset(); }
-    const std::string& path() const noexcept override { return range_.file().path; }
-
-private:
-    std::shared_ptr<const void> owner_;
-    const LocalRange& range_;
-};
-
-}  // namespace
-
 InPlaceMappings::InPlaceMappings(std::size_t files, std::uint64_t bytes) : max_files_(files), max_bytes_(bytes)
 {
     rlimit limit{};
@@ -148,7 +128,7 @@ std::shared_ptr<const InPlaceBlob> InPlaceMappings::reuse(const LocalFile& file,
         drop(file.path, kept.get());
         return nullptr;
     }
-    return std::make_shared<KeptBlob>(kept, kept->range);
+    return in_place_blob(kept, kept->range);
 }
 
 std::shared_ptr<const InPlaceBlob> InPlaceMappings::keep(LocalRange range, const timespec& opened, bool verify,
@@ -162,7 +142,7 @@ std::shared_ptr<const InPlaceBlob> InPlaceMappings::keep(LocalRange range, const
     verify_in_place(range, verify, what, progress, true);
     auto kept = std::make_shared<Kept>(Kept{std::move(range), FileIdentity::of(st)});
     add(kept);
-    return std::make_shared<KeptBlob>(kept, kept->range);
+    return in_place_blob(kept, kept->range);
 }
 
 }  // namespace blobstreaming::client

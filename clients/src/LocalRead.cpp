@@ -113,10 +113,11 @@ void check_whole(const Checksum& read, const LocalRange& range, const std::strin
                                                ", not the Blob's " + info.checksum.text() + "; nothing was kept");
 }
 
-/// A LocalRange handed over in place (keep_in_place).
-class KeptRange final : public InPlaceBlob {
+/// A LocalRange handed over in place: `owner` keeps it (its descriptor and
+/// mapping) until the last holder lets go.
+class RangeBlob final : public InPlaceBlob {
 public:
-    explicit KeptRange(LocalRange range) : range_(std::move(range)) {}
+    RangeBlob(std::shared_ptr<const void> owner, const LocalRange& range) : owner_(std::move(owner)), range_(range) {}
     const std::uint8_t* data() const noexcept override { return range_.data(); }
     std::size_t size() const noexcept override { return static_cast<std::size_t>(range_.length()); }
     int fd() const noexcept override { return range_.fd(); }
@@ -124,7 +125,8 @@ public:
     const std::string& path() const noexcept override { return range_.file().path; }
 
 private:
-    LocalRange range_;
+    std::shared_ptr<const void> owner_;
+    const LocalRange& range_;
 };
 
 }  // namespace
@@ -154,7 +156,13 @@ std::shared_ptr<const InPlaceBlob> keep_in_place(LocalRange range, bool verify, 
                                                  const Progress& progress)
 {
     verify_in_place(range, verify, what, progress, true);
-    return std::make_shared<KeptRange>(std::move(range));
+    auto owned = std::make_shared<const LocalRange>(std::move(range));
+    return in_place_blob(owned, *owned);
+}
+
+std::shared_ptr<const InPlaceBlob> in_place_blob(std::shared_ptr<const void> owner, const LocalRange& range)
+{
+    return std::make_shared<RangeBlob>(std::move(owner), range);
 }
 
 std::uint64_t copy_local(const LocalRange& range, Sink& sink, bool verify, const std::string& what,

@@ -84,6 +84,10 @@ std::uint64_t copy_local(const LocalRange& range, Sink& sink, bool verify, const
 std::shared_ptr<const InPlaceBlob> keep_in_place(LocalRange range, bool verify, const std::string& what,
                                                  const Progress& progress);
 
+/// `range` handed over in place, kept open and mapped while `owner` (which
+/// holds `range`) lives, and as long as the handed-over object does.
+std::shared_ptr<const InPlaceBlob> in_place_blob(std::shared_ptr<const void> owner, const LocalRange& range);
+
 /// What keep_in_place() checks before it hands `range` over: the whole
 /// Blob's checksum over the mapping (its page tables populated first when
 /// `populate_first`: a new mapping) when the range is the whole Blob and
