@@ -33,15 +33,15 @@ void put(Store& store, const std::string& name, const std::vector<std::uint8_t>&
 }
 
 /// Returns once the file at `path` was last changed longer ago than
-/// OpenFiles::settle_time, so that a read keeps it open.
+/// identity_settle_time, so that a read keeps it open.
 void settle(const fs::path& path)
 {
     struct stat st {};
     BOOST_REQUIRE(::stat(path.c_str(), &st) == 0);
-    const auto wait = OpenFiles::settle_time(st) + std::chrono::milliseconds(1);
+    const auto wait = identity_settle_time(st) + std::chrono::milliseconds(1);
     BOOST_REQUIRE(wait <= std::chrono::seconds(4));  // bounded
-    for (int i = 0; i < 2 && !OpenFiles::settled(st, OpenFiles::now()); ++i) std::this_thread::sleep_for(wait);
-    BOOST_REQUIRE(OpenFiles::settled(st, OpenFiles::now()));
+    for (int i = 0; i < 2 && !identity_settled(st, realtime_now()); ++i) std::this_thread::sleep_for(wait);
+    BOOST_REQUIRE(identity_settled(st, realtime_now()));
 }
 
 void poke(const fs::path& path, std::uint64_t at, std::uint8_t value)
@@ -100,9 +100,9 @@ BOOST_AUTO_TEST_CASE(a_file_changed_just_now_is_not_kept)
     struct stat st {};
     BOOST_REQUIRE(::stat(store.locate("CT.1").path.c_str(), &st) == 0);
     const BlobRange v = store.read_all("CT.1");
-    const timespec after = OpenFiles::now();
-    // Kept only when its last change was settle_time before the read.
-    if (!OpenFiles::settled(st, after)) {
+    const timespec after = realtime_now();
+    // Kept only when its last change was identity_settle_time before the read.
+    if (!identity_settled(st, after)) {
         BOOST_TEST(store.open_files() == 0u);
         BOOST_TEST(!v.mapped());  // a view of its own: mapped only on its first data()
     }

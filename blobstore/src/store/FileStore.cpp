@@ -199,7 +199,7 @@ BlobRange FileStore::read(std::string_view name, std::uint64_t start, std::uint6
         // The file kept open is unchanged since its header was checked, and
         // still linked: served without opening or checking it again.
         struct stat st {};
-        if (::fstat(kept->fd.get(), &st) == 0 && st.st_nlink > 0 && detail::FileIdentity::of(st) == kept->identity) {
+        if (::fstat(kept->fd.get(), &st) == 0 && st.st_nlink > 0 && FileIdentity::of(st) == kept->identity) {
             state_->reads_kept_open.fetch_add(1, std::memory_order_relaxed);
         } else {
             std::lock_guard lock(state_->mutex);
@@ -232,14 +232,14 @@ BlobRange FileStore::read(std::string_view name, std::uint64_t start, std::uint6
         std::string why;
         const detail::KnownHeader known{seen, digest};
         struct stat st {};
-        const timespec taken = detail::OpenFiles::now();  // before the fstat that settled() judges
+        const timespec taken = realtime_now();  // before the fstat that identity_settled() judges
         auto info = read_header(opened->fd.get(), why, &known, nullptr, &st);
         if (!info) throw Error(Errc::corrupt, what() + ": " + state_->path_of(name).string() + ": " + why);
         opened->info = std::move(*info);
         opened->mmap_what = what() + ": mmap " + state_->path_of(name).string();
-        opened->identity = detail::FileIdentity::of(st);
+        opened->identity = FileIdentity::of(st);
         bool kept_now = false;
-        if (same_version(opened->info, seen) && detail::OpenFiles::settled(st, taken)) {
+        if (same_version(opened->info, seen) && identity_settled(st, taken)) {
             std::lock_guard lock(state_->mutex);
             const auto* entry = state_->index.find(name);
             kept_now = entry && same_version(entry->info, seen) && state_->open_files.keep(name, opened);

@@ -25,10 +25,6 @@
 
 namespace blobstreaming::detail {
 
-/// A file's identity (common/FileIdentity.h): unchanged and still linked,
-/// the file is the one at its path with the bytes it had (once settled()).
-using FileIdentity = blobstreaming::FileIdentity;
-
 /// A committed Blob file held open: its descriptor, the Blob its header
 /// named when it was checked (read_header, every check), and its identity
 /// then. Shared by the cache and the views made from it: the descriptor
@@ -59,8 +55,7 @@ public:
     /// How many a store keeps at most (FileStore::Options::open_files).
     static constexpr std::size_t kDefaultCapacity = 64;
     /// A file is kept only when its identity was taken a while after its
-    /// last change (settled()): identity_settle_time (FileIdentity.h).
-    static std::chrono::nanoseconds settle_time(const struct stat& st) noexcept { return identity_settle_time(st); }
+    /// last change (identity_settled, common/FileIdentity.h).
 
     /// `capacity` bounded by the process's descriptor limit: at most one
     /// sixteenth of RLIMIT_NOFILE's soft limit. 0 keeps none.
@@ -80,12 +75,6 @@ public:
 
     std::size_t size() const noexcept { return order_.size(); }
     std::size_t capacity() const noexcept { return capacity_; }
-
-    /// Whether a file that `st` describes, taken at or after `taken`
-    /// (CLOCK_REALTIME, read before the stat), may be kept (settle_time).
-    static bool settled(const struct stat& st, const timespec& taken) noexcept { return identity_settled(st, taken); }
-    /// CLOCK_REALTIME now, for settled().
-    static timespec now() noexcept { return realtime_now(); }
 
 private:
     using Order = std::list<std::pair<std::string, std::shared_ptr<const OpenFile>>>;
