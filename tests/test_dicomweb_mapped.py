@@ -19,6 +19,8 @@ every instance's bytes against its Blob's checksum on every serve.
 - A removed Blob: left out of the next retrieve, the others served; its
   file, unlinked, is let go (no "(deleted)" store file in /proc/PID/maps)
   by a retrieve once a second has passed (its disk space not held).
+- Out-of-range --kept-mappings and --kept-mapping-bytes are refused with
+  the value and the range.
 - The bound: a second gateway with --kept-mappings 3 retrieves the study
   (10 instances by then: 6 more stored, the flipped one removed) twice: every part bit-identical, and its address
   space never holds more than 3 mappings of the store's files.
@@ -59,6 +61,14 @@ def deleted_mappings(pid, store_dir):
 
 
 def test(c):
+    step("out-of-range --kept-mappings and --kept-mapping-bytes: refused, naming the value and the range")
+    for extra, says in ((["--kept-mappings", "65537"], "--kept-mappings 65537: expected 0 to 65536"),
+                        (["--kept-mapping-bytes", "10K"],
+                         '--kept-mapping-bytes: "10K" is out of range (allowed: 1M to 1T)')):
+        code, _, err = c.run([harness.program("gateway/blob-dicomd"), "--aetitle", "GW", "--port", "0",
+                              "--naming", c.naming, "--store", "ws1", *extra], timeout=60)
+        check_equal((code, err.strip()), (1, f"blob-dicomd: {says} (see blob-dicomd --help)"), " ".join(extra))
+
     ws1 = c.start_daemon("ws1", "file")
     gw = Gateway(c, "ws1", "gateway", extra=["--http-address", "127.0.0.1:0"])
     study = make_objects(c, "study", c.path("ct"), str(SLICES + MORE), "PAT1", "20261128", "CT", "128")
